@@ -1,0 +1,57 @@
+// backend/backend.hpp — where the per-packet work runs: the CPU thread pool or a CUDA device.
+//
+// A backend owns a ring of batch slots (at least three). The pipeline fills a slot's host half
+// (PacketBatch: record offsets into a host span), calls submit(slot), which returns at once on
+// CUDA (copies and kernels queued on the slot's stream) and does the work on the CPU, and later
+// wait(slot), after which the slot's verdicts and counters (and, if asked, every decoded field)
+// are in host memory. While slot k runs on the device the pipeline fills slot k+1 and finishes
+// slot k-1, so reading, GPU work and output overlap.
+//
+// Configuration (BackendConfig): batch capacity in packets and bytes, CPU threads, and for CUDA
+// the occupancy under which a batch is compacted before the copy (GASPP §5.1; default 1/3, the
+// paper's 512/1536 break-even).
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "core/packet_batch.hpp"
+
+namespace gaspp {
+
+struct BackendConfig {
+  uint32_t batch_packets = 65536;
+  uint64_t batch_bytes = 64ull << 20;
+  int threads = 0;                  // CPU backend: 0 = all hardware threads
+  int slots = 3;
+  double compact_below = 1.0 / 3;   // CUDA: compact when record bytes / span bytes < this
+  bool force_compact = false;       // CUDA: always compact (tests both transfer paths)
+};
+
+class Backend {
+ public:
+  virtual ~Backend() = default;
+  virtual std::string name() const = 0;         // "cpu" or "cuda"
+  virtual std::string describe() const = 0;     // device / threads, memory reserved
+  virtual int slots() const = 0;
+  virtual PacketBatch& batch(int slot) = 0;
+  // Tells the backend which host memory spans will come from (a mapped file), so it can register
+  // it for direct device access. Optional; returns whether it did.
+  virtual bool attach_source(const uint8_t* base, uint64_t len) { (void)base; (void)len; return false; }
+  virtual void detach_source() {}
+  virtual void submit(int slot) = 0;            // CUDA: asynchronous; CPU: does the work
+  virtual void wait(int slot) = 0;              // results of the slot are in host memory after this
+  // Transfer statistics (CUDA): batches sent as a file range vs compacted, bytes over the bus.
+  virtual uint64_t batches_direct() const { return 0; }
+  virtual uint64_t batches_compacted() const { return 0; }
+  virtual uint64_t bytes_h2d() const { return 0; }
+  virtual uint64_t bytes_d2h() const { return 0; }
+};
+
+std::unique_ptr<Backend> make_cpu_backend(const BackendConfig& cfg);
+// Throws std::runtime_error with the reason if CUDA was not built in or no device is usable.
+std::unique_ptr<Backend> make_cuda_backend(const BackendConfig& cfg);
+// Whether make_cuda_backend can succeed (built in and a device present); `why` says why not.
+bool cuda_usable(std::string* why);
+
+}  // namespace gaspp

@@ -1,0 +1,248 @@
+#include "capture/capture_file.hpp"
+
+#include <fcntl.h>
+#include <pcap/pcap.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <utility>
+
+namespace gaspp {
+namespace {
+
+constexpr uint32_t kMagicUsec = 0xa1b2c3d4;
+constexpr uint32_t kMagicNsec = 0xa1b23c4d;
+constexpr uint32_t kMagicPcapng = 0x0a0d0d0a;
+
+uint32_t bswap32(uint32_t v) { return __builtin_bswap32(v); }
+
+std::string hex32(uint32_t v) {
+  char b[16];
+  std::snprintf(b, sizeof b, "0x%08x", v);
+  return b;
+}
+
+void put_le32(std::vector<uint8_t>& out, uint32_t v) {
+  for (int k = 0; k < 4; ++k) out.push_back(uint8_t(v >> (8 * k)));
+}
+
+}  // namespace
+
+bool link_type_from_pcap(uint32_t linktype, LinkType& out) {
+  switch (linktype) {
+    case 0: out = LinkType::null_bsd; return true;
+    case 1: out = LinkType::ethernet; return true;
+    case 12:  // LINKTYPE_RAW on some OpenBSD writers
+    case 14:
+    case 101: out = LinkType::raw; return true;
+    case 108: out = LinkType::loop; return true;
+    case 113: out = LinkType::linux_sll; return true;
+    case 228: out = LinkType::ipv4; return true;
+    case 229: out = LinkType::ipv6; return true;
+    case 276: out = LinkType::linux_sll2; return true;
+    default: return false;
+  }
+}
+
+CaptureFile::CaptureFile(CaptureFile&& o) noexcept { *this = std::move(o); }
+
+CaptureFile& CaptureFile::operator=(CaptureFile&& o) noexcept {
+  if (this != &o) {
+    if (mapped_ && data_) munmap(const_cast<uint8_t*>(data_), size_);
+    path_ = std::move(o.path_);
+    size_ = o.size_;
+    first_record_ = o.first_record_;
+    fmt_ = o.fmt_;
+    link_ = o.link_;
+    raw_link_ = o.raw_link_;
+    snaplen_ = o.snaplen_;
+    container_ = o.container_;
+    mapped_ = o.mapped_;
+    owned_ = std::move(o.owned_);
+    data_ = mapped_ ? o.data_ : owned_.data();
+    o.data_ = nullptr;
+    o.mapped_ = false;
+    o.size_ = 0;
+  }
+  return *this;
+}
+
+CaptureFile::~CaptureFile() {
+  if (mapped_ && data_) munmap(const_cast<uint8_t*>(data_), size_);
+}
+
+void CaptureFile::parse_global_header() {
+  uint32_t magic;
+  std::memcpy(&magic, data_, 4);
+  fmt_.swapped = 0;
+  if (magic == kMagicUsec || magic == kMagicNsec) {
+    fmt_.swapped = 0;
+  } else if (bswap32(magic) == kMagicUsec || bswap32(magic) == kMagicNsec) {
+    fmt_.swapped = 1;
+    magic = bswap32(magic);
+  }
+  fmt_.nanos = magic == kMagicNsec;
+  auto rd = [&](int off) { uint32_t v; std::memcpy(&v, data_ + off, 4); return fmt_.swapped ? bswap32(v) : v; };
+  snaplen_ = rd(16);
+  raw_link_ = rd(20) & 0x0fffffff;  // upper bits carry FCS information
+  if (!link_type_from_pcap(raw_link_, link_)) link_ = static_cast<LinkType>(255);
+}
+
+CaptureFile CaptureFile::open(const std::string& path) {
+  CaptureFile f;
+  f.path_ = path;
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) throw CaptureError(path + ": cannot open: " + std::strerror(errno));
+  struct stat st {};
+  if (fstat(fd, &st) != 0) {
+    const int e = errno;
+    ::close(fd);
+    throw CaptureError(path + ": cannot stat: " + std::strerror(e));
+  }
+  if (!S_ISREG(st.st_mode)) {
+    ::close(fd);
+    throw CaptureError(path + ": not a regular file");
+  }
+  const uint64_t size = uint64_t(st.st_size);
+  if (size == 0) {
+    ::close(fd);
+    throw CaptureError(path + ": empty file (0 bytes): no capture header");
+  }
+  uint32_t magic = 0;
+  if (size >= 4 && ::pread(fd, &magic, 4, 0) != 4) {
+    const int e = errno;
+    ::close(fd);
+    throw CaptureError(path + ": cannot read: " + std::strerror(e));
+  }
+  const bool classic = size >= 4 && (magic == kMagicUsec || magic == kMagicNsec ||
+                                     bswap32(magic) == kMagicUsec || bswap32(magic) == kMagicNsec);
+  if (classic) {
+    if (size < kPcapGlobalHeaderBytes) {
+      ::close(fd);
+      throw CaptureError(path + ": pcap global header cut short: " + std::to_string(size) + " of 24 bytes");
+    }
+    void* m = mmap(nullptr, size, PROT_READ, MAP_SHARED, fd, 0);
+    const int e = errno;
+    ::close(fd);
+    if (m == MAP_FAILED) throw CaptureError(path + ": cannot map: " + std::strerror(e));
+    madvise(m, size, MADV_SEQUENTIAL);
+    f.data_ = static_cast<const uint8_t*>(m);
+    f.size_ = size;
+    f.mapped_ = true;
+    f.container_ = "pcap";
+    f.parse_global_header();
+    return f;
+  }
+  ::close(fd);
+  if (size < 4) throw CaptureError(path + ": file too short for any capture format (" + std::to_string(size) + " bytes)");
+  // Anything else: let libpcap read it (pcapng, modified pcap) and keep it in memory in our layout.
+  char err[PCAP_ERRBUF_SIZE] = {0};
+  pcap_t* p = pcap_open_offline_with_tstamp_precision(path.c_str(), PCAP_TSTAMP_PRECISION_NANO, err);
+  if (!p) {
+    throw CaptureError(path + ": not a pcap or pcapng file (first word " + hex32(magic) + "): " + err);
+  }
+  f.container_ = magic == kMagicPcapng ? "pcapng" : "pcap-variant";
+  f.raw_link_ = uint32_t(pcap_datalink(p));
+  if (!link_type_from_pcap(f.raw_link_, f.link_)) f.link_ = static_cast<LinkType>(255);
+  f.snaplen_ = uint32_t(pcap_snapshot(p));
+  std::vector<uint8_t>& out = f.owned_;
+  out.reserve(size + size / 4);
+  // Global header: little-endian, nanosecond.
+  put_le32(out, kMagicNsec);
+  put_le32(out, 0x00040002);
+  put_le32(out, 0);
+  put_le32(out, 0);
+  put_le32(out, f.snaplen_);
+  put_le32(out, f.raw_link_);
+  pcap_pkthdr* h;
+  const u_char* bytes;
+  int rc;
+  uint64_t n = 0;
+  while ((rc = pcap_next_ex(p, &h, &bytes)) == 1) {
+    ++n;
+    put_le32(out, uint32_t(h->ts.tv_sec));
+    put_le32(out, uint32_t(h->ts.tv_usec));  // nanoseconds at this precision
+    put_le32(out, h->caplen);
+    put_le32(out, h->len);
+    out.insert(out.end(), bytes, bytes + h->caplen);
+  }
+  std::string tail_error;
+  if (rc == PCAP_ERROR) tail_error = pcap_geterr(p);
+  pcap_close(p);
+  f.data_ = out.data();
+  f.size_ = out.size();
+  f.fmt_ = {0, 1};
+  if (!tail_error.empty()) {
+    // libpcap stops at the first damaged block; keep what came before and say so on open.
+    f.container_ = magic == kMagicPcapng ? "pcapng (damaged)" : "pcap-variant (damaged)";
+    std::fprintf(stderr, "gaspp: %s: record %llu: %s; %llu records before it are processed\n",
+                 path.c_str(), (unsigned long long)(n + 1), tail_error.c_str(), (unsigned long long)n);
+  }
+  return f;
+}
+
+CaptureFile CaptureFile::from_memory(std::vector<uint8_t> bytes, const std::string& name) {
+  CaptureFile f;
+  f.path_ = name;
+  if (bytes.size() < kPcapGlobalHeaderBytes) throw CaptureError(name + ": pcap global header cut short");
+  f.owned_ = std::move(bytes);
+  f.data_ = f.owned_.data();
+  f.size_ = f.owned_.size();
+  f.container_ = "pcap (memory)";
+  f.parse_global_header();
+  return f;
+}
+
+void RecordWalker::report(bool fatal, uint64_t offset, std::string msg) {
+  if (fatal) stopped_ = true;
+  else ++warnings_;
+  if (issues_.size() >= kMaxStoredIssues && !fatal) {
+    ++suppressed_;
+    return;
+  }
+  issues_.push_back({fatal, records_ + 1, offset,
+                     f_->path() + ": record " + std::to_string(records_ + 1) + " at byte offset " +
+                         std::to_string(offset) + ": " + msg});
+}
+
+bool RecordWalker::next(RecordInfo& r) {
+  if (stopped_) return false;
+  const uint64_t size = f_->size();
+  if (pos_ >= size) return false;
+  const uint8_t* p = f_->data() + pos_;
+  if (size - pos_ < kRecordHeaderBytes) {
+    report(true, pos_, "record header cut short by the end of the file (" + std::to_string(size - pos_) +
+                           " of 16 bytes)");
+    return false;
+  }
+  const RecordHeader h = read_record_header(p, f_->format());
+  if (h.cap_len > kMaxRecordBytes) {
+    report(true, pos_, "captured length " + std::to_string(h.cap_len) + " exceeds the 262144-byte limit; "
+                       "the file is damaged from here on");
+    return false;
+  }
+  if (size - pos_ - kRecordHeaderBytes < h.cap_len) {
+    report(true, pos_, "packet data cut short by the end of the file (" +
+                           std::to_string(size - pos_ - kRecordHeaderBytes) + " of " +
+                           std::to_string(h.cap_len) + " bytes)");
+    return false;
+  }
+  if (f_->snaplen() != 0 && h.cap_len > f_->snaplen())
+    report(false, pos_, "captured length " + std::to_string(h.cap_len) + " exceeds the snap length " +
+                            std::to_string(f_->snaplen()) + " (processed anyway)");
+  if (h.wire_len < h.cap_len)
+    report(false, pos_, "captured length " + std::to_string(h.cap_len) + " exceeds the original length " +
+                            std::to_string(h.wire_len) + " (processed anyway)");
+  r.offset = pos_;
+  r.ts_ns = h.ts_ns;
+  r.cap_len = h.cap_len;
+  r.wire_len = h.wire_len;
+  pos_ += kRecordHeaderBytes + h.cap_len;
+  ++records_;
+  return true;
+}
+
+}  // namespace gaspp

@@ -1,0 +1,122 @@
+// capture/capture_file.hpp — a capture file opened for batching.
+//
+// CaptureFile::open() memory-maps a classic pcap file (microsecond or nanosecond timestamps,
+// either byte order) and hands out its bytes as they are: a batch is a range of the file. Any
+// other format that libpcap reads (pcapng, modified pcap) is converted once into an in-memory
+// buffer with the same layout (little-endian, nanosecond record headers), so everything after
+// this point sees one format.
+//
+// RecordWalker steps through the record headers (a serial chain: each header gives the next
+// offset) and validates each one before anything reads the frame:
+//   * a header or frame cut short by the end of the file  → error, reading stops there
+//   * a captured length over kMaxRecordBytes (256 KiB)    → error, reading stops (framing lost)
+//   * a captured length over the file's snap length       → warning, the record is processed
+//   * a captured length over the original length          → warning, the record is processed
+//   * a zero-length record                                → processed, decoded as malformed
+// Every message names the file, the record number (1-based, as tshark numbers frames) and the
+// byte offset of the record header. Packets before the damage are processed and counted.
+//
+// Example:
+//   CaptureFile cap = CaptureFile::open("trace.pcap");   // throws CaptureError if unreadable
+//   RecordWalker w(cap);
+//   RecordInfo r;
+//   while (w.next(r)) handle(cap.data() + r.offset, r.cap_len);
+//   for (auto& issue : w.issues()) std::cerr << issue.message << "\n";
+#pragma once
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "decode/decoder.hpp"
+
+namespace gaspp {
+
+constexpr uint32_t kMaxRecordBytes = 256 * 1024;
+constexpr uint64_t kPcapGlobalHeaderBytes = 24;
+
+struct CaptureError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+class CaptureFile {
+ public:
+  static CaptureFile open(const std::string& path);
+  // A capture held in memory (already in this layout); used by the generator and tests.
+  static CaptureFile from_memory(std::vector<uint8_t> bytes, const std::string& name);
+  CaptureFile(CaptureFile&&) noexcept;
+  CaptureFile& operator=(CaptureFile&&) noexcept;
+  CaptureFile(const CaptureFile&) = delete;
+  ~CaptureFile();
+
+  const std::string& path() const { return path_; }
+  const uint8_t* data() const { return data_; }
+  uint64_t size() const { return size_; }
+  uint64_t first_record() const { return first_record_; }
+  RecordFormat format() const { return fmt_; }
+  LinkType link() const { return link_; }
+  uint32_t raw_link_type() const { return raw_link_; }
+  uint32_t snaplen() const { return snaplen_; }
+  const char* container() const { return container_; }  // "pcap", "pcapng", ...
+  bool mapped() const { return mapped_; }
+
+ private:
+  CaptureFile() = default;
+  void parse_global_header();
+  std::string path_;
+  const uint8_t* data_ = nullptr;
+  uint64_t size_ = 0;
+  uint64_t first_record_ = kPcapGlobalHeaderBytes;
+  RecordFormat fmt_{0, 0};
+  LinkType link_ = LinkType::ethernet;
+  uint32_t raw_link_ = 1;
+  uint32_t snaplen_ = 0;
+  const char* container_ = "pcap";
+  bool mapped_ = false;
+  std::vector<uint8_t> owned_;
+};
+
+// Maps a pcap LINKTYPE_* number to the decoder's LinkType; false if the decoder has no support.
+bool link_type_from_pcap(uint32_t linktype, LinkType& out);
+
+struct RecordInfo {
+  uint64_t offset;   // of the 16-byte record header, from the start of the file
+  uint64_t ts_ns;
+  uint32_t cap_len;
+  uint32_t wire_len;
+};
+
+struct CaptureIssue {
+  bool fatal;        // reading stopped here
+  uint64_t record;   // 1-based record number
+  uint64_t offset;   // byte offset of the record header
+  std::string message;
+};
+
+class RecordWalker {
+ public:
+  explicit RecordWalker(const CaptureFile& f) : f_(&f), pos_(f.first_record()) {}
+  // Validates and returns the next record; false at the end of the file or after a fatal issue.
+  bool next(RecordInfo& r);
+  uint64_t position() const { return pos_; }
+  uint64_t records() const { return records_; }
+  bool stopped() const { return stopped_; }
+  const std::vector<CaptureIssue>& issues() const { return issues_; }
+  // Issues of one kind beyond this many are counted but not stored, so a hostile file cannot
+  // grow memory; the count is in suppressed_issues().
+  static constexpr size_t kMaxStoredIssues = 100;
+  uint64_t suppressed_issues() const { return suppressed_; }
+  uint64_t warnings() const { return warnings_; }
+
+ private:
+  void report(bool fatal, uint64_t offset, std::string msg);
+  const CaptureFile* f_;
+  uint64_t pos_;
+  uint64_t records_ = 0;
+  bool stopped_ = false;
+  uint64_t suppressed_ = 0;
+  uint64_t warnings_ = 0;
+  std::vector<CaptureIssue> issues_;
+};
+
+}  // namespace gaspp

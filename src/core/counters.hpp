@@ -1,0 +1,67 @@
+// core/counters.hpp — the per-batch traffic counters and how one packet adds to them.
+//
+// Counters is a flat array of 64-bit counts indexed by Counter. count_packet() is the per-packet
+// rule, written once: the CPU backend calls it with a plain array per thread (merged afterwards),
+// the CUDA backend with shared-memory atomics per block (flushed to global memory once per block).
+// The summary (core/stats.hpp) turns the totals into text and JSON.
+#pragma once
+#include <cstdint>
+
+#include "decode/decoder.hpp"
+
+namespace gaspp {
+
+#define GASPP_COUNTERS(X)                                       \
+  X(packets, "packets")                                         \
+  X(wire_bytes, "bytes")                                        \
+  X(captured_bytes, "captured_bytes")                           \
+  X(truncated_by_snaplen, "truncated_by_snaplen")               \
+  X(vlan_tagged, "vlan_tagged")                                 \
+  X(l3_ipv4, "ipv4") X(l3_ipv6, "ipv6") X(l3_arp, "arp")        \
+  X(l3_other, "other") X(l3_none, "none")                       \
+  X(l4_tcp, "tcp") X(l4_udp, "udp") X(l4_icmp, "icmp")          \
+  X(l4_icmpv6, "icmpv6") X(l4_other, "other") X(l4_none, "none") \
+  X(ip_fragments, "ip_fragments")                               \
+  X(malformed, "malformed")
+
+enum Counter : int {
+#define GASPP_X(id, name) c_##id,
+  GASPP_COUNTERS(GASPP_X)
+#undef GASPP_X
+  c_malformed_reason0,  // kMalformedReasons slots follow, one per MalformedReason
+  c_count_ = c_malformed_reason0 + kMalformedReasons
+};
+
+struct Counters {
+  uint64_t v[c_count_];
+};
+
+// Adds one decoded packet to a sink: sink.add(index, amount).
+template <class Sink>
+GASPP_HD GASPP_FORCEINLINE void count_packet(Sink& s, const DecodedPacket& p) {
+  s.add(c_packets, 1);
+  s.add(c_wire_bytes, p.wire_len[0]);
+  s.add(c_captured_bytes, p.cap_len[0]);
+  if (p.cap_len[0] < p.wire_len[0]) s.add(c_truncated_by_snaplen, 1);
+  if (p.vlan_count[0]) s.add(c_vlan_tagged, 1);
+  static_assert(int(L3::none) == 0 && int(L3::ipv4) == 1 && int(L3::ipv6) == 2 && int(L3::arp) == 3 &&
+                    int(L3::other) == 4,
+                "count_packet maps L3 values to counters by table; keep the enum order");
+  const int l3 = p.l3[0];
+  s.add(l3 == 0 ? c_l3_none : l3 == 1 ? c_l3_ipv4 : l3 == 2 ? c_l3_ipv6 : l3 == 3 ? c_l3_arp : c_l3_other, 1);
+  const int l4 = p.l4[0];
+  if (l3 == 1 || l3 == 2)
+    s.add(l4 == 1 ? c_l4_tcp : l4 == 2 ? c_l4_udp : l4 == 3 ? c_l4_icmp : l4 == 4 ? c_l4_icmpv6 : l4 == 5 ? c_l4_other : c_l4_none, 1);
+  if (p.ip_frag[0] & kFragIsFragment) s.add(c_ip_fragments, 1);
+  if (p.malformed[0]) {
+    s.add(c_malformed, 1);
+    s.add(c_malformed_reason0 + p.malformed[0], 1);
+  }
+}
+
+struct HostCounterSink {
+  Counters& c;
+  void add(int i, uint64_t n) { c.v[i] += n; }
+};
+
+}  // namespace gaspp

@@ -1,0 +1,76 @@
+// core/packet_batch.hpp — a batch of packets as every stage sees it.
+//
+// Packets sit in a byte buffer, each preceded by its 16-byte pcap record header (in the source's
+// byte order and time unit, described by RecordFormat): a batch of a capture file is simply a
+// range of that file. rec_off[i] is where packet i's record header starts in the buffer. The
+// decoder writes a struct of arrays (DecodedView) and each packet has a one-byte verdict.
+//
+// BatchView is what a kernel or a CPU worker receives: pointers and sizes only, trivially copyable,
+// passed by value. Who owns the memory depends on the backend (host arrays for the CPU backend,
+// device buffers for CUDA); PacketBatch below is the host side that the batcher fills.
+#pragma once
+#include <cstdint>
+#include <type_traits>
+#include <vector>
+
+#include "core/counters.hpp"
+#include "decode/fields.hpp"
+
+namespace gaspp {
+
+enum Verdict : uint8_t { kVerdictPass = 0, kVerdictDrop = 1 };
+
+struct BatchView {
+  const uint8_t* data;      // record headers + frames
+  uint64_t data_len;        // bytes valid at data
+  const uint32_t* rec_off;  // count entries
+  uint32_t count;
+  RecordFormat fmt;
+  LinkType link;
+  DecodedView dec;          // count entries per field
+  uint8_t* verdict;         // count entries
+};
+static_assert(std::is_trivially_copyable_v<BatchView>, "BatchView is passed to kernels by value");
+
+// Host-side storage of the decoded fields (used when the caller asks for them back).
+class DecodedArrays {
+ public:
+  void resize(uint32_t packets) {
+#define GASPP_X(type, name, n) name##_.resize(size_t(packets) * (n));
+    GASPP_DECODED_FIELDS(GASPP_X)
+#undef GASPP_X
+  }
+  DecodedView view() {
+    DecodedView v;
+#define GASPP_X(type, name, n) v.name = name##_.data();
+    GASPP_DECODED_FIELDS(GASPP_X)
+#undef GASPP_X
+    return v;
+  }
+
+ private:
+#define GASPP_X(type, name, n) std::vector<type> name##_;
+  GASPP_DECODED_FIELDS(GASPP_X)
+#undef GASPP_X
+};
+
+// The host half of one batch slot: filled by the batcher, read back after the backend finishes.
+// Arrays are owned by the backend (pinned memory for CUDA) and sized for `capacity` packets.
+struct PacketBatch {
+  uint32_t capacity = 0;
+  uint32_t count = 0;
+  uint64_t first_index = 0;     // number of the batch's first packet in the source (0-based)
+  const uint8_t* h_span = nullptr;  // host bytes holding the records (a file range), not owned
+  uint64_t span_len = 0;
+  RecordFormat fmt{};
+  LinkType link = LinkType::ethernet;
+  uint32_t* h_rec_off = nullptr;    // offsets into h_span
+  uint64_t record_bytes = 0;        // sum of 16 + caplen over the batch (occupancy numerator)
+  uint8_t* h_verdict = nullptr;     // filled by the backend
+  Counters counters{};              // filled by the backend
+  bool want_decoded = false;        // copy all decoded fields back into `decoded`
+  DecodedArrays decoded;
+  bool compacted = false;           // set by the CUDA backend when it packed the batch first
+};
+
+}  // namespace gaspp

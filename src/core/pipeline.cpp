@@ -1,0 +1,116 @@
+#include "core/pipeline.hpp"
+
+#include <chrono>
+#include <cstdio>
+
+namespace gaspp {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+struct Progress {
+  bool on;
+  uint64_t file_bytes;
+  Clock::time_point start = Clock::now(), last = start;
+  void tick(uint64_t packets, uint64_t pos, bool final) {
+    if (!on) return;
+    const auto now = Clock::now();
+    if (!final && now - last < std::chrono::seconds(1)) return;
+    last = now;
+    const double s = std::chrono::duration<double>(now - start).count();
+    std::fprintf(stderr, "gaspp: %llu packets, %.2f Mpps, %.1f%% of file%s\n", (unsigned long long)packets,
+                 s > 0 ? double(packets) / s / 1e6 : 0.0, file_bytes ? 100.0 * double(pos) / double(file_bytes) : 100.0,
+                 final ? " (done)" : "");
+  }
+};
+
+}  // namespace
+
+RunReport run_capture(const CaptureFile& cap, Backend& backend, const RunOptions& opt, const BatchCallback& on_batch) {
+  RunReport rep;
+  rep.path = cap.path();
+  rep.container = cap.container();
+  rep.raw_link = cap.raw_link_type();
+  LinkType lt;
+  rep.link = link_type_from_pcap(cap.raw_link_type(), lt) ? link_name(lt) : "unsupported";
+  rep.backend = backend.describe();
+  rep.file_bytes = cap.size();
+  const auto t0 = Clock::now();
+  Progress progress{opt.progress, cap.size()};
+
+  const bool attached = backend.attach_source(cap.data(), cap.size());
+  (void)attached;
+  const int nslots = backend.slots();
+  std::vector<bool> busy(size_t(nslots), false);
+  RecordWalker walker(cap);
+  RecordInfo r{};
+  bool have_pending = walker.next(r);
+  uint64_t packet_index = 0;
+  int slot = 0;
+
+  auto finish = [&](int s) {
+    backend.wait(s);
+    PacketBatch& b = backend.batch(s);
+    for (int k = 0; k < c_count_; ++k) rep.totals.v[k] += b.counters.v[k];
+    uint64_t dropped = 0;
+    for (uint32_t i = 0; i < b.count; ++i) dropped += b.h_verdict[i] != kVerdictPass;
+    rep.dropped += dropped;
+    rep.passed += b.count - dropped;
+    ++rep.batches;
+    if (on_batch) on_batch(b);
+    busy[size_t(s)] = false;
+  };
+
+  while (have_pending) {
+    if (busy[size_t(slot)]) finish(slot);
+    PacketBatch& b = backend.batch(slot);
+    const uint32_t cap_pk = std::min(b.capacity, opt.policy.max_packets);
+    b.count = 0;
+    b.first_index = packet_index;
+    b.fmt = cap.format();
+    b.link = cap.link();
+    b.want_decoded = opt.want_decoded;
+    b.record_bytes = 0;
+    const uint64_t span_start = r.offset;
+    const uint64_t first_ts = r.ts_ns;
+    while (have_pending) {
+      const uint64_t rec_bytes = kRecordHeaderBytes + r.cap_len;
+      if (b.count > 0) {
+        if (b.count >= cap_pk) break;
+        if (r.offset + rec_bytes - span_start > opt.policy.max_bytes) break;
+        if (opt.policy.timeout_ns && r.ts_ns > first_ts && r.ts_ns - first_ts > opt.policy.timeout_ns) break;
+      }
+      b.h_rec_off[b.count++] = uint32_t(r.offset - span_start);
+      b.record_bytes += rec_bytes;
+      have_pending = walker.next(r);
+    }
+    b.h_span = cap.data() + span_start;
+    // The span ends where the last record ends (header + captured bytes).
+    const uint8_t* last = b.h_span + b.h_rec_off[b.count - 1];
+    b.span_len = uint64_t(last - b.h_span) + kRecordHeaderBytes + read_record_header(last, cap.format()).cap_len;
+    packet_index += b.count;
+    backend.submit(slot);
+    busy[size_t(slot)] = true;
+    slot = (slot + 1) % nslots;
+    progress.tick(packet_index, walker.position(), false);
+  }
+  for (int k = 0; k < nslots; ++k) {
+    const int s = (slot + k) % nslots;  // oldest first, so batches finish in capture order
+    if (busy[size_t(s)]) finish(s);
+  }
+  backend.detach_source();
+  progress.tick(packet_index, walker.position(), true);
+
+  rep.seconds = std::chrono::duration<double>(Clock::now() - t0).count();
+  rep.issues = walker.issues();
+  rep.capture_warnings = walker.warnings();
+  rep.suppressed_issues = walker.suppressed_issues();
+  rep.damaged = walker.stopped();
+  rep.batches_direct = backend.batches_direct();
+  rep.batches_compacted = backend.batches_compacted();
+  rep.bytes_h2d = backend.bytes_h2d();
+  rep.bytes_d2h = backend.bytes_d2h();
+  return rep;
+}
+
+}  // namespace gaspp

@@ -1,0 +1,53 @@
+// core/pipeline.hpp — capture → batches → backend → per-batch results, with slots in rotation.
+//
+// run_capture() walks the capture's records, closes a batch when it holds `max_packets` packets or
+// `max_bytes` record bytes, or when the next packet is more than `timeout_ns` (capture time) newer
+// than the batch's oldest, and hands batches to the backend's slots in turn. With three slots,
+// filling batch N+1, the device working on batch N and the host finishing batch N-1 overlap.
+// Each finished batch is passed to `on_batch` (in capture order) before its slot is reused.
+//
+// Every record read ends in the totals: decoded (passed or dropped by verdict) or, for records the
+// walker rejects, in the capture issues (reading stops at a fatal one; see capture_file.hpp).
+#pragma once
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "backend/backend.hpp"
+#include "capture/capture_file.hpp"
+
+namespace gaspp {
+
+struct BatchPolicy {
+  uint32_t max_packets = 65536;
+  uint64_t max_bytes = 64ull << 20;
+  uint64_t timeout_ns = 1'000'000'000ull;  // 0 = no time limit
+};
+
+struct RunReport {
+  std::string path, container, link, backend;
+  uint32_t raw_link = 0;
+  uint64_t file_bytes = 0;
+  Counters totals{};
+  uint64_t passed = 0, dropped = 0;
+  uint64_t batches = 0;
+  uint64_t batches_direct = 0, batches_compacted = 0, bytes_h2d = 0, bytes_d2h = 0;
+  double seconds = 0;
+  std::vector<CaptureIssue> issues;
+  uint64_t capture_warnings = 0, suppressed_issues = 0;
+  bool damaged = false;  // reading stopped at a fatal issue
+};
+
+struct RunOptions {
+  BatchPolicy policy;
+  bool want_decoded = false;
+  bool progress = false;
+};
+
+using BatchCallback = std::function<void(const PacketBatch&)>;
+
+RunReport run_capture(const CaptureFile& cap, Backend& backend, const RunOptions& opt,
+                      const BatchCallback& on_batch = nullptr);
+
+}  // namespace gaspp

@@ -1,0 +1,437 @@
+// decode/decoder.hpp — the packet decoder, written once for the CPU and the GPU.
+//
+// decode_frame() walks one captured frame from its link-layer header to its transport header and
+// fills a DecodedPacket (one packet's worth of the fields in fields.hpp). Every read is checked
+// against the captured length first; a fault stops the walk, records a MalformedReason and keeps
+// what was decoded before it. decode_record() does the same for a frame preceded by its 16-byte
+// pcap record header, which is how packets sit in a batch buffer (see core/packet_batch.hpp), and
+// store()/load() move one packet between a DecodedPacket and the struct-of-arrays view.
+//
+// Supported: Ethernet II and 802.3 (length field), up to 3 stacked 802.1Q / 802.1ad / QinQ tags;
+// Linux SLL and SLL2; raw IPv4/IPv6; BSD and OpenBSD loopback. IPv4 with options (validated) and
+// fragments (flagged; only the first fragment is decoded past L3); IPv6 with hop-by-hop, routing,
+// fragment, destination-options, AH and mobility extension headers; TCP with MSS, window scale,
+// SACK-permitted, SACK and timestamp options; UDP; ICMP; ICMPv6.
+//
+// Example (host):
+//   DecodedPacket p;
+//   decode_frame(frame, caplen, LinkType::ethernet, p);
+//   if (p.l4 == uint8_t(L4::tcp)) use(p.tcp_seq[0], p.payload_len[0]);
+#pragma once
+#include "decode/fields.hpp"
+
+namespace gaspp {
+
+// One packet's fields, laid out as the view's arrays would hold them (element 0..N-1).
+struct DecodedPacket {
+#define GASPP_X(type, name, n) type name[n];
+  GASPP_DECODED_FIELDS(GASPP_X)
+#undef GASPP_X
+};
+
+GASPP_HD GASPP_FORCEINLINE void clear(DecodedPacket& p) {
+#define GASPP_X(type, name, n) \
+  for (int k = 0; k < (n); ++k) p.name[k] = 0;
+  GASPP_DECODED_FIELDS(GASPP_X)
+#undef GASPP_X
+  p.l3_off[0] = p.l4_off[0] = p.payload_off[0] = kNoOffset;
+}
+
+GASPP_HD GASPP_FORCEINLINE void store(const DecodedView& v, uint32_t i, const DecodedPacket& p) {
+#define GASPP_X(type, name, n) \
+  for (int k = 0; k < (n); ++k) v.name[size_t(i) * (n) + k] = p.name[k];
+  GASPP_DECODED_FIELDS(GASPP_X)
+#undef GASPP_X
+}
+
+GASPP_HD GASPP_FORCEINLINE void load(const DecodedView& v, uint32_t i, DecodedPacket& p) {
+#define GASPP_X(type, name, n) \
+  for (int k = 0; k < (n); ++k) p.name[k] = v.name[size_t(i) * (n) + k];
+  GASPP_DECODED_FIELDS(GASPP_X)
+#undef GASPP_X
+}
+
+namespace detail {
+
+constexpr int kMaxVlanTags = 3;
+constexpr int kMaxIpv6ExtHeaders = 8;
+
+GASPP_HD GASPP_FORCEINLINE void fail(DecodedPacket& p, MalformedReason r) {
+  if (p.malformed[0] == 0) p.malformed[0] = static_cast<uint8_t>(r);
+}
+
+GASPP_HD GASPP_FORCEINLINE void copy_addr4(uint32_t* dst, const uint8_t* src) {
+  dst[0] = load_bytes32(src);
+  dst[1] = dst[2] = dst[3] = 0;
+}
+GASPP_HD GASPP_FORCEINLINE void copy_addr16(uint32_t* dst, const uint8_t* src) {
+  for (int k = 0; k < 4; ++k) dst[k] = load_bytes32(src + 4 * k);
+}
+
+// TCP options between f[off] and f[end]; end is within the captured bytes.
+GASPP_HD inline void decode_tcp_options(const uint8_t* f, uint32_t off, uint32_t end, DecodedPacket& p) {
+  while (off < end) {
+    const uint8_t kind = f[off];
+    if (kind == 0) return;  // end of option list
+    if (kind == 1) { ++off; continue; }
+    if (off + 2 > end) { fail(p, MalformedReason::tcp_bad_options); return; }
+    const uint8_t len = f[off + 1];
+    if (len < 2 || off + len > end) { fail(p, MalformedReason::tcp_bad_options); return; }
+    const uint8_t* o = f + off;
+    switch (kind) {
+      case 2:
+        if (len == 4) { p.tcp_mss[0] = load_be16(o + 2); p.tcp_opts[0] |= kOptMss; }
+        else fail(p, MalformedReason::tcp_bad_options);
+        break;
+      case 3:
+        if (len == 3) { p.tcp_wscale[0] = o[2]; p.tcp_opts[0] |= kOptWscale; }
+        else fail(p, MalformedReason::tcp_bad_options);
+        break;
+      case 4:
+        if (len == 2) p.tcp_opts[0] |= kOptSackPerm;
+        else fail(p, MalformedReason::tcp_bad_options);
+        break;
+      case 5: {
+        if ((len - 2) % 8 != 0 || len < 10) { fail(p, MalformedReason::tcp_bad_options); break; }
+        p.tcp_opts[0] |= kOptSack;
+        const int blocks = (len - 2) / 8;
+        for (int b = 0; b < blocks && p.tcp_sack_n[0] < 4; ++b) {
+          const int n = p.tcp_sack_n[0]++;
+          p.tcp_sack[2 * n] = load_be32(o + 2 + 8 * b);
+          p.tcp_sack[2 * n + 1] = load_be32(o + 6 + 8 * b);
+        }
+        break;
+      }
+      case 8:
+        if (len == 10) {
+          p.tcp_tsval[0] = load_be32(o + 2);
+          p.tcp_tsecr[0] = load_be32(o + 6);
+          p.tcp_opts[0] |= kOptTimestamp;
+        } else {
+          fail(p, MalformedReason::tcp_bad_options);
+        }
+        break;
+      default:
+        break;  // unknown options are skipped by their length, as a TCP stack does
+    }
+    off += len;
+  }
+}
+
+// Transport header at f[off]; l4_end is where the IP datagram says it ends (may exceed caplen when
+// the capture was cut short by the snap length).
+GASPP_HD inline void decode_l4(const uint8_t* f, uint32_t caplen, uint32_t off, uint32_t l4_end,
+                               DecodedPacket& p) {
+  p.l4_off[0] = static_cast<uint16_t>(off);
+  const uint32_t avail = caplen > off ? caplen - off : 0;
+  const uint32_t ip_payload = l4_end > off ? l4_end - off : 0;
+  switch (p.ip_proto[0]) {
+    case 6: {
+      p.l4[0] = uint8_t(L4::tcp);
+      if (avail < 20) { fail(p, MalformedReason::tcp_truncated); return; }
+      const uint8_t* t = f + off;
+      p.sport[0] = load_be16(t);
+      p.dport[0] = load_be16(t + 2);
+      p.tcp_seq[0] = load_be32(t + 4);
+      p.tcp_ack[0] = load_be32(t + 8);
+      const uint32_t hlen = uint32_t(t[12] >> 4) * 4;
+      p.tcp_flags[0] = static_cast<uint16_t>(((t[12] & 1) << 8) | t[13]);
+      p.tcp_win[0] = load_be16(t + 14);
+      if (hlen < 20) { fail(p, MalformedReason::tcp_bad_offset); return; }
+      if (hlen > avail) { fail(p, MalformedReason::tcp_truncated); return; }
+      if (hlen > ip_payload) { fail(p, MalformedReason::tcp_bad_offset); return; }
+      decode_tcp_options(f, off + 20, off + hlen, p);
+      p.payload_off[0] = static_cast<uint16_t>(off + hlen);
+      p.payload_len[0] = ip_payload - hlen;
+      return;
+    }
+    case 17: {
+      p.l4[0] = uint8_t(L4::udp);
+      if (avail < 8) { fail(p, MalformedReason::udp_truncated); return; }
+      const uint8_t* u = f + off;
+      p.sport[0] = load_be16(u);
+      p.dport[0] = load_be16(u + 2);
+      const uint32_t ulen = load_be16(u + 4);
+      if (ip_payload < 8) { fail(p, MalformedReason::udp_bad_length); return; }
+      p.payload_off[0] = static_cast<uint16_t>(off + 8);
+      p.payload_len[0] = ip_payload - 8;
+      // A zero length is legal over IPv6 for jumbograms; anything else must fit the datagram.
+      if ((ulen != 0 || p.l3[0] != uint8_t(L3::ipv6)) && (ulen < 8 || ulen > ip_payload))
+        fail(p, MalformedReason::udp_bad_length);
+      else if (ulen >= 8)
+        p.payload_len[0] = ulen - 8;
+      return;
+    }
+    case 1:
+    case 58: {
+      p.l4[0] = uint8_t(p.ip_proto[0] == 1 ? L4::icmp : L4::icmpv6);
+      if (avail < 4) { fail(p, MalformedReason::icmp_truncated); return; }
+      const uint8_t* c = f + off;
+      p.icmp_type[0] = c[0];
+      p.icmp_code[0] = c[1];
+      const bool v4 = p.ip_proto[0] == 1;
+      const bool echo = v4 ? (c[0] == 0 || c[0] == 8) : (c[0] == 128 || c[0] == 129);
+      if (echo) {
+        if (avail < 8) { fail(p, MalformedReason::icmp_truncated); return; }
+        p.icmp_id[0] = load_be16(c + 4);
+      }
+      if (ip_payload >= 8) {
+        p.payload_off[0] = static_cast<uint16_t>(off + 8);
+        p.payload_len[0] = ip_payload - 8;
+      }
+      return;
+    }
+    default:
+      p.l4[0] = uint8_t(L4::other);
+      p.payload_off[0] = static_cast<uint16_t>(off);
+      p.payload_len[0] = ip_payload;
+      return;
+  }
+}
+
+GASPP_HD inline void decode_ipv4(const uint8_t* f, uint32_t caplen, uint32_t off, DecodedPacket& p) {
+  p.l3[0] = uint8_t(L3::ipv4);
+  p.l3_off[0] = static_cast<uint16_t>(off);
+  if (caplen < off + 20) { fail(p, MalformedReason::ipv4_truncated); return; }
+  const uint8_t* h = f + off;
+  if ((h[0] >> 4) != 4) { fail(p, MalformedReason::ipv4_bad_version); return; }
+  const uint32_t ihl = uint32_t(h[0] & 15) * 4;
+  if (ihl < 20) { fail(p, MalformedReason::ipv4_bad_ihl); return; }
+  const uint32_t total = load_be16(h + 2);
+  p.ip_ttl[0] = h[8];
+  p.ip_proto[0] = h[9];
+  copy_addr4(p.src_ip, h + 12);
+  copy_addr4(p.dst_ip, h + 16);
+  const uint16_t frag = load_be16(h + 6);
+  const uint32_t frag_off = uint32_t(frag & 0x1fff) * 8;
+  uint8_t ff = 0;
+  if (frag & 0x4000) ff |= kFragDontFragment;
+  if (frag & 0x2000) ff |= kFragMore;
+  if ((frag & 0x2000) || frag_off != 0) ff |= kFragIsFragment;
+  if ((ff & kFragIsFragment) && frag_off == 0) ff |= kFragFirst;
+  p.ip_frag[0] = ff;
+  if (caplen < off + ihl) { fail(p, MalformedReason::ipv4_truncated); return; }
+  if (total < ihl) { fail(p, MalformedReason::ipv4_bad_total_len); return; }
+  // Options: each is EOL, NOP, or type/length/value within the header.
+  for (uint32_t o = off + 20; o < off + ihl;) {
+    const uint8_t t = f[o];
+    if (t == 0) break;
+    if (t == 1) { ++o; continue; }
+    if (o + 2 > off + ihl || f[o + 1] < 2 || o + f[o + 1] > off + ihl) {
+      fail(p, MalformedReason::ipv4_bad_options);
+      break;
+    }
+    o += f[o + 1];
+  }
+  uint32_t end = off + total;
+  // A datagram longer than the frame on the wire is bogus; one longer than the capture was only
+  // cut by the snap length.
+  if (end > p.wire_len[0]) { fail(p, MalformedReason::ipv4_bad_total_len); end = p.wire_len[0]; }
+  if (frag_off != 0) return;  // later fragments carry no transport header
+  decode_l4(f, caplen, off + ihl, end, p);
+}
+
+GASPP_HD inline bool ipv6_is_extension(uint8_t nh) {
+  return nh == 0 || nh == 43 || nh == 44 || nh == 60 || nh == 51 || nh == 135;
+}
+
+GASPP_HD inline void decode_ipv6(const uint8_t* f, uint32_t caplen, uint32_t off, DecodedPacket& p) {
+  p.l3[0] = uint8_t(L3::ipv6);
+  p.l3_off[0] = static_cast<uint16_t>(off);
+  if (caplen < off + 40) { fail(p, MalformedReason::ipv6_truncated); return; }
+  const uint8_t* h = f + off;
+  if ((h[0] >> 4) != 6) { fail(p, MalformedReason::ipv6_bad_version); return; }
+  const uint32_t plen = load_be16(h + 4);
+  uint8_t nh = h[6];
+  p.ip_ttl[0] = h[7];
+  copy_addr16(p.src_ip, h + 8);
+  copy_addr16(p.dst_ip, h + 24);
+  uint32_t end = off + 40 + plen;
+  if (plen == 0) end = p.wire_len[0];  // jumbogram (hop-by-hop jumbo option) or empty
+  if (end > p.wire_len[0]) { fail(p, MalformedReason::ipv6_bad_payload_len); end = p.wire_len[0]; }
+  uint32_t o = off + 40;
+  for (int n = 0; ipv6_is_extension(nh); ++n) {
+    if (n == kMaxIpv6ExtHeaders) { p.ip_proto[0] = nh; fail(p, MalformedReason::ipv6_too_many_ext); return; }
+    if (caplen < o + 8 || o + 8 > end) { p.ip_proto[0] = nh; fail(p, MalformedReason::ipv6_ext_truncated); return; }
+    const uint8_t* e = f + o;
+    uint32_t len;
+    if (nh == 44) {  // fragment header: fixed 8 bytes
+      const uint16_t fo = load_be16(e + 2);
+      const uint32_t frag_off = uint32_t(fo >> 3) * 8;
+      uint8_t ff = kFragIsFragment;
+      if (fo & 1) ff |= kFragMore;
+      if (frag_off == 0) ff |= kFragFirst;
+      p.ip_frag[0] = ff;
+      len = 8;
+      if (frag_off != 0) { p.ip_proto[0] = e[0]; return; }
+    } else if (nh == 51) {
+      len = (uint32_t(e[1]) + 2) * 4;
+    } else {
+      len = (uint32_t(e[1]) + 1) * 8;
+    }
+    nh = e[0];
+    o += len;
+    if (o > caplen || o > end) { p.ip_proto[0] = nh; fail(p, MalformedReason::ipv6_ext_truncated); return; }
+  }
+  p.ip_proto[0] = nh;
+  if (nh == 59) {  // no next header
+    p.l4[0] = uint8_t(L4::none);
+    return;
+  }
+  decode_l4(f, caplen, o, end, p);
+}
+
+GASPP_HD GASPP_FORCEINLINE void decode_l3(const uint8_t* f, uint32_t caplen, uint32_t off, DecodedPacket& p) {
+  switch (p.ethertype[0]) {
+    case 0x0800: decode_ipv4(f, caplen, off, p); break;
+    case 0x86dd: decode_ipv6(f, caplen, off, p); break;
+    case 0x0806: p.l3[0] = uint8_t(L3::arp); p.l3_off[0] = static_cast<uint16_t>(off); break;
+    default: p.l3[0] = uint8_t(L3::other); p.l3_off[0] = static_cast<uint16_t>(off); break;
+  }
+}
+
+// Ethertype for a raw IP packet, from its version nibble.
+GASPP_HD GASPP_FORCEINLINE uint16_t ethertype_from_version(const uint8_t* f, uint32_t caplen, uint32_t off) {
+  if (caplen <= off) return 0;
+  const int v = f[off] >> 4;
+  return v == 4 ? 0x0800 : v == 6 ? 0x86dd : 0;
+}
+
+// Address family of BSD loopback → ethertype (AF_INET is 2 everywhere; AF_INET6 is 24, 28 or 30).
+GASPP_HD GASPP_FORCEINLINE uint16_t ethertype_from_af(uint32_t af) {
+  if (af == 2) return 0x0800;
+  if (af == 24 || af == 28 || af == 30 || af == 10) return 0x86dd;
+  return 0;
+}
+
+GASPP_HD GASPP_FORCEINLINE uint32_t symmetric_flow_hash(const DecodedPacket& p) {
+  const uint32_t* a = p.src_ip;
+  const uint32_t* b = p.dst_ip;
+  uint16_t pa = p.sport[0], pb = p.dport[0];
+  if (p.l4[0] == uint8_t(L4::icmp) || p.l4[0] == uint8_t(L4::icmpv6)) pa = pb = p.icmp_id[0];
+  bool swap = false;
+  for (int k = 0; k < 4; ++k) {
+    if (a[k] != b[k]) { swap = a[k] > b[k]; break; }
+    if (k == 3) swap = pa > pb;
+  }
+  if (swap) { const uint32_t* t = a; a = b; b = t; uint16_t tp = pa; pa = pb; pb = tp; }
+  uint32_t h = 0x9e3779b9u ^ p.ip_proto[0];
+  for (int k = 0; k < 4; ++k) h = mix32(h ^ a[k]) + 0x7f4a7c15u;
+  for (int k = 0; k < 4; ++k) h = mix32(h ^ b[k]) + 0x7f4a7c15u;
+  return mix32(h ^ (uint32_t(pa) << 16 | pb));
+}
+
+}  // namespace detail
+
+// Decodes one frame of `caplen` captured bytes; wire_len/ts/cap_len are left to the caller.
+GASPP_HD inline void decode_frame(const uint8_t* f, uint32_t caplen, LinkType link, DecodedPacket& p) {
+  using namespace detail;
+  p.link[0] = static_cast<uint8_t>(link);
+  if (caplen == 0) { fail(p, MalformedReason::empty); return; }
+  uint32_t off = 0;
+  switch (link) {
+    case LinkType::ethernet: {
+      if (caplen < 14) { fail(p, MalformedReason::l2_truncated); return; }
+      uint16_t et = load_be16(f + 12);
+      off = 14;
+      while (et == 0x8100 || et == 0x88a8 || et == 0x9100) {
+        if (p.vlan_count[0] == kMaxVlanTags) { p.ethertype[0] = et; fail(p, MalformedReason::vlan_too_deep); return; }
+        if (caplen < off + 4) { p.ethertype[0] = et; fail(p, MalformedReason::l2_truncated); return; }
+        p.vlan_id[p.vlan_count[0]++] = load_be16(f + off) & 0x0fff;
+        et = load_be16(f + off + 2);
+        off += 4;
+      }
+      if (et < 0x0600) {  // 802.3 length field: LLC/SNAP, not decoded further
+        p.ethertype[0] = 0;
+        p.l3[0] = uint8_t(L3::other);
+        p.l3_off[0] = static_cast<uint16_t>(off);
+        break;
+      }
+      p.ethertype[0] = et;
+      decode_l3(f, caplen, off, p);
+      break;
+    }
+    case LinkType::linux_sll:
+      if (caplen < 16) { fail(p, MalformedReason::l2_truncated); return; }
+      off = 16;
+      p.ethertype[0] = load_be16(f + 14);
+      decode_l3(f, caplen, off, p);
+      break;
+    case LinkType::linux_sll2:
+      if (caplen < 20) { fail(p, MalformedReason::l2_truncated); return; }
+      off = 20;
+      p.ethertype[0] = load_be16(f);
+      decode_l3(f, caplen, off, p);
+      break;
+    case LinkType::raw:
+    case LinkType::ipv4:
+    case LinkType::ipv6:
+      p.ethertype[0] = ethertype_from_version(f, caplen, 0);
+      if (p.ethertype[0] == 0) { p.l3[0] = uint8_t(L3::other); p.l3_off[0] = 0; break; }
+      decode_l3(f, caplen, 0, p);
+      break;
+    case LinkType::null_bsd:
+    case LinkType::loop: {
+      if (caplen < 4) { fail(p, MalformedReason::l2_truncated); return; }
+      uint32_t af = link == LinkType::loop ? load_be32(f) : load_le32(f);
+      if (link == LinkType::null_bsd && (af & 0xffff) == 0) af = load_be32(f);  // big-endian writer
+      off = 4;
+      p.ethertype[0] = ethertype_from_af(af);
+      if (p.ethertype[0] == 0) { p.l3[0] = uint8_t(L3::other); p.l3_off[0] = 4; break; }
+      decode_l3(f, caplen, off, p);
+      break;
+    }
+    default:
+      fail(p, MalformedReason::link_unsupported);
+      return;
+  }
+  p.flow_hash[0] = symmetric_flow_hash(p);
+}
+
+// The 16-byte record header that precedes every frame in a batch buffer: the classic pcap record
+// header in the byte order and time resolution of the source.
+struct RecordFormat {
+  uint8_t swapped;  // fields are in the opposite byte order of little-endian
+  uint8_t nanos;    // second field is nanoseconds (else microseconds)
+};
+
+constexpr uint64_t kRecordHeaderBytes = 16;
+
+struct RecordHeader {
+  uint64_t ts_ns;
+  uint32_t cap_len;
+  uint32_t wire_len;
+};
+
+GASPP_HD GASPP_FORCEINLINE RecordHeader read_record_header(const uint8_t* r, RecordFormat fmt) {
+  auto rd = [&](int k) { return fmt.swapped ? load_be32(r + k) : load_le32(r + k); };
+  RecordHeader h;
+  const uint64_t frac = rd(4);
+  h.ts_ns = uint64_t(rd(0)) * 1000000000ull + (fmt.nanos ? frac : frac * 1000ull);
+  h.cap_len = rd(8);
+  h.wire_len = rd(12);
+  return h;
+}
+
+// Decodes the record at r; `limit` is how many bytes of the buffer follow r (the frame is cut to it).
+GASPP_HD inline void decode_record(const uint8_t* r, uint64_t limit, RecordFormat fmt, LinkType link,
+                                   DecodedPacket& p) {
+  clear(p);
+  const RecordHeader h = limit >= 16 ? read_record_header(r, fmt) : RecordHeader{0, 0, 0};
+  uint32_t cap = h.cap_len;
+  if (limit < 16) cap = 0;
+  else if (cap > limit - 16) cap = static_cast<uint32_t>(limit - 16);
+  p.ts_ns[0] = h.ts_ns;
+  p.cap_len[0] = cap;
+  p.wire_len[0] = h.wire_len < cap ? cap : h.wire_len;
+  decode_frame(r + 16, cap, link, p);
+}
+
+// Captured payload bytes of a decoded packet (payload_len is what the headers announce).
+GASPP_HD GASPP_FORCEINLINE uint32_t captured_payload(const DecodedPacket& p) {
+  if (p.payload_off[0] == kNoOffset || p.payload_off[0] >= p.cap_len[0]) return 0;
+  const uint32_t room = p.cap_len[0] - p.payload_off[0];
+  return p.payload_len[0] < room ? p.payload_len[0] : room;
+}
+
+}  // namespace gaspp

@@ -1,0 +1,147 @@
+// decode/fields.hpp — what the decoder produces for each packet, as an aligned struct of arrays.
+//
+// GASPP_DECODED_FIELDS lists every per-packet field once: its element type, its name and how many
+// elements each packet has. From that one list come the device view (`DecodedView`, pointers
+// only, trivially copyable, passed to kernels by value), the host storage that owns the arrays
+// (`DecodedArrays` in core/packet_batch.hpp) and the CUDA buffers (backend/cuda). Packet i's field
+// `f` (element k) lives at `view.f[i * N + k]`, so a warp writing consecutive packets writes
+// consecutive words.
+//
+// Conventions:
+//   * offsets (l3_off, l4_off, payload_off) are from the first byte of the frame; kNoOffset = absent
+//   * addresses are 16 bytes in network order packed four to a word (IPv4 in word 0, rest zero)
+//   * sport/dport are TCP or UDP ports; ICMP and ICMPv6 use icmp_type/icmp_code/icmp_id instead
+//   * payload_len is what the IP/UDP headers announce (what TCP sequence numbers count); the
+//     captured part of it is captured_payload() in decoder.hpp
+//   * malformed is a MalformedReason; a malformed packet keeps every field decoded before the fault
+#pragma once
+#include <cstdint>
+
+#include "gaspp/hd.hpp"
+
+namespace gaspp {
+
+#define GASPP_DECODED_FIELDS(X)                                                       \
+  X(uint64_t, ts_ns, 1)       /* capture time, ns since the epoch */                  \
+  X(uint32_t, wire_len, 1)    /* original length on the wire */                       \
+  X(uint32_t, cap_len, 1)     /* captured bytes */                                    \
+  X(uint32_t, flow_hash, 1)   /* symmetric: both directions hash alike */            \
+  X(uint32_t, src_ip, 4)                                                              \
+  X(uint32_t, dst_ip, 4)                                                              \
+  X(uint32_t, tcp_seq, 1)                                                             \
+  X(uint32_t, tcp_ack, 1)                                                             \
+  X(uint32_t, tcp_tsval, 1)                                                           \
+  X(uint32_t, tcp_tsecr, 1)                                                           \
+  X(uint32_t, tcp_sack, 8)    /* up to 4 SACK blocks: left, right */                  \
+  X(uint32_t, payload_len, 1) /* as the IP/UDP headers announce; see captured_payload() */ \
+  X(uint16_t, l3_off, 1)                                                              \
+  X(uint16_t, l4_off, 1)                                                              \
+  X(uint16_t, payload_off, 1)                                                         \
+  X(uint16_t, ethertype, 1)   /* after VLAN tags; for raw/SLL/loopback the derived one */ \
+  X(uint16_t, vlan_id, 3)     /* outermost first */                                   \
+  X(uint16_t, sport, 1)                                                               \
+  X(uint16_t, dport, 1)                                                               \
+  X(uint16_t, icmp_id, 1)                                                             \
+  X(uint16_t, tcp_flags, 1)   /* 9 bits: NS CWR ECE URG ACK PSH RST SYN FIN */        \
+  X(uint16_t, tcp_win, 1)     /* raw window field, not scaled */                      \
+  X(uint16_t, tcp_mss, 1)                                                             \
+  X(uint8_t, link, 1)         /* LinkType of the source */                            \
+  X(uint8_t, l3, 1)           /* L3 */                                                \
+  X(uint8_t, l4, 1)           /* L4 */                                                \
+  X(uint8_t, ip_proto, 1)     /* protocol number of the transport header (after IPv6 extensions) */ \
+  X(uint8_t, ip_ttl, 1)       /* TTL or hop limit */                                  \
+  X(uint8_t, ip_frag, 1)      /* FragFlags */                                         \
+  X(uint8_t, vlan_count, 1)                                                           \
+  X(uint8_t, icmp_type, 1)                                                            \
+  X(uint8_t, icmp_code, 1)                                                            \
+  X(uint8_t, tcp_wscale, 1)                                                           \
+  X(uint8_t, tcp_opts, 1)     /* TcpOpt bits: which options were present */           \
+  X(uint8_t, tcp_sack_n, 1)                                                           \
+  X(uint8_t, malformed, 1)    /* MalformedReason */
+
+constexpr uint16_t kNoOffset = 0xffff;
+
+// Link-layer header types, numbered as LINKTYPE_* in the pcap format.
+enum class LinkType : uint8_t {
+  null_bsd = 0,      // BSD loopback: 4-byte address family in host byte order of the writer
+  ethernet = 1,
+  raw = 101,         // raw IPv4 or IPv6, version from the first nibble
+  linux_sll = 113,
+  ipv4 = 228,
+  ipv6 = 229,
+  loop = 108,        // OpenBSD loopback: address family in network order
+  linux_sll2 = 20,   // internal code for LINKTYPE_LINUX_SLL2 (276), which does not fit a byte
+};
+
+enum class L3 : uint8_t { none = 0, ipv4, ipv6, arp, other };
+enum class L4 : uint8_t { none = 0, tcp, udp, icmp, icmpv6, other };
+
+enum FragFlags : uint8_t {
+  kFragIsFragment = 1,   // part of a fragmented datagram (offset != 0 or MF set)
+  kFragMore = 2,         // more fragments follow
+  kFragFirst = 4,        // the fragment at offset 0 (carries the transport header)
+  kFragDontFragment = 8,
+};
+
+enum TcpOpt : uint8_t {
+  kOptMss = 1,
+  kOptWscale = 2,
+  kOptSackPerm = 4,
+  kOptSack = 8,
+  kOptTimestamp = 16,
+};
+
+// Why a packet could not be decoded completely. Listed once with the summary's name for each.
+#define GASPP_MALFORMED_REASONS(X)             \
+  X(none, "none")                              \
+  X(empty, "empty_record")                     \
+  X(l2_truncated, "l2_truncated")              \
+  X(vlan_too_deep, "vlan_too_deep")            \
+  X(link_unsupported, "link_unsupported")      \
+  X(ipv4_truncated, "ipv4_truncated")          \
+  X(ipv4_bad_version, "ipv4_bad_version")      \
+  X(ipv4_bad_ihl, "ipv4_bad_ihl")              \
+  X(ipv4_bad_total_len, "ipv4_bad_total_len")  \
+  X(ipv4_bad_options, "ipv4_bad_options")      \
+  X(ipv6_truncated, "ipv6_truncated")          \
+  X(ipv6_bad_version, "ipv6_bad_version")      \
+  X(ipv6_bad_payload_len, "ipv6_bad_payload_len") \
+  X(ipv6_ext_truncated, "ipv6_ext_truncated")  \
+  X(ipv6_too_many_ext, "ipv6_too_many_ext")    \
+  X(tcp_truncated, "tcp_truncated")            \
+  X(tcp_bad_offset, "tcp_bad_offset")          \
+  X(tcp_bad_options, "tcp_bad_options")        \
+  X(udp_truncated, "udp_truncated")            \
+  X(udp_bad_length, "udp_bad_length")          \
+  X(icmp_truncated, "icmp_truncated")
+
+enum class MalformedReason : uint8_t {
+#define GASPP_X(id, name) id,
+  GASPP_MALFORMED_REASONS(GASPP_X)
+#undef GASPP_X
+      count_
+};
+constexpr int kMalformedReasons = static_cast<int>(MalformedReason::count_);
+
+const char* malformed_reason_name(MalformedReason r);
+const char* l3_name(L3 v);
+const char* l4_name(L4 v);
+const char* link_name(LinkType v);
+
+// The device view: one pointer per field, nothing owned. Trivially copyable by construction.
+struct DecodedView {
+#define GASPP_X(type, name, n) type* name;
+  GASPP_DECODED_FIELDS(GASPP_X)
+#undef GASPP_X
+};
+
+// Bytes one packet's decoded fields take (used to size buffers and to report memory).
+constexpr uint32_t decoded_bytes_per_packet() {
+  return 0
+#define GASPP_X(type, name, n) +uint32_t(sizeof(type) * (n))
+      GASPP_DECODED_FIELDS(GASPP_X)
+#undef GASPP_X
+      ;
+}
+
+}  // namespace gaspp

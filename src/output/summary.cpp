@@ -1,0 +1,107 @@
+#include "output/summary.hpp"
+
+#include <string>
+
+namespace gaspp {
+namespace {
+
+std::string json_escape(const std::string& s) {
+  std::string o;
+  for (char c : s) {
+    switch (c) {
+      case '"': o += "\\\""; break;
+      case '\\': o += "\\\\"; break;
+      case '\n': o += "\\n"; break;
+      case '\t': o += "\\t"; break;
+      default:
+        if (static_cast<unsigned char>(c) < 0x20) {
+          char b[8];
+          std::snprintf(b, sizeof b, "\\u%04x", c);
+          o += b;
+        } else {
+          o += c;
+        }
+    }
+  }
+  return o;
+}
+
+struct Rate {
+  double pps, gbps;
+};
+Rate rate(const RunReport& r) {
+  if (r.seconds <= 0) return {0, 0};
+  return {double(r.totals.v[c_packets]) / r.seconds, double(r.totals.v[c_wire_bytes]) * 8 / r.seconds / 1e9};
+}
+
+}  // namespace
+
+void print_summary(std::FILE* o, const RunReport& r) {
+  const auto& t = r.totals.v;
+  std::fprintf(o, "capture      %s (%s, link %s, %llu bytes)\n", r.path.c_str(), r.container.c_str(), r.link.c_str(),
+               (unsigned long long)r.file_bytes);
+  std::fprintf(o, "backend      %s\n", r.backend.c_str());
+  std::fprintf(o, "packets      %llu  bytes %llu  captured bytes %llu  cut by snap length %llu\n",
+               (unsigned long long)t[c_packets], (unsigned long long)t[c_wire_bytes],
+               (unsigned long long)t[c_captured_bytes], (unsigned long long)t[c_truncated_by_snaplen]);
+  std::fprintf(o, "outcome      passed %llu  dropped %llu\n", (unsigned long long)r.passed, (unsigned long long)r.dropped);
+  std::fprintf(o, "link         %s %llu  vlan-tagged %llu\n", r.link.c_str(), (unsigned long long)t[c_packets],
+               (unsigned long long)t[c_vlan_tagged]);
+  std::fprintf(o, "l3           ipv4 %llu  ipv6 %llu  arp %llu  other %llu  none %llu  fragments %llu\n",
+               (unsigned long long)t[c_l3_ipv4], (unsigned long long)t[c_l3_ipv6], (unsigned long long)t[c_l3_arp],
+               (unsigned long long)t[c_l3_other], (unsigned long long)t[c_l3_none], (unsigned long long)t[c_ip_fragments]);
+  std::fprintf(o, "l4           tcp %llu  udp %llu  icmp %llu  icmpv6 %llu  other %llu  none %llu\n",
+               (unsigned long long)t[c_l4_tcp], (unsigned long long)t[c_l4_udp], (unsigned long long)t[c_l4_icmp],
+               (unsigned long long)t[c_l4_icmpv6], (unsigned long long)t[c_l4_other], (unsigned long long)t[c_l4_none]);
+  std::fprintf(o, "malformed    %llu", (unsigned long long)t[c_malformed]);
+  for (int k = 1; k < kMalformedReasons; ++k)
+    if (t[c_malformed_reason0 + k])
+      std::fprintf(o, "  %s %llu", malformed_reason_name(MalformedReason(k)), (unsigned long long)t[c_malformed_reason0 + k]);
+  std::fprintf(o, "\n");
+  std::fprintf(o, "capture      %s; %llu warnings%s\n", r.damaged ? "DAMAGED: reading stopped early" : "read to the end",
+               (unsigned long long)r.capture_warnings,
+               r.suppressed_issues ? (" (" + std::to_string(r.suppressed_issues) + " not shown)").c_str() : "");
+  std::fprintf(o, "batches      %llu (direct %llu, compacted %llu; %.1f MB to device, %.1f MB back)\n",
+               (unsigned long long)r.batches, (unsigned long long)r.batches_direct,
+               (unsigned long long)r.batches_compacted, double(r.bytes_h2d) / 1e6, double(r.bytes_d2h) / 1e6);
+  const Rate rt = rate(r);
+  std::fprintf(o, "elapsed      %.6f s  %.3f Mpps  %.3f Gbit/s\n", r.seconds, rt.pps / 1e6, rt.gbps);
+}
+
+std::string summary_json(const RunReport& r) {
+  const auto& t = r.totals.v;
+  auto u = [](uint64_t v) { return std::to_string(v); };
+  std::string j = "{";
+  j += "\"capture\":{\"path\":\"" + json_escape(r.path) + "\",\"format\":\"" + json_escape(r.container) +
+       "\",\"link\":\"" + r.link + "\",\"linktype\":" + u(r.raw_link) + ",\"file_bytes\":" + u(r.file_bytes) +
+       ",\"damaged\":" + (r.damaged ? "true" : "false") + ",\"warnings\":" + u(r.capture_warnings) + ",\"issues\":[";
+  for (size_t i = 0; i < r.issues.size(); ++i) {
+    const auto& is = r.issues[i];
+    j += (i ? "," : "") + std::string("{\"fatal\":") + (is.fatal ? "true" : "false") + ",\"record\":" + u(is.record) +
+         ",\"offset\":" + u(is.offset) + ",\"message\":\"" + json_escape(is.message) + "\"}";
+  }
+  j += "]},";
+  j += "\"backend\":\"" + json_escape(r.backend) + "\",";
+  j += "\"packets\":" + u(t[c_packets]) + ",\"bytes\":" + u(t[c_wire_bytes]) + ",\"captured_bytes\":" +
+       u(t[c_captured_bytes]) + ",\"truncated_by_snaplen\":" + u(t[c_truncated_by_snaplen]) + ",";
+  j += "\"outcome\":{\"passed\":" + u(r.passed) + ",\"dropped\":" + u(r.dropped) + "},";
+  j += "\"link\":{\"" + r.link + "\":" + u(t[c_packets]) + ",\"vlan_tagged\":" + u(t[c_vlan_tagged]) + "},";
+  j += "\"l3\":{\"ipv4\":" + u(t[c_l3_ipv4]) + ",\"ipv6\":" + u(t[c_l3_ipv6]) + ",\"arp\":" + u(t[c_l3_arp]) +
+       ",\"other\":" + u(t[c_l3_other]) + ",\"none\":" + u(t[c_l3_none]) + ",\"ip_fragments\":" + u(t[c_ip_fragments]) + "},";
+  j += "\"l4\":{\"tcp\":" + u(t[c_l4_tcp]) + ",\"udp\":" + u(t[c_l4_udp]) + ",\"icmp\":" + u(t[c_l4_icmp]) +
+       ",\"icmpv6\":" + u(t[c_l4_icmpv6]) + ",\"other\":" + u(t[c_l4_other]) + ",\"none\":" + u(t[c_l4_none]) + "},";
+  j += "\"malformed\":{\"total\":" + u(t[c_malformed]);
+  for (int k = 1; k < kMalformedReasons; ++k)
+    j += ",\"" + std::string(malformed_reason_name(MalformedReason(k))) + "\":" + u(t[c_malformed_reason0 + k]);
+  j += "},";
+  j += "\"batches\":{\"count\":" + u(r.batches) + ",\"direct\":" + u(r.batches_direct) + ",\"compacted\":" +
+       u(r.batches_compacted) + ",\"bytes_h2d\":" + u(r.bytes_h2d) + ",\"bytes_d2h\":" + u(r.bytes_d2h) + "},";
+  const Rate rt = rate(r);
+  char buf[160];
+  std::snprintf(buf, sizeof buf, "\"elapsed_s\":%.6f,\"pps\":%.1f,\"gbps\":%.4f", r.seconds, rt.pps, rt.gbps);
+  j += buf;
+  j += "}\n";
+  return j;
+}
+
+}  // namespace gaspp

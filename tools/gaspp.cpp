@@ -1,0 +1,218 @@
+// tools/gaspp.cpp — the gaspp command line.
+//
+//   gaspp -r trace.pcap [--backend auto|cuda|cpu] [--batch N] [--batch-bytes B]
+//         [--batch-timeout-ms T] [--threads N] [--stats-json PATH] [--decode-out PATH]
+//         [--progress|--no-progress] [--compact-below F] [--force-compact] [-q]
+//   gaspp gen -o out.pcap [--mode fixed|mix|http] [--size N] [--packets N] [--flows N] [--seed S]
+//         [--reorder R] [--duplicate R] [--loss R] [--ipv6 R] [--vlan R] [--plant STR --plant-rate R]
+//
+// Exit status: 0 the capture was read to its end; 1 usage error, or the capture could not be
+// opened at all; 2 the capture is damaged: packets up to the damage were processed and reported,
+// and the message names the record and byte offset where reading stopped.
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <stdexcept>
+#include <string>
+
+#include "backend/backend.hpp"
+#include "capture/capture_file.hpp"
+#include "capture/generator.hpp"
+#include "core/pipeline.hpp"
+#include "output/decode_rows.hpp"
+#include "output/summary.hpp"
+
+using namespace gaspp;
+
+namespace {
+
+[[noreturn]] void usage(int rc) {
+  std::FILE* o = rc ? stderr : stdout;
+  std::fprintf(o,
+               "usage: gaspp -r FILE [options]      process a capture file (pcap or pcapng)\n"
+               "       gaspp gen -o FILE [options]  write a synthetic capture\n"
+               "\n"
+               "processing options:\n"
+               "  --backend auto|cuda|cpu   where packets are processed (auto: CUDA if a device is present)\n"
+               "  --batch N                 packets per batch (default 65536)\n"
+               "  --batch-bytes B           record bytes per batch (default 67108864)\n"
+               "  --batch-timeout-ms T      close a batch when its oldest packet is T ms (capture time)\n"
+               "                            older than the newest (default 1000; 0 = never)\n"
+               "  --threads N               CPU backend threads (default: all hardware threads)\n"
+               "  --stats-json PATH         write the summary as JSON\n"
+               "  --decode-out PATH         write one tab-separated row of decoded fields per packet\n"
+               "  --progress, --no-progress progress on stderr (default: when stderr is a terminal)\n"
+               "  --compact-below F         CUDA: compact batches whose occupancy is below F (default 0.333)\n"
+               "  --force-compact           CUDA: always compact batches before the copy\n"
+               "  -q                        no summary on stdout\n"
+               "\n"
+               "generator options (gaspp gen):\n"
+               "  -o FILE  --mode fixed|mix|http  --size N  --packets N  --flows N  --seed S\n"
+               "  --reorder R  --duplicate R  --loss R  --ipv6 R  --vlan R  --plant STRING  --plant-rate R\n");
+  std::exit(rc);
+}
+
+uint64_t parse_u64(const char* opt, const char* v) {
+  char* end = nullptr;
+  errno = 0;
+  const unsigned long long x = std::strtoull(v, &end, 0);
+  if (!v[0] || *end || errno || v[0] == '-') {
+    std::fprintf(stderr, "gaspp: %s: not a non-negative integer: '%s'\n", opt, v);
+    std::exit(1);
+  }
+  return x;
+}
+
+double parse_double(const char* opt, const char* v, double lo, double hi) {
+  char* end = nullptr;
+  const double x = std::strtod(v, &end);
+  if (!v[0] || *end || !(x >= lo && x <= hi)) {
+    std::fprintf(stderr, "gaspp: %s: expected a number in [%g, %g], got '%s'\n", opt, lo, hi, v);
+    std::exit(1);
+  }
+  return x;
+}
+
+int cmd_gen(int argc, char** argv) {
+  GenConfig g;
+  std::string out;
+  for (int i = 2; i < argc; ++i) {
+    const std::string a = argv[i];
+    auto val = [&]() -> const char* {
+      if (i + 1 >= argc) { std::fprintf(stderr, "gaspp gen: %s needs a value\n", a.c_str()); std::exit(1); }
+      return argv[++i];
+    };
+    if (a == "-o") out = val();
+    else if (a == "--mode") {
+      const std::string m = val();
+      if (m == "fixed") g.mode = GenMode::fixed;
+      else if (m == "mix") g.mode = GenMode::mix;
+      else if (m == "http") g.mode = GenMode::http;
+      else { std::fprintf(stderr, "gaspp gen: --mode: fixed, mix or http, not '%s'\n", m.c_str()); return 1; }
+    } else if (a == "--size") { g.size = uint32_t(parse_u64("--size", val())); g.mode = GenMode::fixed; }
+    else if (a == "--packets") g.packets = parse_u64("--packets", val());
+    else if (a == "--flows") g.flows = uint32_t(parse_u64("--flows", val()));
+    else if (a == "--seed") g.seed = parse_u64("--seed", val());
+    else if (a == "--reorder") g.reorder = parse_double("--reorder", val(), 0, 1);
+    else if (a == "--duplicate") g.duplicate = parse_double("--duplicate", val(), 0, 1);
+    else if (a == "--loss") g.loss = parse_double("--loss", val(), 0, 1);
+    else if (a == "--ipv6") g.ipv6_share = parse_double("--ipv6", val(), 0, 1);
+    else if (a == "--vlan") g.vlan_share = parse_double("--vlan", val(), 0, 1);
+    else if (a == "--plant") g.plant = val();
+    else if (a == "--plant-rate") g.plant_rate = parse_double("--plant-rate", val(), 0, 1);
+    else if (a == "-h" || a == "--help") usage(0);
+    else { std::fprintf(stderr, "gaspp gen: unknown option '%s'\n", a.c_str()); return 1; }
+  }
+  if (out.empty()) { std::fprintf(stderr, "gaspp gen: -o FILE is required\n"); return 1; }
+  try {
+    const uint64_t n = generate_pcap(g, out);
+    std::fprintf(stderr, "gaspp gen: wrote %llu packets to %s\n", (unsigned long long)n, out.c_str());
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "gaspp gen: %s\n", e.what());
+    return 1;
+  }
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc >= 2 && std::strcmp(argv[1], "gen") == 0) return cmd_gen(argc, argv);
+  std::string input, stats_json, decode_out, backend_name = "auto";
+  BackendConfig bc;
+  RunOptions ro;
+  bool quiet = false;
+  int progress = -1;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    auto val = [&]() -> const char* {
+      if (i + 1 >= argc) { std::fprintf(stderr, "gaspp: %s needs a value\n", a.c_str()); std::exit(1); }
+      return argv[++i];
+    };
+    if (a == "-r") input = val();
+    else if (a == "--backend") backend_name = val();
+    else if (a == "--batch") {
+      const uint64_t n = parse_u64("--batch", val());
+      if (n < 1 || n > (1u << 24)) { std::fprintf(stderr, "gaspp: --batch must be 1..16777216\n"); return 1; }
+      bc.batch_packets = ro.policy.max_packets = uint32_t(n);
+    } else if (a == "--batch-bytes") {
+      const uint64_t n = parse_u64("--batch-bytes", val());
+      if (n < kMaxRecordBytes + kRecordHeaderBytes || n > (1ull << 32) - 1) {
+        std::fprintf(stderr, "gaspp: --batch-bytes must be %llu..4294967295 (one largest record must fit)\n",
+                     (unsigned long long)(kMaxRecordBytes + kRecordHeaderBytes));
+        return 1;
+      }
+      bc.batch_bytes = ro.policy.max_bytes = n;
+    } else if (a == "--batch-timeout-ms") ro.policy.timeout_ns = parse_u64("--batch-timeout-ms", val()) * 1000000ull;
+    else if (a == "--threads") bc.threads = int(parse_u64("--threads", val()));
+    else if (a == "--stats-json") stats_json = val();
+    else if (a == "--decode-out") decode_out = val();
+    else if (a == "--progress") progress = 1;
+    else if (a == "--no-progress") progress = 0;
+    else if (a == "--compact-below") bc.compact_below = parse_double("--compact-below", val(), 0, 1.01);
+    else if (a == "--force-compact") bc.force_compact = true;
+    else if (a == "-q") quiet = true;
+    else if (a == "-h" || a == "--help") usage(0);
+    else if (a == "--version") { std::printf("gaspp 0.1\n"); return 0; }
+    else { std::fprintf(stderr, "gaspp: unknown option '%s' (see --help)\n", a.c_str()); return 1; }
+  }
+  if (input.empty()) usage(1);
+  ro.progress = progress < 0 ? isatty(2) : progress == 1;
+  ro.want_decoded = !decode_out.empty();
+
+  std::unique_ptr<Backend> backend;
+  try {
+    std::string why;
+    if (backend_name == "cpu" || (backend_name == "auto" && !cuda_usable(&why))) backend = make_cpu_backend(bc);
+    else if (backend_name == "cuda" || backend_name == "auto") backend = make_cuda_backend(bc);
+    else { std::fprintf(stderr, "gaspp: --backend: auto, cuda or cpu, not '%s'\n", backend_name.c_str()); return 1; }
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "gaspp: cannot start the %s backend: %s\n", backend_name.c_str(), e.what());
+    return 1;
+  }
+
+  std::FILE* rows = nullptr;
+  if (!decode_out.empty()) {
+    rows = std::fopen(decode_out.c_str(), "w");
+    if (!rows) { std::fprintf(stderr, "gaspp: %s: %s\n", decode_out.c_str(), std::strerror(errno)); return 1; }
+    std::fputs(decode_rows_header(), rows);
+  }
+  RunReport rep;
+  try {
+    const CaptureFile cap = CaptureFile::open(input);
+    std::string line;
+    DecodedPacket p;
+    rep = run_capture(cap, *backend, ro, [&](const PacketBatch& b) {
+      if (!rows) return;
+      DecodedView v = const_cast<PacketBatch&>(b).decoded.view();
+      for (uint32_t i = 0; i < b.count; ++i) {
+        line.clear();
+        load(v, i, p);
+        format_decode_row(b.first_index + i + 1, p, line);
+        std::fwrite(line.data(), 1, line.size(), rows);
+      }
+    });
+  } catch (const CaptureError& e) {
+    std::fprintf(stderr, "gaspp: %s\n", e.what());
+    if (rows) std::fclose(rows);
+    return 1;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "gaspp: %s: %s\n", input.c_str(), e.what());
+    if (rows) std::fclose(rows);
+    return 1;
+  }
+  if (rows && std::fclose(rows) != 0) { std::fprintf(stderr, "gaspp: %s: write failed\n", decode_out.c_str()); return 1; }
+  for (const auto& is : rep.issues) std::fprintf(stderr, "gaspp: %s: %s\n", is.fatal ? "error" : "warning", is.message.c_str());
+  if (rep.suppressed_issues)
+    std::fprintf(stderr, "gaspp: %llu more warnings not shown\n", (unsigned long long)rep.suppressed_issues);
+  if (!quiet) print_summary(stdout, rep);
+  if (!stats_json.empty()) {
+    std::ofstream j(stats_json);
+    j << summary_json(rep);
+    if (!j) { std::fprintf(stderr, "gaspp: %s: write failed\n", stats_json.c_str()); return 1; }
+  }
+  return rep.damaged ? 2 : 0;
+}
