@@ -301,9 +301,11 @@ class PacketWriter {
 };
 
 // Pseudo-random payload bytes; plants cfg.plant with probability plant_rate where it fits.
-// The first byte is kept within 0x01..0x7f: the payload is never all zero, and tshark's heuristic
-// dissectors (RTCP wants 0b10xxxxxx, Thrift 0x80/0x82 or a plausible 32-bit length) do not claim
-// random data and then report it as malformed.
+// A few leading bytes are constrained so that the payload is never all zero and tshark's
+// heuristic dissectors do not claim random data and then report it as malformed:
+//   byte 0 within 0x10..0x7f   RTCP wants version 2 (0b10xxxxxx), Thrift 0x80/0x82, TPKT 3
+//   byte 1 high nibble != 4    OSI CLTP takes 0x4? as a unit-data TPDU code
+//   byte 4 below 0x80          Thrift framed transport puts 0x80/0x82 after a 4-byte length
 class PayloadFiller {
  public:
   explicit PayloadFiller(const GenConfig& cfg) : plant_(cfg.plant), rate_(cfg.plant_rate) {}
@@ -311,8 +313,9 @@ class PayloadFiller {
   void random(Rng& rng, uint8_t* p, uint32_t n) {
     if (n == 0) return;
     rng.fill(p, n);
-    p[0] &= 0x7f;
-    if (p[0] == 0) p[0] = 0x5a;
+    p[0] = uint8_t(0x10 + p[0] % 0x70);
+    if (n > 1 && (p[1] & 0xf0) == 0x40) p[1] ^= 0x80;
+    if (n > 4) p[4] &= 0x7f;
   }
   void maybe_plant(Rng& rng, uint8_t* p, uint32_t n) {
     if (plant_.empty() || n < plant_.size() || !rng.chance(rate_)) return;

@@ -1,0 +1,198 @@
+// The capture reader on damaged and unusual files: each damage gives a message with the record
+// number and byte offset, and the records before it are processed and counted.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <fstream>
+
+#include "capture/capture_file.hpp"
+#include "core/pipeline.hpp"
+#include "test_support.hpp"
+
+using namespace gaspp;
+using gaspp::test::PcapBuilder;
+using gaspp::test::tcp4_frame;
+
+namespace {
+
+std::string write_temp(const std::vector<uint8_t>& b) {
+  char name[] = "/tmp/gaspp-test-XXXXXX";
+  const int fd = mkstemp(name);
+  EXPECT_GE(fd, 0);
+  EXPECT_EQ(::write(fd, b.data(), b.size()), ssize_t(b.size()));
+  ::close(fd);
+  return name;
+}
+
+RunReport run_bytes(const std::vector<uint8_t>& b, std::string* path_out = nullptr) {
+  const std::string path = write_temp(b);
+  if (path_out) *path_out = path;
+  CaptureFile cap = CaptureFile::open(path);
+  auto be = gaspp::test::make_backend();
+  RunReport r = run_capture(cap, *be, {});
+  ::unlink(path.c_str());
+  return r;
+}
+
+std::vector<uint8_t> three_packets(bool be = false, bool ns = false) {
+  return PcapBuilder(1, be, ns).record(tcp4_frame(1, 10)).record(tcp4_frame(11, 20)).record(tcp4_frame(31, 0)).bytes();
+}
+
+}  // namespace
+
+TEST(Capture, AllFourMagicVariantsReadAlike) {
+  for (bool be : {false, true})
+    for (bool ns : {false, true}) {
+      auto b = PcapBuilder(1, be, ns).record(tcp4_frame(1, 10), 100, ns ? 123456789 : 123456).bytes();
+      const std::string path = write_temp(b);
+      CaptureFile cap = CaptureFile::open(path);
+      EXPECT_EQ(cap.format().swapped, be ? 1 : 0);
+      EXPECT_EQ(cap.format().nanos, ns ? 1 : 0);
+      RecordWalker w(cap);
+      RecordInfo r;
+      ASSERT_TRUE(w.next(r));
+      EXPECT_EQ(r.ts_ns, 100'000'000'000ull + (ns ? 123456789ull : 123456000ull));
+      EXPECT_EQ(r.cap_len, 64u);
+      EXPECT_FALSE(w.next(r));
+      EXPECT_TRUE(w.issues().empty());
+      ::unlink(path.c_str());
+    }
+}
+
+TEST(Capture, EmptyFileIsAClearError) {
+  const std::string path = write_temp({});
+  try {
+    CaptureFile::open(path);
+    FAIL() << "expected an error";
+  } catch (const CaptureError& e) {
+    EXPECT_NE(std::string(e.what()).find("empty file"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find(path), std::string::npos) << e.what();
+  }
+  ::unlink(path.c_str());
+}
+
+TEST(Capture, BadMagicIsAClearError) {
+  auto b = three_packets();
+  b[0] = 'G'; b[1] = 'I'; b[2] = 'F'; b[3] = '8';
+  const std::string path = write_temp(b);
+  try {
+    CaptureFile::open(path);
+    FAIL() << "expected an error";
+  } catch (const CaptureError& e) {
+    EXPECT_NE(std::string(e.what()).find("not a pcap or pcapng file"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("0x38464947"), std::string::npos) << e.what();
+  }
+  ::unlink(path.c_str());
+}
+
+TEST(Capture, TruncatedGlobalHeaderIsAClearError) {
+  auto b = three_packets();
+  b.resize(10);
+  const std::string path = write_temp(b);
+  try {
+    CaptureFile::open(path);
+    FAIL() << "expected an error";
+  } catch (const CaptureError& e) {
+    EXPECT_NE(std::string(e.what()).find("global header cut short: 10 of 24 bytes"), std::string::npos) << e.what();
+  }
+  ::unlink(path.c_str());
+}
+
+TEST(Capture, RecordCutShortAtEndOfFileKeepsEarlierPackets) {
+  auto b = three_packets();
+  const size_t full = b.size();
+  // Cut inside the third record's data, then inside its header.
+  for (size_t cut : {full - 5, full - 54 - 10}) {  // third frame is 54 bytes
+    auto c = b;
+    c.resize(cut);
+    RunReport r = run_bytes(c);
+    EXPECT_EQ(r.totals.v[c_packets], 2u);
+    EXPECT_TRUE(r.damaged);
+    ASSERT_EQ(r.issues.size(), 1u);
+    EXPECT_TRUE(r.issues[0].fatal);
+    EXPECT_EQ(r.issues[0].record, 3u);
+    const uint64_t third = 24 + (16 + 64) + (16 + 74);
+    EXPECT_EQ(r.issues[0].offset, third);
+    EXPECT_NE(r.issues[0].message.find("record 3 at byte offset " + std::to_string(third)), std::string::npos)
+        << r.issues[0].message;
+    EXPECT_NE(r.issues[0].message.find("cut short"), std::string::npos) << r.issues[0].message;
+  }
+}
+
+TEST(Capture, CaplenOverSnaplenIsAWarningAndProcessed) {
+  auto b = PcapBuilder(1, false, false, 60).record(tcp4_frame(1, 10)).record(tcp4_frame(2, 0)).bytes();
+  RunReport r = run_bytes(b);
+  EXPECT_EQ(r.totals.v[c_packets], 2u);
+  EXPECT_FALSE(r.damaged);
+  ASSERT_EQ(r.issues.size(), 1u);  // the 64-byte frame; the 54-byte one fits
+  EXPECT_FALSE(r.issues[0].fatal);
+  EXPECT_EQ(r.issues[0].record, 1u);
+  EXPECT_NE(r.issues[0].message.find("exceeds the snap length 60"), std::string::npos) << r.issues[0].message;
+  EXPECT_EQ(r.capture_warnings, 1u);
+}
+
+TEST(Capture, CaplenOver256KiBStopsReadingWithTheOffset) {
+  auto b = PcapBuilder().record(tcp4_frame(1, 10)).bytes();
+  const size_t second = b.size();
+  PcapBuilder tail;
+  auto more = PcapBuilder().record(tcp4_frame(2, 0), 1, 0, 300000, 300000).bytes();
+  b.insert(b.end(), more.begin() + 24, more.end());
+  RunReport r = run_bytes(b);
+  EXPECT_EQ(r.totals.v[c_packets], 1u);
+  EXPECT_TRUE(r.damaged);
+  ASSERT_EQ(r.issues.size(), 1u);
+  EXPECT_EQ(r.issues[0].offset, second);
+  EXPECT_EQ(r.issues[0].record, 2u);
+  EXPECT_NE(r.issues[0].message.find("captured length 300000 exceeds the 262144-byte limit"), std::string::npos)
+      << r.issues[0].message;
+}
+
+TEST(Capture, ZeroLengthRecordsAreCountedAsMalformed) {
+  auto b = PcapBuilder().record({}).record(tcp4_frame(1, 4)).record({}).bytes();
+  RunReport r = run_bytes(b);
+  EXPECT_EQ(r.totals.v[c_packets], 3u);
+  EXPECT_EQ(r.passed + r.dropped, 3u);
+  EXPECT_EQ(r.totals.v[c_malformed], 2u);
+  EXPECT_EQ(r.totals.v[c_malformed_reason0 + int(MalformedReason::empty)], 2u);
+  EXPECT_EQ(r.totals.v[c_l4_tcp], 1u);
+  EXPECT_FALSE(r.damaged);
+}
+
+TEST(Capture, HeaderOnlyFileHasNoPackets) {
+  auto b = PcapBuilder().bytes();
+  RunReport r = run_bytes(b);
+  EXPECT_EQ(r.totals.v[c_packets], 0u);
+  EXPECT_FALSE(r.damaged);
+  EXPECT_EQ(r.batches, 0u);
+}
+
+TEST(Capture, WireLengthBelowCaptureLengthIsAWarning) {
+  auto b = PcapBuilder().record(tcp4_frame(1, 4), 1, 0, -1, 20).bytes();
+  RunReport r = run_bytes(b);
+  EXPECT_EQ(r.totals.v[c_packets], 1u);
+  ASSERT_EQ(r.issues.size(), 1u);
+  EXPECT_NE(r.issues[0].message.find("exceeds the original length 20"), std::string::npos);
+}
+
+TEST(Capture, PcapngGoesThroughLibpcap) {
+  // A minimal pcapng: section header, interface description (Ethernet), one enhanced packet block.
+  std::vector<uint8_t> b;
+  auto u32 = [&](uint32_t v) { for (int k = 0; k < 4; ++k) b.push_back(uint8_t(v >> (8 * k))); };
+  auto u16 = [&](uint16_t v) { b.push_back(uint8_t(v)); b.push_back(uint8_t(v >> 8)); };
+  u32(0x0a0d0d0a); u32(28); u32(0x1a2b3c4d); u16(1); u16(0); u32(0xffffffff); u32(0xffffffff); u32(28);
+  u32(1); u32(20); u16(1); u16(0); u32(65535); u32(20);
+  const auto f = tcp4_frame(7, 6);
+  const uint32_t padded = uint32_t((f.size() + 3) & ~size_t(3));
+  const uint32_t len = 32 + padded;
+  u32(6); u32(len); u32(0); u32(0); u32(1000000); u32(uint32_t(f.size())); u32(uint32_t(f.size()));
+  b.insert(b.end(), f.begin(), f.end());
+  b.resize(b.size() + (padded - f.size()), 0);
+  u32(len);
+  std::string path;
+  RunReport r = run_bytes(b, &path);
+  EXPECT_EQ(r.container, "pcapng");
+  EXPECT_EQ(r.totals.v[c_packets], 1u);
+  EXPECT_EQ(r.totals.v[c_l4_tcp], 1u);
+  EXPECT_FALSE(r.damaged);
+}
