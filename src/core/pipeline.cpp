@@ -98,7 +98,7 @@ RunReport run_capture(const CaptureFile& cap, Backend& backend, const RunOptions
     const int s = (slot + k) % nslots;  // oldest first, so batches finish in capture order
     if (busy[size_t(s)]) finish(s);
   }
-  backend.detach_source();
+  if (!opt.keep_source_attached) backend.detach_source();
   progress.tick(packet_index, walker.position(), true);
 
   rep.seconds = std::chrono::duration<double>(Clock::now() - t0).count();

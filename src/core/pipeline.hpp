@@ -43,6 +43,9 @@ struct RunOptions {
   BatchPolicy policy;
   bool want_decoded = false;
   bool progress = false;
+  // Leave the source registered with the backend after the run (benchmarks repeat runs over one
+  // capture; registering a large buffer costs more than a run). The caller then detaches it.
+  bool keep_source_attached = false;
 };
 
 using BatchCallback = std::function<void(const PacketBatch&)>;

@@ -161,8 +161,8 @@ TEST(Pipeline, BothTransferPathsAgree) {
 }
 
 TEST(Pipeline, RealCapturesMatchReference) {
-  const std::filesystem::path dir = std::filesystem::path(GASPP_SOURCE_DIR) / ".." / "shared" / "data" / "pcaps";
-  if (!std::filesystem::exists(dir)) GTEST_SKIP() << "no ../shared/data/pcaps beside the checkout";
+  const std::filesystem::path dir = test::shared_data_dir() / "pcaps";
+  if (!std::filesystem::exists(dir)) GTEST_SKIP() << "no " << dir << " (../shared/data beside the checkout, or GASPP_DATA)";
   int n = 0;
   for (const auto& e : std::filesystem::recursive_directory_iterator(dir)) {
     if (!e.is_regular_file()) continue;

@@ -2,6 +2,7 @@
 #pragma once
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <memory>
 #include <string>
 #include <vector>
@@ -20,6 +21,13 @@ inline std::string backend_under_test() {
 inline std::unique_ptr<Backend> make_backend(BackendConfig cfg = {}) {
   if (cfg.threads == 0) cfg.threads = 3;  // more workers than the CI machine's cores: ranges really split
   return backend_under_test() == "cuda" ? make_cuda_backend(cfg) : make_cpu_backend(cfg);
+}
+
+// The real captures and rules: $GASPP_DATA, else ../shared/data beside the checkout.
+inline std::filesystem::path shared_data_dir() {
+  const char* d = std::getenv("GASPP_DATA");
+  if (d && *d) return d;
+  return std::filesystem::path(GASPP_SOURCE_DIR) / ".." / "shared" / "data";
 }
 
 // Builds a classic pcap file in memory, in either byte order and time unit.

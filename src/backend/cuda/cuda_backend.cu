@@ -155,6 +155,7 @@ class CudaBackend final : public Backend {
   PacketBatch& batch(int slot) override { return slots_[size_t(slot)].batch; }
 
   bool attach_source(const uint8_t* base, uint64_t len) override {
+    if (registered_ && base == registered_ && len == registered_len_) return true;
     detach_source();
     if (!base || len == 0) return false;
     const cudaError_t e = cudaHostRegister(const_cast<uint8_t*>(base), len,

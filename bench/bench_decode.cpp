@@ -1,0 +1,309 @@
+// bench/bench_decode.cpp — transfer limits and decode throughput, CUDA vs CPU, in one run.
+//
+// Measures, on the machine it runs on:
+//   1. the physical limits: pinned H2D and D2H bandwidth at 64 KiB, 1 MiB and 64 MiB per copy, and
+//      device-memory bandwidth (a 1 GiB device-to-device copy, bytes read + written);
+//   2. decode throughput from host memory, PCIe included: a generated capture (fixed 64, 128, 512,
+//      1024, 1514-byte frames and the realistic mix) is indexed into batches beforehand, then the
+//      batches are pushed through the backend's rotating slots (H2D of the records, decode kernel,
+//      D2H of verdicts and counters) — CUDA at batch sizes 1k..64k, and the CPU backend on all host
+//      threads. Median of several timed passes after a warm-up pass.
+// Prints a table and writes JSON (--json PATH) with every figure. The data is generated traffic
+// (random payloads, never zero-filled).
+//
+// usage: bench_decode [--json PATH] [--reps N] [--scale F] [--tmp DIR]
+#include <cuda_runtime.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "backend/backend.hpp"
+#include "capture/capture_file.hpp"
+#include "capture/generator.hpp"
+
+using namespace gaspp;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+#define CK(call)                                                                              \
+  do {                                                                                        \
+    cudaError_t e_ = (call);                                                                  \
+    if (e_ != cudaSuccess) {                                                                  \
+      std::fprintf(stderr, "%s failed: %s\n", #call, cudaGetErrorString(e_));                 \
+      std::exit(1);                                                                           \
+    }                                                                                         \
+  } while (0)
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v.empty() ? 0 : v[v.size() / 2];
+}
+
+struct Bandwidth {
+  double h2d_64k, h2d_1m, h2d_64m, d2h_64k, d2h_1m, d2h_64m, dev_copy;
+};
+
+// GB/s of repeated copies of `bytes` (pinned host <-> device), median over reps of a timed loop.
+double copy_gbps(void* dst, const void* src, size_t bytes, cudaMemcpyKind kind, int reps) {
+  cudaStream_t s;
+  CK(cudaStreamCreate(&s));
+  cudaEvent_t a, b;
+  CK(cudaEventCreate(&a));
+  CK(cudaEventCreate(&b));
+  const int inner = std::max(1, int((256ull << 20) / bytes));  // ~256 MiB per timed loop
+  std::vector<double> r;
+  for (int rep = 0; rep < reps + 1; ++rep) {
+    CK(cudaEventRecord(a, s));
+    for (int i = 0; i < inner; ++i) CK(cudaMemcpyAsync(dst, src, bytes, kind, s));
+    CK(cudaEventRecord(b, s));
+    CK(cudaEventSynchronize(b));
+    float ms;
+    CK(cudaEventElapsedTime(&ms, a, b));
+    if (rep) r.push_back(double(bytes) * inner / (ms * 1e-3) / 1e9);
+  }
+  cudaEventDestroy(a);
+  cudaEventDestroy(b);
+  cudaStreamDestroy(s);
+  return median(r);
+}
+
+Bandwidth measure_bandwidth(int reps) {
+  Bandwidth bw{};
+  const size_t big = 64ull << 20;
+  uint8_t* h;
+  void* d;
+  CK(cudaMallocHost(&h, big));
+  CK(cudaMalloc(&d, big));
+  std::mt19937_64 rng(1);
+  for (size_t i = 0; i < big; i += 8) {
+    const uint64_t v = rng();
+    std::memcpy(h + i, &v, 8);
+  }
+  bw.h2d_64k = copy_gbps(d, h, 64 << 10, cudaMemcpyHostToDevice, reps);
+  bw.h2d_1m = copy_gbps(d, h, 1 << 20, cudaMemcpyHostToDevice, reps);
+  bw.h2d_64m = copy_gbps(d, h, big, cudaMemcpyHostToDevice, reps);
+  bw.d2h_64k = copy_gbps(h, d, 64 << 10, cudaMemcpyDeviceToHost, reps);
+  bw.d2h_1m = copy_gbps(h, d, 1 << 20, cudaMemcpyDeviceToHost, reps);
+  bw.d2h_64m = copy_gbps(h, d, big, cudaMemcpyDeviceToHost, reps);
+  const size_t dev = 1ull << 30;
+  void *d1, *d2;
+  CK(cudaMalloc(&d1, dev));
+  CK(cudaMalloc(&d2, dev));
+  CK(cudaMemset(d1, 0x5a, dev));
+  bw.dev_copy = 2 * copy_gbps(d2, d1, dev, cudaMemcpyDeviceToDevice, reps);  // read + write
+  cudaFree(d1);
+  cudaFree(d2);
+  cudaFree(d);
+  cudaFreeHost(h);
+  return bw;
+}
+
+struct Workload {
+  std::string name;
+  GenConfig cfg;
+};
+
+struct BatchDesc {
+  uint64_t span_off, span_len, record_bytes;
+  std::vector<uint32_t> rec_off;
+};
+
+std::vector<BatchDesc> index_batches(const CaptureFile& cap, uint32_t per_batch) {
+  std::vector<BatchDesc> out;
+  RecordWalker w(cap);
+  RecordInfo r;
+  BatchDesc cur{};
+  auto close = [&] {
+    if (cur.rec_off.empty()) return;
+    out.push_back(std::move(cur));
+    cur = BatchDesc{};
+  };
+  while (w.next(r)) {
+    if (cur.rec_off.size() == per_batch) close();
+    if (cur.rec_off.empty()) cur.span_off = r.offset;
+    cur.rec_off.push_back(uint32_t(r.offset - cur.span_off));
+    cur.record_bytes += 16 + r.cap_len;
+    cur.span_len = r.offset + 16 + r.cap_len - cur.span_off;
+  }
+  close();
+  return out;
+}
+
+struct Throughput {
+  double mpps, gbps;  // gbps: wire bytes of the frames
+  uint64_t packets, bytes;
+};
+
+// One timed pass: every batch through the slots, as the pipeline does, offsets already indexed.
+double one_pass(Backend& be, const CaptureFile& cap, const std::vector<BatchDesc>& batches, uint64_t* packets_out) {
+  const int n = be.slots();
+  std::vector<bool> busy(size_t(n), false);
+  uint64_t packets = 0;
+  const auto t0 = Clock::now();
+  int slot = 0;
+  for (const auto& d : batches) {
+    if (busy[size_t(slot)]) {
+      be.wait(slot);
+      packets += be.batch(slot).counters.v[c_packets];
+    }
+    PacketBatch& b = be.batch(slot);
+    b.count = uint32_t(d.rec_off.size());
+    std::memcpy(b.h_rec_off, d.rec_off.data(), d.rec_off.size() * 4);
+    b.h_span = cap.data() + d.span_off;
+    b.span_len = d.span_len;
+    b.record_bytes = d.record_bytes;
+    b.fmt = cap.format();
+    b.link = cap.link();
+    b.want_decoded = false;
+    be.submit(slot);
+    busy[size_t(slot)] = true;
+    slot = (slot + 1) % n;
+  }
+  for (int k = 0; k < n; ++k) {
+    const int s = (slot + k) % n;
+    if (busy[size_t(s)]) {
+      be.wait(s);
+      packets += be.batch(s).counters.v[c_packets];
+    }
+  }
+  *packets_out = packets;
+  return std::chrono::duration<double>(Clock::now() - t0).count();
+}
+
+Throughput measure(Backend& be, const CaptureFile& cap, const std::vector<BatchDesc>& batches, uint64_t wire_bytes,
+                   uint64_t expect_packets, int reps) {
+  be.attach_source(cap.data(), cap.size());
+  std::vector<double> t;
+  for (int rep = 0; rep < reps + 1; ++rep) {
+    uint64_t pk = 0;
+    const double s = one_pass(be, cap, batches, &pk);
+    if (pk != expect_packets) {
+      std::fprintf(stderr, "bench: %s decoded %llu packets, expected %llu\n", be.name().c_str(),
+                   (unsigned long long)pk, (unsigned long long)expect_packets);
+      std::exit(1);
+    }
+    if (rep) t.push_back(s);
+  }
+  be.detach_source();
+  const double s = median(t);
+  return {double(expect_packets) / s / 1e6, double(wire_bytes) * 8 / s / 1e9, expect_packets, wire_bytes};
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::string json_path, tmp = "/tmp";
+  int reps = 5;
+  double scale = 1.0;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    if (a == "--json" && i + 1 < argc) json_path = argv[++i];
+    else if (a == "--reps" && i + 1 < argc) reps = std::atoi(argv[++i]);
+    else if (a == "--scale" && i + 1 < argc) scale = std::atof(argv[++i]);
+    else if (a == "--tmp" && i + 1 < argc) tmp = argv[++i];
+    else { std::fprintf(stderr, "usage: bench_decode [--json PATH] [--reps N] [--scale F] [--tmp DIR]\n"); return 1; }
+  }
+  std::string why;
+  if (!cuda_usable(&why)) { std::fprintf(stderr, "bench_decode: needs a CUDA device: %s\n", why.c_str()); return 1; }
+  cudaDeviceProp prop;
+  CK(cudaGetDeviceProperties(&prop, 0));
+  const int host_threads = int(std::thread::hardware_concurrency());
+
+  std::printf("device: %s, %d SMs; host threads: %d\n", prop.name, prop.multiProcessorCount, host_threads);
+  const Bandwidth bw = measure_bandwidth(reps);
+  std::printf("limits: H2D %.1f / %.1f / %.1f GB/s (64 KiB / 1 MiB / 64 MiB), D2H %.1f / %.1f / %.1f GB/s, "
+              "device memory %.0f GB/s\n",
+              bw.h2d_64k, bw.h2d_1m, bw.h2d_64m, bw.d2h_64k, bw.d2h_1m, bw.d2h_64m, bw.dev_copy);
+
+  // Sized so that each workload is a few hundred MB: long enough for steady state.
+  auto fixed = [&](uint32_t size, uint64_t packets) {
+    GenConfig g;
+    g.mode = GenMode::fixed;
+    g.size = size;
+    g.packets = uint64_t(double(packets) * scale);
+    g.flows = 4096;
+    return Workload{"fixed" + std::to_string(size), g};
+  };
+  std::vector<Workload> workloads = {fixed(64, 8'000'000), fixed(128, 4'000'000), fixed(512, 1'200'000),
+                                     fixed(1024, 600'000), fixed(1514, 400'000)};
+  {
+    GenConfig g;
+    g.mode = GenMode::mix;
+    g.packets = uint64_t(1'000'000 * scale);
+    g.flows = 4096;
+    g.ipv6_share = 0.1;
+    g.vlan_share = 0.1;
+    workloads.push_back({"mix", g});
+  }
+  const uint32_t batch_sizes[] = {1024, 4096, 16384, 65536};
+
+  std::string json = "{\"device\":\"" + std::string(prop.name) + "\",\"sms\":" + std::to_string(prop.multiProcessorCount) +
+                     ",\"host_threads\":" + std::to_string(host_threads) + ",\"reps\":" + std::to_string(reps) + ",";
+  char buf[512];
+  std::snprintf(buf, sizeof buf,
+                "\"limits\":{\"h2d_gbs_64k\":%.2f,\"h2d_gbs_1m\":%.2f,\"h2d_gbs_64m\":%.2f,\"d2h_gbs_64k\":%.2f,"
+                "\"d2h_gbs_1m\":%.2f,\"d2h_gbs_64m\":%.2f,\"device_memory_gbs\":%.1f},",
+                bw.h2d_64k, bw.h2d_1m, bw.h2d_64m, bw.d2h_64k, bw.d2h_1m, bw.d2h_64m, bw.dev_copy);
+  json += buf;
+  json += "\"decode\":[";
+  std::printf("\n%-10s %-6s %7s %10s %9s %9s %12s %12s\n", "workload", "backend", "batch", "Mpps", "Gbit/s",
+              "H2D GB/s", "limit Mpps", "% of limit");
+  bool first = true;
+  for (const auto& w : workloads) {
+    const std::string path = tmp + "/gaspp-bench-" + w.name + ".pcap";
+    generate_pcap(w.cfg, path);
+    const CaptureFile cap = CaptureFile::open(path);
+    uint64_t packets = 0, wire = 0, records = 0;
+    {
+      RecordWalker wk(cap);
+      RecordInfo r;
+      while (wk.next(r)) { ++packets; wire += r.wire_len; records += 16 + r.cap_len; }
+    }
+    // Bytes that cross PCIe per packet: its record (16-byte header + frame) and its 4-byte offset.
+    const double bus_bytes_per_packet = double(records) / double(packets) + 4;
+    const double limit_mpps = bw.h2d_64m * 1e9 / bus_bytes_per_packet / 1e6;
+    auto row = [&](const char* backend, uint32_t batch, const Throughput& t) {
+      const double h2d = t.mpps * 1e6 * bus_bytes_per_packet / 1e9;
+      std::printf("%-10s %-6s %7u %10.2f %9.2f %9.2f %12.1f %11.1f%%\n", w.name.c_str(), backend, batch, t.mpps, t.gbps,
+                  h2d, limit_mpps, 100 * t.mpps / limit_mpps);
+      std::snprintf(buf, sizeof buf,
+                    "%s{\"workload\":\"%s\",\"backend\":\"%s\",\"batch\":%u,\"packets\":%llu,\"mean_frame_bytes\":%.1f,"
+                    "\"mpps\":%.3f,\"gbps\":%.3f,\"h2d_gbs\":%.3f,\"limit_mpps\":%.2f,\"fraction_of_limit\":%.4f}",
+                    first ? "" : ",", w.name.c_str(), backend, batch, (unsigned long long)t.packets,
+                    double(wire) / double(packets), t.mpps, t.gbps, h2d, limit_mpps, t.mpps / limit_mpps);
+      json += buf;
+      first = false;
+    };
+    for (uint32_t bs : batch_sizes) {
+      BackendConfig bc;
+      bc.batch_packets = bs;
+      bc.batch_bytes = uint64_t(bs) * 1600;
+      auto be = make_cuda_backend(bc);
+      row("cuda", bs, measure(*be, cap, index_batches(cap, bs), wire, packets, reps));
+    }
+    {
+      BackendConfig bc;
+      bc.batch_packets = 65536;
+      bc.threads = host_threads;
+      auto be = make_cpu_backend(bc);
+      row("cpu", 65536, measure(*be, cap, index_batches(cap, 65536), wire, packets, std::max(1, reps / 2)));
+    }
+    ::unlink(path.c_str());
+  }
+  json += "]}\n";
+  if (!json_path.empty()) {
+    std::FILE* f = std::fopen(json_path.c_str(), "w");
+    if (!f) { std::perror(json_path.c_str()); return 1; }
+    std::fputs(json.c_str(), f);
+    std::fclose(f);
+  }
+  return 0;
+}

@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# Prepares bundle/ for a GPU machine: the CUDA build (gaspp, unit tests, benchmark), the shared
+# libraries they load that a bare Ubuntu 24.04 lacks, and the test captures. Run here, then carry
+# `bundle` to the device and run scripts/device/run.sh there.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+if ! command -v nvcc >/dev/null && [ -x /usr/local/cuda/bin/nvcc ]; then export PATH=/usr/local/cuda/bin:$PATH; fi
+cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DGASPP_CUDA=ON >/dev/null
+cmake --build build
+rm -rf bundle
+mkdir -p bundle/bin bundle/lib bundle/data
+cp build/gaspp build/tests/gaspp_unit_tests build/bench/bench_decode bundle/bin/
+# libpcap and what it pulls in beyond glibc and the C++ runtime (the device's own are newer).
+for lib in $(ldd build/gaspp | awk '/=>/ {print $3}'); do
+  case "$(basename "$lib")" in
+    libc.so*|libm.so*|libstdc++.so*|libgcc_s.so*|libpthread.so*|libdl.so*|librt.so*) ;;
+    *) cp -L "$lib" bundle/lib/ ;;
+  esac
+done
+cp -r ../shared/data/pcaps bundle/data/pcaps
+git rev-parse HEAD > bundle/COMMIT
+git diff --quiet HEAD || echo "dirty" >> bundle/COMMIT
+du -sh bundle

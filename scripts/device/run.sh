@@ -1,0 +1,68 @@
+#!/usr/bin/env bash
+# Runs on the GPU machine, from the repository root, with bundle/ (scripts/device/bundle.sh) there.
+#   run.sh tests   unit tests on the CUDA backend, the CLI damage cases on CUDA, CPU/CUDA
+#                  equivalence on every capture and the generator's workloads, compute-sanitizer
+#                  memcheck and racecheck
+#   run.sh bench   bench_decode (limits and decode throughput) and the capture reader end to end
+# Output goes to stdout and, when OUT is set, JSON/logs under $OUT.
+set -uo pipefail
+cd "$(dirname "$0")/../.."
+export LD_LIBRARY_PATH="$PWD/bundle/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+export GASPP_DATA="$PWD/bundle/data"
+OUT=${OUT:-/tmp/gaspp-device-out}
+mkdir -p "$OUT"
+B=bundle/bin
+status=0
+step() { echo; echo "== $*"; }
+check() { local rc=$?; if [ $rc -ne 0 ]; then echo "FAILED ($rc): $1"; status=1; fi; }
+
+echo "commit $(cat bundle/COMMIT | tr '\n' ' ')"
+nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
+
+case "${1:-tests}" in
+tests)
+  step "unit tests, CUDA backend"
+  GASPP_TEST_BACKEND=cuda $B/gaspp_unit_tests --gtest_brief=1 2>&1 | tail -15; check "unit tests (cuda)"
+  step "unit tests, CPU backend"
+  GASPP_TEST_BACKEND=cpu $B/gaspp_unit_tests --gtest_brief=1 2>&1 | tail -5; check "unit tests (cpu)"
+  step "damaged captures through the CLI, CUDA backend"
+  python3 tests/e2e/cli_bad_captures.py $B/gaspp --backend cuda | tail -3; check "cli bad captures"
+  step "CPU/CUDA equivalence"
+  python3 tests/e2e/backend_equivalence.py $B/gaspp --generate bundle/data/pcaps > "$OUT/equivalence.log" 2>&1
+  check "equivalence"; grep -v "^ok " "$OUT/equivalence.log" | tail -20; grep -c "^ok " "$OUT/equivalence.log"
+  step "compute-sanitizer memcheck"
+  GASPP_TEST_BACKEND=cuda compute-sanitizer --tool memcheck --leak-check full --error-exitcode 9 \
+    $B/gaspp_unit_tests --gtest_brief=1 > "$OUT/memcheck.log" 2>&1; check "memcheck"
+  tail -4 "$OUT/memcheck.log"
+  step "compute-sanitizer racecheck"
+  GASPP_TEST_BACKEND=cuda compute-sanitizer --tool racecheck --error-exitcode 9 \
+    $B/gaspp_unit_tests --gtest_brief=1 --gtest_filter='Pipeline.*:Capture.*' > "$OUT/racecheck.log" 2>&1; check "racecheck"
+  tail -4 "$OUT/racecheck.log"
+  step "compute-sanitizer memcheck on the CLI (direct and compacted transfers)"
+  for f in bundle/data/pcaps/zeek/http-bro.org.pcap bundle/data/pcaps/tcpdump/802.1ad_QinQ.pcap; do
+    for x in "" --force-compact; do
+      compute-sanitizer --tool memcheck --error-exitcode 9 $B/gaspp -r "$f" --backend cuda -q $x > "$OUT/memcheck-cli.log" 2>&1
+      check "memcheck $f $x"; tail -1 "$OUT/memcheck-cli.log"
+    done
+  done
+  ;;
+bench)
+  step "bench_decode"
+  $B/bench_decode --json "$OUT/bench_decode.json" --reps 5 --tmp /dev/shm; check "bench_decode"
+  step "capture reader end to end (gaspp -r, file in the page cache)"
+  f=/dev/shm/gaspp-reader.pcap
+  $B/gaspp gen -o $f --mode mix --packets 8000000 --seed 11 --ipv6 0.1 --vlan 0.1; check "gen"
+  ls -l $f
+  for backend in cuda cpu; do
+    for rep in 0 1 2 3; do
+      $B/gaspp -r $f --backend $backend --no-progress -q --stats-json "$OUT/reader-$backend-$rep.json"; check "reader $backend"
+      python3 -c "import json,sys; j=json.load(open(sys.argv[1])); print(sys.argv[2], 'Mpps %.2f Gbit/s %.2f' % (j['pps']/1e6, j['gbps']))" \
+        "$OUT/reader-$backend-$rep.json" $backend
+    done
+  done
+  rm -f $f
+  ;;
+esac
+echo
+[ $status -eq 0 ] && echo "device run: all passed" || echo "device run: FAILURES"
+exit $status

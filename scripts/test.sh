@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# Sets up, builds both backends (the CUDA one compiles and links wherever nvcc is; it runs only
+# where a GPU is) and runs every test: unit tests, end-to-end tests on ../shared/data against
+# tshark, and the capture/decoder fuzz target under ASan+UBSan for FUZZ_SECONDS (default 60).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scripts/setup.sh
+ctest --test-dir build --output-on-failure -j "$(nproc)"
+
+# Fuzz build: clang, sanitizers on the whole library, CPU backend only.
+CC=clang CXX=clang++ cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DGASPP_CUDA=OFF \
+  -DGASPP_TESTS=OFF -DGASPP_BENCH=OFF -DGASPP_FUZZ=ON \
+  "-DCMAKE_CXX_FLAGS=-fsanitize=address,undefined -fno-sanitize-recover=undefined -fsanitize=fuzzer-no-link" >/dev/null
+cmake --build build-fuzz --target fuzz_capture
+corpus=$(mktemp -d)
+seeds=$(mktemp -d)
+# Seed with the real captures (small ones) so the fuzzer starts from valid structure.
+find ../shared/data/pcaps -type f -size -64k \( -name '*.pcap' -o -name '*.pcapng' \) -exec cp {} "$seeds/" \; 2>/dev/null || true
+echo "fuzz: fuzz_capture for ${FUZZ_SECONDS:-60} s"
+rc=0
+./build-fuzz/tests/fuzz/fuzz_capture -max_total_time="${FUZZ_SECONDS:-60}" -max_len=65536 -print_final_stats=1 \
+  "$corpus" "$seeds" >"$corpus.log" 2>&1 || rc=$?
+grep -E "^(stat::number_of_executed_units|Done|==[0-9]+==ERROR|SUMMARY)" "$corpus.log" || true
+if [ $rc -ne 0 ]; then tail -50 "$corpus.log"; echo "fuzz: failed (exit $rc)"; exit 1; fi
+rm -rf "$corpus" "$seeds" "$corpus.log"
+echo "all tests passed"
