@@ -369,8 +369,9 @@ class Emitter {
     std::vector<int32_t> order;
     for (size_t i = 0; i < pool_.size(); ++i)
       if (pool_[i].in_use) order.push_back(int32_t(i));
-    std::sort(order.begin(), order.end(),
-              [&](int32_t a, int32_t b) { return pool_[size_t(a)].stamp < pool_[size_t(b)].stamp; });
+    std::sort(order.begin(), order.end(), [&](int32_t a, int32_t b) {
+      return pool_[size_t(a)].stamp < pool_[size_t(b)].stamp;
+    });
     for (int32_t i : order) {
       Held& h = pool_[size_t(i)];
       out(h.bytes.data(), h.len, h.copies);
@@ -767,8 +768,10 @@ uint64_t generate_pcap(const GenConfig& cfg, const std::string& path) {
 
   uint8_t* g = buf.data();
   put_le32(g, 0xa1b23c4d);  // nanosecond-resolution pcap
-  g[4] = 2, g[5] = 0;       // version 2.4
-  g[6] = 4, g[7] = 0;
+  g[4] = 2;                 // version 2.4 (major, minor as le16)
+  g[5] = 0;
+  g[6] = 4;
+  g[7] = 0;
   put_le32(g + 8, 0);       // thiszone
   put_le32(g + 12, 0);      // sigfigs
   put_le32(g + 16, 262144); // snaplen

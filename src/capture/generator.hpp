@@ -19,10 +19,13 @@
 //   fixed  Every frame is exactly `size` bytes. Flows are 80% TCP (PSH/ACK segments whose
 //          sequence numbers advance per direction, ack = the peer's next sequence number) and
 //          20% UDP; packets pick a flow uniformly at random and a random direction. Payload bytes
-//          are pseudo-random (xoshiro256**), never all zero. A flow whose headers do not fit in
-//          `size` is downgraded (TCP -> UDP, then its VLAN tag dropped, then IPv6 -> IPv4) so
-//          that every frame still has exactly `size` bytes; IPv6/VLAN shares are then lower than
-//          asked for the smallest sizes (IPv6+UDP needs 62 bytes, IPv6+TCP 74).
+//          are pseudo-random (xoshiro256**) and never all zero; the first few are kept out of
+//          the patterns tshark's heuristic dissectors (RTCP, Thrift, CLTP, TPKT) look for, so
+//          random data is not mistaken for a malformed protocol message (same in all modes).
+//          A flow whose headers do not fit in `size` is downgraded (TCP -> UDP, then its VLAN
+//          tag dropped, then IPv6 -> IPv4) so that every frame still has exactly `size` bytes;
+//          IPv6/VLAN shares are then lower than asked for the smallest sizes (IPv6+UDP needs
+//          62 bytes, IPv6+TCP 74).
 //   mix    Frame lengths follow an Internet-backbone-like mix (mean ~600 B, median ~85 B):
 //            41%  tiny   60..66 B   TCP: pure ACK (54 B, padded to 60); UDP: small datagram
 //            16%  small  67..100 B  DNS-like requests, short segments
@@ -80,7 +83,9 @@
 //   uint64_t n = gaspp::generate_pcap(cfg, "/tmp/http.pcap");      // frames written
 //
 //   uint64_t bytes = 0;                                            // or consume frames directly
-//   gaspp::generate(cfg, [&](uint64_t ts_ns, const uint8_t* frame, uint32_t len) { bytes += len; });
+//   gaspp::generate(cfg, [&](uint64_t ts_ns, const uint8_t* frame, uint32_t len) {
+//     bytes += len;
+//   });
 #pragma once
 #include <cstdint>
 #include <functional>
