@@ -243,7 +243,7 @@ int main(int argc, char** argv) {
     g.vlan_share = 0.1;
     workloads.push_back({"mix", g});
   }
-  const uint32_t batch_sizes[] = {1024, 4096, 16384, 65536};
+  const uint32_t batch_sizes[] = {1024, 4096, 16384, 65536, 131072};
 
   std::string json = "{\"device\":\"" + std::string(prop.name) + "\",\"sms\":" + std::to_string(prop.multiProcessorCount) +
                      ",\"host_threads\":" + std::to_string(host_threads) + ",\"reps\":" + std::to_string(reps) + ",";

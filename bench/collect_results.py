@@ -16,12 +16,12 @@ def main():
     out, commit, device, command, dest = sys.argv[1:6]
     bench = json.load(open(f"{out}/bench_decode.json"))
     reader = {}
-    for backend in ("cuda", "cpu"):
-        runs = [json.load(open(p)) for p in sorted(glob.glob(f"{out}/reader-{backend}-*.json"))]
+    for backend, label in (("cuda-0", "cuda"), ("cpu-0", "cpu"), ("cuda-1", "cuda_serial_index")):
+        runs = [json.load(open(p)) for p in sorted(glob.glob(f"{out}/r-{backend}-*.json"))]
         # The first run of each backend is the warm-up; the rest are timed.
         timed = runs[1:] if len(runs) > 1 else runs
         if timed:
-            reader[backend] = {
+            reader[label] = {
                 "runs": len(timed),
                 "packets": timed[0]["packets"],
                 "bytes": timed[0]["bytes"],

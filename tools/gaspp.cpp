@@ -1,7 +1,7 @@
 // tools/gaspp.cpp — the gaspp command line.
 //
 //   gaspp -r trace.pcap [--backend auto|cuda|cpu] [--batch N] [--batch-bytes B]
-//         [--batch-timeout-ms T] [--threads N] [--stats-json PATH] [--decode-out PATH]
+//         [--batch-timeout-ms T] [--threads N] [--index-threads N] [--stats-json PATH] [--decode-out PATH]
 //         [--progress|--no-progress] [--compact-below F] [--force-compact] [-q]
 //   gaspp gen -o out.pcap [--mode fixed|mix|http] [--size N] [--packets N] [--flows N] [--seed S]
 //         [--reorder R] [--duplicate R] [--loss R] [--ipv6 R] [--vlan R] [--plant STR --plant-rate R]
@@ -42,6 +42,7 @@ namespace {
                "  --batch-timeout-ms T      close a batch when its oldest packet is T ms (capture time)\n"
                "                            older than the newest (default 1000; 0 = never)\n"
                "  --threads N               CPU backend threads (default: all hardware threads)\n"
+               "  --index-threads N         threads indexing capture records ahead (default: all; 1 = serial)\n"
                "  --stats-json PATH         write the summary as JSON\n"
                "  --decode-out PATH         write one tab-separated row of decoded fields per packet\n"
                "  --progress, --no-progress progress on stderr (default: when stderr is a terminal)\n"
@@ -148,6 +149,7 @@ int main(int argc, char** argv) {
       bc.batch_bytes = ro.policy.max_bytes = n;
     } else if (a == "--batch-timeout-ms") ro.policy.timeout_ns = parse_u64("--batch-timeout-ms", val()) * 1000000ull;
     else if (a == "--threads") bc.threads = int(parse_u64("--threads", val()));
+    else if (a == "--index-threads") ro.index_threads = int(parse_u64("--index-threads", val()));
     else if (a == "--stats-json") stats_json = val();
     else if (a == "--decode-out") decode_out = val();
     else if (a == "--progress") progress = 1;

@@ -53,11 +53,14 @@ bench)
   f=/dev/shm/gaspp-reader.pcap
   $B/gaspp gen -o $f --mode mix --packets 8000000 --seed 11 --ipv6 0.1 --vlan 0.1; check "gen"
   ls -l $f
-  for backend in cuda cpu; do
-    for rep in 0 1 2 3; do
-      $B/gaspp -r $f --backend $backend --no-progress -q --stats-json "$OUT/reader-$backend-$rep.json"; check "reader $backend"
+  # cuda and cpu with parallel indexing (default), cuda with the serial walk for comparison.
+  for cfg in cuda:0 cpu:0 cuda:1; do
+    backend=${cfg%:*}; it=${cfg#*:}
+    for rep in 0 1 2; do
+      $B/gaspp -r $f --backend $backend --index-threads $it --no-progress -q --stats-json "$OUT/r-$backend-$it-$rep.json"
+      check "reader $backend"
       python3 -c "import json,sys; j=json.load(open(sys.argv[1])); print(sys.argv[2], 'Mpps %.2f Gbit/s %.2f' % (j['pps']/1e6, j['gbps']))" \
-        "$OUT/reader-$backend-$rep.json" $backend
+        "$OUT/r-$backend-$it-$rep.json" "$backend index-threads=$it"
     done
   done
   rm -f $f

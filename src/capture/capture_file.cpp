@@ -1,11 +1,14 @@
 #include "capture/capture_file.hpp"
 
+#include "core/thread_pool.hpp"
+
 #include <fcntl.h>
 #include <pcap/pcap.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <utility>
@@ -208,9 +211,108 @@ void RecordWalker::report(bool fatal, uint64_t offset, std::string msg) {
                          std::to_string(offset) + ": " + msg});
 }
 
+namespace {
+
+// A record header at `o` that needs no message: it and its frame fit in the file, and its lengths
+// are within the limits. Returns the offset of the next record, or 0 if not clean.
+uint64_t clean_record_end(const CaptureFile& f, uint64_t o) {
+  if (f.size() - o < kRecordHeaderBytes) return 0;
+  const RecordHeader h = read_record_header(f.data() + o, f.format());
+  if (h.cap_len > kMaxRecordBytes || h.wire_len < h.cap_len) return 0;
+  if (f.snaplen() != 0 && h.cap_len > f.snaplen()) return 0;
+  if (f.size() - o - kRecordHeaderBytes < h.cap_len) return 0;
+  return o + kRecordHeaderBytes + h.cap_len;
+}
+
+// First offset in [from, limit) where a run of `run` clean records starts (or that reaches the
+// end of the file cleanly); `limit` if none.
+uint64_t find_record_start(const CaptureFile& f, uint64_t from, uint64_t limit) {
+  constexpr int kRun = 8;
+  const uint64_t last = std::min(limit, from + kMaxRecordBytes + kRecordHeaderBytes);
+  for (uint64_t o = from; o < last; ++o) {
+    uint64_t p = o;
+    int n = 0;
+    while (n < kRun && p < f.size() && (p = clean_record_end(f, p)) != 0) ++n;
+    if (n == kRun || p == f.size()) return o;
+  }
+  return limit;
+}
+
+}  // namespace
+
+bool RecordWalker::fill_parallel() {
+  const uint64_t size = f_->size();
+  const int threads = pool_->size();
+  const uint64_t window_end = std::min(size, pos_ + uint64_t(threads) * chunk_bytes_);
+  struct Chunk {
+    uint64_t start = 0, stop = 0;
+    bool clean = true;
+    std::vector<uint64_t> offsets;
+  };
+  std::vector<Chunk> chunks(static_cast<size_t>(threads));
+  const uint64_t base = pos_;
+  const uint64_t span = window_end - base;
+  pool_->parallel_for(uint64_t(threads), [&](uint64_t b, uint64_t e, int) {
+    for (uint64_t k = b; k < e; ++k) {
+      Chunk& c = chunks[k];
+      const uint64_t lo = base + span * k / uint64_t(threads);
+      const uint64_t hi = base + span * (k + 1) / uint64_t(threads);
+      c.start = k == 0 ? base : find_record_start(*f_, lo, hi);
+      uint64_t o = c.start;
+      c.offsets.reserve((hi - lo) / 64);
+      while (o < hi) {
+        const uint64_t next = clean_record_end(*f_, o);
+        if (next == 0) { c.clean = false; break; }
+        c.offsets.push_back(o);
+        o = next;
+      }
+      c.stop = o;
+    }
+  });
+  // Chunk 0 is on the true chain. If chunk k is, its stop is a true record start; chunk k+1 is
+  // accepted if its chain passes through that offset (a start found a little early merges into
+  // the true chain: the records before the meeting point are dropped). Otherwise give up.
+  bool ok = chunks[0].clean;
+  for (int k = 0; k + 1 < threads && ok; ++k) {
+    Chunk& next = chunks[size_t(k) + 1];
+    const uint64_t stop = chunks[size_t(k)].stop;
+    ok = next.clean;
+    if (!ok || stop == next.start) continue;
+    const auto it = std::lower_bound(next.offsets.begin(), next.offsets.end(), stop);
+    if (it != next.offsets.end() && *it == stop) {
+      next.offsets.erase(next.offsets.begin(), it);
+      next.start = stop;
+    } else if (next.offsets.empty() && stop >= next.stop) {
+      next.start = next.stop = stop;  // no record starts in this chunk: the chain passed over it
+    } else {
+      ok = false;
+    }
+  }
+  if (!ok) {
+    serial_until_ = window_end;
+    ++windows_serial_;
+    return false;
+  }
+  ready_.clear();
+  ready_pos_ = 0;
+  for (auto& c : chunks) ready_.insert(ready_.end(), c.offsets.begin(), c.offsets.end());
+  ++windows_parallel_;
+  return !ready_.empty();
+}
+
 bool RecordWalker::next(RecordInfo& r) {
   if (stopped_) return false;
   const uint64_t size = f_->size();
+  if (ready_pos_ < ready_.size()) {
+    // Validated when the window was indexed.
+    const uint64_t o = ready_[ready_pos_++];
+    const RecordHeader h = read_record_header(f_->data() + o, f_->format());
+    r = {o, h.ts_ns, h.cap_len, h.wire_len};
+    pos_ = o + kRecordHeaderBytes + h.cap_len;
+    ++records_;
+    return true;
+  }
+  if (pool_ && pos_ >= serial_until_ && size - pos_ >= 2 * chunk_bytes_ && fill_parallel()) return next(r);
   if (pos_ >= size) return false;
   const uint8_t* p = f_->data() + pos_;
   if (size - pos_ < kRecordHeaderBytes) {

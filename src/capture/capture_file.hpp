@@ -13,6 +13,14 @@
 //   * a captured length over the file's snap length       → warning, the record is processed
 //   * a captured length over the original length          → warning, the record is processed
 //   * a zero-length record                                → processed, decoded as malformed
+// The chain is serial, so on large files the walker can index ahead with several threads
+// (enable_parallel): a window of the file is cut into one chunk per thread; each chunk after the
+// first finds a plausible record start (a run of well-formed headers), walks its chain, and the
+// window is accepted only if every chunk's chain lands exactly on the next chunk's start and no
+// record needed a message. Chunk 0 starts on the true chain, so by induction every accepted offset
+// is on it. Otherwise that window is walked serially as above, which gives the messages. The
+// offsets of one window are buffered (at most window bytes / 16 entries).
+//
 // Every message names the file, the record number (1-based, as tshark numbers frames) and the
 // byte offset of the record header. Packets before the damage are processed and counted.
 //
@@ -93,9 +101,19 @@ struct CaptureIssue {
   std::string message;
 };
 
+class ThreadPool;
+
 class RecordWalker {
  public:
   explicit RecordWalker(const CaptureFile& f) : f_(&f), pos_(f.first_record()) {}
+  // Index ahead with the pool's threads, `chunk_bytes` of file per thread and window. The pool
+  // must outlive the walker. Files shorter than two chunks are walked serially.
+  void enable_parallel(ThreadPool* pool, uint64_t chunk_bytes = 32ull << 20) {
+    pool_ = pool;
+    chunk_bytes_ = chunk_bytes;
+  }
+  uint64_t windows_parallel() const { return windows_parallel_; }
+  uint64_t windows_serial() const { return windows_serial_; }
   // Validates and returns the next record; false at the end of the file or after a fatal issue.
   bool next(RecordInfo& r);
   uint64_t position() const { return pos_; }
@@ -110,7 +128,14 @@ class RecordWalker {
 
  private:
   void report(bool fatal, uint64_t offset, std::string msg);
+  bool fill_parallel();
   const CaptureFile* f_;
+  ThreadPool* pool_ = nullptr;
+  uint64_t chunk_bytes_ = 0;
+  std::vector<uint64_t> ready_;  // record offsets of an accepted window, not yet returned
+  size_t ready_pos_ = 0;
+  uint64_t serial_until_ = 0;    // a rejected window: walk serially up to here
+  uint64_t windows_parallel_ = 0, windows_serial_ = 0;
   uint64_t pos_;
   uint64_t records_ = 0;
   bool stopped_ = false;

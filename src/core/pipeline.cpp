@@ -2,6 +2,10 @@
 
 #include <chrono>
 #include <cstdio>
+#include <memory>
+#include <thread>
+
+#include "core/thread_pool.hpp"
 
 namespace gaspp {
 namespace {
@@ -43,6 +47,12 @@ RunReport run_capture(const CaptureFile& cap, Backend& backend, const RunOptions
   const int nslots = backend.slots();
   std::vector<bool> busy(size_t(nslots), false);
   RecordWalker walker(cap);
+  std::unique_ptr<ThreadPool> index_pool;
+  const int index_threads = opt.index_threads > 0 ? opt.index_threads : int(std::max(1u, std::thread::hardware_concurrency()));
+  if (index_threads > 1 && cap.size() >= 2 * opt.index_chunk_bytes) {
+    index_pool = std::make_unique<ThreadPool>(index_threads);
+    walker.enable_parallel(index_pool.get(), opt.index_chunk_bytes);
+  }
   RecordInfo r{};
   bool have_pending = walker.next(r);
   uint64_t packet_index = 0;
@@ -106,6 +116,8 @@ RunReport run_capture(const CaptureFile& cap, Backend& backend, const RunOptions
   rep.capture_warnings = walker.warnings();
   rep.suppressed_issues = walker.suppressed_issues();
   rep.damaged = walker.stopped();
+  rep.index_windows_parallel = walker.windows_parallel();
+  rep.index_windows_serial = walker.windows_serial();
   rep.batches_direct = backend.batches_direct();
   rep.batches_compacted = backend.batches_compacted();
   rep.bytes_h2d = backend.bytes_h2d();

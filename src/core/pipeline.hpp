@@ -37,6 +37,7 @@ struct RunReport {
   std::vector<CaptureIssue> issues;
   uint64_t capture_warnings = 0, suppressed_issues = 0;
   bool damaged = false;  // reading stopped at a fatal issue
+  uint64_t index_windows_parallel = 0, index_windows_serial = 0;
 };
 
 struct RunOptions {
@@ -46,6 +47,10 @@ struct RunOptions {
   // Leave the source registered with the backend after the run (benchmarks repeat runs over one
   // capture; registering a large buffer costs more than a run). The caller then detaches it.
   bool keep_source_attached = false;
+  // Record indexing ahead of the batcher (see RecordWalker::enable_parallel): threads (0 = all
+  // hardware threads, 1 = serial) and file bytes per thread and window.
+  int index_threads = 0;
+  uint64_t index_chunk_bytes = 32ull << 20;
 };
 
 using BatchCallback = std::function<void(const PacketBatch&)>;

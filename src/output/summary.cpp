@@ -61,6 +61,9 @@ void print_summary(std::FILE* o, const RunReport& r) {
   std::fprintf(o, "capture      %s; %llu warnings%s\n", r.damaged ? "DAMAGED: reading stopped early" : "read to the end",
                (unsigned long long)r.capture_warnings,
                r.suppressed_issues ? (" (" + std::to_string(r.suppressed_issues) + " not shown)").c_str() : "");
+  if (r.index_windows_parallel + r.index_windows_serial)
+    std::fprintf(o, "indexing     %llu windows in parallel, %llu serially\n", (unsigned long long)r.index_windows_parallel,
+                 (unsigned long long)r.index_windows_serial);
   std::fprintf(o, "batches      %llu (direct %llu, compacted %llu; %.1f MB to device, %.1f MB back)\n",
                (unsigned long long)r.batches, (unsigned long long)r.batches_direct,
                (unsigned long long)r.batches_compacted, double(r.bytes_h2d) / 1e6, double(r.bytes_d2h) / 1e6);
@@ -74,7 +77,9 @@ std::string summary_json(const RunReport& r) {
   std::string j = "{";
   j += "\"capture\":{\"path\":\"" + json_escape(r.path) + "\",\"format\":\"" + json_escape(r.container) +
        "\",\"link\":\"" + r.link + "\",\"linktype\":" + u(r.raw_link) + ",\"file_bytes\":" + u(r.file_bytes) +
-       ",\"damaged\":" + (r.damaged ? "true" : "false") + ",\"warnings\":" + u(r.capture_warnings) + ",\"issues\":[";
+       ",\"damaged\":" + (r.damaged ? "true" : "false") + ",\"warnings\":" + u(r.capture_warnings) +
+       ",\"index_windows_parallel\":" + u(r.index_windows_parallel) + ",\"index_windows_serial\":" +
+       u(r.index_windows_serial) + ",\"issues\":[";
   for (size_t i = 0; i < r.issues.size(); ++i) {
     const auto& is = r.issues[i];
     j += (i ? "," : "") + std::string("{\"fatal\":") + (is.fatal ? "true" : "false") + ",\"record\":" + u(is.record) +

@@ -8,6 +8,7 @@
 
 #include "capture/capture_file.hpp"
 #include "core/pipeline.hpp"
+#include "core/thread_pool.hpp"
 #include "test_support.hpp"
 
 using namespace gaspp;
@@ -195,4 +196,86 @@ TEST(Capture, PcapngGoesThroughLibpcap) {
   EXPECT_EQ(r.totals.v[c_packets], 1u);
   EXPECT_EQ(r.totals.v[c_l4_tcp], 1u);
   EXPECT_FALSE(r.damaged);
+}
+
+namespace {
+
+// Every record the walker returns, and its messages, with or without parallel indexing.
+struct Walk {
+  std::vector<uint64_t> offsets;
+  std::vector<std::string> messages;
+  uint64_t parallel_windows = 0;
+};
+
+Walk walk(const CaptureFile& cap, ThreadPool* pool, uint64_t chunk) {
+  Walk w;
+  RecordWalker rw(cap);
+  if (pool) rw.enable_parallel(pool, chunk);
+  RecordInfo r;
+  while (rw.next(r)) w.offsets.push_back(r.offset);
+  for (const auto& i : rw.issues()) w.messages.push_back(i.message);
+  w.parallel_windows = rw.windows_parallel();
+  return w;
+}
+
+std::vector<uint8_t> mixed_sizes(int n) {
+  PcapBuilder b(1, false, true, 65535);
+  for (int k = 0; k < n; ++k) b.record(tcp4_frame(uint32_t(k), uint16_t((k * 37) % 1400)), 100 + k);
+  return b.bytes();
+}
+
+}  // namespace
+
+TEST(Capture, ParallelIndexingReturnsTheSerialChain) {
+  ThreadPool pool(4);
+  const auto bytes = mixed_sizes(3000);
+  const CaptureFile cap = CaptureFile::from_memory(bytes, "mixed");
+  const Walk serial = walk(cap, nullptr, 0);
+  ASSERT_EQ(serial.offsets.size(), 3000u);
+  for (uint64_t chunk : {4096ull, 10000ull, 65536ull, 300000ull}) {
+    const Walk par = walk(cap, &pool, chunk);
+    EXPECT_EQ(par.offsets, serial.offsets) << "chunk " << chunk;
+    EXPECT_TRUE(par.messages.empty());
+    if (chunk < 300000) EXPECT_GT(par.parallel_windows, 0u) << "chunk " << chunk;
+  }
+}
+
+TEST(Capture, ParallelIndexingFallsBackOnDamageWithTheSameMessages) {
+  ThreadPool pool(3);
+  auto bytes = mixed_sizes(2000);
+  // A record whose captured length exceeds its original length in the middle (a warning, the
+  // framing stays intact), and the file cut short (fatal).
+  const CaptureFile probe = CaptureFile::from_memory(bytes, "probe");
+  const Walk full = walk(probe, nullptr, 0);
+  const uint64_t o = full.offsets[1000];
+  uint32_t cap_len;
+  std::memcpy(&cap_len, bytes.data() + o + 8, 4);
+  const uint32_t wire = cap_len - 1;
+  std::memcpy(bytes.data() + o + 12, &wire, 4);
+  bytes.resize(bytes.size() - 7);
+  const CaptureFile cap = CaptureFile::from_memory(bytes, "damaged");
+  const Walk serial = walk(cap, nullptr, 0);
+  ASSERT_EQ(serial.messages.size(), 2u);
+  EXPECT_NE(serial.messages[0].find("record 1001"), std::string::npos) << serial.messages[0];
+  for (uint64_t chunk : {4096ull, 50000ull}) {
+    const Walk par = walk(cap, &pool, chunk);
+    EXPECT_EQ(par.offsets, serial.offsets) << "chunk " << chunk;
+    EXPECT_EQ(par.messages, serial.messages) << "chunk " << chunk;
+  }
+}
+
+TEST(Capture, PipelineIndexesLargeFilesInParallel) {
+  const auto bytes = mixed_sizes(4000);
+  const CaptureFile cap = CaptureFile::from_memory(bytes, "mixed");
+  auto be = gaspp::test::make_backend();
+  RunOptions ro;
+  ro.index_threads = 4;
+  ro.index_chunk_bytes = 8192;
+  const RunReport par = run_capture(cap, *be, ro);
+  ro.index_threads = 1;
+  const RunReport ser = run_capture(cap, *be, ro);
+  EXPECT_GT(par.index_windows_parallel, 0u);
+  EXPECT_EQ(ser.index_windows_parallel, 0u);
+  for (int k = 0; k < c_count_; ++k) EXPECT_EQ(par.totals.v[k], ser.totals.v[k]) << k;
+  EXPECT_EQ(par.totals.v[c_packets], 4000u);
 }

@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "backend/backend.hpp"
-#include "backend/cpu/thread_pool.hpp"
+#include "core/thread_pool.hpp"
 #include "decode/decoder.hpp"
 
 namespace gaspp {

@@ -1,4 +1,4 @@
-#include "backend/cpu/thread_pool.hpp"
+#include "core/thread_pool.hpp"
 
 namespace gaspp {
 

@@ -1,4 +1,4 @@
-// backend/cpu/thread_pool.hpp — a fixed set of worker threads running one range job at a time.
+// core/thread_pool.hpp — a fixed set of worker threads running one range job at a time.
 //
 // parallel_for(n, fn) splits [0, n) into one contiguous range per thread and calls
 // fn(begin, end, worker) on each, the calling thread taking range 0; it returns when all ranges
