@@ -6,7 +6,6 @@ The result holds the commit, the device, the command, the bench_decode figures (
 throughput), the capture reader end-to-end runs (median), and the issue's targets checked against
 them (ratios, not verdicts by hand).
 """
-import glob
 import json
 import statistics
 import sys
@@ -15,9 +14,10 @@ import sys
 def main():
     out, commit, device, command, dest = sys.argv[1:6]
     bench = json.load(open(f"{out}/bench_decode.json"))
+    all_runs = json.load(open(f"{out}/reader.json"))
     reader = {}
     for backend, label in (("cuda-0", "cuda"), ("cpu-0", "cpu"), ("cuda-1", "cuda_serial_index")):
-        runs = [json.load(open(p)) for p in sorted(glob.glob(f"{out}/r-{backend}-*.json"))]
+        runs = [v for k, v in sorted(all_runs.items()) if k.startswith(f"r-{backend}-")]
         # The first run of each backend is the warm-up; the rest are timed.
         timed = runs[1:] if len(runs) > 1 else runs
         if timed:

@@ -53,17 +53,20 @@ bench)
   f=/dev/shm/gaspp-reader.pcap
   $B/gaspp gen -o $f --mode mix --packets 8000000 --seed 11 --ipv6 0.1 --vlan 0.1; check "gen"
   ls -l $f
+  R=$(mktemp -d)
   # cuda and cpu with parallel indexing (default), cuda with the serial walk for comparison.
   for cfg in cuda:0 cpu:0 cuda:1; do
     backend=${cfg%:*}; it=${cfg#*:}
     for rep in 0 1 2; do
-      $B/gaspp -r $f --backend $backend --index-threads $it --no-progress -q --stats-json "$OUT/r-$backend-$it-$rep.json"
+      $B/gaspp -r $f --backend $backend --index-threads $it --no-progress -q --stats-json "$R/r-$backend-$it-$rep.json"
       check "reader $backend"
       python3 -c "import json,sys; j=json.load(open(sys.argv[1])); print(sys.argv[2], 'Mpps %.2f Gbit/s %.2f' % (j['pps']/1e6, j['gbps']))" \
-        "$OUT/r-$backend-$it-$rep.json" "$backend index-threads=$it"
+        "$R/r-$backend-$it-$rep.json" "$backend index-threads=$it"
     done
   done
-  rm -f $f
+  # One file for all runs (name -> stats JSON), so few files come back.
+  python3 -c "import glob,json,os,sys; print(json.dumps({os.path.basename(p)[:-5]: json.load(open(p)) for p in sorted(glob.glob(sys.argv[1]+'/r-*.json'))}))" "$R" > "$OUT/reader.json"
+  rm -rf $f "$R"
   ;;
 esac
 echo
