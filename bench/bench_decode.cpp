@@ -162,6 +162,7 @@ double one_pass(Backend& be, const CaptureFile& cap, const std::vector<BatchDesc
     b.record_bytes = d.record_bytes;
     b.fmt = cap.format();
     b.link = cap.link();
+    b.source = 0;
     b.want_decoded = false;
     be.submit(slot);
     busy[size_t(slot)] = true;

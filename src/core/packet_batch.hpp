@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "core/counters.hpp"
+#include "decode/decoder.hpp"
 #include "decode/fields.hpp"
 
 namespace gaspp {
@@ -27,10 +28,18 @@ struct BatchView {
   uint32_t count;
   RecordFormat fmt;
   LinkType link;
+  uint16_t source;          // capture source of every packet in the batch
   DecodedView dec;          // count entries per field
   uint8_t* verdict;         // count entries
 };
 static_assert(std::is_trivially_copyable_v<BatchView>, "BatchView is passed to kernels by value");
+
+// Decodes packet i of a batch into p: the per-packet step both backends run.
+GASPP_HD GASPP_FORCEINLINE void decode_batch_packet(const BatchView& v, uint32_t i, DecodedPacket& p) {
+  const uint64_t off = v.rec_off[i];
+  decode_record(v.data + off, v.data_len - off, v.fmt, v.link, p);
+  p.source[0] = v.source;
+}
 
 // Host-side storage of the decoded fields (used when the caller asks for them back).
 class DecodedArrays {
@@ -64,6 +73,7 @@ struct PacketBatch {
   uint64_t span_len = 0;
   RecordFormat fmt{};
   LinkType link = LinkType::ethernet;
+  uint16_t source = 0;              // 0: the capture file (live sources number their interfaces)
   uint32_t* h_rec_off = nullptr;    // offsets into h_span
   uint64_t record_bytes = 0;        // sum of 16 + caplen over the batch (occupancy numerator)
   uint8_t* h_verdict = nullptr;     // filled by the backend

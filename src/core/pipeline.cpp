@@ -79,6 +79,7 @@ RunReport run_capture(const CaptureFile& cap, Backend& backend, const RunOptions
     b.first_index = packet_index;
     b.fmt = cap.format();
     b.link = cap.link();
+    b.source = 0;
     b.want_decoded = opt.want_decoded;
     b.record_bytes = 0;
     const uint64_t span_start = r.offset;

@@ -39,6 +39,7 @@ namespace gaspp {
   X(uint16_t, payload_off, 1)                                                         \
   X(uint16_t, ethertype, 1)   /* after VLAN tags; for raw/SLL/loopback the derived one */ \
   X(uint16_t, vlan_id, 3)     /* outermost first */                                   \
+  X(uint16_t, source, 1)      /* which capture source (file, interface, port) it came from */ \
   X(uint16_t, sport, 1)                                                               \
   X(uint16_t, dport, 1)                                                               \
   X(uint16_t, icmp_id, 1)                                                             \

@@ -7,7 +7,7 @@
 namespace gaspp {
 
 const char* decode_rows_header() {
-  return "#frame\tts_ns\tcap_len\twire_len\tlink\tethertype\tvlan\tl3\tsrc\tdst\tip_proto\tttl\tfrag\tl4\tsport\tdport\t"
+  return "#frame\tsource\tts_ns\tcap_len\twire_len\tlink\tethertype\tvlan\tl3\tsrc\tdst\tip_proto\tttl\tfrag\tl4\tsport\tdport\t"
          "seq\tack\tflags\twin\tmss\twscale\ttcp_opts\ttsval\ttsecr\tsack\ticmp_type\ticmp_code\ticmp_id\t"
          "payload_off\tpayload_len\tflow_hash\tmalformed\n";
 }
@@ -34,7 +34,7 @@ void format_decode_row(uint64_t n, const DecodedPacket& p, std::string& o) {
   for (int k = 0; k < p.tcp_sack_n[0]; ++k)
     sack = (k ? sack + "," : std::string()) + std::to_string(p.tcp_sack[2 * k]) + "-" + std::to_string(p.tcp_sack[2 * k + 1]);
   const auto num = [](bool has, uint64_t v) { return has ? std::to_string(v) : std::string("-"); };
-  std::snprintf(b, sizeof b, "%llu\t%llu\t%u\t%u\t%s\t0x%04x\t%s\t%s\t", (unsigned long long)n,
+  std::snprintf(b, sizeof b, "%llu\t%u\t%llu\t%u\t%u\t%s\t0x%04x\t%s\t%s\t", (unsigned long long)n, p.source[0],
                 (unsigned long long)p.ts_ns[0], p.cap_len[0], p.wire_len[0], link_name(LinkType(p.link[0])),
                 p.ethertype[0], vlan.c_str(), l3_name(L3(p.l3[0])));
   o += b;

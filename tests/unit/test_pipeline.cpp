@@ -181,3 +181,29 @@ TEST(Pipeline, RealCapturesMatchReference) {
   }
   EXPECT_GT(n, 20);
 }
+
+TEST(Pipeline, SourceOfTheBatchReachesEveryPacket) {
+  const CaptureFile cap = generated(GenMode::mix, 50, 0, 0);
+  auto be = test::make_backend();
+  PacketBatch& b = be->batch(0);
+  RecordWalker w(cap);
+  RecordInfo r;
+  uint64_t first = 0;
+  b.count = 0;
+  while (w.next(r)) {
+    if (b.count == 0) first = r.offset;
+    b.h_rec_off[b.count++] = uint32_t(r.offset - first);
+  }
+  b.h_span = cap.data() + first;
+  b.span_len = cap.size() - first;
+  b.record_bytes = b.span_len;
+  b.fmt = cap.format();
+  b.link = cap.link();
+  b.source = 7;
+  b.want_decoded = true;
+  be->submit(0);
+  be->wait(0);
+  DecodedView v = b.decoded.view();
+  for (uint32_t i = 0; i < b.count; ++i) ASSERT_EQ(v.source[i], 7) << i;
+  EXPECT_EQ(b.counters.v[c_packets], 50u);
+}

@@ -40,14 +40,13 @@ class CpuBackend final : public Backend {
   void submit(int slot) override {
     Slot& s = slots_[size_t(slot)];
     PacketBatch& b = s.batch;
-    BatchView v{b.h_span, b.span_len, b.h_rec_off, b.count, b.fmt, b.link, s.decoded.view(), b.h_verdict};
+    BatchView v{b.h_span, b.span_len, b.h_rec_off, b.count, b.fmt, b.link, b.source, s.decoded.view(), b.h_verdict};
     for (auto& c : per_thread_) c = Counters{};
     pool_.parallel_for(b.count, [&](uint64_t begin, uint64_t end, int w) {
       HostCounterSink sink{per_thread_[size_t(w)]};
       DecodedPacket p;
       for (uint64_t i = begin; i < end; ++i) {
-        const uint64_t off = v.rec_off[i];
-        decode_record(v.data + off, v.data_len - off, v.fmt, v.link, p);
+        decode_batch_packet(v, uint32_t(i), p);
         store(v.dec, uint32_t(i), p);
         v.verdict[i] = kVerdictPass;
         count_packet(sink, p);

@@ -50,8 +50,7 @@ __global__ void __launch_bounds__(DecodePolicy::kThreads) decode_kernel(BatchVie
   SharedCounterSink sink{s};
   DecodedPacket p;
   for (uint32_t i = blockIdx.x * blockDim.x + threadIdx.x; i < b.count; i += gridDim.x * blockDim.x) {
-    const uint64_t off = b.rec_off[i];
-    decode_record(b.data + off, b.data_len - off, b.fmt, b.link, p);
+    decode_batch_packet(b, i, p);
     store(b.dec, i, p);
     b.verdict[i] = kVerdictPass;
     count_packet(sink, p);
@@ -211,7 +210,7 @@ class CudaBackend final : public Backend {
     GASPP_CUDA_CHECK(cudaMemsetAsync(s.d_counters, 0, sizeof(unsigned long long) * c_count_, s.stream));
     h2d_ += data_len + sizeof(uint32_t) * b.count;
     if (b.count > 0) {
-      BatchView v{s.d_data, data_len, s.d_rec_off, b.count, b.fmt, b.link, s.dec.view(), s.d_verdict};
+      BatchView v{s.d_data, data_len, s.d_rec_off, b.count, b.fmt, b.link, b.source, s.dec.view(), s.d_verdict};
       int blocks = int((b.count + DecodePolicy::kThreads - 1) / DecodePolicy::kThreads);
       if (blocks > blocks_cap_) blocks = blocks_cap_;
       decode_kernel<<<blocks, DecodePolicy::kThreads, 0, s.stream>>>(v, s.d_counters);
