@@ -42,8 +42,8 @@ RunReport run_capture(const CaptureFile& cap, Backend& backend, const RunOptions
   const auto t0 = Clock::now();
   Progress progress{opt.progress, cap.size()};
 
-  const bool attached = backend.attach_source(cap.data(), cap.size());
-  (void)attached;
+  // Registration is optional: without it the CUDA backend stages every batch through pinned memory.
+  backend.attach_source(cap.data(), cap.size());
   const int nslots = backend.slots();
   std::vector<bool> busy(size_t(nslots), false);
   RecordWalker walker(cap);

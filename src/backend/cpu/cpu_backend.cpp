@@ -25,7 +25,6 @@ class CpuBackend final : public Backend {
       s.batch.capacity = cfg.batch_packets;
       s.batch.h_rec_off = s.rec_off.data();
       s.batch.h_verdict = s.verdict.data();
-      s.batch.decoded.resize(0);
     }
   }
 
