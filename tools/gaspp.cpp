@@ -3,6 +3,8 @@
 //   gaspp -r trace.pcap [--backend auto|cuda|cpu] [--batch N] [--batch-bytes B]
 //         [--batch-timeout-ms T] [--threads N] [--index-threads N] [--stats-json PATH] [--decode-out PATH]
 //         [--progress|--no-progress] [--compact-below F] [--force-compact] [-q]
+//         [-l DIR] [--flow-capacity N] [--midstream on|off] [--no-flows] [--flow-sweep-ms T]
+//         [--flow-vlan on|off]
 //   gaspp gen -o out.pcap [--mode fixed|mix|http] [--size N] [--packets N] [--flows N] [--seed S]
 //         [--reorder R] [--duplicate R] [--loss R] [--ipv6 R] [--vlan R] [--plant STR --plant-rate R]
 //
@@ -23,6 +25,7 @@
 #include "capture/generator.hpp"
 #include "core/pipeline.hpp"
 #include "output/decode_rows.hpp"
+#include "output/eve.hpp"
 #include "output/summary.hpp"
 
 using namespace gaspp;
@@ -49,6 +52,14 @@ namespace {
                "  --compact-below F         CUDA: compact batches whose occupancy is below F (default 0.333)\n"
                "  --force-compact           CUDA: always compact batches before the copy\n"
                "  -q                        no summary on stdout\n"
+               "\n"
+               "flow tracking:\n"
+               "  -l DIR                    write EVE JSON events (flow records) to DIR/eve.json\n"
+               "  --flow-capacity N         most flows held at once (default 1048576); memory is fixed\n"
+               "  --midstream on|off        pick up TCP sessions without a handshake (default on)\n"
+               "  --flow-vlan on|off        VLAN ids are part of the flow key (default on)\n"
+               "  --flow-sweep-ms T         expiry sweep period in packet time (default 1000)\n"
+               "  --no-flows                decode only, no flow tracking\n"
                "\n"
                "generator options (gaspp gen):\n"
                "  -o FILE  --mode fixed|mix|http  --size N  --packets N  --flows N  --seed S\n"
@@ -122,7 +133,7 @@ int cmd_gen(int argc, char** argv) {
 
 int main(int argc, char** argv) {
   if (argc >= 2 && std::strcmp(argv[1], "gen") == 0) return cmd_gen(argc, argv);
-  std::string input, stats_json, decode_out, backend_name = "auto";
+  std::string input, stats_json, decode_out, eve_dir, backend_name = "auto";
   BackendConfig bc;
   RunOptions ro;
   bool quiet = false;
@@ -157,6 +168,17 @@ int main(int argc, char** argv) {
     else if (a == "--compact-below") bc.compact_below = parse_double("--compact-below", val(), 0, 1.01);
     else if (a == "--force-compact") bc.force_compact = true;
     else if (a == "-q") quiet = true;
+    else if (a == "-l") eve_dir = val();
+    else if (a == "--flow-capacity") {
+      const uint64_t n = parse_u64("--flow-capacity", val());
+      if (n < 1 || n > (1ull << 28)) { std::fprintf(stderr, "gaspp: --flow-capacity must be 1..268435456\n"); return 1; }
+      bc.flow.capacity = uint32_t(n);
+    } else if (a == "--midstream" || a == "--flow-vlan") {
+      const std::string v = val();
+      if (v != "on" && v != "off") { std::fprintf(stderr, "gaspp: %s: on or off, not '%s'\n", a.c_str(), v.c_str()); return 1; }
+      (a == "--midstream" ? bc.flow.midstream : bc.flow.vlan_in_key) = v == "on";
+    } else if (a == "--flow-sweep-ms") bc.flow.sweep_interval_ns = parse_u64("--flow-sweep-ms", val()) * 1000000ull;
+    else if (a == "--no-flows") bc.flow.enabled = false;
     else if (a == "-h" || a == "--help") usage(0);
     else if (a == "--version") { std::printf("gaspp 0.1\n"); return 0; }
     else { std::fprintf(stderr, "gaspp: unknown option '%s' (see --help)\n", a.c_str()); return 1; }
@@ -182,6 +204,15 @@ int main(int argc, char** argv) {
     if (!rows) { std::fprintf(stderr, "gaspp: %s: %s\n", decode_out.c_str(), std::strerror(errno)); return 1; }
     std::fputs(decode_rows_header(), rows);
   }
+  std::unique_ptr<EveWriter> eve;
+  if (!eve_dir.empty()) {
+    try {
+      eve = std::make_unique<EveWriter>(eve_dir);
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "gaspp: -l: %s\n", e.what());
+      return 1;
+    }
+  }
   RunReport rep;
   try {
     const CaptureFile cap = CaptureFile::open(input);
@@ -196,6 +227,8 @@ int main(int argc, char** argv) {
         format_decode_row(b.first_index + i + 1, p, line);
         std::fwrite(line.data(), 1, line.size(), rows);
       }
+    }, [&](const std::vector<FlowRecordOut>& recs) {
+      if (eve) eve->write_flows(recs);
     });
   } catch (const CaptureError& e) {
     std::fprintf(stderr, "gaspp: %s\n", e.what());

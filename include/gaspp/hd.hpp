@@ -47,3 +47,83 @@ GASPP_HD GASPP_FORCEINLINE uint32_t mix32(uint32_t h) {
 }
 
 }  // namespace gaspp
+
+// ---- Atomics shared by host and device code -------------------------------------------------
+// Tables that many threads update at once (the flow table) use these, so the same function runs
+// on the CPU backend (std::atomic_ref) and on the GPU (device-scope atomics). Loads that publish
+// a record (tag then body) use acquire/release order on both.
+#if defined(__CUDACC__)
+#include <cuda/atomic>
+#endif
+#include <atomic>
+#include <thread>
+
+namespace gaspp {
+
+GASPP_HD GASPP_FORCEINLINE uint32_t atomic_load_acquire(uint32_t* p) {
+#if defined(__CUDA_ARCH__)
+  return cuda::atomic_ref<uint32_t, cuda::thread_scope_device>(*p).load(cuda::memory_order_acquire);
+#else
+  return std::atomic_ref<uint32_t>(*p).load(std::memory_order_acquire);
+#endif
+}
+GASPP_HD GASPP_FORCEINLINE void atomic_store_release(uint32_t* p, uint32_t v) {
+#if defined(__CUDA_ARCH__)
+  cuda::atomic_ref<uint32_t, cuda::thread_scope_device>(*p).store(v, cuda::memory_order_release);
+#else
+  std::atomic_ref<uint32_t>(*p).store(v, std::memory_order_release);
+#endif
+}
+// Compare-and-swap with acquire-release order; returns whether *p was `expected` and is now `desired`.
+GASPP_HD GASPP_FORCEINLINE bool atomic_cas(uint32_t* p, uint32_t expected, uint32_t desired) {
+#if defined(__CUDA_ARCH__)
+  return cuda::atomic_ref<uint32_t, cuda::thread_scope_device>(*p).compare_exchange_strong(
+      expected, desired, cuda::memory_order_acq_rel, cuda::memory_order_acquire);
+#else
+  return std::atomic_ref<uint32_t>(*p).compare_exchange_strong(expected, desired, std::memory_order_acq_rel,
+                                                               std::memory_order_acquire);
+#endif
+}
+GASPP_HD GASPP_FORCEINLINE uint32_t atomic_add(uint32_t* p, uint32_t v) {
+#if defined(__CUDA_ARCH__)
+  return atomicAdd(p, v);
+#else
+  return std::atomic_ref<uint32_t>(*p).fetch_add(v, std::memory_order_relaxed);
+#endif
+}
+GASPP_HD GASPP_FORCEINLINE uint32_t atomic_sub(uint32_t* p, uint32_t v) {
+#if defined(__CUDA_ARCH__)
+  return atomicSub(p, v);
+#else
+  return std::atomic_ref<uint32_t>(*p).fetch_sub(v, std::memory_order_relaxed);
+#endif
+}
+GASPP_HD GASPP_FORCEINLINE uint32_t atomic_max(uint32_t* p, uint32_t v) {
+#if defined(__CUDA_ARCH__)
+  return atomicMax(p, v);
+#else
+  std::atomic_ref<uint32_t> a(*p);
+  uint32_t cur = a.load(std::memory_order_relaxed);
+  while (cur < v && !a.compare_exchange_weak(cur, v, std::memory_order_relaxed)) {}
+  return cur;
+#endif
+}
+// Called while spinning on another thread's short critical section.
+GASPP_HD GASPP_FORCEINLINE void spin_pause() {
+#if defined(__CUDA_ARCH__)
+  __nanosleep(32);
+#else
+  std::this_thread::yield();
+#endif
+}
+
+GASPP_HD GASPP_FORCEINLINE uint64_t mix64(uint64_t h) {
+  h ^= h >> 33;
+  h *= 0xff51afd7ed558ccdULL;
+  h ^= h >> 33;
+  h *= 0xc4ceb9fe1a85ec53ULL;
+  h ^= h >> 33;
+  return h;
+}
+
+}  // namespace gaspp

@@ -9,13 +9,20 @@
 //
 // Configuration (BackendConfig): batch capacity in packets and bytes, CPU threads, and for CUDA
 // the occupancy under which a batch is compacted before the copy (GASPP §5.1; default 1/3, the
-// paper's 512/1536 break-even).
+// paper's 512/1536 break-even), and the flow table (FlowConfig).
+//
+// After decoding, each batch goes through flow tracking (flow/): every packet is placed in the
+// backend's one flow table, batches strictly in submission order (on CUDA the flow stage of a
+// batch waits for the previous batch's), and records of flows that left the table during the
+// batch come back sorted in PacketBatch::flow_records.
 #pragma once
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "core/packet_batch.hpp"
+#include "flow/host_flow_table.hpp"
 
 namespace gaspp {
 
@@ -26,6 +33,7 @@ struct BackendConfig {
   int slots = 3;
   double compact_below = 1.0 / 3;   // CUDA: compact when record bytes / span bytes < this
   bool force_compact = false;       // CUDA: always compact (tests both transfer paths)
+  FlowConfig flow;                  // flow tracking (flow/flow_record.hpp)
 };
 
 class Backend {
@@ -46,6 +54,11 @@ class Backend {
   virtual uint64_t batches_compacted() const { return 0; }
   virtual uint64_t bytes_h2d() const { return 0; }
   virtual uint64_t bytes_d2h() const { return 0; }
+  // Flow table: its size and occupancy now (call between batches, after wait()).
+  virtual FlowGauges flow_gauges() = 0;
+  // Ends the run for the flow table: every flow still in it is written out (reason shutdown),
+  // sorted as batch records are. Waits for all slots first.
+  virtual std::vector<FlowRecordOut> flush_flows() = 0;
 };
 
 std::unique_ptr<Backend> make_cpu_backend(const BackendConfig& cfg);

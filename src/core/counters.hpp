@@ -24,12 +24,37 @@ namespace gaspp {
   X(ip_fragments, "ip_fragments")                               \
   X(malformed, "malformed")
 
+// Flow tracking (flow/): what happened to packets and flows. Listed once with the summary's name.
+#define GASPP_FLOW_COUNTERS(X)                                                        \
+  X(flow_packets, "packets")              /* packets attributed to a flow */          \
+  X(flow_skip_not_ip, "not_ip")           /* no flow: not IPv4/IPv6 */                \
+  X(flow_skip_malformed, "malformed")     /* no flow: malformed headers */            \
+  X(flow_skip_fragment, "fragment")       /* no flow: IP fragment without L4 header */ \
+  X(flow_untracked, "table_full")         /* no flow: no slot even after eviction */  \
+  X(flow_created, "created")                                                          \
+  X(flow_timed_out, "timed_out")                                                      \
+  X(flow_evicted, "evicted")                                                          \
+  X(flow_shutdown, "ended_at_shutdown")                                               \
+  X(flow_port_reuse, "port_reuse")                                                    \
+  X(flow_emergency, "emergency_entered")                                              \
+  X(tcp_midstream, "tcp_midstream")                                                   \
+  X(tcp_no_session, "tcp_no_session")                                                 \
+  X(tcp_established, "tcp_established")                                               \
+  X(tcp_syn_retransmit, "tcp_syn_retransmitted")                                      \
+  X(tcp_synack_bad_ack, "tcp_synack_bad_ack")                                         \
+  X(tcp_syn_unexpected, "tcp_syn_unexpected")                                         \
+  X(tcp_rst_invalid, "tcp_rst_invalid")
+
 enum Counter : int {
 #define GASPP_X(id, name) c_##id,
   GASPP_COUNTERS(GASPP_X)
 #undef GASPP_X
   c_malformed_reason0,  // kMalformedReasons slots follow, one per MalformedReason
-  c_count_ = c_malformed_reason0 + kMalformedReasons
+  c_malformed_last_ = c_malformed_reason0 + kMalformedReasons - 1,
+#define GASPP_X(id, name) c_##id,
+  GASPP_FLOW_COUNTERS(GASPP_X)
+#undef GASPP_X
+  c_count_
 };
 
 struct Counters {

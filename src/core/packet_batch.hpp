@@ -16,6 +16,7 @@
 #include "core/counters.hpp"
 #include "decode/decoder.hpp"
 #include "decode/fields.hpp"
+#include "flow/flow_record.hpp"
 
 namespace gaspp {
 
@@ -81,6 +82,16 @@ struct PacketBatch {
   bool want_decoded = false;        // copy all decoded fields back into `decoded`
   DecodedArrays decoded;
   bool compacted = false;           // set by the CUDA backend when it packed the batch first
+  uint64_t max_ts_ns = 0;           // latest capture time in the batch (drives flow expiry offline)
+  std::vector<FlowRecordOut> flow_records;  // flows that left the table during this batch, sorted
+  // Per packet (count entries, filled by the backend when want_decoded): flow slot (kNoFlow when
+  // untracked) and FlowPacketFlags.
+  std::vector<uint32_t> flow_slot;
+  std::vector<uint8_t> flow_flags;
 };
+
+// The order records are written in: by last packet time, then first packet time, then flow id
+// (atomic appends on the GPU come in any order; this makes output identical on both backends).
+void sort_flow_records(std::vector<FlowRecordOut>& v);
 
 }  // namespace gaspp

@@ -30,7 +30,8 @@ struct Progress {
 
 }  // namespace
 
-RunReport run_capture(const CaptureFile& cap, Backend& backend, const RunOptions& opt, const BatchCallback& on_batch) {
+RunReport run_capture(const CaptureFile& cap, Backend& backend, const RunOptions& opt, const BatchCallback& on_batch,
+                      const FlowRecordCallback& on_flows) {
   RunReport rep;
   rep.path = cap.path();
   rep.container = cap.container();
@@ -67,6 +68,8 @@ RunReport run_capture(const CaptureFile& cap, Backend& backend, const RunOptions
     rep.dropped += dropped;
     rep.passed += b.count - dropped;
     ++rep.batches;
+    rep.flow_records += b.flow_records.size();
+    if (on_flows && !b.flow_records.empty()) on_flows(b.flow_records);
     if (on_batch) on_batch(b);
     busy[size_t(s)] = false;
   };
@@ -82,6 +85,7 @@ RunReport run_capture(const CaptureFile& cap, Backend& backend, const RunOptions
     b.source = 0;
     b.want_decoded = opt.want_decoded;
     b.record_bytes = 0;
+    b.max_ts_ns = 0;
     const uint64_t span_start = r.offset;
     const uint64_t first_ts = r.ts_ns;
     while (have_pending) {
@@ -93,6 +97,7 @@ RunReport run_capture(const CaptureFile& cap, Backend& backend, const RunOptions
       }
       b.h_rec_off[b.count++] = uint32_t(r.offset - span_start);
       b.record_bytes += rec_bytes;
+      if (r.ts_ns > b.max_ts_ns) b.max_ts_ns = r.ts_ns;
       have_pending = walker.next(r);
     }
     b.h_span = cap.data() + span_start;
@@ -108,6 +113,13 @@ RunReport run_capture(const CaptureFile& cap, Backend& backend, const RunOptions
   for (int k = 0; k < nslots; ++k) {
     const int s = (slot + k) % nslots;  // oldest first, so batches finish in capture order
     if (busy[size_t(s)]) finish(s);
+  }
+  rep.flows = backend.flow_gauges();
+  {
+    const std::vector<FlowRecordOut> rest = backend.flush_flows();
+    rep.totals.v[c_flow_shutdown] += rest.size();
+    rep.flow_records += rest.size();
+    if (on_flows && !rest.empty()) on_flows(rest);
   }
   if (!opt.keep_source_attached) backend.detach_source();
   progress.tick(packet_index, walker.position(), true);

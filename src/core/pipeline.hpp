@@ -38,6 +38,8 @@ struct RunReport {
   uint64_t capture_warnings = 0, suppressed_issues = 0;
   bool damaged = false;  // reading stopped at a fatal issue
   uint64_t index_windows_parallel = 0, index_windows_serial = 0;
+  FlowGauges flows;                 // the flow table at the end of the run, before the final flush
+  uint64_t flow_records = 0;        // flow records delivered (expired, evicted, and at shutdown)
 };
 
 struct RunOptions {
@@ -54,8 +56,11 @@ struct RunOptions {
 };
 
 using BatchCallback = std::function<void(const PacketBatch&)>;
+// Receives flow records in the order they leave the table: each batch's, then at the end of the
+// run those still open (reason shutdown).
+using FlowRecordCallback = std::function<void(const std::vector<FlowRecordOut>&)>;
 
 RunReport run_capture(const CaptureFile& cap, Backend& backend, const RunOptions& opt,
-                      const BatchCallback& on_batch = nullptr);
+                      const BatchCallback& on_batch = nullptr, const FlowRecordCallback& on_flows = nullptr);
 
 }  // namespace gaspp

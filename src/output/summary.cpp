@@ -67,6 +67,27 @@ void print_summary(std::FILE* o, const RunReport& r) {
   std::fprintf(o, "batches      %llu (direct %llu, compacted %llu; %.1f MB to device, %.1f MB back)\n",
                (unsigned long long)r.batches, (unsigned long long)r.batches_direct,
                (unsigned long long)r.batches_compacted, double(r.bytes_h2d) / 1e6, double(r.bytes_d2h) / 1e6);
+  if (r.flows.enabled) {
+    const auto& g = r.flows;
+    std::fprintf(o, "flows        created %llu  active at end %u  timed out %llu  evicted %llu  port reuse %llu  "
+                    "ended at shutdown %llu\n",
+                 (unsigned long long)t[c_flow_created], g.live, (unsigned long long)t[c_flow_timed_out],
+                 (unsigned long long)t[c_flow_evicted], (unsigned long long)t[c_flow_port_reuse],
+                 (unsigned long long)t[c_flow_shutdown]);
+    std::fprintf(o, "flow table   capacity %u (%u slots, %.1f MiB)  occupancy at end %.2f%%  peak %u  emergency entered %llu\n",
+                 g.capacity, g.slots, double(g.bytes) / 1048576.0, g.capacity ? 100.0 * g.live / g.capacity : 0.0, g.peak,
+                 (unsigned long long)t[c_flow_emergency]);
+    std::fprintf(o, "flow packets tracked %llu  untracked: not ip %llu  malformed %llu  fragment %llu  table full %llu\n",
+                 (unsigned long long)t[c_flow_packets], (unsigned long long)t[c_flow_skip_not_ip],
+                 (unsigned long long)t[c_flow_skip_malformed], (unsigned long long)t[c_flow_skip_fragment],
+                 (unsigned long long)t[c_flow_untracked]);
+    std::fprintf(o, "tcp          established %llu  midstream %llu  no session %llu  syn retransmitted %llu  "
+                    "bad syn-ack %llu  unexpected syn %llu  invalid rst %llu\n",
+                 (unsigned long long)t[c_tcp_established], (unsigned long long)t[c_tcp_midstream],
+                 (unsigned long long)t[c_tcp_no_session], (unsigned long long)t[c_tcp_syn_retransmit],
+                 (unsigned long long)t[c_tcp_synack_bad_ack], (unsigned long long)t[c_tcp_syn_unexpected],
+                 (unsigned long long)t[c_tcp_rst_invalid]);
+  }
   const Rate rt = rate(r);
   std::fprintf(o, "elapsed      %.6f s  %.3f Mpps  %.3f Gbit/s\n", r.seconds, rt.pps / 1e6, rt.gbps);
 }
@@ -101,6 +122,15 @@ std::string summary_json(const RunReport& r) {
   j += "},";
   j += "\"batches\":{\"count\":" + u(r.batches) + ",\"direct\":" + u(r.batches_direct) + ",\"compacted\":" +
        u(r.batches_compacted) + ",\"bytes_h2d\":" + u(r.bytes_h2d) + ",\"bytes_d2h\":" + u(r.bytes_d2h) + "},";
+  if (r.flows.enabled) {
+    const auto& g = r.flows;
+    j += "\"flows\":{\"capacity\":" + u(g.capacity) + ",\"slots\":" + u(g.slots) + ",\"table_bytes\":" + u(g.bytes) +
+         ",\"active\":" + u(g.live) + ",\"peak\":" + u(g.peak) + ",\"records\":" + u(r.flow_records);
+#define GASPP_X(id, name) j += ",\"" name "\":" + u(t[c_##id]);
+    GASPP_FLOW_COUNTERS(GASPP_X)
+#undef GASPP_X
+    j += "},";
+  }
   const Rate rt = rate(r);
   char buf[160];
   std::snprintf(buf, sizeof buf, "\"elapsed_s\":%.6f,\"pps\":%.1f,\"gbps\":%.4f", r.seconds, rt.pps, rt.gbps);

@@ -111,7 +111,8 @@ TEST(Pipeline, CountersEqualTheReferenceCounts) {
     count_packet(sink, p);
   }
   Result res = run(cap, {}, {});
-  for (int k = 0; k < c_count_; ++k) EXPECT_EQ(res.rep.totals.v[k], want.v[k]) << "counter " << k;
+  // Decode counters; flow counters have their own tests (test_flow.cpp).
+  for (int k = 0; k <= c_malformed_last_; ++k) EXPECT_EQ(res.rep.totals.v[k], want.v[k]) << "counter " << k;
   EXPECT_GT(want.v[c_vlan_tagged], 0u);
   EXPECT_GT(want.v[c_l3_ipv6], 0u);
 }

@@ -11,15 +11,33 @@
 // batch (record bytes / span bytes under `compact_below`) is first packed back to back, each
 // record at a 16-byte boundary, into the slot's pinned staging buffer. If registration fails, every
 // batch goes through staging. The counts of both kinds and the bytes moved are reported.
+//
+// Flow stage (flow/flow_track.hpp, the same per-packet functions as the CPU backend), queued on the
+// slot's stream after decode but only once the previous batch's flow stage has finished (an event
+// chain), so flow state sees batches in order while copies and decode of the next batch overlap:
+//   lookup kernel   every packet finds or claims its slot (lock-free, see flow/flow_table.hpp);
+//                   packets that found no room are appended to a retry list
+//   retry kernel    those packets again, under per-bucket locks, evicting if needed
+//   tick kernel     emergency decision (one thread)
+//   CUB radix sort  (slot, packet index) pairs: a flow's packets become adjacent, in capture order
+//   walk kernel     the first thread of each run applies the flow's packets in order
+//   sweep kernel    when due in packet time or in emergency: expired flows leave the table
+// Records leaving the table are written by the kernels straight into the slot's pinned, mapped
+// host buffer (rare next to packets), so nothing extra is copied back.
 #include <cuda_runtime.h>
 
+#include <cub/device/device_radix_sort.cuh>
+
+#include <algorithm>
 #include <cstring>
+#include <memory>
 #include <stdexcept>
 #include <string>
 #include <vector>
 
 #include "backend/backend.hpp"
 #include "decode/decoder.hpp"
+#include "flow/flow_track.hpp"
 
 namespace gaspp {
 namespace {
@@ -59,6 +77,140 @@ __global__ void __launch_bounds__(DecodePolicy::kThreads) decode_kernel(BatchVie
   for (int k = threadIdx.x; k < c_count_; k += blockDim.x)
     if (s[k]) atomicAdd(&d_counters[k], s[k]);
 }
+
+// Block-level counters in shared memory, flushed to the batch's global counters once per block.
+__device__ __forceinline__ void block_counters_zero(unsigned long long* s) {
+  for (int k = threadIdx.x; k < c_count_; k += blockDim.x) s[k] = 0;
+  __syncthreads();
+}
+__device__ __forceinline__ void block_counters_flush(unsigned long long* s, unsigned long long* d) {
+  __syncthreads();
+  for (int k = threadIdx.x; k < c_count_; k += blockDim.x)
+    if (s[k]) atomicAdd(&d[k], s[k]);
+}
+
+struct FlowPolicy {
+  static constexpr int kThreads = 256;
+};
+
+__global__ void __launch_bounds__(FlowPolicy::kThreads)
+flow_lookup_kernel(FlowTableRef t, DecodedView dec, uint32_t n, FlowTrackParams prm, uint32_t* slot, uint8_t* flags,
+                   uint32_t* keys, uint32_t* vals, uint32_t* failed, unsigned long long* d_counters) {
+  __shared__ unsigned long long s[c_count_];
+  block_counters_zero(s);
+  SharedCounterSink sink{s};
+  const uint32_t sentinel = t.slots();
+  for (uint32_t i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) {
+    FlowSkip skip;
+    const uint32_t f = flow_lookup_packet(t, dec, i, prm, skip);
+    slot[i] = f;
+    flags[i] = 0;
+    keys[i] = f == kNoFlow ? sentinel : f;
+    vals[i] = i;
+    if (skip != FlowSkip::none) count_skip(sink, skip);
+    else if (f == kNoFlow) failed[atomic_add(&t.state->failed, 1)] = i;
+  }
+  block_counters_flush(s, d_counters);
+}
+
+__global__ void __launch_bounds__(FlowPolicy::kThreads)
+flow_retry_kernel(FlowTableRef t, DecodedView dec, FlowTrackParams prm, const uint32_t* failed, uint32_t* slot,
+                  uint32_t* keys, FlowRecordSink out, unsigned long long* d_counters) {
+  __shared__ unsigned long long s[c_count_];
+  block_counters_zero(s);
+  SharedCounterSink sink{s};
+  const uint32_t nfailed = *reinterpret_cast<volatile uint32_t*>(&t.state->failed);
+  for (uint32_t j = blockIdx.x * blockDim.x + threadIdx.x; j < nfailed; j += gridDim.x * blockDim.x) {
+    const uint32_t i = failed[j];
+    const uint32_t f = flow_retry_packet(t, dec, i, prm, out, sink);
+    slot[i] = f;
+    keys[i] = f == kNoFlow ? t.slots() : f;
+  }
+  block_counters_flush(s, d_counters);
+}
+
+__global__ void flow_tick_kernel(FlowTableState* st, uint32_t capacity, uint32_t enter_pct, uint32_t recover_pct,
+                                 unsigned long long* d_counters) {
+  struct GlobalSink {
+    unsigned long long* d;
+    __device__ void add(int i, uint64_t v) { d[i] += v; }
+  } sink{d_counters};
+  flow_tick(*st, capacity, enter_pct, recover_pct, sink);
+}
+
+__global__ void __launch_bounds__(FlowPolicy::kThreads)
+flow_walk_kernel(FlowTableRef t, DecodedView dec, const uint32_t* keys, const uint32_t* vals, uint32_t n,
+                 FlowTrackParams prm, FlowRecordSink out, uint8_t* flags, unsigned long long* d_counters) {
+  __shared__ unsigned long long s[c_count_];
+  block_counters_zero(s);
+  SharedCounterSink sink{s};
+  const bool emergency = t.state->emergency != 0;
+  const uint32_t sentinel = t.slots();
+  for (uint32_t j = blockIdx.x * blockDim.x + threadIdx.x; j < n; j += gridDim.x * blockDim.x) {
+    const uint32_t key = keys[j];
+    if (key == sentinel || (j > 0 && keys[j - 1] == key)) continue;
+    for (uint32_t m = j; m < n && keys[m] == key; ++m) {
+      const uint32_t i = vals[m];
+      flags[i] = flow_track_packet(t, key, dec, i, prm, emergency, out, sink);
+    }
+  }
+  block_counters_flush(s, d_counters);
+}
+
+__global__ void __launch_bounds__(FlowPolicy::kThreads)
+flow_sweep_kernel(FlowTableRef t, uint64_t now, bool due, bool shutdown, FlowTimeouts to, FlowRecordSink out,
+                  unsigned long long* d_counters) {
+  __shared__ unsigned long long s[c_count_];
+  const bool emergency = t.state->emergency != 0;
+  if (!due && !emergency && !shutdown) return;  // uniform across the grid: no barrier is skipped by a part
+  block_counters_zero(s);
+  SharedCounterSink sink{s};
+  const uint32_t slots = t.slots();
+  for (uint32_t i = blockIdx.x * blockDim.x + threadIdx.x; i < slots; i += gridDim.x * blockDim.x)
+    flow_sweep_slot(t, i, now, to, emergency, shutdown, out, sink);
+  block_counters_flush(s, d_counters);
+}
+
+// The flow table in device memory (fixed size, allocated once; see flow/host_flow_table.hpp).
+class DeviceFlowTable {
+ public:
+  explicit DeviceFlowTable(const FlowConfig& cfg) : shape_(flow_table_shape(cfg)) {
+    const size_t slots = shape_.slots();
+    GASPP_CUDA_CHECK(cudaMalloc(&tags_, sizeof(uint32_t) * slots));
+    GASPP_CUDA_CHECK(cudaMalloc(&recs_, sizeof(FlowRecord) * slots));
+    GASPP_CUDA_CHECK(cudaMalloc(&locks_, sizeof(uint32_t) * shape_.buckets));
+    GASPP_CUDA_CHECK(cudaMalloc(&state_, sizeof(FlowTableState)));
+    if (shape_.module_state_bytes) GASPP_CUDA_CHECK(cudaMalloc(&module_, size_t(shape_.module_state_bytes) * slots));
+    GASPP_CUDA_CHECK(cudaMemset(tags_, 0, sizeof(uint32_t) * slots));
+    GASPP_CUDA_CHECK(cudaMemset(recs_, 0, sizeof(FlowRecord) * slots));
+    GASPP_CUDA_CHECK(cudaMemset(locks_, 0, sizeof(uint32_t) * shape_.buckets));
+    GASPP_CUDA_CHECK(cudaMemset(state_, 0, sizeof(FlowTableState)));
+  }
+  ~DeviceFlowTable() {
+    cudaFree(tags_);
+    cudaFree(recs_);
+    cudaFree(locks_);
+    cudaFree(state_);
+    if (module_) cudaFree(module_);
+  }
+  FlowTableRef ref() const {
+    return FlowTableRef{tags_, recs_, locks_, module_, state_, shape_.buckets, shape_.capacity, shape_.module_state_bytes};
+  }
+  const FlowTableShape& shape() const { return shape_; }
+  FlowTableState read_state() const {  // waits
+    FlowTableState st;
+    GASPP_CUDA_CHECK(cudaMemcpy(&st, state_, sizeof st, cudaMemcpyDeviceToHost));
+    return st;
+  }
+
+ private:
+  FlowTableShape shape_;
+  uint32_t* tags_ = nullptr;
+  FlowRecord* recs_ = nullptr;
+  uint32_t* locks_ = nullptr;
+  uint8_t* module_ = nullptr;
+  FlowTableState* state_ = nullptr;
+};
 
 // Device storage for the decoded fields of one slot: one allocation carved into aligned arrays.
 class DeviceDecoded {
@@ -104,6 +256,23 @@ class CudaBackend final : public Backend {
   explicit CudaBackend(const BackendConfig& cfg) : cfg_(cfg), slots_(size_t(std::max(cfg.slots, 3))) {
     GASPP_CUDA_CHECK(cudaGetDevice(&device_));
     GASPP_CUDA_CHECK(cudaGetDeviceProperties(&prop_, device_));
+    if (cfg.flow.enabled) {
+      table_ = std::make_unique<DeviceFlowTable>(cfg.flow);
+      device_bytes_ += table_->shape().bytes();
+      const size_t n = cfg.batch_packets;
+      GASPP_CUDA_CHECK(cudaMalloc(&d_keys_, sizeof(uint32_t) * n * 4));
+      d_vals_ = d_keys_ + n;
+      d_keys_sorted_ = d_keys_ + 2 * n;
+      d_vals_sorted_ = d_keys_ + 3 * n;
+      GASPP_CUDA_CHECK(cudaMalloc(&d_failed_, sizeof(uint32_t) * n));
+      GASPP_CUDA_CHECK(cub::DeviceRadixSort::SortPairs(nullptr, sort_temp_bytes_, d_keys_, d_keys_sorted_, d_vals_,
+                                                       d_vals_sorted_, int(n)));
+      GASPP_CUDA_CHECK(cudaMalloc(&d_sort_temp_, sort_temp_bytes_));
+      device_bytes_ += sizeof(uint32_t) * n * 5 + sort_temp_bytes_;
+      record_capacity_ = cfg.batch_packets + kSweepRecords;
+      GASPP_CUDA_CHECK(cudaEventCreateWithFlags(&flow_done_, cudaEventDisableTiming));
+      GASPP_CUDA_CHECK(cudaStreamCreateWithFlags(&flush_stream_, cudaStreamNonBlocking));
+    }
     staging_bytes_ = cfg.batch_bytes + uint64_t(cfg.batch_packets) * 16;
     for (auto& s : slots_) {
       GASPP_CUDA_CHECK(cudaStreamCreateWithFlags(&s.stream, cudaStreamNonBlocking));
@@ -117,6 +286,16 @@ class CudaBackend final : public Backend {
       GASPP_CUDA_CHECK(cudaMalloc(&s.d_verdict, cfg.batch_packets));
       GASPP_CUDA_CHECK(cudaMalloc(&s.d_counters, sizeof(unsigned long long) * c_count_));
       s.dec.allocate(cfg.batch_packets);
+      if (cfg.flow.enabled) {
+        GASPP_CUDA_CHECK(cudaMalloc(&s.d_flow_slot, sizeof(uint32_t) * cfg.batch_packets));
+        GASPP_CUDA_CHECK(cudaMalloc(&s.d_flow_flags, cfg.batch_packets));
+        GASPP_CUDA_CHECK(cudaHostAlloc(&s.h_records, sizeof(FlowRecordOut) * record_capacity_, cudaHostAllocMapped));
+        GASPP_CUDA_CHECK(cudaHostAlloc(&s.h_record_count, sizeof(uint32_t), cudaHostAllocMapped));
+        GASPP_CUDA_CHECK(cudaHostGetDevicePointer(&s.d_records, s.h_records, 0));
+        GASPP_CUDA_CHECK(cudaHostGetDevicePointer(&s.d_record_count, s.h_record_count, 0));
+        *s.h_record_count = 0;
+        device_bytes_ += 5ull * cfg.batch_packets;
+      }
       s.batch.capacity = cfg.batch_packets;
       s.batch.h_rec_off = s.h_rec_off;
       s.batch.h_verdict = s.h_verdict;
@@ -139,7 +318,18 @@ class CudaBackend final : public Backend {
       cudaFree(s.d_rec_off);
       cudaFree(s.d_verdict);
       cudaFree(s.d_counters);
+      cudaFree(s.d_flow_slot);
+      cudaFree(s.d_flow_flags);
+      if (s.h_records) cudaFreeHost(s.h_records);
+      if (s.h_record_count) cudaFreeHost(s.h_record_count);
       s.dec.release();
+    }
+    if (table_) {
+      cudaFree(d_keys_);
+      cudaFree(d_failed_);
+      cudaFree(d_sort_temp_);
+      cudaEventDestroy(flow_done_);
+      cudaStreamDestroy(flush_stream_);
     }
   }
 
@@ -216,6 +406,7 @@ class CudaBackend final : public Backend {
       decode_kernel<<<blocks, DecodePolicy::kThreads, 0, s.stream>>>(v, s.d_counters);
       GASPP_CUDA_CHECK(cudaGetLastError());
     }
+    if (table_) flow_stage_async(s, s.dec.view());
     GASPP_CUDA_CHECK(cudaMemcpyAsync(s.h_verdict, s.d_verdict, b.count, cudaMemcpyDeviceToHost, s.stream));
     GASPP_CUDA_CHECK(cudaMemcpyAsync(s.h_counters, s.d_counters, sizeof(unsigned long long) * c_count_,
                                      cudaMemcpyDeviceToHost, s.stream));
@@ -224,13 +415,101 @@ class CudaBackend final : public Backend {
       b.decoded.resize(b.capacity);
       s.dec.copy_to_host_async(b.decoded, b.count, s.stream);
       d2h_ += uint64_t(decoded_bytes_per_packet()) * b.count;
+      if (table_) {
+        b.flow_slot.resize(b.count);
+        b.flow_flags.resize(b.count);
+        // Pageable destinations: these copies complete before the stream moves on.
+        GASPP_CUDA_CHECK(cudaMemcpyAsync(b.flow_slot.data(), s.d_flow_slot, sizeof(uint32_t) * b.count,
+                                         cudaMemcpyDeviceToHost, s.stream));
+        GASPP_CUDA_CHECK(cudaMemcpyAsync(b.flow_flags.data(), s.d_flow_flags, b.count, cudaMemcpyDeviceToHost, s.stream));
+        d2h_ += 5ull * b.count;
+      }
     }
+  }
+
+  struct Slot;
+  // Queues the flow stage of slot s (see the header comment).
+  void flow_stage_async(Slot& s, const DecodedView& dec) {
+    PacketBatch& b = s.batch;
+    const FlowTableRef t = table_->ref();
+    const FlowTrackParams prm{cfg_.flow.timeouts, ++epoch_, cfg_.flow.midstream, cfg_.flow.vlan_in_key};
+    const uint32_t n = b.count;
+    *s.h_record_count = 0;  // the slot's previous batch was finished (wait) before the slot was refilled
+    const FlowRecordSink out{s.d_records, s.d_record_count, record_capacity_};
+    if (flow_started_) GASPP_CUDA_CHECK(cudaStreamWaitEvent(s.stream, flow_done_, 0));
+    flow_started_ = true;
+    const int blocks_n = std::max(1, std::min(blocks_cap_, int((n + FlowPolicy::kThreads - 1) / uint32_t(FlowPolicy::kThreads))));
+    if (n > 0) {
+      flow_lookup_kernel<<<blocks_n, FlowPolicy::kThreads, 0, s.stream>>>(t, dec, n, prm, s.d_flow_slot, s.d_flow_flags,
+                                                                          d_keys_, d_vals_, d_failed_, s.d_counters);
+      flow_retry_kernel<<<blocks_n, FlowPolicy::kThreads, 0, s.stream>>>(t, dec, prm, d_failed_, s.d_flow_slot, d_keys_,
+                                                                         out, s.d_counters);
+    }
+    flow_tick_kernel<<<1, 1, 0, s.stream>>>(t.state, t.capacity, cfg_.flow.emergency_enter_pct,
+                                            cfg_.flow.emergency_recover_pct, s.d_counters);
+    if (n > 0) {
+      int end_bit = 1;
+      while (end_bit < 32 && (uint64_t(1) << end_bit) <= t.slots()) ++end_bit;
+      size_t temp = sort_temp_bytes_;
+      GASPP_CUDA_CHECK(cub::DeviceRadixSort::SortPairs(d_sort_temp_, temp, d_keys_, d_keys_sorted_, d_vals_, d_vals_sorted_,
+                                                       int(n), 0, end_bit, s.stream));
+      flow_walk_kernel<<<blocks_n, FlowPolicy::kThreads, 0, s.stream>>>(t, dec, d_keys_sorted_, d_vals_sorted_, n, prm,
+                                                                        out, s.d_flow_flags, s.d_counters);
+    }
+    const bool due = b.max_ts_ns >= next_sweep_ns_;
+    if (due) next_sweep_ns_ = b.max_ts_ns + cfg_.flow.sweep_interval_ns;
+    flow_sweep_kernel<<<blocks_cap_, FlowPolicy::kThreads, 0, s.stream>>>(t, b.max_ts_ns, due, false,
+                                                                          cfg_.flow.timeouts, out, s.d_counters);
+    GASPP_CUDA_CHECK(cudaGetLastError());
+    GASPP_CUDA_CHECK(cudaEventRecord(flow_done_, s.stream));
   }
 
   void wait(int slot) override {
     Slot& s = slots_[size_t(slot)];
     GASPP_CUDA_CHECK(cudaStreamSynchronize(s.stream));
     for (int k = 0; k < c_count_; ++k) s.batch.counters.v[k] = s.h_counters[k];
+    s.batch.flow_records.clear();
+    if (table_) {
+      const uint32_t n = std::min(*s.h_record_count, record_capacity_);
+      s.batch.flow_records.assign(s.h_records, s.h_records + n);
+      sort_flow_records(s.batch.flow_records);
+    }
+  }
+
+  FlowGauges flow_gauges() override {
+    FlowGauges g;
+    if (!table_) return g;
+    for (auto& s : slots_) GASPP_CUDA_CHECK(cudaStreamSynchronize(s.stream));
+    const FlowTableState st = table_->read_state();
+    g.enabled = true;
+    g.capacity = table_->shape().capacity;
+    g.slots = table_->shape().slots();
+    g.bytes = table_->shape().bytes();
+    g.live = st.live;
+    g.peak = st.peak_live;
+    g.emergency = st.emergency != 0;
+    return g;
+  }
+
+  std::vector<FlowRecordOut> flush_flows() override {
+    std::vector<FlowRecordOut> all;
+    if (!table_) return all;
+    for (auto& s : slots_) GASPP_CUDA_CHECK(cudaStreamSynchronize(s.stream));
+    Slot& s = slots_[0];  // idle now: its record buffer and counters are free to use
+    const FlowTableRef t = table_->ref();
+    const FlowRecordSink out{s.d_records, s.d_record_count, record_capacity_};
+    for (;;) {
+      *s.h_record_count = 0;
+      flow_sweep_kernel<<<blocks_cap_, FlowPolicy::kThreads, 0, flush_stream_>>>(t, 0, true, true, cfg_.flow.timeouts,
+                                                                                 out, s.d_counters);
+      GASPP_CUDA_CHECK(cudaGetLastError());
+      GASPP_CUDA_CHECK(cudaStreamSynchronize(flush_stream_));
+      const uint32_t n = std::min(*s.h_record_count, record_capacity_);
+      all.insert(all.end(), s.h_records, s.h_records + n);
+      if (n == 0 || table_->read_state().live == 0) break;
+    }
+    sort_flow_records(all);
+    return all;
   }
 
   uint64_t batches_direct() const override { return direct_; }
@@ -251,8 +530,29 @@ class CudaBackend final : public Backend {
     uint8_t* d_verdict = nullptr;
     unsigned long long* d_counters = nullptr;
     DeviceDecoded dec;
+    uint32_t* d_flow_slot = nullptr;
+    uint8_t* d_flow_flags = nullptr;
+    FlowRecordOut* h_records = nullptr;   // pinned, mapped: kernels write records here directly
+    FlowRecordOut* d_records = nullptr;
+    uint32_t* h_record_count = nullptr;
+    uint32_t* d_record_count = nullptr;
     PacketBatch batch;
   };
+  static constexpr uint32_t kSweepRecords = 65536;
+  std::unique_ptr<DeviceFlowTable> table_;
+  uint32_t* d_keys_ = nullptr;  // one allocation: keys, values, sorted keys, sorted values
+  uint32_t* d_vals_ = nullptr;
+  uint32_t* d_keys_sorted_ = nullptr;
+  uint32_t* d_vals_sorted_ = nullptr;
+  uint32_t* d_failed_ = nullptr;
+  void* d_sort_temp_ = nullptr;
+  size_t sort_temp_bytes_ = 0;
+  uint32_t record_capacity_ = 0;
+  uint32_t epoch_ = 0;
+  uint64_t next_sweep_ns_ = 0;
+  bool flow_started_ = false;
+  cudaEvent_t flow_done_ = nullptr;
+  cudaStream_t flush_stream_ = nullptr;
   BackendConfig cfg_;
   std::vector<Slot> slots_;
   int device_ = 0;

@@ -1,0 +1,349 @@
+// flow/flow_track.hpp — updating a flow with one packet (TCP state machine, counters, inline
+// expiry and port reuse), the expiry sweep of one slot, and the per-batch emergency decision.
+//
+// Order matters for TCP state, so a flow's packets of a batch are applied one after another in
+// capture order (backends group a batch's packets by flow: the CUDA backend by a radix sort of
+// (slot, packet), the CPU backend by giving each worker the flows whose slot falls in its share),
+// and different flows run in parallel. The result does not depend on how packets were batched.
+//
+// TCP, per side (the side that sends the packet is S, the other O):
+//   SYN          S none → syn_sent (isn = seq). Same seq again: a retransmission (counted); another
+//                seq: a new attempt (isn replaced). S none while O syn_sent: simultaneous open.
+//                SYN on a closed flow: port reuse — the old flow is written out (reason timeout,
+//                as Suricata does) and a new one starts with this SYN.
+//   SYN-ACK      O syn_sent and ack == O's isn+1 → S syn_recv; a wrong ack is counted and ignored.
+//                Both sides syn_sent (simultaneous open): S syn_recv, and the second SYN-ACK makes
+//                both established. First packet of a flow (midstream on): the receiver is the
+//                client, S syn_recv, O syn_sent with its seq taken from the ack.
+//   ACK          S syn_sent, O syn_recv, ack == O's isn+1 → both established (flow established).
+//   no SYN seen  first packet without SYN (midstream on, like Suricata's stream.midstream): the
+//                sender is the client, both sides established, sequence numbers taken from the
+//                packet. Midstream off: the flow is counted but has no TCP session.
+//   FIN          S → fin_sent (fin_seq = seq + len); O's ACK covering it → S fin_acked.
+//   RST          accepted when S's sequence is unknown or seq lies in [S.next_seq, S.next_seq +
+//                O's window]; then S reset and the flow closed. Other RSTs are counted and ignored.
+//   The flow is established when the handshake completes (or midstream), closed after a valid RST
+//   or once both sides sent FIN and one FIN was acknowledged. UDP, ICMP and other protocols are
+//   established once both directions have been seen.
+//
+// Inline expiry: a packet arriving more than the flow's timeout after its last packet ends the old
+// flow (written out with reason timeout) and starts a new one, whether or not a sweep ran between
+// them; so records do not depend on batch boundaries.
+#pragma once
+#include <cstdint>
+
+#include "core/counters.hpp"
+#include "flow/flow_table.hpp"
+
+namespace gaspp {
+
+// Where records leaving the table go: a bounded array and a count, advanced atomically. Writers
+// that may not lose records (walk, eviction) are sized never to overflow; the sweep checks the
+// room first and leaves a flow in the table if there is none (picked up by the next sweep).
+struct FlowRecordSink {
+  FlowRecordOut* out;
+  uint32_t* count;
+  uint32_t capacity;
+
+  GASPP_HD bool emit(const FlowRecord& r, FlowReason why) const {
+    const uint32_t idx = atomic_add(count, 1);
+    if (idx >= capacity) return false;
+    out[idx].rec = r;
+    out[idx].reason = uint8_t(why);
+    return true;
+  }
+};
+
+// Per-packet result of tracking, for later stages.
+enum FlowPacketFlags : uint8_t {
+  kPktToClient = 1,   // sent by the server side
+  kPktFlowStart = 2,  // first packet of its flow
+};
+
+struct FlowPacketView {
+  uint32_t* slot;     // kNoFlow when untracked
+  uint8_t* flags;     // FlowPacketFlags
+};
+
+struct FlowTrackParams {
+  FlowTimeouts timeouts;
+  uint32_t epoch;
+  bool midstream;
+  bool vlan_in_key;
+};
+
+GASPP_HD GASPP_FORCEINLINE bool seq_lt(uint32_t a, uint32_t b) { return int32_t(a - b) < 0; }
+GASPP_HD GASPP_FORCEINLINE bool seq_leq(uint32_t a, uint32_t b) { return int32_t(a - b) <= 0; }
+
+enum : uint16_t { kTcpFin = 1, kTcpSyn = 2, kTcpRst = 4, kTcpPsh = 8, kTcpAck = 16, kTcpUrg = 32 };
+
+namespace flow_detail {
+
+GASPP_HD GASPP_FORCEINLINE void start_side(FlowSide& s, TcpSide st, uint32_t isn, uint32_t next, uint8_t wscale) {
+  s.tcp = uint8_t(st);
+  s.isn = isn;
+  s.next_seq = next;
+  s.have_seq = 1;
+  s.wscale = wscale;
+}
+
+GASPP_HD GASPP_FORCEINLINE bool in_fin_states(uint8_t t) {
+  return t == uint8_t(TcpSide::fin_sent) || t == uint8_t(TcpSide::fin_acked);
+}
+
+template <class Sink>
+GASPP_HD inline void tcp_update(FlowRecord& r, int sender, const DecodedView& d, uint32_t i, bool midstream, Sink& c) {
+  FlowSide& S = r.side[sender];
+  FlowSide& O = r.side[sender ^ 1];
+  const uint16_t f = d.tcp_flags[i];
+  const uint32_t seq = d.tcp_seq[i], ack = d.tcp_ack[i];
+  const bool syn = f & kTcpSyn, has_ack = f & kTcpAck, fin = f & kTcpFin, rst = f & kTcpRst;
+  const uint32_t seg_end = seq + d.payload_len[i] + (syn ? 1 : 0) + (fin ? 1 : 0);
+  const uint8_t ws = (d.tcp_opts[i] & kOptWscale) ? d.tcp_wscale[i] : kNoWscale;
+  S.flags |= f;
+  if (r.misc & kFlowNoSession) {
+    c.add(c_tcp_no_session, 1);
+    return;
+  }
+  const uint8_t none = uint8_t(TcpSide::none), syn_sent = uint8_t(TcpSide::syn_sent),
+                syn_recv = uint8_t(TcpSide::syn_recv), est = uint8_t(TcpSide::established);
+
+  if (rst) {
+    const uint32_t win = O.win ? O.win : 1;
+    const bool valid = !S.have_seq || (seq_leq(S.next_seq, seq) && seq_leq(seq, S.next_seq + win)) ||
+                       (S.tcp == syn_sent && seq == S.next_seq);
+    if (!valid) {
+      c.add(c_tcp_rst_invalid, 1);
+      return;
+    }
+    S.tcp = uint8_t(TcpSide::reset);
+    r.state = uint8_t(FlowState::closed);
+    return;
+  }
+  if (syn && !has_ack) {
+    if (S.tcp == none && O.tcp == none) {
+      start_side(S, TcpSide::syn_sent, seq, seq + 1, ws);
+    } else if (S.tcp == syn_sent) {
+      if (seq == S.isn) c.add(c_tcp_syn_retransmit, 1);
+      else start_side(S, TcpSide::syn_sent, seq, seq + 1, ws);
+    } else if (S.tcp == none && O.tcp == syn_sent) {
+      start_side(S, TcpSide::syn_sent, seq, seq + 1, ws);  // simultaneous open
+    } else {
+      c.add(c_tcp_syn_unexpected, 1);
+    }
+    return;
+  }
+  if (syn && has_ack) {
+    if (O.tcp == syn_sent && (S.tcp == none || S.tcp == syn_sent)) {
+      if (ack != O.next_seq) {
+        c.add(c_tcp_synack_bad_ack, 1);
+        return;
+      }
+      start_side(S, TcpSide::syn_recv, seq, seq + 1, ws);
+    } else if (O.tcp == syn_recv && S.tcp == syn_sent && ack == O.next_seq) {
+      // Simultaneous open: the second SYN-ACK completes it.
+      start_side(S, TcpSide::established, seq, seq + 1, ws);
+      O.tcp = est;
+      r.state = uint8_t(FlowState::established);
+      c.add(c_tcp_established, 1);
+    } else if (S.tcp == syn_recv && seq == S.isn) {
+      c.add(c_tcp_syn_retransmit, 1);
+    } else if (S.tcp == none && O.tcp == none) {
+      if (!midstream) {
+        r.misc |= kFlowNoSession;
+        c.add(c_tcp_no_session, 1);
+        return;
+      }
+      start_side(S, TcpSide::syn_recv, seq, seq + 1, ws);
+      start_side(O, TcpSide::syn_sent, ack - 1, ack, kNoWscale);
+      r.misc |= kFlowMidstream;
+      c.add(c_tcp_midstream, 1);
+    } else {
+      c.add(c_tcp_syn_unexpected, 1);
+    }
+    return;
+  }
+  // No SYN from here on.
+  if (S.tcp == none && (O.tcp == none || O.tcp == syn_sent || O.tcp == syn_recv)) {
+    // No handshake seen for this side (first packet, or the SYN / SYN-ACK was not captured).
+    if (!midstream) {
+      r.misc |= kFlowNoSession;
+      c.add(c_tcp_no_session, 1);
+      return;
+    }
+    start_side(S, TcpSide::established, seq - 1, seq, kNoWscale);
+    if (O.tcp == none) {
+      O.tcp = est;
+      if (has_ack) start_side(O, TcpSide::established, ack - 1, ack, kNoWscale);
+    } else {
+      O.tcp = est;
+    }
+    r.misc |= kFlowMidstream;
+    r.state = uint8_t(FlowState::established);
+    c.add(c_tcp_midstream, 1);
+  } else if (has_ack && S.tcp == syn_sent && O.tcp == syn_recv && ack == O.next_seq) {
+    S.tcp = O.tcp = est;
+    r.state = uint8_t(FlowState::established);
+    c.add(c_tcp_established, 1);
+  } else if (S.tcp == syn_sent && O.tcp == syn_recv) {
+    // Data or an ACK that does not complete the handshake (e.g. its ACK was lost): count it as
+    // established once the client sends anything acknowledged beyond the SYN-ACK.
+    if (has_ack && seq_lt(O.next_seq, ack)) {
+      S.tcp = O.tcp = est;
+      r.state = uint8_t(FlowState::established);
+      c.add(c_tcp_established, 1);
+    }
+  } else if (S.tcp == syn_recv && O.tcp == est) {
+    S.tcp = est;  // server data after the client completed the handshake (normal)
+  }
+  // Sequence space: the furthest byte this side has sent.
+  if (S.have_seq) {
+    if (seq_lt(S.next_seq, seg_end)) S.next_seq = seg_end;
+  } else {
+    start_side(S, TcpSide(S.tcp), seq - 1, seg_end, S.wscale);
+  }
+  const bool scaled = S.wscale != kNoWscale && O.wscale != kNoWscale;
+  S.win = uint32_t(d.tcp_win[i]) << (scaled ? (S.wscale > 14 ? 14 : S.wscale) : 0);
+  if (fin && !in_fin_states(S.tcp)) {
+    S.tcp = uint8_t(TcpSide::fin_sent);
+    S.fin_seq = seq + d.payload_len[i];
+  }
+  if (has_ack && O.tcp == uint8_t(TcpSide::fin_sent) && seq_lt(O.fin_seq, ack)) O.tcp = uint8_t(TcpSide::fin_acked);
+  if (in_fin_states(S.tcp) && in_fin_states(O.tcp) &&
+      (S.tcp == uint8_t(TcpSide::fin_acked) || O.tcp == uint8_t(TcpSide::fin_acked)))
+    r.state = uint8_t(FlowState::closed);
+}
+
+}  // namespace flow_detail
+
+// Starts a new flow in a record that holds only its key (fresh), from its first packet.
+GASPP_HD inline void flow_begin(FlowRecord& r, const DecodedView& d, uint32_t i, bool from_lo) {
+  r.first_ts = r.last_ts = d.ts_ns[i];
+  const uint8_t l4 = d.l4[i];
+  r.proto_class = uint8_t(l4 == uint8_t(L4::tcp) ? FlowProto::tcp : l4 == uint8_t(L4::udp) ? FlowProto::udp
+                          : (l4 == uint8_t(L4::icmp) || l4 == uint8_t(L4::icmpv6)) ? FlowProto::icmp : FlowProto::other);
+  // The client sends the first packet, except that a lone SYN-ACK is sent by the server.
+  bool client_is_sender = true;
+  if (l4 == uint8_t(L4::tcp)) {
+    const uint16_t f = d.tcp_flags[i];
+    if ((f & kTcpSyn) && (f & kTcpAck)) client_is_sender = false;
+  }
+  r.client_lo = uint8_t(client_is_sender == from_lo);
+  r.state = uint8_t(FlowState::new_);
+  r.side[0].wscale = r.side[1].wscale = kNoWscale;
+  r.flow_id = mix64((uint64_t(flow_key_hash(r.key)) << 32) ^ r.first_ts) & ((1ull << 51) - 1);
+}
+
+// Clears everything but the key and epoch (the slot is reused by a new flow on the same key).
+GASPP_HD GASPP_FORCEINLINE void flow_restart(const FlowTableRef& t, uint32_t slot) {
+  FlowRecord& r = t.recs[slot];
+  const FlowKey k = r.key;
+  flow_init_slot(t, slot, k, r.epoch);
+}
+
+// Applies packet i (already placed in `slot`) to its flow. Returns the packet's FlowPacketFlags.
+template <class Sink>
+GASPP_HD inline uint8_t flow_track_packet(const FlowTableRef& t, uint32_t slot, const DecodedView& d, uint32_t i,
+                                          const FlowTrackParams& prm, bool emergency, const FlowRecordSink& out,
+                                          Sink& c) {
+  FlowRecord& r = t.recs[slot];
+  FlowKey k;
+  bool from_lo = true;
+  flow_key_of(d, i, prm.vlan_in_key, k, from_lo);  // direction only: the slot already matches the key
+  const uint64_t ts = d.ts_ns[i];
+  uint8_t flags = 0;
+  if (r.state != uint8_t(FlowState::fresh)) {
+    bool restart = false;
+    if (flow_timed_out(prm.timeouts, r, ts, emergency)) {
+      restart = true;
+    } else if (r.proto_class == uint8_t(FlowProto::tcp) && r.state == uint8_t(FlowState::closed) &&
+               (d.tcp_flags[i] & (kTcpSyn | kTcpAck | kTcpRst)) == kTcpSyn) {
+      restart = true;
+      c.add(c_flow_port_reuse, 1);
+    }
+    if (restart) {
+      out.emit(r, FlowReason::timeout);
+      c.add(c_flow_timed_out, 1);
+      flow_restart(t, slot);
+    }
+  }
+  if (r.state == uint8_t(FlowState::fresh)) {
+    flow_begin(r, d, i, from_lo);
+    c.add(c_flow_created, 1);
+    flags |= kPktFlowStart;
+  }
+  const int sender = (uint8_t(from_lo) == r.client_lo) ? 0 : 1;
+  if (sender) flags |= kPktToClient;
+  FlowSide& S = r.side[sender];
+  ++S.pkts;
+  S.bytes += d.cap_len[i];
+  if (ts > r.last_ts) r.last_ts = ts;
+  c.add(c_flow_packets, 1);
+  if (r.proto_class == uint8_t(FlowProto::tcp)) {
+    flow_detail::tcp_update(r, sender, d, i, prm.midstream, c);
+  } else if (r.side[0].pkts && r.side[1].pkts && r.state == uint8_t(FlowState::new_)) {
+    r.state = uint8_t(FlowState::established);
+  }
+  return flags;
+}
+
+// Places packet i: finds or claims its flow slot. Returns the slot, kNoFlow with `skip` set when
+// the packet has no flow, or kNoFlow with skip none when there was no room (retry later).
+GASPP_HD inline uint32_t flow_lookup_packet(const FlowTableRef& t, const DecodedView& d, uint32_t i,
+                                            const FlowTrackParams& prm, FlowSkip& skip) {
+  FlowKey k;
+  bool from_lo;
+  skip = flow_key_of(d, i, prm.vlan_in_key, k, from_lo);
+  if (skip != FlowSkip::none) return kNoFlow;
+  bool created;
+  return flow_find_or_claim(t, k, flow_key_hash(k), prm.epoch, created);
+}
+
+template <class Sink>
+GASPP_HD GASPP_FORCEINLINE void count_skip(Sink& c, FlowSkip s) {
+  c.add(s == FlowSkip::not_ip ? c_flow_skip_not_ip : s == FlowSkip::malformed ? c_flow_skip_malformed
+                                                                               : c_flow_skip_fragment, 1);
+}
+
+// The second chance for a packet that found no room (see flow_claim_or_evict).
+template <class Sink>
+GASPP_HD inline uint32_t flow_retry_packet(const FlowTableRef& t, const DecodedView& d, uint32_t i,
+                                           const FlowTrackParams& prm, const FlowRecordSink& out, Sink& c) {
+  FlowKey k;
+  bool from_lo, created, evicted;
+  flow_key_of(d, i, prm.vlan_in_key, k, from_lo);
+  const uint32_t s = flow_claim_or_evict(t, k, flow_key_hash(k), prm.epoch, created, evicted,
+                                         [&](const FlowRecord& v, FlowReason why) { out.emit(v, why); });
+  if (evicted) c.add(c_flow_evicted, 1);
+  if (s == kNoFlow) c.add(c_flow_untracked, 1);
+  return s;
+}
+
+// Once per batch, after lookups: decides emergency mode (see FlowConfig) from the occupancy and
+// whether any packet found no room. Single-threaded.
+template <class Sink>
+GASPP_HD inline void flow_tick(FlowTableState& st, uint32_t capacity, uint32_t enter_pct, uint32_t recover_pct, Sink& c) {
+  const uint64_t live100 = uint64_t(st.live) * 100;
+  if (st.emergency && live100 < uint64_t(capacity) * recover_pct) st.emergency = 0;
+  if (st.failed || live100 >= uint64_t(capacity) * enter_pct) {
+    if (!st.emergency) c.add(c_flow_emergency, 1);
+    st.emergency = 1;
+  }
+  st.failed = 0;
+}
+
+// Expiry of one slot at time `now`: a timed-out flow (or any flow, at shutdown) is written to
+// `out` and its slot freed. If `out` is full the flow stays for the next sweep.
+template <class Sink>
+GASPP_HD inline void flow_sweep_slot(const FlowTableRef& t, uint32_t s, uint64_t now, const FlowTimeouts& to,
+                                     bool emergency, bool shutdown, const FlowRecordSink& out, Sink& c) {
+  if (t.tags[s] < 2) return;
+  const FlowRecord& r = t.recs[s];
+  if (!shutdown && !flow_timed_out(to, r, now, emergency)) return;
+  if (!out.emit(r, shutdown ? FlowReason::shutdown : FlowReason::timeout)) return;
+  t.tags[s] = kTagEmpty;
+  atomic_sub(&t.state->live, 1);
+  c.add(shutdown ? c_flow_shutdown : c_flow_timed_out, 1);
+}
+
+}  // namespace gaspp

@@ -1,0 +1,78 @@
+// flow/names.cpp — names of flow states, reasons and protocols as EVE JSON prints them.
+#include <cstdio>
+
+#include "flow/flow_track.hpp"
+
+namespace gaspp {
+
+const char* flow_state_name(FlowState s) {
+  switch (s) {
+    case FlowState::fresh:
+    case FlowState::new_: return "new";
+    case FlowState::established: return "established";
+    case FlowState::closed: return "closed";
+  }
+  return "new";
+}
+
+const char* flow_reason_name(FlowReason r) {
+  switch (r) {
+    case FlowReason::timeout: return "timeout";
+    case FlowReason::forced: return "forced";
+    case FlowReason::shutdown: return "shutdown";
+  }
+  return "timeout";
+}
+
+const char* flow_proto_name(uint8_t p) {
+  switch (p) {
+    case 6: return "TCP";
+    case 17: return "UDP";
+    case 1: return "ICMP";
+    case 58: return "IPv6-ICMP";
+    case 132: return "SCTP";
+    case 47: return "GRE";
+    case 50: return "ESP";
+    default: break;
+  }
+  static thread_local char buf[8];
+  std::snprintf(buf, sizeof buf, "%u", unsigned(p));
+  return buf;
+}
+
+const char* tcp_session_name(const FlowRecord& r) {
+  const auto c = TcpSide(r.side[0].tcp), s = TcpSide(r.side[1].tcp);
+  auto fin = [](TcpSide t) { return t == TcpSide::fin_sent || t == TcpSide::fin_acked; };
+  if (c == TcpSide::reset || s == TcpSide::reset) return "closed";
+  if (fin(c) && fin(s)) {
+    if (c == TcpSide::fin_acked && s == TcpSide::fin_acked) return "closed";
+    if (c == TcpSide::fin_acked || s == TcpSide::fin_acked) return "time_wait";
+    return "closing";
+  }
+  if (fin(c) || fin(s)) {
+    const TcpSide closer = fin(c) ? c : s;
+    return closer == TcpSide::fin_acked ? "fin_wait2" : "fin_wait1";
+  }
+  if (c == TcpSide::established && s == TcpSide::established) return "established";
+  if (s == TcpSide::syn_recv) return "syn_recv";
+  if (c == TcpSide::syn_sent) return "syn_sent";
+  return "none";
+}
+
+}  // namespace gaspp
+
+#include <algorithm>
+
+#include "core/packet_batch.hpp"
+
+namespace gaspp {
+
+void sort_flow_records(std::vector<FlowRecordOut>& v) {
+  std::sort(v.begin(), v.end(), [](const FlowRecordOut& a, const FlowRecordOut& b) {
+    if (a.rec.last_ts != b.rec.last_ts) return a.rec.last_ts < b.rec.last_ts;
+    if (a.rec.first_ts != b.rec.first_ts) return a.rec.first_ts < b.rec.first_ts;
+    return a.rec.flow_id < b.rec.flow_id;
+  });
+}
+
+}  // namespace gaspp

@@ -1,0 +1,95 @@
+#include "output/eve.hpp"
+
+#include <cerrno>
+#include <cstring>
+#include <ctime>
+#include <stdexcept>
+
+#include "output/decode_rows.hpp"
+
+namespace gaspp {
+
+std::string eve_timestamp(uint64_t ts_ns) {
+  const time_t secs = time_t(ts_ns / 1'000'000'000ull);
+  const unsigned usec = unsigned((ts_ns % 1'000'000'000ull) / 1000);
+  struct tm tm;
+  gmtime_r(&secs, &tm);
+  char b[64];
+  std::snprintf(b, sizeof b, "%04d-%02d-%02dT%02d:%02d:%02d.%06u+0000", tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday,
+                tm.tm_hour, tm.tm_min, tm.tm_sec, usec);
+  return b;
+}
+
+namespace {
+
+std::string hex_flags(uint16_t f) {
+  char b[8];
+  std::snprintf(b, sizeof b, "%x", unsigned(f & 0xff));
+  return b;
+}
+
+}  // namespace
+
+std::string eve_flow_json(const FlowRecordOut& o) {
+  const FlowRecord& r = o.rec;
+  const FlowKey& k = r.key;
+  const int ci = r.client_lo ? 0 : 1;  // key endpoint of the client
+  const bool v6 = k.family == 6;
+  const bool ports = k.proto == 6 || k.proto == 17 || k.proto == 132;
+  auto u = [](uint64_t v) { return std::to_string(v); };
+  std::string j = "{\"timestamp\":\"" + eve_timestamp(r.last_ts) + "\",\"flow_id\":" + u(r.flow_id) +
+                  ",\"event_type\":\"flow\",\"src_ip\":\"" + format_address(k.addr[ci], v6) + "\"";
+  if (ports) j += ",\"src_port\":" + u(k.port[ci]);
+  j += ",\"dest_ip\":\"" + format_address(k.addr[ci ^ 1], v6) + "\"";
+  if (ports) j += ",\"dest_port\":" + u(k.port[ci ^ 1]);
+  j += ",\"proto\":\"" + std::string(flow_proto_name(k.proto)) + "\"";
+  if (k.vlan_n) {
+    j += ",\"vlan\":[";
+    for (int v = 0; v < k.vlan_n; ++v) j += (v ? "," : "") + u(k.vlan[v]);
+    j += "]";
+  }
+  if (k.proto == 1 || k.proto == 58) j += ",\"icmp_type\":" + u(k.icmp_type) + ",\"icmp_code\":" + u(k.icmp_code);
+  const FlowSide& c = r.side[0];
+  const FlowSide& s = r.side[1];
+  const uint64_t age = r.last_ts / 1'000'000'000ull - r.first_ts / 1'000'000'000ull;
+  const FlowState st = r.state == uint8_t(FlowState::fresh) ? FlowState::new_ : FlowState(r.state);
+  j += ",\"flow\":{\"pkts_toserver\":" + u(c.pkts) + ",\"pkts_toclient\":" + u(s.pkts) + ",\"bytes_toserver\":" +
+       u(c.bytes) + ",\"bytes_toclient\":" + u(s.bytes) + ",\"start\":\"" + eve_timestamp(r.first_ts) +
+       "\",\"end\":\"" + eve_timestamp(r.last_ts) + "\",\"age\":" + u(age) + ",\"state\":\"" + flow_state_name(st) +
+       "\",\"reason\":\"" + flow_reason_name(FlowReason(o.reason)) + "\",\"alerted\":false}";
+  if (k.proto == 6) {
+    const uint16_t all = c.flags | s.flags;
+    j += ",\"tcp\":{\"tcp_flags\":\"" + hex_flags(all) + "\",\"tcp_flags_ts\":\"" + hex_flags(c.flags) +
+         "\",\"tcp_flags_tc\":\"" + hex_flags(s.flags) + "\"";
+    static const char* names[8] = {"fin", "syn", "rst", "psh", "ack", "urg", "ecn", "cwr"};
+    for (int b = 0; b < 8; ++b)
+      if (all & (1u << b)) j += ",\"" + std::string(names[b]) + "\":true";
+    if (r.misc & kFlowNoSession) j += ",\"state\":\"none\"";
+    else j += ",\"state\":\"" + std::string(tcp_session_name(r)) + "\"";
+    if (r.misc & kFlowMidstream) j += ",\"midstream\":true";
+    j += "}";
+  }
+  j += "}";
+  return j;
+}
+
+EveWriter::EveWriter(const std::string& dir) : path_(dir + "/eve.json") {
+  f_ = std::fopen(path_.c_str(), "w");
+  if (!f_) throw std::runtime_error(path_ + ": cannot open for writing: " + std::strerror(errno));
+}
+
+EveWriter::~EveWriter() {
+  if (f_) std::fclose(f_);
+}
+
+void EveWriter::write_line(const std::string& json) {
+  std::fputs(json.c_str(), f_);
+  std::fputc('\n', f_);
+  ++events_;
+}
+
+void EveWriter::write_flows(const std::vector<FlowRecordOut>& v) {
+  for (const auto& r : v) write_line(eve_flow_json(r));
+}
+
+}  // namespace gaspp

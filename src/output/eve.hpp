@@ -1,0 +1,41 @@
+// output/eve.hpp — Suricata-compatible EVE JSON (`-l DIR` writes DIR/eve.json, one event a line).
+//
+// Flow events carry Suricata's field names: timestamp (the flow's last packet), flow_id,
+// event_type "flow", src_ip/src_port (the client), dest_ip/dest_port, proto, vlan (when tagged),
+// icmp_type/icmp_code for ICMP, and
+//   flow: pkts_toserver, pkts_toclient, bytes_toserver, bytes_toclient, start, end, age, state
+//         (new/established/closed), reason (timeout/forced/shutdown), alerted
+//   tcp:  tcp_flags, tcp_flags_ts, tcp_flags_tc (hex, as Suricata), syn/fin/rst/psh/ack/urg/ecn/cwr
+//         when seen, state (the session state in Suricata's words)
+// Times are UTC, printed as Suricata does: 2024-04-01T12:00:00.123456+0000.
+#pragma once
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "flow/flow_record.hpp"
+
+namespace gaspp {
+
+std::string eve_timestamp(uint64_t ts_ns);
+std::string eve_flow_json(const FlowRecordOut& r);
+
+class EveWriter {
+ public:
+  // Opens DIR/eve.json for writing (truncates); throws std::runtime_error naming the path on failure.
+  explicit EveWriter(const std::string& dir);
+  ~EveWriter();
+  EveWriter(const EveWriter&) = delete;
+  EveWriter& operator=(const EveWriter&) = delete;
+  void write_flows(const std::vector<FlowRecordOut>& v);
+  void write_line(const std::string& json);
+  uint64_t events() const { return events_; }
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+  std::FILE* f_ = nullptr;
+  uint64_t events_ = 0;
+};
+
+}  // namespace gaspp
