@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """CPU and CUDA backends agree: for every capture given (and generated workloads), the per-packet
-decode rows are identical and the summaries are identical (except the fields that describe the
-backend itself, timing and transfers).
+decode rows are identical, the EVE flow records are identical, and the summaries are identical
+(except the fields that describe the backend itself, timing and transfers).
 
 usage: backend_equivalence.py GASPP [--generate] CAPTURE_OR_DIR...
 """
@@ -27,12 +27,16 @@ VOLATILE = {"backend", "elapsed_s", "pps", "gbps", "batches"}
 def run(gaspp, backend, path, d, extra):
     rows = os.path.join(d, f"{backend}.tsv")
     js = os.path.join(d, f"{backend}.json")
-    p = subprocess.run([gaspp, "-r", path, "--backend", backend, "--decode-out", rows, "--stats-json", js, "-q"] + extra,
-                       capture_output=True, text=True)
+    eve = os.path.join(d, f"eve-{backend}")
+    os.makedirs(eve, exist_ok=True)
+    p = subprocess.run([gaspp, "-r", path, "--backend", backend, "--decode-out", rows, "--stats-json", js, "-q",
+                        "-l", eve] + extra, capture_output=True, text=True)
     if p.returncode not in (0, 2):
         raise SystemExit(f"gaspp --backend {backend} failed on {path}: {p.stderr}")
     summary = {k: v for k, v in json.load(open(js)).items() if k not in VOLATILE}
-    return hashlib.sha256(open(rows, "rb").read()).hexdigest(), summary, p.returncode
+    h = hashlib.sha256(open(rows, "rb").read())
+    h.update(open(os.path.join(eve, "eve.json"), "rb").read())
+    return h.hexdigest(), summary, p.returncode
 
 
 def main():
