@@ -21,6 +21,9 @@ if [ ${#missing[@]} -gt 0 ]; then
   $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
 fi
 
+# scapy builds the flow-tracking test cases; the python3 on PATH may not be the system one.
+python3 -c "import scapy" 2>/dev/null || python3 -m pip install --quiet scapy
+
 [ "${1:-}" = "--no-build" ] && exit 0
 if ! command -v nvcc >/dev/null && [ -x /usr/local/cuda/bin/nvcc ]; then export PATH=/usr/local/cuda/bin:$PATH; fi
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DGASPP_CUDA="${GASPP_CUDA:-AUTO}" >/dev/null

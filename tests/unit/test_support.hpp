@@ -20,6 +20,9 @@ inline std::string backend_under_test() {
 
 inline std::unique_ptr<Backend> make_backend(BackendConfig cfg = {}) {
   if (cfg.threads == 0) cfg.threads = 3;  // more workers than the CI machine's cores: ranges really split
+  // Unit tests use a small flow table (fast to allocate, and to sweep under compute-sanitizer);
+  // tests about the table set their own capacity.
+  if (cfg.flow.capacity == FlowConfig{}.capacity) cfg.flow.capacity = 1u << 16;
   return backend_under_test() == "cuda" ? make_cuda_backend(cfg) : make_cpu_backend(cfg);
 }
 

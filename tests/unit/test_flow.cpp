@@ -1,0 +1,416 @@
+// Flow tracking: the table's per-item functions, and whole runs through the backend under test
+// checked against a reference written here (per-flow packet and byte counts each way).
+#include <gtest/gtest.h>
+
+#include <map>
+#include <random>
+#include <set>
+#include <thread>
+
+#include "capture/generator.hpp"
+#include "core/pipeline.hpp"
+#include "flow/flow_track.hpp"
+#include "output/eve.hpp"
+#include "test_support.hpp"
+
+using namespace gaspp;
+
+namespace {
+
+// Ethernet/IPv4/TCP or UDP frame between two hosts (checksums not needed by the tracker).
+std::vector<uint8_t> ip4_frame(uint32_t src, uint32_t dst, uint16_t sport, uint16_t dport, uint8_t proto,
+                               uint8_t flags = 0, uint32_t seq = 0, uint32_t ack = 0, uint16_t payload = 0) {
+  const uint32_t l4 = proto == 6 ? 20 : 8;
+  std::vector<uint8_t> f(14 + 20 + l4 + payload, 0);
+  f[0] = 0x02; f[6] = 0x02; f[12] = 0x08;
+  uint8_t* ip = f.data() + 14;
+  ip[0] = 0x45;
+  const uint16_t tot = uint16_t(20 + l4 + payload);
+  ip[2] = uint8_t(tot >> 8); ip[3] = uint8_t(tot);
+  ip[8] = 64; ip[9] = proto;
+  for (int k = 0; k < 4; ++k) { ip[12 + k] = uint8_t(src >> (24 - 8 * k)); ip[16 + k] = uint8_t(dst >> (24 - 8 * k)); }
+  uint8_t* t = ip + 20;
+  t[0] = uint8_t(sport >> 8); t[1] = uint8_t(sport); t[2] = uint8_t(dport >> 8); t[3] = uint8_t(dport);
+  if (proto == 6) {
+    for (int k = 0; k < 4; ++k) { t[4 + k] = uint8_t(seq >> (24 - 8 * k)); t[8 + k] = uint8_t(ack >> (24 - 8 * k)); }
+    t[12] = 0x50; t[13] = flags; t[14] = 0xff; t[15] = 0xff;
+  } else {
+    t[4] = uint8_t((8 + payload) >> 8); t[5] = uint8_t(8 + payload);
+  }
+  return f;
+}
+
+struct FlowRun {
+  RunReport rep;
+  std::vector<FlowRecordOut> recs;
+  std::vector<std::pair<uint64_t, std::vector<FlowRecordOut>>> per_batch;  // (batch max ts, records)
+};
+
+FlowRun run_flows(const CaptureFile& cap, BackendConfig bc, uint32_t batch) {
+  bc.batch_packets = batch;
+  RunOptions ro;
+  ro.policy.max_packets = batch;
+  ro.policy.timeout_ns = 0;
+  auto be = test::make_backend(bc);
+  FlowRun r;
+  uint64_t last_max_ts = 0;
+  r.rep = run_capture(cap, *be, ro, [&](const PacketBatch& b) { last_max_ts = b.max_ts_ns; },
+                      [&](const std::vector<FlowRecordOut>& v) {
+                        r.recs.insert(r.recs.end(), v.begin(), v.end());
+                        r.per_batch.emplace_back(last_max_ts, v);
+                      });
+  return r;
+}
+
+// Batch callback runs after the flow callback for the same batch; record the ts via batch order.
+FlowRun run_flows_timed(const CaptureFile& cap, BackendConfig bc, uint32_t batch) {
+  bc.batch_packets = batch;
+  RunOptions ro;
+  ro.policy.max_packets = batch;
+  ro.policy.timeout_ns = 0;
+  auto be = test::make_backend(bc);
+  FlowRun r;
+  std::vector<FlowRecordOut> pending;
+  r.rep = run_capture(cap, *be, ro, [&](const PacketBatch& b) {
+    r.per_batch.emplace_back(b.max_ts_ns, b.flow_records);
+  }, [&](const std::vector<FlowRecordOut>& v) { r.recs.insert(r.recs.end(), v.begin(), v.end()); });
+  return r;
+}
+
+CaptureFile from_builder(const test::PcapBuilder& b, const char* name) {
+  return CaptureFile::from_memory(b.bytes(), name);
+}
+
+// The reference: group packets by an independently built canonical key; count per sender.
+struct RefCounts {
+  uint64_t pkts = 0, bytes = 0;
+};
+using RefKey = std::tuple<std::string, std::string, uint8_t, std::string>;  // lo endpoint, hi endpoint, proto, vlans
+using Ref = std::map<RefKey, std::map<std::string, RefCounts>>;             // sender endpoint → counts
+
+std::string endpoint(const DecodedPacket& p, bool src) {
+  const uint32_t* a = src ? p.src_ip : p.dst_ip;
+  char b[96];
+  uint16_t port = src ? p.sport[0] : p.dport[0];
+  if (p.l4[0] == uint8_t(L4::icmp) || p.l4[0] == uint8_t(L4::icmpv6)) port = p.icmp_id[0];
+  std::snprintf(b, sizeof b, "%08x%08x%08x%08x:%05u", __builtin_bswap32(a[0]), __builtin_bswap32(a[1]),
+                __builtin_bswap32(a[2]), __builtin_bswap32(a[3]), port);
+  return b;
+}
+
+Ref reference(const CaptureFile& cap) {
+  Ref ref;
+  RecordWalker w(cap);
+  RecordInfo r;
+  DecodedPacket p;
+  while (w.next(r)) {
+    decode_record(cap.data() + r.offset, cap.size() - r.offset, cap.format(), cap.link(), p);
+    if ((p.l3[0] != uint8_t(L3::ipv4) && p.l3[0] != uint8_t(L3::ipv6)) || p.malformed[0]) continue;
+    if ((p.ip_frag[0] & kFragIsFragment) && !(p.ip_frag[0] & kFragFirst)) continue;
+    const std::string s = endpoint(p, true), d = endpoint(p, false);
+    std::string vl;
+    for (int k = 0; k < p.vlan_count[0]; ++k) vl += std::to_string(p.vlan_id[k]) + ",";
+    RefKey key{std::min(s, d), std::max(s, d), p.ip_proto[0], vl};
+    auto& c = ref[key][s];
+    ++c.pkts;
+    c.bytes += p.cap_len[0];
+  }
+  return ref;
+}
+
+std::string rec_endpoint(const FlowRecord& r, int e) {
+  char b[96];
+  const uint32_t* a = r.key.addr[e];
+  std::snprintf(b, sizeof b, "%08x%08x%08x%08x:%05u", __builtin_bswap32(a[0]), __builtin_bswap32(a[1]),
+                __builtin_bswap32(a[2]), __builtin_bswap32(a[3]), r.key.port[e]);
+  return b;
+}
+
+Ref from_records(const std::vector<FlowRecordOut>& recs) {
+  Ref got;
+  for (const auto& o : recs) {
+    const FlowRecord& r = o.rec;
+    std::string vl;
+    for (int k = 0; k < r.key.vlan_n; ++k) vl += std::to_string(r.key.vlan[k]) + ",";
+    const std::string lo = rec_endpoint(r, 0), hi = rec_endpoint(r, 1);
+    RefKey key{std::min(lo, hi), std::max(lo, hi), r.key.proto, vl};
+    const std::string client = r.client_lo ? lo : hi, server = r.client_lo ? hi : lo;
+    for (int s = 0; s < 2; ++s) {
+      if (!r.side[s].pkts) continue;
+      auto& c = got[key][s == 0 ? client : server];
+      c.pkts += r.side[s].pkts;
+      c.bytes += r.side[s].bytes;
+    }
+  }
+  return got;
+}
+
+void expect_same(const Ref& got, const Ref& want) {
+  EXPECT_EQ(got.size(), want.size());
+  size_t bad = 0;
+  for (const auto& [k, sides] : want) {
+    auto it = got.find(k);
+    if (it == got.end()) { if (++bad < 5) ADD_FAILURE() << "flow missing: " << std::get<0>(k) << " " << std::get<1>(k); continue; }
+    for (const auto& [e, c] : sides) {
+      auto jt = it->second.find(e);
+      if (jt == it->second.end() || jt->second.pkts != c.pkts || jt->second.bytes != c.bytes)
+        if (++bad < 5) ADD_FAILURE() << "counts differ for sender " << e;
+    }
+  }
+  EXPECT_EQ(bad, 0u);
+}
+
+std::multiset<std::string> as_json_set(const std::vector<FlowRecordOut>& v) {
+  std::multiset<std::string> s;
+  for (const auto& r : v) s.insert(eve_flow_json(r));
+  return s;
+}
+
+CaptureFile generated(GenMode mode, uint64_t packets, uint32_t flows, uint64_t seed) {
+  GenConfig g;
+  g.mode = mode;
+  g.packets = packets;
+  g.flows = flows;
+  g.seed = seed;
+  g.ipv6_share = 0.3;
+  g.vlan_share = 0.2;
+  g.reorder = 0.02;
+  g.duplicate = 0.02;
+  g.loss = 0.01;
+  test::PcapBuilder b(1, false, true, 262144);
+  std::vector<uint8_t> frame;
+  generate(g, [&](uint64_t ts, const uint8_t* f, uint32_t len) {
+    frame.assign(f, f + len);
+    b.record(frame, uint32_t(ts / 1000000000ull), uint32_t(ts % 1000000000ull));
+  });
+  return from_builder(b, "generated.pcap");
+}
+
+}  // namespace
+
+TEST(FlowTable, ConcurrentClaimsOfOneKeyMeetAtOneSlot) {
+  FlowConfig cfg;
+  cfg.capacity = 4096;
+  cfg.module_state_bytes = 24;
+  HostFlowTable table(cfg);
+  FlowTableRef t = table.ref();
+  EXPECT_EQ(t.module_state_bytes, 32u);  // slices are 16-byte aligned
+  std::vector<FlowKey> keys(500);
+  for (uint32_t k = 0; k < keys.size(); ++k) {
+    keys[k] = FlowKey{};
+    keys[k].addr[0][0] = 0x0a000001;
+    keys[k].addr[1][0] = 0x0a000002 + k;
+    keys[k].proto = 17;
+    keys[k].family = 4;
+  }
+  std::vector<std::vector<uint32_t>> slot(8, std::vector<uint32_t>(keys.size()));
+  std::vector<uint32_t> created(8, 0);
+  std::vector<std::thread> th;
+  for (int w = 0; w < 8; ++w)
+    th.emplace_back([&, w] {
+      for (uint32_t k = 0; k < keys.size(); ++k) {
+        const uint32_t j = (k * 7 + uint32_t(w) * 131) % uint32_t(keys.size());  // different orders per thread
+        bool c;
+        slot[size_t(w)][j] = flow_find_or_claim(t, keys[j], flow_key_hash(keys[j]), 1, c);
+        created[size_t(w)] += c;
+      }
+    });
+  for (auto& x : th) x.join();
+  uint32_t total_created = 0;
+  for (uint32_t c : created) total_created += c;
+  EXPECT_EQ(total_created, keys.size());
+  EXPECT_EQ(table.state().live, keys.size());
+  std::set<uint32_t> distinct;
+  for (uint32_t k = 0; k < keys.size(); ++k) {
+    for (int w = 1; w < 8; ++w) ASSERT_EQ(slot[size_t(w)][k], slot[0][k]) << "key " << k;
+    ASSERT_NE(slot[0][k], kNoFlow);
+    EXPECT_TRUE(flow_key_eq(t.recs[slot[0][k]].key, keys[k]));
+    distinct.insert(slot[0][k]);
+    for (uint32_t b = 0; b < t.module_state_bytes; ++b) EXPECT_EQ(t.module_slice(slot[0][k], 0)[b], 0);
+  }
+  EXPECT_EQ(distinct.size(), keys.size());
+}
+
+TEST(FlowTable, FullBucketEvictsClosedThenNewThenEstablishedOldestFirst) {
+  FlowConfig cfg;
+  cfg.capacity = 8;  // one bucket of 32 slots, at most 8 flows
+  HostFlowTable table(cfg);
+  FlowTableRef t = table.ref();
+  ASSERT_EQ(t.buckets, 1u);
+  auto key = [](uint32_t k) {
+    FlowKey x{};
+    x.addr[0][0] = 1;
+    x.addr[1][0] = 100 + k;
+    x.proto = 17;
+    x.family = 4;
+    return x;
+  };
+  for (uint32_t k = 0; k < 8; ++k) {
+    bool c;
+    const uint32_t s = flow_find_or_claim(t, key(k), flow_key_hash(key(k)), 1, c);
+    ASSERT_NE(s, kNoFlow);
+    t.recs[s].state = uint8_t(k < 2 ? FlowState::established : k < 6 ? FlowState::new_ : FlowState::established);
+    t.recs[s].last_ts = 1000 - k;  // higher k: idler
+  }
+  bool c;
+  EXPECT_EQ(flow_find_or_claim(t, key(8), flow_key_hash(key(8)), 2, c), kNoFlow);  // at capacity
+  std::vector<uint32_t> evicted;
+  for (uint32_t k = 8; k < 13; ++k) {
+    bool cr, ev;
+    const uint32_t s = flow_claim_or_evict(t, key(k), flow_key_hash(key(k)), 2, cr, ev, [&](const FlowRecord& v, FlowReason why) {
+      EXPECT_EQ(why, FlowReason::forced);
+      evicted.push_back(v.key.addr[1][0] - 100);
+    });
+    ASSERT_NE(s, kNoFlow);
+    EXPECT_TRUE(cr && ev);
+  }
+  // `new` flows first (2..5), the idlest first: 5, 4, 3, 2; then established, idlest first: 7.
+  EXPECT_EQ(evicted, (std::vector<uint32_t>{5, 4, 3, 2, 7}));
+  EXPECT_EQ(table.state().live, 8u);
+  // Everything left was touched by batch 2: nothing more can be evicted in that batch.
+  for (uint32_t s = 0; s < t.slots(); ++s) if (t.tags[s] >= 2) t.recs[s].epoch = 2;
+  bool cr, ev;
+  EXPECT_EQ(flow_claim_or_evict(t, key(20), flow_key_hash(key(20)), 2, cr, ev, [](const FlowRecord&, FlowReason) {}), kNoFlow);
+}
+
+TEST(Flow, CountsMatchTheReferenceAtEveryBatchSize) {
+  const CaptureFile http = generated(GenMode::http, 6000, 40, 7);
+  const CaptureFile mix = generated(GenMode::mix, 6000, 300, 8);
+  for (const CaptureFile* cap : {&http, &mix}) {
+    const Ref want = reference(*cap);
+    ASSERT_GT(want.size(), 10u);
+    std::multiset<std::string> first;
+    for (uint32_t n : {1u, 2u, 3u, 7u, 64u, 65536u}) {
+      SCOPED_TRACE("batch " + std::to_string(n));
+      FlowRun r = run_flows(*cap, BackendConfig{}, n);
+      expect_same(from_records(r.recs), want);
+      EXPECT_EQ(r.rep.totals.v[c_flow_created], r.recs.size());
+      EXPECT_EQ(r.rep.totals.v[c_flow_untracked], 0u);
+      EXPECT_EQ(r.rep.totals.v[c_flow_packets] + r.rep.totals.v[c_flow_skip_not_ip] +
+                    r.rep.totals.v[c_flow_skip_malformed] + r.rep.totals.v[c_flow_skip_fragment],
+                r.rep.totals.v[c_packets]);
+      const auto set = as_json_set(r.recs);
+      if (n == 1) first = set;
+      else EXPECT_TRUE(set == first) << "records differ from batch size 1";
+    }
+  }
+}
+
+TEST(Flow, ManyPacketsOfNewFlowsInOneBatchCreateOneRecordEach) {
+  test::PcapBuilder b(1, false, true);
+  // 1000 flows × 8 packets, interleaved, all in one batch; plus 4000 packets of one flow.
+  for (int round = 0; round < 8; ++round)
+    for (uint32_t f = 0; f < 1000; ++f) {
+      b.record(ip4_frame(0x0a000001, 0x0b000000 + f, 1000, 53, 17, 0, 0, 0, 10), 10, round * 1000 + f);
+      if (f % 2 == 0) b.record(ip4_frame(0x0c000001, 0x0c000002, 7, 7, 17, 0, 0, 0, 1), 10, round * 1000 + f);
+    }
+  const CaptureFile cap = from_builder(b, "many.pcap");
+  FlowRun r = run_flows(cap, BackendConfig{}, 65536);
+  ASSERT_EQ(r.recs.size(), 1001u);
+  for (const auto& o : r.recs) {
+    if (o.rec.key.addr[0][0] == load_bytes32(reinterpret_cast<const uint8_t*>("\x0c\x00\x00\x01")))
+      EXPECT_EQ(o.rec.side[0].pkts, 4000u);
+    else
+      EXPECT_EQ(o.rec.side[0].pkts, 8u);
+    EXPECT_EQ(o.reason, uint8_t(FlowReason::shutdown));
+  }
+}
+
+TEST(Flow, FloodLargerThanCapacityKeepsMemoryFixedAndEstablishedFlowsWhole) {
+  // 30 established TCP connections exchanging data every 10 ms for 2 s, under a flood of 40000
+  // SYNs from random sources (20 per ms); the table holds 1024 flows.
+  test::PcapBuilder b(1, false, true);
+  std::mt19937 rng(5);
+  std::map<uint32_t, uint64_t> est_pkts;
+  uint64_t t_ns = 0, total = 0;
+  auto rec = [&](const std::vector<uint8_t>& f) {
+    b.record(f, uint32_t(100 + t_ns / 1000000000ull), uint32_t(t_ns % 1000000000ull));
+    ++total;
+  };
+  const uint32_t srv = 0xc0a80001;
+  for (uint32_t c = 0; c < 30; ++c) {
+    const uint32_t cli = 0x0a000100 + c;
+    rec(ip4_frame(cli, srv, uint16_t(20000 + c), 80, 6, 0x02, 1000, 0));
+    rec(ip4_frame(srv, cli, 80, uint16_t(20000 + c), 6, 0x12, 5000, 1001));
+    rec(ip4_frame(cli, srv, uint16_t(20000 + c), 80, 6, 0x10, 1001, 5001));
+    est_pkts[c] = 3;
+  }
+  std::vector<uint32_t> seq(30, 1001);
+  for (uint32_t ms = 0; ms < 2000; ++ms) {
+    t_ns = uint64_t(ms) * 1000000ull;
+    for (int k = 0; k < 20; ++k)
+      rec(ip4_frame(rng(), srv, uint16_t(rng()), 80, 6, 0x02, rng(), 0));
+    if (ms % 10 == 0)
+      for (uint32_t c = 0; c < 30; ++c) {
+        rec(ip4_frame(0x0a000100 + c, srv, uint16_t(20000 + c), 80, 6, 0x18, seq[c], 5001, 100));
+        seq[c] += 100;
+        ++est_pkts[c];
+      }
+  }
+  const CaptureFile cap = from_builder(b, "flood.pcap");
+  BackendConfig bc;
+  bc.flow.capacity = 1024;
+  // Batches smaller than the table (as in practice: 64k packets, 1M flows), and larger: then a
+  // batch's own new flows fill the table and cannot be evicted by the same batch (their packets
+  // point at them), so the excess is untracked instead, and counted.
+  for (uint32_t n : {256u, 4096u}) {
+    SCOPED_TRACE("batch " + std::to_string(n));
+    FlowRun r = run_flows(cap, bc, n);
+    const auto& g = r.rep.flows;
+    EXPECT_EQ(g.capacity, 1024u);
+    EXPECT_EQ(g.bytes, flow_table_shape(bc.flow).bytes());
+    EXPECT_LE(g.peak, 1024u);
+    if (n < 1024) EXPECT_GT(r.rep.totals.v[c_flow_evicted], 38000u);
+    EXPECT_GT(r.rep.totals.v[c_flow_evicted] + r.rep.totals.v[c_flow_untracked], 38000u);
+    EXPECT_GE(r.rep.totals.v[c_flow_emergency], 1u);
+    // Every packet ends in a flow or in a counter.
+    uint64_t in_records = 0;
+    for (const auto& o : r.recs) in_records += o.rec.side[0].pkts + o.rec.side[1].pkts;
+    EXPECT_EQ(in_records, r.rep.totals.v[c_flow_packets]);
+    EXPECT_EQ(r.rep.totals.v[c_flow_packets] + r.rep.totals.v[c_flow_untracked], total);
+    // Established connections survive whole: one record each, never forced out.
+    std::map<uint32_t, int> seen;
+    for (const auto& o : r.recs) {
+      const FlowRecord& fr = o.rec;
+      const uint32_t port = fr.key.port[0] == 80 ? fr.key.port[1] : fr.key.port[0];
+      if (port < 20000 || port >= 20030 || fr.key.proto != 6) continue;
+      const uint32_t c = port - 20000;
+      if (fr.key.addr[0][0] != load_bytes32(reinterpret_cast<const uint8_t*>("\x0a\x00\x01\x00")) + (c << 24) &&
+          fr.key.addr[1][0] != load_bytes32(reinterpret_cast<const uint8_t*>("\x0a\x00\x01\x00")) + (c << 24))
+        continue;
+      ++seen[c];
+      EXPECT_NE(o.reason, uint8_t(FlowReason::forced)) << "connection " << c;
+      EXPECT_EQ(fr.side[0].pkts + fr.side[1].pkts, est_pkts[c]) << "connection " << c;
+      EXPECT_EQ(fr.state, uint8_t(FlowState::established));
+    }
+    EXPECT_EQ(seen.size(), 30u);
+    for (auto& [c, k] : seen) EXPECT_EQ(k, 1) << "connection " << c;
+  }
+}
+
+TEST(Flow, ExpiredFlowsLeaveAtTheRightPacketTime) {
+  // UDP flow A: packets at 0 s and 1 s. Filler UDP flow every second until 100 s.
+  // With a 1 s sweep, A (new, 30 s timeout) leaves in the batch whose time first exceeds 31 s.
+  test::PcapBuilder b(1, false, true);
+  b.record(ip4_frame(0x0a000001, 0x0a000002, 5000, 53, 17, 0, 0, 0, 4), 1000, 0);
+  b.record(ip4_frame(0x0a000001, 0x0a000002, 5000, 53, 17, 0, 0, 0, 4), 1001, 0);
+  for (uint32_t s = 2; s <= 100; ++s) b.record(ip4_frame(0x0a000009, 0x0a00000a, 7, 7, 17, 0, 0, 0, 4), 1000 + s, 0);
+  const CaptureFile cap = from_builder(b, "expiry.pcap");
+  for (uint32_t n : {1u, 3u}) {
+    SCOPED_TRACE("batch " + std::to_string(n));
+    FlowRun r = run_flows_timed(cap, BackendConfig{}, n);
+    int found = 0;
+    for (const auto& [max_ts, v] : r.per_batch)
+      for (const auto& o : v) {
+        if (o.rec.key.port[0] != 53 && o.rec.key.port[1] != 53) continue;
+        ++found;
+        EXPECT_EQ(o.reason, uint8_t(FlowReason::timeout));
+        EXPECT_EQ(o.rec.first_ts, 1000ull * 1000000000ull);
+        EXPECT_EQ(o.rec.last_ts, 1001ull * 1000000000ull);
+        EXPECT_GT(max_ts - o.rec.last_ts, 30ull * 1000000000ull);
+        EXPECT_LE(max_ts - o.rec.last_ts, (30ull + n + 1) * 1000000000ull) << "left too late";
+      }
+    EXPECT_EQ(found, 1);
+    EXPECT_EQ(r.rep.totals.v[c_flow_timed_out], 1u);
+  }
+}
