@@ -9,7 +9,7 @@ cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DGASPP_CUDA=ON >
 cmake --build build
 rm -rf bundle
 mkdir -p bundle/bin bundle/lib bundle/data
-cp build/gaspp build/tests/gaspp_unit_tests build/bench/bench_decode bundle/bin/
+cp build/gaspp build/tests/gaspp_unit_tests build/bench/bench_decode build/bench/bench_flow bundle/bin/
 # libpcap and what it pulls in beyond glibc and the C++ runtime (the device's own are newer).
 for lib in $(ldd build/gaspp | awk '/=>/ {print $3}'); do
   case "$(basename "$lib")" in
@@ -18,6 +18,10 @@ for lib in $(ldd build/gaspp | awk '/=>/ {print $3}'); do
   esac
 done
 cp -r ../shared/data/pcaps bundle/data/pcaps
+# scapy (pure Python) for the flow-tracking cases.
+mkdir -p bundle/py
+cp -r "$(python3 -c 'import os, scapy; print(os.path.dirname(scapy.__file__))')" bundle/py/
+find bundle/py -name __pycache__ -prune -exec rm -rf {} +
 git rev-parse HEAD > bundle/COMMIT
 git diff --quiet HEAD || echo "dirty" >> bundle/COMMIT
 du -sh bundle

@@ -1,14 +1,17 @@
 #!/usr/bin/env bash
 # Runs on the GPU machine, from the repository root, with bundle/ (scripts/device/bundle.sh) there.
-#   run.sh tests   unit tests on the CUDA backend, the CLI damage cases on CUDA, CPU/CUDA
-#                  equivalence on every capture and the generator's workloads, compute-sanitizer
-#                  memcheck and racecheck
-#   run.sh bench   bench_decode (limits and decode throughput) and the capture reader end to end
+#   run.sh tests     unit tests on the CUDA backend, the CLI damage cases and the flow-tracking
+#                    cases and oracles on CUDA, CPU/CUDA equivalence (decode rows, EVE flow
+#                    records, summaries) on every capture and the generator's workloads
+#   run.sh sanitize  compute-sanitizer memcheck and racecheck
+#   run.sh bench   bench_flow (flow table and sweep), bench_decode (limits, decode and decode+flow
+#                  throughput) and the capture reader end to end
 # Output goes to stdout and, when OUT is set, JSON/logs under $OUT.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 export LD_LIBRARY_PATH="$PWD/bundle/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 export GASPP_DATA="$PWD/bundle/data"
+export PYTHONPATH="$PWD/bundle/py${PYTHONPATH:+:$PYTHONPATH}"  # scapy, carried (the device has no network)
 OUT=${OUT:-/tmp/gaspp-device-out}
 mkdir -p "$OUT"
 B=bundle/bin
@@ -27,16 +30,21 @@ tests)
   GASPP_TEST_BACKEND=cpu $B/gaspp_unit_tests --gtest_brief=1 2>&1 | tail -5; check "unit tests (cpu)"
   step "damaged captures through the CLI, CUDA backend"
   python3 tests/e2e/cli_bad_captures.py $B/gaspp --backend cuda | tail -3; check "cli bad captures"
+  step "flow tracking edge cases and oracles, CUDA backend"
+  python3 tests/e2e/flow_cases.py $B/gaspp --backend cuda | tail -3; check "flow cases (cuda)"
+  python3 tests/e2e/flow_vs_oracles.py $B/gaspp bundle/data --backend cuda | tail -8; check "flow oracles (cuda)"
   step "CPU/CUDA equivalence"
   python3 tests/e2e/backend_equivalence.py $B/gaspp --generate bundle/data/pcaps > "$OUT/equivalence.log" 2>&1
   check "equivalence"; grep -v "^ok " "$OUT/equivalence.log" | tail -20; grep -c "^ok " "$OUT/equivalence.log"
+  ;;
+sanitize)
   step "compute-sanitizer memcheck"
   GASPP_TEST_BACKEND=cuda compute-sanitizer --tool memcheck --leak-check full --error-exitcode 9 \
     $B/gaspp_unit_tests --gtest_brief=1 > "$OUT/memcheck.log" 2>&1; check "memcheck"
   tail -4 "$OUT/memcheck.log"
   step "compute-sanitizer racecheck"
   GASPP_TEST_BACKEND=cuda compute-sanitizer --tool racecheck --error-exitcode 9 \
-    $B/gaspp_unit_tests --gtest_brief=1 --gtest_filter='Pipeline.*:Capture.*' > "$OUT/racecheck.log" 2>&1; check "racecheck"
+    $B/gaspp_unit_tests --gtest_brief=1 --gtest_filter='Pipeline.*:Capture.*:Flow.Many*:Flow.Expired*' > "$OUT/racecheck.log" 2>&1; check "racecheck"
   tail -4 "$OUT/racecheck.log"
   step "compute-sanitizer memcheck on the CLI (direct and compacted transfers)"
   for f in bundle/data/pcaps/zeek/http-bro.org.pcap bundle/data/pcaps/tcpdump/802.1ad_QinQ.pcap; do
@@ -47,6 +55,8 @@ tests)
   done
   ;;
 bench)
+  step "bench_flow"
+  $B/bench_flow --json "$OUT/bench_flow.json" --reps 5; check "bench_flow"
   step "bench_decode"
   $B/bench_decode --json "$OUT/bench_decode.json" --reps 5 --tmp /dev/shm; check "bench_decode"
   step "capture reader end to end (gaspp -r, file in the page cache)"

@@ -236,7 +236,9 @@ TEST(Capture, ParallelIndexingReturnsTheSerialChain) {
     const Walk par = walk(cap, &pool, chunk);
     EXPECT_EQ(par.offsets, serial.offsets) << "chunk " << chunk;
     EXPECT_TRUE(par.messages.empty());
-    if (chunk < 300000) EXPECT_GT(par.parallel_windows, 0u) << "chunk " << chunk;
+    if (chunk < 300000) {
+      EXPECT_GT(par.parallel_windows, 0u) << "chunk " << chunk;
+    }
   }
 }
 
