@@ -173,7 +173,9 @@ GASPP_HD inline uint32_t flow_find_or_claim(const FlowTableRef& t, const FlowKey
       if (v == kTagEmpty) {
         if (first_free == kNoFlow) first_free = base + j;
       } else if (v == tag && flow_key_eq(t.recs[base + j].key, k)) {
-        atomic_store_release(&t.recs[base + j].epoch, epoch);
+        // Written once per flow and batch: unconditional stores from every packet of a busy flow
+        // would bounce its cache line between CPU cores.
+        if (atomic_load_acquire(&t.recs[base + j].epoch) != epoch) atomic_store_release(&t.recs[base + j].epoch, epoch);
         return base + j;
       }
     }
