@@ -198,6 +198,8 @@ int main(int argc, char** argv) {
     return 1;
   }
 
+  // The memory reserved (batch buffers, flow table) is fixed from here on; say how much up front.
+  if (!quiet) std::fprintf(stderr, "gaspp: %s\n", backend->describe().c_str());
   std::FILE* rows = nullptr;
   if (!decode_out.empty()) {
     rows = std::fopen(decode_out.c_str(), "w");

@@ -178,7 +178,7 @@ def fin_close(first):
     return timed(pkts)
 
 
-def case_fin_close_client_first():
+def fin_close_case(first):
     def check(recs, st):
         f = flow_of(recs, C, S)
         if len(f) != 1: return [f"expected 1 flow, got {len(f)}"]
@@ -188,20 +188,15 @@ def case_fin_close_client_first():
         if f["flow"]["state"] != "closed" or f["tcp"]["state"] != "closed": e.append(f"state {f['flow']['state']} {f['tcp']['state']}")
         if (f["flow"]["pkts_toserver"], f["flow"]["pkts_toclient"]) != (5, 4): e.append(f"counts {f['flow']}")
         return e
-    return fin_close("c"), check
+    return fin_close(first), check
+
+
+def case_fin_close_client_first():
+    return fin_close_case("c")
 
 
 def case_fin_close_server_first():
-    def check(recs, st):
-        f = flow_of(recs, C, S)
-        if len(f) != 1: return [f"expected 1 flow, got {len(f)}"]
-        f = f[0]
-        e = []
-        if f["src_ip"] != C: e.append("client")
-        if f["flow"]["state"] != "closed" or f["tcp"]["state"] != "closed": e.append(f"state {f['flow']['state']} {f['tcp']['state']}")
-        if (f["flow"]["pkts_toserver"], f["flow"]["pkts_toclient"]) != (5, 4): e.append(f"counts {f['flow']}")
-        return e
-    return fin_close("s"), check
+    return fin_close_case("s")
 
 
 def case_half_close_only():

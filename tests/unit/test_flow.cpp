@@ -46,6 +46,8 @@ struct FlowRun {
   std::vector<std::pair<uint64_t, std::vector<FlowRecordOut>>> per_batch;  // (batch max ts, records)
 };
 
+// Runs the capture in batches of `batch` packets; keeps every record, and per batch the records
+// that left the table with the batch's newest packet time.
 FlowRun run_flows(const CaptureFile& cap, BackendConfig bc, uint32_t batch) {
   bc.batch_packets = batch;
   RunOptions ro;
@@ -53,27 +55,8 @@ FlowRun run_flows(const CaptureFile& cap, BackendConfig bc, uint32_t batch) {
   ro.policy.timeout_ns = 0;
   auto be = test::make_backend(bc);
   FlowRun r;
-  uint64_t last_max_ts = 0;
-  r.rep = run_capture(cap, *be, ro, [&](const PacketBatch& b) { last_max_ts = b.max_ts_ns; },
-                      [&](const std::vector<FlowRecordOut>& v) {
-                        r.recs.insert(r.recs.end(), v.begin(), v.end());
-                        r.per_batch.emplace_back(last_max_ts, v);
-                      });
-  return r;
-}
-
-// Batch callback runs after the flow callback for the same batch; record the ts via batch order.
-FlowRun run_flows_timed(const CaptureFile& cap, BackendConfig bc, uint32_t batch) {
-  bc.batch_packets = batch;
-  RunOptions ro;
-  ro.policy.max_packets = batch;
-  ro.policy.timeout_ns = 0;
-  auto be = test::make_backend(bc);
-  FlowRun r;
-  std::vector<FlowRecordOut> pending;
-  r.rep = run_capture(cap, *be, ro, [&](const PacketBatch& b) {
-    r.per_batch.emplace_back(b.max_ts_ns, b.flow_records);
-  }, [&](const std::vector<FlowRecordOut>& v) { r.recs.insert(r.recs.end(), v.begin(), v.end()); });
+  r.rep = run_capture(cap, *be, ro, [&](const PacketBatch& b) { r.per_batch.emplace_back(b.max_ts_ns, b.flow_records); },
+                      [&](const std::vector<FlowRecordOut>& v) { r.recs.insert(r.recs.end(), v.begin(), v.end()); });
   return r;
 }
 
@@ -177,13 +160,7 @@ CaptureFile generated(GenMode mode, uint64_t packets, uint32_t flows, uint64_t s
   g.reorder = 0.02;
   g.duplicate = 0.02;
   g.loss = 0.01;
-  test::PcapBuilder b(1, false, true, 262144);
-  std::vector<uint8_t> frame;
-  generate(g, [&](uint64_t ts, const uint8_t* f, uint32_t len) {
-    frame.assign(f, f + len);
-    b.record(frame, uint32_t(ts / 1000000000ull), uint32_t(ts % 1000000000ull));
-  });
-  return from_builder(b, "generated.pcap");
+  return test::generated_capture(g, "generated.pcap");
 }
 
 }  // namespace
@@ -400,7 +377,7 @@ TEST(Flow, ExpiredFlowsLeaveAtTheRightPacketTime) {
   const CaptureFile cap = from_builder(b, "expiry.pcap");
   for (uint32_t n : {1u, 3u}) {
     SCOPED_TRACE("batch " + std::to_string(n));
-    FlowRun r = run_flows_timed(cap, BackendConfig{}, n);
+    FlowRun r = run_flows(cap, BackendConfig{}, n);
     int found = 0;
     for (const auto& [max_ts, v] : r.per_batch)
       for (const auto& o : v) {

@@ -23,13 +23,7 @@ CaptureFile generated(GenMode mode, uint64_t packets, double ipv6, double vlan, 
   g.vlan_share = vlan;
   g.seed = seed;
   g.flows = 50;
-  test::PcapBuilder b(1, false, true, 262144);
-  std::vector<uint8_t> frame;
-  generate(g, [&](uint64_t ts, const uint8_t* f, uint32_t len) {
-    frame.assign(f, f + len);
-    b.record(frame, uint32_t(ts / 1000000000ull), uint32_t(ts % 1000000000ull));
-  });
-  return CaptureFile::from_memory(b.bytes(), "generated");
+  return test::generated_capture(g);
 }
 
 // Rows of the reference decode: each record decoded on its own, on the host.

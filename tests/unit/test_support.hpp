@@ -9,6 +9,7 @@
 
 #include "backend/backend.hpp"
 #include "capture/capture_file.hpp"
+#include "capture/generator.hpp"
 
 namespace gaspp::test {
 
@@ -89,6 +90,17 @@ inline std::vector<uint8_t> tcp4_frame(uint32_t seq, uint16_t payload = 0, uint8
   t[12] = 0x50; t[13] = flags; t[14] = 0xff; t[15] = 0xff;
   for (uint16_t k = 0; k < payload; ++k) t[20 + k] = uint8_t('a' + k % 26);
   return f;
+}
+
+// A generated workload as an in-memory nanosecond pcap.
+inline CaptureFile generated_capture(const GenConfig& g, const char* name = "generated") {
+  PcapBuilder b(1, false, true, 262144);
+  std::vector<uint8_t> frame;
+  generate(g, [&](uint64_t ts, const uint8_t* f, uint32_t len) {
+    frame.assign(f, f + len);
+    b.record(frame, uint32_t(ts / 1000000000ull), uint32_t(ts % 1000000000ull));
+  });
+  return CaptureFile::from_memory(b.bytes(), name);
 }
 
 }  // namespace gaspp::test
