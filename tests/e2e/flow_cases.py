@@ -139,6 +139,56 @@ def case_syn_retransmission():
     return pkts, check
 
 
+def case_simultaneous_open():
+    c = Conv()
+    syn_c = c.pkt("c", "S")
+    syn_s = c.pkt("s", "S")
+    synack_c = c.pkt("c", "SA", seq=c.seq["c"] - 1)
+    synack_s = c.pkt("s", "SA", seq=c.seq["s"] - 1)
+    pkts = timed([syn_c, syn_s, synack_c, synack_s, c.pkt("c", "PA", b"both opened"), c.pkt("s", "A")])
+
+    def check(recs, st):
+        f = flow_of(recs, C, S)
+        if len(f) != 1: return [f"expected 1 flow, got {len(f)}"]
+        e = []
+        if f[0]["src_ip"] != C: e.append("client is the first SYN's sender")
+        if f[0]["flow"]["state"] != "established" or f[0]["tcp"]["state"] != "established": e.append(f"state {f[0]}")
+        if st["flows"]["tcp_established"] != 1 or st["flows"]["tcp_syn_unexpected"] != 0: e.append(f"counters {st['flows']}")
+        return e
+    return pkts, check
+
+
+def case_midstream_off():
+    c = Conv()
+    c.handshake()  # not captured
+    pkts = timed([c.pkt("c", "PA", b"mid"), c.pkt("s", "PA", b"stream"), c.pkt("c", "A")])
+
+    def check(recs, st):
+        f = flow_of(recs, C, S)
+        if len(f) != 1: return [f"expected 1 flow, got {len(f)}"]
+        e = []
+        if (f[0]["flow"]["pkts_toserver"], f[0]["flow"]["pkts_toclient"]) != (2, 1): e.append(f"counts {f[0]['flow']}")
+        if f[0]["tcp"]["state"] != "none" or f[0]["flow"]["state"] != "new": e.append(f"no session expected: {f[0]}")
+        if st["flows"]["tcp_no_session"] != 3 or st["flows"]["tcp_midstream"] != 0: e.append(f"counters {st['flows']}")
+        return e
+    return pkts, check, ["--midstream", "off"]
+
+
+def case_midstream_on():
+    c = Conv()
+    c.handshake()  # not captured
+    pkts = timed([c.pkt("c", "PA", b"mid"), c.pkt("s", "PA", b"stream"), c.pkt("c", "FA"), c.pkt("s", "FA"), c.pkt("c", "A")])
+
+    def check(recs, st):
+        f = flow_of(recs, C, S)
+        if len(f) != 1: return [f"expected 1 flow, got {len(f)}"]
+        e = []
+        if f[0]["tcp"].get("midstream") is not True or f[0]["flow"]["state"] != "closed": e.append(f"{f[0]}")
+        if st["flows"]["tcp_midstream"] != 1: e.append(f"counters {st['flows']}")
+        return e
+    return pkts, check
+
+
 def case_rst_close():
     c = Conv()
     pkts = timed(c.handshake() + [c.pkt("c", "PA", b"abc"), c.pkt("s", "R")])
@@ -332,10 +382,10 @@ def main():
     failures = 0
     with tempfile.TemporaryDirectory() as d:
         for case in CASES:
-            pkts, check = case()
+            pkts, check, *opts = case()
             ref = None
             for extra in BATCHES:
-                recs, st = run(gaspp, pkts, extra, backend, d)
+                recs, st = run(gaspp, pkts, extra + (opts[0] if opts else []), backend, d)
                 problems = check(recs, st)
                 norm = normalize(recs)
                 if ref is None:
