@@ -8,8 +8,9 @@
 //   1. lookup: every packet finds or claims its flow slot, in parallel;
 //   2. retry: packets that found no room, in capture order, under the bucket locks;
 //   3. tick: emergency mode decision;
-//   4. walk: worker w applies, in capture order, the packets whose slot % workers == w, so each
-//      flow's packets are applied in order by one worker;
+//   4. walk: worker w applies, in capture order, the packets whose hashed slot % workers == w, so
+//      each flow's packets are applied in order by one worker (hashed: in a sparse table most flows
+//      sit in the first slot of their bucket, so plain slot numbers would share out badly);
 //   5. sweep (when due in packet time, or in emergency): timed-out flows leave the table.
 #include <algorithm>
 #include <thread>
@@ -197,7 +198,7 @@ class CpuBackend final : public Backend {
       HostCounterSink sink{per_thread_[size_t(w)]};
       for (uint64_t shard = begin; shard < end; ++shard)
         for (uint32_t i = 0; i < n; ++i)
-          if (slot[i] != kNoFlow && slot[i] % workers == shard)
+          if (slot[i] != kNoFlow && mix32(slot[i]) % workers == shard)
             flags[i] = flow_track_packet(t, slot[i], dec, i, prm, emergency, out, sink);
     });
     const uint32_t walked = std::min(out_count, record_capacity_);
