@@ -7,5 +7,5 @@ scripts/setup.sh
 mkdir -p build/demo
 ./build/gaspp gen -o build/demo/demo.pcap --mode http --packets 200000 --flows 64 --ipv6 0.2 --vlan 0.1 \
   --reorder 0.001 --loss 0.001 --seed 1
-./build/gaspp -r build/demo/demo.pcap --stats-json build/demo/stats.json
-echo "summary as JSON: build/demo/stats.json"
+./build/gaspp -r build/demo/demo.pcap --stats-json build/demo/stats.json -l build/demo
+echo "summary as JSON: build/demo/stats.json; flow records (EVE JSON): build/demo/eve.json"
