@@ -20,6 +20,7 @@
 #include "core/thread_pool.hpp"
 #include "decode/decoder.hpp"
 #include "flow/flow_track.hpp"
+#include "flow/host_lookup.hpp"
 
 namespace gaspp {
 namespace {
@@ -136,52 +137,14 @@ class CpuBackend final : public Backend {
     uint32_t* slot = s.flow_slot.data();
     uint8_t* flags = s.flow_flags.data();
     for (auto& f : failed_) f.clear();
-    // Lookups in groups: a table far larger than the caches costs two memory misses per packet
-    // (the bucket's tags, then the record's key), so each group first prefetches every packet's
-    // tags, then the record its tag points at, then does the lookups (GPU threads hide the same
-    // latency by their number).
+    for (uint32_t i = 0; i < n; ++i) flags[i] = 0;
     pool_.parallel_for(n, [&](uint64_t begin, uint64_t end, int w) {
       HostCounterSink sink{per_thread_[size_t(w)]};
-      constexpr uint32_t kGroup = 16;
-      FlowKey key[kGroup];
-      uint32_t hash[kGroup];
-      FlowSkip skip[kGroup];
-      for (uint64_t g = begin; g < end; g += kGroup) {
-        const uint32_t m = uint32_t(std::min<uint64_t>(kGroup, end - g));
-        for (uint32_t j = 0; j < m; ++j) {
-          bool from_lo;
-          skip[j] = flow_key_of(dec, uint32_t(g + j), prm.vlan_in_key, key[j], from_lo);
-          if (skip[j] != FlowSkip::none) continue;
-          hash[j] = flow_key_hash(key[j]);
-          const uint32_t* tags = &t.tags[flow_bucket(t, hash[j]) * kFlowBucketSlots];
-          __builtin_prefetch(tags);
-          __builtin_prefetch(tags + 16);
-        }
-        for (uint32_t j = 0; j < m; ++j) {
-          if (skip[j] != FlowSkip::none) continue;
-          const uint32_t base = flow_bucket(t, hash[j]) * kFlowBucketSlots, want = flow_tag(hash[j]);
-          for (uint32_t k = 0; k < kFlowBucketSlots; ++k)
-            if (atomic_load_acquire(&t.tags[base + k]) == want) {
-              __builtin_prefetch(&t.recs[base + k]);
-              break;
-            }
-        }
-        for (uint32_t j = 0; j < m; ++j) {
-          const uint64_t i = g + j;
-          flags[i] = 0;
-          if (skip[j] != FlowSkip::none) {
-            slot[i] = kNoFlow;
-            count_skip(sink, skip[j]);
-            continue;
-          }
-          bool created;
-          slot[i] = flow_find_or_claim(t, key[j], hash[j], prm.epoch, created);
-          if (slot[i] == kNoFlow) {
-            atomic_add(&t.state->failed, 1);
-            failed_[size_t(w)].push_back(uint32_t(i));
-          }
-        }
-      }
+      flow_lookup_range(t, dec, begin, end, prm, slot, [&](FlowSkip why) { count_skip(sink, why); },
+                        [&](uint32_t i) {
+                          atomic_add(&t.state->failed, 1);
+                          failed_[size_t(w)].push_back(i);
+                        });
     });
     uint32_t out_count = 0;
     FlowRecordSink out{records_.data(), &out_count, record_capacity_};
