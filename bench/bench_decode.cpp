@@ -30,25 +30,13 @@
 #include "backend/backend.hpp"
 #include "capture/capture_file.hpp"
 #include "capture/generator.hpp"
+#include "bench_util.hpp"
 
 using namespace gaspp;
 using Clock = std::chrono::steady_clock;
+using bench::median;
 
 namespace {
-
-#define CK(call)                                                                              \
-  do {                                                                                        \
-    cudaError_t e_ = (call);                                                                  \
-    if (e_ != cudaSuccess) {                                                                  \
-      std::fprintf(stderr, "%s failed: %s\n", #call, cudaGetErrorString(e_));                 \
-      std::exit(1);                                                                           \
-    }                                                                                         \
-  } while (0)
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v.empty() ? 0 : v[v.size() / 2];
-}
 
 struct Bandwidth {
   double h2d_64k, h2d_1m, h2d_64m, d2h_64k, d2h_1m, d2h_64m, dev_copy;
@@ -315,11 +303,5 @@ int main(int argc, char** argv) {
     ::unlink(path.c_str());
   }
   json += "]}\n";
-  if (!json_path.empty()) {
-    std::FILE* f = std::fopen(json_path.c_str(), "w");
-    if (!f) { std::perror(json_path.c_str()); return 1; }
-    std::fputs(json.c_str(), f);
-    std::fclose(f);
-  }
-  return 0;
+  return bench::write_file(json_path, json) ? 0 : 1;
 }

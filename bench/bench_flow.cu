@@ -25,27 +25,16 @@
 
 #include "flow/flow_track.hpp"
 #include "core/thread_pool.hpp"
+#include "backend/cuda/device_flow_table.hpp"
+#include "bench_util.hpp"
 #include "flow/host_flow_table.hpp"
 #include "flow/host_lookup.hpp"
 
 using namespace gaspp;
 using Clock = std::chrono::steady_clock;
-
-#define CK(call)                                                                                   \
-  do {                                                                                             \
-    cudaError_t e_ = (call);                                                                       \
-    if (e_ != cudaSuccess) {                                                                       \
-      std::fprintf(stderr, "%s: %s (%s:%d)\n", #call, cudaGetErrorString(e_), __FILE__, __LINE__); \
-      std::exit(1);                                                                                \
-    }                                                                                              \
-  } while (0)
+using bench::median;
 
 namespace {
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
 
 // The decoded fields flow_key_of() reads, for `n` packets, on the host and on the device.
 struct Packets {
@@ -108,7 +97,8 @@ struct Packets {
 __global__ void lookup_kernel(FlowTableRef t, DecodedView d, uint32_t n, FlowTrackParams prm, uint32_t* slot) {
   for (uint32_t i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) {
     FlowSkip skip;
-    slot[i] = flow_lookup_packet(t, d, i, prm, skip);
+    uint8_t flags;
+    slot[i] = flow_lookup_packet(t, d, i, prm, skip, flags);
   }
 }
 
@@ -130,35 +120,6 @@ __global__ void sweep_kernel(FlowTableRef t, uint64_t now, FlowTimeouts to, Flow
     flow_sweep_slot(t, i, now, to, false, false, out, c);
 }
 
-struct DevTable {
-  FlowTableShape shape;
-  FlowTableRef ref{};
-  explicit DevTable(uint32_t capacity, bool exact_slots = false) {
-    FlowConfig cfg;
-    cfg.capacity = capacity;
-    shape = flow_table_shape(cfg);
-    if (exact_slots) shape.buckets = (capacity + kFlowBucketSlots - 1) / kFlowBucketSlots;
-    ref.buckets = shape.buckets;
-    ref.capacity = shape.capacity;
-    CK(cudaMalloc(&ref.tags, sizeof(uint32_t) * shape.slots()));
-    CK(cudaMalloc(&ref.recs, sizeof(FlowRecord) * shape.slots()));
-    CK(cudaMalloc(&ref.bucket_locks, sizeof(uint32_t) * shape.buckets));
-    CK(cudaMalloc(&ref.state, sizeof(FlowTableState)));
-    clear();
-  }
-  void clear() {
-    CK(cudaMemset(ref.tags, 0, sizeof(uint32_t) * shape.slots()));
-    CK(cudaMemset(ref.bucket_locks, 0, sizeof(uint32_t) * shape.buckets));
-    CK(cudaMemset(ref.state, 0, sizeof(FlowTableState)));
-  }
-  ~DevTable() {
-    cudaFree(ref.tags);
-    cudaFree(ref.recs);
-    cudaFree(ref.bucket_locks);
-    cudaFree(ref.state);
-  }
-};
-
 constexpr uint32_t kBatch = 65536;
 
 struct TableRate {
@@ -167,7 +128,7 @@ struct TableRate {
 
 // GPU: the first pass (flows new) and later passes (lookups), one kernel per 64k batch.
 TableRate gpu_rate(uint32_t flows, const Packets& p, bool locked, int reps) {
-  DevTable t(flows);
+  DeviceFlowTable t(FlowConfig{.capacity = flows});
   uint32_t* d_slot;
   CK(cudaMalloc(&d_slot, sizeof(uint32_t) * kBatch));
   FlowTrackParams prm{};
@@ -180,8 +141,8 @@ TableRate gpu_rate(uint32_t flows, const Packets& p, bool locked, int reps) {
     for (uint32_t o = first; o < first + count; o += kBatch) {
       const uint32_t n = std::min(kBatch, first + count - o);
       ++prm.epoch;
-      if (locked) locked_lookup_kernel<<<(n + 255) / 256, 256>>>(t.ref, Packets::offset(p.dev, o), n, prm, d_slot);
-      else lookup_kernel<<<(n + 255) / 256, 256>>>(t.ref, Packets::offset(p.dev, o), n, prm, d_slot);
+      if (locked) locked_lookup_kernel<<<(n + 255) / 256, 256>>>(t.ref(), Packets::offset(p.dev, o), n, prm, d_slot);
+      else lookup_kernel<<<(n + 255) / 256, 256>>>(t.ref(), Packets::offset(p.dev, o), n, prm, d_slot);
     }
     cudaEventRecord(b);
     CK(cudaEventSynchronize(b));
@@ -211,13 +172,14 @@ TableRate cpu_rate(uint32_t flows, const Packets& p, int threads, int reps) {
     FlowTrackParams prm{};
     prm.vlan_in_key = true;
     std::vector<uint32_t> slot(p.n);
+    std::vector<uint8_t> flags(p.n);
     auto pass = [&](uint32_t first, uint32_t count) {
       const auto t0 = Clock::now();
       for (uint32_t o = first; o < first + count; o += kBatch) {
         const uint32_t n = std::min(kBatch, first + count - o);
         ++prm.epoch;
         pool.parallel_for(n, [&](uint64_t b, uint64_t e, int) {
-          flow_lookup_range(t, p.host, o + b, o + e, prm, slot.data(), [](FlowSkip) {}, [](uint32_t) {});
+          flow_lookup_range(t, p.host, o + b, o + e, prm, slot.data(), flags.data(), [](FlowSkip) {}, [](uint32_t) {});
         });
       }
       return double(count) / std::chrono::duration<double>(Clock::now() - t0).count() / 1e6;
@@ -275,7 +237,10 @@ int main(int argc, char** argv) {
       if (occ > slots * 9ull / 10) continue;  // a full open table is not a state it runs in
       Packets p;
       p.make(occ, occ, occ + slots);
-      DevTable t(slots, true);
+      // Exactly `slots` slots (not the 5/4 the pipeline adds), so the grid's sizes are the table's.
+      FlowTableShape shape = flow_table_shape(FlowConfig{.capacity = slots});
+      shape.buckets = (slots + kFlowBucketSlots - 1) / kFlowBucketSlots;
+      DeviceFlowTable t(shape);
       uint32_t* d_slot;
       CK(cudaMalloc(&d_slot, sizeof(uint32_t) * kBatch));
       FlowTrackParams prm{};
@@ -284,13 +249,13 @@ int main(int argc, char** argv) {
         t.clear();
         for (uint32_t o = 0; o < occ; o += kBatch) {
           const uint32_t n = std::min(kBatch, occ - o);
-          locked_lookup_kernel<<<(n + 255) / 256, 256>>>(t.ref, Packets::offset(p.dev, o), n, prm, d_slot);
+          locked_lookup_kernel<<<(n + 255) / 256, 256>>>(t.ref(), Packets::offset(p.dev, o), n, prm, d_slot);
         }
         CK(cudaDeviceSynchronize());
       };
       fill();
       FlowTableState st;
-      CK(cudaMemcpy(&st, t.ref.state, sizeof st, cudaMemcpyDeviceToHost));
+      CK(cudaMemcpy(&st, t.ref().state, sizeof st, cudaMemcpyDeviceToHost));
       const int blocks = prop.multiProcessorCount * 8;
       FlowRecordSink out{d_out, d_count, 1u << 16};
       auto timed_sweep = [&](uint64_t now) {
@@ -299,7 +264,7 @@ int main(int argc, char** argv) {
         cudaEventCreate(&a);
         cudaEventCreate(&b);
         cudaEventRecord(a);
-        sweep_kernel<<<blocks, 256>>>(t.ref, now, FlowTimeouts{}, out);
+        sweep_kernel<<<blocks, 256>>>(t.ref(), now, FlowTimeouts{}, out);
         cudaEventRecord(b);
         CK(cudaEventSynchronize(b));
         float ms;
@@ -316,9 +281,9 @@ int main(int argc, char** argv) {
         all.push_back(timed_sweep(~0ull >> 1));
         fill();
       }
-      std::printf("%-10u %-12u %16.1f %16.1f\n", t.shape.slots(), st.live, median(none), median(all));
+      std::printf("%-10u %-12u %16.1f %16.1f\n", t.shape().slots(), st.live, median(none), median(all));
       std::snprintf(buf, sizeof buf, "%s{\"slots\":%u,\"flows\":%u,\"sweep_none_us\":%.2f,\"sweep_all_us\":%.2f}",
-                    first ? "" : ",", t.shape.slots(), st.live, median(none), median(all));
+                    first ? "" : ",", t.shape().slots(), st.live, median(none), median(all));
       json += buf;
       first = false;
       cudaFree(d_slot);
@@ -327,11 +292,5 @@ int main(int argc, char** argv) {
   json += "]}\n";
   cudaFree(d_out);
   cudaFree(d_count);
-  if (!json_path.empty()) {
-    std::FILE* f = std::fopen(json_path.c_str(), "w");
-    if (!f) { std::perror(json_path.c_str()); return 1; }
-    std::fputs(json.c_str(), f);
-    std::fclose(f);
-  }
-  return 0;
+  return bench::write_file(json_path, json) ? 0 : 1;
 }

@@ -58,6 +58,7 @@ struct FlowRecordSink {
 enum FlowPacketFlags : uint8_t {
   kPktToClient = 1,   // sent by the server side
   kPktFlowStart = 2,  // first packet of its flow
+  kPktFromLo = 4,     // sent by key endpoint 0 (set by the lookup, which builds the key; the walk reads it)
 };
 
 struct FlowPacketView {
@@ -241,17 +242,16 @@ GASPP_HD GASPP_FORCEINLINE void flow_restart(const FlowTableRef& t, uint32_t slo
   flow_init_slot(t, slot, k, r.epoch);
 }
 
-// Applies packet i (already placed in `slot`) to its flow. Returns the packet's FlowPacketFlags.
+// Applies packet i (already placed in `slot`; `lookup_flags` is what its lookup set, the direction
+// in kPktFromLo) to its flow. Returns the packet's FlowPacketFlags.
 template <class Sink>
 GASPP_HD inline uint8_t flow_track_packet(const FlowTableRef& t, uint32_t slot, const DecodedView& d, uint32_t i,
-                                          const FlowTrackParams& prm, bool emergency, const FlowRecordSink& out,
-                                          Sink& c) {
+                                          uint8_t lookup_flags, const FlowTrackParams& prm, bool emergency,
+                                          const FlowRecordSink& out, Sink& c) {
   FlowRecord& r = t.recs[slot];
-  FlowKey k;
-  bool from_lo = true;
-  flow_key_of(d, i, prm.vlan_in_key, k, from_lo);  // direction only: the slot already matches the key
+  const bool from_lo = lookup_flags & kPktFromLo;
   const uint64_t ts = d.ts_ns[i];
-  uint8_t flags = 0;
+  uint8_t flags = lookup_flags & kPktFromLo;
   if (r.state != uint8_t(FlowState::fresh)) {
     bool restart = false;
     if (flow_timed_out(prm.timeouts, r, ts, emergency)) {
@@ -289,11 +289,13 @@ GASPP_HD inline uint8_t flow_track_packet(const FlowTableRef& t, uint32_t slot, 
 
 // Places packet i: finds or claims its flow slot. Returns the slot, kNoFlow with `skip` set when
 // the packet has no flow, or kNoFlow with skip none when there was no room (retry later).
+// `flags` gets the packet's direction (kPktFromLo) for the walk.
 GASPP_HD inline uint32_t flow_lookup_packet(const FlowTableRef& t, const DecodedView& d, uint32_t i,
-                                            const FlowTrackParams& prm, FlowSkip& skip) {
+                                            const FlowTrackParams& prm, FlowSkip& skip, uint8_t& flags) {
   FlowKey k;
-  bool from_lo;
+  bool from_lo = false;
   skip = flow_key_of(d, i, prm.vlan_in_key, k, from_lo);
+  flags = from_lo ? kPktFromLo : 0;
   if (skip != FlowSkip::none) return kNoFlow;
   bool created;
   return flow_find_or_claim(t, k, flow_key_hash(k), prm.epoch, created);

@@ -14,11 +14,13 @@
 namespace gaspp {
 
 // Looks up packets [begin, end): slot[i] gets the flow slot (kNoFlow when the packet has no flow
-// or found no room). on_skip(reason) is called for packets without a flow, on_full(i) for packets
-// that found no room (to retry with flow_claim_or_evict).
+// or found no room), flags[i] its direction (kPktFromLo) for the walk. on_skip(reason) is called
+// for packets without a flow, on_full(i) for packets that found no room (to retry with
+// flow_claim_or_evict).
 template <class OnSkip, class OnFull>
 inline void flow_lookup_range(const FlowTableRef& t, const DecodedView& dec, uint64_t begin, uint64_t end,
-                              const FlowTrackParams& prm, uint32_t* slot, OnSkip&& on_skip, OnFull&& on_full) {
+                              const FlowTrackParams& prm, uint32_t* slot, uint8_t* flags, OnSkip&& on_skip,
+                              OnFull&& on_full) {
   constexpr uint32_t kGroup = 16;
   FlowKey key[kGroup];
   uint32_t hash[kGroup];
@@ -26,8 +28,9 @@ inline void flow_lookup_range(const FlowTableRef& t, const DecodedView& dec, uin
   for (uint64_t g = begin; g < end; g += kGroup) {
     const uint32_t m = uint32_t(std::min<uint64_t>(kGroup, end - g));
     for (uint32_t j = 0; j < m; ++j) {
-      bool from_lo;
+      bool from_lo = false;
       skip[j] = flow_key_of(dec, uint32_t(g + j), prm.vlan_in_key, key[j], from_lo);
+      flags[g + j] = from_lo ? kPktFromLo : 0;
       if (skip[j] != FlowSkip::none) continue;
       hash[j] = flow_key_hash(key[j]);
       const uint32_t* tags = &t.tags[flow_bucket(t, hash[j]) * kFlowBucketSlots];

@@ -102,7 +102,6 @@ class CpuBackend final : public Backend {
   std::vector<FlowRecordOut> flush_flows() override {
     std::vector<FlowRecordOut> all;
     if (!cfg_.flow.enabled) return all;
-    for (auto& c : per_thread_) c = Counters{};
     for (;;) {
       const uint32_t n = sweep(0, false, true);
       all.insert(all.end(), records_.begin(), records_.begin() + n);
@@ -137,10 +136,9 @@ class CpuBackend final : public Backend {
     uint32_t* slot = s.flow_slot.data();
     uint8_t* flags = s.flow_flags.data();
     for (auto& f : failed_) f.clear();
-    for (uint32_t i = 0; i < n; ++i) flags[i] = 0;
     pool_.parallel_for(n, [&](uint64_t begin, uint64_t end, int w) {
       HostCounterSink sink{per_thread_[size_t(w)]};
-      flow_lookup_range(t, dec, begin, end, prm, slot, [&](FlowSkip why) { count_skip(sink, why); },
+      flow_lookup_range(t, dec, begin, end, prm, slot, flags, [&](FlowSkip why) { count_skip(sink, why); },
                         [&](uint32_t i) {
                           atomic_add(&t.state->failed, 1);
                           failed_[size_t(w)].push_back(i);
@@ -162,7 +160,7 @@ class CpuBackend final : public Backend {
       for (uint64_t shard = begin; shard < end; ++shard)
         for (uint32_t i = 0; i < n; ++i)
           if (slot[i] != kNoFlow && mix32(slot[i]) % workers == shard)
-            flags[i] = flow_track_packet(t, slot[i], dec, i, prm, emergency, out, sink);
+            flags[i] = flow_track_packet(t, slot[i], dec, i, flags[i], prm, emergency, out, sink);
     });
     const uint32_t walked = std::min(out_count, record_capacity_);
     b.flow_records.assign(records_.begin(), records_.begin() + walked);

@@ -36,19 +36,13 @@
 #include <vector>
 
 #include "backend/backend.hpp"
+#include "backend/cuda/cuda_check.hpp"
+#include "backend/cuda/device_flow_table.hpp"
 #include "decode/decoder.hpp"
 #include "flow/flow_track.hpp"
 
 namespace gaspp {
 namespace {
-
-#define GASPP_CUDA_CHECK(call)                                                                      \
-  do {                                                                                              \
-    const cudaError_t e_ = (call);                                                                  \
-    if (e_ != cudaSuccess)                                                                          \
-      throw std::runtime_error(std::string(#call) + " failed at " __FILE__ ":" + std::to_string(__LINE__) + \
-                               ": " + cudaGetErrorString(e_));                                      \
-  } while (0)
 
 // Tuning of the decode launch, named rather than scattered.
 struct DecodePolicy {
@@ -102,9 +96,8 @@ flow_lookup_kernel(FlowTableRef t, DecodedView dec, uint32_t n, FlowTrackParams 
   const uint32_t sentinel = t.slots();
   for (uint32_t i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) {
     FlowSkip skip;
-    const uint32_t f = flow_lookup_packet(t, dec, i, prm, skip);
+    const uint32_t f = flow_lookup_packet(t, dec, i, prm, skip, flags[i]);
     slot[i] = f;
-    flags[i] = 0;
     keys[i] = f == kNoFlow ? sentinel : f;
     vals[i] = i;
     if (skip != FlowSkip::none) count_skip(sink, skip);
@@ -151,7 +144,7 @@ flow_walk_kernel(FlowTableRef t, DecodedView dec, const uint32_t* keys, const ui
     if (key == sentinel || (j > 0 && keys[j - 1] == key)) continue;
     for (uint32_t m = j; m < n && keys[m] == key; ++m) {
       const uint32_t i = vals[m];
-      flags[i] = flow_track_packet(t, key, dec, i, prm, emergency, out, sink);
+      flags[i] = flow_track_packet(t, key, dec, i, flags[i], prm, emergency, out, sink);
     }
   }
   block_counters_flush(s, d_counters);
@@ -170,47 +163,6 @@ flow_sweep_kernel(FlowTableRef t, uint64_t now, bool due, bool shutdown, FlowTim
     flow_sweep_slot(t, i, now, to, emergency, shutdown, out, sink);
   block_counters_flush(s, d_counters);
 }
-
-// The flow table in device memory (fixed size, allocated once; see flow/host_flow_table.hpp).
-class DeviceFlowTable {
- public:
-  explicit DeviceFlowTable(const FlowConfig& cfg) : shape_(flow_table_shape(cfg)) {
-    const size_t slots = shape_.slots();
-    GASPP_CUDA_CHECK(cudaMalloc(&tags_, sizeof(uint32_t) * slots));
-    GASPP_CUDA_CHECK(cudaMalloc(&recs_, sizeof(FlowRecord) * slots));
-    GASPP_CUDA_CHECK(cudaMalloc(&locks_, sizeof(uint32_t) * shape_.buckets));
-    GASPP_CUDA_CHECK(cudaMalloc(&state_, sizeof(FlowTableState)));
-    if (shape_.module_state_bytes) GASPP_CUDA_CHECK(cudaMalloc(&module_, size_t(shape_.module_state_bytes) * slots));
-    GASPP_CUDA_CHECK(cudaMemset(tags_, 0, sizeof(uint32_t) * slots));
-    GASPP_CUDA_CHECK(cudaMemset(recs_, 0, sizeof(FlowRecord) * slots));
-    GASPP_CUDA_CHECK(cudaMemset(locks_, 0, sizeof(uint32_t) * shape_.buckets));
-    GASPP_CUDA_CHECK(cudaMemset(state_, 0, sizeof(FlowTableState)));
-  }
-  ~DeviceFlowTable() {
-    cudaFree(tags_);
-    cudaFree(recs_);
-    cudaFree(locks_);
-    cudaFree(state_);
-    if (module_) cudaFree(module_);
-  }
-  FlowTableRef ref() const {
-    return FlowTableRef{tags_, recs_, locks_, module_, state_, shape_.buckets, shape_.capacity, shape_.module_state_bytes};
-  }
-  const FlowTableShape& shape() const { return shape_; }
-  FlowTableState read_state() const {  // waits
-    FlowTableState st;
-    GASPP_CUDA_CHECK(cudaMemcpy(&st, state_, sizeof st, cudaMemcpyDeviceToHost));
-    return st;
-  }
-
- private:
-  FlowTableShape shape_;
-  uint32_t* tags_ = nullptr;
-  FlowRecord* recs_ = nullptr;
-  uint32_t* locks_ = nullptr;
-  uint8_t* module_ = nullptr;
-  FlowTableState* state_ = nullptr;
-};
 
 // Device storage for the decoded fields of one slot: one allocation carved into aligned arrays.
 class DeviceDecoded {
@@ -427,43 +379,6 @@ class CudaBackend final : public Backend {
     }
   }
 
-  struct Slot;
-  // Queues the flow stage of slot s (see the header comment).
-  void flow_stage_async(Slot& s, const DecodedView& dec) {
-    PacketBatch& b = s.batch;
-    const FlowTableRef t = table_->ref();
-    const FlowTrackParams prm{cfg_.flow.timeouts, ++epoch_, cfg_.flow.midstream, cfg_.flow.vlan_in_key};
-    const uint32_t n = b.count;
-    *s.h_record_count = 0;  // the slot's previous batch was finished (wait) before the slot was refilled
-    const FlowRecordSink out{s.d_records, s.d_record_count, record_capacity_};
-    if (flow_started_) GASPP_CUDA_CHECK(cudaStreamWaitEvent(s.stream, flow_done_, 0));
-    flow_started_ = true;
-    const int blocks_n = std::max(1, std::min(blocks_cap_, int((n + FlowPolicy::kThreads - 1) / uint32_t(FlowPolicy::kThreads))));
-    if (n > 0) {
-      flow_lookup_kernel<<<blocks_n, FlowPolicy::kThreads, 0, s.stream>>>(t, dec, n, prm, s.d_flow_slot, s.d_flow_flags,
-                                                                          d_keys_, d_vals_, d_failed_, s.d_counters);
-      flow_retry_kernel<<<blocks_n, FlowPolicy::kThreads, 0, s.stream>>>(t, dec, prm, d_failed_, s.d_flow_slot, d_keys_,
-                                                                         out, s.d_counters);
-    }
-    flow_tick_kernel<<<1, 1, 0, s.stream>>>(t.state, t.capacity, cfg_.flow.emergency_enter_pct,
-                                            cfg_.flow.emergency_recover_pct, s.d_counters);
-    if (n > 0) {
-      int end_bit = 1;
-      while (end_bit < 32 && (uint64_t(1) << end_bit) <= t.slots()) ++end_bit;
-      size_t temp = sort_temp_bytes_;
-      GASPP_CUDA_CHECK(cub::DeviceRadixSort::SortPairs(d_sort_temp_, temp, d_keys_, d_keys_sorted_, d_vals_, d_vals_sorted_,
-                                                       int(n), 0, end_bit, s.stream));
-      flow_walk_kernel<<<blocks_n, FlowPolicy::kThreads, 0, s.stream>>>(t, dec, d_keys_sorted_, d_vals_sorted_, n, prm,
-                                                                        out, s.d_flow_flags, s.d_counters);
-    }
-    const bool due = b.max_ts_ns >= next_sweep_ns_;
-    if (due) next_sweep_ns_ = b.max_ts_ns + cfg_.flow.sweep_interval_ns;
-    flow_sweep_kernel<<<blocks_cap_, FlowPolicy::kThreads, 0, s.stream>>>(t, b.max_ts_ns, due, false,
-                                                                          cfg_.flow.timeouts, out, s.d_counters);
-    GASPP_CUDA_CHECK(cudaGetLastError());
-    GASPP_CUDA_CHECK(cudaEventRecord(flow_done_, s.stream));
-  }
-
   void wait(int slot) override {
     Slot& s = slots_[size_t(slot)];
     GASPP_CUDA_CHECK(cudaStreamSynchronize(s.stream));
@@ -538,6 +453,42 @@ class CudaBackend final : public Backend {
     uint32_t* d_record_count = nullptr;
     PacketBatch batch;
   };
+
+  // Queues the flow stage of slot s (see the header comment).
+  void flow_stage_async(Slot& s, const DecodedView& dec) {
+    PacketBatch& b = s.batch;
+    const FlowTableRef t = table_->ref();
+    const FlowTrackParams prm{cfg_.flow.timeouts, ++epoch_, cfg_.flow.midstream, cfg_.flow.vlan_in_key};
+    const uint32_t n = b.count;
+    *s.h_record_count = 0;  // the slot's previous batch was finished (wait) before the slot was refilled
+    const FlowRecordSink out{s.d_records, s.d_record_count, record_capacity_};
+    if (flow_started_) GASPP_CUDA_CHECK(cudaStreamWaitEvent(s.stream, flow_done_, 0));
+    flow_started_ = true;
+    const int blocks_n = std::max(1, std::min(blocks_cap_, int((n + FlowPolicy::kThreads - 1) / uint32_t(FlowPolicy::kThreads))));
+    if (n > 0) {
+      flow_lookup_kernel<<<blocks_n, FlowPolicy::kThreads, 0, s.stream>>>(t, dec, n, prm, s.d_flow_slot, s.d_flow_flags,
+                                                                          d_keys_, d_vals_, d_failed_, s.d_counters);
+      flow_retry_kernel<<<blocks_n, FlowPolicy::kThreads, 0, s.stream>>>(t, dec, prm, d_failed_, s.d_flow_slot, d_keys_,
+                                                                         out, s.d_counters);
+    }
+    flow_tick_kernel<<<1, 1, 0, s.stream>>>(t.state, t.capacity, cfg_.flow.emergency_enter_pct,
+                                            cfg_.flow.emergency_recover_pct, s.d_counters);
+    if (n > 0) {
+      int end_bit = 1;
+      while (end_bit < 32 && (uint64_t(1) << end_bit) <= t.slots()) ++end_bit;
+      size_t temp = sort_temp_bytes_;
+      GASPP_CUDA_CHECK(cub::DeviceRadixSort::SortPairs(d_sort_temp_, temp, d_keys_, d_keys_sorted_, d_vals_, d_vals_sorted_,
+                                                       int(n), 0, end_bit, s.stream));
+      flow_walk_kernel<<<blocks_n, FlowPolicy::kThreads, 0, s.stream>>>(t, dec, d_keys_sorted_, d_vals_sorted_, n, prm,
+                                                                        out, s.d_flow_flags, s.d_counters);
+    }
+    const bool due = b.max_ts_ns >= next_sweep_ns_;
+    if (due) next_sweep_ns_ = b.max_ts_ns + cfg_.flow.sweep_interval_ns;
+    flow_sweep_kernel<<<blocks_cap_, FlowPolicy::kThreads, 0, s.stream>>>(t, b.max_ts_ns, due, false,
+                                                                          cfg_.flow.timeouts, out, s.d_counters);
+    GASPP_CUDA_CHECK(cudaGetLastError());
+    GASPP_CUDA_CHECK(cudaEventRecord(flow_done_, s.stream));
+  }
   static constexpr uint32_t kSweepRecords = 65536;
   std::unique_ptr<DeviceFlowTable> table_;
   uint32_t* d_keys_ = nullptr;  // one allocation: keys, values, sorted keys, sorted values
