@@ -4,7 +4,8 @@
 //         [--batch-timeout-ms T] [--threads N] [--index-threads N] [--stats-json PATH] [--decode-out PATH]
 //         [--progress|--no-progress] [--compact-below F] [--force-compact] [-q]
 //         [-l DIR] [--flow-capacity N] [--midstream on|off] [--no-flows] [--flow-sweep-ms T]
-//         [--flow-vlan on|off]
+//         [--flow-vlan on|off] [--dump-streams DIR] [--overlap first|last] [--no-reassembly]
+//         [--ooo-segments N] [--ooo-bytes B] [--flow-ooo-segments N] [--flow-ooo-bytes B]
 //   gaspp gen -o out.pcap [--mode fixed|mix|http] [--size N] [--packets N] [--flows N] [--seed S]
 //         [--reorder R] [--duplicate R] [--loss R] [--ipv6 R] [--vlan R] [--plant STR --plant-rate R]
 //
@@ -26,6 +27,7 @@
 #include "core/pipeline.hpp"
 #include "output/decode_rows.hpp"
 #include "output/eve.hpp"
+#include "output/stream_dump.hpp"
 #include "output/summary.hpp"
 
 using namespace gaspp;
@@ -59,7 +61,17 @@ namespace {
                "  --midstream on|off        pick up TCP sessions without a handshake (default on)\n"
                "  --flow-vlan on|off        VLAN ids are part of the flow key (default on)\n"
                "  --flow-sweep-ms T         expiry sweep period in packet time (default 1000)\n"
-               "  --no-flows                decode only, no flow tracking\n"
+               "  --no-flows                decode only, no flow tracking (and no reassembly)\n"
+               "\n"
+               "TCP reassembly (docs/streams.md):\n"
+               "  --dump-streams DIR        write each TCP direction's reassembled bytes to a file in DIR\n"
+               "                            (tcpflow names) and gaps, conflicts and ends to DIR/index.tsv\n"
+               "  --overlap first|last      which copy of a byte wins when copies differ (default first)\n"
+               "  --ooo-segments N          out-of-order buffer: segments held (default: --batch)\n"
+               "  --ooo-bytes B             out-of-order buffer: bytes held (default 67108864)\n"
+               "  --flow-ooo-segments N     per direction: skip the hole when more waits (default 256)\n"
+               "  --flow-ooo-bytes B        per direction: skip the hole when more waits (default 1048576)\n"
+               "  --no-reassembly           track flows without reassembling TCP\n"
                "\n"
                "generator options (gaspp gen):\n"
                "  -o FILE  --mode fixed|mix|http  --size N  --packets N  --flows N  --seed S\n"
@@ -133,7 +145,7 @@ int cmd_gen(int argc, char** argv) {
 
 int main(int argc, char** argv) {
   if (argc >= 2 && std::strcmp(argv[1], "gen") == 0) return cmd_gen(argc, argv);
-  std::string input, stats_json, decode_out, eve_dir, backend_name = "auto";
+  std::string input, stats_json, decode_out, eve_dir, dump_dir, backend_name = "auto";
   BackendConfig bc;
   RunOptions ro;
   bool quiet = false;
@@ -179,6 +191,17 @@ int main(int argc, char** argv) {
       (a == "--midstream" ? bc.flow.midstream : bc.flow.vlan_in_key) = v == "on";
     } else if (a == "--flow-sweep-ms") bc.flow.sweep_interval_ns = parse_u64("--flow-sweep-ms", val()) * 1000000ull;
     else if (a == "--no-flows") bc.flow.enabled = false;
+    else if (a == "--dump-streams") dump_dir = val();
+    else if (a == "--overlap") {
+      const std::string v = val();
+      if (v != "first" && v != "last") { std::fprintf(stderr, "gaspp: --overlap: first or last, not '%s'\n", v.c_str()); return 1; }
+      bc.stream.overlap = v == "first" ? OverlapPolicy::first : OverlapPolicy::last;
+    } else if (a == "--ooo-segments" || a == "--ooo-bytes" || a == "--flow-ooo-segments" || a == "--flow-ooo-bytes") {
+      const uint64_t n = parse_u64(a.c_str(), val());
+      if (n < 1 || n > 0x7fffffffull) { std::fprintf(stderr, "gaspp: %s must be 1..2147483647\n", a.c_str()); return 1; }
+      (a == "--ooo-segments" ? bc.stream.held_segments : a == "--ooo-bytes" ? bc.stream.held_bytes
+       : a == "--flow-ooo-segments" ? bc.stream.flow_held_segments : bc.stream.flow_held_bytes) = uint32_t(n);
+    } else if (a == "--no-reassembly") bc.stream.enabled = false;
     else if (a == "-h" || a == "--help") usage(0);
     else if (a == "--version") { std::printf("gaspp 0.1\n"); return 0; }
     else { std::fprintf(stderr, "gaspp: unknown option '%s' (see --help)\n", a.c_str()); return 1; }
@@ -186,6 +209,11 @@ int main(int argc, char** argv) {
   if (input.empty()) usage(1);
   ro.progress = progress < 0 ? isatty(2) : progress == 1;
   ro.want_decoded = !decode_out.empty();
+  ro.want_streams = !dump_dir.empty();
+  if (ro.want_streams && (!bc.flow.enabled || !bc.stream.enabled)) {
+    std::fprintf(stderr, "gaspp: --dump-streams needs flow tracking and reassembly (drop --no-flows / --no-reassembly)\n");
+    return 1;
+  }
 
   std::unique_ptr<Backend> backend;
   try {
@@ -215,6 +243,15 @@ int main(int argc, char** argv) {
       return 1;
     }
   }
+  std::unique_ptr<StreamDumpWriter> dump;
+  if (!dump_dir.empty()) {
+    try {
+      dump = std::make_unique<StreamDumpWriter>(dump_dir);
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "gaspp: --dump-streams: %s\n", e.what());
+      return 1;
+    }
+  }
   RunReport rep;
   try {
     const CaptureFile cap = CaptureFile::open(input);
@@ -231,7 +268,10 @@ int main(int argc, char** argv) {
       }
     }, [&](const std::vector<FlowRecordOut>& recs) {
       if (eve) eve->write_flows(recs);
+    }, [&](const std::vector<StreamChunk>& chunks, const std::vector<uint8_t>& bytes) {
+      if (dump) dump->write(chunks, bytes);
     });
+    if (eve) eve->write_stats(rep);
   } catch (const CaptureError& e) {
     std::fprintf(stderr, "gaspp: %s\n", e.what());
     if (rows) std::fclose(rows);

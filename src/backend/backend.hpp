@@ -14,7 +14,9 @@
 // After decoding, each batch goes through flow tracking (flow/): every packet is placed in the
 // backend's one flow table, batches strictly in submission order (on CUDA the flow stage of a
 // batch waits for the previous batch's), and records of flows that left the table during the
-// batch come back sorted in PacketBatch::flow_records.
+// batch come back sorted in PacketBatch::flow_records. TCP flows are reassembled in the same walk
+// (stream/reassembly.hpp); with want_streams the batch's in-order data comes back in
+// PacketBatch::stream_chunks / stream_bytes.
 #pragma once
 #include <cstdint>
 #include <memory>
@@ -34,6 +36,15 @@ struct BackendConfig {
   double compact_below = 1.0 / 3;   // CUDA: compact when record bytes / span bytes < this
   bool force_compact = false;       // CUDA: always compact (tests both transfer paths)
   FlowConfig flow;                  // flow tracking (flow/flow_record.hpp)
+  StreamConfig stream;              // TCP reassembly (stream/stream.hpp); needs flow tracking
+};
+
+// What the summary reports about reassembly's out-of-order buffer.
+struct StreamGauges {
+  bool enabled = false;
+  uint32_t held_cap = 0, held_bytes_cap = 0;  // the buffer's limits
+  uint32_t peak_segs = 0, peak_bytes = 0;     // most it held between two batches
+  OverlapPolicy overlap = OverlapPolicy::first;
 };
 
 class Backend {
@@ -59,6 +70,11 @@ class Backend {
   // Ends the run for the flow table: every flow still in it is written out (reason shutdown),
   // sorted as batch records are. Waits for all slots first.
   virtual std::vector<FlowRecordOut> flush_flows() = 0;
+  // Ends the run for reassembly: what still waits in the out-of-order buffer is delivered with its
+  // gaps, and each of those directions ended (call before flush_flows). Waits for all slots first.
+  // The counters this adds (gaps, bytes delivered) go to `added`.
+  virtual void flush_streams(std::vector<StreamChunk>& chunks, std::vector<uint8_t>& bytes, Counters& added) = 0;
+  virtual StreamGauges stream_gauges() = 0;
 };
 
 std::unique_ptr<Backend> make_cpu_backend(const BackendConfig& cfg);

@@ -45,6 +45,27 @@ namespace gaspp {
   X(tcp_syn_unexpected, "tcp_syn_unexpected")                                         \
   X(tcp_rst_invalid, "tcp_rst_invalid")
 
+// TCP reassembly (stream/): what happened to segments with payload, and to the stream bytes.
+#define GASPP_STREAM_COUNTERS(X)                                                                    \
+  X(stream_segments, "segments")                  /* TCP segments with payload in a tracked session */ \
+  X(stream_in_order, "in_order")                  /* at or before the next expected byte */        \
+  X(stream_ooo_buffered, "out_of_order_buffered") /* arrived beyond a hole, waited */              \
+  X(stream_ooo_released, "out_of_order_released") /* waited, then delivered (or made redundant) */ \
+  X(stream_retransmit, "retransmissions")         /* nothing new: every byte already delivered */  \
+  X(stream_straddle, "straddling")                /* began before the next expected byte: tail only */ \
+  X(stream_overlap_same, "overlaps_same_data")    /* overlapped a waiting copy, same bytes */       \
+  X(stream_overlap_conflict, "overlaps_different_data") /* ... different bytes (event) */         \
+  X(stream_gaps, "gaps")                          /* holes skipped */                              \
+  X(stream_gap_bytes, "gap_bytes")                                                                 \
+  X(stream_flow_limit, "flow_limit_skips")        /* holes skipped because too much waited */      \
+  X(stream_ooo_dropped, "out_of_order_dropped")   /* out-of-order buffer full: segment dropped */   \
+  X(stream_ooo_dropped_bytes, "out_of_order_dropped_bytes")                                        \
+  X(stream_truncated, "truncated_segments")       /* payload cut by the capture's snaplen */       \
+  X(stream_after_end, "after_end")                /* data after the direction was closed */        \
+  X(stream_chunks, "chunks")                      /* in-order pieces handed to consumers */        \
+  X(stream_bytes, "bytes")                        /* bytes handed to consumers */                  \
+  X(stream_chunk_overflow, "chunk_overflow")      /* pieces lost: per-batch chunk array full */
+
 enum Counter : int {
 #define GASPP_X(id, name) c_##id,
   GASPP_COUNTERS(GASPP_X)
@@ -53,6 +74,7 @@ enum Counter : int {
   c_malformed_last_ = c_malformed_reason0 + kMalformedReasons - 1,
 #define GASPP_X(id, name) c_##id,
   GASPP_FLOW_COUNTERS(GASPP_X)
+  GASPP_STREAM_COUNTERS(GASPP_X)
 #undef GASPP_X
   c_count_
 };

@@ -17,6 +17,7 @@
 #include "decode/decoder.hpp"
 #include "decode/fields.hpp"
 #include "flow/flow_record.hpp"
+#include "stream/stream.hpp"
 
 namespace gaspp {
 
@@ -88,10 +89,18 @@ struct PacketBatch {
   // untracked) and FlowPacketFlags.
   std::vector<uint32_t> flow_slot;
   std::vector<uint8_t> flow_flags;
+  // Reassembled TCP data of the batch (stream/stream.hpp), filled when want_streams: chunks grouped
+  // by flow id and direction, in stream order within each; a chunk's bytes are at stream_bytes + data.
+  bool want_streams = false;
+  std::vector<StreamChunk> stream_chunks;
+  std::vector<uint8_t> stream_bytes;
 };
 
 // The order records are written in: by last packet time, then first packet time, then flow id
 // (atomic appends on the GPU come in any order; this makes output identical on both backends).
 void sort_flow_records(std::vector<FlowRecordOut>& v);
+// Groups chunks by (flow id, direction), keeping their order within a group (which is stream order:
+// one thread emits a direction's chunks, in order). Makes the lists equal on both backends.
+void sort_stream_chunks(std::vector<StreamChunk>& v);
 
 }  // namespace gaspp

@@ -31,7 +31,7 @@ struct Progress {
 }  // namespace
 
 RunReport run_capture(const CaptureFile& cap, Backend& backend, const RunOptions& opt, const BatchCallback& on_batch,
-                      const FlowRecordCallback& on_flows) {
+                      const FlowRecordCallback& on_flows, const StreamCallback& on_streams) {
   RunReport rep;
   rep.path = cap.path();
   rep.container = cap.container();
@@ -70,6 +70,7 @@ RunReport run_capture(const CaptureFile& cap, Backend& backend, const RunOptions
     ++rep.batches;
     rep.flow_records += b.flow_records.size();
     if (on_flows && !b.flow_records.empty()) on_flows(b.flow_records);
+    if (on_streams && !b.stream_chunks.empty()) on_streams(b.stream_chunks, b.stream_bytes);
     if (on_batch) on_batch(b);
     busy[size_t(s)] = false;
   };
@@ -84,6 +85,7 @@ RunReport run_capture(const CaptureFile& cap, Backend& backend, const RunOptions
     b.link = cap.link();
     b.source = 0;
     b.want_decoded = opt.want_decoded;
+    b.want_streams = opt.want_streams && on_streams;
     b.record_bytes = 0;
     b.max_ts_ns = 0;
     const uint64_t span_start = r.offset;
@@ -115,6 +117,14 @@ RunReport run_capture(const CaptureFile& cap, Backend& backend, const RunOptions
     if (busy[size_t(s)]) finish(s);
   }
   rep.flows = backend.flow_gauges();
+  {
+    // Reassembly first: its flush needs the flows that still hold data.
+    std::vector<StreamChunk> chunks;
+    std::vector<uint8_t> bytes;
+    backend.flush_streams(chunks, bytes, rep.totals);
+    if (on_streams && opt.want_streams && !chunks.empty()) on_streams(chunks, bytes);
+    rep.streams = backend.stream_gauges();
+  }
   {
     const std::vector<FlowRecordOut> rest = backend.flush_flows();
     rep.totals.v[c_flow_shutdown] += rest.size();

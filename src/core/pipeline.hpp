@@ -39,12 +39,14 @@ struct RunReport {
   bool damaged = false;  // reading stopped at a fatal issue
   uint64_t index_windows_parallel = 0, index_windows_serial = 0;
   FlowGauges flows;                 // the flow table at the end of the run, before the final flush
+  StreamGauges streams;             // reassembly's out-of-order buffer
   uint64_t flow_records = 0;        // flow records delivered (expired, evicted, and at shutdown)
 };
 
 struct RunOptions {
   BatchPolicy policy;
   bool want_decoded = false;
+  bool want_streams = false;  // hand reassembled TCP data to on_streams
   bool progress = false;
   // Leave the source registered with the backend after the run (benchmarks repeat runs over one
   // capture; registering a large buffer costs more than a run). The caller then detaches it.
@@ -60,7 +62,12 @@ using BatchCallback = std::function<void(const PacketBatch&)>;
 // run those still open (reason shutdown).
 using FlowRecordCallback = std::function<void(const std::vector<FlowRecordOut>&)>;
 
+// Receives reassembled TCP data (with want_streams): each batch's chunks, then at the end of the
+// run what the out-of-order buffer still held. Chunk bytes are at bytes + chunk.data.
+using StreamCallback = std::function<void(const std::vector<StreamChunk>& chunks, const std::vector<uint8_t>& bytes)>;
+
 RunReport run_capture(const CaptureFile& cap, Backend& backend, const RunOptions& opt,
-                      const BatchCallback& on_batch = nullptr, const FlowRecordCallback& on_flows = nullptr);
+                      const BatchCallback& on_batch = nullptr, const FlowRecordCallback& on_flows = nullptr,
+                      const StreamCallback& on_streams = nullptr);
 
 }  // namespace gaspp

@@ -7,11 +7,12 @@
 // protocols are keyed by the address pair. The record remembers which endpoint is the client
 // (the side that sent the first packet, or the SYN; the receiver of a lone SYN-ACK).
 //
-// FlowRecord (160 bytes, one per table slot) holds, per side (client, server): packets, bytes
+// FlowRecord (224 bytes, one per table slot) holds, per side (client, server): packets, bytes
 // (captured bytes, as Suricata counts them), TCP flags seen, the TCP state of that side, its
 // initial and next expected sequence number, its FIN sequence and last advertised window. And per
 // flow: first and last packet time, a 51-bit flow id, the flow state (new/established/closed) and
-// the batch that last touched it (eviction never picks a flow the current batch uses).
+// the batch that last touched it (eviction never picks a flow the current batch uses). TCP flows
+// also keep the reassembler's state of each direction (stream/stream_state.hpp).
 //
 // Per-module state: each module declares how many bytes of per-flow state it needs; the table
 // keeps `module_state_bytes` (their sum, each slice 16-byte aligned) per slot in a separate array,
@@ -26,6 +27,7 @@
 #include <type_traits>
 
 #include "gaspp/hd.hpp"
+#include "stream/stream_state.hpp"
 
 namespace gaspp {
 
@@ -83,13 +85,14 @@ struct alignas(16) FlowRecord {
   uint64_t last_ts;     // ns
   uint64_t flow_id;     // 51 bits, stable for the flow, equal on both backends
   FlowSide side[2];     // [0] client, [1] server
+  StreamSide stream[2]; // TCP reassembly per direction: [0] client → server, [1] server → client
   uint32_t epoch;       // last batch that looked this flow up
   uint8_t client_lo;    // 1: the client is key endpoint 0
   uint8_t state;        // FlowState
   uint8_t proto_class;  // FlowProto
   uint8_t misc;         // FlowMisc bits
 };
-static_assert(sizeof(FlowRecord) == 160, "FlowRecord is 160 bytes; update the docs if it grows");
+static_assert(sizeof(FlowRecord) == 224, "FlowRecord is 224 bytes; update the docs if it grows");
 static_assert(std::is_trivially_copyable_v<FlowRecord>, "records are copied between host and device");
 
 enum FlowMisc : uint8_t {

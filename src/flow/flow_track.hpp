@@ -242,12 +242,18 @@ GASPP_HD GASPP_FORCEINLINE void flow_restart(const FlowTableRef& t, uint32_t slo
   flow_init_slot(t, slot, k, r.epoch);
 }
 
+struct FlowNoEndHook {
+  GASPP_HD void operator()(FlowRecord&) const {}
+};
+
 // Applies packet i (already placed in `slot`; `lookup_flags` is what its lookup set, the direction
-// in kPktFromLo) to its flow. Returns the packet's FlowPacketFlags.
-template <class Sink>
+// in kPktFromLo) to its flow. Returns the packet's FlowPacketFlags. When the packet ends the flow
+// in the slot and starts a new one (inline expiry, port reuse), on_end(old record) runs after the
+// old record was written out and before the slot is reset.
+template <class Sink, class OnEnd = FlowNoEndHook>
 GASPP_HD inline uint8_t flow_track_packet(const FlowTableRef& t, uint32_t slot, const DecodedView& d, uint32_t i,
                                           uint8_t lookup_flags, const FlowTrackParams& prm, bool emergency,
-                                          const FlowRecordSink& out, Sink& c) {
+                                          const FlowRecordSink& out, Sink& c, OnEnd&& on_end = OnEnd{}) {
   FlowRecord& r = t.recs[slot];
   const bool from_lo = lookup_flags & kPktFromLo;
   const uint64_t ts = d.ts_ns[i];
@@ -264,6 +270,7 @@ GASPP_HD inline uint8_t flow_track_packet(const FlowTableRef& t, uint32_t slot, 
     if (restart) {
       out.emit(r, FlowReason::timeout);
       c.add(c_flow_timed_out, 1);
+      on_end(r);
       flow_restart(t, slot);
     }
   }

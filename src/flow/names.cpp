@@ -75,4 +75,12 @@ void sort_flow_records(std::vector<FlowRecordOut>& v) {
   });
 }
 
+void sort_stream_chunks(std::vector<StreamChunk>& v) {
+  std::stable_sort(v.begin(), v.end(), [](const StreamChunk& a, const StreamChunk& b) {
+    return a.flow_id != b.flow_id ? a.flow_id < b.flow_id : a.dir < b.dir;
+  });
+}
+
+const char* overlap_policy_name(OverlapPolicy p) { return p == OverlapPolicy::last ? "last" : "first"; }
+
 }  // namespace gaspp

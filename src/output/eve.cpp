@@ -1,5 +1,7 @@
 #include "output/eve.hpp"
 
+#include <chrono>
+
 #include <cerrno>
 #include <cstring>
 #include <ctime>
@@ -90,6 +92,31 @@ void EveWriter::write_line(const std::string& json) {
 
 void EveWriter::write_flows(const std::vector<FlowRecordOut>& v) {
   for (const auto& r : v) write_line(eve_flow_json(r));
+}
+
+void EveWriter::write_stats(const RunReport& r) {
+  const auto& t = r.totals.v;
+  auto u = [](uint64_t v) { return std::to_string(v); };
+  const uint64_t now_ns = uint64_t(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                       std::chrono::system_clock::now().time_since_epoch()).count());
+  std::string j = "{\"timestamp\":\"" + eve_timestamp(now_ns) + "\",\"event_type\":\"stats\",\"stats\":{";
+  j += "\"uptime\":" + u(uint64_t(r.seconds)) + ",";
+  j += "\"decoder\":{\"pkts\":" + u(t[c_packets]) + ",\"bytes\":" + u(t[c_wire_bytes]) + ",\"ipv4\":" + u(t[c_l3_ipv4]) +
+       ",\"ipv6\":" + u(t[c_l3_ipv6]) + ",\"tcp\":" + u(t[c_l4_tcp]) + ",\"udp\":" + u(t[c_l4_udp]) +
+       ",\"icmpv4\":" + u(t[c_l4_icmp]) + ",\"icmpv6\":" + u(t[c_l4_icmpv6]) + ",\"vlan\":" + u(t[c_vlan_tagged]) +
+       ",\"invalid\":" + u(t[c_malformed]) + "},";
+  j += "\"flow\":{";
+  bool first = true;
+#define GASPP_X(id, name) j += std::string(first ? "" : ",") + "\"" name "\":" + u(t[c_##id]), first = false;
+  GASPP_FLOW_COUNTERS(GASPP_X)
+#undef GASPP_X
+  j += "},\"stream\":{";
+  first = true;
+#define GASPP_X(id, name) j += std::string(first ? "" : ",") + "\"" name "\":" + u(t[c_##id]), first = false;
+  GASPP_STREAM_COUNTERS(GASPP_X)
+#undef GASPP_X
+  j += "}}}";
+  write_line(j);
 }
 
 }  // namespace gaspp

@@ -8,11 +8,15 @@
 //   tcp:  tcp_flags, tcp_flags_ts, tcp_flags_tc (hex, as Suricata), syn/fin/rst/psh/ack/urg/ecn/cwr
 //         when seen, state (the session state in Suricata's words)
 // Times are UTC, printed as Suricata does: 2024-04-01T12:00:00.123456+0000.
+//
+// At the end of the run one `stats` event (as Suricata's stats.log/eve stats): uptime, decoder
+// counts, flow counters and the TCP reassembly counters (stats.stream, names as in the summary).
 #pragma once
 #include <cstdio>
 #include <string>
 #include <vector>
 
+#include "core/pipeline.hpp"
 #include "flow/flow_record.hpp"
 
 namespace gaspp {
@@ -28,6 +32,7 @@ class EveWriter {
   EveWriter(const EveWriter&) = delete;
   EveWriter& operator=(const EveWriter&) = delete;
   void write_flows(const std::vector<FlowRecordOut>& v);
+  void write_stats(const RunReport& r);
   void write_line(const std::string& json);
   uint64_t events() const { return events_; }
   const std::string& path() const { return path_; }

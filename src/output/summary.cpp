@@ -88,6 +88,26 @@ void print_summary(std::FILE* o, const RunReport& r) {
                  (unsigned long long)t[c_tcp_synack_bad_ack], (unsigned long long)t[c_tcp_syn_unexpected],
                  (unsigned long long)t[c_tcp_rst_invalid]);
   }
+  if (r.streams.enabled) {
+    const auto& g = r.streams;
+    std::fprintf(o, "streams      segments %llu  in order %llu  out of order buffered %llu  released %llu  "
+                    "retransmissions %llu  straddling %llu\n",
+                 (unsigned long long)t[c_stream_segments], (unsigned long long)t[c_stream_in_order],
+                 (unsigned long long)t[c_stream_ooo_buffered], (unsigned long long)t[c_stream_ooo_released],
+                 (unsigned long long)t[c_stream_retransmit], (unsigned long long)t[c_stream_straddle]);
+    std::fprintf(o, "stream data  delivered %llu bytes in %llu chunks  overlaps same %llu  different %llu  "
+                    "gaps %llu (%llu bytes)  flow-limit skips %llu  after end %llu  truncated %llu\n",
+                 (unsigned long long)t[c_stream_bytes], (unsigned long long)t[c_stream_chunks],
+                 (unsigned long long)t[c_stream_overlap_same], (unsigned long long)t[c_stream_overlap_conflict],
+                 (unsigned long long)t[c_stream_gaps], (unsigned long long)t[c_stream_gap_bytes],
+                 (unsigned long long)t[c_stream_flow_limit], (unsigned long long)t[c_stream_after_end],
+                 (unsigned long long)t[c_stream_truncated]);
+    std::fprintf(o, "ooo buffer   %u segments / %.1f MiB  peak %u segments, %u bytes  dropped %llu (%llu bytes)  "
+                    "chunk overflow %llu  overlap policy %s\n",
+                 g.held_cap, double(g.held_bytes_cap) / 1048576.0, g.peak_segs, g.peak_bytes,
+                 (unsigned long long)t[c_stream_ooo_dropped], (unsigned long long)t[c_stream_ooo_dropped_bytes],
+                 (unsigned long long)t[c_stream_chunk_overflow], overlap_policy_name(g.overlap));
+  }
   const Rate rt = rate(r);
   std::fprintf(o, "elapsed      %.6f s  %.3f Mpps  %.3f Gbit/s\n", r.seconds, rt.pps / 1e6, rt.gbps);
 }
@@ -128,6 +148,16 @@ std::string summary_json(const RunReport& r) {
          ",\"active\":" + u(g.live) + ",\"peak\":" + u(g.peak) + ",\"records\":" + u(r.flow_records);
 #define GASPP_X(id, name) j += ",\"" name "\":" + u(t[c_##id]);
     GASPP_FLOW_COUNTERS(GASPP_X)
+#undef GASPP_X
+    j += "},";
+  }
+  if (r.streams.enabled) {
+    const auto& g = r.streams;
+    j += "\"streams\":{\"ooo_segments_capacity\":" + u(g.held_cap) + ",\"ooo_bytes_capacity\":" + u(g.held_bytes_cap) +
+         ",\"ooo_peak_segments\":" + u(g.peak_segs) + ",\"ooo_peak_bytes\":" + u(g.peak_bytes) +
+         ",\"overlap_policy\":\"" + overlap_policy_name(g.overlap) + "\"";
+#define GASPP_X(id, name) j += ",\"" name "\":" + u(t[c_##id]);
+    GASPP_STREAM_COUNTERS(GASPP_X)
 #undef GASPP_X
     j += "},";
   }

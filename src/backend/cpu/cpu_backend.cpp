@@ -4,15 +4,21 @@
 // place (reading the records straight from the source span) across all pool threads, each with
 // its own counters, merged at the end, then runs the flow stage; wait() has nothing left to do.
 //
-// Flow stage (the same per-packet functions as the CUDA kernels, flow/flow_track.hpp):
+// Flow stage (the same per-packet functions as the CUDA kernels, flow/flow_track.hpp and
+// stream/reassembly.hpp):
 //   1. lookup: every packet finds or claims its flow slot, in parallel;
 //   2. retry: packets that found no room, in capture order, under the bucket locks;
 //   3. tick: emergency mode decision;
-//   4. walk: worker w applies, in capture order, the packets whose hashed slot % workers == w, so
-//      each flow's packets are applied in order by one worker (hashed: in a sparse table most flows
-//      sit in the first slot of their bucket, so plain slot numbers would share out badly);
+//   4. walk: worker w takes the items (packets, and segments held in the out-of-order buffer)
+//      whose hashed slot % workers == w, sorts them by (slot, item) — a flow's items become a run,
+//      held segments first, then packets in capture order — and walks each run (hashed: in a
+//      sparse table most flows sit in the first slot of their bucket, so plain slot numbers would
+//      share out badly);
 //   5. sweep (when due in packet time, or in emergency): timed-out flows leave the table.
+// The out-of-order buffer is two sets of arrays used in turn: a batch reads what the previous one
+// held and writes what it holds itself.
 #include <algorithm>
+#include <cstring>
 #include <thread>
 #include <vector>
 
@@ -21,6 +27,7 @@
 #include "decode/decoder.hpp"
 #include "flow/flow_track.hpp"
 #include "flow/host_lookup.hpp"
+#include "stream/reassembly.hpp"
 
 namespace gaspp {
 namespace {
@@ -30,9 +37,19 @@ class CpuBackend final : public Backend {
   explicit CpuBackend(const BackendConfig& cfg)
       : cfg_(cfg), pool_(cfg.threads > 0 ? cfg.threads : int(std::max(1u, std::thread::hardware_concurrency()))),
         slots_(size_t(std::max(cfg.slots, 3))), per_thread_(size_t(pool_.size())), failed_(size_t(pool_.size())),
+        shard_items_(size_t(pool_.size())), shard_vals_(size_t(pool_.size())), shard_pend_(size_t(pool_.size())),
         table_(cfg.flow) {
     record_capacity_ = cfg.batch_packets + kSweepRecords;
     records_.resize(record_capacity_);
+    streams_ = cfg.flow.enabled && cfg.stream.enabled;
+    if (streams_) {
+      held_cap_ = stream_held_cap(cfg.stream, cfg.batch_packets);
+      for (int k = 0; k < 2; ++k) {
+        held_[k].resize(held_cap_);
+        pool_bytes_[k].resize(cfg.stream.held_bytes);
+      }
+      chunks_.resize(stream_chunk_cap(cfg.batch_packets, held_cap_));
+    }
     for (auto& s : slots_) {
       s.flow_slot.resize(cfg.batch_packets);
       s.flow_flags.resize(cfg.batch_packets);
@@ -52,6 +69,9 @@ class CpuBackend final : public Backend {
            (cfg_.flow.enabled ? ", flow table " + std::to_string(table_.shape().capacity) + " flows in " +
                                     std::to_string(table_.shape().bytes() >> 20) + " MiB"
                               : std::string()) +
+           (streams_ ? ", out-of-order buffer " + std::to_string(held_cap_) + " segments / " +
+                           std::to_string(cfg_.stream.held_bytes >> 20) + " MiB"
+                     : std::string()) +
            ")";
   }
   int slots() const override { return int(slots_.size()); }
@@ -73,7 +93,9 @@ class CpuBackend final : public Backend {
       }
     });
     b.flow_records.clear();
-    if (cfg_.flow.enabled) flow_stage(s, v.dec);
+    b.stream_chunks.clear();
+    b.stream_bytes.clear();
+    if (cfg_.flow.enabled) flow_stage(s, v);
     b.counters = Counters{};
     for (auto& c : per_thread_)
       for (int k = 0; k < c_count_; ++k) b.counters.v[k] += c.v[k];
@@ -111,6 +133,30 @@ class CpuBackend final : public Backend {
     return all;
   }
 
+  void flush_streams(std::vector<StreamChunk>& chunks, std::vector<uint8_t>& bytes, Counters& added) override {
+    chunks.clear();
+    bytes.clear();
+    if (!streams_ || held_n_[in_] == 0) return;
+    StreamRef sr = stream_ref(nullptr, nullptr, true);
+    for (auto& c : per_thread_) c = Counters{};
+    walk(table_.ref(), DecodedView{}, 0, nullptr, nullptr, FlowTrackParams{}, false, FlowRecordSink{}, &sr, true);
+    held_n_[in_] = 0;
+    collect_chunks(sr, DecodedView{}, chunks, bytes);
+    for (auto& c : per_thread_)
+      for (int k = 0; k < c_count_; ++k) added.v[k] += c.v[k];
+  }
+
+  StreamGauges stream_gauges() override {
+    StreamGauges g;
+    g.enabled = streams_;
+    g.held_cap = held_cap_;
+    g.held_bytes_cap = cfg_.stream.held_bytes;
+    g.peak_segs = peak_held_;
+    g.peak_bytes = peak_held_bytes_;
+    g.overlap = cfg_.stream.overlap;
+    return g;
+  }
+
  private:
   static constexpr uint32_t kSweepRecords = 65536;
 
@@ -127,8 +173,91 @@ class CpuBackend final : public Backend {
     return std::min(count, record_capacity_);
   }
 
+  // A StreamRef over this backend's buffers: reading the held set `in_`, writing the other.
+  StreamRef stream_ref(const uint8_t* data, const uint32_t* rec_off, bool final) {
+    StreamRef sr{};
+    sr.cfg = cfg_.stream;
+    sr.data = data;
+    sr.rec_off = rec_off;
+    sr.held_in = held_[in_].data();
+    sr.pool_in = pool_bytes_[in_].data();
+    sr.held_in_n = &held_n_[in_];
+    const int out = in_ ^ 1;
+    held_n_[out] = pool_used_[out] = 0;
+    sr.held_out = final ? nullptr : held_[out].data();
+    sr.pool_out = final ? nullptr : pool_bytes_[out].data();
+    sr.held_out_n = &held_n_[out];
+    sr.pool_out_used = &pool_used_[out];
+    sr.held_cap = held_cap_;
+    sr.chunks = chunks_.data();
+    chunk_n_ = 0;
+    sr.chunk_n = &chunk_n_;
+    sr.chunk_cap = uint32_t(chunks_.size());
+    sr.bytes_used = nullptr;
+    sr.gather = false;
+    return sr;
+  }
+
+  // Step 4 of the flow stage (see the header): n packets plus, with reassembly, the held segments.
+  void walk(const FlowTableRef& t, const DecodedView& dec, uint32_t n, const uint32_t* slot, uint8_t* flags,
+            const FlowTrackParams& prm, bool emergency, const FlowRecordSink& out, const StreamRef* sr, bool final) {
+    const uint32_t workers = uint32_t(pool_.size());
+    const uint32_t held_n = sr ? *sr->held_in_n : 0;
+    const uint32_t base = sr ? sr->held_cap : 0;  // item number of packet 0
+    pool_.parallel_for(workers, [&](uint64_t begin, uint64_t end, int w) {
+      HostCounterSink sink{per_thread_[size_t(w)]};
+      for (uint64_t shard = begin; shard < end; ++shard) {
+        auto& items = shard_items_[shard];
+        items.clear();
+        for (uint32_t h = 0; h < held_n; ++h)
+          if (mix32(sr->held_in[h].slot) % workers == shard) items.push_back(uint64_t(sr->held_in[h].slot) << 32 | h);
+        for (uint32_t i = 0; i < n; ++i)
+          if (slot[i] != kNoFlow && mix32(slot[i]) % workers == shard) items.push_back(uint64_t(slot[i]) << 32 | (base + i));
+        std::sort(items.begin(), items.end());
+        auto& vals = shard_vals_[shard];
+        vals.resize(items.size());
+        for (size_t k = 0; k < items.size(); ++k) vals[k] = uint32_t(items[k]);
+        StreamRef mine;
+        if (sr) {
+          shard_pend_[shard].resize(items.size());
+          mine = *sr;
+          mine.pend = shard_pend_[shard].data();
+        }
+        for (uint32_t j = 0; j < items.size();) {
+          const uint32_t s = uint32_t(items[j] >> 32);
+          uint32_t m = j + 1;
+          while (m < items.size() && uint32_t(items[m] >> 32) == s) ++m;
+          flow_walk_run(t, dec, vals.data(), j, m, s, flags, prm, emergency, out, sr ? &mine : nullptr, final, sink);
+          j = m;
+        }
+      }
+    });
+  }
+
+  // Copies the walk's chunks and their bytes out, grouped by flow and direction.
+  void collect_chunks(const StreamRef& sr, const DecodedView& dec, std::vector<StreamChunk>& chunks,
+                      std::vector<uint8_t>& bytes) {
+    const uint32_t n = std::min(chunk_n_, uint32_t(chunks_.size()));
+    chunks.assign(chunks_.begin(), chunks_.begin() + n);
+    sort_stream_chunks(chunks);
+    uint64_t total = 0;
+    for (auto& c : chunks) total += (c.flags & kChunkConflict) ? 0 : c.len;
+    bytes.resize(total);
+    uint32_t at = 0;
+    for (auto& c : chunks) {
+      if ((c.flags & kChunkConflict) || c.len == 0) {
+        c.data = at;
+        continue;
+      }
+      std::memcpy(bytes.data() + at, stream_item_bytes(sr, dec, c.src) + c.src_off, c.len);
+      c.data = at;
+      at += c.len;
+    }
+  }
+
   struct Slot;
-  void flow_stage(Slot& s, const DecodedView& dec) {
+  void flow_stage(Slot& s, const BatchView& v) {
+    const DecodedView& dec = v.dec;
     PacketBatch& b = s.batch;
     FlowTableRef t = table_.ref();
     FlowTrackParams prm{cfg_.flow.timeouts, ++epoch_, cfg_.flow.midstream, cfg_.flow.vlan_in_key};
@@ -154,14 +283,22 @@ class CpuBackend final : public Backend {
       flow_tick(*t.state, t.capacity, cfg_.flow.emergency_enter_pct, cfg_.flow.emergency_recover_pct, sink);
     }
     const bool emergency = t.state->emergency != 0;
-    const uint32_t workers = uint32_t(pool_.size());
-    pool_.parallel_for(workers, [&](uint64_t begin, uint64_t end, int w) {
-      HostCounterSink sink{per_thread_[size_t(w)]};
-      for (uint64_t shard = begin; shard < end; ++shard)
-        for (uint32_t i = 0; i < n; ++i)
-          if (slot[i] != kNoFlow && mix32(slot[i]) % workers == shard)
-            flags[i] = flow_track_packet(t, slot[i], dec, i, flags[i], prm, emergency, out, sink);
-    });
+    if (streams_) {
+      StreamRef sr = stream_ref(v.data, v.rec_off, false);
+      walk(t, dec, n, slot, flags, prm, emergency, out, &sr, false);
+      in_ ^= 1;  // what this batch held is what the next one reads
+      peak_held_ = std::max(peak_held_, std::min(held_n_[in_], held_cap_));
+      peak_held_bytes_ = std::max(peak_held_bytes_, std::min(pool_used_[in_], cfg_.stream.held_bytes));
+      if (held_n_[in_] > held_cap_) held_n_[in_] = held_cap_;
+      if (b.want_streams) {
+        // The bytes of chunks from held segments are in the set this batch read (now the other one).
+        sr.pool_in = pool_bytes_[in_ ^ 1].data();
+        sr.held_in = held_[in_ ^ 1].data();
+        collect_chunks(sr, dec, b.stream_chunks, b.stream_bytes);
+      }
+    } else {
+      walk(t, dec, n, slot, flags, prm, emergency, out, nullptr, false);
+    }
     const uint32_t walked = std::min(out_count, record_capacity_);
     b.flow_records.assign(records_.begin(), records_.begin() + walked);
     // Sweep when due in packet time (or every batch in emergency).
@@ -188,7 +325,20 @@ class CpuBackend final : public Backend {
   std::vector<Slot> slots_;
   std::vector<Counters> per_thread_;
   std::vector<std::vector<uint32_t>> failed_;
+  std::vector<std::vector<uint64_t>> shard_items_;        // per shard: (slot << 32 | item), sorted
+  std::vector<std::vector<uint32_t>> shard_vals_;         // per shard: the items alone
+  std::vector<std::vector<StreamPending>> shard_pend_;    // per shard: the walk's scratch
   HostFlowTable table_;
+  bool streams_ = false;
+  uint32_t held_cap_ = 0;
+  std::vector<StreamHeld> held_[2];      // the out-of-order buffer, two sets used in turn
+  std::vector<uint8_t> pool_bytes_[2];
+  uint32_t held_n_[2] = {0, 0}, pool_used_[2] = {0, 0};
+  int in_ = 0;                           // the set the next batch reads
+  uint32_t peak_held_ = 0, peak_held_bytes_ = 0;
+  std::vector<StreamChunk> chunks_;
+  uint32_t chunk_n_ = 0;
+
   std::vector<FlowRecordOut> records_;
   uint32_t record_capacity_ = 0;
   uint32_t epoch_ = 0;

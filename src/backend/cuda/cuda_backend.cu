@@ -19,11 +19,17 @@
 //                   packets that found no room are appended to a retry list
 //   retry kernel    those packets again, under per-bucket locks, evicting if needed
 //   tick kernel     emergency decision (one thread)
-//   CUB radix sort  (slot, packet index) pairs: a flow's packets become adjacent, in capture order
-//   walk kernel     the first thread of each run applies the flow's packets in order
+//   held keys       (reassembly) the previous batch's out-of-order segments join the sort
+//   CUB radix sort  (slot, item) pairs: a flow's held segments then packets become adjacent, in
+//                   capture order
+//   walk kernel     the first thread of each run tracks the flow's packets in order and
+//                   reassembles its TCP directions (stream/reassembly.hpp)
+//   gather kernel   (only when the host asked for the streams) chunk bytes to the host
 //   sweep kernel    when due in packet time or in emergency: expired flows leave the table
-// Records leaving the table are written by the kernels straight into the slot's pinned, mapped
-// host buffer (rare next to packets), so nothing extra is copied back.
+// Records leaving the table, and with want_streams the stream chunks and their bytes, are written
+// by the kernels straight into the slot's pinned, mapped host buffers, so nothing extra is copied
+// back. The out-of-order buffer is two sets of device arrays used in turn (a batch reads what the
+// previous one held); the event chain orders them.
 #include <cuda_runtime.h>
 
 #include <cub/device/device_radix_sort.cuh>
@@ -40,6 +46,7 @@
 #include "backend/cuda/device_flow_table.hpp"
 #include "decode/decoder.hpp"
 #include "flow/flow_track.hpp"
+#include "stream/reassembly.hpp"
 
 namespace gaspp {
 namespace {
@@ -89,7 +96,7 @@ struct FlowPolicy {
 
 __global__ void __launch_bounds__(FlowPolicy::kThreads)
 flow_lookup_kernel(FlowTableRef t, DecodedView dec, uint32_t n, FlowTrackParams prm, uint32_t* slot, uint8_t* flags,
-                   uint32_t* keys, uint32_t* vals, uint32_t* failed, unsigned long long* d_counters) {
+                   uint32_t* keys, uint32_t* vals, uint32_t item_base, uint32_t* failed, unsigned long long* d_counters) {
   __shared__ unsigned long long s[c_count_];
   block_counters_zero(s);
   SharedCounterSink sink{s};
@@ -98,8 +105,8 @@ flow_lookup_kernel(FlowTableRef t, DecodedView dec, uint32_t n, FlowTrackParams 
     FlowSkip skip;
     const uint32_t f = flow_lookup_packet(t, dec, i, prm, skip, flags[i]);
     slot[i] = f;
-    keys[i] = f == kNoFlow ? sentinel : f;
-    vals[i] = i;
+    keys[item_base + i] = f == kNoFlow ? sentinel : f;
+    vals[item_base + i] = item_base + i;
     if (skip != FlowSkip::none) count_skip(sink, skip);
     else if (f == kNoFlow) failed[atomic_add(&t.state->failed, 1)] = i;
   }
@@ -108,7 +115,7 @@ flow_lookup_kernel(FlowTableRef t, DecodedView dec, uint32_t n, FlowTrackParams 
 
 __global__ void __launch_bounds__(FlowPolicy::kThreads)
 flow_retry_kernel(FlowTableRef t, DecodedView dec, FlowTrackParams prm, const uint32_t* failed, uint32_t* slot,
-                  uint32_t* keys, FlowRecordSink out, unsigned long long* d_counters) {
+                  uint32_t* keys, uint32_t item_base, FlowRecordSink out, unsigned long long* d_counters) {
   __shared__ unsigned long long s[c_count_];
   block_counters_zero(s);
   SharedCounterSink sink{s};
@@ -117,7 +124,7 @@ flow_retry_kernel(FlowTableRef t, DecodedView dec, FlowTrackParams prm, const ui
     const uint32_t i = failed[j];
     const uint32_t f = flow_retry_packet(t, dec, i, prm, out, sink);
     slot[i] = f;
-    keys[i] = f == kNoFlow ? t.slots() : f;
+    keys[item_base + i] = f == kNoFlow ? t.slots() : f;
   }
   block_counters_flush(s, d_counters);
 }
@@ -132,22 +139,66 @@ __global__ void flow_tick_kernel(FlowTableState* st, uint32_t capacity, uint32_t
 }
 
 __global__ void __launch_bounds__(FlowPolicy::kThreads)
-flow_walk_kernel(FlowTableRef t, DecodedView dec, const uint32_t* keys, const uint32_t* vals, uint32_t n,
-                 FlowTrackParams prm, FlowRecordSink out, uint8_t* flags, unsigned long long* d_counters) {
+flow_walk_kernel(FlowTableRef t, DecodedView dec, const uint32_t* keys, const uint32_t* vals, uint32_t items,
+                 FlowTrackParams prm, FlowRecordSink out, uint8_t* flags, StreamRef sr, bool streams, bool final,
+                 unsigned long long* d_counters) {
   __shared__ unsigned long long s[c_count_];
   block_counters_zero(s);
   SharedCounterSink sink{s};
   const bool emergency = t.state->emergency != 0;
   const uint32_t sentinel = t.slots();
-  for (uint32_t j = blockIdx.x * blockDim.x + threadIdx.x; j < n; j += gridDim.x * blockDim.x) {
+  for (uint32_t j = blockIdx.x * blockDim.x + threadIdx.x; j < items; j += gridDim.x * blockDim.x) {
     const uint32_t key = keys[j];
     if (key == sentinel || (j > 0 && keys[j - 1] == key)) continue;
-    for (uint32_t m = j; m < n && keys[m] == key; ++m) {
-      const uint32_t i = vals[m];
-      flags[i] = flow_track_packet(t, key, dec, i, flags[i], prm, emergency, out, sink);
-    }
+    uint32_t m = j + 1;
+    while (m < items && keys[m] == key) ++m;
+    flow_walk_run(t, dec, vals, j, m, key, flags, prm, emergency, out, streams ? &sr : nullptr, final, sink);
   }
   block_counters_flush(s, d_counters);
+}
+
+// Device-side counts of reassembly's buffers.
+struct StreamCounts {
+  uint32_t held_n[2];     // segments in each set of the out-of-order buffer
+  uint32_t pool_used[2];  // bytes in each set's pool
+  uint32_t chunk_n;       // chunks of the current batch
+  uint32_t bytes_used;    // chunk bytes of the current batch (when gathered)
+  uint32_t peak_segs, peak_bytes;
+};
+
+// Before a walk: the set `out` and the chunk counts start empty; the set `in` (what the previous
+// walk held) is clamped to the buffer's limits (its writers counted what did not fit) and its
+// size goes into the peaks. Then the held segments' sort keys: their flow's slot.
+__global__ void stream_begin_kernel(StreamCounts* c, int in, uint32_t held_cap, uint32_t held_bytes) {
+  const int out = in ^ 1;
+  c->held_n[out] = c->pool_used[out] = 0;
+  c->chunk_n = c->bytes_used = 0;
+  if (c->held_n[in] > held_cap) c->held_n[in] = held_cap;
+  if (c->pool_used[in] > held_bytes) c->pool_used[in] = held_bytes;
+  if (c->held_n[in] > c->peak_segs) c->peak_segs = c->held_n[in];
+  if (c->pool_used[in] > c->peak_bytes) c->peak_bytes = c->pool_used[in];
+}
+
+__global__ void stream_held_keys_kernel(const StreamHeld* held, const uint32_t* held_n, uint32_t held_cap,
+                                        uint32_t sentinel, uint32_t* keys, uint32_t* vals) {
+  const uint32_t n = *held_n;
+  for (uint32_t h = blockIdx.x * blockDim.x + threadIdx.x; h < held_cap; h += gridDim.x * blockDim.x) {
+    keys[h] = h < n ? held[h].slot : sentinel;
+    vals[h] = h;
+  }
+}
+
+// Copies each chunk's bytes to its place in the host's byte buffer (mapped): a warp per chunk.
+__global__ void stream_gather_kernel(StreamRef sr, DecodedView dec, const StreamChunk* chunks, uint8_t* out) {
+  const uint32_t n = min(*sr.chunk_n, sr.chunk_cap);
+  const uint32_t lane = threadIdx.x & 31, warp = (blockIdx.x * blockDim.x + threadIdx.x) >> 5;
+  const uint32_t warps = (gridDim.x * blockDim.x) >> 5;
+  for (uint32_t k = warp; k < n; k += warps) {
+    const StreamChunk& c = chunks[k];
+    if ((c.flags & kChunkConflict) || c.len == 0) continue;
+    const uint8_t* from = stream_item_bytes(sr, dec, c.src) + c.src_off;
+    for (uint32_t x = lane; x < c.len; x += 32) out[c.data + x] = from[x];
+  }
 }
 
 __global__ void __launch_bounds__(FlowPolicy::kThreads)
@@ -211,16 +262,31 @@ class CudaBackend final : public Backend {
     if (cfg.flow.enabled) {
       table_ = std::make_unique<DeviceFlowTable>(cfg.flow);
       device_bytes_ += table_->shape().bytes();
-      const size_t n = cfg.batch_packets;
+      streams_ = cfg.stream.enabled;
+      if (streams_) {
+        held_cap_ = stream_held_cap(cfg.stream, cfg.batch_packets);
+        chunk_cap_ = stream_chunk_cap(cfg.batch_packets, held_cap_);
+        for (int k = 0; k < 2; ++k) {
+          GASPP_CUDA_CHECK(cudaMalloc(&d_held_[k], sizeof(StreamHeld) * held_cap_));
+          GASPP_CUDA_CHECK(cudaMalloc(&d_pool_[k], cfg.stream.held_bytes));
+        }
+        GASPP_CUDA_CHECK(cudaMalloc(&d_stream_counts_, sizeof(StreamCounts)));
+        GASPP_CUDA_CHECK(cudaMemset(d_stream_counts_, 0, sizeof(StreamCounts)));
+        GASPP_CUDA_CHECK(cudaMalloc(&d_pend_, sizeof(StreamPending) * (size_t(held_cap_) + cfg.batch_packets)));
+        GASPP_CUDA_CHECK(cudaMalloc(&d_chunks_, sizeof(StreamChunk) * chunk_cap_));
+        device_bytes_ += 2 * (sizeof(StreamHeld) * held_cap_ + cfg.stream.held_bytes) + sizeof(StreamCounts) +
+                         sizeof(StreamPending) * (size_t(held_cap_) + cfg.batch_packets) + sizeof(StreamChunk) * chunk_cap_;
+      }
+      const size_t n = size_t(cfg.batch_packets) + held_cap_;  // sorted items: held segments, then packets
       GASPP_CUDA_CHECK(cudaMalloc(&d_keys_, sizeof(uint32_t) * n * 4));
       d_vals_ = d_keys_ + n;
       d_keys_sorted_ = d_keys_ + 2 * n;
       d_vals_sorted_ = d_keys_ + 3 * n;
-      GASPP_CUDA_CHECK(cudaMalloc(&d_failed_, sizeof(uint32_t) * n));
+      GASPP_CUDA_CHECK(cudaMalloc(&d_failed_, sizeof(uint32_t) * cfg.batch_packets));
       GASPP_CUDA_CHECK(cub::DeviceRadixSort::SortPairs(nullptr, sort_temp_bytes_, d_keys_, d_keys_sorted_, d_vals_,
                                                        d_vals_sorted_, int(n)));
       GASPP_CUDA_CHECK(cudaMalloc(&d_sort_temp_, sort_temp_bytes_));
-      device_bytes_ += sizeof(uint32_t) * n * 5 + sort_temp_bytes_;
+      device_bytes_ += sizeof(uint32_t) * (n * 4 + cfg.batch_packets) + sort_temp_bytes_;
       record_capacity_ = cfg.batch_packets + kSweepRecords;
       GASPP_CUDA_CHECK(cudaEventCreateWithFlags(&flow_done_, cudaEventDisableTiming));
       GASPP_CUDA_CHECK(cudaStreamCreateWithFlags(&flush_stream_, cudaStreamNonBlocking));
@@ -274,7 +340,19 @@ class CudaBackend final : public Backend {
       cudaFree(s.d_flow_flags);
       if (s.h_records) cudaFreeHost(s.h_records);
       if (s.h_record_count) cudaFreeHost(s.h_record_count);
+      if (s.h_chunks) cudaFreeHost(s.h_chunks);
+      if (s.h_stream_bytes) cudaFreeHost(s.h_stream_bytes);
+      if (s.h_stream_counts) cudaFreeHost(s.h_stream_counts);
       s.dec.release();
+    }
+    if (streams_) {
+      for (int k = 0; k < 2; ++k) {
+        cudaFree(d_held_[k]);
+        cudaFree(d_pool_[k]);
+      }
+      cudaFree(d_stream_counts_);
+      cudaFree(d_pend_);
+      cudaFree(d_chunks_);
     }
     if (table_) {
       cudaFree(d_keys_);
@@ -358,7 +436,7 @@ class CudaBackend final : public Backend {
       decode_kernel<<<blocks, DecodePolicy::kThreads, 0, s.stream>>>(v, s.d_counters);
       GASPP_CUDA_CHECK(cudaGetLastError());
     }
-    if (table_) flow_stage_async(s, s.dec.view());
+    if (table_) flow_stage_async(s, s.dec.view(), s.d_data, s.d_rec_off);
     GASPP_CUDA_CHECK(cudaMemcpyAsync(s.h_verdict, s.d_verdict, b.count, cudaMemcpyDeviceToHost, s.stream));
     GASPP_CUDA_CHECK(cudaMemcpyAsync(s.h_counters, s.d_counters, sizeof(unsigned long long) * c_count_,
                                      cudaMemcpyDeviceToHost, s.stream));
@@ -384,11 +462,49 @@ class CudaBackend final : public Backend {
     GASPP_CUDA_CHECK(cudaStreamSynchronize(s.stream));
     for (int k = 0; k < c_count_; ++k) s.batch.counters.v[k] = s.h_counters[k];
     s.batch.flow_records.clear();
+    s.batch.stream_chunks.clear();
+    s.batch.stream_bytes.clear();
     if (table_) {
       const uint32_t n = std::min(*s.h_record_count, record_capacity_);
       s.batch.flow_records.assign(s.h_records, s.h_records + n);
       sort_flow_records(s.batch.flow_records);
     }
+    if (s.streams_back) collect_chunks(s, s.batch.stream_chunks, s.batch.stream_bytes);
+  }
+
+  void flush_streams(std::vector<StreamChunk>& chunks, std::vector<uint8_t>& bytes, Counters& added) override {
+    chunks.clear();
+    bytes.clear();
+    if (!streams_) return;
+    for (auto& s : slots_) GASPP_CUDA_CHECK(cudaStreamSynchronize(s.stream));
+    Slot& s = slots_[0];  // idle now: its buffers are free to use
+    ensure_stream_host_buffers(s);
+    GASPP_CUDA_CHECK(cudaMemsetAsync(s.d_counters, 0, sizeof(unsigned long long) * c_count_, flush_stream_));
+    StreamRef sr = stream_ref(s, nullptr, nullptr, true);
+    stream_walk_async(flush_stream_, sr, DecodedView{}, 0, FlowTrackParams{}, FlowRecordSink{}, s.d_flow_flags, true,
+                      s.d_counters);
+    stream_finish_async(flush_stream_, s, sr, DecodedView{});
+    GASPP_CUDA_CHECK(cudaMemcpyAsync(s.h_counters, s.d_counters, sizeof(unsigned long long) * c_count_,
+                                     cudaMemcpyDeviceToHost, flush_stream_));
+    GASPP_CUDA_CHECK(cudaStreamSynchronize(flush_stream_));
+    in_ ^= 1;  // the final walk held nothing; the set it wrote is empty
+    for (int k = 0; k < c_count_; ++k) added.v[k] += s.h_counters[k];
+    collect_chunks(s, chunks, bytes);
+  }
+
+  StreamGauges stream_gauges() override {
+    StreamGauges g;
+    if (!streams_) return g;
+    for (auto& s : slots_) GASPP_CUDA_CHECK(cudaStreamSynchronize(s.stream));
+    StreamCounts c;
+    GASPP_CUDA_CHECK(cudaMemcpy(&c, d_stream_counts_, sizeof c, cudaMemcpyDeviceToHost));
+    g.enabled = true;
+    g.held_cap = held_cap_;
+    g.held_bytes_cap = cfg_.stream.held_bytes;
+    g.peak_segs = c.peak_segs;
+    g.peak_bytes = c.peak_bytes;
+    g.overlap = cfg_.stream.overlap;
+    return g;
   }
 
   FlowGauges flow_gauges() override {
@@ -451,15 +567,103 @@ class CudaBackend final : public Backend {
     FlowRecordOut* d_records = nullptr;
     uint32_t* h_record_count = nullptr;
     uint32_t* d_record_count = nullptr;
+    // Stream data for the host (allocated on first use): chunks and bytes pinned and mapped, and
+    // the counts (chunks, bytes) copied back after the walk.
+    StreamChunk* h_chunks = nullptr;
+    StreamChunk* d_chunks_mapped = nullptr;
+    uint8_t* h_stream_bytes = nullptr;
+    uint8_t* d_stream_bytes_mapped = nullptr;
+    uint32_t* h_stream_counts = nullptr;
+    bool streams_back = false;  // the batch in this slot sends its streams to the host
     PacketBatch batch;
   };
 
+  void ensure_stream_host_buffers(Slot& s) {
+    if (s.h_chunks) return;
+    GASPP_CUDA_CHECK(cudaHostAlloc(&s.h_chunks, sizeof(StreamChunk) * chunk_cap_, cudaHostAllocMapped));
+    GASPP_CUDA_CHECK(cudaHostGetDevicePointer(&s.d_chunks_mapped, s.h_chunks, 0));
+    GASPP_CUDA_CHECK(cudaHostAlloc(&s.h_stream_bytes, stream_bytes_cap(), cudaHostAllocMapped));
+    GASPP_CUDA_CHECK(cudaHostGetDevicePointer(&s.d_stream_bytes_mapped, s.h_stream_bytes, 0));
+    GASPP_CUDA_CHECK(cudaMallocHost(&s.h_stream_counts, 2 * sizeof(uint32_t)));
+  }
+  // Most chunk bytes one batch can deliver: its payload plus everything held.
+  uint64_t stream_bytes_cap() const { return staging_bytes_ + cfg_.stream.held_bytes; }
+
+  // A StreamRef over the device buffers, reading set in_ and writing the other; chunks go to the
+  // slot's mapped host buffer when the host wants them.
+  StreamRef stream_ref(Slot& s, const uint8_t* data, const uint32_t* rec_off, bool to_host) {
+    StreamCounts* c = d_stream_counts_;
+    StreamRef sr{};
+    sr.cfg = cfg_.stream;
+    sr.data = data;
+    sr.rec_off = rec_off;
+    sr.held_in = d_held_[in_];
+    sr.pool_in = d_pool_[in_];
+    sr.held_in_n = &c->held_n[in_];
+    sr.held_out = d_held_[in_ ^ 1];
+    sr.pool_out = d_pool_[in_ ^ 1];
+    sr.held_out_n = &c->held_n[in_ ^ 1];
+    sr.pool_out_used = &c->pool_used[in_ ^ 1];
+    sr.held_cap = held_cap_;
+    sr.pend = d_pend_;
+    sr.chunks = to_host ? s.d_chunks_mapped : d_chunks_;
+    sr.chunk_n = &c->chunk_n;
+    sr.chunk_cap = chunk_cap_;
+    sr.bytes_used = &c->bytes_used;
+    sr.gather = to_host;
+    return sr;
+  }
+
+  // Queues the held keys, the sort of held segments and n packets (keys/values already written by
+  // the lookup) and the walk.
+  void stream_walk_async(cudaStream_t st, const StreamRef& sr, const DecodedView& dec, uint32_t n,
+                         const FlowTrackParams& prm, const FlowRecordSink& out, uint8_t* flags, bool final,
+                         unsigned long long* d_counters) {
+    const FlowTableRef t = table_->ref();
+    const uint32_t base = streams_ ? held_cap_ : 0;
+    const uint32_t items = base + n;
+    if (streams_) {
+      stream_begin_kernel<<<1, 1, 0, st>>>(d_stream_counts_, in_, held_cap_, cfg_.stream.held_bytes);
+      const int hb = std::max(1, std::min(blocks_cap_, int((held_cap_ + FlowPolicy::kThreads - 1) / FlowPolicy::kThreads)));
+      stream_held_keys_kernel<<<hb, FlowPolicy::kThreads, 0, st>>>(d_held_[in_], &d_stream_counts_->held_n[in_],
+                                                                    held_cap_, t.slots(), d_keys_, d_vals_);
+    }
+    if (items == 0) return;
+    int end_bit = 1;
+    while (end_bit < 32 && (uint64_t(1) << end_bit) <= t.slots()) ++end_bit;
+    size_t temp = sort_temp_bytes_;
+    GASPP_CUDA_CHECK(cub::DeviceRadixSort::SortPairs(d_sort_temp_, temp, d_keys_, d_keys_sorted_, d_vals_, d_vals_sorted_,
+                                                     int(items), 0, end_bit, st));
+    const int blocks = std::max(1, std::min(blocks_cap_, int((items + FlowPolicy::kThreads - 1) / uint32_t(FlowPolicy::kThreads))));
+    flow_walk_kernel<<<blocks, FlowPolicy::kThreads, 0, st>>>(t, dec, d_keys_sorted_, d_vals_sorted_, items, prm, out,
+                                                              flags, sr, streams_, final, d_counters);
+    GASPP_CUDA_CHECK(cudaGetLastError());
+  }
+
+  // After the walk: the chunk bytes to the host (when wanted) and the counts back.
+  void stream_finish_async(cudaStream_t st, Slot& s, const StreamRef& sr, const DecodedView& dec) {
+    if (!sr.gather) return;
+    stream_gather_kernel<<<blocks_cap_, FlowPolicy::kThreads, 0, st>>>(sr, dec, sr.chunks, s.d_stream_bytes_mapped);
+    GASPP_CUDA_CHECK(cudaGetLastError());
+    GASPP_CUDA_CHECK(cudaMemcpyAsync(s.h_stream_counts, &d_stream_counts_->chunk_n, 2 * sizeof(uint32_t),
+                                     cudaMemcpyDeviceToHost, st));
+  }
+
+  void collect_chunks(Slot& s, std::vector<StreamChunk>& chunks, std::vector<uint8_t>& bytes) {
+    const uint32_t n = std::min(s.h_stream_counts[0], chunk_cap_);
+    const uint64_t nbytes = std::min<uint64_t>(s.h_stream_counts[1], stream_bytes_cap());
+    chunks.assign(s.h_chunks, s.h_chunks + n);
+    bytes.assign(s.h_stream_bytes, s.h_stream_bytes + nbytes);
+    sort_stream_chunks(chunks);
+  }
+
   // Queues the flow stage of slot s (see the header comment).
-  void flow_stage_async(Slot& s, const DecodedView& dec) {
+  void flow_stage_async(Slot& s, const DecodedView& dec, const uint8_t* d_data, const uint32_t* d_rec_off) {
     PacketBatch& b = s.batch;
     const FlowTableRef t = table_->ref();
     const FlowTrackParams prm{cfg_.flow.timeouts, ++epoch_, cfg_.flow.midstream, cfg_.flow.vlan_in_key};
     const uint32_t n = b.count;
+    const uint32_t base = streams_ ? held_cap_ : 0;  // item number of packet 0
     *s.h_record_count = 0;  // the slot's previous batch was finished (wait) before the slot was refilled
     const FlowRecordSink out{s.d_records, s.d_record_count, record_capacity_};
     if (flow_started_) GASPP_CUDA_CHECK(cudaStreamWaitEvent(s.stream, flow_done_, 0));
@@ -467,20 +671,19 @@ class CudaBackend final : public Backend {
     const int blocks_n = std::max(1, std::min(blocks_cap_, int((n + FlowPolicy::kThreads - 1) / uint32_t(FlowPolicy::kThreads))));
     if (n > 0) {
       flow_lookup_kernel<<<blocks_n, FlowPolicy::kThreads, 0, s.stream>>>(t, dec, n, prm, s.d_flow_slot, s.d_flow_flags,
-                                                                          d_keys_, d_vals_, d_failed_, s.d_counters);
+                                                                          d_keys_, d_vals_, base, d_failed_, s.d_counters);
       flow_retry_kernel<<<blocks_n, FlowPolicy::kThreads, 0, s.stream>>>(t, dec, prm, d_failed_, s.d_flow_slot, d_keys_,
-                                                                         out, s.d_counters);
+                                                                         base, out, s.d_counters);
     }
     flow_tick_kernel<<<1, 1, 0, s.stream>>>(t.state, t.capacity, cfg_.flow.emergency_enter_pct,
                                             cfg_.flow.emergency_recover_pct, s.d_counters);
-    if (n > 0) {
-      int end_bit = 1;
-      while (end_bit < 32 && (uint64_t(1) << end_bit) <= t.slots()) ++end_bit;
-      size_t temp = sort_temp_bytes_;
-      GASPP_CUDA_CHECK(cub::DeviceRadixSort::SortPairs(d_sort_temp_, temp, d_keys_, d_keys_sorted_, d_vals_, d_vals_sorted_,
-                                                       int(n), 0, end_bit, s.stream));
-      flow_walk_kernel<<<blocks_n, FlowPolicy::kThreads, 0, s.stream>>>(t, dec, d_keys_sorted_, d_vals_sorted_, n, prm,
-                                                                        out, s.d_flow_flags, s.d_counters);
+    s.streams_back = streams_ && b.want_streams;
+    if (s.streams_back) ensure_stream_host_buffers(s);
+    const StreamRef sr = streams_ ? stream_ref(s, d_data, d_rec_off, s.streams_back) : StreamRef{};
+    stream_walk_async(s.stream, sr, dec, n, prm, out, s.d_flow_flags, false, s.d_counters);
+    if (streams_) {
+      stream_finish_async(s.stream, s, sr, dec);
+      in_ ^= 1;  // what this batch holds is what the next one reads
     }
     const bool due = b.max_ts_ns >= next_sweep_ns_;
     if (due) next_sweep_ns_ = b.max_ts_ns + cfg_.flow.sweep_interval_ns;
@@ -491,6 +694,14 @@ class CudaBackend final : public Backend {
   }
   static constexpr uint32_t kSweepRecords = 65536;
   std::unique_ptr<DeviceFlowTable> table_;
+  bool streams_ = false;
+  uint32_t held_cap_ = 0, chunk_cap_ = 0;
+  StreamHeld* d_held_[2] = {nullptr, nullptr};  // the out-of-order buffer, two sets used in turn
+  uint8_t* d_pool_[2] = {nullptr, nullptr};
+  StreamCounts* d_stream_counts_ = nullptr;
+  StreamPending* d_pend_ = nullptr;              // the walk's scratch, one entry per sorted item
+  StreamChunk* d_chunks_ = nullptr;              // chunks when the host does not want them
+  int in_ = 0;                                   // the set the next walk reads
   uint32_t* d_keys_ = nullptr;  // one allocation: keys, values, sorted keys, sorted values
   uint32_t* d_vals_ = nullptr;
   uint32_t* d_keys_sorted_ = nullptr;

@@ -1,0 +1,392 @@
+// stream/reassembly.hpp — the walk of one flow's share of a batch: flow tracking of its packets in
+// capture order (flow/flow_track.hpp) and reassembly of its TCP directions. Both backends call
+// flow_walk_run() for each run of the batch's sorted (slot, item) pairs; different flows run in
+// parallel, one flow's items one after another.
+//
+// Per direction, in capture order (GASPP §4.2–4.3 chain packets by hashing (4-tuple, seq) and
+// (4-tuple, seq+len); walking a flow's packets sorted by capture order reaches the same chains,
+// and covers what the paper leaves open):
+//   * a segment starting at or before next_off with nothing waiting is delivered at once (its new
+//     tail only, if it straddles next_off); one that ends at or before next_off is a retransmission
+//     (counted, not delivered again);
+//   * a segment beyond a hole, or any segment while others wait, joins the flow's pending list. Its
+//     bytes are compared with every waiting copy they overlap: same data (overlaps_same_data) or
+//     not (overlaps_different_data, and a kChunkConflict event). Then the list is drained: while a
+//     pending segment covers next_off, bytes are delivered from the copy the policy picks (first:
+//     the earliest to arrive that covers the byte; last: the latest), cut where a copy of higher
+//     priority begins;
+//   * when more than the per-direction limit waits, the hole is skipped: the gap (offset, length)
+//     goes with the next chunk and delivery goes on;
+//   * when the flow closes (RST, or FINs both ways with one acknowledged), when a packet restarts the
+//     flow (port reuse, inline expiry), every hole is skipped, the missing bytes up to the FIN are a
+//     gap, and a kChunkEnd chunk ends each direction that carried data;
+//   * what still waits at the end of the run goes to the out-of-order buffer (StreamHeld, with a
+//     copy of its bytes) and comes back first in the flow's next run. If the flow is gone by then
+//     (expired, evicted), its held segments are flushed as at a close. At the end of the run the
+//     backends walk the buffer once more with `final` set, flushing everything.
+// Conflicts are detected between copies the reassembler still holds (the pending list and the
+// out-of-order buffer); a retransmission of bytes already delivered is counted but not compared,
+// since delivered bytes are not kept.
+#pragma once
+#include <cstdint>
+
+#include "flow/flow_track.hpp"
+#include "stream/stream.hpp"
+
+namespace gaspp {
+namespace stream_detail {
+
+// Whose stream is being worked on: a live flow (sides point into its record) or the remains of a
+// flow that left the table (sides are a copy rebuilt from its held segments).
+struct Owner {
+  const FlowKey* key;
+  uint64_t flow_id;
+  uint8_t client_lo;
+  StreamSide* side;  // [2]
+};
+
+struct Run {
+  const StreamRef* s;
+  const DecodedView* d;
+  StreamPending* pend;
+  uint32_t n;                  // entries used in pend
+  uint32_t segs[2], bytes[2];  // live pending per direction
+  uint64_t gap[2];             // skipped bytes not yet reported
+};
+
+template <class Sink>
+GASPP_HD inline void emit(Run& run, const Owner& o, int dir, uint64_t off, uint32_t len, uint32_t src,
+                          uint32_t src_off, uint8_t flags, Sink& c) {
+  const StreamRef& s = *run.s;
+  const uint32_t k = atomic_add(s.chunk_n, 1);
+  if (k >= s.chunk_cap) {
+    c.add(c_stream_chunk_overflow, 1);
+    return;
+  }
+  StreamChunk& ch = s.chunks[k];
+  ch.key = *o.key;
+  ch.flow_id = o.flow_id;
+  ch.off = off;
+  ch.len = len;
+  ch.src = src;
+  ch.src_off = src_off;
+  ch.dir = uint8_t(dir);
+  ch.flags = uint8_t(flags | (o.client_lo ? kChunkClientLo : 0));
+  if (flags & kChunkConflict) {
+    ch.gap = 0;
+    ch.data = 0;
+    return;
+  }
+  ch.gap = run.gap[dir];
+  run.gap[dir] = 0;
+  ch.data = (s.gather && len) ? atomic_add(s.bytes_used, len) : 0;
+  if (len) {
+    c.add(c_stream_chunks, 1);
+    c.add(c_stream_bytes, len);
+  }
+}
+
+GASPP_HD GASPP_FORCEINLINE bool has_pending(const Run& run, int dir) { return run.segs[dir] != 0; }
+
+GASPP_HD GASPP_FORCEINLINE void retire(Run& run, StreamPending& e) {
+  e.live = 0;
+  --run.segs[e.dir];
+  run.bytes[e.dir] -= e.len;
+}
+
+// Delivers what the pending list of `dir` holds at next_off, as far as it goes.
+template <class Sink>
+GASPP_HD inline void drain(Run& run, const Owner& o, int dir, Sink& c) {
+  StreamSide& S = o.side[dir];
+  const bool last_wins = run.s->cfg.overlap == OverlapPolicy::last;
+  while (has_pending(run, dir)) {
+    int best = -1;
+    for (uint32_t k = 0; k < run.n; ++k) {
+      StreamPending& e = run.pend[k];
+      if (!e.live || e.dir != dir) continue;
+      if (e.off + e.len <= S.next_off) {  // everything it holds was delivered from another copy
+        if (e.buffered) c.add(c_stream_ooo_released, 1);
+        retire(run, e);
+        continue;
+      }
+      if (e.off <= S.next_off && (best < 0 || last_wins)) best = int(k);
+    }
+    if (best < 0) return;
+    const StreamPending& b = run.pend[best];
+    uint64_t end = b.off + b.len;
+    for (uint32_t k = 0; k < run.n; ++k) {
+      const StreamPending& e = run.pend[k];
+      if (!e.live || e.dir != dir || int(k) == best) continue;
+      const bool higher = last_wins ? int(k) > best : int(k) < best;
+      if (higher && e.off > S.next_off && e.off < end) end = e.off;
+    }
+    emit(run, o, dir, S.next_off, uint32_t(end - S.next_off), b.src, b.skip + uint32_t(S.next_off - b.off), 0, c);
+    S.next_off = end;
+  }
+}
+
+// Skips the hole before the lowest waiting segment of `dir`; returns false if nothing waits.
+template <class Sink>
+GASPP_HD inline bool skip_hole(Run& run, const Owner& o, int dir, Sink& c) {
+  StreamSide& S = o.side[dir];
+  uint64_t lowest = ~uint64_t(0);
+  for (uint32_t k = 0; k < run.n; ++k) {
+    const StreamPending& e = run.pend[k];
+    if (e.live && e.dir == dir && e.off < lowest) lowest = e.off;
+  }
+  if (lowest == ~uint64_t(0)) return false;
+  if (lowest > S.next_off) {
+    run.gap[dir] += lowest - S.next_off;
+    c.add(c_stream_gaps, 1);
+    c.add(c_stream_gap_bytes, lowest - S.next_off);
+    S.next_off = lowest;
+  }
+  drain(run, o, dir, c);
+  return true;
+}
+
+// Ends direction `dir`: every hole skipped, the bytes missing before the FIN reported as a gap,
+// and a kChunkEnd chunk (for a direction that carried anything).
+template <class Sink>
+GASPP_HD inline void end_direction(Run& run, const Owner& o, int dir, Sink& c) {
+  StreamSide& S = o.side[dir];
+  if (S.flags & kStreamEnded) return;
+  drain(run, o, dir, c);
+  while (skip_hole(run, o, dir, c)) {
+  }
+  if (!(S.flags & kStreamBase)) return;
+  if ((S.flags & kStreamFin) && S.fin_off > S.next_off) {
+    run.gap[dir] += S.fin_off - S.next_off;
+    c.add(c_stream_gaps, 1);
+    c.add(c_stream_gap_bytes, S.fin_off - S.next_off);
+    S.next_off = S.fin_off;
+  }
+  emit(run, o, dir, S.next_off, 0, 0, 0, kChunkEnd, c);
+  S.flags |= kStreamEnded;
+}
+
+// A new copy of stream bytes [off, off+len) of `dir` (from item `src`, payload offset `skip`).
+template <class Sink>
+GASPP_HD inline void segment(Run& run, const Owner& o, int dir, uint64_t off, uint32_t len, uint32_t src,
+                             uint32_t skip, Sink& c) {
+  StreamSide& S = o.side[dir];
+  const uint64_t end = off + len;
+  if (end <= S.next_off) {
+    c.add(c_stream_retransmit, 1);
+    return;
+  }
+  if (off < S.next_off) c.add(c_stream_straddle, 1);
+  if (!has_pending(run, dir) && off <= S.next_off) {
+    c.add(c_stream_in_order, 1);
+    emit(run, o, dir, S.next_off, uint32_t(end - S.next_off), src, skip + uint32_t(S.next_off - off), 0, c);
+    S.next_off = end;
+    return;
+  }
+  // Compare with the copies waiting: the same bytes or not.
+  const uint8_t* mine = stream_item_bytes(*run.s, *run.d, src) + skip;
+  for (uint32_t k = 0; k < run.n; ++k) {
+    const StreamPending& e = run.pend[k];
+    if (!e.live || e.dir != dir) continue;
+    const uint64_t a = off > e.off ? off : e.off;
+    const uint64_t b = end < e.off + e.len ? end : e.off + e.len;
+    if (a >= b) continue;
+    const uint8_t* theirs = stream_item_bytes(*run.s, *run.d, e.src) + e.skip;
+    uint64_t first_diff = b, last_diff = a;
+    for (uint64_t x = a; x < b; ++x)
+      if (mine[x - off] != theirs[x - e.off]) {
+        if (first_diff == b) first_diff = x;
+        last_diff = x;
+      }
+    if (first_diff == b) {
+      c.add(c_stream_overlap_same, 1);
+    } else {
+      c.add(c_stream_overlap_conflict, 1);
+      emit(run, o, dir, first_diff, uint32_t(last_diff + 1 - first_diff), src, 0, kChunkConflict, c);
+    }
+  }
+  StreamPending& e = run.pend[run.n++];
+  e.off = off;
+  e.len = len;
+  e.src = src;
+  e.skip = skip;
+  e.dir = uint8_t(dir);
+  e.live = 1;
+  e.buffered = off > S.next_off;
+  c.add(e.buffered ? c_stream_ooo_buffered : c_stream_in_order, 1);
+  ++run.segs[dir];
+  run.bytes[dir] += len;
+  drain(run, o, dir, c);
+  const StreamConfig& cfg = run.s->cfg;
+  while ((run.segs[dir] > cfg.flow_held_segments || run.bytes[dir] > cfg.flow_held_bytes) &&
+         skip_hole(run, o, dir, c))
+    c.add(c_stream_flow_limit, 1);
+}
+
+// Stream offset of sequence number `seq` in direction S: the unwrapping nearest to next_off.
+GASPP_HD GASPP_FORCEINLINE int64_t seq_to_off(const StreamSide& S, uint32_t seq) {
+  const uint32_t expect = S.base_seq + uint32_t(S.next_off);
+  return int64_t(S.next_off) + int64_t(int32_t(seq - expect));
+}
+
+// Packet i of a live TCP flow, sent by direction `dir`, after tracking.
+template <class Sink>
+GASPP_HD inline void packet(Run& run, const Owner& o, const FlowRecord& r, int dir, uint32_t i, uint32_t item, Sink& c) {
+  const DecodedView& d = *run.d;
+  StreamSide& S = o.side[dir];
+  const uint16_t f = d.tcp_flags[i];
+  const bool syn = f & kTcpSyn, fin = f & kTcpFin;
+  const uint32_t plen = d.payload_len[i];
+  uint32_t cap = 0;
+  if (d.payload_off[i] != kNoOffset && d.payload_off[i] < d.cap_len[i]) {
+    const uint32_t room = d.cap_len[i] - d.payload_off[i];
+    cap = plen < room ? plen : room;
+  }
+  if (!(S.flags & kStreamBase)) {
+    if (plen == 0 && !fin) return;
+    const FlowSide& F = r.side[dir];
+    S.base_seq = F.have_seq ? F.isn + 1 : d.tcp_seq[i] + (syn ? 1 : 0);
+    S.flags |= kStreamBase;
+  }
+  if (S.flags & kStreamEnded) {
+    if (plen) c.add(c_stream_after_end, 1);
+    return;
+  }
+  const int64_t off = seq_to_off(S, d.tcp_seq[i] + (syn ? 1 : 0));
+  if (fin && !(S.flags & kStreamFin)) {
+    const int64_t fo = off + int64_t(plen);
+    S.fin_off = fo > 0 ? uint64_t(fo) : 0;
+    S.flags |= kStreamFin;
+  }
+  if (plen == 0) return;
+  c.add(c_stream_segments, 1);
+  if (cap < plen) c.add(c_stream_truncated, 1);
+  if (cap == 0) return;
+  if (off + int64_t(cap) <= 0) {
+    c.add(c_stream_retransmit, 1);
+    return;
+  }
+  const uint32_t skip = off < 0 ? uint32_t(-off) : 0;
+  segment(run, o, dir, uint64_t(off + skip), cap - skip, item, skip, c);
+}
+
+// The flow's pending segments go to the out-of-order buffer for its next run.
+template <class Sink>
+GASPP_HD inline void hold(Run& run, const Owner& o, uint32_t slot, Sink& c) {
+  const StreamRef& s = *run.s;
+  for (uint32_t k = 0; k < run.n; ++k) {
+    const StreamPending& e = run.pend[k];
+    if (!e.live) continue;
+    const uint32_t idx = atomic_add(s.held_out_n, 1);
+    const uint32_t at = atomic_add(s.pool_out_used, e.len);
+    if (idx >= s.held_cap || uint64_t(at) + e.len > s.cfg.held_bytes) {
+      c.add(c_stream_ooo_dropped, 1);
+      c.add(c_stream_ooo_dropped_bytes, e.len);
+      continue;
+    }
+    const uint8_t* from = stream_item_bytes(s, *run.d, e.src) + e.skip;
+    for (uint32_t x = 0; x < e.len; ++x) s.pool_out[at + x] = from[x];
+    StreamHeld& h = s.held_out[idx];
+    h.key = *o.key;
+    h.flow_id = o.flow_id;
+    h.off = e.off;
+    h.next_off = o.side[e.dir].next_off;
+    h.len = e.len;
+    h.data = at;
+    h.slot = slot;
+    h.dir = e.dir;
+    h.client_lo = o.client_lo;
+    h.buffered = e.buffered;
+    StreamSide& S = o.side[e.dir];
+    ++S.held_segs;
+    S.held_bytes += e.len;
+  }
+}
+
+GASPP_HD GASPP_FORCEINLINE void reset_run(Run& run) {
+  run.n = 0;
+  run.segs[0] = run.segs[1] = run.bytes[0] = run.bytes[1] = 0;
+  run.gap[0] = run.gap[1] = 0;
+}
+
+// Flushes the pending list as the end of `o`'s streams.
+template <class Sink>
+GASPP_HD inline void end_all(Run& run, const Owner& o, Sink& c) {
+  end_direction(run, o, 0, c);
+  end_direction(run, o, 1, c);
+  reset_run(run);
+}
+
+}  // namespace stream_detail
+
+// Walks sorted items [j, m) of slot `slot` (see StreamRef for what an item is; without
+// reassembly `s` is null and every item is a packet): tracks each packet, reassembles TCP.
+// `final`: the end of the run; the items are held segments only and are all flushed.
+template <class Sink>
+GASPP_HD inline void flow_walk_run(const FlowTableRef& t, const DecodedView& d, const uint32_t* vals, uint32_t j,
+                                   uint32_t m, uint32_t slot, uint8_t* pkt_flags, const FlowTrackParams& prm,
+                                   bool emergency, const FlowRecordSink& out, const StreamRef* s, bool final, Sink& c) {
+  using namespace stream_detail;
+  FlowRecord& r = t.recs[slot];
+  if (!s) {
+    for (uint32_t q = j; q < m; ++q) {
+      const uint32_t i = vals[q];
+      pkt_flags[i] = flow_track_packet(t, slot, d, i, pkt_flags[i], prm, emergency, out, c);
+    }
+    return;
+  }
+  Run run{s, &d, s->pend + j, 0, {0, 0}, {0, 0}, {0, 0}};
+  uint32_t q = j;
+  // Held segments come first in the run (lower items); they all belong to one flow.
+  const uint32_t held_n = *s->held_in_n;
+  if (q < m && s->item_is_held(vals[q])) {
+    const StreamHeld& h0 = s->held_in[vals[q]];
+    const bool alive = !final && t.tags[slot] >= 2 && r.state != uint8_t(FlowState::fresh) && r.flow_id == h0.flow_id;
+    StreamSide gone[2] = {};
+    Owner o{alive ? &r.key : &h0.key, h0.flow_id, alive ? r.client_lo : h0.client_lo, alive ? r.stream : gone};
+    for (; q < m && s->item_is_held(vals[q]); ++q) {
+      const uint32_t v = vals[q];
+      if (v >= held_n) continue;  // unused entry (never sorted into a real slot, but be safe)
+      const StreamHeld& h = s->held_in[v];
+      if (!alive) {
+        gone[h.dir].next_off = h.next_off;
+        gone[h.dir].flags = kStreamBase;
+      }
+      StreamPending& e = run.pend[run.n++];
+      e.off = h.off;
+      e.len = h.len;
+      e.src = v;
+      e.skip = 0;
+      e.dir = h.dir;
+      e.live = 1;
+      e.buffered = h.buffered;
+      ++run.segs[h.dir];
+      run.bytes[h.dir] += h.len;
+    }
+    if (alive) {
+      for (int dir = 0; dir < 2; ++dir) r.stream[dir].held_segs = 0, r.stream[dir].held_bytes = 0;
+    } else {
+      end_all(run, o, c);
+    }
+  }
+  for (; q < m; ++q) {
+    const uint32_t v = vals[q];
+    const uint32_t i = s->item_packet(v);
+    auto on_end = [&](FlowRecord& old) {
+      if (old.proto_class != uint8_t(FlowProto::tcp)) return;
+      Owner o{&old.key, old.flow_id, old.client_lo, old.stream};
+      end_all(run, o, c);
+    };
+    pkt_flags[i] = flow_track_packet(t, slot, d, i, pkt_flags[i], prm, emergency, out, c, on_end);
+    if (r.proto_class != uint8_t(FlowProto::tcp) || (r.misc & kFlowNoSession)) continue;
+    Owner o{&r.key, r.flow_id, r.client_lo, r.stream};
+    packet(run, o, r, (pkt_flags[i] & kPktToClient) ? 1 : 0, i, v, c);
+    if (r.state == uint8_t(FlowState::closed)) end_all(run, o, c);
+  }
+  if (run.n && r.proto_class == uint8_t(FlowProto::tcp) && t.tags[slot] >= 2) {
+    Owner o{&r.key, r.flow_id, r.client_lo, r.stream};
+    for (int dir = 0; dir < 2; ++dir) r.stream[dir].held_segs = 0, r.stream[dir].held_bytes = 0;
+    hold(run, o, slot, c);
+  }
+}
+
+}  // namespace gaspp

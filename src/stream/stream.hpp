@@ -1,0 +1,140 @@
+// stream/stream.hpp — TCP stream reassembly: configuration, what it hands consumers, and the
+// out-of-order buffer. The per-packet logic is in stream/reassembly.hpp.
+//
+// What a consumer gets: each direction of each TCP connection as StreamChunks, in order, each byte
+// once. A chunk says which flow and direction (with the 5-tuple), its stream offset (bytes from the
+// direction's first data byte), its length, and the bytes skipped right before it (a gap that
+// never filled). A zero-length chunk with kChunkEnd marks the end of a direction (FIN/RST close,
+// expiry of a flow that still held data, or the end of the run); kChunkConflict chunks carry no
+// data and report that a later copy of bytes [off, off+len) differed from the copy kept.
+//
+// Configuration (StreamConfig, CLI flags in docs/usage.md):
+//   overlap              which copy of a byte wins when copies differ: first (default, like
+//                        Suricata's stream engine on most targets and the GASPP paper) or last
+//   held_segments/bytes  the out-of-order buffer: segments waiting beyond a hole, carried from one
+//                        batch to the next. Default: as many segments as a batch holds packets and
+//                        64 MiB. Full: the segment that does not fit is dropped and counted
+//                        (out_of_order_dropped); its bytes become a gap.
+//   flow_held_segments/bytes  per direction: when more than this waits beyond a hole, the hole is
+//                        skipped (reported as a gap) and delivery goes on. Default 256 and 1 MiB.
+#pragma once
+#include <cstdint>
+#include <type_traits>
+
+#include "decode/decoder.hpp"
+#include "flow/flow_record.hpp"
+
+namespace gaspp {
+
+enum class OverlapPolicy : uint8_t { first = 0, last = 1 };
+
+struct StreamConfig {
+  bool enabled = true;
+  OverlapPolicy overlap = OverlapPolicy::first;
+  uint32_t held_segments = 0;                 // 0: as many as the batch holds packets
+  uint32_t held_bytes = 64u << 20;
+  uint32_t flow_held_segments = 256;
+  uint32_t flow_held_bytes = 1u << 20;
+};
+
+enum StreamChunkFlags : uint8_t {
+  kChunkClientLo = 1,   // key endpoint 0 is the client (as FlowRecord::client_lo)
+  kChunkEnd = 2,        // the direction ended here (zero-length chunk)
+  kChunkConflict = 4,   // overlap with different data at [off, off+len); no bytes
+};
+
+// One piece of in-order data of one direction (see the header comment).
+struct StreamChunk {
+  FlowKey key;
+  uint64_t flow_id;
+  uint64_t off;       // stream offset of the first byte
+  uint64_t gap;       // bytes skipped right before this chunk
+  uint32_t data;      // where its bytes are in the batch's stream byte buffer (when gathered)
+  uint32_t len;
+  uint32_t src;       // where the bytes come from: a sorted item (see StreamRef::item_*)
+  uint32_t src_off;   // offset into that item's payload
+  uint8_t dir;        // 0 client → server, 1 server → client
+  uint8_t flags;      // StreamChunkFlags
+  uint8_t pad_[6] = {};
+};
+static_assert(sizeof(StreamChunk) == 96, "StreamChunk layout");
+static_assert(std::is_trivially_copyable_v<StreamChunk>, "chunks are copied between host and device");
+
+// A segment waiting beyond a hole: one entry of the out-of-order buffer, carried to the next batch
+// with a copy of its bytes in the buffer's byte pool.
+struct StreamHeld {
+  FlowKey key;
+  uint64_t flow_id;
+  uint64_t off;        // stream offset of its first byte
+  uint64_t next_off;   // the direction's next_off when it was written (to flush it if the flow is gone)
+  uint32_t len;
+  uint32_t data;       // offset of its bytes in the pool
+  uint32_t slot;       // flow table slot of its flow
+  uint8_t dir;
+  uint8_t client_lo;
+  uint8_t buffered;    // it arrived beyond a hole (counts as released when delivered)
+  uint8_t pad_ = 0;
+};
+static_assert(std::is_trivially_copyable_v<StreamHeld>, "held segments live in device memory");
+
+// Scratch entry of one flow's walk: a segment (from the batch or held) not yet delivered.
+struct StreamPending {
+  uint64_t off;
+  uint32_t len;
+  uint32_t src;        // sorted item
+  uint32_t skip;       // offset into the item's payload that corresponds to `off`
+  uint8_t dir;
+  uint8_t live;
+  uint8_t buffered;
+  uint8_t pad_ = 0;
+};
+
+// What the walk of a batch needs for reassembly; trivially copyable, passed to kernels by value.
+//
+// Items: the walk receives a flow's work as sorted "items". Item v < held_cap is held segment v of
+// the previous batch (valid when v < *held_in_n; the rest are unused); item v >= held_cap is packet
+// v - held_cap of the batch.
+struct StreamRef {
+  StreamConfig cfg;
+  const uint8_t* data;          // batch records (payload of packet i at data + rec_off[i] + 16 + payload_off)
+  const uint32_t* rec_off;
+  const StreamHeld* held_in;    // previous batch's out-of-order buffer
+  const uint8_t* pool_in;
+  const uint32_t* held_in_n;
+  StreamHeld* held_out;         // this batch's
+  uint8_t* pool_out;
+  uint32_t* held_out_n;         // zero before the walk
+  uint32_t* pool_out_used;      // zero before the walk
+  uint32_t held_cap;
+  StreamPending* pend;          // scratch: one entry per sorted item
+  StreamChunk* chunks;
+  uint32_t* chunk_n;            // zero before the walk
+  uint32_t chunk_cap;
+  uint32_t* bytes_used;         // chunk bytes assigned so far (when gather)
+  bool gather;                  // assign each chunk a place in the byte buffer
+
+  GASPP_HD bool item_is_held(uint32_t v) const { return v < held_cap; }
+  GASPP_HD uint32_t item_packet(uint32_t v) const { return v - held_cap; }
+};
+static_assert(std::is_trivially_copyable_v<StreamRef>, "StreamRef is passed to kernels by value");
+
+// Bytes of a chunk's source: a packet's payload or a held segment's copy.
+GASPP_HD GASPP_FORCEINLINE const uint8_t* stream_item_bytes(const StreamRef& s, const DecodedView& d, uint32_t v) {
+  if (s.item_is_held(v)) return s.pool_in + s.held_in[v].data;
+  const uint32_t i = s.item_packet(v);
+  return s.data + s.rec_off[i] + kRecordHeaderBytes + d.payload_off[i];
+}
+
+// Sizes shared by the backends.
+GASPP_HD GASPP_FORCEINLINE uint32_t stream_held_cap(const StreamConfig& c, uint32_t batch_packets) {
+  return c.held_segments ? c.held_segments : batch_packets;
+}
+GASPP_HD GASPP_FORCEINLINE uint32_t stream_chunk_cap(uint32_t batch_packets, uint32_t held_cap) {
+  // Each item delivers in at most two pieces (it can be cut once where an earlier copy starts);
+  // ends and conflicts come on top, rarely. Overflow is counted (chunk_overflow).
+  return 2 * (batch_packets + held_cap) + 4096;
+}
+
+const char* overlap_policy_name(OverlapPolicy p);
+
+}  // namespace gaspp
