@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Runs on the GPU machine, from the repository root, with bundle/ (scripts/device/bundle.sh) there.
-#   run.sh tests     unit tests on the CUDA backend, the CLI damage cases and the flow-tracking
-#                    cases and oracles on CUDA, CPU/CUDA equivalence (decode rows, EVE flow
-#                    records, summaries) on every capture and the generator's workloads
+#   run.sh tests     unit tests on the CUDA backend, the CLI damage cases, the flow-tracking
+#                    cases and oracles and the stream oracles (but tshark's, absent there) on CUDA,
+#                    CPU/CUDA equivalence (decode rows, EVE flow records, --dump-streams output,
+#                    summaries) on every capture and the generator's workloads
 #   run.sh sanitize  compute-sanitizer memcheck (unit tests on CUDA, and the CLI)
 #   run.sh racecheck compute-sanitizer racecheck on small cases
 #   run.sh bench   bench_flow (flow table and sweep), bench_decode (limits, decode and decode+flow
@@ -34,6 +35,8 @@ tests)
   step "flow tracking edge cases and oracles, CUDA backend"
   python3 tests/e2e/flow_cases.py $B/gaspp --backend cuda | tail -3; check "flow cases (cuda)"
   python3 tests/e2e/flow_vs_oracles.py $B/gaspp bundle/data --backend cuda | tail -8; check "flow oracles (cuda)"
+  step "stream oracles, CUDA backend"
+  python3 tests/e2e/streams_vs_oracles.py $B/gaspp bundle/data --backend cuda --no-tshark | tail -6; check "stream oracles (cuda)"
   step "CPU/CUDA equivalence"
   python3 tests/e2e/backend_equivalence.py $B/gaspp --generate bundle/data/pcaps > "$OUT/equivalence.log" 2>&1
   check "equivalence"; grep -v "^ok " "$OUT/equivalence.log" | tail -20; grep -c "^ok " "$OUT/equivalence.log"
@@ -45,7 +48,7 @@ sanitize)
   tail -4 "$OUT/memcheck.log"
   step "compute-sanitizer memcheck on the CLI (direct and compacted transfers)"
   for f in bundle/data/pcaps/zeek/http-bro.org.pcap bundle/data/pcaps/tcpdump/802.1ad_QinQ.pcap; do
-    for x in "" --force-compact; do
+    for x in "" --force-compact "--dump-streams $OUT/streams-memcheck"; do
       compute-sanitizer --tool memcheck --error-exitcode 9 $B/gaspp -r "$f" --backend cuda -q $x > "$OUT/memcheck-cli.log" 2>&1
       check "memcheck $f $x"; tail -1 "$OUT/memcheck-cli.log"
     done
@@ -56,7 +59,7 @@ racecheck)
   # orders of magnitude slower, so it covers small cases (every flow kernel still runs).
   step "compute-sanitizer racecheck"
   GASPP_TEST_BACKEND=cuda timeout 300 compute-sanitizer --tool racecheck --error-exitcode 9 \
-    $B/gaspp_unit_tests --gtest_brief=1 --gtest_filter='Flow.Expired*:Pipeline.BatchCloses*' > "$OUT/racecheck.log" 2>&1
+    $B/gaspp_unit_tests --gtest_brief=1 --gtest_filter='Flow.Expired*:Pipeline.BatchCloses*:Stream.PcapPlusPlusThree*' > "$OUT/racecheck.log" 2>&1
   check "racecheck (unit)"; tail -3 "$OUT/racecheck.log"
   for f in bundle/data/pcaps/ndpi/ftp.pcap bundle/data/pcaps/suricata-verify/eve-flow-vlan/input.pcap; do
     timeout 120 compute-sanitizer --tool racecheck --error-exitcode 9 $B/gaspp -r "$f" --backend cuda -q \
