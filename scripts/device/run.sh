@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # Runs on the GPU machine, from the repository root, with bundle/ (scripts/device/bundle.sh) there.
 #   run.sh tests     unit tests on the CUDA backend, the CLI damage cases, the flow-tracking
-#                    cases and oracles and the stream oracles (but tshark's, absent there) on CUDA,
-#                    CPU/CUDA equivalence (decode rows, EVE flow records, --dump-streams output,
-#                    summaries) on every capture and the generator's workloads
+#                    cases and oracles and the stream oracles (but tshark's, absent there) on CUDA
+#   run.sh equivalence  CPU/CUDA equivalence (decode rows, EVE flow records, --dump-streams
+#                    output, summaries) on every capture and the generator's workloads
 #   run.sh sanitize  compute-sanitizer memcheck (unit tests on CUDA, and the CLI)
 #   run.sh racecheck compute-sanitizer racecheck on small cases
 #   run.sh bench   bench_flow (flow table and sweep), bench_decode (limits, decode and decode+flow
@@ -37,6 +37,8 @@ tests)
   python3 tests/e2e/flow_vs_oracles.py $B/gaspp bundle/data --backend cuda | tail -8; check "flow oracles (cuda)"
   step "stream oracles, CUDA backend"
   python3 tests/e2e/streams_vs_oracles.py $B/gaspp bundle/data --backend cuda --no-tshark | tail -6; check "stream oracles (cuda)"
+  ;;
+equivalence)
   step "CPU/CUDA equivalence"
   python3 tests/e2e/backend_equivalence.py $B/gaspp --generate bundle/data/pcaps > "$OUT/equivalence.log" 2>&1
   check "equivalence"; grep -v "^ok " "$OUT/equivalence.log" | tail -20; grep -c "^ok " "$OUT/equivalence.log"
