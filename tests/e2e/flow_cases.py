@@ -72,7 +72,10 @@ def run(gaspp, pkts, extra, backend, d):
                         "--flow-capacity", "4096"] + extra, capture_output=True, text=True)
     if p.returncode != 0:
         raise SystemExit(f"gaspp failed: {p.stderr}")
-    recs = [json.loads(line) for line in open(os.path.join(d, "eve.json"))]
+    events = [json.loads(line) for line in open(os.path.join(d, "eve.json"))]
+    recs = [e for e in events if e["event_type"] == "flow"]
+    if [e["event_type"] for e in events if e["event_type"] != "flow"] != ["stats"]:
+        raise SystemExit(f"{path}: expected one stats event after the flow events")
     return recs, json.load(open(js))
 
 
