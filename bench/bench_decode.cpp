@@ -30,147 +30,25 @@
 #include "backend/backend.hpp"
 #include "capture/capture_file.hpp"
 #include "capture/generator.hpp"
+#include "bench_pipeline.hpp"
 #include "bench_util.hpp"
 
 using namespace gaspp;
 using Clock = std::chrono::steady_clock;
 using bench::median;
+using namespace gaspp::bench;
 
 namespace {
-
-struct Bandwidth {
-  double h2d_64k, h2d_1m, h2d_64m, d2h_64k, d2h_1m, d2h_64m, dev_copy;
-};
-
-// GB/s of repeated copies of `bytes` (pinned host <-> device), median over reps of a timed loop.
-double copy_gbps(void* dst, const void* src, size_t bytes, cudaMemcpyKind kind, int reps) {
-  cudaStream_t s;
-  CK(cudaStreamCreate(&s));
-  cudaEvent_t a, b;
-  CK(cudaEventCreate(&a));
-  CK(cudaEventCreate(&b));
-  const int inner = std::max(1, int((256ull << 20) / bytes));  // ~256 MiB per timed loop
-  std::vector<double> r;
-  for (int rep = 0; rep < reps + 1; ++rep) {
-    CK(cudaEventRecord(a, s));
-    for (int i = 0; i < inner; ++i) CK(cudaMemcpyAsync(dst, src, bytes, kind, s));
-    CK(cudaEventRecord(b, s));
-    CK(cudaEventSynchronize(b));
-    float ms;
-    CK(cudaEventElapsedTime(&ms, a, b));
-    if (rep) r.push_back(double(bytes) * inner / (ms * 1e-3) / 1e9);
-  }
-  cudaEventDestroy(a);
-  cudaEventDestroy(b);
-  cudaStreamDestroy(s);
-  return median(r);
-}
-
-Bandwidth measure_bandwidth(int reps) {
-  Bandwidth bw{};
-  const size_t big = 64ull << 20;
-  uint8_t* h;
-  void* d;
-  CK(cudaMallocHost(&h, big));
-  CK(cudaMalloc(&d, big));
-  std::mt19937_64 rng(1);
-  for (size_t i = 0; i < big; i += 8) {
-    const uint64_t v = rng();
-    std::memcpy(h + i, &v, 8);
-  }
-  bw.h2d_64k = copy_gbps(d, h, 64 << 10, cudaMemcpyHostToDevice, reps);
-  bw.h2d_1m = copy_gbps(d, h, 1 << 20, cudaMemcpyHostToDevice, reps);
-  bw.h2d_64m = copy_gbps(d, h, big, cudaMemcpyHostToDevice, reps);
-  bw.d2h_64k = copy_gbps(h, d, 64 << 10, cudaMemcpyDeviceToHost, reps);
-  bw.d2h_1m = copy_gbps(h, d, 1 << 20, cudaMemcpyDeviceToHost, reps);
-  bw.d2h_64m = copy_gbps(h, d, big, cudaMemcpyDeviceToHost, reps);
-  const size_t dev = 1ull << 30;
-  void *d1, *d2;
-  CK(cudaMalloc(&d1, dev));
-  CK(cudaMalloc(&d2, dev));
-  CK(cudaMemset(d1, 0x5a, dev));
-  bw.dev_copy = 2 * copy_gbps(d2, d1, dev, cudaMemcpyDeviceToDevice, reps);  // read + write
-  cudaFree(d1);
-  cudaFree(d2);
-  cudaFree(d);
-  cudaFreeHost(h);
-  return bw;
-}
-
-struct Workload {
-  std::string name;
-  GenConfig cfg;
-};
-
-struct BatchDesc {
-  uint64_t span_off, span_len, record_bytes, max_ts_ns;
-  std::vector<uint32_t> rec_off;
-};
-
-std::vector<BatchDesc> index_batches(const CaptureFile& cap, uint32_t per_batch) {
-  std::vector<BatchDesc> out;
-  RecordWalker w(cap);
-  RecordInfo r;
-  BatchDesc cur{};
-  auto close = [&] {
-    if (cur.rec_off.empty()) return;
-    out.push_back(std::move(cur));
-    cur = BatchDesc{};
-  };
-  while (w.next(r)) {
-    if (cur.rec_off.size() == per_batch) close();
-    if (cur.rec_off.empty()) cur.span_off = r.offset;
-    cur.rec_off.push_back(uint32_t(r.offset - cur.span_off));
-    cur.record_bytes += 16 + r.cap_len;
-    cur.max_ts_ns = std::max(cur.max_ts_ns, r.ts_ns);
-    cur.span_len = r.offset + 16 + r.cap_len - cur.span_off;
-  }
-  close();
-  return out;
-}
 
 struct Throughput {
   double mpps, gbps;  // gbps: wire bytes of the frames
   uint64_t packets, bytes;
 };
 
-// One timed pass: every batch through the slots, as the pipeline does, offsets already indexed.
-double one_pass(Backend& be, const CaptureFile& cap, const std::vector<BatchDesc>& batches, uint64_t* packets_out) {
-  const int n = be.slots();
-  std::vector<bool> busy(size_t(n), false);
-  uint64_t packets = 0;
-  const auto t0 = Clock::now();
-  int slot = 0;
-  for (const auto& d : batches) {
-    if (busy[size_t(slot)]) {
-      be.wait(slot);
-      packets += be.batch(slot).counters.v[c_packets];
-    }
-    PacketBatch& b = be.batch(slot);
-    b.count = uint32_t(d.rec_off.size());
-    std::memcpy(b.h_rec_off, d.rec_off.data(), d.rec_off.size() * 4);
-    b.h_span = cap.data() + d.span_off;
-    b.span_len = d.span_len;
-    b.record_bytes = d.record_bytes;
-    b.fmt = cap.format();
-    b.link = cap.link();
-    b.source = 0;
-    b.want_decoded = false;
-    b.max_ts_ns = d.max_ts_ns;
-    be.submit(slot);
-    busy[size_t(slot)] = true;
-    slot = (slot + 1) % n;
-  }
-  for (int k = 0; k < n; ++k) {
-    const int s = (slot + k) % n;
-    if (busy[size_t(s)]) {
-      be.wait(s);
-      packets += be.batch(s).counters.v[c_packets];
-    }
-  }
-  *packets_out = packets;
-  return std::chrono::duration<double>(Clock::now() - t0).count();
-}
+struct Workload {
+  std::string name;
+  GenConfig cfg;
+};
 
 Throughput measure(Backend& be, const CaptureFile& cap, const std::vector<BatchDesc>& batches, uint64_t wire_bytes,
                    uint64_t expect_packets, int reps) {
@@ -290,6 +168,7 @@ int main(int argc, char** argv) {
         bc.batch_packets = bs;
         bc.batch_bytes = uint64_t(bs) * 1600;
         bc.flow.enabled = flows;
+        bc.stream.enabled = false;  // decode+flow here; reassembly is bench_stream's
         auto be = make_cuda_backend(bc);
         row("cuda", flows, bs, measure(*be, cap, index_batches(cap, bs), wire, packets, reps));
       }
@@ -297,6 +176,7 @@ int main(int argc, char** argv) {
       bc.batch_packets = 65536;
       bc.threads = host_threads;
       bc.flow.enabled = flows;
+      bc.stream.enabled = false;
       auto be = make_cpu_backend(bc);
       row("cpu", flows, 65536, measure(*be, cap, index_batches(cap, 65536), wire, packets, std::max(1, reps / 2)));
     }

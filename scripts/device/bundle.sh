@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Prepares bundle/ for a GPU machine: the CUDA build (gaspp, unit tests, benchmark), the shared
+# Prepares bundle/ for a GPU machine: the CUDA build (gaspp, unit tests, benchmarks, the libnids
+# peer), the shared
 # libraries they load that a bare Ubuntu 24.04 lacks, and the test captures. Run here, then carry
 # `bundle` to the device and run scripts/device/run.sh there.
 set -euo pipefail
@@ -9,9 +10,10 @@ cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DGASPP_CUDA=ON >
 cmake --build build
 rm -rf bundle
 mkdir -p bundle/bin bundle/lib bundle/data
-cp build/gaspp build/tests/gaspp_unit_tests build/bench/bench_decode build/bench/bench_flow bundle/bin/
-# libpcap and what it pulls in beyond glibc and the C++ runtime (the device's own are newer).
-for lib in $(ldd build/gaspp | awk '/=>/ {print $3}'); do
+cp build/gaspp build/tests/gaspp_unit_tests build/bench/bench_decode build/bench/bench_flow build/bench/bench_stream \
+  build/bench/peer_libnids bundle/bin/
+# libpcap, libnids and what they pull in beyond glibc and the C++ runtime (the device's own are newer).
+for lib in $(ldd build/gaspp build/bench/peer_libnids | awk '/=>/ {print $3}' | sort -u); do
   case "$(basename "$lib")" in
     libc.so*|libm.so*|libstdc++.so*|libgcc_s.so*|libpthread.so*|libdl.so*|librt.so*) ;;
     *) cp -L "$lib" bundle/lib/ ;;

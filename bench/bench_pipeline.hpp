@@ -1,0 +1,151 @@
+// bench/bench_pipeline.hpp — what the pipeline benchmarks share: the physical limits of the
+// machine (pinned H2D/D2H bandwidth, device-memory bandwidth), a capture indexed into batches
+// beforehand, and one timed pass of those batches through a backend's rotating slots.
+#pragma once
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+#include <random>
+#include <vector>
+
+#include "backend/backend.hpp"
+#include "bench_util.hpp"
+#include "capture/capture_file.hpp"
+
+namespace gaspp::bench {
+
+struct Bandwidth {
+  double h2d_64k, h2d_1m, h2d_64m, d2h_64k, d2h_1m, d2h_64m, dev_copy;
+};
+
+// GB/s of repeated copies of `bytes` (pinned host <-> device), median over reps of a timed loop.
+inline double copy_gbps(void* dst, const void* src, size_t bytes, cudaMemcpyKind kind, int reps) {
+  cudaStream_t s;
+  CK(cudaStreamCreate(&s));
+  cudaEvent_t a, b;
+  CK(cudaEventCreate(&a));
+  CK(cudaEventCreate(&b));
+  const int inner = std::max(1, int((256ull << 20) / bytes));  // ~256 MiB per timed loop
+  std::vector<double> r;
+  for (int rep = 0; rep < reps + 1; ++rep) {
+    CK(cudaEventRecord(a, s));
+    for (int i = 0; i < inner; ++i) CK(cudaMemcpyAsync(dst, src, bytes, kind, s));
+    CK(cudaEventRecord(b, s));
+    CK(cudaEventSynchronize(b));
+    float ms;
+    CK(cudaEventElapsedTime(&ms, a, b));
+    if (rep) r.push_back(double(bytes) * inner / (ms * 1e-3) / 1e9);
+  }
+  cudaEventDestroy(a);
+  cudaEventDestroy(b);
+  cudaStreamDestroy(s);
+  return median(r);
+}
+
+inline Bandwidth measure_bandwidth(int reps) {
+  Bandwidth bw{};
+  const size_t big = 64ull << 20;
+  uint8_t* h;
+  void* d;
+  CK(cudaMallocHost(&h, big));
+  CK(cudaMalloc(&d, big));
+  std::mt19937_64 rng(1);
+  for (size_t i = 0; i < big; i += 8) {
+    const uint64_t v = rng();
+    std::memcpy(h + i, &v, 8);
+  }
+  bw.h2d_64k = copy_gbps(d, h, 64 << 10, cudaMemcpyHostToDevice, reps);
+  bw.h2d_1m = copy_gbps(d, h, 1 << 20, cudaMemcpyHostToDevice, reps);
+  bw.h2d_64m = copy_gbps(d, h, big, cudaMemcpyHostToDevice, reps);
+  bw.d2h_64k = copy_gbps(h, d, 64 << 10, cudaMemcpyDeviceToHost, reps);
+  bw.d2h_1m = copy_gbps(h, d, 1 << 20, cudaMemcpyDeviceToHost, reps);
+  bw.d2h_64m = copy_gbps(h, d, big, cudaMemcpyDeviceToHost, reps);
+  const size_t dev = 1ull << 30;
+  void *d1, *d2;
+  CK(cudaMalloc(&d1, dev));
+  CK(cudaMalloc(&d2, dev));
+  CK(cudaMemset(d1, 0x5a, dev));
+  bw.dev_copy = 2 * copy_gbps(d2, d1, dev, cudaMemcpyDeviceToDevice, reps);  // read + write
+  cudaFree(d1);
+  cudaFree(d2);
+  cudaFree(d);
+  cudaFreeHost(h);
+  return bw;
+}
+
+struct BatchDesc {
+  uint64_t span_off, span_len, record_bytes, max_ts_ns;
+  std::vector<uint32_t> rec_off;
+};
+
+inline std::vector<BatchDesc> index_batches(const CaptureFile& cap, uint32_t per_batch) {
+  std::vector<BatchDesc> out;
+  RecordWalker w(cap);
+  RecordInfo r;
+  BatchDesc cur{};
+  auto close = [&] {
+    if (cur.rec_off.empty()) return;
+    out.push_back(std::move(cur));
+    cur = BatchDesc{};
+  };
+  while (w.next(r)) {
+    if (cur.rec_off.size() == per_batch) close();
+    if (cur.rec_off.empty()) cur.span_off = r.offset;
+    cur.rec_off.push_back(uint32_t(r.offset - cur.span_off));
+    cur.record_bytes += 16 + r.cap_len;
+    cur.max_ts_ns = std::max(cur.max_ts_ns, r.ts_ns);
+    cur.span_len = r.offset + 16 + r.cap_len - cur.span_off;
+  }
+  close();
+  return out;
+}
+
+
+// One timed pass: every batch through the slots, as the pipeline does, offsets already indexed.
+// Returns seconds; the batches' counters are added to `totals` when given.
+inline double one_pass(Backend& be, const CaptureFile& cap, const std::vector<BatchDesc>& batches, uint64_t* packets_out,
+                       Counters* totals = nullptr) {
+  const int n = be.slots();
+  std::vector<bool> busy(size_t(n), false);
+  uint64_t packets = 0;
+  const auto t0 = std::chrono::steady_clock::now();
+  int slot = 0;
+  for (const auto& d : batches) {
+    if (busy[size_t(slot)]) {
+      be.wait(slot);
+      packets += be.batch(slot).counters.v[c_packets];
+      if (totals)
+        for (int k = 0; k < c_count_; ++k) totals->v[k] += be.batch(slot).counters.v[k];
+    }
+    PacketBatch& b = be.batch(slot);
+    b.count = uint32_t(d.rec_off.size());
+    std::memcpy(b.h_rec_off, d.rec_off.data(), d.rec_off.size() * 4);
+    b.h_span = cap.data() + d.span_off;
+    b.span_len = d.span_len;
+    b.record_bytes = d.record_bytes;
+    b.fmt = cap.format();
+    b.link = cap.link();
+    b.source = 0;
+    b.want_decoded = false;
+    b.max_ts_ns = d.max_ts_ns;
+    be.submit(slot);
+    busy[size_t(slot)] = true;
+    slot = (slot + 1) % n;
+  }
+  for (int k = 0; k < n; ++k) {
+    const int s = (slot + k) % n;
+    if (busy[size_t(s)]) {
+      be.wait(s);
+      packets += be.batch(s).counters.v[c_packets];
+      if (totals)
+        for (int k = 0; k < c_count_; ++k) totals->v[k] += be.batch(s).counters.v[k];
+    }
+  }
+  *packets_out = packets;
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+
+}  // namespace gaspp::bench
