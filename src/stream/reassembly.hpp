@@ -45,6 +45,10 @@ struct Owner {
   StreamSide* side;  // [2]
 };
 
+struct alignas(16) Bytes16 {
+  uint64_t lo, hi;
+};
+
 struct Run {
   const StreamRef* s;
   const DecodedView* d;
@@ -276,15 +280,25 @@ GASPP_HD inline void hold(Run& run, const Owner& o, uint32_t slot, Sink& c) {
   for (uint32_t k = 0; k < run.n; ++k) {
     const StreamPending& e = run.pend[k];
     if (!e.live) continue;
+    // Places are 16-byte aligned, so a segment held again (the common case while a hole lasts)
+    // moves 16 bytes at a time.
+    const uint32_t room = (e.len + 15) & ~15u;
     const uint32_t idx = atomic_add(s.held_out_n, 1);
-    const uint32_t at = atomic_add(s.pool_out_used, e.len);
-    if (idx >= s.held_cap || uint64_t(at) + e.len > s.cfg.held_bytes) {
+    const uint32_t at = atomic_add(s.pool_out_used, room);
+    if (idx >= s.held_cap || uint64_t(at) + room > s.cfg.held_bytes) {
       c.add(c_stream_ooo_dropped, 1);
       c.add(c_stream_ooo_dropped_bytes, e.len);
       continue;
     }
     const uint8_t* from = stream_item_bytes(s, *run.d, e.src) + e.skip;
-    for (uint32_t x = 0; x < e.len; ++x) s.pool_out[at + x] = from[x];
+    uint8_t* to = s.pool_out + at;
+    if (s.item_is_held(e.src) && e.skip == 0) {
+      // From a place of the previous pool: aligned and padded as well, so whole words stay in bounds.
+      for (uint32_t w = 0; w < room / 16; ++w)
+        reinterpret_cast<Bytes16*>(to)[w] = reinterpret_cast<const Bytes16*>(from)[w];
+    } else {
+      for (uint32_t x = 0; x < e.len; ++x) to[x] = from[x];
+    }
     StreamHeld& h = s.held_out[idx];
     h.key = *o.key;
     h.flow_id = o.flow_id;
