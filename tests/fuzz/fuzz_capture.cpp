@@ -1,4 +1,4 @@
-// libFuzzer target over the capture reader and the decoder.
+// libFuzzer target over the capture reader, the decoder, flow tracking and reassembly.
 //
 // The input is taken three ways: as a whole capture file (global header, records: the walker's
 // validation and the batcher, then the decoder on each record, through the CPU backend), and, after
@@ -51,7 +51,15 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       RunOptions ro;
       ro.policy.max_packets = 4;
       ro.want_decoded = true;
-      RunReport r = run_capture(cap, *backend, ro);
+      ro.want_streams = true;
+      // Reassembly (4-segment out-of-order buffer here, so drops happen too): every chunk's bytes
+      // lie in the batch's buffer.
+      RunReport r = run_capture(cap, *backend, ro, nullptr, nullptr,
+                                [](const std::vector<StreamChunk>& chunks, const std::vector<uint8_t>& bytes) {
+                                  for (const StreamChunk& c : chunks)
+                                    if (!(c.flags & kChunkConflict) && uint64_t(c.data) + c.len > bytes.size())
+                                      __builtin_trap();
+                                });
       if (r.passed + r.dropped != r.totals.v[c_packets]) __builtin_trap();  // every packet has an outcome
       const auto& t = r.totals.v;                                              // and a flow or a reason
       if (t[c_flow_packets] + t[c_flow_skip_not_ip] + t[c_flow_skip_malformed] + t[c_flow_skip_fragment] +
