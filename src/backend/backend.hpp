@@ -44,6 +44,7 @@ struct StreamGauges {
   bool enabled = false;
   uint32_t held_cap = 0, held_bytes_cap = 0;  // the buffer's limits
   uint32_t peak_segs = 0, peak_bytes = 0;     // most it held between two batches
+  uint32_t compactions = 0;                   // times waiting bytes moved to the other pool
   OverlapPolicy overlap = OverlapPolicy::first;
 };
 

@@ -102,9 +102,9 @@ void print_summary(std::FILE* o, const RunReport& r) {
                  (unsigned long long)t[c_stream_gaps], (unsigned long long)t[c_stream_gap_bytes],
                  (unsigned long long)t[c_stream_flow_limit], (unsigned long long)t[c_stream_after_end],
                  (unsigned long long)t[c_stream_truncated]);
-    std::fprintf(o, "ooo buffer   %u segments / %.1f MiB  peak %u segments, %u bytes  dropped %llu (%llu bytes)  "
-                    "chunk overflow %llu  overlap policy %s\n",
-                 g.held_cap, double(g.held_bytes_cap) / 1048576.0, g.peak_segs, g.peak_bytes,
+    std::fprintf(o, "ooo buffer   %u segments / %.1f MiB  peak %u segments, %u bytes  compactions %u  dropped %llu "
+                    "(%llu bytes)  chunk overflow %llu  overlap policy %s\n",
+                 g.held_cap, double(g.held_bytes_cap) / 1048576.0, g.peak_segs, g.peak_bytes, g.compactions,
                  (unsigned long long)t[c_stream_ooo_dropped], (unsigned long long)t[c_stream_ooo_dropped_bytes],
                  (unsigned long long)t[c_stream_chunk_overflow], overlap_policy_name(g.overlap));
   }
@@ -154,7 +154,7 @@ std::string summary_json(const RunReport& r) {
   if (r.streams.enabled) {
     const auto& g = r.streams;
     j += "\"streams\":{\"ooo_segments_capacity\":" + u(g.held_cap) + ",\"ooo_bytes_capacity\":" + u(g.held_bytes_cap) +
-         ",\"ooo_peak_segments\":" + u(g.peak_segs) + ",\"ooo_peak_bytes\":" + u(g.peak_bytes) +
+         ",\"ooo_peak_segments\":" + u(g.peak_segs) + ",\"ooo_peak_bytes\":" + u(g.peak_bytes) + ",\"ooo_compactions\":" + u(g.compactions) +
          ",\"overlap_policy\":\"" + overlap_policy_name(g.overlap) + "\"";
 #define GASPP_X(id, name) j += ",\"" name "\":" + u(t[c_##id]);
     GASPP_STREAM_COUNTERS(GASPP_X)

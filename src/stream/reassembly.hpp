@@ -20,9 +20,10 @@
 //   * when the flow closes (RST, or FINs both ways with one acknowledged), when a packet restarts the
 //     flow (port reuse, inline expiry), every hole is skipped, the missing bytes up to the FIN are a
 //     gap, and a kChunkEnd chunk ends each direction that carried data;
-//   * what still waits at the end of the run goes to the out-of-order buffer (StreamHeld, with a
-//     copy of its bytes) and comes back first in the flow's next run. If the flow is gone by then
-//     (expired, evicted), its held segments are flushed as at a close. At the end of the run the
+//   * what still waits at the end of the run goes to the out-of-order buffer (StreamHeld; its bytes
+//     are copied there once and stay, see StreamCounts) and comes back first in the flow's next
+//     run. If the flow is gone by then (expired, evicted), its held segments are flushed as at a
+//     close. At the end of the run the
 //     backends walk the buffer once more with `final` set, flushing everything.
 // Conflicts are detected between copies the reassembler still holds (the pending list and the
 // out-of-order buffer); a retransmission of bytes already delivered is counted but not compared,
@@ -280,25 +281,40 @@ GASPP_HD inline void hold(Run& run, const Owner& o, uint32_t slot, Sink& c) {
   for (uint32_t k = 0; k < run.n; ++k) {
     const StreamPending& e = run.pend[k];
     if (!e.live) continue;
-    // Places are 16-byte aligned, so a segment held again (the common case while a hole lasts)
-    // moves 16 bytes at a time.
-    const uint32_t room = (e.len + 15) & ~15u;
+    const uint32_t room = (e.len + 15) & ~15u;  // places are 16-byte aligned and padded
+    const bool was_held = s.item_is_held(e.src) && e.skip == 0;
+    const bool move = !was_held || s.counts->compact;
+    uint32_t pool, at;
+    if (move) {
+      pool = s.counts->active;
+      at = atomic_add(&s.counts->pool_used[pool], room);
+      if (uint64_t(at) + room > s.cfg.held_bytes) {
+        c.add(c_stream_ooo_dropped, 1);
+        c.add(c_stream_ooo_dropped_bytes, e.len);
+        continue;
+      }
+    } else {  // stays where it is
+      pool = s.held_in[e.src].pool;
+      at = s.held_in[e.src].data;
+    }
     const uint32_t idx = atomic_add(s.held_out_n, 1);
-    const uint32_t at = atomic_add(s.pool_out_used, room);
-    if (idx >= s.held_cap || uint64_t(at) + room > s.cfg.held_bytes) {
+    if (idx >= s.held_cap) {
       c.add(c_stream_ooo_dropped, 1);
       c.add(c_stream_ooo_dropped_bytes, e.len);
       continue;
     }
-    const uint8_t* from = stream_item_bytes(s, *run.d, e.src) + e.skip;
-    uint8_t* to = s.pool_out + at;
-    if (s.item_is_held(e.src) && e.skip == 0) {
-      // From a place of the previous pool: aligned and padded as well, so whole words stay in bounds.
-      for (uint32_t w = 0; w < room / 16; ++w)
-        reinterpret_cast<Bytes16*>(to)[w] = reinterpret_cast<const Bytes16*>(from)[w];
-    } else {
-      for (uint32_t x = 0; x < e.len; ++x) to[x] = from[x];
+    if (move) {
+      const uint8_t* from = stream_item_bytes(s, *run.d, e.src) + e.skip;
+      uint8_t* to = s.pool[pool] + at;
+      if (was_held) {
+        // From a place of the other pool: aligned and padded as well, so whole words stay in bounds.
+        for (uint32_t w = 0; w < room / 16; ++w)
+          reinterpret_cast<Bytes16*>(to)[w] = reinterpret_cast<const Bytes16*>(from)[w];
+      } else {
+        for (uint32_t x = 0; x < e.len; ++x) to[x] = from[x];
+      }
     }
+    atomic_add(s.held_out_bytes, room);
     StreamHeld& h = s.held_out[idx];
     h.key = *o.key;
     h.flow_id = o.flow_id;
@@ -310,6 +326,7 @@ GASPP_HD inline void hold(Run& run, const Owner& o, uint32_t slot, Sink& c) {
     h.dir = e.dir;
     h.client_lo = o.client_lo;
     h.buffered = e.buffered;
+    h.pool = uint8_t(pool);
     StreamSide& S = o.side[e.dir];
     ++S.held_segs;
     S.held_bytes += e.len;

@@ -13,7 +13,7 @@
 //                        Suricata's stream engine on most targets and the GASPP paper) or last
 //   held_segments/bytes  the out-of-order buffer: segments waiting beyond a hole, carried from one
 //                        batch to the next. Default: as many segments as a batch holds packets and
-//                        64 MiB. Full: the segment that does not fit is dropped and counted
+//                        64 MiB in each of its two byte pools (StreamCounts). Full: the segment that does not fit is dropped and counted
 //                        (out_of_order_dropped); its bytes become a gap.
 //   flow_held_segments/bytes  per direction: when more than this waits beyond a hole, the hole is
 //                        skipped (reported as a gap) and delivery goes on. Default 256 and 1 MiB.
@@ -73,9 +73,45 @@ struct StreamHeld {
   uint8_t dir;
   uint8_t client_lo;
   uint8_t buffered;    // it arrived beyond a hole (counts as released when delivered)
-  uint8_t pad_ = 0;
+  uint8_t pool;        // which of the two byte pools holds its bytes
 };
 static_assert(std::is_trivially_copyable_v<StreamHeld>, "held segments live in device memory");
+
+// The out-of-order buffer's counts (device memory for CUDA). The segments' descriptions are two
+// sets used in turn (a batch reads what the previous one held and writes what it holds). Their
+// bytes sit in one of two pools and stay where they are while they wait: new segments are
+// appended to the active pool; when it is more than half used at the start of a batch, the other
+// pool becomes active (emptied) and that batch moves every waiting segment into it, so bytes are
+// copied again only once per half pool of traffic.
+struct StreamCounts {
+  uint32_t held_n[2];      // segments in each set of descriptions
+  uint32_t live_bytes[2];  // their bytes (16-byte places)
+  uint32_t pool_used[2];   // bytes appended to each pool since it was last emptied
+  uint32_t active;         // the pool new bytes go to
+  uint32_t compact;        // this batch moves every waiting segment into the active pool
+  uint32_t chunk_n;        // chunks of the current batch
+  uint32_t bytes_used;     // chunk bytes of the current batch (when gathered)
+  uint32_t peak_segs, peak_bytes;
+  uint32_t compactions;    // batches that moved the waiting segments to the other pool
+};
+
+// Before the walk that reads set `in`: its counts clamped to the limits (writers count what did not
+// fit), the peaks, the set `out` and the chunk counts emptied, and the pool decision above.
+GASPP_HD inline void stream_begin(StreamCounts& c, int in, uint32_t held_cap, uint32_t pool_bytes) {
+  const int out = in ^ 1;
+  if (c.held_n[in] > held_cap) c.held_n[in] = held_cap;
+  if (c.held_n[in] > c.peak_segs) c.peak_segs = c.held_n[in];
+  if (c.live_bytes[in] > c.peak_bytes) c.peak_bytes = c.live_bytes[in];
+  c.held_n[out] = c.live_bytes[out] = 0;
+  c.chunk_n = c.bytes_used = 0;
+  const uint32_t a = c.active;
+  c.compact = c.pool_used[a] > pool_bytes / 2;
+  if (c.compact) {
+    c.active = a ^ 1;
+    c.pool_used[a ^ 1] = 0;
+    ++c.compactions;
+  }
+}
 
 // Scratch entry of one flow's walk: a segment (from the batch or held) not yet delivered.
 struct StreamPending {
@@ -98,13 +134,13 @@ struct StreamRef {
   StreamConfig cfg;
   const uint8_t* data;          // batch records (payload of packet i at data + rec_off[i] + 16 + payload_off)
   const uint32_t* rec_off;
-  const StreamHeld* held_in;    // previous batch's out-of-order buffer
-  const uint8_t* pool_in;
+  const StreamHeld* held_in;    // what the previous batch held
   const uint32_t* held_in_n;
-  StreamHeld* held_out;         // this batch's
-  uint8_t* pool_out;
-  uint32_t* held_out_n;         // zero before the walk
-  uint32_t* pool_out_used;      // zero before the walk
+  StreamHeld* held_out;         // what this batch holds
+  uint32_t* held_out_n;         // zero before the walk (stream_begin)
+  uint32_t* held_out_bytes;
+  uint8_t* pool[2];             // the byte pools (see StreamCounts)
+  StreamCounts* counts;
   uint32_t held_cap;
   StreamPending* pend;          // scratch: one entry per sorted item
   StreamChunk* chunks;
@@ -120,7 +156,7 @@ static_assert(std::is_trivially_copyable_v<StreamRef>, "StreamRef is passed to k
 
 // Bytes of a chunk's source: a packet's payload or a held segment's copy.
 GASPP_HD GASPP_FORCEINLINE const uint8_t* stream_item_bytes(const StreamRef& s, const DecodedView& d, uint32_t v) {
-  if (s.item_is_held(v)) return s.pool_in + s.held_in[v].data;
+  if (s.item_is_held(v)) return s.pool[s.held_in[v].pool] + s.held_in[v].data;
   const uint32_t i = s.item_packet(v);
   return s.data + s.rec_off[i] + kRecordHeaderBytes + d.payload_off[i];
 }

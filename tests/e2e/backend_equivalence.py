@@ -63,8 +63,7 @@ def main():
         for c in captures:
             # Small batches with an out-of-order buffer that still holds every waiting segment (which
             # segment a full buffer drops depends on the order threads reach it). The generated
-            # workloads (200k packets, lossy) use 512-packet batches: held segments are copied again
-            # for every batch they wait (docs/streams.md), which 7-packet batches make slow.
+            # workloads (200k packets) use 512-packet batches, to keep the run short.
             small = ["--batch", "512" if c.startswith(d) else "7", "--ooo-segments", "65536"]
             for extra in ([], small, ["--force-compact"]):
                 h_cpu, s_cpu, rc_cpu = run(gaspp, "cpu", c, d, extra)

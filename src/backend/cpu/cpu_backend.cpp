@@ -15,8 +15,8 @@
 //      sparse table most flows sit in the first slot of their bucket, so plain slot numbers would
 //      share out badly);
 //   5. sweep (when due in packet time, or in emergency): timed-out flows leave the table.
-// The out-of-order buffer is two sets of arrays used in turn: a batch reads what the previous one
-// held and writes what it holds itself.
+// The out-of-order buffer: two sets of segment descriptions used in turn (a batch reads what the
+// previous one held) and two byte pools where held bytes stay while they wait (StreamCounts).
 #include <algorithm>
 #include <cstring>
 #include <thread>
@@ -46,7 +46,7 @@ class CpuBackend final : public Backend {
       held_cap_ = stream_held_cap(cfg.stream, cfg.batch_packets);
       for (int k = 0; k < 2; ++k) {
         held_[k].resize(held_cap_);
-        pool_bytes_[k].resize(cfg.stream.held_bytes);
+        pool_bytes_[k].resize(cfg.stream.held_bytes);  // std::vector storage is 16-byte aligned (malloc)
       }
       chunks_.resize(stream_chunk_cap(cfg.batch_packets, held_cap_));
     }
@@ -136,12 +136,12 @@ class CpuBackend final : public Backend {
   void flush_streams(std::vector<StreamChunk>& chunks, std::vector<uint8_t>& bytes, Counters& added) override {
     chunks.clear();
     bytes.clear();
-    if (!streams_ || held_n_[in_] == 0) return;
+    if (!streams_ || counts_.held_n[in_] == 0) return;
     StreamRef sr = stream_ref(nullptr, nullptr, true);
     for (auto& c : per_thread_) c = Counters{};
     walk(table_.ref(), DecodedView{}, 0, nullptr, nullptr, FlowTrackParams{}, false, FlowRecordSink{}, &sr, true);
-    held_n_[in_] = 0;
     collect_chunks(sr, DecodedView{}, chunks, bytes);
+    in_ ^= 1;  // the final walk held nothing
     for (auto& c : per_thread_)
       for (int k = 0; k < c_count_; ++k) added.v[k] += c.v[k];
   }
@@ -151,8 +151,9 @@ class CpuBackend final : public Backend {
     g.enabled = streams_;
     g.held_cap = held_cap_;
     g.held_bytes_cap = cfg_.stream.held_bytes;
-    g.peak_segs = peak_held_;
-    g.peak_bytes = peak_held_bytes_;
+    g.peak_segs = counts_.peak_segs;
+    g.peak_bytes = counts_.peak_bytes;
+    g.compactions = counts_.compactions;
     g.overlap = cfg_.stream.overlap;
     return g;
   }
@@ -179,15 +180,16 @@ class CpuBackend final : public Backend {
     sr.cfg = cfg_.stream;
     sr.data = data;
     sr.rec_off = rec_off;
-    sr.held_in = held_[in_].data();
-    sr.pool_in = pool_bytes_[in_].data();
-    sr.held_in_n = &held_n_[in_];
+    stream_begin(counts_, in_, held_cap_, cfg_.stream.held_bytes);
     const int out = in_ ^ 1;
-    held_n_[out] = pool_used_[out] = 0;
+    sr.held_in = held_[in_].data();
+    sr.held_in_n = &counts_.held_n[in_];
     sr.held_out = final ? nullptr : held_[out].data();
-    sr.pool_out = final ? nullptr : pool_bytes_[out].data();
-    sr.held_out_n = &held_n_[out];
-    sr.pool_out_used = &pool_used_[out];
+    sr.held_out_n = &counts_.held_n[out];
+    sr.held_out_bytes = &counts_.live_bytes[out];
+    sr.pool[0] = pool_bytes_[0].data();
+    sr.pool[1] = pool_bytes_[1].data();
+    sr.counts = &counts_;
     sr.held_cap = held_cap_;
     sr.chunks = chunks_.data();
     chunk_n_ = 0;
@@ -202,7 +204,7 @@ class CpuBackend final : public Backend {
   void walk(const FlowTableRef& t, const DecodedView& dec, uint32_t n, const uint32_t* slot, uint8_t* flags,
             const FlowTrackParams& prm, bool emergency, const FlowRecordSink& out, const StreamRef* sr, bool final) {
     const uint32_t workers = uint32_t(pool_.size());
-    const uint32_t held_n = sr ? *sr->held_in_n : 0;
+    const uint32_t held_n = sr ? *sr->held_in_n : 0;  // clamped by stream_begin
     const uint32_t base = sr ? sr->held_cap : 0;  // item number of packet 0
     pool_.parallel_for(workers, [&](uint64_t begin, uint64_t end, int w) {
       HostCounterSink sink{per_thread_[size_t(w)]};
@@ -287,15 +289,9 @@ class CpuBackend final : public Backend {
       StreamRef sr = stream_ref(v.data, v.rec_off, false);
       walk(t, dec, n, slot, flags, prm, emergency, out, &sr, false);
       in_ ^= 1;  // what this batch held is what the next one reads
-      peak_held_ = std::max(peak_held_, std::min(held_n_[in_], held_cap_));
-      peak_held_bytes_ = std::max(peak_held_bytes_, std::min(pool_used_[in_], cfg_.stream.held_bytes));
-      if (held_n_[in_] > held_cap_) held_n_[in_] = held_cap_;
-      if (b.want_streams) {
-        // The bytes of chunks from held segments are in the set this batch read (now the other one).
-        sr.pool_in = pool_bytes_[in_ ^ 1].data();
-        sr.held_in = held_[in_ ^ 1].data();
-        collect_chunks(sr, dec, b.stream_chunks, b.stream_bytes);
-      }
+      // Chunks from held segments name descriptions of the set this batch read (sr.held_in), whose
+      // bytes are untouched until the next batch.
+      if (b.want_streams) collect_chunks(sr, dec, b.stream_chunks, b.stream_bytes);
     } else {
       walk(t, dec, n, slot, flags, prm, emergency, out, nullptr, false);
     }
@@ -332,10 +328,9 @@ class CpuBackend final : public Backend {
   bool streams_ = false;
   uint32_t held_cap_ = 0;
   std::vector<StreamHeld> held_[2];      // the out-of-order buffer, two sets used in turn
-  std::vector<uint8_t> pool_bytes_[2];
-  uint32_t held_n_[2] = {0, 0}, pool_used_[2] = {0, 0};
+  std::vector<uint8_t> pool_bytes_[2];   // its byte pools (see StreamCounts)
+  StreamCounts counts_{};
   int in_ = 0;                           // the set the next batch reads
-  uint32_t peak_held_ = 0, peak_held_bytes_ = 0;
   std::vector<StreamChunk> chunks_;
   uint32_t chunk_n_ = 0;
 

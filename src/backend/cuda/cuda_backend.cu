@@ -28,8 +28,8 @@
 //   sweep kernel    when due in packet time or in emergency: expired flows leave the table
 // Records leaving the table, and with want_streams the stream chunks and their bytes, are written
 // by the kernels straight into the slot's pinned, mapped host buffers, so nothing extra is copied
-// back. The out-of-order buffer is two sets of device arrays used in turn (a batch reads what the
-// previous one held); the event chain orders them.
+// back. The out-of-order buffer (two sets of segment descriptions used in turn, two byte pools where
+// held bytes stay; stream/stream.hpp) lives in device memory; the event chain orders the batches.
 #include <cuda_runtime.h>
 
 #include <cub/device/device_radix_sort.cuh>
@@ -157,26 +157,9 @@ flow_walk_kernel(FlowTableRef t, DecodedView dec, const uint32_t* keys, const ui
   block_counters_flush(s, d_counters);
 }
 
-// Device-side counts of reassembly's buffers.
-struct StreamCounts {
-  uint32_t held_n[2];     // segments in each set of the out-of-order buffer
-  uint32_t pool_used[2];  // bytes in each set's pool
-  uint32_t chunk_n;       // chunks of the current batch
-  uint32_t bytes_used;    // chunk bytes of the current batch (when gathered)
-  uint32_t peak_segs, peak_bytes;
-};
-
-// Before a walk: the set `out` and the chunk counts start empty; the set `in` (what the previous
-// walk held) is clamped to the buffer's limits (its writers counted what did not fit) and its
-// size goes into the peaks. Then the held segments' sort keys: their flow's slot.
-__global__ void stream_begin_kernel(StreamCounts* c, int in, uint32_t held_cap, uint32_t held_bytes) {
-  const int out = in ^ 1;
-  c->held_n[out] = c->pool_used[out] = 0;
-  c->chunk_n = c->bytes_used = 0;
-  if (c->held_n[in] > held_cap) c->held_n[in] = held_cap;
-  if (c->pool_used[in] > held_bytes) c->pool_used[in] = held_bytes;
-  if (c->held_n[in] > c->peak_segs) c->peak_segs = c->held_n[in];
-  if (c->pool_used[in] > c->peak_bytes) c->peak_bytes = c->pool_used[in];
+// Before a walk: the out-of-order buffer's counts and pool decision (stream_begin, one thread).
+__global__ void stream_begin_kernel(StreamCounts* c, int in, uint32_t held_cap, uint32_t pool_bytes) {
+  stream_begin(*c, in, held_cap, pool_bytes);
 }
 
 __global__ void stream_held_keys_kernel(const StreamHeld* held, const uint32_t* held_n, uint32_t held_cap,
@@ -503,6 +486,7 @@ class CudaBackend final : public Backend {
     g.held_bytes_cap = cfg_.stream.held_bytes;
     g.peak_segs = c.peak_segs;
     g.peak_bytes = c.peak_bytes;
+    g.compactions = c.compactions;
     g.overlap = cfg_.stream.overlap;
     return g;
   }
@@ -598,12 +582,13 @@ class CudaBackend final : public Backend {
     sr.data = data;
     sr.rec_off = rec_off;
     sr.held_in = d_held_[in_];
-    sr.pool_in = d_pool_[in_];
     sr.held_in_n = &c->held_n[in_];
     sr.held_out = d_held_[in_ ^ 1];
-    sr.pool_out = d_pool_[in_ ^ 1];
     sr.held_out_n = &c->held_n[in_ ^ 1];
-    sr.pool_out_used = &c->pool_used[in_ ^ 1];
+    sr.held_out_bytes = &c->live_bytes[in_ ^ 1];
+    sr.pool[0] = d_pool_[0];
+    sr.pool[1] = d_pool_[1];
+    sr.counts = c;
     sr.held_cap = held_cap_;
     sr.pend = d_pend_;
     sr.chunks = to_host ? s.d_chunks_mapped : d_chunks_;
