@@ -13,8 +13,9 @@
 //                        Suricata's stream engine on most targets and the GASPP paper) or last
 //   held_segments/bytes  the out-of-order buffer: segments waiting beyond a hole, carried from one
 //                        batch to the next. Default: as many segments as a batch holds packets and
-//                        64 MiB in each of its two byte pools (StreamCounts). Full: the segment that does not fit is dropped and counted
-//                        (out_of_order_dropped); its bytes become a gap.
+//                        64 MiB in each of its two byte pools (StreamCounts). Full: the segment
+//                        that does not fit is dropped and counted (out_of_order_dropped); its
+//                        bytes become a gap.
 //   flow_held_segments/bytes  per direction: when more than this waits beyond a hole, the hole is
 //                        skipped (reported as a gap) and delivery goes on. Default 256 and 1 MiB.
 #pragma once
