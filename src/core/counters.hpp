@@ -43,7 +43,8 @@ namespace gaspp {
   X(tcp_syn_retransmit, "tcp_syn_retransmitted")                                      \
   X(tcp_synack_bad_ack, "tcp_synack_bad_ack")                                         \
   X(tcp_syn_unexpected, "tcp_syn_unexpected")                                         \
-  X(tcp_rst_invalid, "tcp_rst_invalid")
+  X(tcp_rst_invalid, "tcp_rst_invalid")                                               \
+  X(tcp_bad_timestamp, "tcp_bad_timestamp")       /* echo older than the peer's SYN: ignored */
 
 // TCP reassembly (stream/): what happened to segments with payload, and to the stream bytes.
 #define GASPP_STREAM_COUNTERS(X)                                                                    \

@@ -7,9 +7,10 @@
 // protocols are keyed by the address pair. The record remembers which endpoint is the client
 // (the side that sent the first packet, or the SYN; the receiver of a lone SYN-ACK).
 //
-// FlowRecord (224 bytes, one per table slot) holds, per side (client, server): packets, bytes
+// FlowRecord (240 bytes, one per table slot) holds, per side (client, server): packets, bytes
 // (captured bytes, as Suricata counts them), TCP flags seen, the TCP state of that side, its
-// initial and next expected sequence number, its FIN sequence and last advertised window. And per
+// initial and next expected sequence number, its FIN sequence, last advertised window and the
+// TCP timestamp of its SYN. And per
 // flow: first and last packet time, a 51-bit flow id, the flow state (new/established/closed) and
 // the batch that last touched it (eviction never picks a flow the current batch uses). TCP flows
 // also keep the reassembler's state of each direction (stream/stream_state.hpp).
@@ -74,9 +75,12 @@ struct FlowSide {
   uint8_t tcp;          // TcpSide
   uint8_t wscale;       // window scale from its SYN, kNoWscale if none
   uint8_t have_seq;     // next_seq is known
-  uint8_t pad_[3] = {};
+  uint8_t have_ts;      // syn_tsval is known
+  uint8_t pad_[2] = {};
+  uint32_t syn_tsval;   // TCP timestamp of this side's SYN (or SYN-ACK): no genuine echo is older
+  uint32_t pad2_ = 0;
 };
-static_assert(sizeof(FlowSide) == 40, "FlowSide layout");
+static_assert(sizeof(FlowSide) == 48, "FlowSide layout");
 
 // Hot fields (key, times) first: a lookup touches only the key, the walk the first lines.
 struct alignas(16) FlowRecord {
@@ -92,7 +96,7 @@ struct alignas(16) FlowRecord {
   uint8_t proto_class;  // FlowProto
   uint8_t misc;         // FlowMisc bits
 };
-static_assert(sizeof(FlowRecord) == 224, "FlowRecord is 224 bytes; update the docs if it grows");
+static_assert(sizeof(FlowRecord) == 240, "FlowRecord is 240 bytes; update the docs if it grows");
 static_assert(std::is_trivially_copyable_v<FlowRecord>, "records are copied between host and device");
 
 enum FlowMisc : uint8_t {

@@ -21,7 +21,12 @@
 //                packet. Midstream off: the flow is counted but has no TCP session.
 //   FIN          S → fin_sent (fin_seq = seq + len); O's ACK covering it → S fin_acked.
 //   RST          accepted when S's sequence is unknown or seq lies in [S.next_seq, S.next_seq +
-//                O's window]; then S reset and the flow closed. Other RSTs are counted and ignored.
+//                O's window]; then S reset and the flow closed. Other RSTs are counted and ignored,
+//                and so is a RST from a side still in syn_sent: a host in SYN-SENT answers an
+//                unacceptable segment with a RST but does not abort (RFC 793), so it ends nothing.
+//   timestamps   a segment whose TCP timestamp echo is older than the other side's SYN timestamp
+//                echoes nothing that side sent: injected (the RST/FIN evasion of suricata-verify
+//                bug 3286). It is counted (tcp_bad_timestamp) and ignored, for state and streams.
 //   The flow is established when the handshake completes (or midstream), closed after a valid RST
 //   or once both sides sent FIN and one FIN was acknowledged. UDP, ICMP and other protocols are
 //   established once both directions have been seen.
@@ -59,6 +64,7 @@ enum FlowPacketFlags : uint8_t {
   kPktToClient = 1,   // sent by the server side
   kPktFlowStart = 2,  // first packet of its flow
   kPktFromLo = 4,     // sent by key endpoint 0 (set by the lookup, which builds the key; the walk reads it)
+  kPktTcpIgnored = 8, // TCP segment ignored as invalid (bad timestamp echo): no state, no stream data
 };
 
 struct FlowPacketView {
@@ -92,8 +98,9 @@ GASPP_HD GASPP_FORCEINLINE bool in_fin_states(uint8_t t) {
   return t == uint8_t(TcpSide::fin_sent) || t == uint8_t(TcpSide::fin_acked);
 }
 
+// Returns false when the packet was ignored as invalid (see the header: timestamps).
 template <class Sink>
-GASPP_HD inline void tcp_update(FlowRecord& r, int sender, const DecodedView& d, uint32_t i, bool midstream, Sink& c) {
+GASPP_HD inline bool tcp_update(FlowRecord& r, int sender, const DecodedView& d, uint32_t i, bool midstream, Sink& c) {
   FlowSide& S = r.side[sender];
   FlowSide& O = r.side[sender ^ 1];
   const uint16_t f = d.tcp_flags[i];
@@ -104,22 +111,31 @@ GASPP_HD inline void tcp_update(FlowRecord& r, int sender, const DecodedView& d,
   S.flags |= f;
   if (r.misc & kFlowNoSession) {
     c.add(c_tcp_no_session, 1);
-    return;
+    return true;
+  }
+  const bool has_ts = d.tcp_opts[i] & kOptTimestamp;
+  if (has_ts && has_ack && O.have_ts && d.tcp_tsecr[i] != 0 && seq_lt(d.tcp_tsecr[i], O.syn_tsval)) {
+    c.add(c_tcp_bad_timestamp, 1);
+    return false;
+  }
+  if (syn && has_ts && !S.have_ts) {
+    S.syn_tsval = d.tcp_tsval[i];
+    S.have_ts = 1;
   }
   const uint8_t none = uint8_t(TcpSide::none), syn_sent = uint8_t(TcpSide::syn_sent),
                 syn_recv = uint8_t(TcpSide::syn_recv), est = uint8_t(TcpSide::established);
 
   if (rst) {
     const uint32_t win = O.win ? O.win : 1;
-    const bool valid = !S.have_seq || (seq_leq(S.next_seq, seq) && seq_leq(seq, S.next_seq + win)) ||
-                       (S.tcp == syn_sent && seq == S.next_seq);
+    const bool valid = S.tcp != syn_sent &&
+                       (!S.have_seq || (seq_leq(S.next_seq, seq) && seq_leq(seq, S.next_seq + win)));
     if (!valid) {
       c.add(c_tcp_rst_invalid, 1);
-      return;
+      return true;
     }
     S.tcp = uint8_t(TcpSide::reset);
     r.state = uint8_t(FlowState::closed);
-    return;
+    return true;
   }
   if (syn && !has_ack) {
     if (S.tcp == none && O.tcp == none) {
@@ -132,13 +148,13 @@ GASPP_HD inline void tcp_update(FlowRecord& r, int sender, const DecodedView& d,
     } else {
       c.add(c_tcp_syn_unexpected, 1);
     }
-    return;
+    return true;
   }
   if (syn && has_ack) {
     if (O.tcp == syn_sent && (S.tcp == none || S.tcp == syn_sent)) {
       if (ack != O.next_seq) {
         c.add(c_tcp_synack_bad_ack, 1);
-        return;
+        return true;
       }
       start_side(S, TcpSide::syn_recv, seq, seq + 1, ws);
     } else if (O.tcp == syn_recv && S.tcp == syn_sent && ack == O.next_seq) {
@@ -153,7 +169,7 @@ GASPP_HD inline void tcp_update(FlowRecord& r, int sender, const DecodedView& d,
       if (!midstream) {
         r.misc |= kFlowNoSession;
         c.add(c_tcp_no_session, 1);
-        return;
+        return true;
       }
       start_side(S, TcpSide::syn_recv, seq, seq + 1, ws);
       start_side(O, TcpSide::syn_sent, ack - 1, ack, kNoWscale);
@@ -162,7 +178,7 @@ GASPP_HD inline void tcp_update(FlowRecord& r, int sender, const DecodedView& d,
     } else {
       c.add(c_tcp_syn_unexpected, 1);
     }
-    return;
+    return true;
   }
   // No SYN from here on.
   if (S.tcp == none && (O.tcp == none || O.tcp == syn_sent || O.tcp == syn_recv)) {
@@ -170,7 +186,7 @@ GASPP_HD inline void tcp_update(FlowRecord& r, int sender, const DecodedView& d,
     if (!midstream) {
       r.misc |= kFlowNoSession;
       c.add(c_tcp_no_session, 1);
-      return;
+      return true;
     }
     start_side(S, TcpSide::established, seq - 1, seq, kNoWscale);
     if (O.tcp == none) {
@@ -213,6 +229,7 @@ GASPP_HD inline void tcp_update(FlowRecord& r, int sender, const DecodedView& d,
   if (in_fin_states(S.tcp) && in_fin_states(O.tcp) &&
       (S.tcp == uint8_t(TcpSide::fin_acked) || O.tcp == uint8_t(TcpSide::fin_acked)))
     r.state = uint8_t(FlowState::closed);
+  return true;
 }
 
 }  // namespace flow_detail
@@ -287,7 +304,7 @@ GASPP_HD inline uint8_t flow_track_packet(const FlowTableRef& t, uint32_t slot, 
   if (ts > r.last_ts) r.last_ts = ts;
   c.add(c_flow_packets, 1);
   if (r.proto_class == uint8_t(FlowProto::tcp)) {
-    flow_detail::tcp_update(r, sender, d, i, prm.midstream, c);
+    if (!flow_detail::tcp_update(r, sender, d, i, prm.midstream, c)) flags |= kPktTcpIgnored;
   } else if (r.side[0].pkts && r.side[1].pkts && r.state == uint8_t(FlowState::new_)) {
     r.state = uint8_t(FlowState::established);
   }

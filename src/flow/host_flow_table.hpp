@@ -3,7 +3,7 @@
 //
 // Sizing: `capacity` flows at most; the table has 5/4 as many slots, rounded up to whole buckets,
 // so that buckets (32 slots, a flow can only live in its own) rarely fill before the table does.
-// Memory is fixed at construction: slots × (224-byte record + 4-byte tag + module state) plus one
+// Memory is fixed at construction: slots × (240-byte record + 4-byte tag + module state) plus one
 // lock word per bucket; reported by bytes().
 #pragma once
 #include <cstdint>

@@ -408,7 +408,7 @@ GASPP_HD inline void flow_walk_run(const FlowTableRef& t, const DecodedView& d, 
       end_all(run, o, c);
     };
     pkt_flags[i] = flow_track_packet(t, slot, d, i, pkt_flags[i], prm, emergency, out, c, on_end);
-    if (r.proto_class != uint8_t(FlowProto::tcp) || (r.misc & kFlowNoSession)) continue;
+    if (r.proto_class != uint8_t(FlowProto::tcp) || (r.misc & kFlowNoSession) || (pkt_flags[i] & kPktTcpIgnored)) continue;
     Owner o{&r.key, r.flow_id, r.client_lo, r.stream};
     packet(run, o, r, (pkt_flags[i] & kPktToClient) ? 1 : 0, i, v, c);
     if (r.state == uint8_t(FlowState::closed)) end_all(run, o, c);
