@@ -223,6 +223,44 @@ def case_rst_out_of_window_ignored():
     return pkts, check
 
 
+def with_ts(p, tsval, tsecr):
+    """The frame's TCP segment with a timestamp option (lengths and checksums recomputed)."""
+    p[TCP].options = [("Timestamp", (tsval, tsecr))]
+    del p[TCP].dataofs
+    del p[TCP].chksum
+    if IP in p:
+        del p[IP].len
+        del p[IP].chksum
+    return eth(p[IP] if IP in p else p[IPv6])
+
+
+def case_injected_segments_ignored():
+    # suricata-verify bug 3286's evasion, rebuilt: after the client's SYN, a RST and a FIN "from the
+    # server" whose timestamp echoes predate the client's SYN timestamp, then the client's RST in
+    # SYN-SENT, then the real SYN-ACK and the conversation. None of the three may end the flow.
+    c = Conv()
+    syn = with_ts(c.pkt("c", "S"), 5000, 0)
+    rst = with_ts(c.pkt("s", "RA", seq=1, ack=c.seq["c"]), 100, 100)
+    fin = with_ts(c.pkt("s", "FA", seq=1, ack=c.seq["c"]), 100, 100)
+    crst = c.pkt("c", "R", seq=c.seq["c"])
+    synack = with_ts(c.pkt("s", "SA"), 9000, 5000)
+    ack = with_ts(c.pkt("c", "A"), 5001, 9000)
+    req = with_ts(c.pkt("c", "PA", b"GET / HTTP/1.0\r\n\r\n"), 5002, 9000)
+    resp = with_ts(c.pkt("s", "PA", b"HTTP/1.0 200 OK\r\n\r\nhello"), 9001, 5002)
+    pkts = timed([syn, rst, fin, crst, synack, ack, req, resp])
+
+    def check(recs, st):
+        f = flow_of(recs, C, S)
+        if len(f) != 1: return [f"expected 1 flow, got {len(f)}"]
+        e = []
+        if f[0]["flow"]["state"] != "established": e.append(f"state {f[0]['flow']['state']}: an injected segment ended it")
+        if st["flows"].get("tcp_bad_timestamp") != 2: e.append(f"bad timestamps {st['flows'].get('tcp_bad_timestamp')}, want 2")
+        if st["flows"]["tcp_rst_invalid"] != 1: e.append(f"invalid rst {st['flows']['tcp_rst_invalid']}, want 1")
+        if st["streams"]["bytes"] != 18 + 24: e.append(f"stream bytes {st['streams']['bytes']}, want 42")
+        return e
+    return pkts, check
+
+
 def fin_close(first):
     c = Conv()
     second = "s" if first == "c" else "c"
