@@ -1,0 +1,394 @@
+#include "modules/firewall/rules.hpp"
+
+#include <arpa/inet.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cstring>
+#include <fstream>
+#include <functional>
+
+namespace gaspp {
+namespace {
+
+const char* const kHeaderOnly[] = {"msg", "sid", "rev", "gid", "classtype", "reference", "metadata", "priority",
+                                   "target", "threshold", "detection_filter"};
+
+std::string trim(const std::string& s) {
+  size_t a = 0, b = s.size();
+  while (a < b && std::isspace(static_cast<unsigned char>(s[a]))) ++a;
+  while (b > a && std::isspace(static_cast<unsigned char>(s[b - 1]))) --b;
+  return s.substr(a, b - a);
+}
+
+// Splits a list body "a,b,[c,d]" at top-level commas.
+std::vector<std::string> split_list(const std::string& s) {
+  std::vector<std::string> out;
+  int depth = 0;
+  std::string cur;
+  for (char c : s) {
+    if (c == '[') ++depth;
+    if (c == ']') --depth;
+    if (c == ',' && depth == 0) {
+      out.push_back(trim(cur));
+      cur.clear();
+    } else {
+      cur += c;
+    }
+  }
+  out.push_back(trim(cur));
+  return out;
+}
+
+// Expands an address or port expression into items; `leaf` parses one plain item.
+template <class Item>
+bool expand(const std::string& text, bool neg, const std::map<std::string, std::string>& vars, int depth,
+            std::vector<Item>& out, std::string& why, const std::function<bool(const std::string&, bool, Item&, std::string&)>& leaf) {
+  if (depth > 16) {
+    why = "variables nested too deep (a loop?)";
+    return false;
+  }
+  std::string t = trim(text);
+  if (t.empty()) {
+    why = "empty address or port";
+    return false;
+  }
+  while (!t.empty() && t[0] == '!') {
+    neg = !neg;
+    t = trim(t.substr(1));
+  }
+  if (t.empty()) {
+    why = "'!' with nothing after it";
+    return false;
+  }
+  if (t[0] == '$') {
+    auto it = vars.find(t.substr(1));
+    if (it == vars.end()) {
+      why = "unknown variable " + t;
+      return false;
+    }
+    return expand(it->second, neg, vars, depth + 1, out, why, leaf);
+  }
+  if (t[0] == '[') {
+    if (t.back() != ']') {
+      why = "unclosed list '" + t + "'";
+      return false;
+    }
+    for (const std::string& part : split_list(t.substr(1, t.size() - 2)))
+      if (!expand(part, neg, vars, depth + 1, out, why, leaf)) return false;
+    return true;
+  }
+  Item it;
+  if (!leaf(t, neg, it, why)) return false;
+  out.push_back(it);
+  return true;
+}
+
+bool parse_addr_leaf(const std::string& t, bool neg, AddrItem& it, std::string& why) {
+  it.neg = neg;
+  if (t == "any") {
+    if (neg) {
+      why = "'!any' matches nothing";
+      return false;
+    }
+    it.any = true;
+    return true;
+  }
+  std::string a = t;
+  int prefix = -1;
+  const size_t slash = t.find('/');
+  if (slash != std::string::npos) {
+    a = t.substr(0, slash);
+    const std::string p = t.substr(slash + 1);
+    if (p.empty() || p.size() > 3 || !std::all_of(p.begin(), p.end(), ::isdigit)) {
+      why = "bad prefix length in '" + t + "'";
+      return false;
+    }
+    prefix = std::stoi(p);
+  }
+  if (inet_pton(AF_INET, a.c_str(), it.bytes) == 1) {
+    it.family = 4;
+    if (prefix > 32) {
+      why = "prefix over 32 in '" + t + "'";
+      return false;
+    }
+    it.prefix = uint8_t(prefix < 0 ? 32 : prefix);
+  } else if (inet_pton(AF_INET6, a.c_str(), it.bytes) == 1) {
+    it.family = 6;
+    if (prefix > 128) {
+      why = "prefix over 128 in '" + t + "'";
+      return false;
+    }
+    it.prefix = uint8_t(prefix < 0 ? 128 : prefix);
+  } else {
+    why = "not an address: '" + t + "'";
+    return false;
+  }
+  return true;
+}
+
+bool parse_port_number(const std::string& s, uint16_t& v) {
+  if (s.empty() || s.size() > 5 || !std::all_of(s.begin(), s.end(), ::isdigit)) return false;
+  const unsigned long n = std::stoul(s);
+  if (n > 65535) return false;
+  v = uint16_t(n);
+  return true;
+}
+
+bool parse_port_leaf(const std::string& t, bool neg, PortItem& it, std::string& why) {
+  it.neg = neg;
+  if (t == "any") {
+    if (neg) {
+      why = "'!any' matches no port";
+      return false;
+    }
+    return true;
+  }
+  const size_t colon = t.find(':');
+  bool ok;
+  if (colon == std::string::npos) {
+    ok = parse_port_number(t, it.lo);
+    it.hi = it.lo;
+  } else {
+    const std::string a = t.substr(0, colon), b = t.substr(colon + 1);
+    it.lo = 0;
+    it.hi = 65535;
+    ok = (a.empty() || parse_port_number(a, it.lo)) && (b.empty() || parse_port_number(b, it.hi)) &&
+         !(a.empty() && b.empty()) && it.lo <= it.hi;
+  }
+  if (!ok) why = "not a port or range: '" + t + "'";
+  return ok;
+}
+
+template <class Set>
+bool set_matches(const Set& s, const std::function<bool(const typename decltype(Set::items)::value_type&)>& hit) {
+  bool positive = false, matched = false;
+  for (const auto& it : s.items) {
+    if (it.neg) {
+      if (hit(it)) return false;
+    } else {
+      positive = true;
+      matched = matched || hit(it);
+    }
+  }
+  return !positive || matched;
+}
+
+// Splits "k:v; k2:v2; ..." at unquoted, unescaped semicolons.
+bool split_options(const std::string& body, std::vector<std::pair<std::string, std::string>>& out, std::string& why) {
+  std::string cur;
+  bool quoted = false;
+  for (size_t i = 0; i < body.size(); ++i) {
+    const char c = body[i];
+    if (c == '\\' && i + 1 < body.size()) {
+      cur += c;
+      cur += body[++i];
+      continue;
+    }
+    if (c == '"') quoted = !quoted;
+    if (c == ';' && !quoted) {
+      const std::string o = trim(cur);
+      cur.clear();
+      if (o.empty()) continue;
+      const size_t colon = o.find(':');
+      out.emplace_back(trim(o.substr(0, colon)), colon == std::string::npos ? "" : trim(o.substr(colon + 1)));
+      continue;
+    }
+    cur += c;
+  }
+  if (quoted) {
+    why = "unterminated quoted string in the options";
+    return false;
+  }
+  if (!trim(cur).empty()) {
+    why = "options do not end with ';'";
+    return false;
+  }
+  return true;
+}
+
+std::string unquote(const std::string& v) {
+  std::string s = v;
+  if (s.size() >= 2 && s.front() == '"' && s.back() == '"') s = s.substr(1, s.size() - 2);
+  std::string o;
+  for (size_t i = 0; i < s.size(); ++i) o += (s[i] == '\\' && i + 1 < s.size()) ? s[++i] : s[i];
+  return o;
+}
+
+}  // namespace
+
+bool AddrSet::matches(uint8_t family, const uint8_t bytes[16]) const {
+  return set_matches(*this, [&](const AddrItem& it) {
+    if (it.any) return true;
+    if (it.family != family) return false;
+    const int full = it.prefix / 8, rest = it.prefix % 8;
+    if (std::memcmp(it.bytes, bytes, size_t(full)) != 0) return false;
+    if (!rest) return true;
+    const uint8_t mask = uint8_t(0xff << (8 - rest));
+    return (it.bytes[full] & mask) == (bytes[full] & mask);
+  });
+}
+
+bool PortSet::matches(uint16_t port) const {
+  return set_matches(*this, [&](const PortItem& it) { return port >= it.lo && port <= it.hi; });
+}
+
+RuleVars::RuleVars() {
+  addr["HOME_NET"] = "[192.168.0.0/16,10.0.0.0/8,172.16.0.0/12]";
+  addr["EXTERNAL_NET"] = "!$HOME_NET";
+  for (const char* v : {"HTTP_SERVERS", "SMTP_SERVERS", "SQL_SERVERS", "DNS_SERVERS", "TELNET_SERVERS", "AIM_SERVERS",
+                        "DC_SERVERS", "DNP3_SERVER", "DNP3_CLIENT", "MODBUS_CLIENT", "MODBUS_SERVER", "ENIP_CLIENT",
+                        "ENIP_SERVER"})
+    addr[v] = "$HOME_NET";
+  port["HTTP_PORTS"] = "80";
+  port["SHELLCODE_PORTS"] = "!80";
+  port["ORACLE_PORTS"] = "1521";
+  port["SSH_PORTS"] = "22";
+  port["DNP3_PORTS"] = "20000";
+  port["MODBUS_PORTS"] = "502";
+  port["FILE_DATA_PORTS"] = "[$HTTP_PORTS,110,143]";
+  port["FTP_PORTS"] = "21";
+  port["GENEVE_PORTS"] = "6081";
+  port["VXLAN_PORTS"] = "4789";
+  port["TEREDO_PORTS"] = "3544";
+}
+
+uint64_t RuleSet::skipped() const {
+  uint64_t n = 0;
+  for (auto& [k, v] : skipped_by_reason) n += v;
+  return n;
+}
+
+std::string parse_rule(const std::string& text, const RuleVars& vars, Rule& out) {
+  const size_t open = text.find('(');
+  if (open == std::string::npos || text.find_last_of(')') == std::string::npos || text.find_last_of(')') < open)
+    return "error:no option list '( ... )'";
+  const std::string header = text.substr(0, open);
+  std::vector<std::string> f;
+  {
+    std::string cur;
+    int depth = 0;
+    for (char c : header) {
+      if (c == '[') ++depth;
+      if (c == ']') --depth;
+      if (std::isspace(static_cast<unsigned char>(c)) && depth == 0) {
+        if (!cur.empty()) f.push_back(cur);
+        cur.clear();
+      } else {
+        cur += c;
+      }
+    }
+    if (!cur.empty()) f.push_back(cur);
+    if (depth != 0) return "error:unbalanced '[' and ']' in the header";
+  }
+  if (f.size() != 7) return "error:the header needs 7 fields (action proto src sport dir dst dport), found " + std::to_string(f.size());
+  const std::string& a = f[0];
+  if (a == "alert") out.action = RuleAction::alert;
+  else if (a == "drop") out.action = RuleAction::drop;
+  else if (a == "pass") out.action = RuleAction::pass;
+  else if (a == "reject" || a == "rejectsrc" || a == "rejectdst" || a == "rejectboth") out.action = RuleAction::reject;
+  else return "error:unknown action '" + a + "'";
+  const std::string& p = f[1];
+  if (p == "ip") out.proto = 0;
+  else if (p == "tcp" || p == "tcp-pkt") out.proto = 6;
+  else if (p == "udp") out.proto = 17;
+  else if (p == "icmp") out.proto = 1;
+  else if (p == "icmpv6") out.proto = 58;
+  else if (p == "tcp-stream") return "skip:protocol tcp-stream (stream matching)";
+  else return "skip:app-layer protocol " + p;
+  if (f[4] == "->") out.bidirectional = false;
+  else if (f[4] == "<>") out.bidirectional = true;
+  else return "error:direction must be -> or <>, not '" + f[4] + "'";
+  std::string why;
+  const std::function<bool(const std::string&, bool, AddrItem&, std::string&)> al = parse_addr_leaf;
+  const std::function<bool(const std::string&, bool, PortItem&, std::string&)> pl = parse_port_leaf;
+  out.src.items.clear();
+  out.dst.items.clear();
+  out.sport.items.clear();
+  out.dport.items.clear();
+  if (!expand(f[2], false, vars.addr, 0, out.src.items, why, al)) return "error:source address: " + why;
+  if (!expand(f[5], false, vars.addr, 0, out.dst.items, why, al)) return "error:destination address: " + why;
+  if (!expand(f[3], false, vars.port, 0, out.sport.items, why, pl)) return "error:source port: " + why;
+  if (!expand(f[6], false, vars.port, 0, out.dport.items, why, pl)) return "error:destination port: " + why;
+  // "any" items mean no restriction: drop them (a list with a positive "any" matches everything
+  // its negations allow).
+  auto drop_any = [](AddrSet& s) {
+    bool any = false;
+    for (auto& it : s.items) any = any || it.any;
+    if (any) std::erase_if(s.items, [](const AddrItem& it) { return !it.neg; });
+  };
+  drop_any(out.src);
+  drop_any(out.dst);
+  std::erase_if(out.sport.items, [](const PortItem& it) { return !it.neg && it.lo == 0 && it.hi == 65535; });
+  std::erase_if(out.dport.items, [](const PortItem& it) { return !it.neg && it.lo == 0 && it.hi == 65535; });
+  // Ports on an `ip` rule apply to packets that have ports (ET Open has such rules; Suricata loads
+  // them); on ICMP they cannot mean anything.
+  if ((out.sport.items.size() || out.dport.items.size()) && (out.proto == 1 || out.proto == 58))
+    return "error:ports given for protocol " + p;
+  std::vector<std::pair<std::string, std::string>> opts;
+  const size_t close = text.find_last_of(')');
+  if (!split_options(text.substr(open + 1, close - open - 1), opts, why)) return "error:" + why;
+  bool have_sid = false;
+  for (auto& [k, v] : opts) {
+    bool header_only = false;
+    for (const char* h : kHeaderOnly) header_only = header_only || k == h;
+    if (k == "flowbits") {
+      const std::string cmd = trim(v.substr(0, v.find(',')));
+      if (cmd == "isset" || cmd == "isnotset") return "skip:keyword flowbits " + cmd;
+      continue;  // set, unset, toggle, noalert: effects after a match
+    }
+    if (!header_only) return "skip:keyword " + k;
+    if (k == "msg") out.msg = unquote(v);
+    if (k == "sid") {
+      if (v.empty() || !std::all_of(v.begin(), v.end(), ::isdigit)) return "error:sid must be a number, not '" + v + "'";
+      out.sid = uint32_t(std::stoul(v));
+      have_sid = true;
+    }
+    if (k == "rev" && !v.empty() && std::all_of(v.begin(), v.end(), ::isdigit)) out.rev = uint32_t(std::stoul(v));
+    if (k == "gid" && !v.empty() && std::all_of(v.begin(), v.end(), ::isdigit)) out.gid = uint32_t(std::stoul(v));
+    if (k == "threshold" || k == "detection_filter") out.threshold = k + ":" + v;
+  }
+  if (!have_sid) return "error:no sid";
+  return "";
+}
+
+bool load_rules_file(const std::string& path, const RuleVars& vars, RuleSet& set) {
+  std::ifstream in(path);
+  if (!in) {
+    set.errors.push_back({path, 0, "cannot be read"});
+    return false;
+  }
+  std::string line, text;
+  uint32_t no = 0, first = 0;
+  while (std::getline(in, line)) {
+    ++no;
+    ++set.lines;
+    const std::string t = trim(line);
+    if (text.empty() && (t.empty() || t[0] == '#')) {
+      ++set.comments;
+      continue;
+    }
+    if (text.empty()) first = no;
+    if (!t.empty() && t.back() == '\\') {
+      text += t.substr(0, t.size() - 1);
+      continue;
+    }
+    text += t;
+    Rule r;
+    const std::string res = parse_rule(text, vars, r);
+    text.clear();
+    if (res.empty()) {
+      r.file = path;
+      r.line = first;
+      set.rules.push_back(std::move(r));
+    } else if (res.rfind("skip:", 0) == 0) {
+      ++set.skipped_by_reason[res.substr(5)];
+    } else {
+      set.errors.push_back({path, first, res.substr(6)});
+    }
+  }
+  if (!text.empty()) set.errors.push_back({path, first, "the file ends inside a continued line"});
+  return true;
+}
+
+}  // namespace gaspp

@@ -1,0 +1,104 @@
+// modules/firewall/rules.hpp — Suricata/Snort rule headers for the firewall: the parser.
+//
+// A rule is `ACTION PROTO SRC SPORT DIR DST DPORT (OPTIONS)`:
+//   ACTION   alert, drop, pass, reject
+//   PROTO    ip, tcp, udp, icmp, icmpv6 (tcp-pkt is tcp). Application-layer protocols (http,
+//            dns, tls, ...) and tcp-stream need other engines: such rules are skipped, by reason.
+//   SRC/DST  any; an IPv4 or IPv6 address, with /prefix or not; $VARIABLE; a list [a,b,...],
+//            nested; ! negates an item or a list
+//   SPORT/DPORT  any; N; N:M, N: and :M ranges; $VARIABLE; lists; ! (on an `ip` rule they apply
+//            to packets that have ports; not allowed on icmp/icmpv6)
+//   DIR      -> or <> (both directions)
+// A rule becomes a firewall rule when its options only name it (msg, sid, rev, gid, classtype,
+// reference, metadata, priority, target) or act after a match without conditioning it (threshold
+// and detection_filter limit alerts; flowbits set/unset/toggle/noalert set flags). Any other option
+// (content, flow, flags, dsize, flowbits:isset, ...) conditions the match on more than the header:
+// the rule is skipped and counted under that keyword. Lines that do not parse are reported with
+// file, line and why, and skipped; none is dropped silently.
+//
+// Variables: Suricata's defaults (HOME_NET = [192.168.0.0/16,10.0.0.0/8,172.16.0.0/12],
+// EXTERNAL_NET = !$HOME_NET, the *_SERVERS = $HOME_NET, HTTP_PORTS = 80, ...), overridable.
+//
+// Matching semantics of an address or port set: it matches when no positive item exists or a
+// positive item matches, and no negated item matches ([10.0.0.0/8,!10.1.0.0/16] is 10/8 without
+// 10.1/16; ![a,b] is neither a nor b).
+//
+// Example:
+//   RuleVars vars;                                   // Suricata's defaults
+//   RuleSet set;
+//   load_rules_file("drop.rules", vars, set);        // set.rules, set.skipped_by_reason, set.errors
+#pragma once
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace gaspp {
+
+enum class RuleAction : uint8_t { alert, drop, pass, reject };
+
+struct AddrItem {
+  uint8_t family = 4;      // 4 or 6
+  uint8_t bytes[16] = {};  // network order, IPv4 in the first 4 (as the decoder stores addresses)
+  uint8_t prefix = 32;     // bits
+  bool neg = false;
+  bool any = false;        // "any" inside a list
+};
+
+struct AddrSet {
+  std::vector<AddrItem> items;  // empty: any
+  // family 4 or 6; bytes in network order (IPv4 in the first 4).
+  bool matches(uint8_t family, const uint8_t bytes[16]) const;
+};
+
+struct PortItem {
+  uint16_t lo = 0, hi = 65535;
+  bool neg = false;
+};
+
+struct PortSet {
+  std::vector<PortItem> items;  // empty: any
+  bool matches(uint16_t port) const;
+};
+
+struct Rule {
+  RuleAction action = RuleAction::alert;
+  uint8_t proto = 0;       // IP protocol number; 0 = any IP
+  AddrSet src, dst;
+  PortSet sport, dport;
+  bool bidirectional = false;
+  std::string msg;
+  uint32_t sid = 0, rev = 0, gid = 1;
+  std::string threshold;   // kept as written: applied to alerts by the firewall
+  std::string file;
+  uint32_t line = 0;
+};
+
+struct RuleVars {
+  std::map<std::string, std::string> addr, port;  // name without '$' → value text
+  RuleVars();                                     // Suricata's defaults
+};
+
+struct RuleError {
+  std::string file;
+  uint32_t line;
+  std::string why;
+};
+
+struct RuleSet {
+  std::vector<Rule> rules;
+  std::map<std::string, uint64_t> skipped_by_reason;  // rules read but not firewall rules
+  std::vector<RuleError> errors;                      // lines that did not parse
+  uint64_t lines = 0, comments = 0;                   // comments: blank lines included
+  uint64_t skipped() const;
+};
+
+// Parses one rule. Returns "" and fills `out` for a firewall rule; otherwise the reason it is not
+// one: "skip:<reason>" for a valid rule that needs more than the header, or "error:<why>".
+std::string parse_rule(const std::string& text, const RuleVars& vars, Rule& out);
+
+// Reads a rules file (comments and blank lines ignored; a line ending in '\' continues).
+// Returns false, with an error, if the file cannot be read.
+bool load_rules_file(const std::string& path, const RuleVars& vars, RuleSet& set);
+
+}  // namespace gaspp
