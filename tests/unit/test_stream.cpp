@@ -568,3 +568,39 @@ TEST(Stream, HeldBytesStayInPlaceAndArePackedWhenThePoolFills) {
     EXPECT_TRUE(d->offsets_ok);
   }
 }
+
+// A connection that stops with a hole and data waiting beyond it, then goes idle: when the expiry
+// sweep removes the flow, the next batch delivers what waited, after a gap, and ends the
+// direction, although the flow is gone from the table. With one batch for everything, the end of
+// the run does the same.
+TEST(Stream, DataWaitingWhenTheFlowExpiresIsDeliveredAfterAGap) {
+  const uint32_t cli = 0x0a000001u, srv = 0xc0a80001u, other = 0x0a000002u;
+  const std::string d0(100, 'a'), d2(100, 'c');
+  test::PcapBuilder b(1, false, true, 262144);
+  uint64_t ts = 1'700'000'000ull * 1'000'000'000ull;
+  auto put = [&](const std::vector<uint8_t>& f) {
+    b.record(f, uint32_t(ts / 1000000000ull), uint32_t(ts % 1000000000ull));
+    ts += 1000;
+  };
+  put(tcp_frame(cli, srv, 40000, 80, 0x02, 999, 0, ""));
+  put(tcp_frame(srv, cli, 80, 40000, 0x12, 4999, 1000, ""));
+  put(tcp_frame(cli, srv, 40000, 80, 0x10, 1000, 5000, ""));
+  put(tcp_frame(cli, srv, 40000, 80, 0x18, 1000, 5000, d0));
+  put(tcp_frame(cli, srv, 40000, 80, 0x18, 1200, 5000, d2));  // bytes 100..199 never come
+  ts += 700ull * 1'000'000'000ull;                               // past the 600 s established timeout
+  for (int k = 0; k < 6; ++k) put(tcp_frame(other, srv, 40001, 80, 0x02, 77, 0, ""));
+  const CaptureFile cap = CaptureFile::from_memory(b.bytes(), "expiry");
+  for (uint32_t batch : {2u, 65536u}) {
+    SCOPED_TRACE("batch " + std::to_string(batch));
+    const StreamRun run = run_streams(cap, batch);
+    const DirOut* d = run.by_name(dir_name(0, 0));
+    ASSERT_TRUE(d);
+    EXPECT_EQ(d->bytes, d0 + d2);
+    EXPECT_EQ(d->gaps, (std::vector<std::pair<uint64_t, uint64_t>>{{100, 100}}));
+    EXPECT_TRUE(d->ended);
+    EXPECT_TRUE(d->offsets_ok);
+    if (batch == 2) {
+      EXPECT_GE(run.rep.totals.v[c_flow_timed_out], 1u);  // the sweep took it, not the end of the run
+    }
+  }
+}
