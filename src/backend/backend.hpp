@@ -48,6 +48,18 @@ struct StreamGauges {
   OverlapPolicy overlap = OverlapPolicy::first;
 };
 
+inline StreamGauges stream_gauges_of(const StreamCounts& c, const StreamConfig& cfg, uint32_t held_cap) {
+  StreamGauges g;
+  g.enabled = true;
+  g.held_cap = held_cap;
+  g.held_bytes_cap = cfg.held_bytes;
+  g.peak_segs = c.peak_segs;
+  g.peak_bytes = c.peak_bytes;
+  g.compactions = c.compactions;
+  g.overlap = cfg.overlap;
+  return g;
+}
+
 class Backend {
  public:
   virtual ~Backend() = default;

@@ -428,10 +428,16 @@ GASPP_HD inline void decode_record(const uint8_t* r, uint64_t limit, RecordForma
 }
 
 // Captured payload bytes of a decoded packet (payload_len is what the headers announce).
+GASPP_HD GASPP_FORCEINLINE uint32_t captured_payload(uint32_t payload_off, uint32_t cap_len, uint32_t payload_len) {
+  if (payload_off == kNoOffset || payload_off >= cap_len) return 0;
+  const uint32_t room = cap_len - payload_off;
+  return payload_len < room ? payload_len : room;
+}
 GASPP_HD GASPP_FORCEINLINE uint32_t captured_payload(const DecodedPacket& p) {
-  if (p.payload_off[0] == kNoOffset || p.payload_off[0] >= p.cap_len[0]) return 0;
-  const uint32_t room = p.cap_len[0] - p.payload_off[0];
-  return p.payload_len[0] < room ? p.payload_len[0] : room;
+  return captured_payload(p.payload_off[0], p.cap_len[0], p.payload_len[0]);
+}
+GASPP_HD GASPP_FORCEINLINE uint32_t captured_payload(const DecodedView& d, uint32_t i) {
+  return captured_payload(d.payload_off[i], d.cap_len[i], d.payload_len[i]);
 }
 
 }  // namespace gaspp

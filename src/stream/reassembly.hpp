@@ -241,11 +241,7 @@ GASPP_HD inline void packet(Run& run, const Owner& o, const FlowRecord& r, int d
   const uint16_t f = d.tcp_flags[i];
   const bool syn = f & kTcpSyn, fin = f & kTcpFin;
   const uint32_t plen = d.payload_len[i];
-  uint32_t cap = 0;
-  if (d.payload_off[i] != kNoOffset && d.payload_off[i] < d.cap_len[i]) {
-    const uint32_t room = d.cap_len[i] - d.payload_off[i];
-    cap = plen < room ? plen : room;
-  }
+  const uint32_t cap = captured_payload(d, i);
   if (!(S.flags & kStreamBase)) {
     if (plen == 0 && !fin) return;
     const FlowSide& F = r.side[dir];
@@ -327,9 +323,6 @@ GASPP_HD inline void hold(Run& run, const Owner& o, uint32_t slot, Sink& c) {
     h.client_lo = o.client_lo;
     h.buffered = e.buffered;
     h.pool = uint8_t(pool);
-    StreamSide& S = o.side[e.dir];
-    ++S.held_segs;
-    S.held_bytes += e.len;
   }
 }
 
@@ -393,11 +386,7 @@ GASPP_HD inline void flow_walk_run(const FlowTableRef& t, const DecodedView& d, 
       ++run.segs[h.dir];
       run.bytes[h.dir] += h.len;
     }
-    if (alive) {
-      for (int dir = 0; dir < 2; ++dir) r.stream[dir].held_segs = 0, r.stream[dir].held_bytes = 0;
-    } else {
-      end_all(run, o, c);
-    }
+    if (!alive) end_all(run, o, c);
   }
   for (; q < m; ++q) {
     const uint32_t v = vals[q];
@@ -415,7 +404,6 @@ GASPP_HD inline void flow_walk_run(const FlowTableRef& t, const DecodedView& d, 
   }
   if (run.n && r.proto_class == uint8_t(FlowProto::tcp) && t.tags[slot] >= 2) {
     Owner o{&r.key, r.flow_id, r.client_lo, r.stream};
-    for (int dir = 0; dir < 2; ++dir) r.stream[dir].held_segs = 0, r.stream[dir].held_bytes = 0;
     hold(run, o, slot, c);
   }
 }

@@ -21,10 +21,8 @@ struct StreamSide {
   uint64_t next_off;    // every byte before this was delivered or skipped as a gap
   uint64_t fin_off;     // offset of the FIN (valid with kStreamFin)
   uint32_t base_seq;    // sequence number of offset 0
-  uint32_t held_bytes;  // bytes of this direction waiting beyond a hole (out-of-order buffer)
-  uint16_t held_segs;   // segments of this direction waiting beyond a hole
   uint8_t flags;        // StreamSideFlags
-  uint8_t pad_[5] = {};
+  uint8_t pad_[11] = {};
 };
 static_assert(sizeof(StreamSide) == 32, "StreamSide layout");
 

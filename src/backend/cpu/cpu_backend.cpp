@@ -147,16 +147,9 @@ class CpuBackend final : public Backend {
   }
 
   StreamGauges stream_gauges() override {
-    StreamGauges g;
-    g.enabled = streams_;
-    g.held_cap = held_cap_;
-    g.held_bytes_cap = cfg_.stream.held_bytes;
-    g.peak_segs = counts_.peak_segs;
-    g.peak_bytes = counts_.peak_bytes;
-    g.compactions = counts_.compactions;
-    g.overlap = cfg_.stream.overlap;
-    return g;
+    return streams_ ? stream_gauges_of(counts_, cfg_.stream, held_cap_) : StreamGauges{};
   }
+
 
  private:
   static constexpr uint32_t kSweepRecords = 65536;
@@ -192,8 +185,7 @@ class CpuBackend final : public Backend {
     sr.counts = &counts_;
     sr.held_cap = held_cap_;
     sr.chunks = chunks_.data();
-    chunk_n_ = 0;
-    sr.chunk_n = &chunk_n_;
+    sr.chunk_n = &counts_.chunk_n;  // zeroed by stream_begin
     sr.chunk_cap = uint32_t(chunks_.size());
     sr.bytes_used = nullptr;
     sr.gather = false;
@@ -239,7 +231,7 @@ class CpuBackend final : public Backend {
   // Copies the walk's chunks and their bytes out, grouped by flow and direction.
   void collect_chunks(const StreamRef& sr, const DecodedView& dec, std::vector<StreamChunk>& chunks,
                       std::vector<uint8_t>& bytes) {
-    const uint32_t n = std::min(chunk_n_, uint32_t(chunks_.size()));
+    const uint32_t n = std::min(counts_.chunk_n, uint32_t(chunks_.size()));
     chunks.assign(chunks_.begin(), chunks_.begin() + n);
     sort_stream_chunks(chunks);
     uint64_t total = 0;
@@ -332,7 +324,6 @@ class CpuBackend final : public Backend {
   StreamCounts counts_{};
   int in_ = 0;                           // the set the next batch reads
   std::vector<StreamChunk> chunks_;
-  uint32_t chunk_n_ = 0;
 
   std::vector<FlowRecordOut> records_;
   uint32_t record_capacity_ = 0;

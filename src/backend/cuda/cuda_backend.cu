@@ -476,20 +476,13 @@ class CudaBackend final : public Backend {
   }
 
   StreamGauges stream_gauges() override {
-    StreamGauges g;
-    if (!streams_) return g;
+    if (!streams_) return StreamGauges{};
     for (auto& s : slots_) GASPP_CUDA_CHECK(cudaStreamSynchronize(s.stream));
     StreamCounts c;
     GASPP_CUDA_CHECK(cudaMemcpy(&c, d_stream_counts_, sizeof c, cudaMemcpyDeviceToHost));
-    g.enabled = true;
-    g.held_cap = held_cap_;
-    g.held_bytes_cap = cfg_.stream.held_bytes;
-    g.peak_segs = c.peak_segs;
-    g.peak_bytes = c.peak_bytes;
-    g.compactions = c.compactions;
-    g.overlap = cfg_.stream.overlap;
-    return g;
+    return stream_gauges_of(c, cfg_.stream, held_cap_);
   }
+
 
   FlowGauges flow_gauges() override {
     FlowGauges g;
