@@ -6,6 +6,8 @@
 //         [-l DIR] [--flow-capacity N] [--midstream on|off] [--no-flows] [--flow-sweep-ms T]
 //         [--flow-vlan on|off] [--dump-streams DIR] [--overlap first|last] [--no-reassembly]
 //         [--ooo-segments N] [--ooo-bytes B] [--flow-ooo-segments N] [--flow-ooo-bytes B]
+//         [--rules FILE]... [--address-var NAME=VALUE] [--port-var NAME=VALUE]
+//         [--module NAME[:KEY=VALUE,...]]... [-w FILE] [--dump-packets FILE]
 //   gaspp gen -o out.pcap [--mode fixed|mix|http] [--size N] [--packets N] [--flows N] [--seed S]
 //         [--reorder R] [--duplicate R] [--loss R] [--ipv6 R] [--vlan R] [--plant STR --plant-rate R]
 //
@@ -27,6 +29,7 @@
 #include "core/pipeline.hpp"
 #include "output/decode_rows.hpp"
 #include "output/eve.hpp"
+#include "output/pcap_writer.hpp"
 #include "output/stream_dump.hpp"
 #include "output/summary.hpp"
 
@@ -73,6 +76,14 @@ namespace {
                "  --flow-ooo-bytes B        per direction: skip the hole when more waits (default 1048576)\n"
                "  --no-reassembly           track flows without reassembling TCP\n"
                "\n"
+               "modules (docs/writing-a-module.md; they run in the order given):\n"
+               "  --rules FILE              firewall rules (Suricata syntax, docs/rules.md); repeat for more files\n"
+               "  --address-var NAME=VALUE  firewall address variable, e.g. HOME_NET=[10.0.0.0/8]\n"
+               "  --port-var NAME=VALUE     firewall port variable, e.g. HTTP_PORTS=[80,8080]\n"
+               "  --module NAME[:K=V,...]   add a module with options (modules: firewall, pass, probe)\n"
+               "  -w FILE                   write the packets that passed (not dropped) to FILE, in capture order\n"
+               "  --dump-packets FILE       write the packets modules sent to the dump (to_dump) to FILE\n"
+               "\n"
                "generator options (gaspp gen):\n"
                "  -o FILE  --mode fixed|mix|http  --size N  --packets N  --flows N  --seed S\n"
                "  --reorder R  --duplicate R  --loss R  --ipv6 R  --vlan R  --plant STRING  --plant-rate R\n");
@@ -99,6 +110,42 @@ double parse_double(const char* opt, const char* v, double lo, double hi) {
   }
   return x;
 }
+
+// "name:k=v,k=v" → name and options; commas inside [...] belong to the value.
+std::pair<std::string, ModuleOptions> parse_module_spec(const std::string& spec) {
+  const size_t colon = spec.find(':');
+  std::pair<std::string, ModuleOptions> out{spec.substr(0, colon), {}};
+  if (colon == std::string::npos) return out;
+  std::string item;
+  int depth = 0;
+  auto flush = [&]() {
+    if (item.empty()) return;
+    const size_t eq = item.find('=');
+    if (eq == std::string::npos) throw std::invalid_argument("module option '" + item + "' is not KEY=VALUE");
+    out.second[item.substr(0, eq)] = item.substr(eq + 1);
+    item.clear();
+  };
+  for (char c : spec.substr(colon + 1)) {
+    if (c == '[') ++depth;
+    if (c == ']') --depth;
+    if (c == ',' && depth == 0) flush();
+    else item += c;
+  }
+  flush();
+  return out;
+}
+
+// Module output: EVE lines to the writer when -l is given (otherwise counted only).
+class CliModuleOutput final : public ModuleOutput {
+ public:
+  explicit CliModuleOutput(EveWriter* eve) : eve_(eve) {}
+  void eve(const std::string& line) override {
+    if (eve_) eve_->write_line(line);
+  }
+
+ private:
+  EveWriter* eve_;
+};
 
 int cmd_gen(int argc, char** argv) {
   GenConfig g;
@@ -145,7 +192,15 @@ int cmd_gen(int argc, char** argv) {
 
 int main(int argc, char** argv) {
   if (argc >= 2 && std::strcmp(argv[1], "gen") == 0) return cmd_gen(argc, argv);
-  std::string input, stats_json, decode_out, eve_dir, dump_dir, backend_name = "auto";
+  std::string input, stats_json, decode_out, eve_dir, dump_dir, backend_name = "auto", write_path, dump_packets;
+  // Modules in command-line order: (name, options); --rules adds to the one firewall.
+  std::vector<std::pair<std::string, ModuleOptions>> module_specs;
+  auto firewall_spec = [&]() -> ModuleOptions& {
+    for (auto& m : module_specs)
+      if (m.first == "firewall") return m.second;
+    module_specs.push_back({"firewall", {}});
+    return module_specs.back().second;
+  };
   BackendConfig bc;
   RunOptions ro;
   bool quiet = false;
@@ -202,6 +257,23 @@ int main(int argc, char** argv) {
       (a == "--ooo-segments" ? bc.stream.held_segments : a == "--ooo-bytes" ? bc.stream.held_bytes
        : a == "--flow-ooo-segments" ? bc.stream.flow_held_segments : bc.stream.flow_held_bytes) = uint32_t(n);
     } else if (a == "--no-reassembly") bc.stream.enabled = false;
+    else if (a == "--rules") {
+      ModuleOptions& fw = firewall_spec();
+      fw["rules"] += (fw["rules"].empty() ? "" : ",") + std::string(val());
+    } else if (a == "--address-var" || a == "--port-var") {
+      const std::string v = val();
+      const size_t eq = v.find('=');
+      if (eq == std::string::npos || eq == 0) { std::fprintf(stderr, "gaspp: %s: NAME=VALUE, not '%s'\n", a.c_str(), v.c_str()); return 1; }
+      firewall_spec()[(a == "--address-var" ? "address." : "port.") + v.substr(0, eq)] = v.substr(eq + 1);
+    } else if (a == "--module") {
+      try {
+        module_specs.push_back(parse_module_spec(val()));
+      } catch (const std::exception& e) {
+        std::fprintf(stderr, "gaspp: --module: %s\n", e.what());
+        return 1;
+      }
+    } else if (a == "-w") write_path = val();
+    else if (a == "--dump-packets") dump_packets = val();
     else if (a == "-h" || a == "--help") usage(0);
     else if (a == "--version") { std::printf("gaspp 0.1\n"); return 0; }
     else { std::fprintf(stderr, "gaspp: unknown option '%s' (see --help)\n", a.c_str()); return 1; }
@@ -214,6 +286,16 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "gaspp: --dump-streams needs flow tracking and reassembly (drop --no-flows / --no-reassembly)\n");
     return 1;
   }
+
+  ModuleSet modules;
+  try {
+    for (auto& [name, opt] : module_specs) modules.add(make_module(name, opt));
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "gaspp: %s\n", e.what());
+    return 1;
+  }
+  bc.modules = modules.pointers();
+  bc.flow.module_state_bytes = modules.flow_state_bytes();
 
   std::unique_ptr<Backend> backend;
   try {
@@ -253,11 +335,19 @@ int main(int argc, char** argv) {
     }
   }
   RunReport rep;
+  CliModuleOutput mod_out(eve.get());
   try {
     const CaptureFile cap = CaptureFile::open(input);
+    std::unique_ptr<PcapWriter> passed, dumped;
+    if (!write_path.empty()) passed = std::make_unique<PcapWriter>(write_path, cap);
+    if (!dump_packets.empty()) dumped = std::make_unique<PcapWriter>(dump_packets, cap);
     std::string line;
     DecodedPacket p;
     rep = run_capture(cap, *backend, ro, [&](const PacketBatch& b) {
+      if (!modules.empty()) modules.finish_batch(b, mod_out);
+      if (passed) passed->write(b, 0, kVerdictDrop);
+      // to_dump counts unless the packet took its flow's earlier decision (its module output is void).
+      if (dumped) dumped->write(b, kVerdictToDump, kVerdictFlowDecided);
       if (!rows) return;
       DecodedView v = const_cast<PacketBatch&>(b).decoded.view();
       for (uint32_t i = 0; i < b.count; ++i) {
@@ -272,6 +362,8 @@ int main(int argc, char** argv) {
       if (dump) dump->write(chunks, bytes);
     });
     if (eve) eve->write_stats(rep);
+    if (passed) passed->close();
+    if (dumped) dumped->close();
   } catch (const CaptureError& e) {
     std::fprintf(stderr, "gaspp: %s\n", e.what());
     if (rows) std::fclose(rows);
@@ -285,10 +377,15 @@ int main(int argc, char** argv) {
   for (const auto& is : rep.issues) std::fprintf(stderr, "gaspp: %s: %s\n", is.fatal ? "error" : "warning", is.message.c_str());
   if (rep.suppressed_issues)
     std::fprintf(stderr, "gaspp: %llu more warnings not shown\n", (unsigned long long)rep.suppressed_issues);
-  if (!quiet) print_summary(stdout, rep);
+  if (!quiet) {
+    print_summary(stdout, rep);
+    if (!modules.empty()) std::fputs(modules.summary_text().c_str(), stdout);
+  }
   if (!stats_json.empty()) {
     std::ofstream j(stats_json);
-    j << summary_json(rep);
+    std::string js = summary_json(rep);
+    if (!modules.empty() && !js.empty() && js.back() == '}') js.insert(js.size() - 1, ",\"modules\":" + modules.summary_json());
+    j << js;
     if (!j) { std::fprintf(stderr, "gaspp: %s: write failed\n", stats_json.c_str()); return 1; }
   }
   return rep.damaged ? 2 : 0;

@@ -17,12 +17,17 @@
 // batch come back sorted in PacketBatch::flow_records. TCP flows are reassembled in the same walk
 // (stream/reassembly.hpp); with want_streams the batch's in-order data comes back in
 // PacketBatch::stream_chunks / stream_bytes.
+//
+// Then the modules (core/modules.hpp) run, one stage per module in order, over every packet; then,
+// with flow tracking, the verdict walk (core/module_stage.hpp) applies flow decisions in capture
+// order. Verdict bits, module events and counters come back with the batch.
 #pragma once
 #include <cstdint>
 #include <memory>
 #include <string>
 #include <vector>
 
+#include "core/modules.hpp"
 #include "core/packet_batch.hpp"
 #include "flow/host_flow_table.hpp"
 
@@ -37,7 +42,14 @@ struct BackendConfig {
   bool force_compact = false;       // CUDA: always compact (tests both transfer paths)
   FlowConfig flow;                  // flow tracking (flow/flow_record.hpp)
   StreamConfig stream;              // TCP reassembly (stream/stream.hpp); needs flow tracking
+  // Modules, in pipeline order (owned by the caller's ModuleSet, which outlives the backend); the
+  // backend uploads their tables when it starts. flow.module_state_bytes must cover their state.
+  std::vector<ModuleInstance*> modules;
+  uint32_t event_capacity = 0;      // module events per batch (0: 4 per packet + 4096); beyond: events_lost
 };
+inline uint32_t event_capacity_of(const BackendConfig& c) {
+  return c.event_capacity ? c.event_capacity : 4 * c.batch_packets + 4096;
+}
 
 // What the summary reports about reassembly's out-of-order buffer.
 struct StreamGauges {

@@ -67,6 +67,11 @@ namespace gaspp {
   X(stream_bytes, "bytes")                        /* bytes handed to consumers */                  \
   X(stream_chunk_overflow, "chunk_overflow")      /* pieces lost: per-batch chunk array full */
 
+// Modules (include/gaspp/module.hpp): packets whose verdict came from their flow's earlier decision.
+#define GASPP_VERDICT_COUNTERS(X)                                                                   \
+  X(verdict_flow_dropped, "flow_dropped")   /* dropped: the flow was dropped by an earlier packet */ \
+  X(verdict_flow_passed, "flow_passed")     /* passed: the flow was passed by an earlier packet */
+
 enum Counter : int {
 #define GASPP_X(id, name) c_##id,
   GASPP_COUNTERS(GASPP_X)
@@ -76,6 +81,7 @@ enum Counter : int {
 #define GASPP_X(id, name) c_##id,
   GASPP_FLOW_COUNTERS(GASPP_X)
   GASPP_STREAM_COUNTERS(GASPP_X)
+  GASPP_VERDICT_COUNTERS(GASPP_X)
 #undef GASPP_X
   c_count_
 };

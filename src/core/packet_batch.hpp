@@ -17,11 +17,11 @@
 #include "decode/decoder.hpp"
 #include "decode/fields.hpp"
 #include "flow/flow_record.hpp"
+#include "gaspp/module.hpp"
 #include "stream/stream.hpp"
 
 namespace gaspp {
 
-enum Verdict : uint8_t { kVerdictPass = 0, kVerdictDrop = 1 };
 
 struct BatchView {
   const uint8_t* data;      // record headers + frames
@@ -94,6 +94,10 @@ struct PacketBatch {
   bool want_streams = false;
   std::vector<StreamChunk> stream_chunks;
   std::vector<uint8_t> stream_bytes;
+  // Modules (core/modules.hpp): the events they raised (any order; ModuleSet sorts them) and their
+  // counters, kModuleCounters per module in pipeline order. Verdict bits are in h_verdict.
+  std::vector<ModuleEvent> events;
+  std::vector<uint64_t> module_counts;
 };
 
 // The order records are written in: by last packet time, then first packet time, then flow id

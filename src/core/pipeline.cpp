@@ -64,14 +64,15 @@ RunReport run_capture(const CaptureFile& cap, Backend& backend, const RunOptions
     PacketBatch& b = backend.batch(s);
     for (int k = 0; k < c_count_; ++k) rep.totals.v[k] += b.counters.v[k];
     uint64_t dropped = 0;
-    for (uint32_t i = 0; i < b.count; ++i) dropped += b.h_verdict[i] != kVerdictPass;
+    for (uint32_t i = 0; i < b.count; ++i) dropped += (b.h_verdict[i] & kVerdictDrop) != 0;
     rep.dropped += dropped;
     rep.passed += b.count - dropped;
     ++rep.batches;
     rep.flow_records += b.flow_records.size();
+    // The batch's packets (module events: alerts) before the flows that ended in it.
+    if (on_batch) on_batch(b);
     if (on_flows && !b.flow_records.empty()) on_flows(b.flow_records);
     if (on_streams && !b.stream_chunks.empty()) on_streams(b.stream_chunks, b.stream_bytes);
-    if (on_batch) on_batch(b);
     busy[size_t(s)] = false;
   };
 

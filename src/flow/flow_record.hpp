@@ -103,6 +103,9 @@ enum FlowMisc : uint8_t {
   kFlowMidstream = 1,     // TCP session picked up without its handshake
   kFlowNoSession = 2,     // TCP without a handshake while midstream pickup is off: counted only
   kFlowPortReused = 4,    // this flow replaced a closed one on the same 5-tuple
+  kFlowDecidedDrop = 8,   // a module dropped the flow (drop_flow): later packets are dropped
+  kFlowDecidedPass = 16,  // a module passed the flow (pass_flow): later packets skip the modules
+  kFlowAlerted = 32,      // a module raised an alert on one of its packets
 };
 
 // A record leaving the table, with why.

@@ -7,9 +7,31 @@
 #include <ctime>
 #include <stdexcept>
 
+#include "decode/decoder.hpp"
 #include "output/decode_rows.hpp"
 
 namespace gaspp {
+
+std::string json_escape(const std::string& s) {
+  std::string o;
+  for (char c : s) {
+    switch (c) {
+      case '"': o += "\\\""; break;
+      case '\\': o += "\\\\"; break;
+      case '\n': o += "\\n"; break;
+      case '\t': o += "\\t"; break;
+      default:
+        if (static_cast<unsigned char>(c) < 0x20) {
+          char b[8];
+          std::snprintf(b, sizeof b, "\\u%04x", c);
+          o += b;
+        } else {
+          o += c;
+        }
+    }
+  }
+  return o;
+}
 
 std::string eve_timestamp(uint64_t ts_ns) {
   const time_t secs = time_t(ts_ns / 1'000'000'000ull);
@@ -31,6 +53,32 @@ std::string hex_flags(uint16_t f) {
 }
 
 }  // namespace
+
+std::string eve_packet_head(const HostPacket& p, const char* event_type) {
+  const DecodedPacket& d = *static_cast<const DecodedPacket*>(p.decoded);
+  auto u = [](uint64_t v) { return std::to_string(v); };
+  std::string j = "{\"timestamp\":\"" + eve_timestamp(p.ts_ns) + "\"";
+  if (p.flow_id) j += ",\"flow_id\":" + u(p.flow_id);
+  j += ",\"pcap_cnt\":" + u(p.number) + ",\"event_type\":\"" + event_type + "\"";
+  if (d.vlan_count[0]) {
+    j += ",\"vlan\":[";
+    for (int v = 0; v < d.vlan_count[0] && v < 3; ++v) j += (v ? "," : "") + u(d.vlan_id[v]);
+    j += "]";
+  }
+  const bool v6 = d.l3[0] == uint8_t(L3::ipv6);
+  if (d.l3[0] == uint8_t(L3::ipv4) || v6) {
+    const bool ports = d.l4[0] == uint8_t(L4::tcp) || d.l4[0] == uint8_t(L4::udp);
+    j += ",\"src_ip\":\"" + format_address(d.src_ip, v6) + "\"";
+    if (ports) j += ",\"src_port\":" + u(d.sport[0]);
+    j += ",\"dest_ip\":\"" + format_address(d.dst_ip, v6) + "\"";
+    if (ports) j += ",\"dest_port\":" + u(d.dport[0]);
+    j += ",\"proto\":\"" + std::string(flow_proto_name(d.ip_proto[0])) + "\"";
+    if (d.l4[0] == uint8_t(L4::icmp) || d.l4[0] == uint8_t(L4::icmpv6))
+      j += ",\"icmp_type\":" + u(d.icmp_type[0]) + ",\"icmp_code\":" + u(d.icmp_code[0]);
+  }
+  if (p.flow_id) j += std::string(",\"direction\":\"") + (p.to_client ? "to_client" : "to_server") + "\"";
+  return j;
+}
 
 std::string eve_flow_json(const FlowRecordOut& o) {
   const FlowRecord& r = o.rec;
@@ -58,7 +106,8 @@ std::string eve_flow_json(const FlowRecordOut& o) {
   j += ",\"flow\":{\"pkts_toserver\":" + u(c.pkts) + ",\"pkts_toclient\":" + u(s.pkts) + ",\"bytes_toserver\":" +
        u(c.bytes) + ",\"bytes_toclient\":" + u(s.bytes) + ",\"start\":\"" + eve_timestamp(r.first_ts) +
        "\",\"end\":\"" + eve_timestamp(r.last_ts) + "\",\"age\":" + u(age) + ",\"state\":\"" + flow_state_name(st) +
-       "\",\"reason\":\"" + flow_reason_name(FlowReason(o.reason)) + "\",\"alerted\":false}";
+       "\",\"reason\":\"" + flow_reason_name(FlowReason(o.reason)) + "\",\"alerted\":" + ((r.misc & kFlowAlerted) ? "true" : "false") +
+       ((r.misc & kFlowDecidedDrop) ? ",\"action\":\"drop\"" : (r.misc & kFlowDecidedPass) ? ",\"action\":\"pass\"" : "") + "}";
   if (k.proto == 6) {
     const uint16_t all = c.flags | s.flags;
     j += ",\"tcp\":{\"tcp_flags\":\"" + hex_flags(all) + "\",\"tcp_flags_ts\":\"" + hex_flags(c.flags) +

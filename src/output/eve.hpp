@@ -18,10 +18,16 @@
 
 #include "core/pipeline.hpp"
 #include "flow/flow_record.hpp"
+#include "gaspp/module.hpp"
 
 namespace gaspp {
 
 std::string eve_timestamp(uint64_t ts_ns);
+std::string json_escape(const std::string& s);
+// The fields every per-packet event starts with, as Suricata writes them: {"timestamp", "flow_id"
+// (when the packet has a flow), "pcap_cnt", "event_type", "vlan", "src_ip", "src_port", "dest_ip",
+// "dest_port", "proto", "direction" — open: the caller appends its fields and the closing brace.
+std::string eve_packet_head(const HostPacket& p, const char* event_type);
 std::string eve_flow_json(const FlowRecordOut& r);
 
 class EveWriter {

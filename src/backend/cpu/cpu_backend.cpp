@@ -17,12 +17,17 @@
 //   5. sweep (when due in packet time, or in emergency): timed-out flows leave the table.
 // The out-of-order buffer: two sets of segment descriptions used in turn (a batch reads what the
 // previous one held) and two byte pools where held bytes stay while they wait (StreamCounts).
+//
+// Modules: each stage runs over the batch on the pool (core/module_stage.hpp), before the sweep so
+// that records leaving the table carry the flow's decision; then the verdict walk goes over the
+// walk's sorted runs again, shard by shard. Module tables stay in the modules' host memory.
 #include <algorithm>
 #include <cstring>
 #include <thread>
 #include <vector>
 
 #include "backend/backend.hpp"
+#include "core/module_stage.hpp"
 #include "core/thread_pool.hpp"
 #include "decode/decoder.hpp"
 #include "flow/flow_track.hpp"
@@ -49,6 +54,13 @@ class CpuBackend final : public Backend {
         pool_bytes_[k].resize(cfg.stream.held_bytes);  // std::vector storage is 16-byte aligned (malloc)
       }
       chunks_.resize(stream_chunk_cap(cfg.batch_packets, held_cap_));
+    }
+    if (!cfg.modules.empty()) {
+      InPlaceTables mem;
+      for (ModuleInstance* m : cfg.modules) m->upload(mem);
+      ctx_.resize(cfg.batch_packets);
+      events_.resize(event_capacity_of(cfg));
+      mod_counts_.assign(size_t(pool_.size()), std::vector<unsigned long long>(cfg.modules.size() * kModuleCounters));
     }
     for (auto& s : slots_) {
       s.flow_slot.resize(cfg.batch_packets);
@@ -95,7 +107,10 @@ class CpuBackend final : public Backend {
     b.flow_records.clear();
     b.stream_chunks.clear();
     b.stream_bytes.clear();
+    b.events.clear();
+    b.module_counts.clear();
     if (cfg_.flow.enabled) flow_stage(s, v);
+    else run_modules(s, v);
     b.counters = Counters{};
     for (auto& c : per_thread_)
       for (int k = 0; k < c_count_; ++k) b.counters.v[k] += c.v[k];
@@ -153,6 +168,66 @@ class CpuBackend final : public Backend {
 
  private:
   static constexpr uint32_t kSweepRecords = 65536;
+
+  class InPlaceTables final : public TableMemory {
+   public:
+    const void* place(const void* host, size_t) override { return host; }
+  };
+
+  // The module stages, then (with flows) the verdict walk over the flow walk's runs.
+  struct Slot;
+  void run_modules(Slot& s, const BatchView& v) {
+    if (cfg_.modules.empty()) return;
+    PacketBatch& b = s.batch;
+    const bool flows = cfg_.flow.enabled;
+    const uint32_t cap = uint32_t(events_.size());
+    event_n_ = 0;
+    for (auto& c : mod_counts_) std::fill(c.begin(), c.end(), 0ull);
+    StageArgs a{};
+    a.data = v.data;
+    a.rec_off = v.rec_off;
+    a.count = v.count;
+    a.dec = v.dec;
+    a.verdict = v.verdict;
+    a.ctx = ctx_.data();
+    a.order = nullptr;
+    a.flow_slot = flows ? s.flow_slot.data() : nullptr;
+    a.flow_flags = flows ? s.flow_flags.data() : nullptr;
+    if (flows) a.table = table_.ref();
+    a.events = EventSinkRef{events_.data(), &event_n_, cap};
+    a.has_flows = flows;
+    for (size_t k = 0; k < cfg_.modules.size(); ++k) {
+      const ModuleInstance* m = cfg_.modules[k];
+      a.module = uint16_t(k);
+      a.state_off = m->state_off;
+      a.first = k == 0;
+      pool_.parallel_for(v.count, [&](uint64_t begin, uint64_t end, int w) {
+        m->run_cpu(a, uint32_t(begin), uint32_t(end), mod_counts_[size_t(w)].data() + k * kModuleCounters);
+      });
+    }
+    if (flows) {
+      const FlowTableRef t = table_.ref();
+      const uint32_t base = streams_ ? held_cap_ : 0;
+      pool_.parallel_for(shard_items_.size(), [&](uint64_t begin, uint64_t end, int w) {
+        HostCounterSink sink{per_thread_[size_t(w)]};
+        for (uint64_t shard = begin; shard < end; ++shard) {
+          const auto& items = shard_items_[shard];
+          const uint32_t* vals = shard_vals_[shard].data();
+          for (uint32_t j = 0; j < items.size();) {
+            const uint32_t sl = uint32_t(items[j] >> 32);
+            uint32_t m = j + 1;
+            while (m < items.size() && uint32_t(items[m] >> 32) == sl) ++m;
+            verdict_walk_run(t, vals, j, m, sl, base, s.flow_flags.data(), v.verdict, sink);
+            j = m;
+          }
+        }
+      });
+    }
+    b.events.assign(events_.begin(), events_.begin() + std::min(event_n_, cap));
+    b.module_counts.assign(cfg_.modules.size() * kModuleCounters, 0);
+    for (auto& c : mod_counts_)
+      for (size_t k = 0; k < c.size(); ++k) b.module_counts[k] += c[k];
+  }
 
   // Sweeps the table; returns how many records it wrote to records_ (from index 0).
   uint32_t sweep(uint64_t now, bool emergency, bool shutdown) {
@@ -249,7 +324,6 @@ class CpuBackend final : public Backend {
     }
   }
 
-  struct Slot;
   void flow_stage(Slot& s, const BatchView& v) {
     const DecodedView& dec = v.dec;
     PacketBatch& b = s.batch;
@@ -287,6 +361,7 @@ class CpuBackend final : public Backend {
     } else {
       walk(t, dec, n, slot, flags, prm, emergency, out, nullptr, false);
     }
+    run_modules(s, v);  // before the sweep: records leaving the table carry the flow's decision
     const uint32_t walked = std::min(out_count, record_capacity_);
     b.flow_records.assign(records_.begin(), records_.begin() + walked);
     // Sweep when due in packet time (or every batch in emergency).
@@ -324,6 +399,10 @@ class CpuBackend final : public Backend {
   StreamCounts counts_{};
   int in_ = 0;                           // the set the next batch reads
   std::vector<StreamChunk> chunks_;
+  std::vector<uint32_t> ctx_;                       // modules: context key per packet
+  std::vector<ModuleEvent> events_;                 // modules: the batch's events (bounded)
+  uint32_t event_n_ = 0;
+  std::vector<std::vector<unsigned long long>> mod_counts_;  // per thread: modules x counters
 
   std::vector<FlowRecordOut> records_;
   uint32_t record_capacity_ = 0;

@@ -25,11 +25,15 @@
 //   walk kernel     the first thread of each run tracks the flow's packets in order and
 //                   reassembles its TCP directions (stream/reassembly.hpp)
 //   gather kernel   (only when the host asked for the streams) chunk bytes to the host
+//   module stages   one kernel per module (module_stage_kernel<M>, core/module_stage.hpp), then the
+//                   verdict walk over the same sorted runs: flow decisions in capture order
 //   sweep kernel    when due in packet time or in emergency: expired flows leave the table
 // Records leaving the table, and with want_streams the stream chunks and their bytes, are written
 // by the kernels straight into the slot's pinned, mapped host buffers, so nothing extra is copied
 // back. The out-of-order buffer (two sets of segment descriptions used in turn, two byte pools where
 // held bytes stay; stream/stream.hpp) lives in device memory; the event chain orders the batches.
+// Module tables are copied to device memory once, when the backend starts (DeviceTables); module
+// events go to a mapped host buffer per slot, module counters come back with the verdicts.
 #include <cuda_runtime.h>
 
 #include <cub/device/device_radix_sort.cuh>
@@ -44,7 +48,9 @@
 #include "backend/backend.hpp"
 #include "backend/cuda/cuda_check.hpp"
 #include "backend/cuda/device_flow_table.hpp"
+#include "core/module_stage.hpp"
 #include "decode/decoder.hpp"
+#include "modules/registry.hpp"
 #include "flow/flow_track.hpp"
 #include "stream/reassembly.hpp"
 
@@ -198,6 +204,79 @@ flow_sweep_kernel(FlowTableRef t, uint64_t now, bool due, bool shutdown, FlowTim
   block_counters_flush(s, d_counters);
 }
 
+struct ModulePolicy {
+  static constexpr int kThreads = 256;
+};
+
+// One module stage over the batch: the block's module counters in shared memory, flushed once.
+template <class M>
+__global__ void __launch_bounds__(ModulePolicy::kThreads)
+module_stage_kernel(StageArgs a, typename M::View v, unsigned long long* d_counts) {
+  __shared__ unsigned long long s[kModuleCounters];
+  for (int k = threadIdx.x; k < kModuleCounters; k += blockDim.x) s[k] = 0;
+  __syncthreads();
+  for (uint32_t k = blockIdx.x * blockDim.x + threadIdx.x; k < a.count; k += gridDim.x * blockDim.x)
+    module_stage_packet<M>(a, v, k, s);
+  __syncthreads();
+  for (int k = threadIdx.x; k < kModuleCounters; k += blockDim.x)
+    if (s[k]) atomicAdd(&d_counts[k], s[k]);
+}
+
+// Launches the stage of module m (its type picks the kernel instantiation).
+void launch_module_stage(const ModuleInstance& m, const StageArgs& a, int blocks, cudaStream_t st,
+                         unsigned long long* d_counts) {
+  int type = 0;
+#define GASPP_X(M)                                                                                      \
+  if (m.type() == type++) {                                                                             \
+    module_stage_kernel<M><<<blocks, ModulePolicy::kThreads, 0, st>>>(                                 \
+        a, *static_cast<const typename M::View*>(m.view()), d_counts);                                 \
+    GASPP_CUDA_CHECK(cudaGetLastError());                                                               \
+    return;                                                                                             \
+  }
+  GASPP_MODULE_TYPES(GASPP_X)
+#undef GASPP_X
+  throw std::logic_error(std::string("module type not built into the CUDA backend: ") + m.name());
+}
+
+__global__ void __launch_bounds__(FlowPolicy::kThreads)
+verdict_walk_kernel(FlowTableRef t, const uint32_t* keys, const uint32_t* vals, uint32_t items, uint32_t item_base,
+                    const uint8_t* flags, uint8_t* verdict, unsigned long long* d_counters) {
+  __shared__ unsigned long long s[c_count_];
+  block_counters_zero(s);
+  SharedCounterSink sink{s};
+  const uint32_t sentinel = t.slots();
+  for (uint32_t j = blockIdx.x * blockDim.x + threadIdx.x; j < items; j += gridDim.x * blockDim.x) {
+    const uint32_t key = keys[j];
+    if (key == sentinel || (j > 0 && keys[j - 1] == key)) continue;
+    uint32_t m = j + 1;
+    while (m < items && keys[m] == key) ++m;
+    verdict_walk_run(t, vals, j, m, key, item_base, flags, verdict, sink);
+  }
+  block_counters_flush(s, d_counters);
+}
+
+// Module tables in device memory, owned here, freed with the backend.
+class DeviceTables final : public TableMemory {
+ public:
+  ~DeviceTables() override {
+    for (void* p : allocs_) cudaFree(p);
+  }
+  const void* place(const void* host, size_t bytes) override {
+    if (!bytes) return nullptr;
+    void* d = nullptr;
+    GASPP_CUDA_CHECK(cudaMalloc(&d, bytes));
+    allocs_.push_back(d);
+    GASPP_CUDA_CHECK(cudaMemcpy(d, host, bytes, cudaMemcpyHostToDevice));
+    bytes_ += bytes;
+    return d;
+  }
+  uint64_t bytes() const { return bytes_; }
+
+ private:
+  std::vector<void*> allocs_;
+  uint64_t bytes_ = 0;
+};
+
 // Device storage for the decoded fields of one slot: one allocation carved into aligned arrays.
 class DeviceDecoded {
  public:
@@ -303,6 +382,23 @@ class CudaBackend final : public Backend {
       device_bytes_ += staging_bytes_ + 5ull * cfg.batch_packets + 8 * c_count_ + s.dec.bytes();
     }
     blocks_cap_ = prop_.multiProcessorCount * DecodePolicy::kBlocksPerSm;
+    if (!cfg.modules.empty()) {
+      for (ModuleInstance* m : cfg.modules) m->upload(tables_);
+      event_cap_ = event_capacity_of(cfg);
+      const size_t nc = cfg.modules.size() * kModuleCounters;
+      for (auto& s : slots_) {
+        GASPP_CUDA_CHECK(cudaMalloc(&s.d_ctx, sizeof(uint32_t) * cfg.batch_packets));
+        GASPP_CUDA_CHECK(cudaMalloc(&s.d_module_counts, sizeof(unsigned long long) * nc));
+        GASPP_CUDA_CHECK(cudaMallocHost(&s.h_module_counts, sizeof(unsigned long long) * nc));
+        GASPP_CUDA_CHECK(cudaHostAlloc(&s.h_events, sizeof(ModuleEvent) * event_cap_, cudaHostAllocMapped));
+        GASPP_CUDA_CHECK(cudaHostGetDevicePointer(&s.d_events, s.h_events, 0));
+        GASPP_CUDA_CHECK(cudaHostAlloc(&s.h_event_n, sizeof(uint32_t), cudaHostAllocMapped));
+        GASPP_CUDA_CHECK(cudaHostGetDevicePointer(&s.d_event_n, s.h_event_n, 0));
+        *s.h_event_n = 0;
+        device_bytes_ += sizeof(uint32_t) * cfg.batch_packets + sizeof(unsigned long long) * nc;
+      }
+      device_bytes_ += tables_.bytes();
+    }
   }
 
   ~CudaBackend() override {
@@ -326,6 +422,11 @@ class CudaBackend final : public Backend {
       if (s.h_chunks) cudaFreeHost(s.h_chunks);
       if (s.h_stream_bytes) cudaFreeHost(s.h_stream_bytes);
       if (s.h_stream_counts) cudaFreeHost(s.h_stream_counts);
+      cudaFree(s.d_ctx);
+      cudaFree(s.d_module_counts);
+      if (s.h_module_counts) cudaFreeHost(s.h_module_counts);
+      if (s.h_events) cudaFreeHost(s.h_events);
+      if (s.h_event_n) cudaFreeHost(s.h_event_n);
       s.dec.release();
     }
     if (streams_) {
@@ -419,7 +520,20 @@ class CudaBackend final : public Backend {
       decode_kernel<<<blocks, DecodePolicy::kThreads, 0, s.stream>>>(v, s.d_counters);
       GASPP_CUDA_CHECK(cudaGetLastError());
     }
-    if (table_) flow_stage_async(s, s.dec.view(), s.d_data, s.d_rec_off);
+    const StageArgs args = stage_args(s, data_len);
+    if (!cfg_.modules.empty()) {
+      *s.h_event_n = 0;  // the slot's previous batch was finished (wait) before the slot was refilled
+      GASPP_CUDA_CHECK(cudaMemsetAsync(s.d_module_counts, 0,
+                                       sizeof(unsigned long long) * cfg_.modules.size() * kModuleCounters, s.stream));
+    }
+    if (table_) flow_stage_async(s, s.dec.view(), s.d_data, s.d_rec_off, args);
+    else modules_async(s, args);
+    if (!cfg_.modules.empty()) {
+      GASPP_CUDA_CHECK(cudaMemcpyAsync(s.h_module_counts, s.d_module_counts,
+                                       sizeof(unsigned long long) * cfg_.modules.size() * kModuleCounters,
+                                       cudaMemcpyDeviceToHost, s.stream));
+      d2h_ += sizeof(unsigned long long) * cfg_.modules.size() * kModuleCounters;
+    }
     GASPP_CUDA_CHECK(cudaMemcpyAsync(s.h_verdict, s.d_verdict, b.count, cudaMemcpyDeviceToHost, s.stream));
     GASPP_CUDA_CHECK(cudaMemcpyAsync(s.h_counters, s.d_counters, sizeof(unsigned long long) * c_count_,
                                      cudaMemcpyDeviceToHost, s.stream));
@@ -453,6 +567,12 @@ class CudaBackend final : public Backend {
       sort_flow_records(s.batch.flow_records);
     }
     if (s.streams_back) collect_chunks(s, s.batch.stream_chunks, s.batch.stream_bytes);
+    s.batch.events.clear();
+    s.batch.module_counts.clear();
+    if (!cfg_.modules.empty()) {
+      s.batch.events.assign(s.h_events, s.h_events + std::min(*s.h_event_n, event_cap_));
+      s.batch.module_counts.assign(s.h_module_counts, s.h_module_counts + cfg_.modules.size() * kModuleCounters);
+    }
   }
 
   void flush_streams(std::vector<StreamChunk>& chunks, std::vector<uint8_t>& bytes, Counters& added) override {
@@ -552,8 +672,56 @@ class CudaBackend final : public Backend {
     uint8_t* d_stream_bytes_mapped = nullptr;
     uint32_t* h_stream_counts = nullptr;
     bool streams_back = false;  // the batch in this slot sends its streams to the host
+    // Modules: context keys, counters (device, and pinned for the copy back), events (mapped).
+    uint32_t* d_ctx = nullptr;
+    unsigned long long* d_module_counts = nullptr;
+    unsigned long long* h_module_counts = nullptr;
+    ModuleEvent* h_events = nullptr;
+    ModuleEvent* d_events = nullptr;
+    uint32_t* h_event_n = nullptr;
+    uint32_t* d_event_n = nullptr;
     PacketBatch batch;
   };
+
+  StageArgs stage_args(Slot& s, uint64_t data_len) {
+    StageArgs a{};
+    a.data = s.d_data;
+    a.rec_off = s.d_rec_off;
+    a.count = s.batch.count;
+    a.dec = s.dec.view();
+    a.verdict = s.d_verdict;
+    a.ctx = s.d_ctx;
+    a.order = nullptr;
+    a.flow_slot = table_ ? s.d_flow_slot : nullptr;
+    a.flow_flags = table_ ? s.d_flow_flags : nullptr;
+    if (table_) a.table = table_->ref();
+    a.events = EventSinkRef{s.d_events, s.d_event_n, event_cap_};
+    a.has_flows = table_ != nullptr;
+    (void)data_len;
+    return a;
+  }
+
+  // Queues the module stages and, with flow tracking, the verdict walk (over the sorted runs the
+  // flow walk used, still in d_keys_sorted_ / d_vals_sorted_: call right after the walk).
+  void modules_async(Slot& s, StageArgs a) {
+    if (cfg_.modules.empty() || a.count == 0) return;
+    const int blocks = std::max(1, std::min(blocks_cap_, int((a.count + ModulePolicy::kThreads - 1) / ModulePolicy::kThreads)));
+    for (size_t k = 0; k < cfg_.modules.size(); ++k) {
+      const ModuleInstance& m = *cfg_.modules[k];
+      a.module = uint16_t(k);
+      a.state_off = m.state_off;
+      a.first = k == 0;
+      launch_module_stage(m, a, blocks, s.stream, s.d_module_counts + k * kModuleCounters);
+    }
+    if (table_) {
+      const uint32_t base = streams_ ? held_cap_ : 0;
+      const uint32_t items = base + a.count;
+      const int vb = std::max(1, std::min(blocks_cap_, int((items + FlowPolicy::kThreads - 1) / uint32_t(FlowPolicy::kThreads))));
+      verdict_walk_kernel<<<vb, FlowPolicy::kThreads, 0, s.stream>>>(table_->ref(), d_keys_sorted_, d_vals_sorted_, items,
+                                                                     base, s.d_flow_flags, s.d_verdict, s.d_counters);
+      GASPP_CUDA_CHECK(cudaGetLastError());
+    }
+  }
 
   void ensure_stream_host_buffers(Slot& s) {
     if (s.h_chunks) return;
@@ -636,7 +804,8 @@ class CudaBackend final : public Backend {
   }
 
   // Queues the flow stage of slot s (see the header comment).
-  void flow_stage_async(Slot& s, const DecodedView& dec, const uint8_t* d_data, const uint32_t* d_rec_off) {
+  void flow_stage_async(Slot& s, const DecodedView& dec, const uint8_t* d_data, const uint32_t* d_rec_off,
+                        const StageArgs& args) {
     PacketBatch& b = s.batch;
     const FlowTableRef t = table_->ref();
     const FlowTrackParams prm{cfg_.flow.timeouts, ++epoch_, cfg_.flow.midstream, cfg_.flow.vlan_in_key};
@@ -663,6 +832,7 @@ class CudaBackend final : public Backend {
       stream_finish_async(s.stream, s, sr, dec);
       in_ ^= 1;  // what this batch holds is what the next one reads
     }
+    modules_async(s, args);  // before the sweep: records leaving the table carry the flow's decision
     const bool due = b.max_ts_ns >= next_sweep_ns_;
     if (due) next_sweep_ns_ = b.max_ts_ns + cfg_.flow.sweep_interval_ns;
     flow_sweep_kernel<<<blocks_cap_, FlowPolicy::kThreads, 0, s.stream>>>(t, b.max_ts_ns, due, false,
@@ -680,6 +850,8 @@ class CudaBackend final : public Backend {
   StreamPending* d_pend_ = nullptr;              // the walk's scratch, one entry per sorted item
   StreamChunk* d_chunks_ = nullptr;              // chunks when the host does not want them
   int in_ = 0;                                   // the set the next walk reads
+  DeviceTables tables_;                          // module tables
+  uint32_t event_cap_ = 0;
   uint32_t* d_keys_ = nullptr;  // one allocation: keys, values, sorted keys, sorted values
   uint32_t* d_vals_ = nullptr;
   uint32_t* d_keys_sorted_ = nullptr;

@@ -347,6 +347,8 @@ std::string parse_rule(const std::string& text, const RuleVars& vars, Rule& out)
     if (k == "rev" && !v.empty() && std::all_of(v.begin(), v.end(), ::isdigit)) out.rev = uint32_t(std::stoul(v));
     if (k == "gid" && !v.empty() && std::all_of(v.begin(), v.end(), ::isdigit)) out.gid = uint32_t(std::stoul(v));
     if (k == "threshold" || k == "detection_filter") out.threshold = k + ":" + v;
+    if (k == "classtype") out.classtype = trim(v);
+    if (k == "priority" && !v.empty() && std::all_of(v.begin(), v.end(), ::isdigit)) out.priority = uint32_t(std::stoul(v));
   }
   if (!have_sid) return "error:no sid";
   return "";

@@ -1,0 +1,255 @@
+// gaspp/module.hpp — what a module writer needs: the hook contract, the packet a hook sees, the
+// actions it can take, and the host-side lifecycle. docs/writing-a-module.md walks through an
+// example; src/modules/ holds the modules gaspp ships.
+//
+// A module is a type with static host+device hooks (GASPP §3). Each packet of a batch passes the
+// modules of the pipeline in order, one stage per module; the CPU backend runs a stage on its
+// thread pool and the CUDA backend as one grid-stride kernel, calling the same hooks:
+//
+//   struct CountTcp {
+//     static constexpr const char* kName = "count_tcp";
+//     static constexpr uint32_t kLayers = kLayerTcp;       // which hooks the pipeline calls
+//     struct FlowState { uint32_t seen; };                 // per-flow slice, zeroed for a new flow
+//     struct View {};                                      // the module's tables (device views)
+//     GASPP_HD static uint32_t on_tcp(Packet& p, FlowState* st, const View&, uint32_t ctx) {
+//       if (st) atomic_add(&st->seen, 1);                  // packets of a flow run in parallel
+//       return ctx;                                        // the context key for the next module
+//     }
+//     struct Host : ModuleHost<CountTcp> { using ModuleHost::ModuleHost; };
+//   };
+//
+// Hooks (each optional, called in this order for a packet, the key each returns passed on):
+//   on_eth(Packet&, FlowState*, const View&, uint32_t ctx)   every decoded frame
+//   on_ip  (...)                                             IPv4 and IPv6 packets
+//   on_tcp (...), on_udp (...)                               after on_ip, by transport
+// FlowState* is null for a packet without a flow (flow tracking off, not IP, a fragment). Packets
+// of one flow run in parallel: a hook that writes its slice uses the atomics of gaspp/hd.hpp.
+//
+// Actions (Packet methods), counted per module:
+//   drop()        the packet is dropped (not written by -w); later modules do not see it
+//   drop_flow()   drop, and every later packet of the flow is dropped without running modules
+//   pass_flow()   every later packet of the flow passes without running modules (Suricata's pass)
+//   ignore()      later modules do not see this packet
+//   to_host(v)    the packet and its metadata go to the module's host handler, with value v
+//   to_dump()     the packet is written to the dump file (--dump-packets)
+//   emit(k, v)    an event (kind k, value v) for the module's host handler (alerts, logs)
+// A flow's decision (drop_flow/pass_flow) takes effect in capture order: packets before the deciding
+// one keep their own results, packets after it get the decision, and whatever modules produced for
+// them (events, to_host, to_dump) is discarded. Decisions stick across batches.
+//
+// Host lifecycle (M::Host, see ModuleHost below): constructed from the module's options (throws
+// std::invalid_argument with the reason), upload() builds the tables and places them where the
+// backend runs (host memory for CPU, device memory for CUDA) and returns the View, on_event()
+// handles events and to_host packets after the batch, report() adds the module's statistics to the
+// summary, and the destructor shuts it down. A module is listed once in src/modules/registry.hpp.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <stdexcept>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include "decode/fields.hpp"
+#include "flow/flow_table.hpp"
+#include "gaspp/hd.hpp"
+
+namespace gaspp {
+
+// Which hooks a module has; also what it reads (a module that needs no payload leaves it out).
+enum Layer : uint32_t {
+  kLayerEth = 1,
+  kLayerIp = 2,
+  kLayerTcp = 4,
+  kLayerUdp = 8,
+  kLayerPayload = 16,  // reads packet payload bytes (beyond the headers)
+};
+
+// The per-packet verdict byte: what the modules decided. Pass is 0.
+enum VerdictBits : uint8_t {
+  kVerdictDrop = 1,
+  kVerdictIgnore = 2,       // later modules skip the packet
+  kVerdictToDump = 4,
+  kVerdictDropFlow = 8,     // this packet decided: drop the rest of the flow
+  kVerdictPassFlow = 16,    // this packet decided: pass the rest of the flow
+  kVerdictAlerted = 32,     // a module raised an alert on it (flow event `alerted`)
+  kVerdictFlowDecided = 64, // the verdict came from the flow's earlier decision; module output void
+};
+constexpr uint8_t kVerdictPass = 0;
+constexpr uint8_t kVerdictStop = kVerdictDrop | kVerdictIgnore | kVerdictFlowDecided;
+
+// What a module raised for a packet, handed to its host handler after the batch.
+struct ModuleEvent {
+  uint64_t flow_id;   // 0 when the packet has no flow
+  uint32_t packet;    // index in the batch
+  uint32_t value;
+  uint16_t module;    // position in the pipeline
+  uint16_t kind;      // the module's own numbering; kEventToHost for to_host()
+  uint8_t to_client;  // direction within the flow
+  uint8_t pad_[3] = {};
+};
+static_assert(sizeof(ModuleEvent) == 24, "ModuleEvent layout");
+constexpr uint16_t kEventToHost = 0xffff;
+
+// Per-module counters: how many packets reached it and what it did with them.
+#define GASPP_MODULE_COUNTERS(X)                                              \
+  X(mc_packets, "packets")          /* packets the module ran on */           \
+  X(mc_drop, "drop")                /* drop() and drop_flow() */              \
+  X(mc_drop_flow, "drop_flow")                                                \
+  X(mc_pass_flow, "pass_flow")                                                \
+  X(mc_ignore, "ignore")                                                      \
+  X(mc_to_host, "to_host")                                                    \
+  X(mc_to_dump, "to_dump")                                                    \
+  X(mc_events, "events")                                                      \
+  X(mc_events_lost, "events_lost")  /* the batch's event buffer was full */
+
+enum ModuleCounter : int {
+#define GASPP_X(id, name) id,
+  GASPP_MODULE_COUNTERS(GASPP_X)
+#undef GASPP_X
+  kModuleCounters
+};
+const char* module_counter_name(int c);
+
+// Where events go during a stage: a bounded buffer (limit: BackendConfig::event_capacity; what does
+// not fit is counted as events_lost).
+struct EventSinkRef {
+  ModuleEvent* ev;
+  uint32_t* count;
+  uint32_t cap;
+};
+
+// Everything a stage needs about the batch: views only, trivially copyable (a kernel argument).
+struct StageArgs {
+  const uint8_t* data;        // record headers + frames
+  const uint32_t* rec_off;
+  uint32_t count;
+  DecodedView dec;
+  uint8_t* verdict;
+  uint32_t* ctx;              // context key per packet (0 before the first module)
+  const uint32_t* order;      // the order packets are visited in (scheduling), or null: 0..count-1
+  const uint32_t* flow_slot;  // null without flow tracking
+  const uint8_t* flow_flags;
+  FlowTableRef table;
+  EventSinkRef events;
+  uint32_t state_off;         // this module's slice in the per-flow module state
+  uint16_t module;            // this module's position in the pipeline
+  uint8_t first;              // this is the first stage: contexts start at 0
+  uint8_t has_flows;
+};
+static_assert(std::is_trivially_copyable_v<StageArgs>, "StageArgs is passed to kernels by value");
+
+// The packet a hook sees.
+class Packet {
+ public:
+  GASPP_HD Packet(const StageArgs& a, uint32_t i, unsigned long long* counts)
+      : a_(a), i_(i), counts_(counts) {}
+  GASPP_HD uint32_t index() const { return i_; }
+  GASPP_HD const DecodedView& dec() const { return a_.dec; }
+  // Frame bytes (device memory on CUDA) and their captured length.
+  GASPP_HD const uint8_t* frame() const { return a_.data + a_.rec_off[i_] + 16; }
+  GASPP_HD uint32_t cap_len() const { return a_.dec.cap_len[i_]; }
+  GASPP_HD uint8_t family() const { return a_.dec.l3[i_] == 2 ? 6 : 4; }  // for IP packets
+  GASPP_HD const uint32_t* src_ip() const { return a_.dec.src_ip + size_t(i_) * 4; }
+  GASPP_HD const uint32_t* dst_ip() const { return a_.dec.dst_ip + size_t(i_) * 4; }
+  GASPP_HD uint8_t ip_proto() const { return a_.dec.ip_proto[i_]; }
+  GASPP_HD uint16_t sport() const { return a_.dec.sport[i_]; }
+  GASPP_HD uint16_t dport() const { return a_.dec.dport[i_]; }
+  GASPP_HD bool has_flow() const { return a_.flow_slot && a_.flow_slot[i_] != kNoFlow; }
+  GASPP_HD bool to_client() const { return a_.flow_flags && (a_.flow_flags[i_] & 1); }
+  GASPP_HD uint64_t flow_id() const { return has_flow() ? a_.table.recs[a_.flow_slot[i_]].flow_id : 0; }
+
+  GASPP_HD void drop() { set(kVerdictDrop, mc_drop); }
+  GASPP_HD void drop_flow() { set(kVerdictDrop, mc_drop); set(kVerdictDropFlow, mc_drop_flow); }
+  GASPP_HD void pass_flow() { set(kVerdictPassFlow, mc_pass_flow); }
+  GASPP_HD void ignore() { set(kVerdictIgnore, mc_ignore); }
+  GASPP_HD void to_dump() { set(kVerdictToDump, mc_to_dump); }
+  GASPP_HD void alerted() { a_.verdict[i_] |= kVerdictAlerted; }
+  GASPP_HD void to_host(uint32_t value) {
+    count(mc_to_host);
+    push(kEventToHost, value);
+  }
+  GASPP_HD void emit(uint16_t kind, uint32_t value) { push(kind, value); }
+
+  // Adds one to a module counter (ModuleCounter).
+  GASPP_HD void count(int c) {
+#if defined(__CUDA_ARCH__)
+    atomicAdd(&counts_[c], 1ull);  // the block's counters, in shared memory
+#else
+    ++counts_[c];                  // the thread's own
+#endif
+  }
+
+ private:
+  GASPP_HD void set(uint8_t bit, int counter) {
+    if (!(a_.verdict[i_] & bit)) count(counter);
+    a_.verdict[i_] |= bit;
+  }
+  GASPP_HD void push(uint16_t kind, uint32_t value) {
+    const uint32_t at = atomic_add(a_.events.count, 1);
+    if (at >= a_.events.cap) {
+      count(mc_events_lost);
+      return;
+    }
+    ModuleEvent& e = a_.events.ev[at];
+    e.flow_id = flow_id();
+    e.packet = i_;
+    e.value = value;
+    e.module = a_.module;
+    e.kind = kind;
+    e.to_client = to_client() ? 1 : 0;
+    count(mc_events);
+  }
+  const StageArgs& a_;
+  uint32_t i_;
+  unsigned long long* counts_;  // module counters: the block's (CUDA) or the thread's (CPU)
+};
+
+// Places a module's tables where the backend runs: host memory (CPU backend, the vector's own
+// storage, which must outlive the backend) or a device copy owned by the backend (CUDA).
+class TableMemory {
+ public:
+  virtual ~TableMemory() = default;
+  virtual const void* place(const void* host, size_t bytes) = 0;
+  template <class T>
+  const T* place(const std::vector<T>& v) {
+    static_assert(std::is_trivially_copyable_v<T>, "tables hold trivially copyable items");
+    return v.empty() ? nullptr : static_cast<const T*>(place(v.data(), sizeof(T) * v.size()));
+  }
+};
+
+// A packet as the host handler sees it (re-decoded on the host from the batch's records).
+struct HostPacket {
+  uint64_t number;        // 1-based position in the capture (Suricata's pcap_cnt)
+  uint64_t ts_ns;
+  const uint8_t* frame;
+  uint32_t cap_len, wire_len;
+  const void* decoded;    // const DecodedPacket* (decode/decoder.hpp)
+  uint64_t flow_id;
+  bool to_client;
+};
+
+// Where host handlers write what they produce.
+class ModuleOutput {
+ public:
+  virtual ~ModuleOutput() = default;
+  virtual void eve(const std::string& json_line) = 0;  // one EVE event (no newline)
+};
+
+// Options of one module: key → value text, from the configuration or the command line.
+using ModuleOptions = std::map<std::string, std::string>;
+
+// Defaults for M::Host: no options, empty tables, nothing to handle or report.
+template <class M>
+class ModuleHost {
+ public:
+  explicit ModuleHost(const ModuleOptions& opt) {
+    for (auto& [k, v] : opt) throw std::invalid_argument(std::string(M::kName) + ": unknown option '" + k + "'");
+  }
+  typename M::View upload(TableMemory&) { return typename M::View{}; }
+  void on_event(const ModuleEvent&, const HostPacket&, ModuleOutput&) {}
+  void report(std::map<std::string, uint64_t>&) const {}
+};
+
+}  // namespace gaspp

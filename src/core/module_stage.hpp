@@ -1,0 +1,113 @@
+// core/module_stage.hpp — running a module over a batch, and resolving flow decisions.
+//
+// module_stage_packet<M>() is the per-packet step of a module stage, written once for both
+// backends (the CPU backend calls it from its thread pool, the CUDA backend from
+// module_stage_kernel<M>): it skips packets an earlier module stopped (drop, ignore) and packets of
+// flows decided in an earlier batch, finds the module's per-flow slice, and calls the hooks the
+// module has (on_eth, on_ip, on_tcp / on_udp), threading the context key through them.
+//
+// verdict_walk_run() runs after the last stage, once per flow, over the flow's packets of the batch
+// in capture order (the same sorted runs as the flow walk): the first packet that decided the flow
+// (drop_flow / pass_flow) fixes the decision; every later packet gets it (kVerdictFlowDecided: what
+// modules produced for it is discarded) and the decision is kept in the flow record for later
+// batches. A packet that restarts the flow (kPktFlowStart) starts with no decision.
+#pragma once
+#include <concepts>
+#include <cstdint>
+
+#include "flow/flow_track.hpp"
+#include "gaspp/module.hpp"
+
+namespace gaspp {
+
+template <class M>
+concept HasOnEth = requires(Packet& p, typename M::FlowState* s, const typename M::View& v, uint32_t c) {
+  { M::on_eth(p, s, v, c) } -> std::convertible_to<uint32_t>;
+};
+template <class M>
+concept HasOnIp = requires(Packet& p, typename M::FlowState* s, const typename M::View& v, uint32_t c) {
+  { M::on_ip(p, s, v, c) } -> std::convertible_to<uint32_t>;
+};
+template <class M>
+concept HasOnTcp = requires(Packet& p, typename M::FlowState* s, const typename M::View& v, uint32_t c) {
+  { M::on_tcp(p, s, v, c) } -> std::convertible_to<uint32_t>;
+};
+template <class M>
+concept HasOnUdp = requires(Packet& p, typename M::FlowState* s, const typename M::View& v, uint32_t c) {
+  { M::on_udp(p, s, v, c) } -> std::convertible_to<uint32_t>;
+};
+
+// Bytes of per-flow state a module declares (an empty FlowState takes none).
+template <class M>
+constexpr uint32_t module_flow_state_bytes() {
+  return std::is_empty_v<typename M::FlowState> ? 0u : uint32_t(sizeof(typename M::FlowState));
+}
+
+// Runs module M on the packet at position k of the stage's order. counts: the thread's (or
+// block's) module counters.
+template <class M>
+GASPP_HD GASPP_FORCEINLINE void module_stage_packet(const StageArgs& a, const typename M::View& v, uint32_t k,
+                                                    unsigned long long* counts) {
+  const uint32_t i = a.order ? a.order[k] : k;
+  uint32_t ctx = a.first ? 0u : a.ctx[i];
+  if (a.verdict[i] & kVerdictStop) {
+    if (a.first) a.ctx[i] = 0;
+    return;
+  }
+  typename M::FlowState* st = nullptr;
+  const uint32_t slot = a.flow_slot ? a.flow_slot[i] : kNoFlow;
+  if (slot != kNoFlow) {
+    // Decided in an earlier batch (a flow restarted in this batch has a fresh record): the verdict
+    // walk applies the decision; no module runs.
+    if (a.table.recs[slot].misc & (kFlowDecidedDrop | kFlowDecidedPass)) {
+      if (a.first) a.ctx[i] = 0;
+      return;
+    }
+    if constexpr (module_flow_state_bytes<M>() > 0)
+      st = reinterpret_cast<typename M::FlowState*>(a.table.module_slice(slot, a.state_off));
+  }
+  Packet p(a, i, counts);
+  p.count(mc_packets);
+  const uint8_t l3 = a.dec.l3[i], l4 = a.dec.l4[i];
+  if constexpr (HasOnEth<M>) ctx = M::on_eth(p, st, v, ctx);
+  if (l3 == uint8_t(L3::ipv4) || l3 == uint8_t(L3::ipv6)) {
+    if constexpr (HasOnIp<M>)
+      if (!(a.verdict[i] & kVerdictStop)) ctx = M::on_ip(p, st, v, ctx);
+    if constexpr (HasOnTcp<M>)
+      if (l4 == uint8_t(L4::tcp) && !(a.verdict[i] & kVerdictStop)) ctx = M::on_tcp(p, st, v, ctx);
+    if constexpr (HasOnUdp<M>)
+      if (l4 == uint8_t(L4::udp) && !(a.verdict[i] & kVerdictStop)) ctx = M::on_udp(p, st, v, ctx);
+  }
+  a.ctx[i] = ctx;
+}
+
+// Resolves flow decisions for one flow's items vals[j..m) (sorted, capture order; items below
+// item_base are out-of-order segments, not packets). Counts packets that took the flow's decision.
+template <class Sink>
+GASPP_HD GASPP_FORCEINLINE void verdict_walk_run(const FlowTableRef& t, const uint32_t* vals, uint32_t j, uint32_t m,
+                                                 uint32_t slot, uint32_t item_base, const uint8_t* flow_flags,
+                                                 uint8_t* verdict, Sink& c) {
+  FlowRecord& r = t.recs[slot];
+  uint8_t decided = r.misc & (kFlowDecidedDrop | kFlowDecidedPass);
+  uint8_t alerted = r.misc & kFlowAlerted;
+  bool touched = false;
+  for (uint32_t q = j; q < m; ++q) {
+    if (vals[q] < item_base) continue;
+    const uint32_t i = vals[q] - item_base;
+    if (flow_flags[i] & kPktFlowStart) decided = alerted = 0;
+    touched = true;
+    uint8_t& v = verdict[i];
+    if (decided) {
+      const bool drop = decided & kFlowDecidedDrop;
+      v = uint8_t(kVerdictFlowDecided | (drop ? kVerdictDrop : 0));
+      c.add(drop ? c_verdict_flow_dropped : c_verdict_flow_passed, 1);
+      continue;
+    }
+    if (v & kVerdictAlerted) alerted = kFlowAlerted;
+    if (v & kVerdictDropFlow) decided = kFlowDecidedDrop;
+    else if (v & kVerdictPassFlow) decided = kFlowDecidedPass;
+  }
+  if (touched) r.misc = uint8_t((r.misc & ~(kFlowDecidedDrop | kFlowDecidedPass | kFlowAlerted)) | decided | alerted);
+}
+
+}  // namespace gaspp

@@ -1,0 +1,149 @@
+// core/modules.cpp — ModuleOf<M>, the registry lookup and ModuleSet (see modules.hpp).
+#include "core/modules.hpp"
+
+#include <algorithm>
+#include <stdexcept>
+
+#include "core/module_stage.hpp"
+#include "core/packet_batch.hpp"
+#include "decode/decoder.hpp"
+#include "modules/registry.hpp"
+
+namespace gaspp {
+namespace {
+
+template <class M>
+class ModuleOf final : public ModuleInstance {
+ public:
+  ModuleOf(int type, const ModuleOptions& opt) : type_(type), host_(opt) {}
+  const char* name() const override { return M::kName; }
+  int type() const override { return type_; }
+  uint32_t layers() const override { return M::kLayers; }
+  uint32_t flow_state_bytes() const override { return module_flow_state_bytes<M>(); }
+  void upload(TableMemory& mem) override { view_ = host_.upload(mem); }
+  const void* view() const override { return &view_; }
+  void run_cpu(const StageArgs& a, uint32_t begin, uint32_t end, unsigned long long* counts) const override {
+    for (uint32_t k = begin; k < end; ++k) module_stage_packet<M>(a, view_, k, counts);
+  }
+  void on_event(const ModuleEvent& e, const HostPacket& p, ModuleOutput& out) override { host_.on_event(e, p, out); }
+  void report(std::map<std::string, uint64_t>& r) const override { host_.report(r); }
+
+ private:
+  int type_;
+  typename M::Host host_;
+  typename M::View view_{};
+};
+
+}  // namespace
+
+const char* module_counter_name(int c) {
+  static const char* const names[] = {
+#define GASPP_X(id, name) name,
+      GASPP_MODULE_COUNTERS(GASPP_X)
+#undef GASPP_X
+  };
+  return c >= 0 && c < kModuleCounters ? names[c] : "?";
+}
+
+std::unique_ptr<ModuleInstance> make_module(const std::string& name, const ModuleOptions& opt) {
+  int type = 0;
+  std::unique_ptr<ModuleInstance> m;
+#define GASPP_X(M)                                                   \
+  if (!m && name == M::kName) m = std::make_unique<ModuleOf<M>>(type, opt); \
+  ++type;
+  GASPP_MODULE_TYPES(GASPP_X)
+#undef GASPP_X
+  if (!m) {
+    std::string all;
+    for (auto& n : module_names()) all += (all.empty() ? "" : ", ") + n;
+    throw std::invalid_argument("unknown module '" + name + "' (modules: " + all + ")");
+  }
+  return m;
+}
+
+std::vector<std::string> module_names() {
+  std::vector<std::string> v;
+#define GASPP_X(M) v.push_back(M::kName);
+  GASPP_MODULE_TYPES(GASPP_X)
+#undef GASPP_X
+  return v;
+}
+
+void ModuleSet::add(std::unique_ptr<ModuleInstance> m) {
+  m->index = uint16_t(mods_.size());
+  m->state_off = state_bytes_;
+  state_bytes_ += (m->flow_state_bytes() + 15) & ~15u;
+  mods_.push_back(std::move(m));
+  counts_.push_back(Counts{});
+}
+
+std::vector<ModuleInstance*> ModuleSet::pointers() const {
+  std::vector<ModuleInstance*> v;
+  for (auto& m : mods_) v.push_back(m.get());
+  return v;
+}
+
+void ModuleSet::finish_batch(const PacketBatch& b, ModuleOutput& out) {
+  for (size_t k = 0; k < mods_.size() && (k + 1) * kModuleCounters <= b.module_counts.size(); ++k)
+    for (int c = 0; c < kModuleCounters; ++c) counts_[k][size_t(c)] += b.module_counts[k * kModuleCounters + size_t(c)];
+  if (b.events.empty()) return;
+  sorted_.assign(b.events.begin(), b.events.end());
+  std::sort(sorted_.begin(), sorted_.end(), [](const ModuleEvent& x, const ModuleEvent& y) {
+    if (x.packet != y.packet) return x.packet < y.packet;
+    if (x.module != y.module) return x.module < y.module;
+    if (x.kind != y.kind) return x.kind < y.kind;
+    return x.value < y.value;
+  });
+  DecodedPacket d;
+  HostPacket hp{};
+  uint32_t decoded_for = ~0u;
+  for (const ModuleEvent& e : sorted_) {
+    if (e.packet >= b.count || e.module >= mods_.size()) continue;
+    if (b.h_verdict[e.packet] & kVerdictFlowDecided) {
+      ++suppressed_;
+      continue;
+    }
+    if (decoded_for != e.packet) {
+      const uint64_t off = b.h_rec_off[e.packet];
+      decode_record(b.h_span + off, b.span_len - off, b.fmt, b.link, d);
+      const RecordHeader rh = read_record_header(b.h_span + off, b.fmt);
+      hp = HostPacket{b.first_index + e.packet + 1, d.ts_ns[0], b.h_span + off + kRecordHeaderBytes, rh.cap_len,
+                      rh.wire_len, &d, e.flow_id, e.to_client != 0};
+      decoded_for = e.packet;
+    }
+    hp.flow_id = e.flow_id;
+    hp.to_client = e.to_client != 0;
+    mods_[e.module]->on_event(e, hp, out);
+  }
+}
+
+std::string ModuleSet::summary_text() const {
+  std::string s;
+  for (size_t k = 0; k < mods_.size(); ++k) {
+    s += "module " + std::to_string(k) + " " + mods_[k]->name() + ":";
+    for (int c = 0; c < kModuleCounters; ++c)
+      if (counts_[k][size_t(c)] || c == mc_packets) s += std::string(" ") + module_counter_name(c) + "=" + std::to_string(counts_[k][size_t(c)]);
+    std::map<std::string, uint64_t> r;
+    mods_[k]->report(r);
+    for (auto& [n, v] : r) s += " " + n + "=" + std::to_string(v);
+    s += "\n";
+  }
+  if (suppressed_) s += "module events discarded (flow already decided): " + std::to_string(suppressed_) + "\n";
+  return s;
+}
+
+std::string ModuleSet::summary_json() const {
+  std::string s = "{\"events_suppressed\":" + std::to_string(suppressed_) + ",\"modules\":[";
+  for (size_t k = 0; k < mods_.size(); ++k) {
+    s += std::string(k ? "," : "") + "{\"name\":\"" + mods_[k]->name() + "\"";
+    for (int c = 0; c < kModuleCounters; ++c)
+      s += std::string(",\"") + module_counter_name(c) + "\":" + std::to_string(counts_[k][size_t(c)]);
+    std::map<std::string, uint64_t> r;
+    mods_[k]->report(r);
+    for (auto& [n, v] : r) s += ",\"" + n + "\":" + std::to_string(v);
+    s += "}";
+  }
+  return s + "]}";
+}
+
+}  // namespace gaspp

@@ -1,0 +1,81 @@
+// core/modules.hpp — the modules of a pipeline on the host: creation by name, their order, their
+// per-flow state layout, and what happens after each batch (host handlers, counters).
+//
+// ModuleInstance is a module type behind a virtual interface (ModuleOf<M> in modules.cpp): the
+// backends ask it for its View (after upload) and run its stage: the CPU backend through
+// run_cpu(), the CUDA backend by launching module_stage_kernel<M> for the instance's type()
+// (backend/cuda). ModuleSet owns the instances of one pipeline, in order, and gives each its
+// position and its 16-byte-aligned slice of the per-flow module state.
+//
+// After a batch, ModuleSet::finish_batch() hands each module its events and to_host packets in
+// capture order (then module order, then value), re-decoding the packet on the host. Events of
+// packets whose verdict came from their flow's earlier decision are discarded and counted
+// (events_suppressed). Per-module counters are summed over the run.
+//
+// Example:
+//   ModuleSet mods;
+//   mods.add(make_module("firewall", {{"rules", "drop.rules"}}));
+//   cfg.flow.module_state_bytes = mods.flow_state_bytes();
+//   cfg.modules = mods.pointers();
+//   ... run_capture(..., [&](const PacketBatch& b) { mods.finish_batch(b, out); });
+#pragma once
+#include <array>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "gaspp/module.hpp"
+
+namespace gaspp {
+
+struct PacketBatch;
+
+class ModuleInstance {
+ public:
+  virtual ~ModuleInstance() = default;
+  virtual const char* name() const = 0;
+  virtual int type() const = 0;                // position of its type in GASPP_MODULE_TYPES
+  virtual uint32_t layers() const = 0;
+  virtual uint32_t flow_state_bytes() const = 0;
+  virtual void upload(TableMemory& mem) = 0;   // builds the View where the backend runs
+  virtual const void* view() const = 0;        // the M::View (valid after upload)
+  virtual void run_cpu(const StageArgs& a, uint32_t begin, uint32_t end, unsigned long long* counts) const = 0;
+  virtual void on_event(const ModuleEvent& e, const HostPacket& p, ModuleOutput& out) = 0;
+  virtual void report(std::map<std::string, uint64_t>& r) const = 0;
+  uint16_t index = 0;       // position in the pipeline
+  uint32_t state_off = 0;   // its slice of the per-flow module state
+};
+
+// Creates a module by name with its options; throws std::invalid_argument (unknown name, bad option).
+std::unique_ptr<ModuleInstance> make_module(const std::string& name, const ModuleOptions& opt);
+std::vector<std::string> module_names();
+
+class ModuleSet {
+ public:
+  void add(std::unique_ptr<ModuleInstance> m);
+  bool empty() const { return mods_.empty(); }
+  size_t size() const { return mods_.size(); }
+  uint32_t flow_state_bytes() const { return state_bytes_; }
+  std::vector<ModuleInstance*> pointers() const;
+  ModuleInstance& at(size_t k) { return *mods_[k]; }
+
+  void finish_batch(const PacketBatch& b, ModuleOutput& out);
+
+  using Counts = std::array<uint64_t, kModuleCounters>;
+  const std::vector<Counts>& counts() const { return counts_; }
+  uint64_t events_suppressed() const { return suppressed_; }
+  // Summary lines (text) and a JSON object: per module, its counters and report().
+  std::string summary_text() const;
+  std::string summary_json() const;
+
+ private:
+  std::vector<std::unique_ptr<ModuleInstance>> mods_;
+  std::vector<Counts> counts_;
+  uint32_t state_bytes_ = 0;
+  uint64_t suppressed_ = 0;
+  std::vector<ModuleEvent> sorted_;
+};
+
+}  // namespace gaspp

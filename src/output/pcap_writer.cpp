@@ -1,0 +1,60 @@
+// output/pcap_writer.cpp — see pcap_writer.hpp.
+#include "output/pcap_writer.hpp"
+
+#include <cerrno>
+#include <cstring>
+#include <stdexcept>
+
+namespace gaspp {
+
+PcapWriter::PcapWriter(const std::string& path, const CaptureFile& in) : path_(path) {
+  f_ = std::fopen(path.c_str(), "wb");
+  if (!f_) throw std::runtime_error(path + ": " + std::strerror(errno));
+  uint8_t h[24];
+  if (std::strcmp(in.container(), "pcap") == 0 && in.size() >= 24) {
+    std::memcpy(h, in.data(), 24);
+  } else {
+    const RecordFormat fmt = in.format();
+    const uint32_t magic = fmt.nanos ? 0xa1b23c4du : 0xa1b2c3d4u;
+    const uint32_t v[6] = {magic, 2u | (4u << 16), 0, 0, in.snaplen() ? in.snaplen() : 262144u, in.raw_link_type()};
+    for (int k = 0; k < 6; ++k) {
+      const int at = k * 4;
+      // version: two 16-bit fields; zone and sigfigs 0; every field in the records' byte order.
+      if (k == 1) {
+        const uint16_t major = 2, minor = 4;
+        h[at + 0] = uint8_t(fmt.swapped ? major >> 8 : major);
+        h[at + 1] = uint8_t(fmt.swapped ? major : major >> 8);
+        h[at + 2] = uint8_t(fmt.swapped ? minor >> 8 : minor);
+        h[at + 3] = uint8_t(fmt.swapped ? minor : minor >> 8);
+        continue;
+      }
+      for (int b = 0; b < 4; ++b) h[at + b] = uint8_t(v[k] >> (fmt.swapped ? 8 * (3 - b) : 8 * b));
+    }
+  }
+  if (std::fwrite(h, 1, 24, f_) != 24) throw std::runtime_error(path + ": write failed");
+}
+
+PcapWriter::~PcapWriter() {
+  if (f_) std::fclose(f_);
+}
+
+void PcapWriter::write(const PacketBatch& b, uint8_t any_of, uint8_t none_of) {
+  for (uint32_t i = 0; i < b.count; ++i) {
+    const uint8_t v = b.h_verdict[i];
+    if ((v & none_of) || (any_of && !(v & any_of))) continue;
+    const uint8_t* r = b.h_span + b.h_rec_off[i];
+    const uint64_t n = kRecordHeaderBytes + read_record_header(r, b.fmt).cap_len;
+    if (std::fwrite(r, 1, n, f_) != n) throw std::runtime_error(path_ + ": write failed");
+    ++packets_;
+  }
+}
+
+void PcapWriter::close() {
+  if (!f_) return;
+  const bool ok = std::fflush(f_) == 0 && !std::ferror(f_);
+  std::fclose(f_);
+  f_ = nullptr;
+  if (!ok) throw std::runtime_error(path_ + ": write failed");
+}
+
+}  // namespace gaspp
