@@ -384,7 +384,8 @@ int main(int argc, char** argv) {
   if (!stats_json.empty()) {
     std::ofstream j(stats_json);
     std::string js = summary_json(rep);
-    if (!modules.empty() && !js.empty() && js.back() == '}') js.insert(js.size() - 1, ",\"modules\":" + modules.summary_json());
+    const size_t close = js.rfind('}');
+    if (!modules.empty() && close != std::string::npos) js.insert(close, ",\"modules\":" + modules.summary_json());
     j << js;
     if (!j) { std::fprintf(stderr, "gaspp: %s: write failed\n", stats_json.c_str()); return 1; }
   }

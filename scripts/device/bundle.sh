@@ -11,7 +11,7 @@ cmake --build build
 rm -rf bundle
 mkdir -p bundle/bin bundle/lib bundle/data
 cp build/gaspp build/tests/gaspp_unit_tests build/bench/bench_decode build/bench/bench_flow build/bench/bench_stream \
-  build/bench/peer_libnids bundle/bin/
+  build/bench/bench_firewall build/bench/peer_libnids bundle/bin/
 # libpcap, libnids and what they pull in beyond glibc and the C++ runtime (the device's own are newer).
 for lib in $(ldd build/gaspp build/bench/peer_libnids | awk '/=>/ {print $3}' | sort -u); do
   case "$(basename "$lib")" in
@@ -20,6 +20,11 @@ for lib in $(ldd build/gaspp build/bench/peer_libnids | awk '/=>/ {print $3}' | 
   esac
 done
 cp -r ../shared/data/pcaps bundle/data/pcaps
+# The ET IP-list rule files (the firewall's tests and benchmark); the rest of ET Open is host-only parsing.
+mkdir -p bundle/data/rules/et-open
+cp ../shared/data/rules/et-open/{drop,compromised,ciarmy,tor,dshield}.rules bundle/data/rules/et-open/
+# Line tables are left out of the tests and benchmarks (the carry limit is 64 MiB); gaspp keeps its.
+strip --strip-debug bundle/bin/bench_* bundle/bin/peer_libnids bundle/bin/gaspp_unit_tests
 # scapy (pure Python) for the flow-tracking cases.
 mkdir -p bundle/py
 cp -r "$(python3 -c 'import os, scapy; print(os.path.dirname(scapy.__file__))')" bundle/py/

@@ -9,6 +9,8 @@
 #   run.sh bench   bench_flow (flow table and sweep), bench_decode (limits, decode and decode+flow
 #                  throughput) and the capture reader end to end
 #   run.sh bench-stream  bench_stream: decode / +flow / +reassembly, CUDA vs CPU vs libnids
+#   run.sh bench-firewall  bench_firewall: decode+flow with and without the firewall (10k random
+#                  rules, ET IP lists), mix and 64-byte frames, CUDA vs CPU
 # Output goes to stdout and, when OUT is set, JSON/logs under $OUT.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
@@ -38,6 +40,8 @@ tests)
   python3 tests/e2e/flow_vs_oracles.py $B/gaspp bundle/data --backend cuda | tail -8; check "flow oracles (cuda)"
   step "stream oracles, CUDA backend"
   python3 tests/e2e/streams_vs_oracles.py $B/gaspp bundle/data --backend cuda --no-tshark | tail -6; check "stream oracles (cuda)"
+  step "modules through the CLI (firewall, -w, --dump-packets), CUDA backend"
+  python3 tests/e2e/modules_cli.py $B/gaspp bundle/data --backend cuda | tail -8; check "modules cli (cuda)"
   ;;
 equivalence)
   step "CPU/CUDA equivalence"
@@ -61,6 +65,12 @@ sanitize)
       check "memcheck $f $x"; tail -1 "$OUT/memcheck-cli.log"
     done
   done
+  step "compute-sanitizer memcheck on the CLI with modules (firewall on the ET IP lists, probes)"
+  R=bundle/data/rules/et-open
+  compute-sanitizer --tool memcheck --error-exitcode 9 $B/gaspp -r /tmp/lossy.pcap --backend cuda -q --batch 512 \
+    --rules $R/drop.rules --rules $R/compromised.rules --rules $R/tor.rules --module probe:action=to_host \
+    --module probe:action=drop_flow,dport=80 -w /tmp/passed.pcap > "$OUT/memcheck-modules.log" 2>&1
+  check "memcheck modules"; tail -1 "$OUT/memcheck-modules.log"
   ;;
 racecheck)
   # racecheck serialises warps, and flow lookups spin on slots another warp is filling: it runs
@@ -102,6 +112,10 @@ bench)
 bench-stream)
   step "bench_stream (captures in /dev/shm)"
   $B/bench_stream --json "$OUT/bench_stream.json" --reps 3 --tmp /dev/shm --nids $B/peer_libnids; check "bench_stream"
+  ;;
+bench-firewall)
+  step "bench_firewall (captures in /dev/shm)"
+  $B/bench_firewall --json "$OUT/bench_firewall.json" --reps 3 --tmp /dev/shm --et bundle/data/rules/et-open; check "bench_firewall"
   ;;
 esac
 echo

@@ -25,7 +25,9 @@ void print_summary(std::FILE* o, const RunReport& r) {
   std::fprintf(o, "packets      %llu  bytes %llu  captured bytes %llu  cut by snap length %llu\n",
                (unsigned long long)t[c_packets], (unsigned long long)t[c_wire_bytes],
                (unsigned long long)t[c_captured_bytes], (unsigned long long)t[c_truncated_by_snaplen]);
-  std::fprintf(o, "outcome      passed %llu  dropped %llu\n", (unsigned long long)r.passed, (unsigned long long)r.dropped);
+  std::fprintf(o, "outcome      passed %llu  dropped %llu  (by an earlier decision of their flow: dropped %llu, passed %llu)\n",
+               (unsigned long long)r.passed, (unsigned long long)r.dropped,
+               (unsigned long long)r.totals.v[c_verdict_flow_dropped], (unsigned long long)r.totals.v[c_verdict_flow_passed]);
   std::fprintf(o, "link         %s %llu  vlan-tagged %llu\n", r.link.c_str(), (unsigned long long)t[c_packets],
                (unsigned long long)t[c_vlan_tagged]);
   std::fprintf(o, "l3           ipv4 %llu  ipv6 %llu  arp %llu  other %llu  none %llu  fragments %llu\n",
@@ -111,7 +113,11 @@ std::string summary_json(const RunReport& r) {
   j += "\"backend\":\"" + json_escape(r.backend) + "\",";
   j += "\"packets\":" + u(t[c_packets]) + ",\"bytes\":" + u(t[c_wire_bytes]) + ",\"captured_bytes\":" +
        u(t[c_captured_bytes]) + ",\"truncated_by_snaplen\":" + u(t[c_truncated_by_snaplen]) + ",";
-  j += "\"outcome\":{\"passed\":" + u(r.passed) + ",\"dropped\":" + u(r.dropped) + "},";
+  j += "\"outcome\":{\"passed\":" + u(r.passed) + ",\"dropped\":" + u(r.dropped);
+#define GASPP_X(id, name) j += ",\"" name "\":" + u(r.totals.v[c_##id]);
+  GASPP_VERDICT_COUNTERS(GASPP_X)
+#undef GASPP_X
+  j += "},";
   j += "\"link\":{\"" + r.link + "\":" + u(t[c_packets]) + ",\"vlan_tagged\":" + u(t[c_vlan_tagged]) + "},";
   j += "\"l3\":{\"ipv4\":" + u(t[c_l3_ipv4]) + ",\"ipv6\":" + u(t[c_l3_ipv6]) + ",\"arp\":" + u(t[c_l3_arp]) +
        ",\"other\":" + u(t[c_l3_other]) + ",\"none\":" + u(t[c_l3_none]) + ",\"ip_fragments\":" + u(t[c_ip_fragments]) + "},";

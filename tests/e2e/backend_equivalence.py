@@ -2,7 +2,9 @@
 """CPU and CUDA backends agree: for every capture given (and generated workloads), the per-packet
 decode rows are identical, the EVE flow records are identical, the reassembled streams
 (`--dump-streams`: every file and the index) are identical, and the summaries are identical
-(except the fields that describe the backend itself, timing and transfers).
+(except the fields that describe the backend itself, timing and transfers). In the small-batch and
+compacted settings a firewall runs too (FIREWALL_RULES below): its alerts are in the EVE file, its
+counters in the summary, and the `-w` output (the packets that passed) is compared as well.
 
 usage: backend_equivalence.py GASPP [--generate] CAPTURE_OR_DIR...
 """
@@ -23,9 +25,24 @@ GENERATED = {
     "gen-fixed64": ["--mode", "fixed", "--size", "64", "--packets", "300000"],
 }
 VOLATILE = {"backend", "elapsed_s", "pps", "gbps", "batches"}
+# Rules that hit ordinary traffic in every way: drops (flows stay dropped), passes (flows pass),
+# alerts, <>, lists, negation, ranges, IPv6.
+FIREWALL_RULES = """
+alert ip any any -> any any (msg:"every packet"; sid:1;)
+drop tcp any any -> any [80,8080] (msg:"web"; sid:2;)
+pass udp any any <> any 53 (msg:"dns"; sid:3;)
+reject tcp any any -> $EXTERNAL_NET 1024: (msg:"high port"; sid:4;)
+alert tcp [10.0.0.0/8,!10.1.0.0/16,192.168.0.0/16] any <> any ![22,25] (msg:"inside"; sid:5;)
+drop udp any any -> 2001:db8::/32 any (msg:"v6 doc"; sid:6;)
+alert icmp any any -> any any (msg:"icmp"; sid:7;)
+pass tcp any 443 -> any any (msg:"tls replies"; sid:8;)
+"""
 
 
 def run(gaspp, backend, path, d, extra):
+    passed = os.path.join(d, f"passed-{backend}.pcap")
+    if "--rules" in extra:
+        extra = extra + ["-w", passed]
     rows = os.path.join(d, f"{backend}.tsv")
     js = os.path.join(d, f"{backend}.json")
     eve = os.path.join(d, f"eve-{backend}")
@@ -44,6 +61,8 @@ def run(gaspp, backend, path, d, extra):
     h.update(b"".join(open(os.path.join(eve, "eve.json"), "rb").readlines()[:-1]))
     for f in sorted(os.listdir(streams)):
         h.update(f.encode() + b"\0" + open(os.path.join(streams, f), "rb").read())
+    if "-w" in extra:
+        h.update(open(passed, "rb").read())
     return h.hexdigest(), summary, p.returncode
 
 
@@ -55,6 +74,10 @@ def main():
     failed = 0
     with tempfile.TemporaryDirectory() as d:
         captures = find_captures(args)
+        rules = os.path.join(d, "firewall.rules")
+        with open(rules, "w") as f:
+            f.write(FIREWALL_RULES)
+        fw = ["--rules", rules]
         if generate:
             for name, gen_args in GENERATED.items():
                 path = os.path.join(d, name + ".pcap")
@@ -65,12 +88,12 @@ def main():
             # segment a full buffer drops depends on the order threads reach it). The generated
             # workloads (200k packets) use 512-packet batches, to keep the run short.
             small = ["--batch", "512" if c.startswith(d) else "7", "--ooo-segments", "65536"]
-            for extra in ([], small, ["--force-compact"]):
+            for extra in ([], small + fw, ["--force-compact"] + fw):
                 h_cpu, s_cpu, rc_cpu = run(gaspp, "cpu", c, d, extra)
                 h_gpu, s_gpu, rc_gpu = run(gaspp, "cuda", c, d, extra)
                 ok = h_cpu == h_gpu and s_cpu == s_gpu and rc_cpu == rc_gpu
                 if not ok or not extra:
-                    print(f"{'ok' if ok else 'DIFFER':7} {s_cpu['packets']:8} packets {' '.join(extra):16} {os.path.basename(os.path.dirname(c))}/{os.path.basename(c)} rows {h_cpu[:12]}")
+                    print(f"{'ok' if ok else 'DIFFER':7} {s_cpu['packets']:8} packets {' '.join(x for x in extra if x != rules):16} {os.path.basename(os.path.dirname(c))}/{os.path.basename(c)} rows {h_cpu[:12]}")
                 if not ok:
                     for k in s_cpu:
                         if s_cpu[k] != s_gpu.get(k):
