@@ -8,6 +8,14 @@ mkdir -p build/demo
 ./build/gaspp gen -o build/demo/demo.pcap --mode http --packets 200000 --flows 64 --ipv6 0.2 --vlan 0.1 \
   --reorder 0.001 --loss 0.001 --seed 1
 rm -rf build/demo/streams
-./build/gaspp -r build/demo/demo.pcap --stats-json build/demo/stats.json -l build/demo --dump-streams build/demo/streams
-echo "summary as JSON: build/demo/stats.json; flow records and stats (EVE JSON): build/demo/eve.json;"
-echo "reassembled TCP streams: build/demo/streams (gaps and ends in build/demo/streams/index.tsv)"
+# A small firewall rule set over the demo's addresses: alerts on IPv6, drops the flows to half the web servers.
+cat > build/demo/demo.rules <<'RULES'
+alert ip any any -> ::/0 any (msg:"IPv6 traffic"; sid:1000001; rev:1;)
+drop tcp 10.0.0.0/8 any -> 198.19.0.0/17 80 (msg:"web servers in the lower half"; sid:1000002; rev:1;)
+alert tcp any any <> 192.168.0.0/16 any (msg:"home network"; sid:1000003; rev:1;)
+RULES
+./build/gaspp -r build/demo/demo.pcap --stats-json build/demo/stats.json -l build/demo --dump-streams build/demo/streams \
+  --rules build/demo/demo.rules -w build/demo/passed.pcap
+echo "summary as JSON: build/demo/stats.json; flow records, alerts and stats (EVE JSON): build/demo/eve.json;"
+echo "reassembled TCP streams: build/demo/streams (gaps and ends in build/demo/streams/index.tsv);"
+echo "packets the firewall passed: build/demo/passed.pcap"

@@ -300,14 +300,19 @@ class Collect final : public ModuleOutput {
   void eve(const std::string&) override {}
 };
 
-Outcome run_pipeline(const CaptureFile& cap, ModuleSet& mods, uint32_t batch) {
+// The backend under test with these modules, and options for batches of `batch` packets.
+std::unique_ptr<Backend> backend_with(const ModuleSet& mods, uint32_t batch, RunOptions& ro) {
   BackendConfig cfg;
   cfg.batch_packets = batch;
   cfg.modules = mods.pointers();
   cfg.flow.module_state_bytes = mods.flow_state_bytes();
-  auto be = test::make_backend(cfg);
-  RunOptions ro;
   ro.policy.max_packets = batch;
+  return test::make_backend(cfg);
+}
+
+Outcome run_pipeline(const CaptureFile& cap, ModuleSet& mods, uint32_t batch) {
+  RunOptions ro;
+  auto be = backend_with(mods, batch, ro);
   Outcome o;
   Collect out;
   run_capture(cap, *be, ro, [&](const PacketBatch& b) {
@@ -434,17 +439,9 @@ TEST(Modules, ProbeActionsContextKeysAndFlowState) {
   ASSERT_GT(dns, 20u);
   for (uint32_t batch : {5u, 65536u}) {
     Collect out;
-    BackendConfig cfg;
-    cfg.batch_packets = batch;
-    cfg.modules = mods.pointers();
-    cfg.flow.module_state_bytes = mods.flow_state_bytes();
-    auto be = test::make_backend(cfg);
     RunOptions ro;
-    ro.policy.max_packets = batch;
+    auto be = backend_with(mods, batch, ro);
     uint64_t dropped = 0, dumped = 0, host = 0, host_value_ok = 0;
-    std::map<std::vector<uint8_t>, uint32_t> per_flow;  // the selected count the probe keeps per flow
-    std::vector<ModuleEvent> evs;
-    uint64_t base = 0;
     run_capture(cap, *be, ro, [&](const PacketBatch& b) {
       for (uint32_t i = 0; i < b.count; ++i) {
         const uint8_t v = b.h_verdict[i];
@@ -468,7 +465,6 @@ TEST(Modules, ProbeActionsContextKeysAndFlowState) {
         host_value_ok += x.value >= 1;
       }
       mods.finish_batch(b, out);
-      base += b.count;
     });
     EXPECT_EQ(dropped, dns);
     EXPECT_EQ(dumped, ip - dns);

@@ -100,6 +100,19 @@ struct FlowPolicy {
   static constexpr int kThreads = 256;
 };
 
+// Over sorted keys, calls fn(j, m, key) for each run [j, m) of one key (the sentinel excepted): the
+// thread that holds a run's first item walks it.
+template <class F>
+__device__ __forceinline__ void for_each_sorted_run(const uint32_t* keys, uint32_t items, uint32_t sentinel, F fn) {
+  for (uint32_t j = blockIdx.x * blockDim.x + threadIdx.x; j < items; j += gridDim.x * blockDim.x) {
+    const uint32_t key = keys[j];
+    if (key == sentinel || (j > 0 && keys[j - 1] == key)) continue;
+    uint32_t m = j + 1;
+    while (m < items && keys[m] == key) ++m;
+    fn(j, m, key);
+  }
+}
+
 __global__ void __launch_bounds__(FlowPolicy::kThreads)
 flow_lookup_kernel(FlowTableRef t, DecodedView dec, uint32_t n, FlowTrackParams prm, uint32_t* slot, uint8_t* flags,
                    uint32_t* keys, uint32_t* vals, uint32_t item_base, uint32_t* failed, unsigned long long* d_counters) {
@@ -152,14 +165,9 @@ flow_walk_kernel(FlowTableRef t, DecodedView dec, const uint32_t* keys, const ui
   block_counters_zero(s);
   SharedCounterSink sink{s};
   const bool emergency = t.state->emergency != 0;
-  const uint32_t sentinel = t.slots();
-  for (uint32_t j = blockIdx.x * blockDim.x + threadIdx.x; j < items; j += gridDim.x * blockDim.x) {
-    const uint32_t key = keys[j];
-    if (key == sentinel || (j > 0 && keys[j - 1] == key)) continue;
-    uint32_t m = j + 1;
-    while (m < items && keys[m] == key) ++m;
+  for_each_sorted_run(keys, items, t.slots(), [&](uint32_t j, uint32_t m, uint32_t key) {
     flow_walk_run(t, dec, vals, j, m, key, flags, prm, emergency, out, streams ? &sr : nullptr, final, sink);
-  }
+  });
   block_counters_flush(s, d_counters);
 }
 
@@ -244,14 +252,9 @@ verdict_walk_kernel(FlowTableRef t, const uint32_t* keys, const uint32_t* vals, 
   __shared__ unsigned long long s[c_count_];
   block_counters_zero(s);
   SharedCounterSink sink{s};
-  const uint32_t sentinel = t.slots();
-  for (uint32_t j = blockIdx.x * blockDim.x + threadIdx.x; j < items; j += gridDim.x * blockDim.x) {
-    const uint32_t key = keys[j];
-    if (key == sentinel || (j > 0 && keys[j - 1] == key)) continue;
-    uint32_t m = j + 1;
-    while (m < items && keys[m] == key) ++m;
+  for_each_sorted_run(keys, items, t.slots(), [&](uint32_t j, uint32_t m, uint32_t key) {
     verdict_walk_run(t, vals, j, m, key, item_base, flags, verdict, sink);
-  }
+  });
   block_counters_flush(s, d_counters);
 }
 
