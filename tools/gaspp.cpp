@@ -8,6 +8,7 @@
 //         [--ooo-segments N] [--ooo-bytes B] [--flow-ooo-segments N] [--flow-ooo-bytes B]
 //         [--rules FILE]... [--address-var NAME=VALUE] [--port-var NAME=VALUE]
 //         [--module NAME[:KEY=VALUE,...]]... [-w FILE] [--dump-packets FILE]
+//         [--class-order I,J,...]... [--schedule on|off|auto] [-c CONFIG.yaml]
 //   gaspp gen -o out.pcap [--mode fixed|mix|http] [--size N] [--packets N] [--flows N] [--seed S]
 //         [--reorder R] [--duplicate R] [--loss R] [--ipv6 R] [--vlan R] [--plant STR --plant-rate R]
 //
@@ -26,6 +27,7 @@
 #include "backend/backend.hpp"
 #include "capture/capture_file.hpp"
 #include "capture/generator.hpp"
+#include "core/config.hpp"
 #include "core/pipeline.hpp"
 #include "output/decode_rows.hpp"
 #include "output/eve.hpp"
@@ -77,12 +79,17 @@ namespace {
                "  --no-reassembly           track flows without reassembling TCP\n"
                "\n"
                "modules (docs/writing-a-module.md; they run in the order given):\n"
+               "  -c FILE                   YAML configuration: modules, their options and order, classes,\n"
+               "                            variables, schedule (docs/usage.md); later flags override it\n"
                "  --rules FILE              firewall rules (Suricata syntax, docs/rules.md); repeat for more files\n"
                "  --address-var NAME=VALUE  firewall address variable, e.g. HOME_NET=[10.0.0.0/8]\n"
                "  --port-var NAME=VALUE     firewall port variable, e.g. HTTP_PORTS=[80,8080]\n"
                "  --module NAME[:K=V,...]   add a module with options (modules: firewall, pass, probe)\n"
                "  -w FILE                   write the packets that passed (not dropped) to FILE, in capture order\n"
                "  --dump-packets FILE       write the packets modules sent to the dump (to_dump) to FILE\n"
+               "  --class-order I,J,...     add a flow class that runs the modules in this order (module numbers\n"
+               "                            from 0, as given); flows are split by a hash of their 5-tuple\n"
+               "  --schedule on|off|auto    regroup packets between module stages (auto: on for CUDA with 2+ modules)\n"
                "\n"
                "generator options (gaspp gen):\n"
                "  -o FILE  --mode fixed|mix|http  --size N  --packets N  --flows N  --seed S\n"
@@ -212,6 +219,22 @@ int main(int argc, char** argv) {
       return argv[++i];
     };
     if (a == "-r") input = val();
+    else if (a == "-c" || a == "--config") {
+      try {
+        const FileConfig fc = load_config(val());
+        if (fc.backend) backend_name = *fc.backend;
+        if (fc.batch) bc.batch_packets = ro.policy.max_packets = *fc.batch;
+        if (fc.threads) bc.threads = *fc.threads;
+        if (fc.schedule)
+          bc.schedule = *fc.schedule == "on" ? BackendConfig::Schedule::on
+                        : *fc.schedule == "off" ? BackendConfig::Schedule::off : BackendConfig::Schedule::automatic;
+        module_specs.insert(module_specs.end(), fc.modules.begin(), fc.modules.end());
+        bc.class_orders.insert(bc.class_orders.end(), fc.classes.begin(), fc.classes.end());
+      } catch (const std::exception& e) {
+        std::fprintf(stderr, "gaspp: %s\n", e.what());
+        return 1;
+      }
+    }
     else if (a == "--backend") backend_name = val();
     else if (a == "--batch") {
       const uint64_t n = parse_u64("--batch", val());
@@ -272,6 +295,22 @@ int main(int argc, char** argv) {
         std::fprintf(stderr, "gaspp: --module: %s\n", e.what());
         return 1;
       }
+    } else if (a == "--class-order") {
+      std::vector<uint16_t> order;
+      const std::string v = val();
+      size_t at = 0;
+      while (at <= v.size()) {
+        const size_t comma = std::min(v.find(',', at), v.size());
+        order.push_back(uint16_t(parse_u64("--class-order", v.substr(at, comma - at).c_str())));
+        at = comma + 1;
+      }
+      bc.class_orders.push_back(order);
+    } else if (a == "--schedule") {
+      const std::string v = val();
+      if (v == "on") bc.schedule = BackendConfig::Schedule::on;
+      else if (v == "off") bc.schedule = BackendConfig::Schedule::off;
+      else if (v == "auto") bc.schedule = BackendConfig::Schedule::automatic;
+      else { std::fprintf(stderr, "gaspp: --schedule: on, off or auto, not '%s'\n", v.c_str()); return 1; }
     } else if (a == "-w") write_path = val();
     else if (a == "--dump-packets") dump_packets = val();
     else if (a == "-h" || a == "--help") usage(0);
@@ -296,6 +335,12 @@ int main(int argc, char** argv) {
   }
   bc.modules = modules.pointers();
   bc.flow.module_state_bytes = modules.flow_state_bytes();
+  try {
+    (void)flat_class_orders(bc);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "gaspp: --class-order: %s\n", e.what());
+    return 1;
+  }
 
   std::unique_ptr<Backend> backend;
   try {

@@ -137,6 +137,10 @@ struct StageArgs {
   uint16_t module;            // this module's position in the pipeline
   uint8_t first;              // this is the first stage: contexts start at 0
   uint8_t has_flows;
+  // Flow classes (GASPP §7.3): a packet's class is its symmetric flow hash % classes; class c runs
+  // the modules in the order class_order[c * modules + stage]. One class: pipeline order.
+  const uint16_t* class_order;
+  uint16_t classes, modules, stage;
 };
 static_assert(std::is_trivially_copyable_v<StageArgs>, "StageArgs is passed to kernels by value");
 

@@ -46,7 +46,17 @@ struct BackendConfig {
   // backend uploads their tables when it starts. flow.module_state_bytes must cover their state.
   std::vector<ModuleInstance*> modules;
   uint32_t event_capacity = 0;      // module events per batch (0: 4 per packet + 4096); beyond: events_lost
+  // Flow classes (GASPP §7.3): class c (symmetric flow hash % classes) runs the modules in the order
+  // class_orders[c], a permutation of 0..modules-1. Empty: one class, pipeline order.
+  std::vector<std::vector<uint16_t>> class_orders;
+  // Scheduling (GASPP §5.3): regroup packet indices between module stages (core/module_stage.hpp,
+  // schedule_key). automatic: on for CUDA with two or more modules, off on the CPU backend.
+  enum class Schedule : uint8_t { off, on, automatic } schedule = Schedule::automatic;
 };
+
+// The class orders flattened (classes x modules), one class in pipeline order when none are given;
+// throws std::invalid_argument when an order is not a permutation of the modules.
+std::vector<uint16_t> flat_class_orders(const BackendConfig& c);
 inline uint32_t event_capacity_of(const BackendConfig& c) {
   return c.event_capacity ? c.event_capacity : 4 * c.batch_packets + 4096;
 }

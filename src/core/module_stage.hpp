@@ -43,12 +43,29 @@ constexpr uint32_t module_flow_state_bytes() {
   return std::is_empty_v<typename M::FlowState> ? 0u : uint32_t(sizeof(typename M::FlowState));
 }
 
-// Runs module M on the packet at position k of the stage's order. counts: the thread's (or
-// block's) module counters.
+// The module packet i runs at `stage` (its class's order; pipeline order with one class).
+GASPP_HD GASPP_FORCEINLINE uint16_t stage_module(const StageArgs& a, uint32_t i, uint16_t stage) {
+  if (a.classes <= 1) return stage;
+  return a.class_order[uint32_t(a.dec.flow_hash[i] % a.classes) * a.modules + stage];
+}
+
+// Scheduling (GASPP §5.3): the key packets are regrouped by before the next stage: the module they
+// run there, then IP protocol, context key and length, so that a warp runs one module on similar
+// packets. Packets no module will see again go last.
+GASPP_HD GASPP_FORCEINLINE uint64_t schedule_key(const StageArgs& a, uint32_t i, uint16_t next_stage) {
+  if (a.verdict[i] & kVerdictStop) return ~0ull;
+  const uint32_t len = a.dec.cap_len[i] > 0xffff ? 0xffff : a.dec.cap_len[i];
+  return (uint64_t(stage_module(a, i, next_stage) & 0xff) << 56) | (uint64_t(a.dec.ip_proto[i]) << 48) |
+         (uint64_t(a.ctx[i]) << 16) | len;
+}
+
+// Runs module M on the packet at position k of the stage's order, if the packet's class runs M at
+// this stage. counts: the thread's (or block's) module counters.
 template <class M>
 GASPP_HD GASPP_FORCEINLINE void module_stage_packet(const StageArgs& a, const typename M::View& v, uint32_t k,
                                                     unsigned long long* counts) {
   const uint32_t i = a.order ? a.order[k] : k;
+  if (stage_module(a, i, a.stage) != a.module) return;
   uint32_t ctx = a.first ? 0u : a.ctx[i];
   if (a.verdict[i] & kVerdictStop) {
     if (a.first) a.ctx[i] = 0;

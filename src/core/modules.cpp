@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <stdexcept>
 
+#include "backend/backend.hpp"
 #include "core/module_stage.hpp"
 #include "core/packet_batch.hpp"
 #include "decode/decoder.hpp"
@@ -144,6 +145,24 @@ std::string ModuleSet::summary_json() const {
     s += "}";
   }
   return s + "]}";
+}
+
+std::vector<uint16_t> flat_class_orders(const BackendConfig& c) {
+  const size_t m = c.modules.size();
+  std::vector<uint16_t> flat;
+  if (c.class_orders.empty()) {
+    for (size_t k = 0; k < m; ++k) flat.push_back(uint16_t(k));
+    return flat;
+  }
+  for (const auto& order : c.class_orders) {
+    std::vector<uint16_t> sorted(order);
+    std::sort(sorted.begin(), sorted.end());
+    for (size_t k = 0; k < sorted.size(); ++k)
+      if (sorted.size() != m || sorted[k] != k)
+        throw std::invalid_argument("a class order must name every module once (0.." + std::to_string(m - 1) + ")");
+    flat.insert(flat.end(), order.begin(), order.end());
+  }
+  return flat;
 }
 
 }  // namespace gaspp

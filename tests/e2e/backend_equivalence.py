@@ -4,7 +4,8 @@ decode rows are identical, the EVE flow records are identical, the reassembled s
 (`--dump-streams`: every file and the index) are identical, and the summaries are identical
 (except the fields that describe the backend itself, timing and transfers). In the small-batch and
 compacted settings a firewall runs too (FIREWALL_RULES below): its alerts are in the EVE file, its
-counters in the summary, and the `-w` output (the packets that passed) is compared as well.
+counters in the summary, and the `-w` output (the packets that passed) is compared as well; the
+compacted setting adds modules in two flow classes with scheduling on.
 
 usage: backend_equivalence.py GASPP [--generate] CAPTURE_OR_DIR...
 """
@@ -88,7 +89,11 @@ def main():
             # segment a full buffer drops depends on the order threads reach it). The generated
             # workloads (200k packets) use 512-packet batches, to keep the run short.
             small = ["--batch", "512" if c.startswith(d) else "7", "--ooo-segments", "65536"]
-            for extra in ([], small + fw, ["--force-compact"] + fw):
+            # The compacted setting adds two modules, two flow classes with different module orders and
+            # scheduling between stages.
+            classes = ["--module", "probe:dport=443,action=drop_flow", "--module", "pass", "--class-order", "0,1,2",
+                       "--class-order", "2,0,1", "--schedule", "on"]
+            for extra in ([], small + fw, ["--force-compact"] + fw + classes):
                 h_cpu, s_cpu, rc_cpu = run(gaspp, "cpu", c, d, extra)
                 h_gpu, s_gpu, rc_gpu = run(gaspp, "cuda", c, d, extra)
                 ok = h_cpu == h_gpu and s_cpu == s_gpu and rc_cpu == rc_gpu

@@ -158,7 +158,25 @@ def main():
     else:
         print("ok   --dump-packets: the %d packets to or from port %d" % (len(got), target))
 
-    # 4. Bad module specifications are refused with a reason.
+    # 4. The same pipeline from a YAML configuration: the same -w output.
+    cfg = os.path.join(tmp, "gaspp.yaml")
+    with open(cfg, "w") as f:
+        f.write("schedule: on\nmodules:\n  - name: probe\n    dport: 1\n    action: to_dump\n"
+                "  - name: firewall\n    rules: [%s]\nclasses:\n  - [0, 1]\n  - [1, 0]\n" % rules)
+    out2 = os.path.join(tmp, "passed-config.pcap")
+    r = run(base + ["-r", src, "-c", cfg, "-w", out2, "--batch", "16"])
+    if r.returncode != 0 or open(out2, "rb").read() != open(out, "rb").read():
+        fail("-c config: -w output differs from the flags' (%s)" % r.stderr.strip())
+    else:
+        print("ok   -c config (two classes, scheduling on): the same -w output as the flags")
+    bad = os.path.join(tmp, "bad.yaml")
+    with open(bad, "w") as f:
+        f.write("modules:\n  - name: firewall\n    rules: [a\n")
+    r = run(base + ["-r", src, "-c", bad])
+    if r.returncode != 1 or "bad.yaml:" not in r.stderr:
+        fail("a broken config is not refused with file and line: %s" % r.stderr.strip())
+
+    # 5. Bad module specifications are refused with a reason.
     for args, why in ((["--module", "nosuch"], "unknown module"), (["--module", "probe:action=explode"], "action"),
                       (["--module", "probe:colour=red"], "unknown option")):
         r = run(base + ["-r", src] + args)

@@ -476,3 +476,62 @@ TEST(Modules, ProbeActionsContextKeysAndFlowState) {
   EXPECT_EQ(mods.counts()[3][mc_packets], 2 * (ip - dns));
   EXPECT_EQ(mods.counts()[1][mc_to_host], 2 * dns);
 }
+
+TEST(Modules, ClassOrdersAndSchedulingGiveTheSameResults) {
+  const CaptureFile cap = traffic(41, 4000);
+  const std::vector<DecodedPacket> pk = decode_all(cap);
+  std::map<uint16_t, uint64_t> hist;
+  for (const DecodedPacket& d : pk)
+    if (d.l4[0] == uint8_t(L4::tcp) || d.l4[0] == uint8_t(L4::udp)) ++hist[d.dport[0]];
+  uint16_t port = 0;
+  for (auto& [p, n] : hist)
+    if (n > hist[port]) port = p;
+  // Module 0 drops port-P packets, module 1 dumps every packet it sees, module 2 is a firewall.
+  // Class 0 runs 0,1,2 (the dump never sees port-P packets); class 1 runs 1,0,2 (it sees them all).
+  auto make = [&](ModuleSet& m) {
+    m.add(make_module("probe", {{"dport", std::to_string(port)}, {"action", "drop"}, {"set_ctx", "3"}}));
+    m.add(make_module("probe", {{"action", "to_dump"}}));
+    m.add(make_module("pass", {}));
+  };
+  struct Run {
+    std::vector<uint8_t> verdict;
+  };
+  auto run = [&](BackendConfig::Schedule sched, uint32_t batch) {
+    ModuleSet mods;
+    make(mods);
+    BackendConfig cfg;
+    cfg.batch_packets = batch;
+    cfg.modules = mods.pointers();
+    cfg.flow.module_state_bytes = mods.flow_state_bytes();
+    cfg.class_orders = {{0, 1, 2}, {1, 0, 2}};
+    cfg.schedule = sched;
+    auto be = test::make_backend(cfg);
+    RunOptions ro;
+    ro.policy.max_packets = batch;
+    Run r;
+    Collect out;
+    run_capture(cap, *be, ro, [&](const PacketBatch& b) {
+      for (uint32_t i = 0; i < b.count; ++i) r.verdict.push_back(b.h_verdict[i] & (kVerdictDrop | kVerdictToDump));
+      mods.finish_batch(b, out);
+    });
+    return std::make_pair(r, mods.counts());
+  };
+  uint64_t selected = 0;
+  const auto [base, base_counts] = run(BackendConfig::Schedule::off, 65536);
+  for (size_t i = 0; i < pk.size(); ++i) {
+    const DecodedPacket& d = pk[i];
+    const bool ip = d.l3[0] == uint8_t(L3::ipv4) || d.l3[0] == uint8_t(L3::ipv6);
+    const bool sel = ip && (d.l4[0] == uint8_t(L4::tcp) || d.l4[0] == uint8_t(L4::udp)) && (d.sport[0] == port || d.dport[0] == port);
+    const uint32_t cls = d.flow_hash[0] % 2;
+    const uint8_t want = uint8_t((sel ? kVerdictDrop : 0) | (ip && (!sel || cls == 1) ? kVerdictToDump : 0));
+    ASSERT_EQ(base.verdict[i], want) << "packet " << i + 1 << " class " << cls;
+    selected += sel;
+  }
+  ASSERT_GT(selected, 20u);
+  for (auto sched : {BackendConfig::Schedule::on, BackendConfig::Schedule::automatic})
+    for (uint32_t batch : {7u, 65536u}) {
+      const auto [r, counts] = run(sched, batch);
+      EXPECT_EQ(r.verdict, base.verdict) << "schedule " << int(sched) << " batch " << batch;
+      EXPECT_EQ(counts, base_counts);
+    }
+}

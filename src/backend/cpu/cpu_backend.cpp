@@ -59,6 +59,13 @@ class CpuBackend final : public Backend {
       InPlaceTables mem;
       for (ModuleInstance* m : cfg.modules) m->upload(mem);
       ctx_.resize(cfg.batch_packets);
+      class_order_ = flat_class_orders(cfg);
+      classes_ = uint16_t(cfg.class_orders.empty() ? 1 : cfg.class_orders.size());
+      schedule_ = cfg.schedule == BackendConfig::Schedule::on;  // automatic: off here (no warps to group)
+      if (schedule_) {
+        order_.resize(cfg.batch_packets);
+        sched_.resize(cfg.batch_packets);
+      }
       events_.resize(event_capacity_of(cfg));
       mod_counts_.assign(size_t(pool_.size()), std::vector<unsigned long long>(cfg.modules.size() * kModuleCounters));
     }
@@ -196,14 +203,31 @@ class CpuBackend final : public Backend {
     if (flows) a.table = table_.ref();
     a.events = EventSinkRef{events_.data(), &event_n_, cap};
     a.has_flows = flows;
-    for (size_t k = 0; k < cfg_.modules.size(); ++k) {
-      const ModuleInstance* m = cfg_.modules[k];
-      a.module = uint16_t(k);
-      a.state_off = m->state_off;
-      a.first = k == 0;
-      pool_.parallel_for(v.count, [&](uint64_t begin, uint64_t end, int w) {
-        m->run_cpu(a, uint32_t(begin), uint32_t(end), mod_counts_[size_t(w)].data() + k * kModuleCounters);
-      });
+    a.class_order = class_order_.data();
+    a.classes = classes_;
+    a.modules = uint16_t(cfg_.modules.size());
+    for (uint16_t st = 0; st < a.modules; ++st) {
+      a.stage = st;
+      a.first = st == 0;
+      // Each module some class runs at this stage, over the whole order (packets of other
+      // classes are skipped by module_stage_packet).
+      for (uint16_t k = 0; k < a.modules; ++k) {
+        bool runs = false;
+        for (uint16_t c = 0; c < classes_; ++c) runs = runs || class_order_[size_t(c) * a.modules + st] == k;
+        if (!runs) continue;
+        const ModuleInstance* m = cfg_.modules[k];
+        a.module = k;
+        a.state_off = m->state_off;
+        pool_.parallel_for(v.count, [&](uint64_t begin, uint64_t end, int w) {
+          m->run_cpu(a, uint32_t(begin), uint32_t(end), mod_counts_[size_t(w)].data() + size_t(k) * kModuleCounters);
+        });
+      }
+      if (schedule_ && st + 1 < a.modules) {
+        for (uint32_t i = 0; i < v.count; ++i) sched_[i] = {schedule_key(a, i, uint16_t(st + 1)), i};
+        std::sort(sched_.begin(), sched_.begin() + v.count);
+        for (uint32_t k = 0; k < v.count; ++k) order_[k] = sched_[k].second;
+        a.order = order_.data();
+      }
     }
     if (flows) {
       const FlowTableRef t = table_.ref();
@@ -400,6 +424,11 @@ class CpuBackend final : public Backend {
   int in_ = 0;                           // the set the next batch reads
   std::vector<StreamChunk> chunks_;
   std::vector<uint32_t> ctx_;                       // modules: context key per packet
+  std::vector<uint16_t> class_order_;               // modules: classes x stages
+  uint16_t classes_ = 1;
+  bool schedule_ = false;
+  std::vector<uint32_t> order_;                     // scheduling: the order of the next stage
+  std::vector<std::pair<uint64_t, uint32_t>> sched_;
   std::vector<ModuleEvent> events_;                 // modules: the batch's events (bounded)
   uint32_t event_n_ = 0;
   std::vector<std::vector<unsigned long long>> mod_counts_;  // per thread: modules x counters

@@ -246,6 +246,15 @@ void launch_module_stage(const ModuleInstance& m, const StageArgs& a, int blocks
   throw std::logic_error(std::string("module type not built into the CUDA backend: ") + m.name());
 }
 
+// Scheduling: the key of every packet for the next stage (core/module_stage.hpp) and its index.
+__global__ void __launch_bounds__(ModulePolicy::kThreads)
+schedule_keys_kernel(StageArgs a, uint16_t next_stage, uint64_t* keys, uint32_t* vals) {
+  for (uint32_t i = blockIdx.x * blockDim.x + threadIdx.x; i < a.count; i += gridDim.x * blockDim.x) {
+    keys[i] = schedule_key(a, i, next_stage);
+    vals[i] = i;
+  }
+}
+
 __global__ void __launch_bounds__(FlowPolicy::kThreads)
 verdict_walk_kernel(FlowTableRef t, const uint32_t* keys, const uint32_t* vals, uint32_t items, uint32_t item_base,
                     const uint8_t* flags, uint8_t* verdict, unsigned long long* d_counters) {
@@ -388,6 +397,15 @@ class CudaBackend final : public Backend {
     if (!cfg.modules.empty()) {
       for (ModuleInstance* m : cfg.modules) m->upload(tables_);
       event_cap_ = event_capacity_of(cfg);
+      class_order_ = flat_class_orders(cfg);
+      classes_ = uint16_t(cfg.class_orders.empty() ? 1 : cfg.class_orders.size());
+      d_class_order_ = static_cast<const uint16_t*>(tables_.place(class_order_.data(), class_order_.size() * 2));
+      schedule_ = cfg.schedule == BackendConfig::Schedule::on ||
+                  (cfg.schedule == BackendConfig::Schedule::automatic && (cfg.modules.size() >= 2 || classes_ > 1));
+      if (schedule_)
+        GASPP_CUDA_CHECK(cub::DeviceRadixSort::SortPairs(nullptr, sched_temp_bytes_, static_cast<uint64_t*>(nullptr),
+                                                         static_cast<uint64_t*>(nullptr), static_cast<uint32_t*>(nullptr),
+                                                         static_cast<uint32_t*>(nullptr), int(cfg.batch_packets)));
       const size_t nc = cfg.modules.size() * kModuleCounters;
       for (auto& s : slots_) {
         GASPP_CUDA_CHECK(cudaMalloc(&s.d_ctx, sizeof(uint32_t) * cfg.batch_packets));
@@ -399,6 +417,12 @@ class CudaBackend final : public Backend {
         GASPP_CUDA_CHECK(cudaHostGetDevicePointer(&s.d_event_n, s.h_event_n, 0));
         *s.h_event_n = 0;
         device_bytes_ += sizeof(uint32_t) * cfg.batch_packets + sizeof(unsigned long long) * nc;
+        if (schedule_) {
+          GASPP_CUDA_CHECK(cudaMalloc(&s.d_sched_keys, sizeof(uint64_t) * 2 * cfg.batch_packets));
+          GASPP_CUDA_CHECK(cudaMalloc(&s.d_sched_vals, sizeof(uint32_t) * 2 * cfg.batch_packets));
+          GASPP_CUDA_CHECK(cudaMalloc(&s.d_sched_temp, sched_temp_bytes_));
+          device_bytes_ += 24ull * cfg.batch_packets + sched_temp_bytes_;
+        }
       }
       device_bytes_ += tables_.bytes();
     }
@@ -426,6 +450,9 @@ class CudaBackend final : public Backend {
       if (s.h_stream_bytes) cudaFreeHost(s.h_stream_bytes);
       if (s.h_stream_counts) cudaFreeHost(s.h_stream_counts);
       cudaFree(s.d_ctx);
+      cudaFree(s.d_sched_keys);
+      cudaFree(s.d_sched_vals);
+      cudaFree(s.d_sched_temp);
       cudaFree(s.d_module_counts);
       if (s.h_module_counts) cudaFreeHost(s.h_module_counts);
       if (s.h_events) cudaFreeHost(s.h_events);
@@ -683,6 +710,10 @@ class CudaBackend final : public Backend {
     ModuleEvent* d_events = nullptr;
     uint32_t* h_event_n = nullptr;
     uint32_t* d_event_n = nullptr;
+    // Scheduling: keys in and out, indices in and out (the out half is the next stage's order).
+    uint64_t* d_sched_keys = nullptr;
+    uint32_t* d_sched_vals = nullptr;
+    void* d_sched_temp = nullptr;
     PacketBatch batch;
   };
 
@@ -709,12 +740,32 @@ class CudaBackend final : public Backend {
   void modules_async(Slot& s, StageArgs a) {
     if (cfg_.modules.empty() || a.count == 0) return;
     const int blocks = std::max(1, std::min(blocks_cap_, int((a.count + ModulePolicy::kThreads - 1) / ModulePolicy::kThreads)));
-    for (size_t k = 0; k < cfg_.modules.size(); ++k) {
-      const ModuleInstance& m = *cfg_.modules[k];
-      a.module = uint16_t(k);
-      a.state_off = m.state_off;
-      a.first = k == 0;
-      launch_module_stage(m, a, blocks, s.stream, s.d_module_counts + k * kModuleCounters);
+    a.class_order = d_class_order_;
+    a.classes = classes_;
+    a.modules = uint16_t(cfg_.modules.size());
+    const uint32_t n = a.count;
+    for (uint16_t st = 0; st < a.modules; ++st) {
+      a.stage = st;
+      a.first = st == 0;
+      for (uint16_t k = 0; k < a.modules; ++k) {  // each module some class runs at this stage
+        bool runs = false;
+        for (uint16_t c = 0; c < classes_; ++c) runs = runs || class_order_[size_t(c) * a.modules + st] == k;
+        if (!runs) continue;
+        const ModuleInstance& m = *cfg_.modules[k];
+        a.module = k;
+        a.state_off = m.state_off;
+        launch_module_stage(m, a, blocks, s.stream, s.d_module_counts + size_t(k) * kModuleCounters);
+      }
+      if (schedule_ && st + 1 < a.modules) {
+        uint64_t* keys = s.d_sched_keys;
+        uint32_t* idx = s.d_sched_vals;
+        schedule_keys_kernel<<<blocks, ModulePolicy::kThreads, 0, s.stream>>>(a, uint16_t(st + 1), keys, idx);
+        GASPP_CUDA_CHECK(cudaGetLastError());
+        size_t temp = sched_temp_bytes_;
+        GASPP_CUDA_CHECK(cub::DeviceRadixSort::SortPairs(s.d_sched_temp, temp, keys, keys + cfg_.batch_packets, idx,
+                                                         idx + cfg_.batch_packets, int(n), 0, 64, s.stream));
+        a.order = idx + cfg_.batch_packets;
+      }
     }
     if (table_) {
       const uint32_t base = streams_ ? held_cap_ : 0;
@@ -855,6 +906,11 @@ class CudaBackend final : public Backend {
   int in_ = 0;                                   // the set the next walk reads
   DeviceTables tables_;                          // module tables
   uint32_t event_cap_ = 0;
+  std::vector<uint16_t> class_order_;            // classes x stages (host copy)
+  const uint16_t* d_class_order_ = nullptr;
+  uint16_t classes_ = 1;
+  bool schedule_ = false;
+  size_t sched_temp_bytes_ = 0;
   uint32_t* d_keys_ = nullptr;  // one allocation: keys, values, sorted keys, sorted values
   uint32_t* d_vals_ = nullptr;
   uint32_t* d_keys_sorted_ = nullptr;

@@ -22,6 +22,7 @@ ProbeModule::Host::Host(const ModuleOptions& opt) {
     else if (k == "ctx") view_.ctx = number(k, v, 0xffffffffll);
     else if (k == "set_ctx") view_.set_ctx = number(k, v, 0xffffffffll);
     else if (k == "work") view_.work = uint32_t(number(k, v, 1 << 20));
+    else if (k == "route") view_.route = uint32_t(number(k, v, 1 << 16));
     else if (k == "action") {
       const char* names[] = {"none", "drop", "drop_flow", "pass_flow", "ignore", "to_host", "to_dump", "alert"};
       int a = -1;
@@ -30,7 +31,7 @@ ProbeModule::Host::Host(const ModuleOptions& opt) {
       if (a < 0) throw std::invalid_argument("probe: action: none, drop, drop_flow, pass_flow, ignore, to_host, to_dump or alert, not '" + v + "'");
       view_.action = uint8_t(a);
     } else {
-      throw std::invalid_argument("probe: unknown option '" + k + "' (dport, ctx, action, set_ctx, work)");
+      throw std::invalid_argument("probe: unknown option '" + k + "' (dport, ctx, action, set_ctx, route, work)");
     }
   }
 }

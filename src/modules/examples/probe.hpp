@@ -8,6 +8,8 @@
 //   action=A       what to do with a selected packet: none, drop, drop_flow, pass_flow, ignore,
 //                  to_host, to_dump, alert (emit an event); default none
 //   set_ctx=K      the context key passed on for a selected packet (others pass theirs on)
+//   route=N        pass on 1 + (flow hash % N) as the context key instead (spreads flows over N
+//                  modules that select on ctx; the scheduling benchmark's router)
 //   work=N         rounds of hashing per selected packet (a synthetic load; default 0)
 // Per-flow state: how many packets of the flow it selected (FlowState::selected), read back by
 // the host handler's to_host/alert events as the event value.
@@ -29,6 +31,7 @@ struct ProbeModule {
     int32_t dport = -1;
     int64_t ctx = -1;
     int64_t set_ctx = -1;
+    uint32_t route = 0;
     uint32_t work = 0;
     uint8_t action = kNone;
   };
@@ -50,6 +53,7 @@ struct ProbeModule {
       case kAlert: p.alerted(); p.emit(1, n); break;
       default: break;
     }
+    if (v.route) return 1 + p.dec().flow_hash[p.index()] % v.route;
     return v.set_ctx >= 0 ? uint32_t(v.set_ctx) : ctx;
   }
 
