@@ -10,7 +10,8 @@
 #                  throughput) and the capture reader end to end
 #   run.sh bench-stream  bench_stream: decode / +flow / +reassembly, CUDA vs CPU vs libnids
 #   run.sh bench-firewall  bench_firewall: decode+flow with and without the firewall (10k random
-#                  rules, ET IP lists), mix and 64-byte frames, CUDA vs CPU
+#                  rules, ET IP lists), mix and 64-byte frames, CUDA vs CPU; then bench_modules:
+#                  scheduling on/off with 1..64 modules, its cost for a light module, consolidation
 # Output goes to stdout and, when OUT is set, JSON/logs under $OUT.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
@@ -116,6 +117,8 @@ bench-stream)
 bench-firewall)
   step "bench_firewall (captures in /dev/shm)"
   $B/bench_firewall --json "$OUT/bench_firewall.json" --reps 3 --tmp /dev/shm --et bundle/data/rules/et-open; check "bench_firewall"
+  step "bench_modules"
+  $B/bench_modules --json "$OUT/bench_modules.json" --reps 3 --tmp /dev/shm; check "bench_modules"
   ;;
 esac
 echo
