@@ -89,7 +89,7 @@ namespace {
                "  --dump-packets FILE       write the packets modules sent to the dump (to_dump) to FILE\n"
                "  --class-order I,J,...     add a flow class that runs the modules in this order (module numbers\n"
                "                            from 0, as given); flows are split by a hash of their 5-tuple\n"
-               "  --schedule on|off|auto    regroup packets between module stages (auto: on for CUDA with 2+ modules)\n"
+               "  --schedule on|off|auto    regroup packets between module stages (auto: off; see docs/usage.md)\n"
                "\n"
                "generator options (gaspp gen):\n"
                "  -o FILE  --mode fixed|mix|http  --size N  --packets N  --flows N  --seed S\n"

@@ -72,6 +72,10 @@ sanitize)
     --rules $R/drop.rules --rules $R/compromised.rules --rules $R/tor.rules --module probe:action=to_host \
     --module probe:action=drop_flow,dport=80 -w /tmp/passed.pcap > "$OUT/memcheck-modules.log" 2>&1
   check "memcheck modules"; tail -1 "$OUT/memcheck-modules.log"
+  compute-sanitizer --tool memcheck --error-exitcode 9 $B/gaspp -r /tmp/lossy.pcap --backend cuda -q --batch 512 \
+    --rules $R/drop.rules --module probe:route=4 --module probe:ctx=2,action=to_host --module pass \
+    --class-order 0,1,2,3 --class-order 3,2,1,0 --schedule on > "$OUT/memcheck-schedule.log" 2>&1
+  check "memcheck classes and scheduling"; tail -1 "$OUT/memcheck-schedule.log"
   ;;
 racecheck)
   # racecheck serialises warps, and flow lookups spin on slots another warp is filling: it runs

@@ -50,7 +50,9 @@ struct BackendConfig {
   // class_orders[c], a permutation of 0..modules-1. Empty: one class, pipeline order.
   std::vector<std::vector<uint16_t>> class_orders;
   // Scheduling (GASPP §5.3): regroup packet indices between module stages (core/module_stage.hpp,
-  // schedule_key). automatic: on for CUDA with two or more modules, off on the CPU backend.
+  // schedule_key), after a stage whose module may change context keys, or at every stage with flow
+  // classes. automatic: off (bench_modules: with the pipeline bound by PCIe, the sort costs more
+  // than it saves unless modules are heavy and diverge); on: always, both backends.
   enum class Schedule : uint8_t { off, on, automatic } schedule = Schedule::automatic;
 };
 

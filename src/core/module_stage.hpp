@@ -50,13 +50,15 @@ GASPP_HD GASPP_FORCEINLINE uint16_t stage_module(const StageArgs& a, uint32_t i,
 }
 
 // Scheduling (GASPP §5.3): the key packets are regrouped by before the next stage: the module they
-// run there, then IP protocol, context key and length, so that a warp runs one module on similar
-// packets. Packets no module will see again go last.
-GASPP_HD GASPP_FORCEINLINE uint64_t schedule_key(const StageArgs& a, uint32_t i, uint16_t next_stage) {
-  if (a.verdict[i] & kVerdictStop) return ~0ull;
-  const uint32_t len = a.dec.cap_len[i] > 0xffff ? 0xffff : a.dec.cap_len[i];
-  return (uint64_t(stage_module(a, i, next_stage) & 0xff) << 56) | (uint64_t(a.dec.ip_proto[i]) << 48) |
-         (uint64_t(a.ctx[i]) << 16) | len;
+// run there (with flow classes), then IP protocol, context key and length, so that a warp runs one
+// module on similar packets. 32 bits keep the sort short: the context key's low 8 bits and the
+// length in 8-byte steps (capped); the order only groups work, results do not depend on it.
+// Packets no module will see again go last.
+GASPP_HD GASPP_FORCEINLINE uint32_t schedule_key(const StageArgs& a, uint32_t i, uint16_t next_stage) {
+  if (a.verdict[i] & kVerdictStop) return ~0u;
+  const uint32_t len = a.dec.cap_len[i] >> 3 > 0xff ? 0xff : a.dec.cap_len[i] >> 3;
+  const uint32_t mod = a.classes > 1 ? stage_module(a, i, next_stage) & 0xff : 0;
+  return (mod << 24) | (uint32_t(a.dec.ip_proto[i]) << 16) | ((a.ctx[i] & 0xff) << 8) | len;
 }
 
 // Runs module M on the packet at position k of the stage's order, if the packet's class runs M at

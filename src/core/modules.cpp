@@ -21,6 +21,11 @@ class ModuleOf final : public ModuleInstance {
   int type() const override { return type_; }
   uint32_t layers() const override { return M::kLayers; }
   uint32_t flow_state_bytes() const override { return module_flow_state_bytes<M>(); }
+  bool changes_context() const override {
+    if constexpr (requires { host_.changes_context(); }) return host_.changes_context();
+    else if constexpr (requires { M::kChangesContext; }) return M::kChangesContext;
+    else return true;
+  }
   void upload(TableMemory& mem) override { view_ = host_.upload(mem); }
   const void* view() const override { return &view_; }
   void run_cpu(const StageArgs& a, uint32_t begin, uint32_t end, unsigned long long* counts) const override {

@@ -39,6 +39,9 @@ class ModuleInstance {
   virtual int type() const = 0;                // position of its type in GASPP_MODULE_TYPES
   virtual uint32_t layers() const = 0;
   virtual uint32_t flow_state_bytes() const = 0;
+  // Whether its hooks may return another context key than they got (M::Host::changes_context(), or
+  // M::kChangesContext, else true). Scheduling regroups packets only after a stage that may.
+  virtual bool changes_context() const = 0;
   virtual void upload(TableMemory& mem) = 0;   // builds the View where the backend runs
   virtual const void* view() const = 0;        // the M::View (valid after upload)
   virtual void run_cpu(const StageArgs& a, uint32_t begin, uint32_t end, unsigned long long* counts) const = 0;

@@ -222,7 +222,7 @@ class CpuBackend final : public Backend {
           m->run_cpu(a, uint32_t(begin), uint32_t(end), mod_counts_[size_t(w)].data() + size_t(k) * kModuleCounters);
         });
       }
-      if (schedule_ && st + 1 < a.modules) {
+      if (schedule_ && st + 1 < a.modules && regroup_after(st)) {
         for (uint32_t i = 0; i < v.count; ++i) sched_[i] = {schedule_key(a, i, uint16_t(st + 1)), i};
         std::sort(sched_.begin(), sched_.begin() + v.count);
         for (uint32_t k = 0; k < v.count; ++k) order_[k] = sched_[k].second;
@@ -428,7 +428,12 @@ class CpuBackend final : public Backend {
   uint16_t classes_ = 1;
   bool schedule_ = false;
   std::vector<uint32_t> order_;                     // scheduling: the order of the next stage
-  std::vector<std::pair<uint64_t, uint32_t>> sched_;
+  std::vector<std::pair<uint32_t, uint32_t>> sched_;
+  // Whether to regroup after stage st: with classes always (the next module differs by class),
+  // else when the stage's module may change context keys.
+  bool regroup_after(uint16_t st) const {
+    return classes_ > 1 || cfg_.modules[class_order_[st]]->changes_context();
+  }
   std::vector<ModuleEvent> events_;                 // modules: the batch's events (bounded)
   uint32_t event_n_ = 0;
   std::vector<std::vector<unsigned long long>> mod_counts_;  // per thread: modules x counters

@@ -248,7 +248,7 @@ void launch_module_stage(const ModuleInstance& m, const StageArgs& a, int blocks
 
 // Scheduling: the key of every packet for the next stage (core/module_stage.hpp) and its index.
 __global__ void __launch_bounds__(ModulePolicy::kThreads)
-schedule_keys_kernel(StageArgs a, uint16_t next_stage, uint64_t* keys, uint32_t* vals) {
+schedule_keys_kernel(StageArgs a, uint16_t next_stage, uint32_t* keys, uint32_t* vals) {
   for (uint32_t i = blockIdx.x * blockDim.x + threadIdx.x; i < a.count; i += gridDim.x * blockDim.x) {
     keys[i] = schedule_key(a, i, next_stage);
     vals[i] = i;
@@ -400,11 +400,10 @@ class CudaBackend final : public Backend {
       class_order_ = flat_class_orders(cfg);
       classes_ = uint16_t(cfg.class_orders.empty() ? 1 : cfg.class_orders.size());
       d_class_order_ = static_cast<const uint16_t*>(tables_.place(class_order_.data(), class_order_.size() * 2));
-      schedule_ = cfg.schedule == BackendConfig::Schedule::on ||
-                  (cfg.schedule == BackendConfig::Schedule::automatic && (cfg.modules.size() >= 2 || classes_ > 1));
+      schedule_ = cfg.schedule == BackendConfig::Schedule::on;  // automatic: off (see BackendConfig)
       if (schedule_)
-        GASPP_CUDA_CHECK(cub::DeviceRadixSort::SortPairs(nullptr, sched_temp_bytes_, static_cast<uint64_t*>(nullptr),
-                                                         static_cast<uint64_t*>(nullptr), static_cast<uint32_t*>(nullptr),
+        GASPP_CUDA_CHECK(cub::DeviceRadixSort::SortPairs(nullptr, sched_temp_bytes_, static_cast<uint32_t*>(nullptr),
+                                                         static_cast<uint32_t*>(nullptr), static_cast<uint32_t*>(nullptr),
                                                          static_cast<uint32_t*>(nullptr), int(cfg.batch_packets)));
       const size_t nc = cfg.modules.size() * kModuleCounters;
       for (auto& s : slots_) {
@@ -418,10 +417,10 @@ class CudaBackend final : public Backend {
         *s.h_event_n = 0;
         device_bytes_ += sizeof(uint32_t) * cfg.batch_packets + sizeof(unsigned long long) * nc;
         if (schedule_) {
-          GASPP_CUDA_CHECK(cudaMalloc(&s.d_sched_keys, sizeof(uint64_t) * 2 * cfg.batch_packets));
+          GASPP_CUDA_CHECK(cudaMalloc(&s.d_sched_keys, sizeof(uint32_t) * 2 * cfg.batch_packets));
           GASPP_CUDA_CHECK(cudaMalloc(&s.d_sched_vals, sizeof(uint32_t) * 2 * cfg.batch_packets));
           GASPP_CUDA_CHECK(cudaMalloc(&s.d_sched_temp, sched_temp_bytes_));
-          device_bytes_ += 24ull * cfg.batch_packets + sched_temp_bytes_;
+          device_bytes_ += 16ull * cfg.batch_packets + sched_temp_bytes_;
         }
       }
       device_bytes_ += tables_.bytes();
@@ -711,7 +710,7 @@ class CudaBackend final : public Backend {
     uint32_t* h_event_n = nullptr;
     uint32_t* d_event_n = nullptr;
     // Scheduling: keys in and out, indices in and out (the out half is the next stage's order).
-    uint64_t* d_sched_keys = nullptr;
+    uint32_t* d_sched_keys = nullptr;
     uint32_t* d_sched_vals = nullptr;
     void* d_sched_temp = nullptr;
     PacketBatch batch;
@@ -756,14 +755,16 @@ class CudaBackend final : public Backend {
         a.state_off = m.state_off;
         launch_module_stage(m, a, blocks, s.stream, s.d_module_counts + size_t(k) * kModuleCounters);
       }
-      if (schedule_ && st + 1 < a.modules) {
-        uint64_t* keys = s.d_sched_keys;
+      if (schedule_ && st + 1 < a.modules &&
+          (classes_ > 1 || cfg_.modules[class_order_[st]]->changes_context())) {  // see BackendConfig
+        uint32_t* keys = s.d_sched_keys;
         uint32_t* idx = s.d_sched_vals;
         schedule_keys_kernel<<<blocks, ModulePolicy::kThreads, 0, s.stream>>>(a, uint16_t(st + 1), keys, idx);
         GASPP_CUDA_CHECK(cudaGetLastError());
         size_t temp = sched_temp_bytes_;
         GASPP_CUDA_CHECK(cub::DeviceRadixSort::SortPairs(s.d_sched_temp, temp, keys, keys + cfg_.batch_packets, idx,
-                                                         idx + cfg_.batch_packets, int(n), 0, 64, s.stream));
+                                                         idx + cfg_.batch_packets, int(n), 0, classes_ > 1 ? 32 : 24,
+                                                         s.stream));
         a.order = idx + cfg_.batch_packets;
       }
     }

@@ -8,6 +8,7 @@ namespace gaspp {
 struct PassModule {
   static constexpr const char* kName = "pass";
   static constexpr uint32_t kLayers = kLayerIp;
+  static constexpr bool kChangesContext = false;  // returns the key it gets
   struct FlowState {};
   struct View {};
   GASPP_HD static uint32_t on_ip(Packet&, FlowState*, const View&, uint32_t ctx) { return ctx; }

@@ -61,6 +61,7 @@ struct ProbeModule {
    public:
     explicit Host(const ModuleOptions& opt);
     View upload(TableMemory&) { return view_; }
+    bool changes_context() const { return view_.set_ctx >= 0 || view_.route > 0; }
     void on_event(const ModuleEvent& e, const HostPacket& p, ModuleOutput& out);
     void report(std::map<std::string, uint64_t>& r) const;
 

@@ -31,7 +31,8 @@ namespace gaspp {
 
 struct FirewallModule {
   static constexpr const char* kName = "firewall";
-  static constexpr uint32_t kLayers = kLayerIp;  // headers only
+  static constexpr uint32_t kLayers = kLayerIp;
+  static constexpr bool kChangesContext = false;  // returns the key it gets  // headers only
   struct FlowState {};
   using View = FirewallView;
   enum Event : uint16_t { kAlert = 1, kAlertOverflow = 2 };
