@@ -84,7 +84,7 @@ namespace {
                "  --rules FILE              firewall rules (Suricata syntax, docs/rules.md); repeat for more files\n"
                "  --address-var NAME=VALUE  firewall address variable, e.g. HOME_NET=[10.0.0.0/8]\n"
                "  --port-var NAME=VALUE     firewall port variable, e.g. HTTP_PORTS=[80,8080]\n"
-               "  --module NAME[:K=V,...]   add a module with options (modules: firewall, pass, probe)\n"
+               "  --module NAME[:K=V,...]   add a module with options (firewall, pass, probe, stream_match)\n"
                "  -w FILE                   write the packets that passed (not dropped) to FILE, in capture order\n"
                "  --dump-packets FILE       write the packets modules sent to the dump (to_dump) to FILE\n"
                "  --class-order I,J,...     add a flow class that runs the modules in this order (module numbers\n"

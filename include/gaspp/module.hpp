@@ -64,6 +64,7 @@ enum Layer : uint32_t {
   kLayerTcp = 4,
   kLayerUdp = 8,
   kLayerPayload = 16,  // reads packet payload bytes (beyond the headers)
+  kLayerStream = 32,   // has on_stream (gaspp/stream_hook.hpp): reassembled TCP data
 };
 
 // The per-packet verdict byte: what the modules decided. Pass is 0.
@@ -102,7 +103,8 @@ constexpr uint16_t kEventToHost = 0xffff;
   X(mc_to_host, "to_host")                                                    \
   X(mc_to_dump, "to_dump")                                                    \
   X(mc_events, "events")                                                      \
-  X(mc_events_lost, "events_lost")  /* the batch's event buffer was full */
+  X(mc_events_lost, "events_lost")  /* the batch's event buffer was full */ \
+  X(mc_stream_pieces, "stream_pieces") /* on_stream calls */
 
 enum ModuleCounter : int {
 #define GASPP_X(id, name) id,
@@ -119,6 +121,14 @@ struct EventSinkRef {
   uint32_t* count;
   uint32_t cap;
 };
+
+// Appends an event; false (nothing written) when the buffer is full.
+GASPP_HD GASPP_FORCEINLINE bool push_event(const EventSinkRef& s, const ModuleEvent& e) {
+  const uint32_t at = atomic_add(s.count, 1);
+  if (at >= s.cap) return false;
+  s.ev[at] = e;
+  return true;
+}
 
 // Everything a stage needs about the batch: views only, trivially copyable (a kernel argument).
 struct StageArgs {
@@ -143,6 +153,31 @@ struct StageArgs {
   uint16_t classes, modules, stage;
 };
 static_assert(std::is_trivially_copyable_v<StageArgs>, "StageArgs is passed to kernels by value");
+
+constexpr uint32_t kMaxStreamModules = 8;
+
+// What the flow walk needs to call the stream modules (gaspp/stream_hook.hpp): views only, carried
+// inside StreamRef to the walk. n = 0: no stream module.
+struct StreamHooks {
+  uint32_t n;                                 // stream modules, in pipeline order
+  uint16_t type[kMaxStreamModules];           // position of the type in GASPP_MODULE_TYPES
+  uint16_t module[kMaxStreamModules];         // position in the pipeline
+  uint32_t state_off[kMaxStreamModules];
+  const void* view[kMaxStreamModules];        // M::View where the walk runs
+  uint8_t* verdict;                           // the batch's verdict bytes (null at the final flush)
+  EventSinkRef events;
+  unsigned long long* counts;                 // module counters, kModuleCounters per pipeline module
+  FlowTableRef table;
+};
+static_assert(std::is_trivially_copyable_v<StreamHooks>, "StreamHooks travels inside StreamRef");
+
+GASPP_HD GASPP_FORCEINLINE void atomic_add_u64(unsigned long long* p, unsigned long long v) {
+#if defined(__CUDA_ARCH__)
+  atomicAdd(p, v);
+#else
+  std::atomic_ref<unsigned long long>(*p).fetch_add(v, std::memory_order_relaxed);
+#endif
+}
 
 // The packet a hook sees.
 class Packet {
@@ -191,19 +226,8 @@ class Packet {
     a_.verdict[i_] |= bit;
   }
   GASPP_HD void push(uint16_t kind, uint32_t value) {
-    const uint32_t at = atomic_add(a_.events.count, 1);
-    if (at >= a_.events.cap) {
-      count(mc_events_lost);
-      return;
-    }
-    ModuleEvent& e = a_.events.ev[at];
-    e.flow_id = flow_id();
-    e.packet = i_;
-    e.value = value;
-    e.module = a_.module;
-    e.kind = kind;
-    e.to_client = to_client() ? 1 : 0;
-    count(mc_events);
+    count(push_event(a_.events, ModuleEvent{flow_id(), i_, value, a_.module, kind, uint8_t(to_client() ? 1 : 0)})
+              ? mc_events : mc_events_lost);
   }
   const StageArgs& a_;
   uint32_t i_;

@@ -68,6 +68,10 @@ GASPP_HD GASPP_FORCEINLINE void module_stage_packet(const StageArgs& a, const ty
                                                     unsigned long long* counts) {
   const uint32_t i = a.order ? a.order[k] : k;
   if (stage_module(a, i, a.stage) != a.module) return;
+  if constexpr (!HasOnEth<M> && !HasOnIp<M> && !HasOnTcp<M> && !HasOnUdp<M>) {
+    if (a.first) a.ctx[i] = 0;  // a stream-only module: nothing per packet
+    return;
+  }
   uint32_t ctx = a.first ? 0u : a.ctx[i];
   if (a.verdict[i] & kVerdictStop) {
     if (a.first) a.ctx[i] = 0;

@@ -6,6 +6,7 @@
 
 #include "backend/backend.hpp"
 #include "core/module_stage.hpp"
+#include "gaspp/stream_hook.hpp"
 #include "core/packet_batch.hpp"
 #include "decode/decoder.hpp"
 #include "modules/registry.hpp"
@@ -28,6 +29,8 @@ class ModuleOf final : public ModuleInstance {
   }
   void upload(TableMemory& mem) override { view_ = host_.upload(mem); }
   const void* view() const override { return &view_; }
+  size_t view_bytes() const override { return sizeof(view_); }
+  bool has_stream_hook() const override { return HasOnStream<M>; }
   void run_cpu(const StageArgs& a, uint32_t begin, uint32_t end, unsigned long long* counts) const override {
     for (uint32_t k = begin; k < end; ++k) module_stage_packet<M>(a, view_, k, counts);
   }
@@ -150,6 +153,22 @@ std::string ModuleSet::summary_json() const {
     s += "}";
   }
   return s + "]}";
+}
+
+StreamHooks stream_hooks_of(const std::vector<ModuleInstance*>& mods, TableMemory* mem) {
+  StreamHooks h{};
+  for (size_t k = 0; k < mods.size(); ++k) {
+    const ModuleInstance& m = *mods[k];
+    if (!m.has_stream_hook()) continue;
+    if (h.n == kMaxStreamModules)
+      throw std::invalid_argument("more than " + std::to_string(kMaxStreamModules) + " modules with on_stream");
+    h.type[h.n] = uint16_t(m.type());
+    h.module[h.n] = uint16_t(k);
+    h.state_off[h.n] = m.state_off;
+    h.view[h.n] = mem ? mem->place(m.view(), m.view_bytes()) : m.view();
+    ++h.n;
+  }
+  return h;
 }
 
 std::vector<uint16_t> flat_class_orders(const BackendConfig& c) {

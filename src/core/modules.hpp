@@ -44,12 +44,20 @@ class ModuleInstance {
   virtual bool changes_context() const = 0;
   virtual void upload(TableMemory& mem) = 0;   // builds the View where the backend runs
   virtual const void* view() const = 0;        // the M::View (valid after upload)
+  virtual size_t view_bytes() const = 0;
+  virtual bool has_stream_hook() const = 0;    // M::on_stream exists
   virtual void run_cpu(const StageArgs& a, uint32_t begin, uint32_t end, unsigned long long* counts) const = 0;
   virtual void on_event(const ModuleEvent& e, const HostPacket& p, ModuleOutput& out) = 0;
   virtual void report(std::map<std::string, uint64_t>& r) const = 0;
   uint16_t index = 0;       // position in the pipeline
   uint32_t state_off = 0;   // its slice of the per-flow module state
 };
+
+// The stream modules of a pipeline for the flow walk (gaspp/stream_hook.hpp): their types,
+// positions, state slices and views; with `mem`, each View is copied there (device memory for
+// CUDA), else the walk reads the instance's own. The per-batch fields (verdict, events, counts,
+// table) are left for the backend. Throws std::invalid_argument beyond kMaxStreamModules.
+StreamHooks stream_hooks_of(const std::vector<ModuleInstance*>& mods, TableMemory* mem);
 
 // Creates a module by name with its options; throws std::invalid_argument (unknown name, bad option).
 std::unique_ptr<ModuleInstance> make_module(const std::string& name, const ModuleOptions& opt);

@@ -4,9 +4,11 @@
 #pragma once
 #include "modules/examples/pass.hpp"
 #include "modules/examples/probe.hpp"
+#include "modules/examples/stream_match.hpp"
 #include "modules/firewall/firewall.hpp"
 
 #define GASPP_MODULE_TYPES(X) \
   X(FirewallModule)           \
   X(PassModule)               \
-  X(ProbeModule)
+  X(ProbeModule)               \
+  X(StreamMatchModule)

@@ -31,6 +31,7 @@
 #pragma once
 #include <cstdint>
 
+#include "core/stream_dispatch.hpp"
 #include "flow/flow_track.hpp"
 #include "stream/stream.hpp"
 
@@ -44,6 +45,7 @@ struct Owner {
   uint64_t flow_id;
   uint8_t client_lo;
   StreamSide* side;  // [2]
+  uint32_t slot;     // the flow's table slot; kNoFlow for a flow no longer in the table
 };
 
 struct alignas(16) Bytes16 {
@@ -57,6 +59,7 @@ struct Run {
   uint32_t n;                  // entries used in pend
   uint32_t segs[2], bytes[2];  // live pending per direction
   uint64_t gap[2];             // skipped bytes not yet reported
+  uint32_t cur = kNoFlow;      // the packet being walked (its arrival delivers what is emitted)
 };
 
 template <class Sink>
@@ -89,6 +92,7 @@ GASPP_HD inline void emit(Run& run, const Owner& o, int dir, uint64_t off, uint3
     c.add(c_stream_chunks, 1);
     c.add(c_stream_bytes, len);
   }
+  if (s.hooks.n) stream_hooks_call(s.hooks, ch, len ? stream_item_bytes(s, *run.d, src) + src_off : nullptr, o.slot, run.cur);
 }
 
 GASPP_HD GASPP_FORCEINLINE bool has_pending(const Run& run, int dir) { return run.segs[dir] != 0; }
@@ -366,7 +370,8 @@ GASPP_HD inline void flow_walk_run(const FlowTableRef& t, const DecodedView& d, 
     const StreamHeld& h0 = s->held_in[vals[q]];
     const bool alive = !final && t.tags[slot] >= 2 && r.state != uint8_t(FlowState::fresh) && r.flow_id == h0.flow_id;
     StreamSide gone[2] = {};
-    Owner o{alive ? &r.key : &h0.key, h0.flow_id, alive ? r.client_lo : h0.client_lo, alive ? r.stream : gone};
+    Owner o{alive ? &r.key : &h0.key, h0.flow_id, alive ? r.client_lo : h0.client_lo, alive ? r.stream : gone,
+            alive ? slot : kNoFlow};
     for (; q < m && s->item_is_held(vals[q]); ++q) {
       const uint32_t v = vals[q];
       if (v >= held_n) continue;  // unused entry (never sorted into a real slot, but be safe)
@@ -393,17 +398,22 @@ GASPP_HD inline void flow_walk_run(const FlowTableRef& t, const DecodedView& d, 
     const uint32_t i = s->item_packet(v);
     auto on_end = [&](FlowRecord& old) {
       if (old.proto_class != uint8_t(FlowProto::tcp)) return;
-      Owner o{&old.key, old.flow_id, old.client_lo, old.stream};
+      Owner o{&old.key, old.flow_id, old.client_lo, old.stream, kNoFlow};
+      const uint32_t cur = run.cur;
+      run.cur = kNoFlow;  // the old connection's last pieces: not this packet's
       end_all(run, o, c);
+      run.cur = cur;
     };
+    run.cur = i;
     pkt_flags[i] = flow_track_packet(t, slot, d, i, pkt_flags[i], prm, emergency, out, c, on_end);
     if (r.proto_class != uint8_t(FlowProto::tcp) || (r.misc & kFlowNoSession) || (pkt_flags[i] & kPktTcpIgnored)) continue;
-    Owner o{&r.key, r.flow_id, r.client_lo, r.stream};
+    Owner o{&r.key, r.flow_id, r.client_lo, r.stream, slot};
     packet(run, o, r, (pkt_flags[i] & kPktToClient) ? 1 : 0, i, v, c);
     if (r.state == uint8_t(FlowState::closed)) end_all(run, o, c);
   }
+  run.cur = kNoFlow;
   if (run.n && r.proto_class == uint8_t(FlowProto::tcp) && t.tags[slot] >= 2) {
-    Owner o{&r.key, r.flow_id, r.client_lo, r.stream};
+    Owner o{&r.key, r.flow_id, r.client_lo, r.stream, slot};
     hold(run, o, slot, c);
   }
 }

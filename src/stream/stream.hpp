@@ -24,6 +24,7 @@
 
 #include "decode/decoder.hpp"
 #include "flow/flow_record.hpp"
+#include "gaspp/module.hpp"
 
 namespace gaspp {
 
@@ -149,6 +150,7 @@ struct StreamRef {
   uint32_t chunk_cap;
   uint32_t* bytes_used;         // chunk bytes assigned so far (when gather)
   bool gather;                  // assign each chunk a place in the byte buffer
+  StreamHooks hooks;            // stream modules to call for each piece (hooks.n = 0: none)
 
   GASPP_HD bool item_is_held(uint32_t v) const { return v < held_cap; }
   GASPP_HD uint32_t item_packet(uint32_t v) const { return v - held_cap; }

@@ -5,7 +5,8 @@ decode rows are identical, the EVE flow records are identical, the reassembled s
 (except the fields that describe the backend itself, timing and transfers). In the small-batch and
 compacted settings a firewall runs too (FIREWALL_RULES below): its alerts are in the EVE file, its
 counters in the summary, and the `-w` output (the packets that passed) is compared as well; the
-compacted setting adds modules in two flow classes with scheduling on.
+compacted setting adds modules in two flow classes with scheduling on, and a stream module whose
+matches are EVE events.
 
 usage: backend_equivalence.py GASPP [--generate] CAPTURE_OR_DIR...
 """
@@ -91,8 +92,8 @@ def main():
             small = ["--batch", "512" if c.startswith(d) else "7", "--ooo-segments", "65536"]
             # The compacted setting adds two modules, two flow classes with different module orders and
             # scheduling between stages.
-            classes = ["--module", "probe:dport=443,action=drop_flow", "--module", "pass", "--class-order", "0,1,2",
-                       "--class-order", "2,0,1", "--schedule", "on"]
+            classes = ["--module", "probe:dport=443,action=drop_flow", "--module", "pass", "--class-order", "0,1,2,3",
+                       "--class-order", "2,0,1,3", "--schedule", "on", "--module", "stream_match:pattern=HTTP/1."]
             for extra in ([], small + fw, ["--force-compact"] + fw + classes):
                 h_cpu, s_cpu, rc_cpu = run(gaspp, "cpu", c, d, extra)
                 h_gpu, s_gpu, rc_gpu = run(gaspp, "cuda", c, d, extra)

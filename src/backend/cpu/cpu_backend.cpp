@@ -60,6 +60,10 @@ class CpuBackend final : public Backend {
       for (ModuleInstance* m : cfg.modules) m->upload(mem);
       ctx_.resize(cfg.batch_packets);
       class_order_ = flat_class_orders(cfg);
+      hooks_ = stream_hooks_of(cfg.modules, nullptr);
+      if (hooks_.n && !(cfg.flow.enabled && cfg.stream.enabled))
+        throw std::invalid_argument("a module with on_stream needs flow tracking and reassembly");
+      stream_counts_.assign(cfg.modules.size() * kModuleCounters, 0);
       classes_ = uint16_t(cfg.class_orders.empty() ? 1 : cfg.class_orders.size());
       schedule_ = cfg.schedule == BackendConfig::Schedule::on;  // automatic: off here (no warps to group)
       if (schedule_) {
@@ -116,6 +120,9 @@ class CpuBackend final : public Backend {
     b.stream_bytes.clear();
     b.events.clear();
     b.module_counts.clear();
+    event_n_ = 0;  // stream hooks (in the walk) raise events before the module stages
+    std::fill(stream_counts_.begin(), stream_counts_.end(), 0ull);
+    hooks_.verdict = v.verdict;
     if (cfg_.flow.enabled) flow_stage(s, v);
     else run_modules(s, v);
     b.counters = Counters{};
@@ -188,7 +195,6 @@ class CpuBackend final : public Backend {
     PacketBatch& b = s.batch;
     const bool flows = cfg_.flow.enabled;
     const uint32_t cap = uint32_t(events_.size());
-    event_n_ = 0;
     for (auto& c : mod_counts_) std::fill(c.begin(), c.end(), 0ull);
     StageArgs a{};
     a.data = v.data;
@@ -251,6 +257,7 @@ class CpuBackend final : public Backend {
     b.module_counts.assign(cfg_.modules.size() * kModuleCounters, 0);
     for (auto& c : mod_counts_)
       for (size_t k = 0; k < c.size(); ++k) b.module_counts[k] += c[k];
+    for (size_t k = 0; k < stream_counts_.size(); ++k) b.module_counts[k] += stream_counts_[k];
   }
 
   // Sweeps the table; returns how many records it wrote to records_ (from index 0).
@@ -288,6 +295,14 @@ class CpuBackend final : public Backend {
     sr.chunk_cap = uint32_t(chunks_.size());
     sr.bytes_used = nullptr;
     sr.gather = false;
+    sr.hooks = hooks_;
+    if (hooks_.n) {
+      sr.hooks.table = table_.ref();
+      sr.hooks.counts = stream_counts_.data();
+      // At the final flush no batch is there to take events: they are counted as lost.
+      sr.hooks.events = EventSinkRef{events_.data(), &event_n_, final ? 0u : uint32_t(events_.size())};
+      if (final) sr.hooks.verdict = nullptr;
+    }
     return sr;
   }
 
@@ -425,6 +440,8 @@ class CpuBackend final : public Backend {
   std::vector<StreamChunk> chunks_;
   std::vector<uint32_t> ctx_;                       // modules: context key per packet
   std::vector<uint16_t> class_order_;               // modules: classes x stages
+  StreamHooks hooks_{};                             // modules with on_stream (the walk calls them)
+  std::vector<unsigned long long> stream_counts_;   // their counters (atomic: the walk is parallel)
   uint16_t classes_ = 1;
   bool schedule_ = false;
   std::vector<uint32_t> order_;                     // scheduling: the order of the next stage

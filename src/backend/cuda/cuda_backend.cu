@@ -398,6 +398,12 @@ class CudaBackend final : public Backend {
       for (ModuleInstance* m : cfg.modules) m->upload(tables_);
       event_cap_ = event_capacity_of(cfg);
       class_order_ = flat_class_orders(cfg);
+      hooks_ = stream_hooks_of(cfg.modules, &tables_);
+      if (hooks_.n && !streams_) throw std::invalid_argument("a module with on_stream needs flow tracking and reassembly");
+      if (hooks_.n) {
+        GASPP_CUDA_CHECK(cudaMalloc(&d_final_counts_, sizeof(unsigned long long) * cfg.modules.size() * kModuleCounters));
+        GASPP_CUDA_CHECK(cudaMemset(d_final_counts_, 0, sizeof(unsigned long long) * cfg.modules.size() * kModuleCounters));
+      }
       classes_ = uint16_t(cfg.class_orders.empty() ? 1 : cfg.class_orders.size());
       d_class_order_ = static_cast<const uint16_t*>(tables_.place(class_order_.data(), class_order_.size() * 2));
       schedule_ = cfg.schedule == BackendConfig::Schedule::on;  // automatic: off (see BackendConfig)
@@ -467,6 +473,7 @@ class CudaBackend final : public Backend {
       cudaFree(d_pend_);
       cudaFree(d_chunks_);
     }
+    if (d_final_counts_) cudaFree(d_final_counts_);
     if (table_) {
       cudaFree(d_keys_);
       cudaFree(d_failed_);
@@ -812,6 +819,14 @@ class CudaBackend final : public Backend {
     sr.chunk_cap = chunk_cap_;
     sr.bytes_used = &c->bytes_used;
     sr.gather = to_host;
+    sr.hooks = hooks_;
+    if (hooks_.n) {
+      sr.hooks.table = table_->ref();
+      const bool final = data == nullptr;  // the end-of-run flush: no batch takes events or counts
+      sr.hooks.verdict = final ? nullptr : s.d_verdict;
+      sr.hooks.events = EventSinkRef{s.d_events, s.d_event_n, final ? 0u : event_cap_};
+      sr.hooks.counts = final ? d_final_counts_ : s.d_module_counts;
+    }
     return sr;
   }
 
@@ -907,6 +922,8 @@ class CudaBackend final : public Backend {
   int in_ = 0;                                   // the set the next walk reads
   DeviceTables tables_;                          // module tables
   uint32_t event_cap_ = 0;
+  StreamHooks hooks_{};                          // modules with on_stream (views in device memory)
+  unsigned long long* d_final_counts_ = nullptr; // their counters at the end-of-run flush (not reported)
   std::vector<uint16_t> class_order_;            // classes x stages (host copy)
   const uint16_t* d_class_order_ = nullptr;
   uint16_t classes_ = 1;

@@ -14,7 +14,6 @@ namespace {
 using u128 = unsigned __int128;
 using Range = std::pair<u128, u128>;  // inclusive
 
-u128 to_u128(const U128& x) { return (u128(x.hi) << 64) | x.lo; }
 U128 from_u128(u128 x) { return U128{uint64_t(x >> 64), uint64_t(x)}; }
 u128 family_max(int fam) { return fam == 4 ? u128(0xffffffffu) : ~u128(0); }
 

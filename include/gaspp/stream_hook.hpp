@@ -1,0 +1,71 @@
+// gaspp/stream_hook.hpp — the `on_stream` hook: in-order pieces of a TCP direction for modules.
+//
+// A module with
+//   GASPP_HD static uint32_t on_stream(StreamPiece& s, FlowState* st, const View& v, uint32_t ctx);
+// receives each direction of each TCP connection in order, each byte once, across batches, as
+// reassembly (stream/reassembly.hpp) delivers it: a piece has its stream offset, the bytes skipped
+// just before it (a gap: a hole that never filled), its data, and a last, empty piece marks the end
+// of the direction. The hook is called from the flow walk, by the one thread that owns the flow, so
+// consecutive pieces of a direction come one after another and the module's per-flow state needs no
+// atomics for them. Stream modules run in pipeline order for each piece, threading a context key
+// that starts at 0; they run before the packet stages of the batch.
+//
+// Actions: drop_flow() / pass_flow() decide the flow from the packet whose arrival delivered the
+// piece (the verdict walk then applies the decision to the later packets); when no packet of this
+// batch delivered it (data released at expiry or at the end of the run) the decision goes to the flow
+// record directly. emit(kind, value) raises an event for the module's host handler, attributed to
+// that packet (an event with no packet is counted as unattributed and not handed over).
+#pragma once
+#include <cstdint>
+#include <type_traits>
+
+#include "gaspp/hd.hpp"
+#include "gaspp/module.hpp"
+#include "stream/stream.hpp"
+
+namespace gaspp {
+
+class StreamPiece {
+ public:
+  GASPP_HD StreamPiece(const StreamHooks& h, const StreamChunk& c, const uint8_t* bytes, uint32_t slot, uint32_t packet,
+                       uint32_t k)
+      : h_(h), c_(c), bytes_(bytes), slot_(slot), packet_(packet), k_(k) {}
+  GASPP_HD const uint8_t* data() const { return bytes_; }
+  GASPP_HD uint32_t len() const { return c_.len; }
+  GASPP_HD uint64_t offset() const { return c_.off; }   // stream offset of data()[0]
+  GASPP_HD uint64_t gap() const { return c_.gap; }      // bytes missing right before it
+  GASPP_HD bool to_client() const { return c_.dir == 1; }
+  GASPP_HD bool end() const { return (c_.flags & kChunkEnd) != 0; }
+  GASPP_HD uint64_t flow_id() const { return c_.flow_id; }
+  GASPP_HD bool has_packet() const { return packet_ != kNoFlow; }
+
+  GASPP_HD void drop_flow() { decide(kVerdictDrop | kVerdictDropFlow, kFlowDecidedDrop, mc_drop_flow); }
+  GASPP_HD void pass_flow() { decide(kVerdictPassFlow, kFlowDecidedPass, mc_pass_flow); }
+  GASPP_HD void alerted() {
+    if (has_packet() && h_.verdict) h_.verdict[packet_] |= kVerdictAlerted;
+    else if (slot_ != kNoFlow) h_.table.recs[slot_].misc |= kFlowAlerted;
+  }
+  GASPP_HD void emit(uint16_t kind, uint32_t value) {
+    count(push_event(h_.events, ModuleEvent{c_.flow_id, packet_, value, h_.module[k_], kind, c_.dir}) ? mc_events
+                                                                                                      : mc_events_lost);
+  }
+
+ private:
+  GASPP_HD void count(int c) { atomic_add_u64(&h_.counts[size_t(h_.module[k_]) * kModuleCounters + size_t(c)], 1); }
+  GASPP_HD void decide(uint8_t bits, uint8_t flow_bit, int counter) {
+    count(counter);
+    if (has_packet() && h_.verdict) h_.verdict[packet_] |= bits;
+    else if (slot_ != kNoFlow) h_.table.recs[slot_].misc |= flow_bit;
+  }
+  const StreamHooks& h_;
+  const StreamChunk& c_;
+  const uint8_t* bytes_;
+  uint32_t slot_, packet_, k_;
+};
+
+template <class M>
+concept HasOnStream = requires(StreamPiece& s, typename M::FlowState* st, const typename M::View& v, uint32_t c) {
+  { M::on_stream(s, st, v, c) } -> std::convertible_to<uint32_t>;
+};
+
+}  // namespace gaspp
