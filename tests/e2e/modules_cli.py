@@ -148,6 +148,20 @@ def main():
     elif decided:
         print("ok   %d dropped flows; their flow events say action drop, alerted" % len(decided))
 
+    # 2b. A threshold (type limit, one alert per source per hour): one alert per TCP source address.
+    th_rules = os.path.join(tmp, "threshold.rules")
+    with open(th_rules, "w") as f:
+        f.write("alert tcp any any -> any any (msg:\"tcp\"; threshold: type limit, track by_src, count 1, seconds 3600; sid:20;)\n")
+    th_eve = os.path.join(tmp, "eve-threshold")
+    os.makedirs(th_eve)
+    r = run(base + ["-r", src, "--rules", th_rules, "-l", th_eve])
+    sources = {t[1] for t in tuples if t and t[0] == 6}
+    alerts = [json.loads(l) for l in open(os.path.join(th_eve, "eve.json")) if '"alert"' in l]
+    if r.returncode != 0 or len(alerts) != len(sources) or len({a["src_ip"] for a in alerts}) != len(sources):
+        fail("threshold limit by_src: %d alerts, want one per TCP source (%d)" % (len(alerts), len(sources)))
+    else:
+        print("ok   threshold (limit 1 per source per hour): %d alerts, one per TCP source" % len(alerts))
+
     # 3. --dump-packets with a probe.
     dump = os.path.join(tmp, "dump.pcap")
     r = run(base + ["-r", src, "--module", "probe:dport=%d,action=to_dump" % target, "--dump-packets", dump])

@@ -17,6 +17,7 @@
 #include "core/pipeline.hpp"
 #include "decode/decoder.hpp"
 #include "modules/firewall/firewall.hpp"
+#include "modules/firewall/threshold.hpp"
 #include "test_support.hpp"
 
 using namespace gaspp;
@@ -599,4 +600,75 @@ TEST(Modules, StreamHookSeesEveryByteInOrderAcrossBatches) {
   EXPECT_GT(total, 20u);
   std::printf("stream_match: %llu matches, equal to the reference scan at batch sizes 1, 7, 65536\n",
               (unsigned long long)total);
+}
+
+TEST(Firewall, EveryEtOpenThresholdParses) {
+  const auto dir = test::shared_data_dir() / "rules" / "et-open";
+  if (!std::filesystem::exists(dir)) GTEST_SKIP() << dir << " not found";
+  std::map<int, uint64_t> kinds;
+  uint64_t with = 0;
+  for (const auto& f : std::filesystem::directory_iterator(dir)) {
+    if (f.path().extension() != ".rules") continue;
+    RuleSet set;
+    load_rules_file(f.path().string(), RuleVars{}, set);
+    for (const Rule& r : set.rules) {
+      if (r.threshold.empty()) continue;
+      ThresholdSpec s;
+      EXPECT_EQ(parse_threshold(r.threshold, s), "") << r.file << ":" << r.line << " " << r.threshold;
+      ++kinds[s.kind];
+      ++with;
+    }
+  }
+  std::printf("ET Open firewall rules with thresholds: %llu (limit %llu, threshold %llu, both %llu, detection_filter %llu)\n",
+              (unsigned long long)with, (unsigned long long)kinds[ThresholdSpec::limit],
+              (unsigned long long)kinds[ThresholdSpec::threshold], (unsigned long long)kinds[ThresholdSpec::both],
+              (unsigned long long)kinds[ThresholdSpec::detection_filter]);
+  EXPECT_GT(with, 1000u);
+  ThresholdSpec s;
+  EXPECT_NE(parse_threshold("threshold: type sometimes, track by_src, count 1, seconds 1", s), "");
+  EXPECT_NE(parse_threshold("threshold: type limit, count 1, seconds 1", s), "");  // no track
+  EXPECT_NE(parse_threshold("detection_filter: track by_src, count 0, seconds 1", s), "");
+}
+
+TEST(Firewall, ThresholdsThinAlertsLikeTheReference) {
+  // The reference rebuilds each match's window from the history of its (rule, tracked key): the first
+  // match opens a window of T seconds, the first match at or after its end opens the next.
+  std::mt19937_64 rng(9);
+  const char* specs[] = {"threshold: type limit, track by_src, count 2, seconds 10",
+                         "threshold: type threshold, track by_dst, count 3, seconds 20",
+                         "threshold: type both, track by_both, count 2, seconds 15",
+                         "detection_filter: track by_rule, count 4, seconds 5",
+                         "threshold:type limit,track by_src,count 1,seconds 3600"};
+  std::vector<ThresholdSpec> sp(5);
+  for (int k = 0; k < 5; ++k) ASSERT_EQ(parse_threshold(specs[k], sp[size_t(k)]), "");
+  ThresholdTable table;
+  std::map<std::tuple<int, int, int>, std::vector<uint64_t>> history;  // (rule, a, b) -> match times
+  uint64_t ts = 0, alerts = 0, matches = 0;
+  for (int n = 0; n < 20000; ++n) {
+    ts += rng() % 3'000'000'000ull;  // 0..3 s apart
+    const int rule = int(rng() % 5), src = int(rng() % 4), dst = int(rng() % 3);
+    uint8_t a[16] = {10, 0, 0, uint8_t(src)}, b[16] = {192, 168, 0, uint8_t(dst)};
+    const bool got = table.alert(sp[size_t(rule)], uint32_t(rule), a, b, 4, ts);
+    const ThresholdSpec& s = sp[size_t(rule)];
+    const int ka = s.track == ThresholdSpec::by_src || s.track == ThresholdSpec::by_both ? src
+                   : s.track == ThresholdSpec::by_dst ? dst : -1;
+    const int kb = s.track == ThresholdSpec::by_both ? dst : -1;
+    auto& h = history[{rule, ka, kb}];
+    h.push_back(ts);
+    uint64_t start = h[0], index = 0;  // position of this match in its window (1-based)
+    for (uint64_t t : h) {
+      if (t >= start + uint64_t(s.seconds) * 1'000'000'000ull) start = t, index = 0;
+      ++index;
+    }
+    const bool want = s.kind == ThresholdSpec::limit       ? index <= s.count
+                      : s.kind == ThresholdSpec::threshold ? index % s.count == 0
+                      : s.kind == ThresholdSpec::both      ? index == s.count
+                                                           : index > s.count;
+    ASSERT_EQ(got, want) << "match " << n << " rule " << rule;
+    alerts += want;
+    ++matches;
+  }
+  EXPECT_EQ(table.suppressed(), matches - alerts);
+  EXPECT_GT(alerts, 1000u);
+  EXPECT_GT(matches - alerts, 1000u);
 }

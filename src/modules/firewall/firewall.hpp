@@ -12,7 +12,8 @@
 //   * else a drop or reject rule matched: the packet and the rest of its flow are dropped
 //     (drop_flow); reject sends nothing (offline), it drops like drop;
 //   * every matched drop/reject/alert rule raises an alert (at most 15 per packet, as Suricata's
-//     packet_alert_max; the rest are counted), action "blocked" when the packet is dropped.
+//     packet_alert_max; the rest are counted), action "blocked" when the packet is dropped, unless
+//     the rule's threshold or detection_filter suppresses it (threshold.hpp; counted).
 // Later packets of a decided flow are not inspected (the pipeline applies the decision).
 // State: none per flow (decisions live in the flow record); the tables, read-only on the device.
 //
@@ -26,6 +27,7 @@
 #include "gaspp/module.hpp"
 #include "modules/firewall/firewall_compile.hpp"
 #include "modules/firewall/firewall_tables.hpp"
+#include "modules/firewall/threshold.hpp"
 
 namespace gaspp {
 
@@ -77,7 +79,9 @@ struct FirewallModule {
    private:
     RuleSet set_;
     FirewallTables tables_;
-    uint64_t alerts_ = 0, alerts_blocked_ = 0, alert_overflow_ = 0;
+    std::vector<ThresholdSpec> thresholds_;  // per rule (kind none: every match alerts)
+    ThresholdTable threshold_table_;
+    uint64_t alerts_ = 0, alerts_blocked_ = 0, alert_overflow_ = 0, threshold_errors_ = 0;
   };
 };
 

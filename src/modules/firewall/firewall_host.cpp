@@ -30,6 +30,18 @@ FirewallModule::Host::Host(const ModuleOptions& opt) : ModuleHost<FirewallModule
   // Rules that do not parse are reported and skipped; the run goes on.
   for (const RuleError& e : set_.errors) std::fprintf(stderr, "gaspp: %s:%u: rule skipped: %s\n", e.file.c_str(), e.line, e.why.c_str());
   tables_.compile(set_.rules);
+  thresholds_.resize(set_.rules.size());
+  for (size_t k = 0; k < set_.rules.size(); ++k) {
+    const Rule& r = set_.rules[k];
+    if (r.threshold.empty()) continue;
+    const std::string why = parse_threshold(r.threshold, thresholds_[k]);
+    if (!why.empty()) {
+      // The rule still filters; its alerts are not thinned.
+      std::fprintf(stderr, "gaspp: %s:%u: threshold ignored: %s\n", r.file.c_str(), r.line, why.c_str());
+      thresholds_[k] = ThresholdSpec{};
+      ++threshold_errors_;
+    }
+  }
 }
 
 FirewallView FirewallModule::Host::upload(TableMemory& mem) { return tables_.place(mem); }
@@ -41,6 +53,10 @@ void FirewallModule::Host::on_event(const ModuleEvent& e, const HostPacket& p, M
   }
   if (e.kind != kAlert || e.value >= set_.rules.size()) return;
   const Rule& r = set_.rules[e.value];
+  const DecodedPacket& d = *static_cast<const DecodedPacket*>(p.decoded);
+  if (!threshold_table_.alert(thresholds_[e.value], e.value, reinterpret_cast<const uint8_t*>(d.src_ip),
+                              reinterpret_cast<const uint8_t*>(d.dst_ip), d.l3[0] == uint8_t(L3::ipv6) ? 6 : 4, p.ts_ns))
+    return;
   const bool blocked = r.action == RuleAction::drop || r.action == RuleAction::reject;
   ++alerts_;
   alerts_blocked_ += blocked;
@@ -61,6 +77,9 @@ void FirewallModule::Host::report(std::map<std::string, uint64_t>& r) const {
   r["alerts"] = alerts_;
   r["alerts_blocked"] = alerts_blocked_;
   r["alert_overflow"] = alert_overflow_;
+  r["alerts_thresholded"] = threshold_table_.suppressed();
+  r["threshold_table_full"] = threshold_table_.table_full();
+  r["threshold_errors"] = threshold_errors_;
   r["table_bytes"] = tables_.bytes();
   r["hash_keys"] = tables_.hash_keys();
   r["intervals"] = tables_.elementary();

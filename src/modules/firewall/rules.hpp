@@ -69,7 +69,7 @@ struct Rule {
   bool bidirectional = false;
   std::string msg;
   uint32_t sid = 0, rev = 0, gid = 1;
-  std::string threshold;   // kept as written (threshold / detection_filter); not applied yet
+  std::string threshold;   // kept as written (threshold / detection_filter); the firewall applies it
   std::string classtype;
   uint32_t priority = 0;   // 0: not given
   std::string file;
