@@ -107,7 +107,10 @@ void ModuleSet::finish_batch(const PacketBatch& b, ModuleOutput& out) {
   HostPacket hp{};
   uint32_t decoded_for = ~0u;
   for (const ModuleEvent& e : sorted_) {
-    if (e.packet >= b.count || e.module >= mods_.size()) continue;
+    if (e.packet >= b.count || e.module >= mods_.size()) {
+      ++unattributed_;  // a stream piece no packet of the batch delivered (released at expiry)
+      continue;
+    }
     if (b.h_verdict[e.packet] & kVerdictFlowDecided) {
       ++suppressed_;
       continue;
@@ -138,11 +141,13 @@ std::string ModuleSet::summary_text() const {
     s += "\n";
   }
   if (suppressed_) s += "module events discarded (flow already decided): " + std::to_string(suppressed_) + "\n";
+  if (unattributed_) s += "module events with no packet (not handed over): " + std::to_string(unattributed_) + "\n";
   return s;
 }
 
 std::string ModuleSet::summary_json() const {
-  std::string s = "{\"events_suppressed\":" + std::to_string(suppressed_) + ",\"modules\":[";
+  std::string s = "{\"events_suppressed\":" + std::to_string(suppressed_) +
+                  ",\"events_unattributed\":" + std::to_string(unattributed_) + ",\"modules\":[";
   for (size_t k = 0; k < mods_.size(); ++k) {
     s += std::string(k ? "," : "") + "{\"name\":\"" + mods_[k]->name() + "\"";
     for (int c = 0; c < kModuleCounters; ++c)
@@ -178,6 +183,7 @@ std::vector<uint16_t> flat_class_orders(const BackendConfig& c) {
     for (size_t k = 0; k < m; ++k) flat.push_back(uint16_t(k));
     return flat;
   }
+  if (m == 0) throw std::invalid_argument("classes need modules to order");
   for (const auto& order : c.class_orders) {
     std::vector<uint16_t> sorted(order);
     std::sort(sorted.begin(), sorted.end());

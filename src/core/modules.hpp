@@ -10,7 +10,8 @@
 // After a batch, ModuleSet::finish_batch() hands each module its events and to_host packets in
 // capture order (then module order, then value), re-decoding the packet on the host. Events of
 // packets whose verdict came from their flow's earlier decision are discarded and counted
-// (events_suppressed). Per-module counters are summed over the run.
+// (events_suppressed); events with no packet (stream pieces released at a flow's expiry) are counted
+// (events_unattributed) and not handed over. Per-module counters are summed over the run.
 //
 // Example:
 //   ModuleSet mods;
@@ -85,7 +86,7 @@ class ModuleSet {
   std::vector<std::unique_ptr<ModuleInstance>> mods_;
   std::vector<Counts> counts_;
   uint32_t state_bytes_ = 0;
-  uint64_t suppressed_ = 0;
+  uint64_t suppressed_ = 0, unattributed_ = 0;
   std::vector<ModuleEvent> sorted_;
 };
 
