@@ -22,6 +22,7 @@
 //   on_eth(Packet&, FlowState*, const View&, uint32_t ctx)   every decoded frame
 //   on_ip  (...)                                             IPv4 and IPv6 packets
 //   on_tcp (...), on_udp (...)                               after on_ip, by transport
+//   on_stream(StreamPiece&, ...)                             in-order TCP data (gaspp/stream_hook.hpp)
 // FlowState* is null for a packet without a flow (flow tracking off, not IP, a fragment). Packets
 // of one flow run in parallel: a hook that writes its slice uses the atomics of gaspp/hd.hpp.
 //
