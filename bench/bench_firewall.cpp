@@ -122,22 +122,13 @@ std::string random_rules(const std::string& path, const CaptureFile& cap, uint32
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::string json_path, tmp = "/tmp", et;
-  int reps = 3;
-  uint64_t npk = 2'000'000;
-  for (int i = 1; i < argc; ++i) {
-    const std::string a = argv[i];
-    if (a == "--json" && i + 1 < argc) json_path = argv[++i];
-    else if (a == "--reps" && i + 1 < argc) reps = std::atoi(argv[++i]);
-    else if (a == "--packets" && i + 1 < argc) npk = std::strtoull(argv[++i], nullptr, 10);
-    else if (a == "--tmp" && i + 1 < argc) tmp = argv[++i];
-    else if (a == "--et" && i + 1 < argc) et = argv[++i];
-    else { std::fprintf(stderr, "usage: bench_firewall [--json PATH] [--reps N] [--packets N] [--tmp DIR] [--et DIR]\n"); return 1; }
-  }
-  std::string why;
-  if (!cuda_usable(&why)) { std::fprintf(stderr, "bench_firewall: needs a CUDA device: %s\n", why.c_str()); return 1; }
-  cudaDeviceProp prop;
-  CK(cudaGetDeviceProperties(&prop, 0));
+  BenchArgs args;
+  args.packets = 2'000'000;
+  if (!parse_bench_args(argc, argv, "bench_firewall", "--et", "DIR", args)) return 1;
+  const std::string &json_path = args.json, &tmp = args.tmp, &et = args.extra;
+  const int reps = args.reps;
+  const uint64_t npk = args.packets;
+  const cudaDeviceProp prop = require_cuda("bench_firewall");
   const int host_threads = int(std::thread::hardware_concurrency());
   std::printf("device: %s, %d SMs; host threads: %d\n", prop.name, prop.multiProcessorCount, host_threads);
   Bandwidth bw = measure_bandwidth(reps);
@@ -172,13 +163,9 @@ int main(int argc, char** argv) {
     const std::string path = tmp + "/gaspp-bench-fw-" + mode + ".pcap";
     generate_pcap(g, path);
     const CaptureFile cap = CaptureFile::open(path);
-    uint64_t packets = 0, records = 0;
-    {
-      RecordWalker wk(cap);
-      RecordInfo r;
-      while (wk.next(r)) { ++packets; records += 16 + r.cap_len; }
-    }
-    const double mean_record = double(records) / double(packets);
+    const CaptureSize size = capture_size(cap);
+    const uint64_t packets = size.packets;
+    const double mean_record = size.mean_record();
     const double limit_mpps = bw.h2d_64m * 1e9 / (mean_record + 4) / 1e6;
     const auto batches = index_batches(cap, 65536);
     const std::string rnd = random_rules(tmp + "/gaspp-bench-fw-random.rules", cap, 10000);

@@ -78,23 +78,15 @@ std::string random_rules(const std::string& path, uint32_t n) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::string json_path, tmp = "/tmp";
-  int reps = 3;
-  uint64_t npk = 2'000'000;
-  uint32_t work = 256;
-  for (int i = 1; i < argc; ++i) {
-    const std::string a = argv[i];
-    if (a == "--json" && i + 1 < argc) json_path = argv[++i];
-    else if (a == "--reps" && i + 1 < argc) reps = std::atoi(argv[++i]);
-    else if (a == "--packets" && i + 1 < argc) npk = std::strtoull(argv[++i], nullptr, 10);
-    else if (a == "--tmp" && i + 1 < argc) tmp = argv[++i];
-    else if (a == "--work" && i + 1 < argc) work = uint32_t(std::atoi(argv[++i]));
-    else { std::fprintf(stderr, "usage: bench_modules [--json PATH] [--reps N] [--packets N] [--tmp DIR] [--work W]\n"); return 1; }
-  }
-  std::string why;
-  if (!cuda_usable(&why)) { std::fprintf(stderr, "bench_modules: needs a CUDA device: %s\n", why.c_str()); return 1; }
-  cudaDeviceProp prop;
-  CK(cudaGetDeviceProperties(&prop, 0));
+  BenchArgs args;
+  args.packets = 2'000'000;
+  args.extra = "256";
+  if (!parse_bench_args(argc, argv, "bench_modules", "--work", "W", args)) return 1;
+  const std::string &json_path = args.json, &tmp = args.tmp;
+  const int reps = args.reps;
+  const uint64_t npk = args.packets;
+  const uint32_t work = uint32_t(std::atoi(args.extra.c_str()));
+  const cudaDeviceProp prop = require_cuda("bench_modules");
   std::printf("device: %s, %d SMs\n", prop.name, prop.multiProcessorCount);
   const Bandwidth bw = measure_bandwidth(reps);
   GenConfig g;
@@ -105,13 +97,9 @@ int main(int argc, char** argv) {
   const std::string path = tmp + "/gaspp-bench-modules.pcap";
   generate_pcap(g, path);
   const CaptureFile cap = CaptureFile::open(path);
-  uint64_t packets = 0, records = 0;
-  {
-    RecordWalker wk(cap);
-    RecordInfo r;
-    while (wk.next(r)) { ++packets; records += 16 + r.cap_len; }
-  }
-  const double limit_mpps = bw.h2d_64m * 1e9 / (double(records) / double(packets) + 4) / 1e6;
+  const CaptureSize size = capture_size(cap);
+  const uint64_t packets = size.packets;
+  const double limit_mpps = bw.h2d_64m * 1e9 / (size.mean_record() + 4) / 1e6;
   const auto batches = index_batches(cap, 65536);
   const auto off = BackendConfig::Schedule::off, on = BackendConfig::Schedule::on;
   std::printf("limits: H2D %.1f GB/s -> %.1f Mpps for this workload; work per selected packet: %u hash rounds\n",

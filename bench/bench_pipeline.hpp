@@ -6,8 +6,11 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "backend/backend.hpp"
@@ -15,6 +18,62 @@
 #include "capture/capture_file.hpp"
 
 namespace gaspp::bench {
+
+// The options the pipeline benchmarks share (--json PATH, --reps N, --packets N, --tmp DIR) plus
+// one of the program's own (`extra_flag`, its value in `extra`).
+struct BenchArgs {
+  std::string json, tmp = "/tmp", extra;
+  int reps = 3;
+  uint64_t packets = 0;
+};
+
+// Parses argv into a (its defaults as given); prints the usage and returns false on anything else.
+inline bool parse_bench_args(int argc, char** argv, const char* prog, const char* extra_flag, const char* extra_value,
+                             BenchArgs& a) {
+  for (int i = 1; i < argc; ++i) {
+    const std::string o = argv[i];
+    const bool value = i + 1 < argc;
+    if (value && o == "--json") a.json = argv[++i];
+    else if (value && o == "--reps") a.reps = std::atoi(argv[++i]);
+    else if (value && o == "--packets") a.packets = std::strtoull(argv[++i], nullptr, 10);
+    else if (value && o == "--tmp") a.tmp = argv[++i];
+    else if (value && o == extra_flag) a.extra = argv[++i];
+    else {
+      std::fprintf(stderr, "usage: %s [--json PATH] [--reps N] [--packets N] [--tmp DIR] [%s %s]\n", prog, extra_flag,
+                   extra_value);
+      return false;
+    }
+  }
+  return true;
+}
+
+// The device's properties; exits with the reason when no CUDA device is usable.
+inline cudaDeviceProp require_cuda(const char* prog) {
+  std::string why;
+  if (!cuda_usable(&why)) {
+    std::fprintf(stderr, "%s: needs a CUDA device: %s\n", prog, why.c_str());
+    std::exit(1);
+  }
+  cudaDeviceProp prop;
+  CK(cudaGetDeviceProperties(&prop, 0));
+  return prop;
+}
+
+// Packets and record bytes (16-byte header + captured bytes) of a capture.
+struct CaptureSize {
+  uint64_t packets = 0, record_bytes = 0;
+  double mean_record() const { return double(record_bytes) / double(packets); }
+};
+inline CaptureSize capture_size(const CaptureFile& cap) {
+  CaptureSize z;
+  RecordWalker wk(cap);
+  RecordInfo r;
+  while (wk.next(r)) {
+    ++z.packets;
+    z.record_bytes += 16 + r.cap_len;
+  }
+  return z;
+}
 
 struct Bandwidth {
   double h2d_64k, h2d_1m, h2d_64m, d2h_64k, d2h_1m, d2h_64m, dev_copy;

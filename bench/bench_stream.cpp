@@ -68,22 +68,13 @@ Result measure(bool cuda, Stages st, const CaptureFile& cap, const std::vector<B
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::string json_path, tmp = "/tmp", nids;
-  int reps = 3;
-  uint64_t npk = 1'000'000;
-  for (int i = 1; i < argc; ++i) {
-    const std::string a = argv[i];
-    if (a == "--json" && i + 1 < argc) json_path = argv[++i];
-    else if (a == "--reps" && i + 1 < argc) reps = std::atoi(argv[++i]);
-    else if (a == "--packets" && i + 1 < argc) npk = std::strtoull(argv[++i], nullptr, 10);
-    else if (a == "--tmp" && i + 1 < argc) tmp = argv[++i];
-    else if (a == "--nids" && i + 1 < argc) nids = argv[++i];
-    else { std::fprintf(stderr, "usage: bench_stream [--json PATH] [--reps N] [--packets N] [--tmp DIR] [--nids PATH]\n"); return 1; }
-  }
-  std::string why;
-  if (!cuda_usable(&why)) { std::fprintf(stderr, "bench_stream: needs a CUDA device: %s\n", why.c_str()); return 1; }
-  cudaDeviceProp prop;
-  CK(cudaGetDeviceProperties(&prop, 0));
+  BenchArgs args;
+  args.packets = 1'000'000;
+  if (!parse_bench_args(argc, argv, "bench_stream", "--nids", "PATH", args)) return 1;
+  const std::string &json_path = args.json, &tmp = args.tmp, &nids = args.extra;
+  const int reps = args.reps;
+  const uint64_t npk = args.packets;
+  const cudaDeviceProp prop = require_cuda("bench_stream");
   const int host_threads = int(std::thread::hardware_concurrency());
   std::printf("device: %s, %d SMs; host threads: %d\n", prop.name, prop.multiProcessorCount, host_threads);
   // The limits are measured before and after the workloads; the higher is the limit (a first
@@ -133,13 +124,9 @@ int main(int argc, char** argv) {
       generate_pcap(g, path);
       const CaptureFile cap = CaptureFile::open(path);
       Row row{sp.name, flows, 0, 0, {}, {}, "null", 0};
-      uint64_t records = 0;
-      {
-        RecordWalker wk(cap);
-        RecordInfo r;
-        while (wk.next(r)) { ++row.packets; records += 16 + r.cap_len; }
-      }
-      row.mean_record = double(records) / double(row.packets);
+      const CaptureSize size = capture_size(cap);
+      row.packets = size.packets;
+      row.mean_record = size.mean_record();
       const auto batches = index_batches(cap, 65536);
       for (Stages st : {Stages::decode, Stages::flow, Stages::stream}) {
         row.cu[int(st)] = measure(true, st, cap, batches, row.packets, reps, 0);
