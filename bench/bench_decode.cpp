@@ -169,6 +169,7 @@ int main(int argc, char** argv) {
         bc.batch_bytes = uint64_t(bs) * 1600;
         bc.flow.enabled = flows;
         bc.stream.enabled = false;  // decode+flow here; reassembly is bench_stream's
+        bc.slice = BackendConfig::Slice::off;  // copies measured here; slicing is bench_firewall's
         auto be = make_cuda_backend(bc);
         row("cuda", flows, bs, measure(*be, cap, index_batches(cap, bs), wire, packets, reps));
       }
@@ -177,6 +178,7 @@ int main(int argc, char** argv) {
       bc.threads = host_threads;
       bc.flow.enabled = flows;
       bc.stream.enabled = false;
+      bc.slice = BackendConfig::Slice::off;
       auto be = make_cpu_backend(bc);
       row("cpu", flows, 65536, measure(*be, cap, index_batches(cap, 65536), wire, packets, std::max(1, reps / 2)));
     }

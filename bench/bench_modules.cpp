@@ -40,6 +40,7 @@ double measure(const Specs& specs, BackendConfig::Schedule sched, const CaptureF
     bc.batch_packets = 65536;
     bc.batch_bytes = 65536ull * 1600;
     bc.stream.enabled = false;
+    bc.slice = BackendConfig::Slice::off;  // whole records copied, as recorded; slicing is bench_firewall's
     bc.modules = mods.pointers();
     bc.flow.module_state_bytes = mods.flow_state_bytes();
     bc.schedule = sched;

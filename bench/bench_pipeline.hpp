@@ -165,19 +165,25 @@ inline std::vector<BatchDesc> index_batches(const CaptureFile& cap, uint32_t per
 // One timed pass: every batch through the slots, as the pipeline does, offsets already indexed.
 // Returns seconds; the batches' counters are added to `totals` when given.
 inline double one_pass(Backend& be, const CaptureFile& cap, const std::vector<BatchDesc>& batches, uint64_t* packets_out,
-                       Counters* totals = nullptr) {
+                       Counters* totals = nullptr, std::vector<uint64_t>* module_counts = nullptr) {
   const int n = be.slots();
   std::vector<bool> busy(size_t(n), false);
   uint64_t packets = 0;
   const auto t0 = std::chrono::steady_clock::now();
+  auto finish = [&](int s) {
+    be.wait(s);
+    const PacketBatch& b = be.batch(s);
+    packets += b.counters.v[c_packets];
+    if (totals)
+      for (int k = 0; k < c_count_; ++k) totals->v[k] += b.counters.v[k];
+    if (module_counts) {
+      module_counts->resize(b.module_counts.size());
+      for (size_t k = 0; k < b.module_counts.size(); ++k) (*module_counts)[k] += b.module_counts[k];
+    }
+  };
   int slot = 0;
   for (const auto& d : batches) {
-    if (busy[size_t(slot)]) {
-      be.wait(slot);
-      packets += be.batch(slot).counters.v[c_packets];
-      if (totals)
-        for (int k = 0; k < c_count_; ++k) totals->v[k] += be.batch(slot).counters.v[k];
-    }
+    if (busy[size_t(slot)]) finish(slot);
     PacketBatch& b = be.batch(slot);
     b.count = uint32_t(d.rec_off.size());
     std::memcpy(b.h_rec_off, d.rec_off.data(), d.rec_off.size() * 4);
@@ -195,12 +201,7 @@ inline double one_pass(Backend& be, const CaptureFile& cap, const std::vector<Ba
   }
   for (int k = 0; k < n; ++k) {
     const int s = (slot + k) % n;
-    if (busy[size_t(s)]) {
-      be.wait(s);
-      packets += be.batch(s).counters.v[c_packets];
-      if (totals)
-        for (int k = 0; k < c_count_; ++k) totals->v[k] += be.batch(s).counters.v[k];
-    }
+    if (busy[size_t(s)]) finish(s);
   }
   *packets_out = packets;
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();

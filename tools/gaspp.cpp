@@ -8,7 +8,7 @@
 //         [--ooo-segments N] [--ooo-bytes B] [--flow-ooo-segments N] [--flow-ooo-bytes B]
 //         [--rules FILE]... [--address-var NAME=VALUE] [--port-var NAME=VALUE]
 //         [--module NAME[:KEY=VALUE,...]]... [-w FILE] [--dump-packets FILE]
-//         [--class-order I,J,...]... [--schedule on|off|auto] [-c CONFIG.yaml]
+//         [--class-order I,J,...]... [--schedule on|off|auto] [--slice on|off|auto] [-c CONFIG.yaml]
 //   gaspp gen -o out.pcap [--mode fixed|mix|http] [--size N] [--packets N] [--flows N] [--seed S]
 //         [--reorder R] [--duplicate R] [--loss R] [--ipv6 R] [--vlan R] [--plant STR --plant-rate R]
 //
@@ -90,6 +90,9 @@ namespace {
                "  --class-order I,J,...     add a flow class that runs the modules in this order (module numbers\n"
                "                            from 0, as given); flows are split by a hash of their 5-tuple\n"
                "  --schedule on|off|auto    regroup packets between module stages (auto: off; see docs/usage.md)\n"
+               "  --slice on|off|auto       CUDA: read batches through the capture's mapping instead of copying them,\n"
+               "                            so only headers cross PCIe (auto: when nothing reads payload: no\n"
+               "                            payload or stream module, --no-reassembly or --no-flows)\n"
                "\n"
                "generator options (gaspp gen):\n"
                "  -o FILE  --mode fixed|mix|http  --size N  --packets N  --flows N  --seed S\n"
@@ -228,6 +231,9 @@ int main(int argc, char** argv) {
         if (fc.schedule)
           bc.schedule = *fc.schedule == "on" ? BackendConfig::Schedule::on
                         : *fc.schedule == "off" ? BackendConfig::Schedule::off : BackendConfig::Schedule::automatic;
+        if (fc.slice)
+          bc.slice = *fc.slice == "on" ? BackendConfig::Slice::on
+                     : *fc.slice == "off" ? BackendConfig::Slice::off : BackendConfig::Slice::automatic;
         module_specs.insert(module_specs.end(), fc.modules.begin(), fc.modules.end());
         bc.class_orders.insert(bc.class_orders.end(), fc.classes.begin(), fc.classes.end());
       } catch (const std::exception& e) {
@@ -311,6 +317,12 @@ int main(int argc, char** argv) {
       else if (v == "off") bc.schedule = BackendConfig::Schedule::off;
       else if (v == "auto") bc.schedule = BackendConfig::Schedule::automatic;
       else { std::fprintf(stderr, "gaspp: --schedule: on, off or auto, not '%s'\n", v.c_str()); return 1; }
+    } else if (a == "--slice") {
+      const std::string v = val();
+      if (v == "on") bc.slice = BackendConfig::Slice::on;
+      else if (v == "off") bc.slice = BackendConfig::Slice::off;
+      else if (v == "auto") bc.slice = BackendConfig::Slice::automatic;
+      else { std::fprintf(stderr, "gaspp: --slice: on, off or auto, not '%s'\n", v.c_str()); return 1; }
     } else if (a == "-w") write_path = val();
     else if (a == "--dump-packets") dump_packets = val();
     else if (a == "-h" || a == "--help") usage(0);

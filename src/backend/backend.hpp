@@ -54,7 +54,19 @@ struct BackendConfig {
   // classes. automatic: off (bench_modules: with the pipeline bound by PCIe, the sort costs more
   // than it saves unless modules are heavy and diverge); on: always, both backends.
   enum class Schedule : uint8_t { off, on, automatic } schedule = Schedule::automatic;
+  // Header-only slicing (CUDA, GASPP's "only the headers cross PCIe"): batches are not copied, the
+  // kernels read what they need through the capture's mapping (backend/cuda/cuda_backend.cu).
+  // automatic: on when nothing reads payload (slicing_applies); on: always (payload readers still
+  // get every byte, more slowly); off: never. The CPU backend ignores it.
+  enum class Slice : uint8_t { off, on, automatic } slice = Slice::automatic;
 };
+
+// Whether a batch's payload is read by nobody: no module declares kLayerPayload or kLayerStream
+// and reassembly is off. Decides Slice::automatic.
+bool payload_unread(const BackendConfig& c);
+inline bool slicing_applies(const BackendConfig& c) {
+  return c.slice == BackendConfig::Slice::on || (c.slice == BackendConfig::Slice::automatic && payload_unread(c));
+}
 
 // The class orders flattened (classes x modules), one class in pipeline order when none are given;
 // throws std::invalid_argument when an order is not a permutation of the modules.
@@ -97,9 +109,12 @@ class Backend {
   virtual void detach_source() {}
   virtual void submit(int slot) = 0;            // CUDA: asynchronous; CPU: does the work
   virtual void wait(int slot) = 0;              // results of the slot are in host memory after this
-  // Transfer statistics (CUDA): batches sent as a file range vs compacted, bytes over the bus.
+  // Transfer statistics (CUDA): batches sent as a file range, compacted, or sliced (not copied,
+  // read through the mapping); bytes copied over the bus (sliced reads are not counted: the
+  // kernels' reads through the mapping are not observable from the host).
   virtual uint64_t batches_direct() const { return 0; }
   virtual uint64_t batches_compacted() const { return 0; }
+  virtual uint64_t batches_sliced() const { return 0; }
   virtual uint64_t bytes_h2d() const { return 0; }
   virtual uint64_t bytes_d2h() const { return 0; }
   // Flow table: its size and occupancy now (call between batches, after wait()).

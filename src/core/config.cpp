@@ -60,6 +60,9 @@ FileConfig load_config(const std::string& path) {
     else if (key == "schedule") {
       c.schedule = scalar(path, v, key);
       if (*c.schedule != "on" && *c.schedule != "off" && *c.schedule != "auto") fail(path, v, "schedule: on, off or auto");
+    } else if (key == "slice") {
+      c.slice = scalar(path, v, key);
+      if (*c.slice != "on" && *c.slice != "off" && *c.slice != "auto") fail(path, v, "slice: on, off or auto");
     } else if (key == "vars") {
       if (!v.IsMap()) fail(path, v, "vars: expected address-groups and port-groups");
       for (const auto& g : v) {
@@ -90,7 +93,7 @@ FileConfig load_config(const std::string& path) {
         c.classes.push_back(o);
       }
     } else {
-      fail(path, kv.first, "unknown setting '" + key + "' (backend, batch, threads, schedule, vars, modules, classes)");
+      fail(path, kv.first, "unknown setting '" + key + "' (backend, batch, threads, schedule, slice, vars, modules, classes)");
     }
   }
   for (auto& [name, opt] : c.modules)

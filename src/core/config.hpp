@@ -7,6 +7,7 @@
 //   batch: 65536                 # packets per batch
 //   threads: 0                   # CPU backend threads (0: all)
 //   schedule: auto               # on | off | auto: regroup packets between module stages
+//   slice: auto                  # on | off | auto: header-only slicing on CUDA (docs/usage.md)
 //   vars:                        # Suricata's names; given to the firewall
 //     address-groups:
 //       HOME_NET: "[10.0.0.0/8,192.168.0.0/16]"
@@ -39,6 +40,7 @@ struct FileConfig {
   std::optional<uint32_t> batch;
   std::optional<int> threads;
   std::optional<std::string> schedule;
+  std::optional<std::string> slice;
   std::vector<std::pair<std::string, ModuleOptions>> modules;
   std::vector<std::vector<uint16_t>> classes;
 };

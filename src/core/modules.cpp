@@ -195,4 +195,11 @@ std::vector<uint16_t> flat_class_orders(const BackendConfig& c) {
   return flat;
 }
 
+bool payload_unread(const BackendConfig& c) {
+  if (c.flow.enabled && c.stream.enabled) return false;
+  for (const ModuleInstance* m : c.modules)
+    if (m->layers() & (kLayerPayload | kLayerStream)) return false;
+  return true;
+}
+
 }  // namespace gaspp

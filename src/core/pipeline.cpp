@@ -144,6 +144,7 @@ RunReport run_capture(const CaptureFile& cap, Backend& backend, const RunOptions
   rep.index_windows_serial = walker.windows_serial();
   rep.batches_direct = backend.batches_direct();
   rep.batches_compacted = backend.batches_compacted();
+  rep.batches_sliced = backend.batches_sliced();
   rep.bytes_h2d = backend.bytes_h2d();
   rep.bytes_d2h = backend.bytes_d2h();
   return rep;

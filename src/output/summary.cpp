@@ -47,9 +47,10 @@ void print_summary(std::FILE* o, const RunReport& r) {
   if (r.index_windows_parallel + r.index_windows_serial)
     std::fprintf(o, "indexing     %llu windows in parallel, %llu serially\n", (unsigned long long)r.index_windows_parallel,
                  (unsigned long long)r.index_windows_serial);
-  std::fprintf(o, "batches      %llu (direct %llu, compacted %llu; %.1f MB to device, %.1f MB back)\n",
+  std::fprintf(o, "batches      %llu (direct %llu, compacted %llu, sliced %llu; %.1f MB copied to device, %.1f MB back)\n",
                (unsigned long long)r.batches, (unsigned long long)r.batches_direct,
-               (unsigned long long)r.batches_compacted, double(r.bytes_h2d) / 1e6, double(r.bytes_d2h) / 1e6);
+               (unsigned long long)r.batches_compacted, (unsigned long long)r.batches_sliced, double(r.bytes_h2d) / 1e6,
+               double(r.bytes_d2h) / 1e6);
   if (r.flows.enabled) {
     const auto& g = r.flows;
     std::fprintf(o, "flows        created %llu  active at end %u  timed out %llu  evicted %llu  port reuse %llu  "
@@ -128,7 +129,7 @@ std::string summary_json(const RunReport& r) {
     j += ",\"" + std::string(malformed_reason_name(MalformedReason(k))) + "\":" + u(t[c_malformed_reason0 + k]);
   j += "},";
   j += "\"batches\":{\"count\":" + u(r.batches) + ",\"direct\":" + u(r.batches_direct) + ",\"compacted\":" +
-       u(r.batches_compacted) + ",\"bytes_h2d\":" + u(r.bytes_h2d) + ",\"bytes_d2h\":" + u(r.bytes_d2h) + "},";
+       u(r.batches_compacted) + ",\"sliced\":" + u(r.batches_sliced) + ",\"bytes_h2d\":" + u(r.bytes_h2d) + ",\"bytes_d2h\":" + u(r.bytes_d2h) + "},";
   if (r.flows.enabled) {
     const auto& g = r.flows;
     j += "\"flows\":{\"capacity\":" + u(g.capacity) + ",\"slots\":" + u(g.slots) + ",\"table_bytes\":" + u(g.bytes) +

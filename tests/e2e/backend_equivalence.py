@@ -6,7 +6,8 @@ decode rows are identical, the EVE flow records are identical, the reassembled s
 compacted settings a firewall runs too (FIREWALL_RULES below): its alerts are in the EVE file, its
 counters in the summary, and the `-w` output (the packets that passed) is compared as well; the
 compacted setting adds modules in two flow classes with scheduling on, and a stream module whose
-matches are EVE events.
+matches are EVE events; a fourth setting runs the firewall with header-only slicing forced on (CUDA
+reads the records through the capture's mapping, reassembly included).
 
 usage: backend_equivalence.py GASPP [--generate] CAPTURE_OR_DIR...
 """
@@ -94,7 +95,8 @@ def main():
             # scheduling between stages.
             classes = ["--module", "probe:dport=443,action=drop_flow", "--module", "pass", "--class-order", "0,1,2,3",
                        "--class-order", "2,0,1,3", "--schedule", "on", "--module", "stream_match:pattern=HTTP/1."]
-            for extra in ([], small + fw, ["--force-compact"] + fw + classes):
+            # Slicing on: CUDA reads every batch through the capture's mapping, reassembly included.
+            for extra in ([], small + fw, ["--force-compact"] + fw + classes, ["--slice", "on"] + fw):
                 h_cpu, s_cpu, rc_cpu = run(gaspp, "cpu", c, d, extra)
                 h_gpu, s_gpu, rc_gpu = run(gaspp, "cuda", c, d, extra)
                 ok = h_cpu == h_gpu and s_cpu == s_gpu and rc_cpu == rc_gpu
@@ -105,7 +107,7 @@ def main():
                         if s_cpu[k] != s_gpu.get(k):
                             print(f"        {k}: cpu {s_cpu[k]} cuda {s_gpu.get(k)}")
                 failed += not ok
-        print(f"{len(captures)} captures x 3 settings, {failed} differ")
+        print(f"{len(captures)} captures x 4 settings, {failed} differ")
     return 1 if failed else 0
 
 

@@ -294,6 +294,7 @@ namespace {
 struct Outcome {
   std::vector<uint8_t> drop;                            // per packet
   std::vector<std::tuple<uint64_t, uint32_t>> alerts;   // (packet number, rule index)
+  uint64_t batches = 0, sliced = 0;
 };
 
 class Collect final : public ModuleOutput {
@@ -302,21 +303,23 @@ class Collect final : public ModuleOutput {
 };
 
 // The backend under test with these modules, and options for batches of `batch` packets.
-std::unique_ptr<Backend> backend_with(const ModuleSet& mods, uint32_t batch, RunOptions& ro) {
+// header_only: reassembly off, so nothing reads payload and CUDA slices (reads through the mapping).
+std::unique_ptr<Backend> backend_with(const ModuleSet& mods, uint32_t batch, RunOptions& ro, bool header_only = false) {
   BackendConfig cfg;
   cfg.batch_packets = batch;
+  cfg.stream.enabled = !header_only;
   cfg.modules = mods.pointers();
   cfg.flow.module_state_bytes = mods.flow_state_bytes();
   ro.policy.max_packets = batch;
   return test::make_backend(cfg);
 }
 
-Outcome run_pipeline(const CaptureFile& cap, ModuleSet& mods, uint32_t batch) {
+Outcome run_pipeline(const CaptureFile& cap, ModuleSet& mods, uint32_t batch, bool header_only = false) {
   RunOptions ro;
-  auto be = backend_with(mods, batch, ro);
+  auto be = backend_with(mods, batch, ro, header_only);
   Outcome o;
   Collect out;
-  run_capture(cap, *be, ro, [&](const PacketBatch& b) {
+  const RunReport rep = run_capture(cap, *be, ro, [&](const PacketBatch& b) {
     for (uint32_t i = 0; i < b.count; ++i) o.drop.push_back(b.h_verdict[i] & kVerdictDrop);
     for (const ModuleEvent& e : b.events)
       if (e.kind == FirewallModule::kAlert && !(b.h_verdict[e.packet] & kVerdictFlowDecided))
@@ -324,6 +327,8 @@ Outcome run_pipeline(const CaptureFile& cap, ModuleSet& mods, uint32_t batch) {
     mods.finish_batch(b, out);
   });
   std::sort(o.alerts.begin(), o.alerts.end());
+  o.batches = rep.batches;
+  o.sliced = rep.batches_sliced;
   return o;
 }
 
@@ -400,16 +405,23 @@ TEST(Firewall, PipelineVerdictsStickToFlowsLikeTheReference) {
   for (uint8_t x : want.drop) drops += x;
   ASSERT_GT(drops, 100u);
   ASSERT_LT(drops, pk.size() - 100);
-  for (uint32_t batch : {1u, 7u, 64u, 65536u}) {
+  // The last two runs are header-only: on CUDA every batch is sliced (read through the mapping).
+  const std::pair<uint32_t, bool> runs[] = {{1, false}, {7, false}, {64, false}, {65536, false}, {7, true}, {65536, true}};
+  for (const auto& [batch, header_only] : runs) {
+    SCOPED_TRACE(header_only ? "header-only" : "with reassembly");
     ModuleSet mods;
     mods.add(make_module("firewall", {{"rules", path.string()}}));
-    const Outcome got = run_pipeline(cap, mods, batch);
+    const Outcome got = run_pipeline(cap, mods, batch, header_only);
     ASSERT_EQ(got.drop.size(), want.drop.size());
     for (size_t i = 0; i < got.drop.size(); ++i) ASSERT_EQ(got.drop[i], want.drop[i]) << "packet " << i + 1 << " batch " << batch;
     EXPECT_EQ(got.alerts, want.alerts) << "batch " << batch;
     EXPECT_EQ(mods.counts()[0][mc_events_lost], 0u);
+    if (test::backend_under_test() == "cuda") {
+      EXPECT_EQ(got.sliced, header_only ? got.batches : 0u);
+    }
   }
-  std::printf("firewall pipeline: %zu packets, %llu dropped, %zu alerts, equal at batch sizes 1, 7, 64, 65536\n",
+  std::printf("firewall pipeline: %zu packets, %llu dropped, %zu alerts, equal at batch sizes 1, 7, 64, 65536, "
+              "and header-only at 7 and 65536\n",
               pk.size(), (unsigned long long)drops, want.alerts.size());
 }
 

@@ -135,22 +135,26 @@ TEST(Pipeline, BatchClosesAtTheCaptureTimeLimit) {
   EXPECT_EQ(r.batch_sizes, (std::vector<uint32_t>{9}));
 }
 
-TEST(Pipeline, BothTransferPathsAgree) {
-  // On CUDA a file range is copied directly or compacted first; on the CPU both settings read the
-  // span in place. Either way the rows are the reference rows.
+TEST(Pipeline, EveryTransferPathAgrees) {
+  // On CUDA a file range is copied directly, compacted first, or not copied at all (header-only
+  // slicing: the kernels read it through the mapping); on the CPU every setting reads the span in
+  // place. Either way the rows are the reference rows.
   const CaptureFile cap = generated(GenMode::mix, 2000, 0.2, 0.2, 9);
   const auto want = reference_rows(cap);
-  for (bool force : {false, true}) {
+  for (const char* path : {"direct", "compacted", "sliced"}) {
+    const std::string p = path;
     BackendConfig bc;
     bc.batch_packets = 500;
-    bc.force_compact = force;
+    bc.force_compact = p == "compacted";
+    bc.slice = p == "sliced" ? BackendConfig::Slice::on : BackendConfig::Slice::off;
     RunOptions ro;
     ro.policy.max_packets = 500;
     Result r = run(cap, bc, ro);
-    SCOPED_TRACE(force ? "compacted" : "direct");
+    SCOPED_TRACE(p);
     expect_same_rows(r.rows, want);
     if (test::backend_under_test() == "cuda") {
-      EXPECT_EQ(force ? r.rep.batches_compacted : r.rep.batches_direct, 4u);
+      EXPECT_EQ(p == "compacted" ? r.rep.batches_compacted : p == "sliced" ? r.rep.batches_sliced : r.rep.batches_direct, 4u);
+      EXPECT_EQ(r.rep.batches_direct + r.rep.batches_compacted + r.rep.batches_sliced, 4u);
     }
   }
 }

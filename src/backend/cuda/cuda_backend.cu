@@ -12,6 +12,13 @@
 // record at a 16-byte boundary, into the slot's pinned staging buffer. If registration fails, every
 // batch goes through staging. The counts of both kinds and the bytes moved are reported.
 //
+// Header-only slicing (BackendConfig::slice): when nothing downstream reads payload (no module
+// declares kLayerPayload or kLayerStream, reassembly is off), a batch in the registered mapping is
+// not copied at all: the kernels read its records through the mapping's device alias, so only the
+// bytes they touch — record headers and protocol headers, a cache line or two per packet — cross
+// PCIe. Every kernel sees the whole record, so results are the same as with slicing off (a module
+// that reads payload anyway still gets it, only slower). Such batches are counted as sliced.
+//
 // Flow stage (flow/flow_track.hpp, the same per-packet functions as the CPU backend), queued on the
 // slot's stream after decode but only once the previous batch's flow stage has finished (an event
 // chain), so flow state sees batches in order while copies and decode of the next batch overlap:
@@ -333,6 +340,7 @@ class CudaBackend final : public Backend {
   explicit CudaBackend(const BackendConfig& cfg) : cfg_(cfg), slots_(size_t(std::max(cfg.slots, 3))) {
     GASPP_CUDA_CHECK(cudaGetDevice(&device_));
     GASPP_CUDA_CHECK(cudaGetDeviceProperties(&prop_, device_));
+    slice_ = slicing_applies(cfg);
     if (cfg.flow.enabled) {
       table_ = std::make_unique<DeviceFlowTable>(cfg.flow);
       device_bytes_ += table_->shape().bytes();
@@ -498,13 +506,21 @@ class CudaBackend final : public Backend {
     detach_source();
     if (!base || len == 0) return false;
     const cudaError_t e = cudaHostRegister(const_cast<uint8_t*>(base), len,
-                                           cudaHostRegisterReadOnly | cudaHostRegisterPortable);
+                                           cudaHostRegisterReadOnly | cudaHostRegisterPortable |
+                                               cudaHostRegisterMapped);
     if (e != cudaSuccess) {
       cudaGetLastError();  // clear it: staging works without registration
       return false;
     }
     registered_ = base;
     registered_len_ = len;
+    // The device alias of the mapping, for slicing; without one every batch is copied.
+    void* alias = nullptr;
+    if (cudaHostGetDevicePointer(&alias, const_cast<uint8_t*>(base), 0) != cudaSuccess) {
+      cudaGetLastError();
+      alias = nullptr;
+    }
+    d_registered_ = static_cast<const uint8_t*>(alias);
     return true;
   }
   void detach_source() override {
@@ -513,6 +529,7 @@ class CudaBackend final : public Backend {
       cudaHostUnregister(const_cast<uint8_t*>(registered_));
     }
     registered_ = nullptr;
+    d_registered_ = nullptr;
     registered_len_ = 0;
   }
 
@@ -521,17 +538,26 @@ class CudaBackend final : public Backend {
     PacketBatch& b = s.batch;
     const bool in_registered = registered_ && b.h_span >= registered_ && b.h_span + b.span_len <= registered_ + registered_len_;
     const double occupancy = b.span_len ? double(b.record_bytes) / double(b.span_len) : 1.0;
+    const bool sliced = slice_ && in_registered && d_registered_ && !cfg_.force_compact;
     const bool direct = in_registered && !cfg_.force_compact && occupancy >= cfg_.compact_below &&
                         b.span_len <= staging_bytes_;
     uint64_t data_len;
     const uint32_t* rec_off;
-    if (direct) {
+    if (sliced) {
+      // Nothing is copied: the kernels read the records through the mapping (see the top).
+      s.d_batch_data = d_registered_ + (b.h_span - registered_);
+      data_len = b.span_len;
+      rec_off = b.h_rec_off;
+      ++sliced_;
+    } else if (direct) {
+      s.d_batch_data = s.d_data;
       GASPP_CUDA_CHECK(cudaMemcpyAsync(s.d_data, b.h_span, b.span_len, cudaMemcpyHostToDevice, s.stream));
       data_len = b.span_len;
       rec_off = b.h_rec_off;
       ++direct_;
     } else {
       // Pack records back to back at 16-byte boundaries into pinned staging.
+      s.d_batch_data = s.d_data;
       uint64_t o = 0;
       for (uint32_t i = 0; i < b.count; ++i) {
         const uint8_t* r = b.h_span + b.h_rec_off[i];
@@ -545,24 +571,24 @@ class CudaBackend final : public Backend {
       rec_off = s.h_rec_off_staged;
       ++compacted_;
     }
-    b.compacted = !direct;
+    b.compacted = !direct && !sliced;
     GASPP_CUDA_CHECK(cudaMemcpyAsync(s.d_rec_off, rec_off, sizeof(uint32_t) * b.count, cudaMemcpyHostToDevice, s.stream));
     GASPP_CUDA_CHECK(cudaMemsetAsync(s.d_counters, 0, sizeof(unsigned long long) * c_count_, s.stream));
-    h2d_ += data_len + sizeof(uint32_t) * b.count;
+    h2d_ += (sliced ? 0 : data_len) + sizeof(uint32_t) * b.count;
     if (b.count > 0) {
-      BatchView v{s.d_data, data_len, s.d_rec_off, b.count, b.fmt, b.link, b.source, s.dec.view(), s.d_verdict};
+      BatchView v{s.d_batch_data, data_len, s.d_rec_off, b.count, b.fmt, b.link, b.source, s.dec.view(), s.d_verdict};
       int blocks = int((b.count + DecodePolicy::kThreads - 1) / DecodePolicy::kThreads);
       if (blocks > blocks_cap_) blocks = blocks_cap_;
       decode_kernel<<<blocks, DecodePolicy::kThreads, 0, s.stream>>>(v, s.d_counters);
       GASPP_CUDA_CHECK(cudaGetLastError());
     }
-    const StageArgs args = stage_args(s, data_len);
+    const StageArgs args = stage_args(s);
     if (!cfg_.modules.empty()) {
       *s.h_event_n = 0;  // the slot's previous batch was finished (wait) before the slot was refilled
       GASPP_CUDA_CHECK(cudaMemsetAsync(s.d_module_counts, 0,
                                        sizeof(unsigned long long) * cfg_.modules.size() * kModuleCounters, s.stream));
     }
-    if (table_) flow_stage_async(s, s.dec.view(), s.d_data, s.d_rec_off, args);
+    if (table_) flow_stage_async(s, s.dec.view(), s.d_batch_data, s.d_rec_off, args);
     else modules_async(s, args);
     if (!cfg_.modules.empty()) {
       GASPP_CUDA_CHECK(cudaMemcpyAsync(s.h_module_counts, s.d_module_counts,
@@ -678,6 +704,7 @@ class CudaBackend final : public Backend {
 
   uint64_t batches_direct() const override { return direct_; }
   uint64_t batches_compacted() const override { return compacted_; }
+  uint64_t batches_sliced() const override { return sliced_; }
   uint64_t bytes_h2d() const override { return h2d_; }
   uint64_t bytes_d2h() const override { return d2h_; }
 
@@ -689,7 +716,8 @@ class CudaBackend final : public Backend {
     uint8_t* h_verdict = nullptr;
     unsigned long long* h_counters = nullptr;
     uint8_t* h_staging = nullptr;
-    uint8_t* d_data = nullptr;
+    uint8_t* d_data = nullptr;             // the batch's records when copied
+    const uint8_t* d_batch_data = nullptr; // where the kernels read this batch: d_data or the mapping
     uint32_t* d_rec_off = nullptr;
     uint8_t* d_verdict = nullptr;
     unsigned long long* d_counters = nullptr;
@@ -723,9 +751,9 @@ class CudaBackend final : public Backend {
     PacketBatch batch;
   };
 
-  StageArgs stage_args(Slot& s, uint64_t data_len) {
+  StageArgs stage_args(Slot& s) {
     StageArgs a{};
-    a.data = s.d_data;
+    a.data = s.d_batch_data;
     a.rec_off = s.d_rec_off;
     a.count = s.batch.count;
     a.dec = s.dec.view();
@@ -737,7 +765,6 @@ class CudaBackend final : public Backend {
     if (table_) a.table = table_->ref();
     a.events = EventSinkRef{s.d_events, s.d_event_n, event_cap_};
     a.has_flows = table_ != nullptr;
-    (void)data_len;
     return a;
   }
 
@@ -950,8 +977,10 @@ class CudaBackend final : public Backend {
   uint64_t device_bytes_ = 0;
   int blocks_cap_ = 1;
   const uint8_t* registered_ = nullptr;
+  const uint8_t* d_registered_ = nullptr;  // device alias of the mapping (null: none, no slicing)
   uint64_t registered_len_ = 0;
-  uint64_t direct_ = 0, compacted_ = 0, h2d_ = 0, d2h_ = 0;
+  bool slice_ = false;
+  uint64_t direct_ = 0, compacted_ = 0, sliced_ = 0, h2d_ = 0, d2h_ = 0;
 };
 
 }  // namespace
