@@ -56,21 +56,21 @@ sanitize)
   GASPP_TEST_BACKEND=cuda compute-sanitizer --tool memcheck --leak-check full --error-exitcode 9 \
     $B/gaspp_unit_tests --gtest_brief=1 --gtest_filter='-Stream.Random*' > "$OUT/memcheck.log" 2>&1; check "memcheck"
   tail -4 "$OUT/memcheck.log"
-  step "compute-sanitizer memcheck on the CLI (direct and compacted transfers)"
+  step "compute-sanitizer memcheck on the CLI (direct, compacted and sliced transfers)"
   $B/gaspp gen -o /tmp/lossy.pcap --mode http --packets 20000 --flows 50 --reorder 0.05 --duplicate 0.02 \
     --loss 0.02 --seed 3 > /dev/null
   for f in bundle/data/pcaps/zeek/http-bro.org.pcap bundle/data/pcaps/tcpdump/802.1ad_QinQ.pcap /tmp/lossy.pcap \
            bundle/data/pcaps/zeek/tcp-reassembly.pcap; do
-    for x in "" --force-compact "--dump-streams $OUT/streams-memcheck --batch 256"; do
+    for x in "" --force-compact "--dump-streams $OUT/streams-memcheck --batch 256" "--slice on"; do
       compute-sanitizer --tool memcheck --error-exitcode 9 $B/gaspp -r "$f" --backend cuda -q $x > "$OUT/memcheck-cli.log" 2>&1
       check "memcheck $f $x"; tail -1 "$OUT/memcheck-cli.log"
     done
   done
-  step "compute-sanitizer memcheck on the CLI with modules (firewall on the ET IP lists, probes)"
+  step "compute-sanitizer memcheck on the CLI with modules (firewall on the ET IP lists, probes; header-only, so sliced)"
   R=bundle/data/rules/et-open
   compute-sanitizer --tool memcheck --error-exitcode 9 $B/gaspp -r /tmp/lossy.pcap --backend cuda -q --batch 512 \
     --rules $R/drop.rules --rules $R/compromised.rules --rules $R/tor.rules --module probe:action=to_host \
-    --module probe:action=drop_flow,dport=80 -w /tmp/passed.pcap > "$OUT/memcheck-modules.log" 2>&1
+    --module probe:action=drop_flow,dport=80 -w /tmp/passed.pcap --no-reassembly > "$OUT/memcheck-modules.log" 2>&1
   check "memcheck modules"; tail -1 "$OUT/memcheck-modules.log"
   compute-sanitizer --tool memcheck --error-exitcode 9 $B/gaspp -r /tmp/lossy.pcap --backend cuda -q --batch 512 \
     --rules $R/drop.rules --module probe:route=4 --module probe:ctx=2,action=to_host --module pass \
