@@ -6,7 +6,7 @@
 //         [-l DIR] [--flow-capacity N] [--midstream on|off] [--no-flows] [--flow-sweep-ms T]
 //         [--flow-vlan on|off] [--dump-streams DIR] [--overlap first|last] [--no-reassembly]
 //         [--ooo-segments N] [--ooo-bytes B] [--flow-ooo-segments N] [--flow-ooo-bytes B]
-//         [--rules FILE]... [--address-var NAME=VALUE] [--port-var NAME=VALUE]
+//         [--rules FILE]... [--firewall-rules FILE]... [--eve-drops] [--address-var NAME=VALUE] [--port-var NAME=VALUE]
 //         [--module NAME[:KEY=VALUE,...]]... [-w FILE] [--dump-packets FILE]
 //         [--class-order I,J,...]... [--schedule on|off|auto] [--slice on|off|auto] [-c CONFIG.yaml]
 //   gaspp gen -o out.pcap [--mode fixed|mix|http] [--size N] [--packets N] [--flows N] [--seed S]
@@ -82,6 +82,8 @@ namespace {
                "  -c FILE                   YAML configuration: modules, their options and order, classes,\n"
                "                            variables, schedule (docs/usage.md); later flags override it\n"
                "  --rules FILE              firewall rules (Suricata syntax, docs/rules.md); repeat for more files\n"
+               "  --firewall-rules FILE     firewall-mode rules (accept:hook ..., default drop; docs/rules.md)\n"
+               "  --eve-drops               an EVE `drop` event for every dropped packet (with -l)\n"
                "  --address-var NAME=VALUE  firewall address variable, e.g. HOME_NET=[10.0.0.0/8]\n"
                "  --port-var NAME=VALUE     firewall port variable, e.g. HTTP_PORTS=[80,8080]\n"
                "  --module NAME[:K=V,...]   add a module with options (firewall, pass, probe, stream_match)\n"
@@ -214,6 +216,7 @@ int main(int argc, char** argv) {
   BackendConfig bc;
   RunOptions ro;
   bool quiet = false;
+  bool eve_drops = false;
   int progress = -1;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
@@ -286,9 +289,12 @@ int main(int argc, char** argv) {
       (a == "--ooo-segments" ? bc.stream.held_segments : a == "--ooo-bytes" ? bc.stream.held_bytes
        : a == "--flow-ooo-segments" ? bc.stream.flow_held_segments : bc.stream.flow_held_bytes) = uint32_t(n);
     } else if (a == "--no-reassembly") bc.stream.enabled = false;
-    else if (a == "--rules") {
+    else if (a == "--rules" || a == "--firewall-rules") {
       ModuleOptions& fw = firewall_spec();
-      fw["rules"] += (fw["rules"].empty() ? "" : ",") + std::string(val());
+      std::string& files = fw[a == "--rules" ? "rules" : "firewall-rules"];
+      files += (files.empty() ? "" : ",") + std::string(val());
+    } else if (a == "--eve-drops") {
+      eve_drops = true;
     } else if (a == "--address-var" || a == "--port-var") {
       const std::string v = val();
       const size_t eq = v.find('=');
@@ -341,6 +347,7 @@ int main(int argc, char** argv) {
   ModuleSet modules;
   try {
     for (auto& [name, opt] : module_specs) modules.add(make_module(name, opt));
+    modules.set_drop_events(eve_drops);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "gaspp: %s\n", e.what());
     return 1;
@@ -418,7 +425,7 @@ int main(int argc, char** argv) {
     }, [&](const std::vector<StreamChunk>& chunks, const std::vector<uint8_t>& bytes) {
       if (dump) dump->write(chunks, bytes);
     });
-    if (eve) eve->write_stats(rep);
+    if (eve) eve->write_stats(rep, modules.empty() ? "" : modules.verdict_stats_json());
     if (passed) passed->close();
     if (dumped) dumped->close();
   } catch (const CaptureError& e) {

@@ -93,6 +93,15 @@ struct ModuleEvent {
 };
 static_assert(sizeof(ModuleEvent) == 24, "ModuleEvent layout");
 constexpr uint16_t kEventToHost = 0xffff;
+// An event of this kind says why the module dropped the packet it is raised on (value: a
+// DropReason). A drop with such a reason is a firewall-policy drop: the pipeline counts it under
+// `firewall` in the stats (core/modules.hpp, ModuleSet); other drops count under `ips`.
+constexpr uint16_t kEventDropReason = 0xfffe;
+enum DropReason : uint32_t {
+  kDropReasonRules = 1,                // a rule's drop action
+  kDropReasonDefaultPacketPolicy = 2,  // no rule accepted the packet
+  kDropReasonDefaultAppPolicy = 3,     // no rule accepted an application-layer hook
+};
 
 // Per-module counters: how many packets reached it and what it did with them.
 #define GASPP_MODULE_COUNTERS(X)                                              \

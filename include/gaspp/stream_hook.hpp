@@ -38,8 +38,13 @@ class StreamPiece {
   GASPP_HD bool end() const { return (c_.flags & kChunkEnd) != 0; }
   GASPP_HD uint64_t flow_id() const { return c_.flow_id; }
   GASPP_HD bool has_packet() const { return packet_ != kNoFlow; }
+  GASPP_HD const FlowKey& key() const { return c_.key; }                      // the flow's key
+  GASPP_HD int client_endpoint() const { return (c_.flags & kChunkClientLo) ? 0 : 1; }  // in key()
 
-  GASPP_HD void drop_flow() { decide(kVerdictDrop | kVerdictDropFlow, kFlowDecidedDrop, mc_drop_flow); }
+  GASPP_HD void drop_flow() {
+    decide(kVerdictDrop | kVerdictDropFlow, kFlowDecidedDrop, mc_drop_flow);
+    if (slot_ != kNoFlow) h_.table.recs[slot_].misc |= kFlowStreamDropped;  // the walk stops tracking it
+  }
   GASPP_HD void pass_flow() { decide(kVerdictPassFlow, kFlowDecidedPass, mc_pass_flow); }
   GASPP_HD void alerted() {
     if (has_packet() && h_.verdict) h_.verdict[packet_] |= kVerdictAlerted;

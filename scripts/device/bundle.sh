@@ -28,6 +28,7 @@ strip --strip-debug bundle/bin/bench_* bundle/bin/peer_libnids bundle/bin/gaspp_
 # scapy (pure Python) for the flow-tracking cases.
 mkdir -p bundle/py
 cp -r "$(python3 -c 'import os, scapy; print(os.path.dirname(scapy.__file__))')" bundle/py/
+cp -r "$(python3 -c 'import os, yaml; print(os.path.dirname(yaml.__file__))')" bundle/py/
 find bundle/py -name __pycache__ -prune -exec rm -rf {} +
 git rev-parse HEAD > bundle/COMMIT
 git diff --quiet HEAD || echo "dirty" >> bundle/COMMIT

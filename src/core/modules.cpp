@@ -10,6 +10,7 @@
 #include "core/packet_batch.hpp"
 #include "decode/decoder.hpp"
 #include "modules/registry.hpp"
+#include "output/eve.hpp"
 
 namespace gaspp {
 namespace {
@@ -20,8 +21,21 @@ class ModuleOf final : public ModuleInstance {
   ModuleOf(int type, const ModuleOptions& opt) : type_(type), host_(opt) {}
   const char* name() const override { return M::kName; }
   int type() const override { return type_; }
-  uint32_t layers() const override { return M::kLayers; }
-  uint32_t flow_state_bytes() const override { return module_flow_state_bytes<M>(); }
+  // The host may narrow what the type declares (a firewall without http1 hooks reads no stream and
+  // keeps no state): M::Host::layers() within M::kLayers, M::Host::flow_state_bytes() 0 or all.
+  uint32_t layers() const override {
+    if constexpr (requires { host_.layers(); }) return host_.layers() & M::kLayers;
+    else return M::kLayers;
+  }
+  uint32_t flow_state_bytes() const override {
+    if constexpr (requires { host_.flow_state_bytes(); })
+      return host_.flow_state_bytes() ? module_flow_state_bytes<M>() : 0u;
+    else return module_flow_state_bytes<M>();
+  }
+  bool default_drop() const override {
+    if constexpr (requires { host_.default_drop(); }) return host_.default_drop();
+    else return false;
+  }
   bool changes_context() const override {
     if constexpr (requires { host_.changes_context(); }) return host_.changes_context();
     else if constexpr (requires { M::kChangesContext; }) return M::kChangesContext;
@@ -30,7 +44,7 @@ class ModuleOf final : public ModuleInstance {
   void upload(TableMemory& mem) override { view_ = host_.upload(mem); }
   const void* view() const override { return &view_; }
   size_t view_bytes() const override { return sizeof(view_); }
-  bool has_stream_hook() const override { return HasOnStream<M>; }
+  bool has_stream_hook() const override { return HasOnStream<M> && (layers() & kLayerStream); }
   void run_cpu(const StageArgs& a, uint32_t begin, uint32_t end, unsigned long long* counts) const override {
     for (uint32_t k = begin; k < end; ++k) module_stage_packet<M>(a, view_, k, counts);
   }
@@ -92,10 +106,55 @@ std::vector<ModuleInstance*> ModuleSet::pointers() const {
   return v;
 }
 
+bool ModuleSet::firewall_mode() const {
+  for (const auto& m : mods_)
+    if (m->default_drop()) return true;
+  return false;
+}
+
+namespace {
+
+const char* drop_reason_name(uint32_t r) {
+  switch (r) {
+    case kDropReasonRules: return "rules";
+    case kDropReasonDefaultPacketPolicy: return "default_packet_policy";
+    case kDropReasonDefaultAppPolicy: return "default_app_policy";
+    default: return "flow_drop";
+  }
+}
+
+// An EVE `drop` event (Suricata's fields) for a dropped packet.
+std::string drop_event_json(const HostPacket& hp, const char* reason) {
+  const DecodedPacket& d = *static_cast<const DecodedPacket*>(hp.decoded);
+  auto u = [](uint64_t v) { return std::to_string(v); };
+  std::string j = eve_packet_head(hp, "drop");
+  j += ",\"drop\":{\"len\":" + u(d.wire_len[0]) + ",\"ttl\":" + u(d.ip_ttl[0]);
+  if (d.l4[0] == uint8_t(L4::tcp)) {
+    const uint16_t f = d.tcp_flags[0];
+    auto b = [](bool x) { return x ? "true" : "false"; };
+    j += ",\"tcpseq\":" + u(d.tcp_seq[0]) + ",\"tcpack\":" + u(d.tcp_ack[0]) + ",\"tcpwin\":" + u(d.tcp_win[0]) +
+         ",\"syn\":" + b(f & kTcpSyn) + ",\"ack\":" + b(f & kTcpAck) + ",\"psh\":" + b(f & kTcpPsh) +
+         ",\"rst\":" + b(f & kTcpRst) + ",\"urg\":" + b(f & kTcpUrg) + ",\"fin\":" + b(f & kTcpFin);
+  }
+  j += std::string(",\"reason\":\"") + reason + "\"}}";
+  return j;
+}
+
+}  // namespace
+
+std::string ModuleSet::verdict_stats_json() const {
+  auto u = [](uint64_t v) { return std::to_string(v); };
+  std::string j = "\"ips\":{\"accepted\":" + u(vs_.ips_accepted) + ",\"blocked\":" + u(vs_.ips_blocked) +
+                  ",\"drop_reason\":{\"rules\":" + u(vs_.ips_rules) + ",\"flow_drop\":" + u(vs_.ips_flow_drop) + "}}";
+  if (!firewall_mode()) return j;
+  j += ",\"firewall\":{\"accepted\":" + u(vs_.fw_accepted) + ",\"blocked\":" + u(vs_.fw_blocked) + ",\"drop_reason\":{";
+  for (uint32_t r = 1; r <= 4; ++r) j += std::string(r > 1 ? "," : "") + "\"" + drop_reason_name(r) + "\":" + u(vs_.reason[r]);
+  return j + "}}";
+}
+
 void ModuleSet::finish_batch(const PacketBatch& b, ModuleOutput& out) {
   for (size_t k = 0; k < mods_.size() && (k + 1) * kModuleCounters <= b.module_counts.size(); ++k)
     for (int c = 0; c < kModuleCounters; ++c) counts_[k][size_t(c)] += b.module_counts[k * kModuleCounters + size_t(c)];
-  if (b.events.empty()) return;
   sorted_.assign(b.events.begin(), b.events.end());
   std::sort(sorted_.begin(), sorted_.end(), [](const ModuleEvent& x, const ModuleEvent& y) {
     if (x.packet != y.packet) return x.packet < y.packet;
@@ -126,6 +185,47 @@ void ModuleSet::finish_batch(const PacketBatch& b, ModuleOutput& out) {
     hp.flow_id = e.flow_id;
     hp.to_client = e.to_client != 0;
     mods_[e.module]->on_event(e, hp, out);
+  }
+  account_verdicts(b, out);
+}
+
+void ModuleSet::account_verdicts(const PacketBatch& b, ModuleOutput& out) {
+  const bool fw = firewall_mode();
+  size_t ev = 0;  // sorted_ is in packet order
+  DecodedPacket d;
+  for (uint32_t i = 0; i < b.count; ++i) {
+    uint32_t reason = kDropReasonRules;
+    bool fw_event = false;  // the firewall said why it dropped this packet
+    uint64_t flow_id = 0;
+    bool to_client = false;
+    for (; ev < sorted_.size() && sorted_[ev].packet <= i; ++ev) {
+      const ModuleEvent& e = sorted_[ev];
+      if (e.packet != i) continue;
+      if (!flow_id) flow_id = e.flow_id, to_client = e.to_client != 0;
+      if (e.kind == kEventDropReason && !fw_event && e.value >= 1 && e.value <= 3) reason = e.value, fw_event = true;
+    }
+    const uint8_t v = b.h_verdict[i];
+    const bool drop = v & kVerdictDrop, by_flow = drop && (v & kVerdictFlowDecided);
+    if (by_flow) reason = 4;
+    if (!drop) {
+      ++vs_.ips_accepted;
+      vs_.fw_accepted += fw;
+    } else if (fw && (by_flow || fw_event)) {
+      ++vs_.fw_blocked;
+      ++vs_.reason[reason];
+    } else {
+      vs_.fw_accepted += fw;  // the firewall let it through; detection dropped it
+      ++vs_.ips_blocked;
+      ++(by_flow ? vs_.ips_flow_drop : vs_.ips_rules);
+    }
+    if (drop && drop_events_) {
+      const uint64_t off = b.h_rec_off[i];
+      decode_record(b.h_span + off, b.span_len - off, b.fmt, b.link, d);
+      const RecordHeader rh = read_record_header(b.h_span + off, b.fmt);
+      const HostPacket hp{b.first_index + i + 1, d.ts_ns[0], b.h_span + off + kRecordHeaderBytes, rh.cap_len,
+                          rh.wire_len, &d, flow_id, to_client};
+      out.eve(drop_event_json(hp, drop_reason_name(reason)));
+    }
   }
 }
 

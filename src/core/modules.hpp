@@ -46,7 +46,10 @@ class ModuleInstance {
   virtual void upload(TableMemory& mem) = 0;   // builds the View where the backend runs
   virtual const void* view() const = 0;        // the M::View (valid after upload)
   virtual size_t view_bytes() const = 0;
-  virtual bool has_stream_hook() const = 0;    // M::on_stream exists
+  virtual bool has_stream_hook() const = 0;    // M::on_stream exists and layers() has kLayerStream
+  // Firewall mode: packets no rule accepts are dropped (M::Host::default_drop()). Its drops carry a
+  // kEventDropReason; with one such module the stats gain a `firewall` section.
+  virtual bool default_drop() const = 0;
   virtual void run_cpu(const StageArgs& a, uint32_t begin, uint32_t end, unsigned long long* counts) const = 0;
   virtual void on_event(const ModuleEvent& e, const HostPacket& p, ModuleOutput& out) = 0;
   virtual void report(std::map<std::string, uint64_t>& r) const = 0;
@@ -73,7 +76,25 @@ class ModuleSet {
   std::vector<ModuleInstance*> pointers() const;
   ModuleInstance& at(size_t k) { return *mods_[k]; }
 
+  // Hands the batch's events to the modules (capture order), counts every packet's final verdict
+  // (verdict_stats) and, with drop events on, writes an EVE `drop` event per dropped packet.
   void finish_batch(const PacketBatch& b, ModuleOutput& out);
+  void set_drop_events(bool on) { drop_events_ = on; }
+  // A module runs in firewall mode (default drop): drops then count under `firewall`.
+  bool firewall_mode() const;
+
+  // Final verdicts, Suricata's IPS/firewall accounting: in firewall mode a packet the firewall
+  // dropped (a kEventDropReason drop, or a drop by its flow's earlier decision: flow_drop) counts
+  // under firewall.blocked with its reason, any other packet under firewall.accepted and then
+  // ips.accepted or ips.blocked; without firewall mode every packet counts under ips.
+  struct VerdictStats {
+    uint64_t ips_accepted = 0, ips_blocked = 0, fw_accepted = 0, fw_blocked = 0;
+    uint64_t reason[5] = {};  // DropReason 1..3; [4] flow_drop (firewall mode) — ips: see ips_*
+    uint64_t ips_flow_drop = 0, ips_rules = 0;
+  };
+  const VerdictStats& verdict_stats() const { return vs_; }
+  // The stats as EVE/JSON members: "ips":{...}[,"firewall":{...}] (no braces around the two).
+  std::string verdict_stats_json() const;
 
   using Counts = std::array<uint64_t, kModuleCounters>;
   const std::vector<Counts>& counts() const { return counts_; }
@@ -83,11 +104,14 @@ class ModuleSet {
   std::string summary_json() const;
 
  private:
+  void account_verdicts(const PacketBatch& b, ModuleOutput& out);
   std::vector<std::unique_ptr<ModuleInstance>> mods_;
   std::vector<Counts> counts_;
   uint32_t state_bytes_ = 0;
   uint64_t suppressed_ = 0, unattributed_ = 0;
   std::vector<ModuleEvent> sorted_;
+  bool drop_events_ = false;
+  VerdictStats vs_;
 };
 
 }  // namespace gaspp

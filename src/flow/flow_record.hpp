@@ -106,6 +106,11 @@ enum FlowMisc : uint8_t {
   kFlowDecidedDrop = 8,   // a module dropped the flow (drop_flow): later packets are dropped
   kFlowDecidedPass = 16,  // a module passed the flow (pass_flow): later packets skip the modules
   kFlowAlerted = 32,      // a module raised an alert on one of its packets
+  // A stream hook dropped the flow during the flow walk: its later packets are counted in the
+  // record but neither change the TCP state nor reach reassembly (as an IPS's stream engine skips a
+  // dropped flow). Only walk-time decisions do this: a packet stage decides after its batch's walk,
+  // so freezing there would make the state depend on where batches end.
+  kFlowStreamDropped = 64,
 };
 
 // A record leaving the table, with why.

@@ -64,7 +64,8 @@ enum FlowPacketFlags : uint8_t {
   kPktToClient = 1,   // sent by the server side
   kPktFlowStart = 2,  // first packet of its flow
   kPktFromLo = 4,     // sent by key endpoint 0 (set by the lookup, which builds the key; the walk reads it)
-  kPktTcpIgnored = 8, // TCP segment ignored as invalid (bad timestamp echo): no state, no stream data
+  kPktTcpIgnored = 8, // TCP segment ignored (bad timestamp echo, or its flow was dropped by a stream
+                      // hook): no state, no stream data
 };
 
 struct FlowPacketView {
@@ -304,7 +305,8 @@ GASPP_HD inline uint8_t flow_track_packet(const FlowTableRef& t, uint32_t slot, 
   if (ts > r.last_ts) r.last_ts = ts;
   c.add(c_flow_packets, 1);
   if (r.proto_class == uint8_t(FlowProto::tcp)) {
-    if (!flow_detail::tcp_update(r, sender, d, i, prm.midstream, c)) flags |= kPktTcpIgnored;
+    if (r.misc & kFlowStreamDropped) flags |= kPktTcpIgnored;  // dropped by a stream hook: counted only
+    else if (!flow_detail::tcp_update(r, sender, d, i, prm.midstream, c)) flags |= kPktTcpIgnored;
   } else if (r.side[0].pkts && r.side[1].pkts && r.state == uint8_t(FlowState::new_)) {
     r.state = uint8_t(FlowState::established);
   }

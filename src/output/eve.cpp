@@ -143,7 +143,7 @@ void EveWriter::write_flows(const std::vector<FlowRecordOut>& v) {
   for (const auto& r : v) write_line(eve_flow_json(r));
 }
 
-void EveWriter::write_stats(const RunReport& r) {
+void EveWriter::write_stats(const RunReport& r, const std::string& extra) {
   const auto& t = r.totals.v;
   auto u = [](uint64_t v) { return std::to_string(v); };
   const uint64_t now_ns = uint64_t(std::chrono::duration_cast<std::chrono::nanoseconds>(
@@ -164,7 +164,9 @@ void EveWriter::write_stats(const RunReport& r) {
 #define GASPP_X(id, name) j += std::string(first ? "" : ",") + "\"" name "\":" + u(t[c_##id]), first = false;
   GASPP_STREAM_COUNTERS(GASPP_X)
 #undef GASPP_X
-  j += "}}}";
+  j += "}";
+  if (!extra.empty()) j += "," + extra;
+  j += "}}";
   write_line(j);
 }
 

@@ -38,7 +38,8 @@ class EveWriter {
   EveWriter(const EveWriter&) = delete;
   EveWriter& operator=(const EveWriter&) = delete;
   void write_flows(const std::vector<FlowRecordOut>& v);
-  void write_stats(const RunReport& r);
+  // extra: more members of the stats object (the modules' verdict accounting), or "".
+  void write_stats(const RunReport& r, const std::string& extra = "");
   void write_line(const std::string& json);
   uint64_t events() const { return events_; }
   const std::string& path() const { return path_; }

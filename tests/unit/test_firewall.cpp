@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstring>
 #include <map>
 #include <random>
 #include <set>
@@ -683,4 +684,153 @@ TEST(Firewall, ThresholdsThinAlertsLikeTheReference) {
   EXPECT_EQ(table.suppressed(), matches - alerts);
   EXPECT_GT(alerts, 1000u);
   EXPECT_GT(matches - alerts, 1000u);
+}
+
+namespace {
+
+// The hooks fw_http_feed reaches on a stream, as "q1".."q6" (request levels) and "r1".."r6",
+// fed in pieces of `step` bytes (0: whole), with the connection's end after the last piece.
+std::string http_hooks(const std::string& req, const std::string& resp, size_t step) {
+  FwHttpState st{};
+  std::string got;
+  for (int d = 0; d < 2; ++d) {
+    const std::string& s = d ? resp : req;
+    auto hook = [&](uint8_t level) {
+      got += std::string(d ? "r" : "q") + char('0' + level) + " ";
+      if (level == 2 && !d) got += "[" + std::string(st.dir[0].tok, st.dir[0].tok_len) + "] ";
+      if (level == 2 && d) got += "[" + std::string(st.dir[1].tok, st.dir[1].tok_len) + "] ";
+      return true;
+    };
+    const size_t n = step ? step : std::max<size_t>(1, s.size());
+    for (size_t at = 0; at < s.size(); at += n)
+      fw_http_feed(st, d, reinterpret_cast<const uint8_t*>(s.data()) + at, uint32_t(std::min(n, s.size() - at)), hook);
+    fw_http_end(st, d, hook);
+  }
+  return got;
+}
+
+}  // namespace
+
+TEST(FirewallPolicy, HttpHooksFollowMessagesWhateverTheSegmentation) {
+  // Expected hook sequences from HTTP/1.1's message framing (RFC 9112 §6): a body has a
+  // Content-Length or is chunked; a response without either runs to the end of the connection;
+  // 1xx/204/304 and answers to HEAD have none. Every split of the bytes must reach the same hooks.
+  struct Case {
+    const char* name;
+    std::string req, resp, want;
+  };
+  const std::string all6 = "q1 q2 [GET] q3 q4 q5 q6 ";
+  const Case cases[] = {
+      {"get, response with length", "GET / HTTP/1.1\r\nHost: a\r\n\r\n", "HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhello",
+       all6 + "r1 r2 [200] r3 r4 r5 r6 "},
+      {"post with a body, two requests pipelined", "POST /x HTTP/1.1\r\ncontent-LENGTH: 3\r\n\r\nabcGET /y HTTP/1.1\r\n\r\n", "",
+       "q1 q2 [POST] q3 q4 q5 q6 " + all6},
+      {"chunked request with a trailer", "PUT / HTTP/1.1\r\nTransfer-Encoding: gzip, CHUNKED\r\n\r\n4;ext=1\r\nWiki\r\n5\r\npedia\r\n0\r\nX-T: 1\r\n\r\n",
+       "", "q1 q2 [PUT] q3 q4 q5 q6 "},
+      {"chunked body not finished", "POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n10\r\nabc", "",
+       "q1 q2 [POST] q3 "},
+      {"response until the connection ends", "GET / HTTP/1.0\r\n\r\n", "HTTP/1.0 200 OK\r\nServer: x\r\n\r\nall of this is body",
+       all6 + "r1 r2 [200] r3 r4 r5 r6 "},
+      {"answer to HEAD has no body", "HEAD / HTTP/1.1\r\n\r\n", "HTTP/1.1 200 OK\r\nContent-Length: 99\r\n\r\n",
+       "q1 q2 [HEAD] q3 q4 q5 q6 r1 r2 [200] r3 r4 r5 r6 "},
+      {"204 and 100 have no body", "GET / HTTP/1.1\r\n\r\n", "HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 204 No Content\r\n\r\n",
+       all6 + "r1 r2 [100] r3 r4 r5 r6 r1 r2 [204] r3 r4 r5 r6 "},
+      {"request line only so far", "GET /index.html HTTP/1.1\r\nHost: exa", "", "q1 q2 [GET] "},
+      {"leading blank lines are skipped", "\r\n\r\nGET / HTTP/1.1\r\n\r\n", "", all6},
+      {"not HTTP: no hooks, responses ignored", "SSH-2.0-OpenSSH_9.6\r\n", "HTTP/1.1 200 OK\r\n\r\n", ""},
+      {"lower-case method is not HTTP/1", "get / HTTP/1.1\r\n\r\n", "", ""},
+  };
+  for (const Case& c : cases) {
+    for (size_t step : {size_t(0), size_t(1), size_t(2), size_t(3), size_t(7)})
+      EXPECT_EQ(http_hooks(c.req, c.resp, step), c.want) << c.name << ", pieces of " << step;
+  }
+}
+
+TEST(FirewallPolicy, RulesParseWithScopesHooksAndReasons) {
+  RuleVars vars;
+  Rule r;
+  EXPECT_EQ(parse_rule("accept:hook tcp:all any any -> any 80 (sid:1;)", vars, r, RuleFile::firewall), "");
+  EXPECT_EQ(r.hook, RuleHook::packet_all);
+  EXPECT_EQ(r.scope, RuleScope::hook);
+  EXPECT_EQ(parse_rule("accept:tx http1:request_line any any -> any any (http.method; content:\"P|4f|ST\"; nocase; alert; sid:2;)",
+                       vars, r, RuleFile::firewall), "");
+  EXPECT_EQ(r.content, "POST");
+  EXPECT_TRUE(r.nocase && r.alert);
+  EXPECT_EQ(r.buffer, RuleBuffer::http_method);
+  EXPECT_EQ(parse_rule("drop:flow http1:response_line any any -> any any (http.stat_code; content:\"404\"; sid:3;)", vars, r,
+                       RuleFile::firewall), "");
+  // Mistakes name what is wrong.
+  EXPECT_EQ(parse_rule("accept tcp:all any any -> any any (sid:4;)", vars, r, RuleFile::firewall).rfind("error:a firewall rule needs ACTION:SCOPE", 0), 0u);
+  EXPECT_EQ(parse_rule("accept:hook tcp any any -> any any (sid:5;)", vars, r, RuleFile::firewall).rfind("error:a firewall rule needs PROTO:HOOK", 0), 0u);
+  EXPECT_EQ(parse_rule("accept:hook http1:request_line any any -> any any (http.stat_code; content:\"2\"; sid:6;)", vars, r,
+                       RuleFile::firewall).rfind("error:http.stat_code is not available", 0), 0u);
+  EXPECT_EQ(parse_rule("accept:hook tcp:all any any -> any any (sid:7;)", vars, r).rfind("error:'accept:hook' is a firewall rule", 0), 0u);
+  EXPECT_EQ(parse_rule("accept:hook tcp:pre_flow any any -> any any (sid:8;)", vars, r, RuleFile::firewall), "skip:firewall hook pre_flow");
+  EXPECT_EQ(parse_rule("accept:hook http1:request_headers any any -> any any (http.user_agent; content:\"curl\"; sid:9;)", vars, r,
+                       RuleFile::firewall), "skip:keyword http.user_agent");
+}
+
+TEST(FirewallPolicy, DefaultDropAndAppHooksGiveTheSameVerdictsAtEveryBatchSize) {
+  // HTTP traffic with reordering, duplicates and loss. Firewall rules accept TCP packets to port 80
+  // (not from it: servers' packets meet the default packet policy) and every HTTP hook, except
+  // that a request line must be a POST: the generator sends GETs, so each flow whose first request
+  // line is seen is dropped there (default_app_policy), its later packets by the flow decision.
+  // Verdicts and the accounting must not depend on batch boundaries.
+  GenConfig g;
+  g.mode = GenMode::http;
+  g.packets = 6000;
+  g.flows = 40;
+  g.reorder = 0.02;
+  g.duplicate = 0.02;
+  g.loss = 0.01;
+  g.seed = 21;
+  const CaptureFile cap = test::generated_capture(g, "fw-policy");
+  const std::filesystem::path rules = std::filesystem::temp_directory_path() / "gaspp-test-fw-policy.rules";
+  {
+    std::FILE* f = std::fopen(rules.string().c_str(), "w");
+    std::fputs("accept:hook tcp:all any any -> any 80 (sid:1;)\n"
+               "accept:hook http1:request_started any any -> any any (sid:10;)\n"
+               "accept:hook http1:request_line any any -> any any (http.method; content:\"POST\"; alert; sid:11;)\n",
+               f);
+    for (const char* h : {"request_headers", "request_body", "request_trailer", "request_complete", "response_started",
+                          "response_line", "response_headers", "response_body", "response_trailer", "response_complete"})
+      std::fprintf(f, "accept:hook http1:%s any any -> any any (sid:%d;)\n", h, 100 + int(std::strlen(h)));
+    std::fclose(f);
+  }
+  std::vector<uint8_t> first;
+  ModuleSet::VerdictStats first_stats;
+  for (uint32_t batch : {65536u, 7u, 1u}) {
+    ModuleSet mods;
+    mods.add(make_module("firewall", {{"firewall-rules", rules.string()}}));
+    ASSERT_TRUE(mods.firewall_mode());
+    RunOptions ro;
+    auto be = backend_with(mods, batch, ro);
+    Collect out;
+    std::vector<uint8_t> drop;
+    run_capture(cap, *be, ro, [&](const PacketBatch& b) {
+      for (uint32_t i = 0; i < b.count; ++i) drop.push_back(b.h_verdict[i] & kVerdictDrop);
+      mods.finish_batch(b, out);
+    });
+    const ModuleSet::VerdictStats& s = mods.verdict_stats();
+    SCOPED_TRACE("batch " + std::to_string(batch));
+    EXPECT_EQ(s.fw_accepted + s.fw_blocked, drop.size());
+    EXPECT_EQ(s.ips_accepted, s.fw_accepted);
+    EXPECT_GT(s.reason[kDropReasonDefaultAppPolicy], 20u);  // most of the 40 flows
+    EXPECT_GT(s.reason[4], s.reason[kDropReasonDefaultAppPolicy]);
+    EXPECT_GT(s.reason[kDropReasonDefaultPacketPolicy], 0u);
+    if (first.empty()) {
+      first = drop;
+      first_stats = s;
+      continue;
+    }
+    ASSERT_EQ(drop.size(), first.size());
+    for (size_t i = 0; i < drop.size(); ++i) ASSERT_EQ(drop[i], first[i]) << "packet " << i + 1;
+    for (int r = 1; r <= 4; ++r) EXPECT_EQ(s.reason[r], first_stats.reason[r]) << "reason " << r;
+    EXPECT_EQ(s.fw_accepted, first_stats.fw_accepted);
+  }
+  std::printf("firewall policy: %zu packets, %llu accepted, %llu flows dropped at the request line, %llu packets by "
+              "flow decision, %llu by the packet policy; equal at batch sizes 65536, 7, 1\n",
+              first.size(), (unsigned long long)first_stats.fw_accepted,
+              (unsigned long long)first_stats.reason[kDropReasonDefaultAppPolicy], (unsigned long long)first_stats.reason[4],
+              (unsigned long long)first_stats.reason[kDropReasonDefaultPacketPolicy]);
 }

@@ -15,9 +15,20 @@
 //     packet_alert_max; the rest are counted), action "blocked" when the packet is dropped, unless
 //     the rule's threshold or detection_filter suppresses it (threshold.hpp; counted).
 // Later packets of a decided flow are not inspected (the pipeline applies the decision).
-// State: none per flow (decisions live in the flow record); the tables, read-only on the device.
+//
+// Firewall mode (`firewall-rules`, `gaspp --firewall-rules FILE`; policy.hpp): Suricata 8's
+// firewall rules run first, with a default policy of drop. At the packet hook (on_ip) the first
+// matching `<proto>:all` rule decides; a packet no rule accepts is dropped (default_packet_policy).
+// Accepted packets then meet the detection rules above. With http1 hooks in the rules, on_stream
+// follows each HTTP/1 message on the reassembled stream and evaluates its hooks in order; a hook
+// no rule accepts drops the flow (default_app_policy), at the packet whose data reached it. Every
+// firewall drop raises kEventDropReason, so the stats count it under `firewall` with its reason.
+//
+// State: per flow, only with http1 hooks: the HTTP/1 progress of both directions (FwHttpState,
+// 96 bytes); decisions live in the flow record. The tables, read-only on the device.
 //
 // Example: gaspp -r in.pcap --rules ../shared/data/rules/et-open/compromised.rules -l out/ -w pass.pcap
+//          gaspp -r in.pcap --firewall-rules firewall.rules -l out/ --eve-drops
 #pragma once
 #include <cstdint>
 #include <map>
@@ -26,18 +37,25 @@
 
 #include "gaspp/module.hpp"
 #include "modules/firewall/firewall_compile.hpp"
+#include "gaspp/stream_hook.hpp"
 #include "modules/firewall/firewall_tables.hpp"
+#include "modules/firewall/policy.hpp"
 #include "modules/firewall/threshold.hpp"
 
 namespace gaspp {
 
 struct FirewallModule {
   static constexpr const char* kName = "firewall";
-  static constexpr uint32_t kLayers = kLayerIp;
-  static constexpr bool kChangesContext = false;  // returns the key it gets  // headers only
-  struct FlowState {};
-  using View = FirewallView;
-  enum Event : uint16_t { kAlert = 1, kAlertOverflow = 2 };
+  // Headers only; on_stream runs only with http1 hooks (Host::layers() narrows this).
+  static constexpr uint32_t kLayers = kLayerIp | kLayerStream;
+  static constexpr bool kChangesContext = false;  // returns the key it gets
+  using FlowState = FwHttpState;
+  struct View {
+    FirewallView td;       // detection rules
+    FwPolicyView policy;   // firewall rules (policy.on: firewall mode)
+  };
+  // kAlert: a detection rule (value: its index); kPolicyAlert: a firewall rule with `alert`.
+  enum Event : uint16_t { kAlert = 1, kAlertOverflow = 2, kPolicyAlert = 3 };
 
   GASPP_HD static FwPacket packet_of(const Packet& p) {
     FwPacket f;
@@ -54,8 +72,32 @@ struct FirewallModule {
   }
 
   GASPP_HD static uint32_t on_ip(Packet& p, FlowState*, const View& v, uint32_t ctx) {
+    const FwPacket pk = packet_of(p);
+    if (v.policy.on) {
+      const int32_t r = fw_policy_eval(v.policy, kFwHookPacket, pk, nullptr, 0);
+      if (r < 0) {
+        p.drop();
+        p.emit(kEventDropReason, kDropReasonDefaultPacketPolicy);
+        return ctx;
+      }
+      const FwPolicyRule& rule = v.policy.rule[r];
+      if (rule.alert) {
+        p.alerted();
+        p.emit(kPolicyAlert, uint32_t(r));
+      }
+      if (rule.action == kFwPolicyDrop) {
+        if (rule.scope == kFwScopePacket) p.drop();
+        else p.drop_flow();
+        p.emit(kEventDropReason, kDropReasonRules);
+        return ctx;
+      }
+      if (rule.scope == kFwScopeFlow) {
+        p.pass_flow();
+        return ctx;
+      }
+    }
     FwMatch m;
-    firewall_match(v, packet_of(p), m);
+    firewall_match(v.td, pk, m);
     if (m.pass) {
       p.pass_flow();
       return ctx;
@@ -67,18 +109,87 @@ struct FirewallModule {
     return ctx;
   }
 
+  // The rule's header is matched against the flow as this direction sends: source = sender.
+  GASPP_HD static FwPacket stream_packet(const StreamPiece& s) {
+    const FlowKey& k = s.key();
+    const int src = s.to_client() ? 1 - s.client_endpoint() : s.client_endpoint();
+    FwPacket f;
+    f.family = k.family;
+    f.addr[0] = addr_number(k.addr[src], k.family);
+    f.addr[1] = addr_number(k.addr[1 - src], k.family);
+    f.proto = k.proto;
+    f.has_ports = true;
+    f.port[0] = k.port[src];
+    f.port[1] = k.port[1 - src];
+    return f;
+  }
+
+  GASPP_HD static uint32_t on_stream(StreamPiece& s, FlowState* st, const View& v, uint32_t ctx) {
+    if (!v.policy.app || !st || st->done) return ctx;  // no state: the flow already left the table
+    const int d = s.to_client() ? 1 : 0;
+    FwHttpDir& h = st->dir[d];
+    if (s.gap()) h.phase = kHttpLost;  // what follows a hole cannot be parsed
+    const FwPacket pk = stream_packet(s);
+    auto hook = [&](uint8_t level) -> bool {
+      if (h.accept_tx) return true;
+      const uint8_t hk = uint8_t((d ? kFwHookResponseStarted : kFwHookRequestStarted) + level - 1);
+      const int32_t r = fw_policy_eval(v.policy, hk, pk, reinterpret_cast<const uint8_t*>(h.tok), h.tok_len);
+      if (r < 0) {
+        st->done = 1;
+        s.drop_flow();
+        s.emit(kEventDropReason, kDropReasonDefaultAppPolicy);
+        return false;
+      }
+      const FwPolicyRule& rule = v.policy.rule[r];
+      if (rule.alert) {
+        s.alerted();
+        s.emit(kPolicyAlert, uint32_t(r));
+      }
+      if (rule.action == kFwPolicyDrop) {
+        st->done = 1;
+        s.drop_flow();
+        s.emit(kEventDropReason, kDropReasonRules);
+        return false;
+      }
+      if (rule.scope == kFwScopeTx) h.accept_tx = 1;
+      if (rule.scope == kFwScopeFlow) {
+        st->done = 1;
+        s.pass_flow();
+        return false;
+      }
+      return true;
+    };
+    if (s.len()) fw_http_feed(*st, d, s.data(), s.len(), hook);
+    if (s.end() && !st->done) fw_http_end(*st, d, hook);
+    return ctx;
+  }
+
   class Host : public ModuleHost<FirewallModule> {
    public:
     explicit Host(const ModuleOptions& opt);
     View upload(TableMemory& mem);
     void on_event(const ModuleEvent& e, const HostPacket& p, ModuleOutput& out);
     void report(std::map<std::string, uint64_t>& r) const;
+    // Without http1 hooks the stream hook is left out and no per-flow state is kept.
+    uint32_t layers() const { return policy_app_ ? kLayers : kLayerIp; }
+    uint32_t flow_state_bytes() const { return policy_app_ ? uint32_t(sizeof(FlowState)) : 0u; }
+    bool default_drop() const { return !policy_set_.rules.empty(); }  // firewall mode
     const RuleSet& rules() const { return set_; }
+    const RuleSet& policy_rules() const { return policy_set_; }
     const FirewallTables& tables() const { return tables_; }
 
    private:
+    void compile_policy();
+    void write_alert(const Rule& r, const HostPacket& p, ModuleOutput& out);
     RuleSet set_;
     FirewallTables tables_;
+    RuleSet policy_set_;                    // firewall rules, sorted by hook (file order within)
+    FirewallTables policy_tables_;
+    std::vector<FwPolicyRule> policy_;
+    std::vector<uint8_t> policy_content_;
+    uint32_t hook_off_[kFwHooks] = {}, hook_n_[kFwHooks] = {};
+    bool policy_app_ = false;
+    uint64_t policy_alerts_ = 0;
     std::vector<ThresholdSpec> thresholds_;  // per rule (kind none: every match alerts)
     ThresholdTable threshold_table_;
     uint64_t alerts_ = 0, alerts_blocked_ = 0, alert_overflow_ = 0, threshold_errors_ = 0;

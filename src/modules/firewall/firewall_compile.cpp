@@ -103,6 +103,7 @@ uint8_t fw_action(RuleAction a) {
     case RuleAction::drop: return kFwDrop;
     case RuleAction::reject: return kFwReject;
     case RuleAction::alert: break;
+    case RuleAction::accept: break;  // firewall-mode rules: policy.hpp decides, not this field
   }
   return kFwAlert;
 }

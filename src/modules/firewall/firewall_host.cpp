@@ -1,4 +1,5 @@
 // modules/firewall/firewall_host.cpp — the firewall's host side: options, rule loading, alerts.
+#include <algorithm>
 #include <cstdio>
 #include <sstream>
 #include <stdexcept>
@@ -11,25 +12,33 @@ namespace gaspp {
 
 FirewallModule::Host::Host(const ModuleOptions& opt) : ModuleHost<FirewallModule>({}) {
   RuleVars vars;
-  std::vector<std::string> files;
+  std::vector<std::string> files, policy_files;
   for (auto& [k, v] : opt) {
-    if (k == "rules") {
+    if (k == "rules" || k == "firewall-rules") {
       std::stringstream ss(v);
       for (std::string f; std::getline(ss, f, ',');)
-        if (!f.empty()) files.push_back(f);
+        if (!f.empty()) (k == "rules" ? files : policy_files).push_back(f);
     } else if (k.rfind("address.", 0) == 0) {
       vars.addr[k.substr(8)] = v;
     } else if (k.rfind("port.", 0) == 0) {
       vars.port[k.substr(5)] = v;
     } else {
-      throw std::invalid_argument("firewall: unknown option '" + k + "' (rules, address.NAME, port.NAME)");
+      throw std::invalid_argument("firewall: unknown option '" + k + "' (rules, firewall-rules, address.NAME, port.NAME)");
     }
   }
   for (const std::string& f : files)
     if (!load_rules_file(f, vars, set_)) throw std::invalid_argument("firewall: cannot read rule file " + f);
+  for (const std::string& f : policy_files)
+    if (!load_rules_file(f, vars, policy_set_, RuleFile::firewall))
+      throw std::invalid_argument("firewall: cannot read firewall rule file " + f);
   // Rules that do not parse are reported and skipped; the run goes on.
-  for (const RuleError& e : set_.errors) std::fprintf(stderr, "gaspp: %s:%u: rule skipped: %s\n", e.file.c_str(), e.line, e.why.c_str());
+  for (const RuleSet* s : {&set_, &policy_set_})
+    for (const RuleError& e : s->errors) std::fprintf(stderr, "gaspp: %s:%u: rule skipped: %s\n", e.file.c_str(), e.line, e.why.c_str());
+  for (const auto& [why, n] : policy_set_.skipped_by_reason)
+    std::fprintf(stderr, "gaspp: firewall rules: %llu skipped (%s): packets they would accept are dropped by default\n",
+                 (unsigned long long)n, why.c_str());
   tables_.compile(set_.rules);
+  compile_policy();
   thresholds_.resize(set_.rules.size());
   for (size_t k = 0; k < set_.rules.size(); ++k) {
     const Rule& r = set_.rules[k];
@@ -44,11 +53,57 @@ FirewallModule::Host::Host(const ModuleOptions& opt) : ModuleHost<FirewallModule
   }
 }
 
-FirewallView FirewallModule::Host::upload(TableMemory& mem) { return tables_.place(mem); }
+void FirewallModule::Host::compile_policy() {
+  // Hook order, file order within a hook (stable sort): rule k of the tables is policy_[k].
+  std::stable_sort(policy_set_.rules.begin(), policy_set_.rules.end(),
+                   [](const Rule& a, const Rule& b) { return a.hook < b.hook; });
+  for (const Rule& r : policy_set_.rules) {
+    FwPolicyRule p{};
+    p.sid = r.sid;
+    p.action = r.action == RuleAction::accept ? kFwPolicyAccept : kFwPolicyDrop;
+    p.scope = r.scope == RuleScope::packet ? kFwScopePacket
+              : r.scope == RuleScope::flow ? kFwScopeFlow
+              : r.scope == RuleScope::tx   ? kFwScopeTx
+                                           : kFwScopeHook;
+    p.hook = uint8_t(r.hook);
+    p.alert = r.alert;
+    p.buffer = r.buffer == RuleBuffer::http_method ? kFwBufMethod : r.buffer == RuleBuffer::http_stat_code ? kFwBufStatCode : kFwBufNone;
+    p.nocase = r.nocase;
+    p.content_off = uint32_t(policy_content_.size());
+    p.content_len = uint16_t(std::min<size_t>(r.content.size(), 0xffff));
+    policy_content_.insert(policy_content_.end(), r.content.begin(), r.content.begin() + p.content_len);
+    ++hook_n_[p.hook];
+    policy_app_ = policy_app_ || r.hook >= RuleHook::request_started;
+    policy_.push_back(p);
+  }
+  for (int h = 1; h < kFwHooks; ++h) hook_off_[h] = hook_off_[h - 1] + hook_n_[h - 1];
+  policy_tables_.compile(policy_set_.rules);
+}
+
+FirewallModule::View FirewallModule::Host::upload(TableMemory& mem) {
+  View v{};
+  v.td = tables_.place(mem);
+  v.policy.t = policy_tables_.place(mem);
+  v.policy.rule = mem.place(policy_);
+  v.policy.content = mem.place(policy_content_);
+  for (int h = 0; h < kFwHooks; ++h) {
+    v.policy.hook_off[h] = hook_off_[h];
+    v.policy.hook_n[h] = hook_n_[h];
+  }
+  v.policy.on = !policy_.empty();
+  v.policy.app = policy_app_;
+  return v;
+}
 
 void FirewallModule::Host::on_event(const ModuleEvent& e, const HostPacket& p, ModuleOutput& out) {
   if (e.kind == kAlertOverflow) {
     alert_overflow_ += e.value;
+    return;
+  }
+  if (e.kind == kPolicyAlert) {
+    if (e.value >= policy_set_.rules.size()) return;
+    ++policy_alerts_;
+    write_alert(policy_set_.rules[e.value], p, out);
     return;
   }
   if (e.kind != kAlert || e.value >= set_.rules.size()) return;
@@ -57,9 +112,13 @@ void FirewallModule::Host::on_event(const ModuleEvent& e, const HostPacket& p, M
   if (!threshold_table_.alert(thresholds_[e.value], e.value, reinterpret_cast<const uint8_t*>(d.src_ip),
                               reinterpret_cast<const uint8_t*>(d.dst_ip), d.l3[0] == uint8_t(L3::ipv6) ? 6 : 4, p.ts_ns))
     return;
-  const bool blocked = r.action == RuleAction::drop || r.action == RuleAction::reject;
   ++alerts_;
-  alerts_blocked_ += blocked;
+  alerts_blocked_ += r.action == RuleAction::drop || r.action == RuleAction::reject;
+  write_alert(r, p, out);
+}
+
+void FirewallModule::Host::write_alert(const Rule& r, const HostPacket& p, ModuleOutput& out) {
+  const bool blocked = r.action == RuleAction::drop || r.action == RuleAction::reject;
   std::string j = eve_packet_head(p, "alert");
   j += ",\"alert\":{\"action\":\"";
   j += blocked ? "blocked" : "allowed";
@@ -72,6 +131,12 @@ void FirewallModule::Host::on_event(const ModuleEvent& e, const HostPacket& p, M
 
 void FirewallModule::Host::report(std::map<std::string, uint64_t>& r) const {
   r["rules"] = set_.rules.size();
+  if (!policy_set_.rules.empty() || policy_set_.skipped() || !policy_set_.errors.empty()) {
+    r["firewall_rules"] = policy_set_.rules.size();
+    r["firewall_rules_skipped"] = policy_set_.skipped();
+    r["firewall_rule_errors"] = policy_set_.errors.size();
+    r["firewall_alerts"] = policy_alerts_;
+  }
   r["rules_skipped"] = set_.skipped();
   r["rule_errors"] = set_.errors.size();
   r["alerts"] = alerts_;

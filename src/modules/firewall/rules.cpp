@@ -259,7 +259,76 @@ uint64_t RuleSet::skipped() const {
   return n;
 }
 
-std::string parse_rule(const std::string& text, const RuleVars& vars, Rule& out) {
+const char* rule_hook_name(RuleHook h) {
+  static const char* const names[] = {"none", "all", "request_started", "request_line", "request_headers",
+                                      "request_body", "request_trailer", "request_complete", "response_started",
+                                      "response_line", "response_headers", "response_body", "response_trailer",
+                                      "response_complete"};
+  return int(h) < kRuleHooks ? names[int(h)] : "?";
+}
+
+namespace {
+
+// A content string: text with |hex bytes| runs and \-escapes of ", ;, \ and |.
+bool parse_content(const std::string& v, std::string& out, std::string& why) {
+  const std::string t = trim(v);
+  if (t.size() < 2 || t.front() != '"' || t.back() != '"') {
+    why = "content must be quoted";
+    return false;
+  }
+  out.clear();
+  bool hex = false;
+  std::string digits;
+  for (size_t k = 1; k + 1 < t.size(); ++k) {
+    const char c = t[k];
+    if (c == '|') {
+      if (hex && !digits.empty()) {
+        why = "odd number of hex digits in content";
+        return false;
+      }
+      hex = !hex;
+      continue;
+    }
+    if (hex) {
+      if (std::isspace(static_cast<unsigned char>(c))) continue;
+      if (!std::isxdigit(static_cast<unsigned char>(c))) {
+        why = std::string("bad hex digit '") + c + "' in content";
+        return false;
+      }
+      digits += c;
+      if (digits.size() == 2) {
+        out += char(std::stoi(digits, nullptr, 16));
+        digits.clear();
+      }
+      continue;
+    }
+    if (c == '\\' && k + 2 < t.size()) {
+      out += t[++k];
+      continue;
+    }
+    out += c;
+  }
+  if (hex) {
+    why = "unterminated |hex| run in content";
+    return false;
+  }
+  if (out.empty()) {
+    why = "empty content";
+    return false;
+  }
+  return true;
+}
+
+RuleHook http1_hook(const std::string& s) {
+  for (int h = int(RuleHook::request_started); h < kRuleHooks; ++h)
+    if (s == rule_hook_name(RuleHook(h))) return RuleHook(h);
+  return RuleHook::none;
+}
+
+}  // namespace
+
+std::string parse_rule(const std::string& text, const RuleVars& vars, Rule& out, RuleFile kind) {
+  out = Rule{};
   const size_t open = text.find('(');
   if (open == std::string::npos || text.find_last_of(')') == std::string::npos || text.find_last_of(')') < open)
     return "error:no option list '( ... )'";
@@ -282,13 +351,48 @@ std::string parse_rule(const std::string& text, const RuleVars& vars, Rule& out)
     if (depth != 0) return "error:unbalanced '[' and ']' in the header";
   }
   if (f.size() != 7) return "error:the header needs 7 fields (action proto src sport dir dst dport), found " + std::to_string(f.size());
-  const std::string& a = f[0];
+  const bool fw = kind == RuleFile::firewall;
+  std::string a = f[0];
+  const size_t a_colon = a.find(':');
+  if (fw != (a_colon != std::string::npos))
+    return fw ? "error:a firewall rule needs ACTION:SCOPE (accept:hook, drop:flow, ...), not '" + a + "'"
+              : "error:'" + a + "' is a firewall rule: load it as a firewall rule file (--firewall-rules)";
+  if (fw) {
+    const std::string scope = a.substr(a_colon + 1);
+    a = a.substr(0, a_colon);
+    if (scope == "packet") out.scope = RuleScope::packet;
+    else if (scope == "flow") out.scope = RuleScope::flow;
+    else if (scope == "hook") out.scope = RuleScope::hook;
+    else if (scope == "tx") out.scope = RuleScope::tx;
+    else return "error:unknown action scope '" + scope + "' (packet, flow, hook, tx)";
+    if (a != "accept" && a != "drop") return "error:a firewall rule's action is accept or drop, not '" + a + "'";
+  }
   if (a == "alert") out.action = RuleAction::alert;
   else if (a == "drop") out.action = RuleAction::drop;
   else if (a == "pass") out.action = RuleAction::pass;
+  else if (a == "accept") out.action = RuleAction::accept;
   else if (a == "reject" || a == "rejectsrc" || a == "rejectdst" || a == "rejectboth") out.action = RuleAction::reject;
   else return "error:unknown action '" + a + "'";
-  const std::string& p = f[1];
+  std::string p = f[1];
+  if (fw) {
+    const size_t colon = p.find(':');
+    if (colon == std::string::npos) return "error:a firewall rule needs PROTO:HOOK (tcp:all, http1:request_line, ...), not '" + p + "'";
+    const std::string hook = p.substr(colon + 1);
+    p = p.substr(0, colon);
+    if (p == "http1") {
+      out.hook = http1_hook(hook);
+      if (out.hook == RuleHook::none) return "error:unknown http1 hook '" + hook + "'";
+      if (out.scope == RuleScope::packet) return "error:an http1 hook takes scope hook, flow or tx, not packet";
+      p = "tcp";
+    } else if (hook == "all") {
+      out.hook = RuleHook::packet_all;
+      if (out.scope == RuleScope::tx) return "error:scope tx needs an application-layer hook";
+    } else if (hook == "pre_flow" || hook == "pre_stream") {
+      return "skip:firewall hook " + hook;
+    } else if (p == "tcp" || p == "udp" || p == "ip" || p == "icmp" || p == "icmpv6") {
+      return "error:unknown packet hook '" + hook + "' (all, pre_flow, pre_stream)";
+    }
+  }
   if (p == "ip") out.proto = 0;
   else if (p == "tcp" || p == "tcp-pkt") out.proto = 6;
   else if (p == "udp") out.proto = 17;
@@ -329,7 +433,39 @@ std::string parse_rule(const std::string& text, const RuleVars& vars, Rule& out)
   const size_t close = text.find_last_of(')');
   if (!split_options(text.substr(open + 1, close - open - 1), opts, why)) return "error:" + why;
   bool have_sid = false;
+  bool have_content = false;
   for (auto& [k, v] : opts) {
+    if (fw) {
+      // Firewall rules: the alert keyword, one content on a supported sticky buffer, names.
+      if (k == "alert") {
+        out.alert = true;
+        continue;
+      }
+      if (k == "http.method" || k == "http.stat_code") {
+        const bool req = out.hook >= RuleHook::request_line && out.hook <= RuleHook::request_complete;
+        const bool resp = out.hook >= RuleHook::response_line && out.hook <= RuleHook::response_complete;
+        if (k == "http.method" ? !req : !resp)
+          return "error:" + k + " is not available at hook " + rule_hook_name(out.hook);
+        if (out.buffer != RuleBuffer::none) return "skip:more than one sticky buffer in a firewall rule";
+        out.buffer = k == "http.method" ? RuleBuffer::http_method : RuleBuffer::http_stat_code;
+        continue;
+      }
+      if (k == "content") {
+        if (out.buffer == RuleBuffer::none) return "skip:content without a sticky buffer in a firewall rule";
+        if (have_content) return "skip:more than one content in a firewall rule";
+        if (!v.empty() && trim(v)[0] == '!') return "skip:negated content in a firewall rule";
+        if (!parse_content(v, out.content, why)) return "error:" + why;
+        have_content = true;
+        continue;
+      }
+      if (k == "nocase") {
+        if (!have_content) return "error:nocase without a content";
+        out.nocase = true;
+        continue;
+      }
+      if (k == "threshold" || k == "detection_filter" || k == "flowbits")
+        return "skip:keyword " + k + " in a firewall rule";
+    }
     bool header_only = false;
     for (const char* h : kHeaderOnly) header_only = header_only || k == h;
     if (k == "flowbits") {
@@ -351,10 +487,11 @@ std::string parse_rule(const std::string& text, const RuleVars& vars, Rule& out)
     if (k == "priority" && !v.empty() && std::all_of(v.begin(), v.end(), ::isdigit)) out.priority = uint32_t(std::stoul(v));
   }
   if (!have_sid) return "error:no sid";
+  if (out.buffer != RuleBuffer::none && !have_content) return "error:" + std::string(out.buffer == RuleBuffer::http_method ? "http.method" : "http.stat_code") + " without a content";
   return "";
 }
 
-bool load_rules_file(const std::string& path, const RuleVars& vars, RuleSet& set) {
+bool load_rules_file(const std::string& path, const RuleVars& vars, RuleSet& set, RuleFile kind) {
   std::ifstream in(path);
   if (!in) {
     set.errors.push_back({path, 0, "cannot be read"});
@@ -377,7 +514,7 @@ bool load_rules_file(const std::string& path, const RuleVars& vars, RuleSet& set
     }
     text += t;
     Rule r;
-    const std::string res = parse_rule(text, vars, r);
+    const std::string res = parse_rule(text, vars, r, kind);
     text.clear();
     if (res.empty()) {
       r.file = path;

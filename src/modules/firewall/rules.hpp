@@ -35,7 +35,22 @@
 
 namespace gaspp {
 
-enum class RuleAction : uint8_t { alert, drop, pass, reject };
+enum class RuleAction : uint8_t { alert, drop, pass, reject, accept };
+
+// Firewall-mode rules (Suricata 8's firewall: `accept:hook tcp:all ...`, loaded from firewall rule
+// files, docs/rules.md): the action's scope and the hook (table) the rule belongs to.
+enum class RuleScope : uint8_t { none, packet, flow, hook, tx };
+enum class RuleHook : uint8_t {
+  none,
+  packet_all,  // <proto>:all — every packet, after decoding and flow/stream tracking
+  // http1:<state>, in progress order (a request's, then a response's)
+  request_started, request_line, request_headers, request_body, request_trailer, request_complete,
+  response_started, response_line, response_headers, response_body, response_trailer, response_complete,
+};
+constexpr int kRuleHooks = int(RuleHook::response_complete) + 1;
+const char* rule_hook_name(RuleHook h);  // "request_line", ...
+// The sticky buffer a firewall rule's content inspects.
+enum class RuleBuffer : uint8_t { none, http_method, http_stat_code };
 
 struct AddrItem {
   uint8_t family = 4;      // 4 or 6
@@ -72,6 +87,13 @@ struct Rule {
   std::string threshold;   // kept as written (threshold / detection_filter); the firewall applies it
   std::string classtype;
   uint32_t priority = 0;   // 0: not given
+  // Firewall mode only:
+  RuleScope scope = RuleScope::none;
+  RuleHook hook = RuleHook::none;
+  bool alert = false;      // the `alert` keyword: a match also raises an alert
+  RuleBuffer buffer = RuleBuffer::none;
+  std::string content;     // bytes the buffer must contain (with buffer)
+  bool nocase = false;
   std::string file;
   uint32_t line = 0;
 };
@@ -95,12 +117,16 @@ struct RuleSet {
   uint64_t skipped() const;
 };
 
-// Parses one rule. Returns "" and fills `out` for a firewall rule; otherwise the reason it is not
-// one: "skip:<reason>" for a valid rule that needs more than the header, or "error:<why>".
-std::string parse_rule(const std::string& text, const RuleVars& vars, Rule& out);
+// Which kind of file a rule comes from: threat-detection rules (alert/drop/pass/reject) or
+// firewall rules (ACTION:SCOPE with an explicit hook; Suricata's firewall-rule files).
+enum class RuleFile : uint8_t { detection, firewall };
+
+// Parses one rule. Returns "" and fills `out` for a rule we apply; otherwise the reason it is not
+// one: "skip:<reason>" for a valid rule that needs more than we match, or "error:<why>".
+std::string parse_rule(const std::string& text, const RuleVars& vars, Rule& out, RuleFile kind = RuleFile::detection);
 
 // Reads a rules file (comments and blank lines ignored; a line ending in '\' continues).
 // Returns false, with an error, if the file cannot be read.
-bool load_rules_file(const std::string& path, const RuleVars& vars, RuleSet& set);
+bool load_rules_file(const std::string& path, const RuleVars& vars, RuleSet& set, RuleFile kind = RuleFile::detection);
 
 }  // namespace gaspp

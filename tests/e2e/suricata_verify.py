@@ -1,0 +1,109 @@
+#!/usr/bin/env python3
+"""suricata-verify tests run through gaspp, judged by their own test.yaml.
+
+Each test directory holds input.pcap, a rules file and test.yaml. We run gaspp on the capture with
+the rules (`firewall.rules` as --firewall-rules, `test.rules` as --rules), EVE output with drop
+events, and evaluate every check of test.yaml against our eve.json the way suricata-verify does:
+a `filter` check counts the events whose fields equal every `match` entry (dotted keys reach into
+objects) and compares the count. The run is repeated at batch sizes 1, 3 and the default: the
+result must not depend on where batches end. A check of another kind, or a key test.yaml uses that
+this runner does not implement, fails the test rather than being skipped.
+
+usage: suricata_verify.py GASPP DATA_DIR [--backend cpu|cuda]
+"""
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+import yaml
+
+TESTS = ["firewall/ruletype-firewall-31-retrans-of-drop"]
+BATCHES = [None, "1", "3"]
+
+
+def lookup(ev, dotted):
+    cur = ev
+    for part in dotted.split("."):
+        if not isinstance(cur, dict) or part not in cur:
+            return None, False
+        cur = cur[part]
+    return cur, True
+
+
+def matches(ev, match):
+    for k, want in match.items():
+        got, ok = lookup(ev, k)
+        if not ok or got != want:
+            return False
+    return True
+
+
+def run_test(gaspp, test_dir, backend, batch, d):
+    args = [gaspp, "-r", os.path.join(test_dir, "input.pcap"), "--backend", backend, "-q", "-l", d, "--eve-drops"]
+    for name, flag in (("firewall.rules", "--firewall-rules"), ("test.rules", "--rules")):
+        if os.path.exists(os.path.join(test_dir, name)):
+            args += [flag, os.path.join(test_dir, name)]
+    if batch:
+        args += ["--batch", batch]
+    p = subprocess.run(args, capture_output=True, text=True)
+    if p.returncode != 0:
+        raise SystemExit(f"gaspp failed on {test_dir}: {p.stderr}")
+    with open(os.path.join(d, "eve.json")) as f:
+        return [json.loads(line) for line in f if line.strip()]
+
+
+def evaluate(events, spec):
+    failures = []
+    for n, check in enumerate(spec.get("checks", [])):
+        if set(check) != {"filter"}:
+            failures.append(f"check {n}: kind {sorted(check)} not implemented")
+            continue
+        flt = check["filter"]
+        unknown = set(flt) - {"count", "match"}
+        if unknown:
+            failures.append(f"check {n}: filter keys {sorted(unknown)} not implemented")
+            continue
+        got = sum(1 for ev in events if matches(ev, flt.get("match", {})))
+        if got != flt["count"]:
+            failures.append(f"check {n}: {flt.get('match')} counted {got}, test.yaml wants {flt['count']}")
+    return failures
+
+
+def main():
+    args = sys.argv[1:]
+    backend = "cpu"
+    if "--backend" in args:
+        i = args.index("--backend")
+        backend = args[i + 1]
+        del args[i:i + 2]
+    gaspp, data = args
+    root = os.path.join(data, "pcaps", "suricata-verify")
+    failed = 0
+    for t in TESTS:
+        test_dir = os.path.join(root, t)
+        if not os.path.isdir(test_dir):
+            print(f"MISSING {t}")
+            failed += 1
+            continue
+        with open(os.path.join(test_dir, "test.yaml")) as f:
+            spec = yaml.safe_load(f)
+        for batch in BATCHES:
+            with tempfile.TemporaryDirectory() as d:
+                events = run_test(gaspp, test_dir, backend, batch, d)
+            fails = evaluate(events, spec)
+            label = f"{t} (batch {batch or 'default'}, {backend})"
+            if fails:
+                failed += 1
+                print(f"FAIL {label}")
+                for x in fails:
+                    print(f"       {x}")
+            else:
+                print(f"ok   {label}: {len(spec['checks'])} checks pass")
+    print(f"{len(TESTS)} suricata-verify tests x {len(BATCHES)} batch sizes, {failed} failures")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
