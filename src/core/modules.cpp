@@ -295,6 +295,18 @@ std::vector<uint16_t> flat_class_orders(const BackendConfig& c) {
   return flat;
 }
 
+bool stage_runs_module(const std::vector<uint16_t>& class_order, uint16_t classes, uint16_t st, uint16_t k) {
+  const size_t modules = classes ? class_order.size() / classes : 0;
+  for (uint16_t c = 0; c < classes; ++c)
+    if (class_order[size_t(c) * modules + st] == k) return true;
+  return false;
+}
+
+bool regroup_after_stage(const std::vector<ModuleInstance*>& mods, const std::vector<uint16_t>& class_order,
+                         uint16_t classes, uint16_t st) {
+  return classes > 1 || mods[class_order[st]]->changes_context();
+}
+
 bool payload_unread(const BackendConfig& c) {
   if (c.flow.enabled && c.stream.enabled) return false;
   for (const ModuleInstance* m : c.modules)

@@ -63,6 +63,14 @@ class ModuleInstance {
 // table) are left for the backend. Throws std::invalid_argument beyond kMaxStreamModules.
 StreamHooks stream_hooks_of(const std::vector<ModuleInstance*>& mods, TableMemory* mem);
 
+// Stage planning, the same on both backends. class_order is classes x modules (flat_class_orders).
+// Whether some class runs module k at stage st:
+bool stage_runs_module(const std::vector<uint16_t>& class_order, uint16_t classes, uint16_t st, uint16_t k);
+// Whether scheduling regroups packets after stage st: with classes always (the next module differs
+// by class), else when the stage's module may change context keys (see BackendConfig::schedule).
+bool regroup_after_stage(const std::vector<ModuleInstance*>& mods, const std::vector<uint16_t>& class_order,
+                         uint16_t classes, uint16_t st);
+
 // Creates a module by name with its options; throws std::invalid_argument (unknown name, bad option).
 std::unique_ptr<ModuleInstance> make_module(const std::string& name, const ModuleOptions& opt);
 std::vector<std::string> module_names();

@@ -218,9 +218,7 @@ class CpuBackend final : public Backend {
       // Each module some class runs at this stage, over the whole order (packets of other
       // classes are skipped by module_stage_packet).
       for (uint16_t k = 0; k < a.modules; ++k) {
-        bool runs = false;
-        for (uint16_t c = 0; c < classes_; ++c) runs = runs || class_order_[size_t(c) * a.modules + st] == k;
-        if (!runs) continue;
+        if (!stage_runs_module(class_order_, classes_, st, k)) continue;
         const ModuleInstance* m = cfg_.modules[k];
         a.module = k;
         a.state_off = m->state_off;
@@ -228,7 +226,7 @@ class CpuBackend final : public Backend {
           m->run_cpu(a, uint32_t(begin), uint32_t(end), mod_counts_[size_t(w)].data() + size_t(k) * kModuleCounters);
         });
       }
-      if (schedule_ && st + 1 < a.modules && regroup_after(st)) {
+      if (schedule_ && st + 1 < a.modules && regroup_after_stage(cfg_.modules, class_order_, classes_, st)) {
         for (uint32_t i = 0; i < v.count; ++i) sched_[i] = {schedule_key(a, i, uint16_t(st + 1)), i};
         std::sort(sched_.begin(), sched_.begin() + v.count);
         for (uint32_t k = 0; k < v.count; ++k) order_[k] = sched_[k].second;
@@ -446,11 +444,6 @@ class CpuBackend final : public Backend {
   bool schedule_ = false;
   std::vector<uint32_t> order_;                     // scheduling: the order of the next stage
   std::vector<std::pair<uint32_t, uint32_t>> sched_;
-  // Whether to regroup after stage st: with classes always (the next module differs by class),
-  // else when the stage's module may change context keys.
-  bool regroup_after(uint16_t st) const {
-    return classes_ > 1 || cfg_.modules[class_order_[st]]->changes_context();
-  }
   std::vector<ModuleEvent> events_;                 // modules: the batch's events (bounded)
   uint32_t event_n_ = 0;
   std::vector<std::vector<unsigned long long>> mod_counts_;  // per thread: modules x counters

@@ -781,16 +781,13 @@ class CudaBackend final : public Backend {
       a.stage = st;
       a.first = st == 0;
       for (uint16_t k = 0; k < a.modules; ++k) {  // each module some class runs at this stage
-        bool runs = false;
-        for (uint16_t c = 0; c < classes_; ++c) runs = runs || class_order_[size_t(c) * a.modules + st] == k;
-        if (!runs) continue;
+        if (!stage_runs_module(class_order_, classes_, st, k)) continue;
         const ModuleInstance& m = *cfg_.modules[k];
         a.module = k;
         a.state_off = m.state_off;
         launch_module_stage(m, a, blocks, s.stream, s.d_module_counts + size_t(k) * kModuleCounters);
       }
-      if (schedule_ && st + 1 < a.modules &&
-          (classes_ > 1 || cfg_.modules[class_order_[st]]->changes_context())) {  // see BackendConfig
+      if (schedule_ && st + 1 < a.modules && regroup_after_stage(cfg_.modules, class_order_, classes_, st)) {
         uint32_t* keys = s.d_sched_keys;
         uint32_t* idx = s.d_sched_vals;
         schedule_keys_kernel<<<blocks, ModulePolicy::kThreads, 0, s.stream>>>(a, uint16_t(st + 1), keys, idx);

@@ -25,7 +25,7 @@
 // firewall drop raises kEventDropReason, so the stats count it under `firewall` with its reason.
 //
 // State: per flow, only with http1 hooks: the HTTP/1 progress of both directions (FwHttpState,
-// 96 bytes); decisions live in the flow record. The tables, read-only on the device.
+// 120 bytes); decisions live in the flow record. The tables, read-only on the device.
 //
 // Example: gaspp -r in.pcap --rules ../shared/data/rules/et-open/compromised.rules -l out/ -w pass.pcap
 //          gaspp -r in.pcap --firewall-rules firewall.rules -l out/ --eve-drops

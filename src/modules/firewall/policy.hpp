@@ -128,6 +128,7 @@ struct FwHttpState {
   uint8_t last_head;  // the last request was HEAD (its response has no body)
   uint8_t done;       // the flow's application layer is decided (dropped or accept:flow)
 };
+static_assert(sizeof(FwHttpState) == 120, "per-flow state of the firewall with http1 hooks (docs say 120 bytes)");
 
 namespace fw_detail {
 
