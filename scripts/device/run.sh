@@ -43,6 +43,8 @@ tests)
   python3 tests/e2e/streams_vs_oracles.py $B/gaspp bundle/data --backend cuda --no-tshark | tail -6; check "stream oracles (cuda)"
   step "modules through the CLI (firewall, -w, --dump-packets), CUDA backend"
   python3 tests/e2e/modules_cli.py $B/gaspp bundle/data --backend cuda | tail -8; check "modules cli (cuda)"
+  step "suricata-verify through the CLI (firewall mode), CUDA backend"
+  python3 tests/e2e/suricata_verify.py $B/gaspp bundle/data --backend cuda | tail -4; check "suricata-verify (cuda)"
   ;;
 equivalence)
   step "CPU/CUDA equivalence"
@@ -76,6 +78,14 @@ sanitize)
     --rules $R/drop.rules --module probe:route=4 --module probe:ctx=2,action=to_host --module pass \
     --class-order 0,1,2,3 --class-order 3,2,1,0 --schedule on > "$OUT/memcheck-schedule.log" 2>&1
   check "memcheck classes and scheduling"; tail -1 "$OUT/memcheck-schedule.log"
+  step "compute-sanitizer memcheck on the CLI in firewall mode (HTTP/1 hooks in the flow walk)"
+  printf '%s\n' 'accept:hook tcp:all any any -> any any (sid:1;)' \
+    'accept:hook http1:request_started any any -> any any (sid:2;)' \
+    'accept:hook http1:request_line any any -> any any (http.method; content:"GET"; alert; sid:3;)' \
+    'accept:tx http1:request_headers any any -> any any (sid:4;)' > /tmp/policy.rules
+  compute-sanitizer --tool memcheck --error-exitcode 9 $B/gaspp -r /tmp/lossy.pcap --backend cuda -q --batch 512 \
+    --firewall-rules /tmp/policy.rules --eve-drops -l /tmp > "$OUT/memcheck-policy.log" 2>&1
+  check "memcheck firewall mode"; tail -1 "$OUT/memcheck-policy.log"
   ;;
 racecheck)
   # racecheck serialises warps, and flow lookups spin on slots another warp is filling: it runs

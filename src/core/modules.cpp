@@ -246,7 +246,7 @@ std::string ModuleSet::summary_text() const {
 }
 
 std::string ModuleSet::summary_json() const {
-  std::string s = "{\"events_suppressed\":" + std::to_string(suppressed_) +
+  std::string s = "{" + verdict_stats_json() + ",\"events_suppressed\":" + std::to_string(suppressed_) +
                   ",\"events_unattributed\":" + std::to_string(unattributed_) + ",\"modules\":[";
   for (size_t k = 0; k < mods_.size(); ++k) {
     s += std::string(k ? "," : "") + "{\"name\":\"" + mods_[k]->name() + "\"";

@@ -7,7 +7,8 @@ compacted settings a firewall runs too (FIREWALL_RULES below): its alerts are in
 counters in the summary, and the `-w` output (the packets that passed) is compared as well; the
 compacted setting adds modules in two flow classes with scheduling on, and a stream module whose
 matches are EVE events; a fourth setting runs the firewall with header-only slicing forced on (CUDA
-reads the records through the capture's mapping, reassembly included).
+reads the records through the capture's mapping, reassembly included), and a fifth runs the firewall
+in firewall mode (POLICY_RULES: default drop, HTTP/1 hooks) with EVE drop events.
 
 usage: backend_equivalence.py GASPP [--generate] CAPTURE_OR_DIR...
 """
@@ -30,6 +31,27 @@ GENERATED = {
 VOLATILE = {"backend", "elapsed_s", "pps", "gbps", "batches"}
 # Rules that hit ordinary traffic in every way: drops (flows stay dropped), passes (flows pass),
 # alerts, <>, lists, negation, ranges, IPv6.
+# Firewall mode: packet hooks with default drop, and HTTP/1 hooks (GET and HEAD requests only,
+# flows answered 404 dropped), so the HTTP progress tracker runs on every capture's TCP data.
+POLICY_RULES = """
+accept:hook tcp:all any any -> any any (sid:1;)
+accept:hook udp:all any any -> any any (sid:2;)
+drop:packet icmp:all any any -> any any (alert; sid:3;)
+accept:hook http1:request_started any any -> any any (sid:10;)
+accept:hook http1:request_line any any -> any any (http.method; content:"GET"; sid:11;)
+accept:tx http1:request_line any any -> any any (http.method; content:"HEAD"; alert; sid:12;)
+accept:hook http1:request_headers any any -> any any (sid:13;)
+accept:hook http1:request_body any any -> any any (sid:14;)
+accept:hook http1:request_trailer any any -> any any (sid:15;)
+accept:hook http1:request_complete any any -> any any (sid:16;)
+accept:hook http1:response_started any any -> any any (sid:20;)
+drop:flow http1:response_line any any -> any any (http.stat_code; content:"404"; alert; sid:21;)
+accept:hook http1:response_line any any -> any any (sid:22;)
+accept:hook http1:response_headers any any -> any any (sid:23;)
+accept:hook http1:response_body any any -> any any (sid:24;)
+accept:hook http1:response_trailer any any -> any any (sid:25;)
+accept:hook http1:response_complete any any -> any any (alert; sid:26;)
+"""
 FIREWALL_RULES = """
 alert ip any any -> any any (msg:"every packet"; sid:1;)
 drop tcp any any -> any [80,8080] (msg:"web"; sid:2;)
@@ -44,7 +66,7 @@ pass tcp any 443 -> any any (msg:"tls replies"; sid:8;)
 
 def run(gaspp, backend, path, d, extra):
     passed = os.path.join(d, f"passed-{backend}.pcap")
-    if "--rules" in extra:
+    if "--rules" in extra or "--firewall-rules" in extra:
         extra = extra + ["-w", passed]
     rows = os.path.join(d, f"{backend}.tsv")
     js = os.path.join(d, f"{backend}.json")
@@ -81,6 +103,10 @@ def main():
         with open(rules, "w") as f:
             f.write(FIREWALL_RULES)
         fw = ["--rules", rules]
+        policy = os.path.join(d, "policy.rules")
+        with open(policy, "w") as f:
+            f.write(POLICY_RULES)
+        fwmode = ["--firewall-rules", policy, "--eve-drops"]
         if generate:
             for name, gen_args in GENERATED.items():
                 path = os.path.join(d, name + ".pcap")
@@ -96,18 +122,19 @@ def main():
             classes = ["--module", "probe:dport=443,action=drop_flow", "--module", "pass", "--class-order", "0,1,2,3",
                        "--class-order", "2,0,1,3", "--schedule", "on", "--module", "stream_match:pattern=HTTP/1."]
             # Slicing on: CUDA reads every batch through the capture's mapping, reassembly included.
-            for extra in ([], small + fw, ["--force-compact"] + fw + classes, ["--slice", "on"] + fw):
+            # Firewall mode (default drop, HTTP/1 hooks) at small batches: drops, their reasons, alerts.
+            for extra in ([], small + fw, ["--force-compact"] + fw + classes, ["--slice", "on"] + fw, small + fwmode):
                 h_cpu, s_cpu, rc_cpu = run(gaspp, "cpu", c, d, extra)
                 h_gpu, s_gpu, rc_gpu = run(gaspp, "cuda", c, d, extra)
                 ok = h_cpu == h_gpu and s_cpu == s_gpu and rc_cpu == rc_gpu
                 if not ok or not extra:
-                    print(f"{'ok' if ok else 'DIFFER':7} {s_cpu['packets']:8} packets {' '.join(x for x in extra if x != rules):16} {os.path.basename(os.path.dirname(c))}/{os.path.basename(c)} rows {h_cpu[:12]}")
+                    print(f"{'ok' if ok else 'DIFFER':7} {s_cpu['packets']:8} packets {' '.join(x for x in extra if x not in (rules, policy)):16} {os.path.basename(os.path.dirname(c))}/{os.path.basename(c)} rows {h_cpu[:12]}")
                 if not ok:
                     for k in s_cpu:
                         if s_cpu[k] != s_gpu.get(k):
                             print(f"        {k}: cpu {s_cpu[k]} cuda {s_gpu.get(k)}")
                 failed += not ok
-        print(f"{len(captures)} captures x 4 settings, {failed} differ")
+        print(f"{len(captures)} captures x 5 settings, {failed} differ")
     return 1 if failed else 0
 
 

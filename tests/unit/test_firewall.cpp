@@ -304,11 +304,12 @@ class Collect final : public ModuleOutput {
 };
 
 // The backend under test with these modules, and options for batches of `batch` packets.
-// header_only: reassembly off, so nothing reads payload and CUDA slices (reads through the mapping).
+// header_only: reassembly off, nothing reads payload, and CUDA slices (reads through the mapping).
 std::unique_ptr<Backend> backend_with(const ModuleSet& mods, uint32_t batch, RunOptions& ro, bool header_only = false) {
   BackendConfig cfg;
   cfg.batch_packets = batch;
   cfg.stream.enabled = !header_only;
+  if (header_only) cfg.slice = BackendConfig::Slice::on;  // whatever the packets' size
   cfg.modules = mods.pointers();
   cfg.flow.module_state_bytes = mods.flow_state_bytes();
   ro.policy.max_packets = batch;
