@@ -23,8 +23,8 @@ cp -r ../shared/data/pcaps bundle/data/pcaps
 # The ET IP-list rule files (the firewall's tests and benchmark); the rest of ET Open is host-only parsing.
 mkdir -p bundle/data/rules/et-open
 cp ../shared/data/rules/et-open/{drop,compromised,ciarmy,tor,dshield}.rules bundle/data/rules/et-open/
-# Line tables are left out of the tests and benchmarks (the carry limit is 64 MiB); gaspp keeps its.
-strip --strip-debug bundle/bin/bench_* bundle/bin/peer_libnids bundle/bin/gaspp_unit_tests
+# Line tables are left out of every binary (the carry limit is 64 MiB); symbols stay for backtraces.
+strip --strip-debug bundle/bin/*
 # scapy (pure Python) for the flow-tracking cases.
 mkdir -p bundle/py
 cp -r "$(python3 -c 'import os, scapy; print(os.path.dirname(scapy.__file__))')" bundle/py/
