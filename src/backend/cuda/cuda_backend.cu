@@ -14,9 +14,10 @@
 //
 // Header-only slicing (BackendConfig::slice): when nothing downstream reads payload (no module
 // declares kLayerPayload or kLayerStream, reassembly is off), a batch in the registered mapping is
-// not copied at all: the kernels read its records through the mapping's device alias, so only the
-// bytes they touch — record headers and protocol headers, a cache line or two per packet — cross
-// PCIe. Every kernel sees the whole record, so results are the same as with slicing off (a module
+// not copied at all: a gather kernel copies each record's first 128 bytes through the mapping's
+// device alias (warp-wide reads, many in flight), decode reads those heads (and the whole record,
+// through the mapping, only for a packet whose headers do not fit), and later kernels read the
+// records through the mapping. Only the heads, and the bytes the later kernels touch, cross PCIe. Every kernel sees the whole record, so results are the same as with slicing off (a module
 // that reads payload anyway still gets it, only slower). Such batches are counted as sliced.
 // Automatic slicing applies to batches whose records average kSliceMinMeanRecord bytes or more.
 //
@@ -90,6 +91,41 @@ __global__ void __launch_bounds__(DecodePolicy::kThreads) decode_kernel(BatchVie
   DecodedPacket p;
   for (uint32_t i = blockIdx.x * blockDim.x + threadIdx.x; i < b.count; i += gridDim.x * blockDim.x) {
     decode_batch_packet(b, i, p);
+    store(b.dec, i, p);
+    b.verdict[i] = kVerdictPass;
+    count_packet(sink, p);
+  }
+  __syncthreads();
+  for (int k = threadIdx.x; k < c_count_; k += blockDim.x)
+    if (s[k]) atomicAdd(&d_counters[k], s[k]);
+}
+
+// Header-only slicing: each warp copies one record's first kSliceHeadBytes at a time through the
+// mapping (32 consecutive bytes per load instruction, the loads of a record independent, so many
+// PCIe reads are in flight), into heads[i * kSliceHeadBytes].
+__global__ void __launch_bounds__(DecodePolicy::kThreads) slice_gather_kernel(BatchView b, uint8_t* heads) {
+  const uint32_t lane = threadIdx.x & 31;
+  const uint32_t warps = (gridDim.x * blockDim.x) >> 5;
+  for (uint32_t i = (blockIdx.x * blockDim.x + threadIdx.x) >> 5; i < b.count; i += warps) {
+    const uint8_t* src = b.data + b.rec_off[i];
+    const uint32_t n = slice_head_len(b, i, kSliceHeadBytes);
+    uint8_t* dst = heads + size_t(i) * kSliceHeadBytes;
+#pragma unroll
+    for (uint32_t k = lane; k < kSliceHeadBytes; k += 32)
+      if (k < n) dst[k] = src[k];
+  }
+}
+
+// Decode of a sliced batch: from the gathered heads, the whole record only where headers do not fit.
+__global__ void __launch_bounds__(DecodePolicy::kThreads) decode_sliced_kernel(BatchView b, const uint8_t* heads,
+                                                                                unsigned long long* d_counters) {
+  __shared__ unsigned long long s[c_count_];
+  for (int k = threadIdx.x; k < c_count_; k += blockDim.x) s[k] = 0;
+  __syncthreads();
+  SharedCounterSink sink{s};
+  DecodedPacket p;
+  for (uint32_t i = blockIdx.x * blockDim.x + threadIdx.x; i < b.count; i += gridDim.x * blockDim.x) {
+    decode_sliced_packet(b, heads, kSliceHeadBytes, i, p);
     store(b.dec, i, p);
     b.verdict[i] = kVerdictPass;
     count_packet(sink, p);
@@ -389,6 +425,10 @@ class CudaBackend final : public Backend {
       GASPP_CUDA_CHECK(cudaMallocHost(&s.h_counters, sizeof(unsigned long long) * c_count_));
       GASPP_CUDA_CHECK(cudaMallocHost(&s.h_staging, staging_bytes_));
       GASPP_CUDA_CHECK(cudaMalloc(&s.d_data, staging_bytes_));
+      if (slice_) {
+        GASPP_CUDA_CHECK(cudaMalloc(&s.d_heads, size_t(cfg.batch_packets) * kSliceHeadBytes));
+        device_bytes_ += uint64_t(cfg.batch_packets) * kSliceHeadBytes;
+      }
       GASPP_CUDA_CHECK(cudaMalloc(&s.d_rec_off, sizeof(uint32_t) * cfg.batch_packets));
       GASPP_CUDA_CHECK(cudaMalloc(&s.d_verdict, cfg.batch_packets));
       GASPP_CUDA_CHECK(cudaMalloc(&s.d_counters, sizeof(unsigned long long) * c_count_));
@@ -459,6 +499,7 @@ class CudaBackend final : public Backend {
       cudaFreeHost(s.h_counters);
       cudaFreeHost(s.h_staging);
       cudaFree(s.d_data);
+      cudaFree(s.d_heads);
       cudaFree(s.d_rec_off);
       cudaFree(s.d_verdict);
       cudaFree(s.d_counters);
@@ -591,7 +632,15 @@ class CudaBackend final : public Backend {
       BatchView v{s.d_batch_data, data_len, s.d_rec_off, b.count, b.fmt, b.link, b.source, s.dec.view(), s.d_verdict};
       int blocks = int((b.count + DecodePolicy::kThreads - 1) / DecodePolicy::kThreads);
       if (blocks > blocks_cap_) blocks = blocks_cap_;
-      decode_kernel<<<blocks, DecodePolicy::kThreads, 0, s.stream>>>(v, s.d_counters);
+      if (sliced) {
+        const int gather_blocks = std::min(blocks_cap_, int((uint64_t(b.count) * 32 + DecodePolicy::kThreads - 1) /
+                                                            DecodePolicy::kThreads));
+        slice_gather_kernel<<<gather_blocks, DecodePolicy::kThreads, 0, s.stream>>>(v, s.d_heads);
+        GASPP_CUDA_CHECK(cudaGetLastError());
+        decode_sliced_kernel<<<blocks, DecodePolicy::kThreads, 0, s.stream>>>(v, s.d_heads, s.d_counters);
+      } else {
+        decode_kernel<<<blocks, DecodePolicy::kThreads, 0, s.stream>>>(v, s.d_counters);
+      }
       GASPP_CUDA_CHECK(cudaGetLastError());
     }
     const StageArgs args = stage_args(s);
@@ -730,6 +779,7 @@ class CudaBackend final : public Backend {
     uint8_t* h_staging = nullptr;
     uint8_t* d_data = nullptr;             // the batch's records when copied
     const uint8_t* d_batch_data = nullptr; // where the kernels read this batch: d_data or the mapping
+    uint8_t* d_heads = nullptr;            // slicing: each record's first kSliceHeadBytes
     uint32_t* d_rec_off = nullptr;
     uint8_t* d_verdict = nullptr;
     unsigned long long* d_counters = nullptr;
