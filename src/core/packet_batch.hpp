@@ -44,19 +44,17 @@ GASPP_HD GASPP_FORCEINLINE void decode_batch_packet(const BatchView& v, uint32_t
 }
 
 // Header-only slicing (CUDA): the first bytes of every record (its pcap header and the start of the
-// frame) are gathered into `heads`, `stride` bytes apart, and decoded from there. A packet whose
-// headers do not fit fails to decode from its head (every read is checked against the captured
-// length, which the head clips) and is decoded again from the whole record, so the result always
-// equals decode_batch_packet's. Returns whether the whole record was needed.
+// frame, `len` = slice_head_len of them) are gathered into device memory and decoded from there
+// (`head`). A packet whose headers do not fit fails to decode from its head (every read is checked
+// against the captured length, which the head clips) and is decoded again from the whole record,
+// so the result always equals decode_batch_packet's. Returns whether the whole record was needed.
 constexpr uint32_t kSliceHeadBytes = 128;
-GASPP_HD GASPP_FORCEINLINE uint32_t slice_head_len(const BatchView& v, uint32_t i, uint32_t stride) {
+GASPP_HD GASPP_FORCEINLINE uint32_t slice_head_len(const BatchView& v, uint32_t i, uint32_t want) {
   const uint64_t room = v.data_len - v.rec_off[i];
-  return room < stride ? uint32_t(room) : stride;
+  return room < want ? uint32_t(room) : want;
 }
-GASPP_HD inline bool decode_sliced_packet(const BatchView& v, const uint8_t* heads, uint32_t stride, uint32_t i,
+GASPP_HD inline bool decode_sliced_packet(const BatchView& v, const uint8_t* head, uint32_t n, uint32_t i,
                                           DecodedPacket& p) {
-  const uint32_t n = slice_head_len(v, i, stride);
-  const uint8_t* head = heads + size_t(i) * stride;
   decode_record(head, n, v.fmt, v.link, p);
   p.source[0] = v.source;
   if (n < 16) return false;  // the whole record was there (or nothing was)

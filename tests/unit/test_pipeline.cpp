@@ -233,7 +233,7 @@ uint64_t check_sliced_decode(const CaptureFile& cap, uint32_t stride) {
   std::string ra, rb;
   for (uint32_t i = 0; i < v.count; ++i) {
     decode_batch_packet(v, i, a);
-    whole += decode_sliced_packet(v, heads.data(), stride, i, b);
+    whole += decode_sliced_packet(v, heads.data() + size_t(i) * stride, slice_head_len(v, i, stride), i, b);
     ra.clear();
     rb.clear();
     format_decode_row(i + 1, a, ra);

@@ -15,7 +15,7 @@
 // Header-only slicing (BackendConfig::slice): when nothing downstream reads payload (no module
 // declares kLayerPayload or kLayerStream, reassembly is off), a batch in the registered mapping is
 // not copied at all: a gather kernel copies each record's first 128 bytes through the mapping's
-// device alias (warp-wide reads, many in flight), decode reads those heads (and the whole record,
+// device alias (16-byte reads, many in flight), decode reads those heads (and the whole record,
 // through the mapping, only for a packet whose headers do not fit), and later kernels read the
 // records through the mapping. Only the heads, and the bytes the later kernels touch, cross PCIe. Every kernel sees the whole record, so results are the same as with slicing off (a module
 // that reads payload anyway still gets it, only slower). Such batches are counted as sliced.
@@ -100,19 +100,36 @@ __global__ void __launch_bounds__(DecodePolicy::kThreads) decode_kernel(BatchVie
     if (s[k]) atomicAdd(&d_counters[k], s[k]);
 }
 
-// Header-only slicing: each warp copies one record's first kSliceHeadBytes at a time through the
-// mapping (32 consecutive bytes per load instruction, the loads of a record independent, so many
-// PCIe reads are in flight), into heads[i * kSliceHeadBytes].
-__global__ void __launch_bounds__(DecodePolicy::kThreads) slice_gather_kernel(BatchView b, uint8_t* heads) {
-  const uint32_t lane = threadIdx.x & 31;
+// Header-only slicing: record i's head is the 16-byte-aligned window of the mapping that holds its
+// first kSliceHeadBytes, copied to heads + i * kSliceStride; the record starts at its misalignment.
+// Ten lanes of a warp take one record (nine 16-byte loads: wide PCIe reads, all in flight at once),
+// so a warp gathers three records per step. A window piece reaching outside [lo, the batch's end)
+// — lo is where the mapping starts — is copied byte by byte within the record (the mapping may end).
+constexpr uint32_t kSliceStride = kSliceHeadBytes + 16;
+__device__ __forceinline__ uint32_t slice_misalign(const BatchView& b, uint32_t i) {
+  return uint32_t(reinterpret_cast<uintptr_t>(b.data + b.rec_off[i]) & 15);
+}
+__global__ void __launch_bounds__(DecodePolicy::kThreads) slice_gather_kernel(BatchView b, const uint8_t* lo,
+                                                                               uint8_t* heads) {
+  const uint32_t lane = threadIdx.x & 31, group = lane / 10, piece = lane % 10;
   const uint32_t warps = (gridDim.x * blockDim.x) >> 5;
-  for (uint32_t i = (blockIdx.x * blockDim.x + threadIdx.x) >> 5; i < b.count; i += warps) {
+  if (group > 2 || piece > 8) return;  // lanes 30, 31 and each group's tenth have no piece
+  const uint8_t* end = b.data + b.data_len;
+  for (uint32_t w = (blockIdx.x * blockDim.x + threadIdx.x) >> 5; w * 3 < b.count; w += warps) {
+    const uint32_t i = w * 3 + group;
+    if (i >= b.count) break;
     const uint8_t* src = b.data + b.rec_off[i];
+    const uint32_t mis = slice_misalign(b, i);
     const uint32_t n = slice_head_len(b, i, kSliceHeadBytes);
-    uint8_t* dst = heads + size_t(i) * kSliceHeadBytes;
-#pragma unroll
-    for (uint32_t k = lane; k < kSliceHeadBytes; k += 32)
-      if (k < n) dst[k] = src[k];
+    if (piece * 16 >= mis + n) continue;
+    const uint8_t* c = src - mis + piece * 16;
+    uint8_t* dst = heads + size_t(i) * kSliceStride + piece * 16;
+    if (c >= lo && c + 16 <= end) {
+      *reinterpret_cast<uint4*>(dst) = *reinterpret_cast<const uint4*>(c);
+    } else {
+      for (uint32_t k = 0; k < 16; ++k)
+        if (c + k >= src && c + k < src + n) dst[k] = c[k];
+    }
   }
 }
 
@@ -125,7 +142,8 @@ __global__ void __launch_bounds__(DecodePolicy::kThreads) decode_sliced_kernel(B
   SharedCounterSink sink{s};
   DecodedPacket p;
   for (uint32_t i = blockIdx.x * blockDim.x + threadIdx.x; i < b.count; i += gridDim.x * blockDim.x) {
-    decode_sliced_packet(b, heads, kSliceHeadBytes, i, p);
+    decode_sliced_packet(b, heads + size_t(i) * kSliceStride + slice_misalign(b, i), slice_head_len(b, i, kSliceHeadBytes),
+                         i, p);
     store(b.dec, i, p);
     b.verdict[i] = kVerdictPass;
     count_packet(sink, p);
@@ -426,8 +444,8 @@ class CudaBackend final : public Backend {
       GASPP_CUDA_CHECK(cudaMallocHost(&s.h_staging, staging_bytes_));
       GASPP_CUDA_CHECK(cudaMalloc(&s.d_data, staging_bytes_));
       if (slice_) {
-        GASPP_CUDA_CHECK(cudaMalloc(&s.d_heads, size_t(cfg.batch_packets) * kSliceHeadBytes));
-        device_bytes_ += uint64_t(cfg.batch_packets) * kSliceHeadBytes;
+        GASPP_CUDA_CHECK(cudaMalloc(&s.d_heads, size_t(cfg.batch_packets) * kSliceStride));
+        device_bytes_ += uint64_t(cfg.batch_packets) * kSliceStride;
       }
       GASPP_CUDA_CHECK(cudaMalloc(&s.d_rec_off, sizeof(uint32_t) * cfg.batch_packets));
       GASPP_CUDA_CHECK(cudaMalloc(&s.d_verdict, cfg.batch_packets));
@@ -633,9 +651,9 @@ class CudaBackend final : public Backend {
       int blocks = int((b.count + DecodePolicy::kThreads - 1) / DecodePolicy::kThreads);
       if (blocks > blocks_cap_) blocks = blocks_cap_;
       if (sliced) {
-        const int gather_blocks = std::min(blocks_cap_, int((uint64_t(b.count) * 32 + DecodePolicy::kThreads - 1) /
+        const int gather_blocks = std::min(blocks_cap_, int((uint64_t(b.count + 2) / 3 * 32 + DecodePolicy::kThreads - 1) /
                                                             DecodePolicy::kThreads));
-        slice_gather_kernel<<<gather_blocks, DecodePolicy::kThreads, 0, s.stream>>>(v, s.d_heads);
+        slice_gather_kernel<<<gather_blocks, DecodePolicy::kThreads, 0, s.stream>>>(v, d_registered_, s.d_heads);
         GASPP_CUDA_CHECK(cudaGetLastError());
         decode_sliced_kernel<<<blocks, DecodePolicy::kThreads, 0, s.stream>>>(v, s.d_heads, s.d_counters);
       } else {
