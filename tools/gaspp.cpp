@@ -95,7 +95,7 @@ namespace {
                "  --slice on|off|auto       CUDA: read batches through the capture's mapping instead of copying them,\n"
                "                            so only headers cross PCIe (auto: when nothing reads payload: no\n"
                "                            payload or stream module, --no-reassembly or --no-flows; batches of\n"
-               "                            packets averaging 432 bytes or more)\n"
+               "                            packets averaging 304 bytes or more)\n"
                "\n"
                "generator options (gaspp gen):\n"
                "  -o FILE  --mode fixed|mix|http  --size N  --packets N  --flows N  --seed S\n"
