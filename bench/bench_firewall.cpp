@@ -8,7 +8,7 @@
 //     dshield; given by --et DIR);
 //   * for each: Mpps with decode + flow tracking alone, and with the firewall added; CUDA
 //     (64k-packet batches) with header-only slicing off (whole records copied: bounded by the link)
-//     and on (records read through the mapping: only what the kernels touch crosses), and our CPU
+//     and on (each record's 128-byte head gathered through the capture's mapping), and our CPU
 //     backend on all host threads; median of --reps passes after a warm-up pass, each from an empty
 //     flow table.
 // Module events (alerts) come back to host memory; formatting them as EVE is host work not timed.
@@ -148,7 +148,8 @@ int main(int argc, char** argv) {
   json += buf;
   json += "\"targets\":{\"firewall_mix_mpps_with_header_slicing\":500,\"paper_gtx480_mpps\":8},"
           "\"note\":\"copied: whole records cross PCIe (bounded by limit_mpps); sliced: the kernels read records "
-          "through the capture's mapping, only touched lines cross (limit_mpps_64b: the link at 64 B per packet)\","
+          "each record's head (an aligned 144-byte window) is gathered through the capture's mapping "
+          "(limit_mpps_64b: the link at 64 B per packet)\","
           "\"workloads\":[";
   std::printf("\n%-6s %-7s %6s | %-6s %7s %7s %5s | %-6s %7s %7s | %-3s %7s %7s | %6s | %7s %7s\n", "work", "rules",
               "rules", "copied", "no fw", "+fw", "ovh", "sliced", "no fw", "+fw", "cpu", "no fw", "+fw", "x cpu", "limit",
