@@ -147,7 +147,7 @@ int main(int argc, char** argv) {
   std::snprintf(buf, sizeof buf, "\"limits\":{\"h2d_gbs_64m\":%.2f,\"device_memory_gbs\":%.1f},", bw.h2d_64m, bw.dev_copy);
   json += buf;
   json += "\"targets\":{\"firewall_mix_mpps_with_header_slicing\":500,\"paper_gtx480_mpps\":8},"
-          "\"note\":\"copied: whole records cross PCIe (bounded by limit_mpps); sliced: the kernels read records "
+          "\"note\":\"copied: whole records cross PCIe (bounded by limit_mpps); sliced: "
           "each record's head (an aligned 144-byte window) is gathered through the capture's mapping "
           "(limit_mpps_64b: the link at 64 B per packet)\","
           "\"workloads\":[";
