@@ -148,7 +148,7 @@ std::string ModuleSet::verdict_stats_json() const {
                   ",\"drop_reason\":{\"rules\":" + u(vs_.ips_rules) + ",\"flow_drop\":" + u(vs_.ips_flow_drop) + "}}";
   if (!firewall_mode()) return j;
   j += ",\"firewall\":{\"accepted\":" + u(vs_.fw_accepted) + ",\"blocked\":" + u(vs_.fw_blocked) + ",\"drop_reason\":{";
-  for (uint32_t r = 1; r <= 4; ++r) j += std::string(r > 1 ? "," : "") + "\"" + drop_reason_name(r) + "\":" + u(vs_.reason[r]);
+  for (uint32_t r = 1; r <= VerdictStats::kFlowDrop; ++r) j += std::string(r > 1 ? "," : "") + "\"" + drop_reason_name(r) + "\":" + u(vs_.reason[r]);
   return j + "}}";
 }
 
@@ -206,7 +206,7 @@ void ModuleSet::account_verdicts(const PacketBatch& b, ModuleOutput& out) {
     }
     const uint8_t v = b.h_verdict[i];
     const bool drop = v & kVerdictDrop, by_flow = drop && (v & kVerdictFlowDecided);
-    if (by_flow) reason = 4;
+    if (by_flow) reason = VerdictStats::kFlowDrop;
     if (!drop) {
       ++vs_.ips_accepted;
       vs_.fw_accepted += fw;

@@ -97,7 +97,8 @@ class ModuleSet {
   // ips.accepted or ips.blocked; without firewall mode every packet counts under ips.
   struct VerdictStats {
     uint64_t ips_accepted = 0, ips_blocked = 0, fw_accepted = 0, fw_blocked = 0;
-    uint64_t reason[5] = {};  // DropReason 1..3; [4] flow_drop (firewall mode) — ips: see ips_*
+    static constexpr uint32_t kFlowDrop = 4;  // reason[] slot past the DropReasons: the flow's decision
+    uint64_t reason[kFlowDrop + 1] = {};      // DropReason 1..3, and flow_drop (firewall mode); ips: ips_*
     uint64_t ips_flow_drop = 0, ips_rules = 0;
   };
   const VerdictStats& verdict_stats() const { return vs_; }

@@ -817,7 +817,7 @@ TEST(FirewallPolicy, DefaultDropAndAppHooksGiveTheSameVerdictsAtEveryBatchSize) 
     EXPECT_EQ(s.fw_accepted + s.fw_blocked, drop.size());
     EXPECT_EQ(s.ips_accepted, s.fw_accepted);
     EXPECT_GT(s.reason[kDropReasonDefaultAppPolicy], 20u);  // most of the 40 flows
-    EXPECT_GT(s.reason[4], s.reason[kDropReasonDefaultAppPolicy]);
+    EXPECT_GT(s.reason[ModuleSet::VerdictStats::kFlowDrop], s.reason[kDropReasonDefaultAppPolicy]);
     EXPECT_GT(s.reason[kDropReasonDefaultPacketPolicy], 0u);
     if (first.empty()) {
       first = drop;
@@ -826,12 +826,12 @@ TEST(FirewallPolicy, DefaultDropAndAppHooksGiveTheSameVerdictsAtEveryBatchSize) 
     }
     ASSERT_EQ(drop.size(), first.size());
     for (size_t i = 0; i < drop.size(); ++i) ASSERT_EQ(drop[i], first[i]) << "packet " << i + 1;
-    for (int r = 1; r <= 4; ++r) EXPECT_EQ(s.reason[r], first_stats.reason[r]) << "reason " << r;
+    for (int r = 1; r <= int(ModuleSet::VerdictStats::kFlowDrop); ++r) EXPECT_EQ(s.reason[r], first_stats.reason[r]) << "reason " << r;
     EXPECT_EQ(s.fw_accepted, first_stats.fw_accepted);
   }
   std::printf("firewall policy: %zu packets, %llu accepted, %llu flows dropped at the request line, %llu packets by "
               "flow decision, %llu by the packet policy; equal at batch sizes 65536, 7, 1\n",
               first.size(), (unsigned long long)first_stats.fw_accepted,
-              (unsigned long long)first_stats.reason[kDropReasonDefaultAppPolicy], (unsigned long long)first_stats.reason[4],
+              (unsigned long long)first_stats.reason[kDropReasonDefaultAppPolicy], (unsigned long long)first_stats.reason[ModuleSet::VerdictStats::kFlowDrop],
               (unsigned long long)first_stats.reason[kDropReasonDefaultPacketPolicy]);
 }

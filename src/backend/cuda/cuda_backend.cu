@@ -83,23 +83,6 @@ struct SharedCounterSink {
   __device__ void add(int i, uint64_t n) { atomicAdd(&s[i], static_cast<unsigned long long>(n)); }
 };
 
-__global__ void __launch_bounds__(DecodePolicy::kThreads) decode_kernel(BatchView b, unsigned long long* d_counters) {
-  __shared__ unsigned long long s[c_count_];
-  for (int k = threadIdx.x; k < c_count_; k += blockDim.x) s[k] = 0;
-  __syncthreads();
-  SharedCounterSink sink{s};
-  DecodedPacket p;
-  for (uint32_t i = blockIdx.x * blockDim.x + threadIdx.x; i < b.count; i += gridDim.x * blockDim.x) {
-    decode_batch_packet(b, i, p);
-    store(b.dec, i, p);
-    b.verdict[i] = kVerdictPass;
-    count_packet(sink, p);
-  }
-  __syncthreads();
-  for (int k = threadIdx.x; k < c_count_; k += blockDim.x)
-    if (s[k]) atomicAdd(&d_counters[k], s[k]);
-}
-
 // Header-only slicing: record i's head is the 16-byte-aligned window of the mapping that holds its
 // first kSliceHeadBytes, copied to heads + i * kSliceStride; the record starts at its misalignment.
 // Ten lanes of a warp take one record (nine 16-byte loads: wide PCIe reads, all in flight at once),
@@ -133,17 +116,21 @@ __global__ void __launch_bounds__(DecodePolicy::kThreads) slice_gather_kernel(Ba
   }
 }
 
-// Decode of a sliced batch: from the gathered heads, the whole record only where headers do not fit.
-__global__ void __launch_bounds__(DecodePolicy::kThreads) decode_sliced_kernel(BatchView b, const uint8_t* heads,
-                                                                                unsigned long long* d_counters) {
+// heads: a sliced batch's gathered heads (slice_gather_kernel), decoded from there and the whole
+// record only where headers do not fit; null: decode the records in b.data.
+__global__ void __launch_bounds__(DecodePolicy::kThreads) decode_kernel(BatchView b, const uint8_t* heads,
+                                                                        unsigned long long* d_counters) {
   __shared__ unsigned long long s[c_count_];
   for (int k = threadIdx.x; k < c_count_; k += blockDim.x) s[k] = 0;
   __syncthreads();
   SharedCounterSink sink{s};
   DecodedPacket p;
   for (uint32_t i = blockIdx.x * blockDim.x + threadIdx.x; i < b.count; i += gridDim.x * blockDim.x) {
-    decode_sliced_packet(b, heads + size_t(i) * kSliceStride + slice_misalign(b, i), slice_head_len(b, i, kSliceHeadBytes),
-                         i, p);
+    if (heads)
+      decode_sliced_packet(b, heads + size_t(i) * kSliceStride + slice_misalign(b, i),
+                           slice_head_len(b, i, kSliceHeadBytes), i, p);
+    else
+      decode_batch_packet(b, i, p);
     store(b.dec, i, p);
     b.verdict[i] = kVerdictPass;
     count_packet(sink, p);
@@ -655,10 +642,8 @@ class CudaBackend final : public Backend {
                                                             DecodePolicy::kThreads));
         slice_gather_kernel<<<gather_blocks, DecodePolicy::kThreads, 0, s.stream>>>(v, d_registered_, s.d_heads);
         GASPP_CUDA_CHECK(cudaGetLastError());
-        decode_sliced_kernel<<<blocks, DecodePolicy::kThreads, 0, s.stream>>>(v, s.d_heads, s.d_counters);
-      } else {
-        decode_kernel<<<blocks, DecodePolicy::kThreads, 0, s.stream>>>(v, s.d_counters);
       }
+      decode_kernel<<<blocks, DecodePolicy::kThreads, 0, s.stream>>>(v, sliced ? s.d_heads : nullptr, s.d_counters);
       GASPP_CUDA_CHECK(cudaGetLastError());
     }
     const StageArgs args = stage_args(s);
