@@ -48,7 +48,9 @@ GASPP_HD GASPP_FORCEINLINE void decode_batch_packet(const BatchView& v, uint32_t
 // (`head`). A packet whose headers do not fit fails to decode from its head (every read is checked
 // against the captured length, which the head clips) and is decoded again from the whole record,
 // so the result always equals decode_batch_packet's. Returns whether the whole record was needed.
-constexpr uint32_t kSliceHeadBytes = 128;
+// kSliceHeadBytes: the 16-byte record header and 80 frame bytes, room for Ethernet, an 802.1Q tag,
+// IPv6 and a TCP header without options (78 bytes).
+constexpr uint32_t kSliceHeadBytes = 96;
 GASPP_HD GASPP_FORCEINLINE uint32_t slice_head_len(const BatchView& v, uint32_t i, uint32_t want) {
   const uint64_t room = v.data_len - v.rec_off[i];
   return room < want ? uint32_t(room) : want;

@@ -105,6 +105,7 @@ struct RuleGen {
   std::vector<std::pair<std::array<uint8_t, 16>, uint8_t>> addrs;
   std::vector<uint16_t> ports;
   std::vector<std::string> rule_text;
+  uint32_t any_pct = 0;  // share of address sets that are a plain `any` (besides addr_item's own)
   uint64_t pick(uint64_t n) { return rng() % n; }
   std::string addr_item() {
     const uint64_t k = pick(10);
@@ -118,6 +119,7 @@ struct RuleGen {
     return a + "/" + std::to_string(bits);  // the parser keeps the host bits; the prefix decides
   }
   std::string addr() {
+    if (pick(100) < any_pct) return "any";
     const uint64_t k = pick(8);
     if (k < 5) return addr_item();
     std::string s = std::string(pick(4) == 0 ? "!" : "") + "[";
@@ -203,10 +205,13 @@ TEST(Firewall, TablesEqualBruteForceOnRandomRuleSets) {
   const CaptureFile cap = traffic(11);
   const std::vector<DecodedPacket> pk = decode_all(cap);
   ASSERT_GT(pk.size(), 3000u);
-  uint64_t matched = 0, compared = 0;
-  for (uint64_t round = 0; round < 8; ++round) {
+  uint64_t matched = 0, compared = 0, wildcard = 0;
+  for (uint64_t round = 0; round < 12; ++round) {
     RuleGen g = rule_gen(pk, 100 + round);
-    const uint32_t n = round < 4 ? 40 : 2000;  // few rules (many wildcards) and many
+    const uint32_t n = round < 4 ? 40 : 2000;  // few rules and many
+    // The last rounds: half the address sets `any`, so that many rules have `any` on both sides
+    // and are indexed by port (or not at all).
+    if (round >= 8) g.any_pct = 50;
     std::vector<Rule> rules;
     for (uint32_t k = 0; k < n; ++k) {
       Rule r;
@@ -217,6 +222,7 @@ TEST(Firewall, TablesEqualBruteForceOnRandomRuleSets) {
     }
     FirewallTables t;
     t.compile(rules);
+    wildcard += t.wildcard_entries();
     const FirewallView v = t.host_view();
     for (const DecodedPacket& d : pk) {
       if (d.l3[0] != uint8_t(L3::ipv4) && d.l3[0] != uint8_t(L3::ipv6)) continue;
@@ -239,9 +245,11 @@ TEST(Firewall, TablesEqualBruteForceOnRandomRuleSets) {
       ++compared;
     }
   }
-  std::printf("firewall: %llu packets x 8 rule sets, %llu matches, equal to the brute force\n",
-              (unsigned long long)compared, (unsigned long long)matched);
+  std::printf("firewall: %llu packets x 12 rule sets, %llu matches, equal to the brute force; %llu entries with any "
+              "address on both sides\n",
+              (unsigned long long)compared, (unsigned long long)matched, (unsigned long long)wildcard);
   EXPECT_GT(matched, compared);  // the rules do hit the traffic
+  EXPECT_GT(wildcard, 1000u);    // and the port index is exercised
 }
 
 TEST(Firewall, EtOpenIpListsCompileAndMatchLikeBruteForce) {

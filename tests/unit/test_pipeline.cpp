@@ -247,11 +247,11 @@ uint64_t check_sliced_decode(const CaptureFile& cap, uint32_t stride) {
 }  // namespace
 
 TEST(Pipeline, SlicedDecodeEqualsWholeRecords) {
-  // Heads of 128 bytes (what CUDA gathers) and of 48 (most headers do not fit: the fallback to the
+  // Heads of kSliceHeadBytes (what CUDA copies) and of 48 (most headers do not fit: the fallback to the
   // whole record runs for most packets) over every real capture and a generated mix.
   const std::filesystem::path dir = test::shared_data_dir() / "pcaps";
   if (!std::filesystem::exists(dir)) GTEST_SKIP() << "no " << dir;
-  uint64_t packets = 0, whole128 = 0, whole48 = 0;
+  uint64_t packets = 0, whole_full = 0, whole48 = 0;
   std::vector<CaptureFile> caps;
   caps.push_back(generated(GenMode::mix, 3000, 0.3, 0.3, 11));
   for (const auto& e : std::filesystem::recursive_directory_iterator(dir)) {
@@ -259,7 +259,7 @@ TEST(Pipeline, SlicedDecodeEqualsWholeRecords) {
     if (e.is_regular_file() && (ext == ".pcap" || ext == ".pcapng" || ext == ".cap")) caps.push_back(CaptureFile::open(e.path().string()));
   }
   for (const CaptureFile& cap : caps) {
-    whole128 += check_sliced_decode(cap, kSliceHeadBytes);
+    whole_full += check_sliced_decode(cap, kSliceHeadBytes);
     whole48 += check_sliced_decode(cap, 48);
     RecordWalker w(cap);
     RecordInfo r;
@@ -267,6 +267,6 @@ TEST(Pipeline, SlicedDecodeEqualsWholeRecords) {
   }
   EXPECT_GT(whole48, packets / 4);  // the fallback really ran
   std::printf("sliced decode: %zu captures, %llu packets equal to whole-record decode; whole record needed for %llu "
-              "(128-byte heads) and %llu (48-byte heads)\n",
-              caps.size(), (unsigned long long)packets, (unsigned long long)whole128, (unsigned long long)whole48);
+              "(%u-byte heads) and %llu (48-byte heads)\n",
+              caps.size(), (unsigned long long)packets, (unsigned long long)whole_full, kSliceHeadBytes, (unsigned long long)whole48);
 }

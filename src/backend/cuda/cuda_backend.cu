@@ -14,7 +14,7 @@
 //
 // Header-only slicing (BackendConfig::slice): when nothing downstream reads payload (no module
 // declares kLayerPayload or kLayerStream, reassembly is off), a batch in the registered mapping is
-// not copied at all: a gather kernel copies each record's first 128 bytes through the mapping's
+// not copied at all: a gather kernel copies each record's first kSliceHeadBytes through the mapping's
 // device alias (16-byte reads, many in flight), decode reads those heads (and the whole record,
 // through the mapping, only for a packet whose headers do not fit), and later kernels read the
 // records through the mapping. Only the heads, and the bytes the later kernels touch, cross PCIe. Every kernel sees the whole record, so results are the same as with slicing off (a module
@@ -85,21 +85,23 @@ struct SharedCounterSink {
 
 // Header-only slicing: record i's head is the 16-byte-aligned window of the mapping that holds its
 // first kSliceHeadBytes, copied to heads + i * kSliceStride; the record starts at its misalignment.
-// Ten lanes of a warp take one record (nine 16-byte loads: wide PCIe reads, all in flight at once),
-// so a warp gathers three records per step. A window piece reaching outside [lo, the batch's end)
-// — lo is where the mapping starts — is copied byte by byte within the record (the mapping may end).
+// kSlicePieces lanes of a warp take one record (16-byte loads: wide PCIe reads, all in flight at
+// once), so a warp gathers kSliceGroups records per step. A window piece reaching outside [lo, the
+// batch's end) — lo is where the mapping starts — is copied byte by byte within the record (the
+// mapping may end).
 constexpr uint32_t kSliceStride = kSliceHeadBytes + 16;
+constexpr uint32_t kSlicePieces = kSliceStride / 16, kSliceGroups = 32 / kSlicePieces;
 __device__ __forceinline__ uint32_t slice_misalign(const BatchView& b, uint32_t i) {
   return uint32_t(reinterpret_cast<uintptr_t>(b.data + b.rec_off[i]) & 15);
 }
 __global__ void __launch_bounds__(DecodePolicy::kThreads) slice_gather_kernel(BatchView b, const uint8_t* lo,
                                                                                uint8_t* heads) {
-  const uint32_t lane = threadIdx.x & 31, group = lane / 10, piece = lane % 10;
+  const uint32_t lane = threadIdx.x & 31, group = lane / kSlicePieces, piece = lane % kSlicePieces;
   const uint32_t warps = (gridDim.x * blockDim.x) >> 5;
-  if (group > 2 || piece > 8) return;  // lanes 30, 31 and each group's tenth have no piece
+  if (group >= kSliceGroups) return;  // the lanes left over
   const uint8_t* end = b.data + b.data_len;
-  for (uint32_t w = (blockIdx.x * blockDim.x + threadIdx.x) >> 5; w * 3 < b.count; w += warps) {
-    const uint32_t i = w * 3 + group;
+  for (uint32_t w = (blockIdx.x * blockDim.x + threadIdx.x) >> 5; w * kSliceGroups < b.count; w += warps) {
+    const uint32_t i = w * kSliceGroups + group;
     if (i >= b.count) break;
     const uint8_t* src = b.data + b.rec_off[i];
     const uint32_t mis = slice_misalign(b, i);
@@ -638,8 +640,9 @@ class CudaBackend final : public Backend {
       int blocks = int((b.count + DecodePolicy::kThreads - 1) / DecodePolicy::kThreads);
       if (blocks > blocks_cap_) blocks = blocks_cap_;
       if (sliced) {
-        const int gather_blocks = std::min(blocks_cap_, int((uint64_t(b.count + 2) / 3 * 32 + DecodePolicy::kThreads - 1) /
-                                                            DecodePolicy::kThreads));
+        const int gather_blocks = std::min(
+            blocks_cap_, int((uint64_t(b.count + kSliceGroups - 1) / kSliceGroups * 32 + DecodePolicy::kThreads - 1) /
+                             DecodePolicy::kThreads));
         slice_gather_kernel<<<gather_blocks, DecodePolicy::kThreads, 0, s.stream>>>(v, d_registered_, s.d_heads);
         GASPP_CUDA_CHECK(cudaGetLastError());
       }

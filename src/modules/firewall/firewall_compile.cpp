@@ -108,6 +108,46 @@ uint8_t fw_action(RuleAction a) {
   return kFwAlert;
 }
 
+// Cuts (range, entry) pairs into elementary pieces (cut wherever a range begins or ends) and for
+// each piece some range covers, appends the covering entries to `entries` and calls
+// piece(first, last, their span). Throws std::length_error when `entries` outgrows max_entries.
+template <class Piece>
+void elementary_pieces(std::vector<std::pair<Range, uint32_t>>& rg, std::vector<uint32_t>& entries,
+                       uint64_t max_entries, Piece piece) {
+  if (rg.empty()) return;
+  std::vector<u128> cuts;
+  for (auto& [x, e] : rg) {
+    cuts.push_back(x.first);
+    if (x.second != ~u128(0)) cuts.push_back(x.second + 1);
+  }
+  std::sort(cuts.begin(), cuts.end());
+  cuts.erase(std::unique(cuts.begin(), cuts.end()), cuts.end());
+  std::sort(rg.begin(), rg.end(), [](auto& a, auto& b) { return a.first.first < b.first.first; });
+  std::multimap<u128, uint32_t> ends;  // last value → entry, of the active ranges
+  std::multiset<uint32_t> active;
+  size_t next = 0;
+  for (size_t c = 0; c < cuts.size(); ++c) {
+    const u128 at = cuts[c];
+    while (!ends.empty() && ends.begin()->first < at) {
+      active.erase(active.find(ends.begin()->second));
+      ends.erase(ends.begin());
+    }
+    while (next < rg.size() && rg[next].first.first == at) {
+      active.insert(rg[next].second);
+      ends.emplace(rg[next].first.second, rg[next].second);
+      ++next;
+    }
+    if (active.empty()) continue;
+    const u128 last = c + 1 < cuts.size() ? cuts[c + 1] - 1 : ~u128(0);
+    const FwSpan span{uint32_t(entries.size()), uint32_t(active.size())};
+    entries.insert(entries.end(), active.begin(), active.end());
+    if (entries.size() > max_entries)
+      throw std::length_error("firewall: the rules need more than " + std::to_string(max_entries) +
+                              " interval list entries (overlapping address or port ranges); split the rule set");
+    piece(at, last, span);
+  }
+}
+
 }  // namespace
 
 void FirewallTables::compile(const std::vector<Rule>& rules, const FirewallLimits& lim) {
@@ -182,46 +222,35 @@ void FirewallTables::compile(const std::vector<Rule>& rules, const FirewallLimit
         }
       }
       // Elementary intervals: cut at every start and every end + 1, then list what covers each piece.
-      auto& rg = ranges[f][side];
-      if (rg.empty()) continue;
-      std::vector<u128> cuts;
-      for (auto& [x, e] : rg) {
-        cuts.push_back(x.first);
-        if (x.second != ~u128(0)) cuts.push_back(x.second + 1);
-      }
-      std::sort(cuts.begin(), cuts.end());
-      cuts.erase(std::unique(cuts.begin(), cuts.end()), cuts.end());
-      std::sort(rg.begin(), rg.end(), [](auto& a, auto& b) { return a.first.first < b.first.first; });
-      std::multimap<u128, uint32_t> ends;  // last address → entry, of the active ranges
-      std::multiset<uint32_t> active;
-      size_t next = 0;
-      for (size_t c = 0; c < cuts.size(); ++c) {
-        const u128 at = cuts[c];
-        while (!ends.empty() && ends.begin()->first < at) {
-          active.erase(active.find(ends.begin()->second));
-          ends.erase(ends.begin());
-        }
-        while (next < rg.size() && rg[next].first.first == at) {
-          active.insert(rg[next].second);
-          ends.emplace(rg[next].first.second, rg[next].second);
-          ++next;
-        }
-        if (active.empty()) continue;
-        const u128 last = c + 1 < cuts.size() ? cuts[c + 1] - 1 : ~u128(0);
-        FwElementary el{};
-        el.range = FwInterval{from_u128(at), from_u128(last)};
-        el.list = FwSpan{uint32_t(entries_.size()), uint32_t(active.size())};
-        entries_.insert(entries_.end(), active.begin(), active.end());
-        if (entries_.size() > lim.max_list_entries)
-          throw std::length_error("firewall: the rules need more than " + std::to_string(lim.max_list_entries) +
-                                  " interval list entries (overlapping address ranges); split the rule set");
-        elem_[f][side].push_back(el);
+      elementary_pieces(ranges[f][side], entries_, lim.max_list_entries, [&](u128 first, u128 last, FwSpan list) {
+        elem_[f][side].push_back(FwElementary{FwInterval{from_u128(first), from_u128(last)}, list});
         ++elementary_;
-      }
+      });
     }
+    // Entries with any address on both sides: by the packet's destination ports when they name
+    // some, else by its source ports, else the wildcard list.
+    wildcard_entries_ += uint32_t(wild[f].size());
+    std::vector<std::pair<Range, uint32_t>> by_port[2];
+    std::vector<uint32_t> rest;
+    for (uint32_t entry : wild[f]) {
+      const FwRule& r = rules_[entry >> 1];
+      const uint32_t sw = entry & 1;
+      const bool sany = r.flags & (sw ? kFwDportAny : kFwSportAny), dany = r.flags & (sw ? kFwSportAny : kFwDportAny);
+      const int side = !dany ? 1 : !sany ? 0 : -1;  // which port of the packet
+      if (side < 0) {
+        rest.push_back(entry);
+        continue;
+      }
+      const FwSpan ps = r.port[side == 0 ? sw : 1 - sw];
+      for (uint32_t k = 0; k < ps.n; ++k) by_port[side].push_back({{ports_[ps.off + k].lo, ports_[ps.off + k].hi}, entry});
+    }
+    for (int side = 0; side < 2; ++side)
+      elementary_pieces(by_port[side], entries_, lim.max_list_entries, [&](u128 first, u128 last, FwSpan list) {
+        by_port_[f][side].push_back(FwPortPiece{uint16_t(first), uint16_t(last), list});
+      });
+    wild[f] = rest;
     wildcard_[f] = FwSpan{uint32_t(entries_.size()), uint32_t(wild[f].size())};
     entries_.insert(entries_.end(), wild[f].begin(), wild[f].end());
-    wildcard_entries_ += uint32_t(wild[f].size());
   }
 }
 
@@ -247,6 +276,7 @@ FirewallView FirewallTables::place(TableMemory& mem) const {
       ix.hash_mask = hash_[f][side].empty() ? 0 : uint32_t(hash_[f][side].size() - 1);
       ix.elem = mem.place(elem_[f][side]);
       ix.elem_n = uint32_t(elem_[f][side].size());
+      v.by_port[f][side] = FwPortIndex{mem.place(by_port_[f][side]), uint32_t(by_port_[f][side].size())};
     }
     v.wildcard[f] = wildcard_[f];
   }
@@ -262,7 +292,9 @@ uint64_t FirewallTables::bytes() const {
   uint64_t n = rules_.size() * sizeof(FwRule) + intervals_.size() * sizeof(FwInterval) +
                ports_.size() * sizeof(FwPortRange) + entries_.size() * sizeof(uint32_t);
   for (int f = 0; f < 2; ++f)
-    for (int s = 0; s < 2; ++s) n += hash_[f][s].size() * sizeof(FwHashSlot) + elem_[f][s].size() * sizeof(FwElementary);
+    for (int s = 0; s < 2; ++s)
+      n += hash_[f][s].size() * sizeof(FwHashSlot) + elem_[f][s].size() * sizeof(FwElementary) +
+           by_port_[f][s].size() * sizeof(FwPortPiece);
   return n;
 }
 

@@ -43,6 +43,7 @@ class FirewallTables {
   std::vector<uint32_t> entries_;
   std::vector<FwHashSlot> hash_[2][2];
   std::vector<FwElementary> elem_[2][2];
+  std::vector<FwPortPiece> by_port_[2][2];
   FwSpan wildcard_[2]{};
   uint32_t hash_keys_ = 0, elementary_ = 0, wildcard_entries_ = 0;
 };

@@ -9,11 +9,14 @@
 //     probing, key → list of entries);
 //   * ranges go to a table of elementary intervals (the ranges of all entries cut where any begins
 //     or ends), sorted, found by binary search, each with the list of entries covering it;
-//   * an entry with `any` on both sides goes to the family's wildcard list.
+//   * an entry with `any` on both sides is indexed by port instead: by the ports the packet's
+//     destination port must be in when it names some (elementary port ranges, binary search),
+//     else by its source ports, else it goes to the family's wildcard list. (10k random rules have
+//     hundreds of such entries; scanning them all for every packet cost more than the rest.)
 // A packet looks up its source address in the source-side tables and its destination address in
-// the destination-side ones, adds the wildcard list, and checks each candidate entry in full
-// (protocol, both address sets, ports). An entry is listed under one side only and an address falls
-// in at most one interval of a set, so no candidate comes twice.
+// the destination-side ones, its ports in the port tables, adds the wildcard list, and checks each
+// candidate entry in full (protocol, both address sets, ports). An entry is listed under one side
+// only and an address or port falls in at most one piece of a set, so no candidate comes twice.
 //
 // Result (FwMatch): whether a pass rule matched, the strongest action, and the matched non-pass
 // rules (up to kFwMaxAlerts, Suricata's packet_alert_max; more are counted as overflow), in rule
@@ -75,6 +78,16 @@ struct FwElementary {
   FwSpan list;
 };
 
+struct FwPortPiece {
+  uint16_t lo, hi;     // inclusive
+  FwSpan list;
+};
+// Entries with any address on both sides, by one port of the packet: elementary port ranges.
+struct FwPortIndex {
+  const FwPortPiece* piece;
+  uint32_t n;
+};
+
 // One family's index of one side: exact hash + elementary intervals.
 struct FwSideIndex {
   const FwHashSlot* hash;
@@ -90,7 +103,8 @@ struct FirewallView {
   const FwPortRange* ports;
   const uint32_t* entries;   // lists: rule * 2 + swapped
   FwSideIndex side[2][2];    // [family][0 src, 1 dst]
-  FwSpan wildcard[2];        // [family]
+  FwPortIndex by_port[2][2];  // [family][0 the packet's source port, 1 its destination port]
+  FwSpan wildcard[2];        // [family]: any address, any port
 };
 static_assert(std::is_trivially_copyable_v<FirewallView>, "FirewallView is a kernel argument");
 
@@ -201,6 +215,18 @@ GASPP_HD GASPP_FORCEINLINE void firewall_match(const FirewallView& fw, const FwP
     }
     if (lo < ix.elem_n && u128_le(ix.elem[lo].range.lo, a)) fw_consider_list(fw, ix.elem[lo].list, p, m);
   }
+  if (p.has_ports)  // an entry in these names ports, which a packet without them never matches
+    for (int side = 0; side < 2; ++side) {
+      const FwPortIndex& ix = fw.by_port[f][side];
+      const uint16_t port = p.port[side];
+      uint32_t lo = 0, hi = ix.n;  // first piece with hi >= port
+      while (lo < hi) {
+        const uint32_t mid = (lo + hi) / 2;
+        if (ix.piece[mid].hi < port) lo = mid + 1;
+        else hi = mid;
+      }
+      if (lo < ix.n && ix.piece[lo].lo <= port) fw_consider_list(fw, ix.piece[lo].list, p, m);
+    }
   fw_consider_list(fw, fw.wildcard[f], p, m);
 }
 
