@@ -36,7 +36,7 @@ namespace gaspp {
 struct BackendConfig {
   uint32_t batch_packets = 65536;
   uint64_t batch_bytes = 64ull << 20;
-  int threads = 0;                  // CPU backend: 0 = all hardware threads
+  int threads = 0;                  // CPU backend: workers; CUDA: head packers. 0 = all hardware threads
   int slots = 3;
   double compact_below = 1.0 / 3;   // CUDA: compact when record bytes / span bytes < this
   bool force_compact = false;       // CUDA: always compact (tests both transfer paths)
@@ -60,6 +60,10 @@ struct BackendConfig {
   // record of 320 bytes or more: smaller ones are cheaper copied); on: always (payload readers still
   // get every byte, more slowly); off: never. The CPU backend ignores it.
   enum class Slice : uint8_t { off, on, automatic } slice = Slice::automatic;
+  // Slicing: the share of each batch's heads the host packs into pinned memory (with `threads`
+  // threads) and DMAs, while the GPU gathers the rest through the mapping; both ways cross PCIe at
+  // once.
+  double slice_host_share = 0;
 };
 
 // Whether a batch's payload is read by nobody: no module declares kLayerPayload or kLayerStream
