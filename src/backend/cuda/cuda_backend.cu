@@ -78,6 +78,9 @@ constexpr uint32_t kSliceMinMeanRecord = 320;
 struct DecodePolicy {
   static constexpr int kThreads = 256;
   static constexpr int kBlocksPerSm = 8;
+  // The slice gather mostly waits on PCIe reads; this many blocks per SM keep enough of them in
+  // flight (hundreds of KiB) and leave the SMs to the other slots' kernels.
+  static constexpr int kGatherBlocksPerSm = 2;
 };
 
 struct SharedCounterSink {
@@ -157,6 +160,11 @@ __device__ __forceinline__ void block_counters_flush(unsigned long long* s, unsi
 
 struct FlowPolicy {
   static constexpr int kThreads = 256;
+  // The walks (flow walk, verdict walk) take a grid of at most this many blocks per SM, each thread
+  // striding over several items. Only a run's first item does work, and a run is a serial chain of
+  // memory waits: a grid of one thread per item held every SM's thread slots through those waits
+  // while ~1 lane in 26 worked, so the next batch's gather and decode could not run beside it.
+  static constexpr int kWalkBlocksPerSm = 2;
 };
 
 // Over sorted keys, calls fn(j, m, key) for each run [j, m) of one key (the sentinel excepted): the
@@ -462,6 +470,8 @@ class CudaBackend final : public Backend {
       device_bytes_ += staging_bytes_ + 5ull * cfg.batch_packets + 8 * c_count_ + s.dec.bytes();
     }
     blocks_cap_ = prop_.multiProcessorCount * DecodePolicy::kBlocksPerSm;
+    walk_blocks_cap_ = prop_.multiProcessorCount * FlowPolicy::kWalkBlocksPerSm;
+    gather_blocks_cap_ = prop_.multiProcessorCount * DecodePolicy::kGatherBlocksPerSm;
     if (!cfg.modules.empty()) {
       for (ModuleInstance* m : cfg.modules) m->upload(tables_);
       event_cap_ = event_capacity_of(cfg);
@@ -673,7 +683,7 @@ class CudaBackend final : public Backend {
       if (sliced && host_heads < b.count) {
         const uint32_t rest = b.count - host_heads;
         const int gather_blocks = std::min(
-            blocks_cap_, int((uint64_t(rest + kSliceGroups - 1) / kSliceGroups * 32 + DecodePolicy::kThreads - 1) /
+            gather_blocks_cap_, int((uint64_t(rest + kSliceGroups - 1) / kSliceGroups * 32 + DecodePolicy::kThreads - 1) /
                              DecodePolicy::kThreads));
         slice_gather_kernel<<<gather_blocks, DecodePolicy::kThreads, 0, s.stream>>>(v, host_heads, d_registered_, s.d_heads);
         GASPP_CUDA_CHECK(cudaGetLastError());
@@ -903,7 +913,7 @@ class CudaBackend final : public Backend {
     if (table_) {
       const uint32_t base = streams_ ? held_cap_ : 0;
       const uint32_t items = base + a.count;
-      const int vb = std::max(1, std::min(blocks_cap_, int((items + FlowPolicy::kThreads - 1) / uint32_t(FlowPolicy::kThreads))));
+      const int vb = std::max(1, std::min(walk_blocks_cap_, int((items + FlowPolicy::kThreads - 1) / uint32_t(FlowPolicy::kThreads))));
       verdict_walk_kernel<<<vb, FlowPolicy::kThreads, 0, s.stream>>>(table_->ref(), d_keys_sorted_, d_vals_sorted_, items,
                                                                      base, s.d_flow_flags, s.d_verdict, s.d_counters);
       GASPP_CUDA_CHECK(cudaGetLastError());
@@ -975,7 +985,7 @@ class CudaBackend final : public Backend {
     size_t temp = sort_temp_bytes_;
     GASPP_CUDA_CHECK(cub::DeviceRadixSort::SortPairs(d_sort_temp_, temp, d_keys_, d_keys_sorted_, d_vals_, d_vals_sorted_,
                                                      int(items), 0, end_bit, st));
-    const int blocks = std::max(1, std::min(blocks_cap_, int((items + FlowPolicy::kThreads - 1) / uint32_t(FlowPolicy::kThreads))));
+    const int blocks = std::max(1, std::min(walk_blocks_cap_, int((items + FlowPolicy::kThreads - 1) / uint32_t(FlowPolicy::kThreads))));
     flow_walk_kernel<<<blocks, FlowPolicy::kThreads, 0, st>>>(t, dec, d_keys_sorted_, d_vals_sorted_, items, prm, out,
                                                               flags, sr, streams_, final, d_counters);
     GASPP_CUDA_CHECK(cudaGetLastError());
@@ -1073,7 +1083,7 @@ class CudaBackend final : public Backend {
   cudaDeviceProp prop_{};
   uint64_t staging_bytes_ = 0;
   uint64_t device_bytes_ = 0;
-  int blocks_cap_ = 1;
+  int blocks_cap_ = 1, walk_blocks_cap_ = 1, gather_blocks_cap_ = 1;
   const uint8_t* registered_ = nullptr;
   const uint8_t* d_registered_ = nullptr;  // device alias of the mapping (null: none, no slicing)
   uint64_t registered_len_ = 0;
