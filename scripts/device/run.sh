@@ -130,7 +130,8 @@ bench-stream)
   ;;
 bench-firewall)
   step "bench_firewall (captures in /dev/shm)"
-  $B/bench_firewall --json "$OUT/bench_firewall.json" --reps 3 --tmp /dev/shm --et bundle/data/rules/et-open; check "bench_firewall"
+  $B/bench_firewall --json "$OUT/bench_firewall.json" --reps 3 --packets 8000000 --batch 262144 --tmp /dev/shm \
+    --et bundle/data/rules/et-open; check "bench_firewall"
   step "bench_modules"
   $B/bench_modules --json "$OUT/bench_modules.json" --reps 3 --tmp /dev/shm; check "bench_modules"
   ;;

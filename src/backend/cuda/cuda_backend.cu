@@ -70,9 +70,10 @@ namespace {
 
 // Automatic slicing: the mean record size (header + frame) from which a batch is sliced rather than
 // copied. Copied, a batch costs its bytes at the H2D rate; sliced, about a fixed rate set by the
-// heads' reads through the mapping (H100: 179 Mpps decode+flow on the mix, 214 on 64-byte frames,
-// bench/results/2026-11-22-h100-firewall-sliced.json): they meet near 54.6 GB/s / 180 Mpps = 300 B.
-constexpr uint32_t kSliceMinMeanRecord = 320;
+// gather's reads through the mapping and the flow stage (H100, 262144-packet batches: 273 Mpps
+// decode+flow on the mix, 343 on 64-byte frames; bench_firewall): they meet near
+// 54.6 GB/s / 300 Mpps = 180 B.
+constexpr uint32_t kSliceMinMeanRecord = 192;
 
 // Tuning of the decode launch, named rather than scattered.
 struct DecodePolicy {
@@ -627,9 +628,8 @@ class CudaBackend final : public Backend {
     PacketBatch& b = s.batch;
     const bool in_registered = registered_ && b.h_span >= registered_ && b.h_span + b.span_len <= registered_ + registered_len_;
     const double occupancy = b.span_len ? double(b.record_bytes) / double(b.span_len) : 1.0;
-    // Automatic slicing only pays for batches of large packets: a head is 128 bytes read through the
-    // mapping, so small records are cheaper copied (bench_firewall on the H100: mix, 622 B a record,
-    // 83 Mpps copied vs 179 sliced; 64-byte frames 326 vs 214).
+    // Automatic slicing only pays for batches of large packets (kSliceMinMeanRecord): a head is read
+    // through the mapping, a small record is cheaper copied whole.
     const bool big_enough = cfg_.slice == BackendConfig::Slice::on ||
                             (b.count && b.record_bytes >= uint64_t(kSliceMinMeanRecord) * b.count);
     const bool sliced = slice_ && big_enough && in_registered && d_registered_ && !cfg_.force_compact;
