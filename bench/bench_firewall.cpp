@@ -9,12 +9,12 @@
 //   * for each: Mpps with decode + flow tracking alone, and with the firewall added; CUDA
 //     (--batch packets a batch, 65536 by default) with header-only slicing off (whole records
 //     copied: bounded by the link) and on (each record's 96-byte head gathered through the capture's
-//     mapping; --host-share X packs that share on the host instead), and our CPU
+//     mapping), and our CPU
 //     backend on all host threads; median of --reps passes after a warm-up pass, each from an empty
 //     flow table.
 // Module events (alerts) come back to host memory; formatting them as EVE is host work not timed.
 //
-// usage: bench_firewall [--json PATH] [--reps N] [--packets N] [--tmp DIR] [--batch N] [--host-share X] [--et DIR]
+// usage: bench_firewall [--json PATH] [--reps N] [--packets N] [--tmp DIR] [--batch N] [--et DIR]
 #include <unistd.h>
 
 #include <algorithm>
@@ -41,7 +41,7 @@ struct Result {
 };
 
 Result measure(bool cuda, bool slice, const std::string& rules, const CaptureFile& cap, const std::vector<BatchDesc>& batches,
-               uint32_t batch, double host_share, uint64_t packets, int reps, int threads) {
+               uint32_t batch, uint64_t packets, int reps, int threads) {
   std::vector<double> t;
   Result r;
   for (int rep = 0; rep < reps + 1; ++rep) {
@@ -53,7 +53,6 @@ Result measure(bool cuda, bool slice, const std::string& rules, const CaptureFil
     bc.threads = threads;
     bc.stream.enabled = false;
     bc.slice = slice ? BackendConfig::Slice::on : BackendConfig::Slice::off;
-    if (host_share >= 0) bc.slice_host_share = host_share;
     bc.flow.capacity = 1u << 20;
     bc.modules = mods.pointers();
     bc.flow.module_state_bytes = mods.flow_state_bytes();
@@ -178,9 +177,9 @@ int main(int argc, char** argv) {
     const double limit64_mpps = bw.h2d_64m * 1e9 / 64 / 1e6;
     const auto batches = index_batches(cap, args.batch);
     const std::string rnd = random_rules(tmp + "/gaspp-bench-fw-random.rules", cap, 10000);
-    const Result base_cu = measure(true, false, "", cap, batches, args.batch, args.host_share, packets, reps, 0);
-    const Result base_sl = measure(true, true, "", cap, batches, args.batch, args.host_share, packets, reps, 0);
-    const Result base_cp = measure(false, false, "", cap, batches, args.batch, args.host_share, packets, std::max(1, reps / 2 + 1), host_threads);
+    const Result base_cu = measure(true, false, "", cap, batches, args.batch, packets, reps, 0);
+    const Result base_sl = measure(true, true, "", cap, batches, args.batch, packets, reps, 0);
+    const Result base_cp = measure(false, false, "", cap, batches, args.batch, packets, std::max(1, reps / 2 + 1), host_threads);
     struct Set { const char* name; std::string files; };
     std::vector<Set> sets = {{"random", rnd}};
     if (!et_rules.empty()) sets.push_back({"et-ip", et_rules});
@@ -189,9 +188,9 @@ int main(int argc, char** argv) {
       probe.add(make_module("firewall", {{"rules", s.files}}));
       std::map<std::string, uint64_t> rep;
       probe.at(0).report(rep);
-      const Result cu = measure(true, false, s.files, cap, batches, args.batch, args.host_share, packets, reps, 0);
-      const Result sl = measure(true, true, s.files, cap, batches, args.batch, args.host_share, packets, reps, 0);
-      const Result cp = measure(false, false, s.files, cap, batches, args.batch, args.host_share, packets, std::max(1, reps / 2 + 1), host_threads);
+      const Result cu = measure(true, false, s.files, cap, batches, args.batch, packets, reps, 0);
+      const Result sl = measure(true, true, s.files, cap, batches, args.batch, packets, reps, 0);
+      const Result cp = measure(false, false, s.files, cap, batches, args.batch, packets, std::max(1, reps / 2 + 1), host_threads);
       if (sl.module_counts != cu.module_counts) {
         std::fprintf(stderr, "bench_firewall: %s/%s: module counts differ with slicing on and off\n", mode, s.name);
         return 1;

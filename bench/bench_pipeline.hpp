@@ -26,7 +26,6 @@ struct BenchArgs {
   int reps = 3;
   uint64_t packets = 0;
   uint32_t batch = 65536;
-  double host_share = -1;  // --host-share X: BackendConfig::slice_host_share (-1: the default)
 };
 
 // Parses argv into a (its defaults as given); prints the usage and returns false on anything else.
@@ -39,12 +38,11 @@ inline bool parse_bench_args(int argc, char** argv, const char* prog, const char
     else if (value && o == "--reps") a.reps = std::atoi(argv[++i]);
     else if (value && o == "--packets") a.packets = std::strtoull(argv[++i], nullptr, 10);
     else if (value && o == "--tmp") a.tmp = argv[++i];
-    else if (value && o == "--host-share") a.host_share = std::atof(argv[++i]);
     else if (value && o == "--batch" && std::strtoul(argv[i + 1], nullptr, 10) > 0)
       a.batch = uint32_t(std::strtoul(argv[++i], nullptr, 10));
     else if (value && o == extra_flag) a.extra = argv[++i];
     else {
-      std::fprintf(stderr, "usage: %s [--json PATH] [--reps N] [--packets N] [--tmp DIR] [--batch N] [--host-share X] [%s %s]\n", prog, extra_flag,
+      std::fprintf(stderr, "usage: %s [--json PATH] [--reps N] [--packets N] [--tmp DIR] [--batch N] [%s %s]\n", prog, extra_flag,
                    extra_value);
       return false;
     }

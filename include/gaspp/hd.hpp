@@ -37,16 +37,6 @@ GASPP_HD GASPP_FORCEINLINE uint32_t load_le32(const uint8_t* p) {
 // way so that printing them byte by byte gives network order on any host.
 GASPP_HD GASPP_FORCEINLINE uint32_t load_bytes32(const uint8_t* p) { return load_le32(p); }
 
-// A hint that *p will be read soon: the load starts now and nothing waits for it (a serial walk
-// over scattered items issues the next items' loads while it works on the current one).
-GASPP_HD GASPP_FORCEINLINE void prefetch_read(const void* p) {
-#if defined(__CUDA_ARCH__)
-  asm volatile("prefetch.global.L1 [%0];" ::"l"(p));
-#else
-  __builtin_prefetch(p);
-#endif
-}
-
 GASPP_HD GASPP_FORCEINLINE uint32_t mix32(uint32_t h) {
   h ^= h >> 16;
   h *= 0x7feb352dU;

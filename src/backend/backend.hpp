@@ -60,11 +60,6 @@ struct BackendConfig {
   // record of 192 bytes or more: smaller ones are cheaper copied); on: always (payload readers still
   // get every byte, more slowly); off: never. The CPU backend ignores it.
   enum class Slice : uint8_t { off, on, automatic } slice = Slice::automatic;
-  // Slicing: the share of each batch's heads the host packs into pinned memory (with `threads`
-  // threads) and DMAs, while the GPU gathers the rest through the mapping; both ways cross PCIe at
-  // once. 0: the GPU gathers every head (on the H100 shares of 0.3 and 0.5 changed nothing:
-  // bench_firewall --host-share).
-  double slice_host_share = 0;
 };
 
 // Whether a batch's payload is read by nobody: no module declares kLayerPayload or kLayerStream

@@ -115,10 +115,6 @@ GASPP_HD GASPP_FORCEINLINE void verdict_walk_run(const FlowTableRef& t, const ui
   uint8_t alerted = r.misc & kFlowAlerted;
   bool touched = false;
   for (uint32_t q = j; q < m; ++q) {
-    if (q + kFlowPrefetchAhead < m && vals[q + kFlowPrefetchAhead] >= item_base) {  // see flow_prefetch_packet
-      prefetch_read(flow_flags + (vals[q + kFlowPrefetchAhead] - item_base));
-      prefetch_read(verdict + (vals[q + kFlowPrefetchAhead] - item_base));
-    }
     if (vals[q] < item_base) continue;
     const uint32_t i = vals[q] - item_base;
     if (flow_flags[i] & kPktFlowStart) decided = alerted = 0;

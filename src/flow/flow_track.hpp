@@ -313,22 +313,6 @@ GASPP_HD inline uint8_t flow_track_packet(const FlowTableRef& t, uint32_t slot, 
   return flags;
 }
 
-// Starts the loads of what flow_track_packet reads of packet i. A flow's packets are walked one
-// after another and sit apart in memory, so the walk calls this kFlowPrefetchAhead packets ahead:
-// otherwise each packet's fields would wait for memory in turn (the walk is latency-bound).
-constexpr uint32_t kFlowPrefetchAhead = 2;
-GASPP_HD GASPP_FORCEINLINE void flow_prefetch_packet(const DecodedView& d, const uint8_t* pkt_flags, uint32_t i) {
-  prefetch_read(d.ts_ns + i);
-  prefetch_read(d.cap_len + i);
-  prefetch_read(d.tcp_flags + i);
-  prefetch_read(d.tcp_seq + i);
-  prefetch_read(d.tcp_ack + i);
-  prefetch_read(d.tcp_win + i);
-  prefetch_read(d.payload_len + i);
-  prefetch_read(d.tcp_opts + i);
-  prefetch_read(pkt_flags + i);
-}
-
 // Places packet i: finds or claims its flow slot. Returns the slot, kNoFlow with `skip` set when
 // the packet has no flow, or kNoFlow with skip none when there was no room (retry later).
 // `flags` gets the packet's direction (kPktFromLo) for the walk.

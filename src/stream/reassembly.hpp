@@ -356,9 +356,7 @@ GASPP_HD inline void flow_walk_run(const FlowTableRef& t, const DecodedView& d, 
   using namespace stream_detail;
   FlowRecord& r = t.recs[slot];
   if (!s) {
-    for (uint32_t q = j; q < m && q < j + kFlowPrefetchAhead; ++q) flow_prefetch_packet(d, pkt_flags, vals[q]);
     for (uint32_t q = j; q < m; ++q) {
-      if (q + kFlowPrefetchAhead < m) flow_prefetch_packet(d, pkt_flags, vals[q + kFlowPrefetchAhead]);
       const uint32_t i = vals[q];
       pkt_flags[i] = flow_track_packet(t, slot, d, i, pkt_flags[i], prm, emergency, out, c);
     }
@@ -396,7 +394,6 @@ GASPP_HD inline void flow_walk_run(const FlowTableRef& t, const DecodedView& d, 
     if (!alive) end_all(run, o, c);
   }
   for (; q < m; ++q) {
-    if (q + kFlowPrefetchAhead < m) flow_prefetch_packet(d, pkt_flags, s->item_packet(vals[q + kFlowPrefetchAhead]));
     const uint32_t v = vals[q];
     const uint32_t i = s->item_packet(v);
     auto on_end = [&](FlowRecord& old) {

@@ -138,28 +138,24 @@ TEST(Pipeline, BatchClosesAtTheCaptureTimeLimit) {
 
 TEST(Pipeline, EveryTransferPathAgrees) {
   // On CUDA a file range is copied directly, compacted first, or only its heads are copied
-  // (header-only slicing: gathered through the mapping by the GPU, packed by the host for a share
-  // of each batch, by one thread or by the pack threads); on the CPU every setting reads the span in
-  // place. Either way the rows are the reference rows.
+  // (header-only slicing: gathered through the mapping by the GPU); on the CPU every setting reads
+  // the span in place. Either way the rows are the reference rows.
   const CaptureFile cap = generated(GenMode::mix, 2000, 0.2, 0.2, 9);
   const auto want = reference_rows(cap);
   struct Path {
     const char* name;
     uint32_t batch;
-    double host_share;
   };
-  for (const Path& path : {Path{"direct", 500, 0}, Path{"compacted", 500, 0}, Path{"sliced", 500, 0},
-                           Path{"sliced", 500, 0.5}, Path{"sliced", 2000, 1.0}}) {
+  for (const Path& path : {Path{"direct", 500}, Path{"compacted", 500}, Path{"sliced", 500}, Path{"sliced", 2000}}) {
     const std::string p = path.name;
     BackendConfig bc;
     bc.batch_packets = path.batch;
     bc.force_compact = p == "compacted";
     bc.slice = p == "sliced" ? BackendConfig::Slice::on : BackendConfig::Slice::off;
-    bc.slice_host_share = path.host_share;
     RunOptions ro;
     ro.policy.max_packets = path.batch;
     Result r = run(cap, bc, ro);
-    SCOPED_TRACE(p + " batch " + std::to_string(path.batch) + " host share " + std::to_string(path.host_share));
+    SCOPED_TRACE(p + " batch " + std::to_string(path.batch));
     expect_same_rows(r.rows, want);
     if (test::backend_under_test() == "cuda") {
       const uint64_t batches = 2000 / path.batch;

@@ -52,14 +52,12 @@
 #include <memory>
 #include <stdexcept>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "backend/backend.hpp"
 #include "backend/cuda/cuda_check.hpp"
 #include "backend/cuda/device_flow_table.hpp"
 #include "core/module_stage.hpp"
-#include "core/thread_pool.hpp"
 #include "decode/decoder.hpp"
 #include "modules/registry.hpp"
 #include "flow/flow_track.hpp"
@@ -100,14 +98,14 @@ constexpr uint32_t kSlicePieces = kSliceStride / 16, kSliceGroups = 32 / kSliceP
 __device__ __forceinline__ uint32_t slice_misalign(const BatchView& b, uint32_t i) {
   return uint32_t(reinterpret_cast<uintptr_t>(b.data + b.rec_off[i]) & 15);
 }
-__global__ void __launch_bounds__(DecodePolicy::kThreads) slice_gather_kernel(BatchView b, uint32_t first,
-                                                                               const uint8_t* lo, uint8_t* heads) {
+__global__ void __launch_bounds__(DecodePolicy::kThreads) slice_gather_kernel(BatchView b, const uint8_t* lo,
+                                                                               uint8_t* heads) {
   const uint32_t lane = threadIdx.x & 31, group = lane / kSlicePieces, piece = lane % kSlicePieces;
   const uint32_t warps = (gridDim.x * blockDim.x) >> 5;
   if (group >= kSliceGroups) return;  // the lanes left over
   const uint8_t* end = b.data + b.data_len;
-  for (uint32_t w = (blockIdx.x * blockDim.x + threadIdx.x) >> 5; first + w * kSliceGroups < b.count; w += warps) {
-    const uint32_t i = first + w * kSliceGroups + group;
+  for (uint32_t w = (blockIdx.x * blockDim.x + threadIdx.x) >> 5; w * kSliceGroups < b.count; w += warps) {
+    const uint32_t i = w * kSliceGroups + group;
     if (i >= b.count) break;
     const uint8_t* src = b.data + b.rec_off[i];
     const uint32_t mis = slice_misalign(b, i);
@@ -402,8 +400,6 @@ class CudaBackend final : public Backend {
     GASPP_CUDA_CHECK(cudaGetDevice(&device_));
     GASPP_CUDA_CHECK(cudaGetDeviceProperties(&prop_, device_));
     slice_ = slicing_applies(cfg);
-    if (slice_ && cfg.slice_host_share > 0)
-      pack_pool_ = std::make_unique<ThreadPool>(cfg.threads > 0 ? cfg.threads : int(std::max(1u, std::thread::hardware_concurrency())));
     if (cfg.flow.enabled) {
       table_ = std::make_unique<DeviceFlowTable>(cfg.flow);
       device_bytes_ += table_->shape().bytes();
@@ -447,8 +443,6 @@ class CudaBackend final : public Backend {
       GASPP_CUDA_CHECK(cudaMalloc(&s.d_data, staging_bytes_));
       if (slice_) {
         GASPP_CUDA_CHECK(cudaMalloc(&s.d_heads, size_t(cfg.batch_packets) * kSliceStride));
-        if (cfg.slice_host_share > 0)
-          GASPP_CUDA_CHECK(cudaMallocHost(&s.h_heads, size_t(cfg.batch_packets) * kSliceStride));
         device_bytes_ += uint64_t(cfg.batch_packets) * kSliceStride;
       }
       GASPP_CUDA_CHECK(cudaMalloc(&s.d_rec_off, sizeof(uint32_t) * cfg.batch_packets));
@@ -524,7 +518,6 @@ class CudaBackend final : public Backend {
       cudaFreeHost(s.h_staging);
       cudaFree(s.d_data);
       cudaFree(s.d_heads);
-      cudaFreeHost(s.h_heads);
       cudaFree(s.d_rec_off);
       cudaFree(s.d_verdict);
       cudaFree(s.d_counters);
@@ -606,23 +599,6 @@ class CudaBackend final : public Backend {
     registered_len_ = 0;
   }
 
-  // The host's share of slicing: records [0, n) of b, each head copied to h_heads as the gather
-  // kernel lays it out (kSliceStride apart, at the misalignment of its device address: d_data is
-  // b.h_span's device alias), split over the pack threads; waits for them.
-  void pack_heads(const PacketBatch& b, uint32_t n, const uint8_t* d_data, uint8_t* h_heads) {
-    auto pack = [&b, d_data, h_heads](uint64_t begin, uint64_t end, int) {
-      for (uint64_t i = begin; i < end; ++i) {
-        const uint64_t off = b.h_rec_off[i];
-        const uint32_t mis = uint32_t(reinterpret_cast<uintptr_t>(d_data + off) & 15);
-        const uint64_t len = std::min<uint64_t>(kSliceHeadBytes, b.span_len - off);
-        std::memcpy(h_heads + i * kSliceStride + mis, b.h_span + off, len);
-      }
-    };
-    if (n < kPackAlone) pack(0, n, 0);  // waking the threads costs more than a small share
-    else pack_pool_->parallel_for(n, pack);
-  }
-  static constexpr uint32_t kPackAlone = 1024;
-
   void submit(int slot) override {
     Slot& s = slots_[size_t(slot)];
     PacketBatch& b = s.batch;
@@ -637,18 +613,11 @@ class CudaBackend final : public Backend {
                         b.span_len <= staging_bytes_;
     uint64_t data_len;
     const uint32_t* rec_off;
-    uint32_t host_heads = 0;  // sliced: the first records, whose heads the host packs
     if (sliced) {
       // Only heads are copied; the kernels read anything else through the mapping (see the top).
       s.d_batch_data = d_registered_ + (b.h_span - registered_);
       data_len = b.span_len;
       rec_off = b.h_rec_off;
-      host_heads = uint32_t(double(b.count) * std::clamp(cfg_.slice_host_share, 0.0, 1.0));
-      if (host_heads) {
-        pack_heads(b, host_heads, s.d_batch_data, s.h_heads);
-        GASPP_CUDA_CHECK(cudaMemcpyAsync(s.d_heads, s.h_heads, size_t(host_heads) * kSliceStride, cudaMemcpyHostToDevice,
-                                         s.stream));
-      }
       ++sliced_;
     } else if (direct) {
       s.d_batch_data = s.d_data;
@@ -675,17 +644,16 @@ class CudaBackend final : public Backend {
     b.compacted = !direct && !sliced;
     GASPP_CUDA_CHECK(cudaMemcpyAsync(s.d_rec_off, rec_off, sizeof(uint32_t) * b.count, cudaMemcpyHostToDevice, s.stream));
     GASPP_CUDA_CHECK(cudaMemsetAsync(s.d_counters, 0, sizeof(unsigned long long) * c_count_, s.stream));
-    h2d_ += (sliced ? uint64_t(host_heads) * kSliceStride : data_len) + sizeof(uint32_t) * b.count;
+    h2d_ += (sliced ? 0 : data_len) + sizeof(uint32_t) * b.count;
     if (b.count > 0) {
       BatchView v{s.d_batch_data, data_len, s.d_rec_off, b.count, b.fmt, b.link, b.source, s.dec.view(), s.d_verdict};
       int blocks = int((b.count + DecodePolicy::kThreads - 1) / DecodePolicy::kThreads);
       if (blocks > blocks_cap_) blocks = blocks_cap_;
-      if (sliced && host_heads < b.count) {
-        const uint32_t rest = b.count - host_heads;
+      if (sliced) {
         const int gather_blocks = std::min(
-            gather_blocks_cap_, int((uint64_t(rest + kSliceGroups - 1) / kSliceGroups * 32 + DecodePolicy::kThreads - 1) /
+            gather_blocks_cap_, int((uint64_t(b.count + kSliceGroups - 1) / kSliceGroups * 32 + DecodePolicy::kThreads - 1) /
                              DecodePolicy::kThreads));
-        slice_gather_kernel<<<gather_blocks, DecodePolicy::kThreads, 0, s.stream>>>(v, host_heads, d_registered_, s.d_heads);
+        slice_gather_kernel<<<gather_blocks, DecodePolicy::kThreads, 0, s.stream>>>(v, d_registered_, s.d_heads);
         GASPP_CUDA_CHECK(cudaGetLastError());
       }
       decode_kernel<<<blocks, DecodePolicy::kThreads, 0, s.stream>>>(v, sliced ? s.d_heads : nullptr, s.d_counters);
@@ -828,7 +796,6 @@ class CudaBackend final : public Backend {
     uint8_t* d_data = nullptr;             // the batch's records when copied
     const uint8_t* d_batch_data = nullptr; // where the kernels read this batch: d_data or the mapping
     uint8_t* d_heads = nullptr;            // slicing: each record's first kSliceHeadBytes
-    uint8_t* h_heads = nullptr;            // the host's share of them (slice_host_share), packed
     uint32_t* d_rec_off = nullptr;
     uint8_t* d_verdict = nullptr;
     unsigned long long* d_counters = nullptr;
@@ -1088,7 +1055,6 @@ class CudaBackend final : public Backend {
   const uint8_t* d_registered_ = nullptr;  // device alias of the mapping (null: none, no slicing)
   uint64_t registered_len_ = 0;
   bool slice_ = false;
-  std::unique_ptr<ThreadPool> pack_pool_;  // slicing: packs the host's share of heads
   uint64_t direct_ = 0, compacted_ = 0, sliced_ = 0, h2d_ = 0, d2h_ = 0;
 };
 
