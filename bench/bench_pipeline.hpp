@@ -20,12 +20,13 @@
 namespace gaspp::bench {
 
 // The options the pipeline benchmarks share (--json PATH, --reps N, --packets N, --tmp DIR,
-// --batch N: packets per batch) plus one of the program's own (`extra_flag`, its value in `extra`).
+// --batch N: packets per batch, --gather-sms N: BackendConfig::gather_sms) plus one of the program's own (`extra_flag`, its value in `extra`).
 struct BenchArgs {
   std::string json, tmp = "/tmp", extra;
   int reps = 3;
   uint64_t packets = 0;
   uint32_t batch = 65536;
+  int gather_sms = 0;
 };
 
 // Parses argv into a (its defaults as given); prints the usage and returns false on anything else.
@@ -40,9 +41,10 @@ inline bool parse_bench_args(int argc, char** argv, const char* prog, const char
     else if (value && o == "--tmp") a.tmp = argv[++i];
     else if (value && o == "--batch" && std::strtoul(argv[i + 1], nullptr, 10) > 0)
       a.batch = uint32_t(std::strtoul(argv[++i], nullptr, 10));
+    else if (value && o == "--gather-sms") a.gather_sms = std::atoi(argv[++i]);
     else if (value && o == extra_flag) a.extra = argv[++i];
     else {
-      std::fprintf(stderr, "usage: %s [--json PATH] [--reps N] [--packets N] [--tmp DIR] [--batch N] [%s %s]\n", prog, extra_flag,
+      std::fprintf(stderr, "usage: %s [--json PATH] [--reps N] [--packets N] [--tmp DIR] [--batch N] [--gather-sms N] [%s %s]\n", prog, extra_flag,
                    extra_value);
       return false;
     }

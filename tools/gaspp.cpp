@@ -8,7 +8,7 @@
 //         [--ooo-segments N] [--ooo-bytes B] [--flow-ooo-segments N] [--flow-ooo-bytes B]
 //         [--rules FILE]... [--firewall-rules FILE]... [--eve-drops] [--address-var NAME=VALUE] [--port-var NAME=VALUE]
 //         [--module NAME[:KEY=VALUE,...]]... [-w FILE] [--dump-packets FILE]
-//         [--class-order I,J,...]... [--schedule on|off|auto] [--slice on|off|auto] [-c CONFIG.yaml]
+//         [--class-order I,J,...]... [--schedule on|off|auto] [--slice on|off|auto] [--gather-sms N] [-c CONFIG.yaml]
 //   gaspp gen -o out.pcap [--mode fixed|mix|http] [--size N] [--packets N] [--flows N] [--seed S]
 //         [--reorder R] [--duplicate R] [--loss R] [--ipv6 R] [--vlan R] [--plant STR --plant-rate R]
 //
@@ -95,7 +95,9 @@ namespace {
                "  --slice on|off|auto       CUDA: read batches through the capture's mapping instead of copying them,\n"
                "                            so only headers cross PCIe (auto: when nothing reads payload: no\n"
                "                            payload or stream module, --no-reassembly or --no-flows; batches of\n"
-               "                            packets averaging 304 bytes or more)\n"
+               "                            packets averaging 192 bytes or more)\n"
+               "  --gather-sms N            CUDA slicing: SMs the head gather gets to itself, the other kernels\n"
+               "                            running on the rest (0: the device's smallest partition, -1: none)\n"
                "\n"
                "generator options (gaspp gen):\n"
                "  -o FILE  --mode fixed|mix|http  --size N  --packets N  --flows N  --seed S\n"
@@ -238,6 +240,7 @@ int main(int argc, char** argv) {
         if (fc.slice)
           bc.slice = *fc.slice == "on" ? BackendConfig::Slice::on
                      : *fc.slice == "off" ? BackendConfig::Slice::off : BackendConfig::Slice::automatic;
+        if (fc.gather_sms) bc.gather_sms = *fc.gather_sms;
         module_specs.insert(module_specs.end(), fc.modules.begin(), fc.modules.end());
         bc.class_orders.insert(bc.class_orders.end(), fc.classes.begin(), fc.classes.end());
       } catch (const std::exception& e) {
@@ -330,6 +333,15 @@ int main(int argc, char** argv) {
       else if (v == "off") bc.slice = BackendConfig::Slice::off;
       else if (v == "auto") bc.slice = BackendConfig::Slice::automatic;
       else { std::fprintf(stderr, "gaspp: --slice: on, off or auto, not '%s'\n", v.c_str()); return 1; }
+    } else if (a == "--gather-sms") {
+      const std::string v = val();
+      char* end = nullptr;
+      const long n = std::strtol(v.c_str(), &end, 10);
+      if (v.empty() || *end || n < -1 || n > 4096) {
+        std::fprintf(stderr, "gaspp: --gather-sms: -1, 0 or a number of SMs, not '%s'\n", v.c_str());
+        return 1;
+      }
+      bc.gather_sms = int(n);
     } else if (a == "-w") write_path = val();
     else if (a == "--dump-packets") dump_packets = val();
     else if (a == "-h" || a == "--help") usage(0);

@@ -36,7 +36,7 @@ namespace gaspp {
 struct BackendConfig {
   uint32_t batch_packets = 65536;
   uint64_t batch_bytes = 64ull << 20;
-  int threads = 0;                  // CPU backend: workers; CUDA: head packers. 0 = all hardware threads
+  int threads = 0;                  // CPU backend: workers (0 = all hardware threads); CUDA: unused
   int slots = 3;
   double compact_below = 1.0 / 3;   // CUDA: compact when record bytes / span bytes < this
   bool force_compact = false;       // CUDA: always compact (tests both transfer paths)
@@ -60,6 +60,11 @@ struct BackendConfig {
   // record of 192 bytes or more: smaller ones are cheaper copied); on: always (payload readers still
   // get every byte, more slowly); off: never. The CPU backend ignores it.
   enum class Slice : uint8_t { off, on, automatic } slice = Slice::automatic;
+  // Slicing on CUDA: the SMs the slice gather gets to itself (a green context; every other kernel
+  // runs on the rest), since kernels sharing SMs with its PCIe reads wait behind them
+  // (backend/cuda/sm_partition.hpp). 0: the device's smallest partition (8 SMs on an H100);
+  // -1: no partition, the gather shares every SM. Ignored where the driver cannot partition.
+  int gather_sms = 0;
 };
 
 // Whether a batch's payload is read by nobody: no module declares kLayerPayload or kLayerStream

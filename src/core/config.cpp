@@ -63,6 +63,9 @@ FileConfig load_config(const std::string& path) {
     } else if (key == "slice") {
       c.slice = scalar(path, v, key);
       if (*c.slice != "on" && *c.slice != "off" && *c.slice != "auto") fail(path, v, "slice: on, off or auto");
+    } else if (key == "gather_sms") {
+      const std::string t = scalar(path, v, key);
+      c.gather_sms = t == "-1" ? -1 : int(number(path, v, key, 4096));
     } else if (key == "vars") {
       if (!v.IsMap()) fail(path, v, "vars: expected address-groups and port-groups");
       for (const auto& g : v) {
@@ -93,7 +96,7 @@ FileConfig load_config(const std::string& path) {
         c.classes.push_back(o);
       }
     } else {
-      fail(path, kv.first, "unknown setting '" + key + "' (backend, batch, threads, schedule, slice, vars, modules, classes)");
+      fail(path, kv.first, "unknown setting '" + key + "' (backend, batch, threads, schedule, slice, gather_sms, vars, modules, classes)");
     }
   }
   for (auto& [name, opt] : c.modules)

@@ -8,6 +8,7 @@
 //   threads: 0                   # CPU backend threads (0: all)
 //   schedule: auto               # on | off | auto: regroup packets between module stages
 //   slice: auto                  # on | off | auto: header-only slicing on CUDA (docs/usage.md)
+//   gather_sms: 0                # CUDA slicing: SMs of the gather's own (0: smallest; -1: none)
 //   vars:                        # Suricata's names; given to the firewall
 //     address-groups:
 //       HOME_NET: "[10.0.0.0/8,192.168.0.0/16]"
@@ -41,6 +42,7 @@ struct FileConfig {
   std::optional<int> threads;
   std::optional<std::string> schedule;
   std::optional<std::string> slice;
+  std::optional<int> gather_sms;
   std::vector<std::pair<std::string, ModuleOptions>> modules;
   std::vector<std::vector<uint16_t>> classes;
 };

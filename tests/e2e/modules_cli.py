@@ -175,7 +175,7 @@ def main():
     # 4. The same pipeline from a YAML configuration: the same -w output.
     cfg = os.path.join(tmp, "gaspp.yaml")
     with open(cfg, "w") as f:
-        f.write("schedule: on\nmodules:\n  - name: probe\n    dport: 1\n    action: to_dump\n"
+        f.write("schedule: on\ngather_sms: 0\nmodules:\n  - name: probe\n    dport: 1\n    action: to_dump\n"
                 "  - name: firewall\n    rules: [%s]\nclasses:\n  - [0, 1]\n  - [1, 0]\n" % rules)
     out2 = os.path.join(tmp, "passed-config.pcap")
     r = run(base + ["-r", src, "-c", cfg, "-w", out2, "--batch", "16"])

@@ -3,6 +3,7 @@
 // with the same decoded fields and the totals must add up.
 #include <gtest/gtest.h>
 
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <string>
@@ -138,26 +139,33 @@ TEST(Pipeline, BatchClosesAtTheCaptureTimeLimit) {
 
 TEST(Pipeline, EveryTransferPathAgrees) {
   // On CUDA a file range is copied directly, compacted first, or only its heads are copied
-  // (header-only slicing: gathered through the mapping by the GPU); on the CPU every setting reads
-  // the span in place. Either way the rows are the reference rows.
+  // (header-only slicing: gathered through the mapping by the GPU, on SMs of its own or sharing
+  // every SM); on the CPU every setting reads the span in place. Either way the rows are the reference rows.
   const CaptureFile cap = generated(GenMode::mix, 2000, 0.2, 0.2, 9);
   const auto want = reference_rows(cap);
   struct Path {
     const char* name;
     uint32_t batch;
+    int gather_sms;
   };
-  for (const Path& path : {Path{"direct", 500}, Path{"compacted", 500}, Path{"sliced", 500}, Path{"sliced", 2000}}) {
+  for (const Path& path : {Path{"direct", 500, 0}, Path{"compacted", 500, 0}, Path{"sliced", 500, 0},
+                           Path{"sliced", 2000, 0}, Path{"sliced", 500, -1}}) {
     const std::string p = path.name;
     BackendConfig bc;
     bc.batch_packets = path.batch;
     bc.force_compact = p == "compacted";
     bc.slice = p == "sliced" ? BackendConfig::Slice::on : BackendConfig::Slice::off;
+    bc.gather_sms = path.gather_sms;
     RunOptions ro;
     ro.policy.max_packets = path.batch;
     Result r = run(cap, bc, ro);
-    SCOPED_TRACE(p + " batch " + std::to_string(path.batch));
+    SCOPED_TRACE(p + " batch " + std::to_string(path.batch) + " gather_sms " + std::to_string(path.gather_sms));
     expect_same_rows(r.rows, want);
     if (test::backend_under_test() == "cuda") {
+      if (p == "sliced") std::printf("  sliced, gather_sms %d: %s\n", path.gather_sms, r.rep.backend.c_str());
+      // Sharing every SM is said as such; a partition either is made or its refusal is explained.
+      if (path.gather_sms < 0) EXPECT_EQ(r.rep.backend.find("gather"), std::string::npos) << r.rep.backend;
+      else if (p == "sliced") EXPECT_NE(r.rep.backend.find(" gather "), std::string::npos) << r.rep.backend;
       const uint64_t batches = 2000 / path.batch;
       EXPECT_EQ(p == "compacted" ? r.rep.batches_compacted : p == "sliced" ? r.rep.batches_sliced : r.rep.batches_direct,
                 batches);

@@ -57,6 +57,7 @@
 #include "backend/backend.hpp"
 #include "backend/cuda/cuda_check.hpp"
 #include "backend/cuda/device_flow_table.hpp"
+#include "backend/cuda/sm_partition.hpp"
 #include "core/module_stage.hpp"
 #include "decode/decoder.hpp"
 #include "modules/registry.hpp"
@@ -77,8 +78,10 @@ constexpr uint32_t kSliceMinMeanRecord = 192;
 struct DecodePolicy {
   static constexpr int kThreads = 256;
   static constexpr int kBlocksPerSm = 8;
-  // The slice gather mostly waits on PCIe reads; this many blocks per SM keep enough of them in
-  // flight (hundreds of KiB) and leave the SMs to the other slots' kernels.
+  // The slice gather mostly waits on PCIe reads. On SMs of its own (sm_partition.hpp) it fills
+  // them, to keep as many reads in flight as it can; sharing every SM, this many blocks per SM keep
+  // hundreds of KiB in flight and leave room to the other slots' kernels.
+  static constexpr int kGatherBlocksPerOwnSm = 8;
   static constexpr int kGatherBlocksPerSm = 2;
 };
 
@@ -400,6 +403,13 @@ class CudaBackend final : public Backend {
     GASPP_CUDA_CHECK(cudaGetDevice(&device_));
     GASPP_CUDA_CHECK(cudaGetDeviceProperties(&prop_, device_));
     slice_ = slicing_applies(cfg);
+    if (slice_ && cfg.gather_sms >= 0) {
+      part_ = std::make_unique<SmPartition>(device_, unsigned(cfg.gather_sms));
+      if (!part_->ok()) {
+        part_note_ = part_->why();
+        part_.reset();
+      }
+    }
     if (cfg.flow.enabled) {
       table_ = std::make_unique<DeviceFlowTable>(cfg.flow);
       device_bytes_ += table_->shape().bytes();
@@ -434,7 +444,14 @@ class CudaBackend final : public Backend {
     }
     staging_bytes_ = cfg.batch_bytes + uint64_t(cfg.batch_packets) * 16;
     for (auto& s : slots_) {
-      GASPP_CUDA_CHECK(cudaStreamCreateWithFlags(&s.stream, cudaStreamNonBlocking));
+      if (part_) {
+        s.stream = part_->stream(false);
+        s.gather_stream = part_->stream(true);
+        if (!s.stream || !s.gather_stream) throw std::runtime_error("cuda backend: " + part_->why());
+        GASPP_CUDA_CHECK(cudaEventCreateWithFlags(&s.gathered, cudaEventDisableTiming));
+      } else {
+        GASPP_CUDA_CHECK(cudaStreamCreateWithFlags(&s.stream, cudaStreamNonBlocking));
+      }
       GASPP_CUDA_CHECK(cudaMallocHost(&s.h_rec_off, sizeof(uint32_t) * cfg.batch_packets));
       GASPP_CUDA_CHECK(cudaMallocHost(&s.h_rec_off_staged, sizeof(uint32_t) * cfg.batch_packets));
       GASPP_CUDA_CHECK(cudaMallocHost(&s.h_verdict, cfg.batch_packets));
@@ -464,9 +481,11 @@ class CudaBackend final : public Backend {
       s.batch.h_verdict = s.h_verdict;
       device_bytes_ += staging_bytes_ + 5ull * cfg.batch_packets + 8 * c_count_ + s.dec.bytes();
     }
-    blocks_cap_ = prop_.multiProcessorCount * DecodePolicy::kBlocksPerSm;
-    walk_blocks_cap_ = prop_.multiProcessorCount * FlowPolicy::kWalkBlocksPerSm;
-    gather_blocks_cap_ = prop_.multiProcessorCount * DecodePolicy::kGatherBlocksPerSm;
+    const int sms = part_ ? int(part_->rest_sms()) : prop_.multiProcessorCount;  // where the slot streams run
+    blocks_cap_ = sms * DecodePolicy::kBlocksPerSm;
+    walk_blocks_cap_ = sms * FlowPolicy::kWalkBlocksPerSm;
+    gather_blocks_cap_ = part_ ? int(part_->small_sms()) * DecodePolicy::kGatherBlocksPerOwnSm
+                               : prop_.multiProcessorCount * DecodePolicy::kGatherBlocksPerSm;
     if (!cfg.modules.empty()) {
       for (ModuleInstance* m : cfg.modules) m->upload(tables_);
       event_cap_ = event_capacity_of(cfg);
@@ -511,6 +530,8 @@ class CudaBackend final : public Backend {
     for (auto& s : slots_) {
       if (s.stream) cudaStreamSynchronize(s.stream);
       cudaStreamDestroy(s.stream);
+      if (s.gather_stream) cudaStreamDestroy(s.gather_stream);
+      if (s.gathered) cudaEventDestroy(s.gathered);
       cudaFreeHost(s.h_rec_off);
       cudaFreeHost(s.h_rec_off_staged);
       cudaFreeHost(s.h_verdict);
@@ -560,9 +581,12 @@ class CudaBackend final : public Backend {
   std::string name() const override { return "cuda"; }
   std::string describe() const override {
     char b[256];
-    std::snprintf(b, sizeof b, "cuda (%s, %d SMs, %zu batch slots of %u packets, %.1f MiB device memory reserved)",
+    std::snprintf(b, sizeof b, "cuda (%s, %d SMs, %zu batch slots of %u packets, %.1f MiB device memory reserved",
                   prop_.name, prop_.multiProcessorCount, slots_.size(), cfg_.batch_packets, double(device_bytes_) / 1048576.0);
-    return b;
+    std::string d = b;
+    if (part_) d += ", slice gather on " + std::to_string(part_->small_sms()) + " SMs of its own";
+    else if (!part_note_.empty()) d += ", slice gather sharing every SM: " + part_note_;
+    return d + ")";
   }
   int slots() const override { return int(slots_.size()); }
   PacketBatch& batch(int slot) override { return slots_[size_t(slot)].batch; }
@@ -642,7 +666,10 @@ class CudaBackend final : public Backend {
       ++compacted_;
     }
     b.compacted = !direct && !sliced;
-    GASPP_CUDA_CHECK(cudaMemcpyAsync(s.d_rec_off, rec_off, sizeof(uint32_t) * b.count, cudaMemcpyHostToDevice, s.stream));
+    // A sliced batch's offsets and gather go on the gather's stream (its own SMs, when partitioned);
+    // the slot's stream waits for them.
+    const cudaStream_t gs = sliced && s.gather_stream ? s.gather_stream : s.stream;
+    GASPP_CUDA_CHECK(cudaMemcpyAsync(s.d_rec_off, rec_off, sizeof(uint32_t) * b.count, cudaMemcpyHostToDevice, gs));
     GASPP_CUDA_CHECK(cudaMemsetAsync(s.d_counters, 0, sizeof(unsigned long long) * c_count_, s.stream));
     h2d_ += (sliced ? 0 : data_len) + sizeof(uint32_t) * b.count;
     if (b.count > 0) {
@@ -653,8 +680,12 @@ class CudaBackend final : public Backend {
         const int gather_blocks = std::min(
             gather_blocks_cap_, int((uint64_t(b.count + kSliceGroups - 1) / kSliceGroups * 32 + DecodePolicy::kThreads - 1) /
                              DecodePolicy::kThreads));
-        slice_gather_kernel<<<gather_blocks, DecodePolicy::kThreads, 0, s.stream>>>(v, d_registered_, s.d_heads);
+        slice_gather_kernel<<<gather_blocks, DecodePolicy::kThreads, 0, gs>>>(v, d_registered_, s.d_heads);
         GASPP_CUDA_CHECK(cudaGetLastError());
+      }
+      if (gs != s.stream) {
+        GASPP_CUDA_CHECK(cudaEventRecord(s.gathered, gs));
+        GASPP_CUDA_CHECK(cudaStreamWaitEvent(s.stream, s.gathered, 0));
       }
       decode_kernel<<<blocks, DecodePolicy::kThreads, 0, s.stream>>>(v, sliced ? s.d_heads : nullptr, s.d_counters);
       GASPP_CUDA_CHECK(cudaGetLastError());
@@ -788,6 +819,8 @@ class CudaBackend final : public Backend {
  private:
   struct Slot {
     cudaStream_t stream = nullptr;
+    cudaStream_t gather_stream = nullptr;  // slicing on a partitioned device: the gather's SMs
+    cudaEvent_t gathered = nullptr;        // the gather is done (the stream waits for it)
     uint32_t* h_rec_off = nullptr;
     uint32_t* h_rec_off_staged = nullptr;
     uint8_t* h_verdict = nullptr;
@@ -1055,6 +1088,8 @@ class CudaBackend final : public Backend {
   const uint8_t* d_registered_ = nullptr;  // device alias of the mapping (null: none, no slicing)
   uint64_t registered_len_ = 0;
   bool slice_ = false;
+  std::unique_ptr<SmPartition> part_;  // slicing: the gather's SMs and the rest (null: not partitioned)
+  std::string part_note_;              // why not, when the driver refused
   uint64_t direct_ = 0, compacted_ = 0, sliced_ = 0, h2d_ = 0, d2h_ = 0;
 };
 
