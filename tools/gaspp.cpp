@@ -95,7 +95,7 @@ namespace {
                "  --slice on|off|auto       CUDA: read batches through the capture's mapping instead of copying them,\n"
                "                            so only headers cross PCIe (auto: when nothing reads payload: no\n"
                "                            payload or stream module, --no-reassembly or --no-flows; batches of\n"
-               "                            packets averaging 192 bytes or more)\n"
+               "                            packets averaging 144 bytes or more)\n"
                "  --gather-sms N            CUDA slicing: SMs the head gather gets to itself, the other kernels\n"
                "                            running on the rest (0: the device's smallest partition, -1: none)\n"
                "\n"

@@ -57,7 +57,7 @@ struct BackendConfig {
   // Header-only slicing (CUDA, GASPP's "only the headers cross PCIe"): batches are not copied, the
   // kernels read what they need through the capture's mapping (backend/cuda/cuda_backend.cu).
   // automatic: on when nothing reads payload (slicing_applies), for batches of large packets (mean
-  // record of 192 bytes or more: smaller ones are cheaper copied); on: always (payload readers still
+  // record of 144 bytes or more: smaller ones are cheaper copied); on: always (payload readers still
   // get every byte, more slowly); off: never. The CPU backend ignores it.
   enum class Slice : uint8_t { off, on, automatic } slice = Slice::automatic;
   // Slicing on CUDA: the SMs the slice gather gets to itself (a green context; every other kernel

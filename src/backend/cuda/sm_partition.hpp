@@ -5,7 +5,7 @@
 // in flight, each for a microsecond or more. Kernels sharing an SM with it wait behind those reads:
 // on an H100 the flow stage took 850 µs per 262144-packet batch beside the gather against 350 µs
 // alone. With the gather on 8 SMs of its own it took about 600 µs, and the gather itself went
-// faster (bench_firewall, mix sliced: 273 -> 380 Mpps).
+// faster (bench_firewall, mix sliced, same run: 269 -> 392 Mpps decode+flow).
 //
 // State: the two green contexts (cuGreenCtxCreate), created once; streams made in either with
 // stream(); the caller destroys its streams before the partition. The driver functions are looked
