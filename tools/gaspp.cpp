@@ -360,7 +360,7 @@ int main(int argc, char** argv) {
   ModuleSet modules;
   try {
     for (auto& [name, opt] : module_specs) modules.add(make_module(name, opt));
-    modules.set_drop_events(eve_drops);
+    modules.set_drop_events(eve_drops, bc.flow.vlan_in_key);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "gaspp: %s\n", e.what());
     return 1;

@@ -9,6 +9,7 @@
 #include "gaspp/stream_hook.hpp"
 #include "core/packet_batch.hpp"
 #include "decode/decoder.hpp"
+#include "flow/flow_table.hpp"
 #include "modules/registry.hpp"
 #include "output/eve.hpp"
 
@@ -189,6 +190,9 @@ void ModuleSet::finish_batch(const PacketBatch& b, ModuleOutput& out) {
   account_verdicts(b, out);
 }
 
+size_t ModuleSet::KeyHash::operator()(const FlowKey& k) const { return flow_key_hash(k); }
+bool ModuleSet::KeyEq::operator()(const FlowKey& a, const FlowKey& b) const { return flow_key_eq(a, b); }
+
 void ModuleSet::account_verdicts(const PacketBatch& b, ModuleOutput& out) {
   const bool fw = firewall_mode();
   size_t ev = 0;  // sorted_ is in packet order
@@ -222,6 +226,28 @@ void ModuleSet::account_verdicts(const PacketBatch& b, ModuleOutput& out) {
       const uint64_t off = b.h_rec_off[i];
       decode_record(b.h_span + off, b.span_len - off, b.fmt, b.link, d);
       const RecordHeader rh = read_record_header(b.h_span + off, b.fmt);
+      DecodedView one;  // the packet as a one-packet view, for its flow key
+#define GASPP_X(type, name, n) one.name = d.name;
+      GASPP_DECODED_FIELDS(GASPP_X)
+#undef GASPP_X
+      FlowKey k{};
+      bool from_lo = false;
+      if (flow_key_of(one, 0, vlan_in_key_, k, from_lo) == FlowSkip::none) {
+        if (flow_id) {
+          if (dropped_flows_.size() >= kDroppedFlowsMax && !dropped_flows_.count(k)) {
+            forgotten_ += dropped_flows_.size();
+            dropped_flows_.clear();
+          }
+          dropped_flows_[k] = DroppedFlow{flow_id, from_lo != to_client};
+        } else if (by_flow) {
+          const auto it = dropped_flows_.find(k);
+          if (it != dropped_flows_.end()) {
+            flow_id = it->second.flow_id;
+            to_client = from_lo != it->second.initiator_lo;
+            ++recalled_;
+          }
+        }
+      }
       const HostPacket hp{b.first_index + i + 1, d.ts_ns[0], b.h_span + off + kRecordHeaderBytes, rh.cap_len,
                           rh.wire_len, &d, flow_id, to_client};
       out.eve(drop_event_json(hp, drop_reason_name(reason)));
@@ -242,12 +268,17 @@ std::string ModuleSet::summary_text() const {
   }
   if (suppressed_) s += "module events discarded (flow already decided): " + std::to_string(suppressed_) + "\n";
   if (unattributed_) s += "module events with no packet (not handed over): " + std::to_string(unattributed_) + "\n";
+  if (recalled_ || forgotten_)
+    s += "drop events given their flow's id: " + std::to_string(recalled_) + " (dropped flows forgotten, memory full: " +
+         std::to_string(forgotten_) + ")\n";
   return s;
 }
 
 std::string ModuleSet::summary_json() const {
   std::string s = "{" + verdict_stats_json() + ",\"events_suppressed\":" + std::to_string(suppressed_) +
-                  ",\"events_unattributed\":" + std::to_string(unattributed_) + ",\"modules\":[";
+                  ",\"events_unattributed\":" + std::to_string(unattributed_) +
+                  ",\"drop_flow_ids_recalled\":" + std::to_string(recalled_) +
+                  ",\"dropped_flows_forgotten\":" + std::to_string(forgotten_) + ",\"modules\":[";
   for (size_t k = 0; k < mods_.size(); ++k) {
     s += std::string(k ? "," : "") + "{\"name\":\"" + mods_[k]->name() + "\"";
     for (int c = 0; c < kModuleCounters; ++c)

@@ -25,8 +25,10 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
+#include "flow/flow_record.hpp"
 #include "gaspp/module.hpp"
 
 namespace gaspp {
@@ -87,7 +89,16 @@ class ModuleSet {
   // Hands the batch's events to the modules (capture order), counts every packet's final verdict
   // (verdict_stats) and, with drop events on, writes an EVE `drop` event per dropped packet.
   void finish_batch(const PacketBatch& b, ModuleOutput& out);
-  void set_drop_events(bool on) { drop_events_ = on; }
+  // vlan_in_key: as the flow table's (FlowConfig::vlan_in_key), so that a drop event of a packet
+  // its flow's earlier decision dropped finds the flow (see dropped_flows_).
+  void set_drop_events(bool on, bool vlan_in_key = true) {
+    drop_events_ = on;
+    vlan_in_key_ = vlan_in_key;
+  }
+  // Drop events whose flow id was recalled, and flows forgotten when the memory was full.
+  uint64_t drop_flow_ids_recalled() const { return recalled_; }
+  uint64_t dropped_flows_forgotten() const { return forgotten_; }
+  static constexpr size_t kDroppedFlowsMax = 1u << 20;
   // A module runs in firewall mode (default drop): drops then count under `firewall`.
   bool firewall_mode() const;
 
@@ -119,8 +130,25 @@ class ModuleSet {
   uint32_t state_bytes_ = 0;
   uint64_t suppressed_ = 0, unattributed_ = 0;
   std::vector<ModuleEvent> sorted_;
-  bool drop_events_ = false;
+  bool drop_events_ = false, vlan_in_key_ = true;
   VerdictStats vs_;
+  // With drop events on: a packet its flow's earlier decision dropped has no module event, so no
+  // flow id. The flow id and which endpoint started the flow are remembered, by flow key, from
+  // every dropped packet that has them (the one whose drop decided the flow comes first), and
+  // recalled for those packets, as Suricata's drop events carry them. At most kDroppedFlowsMax
+  // flows: when full, the memory is cleared (counted in forgotten_).
+  struct KeyHash {
+    size_t operator()(const FlowKey& k) const;
+  };
+  struct KeyEq {
+    bool operator()(const FlowKey& a, const FlowKey& b) const;
+  };
+  struct DroppedFlow {
+    uint64_t flow_id;
+    bool initiator_lo;  // the flow's first packet came from endpoint 0 (the lower address, port)
+  };
+  std::unordered_map<FlowKey, DroppedFlow, KeyHash, KeyEq> dropped_flows_;
+  uint64_t recalled_ = 0, forgotten_ = 0;
 };
 
 }  // namespace gaspp

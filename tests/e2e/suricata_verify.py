@@ -9,6 +9,11 @@ objects) and compares the count. The run is repeated at batch sizes 1, 3 and the
 result must not depend on where batches end. A check of another kind, or a key test.yaml uses that
 this runner does not implement, fails the test rather than being skipped.
 
+Beyond test.yaml, as Suricata's EVE does: every drop event of a packet of a logged flow carries that
+flow's flow_id, and its direction says whether the packet came from the flow's source (to_server)
+or went to it (to_client) — also for packets dropped by their flow's earlier decision, which no
+module saw. The flow events are the oracle.
+
 usage: suricata_verify.py GASPP DATA_DIR [--backend cpu|cuda]
 """
 import json
@@ -71,6 +76,28 @@ def evaluate(events, spec):
     return failures
 
 
+def check_drop_flows(events):
+    ends = lambda ip, port: (ip, port)
+    flows = [e for e in events if e.get("event_type") == "flow"]
+    failures, checked = [], 0
+    for n, d in enumerate(e for e in events if e.get("event_type") == "drop"):
+        a, b = ends(d.get("src_ip"), d.get("src_port")), ends(d.get("dest_ip"), d.get("dest_port"))
+        mine = [f for f in flows if f.get("proto") == d.get("proto") and
+                {ends(f.get("src_ip"), f.get("src_port")), ends(f.get("dest_ip"), f.get("dest_port"))} == {a, b}]
+        if not mine:
+            continue
+        checked += 1
+        f = next((f for f in mine if f["flow_id"] == d.get("flow_id")), None)
+        if f is None:
+            failures.append(f"drop event {n} (pcap_cnt {d.get('pcap_cnt')}): flow_id {d.get('flow_id')}, "
+                            f"its flow's is {[f['flow_id'] for f in mine]}")
+            continue
+        want = "to_server" if a == ends(f.get("src_ip"), f.get("src_port")) else "to_client"
+        if d.get("direction") != want:
+            failures.append(f"drop event {n} (pcap_cnt {d.get('pcap_cnt')}): direction {d.get('direction')}, want {want}")
+    return failures, checked
+
+
 def main():
     args = sys.argv[1:]
     backend = "cpu"
@@ -93,6 +120,8 @@ def main():
             with tempfile.TemporaryDirectory() as d:
                 events = run_test(gaspp, test_dir, backend, batch, d)
             fails = evaluate(events, spec)
+            drop_fails, drops = check_drop_flows(events)
+            fails += drop_fails
             label = f"{t} (batch {batch or 'default'}, {backend})"
             if fails:
                 failed += 1
@@ -100,7 +129,7 @@ def main():
                 for x in fails:
                     print(f"       {x}")
             else:
-                print(f"ok   {label}: {len(spec['checks'])} checks pass")
+                print(f"ok   {label}: {len(spec['checks'])} checks pass; {drops} drop events carry their flow's id")
     print(f"{len(TESTS)} suricata-verify tests x {len(BATCHES)} batch sizes, {failed} failures")
     return 1 if failed else 0
 
