@@ -193,6 +193,37 @@ void ModuleSet::finish_batch(const PacketBatch& b, ModuleOutput& out) {
 size_t ModuleSet::KeyHash::operator()(const FlowKey& k) const { return flow_key_hash(k); }
 bool ModuleSet::KeyEq::operator()(const FlowKey& a, const FlowKey& b) const { return flow_key_eq(a, b); }
 
+// The flow key of a decoded packet (false: it has none), and whether it came from endpoint 0.
+bool ModuleSet::dropped_flow_key(DecodedPacket& d, FlowKey& k, bool& from_lo) const {
+  DecodedView one;  // the packet as a one-packet view
+#define GASPP_X(type, name, n) one.name = d.name;
+  GASPP_DECODED_FIELDS(GASPP_X)
+#undef GASPP_X
+  return flow_key_of(one, 0, vlan_in_key_, k, from_lo) == FlowSkip::none;
+}
+
+void ModuleSet::remember_dropped_flow(DecodedPacket& d, uint64_t flow_id, bool to_client) {
+  FlowKey k{};
+  bool from_lo = false;
+  if (!dropped_flow_key(d, k, from_lo)) return;
+  if (dropped_flows_.size() >= kDroppedFlowsMax && !dropped_flows_.count(k)) {
+    forgotten_ += dropped_flows_.size();
+    dropped_flows_.clear();
+  }
+  dropped_flows_[k] = DroppedFlow{flow_id, from_lo != to_client};
+}
+
+void ModuleSet::recall_dropped_flow(DecodedPacket& d, uint64_t& flow_id, bool& to_client) {
+  FlowKey k{};
+  bool from_lo = false;
+  if (!dropped_flow_key(d, k, from_lo)) return;
+  const auto it = dropped_flows_.find(k);
+  if (it == dropped_flows_.end()) return;
+  flow_id = it->second.flow_id;
+  to_client = from_lo != it->second.initiator_lo;
+  ++recalled_;
+}
+
 void ModuleSet::account_verdicts(const PacketBatch& b, ModuleOutput& out) {
   const bool fw = firewall_mode();
   size_t ev = 0;  // sorted_ is in packet order
@@ -226,28 +257,8 @@ void ModuleSet::account_verdicts(const PacketBatch& b, ModuleOutput& out) {
       const uint64_t off = b.h_rec_off[i];
       decode_record(b.h_span + off, b.span_len - off, b.fmt, b.link, d);
       const RecordHeader rh = read_record_header(b.h_span + off, b.fmt);
-      DecodedView one;  // the packet as a one-packet view, for its flow key
-#define GASPP_X(type, name, n) one.name = d.name;
-      GASPP_DECODED_FIELDS(GASPP_X)
-#undef GASPP_X
-      FlowKey k{};
-      bool from_lo = false;
-      if (flow_key_of(one, 0, vlan_in_key_, k, from_lo) == FlowSkip::none) {
-        if (flow_id) {
-          if (dropped_flows_.size() >= kDroppedFlowsMax && !dropped_flows_.count(k)) {
-            forgotten_ += dropped_flows_.size();
-            dropped_flows_.clear();
-          }
-          dropped_flows_[k] = DroppedFlow{flow_id, from_lo != to_client};
-        } else if (by_flow) {
-          const auto it = dropped_flows_.find(k);
-          if (it != dropped_flows_.end()) {
-            flow_id = it->second.flow_id;
-            to_client = from_lo != it->second.initiator_lo;
-            ++recalled_;
-          }
-        }
-      }
+      if (flow_id) remember_dropped_flow(d, flow_id, to_client);
+      else if (by_flow) recall_dropped_flow(d, flow_id, to_client);
       const HostPacket hp{b.first_index + i + 1, d.ts_ns[0], b.h_span + off + kRecordHeaderBytes, rh.cap_len,
                           rh.wire_len, &d, flow_id, to_client};
       out.eve(drop_event_json(hp, drop_reason_name(reason)));

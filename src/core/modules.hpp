@@ -34,6 +34,7 @@
 namespace gaspp {
 
 struct PacketBatch;
+struct DecodedPacket;
 
 class ModuleInstance {
  public:
@@ -125,6 +126,9 @@ class ModuleSet {
 
  private:
   void account_verdicts(const PacketBatch& b, ModuleOutput& out);
+  bool dropped_flow_key(DecodedPacket& d, FlowKey& k, bool& from_lo) const;
+  void remember_dropped_flow(DecodedPacket& d, uint64_t flow_id, bool to_client);
+  void recall_dropped_flow(DecodedPacket& d, uint64_t& flow_id, bool& to_client);
   std::vector<std::unique_ptr<ModuleInstance>> mods_;
   std::vector<Counts> counts_;
   uint32_t state_bytes_ = 0;

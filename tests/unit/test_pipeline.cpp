@@ -164,8 +164,11 @@ TEST(Pipeline, EveryTransferPathAgrees) {
     if (test::backend_under_test() == "cuda") {
       if (p == "sliced") std::printf("  sliced, gather_sms %d: %s\n", path.gather_sms, r.rep.backend.c_str());
       // Sharing every SM is said as such; a partition either is made or its refusal is explained.
-      if (path.gather_sms < 0) EXPECT_EQ(r.rep.backend.find("gather"), std::string::npos) << r.rep.backend;
-      else if (p == "sliced") EXPECT_NE(r.rep.backend.find(" gather "), std::string::npos) << r.rep.backend;
+      if (path.gather_sms < 0) {
+        EXPECT_EQ(r.rep.backend.find("gather"), std::string::npos) << r.rep.backend;
+      } else if (p == "sliced") {
+        EXPECT_NE(r.rep.backend.find(" gather "), std::string::npos) << r.rep.backend;
+      }
       const uint64_t batches = 2000 / path.batch;
       EXPECT_EQ(p == "compacted" ? r.rep.batches_compacted : p == "sliced" ? r.rep.batches_sliced : r.rep.batches_direct,
                 batches);
