@@ -14,7 +14,7 @@
 //     flow table.
 // Module events (alerts) come back to host memory; formatting them as EVE is host work not timed.
 //
-// usage: bench_firewall [--json PATH] [--reps N] [--packets N] [--tmp DIR] [--batch N] [--gather-sms N] [--et DIR]
+// usage: bench_firewall [--json PATH] [--reps N] [--packets N] [--tmp DIR] [--batch N] [--gather-sms N] [--stage-times] [--et DIR]
 #include <unistd.h>
 
 #include <algorithm>
@@ -40,6 +40,8 @@ struct Result {
   std::vector<uint64_t> module_counts;
 };
 
+bool g_stage_times = false;  // --stage-times
+
 Result measure(bool cuda, bool slice, const std::string& rules, const CaptureFile& cap, const std::vector<BatchDesc>& batches,
                uint32_t batch, int gather_sms, uint64_t packets, int reps, int threads, bool flows = true) {
   std::vector<double> t;
@@ -58,6 +60,7 @@ Result measure(bool cuda, bool slice, const std::string& rules, const CaptureFil
     bc.flow.enabled = flows;
     bc.modules = mods.pointers();
     bc.flow.module_state_bytes = mods.flow_state_bytes();
+    bc.stage_times = g_stage_times && cuda && rep == reps;
     auto be = cuda ? make_cuda_backend(bc) : make_cpu_backend(bc);
     be->attach_source(cap.data(), cap.size());
     uint64_t pk = 0;
@@ -70,6 +73,9 @@ Result measure(bool cuda, bool slice, const std::string& rules, const CaptureFil
       std::exit(1);
     }
     be->detach_source();
+    if (bc.stage_times)
+      print_stage_times(*be, std::string(slice ? "sliced" : "copied") + (rules.empty() ? "" : ", firewall") +
+                                 (flows ? "" : ", no flows") + ", gather_sms " + std::to_string(gather_sms));
     if (rep) t.push_back(s);
   }
   r.mpps = double(packets) / median(t) / 1e6;
@@ -133,6 +139,7 @@ int main(int argc, char** argv) {
   if (!parse_bench_args(argc, argv, "bench_firewall", "--et", "DIR", args)) return 1;
   const std::string &json_path = args.json, &tmp = args.tmp, &et = args.extra;
   const int reps = args.reps;
+  g_stage_times = args.stage_times;
   const uint64_t npk = args.packets;
   const cudaDeviceProp prop = require_cuda("bench_firewall");
   const int host_threads = int(std::thread::hardware_concurrency());

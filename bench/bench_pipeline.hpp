@@ -20,13 +20,16 @@
 namespace gaspp::bench {
 
 // The options the pipeline benchmarks share (--json PATH, --reps N, --packets N, --tmp DIR,
-// --batch N: packets per batch, --gather-sms N: BackendConfig::gather_sms) plus one of the program's own (`extra_flag`, its value in `extra`).
+// --batch N: packets per batch, --gather-sms N: BackendConfig::gather_sms, --stage-times: print
+// where CUDA batches spent their time, BackendConfig::stage_times) plus one of the program's own
+// (`extra_flag`, its value in `extra`).
 struct BenchArgs {
   std::string json, tmp = "/tmp", extra;
   int reps = 3;
   uint64_t packets = 0;
   uint32_t batch = 65536;
   int gather_sms = 0;
+  bool stage_times = false;
 };
 
 // Parses argv into a (its defaults as given); prints the usage and returns false on anything else.
@@ -43,13 +46,23 @@ inline bool parse_bench_args(int argc, char** argv, const char* prog, const char
       a.batch = uint32_t(std::strtoul(argv[++i], nullptr, 10));
     else if (value && o == "--gather-sms") a.gather_sms = std::atoi(argv[++i]);
     else if (value && o == extra_flag) a.extra = argv[++i];
+    else if (o == "--stage-times") a.stage_times = true;
     else {
-      std::fprintf(stderr, "usage: %s [--json PATH] [--reps N] [--packets N] [--tmp DIR] [--batch N] [--gather-sms N] [%s %s]\n", prog, extra_flag,
+      std::fprintf(stderr, "usage: %s [--json PATH] [--reps N] [--packets N] [--tmp DIR] [--batch N] [--gather-sms N] [--stage-times] [%s %s]\n", prog, extra_flag,
                    extra_value);
       return false;
     }
   }
   return true;
+}
+
+// Prints a backend's stage times (BackendConfig::stage_times), the mean per batch, under `label`.
+inline void print_stage_times(const Backend& be, const std::string& label) {
+  const std::vector<StageTime> st = be.stage_times();
+  if (st.empty()) return;
+  std::printf("  stage times, %s (mean us a batch):", label.c_str());
+  for (const StageTime& t : st) std::printf(" %s %.1f;", t.name.c_str(), t.batches ? t.total_us / double(t.batches) : 0.0);
+  std::printf("\n");
 }
 
 // The device's properties; exits with the reason when no CUDA device is usable.

@@ -8,7 +8,7 @@
 //         [--ooo-segments N] [--ooo-bytes B] [--flow-ooo-segments N] [--flow-ooo-bytes B]
 //         [--rules FILE]... [--firewall-rules FILE]... [--eve-drops] [--address-var NAME=VALUE] [--port-var NAME=VALUE]
 //         [--module NAME[:KEY=VALUE,...]]... [-w FILE] [--dump-packets FILE]
-//         [--class-order I,J,...]... [--schedule on|off|auto] [--slice on|off|auto] [--gather-sms N] [-c CONFIG.yaml]
+//         [--class-order I,J,...]... [--schedule on|off|auto] [--slice on|off|auto] [--gather-sms N] [--stage-times] [-c CONFIG.yaml]
 //   gaspp gen -o out.pcap [--mode fixed|mix|http] [--size N] [--packets N] [--flows N] [--seed S]
 //         [--reorder R] [--duplicate R] [--loss R] [--ipv6 R] [--vlan R] [--plant STR --plant-rate R]
 //
@@ -98,6 +98,8 @@ namespace {
                "                            packets averaging 144 bytes or more)\n"
                "  --gather-sms N            CUDA slicing: SMs the head gather gets to itself, the other kernels\n"
                "                            running on the rest (0: the device's smallest partition, -1: none)\n"
+               "  --stage-times             CUDA: time each stage of every batch and print the means on stderr\n"
+               "                            at the end (a diagnostic: it costs a few microseconds a batch)\n"
                "\n"
                "generator options (gaspp gen):\n"
                "  -o FILE  --mode fixed|mix|http  --size N  --packets N  --flows N  --seed S\n"
@@ -342,6 +344,8 @@ int main(int argc, char** argv) {
         return 1;
       }
       bc.gather_sms = int(n);
+    } else if (a == "--stage-times") {
+      bc.stage_times = true;
     } else if (a == "-w") write_path = val();
     else if (a == "--dump-packets") dump_packets = val();
     else if (a == "-h" || a == "--help") usage(0);
@@ -454,6 +458,9 @@ int main(int argc, char** argv) {
   for (const auto& is : rep.issues) std::fprintf(stderr, "gaspp: %s: %s\n", is.fatal ? "error" : "warning", is.message.c_str());
   if (rep.suppressed_issues)
     std::fprintf(stderr, "gaspp: %llu more warnings not shown\n", (unsigned long long)rep.suppressed_issues);
+  for (const StageTime& st : backend->stage_times())
+    std::fprintf(stderr, "gaspp: stage %-34s %9.1f us a batch, %llu batches\n", st.name.c_str(),
+                 st.batches ? st.total_us / double(st.batches) : 0.0, (unsigned long long)st.batches);
   if (!quiet) {
     print_summary(stdout, rep);
     if (!modules.empty()) std::fputs(modules.summary_text().c_str(), stdout);

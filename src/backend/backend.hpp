@@ -65,6 +65,19 @@ struct BackendConfig {
   // (backend/cuda/sm_partition.hpp). 0: the device's smallest partition (8 SMs on an H100);
   // -1: no partition, the gather shares every SM. Ignored where the driver cannot partition.
   int gather_sms = 0;
+  // CUDA: time every stage of every batch with events on its streams (Backend::stage_times); a
+  // diagnostic for finding where a batch's time goes, it costs a few microseconds a batch.
+  bool stage_times = false;
+};
+
+// Where batches spent their time (BackendConfig::stage_times): for each stage, in the order the
+// stages run, the summed time from the end of the stage before it to its own end, and how many
+// batches ran it. With batches in flight on several streams a stage's time includes waiting for
+// what it depends on (the previous batch's flow stage, the gather).
+struct StageTime {
+  std::string name;
+  double total_us = 0;
+  uint64_t batches = 0;
 };
 
 // Whether a batch's payload is read by nobody: no module declares kLayerPayload or kLayerStream
@@ -133,6 +146,8 @@ class Backend {
   // The counters this adds (gaps, bytes delivered) go to `added`.
   virtual void flush_streams(std::vector<StreamChunk>& chunks, std::vector<uint8_t>& bytes, Counters& added) = 0;
   virtual StreamGauges stream_gauges() = 0;
+  // Stage times so far (empty unless BackendConfig::stage_times and the backend keeps them).
+  virtual std::vector<StageTime> stage_times() const { return {}; }
 };
 
 std::unique_ptr<Backend> make_cpu_backend(const BackendConfig& cfg);

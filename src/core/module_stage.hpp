@@ -114,15 +114,25 @@ GASPP_HD GASPP_FORCEINLINE void verdict_walk_run(const FlowTableRef& t, const ui
   uint8_t decided = r.misc & (kFlowDecidedDrop | kFlowDecidedPass);
   uint8_t alerted = r.misc & kFlowAlerted;
   bool touched = false;
+  // A run is a serial chain of memory waits: the next item's flags and verdict are loaded while
+  // this one is resolved (items are distinct, so nothing read ahead is written before its turn).
+  uint32_t item = vals[j];
+  uint8_t ff = 0, vv = 0;
+  if (item >= item_base) ff = flow_flags[item - item_base], vv = verdict[item - item_base];
   for (uint32_t q = j; q < m; ++q) {
-    if (vals[q] < item_base) continue;
-    const uint32_t i = vals[q] - item_base;
-    if (flow_flags[i] & kPktFlowStart) decided = alerted = 0;
+    const uint32_t cur = item;
+    const uint8_t flags_cur = ff, v = vv;
+    if (q + 1 < m) {
+      item = vals[q + 1];
+      if (item >= item_base) ff = flow_flags[item - item_base], vv = verdict[item - item_base];
+    }
+    if (cur < item_base) continue;
+    const uint32_t i = cur - item_base;
+    if (flags_cur & kPktFlowStart) decided = alerted = 0;
     touched = true;
-    uint8_t& v = verdict[i];
     if (decided) {
       const bool drop = decided & kFlowDecidedDrop;
-      v = uint8_t(kVerdictFlowDecided | (drop ? kVerdictDrop : 0));
+      verdict[i] = uint8_t(kVerdictFlowDecided | (drop ? kVerdictDrop : 0));
       c.add(drop ? c_verdict_flow_dropped : c_verdict_flow_passed, 1);
       continue;
     }

@@ -134,14 +134,22 @@ GASPP_HD GASPP_FORCEINLINE uint32_t flow_bucket(const FlowTableRef& t, uint32_t 
   return uint32_t((uint64_t(mix32(hash ^ 0x5bd1e995u)) * t.buckets) >> 32);
 }
 
-// Resets slot s to a fresh flow with key k; the first packet initialises the rest in order.
-GASPP_HD GASPP_FORCEINLINE void flow_init_slot(const FlowTableRef& t, uint32_t s, const FlowKey& k, uint32_t epoch) {
-  FlowRecord& r = t.recs[s];
+// A fresh flow with key k in record r (k by value: it may be r's own key); the first packet
+// initialises the rest in order.
+GASPP_HD GASPP_FORCEINLINE void flow_init_record(FlowRecord& r, const FlowKey k, uint32_t epoch) {
   r = FlowRecord{};
   r.key = k;
   r.epoch = epoch;
   r.state = uint8_t(FlowState::fresh);
+}
+// Zeroes slot s's module state slices.
+GASPP_HD GASPP_FORCEINLINE void flow_clear_module_state(const FlowTableRef& t, uint32_t s) {
   for (uint32_t j = 0; j < t.module_state_bytes; ++j) t.module_state[uint64_t(s) * t.module_state_bytes + j] = 0;
+}
+// Resets slot s to a fresh flow with key k.
+GASPP_HD GASPP_FORCEINLINE void flow_init_slot(const FlowTableRef& t, uint32_t s, const FlowKey& k, uint32_t epoch) {
+  flow_init_record(t.recs[s], k, epoch);
+  flow_clear_module_state(t, s);
 }
 
 GASPP_HD GASPP_FORCEINLINE bool flow_reserve_live(const FlowTableRef& t) {

@@ -85,6 +85,20 @@ GASPP_HD GASPP_FORCEINLINE bool seq_leq(uint32_t a, uint32_t b) { return int32_t
 
 enum : uint16_t { kTcpFin = 1, kTcpSyn = 2, kTcpRst = 4, kTcpPsh = 8, kTcpAck = 16, kTcpUrg = 32 };
 
+// The fields of a packet that tracking reads, loaded together: a flow walk is a serial chain of
+// memory waits, so it loads the next packet's while it applies this one (flow_walk_run).
+struct TrackedPacket {
+  uint64_t ts_ns;
+  uint32_t cap_len, payload_len, seq, ack, tsval, tsecr;
+  uint16_t flags, win;
+  uint8_t l4, opts, wscale;
+};
+GASPP_HD GASPP_FORCEINLINE TrackedPacket tracked_packet(const DecodedView& d, uint32_t i) {
+  return TrackedPacket{d.ts_ns[i],     d.cap_len[i],   d.payload_len[i], d.tcp_seq[i], d.tcp_ack[i],
+                       d.tcp_tsval[i], d.tcp_tsecr[i], d.tcp_flags[i],   d.tcp_win[i], d.l4[i],
+                       d.tcp_opts[i],  d.tcp_wscale[i]};  // in TrackedPacket's order
+}
+
 namespace flow_detail {
 
 GASPP_HD GASPP_FORCEINLINE void start_side(FlowSide& s, TcpSide st, uint32_t isn, uint32_t next, uint8_t wscale) {
@@ -101,26 +115,26 @@ GASPP_HD GASPP_FORCEINLINE bool in_fin_states(uint8_t t) {
 
 // Returns false when the packet was ignored as invalid (see the header: timestamps).
 template <class Sink>
-GASPP_HD inline bool tcp_update(FlowRecord& r, int sender, const DecodedView& d, uint32_t i, bool midstream, Sink& c) {
+GASPP_HD inline bool tcp_update(FlowRecord& r, int sender, const TrackedPacket& p, bool midstream, Sink& c) {
   FlowSide& S = r.side[sender];
   FlowSide& O = r.side[sender ^ 1];
-  const uint16_t f = d.tcp_flags[i];
-  const uint32_t seq = d.tcp_seq[i], ack = d.tcp_ack[i];
+  const uint16_t f = p.flags;
+  const uint32_t seq = p.seq, ack = p.ack;
   const bool syn = f & kTcpSyn, has_ack = f & kTcpAck, fin = f & kTcpFin, rst = f & kTcpRst;
-  const uint32_t seg_end = seq + d.payload_len[i] + (syn ? 1 : 0) + (fin ? 1 : 0);
-  const uint8_t ws = (d.tcp_opts[i] & kOptWscale) ? d.tcp_wscale[i] : kNoWscale;
+  const uint32_t seg_end = seq + p.payload_len + (syn ? 1 : 0) + (fin ? 1 : 0);
+  const uint8_t ws = (p.opts & kOptWscale) ? p.wscale : kNoWscale;
   S.flags |= f;
   if (r.misc & kFlowNoSession) {
     c.add(c_tcp_no_session, 1);
     return true;
   }
-  const bool has_ts = d.tcp_opts[i] & kOptTimestamp;
-  if (has_ts && has_ack && O.have_ts && d.tcp_tsecr[i] != 0 && seq_lt(d.tcp_tsecr[i], O.syn_tsval)) {
+  const bool has_ts = p.opts & kOptTimestamp;
+  if (has_ts && has_ack && O.have_ts && p.tsecr != 0 && seq_lt(p.tsecr, O.syn_tsval)) {
     c.add(c_tcp_bad_timestamp, 1);
     return false;
   }
   if (syn && has_ts && !S.have_ts) {
-    S.syn_tsval = d.tcp_tsval[i];
+    S.syn_tsval = p.tsval;
     S.have_ts = 1;
   }
   const uint8_t none = uint8_t(TcpSide::none), syn_sent = uint8_t(TcpSide::syn_sent),
@@ -221,10 +235,10 @@ GASPP_HD inline bool tcp_update(FlowRecord& r, int sender, const DecodedView& d,
     start_side(S, TcpSide(S.tcp), seq - 1, seg_end, S.wscale);
   }
   const bool scaled = S.wscale != kNoWscale && O.wscale != kNoWscale;
-  S.win = uint32_t(d.tcp_win[i]) << (scaled ? (S.wscale > 14 ? 14 : S.wscale) : 0);
+  S.win = uint32_t(p.win) << (scaled ? (S.wscale > 14 ? 14 : S.wscale) : 0);
   if (fin && !in_fin_states(S.tcp)) {
     S.tcp = uint8_t(TcpSide::fin_sent);
-    S.fin_seq = seq + d.payload_len[i];
+    S.fin_seq = seq + p.payload_len;
   }
   if (has_ack && O.tcp == uint8_t(TcpSide::fin_sent) && seq_lt(O.fin_seq, ack)) O.tcp = uint8_t(TcpSide::fin_acked);
   if (in_fin_states(S.tcp) && in_fin_states(O.tcp) &&
@@ -236,15 +250,15 @@ GASPP_HD inline bool tcp_update(FlowRecord& r, int sender, const DecodedView& d,
 }  // namespace flow_detail
 
 // Starts a new flow in a record that holds only its key (fresh), from its first packet.
-GASPP_HD inline void flow_begin(FlowRecord& r, const DecodedView& d, uint32_t i, bool from_lo) {
-  r.first_ts = r.last_ts = d.ts_ns[i];
-  const uint8_t l4 = d.l4[i];
+GASPP_HD inline void flow_begin(FlowRecord& r, const TrackedPacket& p, bool from_lo) {
+  r.first_ts = r.last_ts = p.ts_ns;
+  const uint8_t l4 = p.l4;
   r.proto_class = uint8_t(l4 == uint8_t(L4::tcp) ? FlowProto::tcp : l4 == uint8_t(L4::udp) ? FlowProto::udp
                           : (l4 == uint8_t(L4::icmp) || l4 == uint8_t(L4::icmpv6)) ? FlowProto::icmp : FlowProto::other);
   // The client sends the first packet, except that a lone SYN-ACK is sent by the server.
   bool client_is_sender = true;
   if (l4 == uint8_t(L4::tcp)) {
-    const uint16_t f = d.tcp_flags[i];
+    const uint16_t f = p.flags;
     if ((f & kTcpSyn) && (f & kTcpAck)) client_is_sender = false;
   }
   r.client_lo = uint8_t(client_is_sender == from_lo);
@@ -253,35 +267,35 @@ GASPP_HD inline void flow_begin(FlowRecord& r, const DecodedView& d, uint32_t i,
   r.flow_id = mix64((uint64_t(flow_key_hash(r.key)) << 32) ^ r.first_ts) & ((1ull << 51) - 1);
 }
 
-// Clears everything but the key and epoch (the slot is reused by a new flow on the same key).
-GASPP_HD GASPP_FORCEINLINE void flow_restart(const FlowTableRef& t, uint32_t slot) {
-  FlowRecord& r = t.recs[slot];
-  const FlowKey k = r.key;
-  flow_init_slot(t, slot, k, r.epoch);
+// Clears everything of slot's flow but the key and epoch (the slot is reused by a new flow on the
+// same key): its record r (the slot's, or the walk's copy of it) and its module state.
+GASPP_HD GASPP_FORCEINLINE void flow_restart(const FlowTableRef& t, uint32_t slot, FlowRecord& r) {
+  flow_init_record(r, r.key, r.epoch);
+  flow_clear_module_state(t, slot);
 }
 
 struct FlowNoEndHook {
   GASPP_HD void operator()(FlowRecord&) const {}
 };
 
-// Applies packet i (already placed in `slot`; `lookup_flags` is what its lookup set, the direction
-// in kPktFromLo) to its flow. Returns the packet's FlowPacketFlags. When the packet ends the flow
-// in the slot and starts a new one (inline expiry, port reuse), on_end(old record) runs after the
-// old record was written out and before the slot is reset.
+// Applies packet p (already placed in `slot`, whose record is r: the table's, or the walk's copy of
+// it; `lookup_flags` is what its lookup set, the direction in kPktFromLo) to its flow. Returns the
+// packet's FlowPacketFlags. When the packet ends the flow in the slot and starts a new one (inline
+// expiry, port reuse), on_end(old record) runs after the old record was written out and before the
+// slot is reset.
 template <class Sink, class OnEnd = FlowNoEndHook>
-GASPP_HD inline uint8_t flow_track_packet(const FlowTableRef& t, uint32_t slot, const DecodedView& d, uint32_t i,
+GASPP_HD inline uint8_t flow_track_packet(const FlowTableRef& t, uint32_t slot, FlowRecord& r, const TrackedPacket& p,
                                           uint8_t lookup_flags, const FlowTrackParams& prm, bool emergency,
                                           const FlowRecordSink& out, Sink& c, OnEnd&& on_end = OnEnd{}) {
-  FlowRecord& r = t.recs[slot];
   const bool from_lo = lookup_flags & kPktFromLo;
-  const uint64_t ts = d.ts_ns[i];
+  const uint64_t ts = p.ts_ns;
   uint8_t flags = lookup_flags & kPktFromLo;
   if (r.state != uint8_t(FlowState::fresh)) {
     bool restart = false;
     if (flow_timed_out(prm.timeouts, r, ts, emergency)) {
       restart = true;
     } else if (r.proto_class == uint8_t(FlowProto::tcp) && r.state == uint8_t(FlowState::closed) &&
-               (d.tcp_flags[i] & (kTcpSyn | kTcpAck | kTcpRst)) == kTcpSyn) {
+               (p.flags & (kTcpSyn | kTcpAck | kTcpRst)) == kTcpSyn) {
       restart = true;
       c.add(c_flow_port_reuse, 1);
     }
@@ -289,11 +303,11 @@ GASPP_HD inline uint8_t flow_track_packet(const FlowTableRef& t, uint32_t slot, 
       out.emit(r, FlowReason::timeout);
       c.add(c_flow_timed_out, 1);
       on_end(r);
-      flow_restart(t, slot);
+      flow_restart(t, slot, r);
     }
   }
   if (r.state == uint8_t(FlowState::fresh)) {
-    flow_begin(r, d, i, from_lo);
+    flow_begin(r, p, from_lo);
     c.add(c_flow_created, 1);
     flags |= kPktFlowStart;
   }
@@ -301,12 +315,12 @@ GASPP_HD inline uint8_t flow_track_packet(const FlowTableRef& t, uint32_t slot, 
   if (sender) flags |= kPktToClient;
   FlowSide& S = r.side[sender];
   ++S.pkts;
-  S.bytes += d.cap_len[i];
+  S.bytes += p.cap_len;
   if (ts > r.last_ts) r.last_ts = ts;
   c.add(c_flow_packets, 1);
   if (r.proto_class == uint8_t(FlowProto::tcp)) {
     if (r.misc & kFlowStreamDropped) flags |= kPktTcpIgnored;  // dropped by a stream hook: counted only
-    else if (!flow_detail::tcp_update(r, sender, d, i, prm.midstream, c)) flags |= kPktTcpIgnored;
+    else if (!flow_detail::tcp_update(r, sender, p, prm.midstream, c)) flags |= kPktTcpIgnored;
   } else if (r.side[0].pkts && r.side[1].pkts && r.state == uint8_t(FlowState::new_)) {
     r.state = uint8_t(FlowState::established);
   }

@@ -356,10 +356,25 @@ GASPP_HD inline void flow_walk_run(const FlowTableRef& t, const DecodedView& d, 
   using namespace stream_detail;
   FlowRecord& r = t.recs[slot];
   if (!s) {
+    // A run is a serial chain of memory waits, so the flow's record is worked on in a copy (written
+    // back once, not reloaded after each store), and the next packet's fields are loaded while this
+    // one is applied. Items are distinct packets, so nothing read ahead is written before its turn.
+    FlowRecord rec = r;
+    uint32_t i = vals[j];
+    TrackedPacket p = tracked_packet(d, i);
+    uint8_t lookup_flags = pkt_flags[i];
     for (uint32_t q = j; q < m; ++q) {
-      const uint32_t i = vals[q];
-      pkt_flags[i] = flow_track_packet(t, slot, d, i, pkt_flags[i], prm, emergency, out, c);
+      const uint32_t cur = i;
+      const TrackedPacket pc = p;
+      const uint8_t fc = lookup_flags;
+      if (q + 1 < m) {
+        i = vals[q + 1];
+        p = tracked_packet(d, i);
+        lookup_flags = pkt_flags[i];
+      }
+      pkt_flags[cur] = flow_track_packet(t, slot, rec, pc, fc, prm, emergency, out, c);
     }
+    r = rec;
     return;
   }
   Run run{s, &d, s->pend + j, 0, {0, 0}, {0, 0}, {0, 0}};
@@ -405,7 +420,7 @@ GASPP_HD inline void flow_walk_run(const FlowTableRef& t, const DecodedView& d, 
       run.cur = cur;
     };
     run.cur = i;
-    pkt_flags[i] = flow_track_packet(t, slot, d, i, pkt_flags[i], prm, emergency, out, c, on_end);
+    pkt_flags[i] = flow_track_packet(t, slot, r, tracked_packet(d, i), pkt_flags[i], prm, emergency, out, c, on_end);
     if (r.proto_class != uint8_t(FlowProto::tcp) || (r.misc & kFlowNoSession) || (pkt_flags[i] & kPktTcpIgnored)) continue;
     Owner o{&r.key, r.flow_id, r.client_lo, r.stream, slot};
     packet(run, o, r, (pkt_flags[i] & kPktToClient) ? 1 : 0, i, v, c);

@@ -48,6 +48,7 @@
 #include <cub/device/device_radix_sort.cuh>
 
 #include <algorithm>
+#include <array>
 #include <cstring>
 #include <memory>
 #include <stdexcept>
@@ -162,20 +163,50 @@ __device__ __forceinline__ void block_counters_flush(unsigned long long* s, unsi
 
 struct FlowPolicy {
   static constexpr int kThreads = 256;
-  // The walks (flow walk, verdict walk) take a grid of at most this many blocks per SM, each thread
-  // striding over several items. Only a run's first item does work, and a run is a serial chain of
-  // memory waits: a grid of one thread per item held every SM's thread slots through those waits
-  // while ~1 lane in 26 worked, so the next batch's gather and decode could not run beside it.
+  // The walks (flow walk, verdict walk) take a grid of at most this many blocks per SM, a thread a
+  // run (run_heads_kernel), striding when there are more runs. A run is a serial chain of memory
+  // waits: a grid of one thread per item held every SM's thread slots through those waits while
+  // ~1 lane in 26 worked, so the next batch's gather and decode could not run beside it.
   static constexpr int kWalkBlocksPerSm = 2;
 };
 
-// Over sorted keys, calls fn(j, m, key) for each run [j, m) of one key (the sentinel excepted): the
-// thread that holds a run's first item walks it.
+// The first item of each run of one key in sorted keys (the sentinel's excepted), appended to heads
+// in no particular order (a shared count per block, one global add per block and pass), so that
+// the walks give every run a thread of its own: a thread striding over items met several runs'
+// first items now and then, and walked them one after another, which set the walk's length.
+__global__ void __launch_bounds__(FlowPolicy::kThreads)
+run_heads_kernel(const uint32_t* keys, uint32_t items, uint32_t sentinel, uint32_t* heads, uint32_t* n_heads) {
+  __shared__ uint32_t block_n, block_base;
+  for (uint32_t j0 = blockIdx.x * blockDim.x; j0 < items; j0 += gridDim.x * blockDim.x) {  // uniform per block
+    const uint32_t j = j0 + threadIdx.x;
+    if (threadIdx.x == 0) block_n = 0;
+    __syncthreads();
+    bool head = false;
+    if (j < items) {
+      const uint32_t key = keys[j];
+      head = key != sentinel && (j == 0 || keys[j - 1] != key);
+    }
+    const uint32_t mine = head ? atomicAdd(&block_n, 1u) : 0;
+    __syncthreads();
+    if (threadIdx.x == 0) block_base = block_n ? atomicAdd(n_heads, block_n) : 0;
+    __syncthreads();
+    if (head) heads[block_base + mine] = j;
+    __syncthreads();  // block_base and block_n are reused by the next pass
+  }
+}
+
+// Calls fn(j, m, key) for each run [j, m) of one key in sorted keys, one thread a run (heads from
+// run_heads_kernel). Run h goes to lane h / warps of warp h % warps, so that a few runs spread over
+// every warp of the grid: packed into the first warps (run h to thread h), their lanes' divergent
+// walks ran one after another on a few SMs, and the walks took three times as long.
 template <class F>
-__device__ __forceinline__ void for_each_sorted_run(const uint32_t* keys, uint32_t items, uint32_t sentinel, F fn) {
-  for (uint32_t j = blockIdx.x * blockDim.x + threadIdx.x; j < items; j += gridDim.x * blockDim.x) {
-    const uint32_t key = keys[j];
-    if (key == sentinel || (j > 0 && keys[j - 1] == key)) continue;
+__device__ __forceinline__ void for_each_run(const uint32_t* keys, uint32_t items, const uint32_t* heads,
+                                             const uint32_t* n_heads, F fn) {
+  const uint32_t n = *n_heads;
+  const uint32_t warps = (gridDim.x * blockDim.x) >> 5, threads = warps * 32;
+  const uint32_t warp = (blockIdx.x * blockDim.x + threadIdx.x) >> 5, lane = threadIdx.x & 31;
+  for (uint32_t h = lane * warps + warp; h < n; h += threads) {
+    const uint32_t j = heads[h], key = keys[j];
     uint32_t m = j + 1;
     while (m < items && keys[m] == key) ++m;
     fn(j, m, key);
@@ -226,16 +257,19 @@ __global__ void flow_tick_kernel(FlowTableState* st, uint32_t capacity, uint32_t
   flow_tick(*st, capacity, enter_pct, recover_pct, sink);
 }
 
+// One instance with reassembly and one without: compiled together, the reassembly path's calls
+// and frame made the plain walk spill nearly all its state (32 registers, a 2.7 KB stack).
+template <bool kStreams>
 __global__ void __launch_bounds__(FlowPolicy::kThreads)
 flow_walk_kernel(FlowTableRef t, DecodedView dec, const uint32_t* keys, const uint32_t* vals, uint32_t items,
-                 FlowTrackParams prm, FlowRecordSink out, uint8_t* flags, StreamRef sr, bool streams, bool final,
-                 unsigned long long* d_counters) {
+                 const uint32_t* heads, const uint32_t* n_heads, FlowTrackParams prm, FlowRecordSink out,
+                 uint8_t* flags, StreamRef sr, bool final, unsigned long long* d_counters) {
   __shared__ unsigned long long s[c_count_];
   block_counters_zero(s);
   SharedCounterSink sink{s};
   const bool emergency = t.state->emergency != 0;
-  for_each_sorted_run(keys, items, t.slots(), [&](uint32_t j, uint32_t m, uint32_t key) {
-    flow_walk_run(t, dec, vals, j, m, key, flags, prm, emergency, out, streams ? &sr : nullptr, final, sink);
+  for_each_run(keys, items, heads, n_heads, [&](uint32_t j, uint32_t m, uint32_t key) {
+    flow_walk_run(t, dec, vals, j, m, key, flags, prm, emergency, out, kStreams ? &sr : nullptr, final, sink);
   });
   block_counters_flush(s, d_counters);
 }
@@ -325,12 +359,13 @@ schedule_keys_kernel(StageArgs a, uint16_t next_stage, uint32_t* keys, uint32_t*
 }
 
 __global__ void __launch_bounds__(FlowPolicy::kThreads)
-verdict_walk_kernel(FlowTableRef t, const uint32_t* keys, const uint32_t* vals, uint32_t items, uint32_t item_base,
-                    const uint8_t* flags, uint8_t* verdict, unsigned long long* d_counters) {
+verdict_walk_kernel(FlowTableRef t, const uint32_t* keys, const uint32_t* vals, uint32_t items, const uint32_t* heads,
+                    const uint32_t* n_heads, uint32_t item_base, const uint8_t* flags, uint8_t* verdict,
+                    unsigned long long* d_counters) {
   __shared__ unsigned long long s[c_count_];
   block_counters_zero(s);
   SharedCounterSink sink{s};
-  for_each_sorted_run(keys, items, t.slots(), [&](uint32_t j, uint32_t m, uint32_t key) {
+  for_each_run(keys, items, heads, n_heads, [&](uint32_t j, uint32_t m, uint32_t key) {
     verdict_walk_run(t, vals, j, m, key, item_base, flags, verdict, sink);
   });
   block_counters_flush(s, d_counters);
@@ -429,15 +464,17 @@ class CudaBackend final : public Backend {
                          sizeof(StreamPending) * (size_t(held_cap_) + cfg.batch_packets) + sizeof(StreamChunk) * chunk_cap_;
       }
       const size_t n = size_t(cfg.batch_packets) + held_cap_;  // sorted items: held segments, then packets
-      GASPP_CUDA_CHECK(cudaMalloc(&d_keys_, sizeof(uint32_t) * n * 4));
+      GASPP_CUDA_CHECK(cudaMalloc(&d_keys_, sizeof(uint32_t) * (n * 5 + 1)));
       d_vals_ = d_keys_ + n;
       d_keys_sorted_ = d_keys_ + 2 * n;
       d_vals_sorted_ = d_keys_ + 3 * n;
+      d_run_heads_ = d_keys_ + 4 * n;
+      d_run_n_ = d_keys_ + 5 * n;
       GASPP_CUDA_CHECK(cudaMalloc(&d_failed_, sizeof(uint32_t) * cfg.batch_packets));
       GASPP_CUDA_CHECK(cub::DeviceRadixSort::SortPairs(nullptr, sort_temp_bytes_, d_keys_, d_keys_sorted_, d_vals_,
                                                        d_vals_sorted_, int(n)));
       GASPP_CUDA_CHECK(cudaMalloc(&d_sort_temp_, sort_temp_bytes_));
-      device_bytes_ += sizeof(uint32_t) * (n * 4 + cfg.batch_packets) + sort_temp_bytes_;
+      device_bytes_ += sizeof(uint32_t) * (n * 5 + 1 + cfg.batch_packets) + sort_temp_bytes_;
       record_capacity_ = cfg.batch_packets + kSweepRecords;
       GASPP_CUDA_CHECK(cudaEventCreateWithFlags(&flow_done_, cudaEventDisableTiming));
       GASPP_CUDA_CHECK(cudaStreamCreateWithFlags(&flush_stream_, cudaStreamNonBlocking));
@@ -463,6 +500,8 @@ class CudaBackend final : public Backend {
         device_bytes_ += uint64_t(cfg.batch_packets) * kSliceStride;
       }
       GASPP_CUDA_CHECK(cudaMalloc(&s.d_rec_off, sizeof(uint32_t) * cfg.batch_packets));
+      if (cfg.stage_times)
+        for (auto& e : s.marks) GASPP_CUDA_CHECK(cudaEventCreate(&e));
       GASPP_CUDA_CHECK(cudaMalloc(&s.d_verdict, cfg.batch_packets));
       GASPP_CUDA_CHECK(cudaMalloc(&s.d_counters, sizeof(unsigned long long) * c_count_));
       s.dec.allocate(cfg.batch_packets);
@@ -532,6 +571,8 @@ class CudaBackend final : public Backend {
       cudaStreamDestroy(s.stream);
       if (s.gather_stream) cudaStreamDestroy(s.gather_stream);
       if (s.gathered) cudaEventDestroy(s.gathered);
+      for (auto& e : s.marks)
+        if (e) cudaEventDestroy(e);
       cudaFreeHost(s.h_rec_off);
       cudaFreeHost(s.h_rec_off_staged);
       cudaFreeHost(s.h_verdict);
@@ -669,7 +710,10 @@ class CudaBackend final : public Backend {
     // A sliced batch's offsets and gather go on the gather's stream (its own SMs, when partitioned);
     // the slot's stream waits for them.
     const cudaStream_t gs = sliced && s.gather_stream ? s.gather_stream : s.stream;
+    s.n_marks = 0;
+    mark(s, gs, "submitted");
     GASPP_CUDA_CHECK(cudaMemcpyAsync(s.d_rec_off, rec_off, sizeof(uint32_t) * b.count, cudaMemcpyHostToDevice, gs));
+    mark(s, gs, "offsets to device");
     GASPP_CUDA_CHECK(cudaMemsetAsync(s.d_counters, 0, sizeof(unsigned long long) * c_count_, s.stream));
     h2d_ += (sliced ? 0 : data_len) + sizeof(uint32_t) * b.count;
     if (b.count > 0) {
@@ -682,6 +726,7 @@ class CudaBackend final : public Backend {
                              DecodePolicy::kThreads));
         slice_gather_kernel<<<gather_blocks, DecodePolicy::kThreads, 0, gs>>>(v, d_registered_, s.d_heads);
         GASPP_CUDA_CHECK(cudaGetLastError());
+        mark(s, gs, "slice gather");
       }
       if (gs != s.stream) {
         GASPP_CUDA_CHECK(cudaEventRecord(s.gathered, gs));
@@ -689,6 +734,7 @@ class CudaBackend final : public Backend {
       }
       decode_kernel<<<blocks, DecodePolicy::kThreads, 0, s.stream>>>(v, sliced ? s.d_heads : nullptr, s.d_counters);
       GASPP_CUDA_CHECK(cudaGetLastError());
+      mark(s, s.stream, "decode");
     }
     const StageArgs args = stage_args(s);
     if (!cfg_.modules.empty()) {
@@ -708,6 +754,7 @@ class CudaBackend final : public Backend {
     GASPP_CUDA_CHECK(cudaMemcpyAsync(s.h_counters, s.d_counters, sizeof(unsigned long long) * c_count_,
                                      cudaMemcpyDeviceToHost, s.stream));
     d2h_ += b.count + sizeof(unsigned long long) * c_count_;
+    mark(s, s.stream, "results to host");
     if (b.want_decoded) {
       b.decoded.resize(b.capacity);
       s.dec.copy_to_host_async(b.decoded, b.count, s.stream);
@@ -727,6 +774,7 @@ class CudaBackend final : public Backend {
   void wait(int slot) override {
     Slot& s = slots_[size_t(slot)];
     GASPP_CUDA_CHECK(cudaStreamSynchronize(s.stream));
+    add_stage_times(s);
     for (int k = 0; k < c_count_; ++k) s.batch.counters.v[k] = s.h_counters[k];
     s.batch.flow_records.clear();
     s.batch.stream_chunks.clear();
@@ -817,6 +865,7 @@ class CudaBackend final : public Backend {
   uint64_t bytes_d2h() const override { return d2h_; }
 
  private:
+  static constexpr int kStageMarks = 32;  // stage-time events a batch (BackendConfig::stage_times)
   struct Slot {
     cudaStream_t stream = nullptr;
     cudaStream_t gather_stream = nullptr;  // slicing on a partitioned device: the gather's SMs
@@ -859,8 +908,36 @@ class CudaBackend final : public Backend {
     uint32_t* d_sched_keys = nullptr;
     uint32_t* d_sched_vals = nullptr;
     void* d_sched_temp = nullptr;
+    // Stage times (BackendConfig::stage_times): an event at the end of each stage, and its name.
+    std::array<cudaEvent_t, kStageMarks> marks{};
+    std::array<const char*, kStageMarks> mark_names{};
+    int n_marks = 0;
     PacketBatch batch;
   };
+
+  // Records the end of a stage of slot s's batch on stream st (BackendConfig::stage_times).
+  void mark(Slot& s, cudaStream_t st, const char* name) {
+    if (!cfg_.stage_times || s.n_marks >= kStageMarks) return;
+    GASPP_CUDA_CHECK(cudaEventRecord(s.marks[size_t(s.n_marks)], st));
+    s.mark_names[size_t(s.n_marks++)] = name;
+  }
+  // Adds slot s's finished batch to stage_times_ (after its stream was synchronized).
+  void add_stage_times(Slot& s) {
+    for (int k = 1; k < s.n_marks; ++k) {
+      float ms = 0;
+      GASPP_CUDA_CHECK(cudaEventElapsedTime(&ms, s.marks[size_t(k - 1)], s.marks[size_t(k)]));
+      const std::string name = s.mark_names[size_t(k)];
+      auto it = std::find_if(stage_times_.begin(), stage_times_.end(), [&](const StageTime& t) { return t.name == name; });
+      if (it == stage_times_.end()) it = stage_times_.insert(stage_times_.end(), StageTime{name, 0, 0});
+      it->total_us += 1000.0 * double(ms);
+      ++it->batches;
+    }
+    s.n_marks = 0;
+  }
+  std::vector<StageTime> stage_times_;
+ public:
+  std::vector<StageTime> stage_times() const override { return stage_times_; }
+ private:
 
   StageArgs stage_args(Slot& s) {
     StageArgs a{};
@@ -883,7 +960,7 @@ class CudaBackend final : public Backend {
   // flow walk used, still in d_keys_sorted_ / d_vals_sorted_: call right after the walk).
   void modules_async(Slot& s, StageArgs a) {
     if (cfg_.modules.empty() || a.count == 0) return;
-    const int blocks = std::max(1, std::min(blocks_cap_, int((a.count + ModulePolicy::kThreads - 1) / ModulePolicy::kThreads)));
+    const int blocks = grid_blocks(a.count, blocks_cap_, ModulePolicy::kThreads);
     a.class_order = d_class_order_;
     a.classes = classes_;
     a.modules = uint16_t(cfg_.modules.size());
@@ -897,6 +974,7 @@ class CudaBackend final : public Backend {
         a.module = k;
         a.state_off = m.state_off;
         launch_module_stage(m, a, blocks, s.stream, s.d_module_counts + size_t(k) * kModuleCounters);
+        mark(s, s.stream, m.name());
       }
       if (schedule_ && st + 1 < a.modules && regroup_after_stage(cfg_.modules, class_order_, classes_, st)) {
         uint32_t* keys = s.d_sched_keys;
@@ -908,15 +986,17 @@ class CudaBackend final : public Backend {
                                                          idx + cfg_.batch_packets, int(n), 0, classes_ > 1 ? 32 : 24,
                                                          s.stream));
         a.order = idx + cfg_.batch_packets;
+        mark(s, s.stream, "schedule");
       }
     }
     if (table_) {
       const uint32_t base = streams_ ? held_cap_ : 0;
       const uint32_t items = base + a.count;
-      const int vb = std::max(1, std::min(walk_blocks_cap_, int((items + FlowPolicy::kThreads - 1) / uint32_t(FlowPolicy::kThreads))));
-      verdict_walk_kernel<<<vb, FlowPolicy::kThreads, 0, s.stream>>>(table_->ref(), d_keys_sorted_, d_vals_sorted_, items,
-                                                                     base, s.d_flow_flags, s.d_verdict, s.d_counters);
+      verdict_walk_kernel<<<walk_blocks(items), FlowPolicy::kThreads, 0, s.stream>>>(
+          table_->ref(), d_keys_sorted_, d_vals_sorted_, items, d_run_heads_, d_run_n_, base, s.d_flow_flags, s.d_verdict,
+          s.d_counters);
       GASPP_CUDA_CHECK(cudaGetLastError());
+      mark(s, s.stream, "verdict walk");
     }
   }
 
@@ -969,13 +1049,13 @@ class CudaBackend final : public Backend {
   // the lookup) and the walk.
   void stream_walk_async(cudaStream_t st, const StreamRef& sr, const DecodedView& dec, uint32_t n,
                          const FlowTrackParams& prm, const FlowRecordSink& out, uint8_t* flags, bool final,
-                         unsigned long long* d_counters) {
+                         unsigned long long* d_counters, Slot* traced = nullptr) {
     const FlowTableRef t = table_->ref();
     const uint32_t base = streams_ ? held_cap_ : 0;
     const uint32_t items = base + n;
     if (streams_) {
       stream_begin_kernel<<<1, 1, 0, st>>>(d_stream_counts_, in_, held_cap_, cfg_.stream.held_bytes);
-      const int hb = std::max(1, std::min(blocks_cap_, int((held_cap_ + FlowPolicy::kThreads - 1) / FlowPolicy::kThreads)));
+      const int hb = grid_blocks(held_cap_, blocks_cap_);
       stream_held_keys_kernel<<<hb, FlowPolicy::kThreads, 0, st>>>(d_held_[in_], &d_stream_counts_->held_n[in_],
                                                                     held_cap_, t.slots(), d_keys_, d_vals_);
     }
@@ -985,10 +1065,15 @@ class CudaBackend final : public Backend {
     size_t temp = sort_temp_bytes_;
     GASPP_CUDA_CHECK(cub::DeviceRadixSort::SortPairs(d_sort_temp_, temp, d_keys_, d_keys_sorted_, d_vals_, d_vals_sorted_,
                                                      int(items), 0, end_bit, st));
-    const int blocks = std::max(1, std::min(walk_blocks_cap_, int((items + FlowPolicy::kThreads - 1) / uint32_t(FlowPolicy::kThreads))));
-    flow_walk_kernel<<<blocks, FlowPolicy::kThreads, 0, st>>>(t, dec, d_keys_sorted_, d_vals_sorted_, items, prm, out,
-                                                              flags, sr, streams_, final, d_counters);
+    GASPP_CUDA_CHECK(cudaMemsetAsync(d_run_n_, 0, sizeof(uint32_t), st));
+    run_heads_kernel<<<grid_blocks(items, blocks_cap_), FlowPolicy::kThreads, 0, st>>>(d_keys_sorted_, items, t.slots(),
+                                                                                       d_run_heads_, d_run_n_);
+    if (traced) mark(*traced, st, "flow sort");
+    auto walk = streams_ ? flow_walk_kernel<true> : flow_walk_kernel<false>;
+    walk<<<walk_blocks(items), FlowPolicy::kThreads, 0, st>>>(t, dec, d_keys_sorted_, d_vals_sorted_, items, d_run_heads_,
+                                                              d_run_n_, prm, out, flags, sr, final, d_counters);
     GASPP_CUDA_CHECK(cudaGetLastError());
+    if (traced) mark(*traced, st, "flow walk");
   }
 
   // After the walk: the chunk bytes to the host (when wanted) and the counts back.
@@ -1020,7 +1105,8 @@ class CudaBackend final : public Backend {
     const FlowRecordSink out{s.d_records, s.d_record_count, record_capacity_};
     if (flow_started_) GASPP_CUDA_CHECK(cudaStreamWaitEvent(s.stream, flow_done_, 0));
     flow_started_ = true;
-    const int blocks_n = std::max(1, std::min(blocks_cap_, int((n + FlowPolicy::kThreads - 1) / uint32_t(FlowPolicy::kThreads))));
+    mark(s, s.stream, "wait for the previous flow stage");
+    const int blocks_n = grid_blocks(n, blocks_cap_);
     if (n > 0) {
       flow_lookup_kernel<<<blocks_n, FlowPolicy::kThreads, 0, s.stream>>>(t, dec, n, prm, s.d_flow_slot, s.d_flow_flags,
                                                                           d_keys_, d_vals_, base, d_failed_, s.d_counters);
@@ -1029,10 +1115,11 @@ class CudaBackend final : public Backend {
     }
     flow_tick_kernel<<<1, 1, 0, s.stream>>>(t.state, t.capacity, cfg_.flow.emergency_enter_pct,
                                             cfg_.flow.emergency_recover_pct, s.d_counters);
+    mark(s, s.stream, "flow lookup");
     s.streams_back = streams_ && b.want_streams;
     if (s.streams_back) ensure_stream_host_buffers(s);
     const StreamRef sr = streams_ ? stream_ref(s, d_data, d_rec_off, s.streams_back) : StreamRef{};
-    stream_walk_async(s.stream, sr, dec, n, prm, out, s.d_flow_flags, false, s.d_counters);
+    stream_walk_async(s.stream, sr, dec, n, prm, out, s.d_flow_flags, false, s.d_counters, &s);
     if (streams_) {
       stream_finish_async(s.stream, s, sr, dec);
       in_ ^= 1;  // what this batch holds is what the next one reads
@@ -1043,6 +1130,7 @@ class CudaBackend final : public Backend {
     flow_sweep_kernel<<<blocks_cap_, FlowPolicy::kThreads, 0, s.stream>>>(t, b.max_ts_ns, due, false,
                                                                           cfg_.flow.timeouts, out, s.d_counters);
     GASPP_CUDA_CHECK(cudaGetLastError());
+    mark(s, s.stream, "flow sweep");
     GASPP_CUDA_CHECK(cudaEventRecord(flow_done_, s.stream));
   }
   static constexpr uint32_t kSweepRecords = 65536;
@@ -1064,10 +1152,14 @@ class CudaBackend final : public Backend {
   uint16_t classes_ = 1;
   bool schedule_ = false;
   size_t sched_temp_bytes_ = 0;
-  uint32_t* d_keys_ = nullptr;  // one allocation: keys, values, sorted keys, sorted values
+  // One allocation: keys, values, sorted keys, sorted values, the first item of each run of the
+  // sorted keys (run_heads_kernel) and how many runs there are.
+  uint32_t* d_keys_ = nullptr;
   uint32_t* d_vals_ = nullptr;
   uint32_t* d_keys_sorted_ = nullptr;
   uint32_t* d_vals_sorted_ = nullptr;
+  uint32_t* d_run_heads_ = nullptr;
+  uint32_t* d_run_n_ = nullptr;
   uint32_t* d_failed_ = nullptr;
   void* d_sort_temp_ = nullptr;
   size_t sort_temp_bytes_ = 0;
@@ -1084,6 +1176,11 @@ class CudaBackend final : public Backend {
   uint64_t staging_bytes_ = 0;
   uint64_t device_bytes_ = 0;
   int blocks_cap_ = 1, walk_blocks_cap_ = 1, gather_blocks_cap_ = 1;
+  // A grid of a block of `threads` per that many items, at least one and at most cap blocks.
+  static int grid_blocks(uint64_t items, int cap, int threads = FlowPolicy::kThreads) {
+    return int(std::max<uint64_t>(1, std::min<uint64_t>(uint64_t(cap), (items + uint64_t(threads) - 1) / uint64_t(threads))));
+  }
+  int walk_blocks(uint64_t items) const { return grid_blocks(items, walk_blocks_cap_); }
   const uint8_t* registered_ = nullptr;
   const uint8_t* d_registered_ = nullptr;  // device alias of the mapping (null: none, no slicing)
   uint64_t registered_len_ = 0;
