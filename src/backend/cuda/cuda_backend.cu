@@ -70,9 +70,10 @@ namespace {
 
 // Automatic slicing: the mean record size (header + frame) from which a batch is sliced rather than
 // copied. Copied, a batch costs its bytes at the H2D rate; sliced, about a fixed rate set by the
-// gather's reads through the mapping and the flow stage (H100, 262144-packet batches, the gather on
-// its own SMs: 392 Mpps decode+flow on the mix, 460 on 64-byte frames; bench_firewall): they meet
-// near 54.5 GB/s / 400 Mpps = 136 B, so batches from 144 B a record on are sliced.
+// gather's reads through the mapping (H100, 262144-packet batches, the gather on its own SMs:
+// 387 Mpps decode+flow on the mix; bench_firewall, bench/results/2026-11-23-h100-firewall-walk.json):
+// they meet near 54.8 GB/s / 387 Mpps = 142 B, so batches from 144 B a record on are sliced (64-byte
+// frames: 620 Mpps copied, 544 sliced).
 constexpr uint32_t kSliceMinMeanRecord = 144;
 
 // Tuning of the decode launch, named rather than scattered.
