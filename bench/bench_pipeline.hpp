@@ -61,7 +61,7 @@ inline void print_stage_times(const Backend& be, const std::string& label) {
   const std::vector<StageTime> st = be.stage_times();
   if (st.empty()) return;
   std::printf("  stage times, %s (mean us a batch):", label.c_str());
-  for (const StageTime& t : st) std::printf(" %s %.1f;", t.name.c_str(), t.batches ? t.total_us / double(t.batches) : 0.0);
+  for (const StageTime& t : st) std::printf(" %s %.1f;", t.name.c_str(), t.mean_us());
   std::printf("\n");
 }
 

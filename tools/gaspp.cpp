@@ -459,8 +459,8 @@ int main(int argc, char** argv) {
   if (rep.suppressed_issues)
     std::fprintf(stderr, "gaspp: %llu more warnings not shown\n", (unsigned long long)rep.suppressed_issues);
   for (const StageTime& st : backend->stage_times())
-    std::fprintf(stderr, "gaspp: stage %-34s %9.1f us a batch, %llu batches\n", st.name.c_str(),
-                 st.batches ? st.total_us / double(st.batches) : 0.0, (unsigned long long)st.batches);
+    std::fprintf(stderr, "gaspp: stage %-34s %9.1f us a batch, %llu batches\n", st.name.c_str(), st.mean_us(),
+                 (unsigned long long)st.batches);
   if (!quiet) {
     print_summary(stdout, rep);
     if (!modules.empty()) std::fputs(modules.summary_text().c_str(), stdout);

@@ -78,6 +78,7 @@ struct StageTime {
   std::string name;
   double total_us = 0;
   uint64_t batches = 0;
+  double mean_us() const { return batches ? total_us / double(batches) : 0.0; }
 };
 
 // Whether a batch's payload is read by nobody: no module declares kLayerPayload or kLayerStream

@@ -719,12 +719,11 @@ class CudaBackend final : public Backend {
     h2d_ += (sliced ? 0 : data_len) + sizeof(uint32_t) * b.count;
     if (b.count > 0) {
       BatchView v{s.d_batch_data, data_len, s.d_rec_off, b.count, b.fmt, b.link, b.source, s.dec.view(), s.d_verdict};
-      int blocks = int((b.count + DecodePolicy::kThreads - 1) / DecodePolicy::kThreads);
-      if (blocks > blocks_cap_) blocks = blocks_cap_;
+      const int blocks = grid_blocks(b.count, blocks_cap_, DecodePolicy::kThreads);
       if (sliced) {
-        const int gather_blocks = std::min(
-            gather_blocks_cap_, int((uint64_t(b.count + kSliceGroups - 1) / kSliceGroups * 32 + DecodePolicy::kThreads - 1) /
-                             DecodePolicy::kThreads));
+        // A warp a kSliceGroups records.
+        const uint64_t gather_threads = (uint64_t(b.count) + kSliceGroups - 1) / kSliceGroups * 32;
+        const int gather_blocks = grid_blocks(gather_threads, gather_blocks_cap_, DecodePolicy::kThreads);
         slice_gather_kernel<<<gather_blocks, DecodePolicy::kThreads, 0, gs>>>(v, d_registered_, s.d_heads);
         GASPP_CUDA_CHECK(cudaGetLastError());
         mark(s, gs, "slice gather");
@@ -864,6 +863,7 @@ class CudaBackend final : public Backend {
   uint64_t batches_sliced() const override { return sliced_; }
   uint64_t bytes_h2d() const override { return h2d_; }
   uint64_t bytes_d2h() const override { return d2h_; }
+  std::vector<StageTime> stage_times() const override { return stage_times_; }
 
  private:
   static constexpr int kStageMarks = 32;  // stage-time events a batch (BackendConfig::stage_times)
@@ -933,12 +933,9 @@ class CudaBackend final : public Backend {
       it->total_us += 1000.0 * double(ms);
       ++it->batches;
     }
-    s.n_marks = 0;
+    s.n_marks = 0;  // counted once, whatever calls wait() again
   }
   std::vector<StageTime> stage_times_;
- public:
-  std::vector<StageTime> stage_times() const override { return stage_times_; }
- private:
 
   StageArgs stage_args(Slot& s) {
     StageArgs a{};
