@@ -11,7 +11,8 @@
 #   run.sh bench-stream  bench_stream: decode / +flow / +reassembly, CUDA vs CPU vs libnids
 #   run.sh bench-firewall  bench_firewall: decode+flow with and without the firewall (10k random
 #                  rules, ET IP lists), mix and 64-byte frames, CUDA vs CPU; then bench_modules:
-#                  scheduling on/off with 1..64 modules, its cost for a light module, consolidation
+#                  scheduling on/off with 1..64 modules, its cost for a light module, consolidation;
+#                  then bench_head_limits: the ceilings of moving the mix's headers to the GPU
 # Output goes to stdout and, when OUT is set, JSON/logs under $OUT.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
@@ -134,6 +135,9 @@ bench-firewall)
     --et bundle/data/rules/et-open; check "bench_firewall"
   step "bench_modules"
   $B/bench_modules --json "$OUT/bench_modules.json" --reps 3 --tmp /dev/shm; check "bench_modules"
+  step "bench_head_limits (how fast the mix's headers reach the GPU at all)"
+  $B/bench_head_limits --json "$OUT/bench_head_limits.json" --reps 5 --packets 16000000 --tmp /dev/shm
+  check "bench_head_limits"
   ;;
 esac
 echo
