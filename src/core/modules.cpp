@@ -206,7 +206,7 @@ void ModuleSet::remember_dropped_flow(DecodedPacket& d, uint64_t flow_id, bool t
   FlowKey k{};
   bool from_lo = false;
   if (!dropped_flow_key(d, k, from_lo)) return;
-  if (dropped_flows_.size() >= kDroppedFlowsMax && !dropped_flows_.count(k)) {
+  if (dropped_flows_.size() >= dropped_flows_max_ && !dropped_flows_.count(k)) {
     forgotten_ += dropped_flows_.size();
     dropped_flows_.clear();
   }

@@ -99,7 +99,9 @@ class ModuleSet {
   // Drop events whose flow id was recalled, and flows forgotten when the memory was full.
   uint64_t drop_flow_ids_recalled() const { return recalled_; }
   uint64_t dropped_flows_forgotten() const { return forgotten_; }
-  static constexpr size_t kDroppedFlowsMax = 1u << 20;
+  // How many dropped flows the memory below holds (default kDroppedFlowsDefault); at least 1.
+  static constexpr size_t kDroppedFlowsDefault = 1u << 20;
+  void set_dropped_flows_max(size_t n) { dropped_flows_max_ = n ? n : 1; }
   // A module runs in firewall mode (default drop): drops then count under `firewall`.
   bool firewall_mode() const;
 
@@ -139,8 +141,9 @@ class ModuleSet {
   // With drop events on: a packet its flow's earlier decision dropped has no module event, so no
   // flow id. The flow id and which endpoint started the flow are remembered, by flow key, from
   // every dropped packet that has them (the one whose drop decided the flow comes first), and
-  // recalled for those packets, as Suricata's drop events carry them. At most kDroppedFlowsMax
-  // flows: when full, the memory is cleared (counted in forgotten_).
+  // recalled for those packets, as Suricata's drop events carry them. At most dropped_flows_max_
+  // flows: when a new one would not fit, the memory is cleared first (forgotten_ counts the flows
+  // it held); a packet of a forgotten flow then has a drop event without a flow id.
   struct KeyHash {
     size_t operator()(const FlowKey& k) const;
   };
@@ -152,6 +155,7 @@ class ModuleSet {
     bool initiator_lo;  // the flow's first packet came from endpoint 0 (the lower address, port)
   };
   std::unordered_map<FlowKey, DroppedFlow, KeyHash, KeyEq> dropped_flows_;
+  size_t dropped_flows_max_ = kDroppedFlowsDefault;
   uint64_t recalled_ = 0, forgotten_ = 0;
 };
 

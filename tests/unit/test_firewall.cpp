@@ -435,6 +435,102 @@ TEST(Firewall, PipelineVerdictsStickToFlowsLikeTheReference) {
               pk.size(), (unsigned long long)drops, want.alerts.size());
 }
 
+// --eve-drops: a packet its flow's earlier decision dropped gets the flow's id from the host's memory
+// of dropped flows. The memory holds at most N flows and is cleared when a new one would not fit.
+// A reference of that policy says how many ids are recalled and how many flows are forgotten, at
+// the default size (nothing forgotten) and at small ones. The rule drops everything, so a flow's
+// first packet is dropped by the rule and its module event carries the flow id; so do the flow's
+// later packets in the same batch (the module stage runs before the verdict walk applies the flow's
+// decision); a later batch's packets are dropped by the decision alone, without a module event, and
+// their id must be recalled.
+TEST(Firewall, DropEventsRecallFlowIdsWithinTheMemoryLimit) {
+  const CaptureFile cap = traffic(5, 3000);
+  const std::vector<DecodedPacket> pk = decode_all(cap);
+  const auto path = std::filesystem::temp_directory_path() / "gaspp-test-drop-all.rules";
+  {
+    std::FILE* f = std::fopen(path.c_str(), "w");
+    ASSERT_TRUE(f);
+    std::fputs("drop ip any any -> any any (msg:\"all\"; sid:1;)\n", f);
+    std::fclose(f);
+  }
+  struct Want {
+    uint64_t recalled = 0, forgotten = 0, with_id = 0, drops = 0;
+  };
+  // batch_of[i]: the batch packet i went in (the run's own batching).
+  auto reference = [&](size_t max, const std::vector<uint64_t>& batch_of) {
+    Want w;
+    std::map<std::vector<uint8_t>, uint64_t> first_batch;  // flow -> the batch of its first packet
+    std::set<std::vector<uint8_t>> memory;
+    for (size_t i = 0; i < pk.size(); ++i) {
+      const DecodedPacket& d = pk[i];
+      const bool ip = d.l3[0] == uint8_t(L3::ipv4) || d.l3[0] == uint8_t(L3::ipv6);
+      if (!ip) continue;
+      ++w.drops;
+      if ((d.ip_frag[0] & kFragIsFragment) || d.malformed[0]) continue;  // no flow: its own event, no id kept
+      const auto key = flow_key(d);
+      const uint64_t fb = first_batch.emplace(key, batch_of[i]).first->second;
+      if (fb == batch_of[i]) {  // a module event with the flow id: remembered
+        if (memory.size() >= max && !memory.count(key)) {
+          w.forgotten += memory.size();
+          memory.clear();
+        }
+        memory.insert(key);
+        ++w.with_id;
+      } else if (memory.count(key)) {
+        ++w.recalled;
+        ++w.with_id;
+      }
+    }
+    return w;
+  };
+  class Lines final : public ModuleOutput {
+   public:
+    uint64_t drops = 0, with_id = 0;
+    void eve(const std::string& line) override {
+      if (line.find("\"event_type\":\"drop\"") == std::string::npos) return;
+      ++drops;
+      with_id += line.find("\"flow_id\":") != std::string::npos;
+    }
+  };
+  uint64_t forgotten_small = 0, recalled_full = 0, recalled_small = 0;
+  for (const uint32_t batch : {1u, 5u, 65536u}) {
+    for (const size_t max : {ModuleSet::kDroppedFlowsDefault, size_t(64), size_t(7), size_t(1)}) {
+      SCOPED_TRACE("memory " + std::to_string(max) + ", batch " + std::to_string(batch));
+      ModuleSet mods;
+      mods.add(make_module("firewall", {{"rules", path.string()}}));
+      mods.set_drop_events(true);
+      mods.set_dropped_flows_max(max);
+      RunOptions ro;
+      auto be = backend_with(mods, batch, ro);
+      Lines out;
+      std::vector<uint64_t> batch_of;
+      run_capture(cap, *be, ro, [&](const PacketBatch& b) {
+        batch_of.insert(batch_of.end(), b.count, batch_of.empty() ? 0 : batch_of.back() + 1);
+        mods.finish_batch(b, out);
+      });
+      ASSERT_EQ(batch_of.size(), pk.size());
+      const Want want = reference(max, batch_of);
+      EXPECT_EQ(out.drops, want.drops);
+      EXPECT_EQ(mods.drop_flow_ids_recalled(), want.recalled);
+      EXPECT_EQ(mods.dropped_flows_forgotten(), want.forgotten);
+      EXPECT_EQ(out.with_id, want.with_id);
+      if (max == ModuleSet::kDroppedFlowsDefault) {
+        EXPECT_EQ(want.forgotten, 0u);
+        EXPECT_EQ(want.with_id, want.drops);  // every drop event has its flow's id
+        if (batch == 1) recalled_full = want.recalled;
+      } else if (max == 7 && batch == 1) {
+        forgotten_small = want.forgotten;
+        recalled_small = want.recalled;
+      }
+    }
+  }
+  EXPECT_GT(forgotten_small, 0u);  // the small memories were exercised
+  std::printf("drop events at batch size 1: %zu packets; flow ids recalled %llu with the default memory, %llu with "
+              "7 flows (%llu forgotten); equal to the reference at batch sizes 1, 5, 65536\n",
+              pk.size(), (unsigned long long)recalled_full, (unsigned long long)recalled_small,
+              (unsigned long long)forgotten_small);
+}
+
 TEST(Modules, ProbeActionsContextKeysAndFlowState) {
   const CaptureFile cap = traffic(31, 3000);
   const std::vector<DecodedPacket> pk = decode_all(cap);
