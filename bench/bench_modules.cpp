@@ -1,16 +1,19 @@
 // bench/bench_modules.cpp — module scheduling and consolidation, in one run on the machine it runs on
-// (CUDA, 64k-packet batches, the realistic mix with 10k flows, whole packets over PCIe):
+// (CUDA, --batch packets a batch (default 262144), the realistic mix with 10k flows). Every module
+// here reads headers only, so batches are sliced (only heads cross PCIe, as bench_firewall's
+// sliced runs): copied, the mix is bound by the link at ~85 Mpps and no module's work would show.
+//   * the pipeline without modules (decode and flow tracking), for reference;
 //   * scheduling (GASPP Figure 10b): a router module spreads flows over N = 1..64 modules by context
-//     key (probe route=N), each of which does a fixed amount of work (probe work=W) on its share
-//     only; Mpps with packets in network order (--schedule off) and regrouped between stages
-//     (--schedule on), and the speedup;
+//     key (probe route=N), each of which does a fixed amount of work (probe work=W, and 16 W) on
+//     its share only; Mpps with packets in network order (--schedule off) and regrouped between
+//     stages (--schedule on), and the speedup;
 //   * the cost of scheduling for a light module: the firewall (10k random rules) plus one pass
 //     module, with and without scheduling;
 //   * consolidation (GASPP Figure 12): the firewall alone, then with 1..4 synthetic heavy modules
 //     (probe work=W on every packet) added one by one, in one pipeline.
 // Median of --reps passes after a warm-up pass, each from an empty flow table.
 //
-// usage: bench_modules [--json PATH] [--reps N] [--packets N] [--tmp DIR] [--work W]
+// usage: bench_modules [--json PATH] [--reps N] [--packets N] [--tmp DIR] [--batch N] [--work W]
 #include <unistd.h>
 
 #include <cstdio>
@@ -31,16 +34,16 @@ namespace {
 using Specs = std::vector<std::pair<std::string, ModuleOptions>>;
 
 double measure(const Specs& specs, BackendConfig::Schedule sched, const CaptureFile& cap,
-               const std::vector<BatchDesc>& batches, uint64_t packets, int reps) {
+               const std::vector<BatchDesc>& batches, uint32_t batch, uint64_t packets, int reps) {
   std::vector<double> t;
   for (int rep = 0; rep < reps + 1; ++rep) {
     ModuleSet mods;
     for (auto& [n, o] : specs) mods.add(make_module(n, o));
     BackendConfig bc;
-    bc.batch_packets = 65536;
-    bc.batch_bytes = 65536ull * 1600;
+    bc.batch_packets = batch;
+    bc.batch_bytes = uint64_t(batch) * 1600;
     bc.stream.enabled = false;
-    bc.slice = BackendConfig::Slice::off;  // whole records copied, as recorded; slicing is bench_firewall's
+    bc.slice = BackendConfig::Slice::on;  // headers only over PCIe (see the top)
     bc.modules = mods.pointers();
     bc.flow.module_state_bytes = mods.flow_state_bytes();
     bc.schedule = sched;
@@ -82,6 +85,7 @@ int main(int argc, char** argv) {
   BenchArgs args;
   args.packets = 2'000'000;
   args.extra = "256";
+  args.batch = 262144;
   if (!parse_bench_args(argc, argv, "bench_modules", "--work", "W", args)) return 1;
   const std::string &json_path = args.json, &tmp = args.tmp;
   const int reps = args.reps;
@@ -101,30 +105,41 @@ int main(int argc, char** argv) {
   const CaptureSize size = capture_size(cap);
   const uint64_t packets = size.packets;
   const double limit_mpps = bw.h2d_64m * 1e9 / (size.mean_record() + 4) / 1e6;
-  const auto batches = index_batches(cap, 65536);
+  const uint32_t batch = args.batch;
+  const auto batches = index_batches(cap, batch);
   const auto off = BackendConfig::Schedule::off, on = BackendConfig::Schedule::on;
-  std::printf("limits: H2D %.1f GB/s -> %.1f Mpps for this workload; work per selected packet: %u hash rounds\n",
+  std::printf("limits: H2D %.1f GB/s -> %.1f Mpps for this workload copied; work per selected packet: %u hash rounds\n",
               bw.h2d_64m, limit_mpps, work);
+  const double base = measure({}, off, cap, batches, batch, packets, reps);
+  std::printf("sliced, %u packets a batch: decode and flow tracking without modules %.2f Mpps\n", batch, base);
 
   char buf[512];
   std::string json = "{\"device\":\"" + std::string(prop.name) + "\",\"reps\":" + std::to_string(reps) +
                      ",\"packets\":" + std::to_string(packets) + ",\"work_rounds\":" + std::to_string(work);
   std::snprintf(buf, sizeof buf, ",\"limits\":{\"h2d_gbs_64m\":%.2f,\"limit_mpps\":%.2f}", bw.h2d_64m, limit_mpps);
   json += buf;
+  std::snprintf(buf, sizeof buf, ",\"sliced\":true,\"batch_packets\":%u,\"no_modules_mpps\":%.3f", batch, base);
+  json += buf;
   json += ",\"scheduling\":[";
-  std::printf("\nscheduling: N modules, each on 1/N of the flows\n%4s %10s %10s %8s\n", "N", "off Mpps", "on Mpps", "speedup");
-  for (uint32_t n : {1u, 2u, 4u, 8u, 16u, 32u, 64u}) {
-    Specs s = {{"probe", {{"route", std::to_string(n)}}}};
-    for (uint32_t k = 1; k <= n; ++k) s.push_back({"probe", {{"ctx", std::to_string(k)}, {"work", std::to_string(work)}}});
-    const double a = measure(s, off, cap, batches, packets, reps), b = measure(s, on, cap, batches, packets, reps);
-    std::printf("%4u %10.2f %10.2f %7.2fx\n", n, a, b, b / a);
-    std::snprintf(buf, sizeof buf, "%s{\"modules\":%u,\"off_mpps\":%.3f,\"on_mpps\":%.3f,\"speedup\":%.3f}", n == 1 ? "" : ",",
-                  n, a, b, b / a);
-    json += buf;
+  bool first = true;
+  for (const uint32_t w : {work, 16 * work}) {
+    std::printf("\nscheduling: N modules, each on 1/N of the flows, work %u\n%4s %10s %10s %8s\n", w, "N", "off Mpps",
+                "on Mpps", "speedup");
+    for (uint32_t n : {1u, 2u, 4u, 8u, 16u, 32u, 64u}) {
+      Specs s = {{"probe", {{"route", std::to_string(n)}}}};
+      for (uint32_t k = 1; k <= n; ++k) s.push_back({"probe", {{"ctx", std::to_string(k)}, {"work", std::to_string(w)}}});
+      const double a = measure(s, off, cap, batches, batch, packets, reps), b = measure(s, on, cap, batches, batch, packets, reps);
+      std::printf("%4u %10.2f %10.2f %7.2fx\n", n, a, b, b / a);
+      std::snprintf(buf, sizeof buf, "%s{\"work_rounds\":%u,\"modules\":%u,\"off_mpps\":%.3f,\"on_mpps\":%.3f,\"speedup\":%.3f}",
+                    first ? "" : ",", w, n, a, b, b / a);
+      json += buf;
+      first = false;
+    }
   }
   const std::string rules = random_rules(tmp + "/gaspp-bench-modules.rules", 10000);
   const Specs light = {{"firewall", {{"rules", rules}}}, {"pass", {}}};
-  const double l_off = measure(light, off, cap, batches, packets, reps), l_on = measure(light, on, cap, batches, packets, reps);
+  const double l_off = measure(light, off, cap, batches, batch, packets, reps),
+               l_on = measure(light, on, cap, batches, batch, packets, reps);
   std::printf("\nlight (firewall + pass): off %.2f Mpps, on %.2f Mpps (cost of scheduling %.1f%%)\n", l_off, l_on,
               100 * (1 - l_on / l_off));
   std::snprintf(buf, sizeof buf, "],\"light\":{\"off_mpps\":%.3f,\"on_mpps\":%.3f,\"scheduling_cost\":%.4f}", l_off, l_on,
@@ -135,7 +150,7 @@ int main(int argc, char** argv) {
   Specs cons = {{"firewall", {{"rules", rules}}}};
   for (uint32_t k = 0; k <= 4; ++k) {
     if (k) cons.push_back({"probe", {{"work", std::to_string(work)}}});
-    const double m = measure(cons, BackendConfig::Schedule::automatic, cap, batches, packets, reps);
+    const double m = measure(cons, BackendConfig::Schedule::automatic, cap, batches, batch, packets, reps);
     std::printf("%3u %10.2f\n", k, m);
     std::snprintf(buf, sizeof buf, "%s{\"heavy_modules\":%u,\"mpps\":%.3f}", k ? "," : "", k, m);
     json += buf;

@@ -134,7 +134,7 @@ bench-firewall)
   $B/bench_firewall --json "$OUT/bench_firewall.json" --reps 3 --packets 8000000 --batch 262144 --tmp /dev/shm \
     --et bundle/data/rules/et-open; check "bench_firewall"
   step "bench_modules"
-  $B/bench_modules --json "$OUT/bench_modules.json" --reps 3 --tmp /dev/shm; check "bench_modules"
+  $B/bench_modules --json "$OUT/bench_modules.json" --reps 3 --packets 8000000 --tmp /dev/shm; check "bench_modules"
   step "bench_head_limits (how fast the mix's headers reach the GPU at all)"
   $B/bench_head_limits --json "$OUT/bench_head_limits.json" --reps 5 --packets 16000000 --tmp /dev/shm
   check "bench_head_limits"
