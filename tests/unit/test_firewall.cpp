@@ -66,8 +66,11 @@ bool rule_matches_dir(const Rule& r, const Pkt& p, int s, int d) {
   if (!p.ports) return false;
   return r.sport.matches(p.port[s]) && r.dport.matches(p.port[d]);
 }
+// Every rule tried in turn; the alerts kept are the first kFwMaxAlerts in Suricata's order: action
+// (drop, reject, alert), then priority (3 when not given), then file order.
 FwMatch reference_match(const std::vector<Rule>& rules, const Pkt& p) {
   FwMatch m;
+  std::vector<std::tuple<int, uint32_t, uint32_t>> hits;  // (action order, priority, rule)
   for (uint32_t k = 0; k < rules.size(); ++k) {
     const Rule& r = rules[k];
     if (r.proto && r.proto != p.proto) continue;
@@ -78,7 +81,12 @@ FwMatch reference_match(const std::vector<Rule>& rules, const Pkt& p) {
     }
     const int8_t act = r.action == RuleAction::drop ? kFwDrop : r.action == RuleAction::reject ? kFwReject : kFwAlert;
     m.action = std::max(m.action, act);
-    if (m.n < kFwMaxAlerts) m.rule[m.n++] = k;
+    const int order = r.action == RuleAction::drop ? 1 : r.action == RuleAction::reject ? 2 : 3;
+    hits.emplace_back(order, r.priority ? r.priority : 3u, k);
+  }
+  std::sort(hits.begin(), hits.end());
+  for (const auto& h : hits) {
+    if (m.n < kFwMaxAlerts) m.rule[m.n++] = std::get<2>(h);
     else ++m.overflow;
   }
   return m;
@@ -106,6 +114,7 @@ struct RuleGen {
   std::vector<uint16_t> ports;
   std::vector<std::string> rule_text;
   uint32_t any_pct = 0;  // share of address sets that are a plain `any` (besides addr_item's own)
+  std::mt19937_64 prio_rng{99};  // priorities drawn apart, so that the rules are as without them
   uint64_t pick(uint64_t n) { return rng() % n; }
   std::string addr_item() {
     const uint64_t k = pick(10);
@@ -155,7 +164,8 @@ struct RuleGen {
     static const char* protos[] = {"ip", "tcp", "udp", "icmp", "tcp", "ip"};
     const std::string proto = protos[pick(6)];
     return std::string(acts[pick(6)]) + " " + proto + " " + addr() + " " + port(proto) + (pick(4) == 0 ? " <> " : " -> ") +
-           addr() + " " + port(proto) + " (msg:\"r" + std::to_string(sid) + "\"; sid:" + std::to_string(sid) + ";)";
+           addr() + " " + port(proto) + " (msg:\"r" + std::to_string(sid) + "\"; sid:" + std::to_string(sid) + ";" +
+           (prio_rng() % 3 == 0 ? " priority:" + std::to_string(1 + prio_rng() % 4) + ";" : "") + ")";
   }
 };
 
@@ -250,6 +260,82 @@ TEST(Firewall, TablesEqualBruteForceOnRandomRuleSets) {
               (unsigned long long)compared, (unsigned long long)matched, (unsigned long long)wildcard);
   EXPECT_GT(matched, compared);  // the rules do hit the traffic
   EXPECT_GT(wildcard, 1000u);    // and the port index is exercised
+}
+
+// Which alerts a packet keeps when more rules match than Suricata's packet_alert_max, and in what
+// order: action (drop, reject, alert), then priority (explicit, else the classtype's from
+// classification.config, else 3), then file order. The expected order is written out by hand.
+TEST(Firewall, AlertsKeepSuricatasOrderWithClassPriorities) {
+  const auto dir = std::filesystem::temp_directory_path() / "gaspp-test-alert-order";
+  std::filesystem::create_directories(dir);
+  auto write = [&](const char* name, const std::string& text) {
+    std::FILE* f = std::fopen((dir / name).c_str(), "w");
+    ASSERT_TRUE(f);
+    std::fputs(text.c_str(), f);
+    std::fclose(f);
+  };
+  write("classification.config",
+        "# comment\nconfig classification: bad-thing,Bad Thing,1\nconfig classification: Meh,Meh,4\n"
+        "config classification: broken\n");
+  std::string rules;
+  auto add = [&](const char* action, uint32_t sid, const std::string& extra) {
+    rules += std::string(action) + " ip any any -> any any (msg:\"s" + std::to_string(sid) + "\"; sid:" +
+             std::to_string(sid) + ";" + extra + ")\n";
+  };
+  add("alert", 1, "");
+  add("alert", 2, " priority:1;");
+  add("drop", 3, " classtype:meh;");                 // 4 from its class
+  add("reject", 4, " priority:2;");
+  add("drop", 5, " priority:1;");
+  add("alert", 6, " classtype:bad-thing;");          // 1 from its class
+  add("drop", 7, "");
+  add("pass", 8, "");                                // decides the verdict, never an alert
+  for (uint32_t sid = 9; sid <= 20; ++sid) add("alert", sid, " priority:5;");
+  add("alert", 21, " classtype:bad-thing; priority:3;");  // the keyword wins over the class
+  write("order.rules", rules);
+
+  ModuleSet mods;
+  mods.add(make_module("firewall", {{"rules", (dir / "order.rules").string()}}));  // the class file is found beside
+  std::map<std::string, uint64_t> rep;
+  mods.at(0).report(rep);
+  EXPECT_EQ(rep["rules"], 21u);
+  EXPECT_EQ(rep["classtypes"], 2u);
+  EXPECT_EQ(rep["classtype_errors"], 1u);
+  EXPECT_EQ(rep["rules_priority_from_classtype"], 2u);
+
+  RuleSet set;
+  ASSERT_TRUE(load_rules_file((dir / "order.rules").string(), RuleVars{}, set));
+  Classifications c;
+  ASSERT_TRUE(load_classification_file((dir / "classification.config").string(), c));
+  EXPECT_EQ(apply_class_priorities(c, set.rules), 2u);
+  FirewallTables t;
+  t.compile(set.rules);
+  const FirewallView v = t.host_view();
+  FwPacket p{};
+  p.family = 4;
+  p.proto = 6;
+  p.has_ports = true;
+  p.port[0] = 1234;
+  p.port[1] = 80;
+  FwMatch m;
+  firewall_match(v, p, m);
+  EXPECT_TRUE(m.pass);
+  const std::vector<uint32_t> want = {5, 7, 3, 4, 2, 6, 1, 21, 9, 10, 11, 12, 13, 14, 15};
+  std::vector<uint32_t> got;
+  for (int k = 0; k < m.n; ++k) got.push_back(set.rules[m.rule[k]].sid);
+  EXPECT_EQ(got, want);
+  EXPECT_EQ(m.overflow, 5u);  // sids 16..20
+  // Without the class file the two class priorities fall back to 3.
+  RuleSet plain;
+  ASSERT_TRUE(load_rules_file((dir / "order.rules").string(), RuleVars{}, plain));
+  FirewallTables t2;
+  t2.compile(plain.rules);
+  FwMatch m2;
+  firewall_match(t2.host_view(), p, m2);
+  std::vector<uint32_t> got2;
+  for (int k = 0; k < m2.n; ++k) got2.push_back(plain.rules[m2.rule[k]].sid);
+  EXPECT_EQ(got2, (std::vector<uint32_t>{5, 3, 7, 4, 2, 1, 6, 21, 9, 10, 11, 12, 13, 14, 15}));
+  std::filesystem::remove_all(dir);
 }
 
 TEST(Firewall, EtOpenIpListsCompileAndMatchLikeBruteForce) {

@@ -4,6 +4,9 @@
 //
 // Configuration (module options; `gaspp --rules FILE` sets `rules`):
 //   rules          rule files, comma-separated (docs/rules.md: what is read, what is skipped)
+//   classification-file  Suricata's classification.config: a rule with a classtype and no
+//                  `priority` takes its class's priority (default: classification.config beside
+//                  the first rules file, when there is one)
 //   address.NAME   an address variable ($HOME_NET, ...), e.g. address.HOME_NET=[10.0.0.0/8]
 //   port.NAME      a port variable ($HTTP_PORTS, ...)
 // Per packet (on_ip, one thread per packet, both backends), every rule whose header matches is
@@ -12,8 +15,9 @@
 //   * else a drop or reject rule matched: the packet and the rest of its flow are dropped
 //     (drop_flow); reject sends nothing (offline), it drops like drop;
 //   * every matched drop/reject/alert rule raises an alert (at most 15 per packet, as Suricata's
-//     packet_alert_max; the rest are counted), action "blocked" when the packet is dropped, unless
-//     the rule's threshold or detection_filter suppresses it (threshold.hpp; counted).
+//     packet_alert_max: the first in action order, then priority, then file order; the rest are
+//     counted), action "blocked" when the packet is dropped, unless the rule's threshold or
+//     detection_filter suppresses it (threshold.hpp; counted).
 // Later packets of a decided flow are not inspected (the pipeline applies the decision).
 //
 // Firewall mode (`firewall-rules`, `gaspp --firewall-rules FILE`; policy.hpp): Suricata 8's
@@ -184,6 +188,8 @@ struct FirewallModule {
     RuleSet set_;
     FirewallTables tables_;
     RuleSet policy_set_;                    // firewall rules, sorted by hook (file order within)
+    Classifications classes_;               // classification.config: class → priority
+    uint64_t class_priorities_ = 0;         // rules whose priority came from their classtype
     FirewallTables policy_tables_;
     std::vector<FwPolicyRule> policy_;
     std::vector<uint8_t> policy_content_;

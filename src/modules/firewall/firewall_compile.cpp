@@ -157,10 +157,23 @@ void FirewallTables::compile(const std::vector<Rule>& rules, const FirewallLimit
   std::vector<std::pair<Range, uint32_t>> ranges[2][2];
   std::vector<uint32_t> wild[2];
   std::vector<Range> sets[2][2];  // this rule's [family][src/dst]
+  // Alert order: Suricata's default action order (pass, drop, reject, alert), then priority (lower
+  // first), then file order.
+  auto action_rank = [](RuleAction a) {
+    return a == RuleAction::pass || a == RuleAction::accept ? 0 : a == RuleAction::drop ? 1 : a == RuleAction::reject ? 2 : 3;
+  };
+  std::vector<uint32_t> order(rules.size()), rank(rules.size());
+  for (uint32_t k = 0; k < order.size(); ++k) order[k] = k;
+  std::stable_sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) {
+    return std::make_pair(action_rank(rules[a].action), rule_priority(rules[a])) <
+           std::make_pair(action_rank(rules[b].action), rule_priority(rules[b]));
+  });
+  for (uint32_t k = 0; k < order.size(); ++k) rank[order[k]] = k;
   for (size_t ri = 0; ri < rules.size(); ++ri) {
     const Rule& r = rules[ri];
     FwRule fr{};
     fr.sid = r.sid;
+    fr.rank = rank[ri];
     fr.action = fw_action(r.action);
     fr.proto = r.proto;
     fr.flags = uint8_t((r.sport.items.empty() ? kFwSportAny : 0) | (r.dport.items.empty() ? kFwDportAny : 0) |

@@ -13,8 +13,13 @@ namespace gaspp {
 FirewallModule::Host::Host(const ModuleOptions& opt) : ModuleHost<FirewallModule>({}) {
   RuleVars vars;
   std::vector<std::string> files, policy_files;
+  std::string class_file;
+  bool class_file_given = false;
   for (auto& [k, v] : opt) {
-    if (k == "rules" || k == "firewall-rules") {
+    if (k == "classification-file") {
+      class_file = v;
+      class_file_given = true;
+    } else if (k == "rules" || k == "firewall-rules") {
       std::stringstream ss(v);
       for (std::string f; std::getline(ss, f, ',');)
         if (!f.empty()) (k == "rules" ? files : policy_files).push_back(f);
@@ -23,7 +28,8 @@ FirewallModule::Host::Host(const ModuleOptions& opt) : ModuleHost<FirewallModule
     } else if (k.rfind("port.", 0) == 0) {
       vars.port[k.substr(5)] = v;
     } else {
-      throw std::invalid_argument("firewall: unknown option '" + k + "' (rules, firewall-rules, address.NAME, port.NAME)");
+      throw std::invalid_argument("firewall: unknown option '" + k +
+                                  "' (rules, firewall-rules, classification-file, address.NAME, port.NAME)");
     }
   }
   for (const std::string& f : files)
@@ -34,6 +40,23 @@ FirewallModule::Host::Host(const ModuleOptions& opt) : ModuleHost<FirewallModule
   // Rules that do not parse are reported and skipped; the run goes on.
   for (const RuleSet* s : {&set_, &policy_set_})
     for (const RuleError& e : s->errors) std::fprintf(stderr, "gaspp: %s:%u: rule skipped: %s\n", e.file.c_str(), e.line, e.why.c_str());
+  // Class priorities (a rule's classtype gives its priority when it has no `priority`): the file
+  // named, else a classification.config beside the first rules file, as rule sets ship it.
+  if (!class_file_given && !files.empty()) {
+    const size_t slash = files[0].rfind('/');
+    const std::string beside = (slash == std::string::npos ? std::string() : files[0].substr(0, slash + 1)) + "classification.config";
+    if (std::FILE* f = std::fopen(beside.c_str(), "r")) {
+      std::fclose(f);
+      class_file = beside;
+    }
+  }
+  if (!class_file.empty()) {
+    if (!load_classification_file(class_file, classes_))
+      throw std::invalid_argument("firewall: cannot read classification file " + class_file);
+    for (const RuleError& e : classes_.errors)
+      std::fprintf(stderr, "gaspp: %s:%u: classification skipped: %s\n", e.file.c_str(), e.line, e.why.c_str());
+    class_priorities_ = apply_class_priorities(classes_, set_.rules);
+  }
   for (const auto& [why, n] : policy_set_.skipped_by_reason)
     std::fprintf(stderr, "gaspp: firewall rules: %llu skipped (%s): packets they would accept are dropped by default\n",
                  (unsigned long long)n, why.c_str());
@@ -125,7 +148,7 @@ void FirewallModule::Host::write_alert(const Rule& r, const HostPacket& p, Modul
   j += "\",\"gid\":" + std::to_string(r.gid) + ",\"signature_id\":" + std::to_string(r.sid) +
        ",\"rev\":" + std::to_string(r.rev) + ",\"signature\":\"" + json_escape(r.msg) + "\"";
   if (!r.classtype.empty()) j += ",\"category\":\"" + json_escape(r.classtype) + "\"";
-  j += ",\"severity\":" + std::to_string(r.priority ? r.priority : 3) + "}}";
+  j += ",\"severity\":" + std::to_string(rule_priority(r)) + "}}";
   out.eve(j);
 }
 
@@ -136,6 +159,11 @@ void FirewallModule::Host::report(std::map<std::string, uint64_t>& r) const {
     r["firewall_rules_skipped"] = policy_set_.skipped();
     r["firewall_rule_errors"] = policy_set_.errors.size();
     r["firewall_alerts"] = policy_alerts_;
+  }
+  if (!classes_.priority.empty() || !classes_.errors.empty()) {
+    r["classtypes"] = classes_.priority.size();
+    r["classtype_errors"] = classes_.errors.size();
+    r["rules_priority_from_classtype"] = class_priorities_;
   }
   r["rules_skipped"] = set_.skipped();
   r["rule_errors"] = set_.errors.size();

@@ -62,6 +62,7 @@ struct FwRule {
   FwSpan addr[2][2];   // [family 0: v4, 1: v6][0 src, 1 dst] into intervals
   FwSpan port[2];      // [0 sport, 1 dport] into ports
   uint32_t sid;
+  uint32_t rank;       // alert order: Suricata's action order (pass, drop, reject, alert), then priority, then file order
   uint8_t action;      // FwAction
   uint8_t proto;       // 0: any IP protocol
   uint8_t flags;       // FwRuleFlags
@@ -115,7 +116,7 @@ struct FwMatch {
   int8_t action = -1;          // strongest non-pass action matched, -1: none
   uint8_t n = 0;               // matched non-pass rules kept
   uint32_t overflow = 0;       // matched beyond kFwMaxAlerts
-  uint32_t rule[kFwMaxAlerts]; // rule indices, ascending
+  uint32_t rule[kFwMaxAlerts]; // rule indices, in alert order (FwRule::rank): the first matches kept
 };
 
 // What the firewall reads of a packet.
@@ -171,9 +172,11 @@ GASPP_HD GASPP_FORCEINLINE void fw_consider(const FirewallView& fw, uint32_t ent
     m.pass = true;
     return;
   }
-  // Keep the list sorted by rule.
+  // Keep the list in alert order, as Suricata's alert queue: when full, a match ranked after every
+  // kept one is the one left out.
+  const uint32_t rank = fw.rules[rule].rank;
   uint32_t at = m.n;
-  while (at > 0 && m.rule[at - 1] > rule) --at;
+  while (at > 0 && fw.rules[m.rule[at - 1]].rank > rank) --at;
   if (int8_t(act) > m.action) m.action = int8_t(act);
   if (m.n == kFwMaxAlerts) {
     if (at == kFwMaxAlerts) {

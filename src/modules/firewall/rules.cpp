@@ -6,6 +6,7 @@
 #include <cctype>
 #include <cstring>
 #include <fstream>
+#include <sstream>
 #include <functional>
 
 namespace gaspp {
@@ -528,6 +529,51 @@ bool load_rules_file(const std::string& path, const RuleVars& vars, RuleSet& set
   }
   if (!text.empty()) set.errors.push_back({path, first, "the file ends inside a continued line"});
   return true;
+}
+
+bool load_classification_file(const std::string& path, Classifications& c) {
+  std::ifstream in(path);
+  if (!in) {
+    c.errors.push_back({path, 0, "cannot be read"});
+    return false;
+  }
+  const std::string prefix = "config classification:";
+  std::string line;
+  for (uint32_t no = 1; std::getline(in, line); ++no) {
+    const std::string t = trim(line);
+    if (t.empty() || t[0] == '#') continue;
+    if (t.rfind(prefix, 0) != 0) {
+      c.errors.push_back({path, no, "not a 'config classification:' line"});
+      continue;
+    }
+    // NAME,DESCRIPTION,PRIORITY: the description may hold no comma in Suricata's format either.
+    std::vector<std::string> f;
+    std::stringstream ss(t.substr(prefix.size()));
+    for (std::string x; std::getline(ss, x, ',');) f.push_back(trim(x));
+    if (f.size() != 3 || f[0].empty() || f[2].empty() || !std::all_of(f[2].begin(), f[2].end(), ::isdigit) ||
+        f[2].size() > 9) {
+      c.errors.push_back({path, no, "expected NAME,DESCRIPTION,PRIORITY"});
+      continue;
+    }
+    std::string name = f[0];
+    std::transform(name.begin(), name.end(), name.begin(), [](unsigned char ch) { return char(std::tolower(ch)); });
+    c.priority[name] = uint32_t(std::stoul(f[2]));
+  }
+  return true;
+}
+
+uint64_t apply_class_priorities(const Classifications& c, std::vector<Rule>& rules) {
+  uint64_t n = 0;
+  for (Rule& r : rules) {
+    if (r.priority || r.classtype.empty()) continue;
+    std::string name = r.classtype;
+    std::transform(name.begin(), name.end(), name.begin(), [](unsigned char ch) { return char(std::tolower(ch)); });
+    const auto it = c.priority.find(name);
+    if (it == c.priority.end()) continue;
+    r.priority = it->second;
+    ++n;
+  }
+  return n;
 }
 
 }  // namespace gaspp

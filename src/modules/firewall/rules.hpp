@@ -129,4 +129,20 @@ std::string parse_rule(const std::string& text, const RuleVars& vars, Rule& out,
 // Returns false, with an error, if the file cannot be read.
 bool load_rules_file(const std::string& path, const RuleVars& vars, RuleSet& set, RuleFile kind = RuleFile::detection);
 
+// Suricata's classification.config: lines `config classification: NAME,DESCRIPTION,PRIORITY`
+// (comments and blank lines ignored; a line that does not parse is reported in `errors` with file
+// and line and skipped). Class names compare without regard to case, as Suricata's do.
+struct Classifications {
+  std::map<std::string, uint32_t> priority;  // lower-case class name → priority
+  std::vector<RuleError> errors;
+};
+// Returns false, with an error, if the file cannot be read.
+bool load_classification_file(const std::string& path, Classifications& c);
+// A rule of `rules` with a classtype and no `priority` keyword takes its class's priority, as in
+// Suricata; returns how many did.
+uint64_t apply_class_priorities(const Classifications& c, std::vector<Rule>& rules);
+// The priority Suricata orders alerts by and reports as `severity`: the rule's (explicit or from
+// its class), else 3.
+inline uint32_t rule_priority(const Rule& r) { return r.priority ? r.priority : 3; }
+
 }  // namespace gaspp
