@@ -26,6 +26,7 @@
 // usage: bench_head_limits [--json PATH] [--reps N] [--packets N] [--tmp DIR] [--batch N]
 //   (the mix as bench_firewall generates it: 10000 flows, seed 9, 10% IPv6, 10% VLAN-tagged)
 #include <immintrin.h>
+#include <unistd.h>
 
 #include <thread>
 
@@ -319,5 +320,7 @@ int main(int argc, char** argv) {
   std::string json = buf;
   std::snprintf(buf, sizeof buf, "],\"best_mrecords\":%.1f,\"best_host_share\":%.1f,\"target_mpps\":500}\n", best, best_share);
   json += split_json + buf;
+  CK(cudaHostUnregister(const_cast<uint8_t*>(cap.data())));
+  ::unlink(path.c_str());
   return write_file(args.json, json) ? 0 : 1;
 }
