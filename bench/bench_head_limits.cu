@@ -96,7 +96,6 @@ struct Ctx {
   const CaptureFile* cap;
   const uint8_t* d_mapped;
   std::vector<Batch> batches;
-  uint32_t per_batch;
   std::vector<uint8_t*> h_pack, d_pack;  // three buffers each: batch k in k % 3
   std::vector<cudaEvent_t> done;
   uint8_t* d_fetch;
@@ -229,7 +228,6 @@ int main(int argc, char** argv) {
 
   Ctx c;
   c.cap = &cap;
-  c.per_batch = args.batch;
   for (BatchDesc& d : index_batches(cap, args.batch)) {
     Batch b;
     b.span_off = d.span_off;
@@ -259,15 +257,11 @@ int main(int argc, char** argv) {
 
   // Dense heads: the DMA's record rate at each head size (one batch of them a copy; random bytes).
   std::string dense_json;
-  std::vector<uint8_t*> big(1);
-  CK(cudaMallocHost(&big[0], uint64_t(args.batch) * 96));
-  std::mt19937_64 rng(3);
-  for (uint64_t i = 0; i + 8 <= uint64_t(args.batch) * 96; i += 8) {
-    const uint64_t v = rng();
-    std::memcpy(big[0] + i, &v, 8);
-  }
+  uint8_t* h_dense = nullptr;
+  CK(cudaMallocHost(&h_dense, uint64_t(args.batch) * 96));
+  fill_random(h_dense, uint64_t(args.batch) * 96, 3);
   for (uint32_t h : {64u, 80u, 96u}) {
-    const double gbs = copy_gbps(c.d_fetch, big[0], uint64_t(args.batch) * h, cudaMemcpyHostToDevice, args.reps);
+    const double gbs = copy_gbps(c.d_fetch, h_dense, uint64_t(args.batch) * h, cudaMemcpyHostToDevice, args.reps);
     const double mrec = gbs * 1e9 / h / 1e6;
     std::printf("dense %u-byte heads, DMA: %.1f GB/s, %.0f M records/s\n", h, gbs, mrec);
     char b[96];

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <map>
+#include <numeric>
 #include <set>
 #include <stdexcept>
 #include <string>
@@ -163,7 +164,7 @@ void FirewallTables::compile(const std::vector<Rule>& rules, const FirewallLimit
     return a == RuleAction::pass || a == RuleAction::accept ? 0 : a == RuleAction::drop ? 1 : a == RuleAction::reject ? 2 : 3;
   };
   std::vector<uint32_t> order(rules.size()), rank(rules.size());
-  for (uint32_t k = 0; k < order.size(); ++k) order[k] = k;
+  std::iota(order.begin(), order.end(), 0u);
   std::stable_sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) {
     return std::make_pair(action_rank(rules[a].action), rule_priority(rules[a])) <
            std::make_pair(action_rank(rules[b].action), rule_priority(rules[b]));

@@ -41,21 +41,22 @@ FirewallModule::Host::Host(const ModuleOptions& opt) : ModuleHost<FirewallModule
   for (const RuleSet* s : {&set_, &policy_set_})
     for (const RuleError& e : s->errors) std::fprintf(stderr, "gaspp: %s:%u: rule skipped: %s\n", e.file.c_str(), e.line, e.why.c_str());
   // Class priorities (a rule's classtype gives its priority when it has no `priority`): the file
-  // named, else a classification.config beside the first rules file, as rule sets ship it.
+  // named, else a classification.config beside the first rules file, as rule sets ship it (none
+  // there is no error).
   if (!class_file_given && !files.empty()) {
     const size_t slash = files[0].rfind('/');
-    const std::string beside = (slash == std::string::npos ? std::string() : files[0].substr(0, slash + 1)) + "classification.config";
-    if (std::FILE* f = std::fopen(beside.c_str(), "r")) {
-      std::fclose(f);
-      class_file = beside;
-    }
+    class_file = (slash == std::string::npos ? std::string() : files[0].substr(0, slash + 1)) + "classification.config";
   }
   if (!class_file.empty()) {
-    if (!load_classification_file(class_file, classes_))
+    if (load_classification_file(class_file, classes_)) {
+      for (const RuleError& e : classes_.errors)
+        std::fprintf(stderr, "gaspp: %s:%u: classification skipped: %s\n", e.file.c_str(), e.line, e.why.c_str());
+      class_priorities_ = apply_class_priorities(classes_, set_.rules);
+    } else if (class_file_given) {
       throw std::invalid_argument("firewall: cannot read classification file " + class_file);
-    for (const RuleError& e : classes_.errors)
-      std::fprintf(stderr, "gaspp: %s:%u: classification skipped: %s\n", e.file.c_str(), e.line, e.why.c_str());
-    class_priorities_ = apply_class_priorities(classes_, set_.rules);
+    } else {
+      classes_ = Classifications{};  // no class file beside the rules
+    }
   }
   for (const auto& [why, n] : policy_set_.skipped_by_reason)
     std::fprintf(stderr, "gaspp: firewall rules: %llu skipped (%s): packets they would accept are dropped by default\n",

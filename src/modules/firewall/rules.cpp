@@ -22,6 +22,11 @@ std::string trim(const std::string& s) {
   return s.substr(a, b - a);
 }
 
+std::string lower(std::string s) {
+  std::transform(s.begin(), s.end(), s.begin(), [](unsigned char ch) { return char(std::tolower(ch)); });
+  return s;
+}
+
 // Splits a list body "a,b,[c,d]" at top-level commas.
 std::vector<std::string> split_list(const std::string& s) {
   std::vector<std::string> out;
@@ -555,9 +560,7 @@ bool load_classification_file(const std::string& path, Classifications& c) {
       c.errors.push_back({path, no, "expected NAME,DESCRIPTION,PRIORITY"});
       continue;
     }
-    std::string name = f[0];
-    std::transform(name.begin(), name.end(), name.begin(), [](unsigned char ch) { return char(std::tolower(ch)); });
-    c.priority[name] = uint32_t(std::stoul(f[2]));
+    c.priority[lower(f[0])] = uint32_t(std::stoul(f[2]));
   }
   return true;
 }
@@ -566,9 +569,7 @@ uint64_t apply_class_priorities(const Classifications& c, std::vector<Rule>& rul
   uint64_t n = 0;
   for (Rule& r : rules) {
     if (r.priority || r.classtype.empty()) continue;
-    std::string name = r.classtype;
-    std::transform(name.begin(), name.end(), name.begin(), [](unsigned char ch) { return char(std::tolower(ch)); });
-    const auto it = c.priority.find(name);
+    const auto it = c.priority.find(lower(r.classtype));
     if (it == c.priority.end()) continue;
     r.priority = it->second;
     ++n;
