@@ -8,7 +8,9 @@ counters in the summary, and the `-w` output (the packets that passed) is compar
 compacted setting adds modules in two flow classes with scheduling on, and a stream module whose
 matches are EVE events; a fourth setting runs the firewall with header-only slicing forced on (CUDA
 reads the records through the capture's mapping, reassembly included), and a fifth runs the firewall
-in firewall mode (POLICY_RULES: default drop, HTTP/1 hooks) with EVE drop events.
+in firewall mode (POLICY_RULES: default drop, HTTP/1 hooks) with EVE drop events; a sixth runs the
+firewall and a flow-dropping probe without reassembly (the flow walk without its reassembly path,
+and on CUDA header-only slicing where the packets are large enough).
 
 usage: backend_equivalence.py GASPP [--generate] CAPTURE_OR_DIR...
 """
@@ -76,15 +78,16 @@ def run(gaspp, backend, path, d, extra):
     if os.path.isdir(streams):
         for f in os.listdir(streams):
             os.remove(os.path.join(streams, f))
+    dump = [] if "--no-reassembly" in extra else ["--dump-streams", streams]
     p = subprocess.run([gaspp, "-r", path, "--backend", backend, "--decode-out", rows, "--stats-json", js, "-q",
-                        "-l", eve, "--dump-streams", streams] + extra, capture_output=True, text=True)
+                        "-l", eve] + dump + extra, capture_output=True, text=True)
     if p.returncode not in (0, 2):
         raise SystemExit(f"gaspp --backend {backend} failed on {path}: {p.stderr}")
     summary = {k: v for k, v in json.load(open(js)).items() if k not in VOLATILE}
     h = hashlib.sha256(open(rows, "rb").read())
     # The EVE file without its last line: the stats event carries the wall-clock time.
     h.update(b"".join(open(os.path.join(eve, "eve.json"), "rb").readlines()[:-1]))
-    for f in sorted(os.listdir(streams)):
+    for f in sorted(os.listdir(streams)) if dump else []:
         h.update(f.encode() + b"\0" + open(os.path.join(streams, f), "rb").read())
     if "-w" in extra:
         h.update(open(passed, "rb").read())
@@ -112,6 +115,7 @@ def main():
                 path = os.path.join(d, name + ".pcap")
                 subprocess.run([gaspp, "gen", "-o", path, "--seed", "5"] + gen_args, check=True, capture_output=True)
                 captures.append(path)
+        settings = ()
         for c in captures:
             # Small batches with an out-of-order buffer that still holds every waiting segment (which
             # segment a full buffer drops depends on the order threads reach it). The generated
@@ -123,7 +127,11 @@ def main():
                        "--class-order", "2,0,1,3", "--schedule", "on", "--module", "stream_match:pattern=HTTP/1."]
             # Slicing on: CUDA reads every batch through the capture's mapping, reassembly included.
             # Firewall mode (default drop, HTTP/1 hooks) at small batches: drops, their reasons, alerts.
-            for extra in ([], small + fw, ["--force-compact"] + fw + classes, ["--slice", "on"] + fw, small + fwmode):
+            # Without reassembly, in 512-packet batches (several packets of a flow in one batch).
+            header_only = ["--no-reassembly", "--batch", "512", "--module", "probe:dport=443,action=drop_flow"] + fw
+            settings = ([], small + fw, ["--force-compact"] + fw + classes, ["--slice", "on"] + fw, small + fwmode,
+                        header_only)
+            for extra in settings:
                 h_cpu, s_cpu, rc_cpu = run(gaspp, "cpu", c, d, extra)
                 h_gpu, s_gpu, rc_gpu = run(gaspp, "cuda", c, d, extra)
                 ok = h_cpu == h_gpu and s_cpu == s_gpu and rc_cpu == rc_gpu
@@ -134,7 +142,7 @@ def main():
                         if s_cpu[k] != s_gpu.get(k):
                             print(f"        {k}: cpu {s_cpu[k]} cuda {s_gpu.get(k)}")
                 failed += not ok
-        print(f"{len(captures)} captures x 5 settings, {failed} differ")
+        print(f"{len(captures)} captures x {len(settings)} settings, {failed} differ")
     return 1 if failed else 0
 
 
