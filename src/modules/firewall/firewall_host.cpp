@@ -1,6 +1,7 @@
 // modules/firewall/firewall_host.cpp — the firewall's host side: options, rule loading, alerts.
 #include <algorithm>
 #include <cstdio>
+#include <filesystem>
 #include <sstream>
 #include <stdexcept>
 
@@ -43,10 +44,8 @@ FirewallModule::Host::Host(const ModuleOptions& opt) : ModuleHost<FirewallModule
   // Class priorities (a rule's classtype gives its priority when it has no `priority`): the file
   // named, else a classification.config beside the first rules file, as rule sets ship it (none
   // there is no error).
-  if (!class_file_given && !files.empty()) {
-    const size_t slash = files[0].rfind('/');
-    class_file = (slash == std::string::npos ? std::string() : files[0].substr(0, slash + 1)) + "classification.config";
-  }
+  if (!class_file_given && !files.empty())
+    class_file = std::filesystem::path(files[0]).replace_filename("classification.config").string();
   if (!class_file.empty()) {
     if (load_classification_file(class_file, classes_)) {
       for (const RuleError& e : classes_.errors)
