@@ -15,6 +15,8 @@
 // Module events (alerts) come back to host memory; formatting them as EVE is host work not timed.
 //
 // usage: bench_firewall [--json PATH] [--reps N] [--packets N] [--tmp DIR] [--batch N] [--gather-sms N] [--stage-times] [--et DIR]
+//                       [--workload mix|fixed] [--cuda-only]
+// (--workload: that workload alone; --cuda-only: the CPU backend is not measured, its figures are 0.)
 #include <unistd.h>
 
 #include <algorithm>
@@ -134,9 +136,23 @@ std::string random_rules(const std::string& path, const CaptureFile& cap, uint32
 }  // namespace
 
 int main(int argc, char** argv) {
+  // This bench's own flags first; the rest are the common ones.
+  std::string only_workload;
+  bool cuda_only = false;
+  std::vector<char*> rest = {argv[0]};
+  for (int i = 1; i < argc; ++i) {
+    const std::string o = argv[i];
+    if (o == "--workload" && i + 1 < argc) only_workload = argv[++i];
+    else if (o == "--cuda-only") cuda_only = true;
+    else rest.push_back(argv[i]);
+  }
+  if (!only_workload.empty() && only_workload != "mix" && only_workload != "fixed") {
+    std::fprintf(stderr, "bench_firewall: --workload is mix or fixed, not %s\n", only_workload.c_str());
+    return 1;
+  }
   BenchArgs args;
   args.packets = 2'000'000;
-  if (!parse_bench_args(argc, argv, "bench_firewall", "--et", "DIR", args)) return 1;
+  if (!parse_bench_args(int(rest.size()), rest.data(), "bench_firewall", "--et", "DIR", args)) return 1;
   const std::string &json_path = args.json, &tmp = args.tmp, &et = args.extra;
   const int reps = args.reps;
   g_stage_times = args.stage_times;
@@ -167,6 +183,7 @@ int main(int argc, char** argv) {
               "lim64");
   bool first = true;
   for (const char* mode : {"mix", "fixed"}) {
+    if (!only_workload.empty() && only_workload != mode) continue;
     GenConfig g;
     g.mode = parse_gen_mode(mode);
     g.size = 60;  // 64-byte frames with the FCS
@@ -207,7 +224,7 @@ int main(int argc, char** argv) {
     const std::string rnd = random_rules(tmp + "/gaspp-bench-fw-random.rules", cap, 10000);
     const Result base_cu = measure(true, false, "", cap, batches, args.batch, args.gather_sms, packets, reps, 0);
     const Result base_sl = measure(true, true, "", cap, batches, args.batch, args.gather_sms, packets, reps, 0);
-    const Result base_cp = measure(false, false, "", cap, batches, args.batch, args.gather_sms, packets, std::max(1, reps / 2 + 1), host_threads);
+    const Result base_cp = cuda_only ? Result{} : measure(false, false, "", cap, batches, args.batch, args.gather_sms, packets, std::max(1, reps / 2 + 1), host_threads);
     // The same sliced pass with the gather sharing every SM (no partition), and the sliced front end
     // alone (gather and decode, no flow tracking), for comparison.
     const Result base_shared = measure(true, true, "", cap, batches, args.batch, -1, packets, reps, 0);
@@ -225,7 +242,7 @@ int main(int argc, char** argv) {
       probe.at(0).report(rep);
       const Result cu = measure(true, false, s.files, cap, batches, args.batch, args.gather_sms, packets, reps, 0);
       const Result sl = measure(true, true, s.files, cap, batches, args.batch, args.gather_sms, packets, reps, 0);
-      const Result cp = measure(false, false, s.files, cap, batches, args.batch, args.gather_sms, packets, std::max(1, reps / 2 + 1), host_threads);
+      const Result cp = cuda_only ? Result{} : measure(false, false, s.files, cap, batches, args.batch, args.gather_sms, packets, std::max(1, reps / 2 + 1), host_threads);
       if (sl.module_counts != cu.module_counts) {
         std::fprintf(stderr, "bench_firewall: %s/%s: module counts differ with slicing on and off\n", mode, s.name);
         return 1;
@@ -240,7 +257,7 @@ int main(int argc, char** argv) {
       std::printf("%-6s %-7s %6llu | %-6s %7.2f %7.2f %4.1f%% | %-6s %7.2f %7.2f | %-3s %7.2f %7.2f | %6.1f | %7.1f %7.1f\n",
                   mode, s.name, (unsigned long long)rep["rules"], "", base_cu.mpps, cu.mpps,
                   100 * (1 - cu.mpps / base_cu.mpps), "", base_sl.mpps, sl.mpps, "", base_cp.mpps, cp.mpps,
-                  best / cp.mpps, limit_mpps, limit64_mpps);
+                  (cp.mpps > 0 ? best / cp.mpps : 0.0), limit_mpps, limit64_mpps);
       std::printf("       firewall: %.5f events and %.5f drops per packet\n", events_pp, dropped_pp);
       std::snprintf(buf, sizeof buf,
                     "%s{\"workload\":\"%s\",\"rules\":\"%s\",\"rule_count\":%llu,\"table_bytes\":%llu,\"packets\":%llu,"
@@ -253,7 +270,7 @@ int main(int argc, char** argv) {
                     "\"events_per_packet\":%.4f,\"drops_per_packet\":%.4f}",
                     first ? "" : ",", mode, s.name, (unsigned long long)rep["rules"], (unsigned long long)rep["table_bytes"],
                     (unsigned long long)packets, mean_record, limit_mpps, limit64_mpps, sliced_record, limit_sliced_mpps, base_cu.mpps, cu.mpps, base_sl.mpps,
-                    sl.mpps, base_shared.mpps, front.mpps, base_cp.mpps, cp.mpps, 1 - cu.mpps / base_cu.mpps, sl.mpps / cu.mpps, best / cp.mpps,
+                    sl.mpps, base_shared.mpps, front.mpps, base_cp.mpps, cp.mpps, 1 - cu.mpps / base_cu.mpps, sl.mpps / cu.mpps, (cp.mpps > 0 ? best / cp.mpps : 0.0),
                     cu.mpps / limit_mpps, events_pp, dropped_pp);
       json += buf;
       first = false;
