@@ -17,7 +17,16 @@
 //             memory (prefetching ahead), then one DMA a batch;
 //   split     both at once, a share of each batch's records packed by the host and DMA'd while
 //             the GPU fetches the rest's needed 32-byte sectors through the mapping (batch k+1
-//             packed while k moves).
+//             packed while k moves);
+//   aligned   split by alignment: the GPU reads the one block of each record whose needed bytes
+//             lie in one 64-byte block, the host packs the others; and the same with the host
+//             also copying every record's 16-byte record header into a dense array DMA'd beside
+//             (what a pipeline would need, as the GPU then never reads a record header);
+//   heads     the pipeline's gather (backend/cuda: 7 lanes a record, 16-byte loads of the aligned
+//             window holding the record's first N bytes, record header included) on every SM,
+//             N = 96 (what slicing gathers), 80, 74 and 70;
+//   batched   the copy engines do the gather: one cudaMemcpyBatchAsync a batch, 64 bytes from
+//             each record's EtherType (the lists of pointers built beforehand).
 // Each is generous to the path it measures: no decoding, no record-header bytes, no offsets
 // crossing the link, no block lists built in the timed loop. So a rate measured here is an upper
 // bound for that path in the pipeline, and the best of them bounds any pipeline that reads this
@@ -84,11 +93,32 @@ __global__ void __launch_bounds__(kThreads) unit_fetch_kernel(const uint8_t* map
   }
 }
 
+// The slice gather's pattern: kPieces lanes a record load the 16-byte pieces of the aligned window
+// holding its first n bytes.
+constexpr uint32_t kPieces = 7, kGroups = 32 / kPieces;
+__global__ void __launch_bounds__(kThreads) head_gather_kernel(const uint8_t* mapped, uint64_t span_off,
+                                                               const uint32_t* rec_off, uint32_t count, uint32_t n,
+                                                               uint8_t* out) {
+  const uint32_t lane = threadIdx.x & 31, group = lane / kPieces, piece = lane % kPieces;
+  const uint32_t warps = (gridDim.x * blockDim.x) >> 5;
+  if (group >= kGroups) return;
+  for (uint32_t w = (blockIdx.x * blockDim.x + threadIdx.x) >> 5; w * kGroups < count; w += warps) {
+    const uint32_t i = w * kGroups + group;
+    if (i >= count) break;
+    const uint64_t at = span_off + rec_off[i];
+    const uint32_t mis = uint32_t(at & 15);
+    if (piece * 16 >= mis + n) continue;
+    *reinterpret_cast<uint4*>(out + size_t(i) * kPieces * 16 + piece * 16) =
+        *reinterpret_cast<const uint4*>(mapped + at - mis + piece * 16);
+  }
+}
+
 struct Batch {
   uint64_t span_off = 0;
   std::vector<uint32_t> rec_off;
-  uint32_t host_n = 0;            // records [0, host_n) packed by the host in the split run
+  std::vector<uint32_t> host_idx;  // the records the host packs (split runs), ascending
   uint64_t* d_units = nullptr;    // the rest's units (device memory), deduplicated
+  uint32_t* d_rec_off = nullptr;  // rec_off on the device (the heads runs)
   uint64_t n_units = 0;
 };
 
@@ -97,6 +127,8 @@ struct Ctx {
   const uint8_t* d_mapped;
   std::vector<Batch> batches;
   std::vector<uint8_t*> h_pack, d_pack;  // three buffers each: batch k in k % 3
+  std::vector<uint8_t*> h_meta, d_meta;  // the same for the record headers (`headers`)
+  bool headers = false;                  // the host also copies every record's 16-byte header
   std::vector<cudaEvent_t> done;
   uint8_t* d_fetch;
   cudaStream_t s_copy, s_fetch;
@@ -104,24 +136,32 @@ struct Ctx {
   uint32_t unit = kBlock;  // bytes a read through the mapping: 64 (a block) or 32 (a sector)
 };
 
-// Lists the `unit`-byte pieces (file offsets) of records [host share, end) of each batch that
+// Lists the `unit`-byte pieces (file offsets) of the records of each batch the GPU reads that
 // hold the needed bytes (or only the EtherType's, `one_unit`), a piece shared with the previous
-// record listed once. Uploads them; returns the mean pieces a record.
-double list_units(Ctx& c, double host_share, bool one_unit, uint32_t unit) {
+// record listed once, and the records the host packs: the first `host_share` of the batch or, with
+// `by_alignment`, those whose needed bytes do not lie in one unit. Uploads the pieces; returns the
+// mean pieces a record the GPU reads.
+double list_units(Ctx& c, double host_share, bool one_unit, uint32_t unit, bool by_alignment = false) {
   c.unit = unit;
   uint64_t units = 0, records = 0;
   for (Batch& b : c.batches) {
     if (b.d_units) CK(cudaFree(b.d_units));
-    b.host_n = uint32_t(double(b.rec_off.size()) * host_share);
+    b.host_idx.clear();
+    const uint32_t host_n = by_alignment ? 0 : uint32_t(double(b.rec_off.size()) * host_share);
+    for (uint32_t k = 0; k < host_n; ++k) b.host_idx.push_back(k);
     std::vector<uint64_t> list;
     uint64_t last = UINT64_MAX;
-    for (size_t k = b.host_n; k < b.rec_off.size(); ++k) {
+    for (size_t k = host_n; k < b.rec_off.size(); ++k) {
       const uint64_t rec = b.span_off + b.rec_off[k];
       const uint8_t* r = c.cap->data() + rec;
       const RecordHeader ri = read_record_header(r, c.cap->format());
       const Extent e = needed_bytes(r + 16, ri.cap_len);
       const uint64_t first = (rec + 16 + e.begin) / unit;
-      const uint64_t end = one_unit ? first + 1 : (rec + 16 + std::max(e.end, e.begin + 1) - 1) / unit + 1;
+      uint64_t end = one_unit ? first + 1 : (rec + 16 + std::max(e.end, e.begin + 1) - 1) / unit + 1;
+      if (by_alignment && end - first > 1) {
+        b.host_idx.push_back(uint32_t(k));
+        continue;
+      }
       for (uint64_t x = first; x < end; ++x)
         if (x != last && (x + 1) * unit <= c.cap->size()) {
           list.push_back(x * unit);
@@ -137,27 +177,66 @@ double list_units(Ctx& c, double host_share, bool one_unit, uint32_t unit) {
   return records ? double(units) / double(records) : 0;
 }
 
-// The host's part of batch b: each record's kHostHead bytes from its EtherType on, back to back.
-void pack(const Ctx& c, ThreadPool& pool, const Batch& b, uint8_t* dst) {
-  const uint8_t* base = c.cap->data();
-  const uint64_t size = c.cap->size();
-  pool.parallel_for(b.host_n, [&](uint64_t lo, uint64_t hi, int) {
-    constexpr uint64_t ahead = 32;  // records prefetched ahead: the heads are ~620 bytes apart
+// The share of all records the host packs (after list_units).
+double host_fraction(const Ctx& c) {
+  uint64_t host = 0, all = 0;
+  for (const Batch& b : c.batches) {
+    host += b.host_idx.size();
+    all += b.rec_off.size();
+  }
+  return all ? double(host) / double(all) : 0;
+}
+
+// Copies kHostHead bytes from src (the `left` there when fewer are) to d with streaming stores.
+inline void copy_head(const uint8_t* src, uint64_t left, uint8_t* d) {
+  if (left >= kHostHead) {
+    const __m256i x = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(src));
+    const __m256i y = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(src + 32));
+    _mm256_stream_si256(reinterpret_cast<__m256i*>(d), x);
+    _mm256_stream_si256(reinterpret_cast<__m256i*>(d + 32), y);
+  } else {
+    std::memcpy(d, src, left);
+  }
+}
+
+// The host's part of batch b: each listed record's kHostHead bytes from its EtherType on, back to
+// back. With c.headers, one pass over every record instead: its 16-byte record header into `meta`
+// and, when listed, its head (the record's lines prefetched ahead either way).
+void pack(const Ctx& c, ThreadPool& pool, const Batch& b, uint8_t* dst, uint8_t* meta) {
+  const uint8_t* base = c.cap->data() + b.span_off;
+  const uint64_t size = c.cap->size() - b.span_off;
+  constexpr uint64_t ahead = 32;  // records prefetched ahead: the heads are ~620 bytes apart
+  const uint32_t* idx = b.host_idx.data();
+  if (!c.headers) {
+    pool.parallel_for(b.host_idx.size(), [&](uint64_t lo, uint64_t hi, int) {
+      for (uint64_t k = lo; k < hi; ++k) {
+        if (k + ahead < hi) {
+          const uint8_t* p = base + b.rec_off[idx[k + ahead]] + 16 + 12;
+          __builtin_prefetch(p);
+          __builtin_prefetch(p + 63);
+        }
+        const uint64_t at = b.rec_off[idx[k]] + 16 + 12;
+        copy_head(base + at, at < size ? size - at : 0, dst + k * kHostHead);
+      }
+      _mm_sfence();
+    });
+    return;
+  }
+  pool.parallel_for(b.rec_off.size(), [&](uint64_t lo, uint64_t hi, int) {
+    // The first listed record at or after lo: host_idx is ascending.
+    uint64_t j = std::lower_bound(b.host_idx.begin(), b.host_idx.end(), uint32_t(lo)) - b.host_idx.begin();
     for (uint64_t k = lo; k < hi; ++k) {
       if (k + ahead < hi) {
-        const uint8_t* p = base + b.span_off + b.rec_off[k + ahead] + 16 + 12;
+        const uint8_t* p = base + b.rec_off[k + ahead];
         __builtin_prefetch(p);
-        __builtin_prefetch(p + 63);
+        __builtin_prefetch(p + 64);
       }
-      const uint64_t at = b.span_off + b.rec_off[k] + 16 + 12;
-      uint8_t* d = dst + k * kHostHead;
-      if (at + kHostHead <= size) {
-        const __m256i x = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(base + at));
-        const __m256i y = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(base + at + 32));
-        _mm256_stream_si256(reinterpret_cast<__m256i*>(d), x);
-        _mm256_stream_si256(reinterpret_cast<__m256i*>(d + 32), y);
-      } else {
-        std::memcpy(d, base + at, at < size ? size - at : 0);
+      const uint8_t* r = base + b.rec_off[k];
+      _mm_stream_si128(reinterpret_cast<__m128i*>(meta + k * 16), _mm_loadu_si128(reinterpret_cast<const __m128i*>(r)));
+      if (j < b.host_idx.size() && idx[j] == k) {
+        const uint64_t at = b.rec_off[k] + 16 + 12;
+        copy_head(base + at, at < size ? size - at : 0, dst + j * kHostHead);
+        ++j;
       }
     }
     _mm_sfence();
@@ -173,12 +252,15 @@ double pass(Ctx& c, ThreadPool& pool, bool host, bool gpu) {
   for (size_t k = 0; k < c.batches.size(); ++k) {
     const Batch& b = c.batches[k];
     const size_t buf = k % 3;
-    if (host && b.host_n) {
+    const uint64_t host_n = b.host_idx.size();
+    if (host && (host_n || c.headers)) {
       if (k >= 3) CK(cudaEventSynchronize(c.done[buf]));
-      pack(c, pool, b, c.h_pack[buf]);
-      CK(cudaMemcpyAsync(c.d_pack[buf], c.h_pack[buf], uint64_t(b.host_n) * kHostHead, cudaMemcpyHostToDevice, c.s_copy));
+      pack(c, pool, b, c.h_pack[buf], c.h_meta[buf]);
+      CK(cudaMemcpyAsync(c.d_pack[buf], c.h_pack[buf], host_n * kHostHead, cudaMemcpyHostToDevice, c.s_copy));
+      if (c.headers)
+        CK(cudaMemcpyAsync(c.d_meta[buf], c.h_meta[buf], b.rec_off.size() * 16, cudaMemcpyHostToDevice, c.s_copy));
       CK(cudaEventRecord(c.done[buf], c.s_copy));
-      records += b.host_n;
+      records += host_n;
     }
     if (gpu && b.n_units) {
       if (c.unit == 32)
@@ -186,11 +268,76 @@ double pass(Ctx& c, ThreadPool& pool, bool host, bool gpu) {
       else
         unit_fetch_kernel<kBlock><<<c.fetch_blocks, kThreads, 0, c.s_fetch>>>(c.d_mapped, b.d_units, b.n_units, c.d_fetch);
       CK(cudaGetLastError());
-      records += b.rec_off.size() - b.host_n;
+      records += b.rec_off.size() - host_n;
     }
   }
   CK(cudaDeviceSynchronize());
   return double(records) / std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+// The batched-copy pass over the first `limit` batches: one cudaMemcpyBatchAsync each, its
+// pointer lists built before timing. Returns records a second.
+double batched_pass(Ctx& c, size_t limit, int reps) {
+  const size_t nb = std::min(limit, c.batches.size());
+  std::vector<std::vector<void*>> dsts(nb);
+  std::vector<std::vector<const void*>> srcs(nb);
+  std::vector<std::vector<size_t>> sizes(nb);
+  uint64_t records = 0;
+  for (size_t k = 0; k < nb; ++k) {
+    const Batch& b = c.batches[k];
+    for (size_t i = 0; i < b.rec_off.size(); ++i) {
+      const uint64_t at = b.span_off + b.rec_off[i] + 16 + 12;
+      if (at + kHostHead > c.cap->size()) continue;
+      dsts[k].push_back(c.d_pack[k % 3] + i * kHostHead);
+      srcs[k].push_back(c.cap->data() + at);
+      sizes[k].push_back(kHostHead);
+    }
+    records += dsts[k].size();
+  }
+  cudaMemcpyAttributes attr{};
+  attr.srcAccessOrder = cudaMemcpySrcAccessOrderStream;
+  attr.srcLocHint.type = cudaMemLocationTypeHost;
+  attr.dstLocHint.type = cudaMemLocationTypeDevice;
+  attr.flags = cudaMemcpyFlagPreferOverlapWithCompute;
+  size_t idx0 = 0;
+  std::vector<double> r;
+  for (int rep = 0; rep <= reps; ++rep) {
+    CK(cudaDeviceSynchronize());
+    const auto t0 = std::chrono::steady_clock::now();
+    for (size_t k = 0; k < nb; ++k)
+      CK(cudaMemcpyBatchAsync(dsts[k].data(), srcs[k].data(), sizes[k].data(), dsts[k].size(), &attr, &idx0, 1, c.s_copy));
+    CK(cudaDeviceSynchronize());
+    if (rep) r.push_back(double(records) / std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+  }
+  return median(r);
+}
+
+// The heads pass: the gather of every batch's first n bytes a record. Returns records a second.
+double heads_pass(Ctx& c, uint32_t n, int reps) {
+  uint64_t records = 0;
+  for (Batch& b : c.batches) {
+    if (!b.d_rec_off) {
+      CK(cudaMalloc(&b.d_rec_off, b.rec_off.size() * sizeof(uint32_t)));
+      CK(cudaMemcpy(b.d_rec_off, b.rec_off.data(), b.rec_off.size() * sizeof(uint32_t), cudaMemcpyHostToDevice));
+    }
+    records += b.rec_off.size();
+  }
+  std::vector<double> r;
+  for (int rep = 0; rep <= reps; ++rep) {
+    CK(cudaDeviceSynchronize());
+    const auto t0 = std::chrono::steady_clock::now();
+    for (const Batch& b : c.batches) {
+      // The last record's window may reach past the file's end: stop the batch one record short
+      // of the file's end (a record or two of the mix, nothing to the rate).
+      const uint32_t count = uint32_t(b.rec_off.size()) - (&b == &c.batches.back() ? 1 : 0);
+      head_gather_kernel<<<c.fetch_blocks, kThreads, 0, c.s_fetch>>>(c.d_mapped, b.span_off, b.d_rec_off, count, n,
+                                                                      c.d_fetch);
+    }
+    CK(cudaGetLastError());
+    CK(cudaDeviceSynchronize());
+    if (rep) r.push_back(double(records) / std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+  }
+  return median(r);
 }
 
 double median_pass(Ctx& c, ThreadPool& pool, bool host, bool gpu, int reps) {
@@ -245,6 +392,10 @@ int main(int argc, char** argv) {
     CK(cudaMalloc(&d, uint64_t(args.batch) * kHostHead));
     c.h_pack.push_back(h);
     c.d_pack.push_back(d);
+    CK(cudaMallocHost(&h, uint64_t(args.batch) * 16));
+    CK(cudaMalloc(&d, uint64_t(args.batch) * 16));
+    c.h_meta.push_back(h);
+    c.d_meta.push_back(d);
     cudaEvent_t e;
     CK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
     c.done.push_back(e);
@@ -300,6 +451,29 @@ int main(int argc, char** argv) {
       best_share = share;
     }
   }
+  std::string heads_json;
+  for (uint32_t n : {96u, 80u, 74u, 70u}) {
+    const double r = heads_pass(c, n, args.reps) / 1e6;
+    std::printf("heads through the mapping as the gather reads them, %u bytes a record: %.0f M records/s\n", n, r);
+    char b[96];
+    std::snprintf(b, sizeof b, "%s\"%u\":%.1f", heads_json.empty() ? "" : ",", n, r);
+    heads_json += b;
+  }
+  const double batched = batched_pass(c, 2, args.reps) / 1e6;
+  std::printf("batched copies (cudaMemcpyBatchAsync), 64 bytes a record, 2 batches: %.0f M records/s\n", batched);
+  const double al_bpr = list_units(c, 0, false, kBlock, true);
+  const double al_host = host_fraction(c);
+  const double aligned = median_pass(c, pool, true, true, args.reps) / 1e6;
+  std::printf("aligned split, host packs the %.0f%% of records that straddle blocks, GPU reads %.2f blocks a record of the rest: %.0f M records/s\n",
+              100 * al_host, al_bpr, aligned);
+  c.headers = true;
+  const double aligned_hdr = median_pass(c, pool, true, true, args.reps) / 1e6;
+  c.headers = false;
+  std::printf("aligned split, with every record's 16-byte header copied by the host and DMA'd: %.0f M records/s\n", aligned_hdr);
+  if (aligned > best) {
+    best = aligned;
+    best_share = al_host;
+  }
   std::printf("best: %.0f M records/s (host share %.1f); the target is 500 Mpps with the firewall\n", best, best_share);
 
   char buf[1024];
@@ -312,7 +486,10 @@ int main(int argc, char** argv) {
                 (unsigned long long)size.packets, size.mean_record(), bw.h2d_64m, bw.dev_copy, dense_json.c_str(), one,
                 need_bpr, mapped, one32, need_spr, mapped32, host, kHostHead);
   std::string json = buf;
-  std::snprintf(buf, sizeof buf, "],\"best_mrecords\":%.1f,\"best_host_share\":%.1f,\"target_mpps\":500}\n", best, best_share);
+  std::snprintf(buf, sizeof buf,
+                "],\"aligned_split\":{\"host_share\":%.3f,\"gpu_blocks_per_record\":%.3f,\"mrecords\":%.1f,"
+                "\"with_headers_mrecords\":%.1f},\"batched_copies_mrecords\":%.1f,\"gather_heads_mrecords\":{%s},\"best_mrecords\":%.1f,\"best_host_share\":%.2f,\"target_mpps\":500}\n",
+                al_host, al_bpr, aligned, aligned_hdr, batched, heads_json.c_str(), best, best_share);
   json += split_json + buf;
   CK(cudaHostUnregister(const_cast<uint8_t*>(cap.data())));
   ::unlink(path.c_str());
