@@ -441,6 +441,8 @@ int main(int argc, char** argv) {
       if (eve) eve->write_flows(recs);
     }, [&](const std::vector<StreamChunk>& chunks, const std::vector<uint8_t>& bytes) {
       if (dump) dump->write(chunks, bytes);
+    }, [&](const StreamFlushModules& m, const std::vector<FlowRecordOut>& flows) {
+      if (!modules.empty()) modules.finish_flush(m.events, m.module_counts, flows, mod_out);
     });
     if (eve) eve->write_stats(rep, modules.empty() ? "" : modules.verdict_stats_json());
     if (passed) passed->close();

@@ -41,7 +41,8 @@
 // Host lifecycle (M::Host, see ModuleHost below): constructed from the module's options (throws
 // std::invalid_argument with the reason), upload() builds the tables and places them where the
 // backend runs (host memory for CPU, device memory for CUDA) and returns the View, on_event()
-// handles events and to_host packets after the batch, report() adds the module's statistics to the
+// handles events and to_host packets after the batch (and a stream module's events on data no
+// packet delivered, flow-only: see kNoPacket), report() adds the module's statistics to the
 // summary, and the destructor shuts it down. A module is listed once in src/modules/registry.hpp.
 #pragma once
 #include <cstddef>
@@ -84,7 +85,7 @@ constexpr uint8_t kVerdictStop = kVerdictDrop | kVerdictIgnore | kVerdictFlowDec
 // What a module raised for a packet, handed to its host handler after the batch.
 struct ModuleEvent {
   uint64_t flow_id;   // 0 when the packet has no flow
-  uint32_t packet;    // index in the batch
+  uint32_t packet;    // index in the batch; kNoPacket: raised on a stream piece no packet delivered
   uint32_t value;
   uint16_t module;    // position in the pipeline
   uint16_t kind;      // the module's own numbering; kEventToHost for to_host()
@@ -93,6 +94,11 @@ struct ModuleEvent {
 };
 static_assert(sizeof(ModuleEvent) == 24, "ModuleEvent layout");
 constexpr uint16_t kEventToHost = 0xffff;
+// ModuleEvent::packet of an event raised on a stream piece that no packet of the batch delivered:
+// data released when its flow expired, or at the end of the run. Such an event reaches the host
+// handler flow-only (HostPacket::flow set, no frame), as Suricata inspects data left at a flow's
+// timeout through a pseudo-packet.
+constexpr uint32_t kNoPacket = 0xffffffffu;
 // An event of this kind says why the module dropped the packet it is raised on (value: a
 // DropReason). A drop with such a reason is a firewall-policy drop: the pipeline counts it under
 // `firewall` in the stats (core/modules.hpp, ModuleSet); other drops count under `ips`.
@@ -257,15 +263,19 @@ class TableMemory {
   }
 };
 
-// A packet as the host handler sees it (re-decoded on the host from the batch's records).
+// A packet as the host handler sees it (re-decoded on the host from the batch's records). For an
+// event with no packet (kNoPacket) it is flow-only: number 0, no frame (null, lengths 0), decoded
+// null, ts_ns the flow's last packet time and `flow` its record (key, times, counters), the flow as
+// it was when it left the table.
 struct HostPacket {
-  uint64_t number;        // 1-based position in the capture (Suricata's pcap_cnt)
+  uint64_t number;        // 1-based position in the capture (Suricata's pcap_cnt); 0: flow-only
   uint64_t ts_ns;
   const uint8_t* frame;
   uint32_t cap_len, wire_len;
-  const void* decoded;    // const DecodedPacket* (decode/decoder.hpp)
+  const void* decoded;    // const DecodedPacket* (decode/decoder.hpp); null: flow-only
   uint64_t flow_id;
   bool to_client;
+  const FlowRecord* flow = nullptr;  // set for flow-only events only
 };
 
 // Where host handlers write what they produce.

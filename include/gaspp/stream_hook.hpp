@@ -14,7 +14,8 @@
 // piece (the verdict walk then applies the decision to the later packets); when no packet of this
 // batch delivered it (data released at expiry or at the end of the run) the decision goes to the flow
 // record directly. emit(kind, value) raises an event for the module's host handler, attributed to
-// that packet (an event with no packet is counted as unattributed and not handed over).
+// that packet; an event with no packet (kNoPacket) reaches the host handler flow-only, with the
+// flow's record, after the batch in which the flow expired or at the end of the run.
 #pragma once
 #include <cstdint>
 #include <type_traits>
@@ -24,6 +25,8 @@
 #include "stream/stream.hpp"
 
 namespace gaspp {
+
+static_assert(kNoPacket == kNoFlow, "a piece with no packet carries kNoFlow as its packet index");
 
 class StreamPiece {
  public:

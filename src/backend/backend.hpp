@@ -116,6 +116,15 @@ inline StreamGauges stream_gauges_of(const StreamCounts& c, const StreamConfig& 
   return g;
 }
 
+// What stream modules raised while flush_streams delivered the data still held at the end of the
+// run, which no packet delivered: their events (ModuleEvent::packet is kNoPacket; at most
+// BackendConfig::event_capacity, the rest counted as events_lost) and their counters,
+// kModuleCounters per pipeline module (empty without stream modules).
+struct StreamFlushModules {
+  std::vector<ModuleEvent> events;
+  std::vector<uint64_t> module_counts;
+};
+
 class Backend {
  public:
   virtual ~Backend() = default;
@@ -144,8 +153,10 @@ class Backend {
   virtual std::vector<FlowRecordOut> flush_flows() = 0;
   // Ends the run for reassembly: what still waits in the out-of-order buffer is delivered with its
   // gaps, and each of those directions ended (call before flush_flows). Waits for all slots first.
-  // The counters this adds (gaps, bytes delivered) go to `added`.
-  virtual void flush_streams(std::vector<StreamChunk>& chunks, std::vector<uint8_t>& bytes, Counters& added) = 0;
+  // The counters this adds (gaps, bytes delivered) go to `added`; what stream modules raised on the
+  // data delivered goes to `mods` (see StreamFlushModules).
+  virtual void flush_streams(std::vector<StreamChunk>& chunks, std::vector<uint8_t>& bytes, Counters& added,
+                             StreamFlushModules& mods) = 0;
   virtual StreamGauges stream_gauges() = 0;
   // Stage times so far (empty unless BackendConfig::stage_times and the backend keeps them).
   virtual std::vector<StageTime> stage_times() const { return {}; }

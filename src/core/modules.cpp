@@ -97,6 +97,7 @@ void ModuleSet::add(std::unique_ptr<ModuleInstance> m) {
   m->index = uint16_t(mods_.size());
   m->state_off = state_bytes_;
   state_bytes_ += (m->flow_state_bytes() + 15) & ~15u;
+  stream_modules_ = stream_modules_ || m->has_stream_hook();
   mods_.push_back(std::move(m));
   counts_.push_back(Counts{});
 }
@@ -153,22 +154,62 @@ std::string ModuleSet::verdict_stats_json() const {
   return j + "}}";
 }
 
-void ModuleSet::finish_batch(const PacketBatch& b, ModuleOutput& out) {
-  for (size_t k = 0; k < mods_.size() && (k + 1) * kModuleCounters <= b.module_counts.size(); ++k)
-    for (int c = 0; c < kModuleCounters; ++c) counts_[k][size_t(c)] += b.module_counts[k * kModuleCounters + size_t(c)];
-  sorted_.assign(b.events.begin(), b.events.end());
-  std::sort(sorted_.begin(), sorted_.end(), [](const ModuleEvent& x, const ModuleEvent& y) {
+namespace {
+
+// Capture order (packet), then flow, module, kind, value and direction: a total order, so both
+// backends hand events over alike. Events with no packet (kNoPacket) come last, by flow.
+void sort_events(std::vector<ModuleEvent>& ev) {
+  std::sort(ev.begin(), ev.end(), [](const ModuleEvent& x, const ModuleEvent& y) {
     if (x.packet != y.packet) return x.packet < y.packet;
+    if (x.flow_id != y.flow_id) return x.flow_id < y.flow_id;
     if (x.module != y.module) return x.module < y.module;
     if (x.kind != y.kind) return x.kind < y.kind;
-    return x.value < y.value;
+    if (x.value != y.value) return x.value < y.value;
+    return x.to_client < y.to_client;
   });
+}
+
+}  // namespace
+
+void ModuleSet::add_counts(const std::vector<uint64_t>& c) {
+  for (size_t k = 0; k < mods_.size() && (k + 1) * kModuleCounters <= c.size(); ++k)
+    for (int i = 0; i < kModuleCounters; ++i) counts_[k][size_t(i)] += c[k * kModuleCounters + size_t(i)];
+}
+
+void ModuleSet::hand_flow_only(const ModuleEvent& e, const std::vector<FlowRecordOut>& flows, ModuleOutput& out) {
+  if (flow_index_.empty()) {
+    for (const FlowRecordOut& f : prev_flows_) flow_index_.emplace(f.rec.flow_id, &f.rec);
+    for (const FlowRecordOut& f : flows) flow_index_.emplace(f.rec.flow_id, &f.rec);
+  }
+  const auto it = flow_index_.find(e.flow_id);
+  if (it == flow_index_.end() || e.module >= mods_.size()) {
+    ++unattributed_;
+    return;
+  }
+  const FlowRecord& r = *it->second;
+  const HostPacket hp{0, r.last_ts, nullptr, 0, 0, nullptr, e.flow_id, e.to_client != 0, &r};
+  ++flow_only_;
+  mods_[e.module]->on_event(e, hp, out);
+}
+
+void ModuleSet::finish_batch(const PacketBatch& b, ModuleOutput& out) {
+  add_counts(b.module_counts);
+  sorted_.assign(b.events.begin(), b.events.end());
+  sort_events(sorted_);
+  flow_index_.clear();
   DecodedPacket d;
   HostPacket hp{};
   uint32_t decoded_for = ~0u;
   for (const ModuleEvent& e : sorted_) {
+    if (e.packet == kNoPacket) {
+      // A stream piece no packet of the batch delivered: data held for a flow that left the table
+      // (expired, evicted) in this batch or the one before, whose walk put the data back in the
+      // out-of-order buffer before the sweep removed the flow; this batch's walk flushed it.
+      hand_flow_only(e, b.flow_records, out);
+      continue;
+    }
     if (e.packet >= b.count || e.module >= mods_.size()) {
-      ++unattributed_;  // a stream piece no packet of the batch delivered (released at expiry)
+      ++unattributed_;
       continue;
     }
     if (b.h_verdict[e.packet] & kVerdictFlowDecided) {
@@ -188,6 +229,24 @@ void ModuleSet::finish_batch(const PacketBatch& b, ModuleOutput& out) {
     mods_[e.module]->on_event(e, hp, out);
   }
   account_verdicts(b, out);
+  flow_index_.clear();
+  if (stream_modules_) prev_flows_.assign(b.flow_records.begin(), b.flow_records.end());
+}
+
+void ModuleSet::finish_flush(const std::vector<ModuleEvent>& events, const std::vector<uint64_t>& module_counts,
+                             const std::vector<FlowRecordOut>& flows, ModuleOutput& out) {
+  add_counts(module_counts);
+  sorted_.assign(events.begin(), events.end());
+  sort_events(sorted_);
+  flow_index_.clear();
+  for (const ModuleEvent& e : sorted_) {
+    if (e.packet != kNoPacket) {
+      ++unattributed_;  // no batch is there for a packet index to point into
+      continue;
+    }
+    hand_flow_only(e, flows, out);
+  }
+  flow_index_.clear();
 }
 
 size_t ModuleSet::KeyHash::operator()(const FlowKey& k) const { return flow_key_hash(k); }
@@ -278,7 +337,8 @@ std::string ModuleSet::summary_text() const {
     s += "\n";
   }
   if (suppressed_) s += "module events discarded (flow already decided): " + std::to_string(suppressed_) + "\n";
-  if (unattributed_) s += "module events with no packet (not handed over): " + std::to_string(unattributed_) + "\n";
+  if (flow_only_) s += "module events with no packet, handed over with their flow: " + std::to_string(flow_only_) + "\n";
+  if (unattributed_) s += "module events whose packet or flow was not found (not handed over): " + std::to_string(unattributed_) + "\n";
   if (recalled_ || forgotten_)
     s += "drop events given their flow's id: " + std::to_string(recalled_) + " (dropped flows forgotten, memory full: " +
          std::to_string(forgotten_) + ")\n";
@@ -287,6 +347,7 @@ std::string ModuleSet::summary_text() const {
 
 std::string ModuleSet::summary_json() const {
   std::string s = "{" + verdict_stats_json() + ",\"events_suppressed\":" + std::to_string(suppressed_) +
+                  ",\"events_flow_only\":" + std::to_string(flow_only_) +
                   ",\"events_unattributed\":" + std::to_string(unattributed_) +
                   ",\"drop_flow_ids_recalled\":" + std::to_string(recalled_) +
                   ",\"dropped_flows_forgotten\":" + std::to_string(forgotten_) + ",\"modules\":[";

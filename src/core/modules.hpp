@@ -10,8 +10,12 @@
 // After a batch, ModuleSet::finish_batch() hands each module its events and to_host packets in
 // capture order (then module order, then value), re-decoding the packet on the host. Events of
 // packets whose verdict came from their flow's earlier decision are discarded and counted
-// (events_suppressed); events with no packet (stream pieces released at a flow's expiry) are counted
-// (events_unattributed) and not handed over. Per-module counters are summed over the run.
+// (events_suppressed). Events with no packet (stream pieces of a flow that left the table, flushed
+// by the next walk) are handed over flow-only (HostPacket::flow, see kNoPacket) after the batch's
+// packet events, and so are, through finish_flush(), those raised on the data flushed at the end
+// of the run; both are counted (events_flow_only), and an event whose packet or flow is not found
+// is counted (events_unattributed) and not handed over. Per-module counters are summed over the
+// run.
 //
 // Example:
 //   ModuleSet mods;
@@ -90,6 +94,11 @@ class ModuleSet {
   // Hands the batch's events to the modules (capture order), counts every packet's final verdict
   // (verdict_stats) and, with drop events on, writes an EVE `drop` event per dropped packet.
   void finish_batch(const PacketBatch& b, ModuleOutput& out);
+  // At the end of the run: hands over what stream modules raised on the data flushed then
+  // (StreamFlushModules: events, counters), flow-only, with the flows still open then (`flows`,
+  // Backend::flush_flows), and adds the counters. See pipeline.hpp's FlushCallback.
+  void finish_flush(const std::vector<ModuleEvent>& events, const std::vector<uint64_t>& module_counts,
+                    const std::vector<FlowRecordOut>& flows, ModuleOutput& out);
   // vlan_in_key: as the flow table's (FlowConfig::vlan_in_key), so that a drop event of a packet
   // its flow's earlier decision dropped finds the flow (see dropped_flows_).
   void set_drop_events(bool on, bool vlan_in_key = true) {
@@ -122,19 +131,32 @@ class ModuleSet {
   using Counts = std::array<uint64_t, kModuleCounters>;
   const std::vector<Counts>& counts() const { return counts_; }
   uint64_t events_suppressed() const { return suppressed_; }
+  uint64_t events_flow_only() const { return flow_only_; }
+  uint64_t events_unattributed() const { return unattributed_; }
   // Summary lines (text) and a JSON object: per module, its counters and report().
   std::string summary_text() const;
   std::string summary_json() const;
 
  private:
   void account_verdicts(const PacketBatch& b, ModuleOutput& out);
+  void add_counts(const std::vector<uint64_t>& c);  // kModuleCounters per module, pipeline order
+  // Hands an event with no packet to its module with its flow's record from `flows` (indexed in
+  // flow_index_ on first use; clear it when `flows` changes).
+  void hand_flow_only(const ModuleEvent& e, const std::vector<FlowRecordOut>& flows, ModuleOutput& out);
   bool dropped_flow_key(DecodedPacket& d, FlowKey& k, bool& from_lo) const;
   void remember_dropped_flow(DecodedPacket& d, uint64_t flow_id, bool to_client);
   void recall_dropped_flow(DecodedPacket& d, uint64_t& flow_id, bool& to_client);
   std::vector<std::unique_ptr<ModuleInstance>> mods_;
   std::vector<Counts> counts_;
   uint32_t state_bytes_ = 0;
-  uint64_t suppressed_ = 0, unattributed_ = 0;
+  uint64_t suppressed_ = 0, unattributed_ = 0, flow_only_ = 0;
+  // Flow-only events: their flow's record is among the current batch's, the previous batch's (a
+  // flow swept after its walk held data, flushed by the next walk) or, at the end, the flows still
+  // open. prev_flows_ is kept only with stream modules; flow_index_ maps ids into it and the
+  // current records while a batch is handed over.
+  bool stream_modules_ = false;
+  std::vector<FlowRecordOut> prev_flows_;
+  std::unordered_map<uint64_t, const FlowRecord*> flow_index_;
   std::vector<ModuleEvent> sorted_;
   bool drop_events_ = false, vlan_in_key_ = true;
   VerdictStats vs_;

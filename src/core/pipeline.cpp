@@ -31,7 +31,8 @@ struct Progress {
 }  // namespace
 
 RunReport run_capture(const CaptureFile& cap, Backend& backend, const RunOptions& opt, const BatchCallback& on_batch,
-                      const FlowRecordCallback& on_flows, const StreamCallback& on_streams) {
+                      const FlowRecordCallback& on_flows, const StreamCallback& on_streams,
+                      const FlushCallback& on_flush) {
   RunReport rep;
   rep.path = cap.path();
   rep.container = cap.container();
@@ -119,17 +120,19 @@ RunReport run_capture(const CaptureFile& cap, Backend& backend, const RunOptions
   }
   rep.flows = backend.flow_gauges();
   {
-    // Reassembly first: its flush needs the flows that still hold data.
+    // Reassembly first: its flush needs the flows that still hold data. Then the flows: the stream
+    // modules' events on the flushed data are handed over with them, before the flow records, as a
+    // batch's events come before the flows that ended in it.
     std::vector<StreamChunk> chunks;
     std::vector<uint8_t> bytes;
-    backend.flush_streams(chunks, bytes, rep.totals);
+    StreamFlushModules mods;
+    backend.flush_streams(chunks, bytes, rep.totals, mods);
     if (on_streams && opt.want_streams && !chunks.empty()) on_streams(chunks, bytes);
     rep.streams = backend.stream_gauges();
-  }
-  {
     const std::vector<FlowRecordOut> rest = backend.flush_flows();
     rep.totals.v[c_flow_shutdown] += rest.size();
     rep.flow_records += rest.size();
+    if (on_flush) on_flush(mods, rest);
     if (on_flows && !rest.empty()) on_flows(rest);
   }
   if (!opt.keep_source_attached) backend.detach_source();

@@ -4,7 +4,9 @@
 // `max_bytes` record bytes, or when the next packet is more than `timeout_ns` (capture time) newer
 // than the batch's oldest, and hands batches to the backend's slots in turn. With three slots,
 // filling batch N+1, the device working on batch N and the host finishing batch N-1 overlap.
-// Each finished batch is passed to `on_batch` (in capture order) before its slot is reused.
+// Each finished batch is passed to `on_batch` (in capture order) before its slot is reused; at the
+// end, what the flush of reassembly and of the flow table produced goes to on_streams, on_flush
+// and on_flows.
 //
 // Every record read ends in the totals: decoded (passed or dropped by verdict) or, for records the
 // walker rejects, in the capture issues (reading stops at a fatal one; see capture_file.hpp).
@@ -66,8 +68,13 @@ using FlowRecordCallback = std::function<void(const std::vector<FlowRecordOut>&)
 // run what the out-of-order buffer still held. Chunk bytes are at bytes + chunk.data.
 using StreamCallback = std::function<void(const std::vector<StreamChunk>& chunks, const std::vector<uint8_t>& bytes)>;
 
+// Receives, at the end of the run, what stream modules raised on the data the out-of-order buffer
+// still held (Backend::flush_streams), with the flows still open then (those handed to on_flows
+// with reason shutdown, right after this call): ModuleSet::finish_flush takes both.
+using FlushCallback = std::function<void(const StreamFlushModules& mods, const std::vector<FlowRecordOut>& flows)>;
+
 RunReport run_capture(const CaptureFile& cap, Backend& backend, const RunOptions& opt,
                       const BatchCallback& on_batch = nullptr, const FlowRecordCallback& on_flows = nullptr,
-                      const StreamCallback& on_streams = nullptr);
+                      const StreamCallback& on_streams = nullptr, const FlushCallback& on_flush = nullptr);
 
 }  // namespace gaspp

@@ -54,7 +54,44 @@ std::string hex_flags(uint16_t f) {
 
 }  // namespace
 
+namespace {
+
+// ,"src_ip",["src_port",]"dest_ip",["dest_port",]"proto" of a flow, endpoint `si` of its key
+// sending.
+std::string flow_endpoints_json(const FlowKey& k, int si) {
+  const bool v6 = k.family == 6;
+  const bool ports = k.proto == 6 || k.proto == 17 || k.proto == 132;
+  std::string j = ",\"src_ip\":\"" + format_address(k.addr[si], v6) + "\"";
+  if (ports) j += ",\"src_port\":" + std::to_string(k.port[si]);
+  j += ",\"dest_ip\":\"" + format_address(k.addr[si ^ 1], v6) + "\"";
+  if (ports) j += ",\"dest_port\":" + std::to_string(k.port[si ^ 1]);
+  return j + ",\"proto\":\"" + flow_proto_name(k.proto) + "\"";
+}
+
+// The head of a flow-only event (HostPacket::flow, no packet): the flow's addresses in the event's
+// direction, no pcap_cnt, and pkt_src as Suricata writes it for its flow-timeout pseudo-packets.
+std::string eve_flow_only_head(const HostPacket& p, const char* event_type) {
+  const FlowRecord& r = *p.flow;
+  const FlowKey& k = r.key;
+  const int ci = r.client_lo ? 0 : 1;  // key endpoint of the client
+  auto u = [](uint64_t v) { return std::to_string(v); };
+  std::string j = "{\"timestamp\":\"" + eve_timestamp(p.ts_ns) + "\"";
+  if (p.flow_id) j += ",\"flow_id\":" + u(p.flow_id);
+  j += std::string(",\"event_type\":\"") + event_type + "\"";
+  if (k.vlan_n) {
+    j += ",\"vlan\":[";
+    for (int v = 0; v < k.vlan_n && v < 3; ++v) j += (v ? "," : "") + u(k.vlan[v]);
+    j += "]";
+  }
+  j += flow_endpoints_json(k, p.to_client ? ci ^ 1 : ci);
+  j += std::string(",\"direction\":\"") + (p.to_client ? "to_client" : "to_server") + "\"";
+  return j + ",\"pkt_src\":\"stream (flow timeout)\"";
+}
+
+}  // namespace
+
 std::string eve_packet_head(const HostPacket& p, const char* event_type) {
+  if (!p.decoded) return eve_flow_only_head(p, event_type);
   const DecodedPacket& d = *static_cast<const DecodedPacket*>(p.decoded);
   auto u = [](uint64_t v) { return std::to_string(v); };
   std::string j = "{\"timestamp\":\"" + eve_timestamp(p.ts_ns) + "\"";
@@ -84,15 +121,9 @@ std::string eve_flow_json(const FlowRecordOut& o) {
   const FlowRecord& r = o.rec;
   const FlowKey& k = r.key;
   const int ci = r.client_lo ? 0 : 1;  // key endpoint of the client
-  const bool v6 = k.family == 6;
-  const bool ports = k.proto == 6 || k.proto == 17 || k.proto == 132;
   auto u = [](uint64_t v) { return std::to_string(v); };
   std::string j = "{\"timestamp\":\"" + eve_timestamp(r.last_ts) + "\",\"flow_id\":" + u(r.flow_id) +
-                  ",\"event_type\":\"flow\",\"src_ip\":\"" + format_address(k.addr[ci], v6) + "\"";
-  if (ports) j += ",\"src_port\":" + u(k.port[ci]);
-  j += ",\"dest_ip\":\"" + format_address(k.addr[ci ^ 1], v6) + "\"";
-  if (ports) j += ",\"dest_port\":" + u(k.port[ci ^ 1]);
-  j += ",\"proto\":\"" + std::string(flow_proto_name(k.proto)) + "\"";
+                  ",\"event_type\":\"flow\"" + flow_endpoints_json(k, ci);
   if (k.vlan_n) {
     j += ",\"vlan\":[";
     for (int v = 0; v < k.vlan_n; ++v) j += (v ? "," : "") + u(k.vlan[v]);

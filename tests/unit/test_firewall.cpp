@@ -19,6 +19,8 @@
 #include "decode/decoder.hpp"
 #include "modules/firewall/firewall.hpp"
 #include "modules/firewall/threshold.hpp"
+#include "output/decode_rows.hpp"
+#include "output/eve.hpp"
 #include "test_support.hpp"
 
 using namespace gaspp;
@@ -741,10 +743,32 @@ TEST(Modules, ClassOrdersAndSchedulingGiveTheSameResults) {
     }
 }
 
+// EVE lines the modules' host handlers write, kept.
+class EveLines final : public ModuleOutput {
+ public:
+  void eve(const std::string& line) override { lines.push_back(line); }
+  std::vector<std::string> lines;
+};
+
+// The text of member `key` in a one-line JSON object: a string's contents or a number's digits;
+// empty when absent (no nesting or escapes needed for the fields read here).
+std::string json_member(const std::string& line, const std::string& key) {
+  const std::string k = "\"" + key + "\":";
+  const size_t at = line.find(k);
+  if (at == std::string::npos) return "";
+  size_t b = at + k.size();
+  if (line[b] == '"') return line.substr(b + 1, line.find('"', b + 1) - b - 1);
+  size_t e = b;
+  while (e < line.size() && line[e] != ',' && line[e] != '}') ++e;
+  return line.substr(b, e - b);
+}
+
 TEST(Modules, StreamHookSeesEveryByteInOrderAcrossBatches) {
-  // HTTP with reordering, duplicates and loss, a string planted in payloads: stream_match's events
-  // (one per match, at the stream offset just past it) equal a scan of the reassembled pieces
-  // written here (matches do not span gaps or ends), at batch sizes 1, 7 and 65536.
+  // HTTP with reordering, duplicates and loss, a string planted in payloads: what stream_match's
+  // host handler receives (one EVE event per match, at the stream offset just past it) equals a
+  // scan of the reassembled pieces written here (matches do not span gaps or ends), at batch sizes
+  // 1, 7 and 65536 -- the matches in data that only the end-of-run flush delivers included, handed
+  // over flow-only (no packet) with their flow's addresses in the event's direction.
   GenConfig g;
   g.mode = GenMode::http;
   g.packets = 6000;
@@ -756,7 +780,7 @@ TEST(Modules, StreamHookSeesEveryByteInOrderAcrossBatches) {
   g.plant = "needle";
   g.plant_rate = 0.05;
   const CaptureFile cap = test::generated_capture(g, "stream-hook.pcap");
-  uint64_t total = 0;
+  uint64_t total = 0, at_flush = 0;
   for (uint32_t batch : {1u, 7u, 65536u}) {
     ModuleSet mods;
     mods.add(make_module("probe", {}));  // a packet module first: stream modules keep their own order
@@ -764,23 +788,25 @@ TEST(Modules, StreamHookSeesEveryByteInOrderAcrossBatches) {
     RunOptions ro;
     auto be = backend_with(mods, batch, ro);
     ro.want_streams = true;
-    std::multiset<std::tuple<uint64_t, int, uint64_t>> got, want;  // (flow id, direction, offset past the match)
-    std::map<std::pair<uint64_t, int>, std::string> carry;        // the reference's last bytes per direction
+    using Match = std::tuple<uint64_t, int, uint64_t>;  // (flow id, direction, offset past the match)
+    std::multiset<Match> got, want, want_flush;
+    std::map<std::pair<uint64_t, int>, std::string> carry;  // the reference's last bytes per direction
+    std::map<uint64_t, FlowRecord> flows;                   // every flow, by id, as it left the table
     bool batch_pending = false;
-    Collect out;
+    EveLines out;
     run_capture(
         cap, *be, ro,
         [&](const PacketBatch& b) {
           // The pipeline hands a batch's chunks over right after the batch, when it has any; chunks
           // that come with no batch before them are the end-of-run flush.
           batch_pending = !b.stream_chunks.empty();
-          for (const ModuleEvent& e : b.events)
-            if (e.module == 1) got.insert({e.flow_id, e.to_client, e.value});
           mods.finish_batch(b, out);
         },
-        nullptr,
+        [&](const std::vector<FlowRecordOut>& recs) {
+          for (const FlowRecordOut& r : recs) flows[r.rec.flow_id] = r.rec;
+        },
         [&](const std::vector<StreamChunk>& chunks, const std::vector<uint8_t>& bytes) {
-          const bool final_flush = !batch_pending;  // events of the final flush are not handed over
+          const bool final_flush = !batch_pending;
           batch_pending = false;
           for (const StreamChunk& c : chunks) {
             if (c.flags & kChunkConflict) continue;
@@ -790,20 +816,123 @@ TEST(Modules, StreamHookSeesEveryByteInOrderAcrossBatches) {
             for (size_t at = text.find("needle"); at != std::string::npos; at = text.find("needle", at + 1)) {
               const size_t end = at + 6;
               if (end <= t.size()) continue;
-              if (!final_flush) want.insert({c.flow_id, int(c.dir), uint32_t(c.off + (end - t.size()))});
+              const Match m{c.flow_id, int(c.dir), uint32_t(c.off + (end - t.size()))};
+              want.insert(m);
+              if (final_flush) want_flush.insert(m);
             }
             t = text.size() > 5 ? text.substr(text.size() - 5) : text;
           }
+        },
+        [&](const StreamFlushModules& m, const std::vector<FlowRecordOut>& open) {
+          mods.finish_flush(m.events, m.module_counts, open, out);
         });
+    std::multiset<Match> got_flow_only;
+    for (const std::string& line : out.lines) {
+      if (json_member(line, "event_type") != "stream_match") continue;
+      const uint64_t id = std::stoull(json_member(line, "flow_id"));
+      const int dir = json_member(line, "to_client") == "true";
+      const Match m{id, dir, std::stoull(json_member(line, "stream_offset"))};
+      got.insert(m);
+      ASSERT_EQ(json_member(line, "direction"), dir ? "to_client" : "to_server") << line;
+      if (json_member(line, "pkt_src").empty()) {
+        EXPECT_NE(json_member(line, "pcap_cnt"), "") << line;
+        continue;
+      }
+      // Flow-only: no packet number; the flow's addresses and ports, sender first.
+      got_flow_only.insert(m);
+      EXPECT_EQ(json_member(line, "pkt_src"), "stream (flow timeout)");
+      EXPECT_EQ(json_member(line, "pcap_cnt"), "") << line;
+      ASSERT_EQ(flows.count(id), 1u) << line;
+      const FlowRecord& r = flows[id];
+      const int sender = (r.client_lo ? 0 : 1) ^ dir;
+      EXPECT_EQ(json_member(line, "src_ip"), format_address(r.key.addr[sender], r.key.family == 6)) << line;
+      EXPECT_EQ(json_member(line, "dest_ip"), format_address(r.key.addr[sender ^ 1], r.key.family == 6)) << line;
+      EXPECT_EQ(json_member(line, "src_port"), std::to_string(r.key.port[sender])) << line;
+      EXPECT_EQ(json_member(line, "dest_port"), std::to_string(r.key.port[sender ^ 1])) << line;
+    }
     EXPECT_EQ(got, want) << "batch " << batch;
+    // What only the end-of-run flush delivered reached the handler flow-only (events on data
+    // released at a flow's expiry would too; this capture is short of any timeout).
+    for (const Match& m : want_flush) EXPECT_EQ(got_flow_only.count(m), want_flush.count(m)) << "batch " << batch;
+    EXPECT_EQ(got_flow_only.size(), want_flush.size()) << "batch " << batch;
+    EXPECT_EQ(mods.events_flow_only(), got_flow_only.size());
+    EXPECT_EQ(mods.events_unattributed(), 0u);
     EXPECT_EQ(mods.counts()[1][mc_events_lost], 0u);
+    EXPECT_EQ(mods.counts()[1][mc_events], want.size());  // the flush's counters are summed too
     EXPECT_EQ(mods.counts()[1][mc_packets], 0u);  // no packet hooks: no packet stage
     EXPECT_GT(mods.counts()[1][mc_stream_pieces], 500u);
     total = want.size();
+    at_flush = want_flush.size();
   }
   EXPECT_GT(total, 20u);
-  std::printf("stream_match: %llu matches, equal to the reference scan at batch sizes 1, 7, 65536\n",
-              (unsigned long long)total);
+  EXPECT_GT(at_flush, 0u);
+  std::printf("stream_match: %llu matches (%llu in data the end-of-run flush delivered), equal to the reference scan "
+              "at batch sizes 1, 7, 65536\n",
+              (unsigned long long)total, (unsigned long long)at_flush);
+}
+
+TEST(Modules, StreamEventOnDataReleasedAtExpiryReachesTheHostWithItsFlow) {
+  // A client sends 10 bytes, then 20 bytes after a 10-byte hole that never fills, "needle" at
+  // bytes 5..10 of them: the 20 bytes wait in the out-of-order buffer until the flow has expired
+  // (200 s later another flow's packets move the clock on) and only then reach stream_match, which
+  // matches at stream offset 20 + 11 = 31. No packet delivered that piece: the event reaches the
+  // host handler flow-only, with the first flow's record. The sweep that removes the flow runs
+  // after the walk, so the data comes out in the next walk: after the next batch when the other
+  // flow has packets after the first one, at the end-of-run flush when it has only the one.
+  auto frame = [](uint8_t src_last, uint32_t seq, const std::string& data, uint8_t flags) {
+    std::vector<uint8_t> f = test::tcp4_frame(seq, uint16_t(data.size()), flags);
+    f[14 + 15] = src_last;  // the IPv4 source's last byte: 10.0.0.<src_last>
+    std::memcpy(f.data() + 54, data.data(), data.size());
+    return f;
+  };
+  const uint32_t t0 = 1'700'000'000;
+  for (uint32_t later : {4u, 1u}) {
+    test::PcapBuilder pb(1, false, true, 262144);
+    pb.record(frame(1, 1000, "", 0x02), t0);
+    pb.record(frame(1, 1001, "0123456789", 0x18), t0, 1000);
+    pb.record(frame(1, 1021, "abcd-needle-efghijkl", 0x18), t0, 2000);
+    for (uint32_t k = 0; k < later; ++k) pb.record(frame(3, 5000 + k, "", k ? 0x10 : 0x02), t0 + 200 + k);
+    const CaptureFile cap = CaptureFile::from_memory(pb.bytes(), "expiry.pcap");
+    for (uint32_t batch : {1u, 2u, 65536u}) {
+      SCOPED_TRACE("batch " + std::to_string(batch) + ", other flow's packets " + std::to_string(later));
+      ModuleSet mods;
+      mods.add(make_module("stream_match", {{"pattern", "needle"}}));
+      RunOptions ro;
+      auto be = backend_with(mods, batch, ro);
+      EveLines out;
+      size_t before_flush = 0;
+      std::map<uint64_t, FlowRecord> flows;
+      run_capture(
+          cap, *be, ro, [&](const PacketBatch& b) { mods.finish_batch(b, out); },
+          [&](const std::vector<FlowRecordOut>& recs) {
+            for (const FlowRecordOut& r : recs) flows[r.rec.flow_id] = r.rec;
+          },
+          nullptr,
+          [&](const StreamFlushModules& m, const std::vector<FlowRecordOut>& open) {
+            before_flush = out.lines.size();
+            mods.finish_flush(m.events, m.module_counts, open, out);
+          });
+      ASSERT_EQ(out.lines.size(), 1u);
+      EXPECT_EQ(before_flush, later > 1 ? 1u : 0u);
+      const std::string& line = out.lines[0];
+      EXPECT_EQ(json_member(line, "event_type"), "stream_match");
+      EXPECT_EQ(json_member(line, "stream_offset"), "31");
+      EXPECT_EQ(json_member(line, "pkt_src"), "stream (flow timeout)");
+      EXPECT_EQ(json_member(line, "pcap_cnt"), "");
+      EXPECT_EQ(json_member(line, "src_ip"), "10.0.0.1");
+      EXPECT_EQ(json_member(line, "src_port"), "12345");
+      EXPECT_EQ(json_member(line, "dest_ip"), "10.0.0.2");
+      EXPECT_EQ(json_member(line, "dest_port"), "80");
+      EXPECT_EQ(json_member(line, "direction"), "to_server");
+      EXPECT_EQ(json_member(line, "timestamp"), eve_timestamp(uint64_t(t0) * 1'000'000'000ull + 2000));
+      const uint64_t id = std::stoull(json_member(line, "flow_id"));
+      ASSERT_EQ(flows.count(id), 1u);
+      EXPECT_EQ(flows[id].last_ts, uint64_t(t0) * 1'000'000'000ull + 2000);
+      EXPECT_EQ(mods.events_flow_only(), 1u);
+      EXPECT_EQ(mods.events_unattributed(), 0u);
+      EXPECT_EQ(mods.counts()[0][mc_events], 1u);
+    }
+  }
 }
 
 TEST(Firewall, EveryEtOpenThresholdParses) {

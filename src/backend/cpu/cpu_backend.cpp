@@ -162,10 +162,15 @@ class CpuBackend final : public Backend {
     return all;
   }
 
-  void flush_streams(std::vector<StreamChunk>& chunks, std::vector<uint8_t>& bytes, Counters& added) override {
+  void flush_streams(std::vector<StreamChunk>& chunks, std::vector<uint8_t>& bytes, Counters& added,
+                     StreamFlushModules& mods) override {
     chunks.clear();
     bytes.clear();
+    mods.events.clear();
+    mods.module_counts.clear();
     if (!streams_ || counts_.held_n[in_] == 0) return;
+    event_n_ = 0;
+    std::fill(stream_counts_.begin(), stream_counts_.end(), 0ull);
     StreamRef sr = stream_ref(nullptr, nullptr, true);
     for (auto& c : per_thread_) c = Counters{};
     walk(table_.ref(), DecodedView{}, 0, nullptr, nullptr, FlowTrackParams{}, false, FlowRecordSink{}, &sr, true);
@@ -173,6 +178,10 @@ class CpuBackend final : public Backend {
     in_ ^= 1;  // the final walk held nothing
     for (auto& c : per_thread_)
       for (int k = 0; k < c_count_; ++k) added.v[k] += c.v[k];
+    if (hooks_.n) {
+      mods.events.assign(events_.begin(), events_.begin() + std::min<size_t>(event_n_, events_.size()));
+      mods.module_counts.assign(stream_counts_.begin(), stream_counts_.end());
+    }
   }
 
   StreamGauges stream_gauges() override {
@@ -297,8 +306,8 @@ class CpuBackend final : public Backend {
     if (hooks_.n) {
       sr.hooks.table = table_.ref();
       sr.hooks.counts = stream_counts_.data();
-      // At the final flush no batch is there to take events: they are counted as lost.
-      sr.hooks.events = EventSinkRef{events_.data(), &event_n_, final ? 0u : uint32_t(events_.size())};
+      // At the final flush no batch's packets take verdicts; events go to flush_streams' caller.
+      sr.hooks.events = EventSinkRef{events_.data(), &event_n_, uint32_t(events_.size())};
       if (final) sr.hooks.verdict = nullptr;
     }
     return sr;

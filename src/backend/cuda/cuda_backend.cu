@@ -532,10 +532,6 @@ class CudaBackend final : public Backend {
       class_order_ = flat_class_orders(cfg);
       hooks_ = stream_hooks_of(cfg.modules, &tables_);
       if (hooks_.n && !streams_) throw std::invalid_argument("a module with on_stream needs flow tracking and reassembly");
-      if (hooks_.n) {
-        GASPP_CUDA_CHECK(cudaMalloc(&d_final_counts_, sizeof(unsigned long long) * cfg.modules.size() * kModuleCounters));
-        GASPP_CUDA_CHECK(cudaMemset(d_final_counts_, 0, sizeof(unsigned long long) * cfg.modules.size() * kModuleCounters));
-      }
       classes_ = uint16_t(cfg.class_orders.empty() ? 1 : cfg.class_orders.size());
       d_class_order_ = static_cast<const uint16_t*>(tables_.place(class_order_.data(), class_order_.size() * 2));
       schedule_ = cfg.schedule == BackendConfig::Schedule::on;  // automatic: off (see BackendConfig)
@@ -610,7 +606,6 @@ class CudaBackend final : public Backend {
       cudaFree(d_pend_);
       cudaFree(d_chunks_);
     }
-    if (d_final_counts_) cudaFree(d_final_counts_);
     if (table_) {
       cudaFree(d_keys_);
       cudaFree(d_failed_);
@@ -793,24 +788,39 @@ class CudaBackend final : public Backend {
     }
   }
 
-  void flush_streams(std::vector<StreamChunk>& chunks, std::vector<uint8_t>& bytes, Counters& added) override {
+  void flush_streams(std::vector<StreamChunk>& chunks, std::vector<uint8_t>& bytes, Counters& added,
+                     StreamFlushModules& mods) override {
     chunks.clear();
     bytes.clear();
+    mods.events.clear();
+    mods.module_counts.clear();
     if (!streams_) return;
     for (auto& s : slots_) GASPP_CUDA_CHECK(cudaStreamSynchronize(s.stream));
-    Slot& s = slots_[0];  // idle now: its buffers are free to use
+    Slot& s = slots_[0];  // idle now: its buffers (events and module counters too) are free to use
     ensure_stream_host_buffers(s);
     GASPP_CUDA_CHECK(cudaMemsetAsync(s.d_counters, 0, sizeof(unsigned long long) * c_count_, flush_stream_));
+    const size_t nc = cfg_.modules.size() * kModuleCounters;
+    if (hooks_.n) {
+      *s.h_event_n = 0;
+      GASPP_CUDA_CHECK(cudaMemsetAsync(s.d_module_counts, 0, sizeof(unsigned long long) * nc, flush_stream_));
+    }
     StreamRef sr = stream_ref(s, nullptr, nullptr, true);
     stream_walk_async(flush_stream_, sr, DecodedView{}, 0, FlowTrackParams{}, FlowRecordSink{}, s.d_flow_flags, true,
                       s.d_counters);
     stream_finish_async(flush_stream_, s, sr, DecodedView{});
     GASPP_CUDA_CHECK(cudaMemcpyAsync(s.h_counters, s.d_counters, sizeof(unsigned long long) * c_count_,
                                      cudaMemcpyDeviceToHost, flush_stream_));
+    if (hooks_.n)
+      GASPP_CUDA_CHECK(cudaMemcpyAsync(s.h_module_counts, s.d_module_counts, sizeof(unsigned long long) * nc,
+                                       cudaMemcpyDeviceToHost, flush_stream_));
     GASPP_CUDA_CHECK(cudaStreamSynchronize(flush_stream_));
     in_ ^= 1;  // the final walk held nothing; the set it wrote is empty
     for (int k = 0; k < c_count_; ++k) added.v[k] += s.h_counters[k];
     collect_chunks(s, chunks, bytes);
+    if (hooks_.n) {
+      mods.events.assign(s.h_events, s.h_events + std::min(*s.h_event_n, event_cap_));
+      mods.module_counts.assign(s.h_module_counts, s.h_module_counts + nc);
+    }
   }
 
   StreamGauges stream_gauges() override {
@@ -1035,10 +1045,11 @@ class CudaBackend final : public Backend {
     sr.hooks = hooks_;
     if (hooks_.n) {
       sr.hooks.table = table_->ref();
-      const bool final = data == nullptr;  // the end-of-run flush: no batch takes events or counts
-      sr.hooks.verdict = final ? nullptr : s.d_verdict;
-      sr.hooks.events = EventSinkRef{s.d_events, s.d_event_n, final ? 0u : event_cap_};
-      sr.hooks.counts = final ? d_final_counts_ : s.d_module_counts;
+      // The end-of-run flush (no data) has no packets to take verdicts; its events and counters go
+      // to the slot's buffers all the same, which flush_streams reads back.
+      sr.hooks.verdict = data == nullptr ? nullptr : s.d_verdict;
+      sr.hooks.events = EventSinkRef{s.d_events, s.d_event_n, event_cap_};
+      sr.hooks.counts = s.d_module_counts;
     }
     return sr;
   }
@@ -1144,7 +1155,6 @@ class CudaBackend final : public Backend {
   DeviceTables tables_;                          // module tables
   uint32_t event_cap_ = 0;
   StreamHooks hooks_{};                          // modules with on_stream (views in device memory)
-  unsigned long long* d_final_counts_ = nullptr; // their counters at the end-of-run flush (not reported)
   std::vector<uint16_t> class_order_;            // classes x stages (host copy)
   const uint16_t* d_class_order_ = nullptr;
   uint16_t classes_ = 1;
