@@ -176,38 +176,41 @@ void ModuleSet::add_counts(const std::vector<uint64_t>& c) {
     for (int i = 0; i < kModuleCounters; ++i) counts_[k][size_t(i)] += c[k * kModuleCounters + size_t(i)];
 }
 
-void ModuleSet::hand_flow_only(const ModuleEvent& e, const std::vector<FlowRecordOut>& flows, ModuleOutput& out) {
-  if (flow_index_.empty()) {
-    for (const FlowRecordOut& f : prev_flows_) flow_index_.emplace(f.rec.flow_id, &f.rec);
-    for (const FlowRecordOut& f : flows) flow_index_.emplace(f.rec.flow_id, &f.rec);
+void ModuleSet::hand_flow_only(std::vector<ModuleEvent>::const_iterator begin,
+                               std::vector<ModuleEvent>::const_iterator end, const std::vector<FlowRecordOut>& flows,
+                               ModuleOutput& out) {
+  if (begin == end) return;
+  std::unordered_map<uint64_t, const FlowRecord*> index;  // flow id → record
+  for (const FlowRecordOut& f : prev_flows_) index.emplace(f.rec.flow_id, &f.rec);
+  for (const FlowRecordOut& f : flows) index.emplace(f.rec.flow_id, &f.rec);
+  for (auto e = begin; e != end; ++e) {
+    const auto it = index.find(e->flow_id);
+    if (it == index.end() || e->module >= mods_.size()) {
+      ++unattributed_;
+      continue;
+    }
+    const FlowRecord& r = *it->second;
+    const HostPacket hp{0, r.last_ts, nullptr, 0, 0, nullptr, e->flow_id, e->to_client != 0, &r};
+    ++flow_only_;
+    mods_[e->module]->on_event(*e, hp, out);
   }
-  const auto it = flow_index_.find(e.flow_id);
-  if (it == flow_index_.end() || e.module >= mods_.size()) {
-    ++unattributed_;
-    return;
-  }
-  const FlowRecord& r = *it->second;
-  const HostPacket hp{0, r.last_ts, nullptr, 0, 0, nullptr, e.flow_id, e.to_client != 0, &r};
-  ++flow_only_;
-  mods_[e.module]->on_event(e, hp, out);
 }
 
 void ModuleSet::finish_batch(const PacketBatch& b, ModuleOutput& out) {
   add_counts(b.module_counts);
   sorted_.assign(b.events.begin(), b.events.end());
   sort_events(sorted_);
-  flow_index_.clear();
+  // Events with no packet sort last: stream pieces no packet of the batch delivered, data held
+  // for a flow that left the table (expired, evicted) in this batch or the one before, whose walk
+  // put the data back in the out-of-order buffer before the sweep removed the flow; this batch's
+  // walk flushed it.
+  const auto flow_only = std::find_if(sorted_.cbegin(), sorted_.cend(),
+                                      [](const ModuleEvent& e) { return e.packet == kNoPacket; });
   DecodedPacket d;
   HostPacket hp{};
   uint32_t decoded_for = ~0u;
-  for (const ModuleEvent& e : sorted_) {
-    if (e.packet == kNoPacket) {
-      // A stream piece no packet of the batch delivered: data held for a flow that left the table
-      // (expired, evicted) in this batch or the one before, whose walk put the data back in the
-      // out-of-order buffer before the sweep removed the flow; this batch's walk flushed it.
-      hand_flow_only(e, b.flow_records, out);
-      continue;
-    }
+  for (auto it = sorted_.cbegin(); it != flow_only; ++it) {
+    const ModuleEvent& e = *it;
     if (e.packet >= b.count || e.module >= mods_.size()) {
       ++unattributed_;
       continue;
@@ -228,8 +231,8 @@ void ModuleSet::finish_batch(const PacketBatch& b, ModuleOutput& out) {
     hp.to_client = e.to_client != 0;
     mods_[e.module]->on_event(e, hp, out);
   }
+  hand_flow_only(flow_only, sorted_.cend(), b.flow_records, out);
   account_verdicts(b, out);
-  flow_index_.clear();
   if (stream_modules_) prev_flows_.assign(b.flow_records.begin(), b.flow_records.end());
 }
 
@@ -238,15 +241,10 @@ void ModuleSet::finish_flush(const std::vector<ModuleEvent>& events, const std::
   add_counts(module_counts);
   sorted_.assign(events.begin(), events.end());
   sort_events(sorted_);
-  flow_index_.clear();
-  for (const ModuleEvent& e : sorted_) {
-    if (e.packet != kNoPacket) {
-      ++unattributed_;  // no batch is there for a packet index to point into
-      continue;
-    }
-    hand_flow_only(e, flows, out);
-  }
-  flow_index_.clear();
+  const auto flow_only = std::find_if(sorted_.cbegin(), sorted_.cend(),
+                                      [](const ModuleEvent& e) { return e.packet == kNoPacket; });
+  unattributed_ += uint64_t(flow_only - sorted_.cbegin());  // no batch for a packet index to point into
+  hand_flow_only(flow_only, sorted_.cend(), flows, out);
 }
 
 size_t ModuleSet::KeyHash::operator()(const FlowKey& k) const { return flow_key_hash(k); }

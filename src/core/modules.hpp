@@ -140,9 +140,10 @@ class ModuleSet {
  private:
   void account_verdicts(const PacketBatch& b, ModuleOutput& out);
   void add_counts(const std::vector<uint64_t>& c);  // kModuleCounters per module, pipeline order
-  // Hands an event with no packet to its module with its flow's record from `flows` (indexed in
-  // flow_index_ on first use; clear it when `flows` changes).
-  void hand_flow_only(const ModuleEvent& e, const std::vector<FlowRecordOut>& flows, ModuleOutput& out);
+  // Hands events with no packet to their modules, each with its flow's record from prev_flows_ or
+  // `flows`; counts those whose flow is in neither as unattributed.
+  void hand_flow_only(std::vector<ModuleEvent>::const_iterator begin, std::vector<ModuleEvent>::const_iterator end,
+                      const std::vector<FlowRecordOut>& flows, ModuleOutput& out);
   bool dropped_flow_key(DecodedPacket& d, FlowKey& k, bool& from_lo) const;
   void remember_dropped_flow(DecodedPacket& d, uint64_t flow_id, bool to_client);
   void recall_dropped_flow(DecodedPacket& d, uint64_t& flow_id, bool& to_client);
@@ -152,11 +153,9 @@ class ModuleSet {
   uint64_t suppressed_ = 0, unattributed_ = 0, flow_only_ = 0;
   // Flow-only events: their flow's record is among the current batch's, the previous batch's (a
   // flow swept after its walk held data, flushed by the next walk) or, at the end, the flows still
-  // open. prev_flows_ is kept only with stream modules; flow_index_ maps ids into it and the
-  // current records while a batch is handed over.
+  // open. prev_flows_ (the previous batch's) is kept only with stream modules.
   bool stream_modules_ = false;
   std::vector<FlowRecordOut> prev_flows_;
-  std::unordered_map<uint64_t, const FlowRecord*> flow_index_;
   std::vector<ModuleEvent> sorted_;
   bool drop_events_ = false, vlan_in_key_ = true;
   VerdictStats vs_;

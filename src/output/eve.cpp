@@ -52,9 +52,13 @@ std::string hex_flags(uint16_t f) {
   return b;
 }
 
-}  // namespace
-
-namespace {
+// ,"vlan":[ids] of the n (at most 3) tags, outermost first; nothing without tags.
+std::string vlan_json(const uint16_t* ids, int n) {
+  if (n <= 0) return "";
+  std::string j = ",\"vlan\":[";
+  for (int v = 0; v < n && v < 3; ++v) j += (v ? "," : "") + std::to_string(ids[v]);
+  return j + "]";
+}
 
 // ,"src_ip",["src_port",]"dest_ip",["dest_port",]"proto" of a flow, endpoint `si` of its key
 // sending.
@@ -78,11 +82,7 @@ std::string eve_flow_only_head(const HostPacket& p, const char* event_type) {
   std::string j = "{\"timestamp\":\"" + eve_timestamp(p.ts_ns) + "\"";
   if (p.flow_id) j += ",\"flow_id\":" + u(p.flow_id);
   j += std::string(",\"event_type\":\"") + event_type + "\"";
-  if (k.vlan_n) {
-    j += ",\"vlan\":[";
-    for (int v = 0; v < k.vlan_n && v < 3; ++v) j += (v ? "," : "") + u(k.vlan[v]);
-    j += "]";
-  }
+  j += vlan_json(k.vlan, k.vlan_n);
   j += flow_endpoints_json(k, p.to_client ? ci ^ 1 : ci);
   j += std::string(",\"direction\":\"") + (p.to_client ? "to_client" : "to_server") + "\"";
   return j + ",\"pkt_src\":\"stream (flow timeout)\"";
@@ -97,11 +97,7 @@ std::string eve_packet_head(const HostPacket& p, const char* event_type) {
   std::string j = "{\"timestamp\":\"" + eve_timestamp(p.ts_ns) + "\"";
   if (p.flow_id) j += ",\"flow_id\":" + u(p.flow_id);
   j += ",\"pcap_cnt\":" + u(p.number) + ",\"event_type\":\"" + event_type + "\"";
-  if (d.vlan_count[0]) {
-    j += ",\"vlan\":[";
-    for (int v = 0; v < d.vlan_count[0] && v < 3; ++v) j += (v ? "," : "") + u(d.vlan_id[v]);
-    j += "]";
-  }
+  j += vlan_json(d.vlan_id, d.vlan_count[0]);
   const bool v6 = d.l3[0] == uint8_t(L3::ipv6);
   if (d.l3[0] == uint8_t(L3::ipv4) || v6) {
     const bool ports = d.l4[0] == uint8_t(L4::tcp) || d.l4[0] == uint8_t(L4::udp);
@@ -124,11 +120,7 @@ std::string eve_flow_json(const FlowRecordOut& o) {
   auto u = [](uint64_t v) { return std::to_string(v); };
   std::string j = "{\"timestamp\":\"" + eve_timestamp(r.last_ts) + "\",\"flow_id\":" + u(r.flow_id) +
                   ",\"event_type\":\"flow\"" + flow_endpoints_json(k, ci);
-  if (k.vlan_n) {
-    j += ",\"vlan\":[";
-    for (int v = 0; v < k.vlan_n; ++v) j += (v ? "," : "") + u(k.vlan[v]);
-    j += "]";
-  }
+  j += vlan_json(k.vlan, k.vlan_n);
   if (k.proto == 1 || k.proto == 58) j += ",\"icmp_type\":" + u(k.icmp_type) + ",\"icmp_code\":" + u(k.icmp_code);
   const FlowSide& c = r.side[0];
   const FlowSide& s = r.side[1];
