@@ -80,7 +80,9 @@ namespace {
                "\n"
                "modules (docs/writing-a-module.md; they run in the order given):\n"
                "  -c FILE                   YAML configuration: modules, their options and order, classes,\n"
-               "                            variables, schedule (docs/usage.md); later flags override it\n"
+               "                            variables, flow timeouts, schedule (docs/usage.md); later flags\n"
+               "                            override it; a suricata.yaml is read for vars and flow-timeouts\n"
+               "  --set KEY=VALUE           set a configuration value, e.g. flow-timeouts.tcp.established=3600\n"
                "  --rules FILE              firewall rules (Suricata syntax, docs/rules.md); repeat for more files\n"
                "  --firewall-rules FILE     firewall-mode rules (accept:hook ..., default drop; docs/rules.md)\n"
                "  --eve-drops               an EVE `drop` event for every dropped packet (with -l)\n"
@@ -220,6 +222,15 @@ int main(int argc, char** argv) {
   };
   BackendConfig bc;
   RunOptions ro;
+  // --set KEY=VALUE (Suricata's): collected first, applied to the configuration file's tree.
+  std::vector<std::string> sets;
+  bool has_config_file = false, sets_applied = false;
+  for (int i = 1; i + 1 < argc; ++i) {
+    const std::string a = argv[i];
+    if (a == "--set") sets.push_back(argv[++i]);
+    else if (a == "-c" || a == "--config") has_config_file = true;
+  }
+  ModuleOptions config_vars;  // the configuration's vars: every firewall gets them (flags override)
   bool quiet = false;
   bool eve_drops = false;
   int progress = -1;
@@ -230,9 +241,16 @@ int main(int argc, char** argv) {
       return argv[++i];
     };
     if (a == "-r") input = val();
-    else if (a == "-c" || a == "--config") {
+    else if (a == "-c" || a == "--config" || (a == "--set" && !has_config_file)) {
+      // --set edits the configuration file's tree (-c) before it is read; without -c the
+      // first --set reads a configuration made of the --set values alone.
+      if (a == "--set") {
+        (void)val();
+        if (sets_applied) continue;
+      }
+      sets_applied = true;
       try {
-        const FileConfig fc = load_config(val());
+        const FileConfig fc = load_config(a == "--set" ? std::string() : std::string(val()), sets);
         if (fc.backend) backend_name = *fc.backend;
         if (fc.batch) bc.batch_packets = ro.policy.max_packets = *fc.batch;
         if (fc.threads) bc.threads = *fc.threads;
@@ -243,13 +261,21 @@ int main(int argc, char** argv) {
           bc.slice = *fc.slice == "on" ? BackendConfig::Slice::on
                      : *fc.slice == "off" ? BackendConfig::Slice::off : BackendConfig::Slice::automatic;
         if (fc.gather_sms) bc.gather_sms = *fc.gather_sms;
+        if (fc.flow_timeouts) bc.flow.timeouts = *fc.flow_timeouts;
         module_specs.insert(module_specs.end(), fc.modules.begin(), fc.modules.end());
         bc.class_orders.insert(bc.class_orders.end(), fc.classes.begin(), fc.classes.end());
+        config_vars = fc.vars;
+        if (!fc.ignored.empty()) {
+          std::string list;
+          for (const auto& k : fc.ignored) list += (list.empty() ? "" : ", ") + k;
+          std::fprintf(stderr, "gaspp: configuration: ignoring sections gaspp does not use: %s\n", list.c_str());
+        }
       } catch (const std::exception& e) {
         std::fprintf(stderr, "gaspp: %s\n", e.what());
         return 1;
       }
     }
+    else if (a == "--set") (void)val();  // applied with -c
     else if (a == "--backend") backend_name = val();
     else if (a == "--batch") {
       const uint64_t n = parse_u64("--batch", val());
@@ -360,6 +386,12 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "gaspp: --dump-streams needs flow tracking and reassembly (drop --no-flows / --no-reassembly)\n");
     return 1;
   }
+
+  // The configuration's variables reach every firewall, however its rules were given (-c modules,
+  // --rules, --firewall-rules, --module); --address-var and --port-var win over them.
+  for (auto& [name, opt] : module_specs)
+    if (name == "firewall")
+      for (const auto& [k, v] : config_vars) opt.emplace(k, v);
 
   ModuleSet modules;
   try {

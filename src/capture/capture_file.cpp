@@ -41,6 +41,7 @@ bool link_type_from_pcap(uint32_t linktype, LinkType& out) {
     case 12:  // LINKTYPE_RAW on some OpenBSD writers
     case 14:
     case 101: out = LinkType::raw; return true;
+    case 104: out = LinkType::cisco_hdlc; return true;
     case 108: out = LinkType::loop; return true;
     case 113: out = LinkType::linux_sll; return true;
     case 228: out = LinkType::ipv4; return true;

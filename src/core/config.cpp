@@ -6,6 +6,9 @@
 #include <stdexcept>
 
 namespace gaspp {
+
+FileConfig read_config(const std::string& path, const YAML::Node& root);
+
 namespace {
 
 [[noreturn]] void fail(const std::string& path, const YAML::Node& n, const std::string& why) {
@@ -35,22 +38,105 @@ std::string option_text(const std::string& path, const YAML::Node& n, const std:
   return s;
 }
 
+// Top-level sections of Suricata's suricata.yaml that gaspp reads nothing from (yet).
+constexpr const char* kSuricataSections[] = {
+    "suricata-version", "default-log-dir", "stats", "plugins", "outputs", "heartbeat", "logging", "af-packet",
+    "af-xdp", "dpdk", "pcap", "pcap-file", "app-layer", "datasets", "security", "coredump", "host-mode",
+    "unix-command", "legacy", "exception-policy", "engine-analysis", "pcre", "host-os-policy", "defrag", "flow",
+    "vlan", "livedev", "stream", "host", "decoder", "detect", "mpm-algo", "spm-algo", "threading", "profiling",
+    "nfq", "nflog", "capture", "netmap", "pfring", "ipfw", "napatech", "default-rule-path", "rule-files",
+    "classification-file", "reference-config-file", "firewall", "include", "run-as", "max-pending-packets",
+    "runmode", "autofp-scheduler", "sensor-name", "pid-file", "action-order", "asn1-max-frames", "mqtt", "magic",
+    "geoip-database", "ja3-fingerprints", "ja4-fingerprints", "iprep", "lua", "luajit", "app-layer-protocols"};
+
+bool is_suricata_section(const std::string& key) {
+  for (const char* k : kSuricataSections)
+    if (key == k) return true;
+  return false;
+}
+
+// suricata.yaml's flow-timeouts: per protocol (tcp, udp, icmp, default) new / established /
+// closed and their emergency- variants, in seconds. Keys left out keep Suricata's defaults;
+// bypassed and emergency-bypassed are accepted and unused (gaspp has no flow bypass).
+FlowTimeouts flow_timeouts(const std::string& path, const YAML::Node& v) {
+  FlowTimeouts t;
+  if (!v.IsMap()) fail(path, v, "flow-timeouts: expected tcp, udp, icmp and default sections");
+  for (const auto& proto : v) {
+    const std::string name = proto.first.as<std::string>();
+    const int row = name == "tcp" ? int(FlowProto::tcp) : name == "udp" ? int(FlowProto::udp)
+                    : name == "icmp" ? int(FlowProto::icmp) : name == "default" ? int(FlowProto::other) : -1;
+    if (row < 0) fail(path, proto.first, "flow-timeouts: tcp, udp, icmp or default, not '" + name + "'");
+    if (!proto.second.IsMap()) fail(path, proto.second, "flow-timeouts." + name + ": expected new, established, ...");
+    for (const auto& kv : proto.second) {
+      const std::string key = kv.first.as<std::string>();
+      const bool emergency = key.rfind("emergency-", 0) == 0;
+      const std::string state = emergency ? key.substr(10) : key;
+      const int col = state == "new" ? 0 : state == "established" ? 1 : state == "closed" ? 2 : state == "bypassed" ? 3 : -1;
+      if (col < 0)
+        fail(path, kv.first, "flow-timeouts." + name + ": new, established, closed, bypassed or their emergency- forms, not '" + key + "'");
+      const uint32_t secs = uint32_t(number(path, kv.second, "flow-timeouts." + name + "." + key, 0xffffffffull));
+      if (col == 3) continue;
+      (emergency ? t.emergency : t.normal)[row][col] = secs;
+    }
+  }
+  return t;
+}
+
+// Suricata's --set: "a.b.c=value" sets root[a][b][c], making maps on the way; a number indexes an
+// existing list.
+void apply_set(YAML::Node root, const std::string& set) {
+  const size_t eq = set.find('=');
+  if (eq == std::string::npos || eq == 0) throw std::runtime_error("--set: expected KEY=VALUE, got '" + set + "'");
+  const std::string path = set.substr(0, eq), value = set.substr(eq + 1);
+  std::vector<std::string> keys;
+  for (size_t at = 0; at <= path.size();) {
+    const size_t dot = std::min(path.find('.', at), path.size());
+    if (dot == at) throw std::runtime_error("--set: empty key in '" + path + "'");
+    keys.push_back(path.substr(at, dot - at));
+    at = dot + 1;
+  }
+  std::vector<YAML::Node> chain{root};  // yaml-cpp nodes are handles: keep each level alive
+  for (size_t k = 0; k < keys.size(); ++k) {
+    YAML::Node cur = chain.back();
+    const bool last = k + 1 == keys.size();
+    if (cur.IsSequence()) {
+      char* end = nullptr;
+      const unsigned long i = std::strtoul(keys[k].c_str(), &end, 10);
+      if (*end || i >= cur.size()) throw std::runtime_error("--set: '" + keys[k] + "' is not an index of the list at '" + path + "'");
+      if (last) cur[i] = value;
+      else chain.push_back(cur[i]);
+    } else {
+      if (cur.IsDefined() && !cur.IsMap() && !cur.IsNull()) throw std::runtime_error("--set: '" + path + "' goes through a value");
+      if (last) cur[keys[k]] = value;
+      else chain.push_back(cur[keys[k]]);
+    }
+  }
+}
+
 }  // namespace
 
-FileConfig load_config(const std::string& path) {
+FileConfig load_config(const std::string& path, const std::vector<std::string>& sets) {
   YAML::Node root;
+  const std::string where = path.empty() ? "--set" : path;
   try {
-    root = YAML::LoadFile(path);
+    if (!path.empty()) root = YAML::LoadFile(path);
   } catch (const YAML::BadFile&) {
     throw std::runtime_error(path + ": cannot be read");
   } catch (const YAML::Exception& e) {
     throw std::runtime_error(path + ":" + std::to_string(e.mark.line + 1) + ":" + std::to_string(e.mark.column + 1) +
                              ": " + e.msg);
   }
+  if (!sets.empty() && !root.IsMap() && !root.IsNull()) throw std::runtime_error(where + ": --set needs a map of settings");
+  if (!sets.empty() && root.IsNull()) root = YAML::Node(YAML::NodeType::Map);
+  for (const auto& s : sets) apply_set(root, s);
+  return read_config(where, root);
+}
+
+FileConfig read_config(const std::string& path, const YAML::Node& root) {
   FileConfig c;
   if (root.IsNull()) return c;
   if (!root.IsMap()) fail(path, root, "expected a map of settings");
-  ModuleOptions vars;
+  ModuleOptions& vars = c.vars;
   for (const auto& kv : root) {
     const std::string key = kv.first.as<std::string>();
     const YAML::Node& v = kv.second;
@@ -71,6 +157,7 @@ FileConfig load_config(const std::string& path) {
       for (const auto& g : v) {
         const std::string group = g.first.as<std::string>();
         if (group != "address-groups" && group != "port-groups") fail(path, g.first, "vars: address-groups or port-groups, not '" + group + "'");
+        if (g.second.IsNull()) continue;
         if (!g.second.IsMap()) fail(path, g.second, group + ": expected NAME: value");
         for (const auto& var : g.second)
           vars[(group == "address-groups" ? "address." : "port.") + var.first.as<std::string>()] =
@@ -95,13 +182,14 @@ FileConfig load_config(const std::string& path) {
         for (const auto& x : order) o.push_back(uint16_t(number(path, x, "classes", 255)));
         c.classes.push_back(o);
       }
+    } else if (key == "flow-timeouts") {
+      c.flow_timeouts = flow_timeouts(path, v);
+    } else if (is_suricata_section(key)) {
+      c.ignored.push_back(key);
     } else {
-      fail(path, kv.first, "unknown setting '" + key + "' (backend, batch, threads, schedule, slice, gather_sms, vars, modules, classes)");
+      fail(path, kv.first, "unknown setting '" + key + "' (backend, batch, threads, schedule, slice, gather_sms, vars, modules, classes, flow-timeouts, or a suricata.yaml section)");
     }
   }
-  for (auto& [name, opt] : c.modules)
-    if (name == "firewall")
-      for (auto& [k, val] : vars) opt.emplace(k, val);
   return c;
 }
 

@@ -23,15 +23,24 @@
 //   classes:                     # optional: flow classes with their own module order
 //     - [0, 1]
 //     - [1, 0]
+//   flow-timeouts:               # suricata.yaml's names and defaults (seconds; docs/flows.md)
+//     tcp: {new: 60, established: 600, closed: 60, emergency-new: 5, ...}
+//     udp: {new: 30, established: 300}
+//     icmp: {...}
+//     default: {...}             # every other IP protocol
 //
-// Errors name the file, line and column (std::runtime_error); an unknown key is an error, not
-// ignored.
+// A real suricata.yaml is accepted: its sections gaspp does not use (outputs, af-packet,
+// app-layer, ...) are returned in `ignored` for the caller to list once; any other unknown key is
+// an error. `sets` are Suricata's `--set key=value` overrides (dots separate map keys, a number
+// indexes a list), applied to the file's tree before it is read; with an empty path they make the
+// whole configuration. Errors name the file, line and column (std::runtime_error).
 #pragma once
 #include <optional>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "flow/flow_record.hpp"
 #include "gaspp/module.hpp"
 
 namespace gaspp {
@@ -45,8 +54,11 @@ struct FileConfig {
   std::optional<int> gather_sms;
   std::vector<std::pair<std::string, ModuleOptions>> modules;
   std::vector<std::vector<uint16_t>> classes;
+  ModuleOptions vars;                          // "address.NAME" / "port.NAME": given to every firewall
+  std::optional<FlowTimeouts> flow_timeouts;   // set when the file has flow-timeouts
+  std::vector<std::string> ignored;            // Suricata sections present but not used by gaspp
 };
 
-FileConfig load_config(const std::string& path);
+FileConfig load_config(const std::string& path, const std::vector<std::string>& sets = {});
 
 }  // namespace gaspp

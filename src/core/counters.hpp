@@ -22,6 +22,8 @@ namespace gaspp {
   X(l4_tcp, "tcp") X(l4_udp, "udp") X(l4_icmp, "icmp")          \
   X(l4_icmpv6, "icmpv6") X(l4_other, "other") X(l4_none, "none") \
   X(ip_fragments, "ip_fragments")                               \
+  X(tunneled, "tunneled")     /* decoded inside a tunnel (GTP-U) */ \
+  X(undecoded, "undecoded")   /* well-formed, next layer not decoded */ \
   X(malformed, "malformed")
 
 // Flow tracking (flow/): what happened to packets and flows. Listed once with the summary's name.
@@ -78,6 +80,8 @@ enum Counter : int {
 #undef GASPP_X
   c_malformed_reason0,  // kMalformedReasons slots follow, one per MalformedReason
   c_malformed_last_ = c_malformed_reason0 + kMalformedReasons - 1,
+  c_undecoded_reason0,  // kUndecodedReasons slots follow, one per UndecodedReason
+  c_undecoded_last_ = c_undecoded_reason0 + kUndecodedReasons - 1,
 #define GASPP_X(id, name) c_##id,
   GASPP_FLOW_COUNTERS(GASPP_X)
   GASPP_STREAM_COUNTERS(GASPP_X)
@@ -107,6 +111,11 @@ GASPP_HD GASPP_FORCEINLINE void count_packet(Sink& s, const DecodedPacket& p) {
   if (l3 == 1 || l3 == 2)
     s.add(l4 == 1 ? c_l4_tcp : l4 == 2 ? c_l4_udp : l4 == 3 ? c_l4_icmp : l4 == 4 ? c_l4_icmpv6 : l4 == 5 ? c_l4_other : c_l4_none, 1);
   if (p.ip_frag[0] & kFragIsFragment) s.add(c_ip_fragments, 1);
+  if (p.tunnel_depth[0]) s.add(c_tunneled, 1);
+  if (p.undecoded[0]) {
+    s.add(c_undecoded, 1);
+    s.add(c_undecoded_reason0 + p.undecoded[0], 1);
+  }
   if (p.malformed[0]) {
     s.add(c_malformed, 1);
     s.add(c_malformed_reason0 + p.malformed[0], 1);

@@ -8,7 +8,13 @@
 // store()/load() move one packet between a DecodedPacket and the struct-of-arrays view.
 //
 // Supported: Ethernet II and 802.3 (length field), up to 3 stacked 802.1Q / 802.1ad / QinQ tags;
-// Linux SLL and SLL2; raw IPv4/IPv6; BSD and OpenBSD loopback. IPv4 with options (validated) and
+// Linux SLL and SLL2; raw IPv4/IPv6; BSD and OpenBSD loopback; Cisco HDLC. Between the link and IP:
+// PPPoE sessions (PPP carrying IPv4/IPv6), MPLS label stacks (up to kMaxMplsLabels; IP payload
+// told by its version nibble, an Ethernet pseudowire by its control word). Tunnels: GTP-U G-PDUs (UDP port 2152) are decoded into their inner
+// IP packet, up to kMaxTunnelDepth levels, and the packet's fields are the inner packet's
+// (tunnel_depth says how deep). A layer gaspp does not decode (another ethertype, PPP control
+// traffic, an MPLS pseudowire, PPPoE discovery) sets `undecoded` to the reason and stops there;
+// nothing is guessed. IPv4 with options (validated) and
 // fragments (flagged; only the first fragment is decoded past L3); IPv6 with hop-by-hop, routing,
 // fragment, destination-options, AH and mobility extension headers; TCP with MSS, window scale,
 // SACK-permitted, SACK and timestamp options; UDP; ICMP; ICMPv6.
@@ -55,9 +61,19 @@ namespace detail {
 
 constexpr int kMaxVlanTags = 3;
 constexpr int kMaxIpv6ExtHeaders = 8;
+constexpr int kMaxMplsLabels = 8;      // labels in one stack (Suricata and Zeek take any; 8 is ample)
+constexpr int kMaxTunnelDepth = 2;     // nested tunnels decoded (Zeek's Tunnel::max_depth default)
+constexpr int kMaxGtpExtensions = 8;   // GTP-U extension headers walked
+constexpr uint16_t kGtpUPort = 2152;
 
 GASPP_HD GASPP_FORCEINLINE void fail(DecodedPacket& p, MalformedReason r) {
   if (p.malformed[0] == 0) p.malformed[0] = static_cast<uint8_t>(r);
+}
+
+GASPP_HD GASPP_FORCEINLINE void undecoded(DecodedPacket& p, UndecodedReason r, uint32_t off) {
+  p.undecoded[0] = static_cast<uint8_t>(r);
+  p.l3[0] = uint8_t(L3::other);
+  p.l3_off[0] = static_cast<uint16_t>(off);
 }
 
 GASPP_HD GASPP_FORCEINLINE void copy_addr4(uint32_t* dst, const uint8_t* src) {
@@ -281,15 +297,6 @@ GASPP_HD inline void decode_ipv6(const uint8_t* f, uint32_t caplen, uint32_t off
   decode_l4(f, caplen, o, end, p);
 }
 
-GASPP_HD GASPP_FORCEINLINE void decode_l3(const uint8_t* f, uint32_t caplen, uint32_t off, DecodedPacket& p) {
-  switch (p.ethertype[0]) {
-    case 0x0800: decode_ipv4(f, caplen, off, p); break;
-    case 0x86dd: decode_ipv6(f, caplen, off, p); break;
-    case 0x0806: p.l3[0] = uint8_t(L3::arp); p.l3_off[0] = static_cast<uint16_t>(off); break;
-    default: p.l3[0] = uint8_t(L3::other); p.l3_off[0] = static_cast<uint16_t>(off); break;
-  }
-}
-
 // Ethertype for a raw IP packet, from its version nibble.
 GASPP_HD GASPP_FORCEINLINE uint16_t ethertype_from_version(const uint8_t* f, uint32_t caplen, uint32_t off) {
   if (caplen <= off) return 0;
@@ -302,6 +309,131 @@ GASPP_HD GASPP_FORCEINLINE uint16_t ethertype_from_af(uint32_t af) {
   if (af == 2) return 0x0800;
   if (af == 24 || af == 28 || af == 30 || af == 10) return 0x86dd;
   return 0;
+}
+
+// Offset of the inner IP packet when the decoded packet is a GTP-U G-PDU (UDP port 2152, GTPv1,
+// message type 255) that is not an IP fragment; 0 when it is not one. Sets malformed for a G-PDU
+// whose header or extension chain does not fit.
+GASPP_HD inline uint32_t gtp_u_inner(const uint8_t* f, uint32_t caplen, DecodedPacket& p) {
+  if (p.l4[0] != uint8_t(L4::udp) || (p.sport[0] != kGtpUPort && p.dport[0] != kGtpUPort)) return 0;
+  if ((p.ip_frag[0] & kFragIsFragment) || p.malformed[0]) return 0;
+  const uint32_t off = p.payload_off[0];
+  const uint32_t end = off + p.payload_len[0];  // the UDP payload as its header announces
+  if (end < off + 8) return 0;                  // too short to be a G-PDU: plain UDP
+  // Bytes the datagram has but the capture (or a sliced head) lacks: the packet cannot be told
+  // apart from plain UDP, so it is flagged rather than guessed.
+  if (caplen < off + 8) { fail(p, MalformedReason::gtp_truncated); return 0; }
+  const uint8_t* g = f + off;
+  // Version 1, protocol type GTP (not GTP'), G-PDU: other messages (echo, error indication,
+  // end marker) are signalling on the outer flow.
+  if ((g[0] >> 5) != 1 || !(g[0] & 0x10) || g[1] != 0xff) return 0;
+  uint32_t o = off + 8;
+  if (g[0] & 0x07) {  // E, S or PN: sequence number, N-PDU number and next extension type follow
+    if (o + 4 > end) { fail(p, MalformedReason::gtp_bad_extension); return 0; }
+    if (caplen < o + 4) { fail(p, MalformedReason::gtp_truncated); return 0; }
+    uint8_t next = f[o + 3];
+    o += 4;
+    for (int n = 0; (g[0] & 0x04) && next != 0; ++n) {
+      if (n == kMaxGtpExtensions || o + 4 > end) { fail(p, MalformedReason::gtp_bad_extension); return 0; }
+      if (caplen < o + 1) { fail(p, MalformedReason::gtp_truncated); return 0; }
+      const uint32_t len = uint32_t(f[o]) * 4;  // in 4-byte units, including length and next type
+      if (len == 0 || o + len > end) { fail(p, MalformedReason::gtp_bad_extension); return 0; }
+      if (caplen < o + len) { fail(p, MalformedReason::gtp_truncated); return 0; }
+      next = f[o + len - 1];
+      o += len;
+    }
+  }
+  if (o >= end) return 0;  // a G-PDU with no payload: nothing inside to decode
+  if (caplen <= o) { fail(p, MalformedReason::gtp_truncated); return 0; }
+  return o;
+}
+
+// Clears what an outer IP packet's decoding set, before its tunnel's inner packet is decoded.
+GASPP_HD GASPP_FORCEINLINE void clear_l3_up(DecodedPacket& p) {
+  for (int k = 0; k < 4; ++k) p.src_ip[k] = p.dst_ip[k] = 0;
+  p.ip_proto[0] = p.ip_ttl[0] = p.ip_frag[0] = 0;
+  p.l4[0] = 0;
+  p.sport[0] = p.dport[0] = p.icmp_id[0] = 0;
+  p.icmp_type[0] = p.icmp_code[0] = 0;
+  p.payload_len[0] = 0;
+  p.l4_off[0] = p.payload_off[0] = kNoOffset;
+}
+
+// The IP layer at f[off] by p.ethertype, then any tunnel inside it, iteratively (no recursion on
+// the device): each GTP-U G-PDU's inner packet replaces the outer one's fields.
+GASPP_HD inline void decode_l3(const uint8_t* f, uint32_t caplen, uint32_t off, DecodedPacket& p) {
+  for (int depth = 0;; ++depth) {
+    switch (p.ethertype[0]) {
+      case 0x0800: decode_ipv4(f, caplen, off, p); break;
+      case 0x86dd: decode_ipv6(f, caplen, off, p); break;
+      case 0x0806: p.l3[0] = uint8_t(L3::arp); p.l3_off[0] = static_cast<uint16_t>(off); return;
+      default: undecoded(p, UndecodedReason::ethertype, off); return;
+    }
+    const uint32_t inner = gtp_u_inner(f, caplen, p);
+    if (inner == 0) return;
+    if (depth == kMaxTunnelDepth) { p.undecoded[0] = uint8_t(UndecodedReason::tunnel_too_deep); return; }
+    const int v = f[inner] >> 4;
+    if (v != 4 && v != 6) { p.undecoded[0] = uint8_t(UndecodedReason::gtp_payload); return; }
+    clear_l3_up(p);
+    p.tunnel_depth[0] = static_cast<uint8_t>(depth + 1);
+    p.ethertype[0] = v == 4 ? 0x0800 : 0x86dd;
+    off = inner;
+  }
+}
+
+// The layers between the link header and IP, from the ethertype `et` at f[off]: VLAN tags
+// (802.1Q, 802.1ad, QinQ), PPPoE sessions, MPLS label stacks and the Ethernet pseudowires behind
+// them, in any order they nest; then decode_l3.
+GASPP_HD inline void decode_network(const uint8_t* f, uint32_t caplen, uint32_t off, uint16_t et, DecodedPacket& p) {
+  for (;;) {
+    p.ethertype[0] = et;
+    if (et == 0x8100 || et == 0x88a8 || et == 0x9100) {
+      if (p.vlan_count[0] == kMaxVlanTags) { fail(p, MalformedReason::vlan_too_deep); return; }
+      if (caplen < off + 4) { fail(p, MalformedReason::l2_truncated); return; }
+      p.vlan_id[p.vlan_count[0]++] = load_be16(f + off) & 0x0fff;
+      et = load_be16(f + off + 2);
+      off += 4;
+    } else if (et < 0x0600) {  // 802.3 length field (or an SLL protocol below it): LLC, not decoded
+      p.ethertype[0] = 0;
+      undecoded(p, UndecodedReason::llc, off);
+      return;
+    } else if (et == 0x8864) {  // PPPoE session: version/type, code 0, session id, length, PPP protocol
+      if (caplen < off + 8) { fail(p, MalformedReason::pppoe_truncated); return; }
+      if (f[off] != 0x11 || f[off + 1] != 0) { fail(p, MalformedReason::pppoe_bad_header); return; }
+      const uint16_t ppp = load_be16(f + off + 6);
+      off += 8;
+      if (ppp == 0x0021) et = 0x0800;
+      else if (ppp == 0x0057) et = 0x86dd;
+      else { p.ethertype[0] = ppp; undecoded(p, UndecodedReason::ppp_protocol, off); return; }
+    } else if (et == 0x8863) {
+      undecoded(p, UndecodedReason::pppoe_discovery, off);
+      return;
+    } else if (et == 0x8847 || et == 0x8848) {  // MPLS unicast / multicast: labels to bottom of stack
+      for (int n = 0;; ++n) {
+        if (n == kMaxMplsLabels) { fail(p, MalformedReason::mpls_too_deep); return; }
+        if (caplen < off + 4) { fail(p, MalformedReason::mpls_truncated); return; }
+        const bool bottom = f[off + 2] & 1;
+        off += 4;
+        if (bottom) break;
+      }
+      if (caplen <= off) { fail(p, MalformedReason::mpls_truncated); return; }
+      et = ethertype_from_version(f, caplen, off);
+      if (et == 0 && (f[off] >> 4) == 0) {
+        // The generic pseudowire control word (RFC 4385: first nibble 0), then an Ethernet frame,
+        // as Suricata and Wireshark read it. Without a control word an Ethernet pseudowire cannot
+        // be told from other payloads, so nothing else is tried.
+        if (caplen < off + 4 + 14) { fail(p, MalformedReason::mpls_truncated); return; }
+        et = load_be16(f + off + 4 + 12);
+        off += 4 + 14;
+      } else if (et == 0) {
+        undecoded(p, UndecodedReason::mpls_payload, off);
+        return;
+      }
+    } else {
+      decode_l3(f, caplen, off, p);
+      return;
+    }
+  }
 }
 
 GASPP_HD GASPP_FORCEINLINE uint32_t symmetric_flow_hash(const DecodedPacket& p) {
@@ -330,44 +462,27 @@ GASPP_HD inline void decode_frame(const uint8_t* f, uint32_t caplen, LinkType li
   if (caplen == 0) { fail(p, MalformedReason::empty); return; }
   uint32_t off = 0;
   switch (link) {
-    case LinkType::ethernet: {
+    case LinkType::ethernet:
       if (caplen < 14) { fail(p, MalformedReason::l2_truncated); return; }
-      uint16_t et = load_be16(f + 12);
-      off = 14;
-      while (et == 0x8100 || et == 0x88a8 || et == 0x9100) {
-        if (p.vlan_count[0] == kMaxVlanTags) { p.ethertype[0] = et; fail(p, MalformedReason::vlan_too_deep); return; }
-        if (caplen < off + 4) { p.ethertype[0] = et; fail(p, MalformedReason::l2_truncated); return; }
-        p.vlan_id[p.vlan_count[0]++] = load_be16(f + off) & 0x0fff;
-        et = load_be16(f + off + 2);
-        off += 4;
-      }
-      if (et < 0x0600) {  // 802.3 length field: LLC/SNAP, not decoded further
-        p.ethertype[0] = 0;
-        p.l3[0] = uint8_t(L3::other);
-        p.l3_off[0] = static_cast<uint16_t>(off);
-        break;
-      }
-      p.ethertype[0] = et;
-      decode_l3(f, caplen, off, p);
+      decode_network(f, caplen, 14, load_be16(f + 12), p);
       break;
-    }
     case LinkType::linux_sll:
       if (caplen < 16) { fail(p, MalformedReason::l2_truncated); return; }
-      off = 16;
-      p.ethertype[0] = load_be16(f + 14);
-      decode_l3(f, caplen, off, p);
+      decode_network(f, caplen, 16, load_be16(f + 14), p);
       break;
     case LinkType::linux_sll2:
       if (caplen < 20) { fail(p, MalformedReason::l2_truncated); return; }
-      off = 20;
-      p.ethertype[0] = load_be16(f);
-      decode_l3(f, caplen, off, p);
+      decode_network(f, caplen, 20, load_be16(f), p);
+      break;
+    case LinkType::cisco_hdlc:  // address (0x0f unicast, 0x8f broadcast), control, protocol
+      if (caplen < 4) { fail(p, MalformedReason::l2_truncated); return; }
+      decode_network(f, caplen, 4, load_be16(f + 2), p);
       break;
     case LinkType::raw:
     case LinkType::ipv4:
     case LinkType::ipv6:
       p.ethertype[0] = ethertype_from_version(f, caplen, 0);
-      if (p.ethertype[0] == 0) { p.l3[0] = uint8_t(L3::other); p.l3_off[0] = 0; break; }
+      if (p.ethertype[0] == 0) { undecoded(p, UndecodedReason::ip_version, 0); break; }
       decode_l3(f, caplen, 0, p);
       break;
     case LinkType::null_bsd:
@@ -377,7 +492,7 @@ GASPP_HD inline void decode_frame(const uint8_t* f, uint32_t caplen, LinkType li
       if (link == LinkType::null_bsd && (af & 0xffff) == 0) af = load_be32(f);  // big-endian writer
       off = 4;
       p.ethertype[0] = ethertype_from_af(af);
-      if (p.ethertype[0] == 0) { p.l3[0] = uint8_t(L3::other); p.l3_off[0] = 4; break; }
+      if (p.ethertype[0] == 0) { undecoded(p, UndecodedReason::address_family, 4); break; }
       decode_l3(f, caplen, off, p);
       break;
     }

@@ -14,6 +14,10 @@
 //   * payload_len is what the IP/UDP headers announce (what TCP sequence numbers count); the
 //     captured part of it is captured_payload() in decoder.hpp
 //   * malformed is a MalformedReason; a malformed packet keeps every field decoded before the fault
+//   * undecoded is an UndecodedReason: a well-formed packet whose next layer gaspp does not decode
+//     (a non-IP ethertype, a PPP control protocol, a pseudowire behind MPLS); it is never guessed
+//   * tunnel_depth > 0: the L3/L4 fields are the innermost packet's (a GTP-U G-PDU's payload), as
+//     Zeek and nDPI key flows on the inner packet; the outer headers are not kept
 #pragma once
 #include <cstdint>
 
@@ -37,7 +41,7 @@ namespace gaspp {
   X(uint16_t, l3_off, 1)                                                              \
   X(uint16_t, l4_off, 1)                                                              \
   X(uint16_t, payload_off, 1)                                                         \
-  X(uint16_t, ethertype, 1)   /* after VLAN tags; for raw/SLL/loopback the derived one */ \
+  X(uint16_t, ethertype, 1)   /* of the L3 header: after VLAN, PPPoE, MPLS (derived there and for raw/SLL/loopback); undecoded: the field that stopped it */ \
   X(uint16_t, vlan_id, 3)     /* outermost first */                                   \
   X(uint16_t, source, 1)      /* which capture source (file, interface, port) it came from */ \
   X(uint16_t, sport, 1)                                                               \
@@ -58,6 +62,8 @@ namespace gaspp {
   X(uint8_t, tcp_wscale, 1)                                                           \
   X(uint8_t, tcp_opts, 1)     /* TcpOpt bits: which options were present */           \
   X(uint8_t, tcp_sack_n, 1)                                                           \
+  X(uint8_t, tunnel_depth, 1) /* tunnel layers (GTP-U) the IP headers above sit inside */ \
+  X(uint8_t, undecoded, 1)    /* UndecodedReason: why decoding stopped short of IP, not malformed */ \
   X(uint8_t, malformed, 1)    /* MalformedReason */
 
 constexpr uint16_t kNoOffset = 0xffff;
@@ -72,6 +78,7 @@ enum class LinkType : uint8_t {
   ipv6 = 229,
   loop = 108,        // OpenBSD loopback: address family in network order
   linux_sll2 = 20,   // internal code for LINKTYPE_LINUX_SLL2 (276), which does not fit a byte
+  cisco_hdlc = 104,  // Cisco HDLC: address, control, then an ethertype (IPv4, IPv6, MPLS)
 };
 
 enum class L3 : uint8_t { none = 0, ipv4, ipv6, arp, other };
@@ -114,7 +121,35 @@ enum TcpOpt : uint8_t {
   X(tcp_bad_options, "tcp_bad_options")        \
   X(udp_truncated, "udp_truncated")            \
   X(udp_bad_length, "udp_bad_length")          \
-  X(icmp_truncated, "icmp_truncated")
+  X(icmp_truncated, "icmp_truncated")          \
+  X(pppoe_truncated, "pppoe_truncated")        \
+  X(pppoe_bad_header, "pppoe_bad_header")      \
+  X(mpls_truncated, "mpls_truncated")          \
+  X(mpls_too_deep, "mpls_too_deep")            \
+  X(gtp_truncated, "gtp_truncated")            \
+  X(gtp_bad_extension, "gtp_bad_extension")
+
+// Why a well-formed packet was not decoded up to IP: its next layer is one gaspp does not decode.
+// Such packets are counted by reason (the summary's "undecoded") and get no flow; nothing is guessed.
+#define GASPP_UNDECODED_REASONS(X)                                                          \
+  X(none, "none")                                                                           \
+  X(ethertype, "ethertype")              /* an ethertype / protocol field other than IP, ARP */ \
+  X(llc, "llc")                          /* 802.3 frame with an LLC header */                \
+  X(ip_version, "ip_version")            /* raw IP whose version is neither 4 nor 6 */      \
+  X(address_family, "address_family")    /* loopback address family other than IPv4/IPv6 */ \
+  X(pppoe_discovery, "pppoe_discovery")  /* PPPoE discovery stage (PADI, PADO, ...) */       \
+  X(ppp_protocol, "ppp_protocol")        /* PPP control or non-IP protocol (LCP, IPCP, ...) */ \
+  X(mpls_payload, "mpls_payload")        /* MPLS payload not IP (pseudowire, control word) */ \
+  X(gtp_payload, "gtp_payload")          /* GTP-U G-PDU whose payload is not IPv4/IPv6 */    \
+  X(tunnel_too_deep, "tunnel_too_deep")  /* more nested tunnels than kMaxTunnelDepth */
+
+enum class UndecodedReason : uint8_t {
+#define GASPP_X(id, name) id,
+  GASPP_UNDECODED_REASONS(GASPP_X)
+#undef GASPP_X
+      count_
+};
+constexpr int kUndecodedReasons = static_cast<int>(UndecodedReason::count_);
 
 enum class MalformedReason : uint8_t {
 #define GASPP_X(id, name) id,
@@ -125,6 +160,7 @@ enum class MalformedReason : uint8_t {
 constexpr int kMalformedReasons = static_cast<int>(MalformedReason::count_);
 
 const char* malformed_reason_name(MalformedReason r);
+const char* undecoded_reason_name(UndecodedReason r);
 const char* l3_name(L3 v);
 const char* l4_name(L4 v);
 const char* link_name(LinkType v);

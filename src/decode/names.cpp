@@ -12,6 +12,16 @@ const char* malformed_reason_name(MalformedReason r) {
   return i >= 0 && i < kMalformedReasons ? names[i] : "unknown";
 }
 
+const char* undecoded_reason_name(UndecodedReason r) {
+  static const char* const names[] = {
+#define GASPP_X(id, name) name,
+      GASPP_UNDECODED_REASONS(GASPP_X)
+#undef GASPP_X
+  };
+  const int i = static_cast<int>(r);
+  return i >= 0 && i < kUndecodedReasons ? names[i] : "unknown";
+}
+
 const char* l3_name(L3 v) {
   switch (v) {
     case L3::none: return "none";
@@ -45,6 +55,7 @@ const char* link_name(LinkType v) {
     case LinkType::ipv4: return "raw_ipv4";
     case LinkType::ipv6: return "raw_ipv6";
     case LinkType::loop: return "openbsd_loopback";
+    case LinkType::cisco_hdlc: return "cisco_hdlc";
   }
   return "unsupported";
 }

@@ -76,7 +76,8 @@ struct FlowSide {
   uint8_t wscale;       // window scale from its SYN, kNoWscale if none
   uint8_t have_seq;     // next_seq is known
   uint8_t have_ts;      // syn_tsval is known
-  uint8_t pad_[2] = {};
+  uint8_t tcp_before_rst;    // this side's TcpSide before it sent the RST that closed the flow
+  uint8_t state_before_rst;  // the flow's FlowState before that RST
   uint32_t syn_tsval;   // TCP timestamp of this side's SYN (or SYN-ACK): no genuine echo is older
   uint32_t pad2_ = 0;
 };
@@ -120,10 +121,12 @@ struct FlowRecordOut {
   uint8_t pad_[15] = {};
 };
 
+// Suricata's defaults (suricata.yaml's flow-timeouts); only TCP flows reach the closed state, the
+// others' closed values are the `default` section's 0.
 struct FlowTimeouts {
   // [FlowProto][state: 0 new, 1 established, 2 closed], seconds
-  uint32_t normal[4][3] = {{60, 600, 60}, {30, 300, 30}, {30, 300, 30}, {30, 300, 30}};
-  uint32_t emergency[4][3] = {{5, 100, 10}, {10, 100, 10}, {10, 100, 10}, {10, 100, 10}};
+  uint32_t normal[4][3] = {{60, 600, 60}, {30, 300, 0}, {30, 300, 0}, {30, 300, 0}};
+  uint32_t emergency[4][3] = {{5, 100, 10}, {10, 100, 0}, {10, 100, 0}, {10, 100, 0}};
 };
 
 struct FlowConfig {

@@ -10,7 +10,10 @@
 //   SYN          S none → syn_sent (isn = seq). Same seq again: a retransmission (counted); another
 //                seq: a new attempt (isn replaced). S none while O syn_sent: simultaneous open.
 //                SYN on a closed flow: port reuse — the old flow is written out (reason timeout,
-//                as Suricata does) and a new one starts with this SYN.
+//                as Suricata does) and a new one starts with this SYN; except, as Suricata, a SYN
+//                from the client repeating its ISN: a retransmission. When the flow was closed by
+//                the server's RST to that SYN (connection refused, then retried), the session
+//                goes on from where it was before the RST.
 //   SYN-ACK      O syn_sent and ack == O's isn+1 → S syn_recv; a wrong ack is counted and ignored.
 //                Both sides syn_sent (simultaneous open): S syn_recv, and the second SYN-ACK makes
 //                both established. First packet of a flow (midstream on): the receiver is the
@@ -147,6 +150,10 @@ GASPP_HD inline bool tcp_update(FlowRecord& r, int sender, const TrackedPacket& 
     if (!valid) {
       c.add(c_tcp_rst_invalid, 1);
       return true;
+    }
+    if (r.state != uint8_t(FlowState::closed)) {
+      S.tcp_before_rst = S.tcp;
+      S.state_before_rst = r.state;
     }
     S.tcp = uint8_t(TcpSide::reset);
     r.state = uint8_t(FlowState::closed);
@@ -296,8 +303,18 @@ GASPP_HD inline uint8_t flow_track_packet(const FlowTableRef& t, uint32_t slot, 
       restart = true;
     } else if (r.proto_class == uint8_t(FlowProto::tcp) && r.state == uint8_t(FlowState::closed) &&
                (p.flags & (kTcpSyn | kTcpAck | kTcpRst)) == kTcpSyn) {
-      restart = true;
-      c.add(c_flow_port_reuse, 1);
+      const int sender = (uint8_t(from_lo) == r.client_lo) ? 0 : 1;
+      FlowSide& S = r.side[sender];
+      FlowSide& O = r.side[sender ^ 1];
+      if (sender == 0 && S.have_seq && S.isn == p.seq) {
+        if (S.tcp == uint8_t(TcpSide::syn_sent) && O.tcp == uint8_t(TcpSide::reset)) {
+          O.tcp = O.tcp_before_rst;
+          r.state = O.state_before_rst;
+        }
+      } else {
+        restart = true;
+        c.add(c_flow_port_reuse, 1);
+      }
     }
     if (restart) {
       out.emit(r, FlowReason::timeout);

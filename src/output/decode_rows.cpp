@@ -9,7 +9,7 @@ namespace gaspp {
 const char* decode_rows_header() {
   return "#frame\tsource\tts_ns\tcap_len\twire_len\tlink\tethertype\tvlan\tl3\tsrc\tdst\tip_proto\tttl\tfrag\tl4\tsport\tdport\t"
          "seq\tack\tflags\twin\tmss\twscale\ttcp_opts\ttsval\ttsecr\tsack\ticmp_type\ticmp_code\ticmp_id\t"
-         "payload_off\tpayload_len\tflow_hash\tmalformed\n";
+         "payload_off\tpayload_len\tflow_hash\ttunnel\tundecoded\tmalformed\n";
 }
 
 std::string format_address(const uint32_t* words, bool v6) {
@@ -55,8 +55,9 @@ void format_decode_row(uint64_t n, const DecodedPacket& p, std::string& o) {
   }
   o += num(icmp, p.icmp_type[0]) + '\t' + num(icmp, p.icmp_code[0]) + '\t' + num(icmp, p.icmp_id[0]) + '\t';
   const bool pl = p.payload_off[0] != kNoOffset;
-  std::snprintf(b, sizeof b, "%s\t%s\t%08x\t%s\n", num(pl, p.payload_off[0]).c_str(), num(pl, p.payload_len[0]).c_str(),
-                p.flow_hash[0], malformed_reason_name(MalformedReason(p.malformed[0])));
+  std::snprintf(b, sizeof b, "%s\t%s\t%08x\t%u\t%s\t%s\n", num(pl, p.payload_off[0]).c_str(),
+                num(pl, p.payload_len[0]).c_str(), p.flow_hash[0], p.tunnel_depth[0],
+                undecoded_reason_name(UndecodedReason(p.undecoded[0])), malformed_reason_name(MalformedReason(p.malformed[0])));
   o += b;
 }
 

@@ -36,6 +36,12 @@ void print_summary(std::FILE* o, const RunReport& r) {
   std::fprintf(o, "l4           tcp %llu  udp %llu  icmp %llu  icmpv6 %llu  other %llu  none %llu\n",
                (unsigned long long)t[c_l4_tcp], (unsigned long long)t[c_l4_udp], (unsigned long long)t[c_l4_icmp],
                (unsigned long long)t[c_l4_icmpv6], (unsigned long long)t[c_l4_other], (unsigned long long)t[c_l4_none]);
+  std::fprintf(o, "tunnels      decoded inside a tunnel %llu\n", (unsigned long long)t[c_tunneled]);
+  std::fprintf(o, "undecoded    %llu", (unsigned long long)t[c_undecoded]);
+  for (int k = 1; k < kUndecodedReasons; ++k)
+    if (t[c_undecoded_reason0 + k])
+      std::fprintf(o, "  %s %llu", undecoded_reason_name(UndecodedReason(k)), (unsigned long long)t[c_undecoded_reason0 + k]);
+  std::fprintf(o, "\n");
   std::fprintf(o, "malformed    %llu", (unsigned long long)t[c_malformed]);
   for (int k = 1; k < kMalformedReasons; ++k)
     if (t[c_malformed_reason0 + k])
@@ -124,6 +130,11 @@ std::string summary_json(const RunReport& r) {
        ",\"other\":" + u(t[c_l3_other]) + ",\"none\":" + u(t[c_l3_none]) + ",\"ip_fragments\":" + u(t[c_ip_fragments]) + "},";
   j += "\"l4\":{\"tcp\":" + u(t[c_l4_tcp]) + ",\"udp\":" + u(t[c_l4_udp]) + ",\"icmp\":" + u(t[c_l4_icmp]) +
        ",\"icmpv6\":" + u(t[c_l4_icmpv6]) + ",\"other\":" + u(t[c_l4_other]) + ",\"none\":" + u(t[c_l4_none]) + "},";
+  j += "\"tunneled\":" + u(t[c_tunneled]) + ",";
+  j += "\"undecoded\":{\"total\":" + u(t[c_undecoded]);
+  for (int k = 1; k < kUndecodedReasons; ++k)
+    j += ",\"" + std::string(undecoded_reason_name(UndecodedReason(k))) + "\":" + u(t[c_undecoded_reason0 + k]);
+  j += "},";
   j += "\"malformed\":{\"total\":" + u(t[c_malformed]);
   for (int k = 1; k < kMalformedReasons; ++k)
     j += ",\"" + std::string(malformed_reason_name(MalformedReason(k))) + "\":" + u(t[c_malformed_reason0 + k]);

@@ -8,8 +8,10 @@ fields. Compared per packet: captured and wire length, the L3 protocol (tshark's
 layer), outer addresses, IP protocol and TTL / hop limit, VLAN ids, the L4 protocol (the layer tshark
 puts right after the outer IP layer), TCP/UDP ports, TCP seq/ack/flags/window/payload length and the
 MSS, window-scale and timestamp options, UDP payload length, ICMP/ICMPv6 type and code.
-Only the outermost headers are ours to compare: where tshark shows several values (tunnels, ICMP
-errors quoting a packet), the first one is taken. Fields after a point where our decoder flagged the
+Where tshark shows several values (tunnels, ICMP errors quoting a packet), the value of the layer
+our decoder reports is taken: the outermost IP layer, or for a packet decoded inside N tunnels
+(GTP-U; the `tunnel` column) the (N+1)-th IP layer and the transport layer after it, each field
+picked by how many layers of its protocol come before that one in tshark's frame.protocols. Fields after a point where our decoder flagged the
 packet malformed are not compared; such packets are listed. Exit 0 when every compared field agrees.
 """
 import os
@@ -55,6 +57,11 @@ def first(v):
     return v.split(",")[0] if v else ""
 
 
+def nth(v, k):
+    parts = v.split(",") if v else []
+    return parts[k] if k < len(parts) else ""
+
+
 def tshark_rows(path):
     cmd = ["tshark", "-n", "-r", path, "-T", "fields", "-E", "separator=/t", "-E", "occurrence=a", "-E", "aggregator=,"]
     cmd += TSHARK_OPTS
@@ -80,24 +87,29 @@ def gaspp_rows(gaspp, backend, path, extra):
     return [dict(zip(header, l.split("\t"))) for l in lines[1:]], p.returncode
 
 
-def tshark_layers(t):
-    """(l3, l4) as tshark sees the outermost headers."""
+def tshark_layers(t, depth=0):
+    """(l3, l4, l3 index, l4 index) of the IP layer `depth` tunnels in, as tshark sees it; the
+    indexes count the earlier layers of the same protocol (which occurrence of its fields to take)."""
     layers = t["frame.protocols"].split(":")
-    l3 = "other"
+    l3, seen = "other", 0
     for i, name in enumerate(layers):
         if name in L3_LAYERS:
+            if name != "arp" and seen < depth:
+                seen += 1
+                continue
             l3 = L3_LAYERS[name]
+            l3_index = layers[:i].count(name)
             rest = layers[i + 1:]
             break
     else:
-        return l3, None
+        return l3, None, 0, 0
     if l3 == "arp":
-        return l3, None
-    for name in rest:
+        return l3, None, l3_index, 0
+    for j, name in enumerate(rest):
         if name.startswith("ipv6.") or name == "ah":  # extension headers are part of the IPv6 layer
             continue
-        return l3, L4_LAYERS.get(name, "other")
-    return l3, "none"
+        return l3, L4_LAYERS.get(name, "other"), l3_index, layers[:i + 1 + j].count(name)
+    return l3, "none", l3_index, 0
 
 
 def compare(g, t, problems):
@@ -113,22 +125,25 @@ def compare(g, t, problems):
     vl = ",".join(v for v in (t["ieee8021ad.id"], t["vlan.id"]) if v)
     if vl or g["vlan"] != "-":
         check("vlan", g["vlan"], vl if vl else "-")
-    l3, l4 = tshark_layers(t)
+    depth = int(g.get("tunnel", "0"))
+    l3, l4, i3, i4 = tshark_layers(t, depth)
+    if depth and g["undecoded"] == "none":
+        check("tunnel layers", depth, sum(1 for n in t["frame.protocols"].split(":") if n in ("gtp",)))
     ours_l3 = g["l3"] if g["l3"] in ("ipv4", "ipv6", "arp") else "other"
     check("l3", ours_l3, l3)
     if l3 != ours_l3 or l3 not in ("ipv4", "ipv6"):
         return
     if l3 == "ipv4":
-        check("src", g["src"], first(t["ip.src"]))
-        check("dst", g["dst"], first(t["ip.dst"]))
+        check("src", g["src"], nth(t["ip.src"], i3))
+        check("dst", g["dst"], nth(t["ip.dst"], i3))
         if g["malformed"].startswith("ipv4_truncated") and not t["ip.proto"]:
             return
-        check("ip_proto", g["ip_proto"], first(t["ip.proto"]))
-        check("ttl", g["ttl"], first(t["ip.ttl"]))
+        check("ip_proto", g["ip_proto"], nth(t["ip.proto"], i3))
+        check("ttl", g["ttl"], nth(t["ip.ttl"], i3))
     else:
-        check("src", g["src"], first(t["ipv6.src"]))
-        check("dst", g["dst"], first(t["ipv6.dst"]))
-        check("hop_limit", g["ttl"], first(t["ipv6.hlim"]))
+        check("src", g["src"], nth(t["ipv6.src"], i3))
+        check("dst", g["dst"], nth(t["ipv6.dst"], i3))
+        check("hop_limit", g["ttl"], nth(t["ipv6.hlim"], i3))
     if g["malformed"] != "none" and not g["malformed"].startswith(("tcp_bad_options", "ipv4_bad_options")):
         return
     ours_l4 = g["l4"]
@@ -137,32 +152,32 @@ def compare(g, t, problems):
     if ours_l4 != l4:
         return
     if l4 == "tcp":
-        check("sport", g["sport"], first(t["tcp.srcport"]))
-        check("dport", g["dport"], first(t["tcp.dstport"]))
-        check("seq", g["seq"], first(t["tcp.seq_raw"]))
-        check("ack", g["ack"], first(t["tcp.ack_raw"]))
-        check("flags", int(g["flags"], 16), int(first(t["tcp.flags"]), 16) & 0x1ff)
-        check("win", g["win"], first(t["tcp.window_size_value"]))
-        check("tcp_len", g["payload_len"], first(t["tcp.len"]))
+        check("sport", g["sport"], nth(t["tcp.srcport"], i4))
+        check("dport", g["dport"], nth(t["tcp.dstport"], i4))
+        check("seq", g["seq"], nth(t["tcp.seq_raw"], i4))
+        check("ack", g["ack"], nth(t["tcp.ack_raw"], i4))
+        check("flags", int(g["flags"], 16), int(nth(t["tcp.flags"], i4), 16) & 0x1ff)
+        check("win", g["win"], nth(t["tcp.window_size_value"], i4))
+        check("tcp_len", g["payload_len"], nth(t["tcp.len"], i4))
         opts = int(g["tcp_opts"])
         if t["tcp.options.mss_val"] or opts & 1:
-            check("mss", g["mss"] if opts & 1 else "-", first(t["tcp.options.mss_val"]) or "-")
+            check("mss", g["mss"] if opts & 1 else "-", nth(t["tcp.options.mss_val"], i4) or "-")
         if t["tcp.options.wscale.shift"] or opts & 2:
-            check("wscale", g["wscale"] if opts & 2 else "-", first(t["tcp.options.wscale.shift"]) or "-")
+            check("wscale", g["wscale"] if opts & 2 else "-", nth(t["tcp.options.wscale.shift"], i4) or "-")
         if t["tcp.options.timestamp.tsval"] or opts & 16:
-            check("tsval", g["tsval"] if opts & 16 else "-", first(t["tcp.options.timestamp.tsval"]) or "-")
-            check("tsecr", g["tsecr"] if opts & 16 else "-", first(t["tcp.options.timestamp.tsecr"]) or "-")
+            check("tsval", g["tsval"] if opts & 16 else "-", nth(t["tcp.options.timestamp.tsval"], i4) or "-")
+            check("tsecr", g["tsecr"] if opts & 16 else "-", nth(t["tcp.options.timestamp.tsecr"], i4) or "-")
     elif l4 == "udp":
-        check("sport", g["sport"], first(t["udp.srcport"]))
-        check("dport", g["dport"], first(t["udp.dstport"]))
+        check("sport", g["sport"], nth(t["udp.srcport"], i4))
+        check("dport", g["dport"], nth(t["udp.dstport"], i4))
         if t["udp.length"] and g["malformed"] == "none":
-            check("udp_payload_len", g["payload_len"], int(first(t["udp.length"])) - 8)
+            check("udp_payload_len", g["payload_len"], int(nth(t["udp.length"], i4)) - 8)
     elif l4 == "icmp":
-        check("icmp_type", g["icmp_type"], first(t["icmp.type"]))
-        check("icmp_code", g["icmp_code"], first(t["icmp.code"]))
+        check("icmp_type", g["icmp_type"], nth(t["icmp.type"], i4))
+        check("icmp_code", g["icmp_code"], nth(t["icmp.code"], i4))
     elif l4 == "icmpv6":
-        check("icmp_type", g["icmp_type"], first(t["icmpv6.type"]))
-        check("icmp_code", g["icmp_code"], first(t["icmpv6.code"]))
+        check("icmp_type", g["icmp_type"], nth(t["icmpv6.type"], i4))
+        check("icmp_code", g["icmp_code"], nth(t["icmpv6.code"], i4))
 
 
 def main():

@@ -325,6 +325,45 @@ def case_port_reuse():
     return pkts, check
 
 
+def refused_syn(c):
+    """The client's SYN and the server's RST-ACK refusing it."""
+    syn = c.pkt("c", "S")
+    return [syn, c.pkt("s", "RA", seq=0, ack=c.seq["c"])]
+
+
+def case_refused_then_retried_with_the_same_isn():
+    # SYN, the server refuses (RST-ACK), the client retries with the same ISN and the server
+    # accepts: as in Suricata, a SYN repeating the client's ISN is a retransmission, not port reuse,
+    # so the whole exchange is one flow (ndpi/rtsp.pcap has this), and the session goes on.
+    c = Conv()
+    first = refused_syn(c)
+    retry = c.pkt("c", "S", seq=c.seq["c"] - 1)
+    pkts = timed(first + [retry, c.pkt("s", "SA"), c.pkt("c", "A"), c.pkt("c", "PA", b"OPTIONS rtsp://x RTSP/1.0\r\n\r\n"),
+                  c.pkt("s", "PA", b"RTSP/1.0 200 OK\r\n\r\n")])
+
+    def check(recs, st):
+        f = flow_of(recs, C, S)
+        if len(f) != 1: return [f"expected 1 flow, got {len(f)}"]
+        e = []
+        if (f[0]["flow"]["pkts_toserver"], f[0]["flow"]["pkts_toclient"]) != (4, 3): e.append(f"counts {f[0]['flow']}")
+        if f[0]["flow"]["state"] != "established": e.append(f"state {f[0]['flow']['state']}")
+        if st["flows"]["port_reuse"] != 0: e.append(f"port_reuse {st['flows']['port_reuse']}")
+        return e
+    return pkts, check
+
+
+def case_new_isn_after_refusal_is_a_new_flow():
+    # The same refusal, retried with another ISN: port reuse, two flows.
+    c2 = Conv(isn_c=777_000)
+    pkts = timed(refused_syn(Conv()) + c2.handshake())
+
+    def check(recs, st):
+        f = flow_of(recs, C, S)
+        if len(f) != 2: return [f"expected 2 flows, got {len(f)}"]
+        return [] if st["flows"]["port_reuse"] == 1 else [f"port_reuse {st['flows']['port_reuse']}"]
+    return pkts, check
+
+
 def case_ipv6():
     c = Conv(c=C6, s=S6, v6=True)
     pkts = timed(c.handshake() + [c.pkt("c", "PA", b"v6 data"), c.pkt("s", "A")])

@@ -3,6 +3,8 @@
 
   * tshark's "follow tcp stream" on every capture in ../shared/data/pcaps: each direction's bytes
     must be equal where our index reports no gap and no conflict for it (tshark fills neither);
+    gaspp runs without idle expiry there, as tshark follows a connection however long it pauses
+    (oracle_settings.py);
   * suricata-verify `lua-output-http`: `output-tcp-data/expected/tcp-data.log` (Suricata's
     reassembled data per direction);
   * suricata-verify `bug-3286-02-linux-evasion` goes through the tshark comparison: its injected RST
@@ -25,6 +27,9 @@ import re
 import subprocess
 import sys
 import tempfile
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from oracle_settings import NO_IDLE_EXPIRY  # noqa: E402
 
 
 def run_gaspp(gaspp, pcap, backend, d, *extra):
@@ -103,7 +108,7 @@ def check_tshark(gaspp, data, backend, errors):
         if not streams:
             continue
         with tempfile.TemporaryDirectory() as d:
-            files, events = run_gaspp(gaspp, pcap, backend, d)
+            files, events = run_gaspp(gaspp, pcap, backend, d, *NO_IDLE_EXPIRY)
         ours = {}
         for n, b in files.items():
             ours.setdefault(base_name(n), []).append(n)

@@ -55,7 +55,152 @@ std::vector<uint8_t> ipv6_with_ext(const std::vector<uint8_t>& ext_types, uint16
   return f;
 }
 
+using Bytes = std::vector<uint8_t>;
+
+Bytes cat(std::initializer_list<Bytes> parts) {
+  Bytes out;
+  for (const auto& b : parts) out.insert(out.end(), b.begin(), b.end());
+  return out;
+}
+
+// The IPv4 packet of tcp4_frame (seq, payload bytes), without its Ethernet header.
+Bytes ip4_tcp(uint32_t seq, uint16_t payload = 2) {
+  const auto f = tcp4_frame(seq, payload);
+  return Bytes(f.begin() + 14, f.end());
+}
+
+// IPv4 (10.9.0.1 → 10.9.0.2) + UDP sport → dport around `payload`.
+Bytes ip4_udp(uint16_t sport, uint16_t dport, const Bytes& payload) {
+  Bytes ip(28, 0);
+  const uint16_t tot = uint16_t(28 + payload.size()), ulen = uint16_t(8 + payload.size());
+  ip[0] = 0x45; ip[2] = uint8_t(tot >> 8); ip[3] = uint8_t(tot); ip[8] = 64; ip[9] = 17;
+  ip[12] = 10; ip[13] = 9; ip[15] = 1; ip[16] = 10; ip[17] = 9; ip[19] = 2;
+  ip[20] = uint8_t(sport >> 8); ip[21] = uint8_t(sport); ip[22] = uint8_t(dport >> 8); ip[23] = uint8_t(dport);
+  ip[24] = uint8_t(ulen >> 8); ip[25] = uint8_t(ulen);
+  return cat({ip, payload});
+}
+
+// A GTP-U G-PDU (flags 0x30: version 1, GTP) around `inner`; `opt` is the optional part (flags
+// 0x32/0x34 carry it) including any extension headers.
+Bytes gtp(const Bytes& inner, uint8_t flags = 0x30, const Bytes& opt = {}) {
+  const uint16_t len = uint16_t(opt.size() + inner.size());
+  return cat({{flags, 0xff, uint8_t(len >> 8), uint8_t(len), 0, 0, 0x12, 0x34}, opt, inner});
+}
+
+Bytes eth(uint16_t type) { return {2, 0, 0, 0, 0, 1, 2, 0, 0, 0, 0, 2, uint8_t(type >> 8), uint8_t(type)}; }
+Bytes pppoe(uint16_t ppp_proto, uint8_t vertype = 0x11) { return {vertype, 0, 0, 7, 0, 0, uint8_t(ppp_proto >> 8), uint8_t(ppp_proto)}; }
+Bytes mpls(uint32_t label, bool bottom) {
+  return {uint8_t(label >> 12), uint8_t(label >> 4), uint8_t((label << 4) | (bottom ? 1 : 0)), 64};
+}
+Bytes vlan(uint16_t tpid, uint16_t id, uint16_t next) {
+  return {uint8_t(tpid >> 8), uint8_t(tpid), uint8_t(id >> 8), uint8_t(id), uint8_t(next >> 8), uint8_t(next)};
+}
+Bytes ip6_tcp() {
+  const auto f = ipv6_with_ext({});
+  return Bytes(f.begin() + 14, f.end());
+}
+
+struct LayerCase {
+  const char* name;
+  Bytes frame;
+  LinkType link;
+  MalformedReason malformed;
+  UndecodedReason undecoded;
+  L3 l3;
+  L4 l4;
+  uint8_t tunnel_depth;
+  uint16_t dport;  // of the innermost decoded transport header (0: none)
+};
+
+Bytes eth_no_type() { Bytes e = eth(0); e.resize(12); return e; }
+
+std::vector<LayerCase> layer_cases() {
+  const Bytes tcp = ip4_tcp(9);
+  const Bytes gpdu = ip4_udp(40000, 2152, gtp(tcp));
+  const Bytes pdu_container = {1, 0x10, 0x01, 0x00};  // one 4-byte extension header, then none
+  return {
+      {"pppoe", cat({eth(0x8864), pppoe(0x0021), tcp}), LinkType::ethernet, MalformedReason::none, UndecodedReason::none, L3::ipv4, L4::tcp, 0, 80},
+      {"pppoe ipv6", cat({eth(0x8864), pppoe(0x0057), ip6_tcp()}), LinkType::ethernet, MalformedReason::none, UndecodedReason::none, L3::ipv6, L4::tcp, 0, 80},
+      {"qinq pppoe", cat({eth_no_type(), vlan(0x88a8, 10, 0x8100), {0, 20, 0x88, 0x64}, pppoe(0x0021), tcp}), LinkType::ethernet, MalformedReason::none, UndecodedReason::none, L3::ipv4, L4::tcp, 0, 80},
+      {"pppoe lcp", cat({eth(0x8864), pppoe(0xc021), Bytes(12, 1)}), LinkType::ethernet, MalformedReason::none, UndecodedReason::ppp_protocol, L3::other, L4::none, 0, 0},
+      {"pppoe discovery", cat({eth(0x8863), Bytes(20, 0)}), LinkType::ethernet, MalformedReason::none, UndecodedReason::pppoe_discovery, L3::other, L4::none, 0, 0},
+      {"pppoe bad version", cat({eth(0x8864), pppoe(0x0021, 0x21), tcp}), LinkType::ethernet, MalformedReason::pppoe_bad_header, UndecodedReason::none, L3::none, L4::none, 0, 0},
+      {"mpls", cat({eth(0x8847), mpls(100, false), mpls(200, true), tcp}), LinkType::ethernet, MalformedReason::none, UndecodedReason::none, L3::ipv4, L4::tcp, 0, 80},
+      {"mpls ipv6", cat({eth(0x8848), mpls(3, true), ip6_tcp()}), LinkType::ethernet, MalformedReason::none, UndecodedReason::none, L3::ipv6, L4::tcp, 0, 80},
+      {"mpls ethernet pseudowire", cat({eth(0x8847), mpls(5, true), Bytes(4, 0), eth(0x0800), tcp}), LinkType::ethernet, MalformedReason::none, UndecodedReason::none, L3::ipv4, L4::tcp, 0, 80},
+      {"mpls pseudowire vlan", cat({eth(0x8847), mpls(5, true), Bytes(4, 0), eth_no_type(), vlan(0x8100, 7, 0x0800), tcp}), LinkType::ethernet, MalformedReason::none, UndecodedReason::none, L3::ipv4, L4::tcp, 0, 80},
+      {"mpls associated channel", cat({eth(0x8847), mpls(13, true), {0x10, 0, 0, 0x21}, Bytes(20, 0)}), LinkType::ethernet, MalformedReason::none, UndecodedReason::mpls_payload, L3::other, L4::none, 0, 0},
+      {"mpls too deep", [&] { Bytes f = eth(0x8847); for (int k = 0; k < 9; ++k) f = cat({f, mpls(k, false)}); return cat({f, tcp}); }(), LinkType::ethernet, MalformedReason::mpls_too_deep, UndecodedReason::none, L3::none, L4::none, 0, 0},
+      {"mpls eight labels", [&] { Bytes f = eth(0x8847); for (int k = 0; k < 8; ++k) f = cat({f, mpls(k, k == 7)}); return cat({f, tcp}); }(), LinkType::ethernet, MalformedReason::none, UndecodedReason::none, L3::ipv4, L4::tcp, 0, 80},
+      {"cisco hdlc", cat({{0x0f, 0, 0x08, 0x00}, tcp}), LinkType::cisco_hdlc, MalformedReason::none, UndecodedReason::none, L3::ipv4, L4::tcp, 0, 80},
+      {"cisco hdlc mpls", cat({{0x0f, 0, 0x88, 0x47}, mpls(16, true), tcp}), LinkType::cisco_hdlc, MalformedReason::none, UndecodedReason::none, L3::ipv4, L4::tcp, 0, 80},
+      {"cisco hdlc slarp", cat({{0x8f, 0, 0x80, 0x35}, Bytes(20, 0)}), LinkType::cisco_hdlc, MalformedReason::none, UndecodedReason::ethertype, L3::other, L4::none, 0, 0},
+      {"lldp", cat({eth(0x88cc), Bytes(30, 0)}), LinkType::ethernet, MalformedReason::none, UndecodedReason::ethertype, L3::other, L4::none, 0, 0},
+      {"802.3 llc", cat({eth(46), Bytes(46, 0x42)}), LinkType::ethernet, MalformedReason::none, UndecodedReason::llc, L3::other, L4::none, 0, 0},
+      {"raw version 5", cat({{0x50}, Bytes(39, 0)}), LinkType::raw, MalformedReason::none, UndecodedReason::ip_version, L3::other, L4::none, 0, 0},
+      {"gtp-u", cat({eth(0x0800), gpdu}), LinkType::ethernet, MalformedReason::none, UndecodedReason::none, L3::ipv4, L4::tcp, 1, 80},
+      {"gtp-u from port 2152", cat({eth(0x0800), ip4_udp(2152, 40000, gtp(tcp))}), LinkType::ethernet, MalformedReason::none, UndecodedReason::none, L3::ipv4, L4::tcp, 1, 80},
+      {"gtp-u ipv6 inside", cat({eth(0x0800), ip4_udp(40000, 2152, gtp(ip6_tcp()))}), LinkType::ethernet, MalformedReason::none, UndecodedReason::none, L3::ipv6, L4::tcp, 1, 80},
+      {"gtp-u sequence number", cat({eth(0x0800), ip4_udp(40000, 2152, gtp(tcp, 0x32, {0, 1, 0, 0}))}), LinkType::ethernet, MalformedReason::none, UndecodedReason::none, L3::ipv4, L4::tcp, 1, 80},
+      {"gtp-u extension header", cat({eth(0x0800), ip4_udp(40000, 2152, gtp(tcp, 0x34, cat({{0, 0, 0, 0x85}, pdu_container})))}), LinkType::ethernet, MalformedReason::none, UndecodedReason::none, L3::ipv4, L4::tcp, 1, 80},
+      {"gtp-u extension of length 0", cat({eth(0x0800), ip4_udp(40000, 2152, gtp(tcp, 0x34, {0, 0, 0, 0x85, 0, 0, 0, 0}))}), LinkType::ethernet, MalformedReason::gtp_bad_extension, UndecodedReason::none, L3::ipv4, L4::udp, 0, 2152},
+      {"gtp-u in gtp-u", cat({eth(0x0800), ip4_udp(40000, 2152, gtp(gpdu))}), LinkType::ethernet, MalformedReason::none, UndecodedReason::none, L3::ipv4, L4::tcp, 2, 80},
+      {"gtp-u three deep", cat({eth(0x0800), ip4_udp(40000, 2152, gtp(ip4_udp(40000, 2152, gtp(gpdu))))}), LinkType::ethernet, MalformedReason::none, UndecodedReason::tunnel_too_deep, L3::ipv4, L4::udp, 2, 2152},
+      {"gtp-u not ip inside", cat({eth(0x0800), ip4_udp(40000, 2152, gtp(Bytes(20, 0x11)))}), LinkType::ethernet, MalformedReason::none, UndecodedReason::gtp_payload, L3::ipv4, L4::udp, 0, 2152},
+      {"gtp-u echo request", cat({eth(0x0800), ip4_udp(40000, 2152, {0x32, 1, 0, 4, 0, 0, 0, 0, 0, 1, 0, 0})}), LinkType::ethernet, MalformedReason::none, UndecodedReason::none, L3::ipv4, L4::udp, 0, 2152},
+      {"udp 2152 too short for gtp", cat({eth(0x0800), ip4_udp(40000, 2152, {1, 2, 3})}), LinkType::ethernet, MalformedReason::none, UndecodedReason::none, L3::ipv4, L4::udp, 0, 2152},
+      {"gtp-u inside mpls", cat({eth(0x8847), mpls(1, true), ip4_udp(40000, 2152, gtp(tcp))}), LinkType::ethernet, MalformedReason::none, UndecodedReason::none, L3::ipv4, L4::tcp, 1, 80},
+  };
+}
+
 }  // namespace
+
+TEST(Decoder, LinkAndTunnelLayers) {
+  for (const auto& c : layer_cases()) {
+    const auto p = decode(c.frame, c.link);
+    EXPECT_EQ(reason(p), c.malformed) << c.name;
+    EXPECT_EQ(UndecodedReason(p.undecoded[0]), c.undecoded) << c.name;
+    if (c.l3 != L3::none) {
+      EXPECT_EQ(L3(p.l3[0]), c.l3) << c.name;
+    }
+    EXPECT_EQ(L4(p.l4[0]), c.l4) << c.name;
+    EXPECT_EQ(p.tunnel_depth[0], c.tunnel_depth) << c.name;
+    if (c.dport) {
+      EXPECT_EQ(p.dport[0], c.dport) << c.name;
+    }
+    if (c.l4 == L4::tcp && c.l3 == L3::ipv4) {  // ip4_tcp(9): seq 9, payload "ab"
+      EXPECT_EQ(p.tcp_seq[0], 9u) << c.name;
+      EXPECT_EQ(p.payload_len[0], 2u) << c.name;
+      // The payload offset points at the inner packet's payload within the frame.
+      EXPECT_EQ(c.frame[p.payload_off[0]], 'a') << c.name;
+      EXPECT_EQ(c.frame[p.payload_off[0] + 1], 'b') << c.name;
+    }
+    if (c.tunnel_depth && c.l3 == L3::ipv4 && c.undecoded == UndecodedReason::none) {
+      EXPECT_EQ(p.src_ip[0], 0x0100000au) << c.name << ": inner 10.0.0.1";
+    }
+  }
+}
+
+TEST(Decoder, LinkAndTunnelLayersSurviveEveryTruncation) {
+  for (const auto& c : layer_cases()) {
+    for (uint32_t cut = 0; cut < c.frame.size(); ++cut) {
+      Bytes exact(c.frame.begin(), c.frame.begin() + cut);
+      DecodedPacket p;
+      clear(p);
+      p.cap_len[0] = cut;
+      p.wire_len[0] = uint32_t(c.frame.size());
+      decode_frame(exact.data(), cut, c.link, p);
+      EXPECT_LE(captured_payload(p), cut) << c.name << " cut at " << cut;
+      // Cut before the innermost transport header ends: never decoded as a complete packet of the
+      // expected depth without a reason.
+      if (c.malformed == MalformedReason::none && c.undecoded == UndecodedReason::none && c.l4 == L4::tcp &&
+          p.malformed[0] == 0) {
+        EXPECT_TRUE(p.tunnel_depth[0] == c.tunnel_depth && p.payload_off[0] != kNoOffset && cut >= p.payload_off[0])
+            << c.name << " cut at " << cut << ": depth " << int(p.tunnel_depth[0]);
+      }
+    }
+  }
+}
 
 TEST(Decoder, PlainTcp) {
   const auto p = decode(tcp4_frame(0xdeadbeef, 11, 0x18));

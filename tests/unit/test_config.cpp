@@ -1,0 +1,135 @@
+// The YAML configuration: suricata.yaml's flow-timeouts, --set overrides, and a real
+// suricata.yaml (../shared/data/eve/suricata.yaml.in) read for what gaspp uses.
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <regex>
+
+#include "core/config.hpp"
+#include "test_support.hpp"
+
+using namespace gaspp;
+
+namespace {
+
+std::string write_yaml(const std::string& text) {
+  const auto path = std::filesystem::temp_directory_path() / ("gaspp_config_" + std::to_string(::getpid()) + ".yaml");
+  std::ofstream(path) << text;
+  return path.string();
+}
+
+std::string error_of(const std::string& path, const std::vector<std::string>& sets = {}) {
+  try {
+    load_config(path, sets);
+  } catch (const std::exception& e) {
+    return e.what();
+  }
+  return "";
+}
+
+}  // namespace
+
+// Suricata's defaults, as suricata.yaml.in writes them (new, established, closed; emergency-).
+TEST(Config, FlowTimeoutDefaultsAreSuricatas) {
+  const FlowTimeouts t;
+  const uint32_t normal[4][3] = {{60, 600, 60}, {30, 300, 0}, {30, 300, 0}, {30, 300, 0}};
+  const uint32_t emergency[4][3] = {{5, 100, 10}, {10, 100, 0}, {10, 100, 0}, {10, 100, 0}};
+  for (int p = 0; p < 4; ++p)
+    for (int s = 0; s < 3; ++s) {
+      EXPECT_EQ(t.normal[p][s], normal[p][s]) << p << "," << s;
+      EXPECT_EQ(t.emergency[p][s], emergency[p][s]) << p << "," << s;
+    }
+}
+
+TEST(Config, FlowTimeoutsEveryKey) {
+  struct Case {
+    const char* proto;
+    FlowProto row;
+  };
+  const Case protos[] = {{"tcp", FlowProto::tcp}, {"udp", FlowProto::udp}, {"icmp", FlowProto::icmp}, {"default", FlowProto::other}};
+  const char* states[] = {"new", "established", "closed"};
+  for (const auto& pc : protos)
+    for (int s = 0; s < 3; ++s)
+      for (bool emergency : {false, true}) {
+        const std::string key = std::string(emergency ? "emergency-" : "") + states[s];
+        const std::string path = write_yaml("flow-timeouts:\n  " + std::string(pc.proto) + ":\n    " + key + ": 1234\n");
+        const FileConfig c = load_config(path);
+        ASSERT_TRUE(c.flow_timeouts) << key;
+        FlowTimeouts want;
+        (emergency ? want.emergency : want.normal)[int(pc.row)][s] = 1234;
+        for (int p = 0; p < 4; ++p)
+          for (int k = 0; k < 3; ++k) {
+            EXPECT_EQ(c.flow_timeouts->normal[p][k], want.normal[p][k]) << pc.proto << "." << key;
+            EXPECT_EQ(c.flow_timeouts->emergency[p][k], want.emergency[p][k]) << pc.proto << "." << key;
+          }
+      }
+}
+
+TEST(Config, FlowTimeoutErrorsNameLineAndKey) {
+  const std::string path = write_yaml("flow-timeouts:\n  tcp:\n    new: 5\n    establised: 9\n");
+  const std::string e = error_of(path);
+  EXPECT_NE(e.find(":4:5:"), std::string::npos) << e;
+  EXPECT_NE(e.find("establised"), std::string::npos) << e;
+  EXPECT_NE(error_of(write_yaml("flow-timeouts:\n  sctp:\n    new: 5\n")).find("sctp"), std::string::npos);
+  EXPECT_NE(error_of(write_yaml("flow-timeouts:\n  tcp:\n    new: -5\n")).find("expected 0..4294967295"), std::string::npos);
+  EXPECT_NE(error_of(write_yaml("flow-timeouts:\n  tcp:\n    new: 4294967296\n")).find("expected 0..4294967295"), std::string::npos);
+  // bypassed is Suricata's and accepted, though gaspp has no bypass.
+  EXPECT_EQ(error_of(write_yaml("flow-timeouts:\n  udp:\n    bypassed: 5\n    emergency-bypassed: 1\n")), "");
+}
+
+TEST(Config, SetOverridesAndBuildsTheTree) {
+  const FileConfig a = load_config("", {"flow-timeouts.udp.new=7", "flow-timeouts.tcp.emergency-closed=3", "batch=4096"});
+  ASSERT_TRUE(a.flow_timeouts);
+  EXPECT_EQ(a.flow_timeouts->normal[int(FlowProto::udp)][0], 7u);
+  EXPECT_EQ(a.flow_timeouts->emergency[int(FlowProto::tcp)][2], 3u);
+  EXPECT_EQ(a.flow_timeouts->normal[int(FlowProto::tcp)][1], 600u);
+  ASSERT_TRUE(a.batch);
+  EXPECT_EQ(*a.batch, 4096u);
+  // Over a file: the --set value wins over the file's.
+  const std::string path = write_yaml("batch: 100\nflow-timeouts:\n  udp:\n    new: 1\n");
+  const FileConfig b = load_config(path, {"flow-timeouts.udp.new=99"});
+  EXPECT_EQ(b.flow_timeouts->normal[int(FlowProto::udp)][0], 99u);
+  EXPECT_EQ(*b.batch, 100u);
+  // Into a list by index.
+  const std::string lp = write_yaml("modules:\n  - name: probe\n    dport: 53\n");
+  const FileConfig c = load_config(lp, {"modules.0.dport=80"});
+  ASSERT_EQ(c.modules.size(), 1u);
+  EXPECT_EQ(c.modules[0].second.at("dport"), "80");
+  EXPECT_NE(error_of(lp, {"modules.5.dport=80"}).find("not an index"), std::string::npos);
+  EXPECT_NE(error_of("", {"novalue"}).find("KEY=VALUE"), std::string::npos);
+  EXPECT_NE(error_of("", {"batch=3", "batch.x=1"}).find("goes through a value"), std::string::npos);
+}
+
+TEST(Config, UnknownSettingIsAnErrorButSuricataSectionsAreListed) {
+  EXPECT_NE(error_of(write_yaml("bacth: 5\n")).find("unknown setting 'bacth'"), std::string::npos);
+  const FileConfig c = load_config(write_yaml("outputs:\n  - fast:\n      enabled: yes\naf-packet:\n  - interface: eth0\nbatch: 8\n"));
+  EXPECT_EQ(c.ignored, (std::vector<std::string>{"outputs", "af-packet"}));
+}
+
+TEST(Config, RealSuricataYaml) {
+  const auto path = gaspp::test::shared_data_dir() / "eve" / "suricata.yaml.in";
+  if (!std::filesystem::exists(path)) {
+    if (std::getenv("CI")) FAIL() << path << " is missing";
+    GTEST_SKIP() << path << " is missing";
+  }
+  // The template as `configure` fills it: its @placeholders@ replaced (the comment markers that
+  // switch optional plugins off become '#').
+  std::ifstream in(path);
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::string filled = std::regex_replace(text, std::regex("@[A-Za-z_]+_comment@"), "#");
+  filled = std::regex_replace(filled, std::regex("@[A-Za-z_]+@"), "/usr/local");
+  const FileConfig c = load_config(write_yaml(filled));
+  // Its vars are read; its flow-timeouts are Suricata's defaults, which are ours.
+  EXPECT_EQ(c.vars.at("address.HOME_NET"), "[192.168.0.0/16,10.0.0.0/8,172.16.0.0/12]");
+  EXPECT_EQ(c.vars.at("address.EXTERNAL_NET"), "!$HOME_NET");
+  EXPECT_EQ(c.vars.at("port.HTTP_PORTS"), "80");
+  ASSERT_TRUE(c.flow_timeouts);
+  const FlowTimeouts d;
+  for (int p = 0; p < 4; ++p)
+    for (int s = 0; s < 3; ++s) {
+      EXPECT_EQ(c.flow_timeouts->normal[p][s], d.normal[p][s]);
+      EXPECT_EQ(c.flow_timeouts->emergency[p][s], d.emergency[p][s]);
+    }
+  for (const char* s : {"outputs", "af-packet", "app-layer", "stream", "detect"})
+    EXPECT_NE(std::find(c.ignored.begin(), c.ignored.end(), s), c.ignored.end()) << s;
+}
