@@ -40,6 +40,7 @@ tests)
   step "flow tracking edge cases and oracles, CUDA backend"
   python3 tests/e2e/flow_cases.py $B/gaspp --backend cuda | tail -3; check "flow cases (cuda)"
   python3 tests/e2e/flow_vs_oracles.py $B/gaspp bundle/data --backend cuda | tail -8; check "flow oracles (cuda)"
+  python3 tests/e2e/encapsulations.py $B/gaspp --backend cuda --no-tshark | tail -5; check "encapsulations (cuda)"
   step "stream oracles, CUDA backend"
   python3 tests/e2e/streams_vs_oracles.py $B/gaspp bundle/data --backend cuda --no-tshark | tail -6; check "stream oracles (cuda)"
   step "modules through the CLI (firewall, -w, --dump-packets), CUDA backend"

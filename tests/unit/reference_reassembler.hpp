@@ -5,8 +5,9 @@
 //   * bytes are numbered from the ISN + 1 (the SYN's sequence number + 1), in 64-bit offsets, so
 //     32-bit wraparound is unwrapped once: a segment's offset is the one nearest the bytes already
 //     seen;
-//   * the first copy of a byte wins; a later copy with different data is a conflict (counted,
-//     with its offset), a later copy with the same data is a retransmission;
+//   * of the copies of a byte still waiting (not yet delivered), the first wins (policy `first`)
+//     or the last (`last`); a later copy with different data is a conflict (counted, with its
+//     offset), a later copy with the same data is a retransmission; delivered bytes never change;
 //   * bytes are delivered in order, each once; a hole is skipped only when the stream is closed
 //     (close()), and the skip is reported as a gap (offset, length) before the bytes after it.
 #pragma once
@@ -24,7 +25,8 @@ class ReferenceReassembler {
     bool operator==(const Gap&) const = default;
   };
 
-  explicit ReferenceReassembler(uint32_t isn) : base_(uint64_t(isn) + 1), last_abs_(uint64_t(isn) + 1) {}
+  explicit ReferenceReassembler(uint32_t isn, bool last_wins = false)
+      : base_(uint64_t(isn) + 1), last_abs_(uint64_t(isn) + 1), last_wins_(last_wins) {}
 
   // One segment: its sequence number and payload.
   void segment(uint32_t seq, const std::string& data) {
@@ -49,6 +51,7 @@ class ReferenceReassembler {
       } else {
         ++retransmitted_bytes_;
         if (it->second != data[k]) conflicts_.push_back(off);
+        if (last_wins_) it->second = data[k];
       }
     }
     if (!data.empty()) last_abs_ = abs + data.size();
@@ -98,6 +101,7 @@ class ReferenceReassembler {
   }
   uint64_t base_;
   uint64_t last_abs_;
+  bool last_wins_;
   uint64_t delivered_ = 0;
   std::map<uint64_t, char> pending_;
   std::string out_;

@@ -321,24 +321,34 @@ TEST(Stream, PcapPlusPlusThreeHttpStreams) {
 // ---------------------------------------------------------------------------------------------
 // Property: random connections (both directions), segmented at random, reordered, duplicated,
 // partly overlapping with the same data, some overlapping with different data, some segments
-// lost; initial sequence numbers 0, 1, 2^32-1 and 2^32-10; interleaved with each other; pushed
-// in batches of 1, 2, 3, 7, 64 and the default. Each direction must equal the reference
-// reassembler fed the same segments in capture order and closed at the end (first copy wins,
-// gaps skipped at close), whatever the batch size.
+// lost; initial sequence numbers 0, 1, 2^32-1 and 2^32-10; over IPv4 and IPv6; interleaved with
+// each other; pushed in batches of 1, 2, 3, 7, 64 and the default; for each overlap policy. Each
+// direction must equal the reference reassembler fed the same segments in capture order and
+// closed at the end (the policy's copy of waiting bytes wins, gaps skipped at close), whatever the
+// batch size.
 
 namespace {
 
+// Over IPv6 the 32-bit addresses become 2001:db8::<addr>.
 std::vector<uint8_t> tcp_frame(uint32_t src, uint32_t dst, uint16_t sport, uint16_t dport, uint8_t flags, uint32_t seq,
-                               uint32_t ack, const std::string& payload) {
-  std::vector<uint8_t> f(14 + 20 + 20 + payload.size(), 0);
-  f[0] = 0x02; f[6] = 0x02; f[12] = 0x08;
+                               uint32_t ack, const std::string& payload, bool v6 = false) {
+  const size_t iphl = v6 ? 40 : 20;
+  std::vector<uint8_t> f(14 + iphl + 20 + payload.size(), 0);
+  f[0] = 0x02; f[6] = 0x02; f[12] = v6 ? 0x86 : 0x08; f[13] = v6 ? 0xdd : 0x00;
   uint8_t* ip = f.data() + 14;
-  ip[0] = 0x45;
-  const size_t tot = 40 + payload.size();
-  ip[2] = uint8_t(tot >> 8); ip[3] = uint8_t(tot);
-  ip[8] = 64; ip[9] = 6;
-  for (int k = 0; k < 4; ++k) { ip[12 + k] = uint8_t(src >> (24 - 8 * k)); ip[16 + k] = uint8_t(dst >> (24 - 8 * k)); }
-  uint8_t* t = ip + 20;
+  if (v6) {
+    const size_t plen = 20 + payload.size();
+    ip[0] = 0x60; ip[4] = uint8_t(plen >> 8); ip[5] = uint8_t(plen); ip[6] = 6; ip[7] = 64;
+    for (uint8_t* a : {ip + 8, ip + 24}) { a[0] = 0x20; a[1] = 0x01; a[2] = 0x0d; a[3] = 0xb8; }
+    for (int k = 0; k < 4; ++k) { ip[20 + k] = uint8_t(src >> (24 - 8 * k)); ip[36 + k] = uint8_t(dst >> (24 - 8 * k)); }
+  } else {
+    ip[0] = 0x45;
+    const size_t tot = 40 + payload.size();
+    ip[2] = uint8_t(tot >> 8); ip[3] = uint8_t(tot);
+    ip[8] = 64; ip[9] = 6;
+    for (int k = 0; k < 4; ++k) { ip[12 + k] = uint8_t(src >> (24 - 8 * k)); ip[16 + k] = uint8_t(dst >> (24 - 8 * k)); }
+  }
+  uint8_t* t = ip + iphl;
   t[0] = uint8_t(sport >> 8); t[1] = uint8_t(sport); t[2] = uint8_t(dport >> 8); t[3] = uint8_t(dport);
   for (int k = 0; k < 4; ++k) { t[4 + k] = uint8_t(seq >> (24 - 8 * k)); t[8 + k] = uint8_t(ack >> (24 - 8 * k)); }
   t[12] = 0x50; t[13] = flags; t[14] = 0xff; t[15] = 0xff;
@@ -434,29 +444,34 @@ Scenario make_scenario(std::mt19937_64& rng, int conns, bool lossy) {
   return sc;
 }
 
-CaptureFile scenario_capture(const Scenario& sc) {
+CaptureFile scenario_capture(const Scenario& sc, bool v6 = false) {
   test::PcapBuilder b(1, false, true, 262144);
   uint64_t ts = 1'700'000'000'000'000'000ull;
   for (const Pkt& p : sc.pkts) {
     const uint32_t cli = 0x0a000001u + uint32_t(p.conn), srv = 0xc0a80001u;
     const uint16_t cport = uint16_t(40000 + p.conn), sport = 80;
-    const auto f = p.dir == 0 ? tcp_frame(cli, srv, cport, sport, p.flags, p.seq, p.ack, p.data)
-                              : tcp_frame(srv, cli, sport, cport, p.flags, p.seq, p.ack, p.data);
+    const auto f = p.dir == 0 ? tcp_frame(cli, srv, cport, sport, p.flags, p.seq, p.ack, p.data, v6)
+                              : tcp_frame(srv, cli, sport, cport, p.flags, p.seq, p.ack, p.data, v6);
     b.record(f, uint32_t(ts / 1000000000ull), uint32_t(ts % 1000000000ull));
     ts += 1000;
   }
   return CaptureFile::from_memory(b.bytes(), "scenario");
 }
 
-std::string dir_name(int conn, int dir) {
+std::string dir_name(int conn, int dir, bool v6 = false) {
   StreamChunk c{};
-  c.key.family = 4;
+  c.key.family = v6 ? 6 : 4;
   const uint32_t cli = 0x0a000001u + uint32_t(conn), srv = 0xc0a80001u;
   const uint32_t a = dir == 0 ? cli : srv, b = dir == 0 ? srv : cli;
   const uint8_t ab[4] = {uint8_t(a >> 24), uint8_t(a >> 16), uint8_t(a >> 8), uint8_t(a)};
   const uint8_t bb[4] = {uint8_t(b >> 24), uint8_t(b >> 16), uint8_t(b >> 8), uint8_t(b)};
-  std::memcpy(&c.key.addr[0][0], ab, 4);
-  std::memcpy(&c.key.addr[1][0], bb, 4);
+  const uint8_t prefix[4] = {0x20, 0x01, 0x0d, 0xb8};
+  std::memcpy(&c.key.addr[0][0], v6 ? prefix : ab, 4);
+  std::memcpy(&c.key.addr[1][0], v6 ? prefix : bb, 4);
+  if (v6) {
+    std::memcpy(&c.key.addr[0][3], ab, 4);
+    std::memcpy(&c.key.addr[1][3], bb, 4);
+  }
   c.key.port[0] = uint16_t(dir == 0 ? 40000 + conn : 80);
   c.key.port[1] = uint16_t(dir == 0 ? 80 : 40000 + conn);
   c.flags = kChunkClientLo;
@@ -467,25 +482,30 @@ std::string dir_name(int conn, int dir) {
 
 TEST(Stream, RandomStreamsEqualTheReferenceAtEveryBatchSize) {
   std::mt19937_64 rng(20261122);
-  for (int round = 0; round < 6; ++round) {
-    SCOPED_TRACE("round " + std::to_string(round));
+  for (int round = 0; round < 8; ++round) {
+    const OverlapPolicy policy = round % 4 < 2 ? OverlapPolicy::first : OverlapPolicy::last;
+    const bool v6 = round % 8 >= 4;
+    SCOPED_TRACE("round " + std::to_string(round) + (policy == OverlapPolicy::last ? ", overlap last" : ", overlap first") +
+                 (v6 ? ", IPv6" : ", IPv4"));
     const Scenario sc = make_scenario(rng, 12, round % 2 == 1);
     // The reference, fed in capture order, closed at the end.
     std::map<std::pair<int, int>, ReferenceReassembler> ref;
-    for (auto& [k, isn] : sc.isn) ref.emplace(k, ReferenceReassembler(isn));
+    for (auto& [k, isn] : sc.isn) ref.emplace(k, ReferenceReassembler(isn, policy == OverlapPolicy::last));
     for (const Pkt& p : sc.pkts)
       if (!p.data.empty()) ref.at({p.conn, p.dir}).segment(p.seq, p.data);
     for (auto& [k, r] : ref) r.close();
-    const CaptureFile cap = scenario_capture(sc);
+    const CaptureFile cap = scenario_capture(sc, v6);
     for (uint32_t batch : {1u, 2u, 3u, 7u, 64u, 65536u}) {
       SCOPED_TRACE("batch " + std::to_string(batch));
-      const StreamRun run = run_streams(cap, batch);
+      BackendConfig bc;
+      bc.stream.overlap = policy;
+      const StreamRun run = run_streams(cap, batch, bc);
       EXPECT_EQ(run.rep.totals.v[c_stream_ooo_dropped], 0u);
       for (auto& [k, r] : ref) {
-        const DirOut* d = run.by_name(dir_name(k.first, k.second));
+        const DirOut* d = run.by_name(dir_name(k.first, k.second, v6));
         if (r.bytes().empty() && r.gaps().empty()) continue;
-        ASSERT_TRUE(d) << dir_name(k.first, k.second);
-        EXPECT_EQ(d->bytes, r.bytes()) << dir_name(k.first, k.second);
+        ASSERT_TRUE(d) << dir_name(k.first, k.second, v6);
+        EXPECT_EQ(d->bytes, r.bytes()) << dir_name(k.first, k.second, v6);
         std::vector<std::pair<uint64_t, uint64_t>> want;
         for (auto& g : r.gaps()) want.emplace_back(g.offset, g.length);
         // A hole at the very end (its segments lost) is reported up to the FIN.
@@ -494,7 +514,7 @@ TEST(Stream, RandomStreamsEqualTheReferenceAtEveryBatchSize) {
           if (!want.empty() && want.back().first + want.back().second == r.delivered()) want.back().second += total - r.delivered();
           else want.emplace_back(r.delivered(), total - r.delivered());
         }
-        EXPECT_EQ(d->gaps, want) << dir_name(k.first, k.second);
+        EXPECT_EQ(d->gaps, want) << dir_name(k.first, k.second, v6);
         EXPECT_TRUE(d->ended);
         EXPECT_TRUE(d->offsets_ok);
       }
