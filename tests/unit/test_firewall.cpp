@@ -342,7 +342,7 @@ TEST(Firewall, AlertsKeepSuricatasOrderWithClassPriorities) {
 
 TEST(Firewall, EtOpenIpListsCompileAndMatchLikeBruteForce) {
   const auto dir = test::shared_data_dir() / "rules" / "et-open";
-  if (!std::filesystem::exists(dir)) GTEST_SKIP() << dir << " not found";
+  GASPP_REQUIRE_PATH(dir);
   RuleSet set;
   for (const char* f : {"drop.rules", "compromised.rules", "ciarmy.rules", "tor.rules", "dshield.rules"})
     ASSERT_TRUE(load_rules_file((dir / f).string(), RuleVars{}, set));
@@ -937,7 +937,7 @@ TEST(Modules, StreamEventOnDataReleasedAtExpiryReachesTheHostWithItsFlow) {
 
 TEST(Firewall, EveryEtOpenThresholdParses) {
   const auto dir = test::shared_data_dir() / "rules" / "et-open";
-  if (!std::filesystem::exists(dir)) GTEST_SKIP() << dir << " not found";
+  GASPP_REQUIRE_PATH(dir);
   std::map<int, uint64_t> kinds;
   uint64_t with = 0;
   for (const auto& f : std::filesystem::directory_iterator(dir)) {

@@ -393,3 +393,143 @@ TEST(Flow, ExpiredFlowsLeaveAtTheRightPacketTime) {
     EXPECT_EQ(r.rep.totals.v[c_flow_timed_out], 1u);
   }
 }
+
+// ---------------------------------------------------------------------------------------------
+// Every timeout at its boundary: idle exactly the timeout keeps the flow, one nanosecond more
+// ends it. First the rule itself, for every protocol, state and mode; then through the pipeline,
+// where a packet after the boundary starts a new flow (inline expiry) in either backend.
+
+TEST(FlowTimeouts, EveryTimeoutAtItsBoundary) {
+  FlowTimeouts t;
+  // Distinct values so that a mixed-up index shows.
+  for (int p = 0; p < 4; ++p)
+    for (int s = 0; s < 3; ++s) {
+      t.normal[p][s] = 100 + 10 * uint32_t(p) + uint32_t(s);
+      t.emergency[p][s] = 7 + 10 * uint32_t(p) + uint32_t(s);
+    }
+  const FlowState states[] = {FlowState::new_, FlowState::established, FlowState::closed};
+  for (int p = 0; p < 4; ++p)
+    for (int s = 0; s < 3; ++s)
+      for (bool emergency : {false, true}) {
+        FlowRecord r{};
+        r.proto_class = uint8_t(p);
+        r.state = uint8_t(states[s]);
+        r.last_ts = 5'000'000'000'000ull;
+        const uint64_t secs = emergency ? t.emergency[p][s] : t.normal[p][s];
+        const uint64_t at = r.last_ts + secs * 1'000'000'000ull;
+        SCOPED_TRACE("proto " + std::to_string(p) + " state " + std::to_string(s) + (emergency ? " emergency" : ""));
+        EXPECT_EQ(flow_timeout_s(t, r, emergency), secs);
+        EXPECT_FALSE(flow_timed_out(t, r, at, emergency));
+        EXPECT_TRUE(flow_timed_out(t, r, at + 1, emergency));
+        EXPECT_FALSE(flow_timed_out(t, r, r.last_ts - 1, emergency)) << "packets out of time order never expire";
+      }
+}
+
+TEST(FlowTimeouts, InlineExpiryAtEachDefaultBoundary) {
+  const uint32_t A = 0x0a000001, B = 0x0a000002;
+  using F = std::vector<uint8_t>;
+  struct Case {
+    const char* name;
+    std::vector<F> opening;  // packets at t0 that put the flow in its state
+    F later;                 // the packet sent `timeout` (then timeout + 1 ns) after them
+    uint32_t timeout;        // Suricata's default for that protocol and state
+  };
+  const F syn = ip4_frame(A, B, 1000, 80, 6, 0x02, 100), synack = ip4_frame(B, A, 80, 1000, 6, 0x12, 500, 101),
+          ack = ip4_frame(A, B, 1000, 80, 6, 0x10, 101, 501), data = ip4_frame(A, B, 1000, 80, 6, 0x18, 101, 501, 4),
+          rst = ip4_frame(B, A, 80, 1000, 6, 0x04, 501), udp_q = ip4_frame(A, B, 5000, 53, 17, 0, 0, 0, 4),
+          udp_r = ip4_frame(B, A, 53, 5000, 17, 0, 0, 0, 4), gre_a = ip4_frame(A, B, 0, 0, 47, 0, 0, 0, 4),
+          gre_b = ip4_frame(B, A, 0, 0, 47, 0, 0, 0, 4);
+  F echo = ip4_frame(A, B, 0, 0, 1, 0, 0, 0, 4), reply = ip4_frame(B, A, 0, 0, 1, 0, 0, 0, 4);
+  echo[34] = 8;   // ICMP echo request, id 0
+  reply[34] = 0;  // echo reply
+  const Case cases[] = {
+      {"tcp new", {syn}, syn, 60},
+      {"tcp established", {syn, synack, ack}, data, 600},
+      {"tcp closed", {syn, synack, ack, rst}, ack, 60},
+      {"udp new", {udp_q}, udp_q, 30},
+      {"udp established", {udp_q, udp_r}, udp_q, 300},
+      {"icmp new", {echo}, echo, 30},
+      {"icmp established", {echo, reply}, echo, 300},
+      {"other new", {gre_a}, gre_a, 30},
+      {"other established", {gre_a, gre_b}, gre_a, 300},
+  };
+  for (const Case& c : cases)
+    for (uint32_t extra_ns : {0u, 1u}) {
+      SCOPED_TRACE(std::string(c.name) + (extra_ns ? " + 1 ns" : " exactly"));
+      test::PcapBuilder b(1, false, true);
+      for (const F& f : c.opening) b.record(f, 1000, 0);
+      b.record(c.later, 1000 + c.timeout, extra_ns);
+      const FlowRun r = run_flows(from_builder(b, "boundary.pcap"), BackendConfig{}, 1);
+      EXPECT_EQ(r.recs.size(), extra_ns ? 2u : 1u);
+      EXPECT_EQ(r.rep.totals.v[c_flow_timed_out], extra_ns ? 1u : 0u);
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// The TCP state machine, transition by transition: each row feeds packets (sender 0 = client,
+// the first packet's sender) to one flow record and states what each side and the flow end in,
+// and which counter moved.
+
+TEST(TcpStateMachine, Transitions) {
+  struct P {
+    int from;  // 0: the flow's first sender's side (client), 1: the other
+    uint16_t flags;
+    uint32_t seq, ack, len;
+  };
+  using T = TcpSide;
+  struct Row {
+    const char* name;
+    bool midstream;
+    std::vector<P> pkts;
+    TcpSide client, server;
+    FlowState flow;
+    Counter counter;  // c_count_: none expected
+  };
+  const uint16_t S = kTcpSyn, A = kTcpAck, F = kTcpFin, R = kTcpRst, PA = kTcpPsh | kTcpAck;
+  const Row rows[] = {
+      {"syn", true, {{0, S, 100, 0, 0}}, T::syn_sent, T::none, FlowState::new_, c_count_},
+      {"syn retransmitted", true, {{0, S, 100, 0, 0}, {0, S, 100, 0, 0}}, T::syn_sent, T::none, FlowState::new_, c_tcp_syn_retransmit},
+      {"syn-ack", true, {{0, S, 100, 0, 0}, {1, S | A, 500, 101, 0}}, T::syn_sent, T::syn_recv, FlowState::new_, c_count_},
+      {"syn-ack with a wrong ack", true, {{0, S, 100, 0, 0}, {1, S | A, 500, 777, 0}}, T::syn_sent, T::none, FlowState::new_, c_tcp_synack_bad_ack},
+      {"handshake", true, {{0, S, 100, 0, 0}, {1, S | A, 500, 101, 0}, {0, A, 101, 501, 0}}, T::established, T::established, FlowState::established, c_tcp_established},
+      {"third ack with a wrong ack", true, {{0, S, 100, 0, 0}, {1, S | A, 500, 101, 0}, {0, A, 101, 400, 0}}, T::syn_sent, T::syn_recv, FlowState::new_, c_count_},
+      {"simultaneous open", true, {{0, S, 100, 0, 0}, {1, S, 500, 0, 0}, {1, S | A, 500, 101, 0}, {0, S | A, 100, 501, 0}}, T::established, T::established, FlowState::established, c_tcp_established},
+      {"midstream data", true, {{0, PA, 100, 500, 10}}, T::established, T::established, FlowState::established, c_tcp_midstream},
+      {"midstream off", false, {{0, PA, 100, 500, 10}}, T::none, T::none, FlowState::new_, c_tcp_no_session},
+      {"lone syn-ack (midstream): its sender is the server", true, {{0, S | A, 500, 101, 0}}, T::syn_sent, T::syn_recv, FlowState::new_, c_tcp_midstream},
+      {"fin from the client", true, {{0, S, 100, 0, 0}, {1, S | A, 500, 101, 0}, {0, A, 101, 501, 0}, {0, F | A, 101, 501, 0}}, T::fin_sent, T::established, FlowState::established, c_count_},
+      {"fin acknowledged", true, {{0, S, 100, 0, 0}, {1, S | A, 500, 101, 0}, {0, A, 101, 501, 0}, {0, F | A, 101, 501, 0}, {1, A, 501, 102, 0}}, T::fin_acked, T::established, FlowState::established, c_count_},
+      {"both fins, one acked: closed", true, {{0, S, 100, 0, 0}, {1, S | A, 500, 101, 0}, {0, A, 101, 501, 0}, {0, F | A, 101, 501, 0}, {1, F | A, 501, 102, 0}}, T::fin_acked, T::fin_sent, FlowState::closed, c_count_},
+      {"rst in window", true, {{0, S, 100, 0, 0}, {1, S | A, 500, 101, 0}, {0, A, 101, 501, 0}, {1, R, 501, 0, 0}}, T::established, T::reset, FlowState::closed, c_count_},
+      {"rst out of window", true, {{0, S, 100, 0, 0}, {1, S | A, 500, 101, 0}, {0, A, 101, 501, 0}, {1, R, 9000000, 0, 0}}, T::established, T::established, FlowState::established, c_tcp_rst_invalid},
+      {"rst from a side in syn_sent", true, {{0, S, 100, 0, 0}, {0, R, 101, 0, 0}}, T::syn_sent, T::none, FlowState::new_, c_tcp_rst_invalid},
+      {"refused: rst-ack to the syn", true, {{0, S, 100, 0, 0}, {1, R | A, 0, 101, 0}}, T::syn_sent, T::reset, FlowState::closed, c_count_},
+      {"syn on an established side", true, {{0, S, 100, 0, 0}, {1, S | A, 500, 101, 0}, {0, A, 101, 501, 0}, {1, S, 900, 0, 0}}, T::established, T::established, FlowState::established, c_tcp_syn_unexpected},
+  };
+  for (const Row& row : rows) {
+    SCOPED_TRACE(row.name);
+    FlowRecord r{};
+    TrackedPacket first{};
+    first.l4 = uint8_t(L4::tcp);
+    first.flags = row.pkts[0].flags;
+    flow_begin(r, first, true);
+    Counters c{};
+    HostCounterSink sink{c};
+    for (const P& p : row.pkts) {
+      TrackedPacket t{};
+      t.l4 = uint8_t(L4::tcp);
+      t.flags = p.flags;
+      t.seq = p.seq;
+      t.ack = p.ack;
+      t.payload_len = p.len;
+      t.win = 65535;
+      // Side 0 of the record is the client: the first packet's sender, except a lone SYN-ACK's.
+      const int client_sender = (first.flags & kTcpSyn) && (first.flags & kTcpAck) ? 1 : 0;
+      flow_detail::tcp_update(r, p.from == client_sender ? 0 : 1, t, row.midstream, sink);
+    }
+    EXPECT_EQ(TcpSide(r.side[0].tcp), row.client);
+    EXPECT_EQ(TcpSide(r.side[1].tcp), row.server);
+    EXPECT_EQ(FlowState(r.state), row.flow);
+    if (row.counter != c_count_) EXPECT_EQ(c.v[row.counter], 1u) << "counter " << row.counter;
+  }
+}

@@ -179,7 +179,7 @@ TEST(Pipeline, EveryTransferPathAgrees) {
 
 TEST(Pipeline, RealCapturesMatchReference) {
   const std::filesystem::path dir = test::shared_data_dir() / "pcaps";
-  if (!std::filesystem::exists(dir)) GTEST_SKIP() << "no " << dir << " (../shared/data beside the checkout, or GASPP_DATA)";
+  GASPP_REQUIRE_PATH(dir);
   int n = 0;
   for (const auto& e : std::filesystem::recursive_directory_iterator(dir)) {
     if (!e.is_regular_file()) continue;
@@ -267,7 +267,7 @@ TEST(Pipeline, SlicedDecodeEqualsWholeRecords) {
   // Heads of kSliceHeadBytes (what CUDA copies) and of 48 (most headers do not fit: the fallback to the
   // whole record runs for most packets) over every real capture and a generated mix.
   const std::filesystem::path dir = test::shared_data_dir() / "pcaps";
-  if (!std::filesystem::exists(dir)) GTEST_SKIP() << "no " << dir;
+  GASPP_REQUIRE_PATH(dir);
   uint64_t packets = 0, whole_full = 0, whole48 = 0;
   std::vector<CaptureFile> caps;
   caps.push_back(generated(GenMode::mix, 3000, 0.3, 0.3, 11));

@@ -133,7 +133,7 @@ TEST(Rules, SkippedAndBrokenRulesSayWhy) {
 // to parse. The table of counts is printed.
 TEST(Rules, EveryEtOpenFileLoads) {
   const auto dir = test::shared_data_dir() / "rules" / "et-open";
-  if (!std::filesystem::exists(dir)) GTEST_SKIP() << dir << " not found";
+  GASPP_REQUIRE_PATH(dir);
   std::vector<std::filesystem::path> files;
   for (auto& e : std::filesystem::directory_iterator(dir))
     if (e.path().extension() == ".rules") files.push_back(e.path());

@@ -246,7 +246,7 @@ const Variant kVariants[] = {
 }  // namespace
 
 TEST(Stream, PcapPlusPlusOneTcpStreamAndItsVariants) {
-  if (!std::filesystem::exists(kPpp)) GTEST_SKIP() << kPpp << " not found";
+  GASPP_REQUIRE_PATH(kPpp);
   const StreamRun base = run_streams(CaptureFile::open((kPpp / "one_tcp_stream.pcap").string()), 65536);
   const DirOut* base_c = base.by_name(kClient);
   const DirOut* base_s = base.by_name(kServer);
@@ -300,7 +300,7 @@ TEST(Stream, PcapPlusPlusOneTcpStreamAndItsVariants) {
 }
 
 TEST(Stream, PcapPlusPlusThreeHttpStreams) {
-  if (!std::filesystem::exists(kPpp)) GTEST_SKIP() << kPpp << " not found";
+  GASPP_REQUIRE_PATH(kPpp);
   const StreamRun r = run_streams(CaptureFile::open((kPpp / "three_http_streams.pcap").string()), 65536);
   // Pair the directions of each connection (same flow id) and match them to the expected files.
   std::map<uint64_t, std::pair<std::string, std::string>> conns;
