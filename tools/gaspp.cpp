@@ -14,13 +14,17 @@
 //
 // Exit status: 0 the capture was read to its end; 1 usage error, or the capture could not be
 // opened at all; 2 the capture is damaged: packets up to the damage were processed and reported,
-// and the message names the record and byte offset where reading stopped.
+// and the message names the record and byte offset where reading stopped; 3 an output could not
+// be written (the message names it); 130 / 143 stopped by SIGINT / SIGTERM: what was read is
+// finished and every output written and closed. A second signal exits at once.
+#include <signal.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <fstream>
+#include <filesystem>
 #include <stdexcept>
 #include <string>
 
@@ -31,6 +35,7 @@
 #include "core/pipeline.hpp"
 #include "output/decode_rows.hpp"
 #include "output/eve.hpp"
+#include "output/out_file.hpp"
 #include "output/pcap_writer.hpp"
 #include "output/stream_dump.hpp"
 #include "output/summary.hpp"
@@ -38,6 +43,53 @@
 using namespace gaspp;
 
 namespace {
+
+// SIGINT / SIGTERM: the first asks the run to stop (pipeline.hpp: RunOptions::stop) so that
+// everything read is finished and written; a second one exits at once.
+std::atomic<bool> g_stop{false};
+volatile sig_atomic_t g_signal = 0;
+
+void on_signal(int sig) {
+  if (g_signal) _exit(128 + sig);
+  g_signal = sig;
+  g_stop.store(true);
+  static const char msg[] = "gaspp: stopping: finishing what was read and writing the outputs (again to quit at once)\n";
+  (void)!write(2, msg, sizeof msg - 1);
+}
+
+void install_signal_handlers() {
+  struct sigaction sa {};
+  sa.sa_handler = on_signal;
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGINT, &sa, nullptr);
+  sigaction(SIGTERM, &sa, nullptr);
+}
+
+// An output that is the input (also through a link or another name) would destroy the capture
+// while it is read: refused before anything is opened. Also refuses two outputs on one file.
+bool outputs_clash(const std::string& input, const std::vector<std::pair<std::string, std::string>>& outputs) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    const auto& [opt, path] = outputs[i];
+    if (path.empty()) continue;
+    if (fs::exists(path, ec) && fs::equivalent(path, input, ec)) {
+      std::fprintf(stderr, "gaspp: %s %s: that is the input capture; refusing to overwrite it\n", opt.c_str(), path.c_str());
+      return true;
+    }
+    for (size_t j = 0; j < i; ++j) {
+      const auto& [o2, p2] = outputs[j];
+      if (p2.empty()) continue;
+      const bool same = fs::exists(path, ec) && fs::exists(p2, ec) ? fs::equivalent(path, p2, ec)
+                                                                    : fs::weakly_canonical(path, ec) == fs::weakly_canonical(p2, ec);
+      if (same) {
+        std::fprintf(stderr, "gaspp: %s and %s both write %s\n", o2.c_str(), opt.c_str(), path.c_str());
+        return true;
+      }
+    }
+  }
+  return false;
+}
 
 [[noreturn]] void usage(int rc) {
   std::FILE* o = rc ? stderr : stdout;
@@ -211,6 +263,7 @@ int cmd_gen(int argc, char** argv) {
 
 int main(int argc, char** argv) {
   if (argc >= 2 && std::strcmp(argv[1], "gen") == 0) return cmd_gen(argc, argv);
+  install_signal_handlers();  // from the start: a signal while the backend starts stops the run before it reads
   std::string input, stats_json, decode_out, eve_dir, dump_dir, backend_name = "auto", write_path, dump_packets;
   // Modules in command-line order: (name, options); --rules adds to the one firewall.
   std::vector<std::pair<std::string, ModuleOptions>> module_specs;
@@ -379,6 +432,12 @@ int main(int argc, char** argv) {
     else { std::fprintf(stderr, "gaspp: unknown option '%s' (see --help)\n", a.c_str()); return 1; }
   }
   if (input.empty()) usage(1);
+  if (outputs_clash(input, {{"-w", write_path},
+                            {"--dump-packets", dump_packets},
+                            {"--stats-json", stats_json},
+                            {"--decode-out", decode_out},
+                            {"-l", eve_dir.empty() ? std::string() : eve_dir + "/eve.json"}}))
+    return 1;
   ro.progress = progress < 0 ? isatty(2) : progress == 1;
   ro.want_decoded = !decode_out.empty();
   ro.want_streams = !dump_dir.empty();
@@ -423,20 +482,17 @@ int main(int argc, char** argv) {
 
   // The memory reserved (batch buffers, flow table) is fixed from here on; say how much up front.
   if (!quiet) std::fprintf(stderr, "gaspp: %s\n", backend->describe().c_str());
-  std::FILE* rows = nullptr;
-  if (!decode_out.empty()) {
-    rows = std::fopen(decode_out.c_str(), "w");
-    if (!rows) { std::fprintf(stderr, "gaspp: %s: %s\n", decode_out.c_str(), std::strerror(errno)); return 1; }
-    std::fputs(decode_rows_header(), rows);
-  }
+  OutFile rows;
   std::unique_ptr<EveWriter> eve;
-  if (!eve_dir.empty()) {
-    try {
-      eve = std::make_unique<EveWriter>(eve_dir);
-    } catch (const std::exception& e) {
-      std::fprintf(stderr, "gaspp: -l: %s\n", e.what());
-      return 1;
+  try {
+    if (!decode_out.empty()) {
+      rows = OutFile(decode_out, "w");
+      rows.write(std::string(decode_rows_header()));
     }
+    if (!eve_dir.empty()) eve = std::make_unique<EveWriter>(eve_dir);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "gaspp: %s\n", e.what());
+    return 1;
   }
   std::unique_ptr<StreamDumpWriter> dump;
   if (!dump_dir.empty()) {
@@ -449,6 +505,7 @@ int main(int argc, char** argv) {
   }
   RunReport rep;
   CliModuleOutput mod_out(eve.get());
+  ro.stop = &g_stop;
   try {
     const CaptureFile cap = CaptureFile::open(input);
     std::unique_ptr<PcapWriter> passed, dumped;
@@ -461,13 +518,13 @@ int main(int argc, char** argv) {
       if (passed) passed->write(b, 0, kVerdictDrop);
       // to_dump counts unless the packet took its flow's earlier decision (its module output is void).
       if (dumped) dumped->write(b, kVerdictToDump, kVerdictFlowDecided);
-      if (!rows) return;
+      if (!rows.is_open()) return;
       DecodedView v = const_cast<PacketBatch&>(b).decoded.view();
       for (uint32_t i = 0; i < b.count; ++i) {
         line.clear();
         load(v, i, p);
         format_decode_row(b.first_index + i + 1, p, line);
-        std::fwrite(line.data(), 1, line.size(), rows);
+        rows.write(line);
       }
     }, [&](const std::vector<FlowRecordOut>& recs) {
       if (eve) eve->write_flows(recs);
@@ -476,36 +533,52 @@ int main(int argc, char** argv) {
     }, [&](const StreamFlushModules& m, const std::vector<FlowRecordOut>& flows) {
       if (!modules.empty()) modules.finish_flush(m.events, m.module_counts, flows, mod_out);
     });
-    if (eve) eve->write_stats(rep, modules.empty() ? "" : modules.verdict_stats_json());
+    if (eve) {
+      eve->write_stats(rep, modules.empty() ? "" : modules.verdict_stats_json());
+      eve->close();
+    }
     if (passed) passed->close();
     if (dumped) dumped->close();
+    if (dump) dump->close();
+    rows.close();
+  } catch (const OutputError& e) {
+    std::fprintf(stderr, "gaspp: %s\n", e.what());
+    return 3;
   } catch (const CaptureError& e) {
     std::fprintf(stderr, "gaspp: %s\n", e.what());
-    if (rows) std::fclose(rows);
     return 1;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "gaspp: %s: %s\n", input.c_str(), e.what());
-    if (rows) std::fclose(rows);
     return 1;
   }
-  if (rows && std::fclose(rows) != 0) { std::fprintf(stderr, "gaspp: %s: write failed\n", decode_out.c_str()); return 1; }
   for (const auto& is : rep.issues) std::fprintf(stderr, "gaspp: %s: %s\n", is.fatal ? "error" : "warning", is.message.c_str());
   if (rep.suppressed_issues)
     std::fprintf(stderr, "gaspp: %llu more warnings not shown\n", (unsigned long long)rep.suppressed_issues);
   for (const StageTime& st : backend->stage_times())
     std::fprintf(stderr, "gaspp: stage %-34s %9.1f us a batch, %llu batches\n", st.name.c_str(), st.mean_us(),
                  (unsigned long long)st.batches);
-  if (!quiet) {
-    print_summary(stdout, rep);
-    if (!modules.empty()) std::fputs(modules.summary_text().c_str(), stdout);
+  try {
+    if (!quiet) {
+      print_summary(stdout, rep);
+      if (!modules.empty()) std::fputs(modules.summary_text().c_str(), stdout);
+      flush_stdout_checked();
+    }
+    if (!stats_json.empty()) {
+      std::string js = summary_json(rep);
+      const size_t close = js.rfind('}');
+      if (!modules.empty() && close != std::string::npos) js.insert(close, ",\"modules\":" + modules.summary_json());
+      OutFile j(stats_json, "w");
+      j.write(js);
+      j.close();
+    }
+  } catch (const OutputError& e) {
+    std::fprintf(stderr, "gaspp: %s\n", e.what());
+    return 3;
   }
-  if (!stats_json.empty()) {
-    std::ofstream j(stats_json);
-    std::string js = summary_json(rep);
-    const size_t close = js.rfind('}');
-    if (!modules.empty() && close != std::string::npos) js.insert(close, ",\"modules\":" + modules.summary_json());
-    j << js;
-    if (!j) { std::fprintf(stderr, "gaspp: %s: write failed\n", stats_json.c_str()); return 1; }
+  if (rep.interrupted) {
+    std::fprintf(stderr, "gaspp: stopped by %s after %llu packets; outputs are complete up to there\n",
+                 g_signal == SIGTERM ? "SIGTERM" : "SIGINT", (unsigned long long)rep.totals.v[c_packets]);
+    return 128 + (g_signal ? int(g_signal) : SIGINT);
   }
   return rep.damaged ? 2 : 0;
 }

@@ -77,7 +77,8 @@ RunReport run_capture(const CaptureFile& cap, Backend& backend, const RunOptions
     busy[size_t(s)] = false;
   };
 
-  while (have_pending) {
+  const auto stopping = [&] { return opt.stop && opt.stop->load(std::memory_order_relaxed); };
+  while (have_pending && !stopping()) {
     if (busy[size_t(slot)]) finish(slot);
     PacketBatch& b = backend.batch(slot);
     const uint32_t cap_pk = std::min(b.capacity, opt.policy.max_packets);
@@ -98,6 +99,7 @@ RunReport run_capture(const CaptureFile& cap, Backend& backend, const RunOptions
         if (b.count >= cap_pk) break;
         if (r.offset + rec_bytes - span_start > opt.policy.max_bytes) break;
         if (opt.policy.timeout_ns && r.ts_ns > first_ts && r.ts_ns - first_ts > opt.policy.timeout_ns) break;
+        if (stopping()) break;
       }
       b.h_rec_off[b.count++] = uint32_t(r.offset - span_start);
       b.record_bytes += rec_bytes;
@@ -143,6 +145,7 @@ RunReport run_capture(const CaptureFile& cap, Backend& backend, const RunOptions
   rep.capture_warnings = walker.warnings();
   rep.suppressed_issues = walker.suppressed_issues();
   rep.damaged = walker.stopped();
+  rep.interrupted = have_pending && stopping();
   rep.index_windows_parallel = walker.windows_parallel();
   rep.index_windows_serial = walker.windows_serial();
   rep.batches_direct = backend.batches_direct();

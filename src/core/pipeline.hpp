@@ -11,6 +11,7 @@
 // Every record read ends in the totals: decoded (passed or dropped by verdict) or, for records the
 // walker rejects, in the capture issues (reading stops at a fatal one; see capture_file.hpp).
 #pragma once
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <string>
@@ -39,6 +40,7 @@ struct RunReport {
   std::vector<CaptureIssue> issues;
   uint64_t capture_warnings = 0, suppressed_issues = 0;
   bool damaged = false;  // reading stopped at a fatal issue
+  bool interrupted = false;  // reading stopped early because RunOptions::stop was set
   uint64_t index_windows_parallel = 0, index_windows_serial = 0;
   FlowGauges flows;                 // the flow table at the end of the run, before the final flush
   StreamGauges streams;             // reassembly's out-of-order buffer
@@ -57,6 +59,9 @@ struct RunOptions {
   // hardware threads, 1 = serial) and file bytes per thread and window.
   int index_threads = 0;
   uint64_t index_chunk_bytes = 32ull << 20;
+  // When set (a signal handler sets it), reading stops after the current batch's packet: what was
+  // read is finished as at the end of the capture (flows and streams flushed, outputs written).
+  const std::atomic<bool>* stop = nullptr;
 };
 
 using BatchCallback = std::function<void(const PacketBatch&)>;

@@ -147,18 +147,11 @@ std::string eve_flow_json(const FlowRecordOut& o) {
   return j;
 }
 
-EveWriter::EveWriter(const std::string& dir) : path_(dir + "/eve.json") {
-  f_ = std::fopen(path_.c_str(), "w");
-  if (!f_) throw std::runtime_error(path_ + ": cannot open for writing: " + std::strerror(errno));
-}
-
-EveWriter::~EveWriter() {
-  if (f_) std::fclose(f_);
-}
+EveWriter::EveWriter(const std::string& dir) : f_(dir + "/eve.json", "w") {}
 
 void EveWriter::write_line(const std::string& json) {
-  std::fputs(json.c_str(), f_);
-  std::fputc('\n', f_);
+  f_.write(json);
+  f_.write("\n", 1);
   ++events_;
 }
 

@@ -19,6 +19,7 @@
 #include "core/pipeline.hpp"
 #include "flow/flow_record.hpp"
 #include "gaspp/module.hpp"
+#include "output/out_file.hpp"
 
 namespace gaspp {
 
@@ -32,21 +33,22 @@ std::string eve_flow_json(const FlowRecordOut& r);
 
 class EveWriter {
  public:
-  // Opens DIR/eve.json for writing (truncates); throws std::runtime_error naming the path on failure.
+  // Opens DIR/eve.json for writing (truncates); throws OutputError naming the path on failure, as
+  // does every write that fails (out_file.hpp).
   explicit EveWriter(const std::string& dir);
-  ~EveWriter();
   EveWriter(const EveWriter&) = delete;
   EveWriter& operator=(const EveWriter&) = delete;
   void write_flows(const std::vector<FlowRecordOut>& v);
   // extra: more members of the stats object (the modules' verdict accounting), or "".
   void write_stats(const RunReport& r, const std::string& extra = "");
   void write_line(const std::string& json);
+  // Flushes and closes; throws OutputError if anything could not be written.
+  void close() { f_.close(); }
   uint64_t events() const { return events_; }
-  const std::string& path() const { return path_; }
+  const std::string& path() const { return f_.path(); }
 
  private:
-  std::string path_;
-  std::FILE* f_ = nullptr;
+  OutFile f_;
   uint64_t events_ = 0;
 };
 

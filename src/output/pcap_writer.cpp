@@ -7,9 +7,7 @@
 
 namespace gaspp {
 
-PcapWriter::PcapWriter(const std::string& path, const CaptureFile& in) : path_(path) {
-  f_ = std::fopen(path.c_str(), "wb");
-  if (!f_) throw std::runtime_error(path + ": " + std::strerror(errno));
+PcapWriter::PcapWriter(const std::string& path, const CaptureFile& in) : f_(path, "wb") {
   uint8_t h[24];
   if (std::strcmp(in.container(), "pcap") == 0 && in.size() >= 24) {
     std::memcpy(h, in.data(), 24);
@@ -31,11 +29,7 @@ PcapWriter::PcapWriter(const std::string& path, const CaptureFile& in) : path_(p
       for (int b = 0; b < 4; ++b) h[at + b] = uint8_t(v[k] >> (fmt.swapped ? 8 * (3 - b) : 8 * b));
     }
   }
-  if (std::fwrite(h, 1, 24, f_) != 24) throw std::runtime_error(path + ": write failed");
-}
-
-PcapWriter::~PcapWriter() {
-  if (f_) std::fclose(f_);
+  f_.write(h, 24);
 }
 
 void PcapWriter::write(const PacketBatch& b, uint8_t any_of, uint8_t none_of) {
@@ -44,17 +38,9 @@ void PcapWriter::write(const PacketBatch& b, uint8_t any_of, uint8_t none_of) {
     if ((v & none_of) || (any_of && !(v & any_of))) continue;
     const uint8_t* r = b.h_span + b.h_rec_off[i];
     const uint64_t n = kRecordHeaderBytes + read_record_header(r, b.fmt).cap_len;
-    if (std::fwrite(r, 1, n, f_) != n) throw std::runtime_error(path_ + ": write failed");
+    f_.write(r, n);
     ++packets_;
   }
-}
-
-void PcapWriter::close() {
-  if (!f_) return;
-  const bool ok = std::fflush(f_) == 0 && !std::ferror(f_);
-  std::fclose(f_);
-  f_ = nullptr;
-  if (!ok) throw std::runtime_error(path_ + ": write failed");
 }
 
 }  // namespace gaspp

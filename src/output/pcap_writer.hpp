@@ -12,25 +12,25 @@
 
 #include "capture/capture_file.hpp"
 #include "core/packet_batch.hpp"
+#include "output/out_file.hpp"
 
 namespace gaspp {
 
 class PcapWriter {
  public:
-  // Opens `path` for writing; throws std::runtime_error naming the path on failure.
+  // Opens `path` for writing; throws OutputError naming the path on failure (and on any failed
+  // write: out_file.hpp).
   PcapWriter(const std::string& path, const CaptureFile& input);
-  ~PcapWriter();
   PcapWriter(const PcapWriter&) = delete;
   PcapWriter& operator=(const PcapWriter&) = delete;
   // Writes the packets of b whose verdict byte satisfies `want` (any bit in `any_of`, none in `none_of`).
   void write(const PacketBatch& b, uint8_t any_of, uint8_t none_of);
-  // Flushes and closes; throws std::runtime_error if a write failed.
-  void close();
+  // Flushes and closes; throws OutputError if a write failed.
+  void close() { f_.close(); }
   uint64_t packets() const { return packets_; }
 
  private:
-  std::string path_;
-  std::FILE* f_ = nullptr;
+  OutFile f_;
   uint64_t packets_ = 0;
 };
 

@@ -41,16 +41,14 @@ std::string stream_file_name(const StreamChunk& c) {
 StreamDumpWriter::StreamDumpWriter(const std::string& dir) : dir_(dir) {
   if (::mkdir(dir.c_str(), 0755) != 0 && errno != EEXIST)
     throw std::runtime_error(dir + ": cannot create directory: " + std::strerror(errno));
-  const std::string p = dir + "/index.tsv";
-  index_ = std::fopen(p.c_str(), "w");
-  if (!index_) throw std::runtime_error(p + ": " + std::strerror(errno));
-  std::fputs("file\tflow_id\tdir\tevent\tstream_offset\tlength\tfile_offset\n", index_);
+  index_ = OutFile(dir + "/index.tsv", "w");
+  index_.write(std::string("file\tflow_id\tdir\tevent\tstream_offset\tlength\tfile_offset\n"));
 }
 
-StreamDumpWriter::~StreamDumpWriter() {
-  for (auto& [id, s] : streams_)
-    if (s.f) std::fclose(s.f);
-  if (index_) std::fclose(index_);
+void StreamDumpWriter::close() {
+  for (uint64_t id : open_) streams_[id].f.close();
+  open_.clear();
+  index_.close();
 }
 
 StreamDumpWriter::Stream& StreamDumpWriter::stream_of(const StreamChunk& c) {
@@ -71,22 +69,18 @@ StreamDumpWriter::Stream& StreamDumpWriter::stream_of(const StreamChunk& c) {
   return streams_.emplace(id, std::move(s)).first->second;
 }
 
-std::FILE* StreamDumpWriter::open(Stream& s) {
+OutFile& StreamDumpWriter::open(Stream& s) {
   s.last_use = ++clock_;
-  if (s.f) return s.f;
+  if (s.f.is_open()) return s.f;
   if (open_.size() >= kMaxOpen) {
     // Close the least recently used file; it is reopened for appending when needed.
     auto lru = std::min_element(open_.begin(), open_.end(), [&](uint64_t a, uint64_t b) {
       return streams_[a].last_use < streams_[b].last_use;
     });
-    Stream& v = streams_[*lru];
-    std::fclose(v.f);
-    v.f = nullptr;
+    streams_[*lru].f.close();
     open_.erase(lru);
   }
-  const std::string p = dir_ + "/" + s.name;
-  s.f = std::fopen(p.c_str(), s.written ? "ab" : "wb");
-  if (!s.f) throw std::runtime_error(p + ": " + std::strerror(errno));
+  s.f = OutFile(dir_ + "/" + s.name, s.written ? "ab" : "wb");
   open_.push_back(s.id);
   return s.f;
 }
@@ -97,22 +91,20 @@ void StreamDumpWriter::write(const std::vector<StreamChunk>& chunks, const std::
     const char* dir = c.dir == 0 ? "c2s" : "s2c";
     const unsigned long long fid = (unsigned long long)c.flow_id;
     if (c.flags & kChunkConflict) {
-      std::fprintf(index_, "%s\t%llu\t%s\tconflict\t%llu\t%u\t\n", s.name.c_str(), fid, dir,
+      index_.printf("%s\t%llu\t%s\tconflict\t%llu\t%u\t\n", s.name.c_str(), fid, dir,
                    (unsigned long long)c.off, c.len);
       continue;
     }
     if (c.gap)
-      std::fprintf(index_, "%s\t%llu\t%s\tgap\t%llu\t%llu\t%llu\n", s.name.c_str(), fid, dir,
+      index_.printf("%s\t%llu\t%s\tgap\t%llu\t%llu\t%llu\n", s.name.c_str(), fid, dir,
                    (unsigned long long)(c.off - c.gap), (unsigned long long)c.gap, (unsigned long long)s.written);
     if (c.len) {
-      std::FILE* f = open(s);
-      if (std::fwrite(bytes.data() + c.data, 1, c.len, f) != c.len)
-        throw std::runtime_error(dir_ + "/" + s.name + ": write failed");
+      open(s).write(bytes.data() + c.data, c.len);
       s.written += c.len;
       bytes_ += c.len;
     }
     if (c.flags & kChunkEnd) {
-      std::fprintf(index_, "%s\t%llu\t%s\tend\t%llu\t0\t%llu\n", s.name.c_str(), fid, dir, (unsigned long long)c.off,
+      index_.printf("%s\t%llu\t%s\tend\t%llu\t0\t%llu\n", s.name.c_str(), fid, dir, (unsigned long long)c.off,
                    (unsigned long long)s.written);
       if (!s.written) open(s);  // an empty direction that ended still gets its (empty) file
     }

@@ -21,6 +21,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "output/out_file.hpp"
 #include "stream/stream.hpp"
 
 namespace gaspp {
@@ -30,13 +31,15 @@ std::string stream_file_name(const StreamChunk& c);
 
 class StreamDumpWriter {
  public:
-  // Creates DIR if needed and opens DIR/index.tsv; throws std::runtime_error naming the path.
+  // Creates DIR if needed and opens DIR/index.tsv; throws std::runtime_error naming the path, and
+  // OutputError for any write that fails (out_file.hpp).
   explicit StreamDumpWriter(const std::string& dir);
-  ~StreamDumpWriter();
   StreamDumpWriter(const StreamDumpWriter&) = delete;
   StreamDumpWriter& operator=(const StreamDumpWriter&) = delete;
   // Appends a batch's chunks (grouped by flow and direction, in order within each).
   void write(const std::vector<StreamChunk>& chunks, const std::vector<uint8_t>& bytes);
+  // Closes every file, checked; throws OutputError naming the first that could not be written.
+  void close();
   uint64_t files() const { return streams_.size(); }
   uint64_t bytes() const { return bytes_; }
 
@@ -45,13 +48,13 @@ class StreamDumpWriter {
     uint64_t id = 0;       // flow id * 2 + direction
     std::string name;
     uint64_t written = 0;  // bytes in the file
-    std::FILE* f = nullptr;
+    OutFile f;
     uint64_t last_use = 0;
   };
   Stream& stream_of(const StreamChunk& c);
-  std::FILE* open(Stream& s);
+  OutFile& open(Stream& s);
   std::string dir_;
-  std::FILE* index_ = nullptr;
+  OutFile index_;
   std::unordered_map<uint64_t, Stream> streams_;          // by flow id * 2 + dir
   std::unordered_map<std::string, uint32_t> name_uses_;   // connections seen per 5-tuple name
   std::unordered_map<uint64_t, std::string> conn_suffix_; // flow id → "", "c1", "c2", ...

@@ -47,7 +47,8 @@ void print_summary(std::FILE* o, const RunReport& r) {
     if (t[c_malformed_reason0 + k])
       std::fprintf(o, "  %s %llu", malformed_reason_name(MalformedReason(k)), (unsigned long long)t[c_malformed_reason0 + k]);
   std::fprintf(o, "\n");
-  std::fprintf(o, "capture      %s; %llu warnings%s\n", r.damaged ? "DAMAGED: reading stopped early" : "read to the end",
+  std::fprintf(o, "capture      %s; %llu warnings%s\n",
+               r.damaged ? "DAMAGED: reading stopped early" : r.interrupted ? "INTERRUPTED: reading stopped by a signal" : "read to the end",
                (unsigned long long)r.capture_warnings,
                r.suppressed_issues ? (" (" + std::to_string(r.suppressed_issues) + " not shown)").c_str() : "");
   if (r.index_windows_parallel + r.index_windows_serial)
@@ -108,7 +109,7 @@ std::string summary_json(const RunReport& r) {
   std::string j = "{";
   j += "\"capture\":{\"path\":\"" + json_escape(r.path) + "\",\"format\":\"" + json_escape(r.container) +
        "\",\"link\":\"" + r.link + "\",\"linktype\":" + u(r.raw_link) + ",\"file_bytes\":" + u(r.file_bytes) +
-       ",\"damaged\":" + (r.damaged ? "true" : "false") + ",\"warnings\":" + u(r.capture_warnings) +
+       ",\"damaged\":" + (r.damaged ? "true" : "false") + ",\"interrupted\":" + (r.interrupted ? "true" : "false") + ",\"warnings\":" + u(r.capture_warnings) +
        ",\"index_windows_parallel\":" + u(r.index_windows_parallel) + ",\"index_windows_serial\":" +
        u(r.index_windows_serial) + ",\"issues\":[";
   for (size_t i = 0; i < r.issues.size(); ++i) {
