@@ -46,12 +46,13 @@ namespace {
 
 // SIGINT / SIGTERM: the first asks the run to stop (pipeline.hpp: RunOptions::stop) so that
 // everything read is finished and written; a second one exits at once.
+// Lock-free atomics: signals may reach any thread, two at once.
 std::atomic<bool> g_stop{false};
-volatile sig_atomic_t g_signal = 0;
+std::atomic<int> g_signal{0};
 
 void on_signal(int sig) {
-  if (g_signal) _exit(128 + sig);
-  g_signal = sig;
+  int none = 0;
+  if (!g_signal.compare_exchange_strong(none, sig)) _exit(128 + sig);
   g_stop.store(true);
   static const char msg[] = "gaspp: stopping: finishing what was read and writing the outputs (again to quit at once)\n";
   (void)!write(2, msg, sizeof msg - 1);
@@ -172,6 +173,16 @@ uint64_t parse_u64(const char* opt, const char* v) {
   return x;
 }
 
+// A number in [lo, hi], or exit 1 naming the option and its range.
+uint64_t parse_bounded(const char* opt, const char* v, uint64_t lo, uint64_t hi) {
+  const uint64_t x = parse_u64(opt, v);
+  if (x < lo || x > hi) {
+    std::fprintf(stderr, "gaspp: %s must be %llu..%llu, not %s\n", opt, (unsigned long long)lo, (unsigned long long)hi, v);
+    std::exit(1);
+  }
+  return x;
+}
+
 double parse_double(const char* opt, const char* v, double lo, double hi) {
   char* end = nullptr;
   const double x = std::strtod(v, &end);
@@ -234,9 +245,9 @@ int cmd_gen(int argc, char** argv) {
       else if (m == "mix") g.mode = GenMode::mix;
       else if (m == "http") g.mode = GenMode::http;
       else { std::fprintf(stderr, "gaspp gen: --mode: fixed, mix or http, not '%s'\n", m.c_str()); return 1; }
-    } else if (a == "--size") { g.size = uint32_t(parse_u64("--size", val())); g.mode = GenMode::fixed; }
-    else if (a == "--packets") g.packets = parse_u64("--packets", val());
-    else if (a == "--flows") g.flows = uint32_t(parse_u64("--flows", val()));
+    } else if (a == "--size") { g.size = uint32_t(parse_bounded("--size", val(), 60, 1514)); g.mode = GenMode::fixed; }
+    else if (a == "--packets") g.packets = parse_bounded("--packets", val(), 1, 1ull << 40);
+    else if (a == "--flows") g.flows = uint32_t(parse_bounded("--flows", val(), 1, 1u << 24));
     else if (a == "--seed") g.seed = parse_u64("--seed", val());
     else if (a == "--reorder") g.reorder = parse_double("--reorder", val(), 0, 1);
     else if (a == "--duplicate") g.duplicate = parse_double("--duplicate", val(), 0, 1);
@@ -342,9 +353,9 @@ int main(int argc, char** argv) {
         return 1;
       }
       bc.batch_bytes = ro.policy.max_bytes = n;
-    } else if (a == "--batch-timeout-ms") ro.policy.timeout_ns = parse_u64("--batch-timeout-ms", val()) * 1000000ull;
-    else if (a == "--threads") bc.threads = int(parse_u64("--threads", val()));
-    else if (a == "--index-threads") ro.index_threads = int(parse_u64("--index-threads", val()));
+    } else if (a == "--batch-timeout-ms") ro.policy.timeout_ns = parse_bounded("--batch-timeout-ms", val(), 0, 86'400'000) * 1000000ull;
+    else if (a == "--threads") bc.threads = int(parse_bounded("--threads", val(), 0, 1024));
+    else if (a == "--index-threads") ro.index_threads = int(parse_bounded("--index-threads", val(), 0, 1024));
     else if (a == "--stats-json") stats_json = val();
     else if (a == "--decode-out") decode_out = val();
     else if (a == "--progress") progress = 1;
@@ -361,7 +372,7 @@ int main(int argc, char** argv) {
       const std::string v = val();
       if (v != "on" && v != "off") { std::fprintf(stderr, "gaspp: %s: on or off, not '%s'\n", a.c_str(), v.c_str()); return 1; }
       (a == "--midstream" ? bc.flow.midstream : bc.flow.vlan_in_key) = v == "on";
-    } else if (a == "--flow-sweep-ms") bc.flow.sweep_interval_ns = parse_u64("--flow-sweep-ms", val()) * 1000000ull;
+    } else if (a == "--flow-sweep-ms") bc.flow.sweep_interval_ns = parse_bounded("--flow-sweep-ms", val(), 1, 86'400'000) * 1000000ull;
     else if (a == "--no-flows") bc.flow.enabled = false;
     else if (a == "--dump-streams") dump_dir = val();
     else if (a == "--overlap") {
@@ -398,7 +409,7 @@ int main(int argc, char** argv) {
       size_t at = 0;
       while (at <= v.size()) {
         const size_t comma = std::min(v.find(',', at), v.size());
-        order.push_back(uint16_t(parse_u64("--class-order", v.substr(at, comma - at).c_str())));
+        order.push_back(uint16_t(parse_bounded("--class-order", v.substr(at, comma - at).c_str(), 0, 255)));
         at = comma + 1;
       }
       bc.class_orders.push_back(order);
@@ -577,8 +588,8 @@ int main(int argc, char** argv) {
   }
   if (rep.interrupted) {
     std::fprintf(stderr, "gaspp: stopped by %s after %llu packets; outputs are complete up to there\n",
-                 g_signal == SIGTERM ? "SIGTERM" : "SIGINT", (unsigned long long)rep.totals.v[c_packets]);
-    return 128 + (g_signal ? int(g_signal) : SIGINT);
+                 g_signal.load() == SIGTERM ? "SIGTERM" : "SIGINT", (unsigned long long)rep.totals.v[c_packets]);
+    return 128 + (g_signal.load() ? g_signal.load() : SIGINT);
   }
   return rep.damaged ? 2 : 0;
 }

@@ -142,7 +142,7 @@ FileConfig read_config(const std::string& path, const YAML::Node& root) {
     const YAML::Node& v = kv.second;
     if (key == "backend") c.backend = scalar(path, v, key);
     else if (key == "batch") c.batch = uint32_t(number(path, v, key, 1u << 24));
-    else if (key == "threads") c.threads = int(number(path, v, key, 4096));
+    else if (key == "threads") c.threads = int(number(path, v, key, 1024));
     else if (key == "schedule") {
       c.schedule = scalar(path, v, key);
       if (*c.schedule != "on" && *c.schedule != "off" && *c.schedule != "auto") fail(path, v, "schedule: on, off or auto");

@@ -190,6 +190,46 @@ def main():
     if r.returncode != 1 or "bad.yaml:" not in r.stderr:
         fail("a broken config is not refused with file and line: %s" % r.stderr.strip())
 
+    # 4b. Configuration variables reach rules given on the command line: $TARGET_PORTS defined only
+    # in -c's vars, used by a --rules file, drops what the literal port did.
+    var_rules = os.path.join(tmp, "var.rules")
+    with open(var_rules, "w") as f:
+        f.write("drop tcp any any -> any $TARGET_PORTS (msg:\"drop port %d\"; sid:10; rev:2;)\n" % target)
+        f.write("alert udp any any -> any any (msg:\"udp\"; sid:11;)\n")
+    var_cfg = os.path.join(tmp, "vars.yaml")
+    with open(var_cfg, "w") as f:
+        f.write("vars:\n  port-groups:\n    TARGET_PORTS: \"%d\"\n" % target)
+    out3 = os.path.join(tmp, "passed-vars.pcap")
+    r = run(base + ["-r", src, "-c", var_cfg, "--rules", var_rules, "-w", out3, "--batch", "16"])
+    if r.returncode != 0 or open(out3, "rb").read() != open(out, "rb").read():
+        fail("-c vars with --rules: -w output differs from the literal rules' (%s)" % r.stderr.strip()[-300:])
+    else:
+        print("ok   -c variables apply to --rules files: the same -w output as the literal rules")
+
+    # 4c. Loading summary; a directory is refused; firewall mode without a loadable rule drops all.
+    r = run(base + ["-r", src, "--rules", rules, "-q"])
+    if "firewall: 1 rule file processed; 2 rules loaded, 1 skipped" not in r.stderr:
+        fail("no Suricata-style loading summary: %s" % r.stderr.strip()[-300:])
+    else:
+        print("ok   loading summary: 2 rules loaded, 1 skipped")
+    for opt in ("--rules", "--firewall-rules"):
+        r = run(base + ["-r", src, opt, tmp, "-q"])
+        if r.returncode != 1 or "is a directory" not in r.stderr:
+            fail("%s DIR: rc %d, %s" % (opt, r.returncode, r.stderr.strip()[-200:]))
+    print("ok   --rules DIR and --firewall-rules DIR refused")
+    broken = os.path.join(tmp, "broken-fw.rules")
+    with open(broken, "w") as f:
+        f.write("accept:hook tcp any any -> any (sid:1;)\nfrobnicate:packet ip any any -> any any (sid:2;)\n")
+    js = os.path.join(tmp, "fw-none.json")
+    r = run(base + ["-r", src, "--firewall-rules", broken, "-q", "--stats-json", js])
+    st = json.load(open(js)) if r.returncode == 0 else {}
+    if r.returncode != 0 or "NO RULE LOADED" not in r.stderr or st.get("outcome", {}).get("passed") != 0 \
+            or st["outcome"]["dropped"] != st["packets"]:
+        fail("firewall mode with no loadable rule must drop every packet, loudly: rc %d, %s, %s"
+             % (r.returncode, st.get("outcome"), r.stderr.strip()[-300:]))
+    else:
+        print("ok   firewall mode with no loadable rule: all %d packets dropped, said loudly" % st["packets"])
+
     # 5. Bad module specifications are refused with a reason.
     for args, why in ((["--module", "nosuch"], "unknown module"), (["--module", "probe:action=explode"], "action"),
                       (["--module", "probe:colour=red"], "unknown option")):

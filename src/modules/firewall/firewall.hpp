@@ -177,7 +177,7 @@ struct FirewallModule {
     // Without http1 hooks the stream hook is left out and no per-flow state is kept.
     uint32_t layers() const { return policy_app_ ? kLayers : kLayerIp; }
     uint32_t flow_state_bytes() const { return policy_app_ ? uint32_t(sizeof(FlowState)) : 0u; }
-    bool default_drop() const { return !policy_set_.rules.empty(); }  // firewall mode
+    bool default_drop() const { return firewall_mode_; }  // firewall rule files given
     const RuleSet& rules() const { return set_; }
     const RuleSet& policy_rules() const { return policy_set_; }
     const FirewallTables& tables() const { return tables_; }
@@ -195,6 +195,7 @@ struct FirewallModule {
     std::vector<uint8_t> policy_content_;
     uint32_t hook_off_[kFwHooks] = {}, hook_n_[kFwHooks] = {};
     bool policy_app_ = false;
+    bool firewall_mode_ = false;            // --firewall-rules given: default drop, even with no rule
     uint64_t policy_alerts_ = 0;
     std::vector<ThresholdSpec> thresholds_;  // per rule (kind none: every match alerts)
     ThresholdTable threshold_table_;

@@ -2,6 +2,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <filesystem>
+#include <map>
 #include <sstream>
 #include <stdexcept>
 
@@ -34,13 +35,34 @@ FirewallModule::Host::Host(const ModuleOptions& opt) : ModuleHost<FirewallModule
     }
   }
   for (const std::string& f : files)
-    if (!load_rules_file(f, vars, set_)) throw std::invalid_argument("firewall: cannot read rule file " + f);
+    if (!load_rules_file(f, vars, set_)) throw std::invalid_argument("firewall: rule file " + f + ": " + set_.errors.back().why);
   for (const std::string& f : policy_files)
     if (!load_rules_file(f, vars, policy_set_, RuleFile::firewall))
-      throw std::invalid_argument("firewall: cannot read firewall rule file " + f);
+      throw std::invalid_argument("firewall: firewall rule file " + f + ": " + policy_set_.errors.back().why);
+  // Firewall mode is on when firewall rule files were given, whatever they hold: with no rule
+  // loaded every packet is dropped (default drop), never passed.
+  firewall_mode_ = !policy_files.empty();
   // Rules that do not parse are reported and skipped; the run goes on.
   for (const RuleSet* s : {&set_, &policy_set_})
     for (const RuleError& e : s->errors) std::fprintf(stderr, "gaspp: %s:%u: rule skipped: %s\n", e.file.c_str(), e.line, e.why.c_str());
+  // Suricata's summary of the loading: files, rules loaded, skipped, and the commonest reasons.
+  const auto loading = [](const char* what, size_t nfiles, const RuleSet& s) {
+    std::map<std::string, uint64_t> why = s.skipped_by_reason;
+    for (const RuleError& e : s.errors) ++why[e.why.substr(0, e.why.find(':'))];
+    std::vector<std::pair<uint64_t, std::string>> top;
+    for (const auto& [w, n] : why) top.emplace_back(n, w);
+    std::sort(top.begin(), top.end(), [](const auto& a, const auto& b) { return a.first > b.first || (a.first == b.first && a.second < b.second); });
+    std::string reasons;
+    for (size_t k = 0; k < top.size() && k < 3; ++k)
+      reasons += (k ? ", " : " (") + top[k].second + ": " + std::to_string(top[k].first);
+    if (!reasons.empty()) reasons += top.size() > 3 ? ", ...)" : ")";
+    std::fprintf(stderr, "gaspp: %s: %zu rule file%s processed; %zu rules loaded, %llu skipped%s\n", what, nfiles,
+                 nfiles == 1 ? "" : "s", s.rules.size(), (unsigned long long)(s.skipped() + s.errors.size()), reasons.c_str());
+  };
+  if (!files.empty()) loading("firewall", files.size(), set_);
+  if (!policy_files.empty()) loading("firewall mode", policy_files.size(), policy_set_);
+  if (firewall_mode_ && policy_set_.rules.empty())
+    std::fprintf(stderr, "gaspp: FIREWALL MODE WITH NO RULE LOADED: every packet will be dropped (default drop)\n");
   // Class priorities (a rule's classtype gives its priority when it has no `priority`): the file
   // named, else a classification.config beside the first rules file, as rule sets ship it (none
   // there is no error).
@@ -113,7 +135,7 @@ FirewallModule::View FirewallModule::Host::upload(TableMemory& mem) {
     v.policy.hook_off[h] = hook_off_[h];
     v.policy.hook_n[h] = hook_n_[h];
   }
-  v.policy.on = !policy_.empty();
+  v.policy.on = firewall_mode_;
   v.policy.app = policy_app_;
   return v;
 }

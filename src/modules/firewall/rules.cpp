@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <functional>
@@ -498,6 +499,11 @@ std::string parse_rule(const std::string& text, const RuleVars& vars, Rule& out,
 }
 
 bool load_rules_file(const std::string& path, const RuleVars& vars, RuleSet& set, RuleFile kind) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) {
+    set.errors.push_back({path, 0, "is a directory; name the rule files (e.g. " + path + "/*.rules)"});
+    return false;
+  }
   std::ifstream in(path);
   if (!in) {
     set.errors.push_back({path, 0, "cannot be read"});
