@@ -23,8 +23,9 @@ fi
 
 # scapy builds the flow-tracking test cases; the python3 on PATH may not be the system one.
 python3 -c "import scapy" 2>/dev/null || python3 -m pip install --quiet scapy
-# PyYAML reads suricata-verify's test.yaml files.
+# PyYAML reads suricata-verify's test.yaml files; jsonschema validates EVE against Suricata's schema.
 python3 -c "import yaml" 2>/dev/null || python3 -m pip install --quiet pyyaml
+python3 -c "import jsonschema" 2>/dev/null || python3 -m pip install --quiet jsonschema
 
 [ "${1:-}" = "--no-build" ] && exit 0
 if ! command -v nvcc >/dev/null && [ -x /usr/local/cuda/bin/nvcc ]; then export PATH=/usr/local/cuda/bin:$PATH; fi

@@ -136,7 +136,8 @@ bool outputs_clash(const std::string& input, const std::vector<std::pair<std::st
                "                            variables, flow timeouts, schedule (docs/usage.md); later flags\n"
                "                            override it; a suricata.yaml is read for vars and flow-timeouts\n"
                "  --set KEY=VALUE           set a configuration value, e.g. flow-timeouts.tcp.established=3600\n"
-               "  --rules FILE              firewall rules (Suricata syntax, docs/rules.md); repeat for more files\n"
+               "  --rules FILE, -s FILE     firewall rules (Suricata syntax, docs/rules.md); repeat for more files\n"
+               "  -S FILE                   only these rule files: the configuration's and earlier ones are dropped\n"
                "  --firewall-rules FILE     firewall-mode rules (accept:hook ..., default drop; docs/rules.md)\n"
                "  --eve-drops               an EVE `drop` event for every dropped packet (with -l)\n"
                "  --address-var NAME=VALUE  firewall address variable, e.g. HOME_NET=[10.0.0.0/8]\n"
@@ -297,6 +298,7 @@ int main(int argc, char** argv) {
   ModuleOptions config_vars;  // the configuration's vars: every firewall gets them (flags override)
   bool quiet = false;
   bool eve_drops = false;
+  bool exclusive_rules = false;  // -S given
   int progress = -1;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
@@ -385,9 +387,15 @@ int main(int argc, char** argv) {
       (a == "--ooo-segments" ? bc.stream.held_segments : a == "--ooo-bytes" ? bc.stream.held_bytes
        : a == "--flow-ooo-segments" ? bc.stream.flow_held_segments : bc.stream.flow_held_bytes) = uint32_t(n);
     } else if (a == "--no-reassembly") bc.stream.enabled = false;
-    else if (a == "--rules" || a == "--firewall-rules") {
+    else if (a == "--rules" || a == "-s" || a == "-S" || a == "--firewall-rules") {
+      // -s adds a rule file, as Suricata's; -S uses only the rule files given with it, dropping
+      // those of the configuration and earlier flags.
       ModuleOptions& fw = firewall_spec();
-      std::string& files = fw[a == "--rules" ? "rules" : "firewall-rules"];
+      std::string& files = fw[a == "--firewall-rules" ? "firewall-rules" : "rules"];
+      if (a == "-S" && !exclusive_rules) {
+        files.clear();
+        exclusive_rules = true;
+      }
       files += (files.empty() ? "" : ",") + std::string(val());
     } else if (a == "--eve-drops") {
       eve_drops = true;

@@ -48,7 +48,7 @@ namespace {
 
 std::string hex_flags(uint16_t f) {
   char b[8];
-  std::snprintf(b, sizeof b, "%x", unsigned(f & 0xff));
+  std::snprintf(b, sizeof b, "%02x", unsigned(f & 0xff));  // two digits, as Suricata
   return b;
 }
 
@@ -110,7 +110,7 @@ std::string eve_packet_head(const HostPacket& p, const char* event_type) {
       j += ",\"icmp_type\":" + u(d.icmp_type[0]) + ",\"icmp_code\":" + u(d.icmp_code[0]);
   }
   if (p.flow_id) j += std::string(",\"direction\":\"") + (p.to_client ? "to_client" : "to_server") + "\"";
-  return j;
+  return j + ",\"pkt_src\":\"wire/pcap\"";
 }
 
 std::string eve_flow_json(const FlowRecordOut& o) {
@@ -140,7 +140,9 @@ std::string eve_flow_json(const FlowRecordOut& o) {
       if (all & (1u << b)) j += ",\"" + std::string(names[b]) + "\":true";
     if (r.misc & kFlowNoSession) j += ",\"state\":\"none\"";
     else j += ",\"state\":\"" + std::string(tcp_session_name(r)) + "\"";
-    if (r.misc & kFlowMidstream) j += ",\"midstream\":true";
+    // Suricata's ts_gap / tc_gap: the direction to the server / to the client lost data.
+    if (r.stream[0].flags & kStreamGap) j += ",\"ts_gap\":true";
+    if (r.stream[1].flags & kStreamGap) j += ",\"tc_gap\":true";
     j += "}";
   }
   j += "}";
@@ -159,28 +161,32 @@ void EveWriter::write_flows(const std::vector<FlowRecordOut>& v) {
   for (const auto& r : v) write_line(eve_flow_json(r));
 }
 
+// Suricata's stats names (the EVE schema's), for what gaspp counts; every counter of its own is in
+// --stats-json. Suricata's decoder counts a packet under its link layer's name.
 void EveWriter::write_stats(const RunReport& r, const std::string& extra) {
   const auto& t = r.totals.v;
   auto u = [](uint64_t v) { return std::to_string(v); };
   const uint64_t now_ns = uint64_t(std::chrono::duration_cast<std::chrono::nanoseconds>(
                                        std::chrono::system_clock::now().time_since_epoch()).count());
+  const std::string& l = r.link;
+  const char* link = l == "ethernet" ? "ethernet" : l == "linux_sll" ? "sll" : l == "linux_sll2" ? "sll2"
+                     : l == "cisco_hdlc" ? "chdlc" : (l == "bsd_loopback" || l == "openbsd_loopback") ? "null"
+                     : l.rfind("raw", 0) == 0 ? "raw" : nullptr;
   std::string j = "{\"timestamp\":\"" + eve_timestamp(now_ns) + "\",\"event_type\":\"stats\",\"stats\":{";
   j += "\"uptime\":" + u(uint64_t(r.seconds)) + ",";
-  j += "\"decoder\":{\"pkts\":" + u(t[c_packets]) + ",\"bytes\":" + u(t[c_wire_bytes]) + ",\"ipv4\":" + u(t[c_l3_ipv4]) +
-       ",\"ipv6\":" + u(t[c_l3_ipv6]) + ",\"tcp\":" + u(t[c_l4_tcp]) + ",\"udp\":" + u(t[c_l4_udp]) +
-       ",\"icmpv4\":" + u(t[c_l4_icmp]) + ",\"icmpv6\":" + u(t[c_l4_icmpv6]) + ",\"vlan\":" + u(t[c_vlan_tagged]) +
-       ",\"invalid\":" + u(t[c_malformed]) + "},";
-  j += "\"flow\":{";
-  bool first = true;
-#define GASPP_X(id, name) j += std::string(first ? "" : ",") + "\"" name "\":" + u(t[c_##id]), first = false;
-  GASPP_FLOW_COUNTERS(GASPP_X)
-#undef GASPP_X
-  j += "},\"stream\":{";
-  first = true;
-#define GASPP_X(id, name) j += std::string(first ? "" : ",") + "\"" name "\":" + u(t[c_##id]), first = false;
-  GASPP_STREAM_COUNTERS(GASPP_X)
-#undef GASPP_X
-  j += "}";
+  j += "\"decoder\":{\"pkts\":" + u(t[c_packets]) + ",\"bytes\":" + u(t[c_wire_bytes]) + ",\"invalid\":" + u(t[c_malformed]) +
+       ",\"ipv4\":" + u(t[c_l3_ipv4]) + ",\"ipv6\":" + u(t[c_l3_ipv6]) + ",\"tcp\":" + u(t[c_l4_tcp]) +
+       ",\"udp\":" + u(t[c_l4_udp]) + ",\"icmpv4\":" + u(t[c_l4_icmp]) + ",\"icmpv6\":" + u(t[c_l4_icmpv6]) +
+       ",\"arp\":" + u(t[c_l3_arp]) + ",\"vlan\":" + u(t[c_vlan_tagged]) +
+       ",\"unknown_ethertype\":" + u(t[c_undecoded_reason0 + int(UndecodedReason::ethertype)]) +
+       ",\"avg_pkt_size\":" + u(t[c_packets] ? t[c_wire_bytes] / t[c_packets] : 0);
+  if (link) j += std::string(",\"") + link + "\":" + u(t[c_packets]);
+  j += "},";
+  j += "\"flow\":{\"total\":" + u(t[c_flow_created]) + ",\"active\":" + u(r.flows.live) +
+       ",\"emerg_mode_entered\":" + u(t[c_flow_emergency]) + ",\"tcp_reuse\":" + u(t[c_flow_port_reuse]) + "},";
+  j += "\"tcp\":{\"midstream_pickups\":" + u(t[c_tcp_midstream]) + ",\"reassembly_gap\":" + u(t[c_stream_gaps]) +
+       ",\"overlap\":" + u(t[c_stream_overlap_same] + t[c_stream_overlap_conflict]) +
+       ",\"overlap_diff_data\":" + u(t[c_stream_overlap_conflict]) + "}";
   if (!extra.empty()) j += "," + extra;
   j += "}}";
   write_line(j);

@@ -9,8 +9,11 @@
 //         when seen, state (the session state in Suricata's words)
 // Times are UTC, printed as Suricata does: 2024-04-01T12:00:00.123456+0000.
 //
-// At the end of the run one `stats` event (as Suricata's stats.log/eve stats): uptime, decoder
-// counts, flow counters and the TCP reassembly counters (stats.stream, names as in the summary).
+// At the end of the run one `stats` event under Suricata's names (the EVE schema's): uptime,
+// decoder (pkts, bytes, invalid, per protocol, the link layer's name), flow (total, active,
+// emerg_mode_entered, tcp_reuse), tcp (midstream_pickups, reassembly_gap, overlap,
+// overlap_diff_data), and the modules' ips / firewall accounting. gaspp's other counters are in
+// the summary and --stats-json. Packet events carry pkt_src "wire/pcap".
 #pragma once
 #include <cstdio>
 #include <string>

@@ -146,6 +146,7 @@ GASPP_HD inline bool skip_hole(Run& run, const Owner& o, int dir, Sink& c) {
   if (lowest == ~uint64_t(0)) return false;
   if (lowest > S.next_off) {
     run.gap[dir] += lowest - S.next_off;
+    S.flags |= kStreamGap;
     c.add(c_stream_gaps, 1);
     c.add(c_stream_gap_bytes, lowest - S.next_off);
     S.next_off = lowest;
@@ -166,6 +167,7 @@ GASPP_HD inline void end_direction(Run& run, const Owner& o, int dir, Sink& c) {
   if (!(S.flags & kStreamBase)) return;
   if ((S.flags & kStreamFin) && S.fin_off > S.next_off) {
     run.gap[dir] += S.fin_off - S.next_off;
+    S.flags |= kStreamGap;
     c.add(c_stream_gaps, 1);
     c.add(c_stream_gap_bytes, S.fin_off - S.next_off);
     S.next_off = S.fin_off;

@@ -15,6 +15,7 @@ enum StreamSideFlags : uint8_t {
   kStreamBase = 1,      // base_seq is set
   kStreamFin = 2,       // a FIN was seen: fin_off is where the direction ends
   kStreamEnded = 4,     // the direction was closed: holes skipped, the end reported
+  kStreamGap = 8,       // a hole was skipped (EVE flow tcp.ts_gap / tc_gap)
 };
 
 struct StreamSide {

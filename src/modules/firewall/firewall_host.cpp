@@ -169,8 +169,30 @@ void FirewallModule::Host::write_alert(const Rule& r, const HostPacket& p, Modul
   j += blocked ? "blocked" : "allowed";
   j += "\",\"gid\":" + std::to_string(r.gid) + ",\"signature_id\":" + std::to_string(r.sid) +
        ",\"rev\":" + std::to_string(r.rev) + ",\"signature\":\"" + json_escape(r.msg) + "\"";
-  if (!r.classtype.empty()) j += ",\"category\":\"" + json_escape(r.classtype) + "\"";
-  j += ",\"severity\":" + std::to_string(rule_priority(r)) + "}}";
+  if (!r.classtype.empty()) {
+    // The class's description from classification.config, as Suricata writes it; the class name
+    // when no file describes it.
+    const std::string* d = class_description(classes_, r.classtype);
+    j += ",\"category\":\"" + json_escape(d ? *d : r.classtype) + "\"";
+  }
+  j += ",\"severity\":" + std::to_string(rule_priority(r));
+  if (!r.metadata.empty()) {
+    // key → [values], keys in first-seen order, as Suricata groups them.
+    std::vector<std::pair<std::string, std::vector<std::string>>> md;
+    for (const auto& [k, v] : r.metadata) {
+      auto it = std::find_if(md.begin(), md.end(), [&](const auto& e) { return e.first == k; });
+      if (it == md.end()) md.push_back({k, {v}});
+      else it->second.push_back(v);
+    }
+    j += ",\"metadata\":{";
+    for (size_t a = 0; a < md.size(); ++a) {
+      j += (a ? ",\"" : "\"") + json_escape(md[a].first) + "\":[";
+      for (size_t b = 0; b < md[a].second.size(); ++b) j += (b ? ",\"" : "\"") + json_escape(md[a].second[b]) + "\"";
+      j += "]";
+    }
+    j += "}";
+  }
+  j += "}}";
   out.eve(j);
 }
 

@@ -491,6 +491,16 @@ std::string parse_rule(const std::string& text, const RuleVars& vars, Rule& out,
     if (k == "gid" && !v.empty() && std::all_of(v.begin(), v.end(), ::isdigit)) out.gid = uint32_t(std::stoul(v));
     if (k == "threshold" || k == "detection_filter") out.threshold = k + ":" + v;
     if (k == "classtype") out.classtype = trim(v);
+    if (k == "metadata") {
+      // "key value, key value": the first word is the key, the rest its value (Suricata's form).
+      std::stringstream ss(v);
+      for (std::string item; std::getline(ss, item, ',');) {
+        const std::string t = trim(item);
+        const size_t sp = t.find_first_of(" \t");
+        if (t.empty()) continue;
+        out.metadata.emplace_back(t.substr(0, sp), sp == std::string::npos ? std::string() : trim(t.substr(sp)));
+      }
+    }
     if (k == "priority" && !v.empty() && std::all_of(v.begin(), v.end(), ::isdigit)) out.priority = uint32_t(std::stoul(v));
   }
   if (!have_sid) return "error:no sid";
@@ -567,8 +577,14 @@ bool load_classification_file(const std::string& path, Classifications& c) {
       continue;
     }
     c.priority[lower(f[0])] = uint32_t(std::stoul(f[2]));
+    c.description[lower(f[0])] = f[1];
   }
   return true;
+}
+
+const std::string* class_description(const Classifications& c, const std::string& classtype) {
+  const auto d = c.description.find(lower(classtype));
+  return d == c.description.end() ? nullptr : &d->second;
 }
 
 uint64_t apply_class_priorities(const Classifications& c, std::vector<Rule>& rules) {

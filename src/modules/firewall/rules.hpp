@@ -87,6 +87,8 @@ struct Rule {
   std::string threshold;   // kept as written (threshold / detection_filter); the firewall applies it
   std::string classtype;
   uint32_t priority = 0;   // 0: not given
+  // metadata: KEY VALUE pairs as written (EVE's alert.metadata: key → list of values).
+  std::vector<std::pair<std::string, std::string>> metadata;
   // Firewall mode only:
   RuleScope scope = RuleScope::none;
   RuleHook hook = RuleHook::none;
@@ -134,8 +136,11 @@ bool load_rules_file(const std::string& path, const RuleVars& vars, RuleSet& set
 // and line and skipped). Class names compare without regard to case, as Suricata's do.
 struct Classifications {
   std::map<std::string, uint32_t> priority;  // lower-case class name → priority
+  std::map<std::string, std::string> description;  // lower-case class name → description (EVE's category)
   std::vector<RuleError> errors;
 };
+// The description of a class (any case), or null when the file did not describe it.
+const std::string* class_description(const Classifications& c, const std::string& classtype);
 // Returns false, with an error, if the file cannot be read.
 bool load_classification_file(const std::string& path, Classifications& c);
 // A rule of `rules` with a classtype and no `priority` keyword takes its class's priority, as in
