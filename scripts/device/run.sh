@@ -16,6 +16,7 @@
 # Output goes to stdout and, when OUT is set, JSON/logs under $OUT.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
+[ -d bundle ] || { [ -f .gl/bundle.tar.xz ] && tar -xJf .gl/bundle.tar.xz; }
 export LD_LIBRARY_PATH="$PWD/bundle/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 export GASPP_DATA="$PWD/bundle/data"
 export PYTHONPATH="$PWD/bundle/py${PYTHONPATH:+:$PYTHONPATH}"  # scapy, carried (the device has no network)
