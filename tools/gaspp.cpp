@@ -125,7 +125,7 @@ bool outputs_clash(const std::string& input, const std::vector<std::pair<std::st
                "  --dump-streams DIR        write each TCP direction's reassembled bytes to a file in DIR\n"
                "                            (tcpflow names) and gaps, conflicts and ends to DIR/index.tsv\n"
                "  --overlap first|last      which copy of a byte wins when copies differ (default first)\n"
-               "  --ooo-segments N          out-of-order buffer: segments held (default: --batch)\n"
+               "  --ooo-segments N          out-of-order buffer: segments held (default 65536, whatever --batch)\n"
                "  --ooo-bytes B             out-of-order buffer: bytes per pool, two pools (default 67108864)\n"
                "  --flow-ooo-segments N     per direction: skip the hole when more waits (default 256)\n"
                "  --flow-ooo-bytes B        per direction: skip the hole when more waits (default 1048576)\n"

@@ -44,6 +44,7 @@ namespace gaspp {
   X(tcp_established, "tcp_established")                                               \
   X(tcp_syn_retransmit, "tcp_syn_retransmitted")                                      \
   X(tcp_synack_bad_ack, "tcp_synack_bad_ack")                                         \
+  X(tcp_handshake_bad_seq, "tcp_handshake_bad_seq") /* 3rd segment's seq not the ISN+1: ignored */ \
   X(tcp_syn_unexpected, "tcp_syn_unexpected")                                         \
   X(tcp_rst_invalid, "tcp_rst_invalid")                                               \
   X(tcp_bad_timestamp, "tcp_bad_timestamp")       /* echo older than the peer's SYN: ignored */

@@ -19,6 +19,8 @@
 //                both established. First packet of a flow (midstream on): the receiver is the
 //                client, S syn_recv, O syn_sent with its seq taken from the ack.
 //   ACK          S syn_sent, O syn_recv, ack == O's isn+1 → both established (flow established).
+//                Its seq must be S's isn+1: another seq is counted (tcp_handshake_bad_seq) and the
+//                segment ignored, for state and streams, as Suricata does.
 //   no SYN seen  first packet without SYN (midstream on, like Suricata's stream.midstream): the
 //                sender is the client, both sides established, sequence numbers taken from the
 //                packet. Midstream off: the flow is counted but has no TCP session.
@@ -220,6 +222,11 @@ GASPP_HD inline bool tcp_update(FlowRecord& r, int sender, const TrackedPacket& 
     r.misc |= kFlowMidstream;
     r.state = uint8_t(FlowState::established);
     c.add(c_tcp_midstream, 1);
+  } else if (S.tcp == syn_sent && O.tcp == syn_recv && S.have_seq && seq != S.next_seq) {
+    // The handshake's third segment must carry the client's ISN + 1 (Suricata's
+    // 3whs_wrong_seq_wrong_ack): another is injected or broken, counted and ignored.
+    c.add(c_tcp_handshake_bad_seq, 1);
+    return false;
   } else if (has_ack && S.tcp == syn_sent && O.tcp == syn_recv && ack == O.next_seq) {
     S.tcp = O.tcp = est;
     r.state = uint8_t(FlowState::established);

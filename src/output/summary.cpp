@@ -73,10 +73,11 @@ void print_summary(std::FILE* o, const RunReport& r) {
                  (unsigned long long)t[c_flow_skip_malformed], (unsigned long long)t[c_flow_skip_fragment],
                  (unsigned long long)t[c_flow_untracked]);
     std::fprintf(o, "tcp          established %llu  midstream %llu  no session %llu  syn retransmitted %llu  "
-                    "bad syn-ack %llu  unexpected syn %llu  invalid rst %llu  bad timestamp %llu\n",
+                    "bad syn-ack %llu  bad handshake seq %llu  unexpected syn %llu  invalid rst %llu  bad timestamp %llu\n",
                  (unsigned long long)t[c_tcp_established], (unsigned long long)t[c_tcp_midstream],
                  (unsigned long long)t[c_tcp_no_session], (unsigned long long)t[c_tcp_syn_retransmit],
-                 (unsigned long long)t[c_tcp_synack_bad_ack], (unsigned long long)t[c_tcp_syn_unexpected],
+                 (unsigned long long)t[c_tcp_synack_bad_ack], (unsigned long long)t[c_tcp_handshake_bad_seq],
+                 (unsigned long long)t[c_tcp_syn_unexpected],
                  (unsigned long long)t[c_tcp_rst_invalid], (unsigned long long)t[c_tcp_bad_timestamp]);
   }
   if (r.streams.enabled) {

@@ -12,7 +12,8 @@
 //   overlap              which copy of a byte wins when copies differ: first (default, like
 //                        Suricata's stream engine on most targets and the GASPP paper) or last
 //   held_segments/bytes  the out-of-order buffer: segments waiting beyond a hole, carried from one
-//                        batch to the next. Default: as many segments as a batch holds packets and
+//                        batch to the next. Default: 65536 segments whatever the batch size (so
+//                        small batches, live capture's among them, keep what large ones keep) and
 //                        64 MiB in each of its two byte pools (StreamCounts). Full: the segment
 //                        that does not fit is dropped and counted (out_of_order_dropped); its
 //                        bytes become a gap.
@@ -30,10 +31,12 @@ namespace gaspp {
 
 enum class OverlapPolicy : uint8_t { first = 0, last = 1 };
 
+constexpr uint32_t kDefaultHeldSegments = 65536;
+
 struct StreamConfig {
   bool enabled = true;
   OverlapPolicy overlap = OverlapPolicy::first;
-  uint32_t held_segments = 0;                 // 0: as many as the batch holds packets
+  uint32_t held_segments = kDefaultHeldSegments;
   uint32_t held_bytes = 64u << 20;
   uint32_t flow_held_segments = 256;
   uint32_t flow_held_bytes = 1u << 20;
@@ -166,7 +169,7 @@ GASPP_HD GASPP_FORCEINLINE const uint8_t* stream_item_bytes(const StreamRef& s, 
 
 // Sizes shared by the backends.
 GASPP_HD GASPP_FORCEINLINE uint32_t stream_held_cap(const StreamConfig& c, uint32_t batch_packets) {
-  return c.held_segments ? c.held_segments : batch_packets;
+  return c.held_segments ? c.held_segments : kDefaultHeldSegments;
 }
 GASPP_HD GASPP_FORCEINLINE uint32_t stream_chunk_cap(uint32_t batch_packets, uint32_t held_cap) {
   // Each item delivers in at most two pieces (it can be cut once where an earlier copy starts);

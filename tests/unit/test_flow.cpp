@@ -492,6 +492,8 @@ TEST(TcpStateMachine, Transitions) {
       {"syn-ack", true, {{0, S, 100, 0, 0}, {1, S | A, 500, 101, 0}}, T::syn_sent, T::syn_recv, FlowState::new_, c_count_},
       {"syn-ack with a wrong ack", true, {{0, S, 100, 0, 0}, {1, S | A, 500, 777, 0}}, T::syn_sent, T::none, FlowState::new_, c_tcp_synack_bad_ack},
       {"handshake", true, {{0, S, 100, 0, 0}, {1, S | A, 500, 101, 0}, {0, A, 101, 501, 0}}, T::established, T::established, FlowState::established, c_tcp_established},
+      {"third ack with a wrong seq: ignored", true, {{0, S, 100, 0, 0}, {1, S | A, 500, 101, 0}, {0, A, 5000, 501, 0}}, T::syn_sent, T::syn_recv, FlowState::new_, c_tcp_handshake_bad_seq},
+      {"wrong-seq ack, then the right one", true, {{0, S, 100, 0, 0}, {1, S | A, 500, 101, 0}, {0, A, 99, 501, 0}, {0, A, 101, 501, 0}}, T::established, T::established, FlowState::established, c_tcp_handshake_bad_seq},
       {"third ack with a wrong ack", true, {{0, S, 100, 0, 0}, {1, S | A, 500, 101, 0}, {0, A, 101, 400, 0}}, T::syn_sent, T::syn_recv, FlowState::new_, c_count_},
       {"simultaneous open", true, {{0, S, 100, 0, 0}, {1, S, 500, 0, 0}, {1, S | A, 500, 101, 0}, {0, S | A, 100, 501, 0}}, T::established, T::established, FlowState::established, c_tcp_established},
       {"midstream data", true, {{0, PA, 100, 500, 10}}, T::established, T::established, FlowState::established, c_tcp_midstream},

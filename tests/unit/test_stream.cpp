@@ -46,11 +46,8 @@ struct StreamRun {
   }
 };
 
-// The out-of-order buffer holds as many segments as a batch holds packets by default; tiny test
-// batches would make it tiny too, so tests that are not about its limit give it 4096.
 StreamRun run_streams(const CaptureFile& cap, uint32_t batch, BackendConfig bc = {}) {
   bc.batch_packets = batch;
-  if (!bc.stream.held_segments) bc.stream.held_segments = 4096;
   RunOptions ro;
   ro.policy.max_packets = batch;
   ro.policy.timeout_ns = 0;
@@ -558,6 +555,24 @@ Scenario one_connection_with_a_long_hole(size_t segments) {
 }
 
 }  // namespace
+
+// The out-of-order buffer's default does not follow the batch size: with batches of one packet the
+// ~140 segments waiting behind the long hole are all kept, as with one large batch.
+TEST(Stream, TheDefaultOutOfOrderBufferDoesNotShrinkWithTheBatch) {
+  const Scenario sc = one_connection_with_a_long_hole(300);
+  const CaptureFile cap = scenario_capture(sc);
+  for (uint32_t batch : {1u, 65536u}) {
+    SCOPED_TRACE("batch " + std::to_string(batch));
+    BackendConfig bc;
+    ASSERT_EQ(bc.stream.held_segments, kDefaultHeldSegments);
+    const StreamRun run = run_streams(cap, batch, bc);
+    const DirOut* d = run.by_name(dir_name(0, 0));
+    ASSERT_TRUE(d);
+    EXPECT_EQ(d->bytes, sc.truth.at({0, 0}));
+    EXPECT_TRUE(d->gaps.empty());
+    EXPECT_EQ(run.rep.totals.v[c_stream_ooo_dropped], 0u);
+  }
+}
 
 TEST(Stream, HeldBytesStayInPlaceAndArePackedWhenThePoolFills) {
   const Scenario sc = one_connection_with_a_long_hole(2000);

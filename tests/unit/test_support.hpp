@@ -24,7 +24,7 @@ inline std::unique_ptr<Backend> make_backend(BackendConfig cfg = {}) {
   // Unit tests use a small flow table (fast to allocate, and to sweep under compute-sanitizer);
   // tests about the table set their own capacity.
   if (cfg.flow.capacity == FlowConfig{}.capacity) cfg.flow.capacity = 1u << 16;
-  // And a small out-of-order buffer pool (its segment count still follows the batch).
+  // And a small out-of-order buffer pool.
   if (cfg.stream.held_bytes == StreamConfig{}.held_bytes) cfg.stream.held_bytes = 4u << 20;
   return backend_under_test() == "cuda" ? make_cuda_backend(cfg) : make_cpu_backend(cfg);
 }

@@ -179,10 +179,10 @@ void FirewallModule::Host::write_alert(const Rule& r, const HostPacket& p, Modul
   if (!r.metadata.empty()) {
     // key → [values], keys in first-seen order, as Suricata groups them.
     std::vector<std::pair<std::string, std::vector<std::string>>> md;
-    for (const auto& [k, v] : r.metadata) {
-      auto it = std::find_if(md.begin(), md.end(), [&](const auto& e) { return e.first == k; });
-      if (it == md.end()) md.push_back({k, {v}});
-      else it->second.push_back(v);
+    for (const auto& kv : r.metadata) {
+      auto it = std::find_if(md.begin(), md.end(), [&](const auto& e) { return e.first == kv.first; });
+      if (it == md.end()) md.push_back({kv.first, {kv.second}});
+      else it->second.push_back(kv.second);
     }
     j += ",\"metadata\":{";
     for (size_t a = 0; a < md.size(); ++a) {
