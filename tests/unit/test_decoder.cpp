@@ -353,3 +353,51 @@ TEST(Decoder, FlowHashIsSymmetric) {
   c[35] ^= 1;  // another source port: another flow
   EXPECT_NE(decode(c).flow_hash[0], pa.flow_hash[0]);
 }
+
+// IPv6 extension headers of every length encoding: hop-by-hop, routing and destination options
+// count 8-byte units beyond the first 8 (Hdr Ext Len), AH counts 4-byte units minus 2; each case
+// puts the TCP header exactly where the lengths say and nowhere else.
+TEST(Decoder, Ipv6ExtensionHeadersWithNonZeroLengthsAndAh) {
+  struct Ext {
+    uint8_t type;
+    uint8_t len_field;
+    size_t bytes;  // what the field means
+  };
+  const std::vector<std::vector<Ext>> chains = {
+      {{0, 1, 16}},                          // hop-by-hop, 16 bytes
+      {{60, 2, 24}},                         // destination options, 24 bytes
+      {{43, 3, 32}},                         // routing, 32 bytes
+      {{51, 4, 24}},                         // AH: (4 + 2) * 4 = 24 bytes
+      {{51, 1, 12}},                         // AH with no ICV padding: 12 bytes
+      {{0, 0, 8}, {51, 7, 36}, {60, 1, 16}}, // hop-by-hop, AH (36), destination options
+  };
+  for (const auto& chain : chains) {
+    std::vector<uint8_t> f = {2, 0, 0, 0, 0, 1, 2, 0, 0, 0, 0, 2, 0x86, 0xdd};
+    size_t ext_total = 0;
+    for (const Ext& e : chain) ext_total += e.bytes;
+    const uint16_t plen = uint16_t(ext_total + 20);
+    std::vector<uint8_t> ip(40, 0);
+    ip[0] = 0x60; ip[4] = uint8_t(plen >> 8); ip[5] = uint8_t(plen); ip[6] = chain[0].type; ip[7] = 64;
+    ip[8] = 0x20; ip[9] = 0x01; ip[23] = 1; ip[24] = 0x20; ip[25] = 0x01; ip[39] = 2;
+    f.insert(f.end(), ip.begin(), ip.end());
+    for (size_t k = 0; k < chain.size(); ++k) {
+      // Filled with 0x06 so that a decoder reading a next-header from the wrong place sees "TCP"
+      // at the wrong offset and gets the ports wrong.
+      std::vector<uint8_t> e(chain[k].bytes, 0x06);
+      e[0] = k + 1 < chain.size() ? chain[k + 1].type : 6;
+      e[1] = chain[k].len_field;
+      f.insert(f.end(), e.begin(), e.end());
+    }
+    std::vector<uint8_t> t(20, 0);
+    t[0] = 0x04; t[1] = 0xd2; t[2] = 0x01; t[3] = 0xbb; t[12] = 0x50; t[13] = 0x02;
+    f.insert(f.end(), t.begin(), t.end());
+    const auto p = decode(f);
+    SCOPED_TRACE("chain of " + std::to_string(chain.size()) + ", first type " + std::to_string(chain[0].type));
+    EXPECT_EQ(reason(p), MalformedReason::none);
+    EXPECT_EQ(p.l4[0], uint8_t(L4::tcp));
+    EXPECT_EQ(p.l4_off[0], 14 + 40 + ext_total);
+    EXPECT_EQ(p.sport[0], 1234);
+    EXPECT_EQ(p.dport[0], 443);
+    EXPECT_EQ(p.payload_len[0], 0u);
+  }
+}
