@@ -300,6 +300,37 @@ int main(int argc, char** argv) {
   bool eve_drops = false;
   bool exclusive_rules = false;  // -S given
   int progress = -1;
+  // Reads the configuration (path, or none: the --set values alone) with the --set values applied
+  // to its tree; false after printing why it cannot be read.
+  auto apply_config = [&](const std::string& path) -> bool {
+    sets_applied = true;
+    try {
+      const FileConfig fc = load_config(path, sets);
+      if (fc.backend) backend_name = *fc.backend;
+      if (fc.batch) bc.batch_packets = ro.policy.max_packets = *fc.batch;
+      if (fc.threads) bc.threads = *fc.threads;
+      if (fc.schedule)
+        bc.schedule = *fc.schedule == "on" ? BackendConfig::Schedule::on
+                      : *fc.schedule == "off" ? BackendConfig::Schedule::off : BackendConfig::Schedule::automatic;
+      if (fc.slice)
+        bc.slice = *fc.slice == "on" ? BackendConfig::Slice::on
+                   : *fc.slice == "off" ? BackendConfig::Slice::off : BackendConfig::Slice::automatic;
+      if (fc.gather_sms) bc.gather_sms = *fc.gather_sms;
+      if (fc.flow_timeouts) bc.flow.timeouts = *fc.flow_timeouts;
+      module_specs.insert(module_specs.end(), fc.modules.begin(), fc.modules.end());
+      bc.class_orders.insert(bc.class_orders.end(), fc.classes.begin(), fc.classes.end());
+      config_vars = fc.vars;
+      if (!fc.ignored.empty()) {
+        std::string list;
+        for (const auto& k : fc.ignored) list += (list.empty() ? "" : ", ") + k;
+        std::fprintf(stderr, "gaspp: configuration: ignoring sections gaspp does not use: %s\n", list.c_str());
+      }
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "gaspp: %s\n", e.what());
+      return false;
+    }
+    return true;
+  };
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     auto val = [&]() -> const char* {
@@ -307,41 +338,14 @@ int main(int argc, char** argv) {
       return argv[++i];
     };
     if (a == "-r") input = val();
-    else if (a == "-c" || a == "--config" || (a == "--set" && !has_config_file)) {
-      // --set edits the configuration file's tree (-c) before it is read; without -c the
-      // first --set reads a configuration made of the --set values alone.
-      if (a == "--set") {
-        (void)val();
-        if (sets_applied) continue;
-      }
-      sets_applied = true;
-      try {
-        const FileConfig fc = load_config(a == "--set" ? std::string() : std::string(val()), sets);
-        if (fc.backend) backend_name = *fc.backend;
-        if (fc.batch) bc.batch_packets = ro.policy.max_packets = *fc.batch;
-        if (fc.threads) bc.threads = *fc.threads;
-        if (fc.schedule)
-          bc.schedule = *fc.schedule == "on" ? BackendConfig::Schedule::on
-                        : *fc.schedule == "off" ? BackendConfig::Schedule::off : BackendConfig::Schedule::automatic;
-        if (fc.slice)
-          bc.slice = *fc.slice == "on" ? BackendConfig::Slice::on
-                     : *fc.slice == "off" ? BackendConfig::Slice::off : BackendConfig::Slice::automatic;
-        if (fc.gather_sms) bc.gather_sms = *fc.gather_sms;
-        if (fc.flow_timeouts) bc.flow.timeouts = *fc.flow_timeouts;
-        module_specs.insert(module_specs.end(), fc.modules.begin(), fc.modules.end());
-        bc.class_orders.insert(bc.class_orders.end(), fc.classes.begin(), fc.classes.end());
-        config_vars = fc.vars;
-        if (!fc.ignored.empty()) {
-          std::string list;
-          for (const auto& k : fc.ignored) list += (list.empty() ? "" : ", ") + k;
-          std::fprintf(stderr, "gaspp: configuration: ignoring sections gaspp does not use: %s\n", list.c_str());
-        }
-      } catch (const std::exception& e) {
-        std::fprintf(stderr, "gaspp: %s\n", e.what());
-        return 1;
-      }
+    else if (a == "-c" || a == "--config") {
+      if (!apply_config(val())) return 1;
+    } else if (a == "--set") {
+      // Applied with -c when there is one; otherwise the first --set reads a configuration made
+      // of the --set values alone.
+      (void)val();
+      if (!has_config_file && !sets_applied && !apply_config(std::string())) return 1;
     }
-    else if (a == "--set") (void)val();  // applied with -c
     else if (a == "--backend") backend_name = val();
     else if (a == "--batch") {
       const uint64_t n = parse_u64("--batch", val());

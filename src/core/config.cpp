@@ -6,10 +6,9 @@
 #include <stdexcept>
 
 namespace gaspp {
+namespace {
 
 FileConfig read_config(const std::string& path, const YAML::Node& root);
-
-namespace {
 
 [[noreturn]] void fail(const std::string& path, const YAML::Node& n, const std::string& why) {
   const YAML::Mark m = n.Mark();
@@ -132,6 +131,8 @@ FileConfig load_config(const std::string& path, const std::vector<std::string>& 
   return read_config(where, root);
 }
 
+namespace {
+
 FileConfig read_config(const std::string& path, const YAML::Node& root) {
   FileConfig c;
   if (root.IsNull()) return c;
@@ -192,5 +193,7 @@ FileConfig read_config(const std::string& path, const YAML::Node& root) {
   }
   return c;
 }
+
+}  // namespace
 
 }  // namespace gaspp

@@ -177,13 +177,8 @@ void FirewallModule::Host::write_alert(const Rule& r, const HostPacket& p, Modul
   }
   j += ",\"severity\":" + std::to_string(rule_priority(r));
   if (!r.metadata.empty()) {
-    // key → [values], keys in first-seen order, as Suricata groups them.
-    std::vector<std::pair<std::string, std::vector<std::string>>> md;
-    for (const auto& kv : r.metadata) {
-      auto it = std::find_if(md.begin(), md.end(), [&](const auto& e) { return e.first == kv.first; });
-      if (it == md.end()) md.push_back({kv.first, {kv.second}});
-      else it->second.push_back(kv.second);
-    }
+    // key → [values], grouped when the rule was read, as Suricata groups them.
+    const auto& md = r.metadata;
     j += ",\"metadata\":{";
     for (size_t a = 0; a < md.size(); ++a) {
       j += (a ? ",\"" : "\"") + json_escape(md[a].first) + "\":[";

@@ -498,7 +498,10 @@ std::string parse_rule(const std::string& text, const RuleVars& vars, Rule& out,
         const std::string t = trim(item);
         const size_t sp = t.find_first_of(" \t");
         if (t.empty()) continue;
-        out.metadata.emplace_back(t.substr(0, sp), sp == std::string::npos ? std::string() : trim(t.substr(sp)));
+        const std::string key = t.substr(0, sp), value = sp == std::string::npos ? std::string() : trim(t.substr(sp));
+        auto it = std::find_if(out.metadata.begin(), out.metadata.end(), [&](const auto& e) { return e.first == key; });
+        if (it == out.metadata.end()) out.metadata.push_back({key, {value}});
+        else it->second.push_back(value);
       }
     }
     if (k == "priority" && !v.empty() && std::all_of(v.begin(), v.end(), ::isdigit)) out.priority = uint32_t(std::stoul(v));

@@ -87,8 +87,8 @@ struct Rule {
   std::string threshold;   // kept as written (threshold / detection_filter); the firewall applies it
   std::string classtype;
   uint32_t priority = 0;   // 0: not given
-  // metadata: KEY VALUE pairs as written (EVE's alert.metadata: key → list of values).
-  std::vector<std::pair<std::string, std::string>> metadata;
+  // metadata: each key with its values, keys in first-seen order (EVE's alert.metadata).
+  std::vector<std::pair<std::string, std::vector<std::string>>> metadata;
   // Firewall mode only:
   RuleScope scope = RuleScope::none;
   RuleHook hook = RuleHook::none;
