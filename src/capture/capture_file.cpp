@@ -8,9 +8,13 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <signal.h>
+
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <cstring>
+#include <mutex>
 #include <utility>
 
 namespace gaspp {
@@ -30,6 +34,66 @@ std::string hex32(uint32_t v) {
 
 void put_le32(std::vector<uint8_t>& out, uint32_t v) {
   for (int k = 0; k < 4; ++k) out.push_back(uint8_t(v >> (8 * k)));
+}
+
+// The SIGBUS guard (see the header). A fixed table, so the handler reads it without locks; a slot
+// is claimed with a compare-exchange on `base` and released by the owner.
+struct GuardSlot {
+  std::atomic<uintptr_t> base{0};
+  std::atomic<uint64_t> len{0};
+  std::atomic<bool> faulted{false};
+};
+constexpr int kGuardSlots = 64;
+GuardSlot g_guard[kGuardSlots];
+struct sigaction g_prev_sigbus;
+uintptr_t g_page_bytes = 4096;
+std::once_flag g_guard_installed;
+
+void on_sigbus(int sig, siginfo_t* si, void* ctx) {
+  const uintptr_t a = reinterpret_cast<uintptr_t>(si->si_addr);
+  for (GuardSlot& s : g_guard) {
+    const uintptr_t b = s.base.load(std::memory_order_acquire);
+    if (b == 0 || a < b || a - b >= s.len.load(std::memory_order_acquire)) continue;
+    // A page of the capture past the file's new end: put zeros there and let the read go on.
+    void* m = mmap(reinterpret_cast<void*>(a & ~(g_page_bytes - 1)), g_page_bytes, PROT_READ,
+                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0);
+    if (m != MAP_FAILED) {
+      s.faulted.store(true, std::memory_order_release);
+      return;
+    }
+  }
+  // Not a capture page: hand the fault to whoever had SIGBUS before (the default ends the process).
+  if ((g_prev_sigbus.sa_flags & SA_SIGINFO) && g_prev_sigbus.sa_sigaction) {
+    g_prev_sigbus.sa_sigaction(sig, si, ctx);
+    return;
+  }
+  if (g_prev_sigbus.sa_handler != SIG_DFL && g_prev_sigbus.sa_handler != SIG_IGN && g_prev_sigbus.sa_handler) {
+    g_prev_sigbus.sa_handler(sig);
+    return;
+  }
+  signal(SIGBUS, SIG_DFL);  // returning re-runs the faulting access, which now ends the process
+}
+
+int guard_mapping(const void* base, uint64_t len) {
+  std::call_once(g_guard_installed, [] {
+    g_page_bytes = uintptr_t(sysconf(_SC_PAGESIZE));
+    struct sigaction sa {};
+    sa.sa_sigaction = on_sigbus;
+    sa.sa_flags = SA_SIGINFO | SA_NODEFER;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGBUS, &sa, &g_prev_sigbus);
+  });
+  for (int k = 0; k < kGuardSlots; ++k) {
+    uintptr_t expect = 0;
+    GuardSlot& s = g_guard[k];
+    s.faulted.store(false);
+    s.len.store(0);
+    if (s.base.compare_exchange_strong(expect, reinterpret_cast<uintptr_t>(base))) {
+      s.len.store(len, std::memory_order_release);
+      return k;
+    }
+  }
+  return -1;  // table full: this mapping is unguarded (a shrink then ends the process)
 }
 
 }  // namespace
@@ -53,9 +117,30 @@ bool link_type_from_pcap(uint32_t linktype, LinkType& out) {
 
 CaptureFile::CaptureFile(CaptureFile&& o) noexcept { *this = std::move(o); }
 
+void CaptureFile::release() {
+  if (guard_ >= 0) {
+    g_guard[guard_].len.store(0, std::memory_order_release);
+    g_guard[guard_].base.store(0, std::memory_order_release);
+    guard_ = -1;
+  }
+  if (mapped_ && data_) munmap(const_cast<uint8_t*>(data_), size_);
+  if (fd_ >= 0) ::close(fd_);
+  fd_ = -1;
+}
+
+uint64_t CaptureFile::current_size() const {
+  struct stat st {};
+  if (fd_ < 0 || fstat(fd_, &st) != 0) return size_;
+  return uint64_t(st.st_size);
+}
+
+bool CaptureFile::faulted() const {
+  return guard_ >= 0 && g_guard[guard_].faulted.load(std::memory_order_acquire);
+}
+
 CaptureFile& CaptureFile::operator=(CaptureFile&& o) noexcept {
   if (this != &o) {
-    if (mapped_ && data_) munmap(const_cast<uint8_t*>(data_), size_);
+    release();
     path_ = std::move(o.path_);
     size_ = o.size_;
     first_record_ = o.first_record_;
@@ -65,18 +150,22 @@ CaptureFile& CaptureFile::operator=(CaptureFile&& o) noexcept {
     snaplen_ = o.snaplen_;
     container_ = o.container_;
     mapped_ = o.mapped_;
+    fd_ = o.fd_;
+    guard_ = o.guard_;
+    tail_error_ = std::move(o.tail_error_);
+    file_offsets_ = o.file_offsets_;
     owned_ = std::move(o.owned_);
     data_ = mapped_ ? o.data_ : owned_.data();
     o.data_ = nullptr;
     o.mapped_ = false;
     o.size_ = 0;
+    o.fd_ = -1;
+    o.guard_ = -1;
   }
   return *this;
 }
 
-CaptureFile::~CaptureFile() {
-  if (mapped_ && data_) munmap(const_cast<uint8_t*>(data_), size_);
-}
+CaptureFile::~CaptureFile() { release(); }
 
 void CaptureFile::parse_global_header() {
   uint32_t magic;
@@ -130,12 +219,16 @@ CaptureFile CaptureFile::open(const std::string& path) {
     }
     void* m = mmap(nullptr, size, PROT_READ, MAP_SHARED, fd, 0);
     const int e = errno;
-    ::close(fd);
-    if (m == MAP_FAILED) throw CaptureError(path + ": cannot map: " + std::strerror(e));
+    if (m == MAP_FAILED) {
+      ::close(fd);
+      throw CaptureError(path + ": cannot map: " + std::strerror(e));
+    }
     madvise(m, size, MADV_SEQUENTIAL);
     f.data_ = static_cast<const uint8_t*>(m);
     f.size_ = size;
     f.mapped_ = true;
+    f.fd_ = fd;
+    f.guard_ = guard_mapping(m, size);
     f.container_ = "pcap";
     f.parse_global_header();
     return f;
@@ -149,6 +242,7 @@ CaptureFile CaptureFile::open(const std::string& path) {
     throw CaptureError(path + ": not a pcap or pcapng file (first word " + hex32(magic) + "): " + err);
   }
   f.container_ = magic == kMagicPcapng ? "pcapng" : "pcap-variant";
+  f.file_offsets_ = false;
   f.raw_link_ = uint32_t(pcap_datalink(p));
   if (!link_type_from_pcap(f.raw_link_, f.link_)) f.link_ = static_cast<LinkType>(255);
   f.snaplen_ = uint32_t(pcap_snapshot(p));
@@ -173,18 +267,13 @@ CaptureFile CaptureFile::open(const std::string& path) {
     put_le32(out, h->len);
     out.insert(out.end(), bytes, bytes + h->caplen);
   }
-  std::string tail_error;
-  if (rc == PCAP_ERROR) tail_error = pcap_geterr(p);
+  // libpcap stops at the first damaged block; the records before it are kept and the walker
+  // reports the damage where they end.
+  if (rc == PCAP_ERROR) f.tail_error_ = std::string("libpcap stopped reading: ") + pcap_geterr(p);
   pcap_close(p);
   f.data_ = out.data();
   f.size_ = out.size();
   f.fmt_ = {0, 1};
-  if (!tail_error.empty()) {
-    // libpcap stops at the first damaged block; keep what came before and say so on open.
-    f.container_ = magic == kMagicPcapng ? "pcapng (damaged)" : "pcap-variant (damaged)";
-    std::fprintf(stderr, "gaspp: %s: record %llu: %s; %llu records before it are processed\n",
-                 path.c_str(), (unsigned long long)(n + 1), tail_error.c_str(), (unsigned long long)n);
-  }
   return f;
 }
 
@@ -207,34 +296,34 @@ void RecordWalker::report(bool fatal, uint64_t offset, std::string msg) {
     ++suppressed_;
     return;
   }
-  issues_.push_back({fatal, records_ + 1, offset,
-                     f_->path() + ": record " + std::to_string(records_ + 1) + " at byte offset " +
-                         std::to_string(offset) + ": " + msg});
+  std::string where = f_->path() + ": record " + std::to_string(records_ + 1);
+  if (f_->file_offsets()) where += " at byte offset " + std::to_string(offset);
+  issues_.push_back({fatal, records_ + 1, offset, where + ": " + msg});
 }
 
 namespace {
 
 // A record header at `o` that needs no message: it and its frame fit in the file, and its lengths
 // are within the limits. Returns the offset of the next record, or 0 if not clean.
-uint64_t clean_record_end(const CaptureFile& f, uint64_t o) {
-  if (f.size() - o < kRecordHeaderBytes) return 0;
+uint64_t clean_record_end(const CaptureFile& f, uint64_t size, uint64_t o) {
+  if (size - o < kRecordHeaderBytes) return 0;
   const RecordHeader h = read_record_header(f.data() + o, f.format());
   if (h.cap_len > kMaxRecordBytes || h.wire_len < h.cap_len) return 0;
   if (f.snaplen() != 0 && h.cap_len > f.snaplen()) return 0;
-  if (f.size() - o - kRecordHeaderBytes < h.cap_len) return 0;
+  if (size - o - kRecordHeaderBytes < h.cap_len) return 0;
   return o + kRecordHeaderBytes + h.cap_len;
 }
 
 // First offset in [from, limit) where a run of `run` clean records starts (or that reaches the
 // end of the file cleanly); `limit` if none.
-uint64_t find_record_start(const CaptureFile& f, uint64_t from, uint64_t limit) {
+uint64_t find_record_start(const CaptureFile& f, uint64_t size, uint64_t from, uint64_t limit) {
   constexpr int kRun = 8;
   const uint64_t last = std::min(limit, from + kMaxRecordBytes + kRecordHeaderBytes);
   for (uint64_t o = from; o < last; ++o) {
     uint64_t p = o;
     int n = 0;
-    while (n < kRun && p < f.size() && (p = clean_record_end(f, p)) != 0) ++n;
-    if (n == kRun || p == f.size()) return o;
+    while (n < kRun && p < size && (p = clean_record_end(f, size, p)) != 0) ++n;
+    if (n == kRun || p == size) return o;
   }
   return limit;
 }
@@ -242,7 +331,9 @@ uint64_t find_record_start(const CaptureFile& f, uint64_t from, uint64_t limit) 
 }  // namespace
 
 bool RecordWalker::fill_parallel() {
-  const uint64_t size = f_->size();
+  check_file();
+  if (stopped_) return false;
+  const uint64_t size = size_;
   const int threads = pool_->size();
   const uint64_t window_end = std::min(size, pos_ + uint64_t(threads) * chunk_bytes_);
   struct Chunk {
@@ -258,11 +349,11 @@ bool RecordWalker::fill_parallel() {
       Chunk& c = chunks[k];
       const uint64_t lo = base + span * k / uint64_t(threads);
       const uint64_t hi = base + span * (k + 1) / uint64_t(threads);
-      c.start = k == 0 ? base : find_record_start(*f_, lo, hi);
+      c.start = k == 0 ? base : find_record_start(*f_, size, lo, hi);
       uint64_t o = c.start;
       c.offsets.reserve((hi - lo) / 64);
       while (o < hi) {
-        const uint64_t next = clean_record_end(*f_, o);
+        const uint64_t next = clean_record_end(*f_, size, o);
         if (next == 0) { c.clean = false; break; }
         c.offsets.push_back(o);
         o = next;
@@ -301,27 +392,64 @@ bool RecordWalker::fill_parallel() {
   return !ready_.empty();
 }
 
+std::string RecordWalker::shrink_note() const {
+  if (size_ >= f_->size()) return "";
+  return "; the file shrank while it was read (" + std::to_string(size_) + " bytes now, " +
+         std::to_string(f_->size()) + " when opened)";
+}
+
+void RecordWalker::check_file() {
+  if (stopped_) return;
+  const uint64_t now = f_->current_size();
+  if (now < size_) size_ = now;
+  if (f_->faulted())
+    report(true, pos_, "the file shrank while it was read (" + std::to_string(size_) + " bytes now, " +
+                           std::to_string(f_->size()) + " when opened): frames past its new end read as zeros");
+}
+
 bool RecordWalker::next(RecordInfo& r) {
   if (stopped_) return false;
-  const uint64_t size = f_->size();
+  if (records_ % kSizeCheckRecords == 0) {
+    check_file();
+    if (stopped_) return false;
+  }
+  uint64_t size = size_;
   if (ready_pos_ < ready_.size()) {
-    // Validated when the window was indexed.
-    const uint64_t o = ready_[ready_pos_++];
+    // Validated when the window was indexed; only a shrink since then can cut it.
+    const uint64_t o = ready_[ready_pos_];
     const RecordHeader h = read_record_header(f_->data() + o, f_->format());
+    if (size < o + kRecordHeaderBytes + h.cap_len) {
+      ready_.clear();
+      ready_pos_ = 0;
+      pos_ = o;
+      report(true, pos_, "record cut short by the end of the file" + shrink_note());
+      return false;
+    }
+    ++ready_pos_;
     r = {o, h.ts_ns, h.cap_len, h.wire_len};
     pos_ = o + kRecordHeaderBytes + h.cap_len;
     ++records_;
     return true;
   }
   if (pool_ && pos_ >= serial_until_ && size - pos_ >= 2 * chunk_bytes_ && fill_parallel()) return next(r);
-  if (pos_ >= size) return false;
+  size = size_;  // the window's check may have found the file shorter
+  if (pos_ >= size) {
+    if (!f_->tail_error().empty()) report(true, pos_, f_->tail_error());
+    else if (size < f_->size()) report(true, pos_, "reading stopped at the end of the file" + shrink_note());
+    else check_file();  // a fault in a frame already handed out
+    return false;
+  }
   const uint8_t* p = f_->data() + pos_;
   if (size - pos_ < kRecordHeaderBytes) {
     report(true, pos_, "record header cut short by the end of the file (" + std::to_string(size - pos_) +
-                           " of 16 bytes)");
+                           " of 16 bytes)" + shrink_note());
     return false;
   }
   const RecordHeader h = read_record_header(p, f_->format());
+  if (f_->faulted()) {  // that header (or an earlier frame) was past the end of a shrunk file
+    check_file();
+    return false;
+  }
   if (h.cap_len > kMaxRecordBytes) {
     report(true, pos_, "captured length " + std::to_string(h.cap_len) + " exceeds the 262144-byte limit; "
                        "the file is damaged from here on");
@@ -330,7 +458,7 @@ bool RecordWalker::next(RecordInfo& r) {
   if (size - pos_ - kRecordHeaderBytes < h.cap_len) {
     report(true, pos_, "packet data cut short by the end of the file (" +
                            std::to_string(size - pos_ - kRecordHeaderBytes) + " of " +
-                           std::to_string(h.cap_len) + " bytes)");
+                           std::to_string(h.cap_len) + " bytes)" + shrink_note());
     return false;
   }
   if (f_->snaplen() != 0 && h.cap_len > f_->snaplen())

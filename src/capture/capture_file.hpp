@@ -67,6 +67,15 @@ class CaptureFile {
   uint32_t snaplen() const { return snaplen_; }
   const char* container() const { return container_; }  // "pcap", "pcapng", ...
   bool mapped() const { return mapped_; }
+  // The file's size now (fstat); size() for a capture held in memory.
+  uint64_t current_size() const;
+  // True once a read of the mapping faulted past the end of the file (see the header).
+  bool faulted() const;
+  // For a format converted through libpcap: the error that stopped it early, else empty.
+  const std::string& tail_error() const { return tail_error_; }
+  // False for a format converted through libpcap: offsets into data() are not offsets in the file,
+  // so messages name the record only.
+  bool file_offsets() const { return file_offsets_; }
 
  private:
   CaptureFile() = default;
@@ -81,7 +90,12 @@ class CaptureFile {
   uint32_t snaplen_ = 0;
   const char* container_ = "pcap";
   bool mapped_ = false;
+  int fd_ = -1;        // kept open while mapped, for current_size()
+  int guard_ = -1;     // slot in the SIGBUS guard's table, -1 if none
+  std::string tail_error_;
+  bool file_offsets_ = true;
   std::vector<uint8_t> owned_;
+  void release();
 };
 
 // Maps a pcap LINKTYPE_* number to the decoder's LinkType; false if the decoder has no support.
@@ -105,7 +119,7 @@ class ThreadPool;
 
 class RecordWalker {
  public:
-  explicit RecordWalker(const CaptureFile& f) : f_(&f), pos_(f.first_record()) {}
+  explicit RecordWalker(const CaptureFile& f) : f_(&f), pos_(f.first_record()), size_(f.size()) {}
   // Index ahead with the pool's threads, `chunk_bytes` of file per thread and window. The pool
   // must outlive the walker. Files shorter than two chunks are walked serially.
   void enable_parallel(ThreadPool* pool, uint64_t chunk_bytes = 32ull << 20) {
@@ -125,10 +139,16 @@ class RecordWalker {
   static constexpr size_t kMaxStoredIssues = 100;
   uint64_t suppressed_issues() const { return suppressed_; }
   uint64_t warnings() const { return warnings_; }
+  // Re-reads the file's size now (the walker also does so on its own every kSizeCheckRecords);
+  // reports a shrink or a fault as a fatal issue and stops. The pipeline calls it at the end of a
+  // run, so a fault in a frame the walker had already passed is not missed.
+  void check_file();
+  static constexpr uint64_t kSizeCheckRecords = 4096;
 
  private:
   void report(bool fatal, uint64_t offset, std::string msg);
   bool fill_parallel();
+  std::string shrink_note() const;
   const CaptureFile* f_;
   ThreadPool* pool_ = nullptr;
   uint64_t chunk_bytes_ = 0;
@@ -137,6 +157,7 @@ class RecordWalker {
   uint64_t serial_until_ = 0;    // a rejected window: walk serially up to here
   uint64_t windows_parallel_ = 0, windows_serial_ = 0;
   uint64_t pos_;
+  uint64_t size_;                // readable bytes: the size at open, or less if the file shrank
   uint64_t records_ = 0;
   bool stopped_ = false;
   uint64_t suppressed_ = 0;

@@ -120,6 +120,7 @@ RunReport run_capture(const CaptureFile& cap, Backend& backend, const RunOptions
     const int s = (slot + k) % nslots;  // oldest first, so batches finish in capture order
     if (busy[size_t(s)]) finish(s);
   }
+  walker.check_file();  // a frame read as zeros after the file shrank under decode (see capture_file.hpp)
   rep.flows = backend.flow_gauges();
   {
     // Reassembly first: its flush needs the flows that still hold data. Then the flows: the stream

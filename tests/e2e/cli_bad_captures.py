@@ -29,6 +29,17 @@ def pcap(frames, snaplen=65535, caplens=None):
     return out
 
 
+def pcapng(frames):
+    """Section header, one Ethernet interface, an enhanced packet block per frame."""
+    out = struct.pack("<IIIHHqI", 0x0A0D0D0A, 28, 0x1A2B3C4D, 1, 0, -1, 28)
+    out += struct.pack("<IIHHII", 1, 20, 1, 0, 65535, 20)
+    for i, f in enumerate(frames):
+        pad = (-len(f)) % 4
+        n = 32 + len(f) + pad
+        out += struct.pack("<IIIIIII", 6, n, 0, 0, 1000000 + i, len(f), len(f)) + f + bytes(pad) + struct.pack("<I", n)
+    return out
+
+
 def run(gaspp, backend, data):
     with tempfile.TemporaryDirectory() as d:
         path = os.path.join(d, "in.pcap")
@@ -58,6 +69,9 @@ def main():
         ("caplen over 256 KiB", pcap([frame(1)]) + struct.pack("<IIII", 5, 0, 300000, 300000) + frame(2), 2, 1,
          "record 2 at byte offset 94: captured length 300000 exceeds the 262144-byte limit"),
         ("zero-length records", pcap([b"", frame(1), b""]), 0, 3, ""),
+        ("pcapng intact", pcapng([frame(1, 10), frame(2, 20), frame(3, 0)]), 0, 3, ""),
+        ("pcapng block cut short", pcapng([frame(1, 10), frame(2, 20), frame(3, 0)])[:-6], 2, 2,
+         "IN: record 3: libpcap stopped reading"),
     ]
     failed = 0
     for name, data, want_rc, want_packets, want_text in cases:

@@ -281,3 +281,85 @@ TEST(Capture, PipelineIndexesLargeFilesInParallel) {
   for (int k = 0; k < c_count_; ++k) EXPECT_EQ(par.totals.v[k], ser.totals.v[k]) << k;
   EXPECT_EQ(par.totals.v[c_packets], 4000u);
 }
+
+TEST(Capture, DamagedPcapngKeepsEarlierRecordsAndIsDamaged) {
+  // Section header, interface description, two enhanced packet blocks; the second block's trailing
+  // length is then cut off, so libpcap stops there.
+  std::vector<uint8_t> b;
+  auto u32 = [&](uint32_t v) { for (int k = 0; k < 4; ++k) b.push_back(uint8_t(v >> (8 * k))); };
+  auto u16 = [&](uint16_t v) { b.push_back(uint8_t(v)); b.push_back(uint8_t(v >> 8)); };
+  u32(0x0a0d0d0a); u32(28); u32(0x1a2b3c4d); u16(1); u16(0); u32(0xffffffff); u32(0xffffffff); u32(28);
+  u32(1); u32(20); u16(1); u16(0); u32(65535); u32(20);
+  for (int k = 0; k < 2; ++k) {
+    const auto f = tcp4_frame(uint32_t(7 + k), 6);
+    const uint32_t padded = uint32_t((f.size() + 3) & ~size_t(3));
+    const uint32_t len = 32 + padded;
+    u32(6); u32(len); u32(0); u32(0); u32(1000000 + k); u32(uint32_t(f.size())); u32(uint32_t(f.size()));
+    b.insert(b.end(), f.begin(), f.end());
+    b.resize(b.size() + (padded - f.size()), 0);
+    u32(len);
+  }
+  b.resize(b.size() - 10);
+  RunReport r = run_bytes(b);
+  EXPECT_EQ(r.container, "pcapng");
+  EXPECT_EQ(r.totals.v[c_packets], 1u);
+  EXPECT_TRUE(r.damaged);
+  ASSERT_EQ(r.issues.size(), 1u);
+  EXPECT_TRUE(r.issues[0].fatal);
+  EXPECT_EQ(r.issues[0].record, 2u);
+  EXPECT_NE(r.issues[0].message.find("libpcap stopped reading"), std::string::npos) << r.issues[0].message;
+}
+
+namespace {
+
+// A capture of `n` 1,000-byte TCP frames.
+std::vector<uint8_t> thousand_byte_records(int n) {
+  PcapBuilder b(1, false, true, 65535);
+  for (int k = 0; k < n; ++k) b.record(tcp4_frame(uint32_t(k), 946), 100 + k);
+  return b.bytes();
+}
+
+}  // namespace
+
+// A capture truncated by another process while it is mapped: a read past the new end does not
+// crash (the page reads as zeros and the fault is recorded), and the walk stops with a fatal issue
+// that says the file shrank.
+TEST(Capture, FileShrinkingUnderTheReaderEndsAsDamaged) {
+  const auto bytes = thousand_byte_records(3000);
+  for (const bool parallel : {false, true}) {
+    const std::string path = write_temp(bytes);
+    CaptureFile cap = CaptureFile::open(path);
+    ThreadPool pool(2);
+    RecordWalker w(cap);
+    if (parallel) w.enable_parallel(&pool, 256 << 10);
+    RecordInfo r;
+    for (int k = 0; k < 10; ++k) ASSERT_TRUE(w.next(r));
+    ASSERT_EQ(::truncate(path.c_str(), off_t(bytes.size() / 2)), 0);
+    // A read of a page past the new end: zeros, not SIGBUS.
+    volatile const uint8_t* tail = cap.data() + bytes.size() - 100;
+    EXPECT_EQ(*tail, 0);
+    EXPECT_TRUE(cap.faulted());
+    uint64_t more = 0;
+    while (w.next(r)) ++more;
+    EXPECT_TRUE(w.stopped()) << (parallel ? "parallel" : "serial");
+    EXPECT_LT(10 + more, 3000u);
+    ASSERT_FALSE(w.issues().empty());
+    EXPECT_TRUE(w.issues().back().fatal);
+    EXPECT_NE(w.issues().back().message.find("shrank"), std::string::npos) << w.issues().back().message;
+    ::unlink(path.c_str());
+  }
+}
+
+TEST(Capture, PipelineOnAShrunkFileReportsDamage) {
+  // The shrink happens after open and before the run: the pipeline stops where the file now ends.
+  const auto bytes = thousand_byte_records(3000);
+  const std::string path = write_temp(bytes);
+  CaptureFile cap = CaptureFile::open(path);
+  ASSERT_EQ(::truncate(path.c_str(), off_t(bytes.size() / 3)), 0);
+  auto be = gaspp::test::make_backend();
+  const RunReport rep = run_capture(cap, *be, {});
+  EXPECT_TRUE(rep.damaged);
+  EXPECT_GT(rep.totals.v[c_packets], 0u);
+  EXPECT_LT(rep.totals.v[c_packets], 3000u);
+  ::unlink(path.c_str());
+}
