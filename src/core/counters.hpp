@@ -47,7 +47,7 @@ namespace gaspp {
   X(tcp_handshake_bad_seq, "tcp_handshake_bad_seq") /* 3rd segment's seq not the ISN+1: ignored */ \
   X(tcp_syn_unexpected, "tcp_syn_unexpected")                                         \
   X(tcp_rst_invalid, "tcp_rst_invalid")                                               \
-  X(tcp_bad_timestamp, "tcp_bad_timestamp")       /* echo older than the peer's SYN: ignored */
+  X(tcp_bad_timestamp, "tcp_bad_timestamp")       /* invalid timestamp option (PAWS, bad echo): ignored */
 
 // TCP reassembly (stream/): what happened to segments with payload, and to the stream bytes.
 #define GASPP_STREAM_COUNTERS(X)                                                                    \

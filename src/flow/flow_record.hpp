@@ -10,7 +10,7 @@
 // FlowRecord (240 bytes, one per table slot) holds, per side (client, server): packets, bytes
 // (captured bytes, as Suricata counts them), TCP flags seen, the TCP state of that side, its
 // initial and next expected sequence number, its FIN sequence, last advertised window and the
-// TCP timestamp of its SYN. And per
+// TCP timestamp of its SYN and the newest valid timestamp it sent. And per
 // flow: first and last packet time, a 51-bit flow id, the flow state (new/established/closed) and
 // the batch that last touched it (eviction never picks a flow the current batch uses). TCP flows
 // also keep the reassembler's state of each direction (stream/stream_state.hpp).
@@ -79,7 +79,7 @@ struct FlowSide {
   uint8_t tcp_before_rst;    // this side's TcpSide before it sent the RST that closed the flow
   uint8_t state_before_rst;  // the flow's FlowState before that RST
   uint32_t syn_tsval;   // TCP timestamp of this side's SYN (or SYN-ACK): no genuine echo is older
-  uint32_t pad2_ = 0;
+  uint32_t last_tsval;  // newest valid TCP timestamp this side sent (PAWS); set from the SYN on
 };
 static_assert(sizeof(FlowSide) == 48, "FlowSide layout");
 

@@ -29,9 +29,19 @@
 //                O's window]; then S reset and the flow closed. Other RSTs are counted and ignored,
 //                and so is a RST from a side still in syn_sent: a host in SYN-SENT answers an
 //                unacceptable segment with a RST but does not abort (RFC 793), so it ends nothing.
-//   timestamps   a segment whose TCP timestamp echo is older than the other side's SYN timestamp
-//                echoes nothing that side sent: injected (the RST/FIN evasion of suricata-verify
-//                bug 3286). It is counted (tcp_bad_timestamp) and ignored, for state and streams.
+//   timestamps   as Suricata's stream engine (default OS policy, BSD), a segment carrying the TCP
+//                timestamp option is invalid when:
+//                  * it answers a SYN (the client in syn_sent, the segment from the server) and
+//                    echoes a value no SYN sent: tsecr ≠ 0 and outside [first SYN's tsval, newest
+//                    SYN's tsval], or tsecr ≠ 0 when the SYN carried no timestamp (an echo of nothing);
+//                  * both SYNs carried timestamps (the session uses them) and its tsval is 0, or
+//                    older than the newest valid tsval of its sender (PAWS, RFC 7323 §5);
+//                  * its echo is older than the other side's SYN timestamp: it echoes nothing that
+//                    side sent (the RST/FIN evasion of suricata-verify bug 3286).
+//                An invalid segment is counted (tcp_bad_timestamp, Suricata's
+//                stream.pkt_invalid_timestamp) and ignored, for state and streams; so an injected
+//                RST of that kind does not close the session. PAWS's exception for a sender idle
+//                over 24 days is not kept: every flow timeout is shorter unless configured longer.
 //   The flow is established when the handshake completes (or midstream), closed after a valid RST
 //   or once both sides sent FIN and one FIN was acknowledged. UDP, ICMP and other protocols are
 //   established once both directions have been seen.
@@ -118,6 +128,23 @@ GASPP_HD GASPP_FORCEINLINE bool in_fin_states(uint8_t t) {
   return t == uint8_t(TcpSide::fin_sent) || t == uint8_t(TcpSide::fin_acked);
 }
 
+// The timestamp rules of the header, for a segment that carries the option.
+GASPP_HD GASPP_FORCEINLINE bool timestamp_invalid(const FlowRecord& r, int sender, const TrackedPacket& p, bool syn,
+                                                   bool has_ack) {
+  const FlowSide& S = r.side[sender];
+  const FlowSide& O = r.side[sender ^ 1];
+  // An answer to the client's SYN (Suricata's StateSynSentValidateTimestamp).
+  // A client that resent its SYN may be answered with the echo of any of them: the first SYN's
+  // tsval up to the newest (last_tsval while it has sent nothing else).
+  if (sender == 1 && O.tcp == uint8_t(TcpSide::syn_sent) && !(r.misc & kFlowMidstream) && p.tsecr != 0 &&
+      (!O.have_ts || seq_lt(p.tsecr, O.syn_tsval) || seq_lt(O.last_tsval, p.tsecr)))
+    return true;
+  // The session uses timestamps: both SYNs carried them (PAWS).
+  if (!syn && S.have_ts && O.have_ts && (p.tsval == 0 || seq_lt(p.tsval, S.last_tsval))) return true;
+  // An echo of something the other side never sent.
+  return has_ack && O.have_ts && p.tsecr != 0 && seq_lt(p.tsecr, O.syn_tsval);
+}
+
 // Returns false when the packet was ignored as invalid (see the header: timestamps).
 template <class Sink>
 GASPP_HD inline bool tcp_update(FlowRecord& r, int sender, const TrackedPacket& p, bool midstream, Sink& c) {
@@ -134,13 +161,15 @@ GASPP_HD inline bool tcp_update(FlowRecord& r, int sender, const TrackedPacket& 
     return true;
   }
   const bool has_ts = p.opts & kOptTimestamp;
-  if (has_ts && has_ack && O.have_ts && p.tsecr != 0 && seq_lt(p.tsecr, O.syn_tsval)) {
+  if (has_ts && timestamp_invalid(r, sender, p, syn, has_ack)) {
     c.add(c_tcp_bad_timestamp, 1);
     return false;
   }
   if (syn && has_ts && !S.have_ts) {
-    S.syn_tsval = p.tsval;
+    S.syn_tsval = S.last_tsval = p.tsval;
     S.have_ts = 1;
+  } else if (has_ts && S.have_ts && seq_lt(S.last_tsval, p.tsval)) {
+    S.last_tsval = p.tsval;
   }
   const uint8_t none = uint8_t(TcpSide::none), syn_sent = uint8_t(TcpSide::syn_sent),
                 syn_recv = uint8_t(TcpSide::syn_recv), est = uint8_t(TcpSide::established);

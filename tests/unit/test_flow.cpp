@@ -535,3 +535,73 @@ TEST(TcpStateMachine, Transitions) {
     if (row.counter != c_count_) EXPECT_EQ(c.v[row.counter], 1u) << "counter " << row.counter;
   }
 }
+
+// The timestamp rules (flow_track.hpp's header, as Suricata's stream engine): each row's segments
+// carry the timestamp option unless ts is false; the last column is what tcp_bad_timestamp reads.
+TEST(TcpStateMachine, Timestamps) {
+  struct P {
+    int from;  // 0 client, 1 server
+    uint16_t flags;
+    uint32_t seq, ack;
+    bool ts;
+    uint32_t tsval, tsecr;
+  };
+  using T = TcpSide;
+  struct Row {
+    const char* name;
+    std::vector<P> pkts;
+    TcpSide client, server;
+    FlowState flow;
+    uint64_t bad_ts;
+  };
+  const uint16_t S = kTcpSyn, A = kTcpAck, R = kTcpRst, PA = kTcpPsh | kTcpAck;
+  // A handshake in which both SYNs carry timestamps (client 1000, server 5000).
+  const std::vector<P> hs = {{0, S, 100, 0, true, 1000, 0}, {1, S | A, 500, 101, true, 5000, 1000}, {0, A, 101, 501, true, 1001, 5000}};
+  auto with = [&](std::vector<P> tail) {
+    std::vector<P> v = hs;
+    v.insert(v.end(), tail.begin(), tail.end());
+    return v;
+  };
+  const Row rows[] = {
+      {"timestamps throughout", with({{1, PA, 501, 101, true, 5001, 1001}}), T::established, T::established, FlowState::established, 0},
+      {"rst answering a syn without timestamps, echoing something", {{0, S, 100, 0, false, 0, 0}, {1, R | A, 0, 101, true, 9, 777}}, T::syn_sent, T::none, FlowState::new_, 1},
+      {"rst answering a syn without timestamps, echoing nothing", {{0, S, 100, 0, false, 0, 0}, {1, R | A, 0, 101, true, 9, 0}}, T::syn_sent, T::reset, FlowState::closed, 0},
+      {"syn-ack echoing a value the syn did not send", {{0, S, 100, 0, true, 1000, 0}, {1, S | A, 500, 101, true, 5000, 4242}}, T::syn_sent, T::none, FlowState::new_, 1},
+      {"syn-ack echoing the resent syn", {{0, S, 100, 0, true, 1000, 0}, {0, S, 100, 0, true, 1100, 0}, {1, S | A, 500, 101, true, 5000, 1100}}, T::syn_sent, T::syn_recv, FlowState::new_, 0},
+      {"syn-ack echoing the first of two syns", {{0, S, 100, 0, true, 1000, 0}, {0, S, 100, 0, true, 1100, 0}, {1, S | A, 500, 101, true, 5000, 1000}}, T::syn_sent, T::syn_recv, FlowState::new_, 0},
+      {"paws: in-window rst with an older tsval", with({{1, R, 501, 0, true, 4999, 1001}}), T::established, T::established, FlowState::established, 1},
+      {"rst with a newer tsval closes", with({{1, R, 501, 0, true, 5002, 1001}}), T::established, T::reset, FlowState::closed, 0},
+      {"rst with the same tsval closes (bsd policy)", with({{1, R, 501, 0, true, 5000, 1001}}), T::established, T::reset, FlowState::closed, 0},
+      {"tsval 0 in a session with timestamps", with({{0, R, 101, 0, true, 0, 5000}}), T::established, T::established, FlowState::established, 1},
+      {"paws after the sender's clock moved on", with({{0, PA, 101, 501, true, 2000, 5000}, {0, R, 101, 0, true, 1500, 5000}}), T::established, T::established, FlowState::established, 1},
+      {"segment without the option in a session with timestamps", with({{0, R, 101, 0, false, 0, 0}}), T::reset, T::established, FlowState::closed, 0},
+      {"session without timestamps (syn-ack had none): no paws", {{0, S, 100, 0, true, 1000, 0}, {1, S | A, 500, 101, false, 0, 0}, {0, A, 101, 501, true, 1001, 0}, {0, R, 101, 0, true, 3, 0}}, T::reset, T::established, FlowState::closed, 0},
+      {"echo older than the peer's syn (bug 3286)", with({{0, R | A, 101, 501, true, 1002, 4000}}), T::established, T::established, FlowState::established, 1},
+  };
+  for (const Row& row : rows) {
+    SCOPED_TRACE(row.name);
+    FlowRecord r{};
+    TrackedPacket first{};
+    first.l4 = uint8_t(L4::tcp);
+    first.flags = row.pkts[0].flags;
+    flow_begin(r, first, true);
+    Counters c{};
+    HostCounterSink sink{c};
+    for (const P& p : row.pkts) {
+      TrackedPacket t{};
+      t.l4 = uint8_t(L4::tcp);
+      t.flags = p.flags;
+      t.seq = p.seq;
+      t.ack = p.ack;
+      t.win = 65535;
+      t.opts = p.ts ? kOptTimestamp : 0;
+      t.tsval = p.tsval;
+      t.tsecr = p.tsecr;
+      flow_detail::tcp_update(r, p.from, t, true, sink);
+    }
+    EXPECT_EQ(TcpSide(r.side[0].tcp), row.client);
+    EXPECT_EQ(TcpSide(r.side[1].tcp), row.server);
+    EXPECT_EQ(FlowState(r.state), row.flow);
+    EXPECT_EQ(c.v[c_tcp_bad_timestamp], row.bad_ts);
+  }
+}
