@@ -6,7 +6,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-packages=(cmake ninja-build g++ pkg-config libpcap-dev libgtest-dev python3 tshark clang libnids-dev libyaml-cpp-dev)
+packages=(cmake ninja-build g++ pkg-config libpcap-dev libgtest-dev python3 tshark clang libnids-dev libyaml-cpp-dev
+          nlohmann-json3-dev)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -46,6 +46,21 @@ inline std::filesystem::path shared_data_dir() {
     }                                                                                              \
   } while (0)
 
+// Whether `tool` is a command on PATH (tshark, ...).
+inline bool have_tool(const std::string& tool) {
+  return std::system(("command -v '" + tool + "' >/dev/null 2>&1").c_str()) == 0;
+}
+
+// Skips the test when `tool` (an external oracle such as tshark) is not installed, except under CI,
+// where it fails the test, as GASPP_REQUIRE_PATH does for data.
+#define GASPP_REQUIRE_TOOL(tool)                                                                   \
+  do {                                                                                             \
+    if (!::gaspp::test::have_tool(tool)) {                                                         \
+      if (std::getenv("CI")) FAIL() << (tool) << " not found on PATH (scripts/setup.sh installs it)"; \
+      GTEST_SKIP() << (tool) << " not found on PATH (scripts/setup.sh installs it)";               \
+    }                                                                                              \
+  } while (0)
+
 // Builds a classic pcap file in memory, in either byte order and time unit.
 class PcapBuilder {
  public:
