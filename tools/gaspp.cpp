@@ -483,6 +483,7 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "gaspp: %s\n", e.what());
     return 1;
   }
+  bc.drop_invalid = modules.firewall_mode();
   bc.modules = modules.pointers();
   bc.flow.module_state_bytes = modules.flow_state_bytes();
   try {

@@ -78,6 +78,7 @@ enum VerdictBits : uint8_t {
   kVerdictPassFlow = 16,    // this packet decided: pass the rest of the flow
   kVerdictAlerted = 32,     // a module raised an alert on it (flow event `alerted`)
   kVerdictFlowDecided = 64, // the verdict came from the flow's earlier decision; module output void
+  kVerdictStreamError = 128,// dropped by the pipeline (IPS mode): a TCP segment invalid for its session
 };
 constexpr uint8_t kVerdictPass = 0;
 constexpr uint8_t kVerdictStop = kVerdictDrop | kVerdictIgnore | kVerdictFlowDecided;

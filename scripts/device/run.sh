@@ -40,6 +40,7 @@ tests)
   python3 tests/e2e/cli_bad_captures.py $B/gaspp --backend cuda | tail -3; check "cli bad captures"
   step "flow tracking edge cases and oracles, CUDA backend"
   python3 tests/e2e/flow_cases.py $B/gaspp --backend cuda | tail -3; check "flow cases (cuda)"
+  python3 tests/e2e/stream_ips.py $B/gaspp --backend cuda | tail -3; check "invalid segments, IDS and IPS (cuda)"
   python3 tests/e2e/flow_vs_oracles.py $B/gaspp bundle/data --backend cuda | tail -8; check "flow oracles (cuda)"
   python3 tests/e2e/encapsulations.py $B/gaspp --backend cuda --no-tshark | tail -5; check "encapsulations (cuda)"
   step "stream oracles, CUDA backend"

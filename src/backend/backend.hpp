@@ -45,6 +45,10 @@ struct BackendConfig {
   // Modules, in pipeline order (owned by the caller's ModuleSet, which outlives the backend); the
   // backend uploads their tables when it starts. flow.module_state_bytes must cover their state.
   std::vector<ModuleInstance*> modules;
+  // IPS/firewall mode: TCP segments invalid for their session (timestamps, window, handshake
+  // sequence) are dropped with reason stream_error (core/module_stage.hpp, verdict_walk_run).
+  // Takes effect where modules run (the verdict walk runs with them).
+  bool drop_invalid = false;
   uint32_t event_capacity = 0;      // module events per batch (0: 4 per packet + 4096); beyond: events_lost
   // Flow classes (GASPP §7.3): class c (symmetric flow hash % classes) runs the modules in the order
   // class_orders[c], a permutation of 0..modules-1. Empty: one class, pipeline order.

@@ -47,7 +47,8 @@ namespace gaspp {
   X(tcp_handshake_bad_seq, "tcp_handshake_bad_seq") /* 3rd segment's seq not the ISN+1: ignored */ \
   X(tcp_syn_unexpected, "tcp_syn_unexpected")                                         \
   X(tcp_rst_invalid, "tcp_rst_invalid")                                               \
-  X(tcp_bad_timestamp, "tcp_bad_timestamp")       /* invalid timestamp option (PAWS, bad echo): ignored */
+  X(tcp_bad_timestamp, "tcp_bad_timestamp")       /* invalid timestamp option (PAWS, bad echo): ignored */ \
+  X(tcp_out_of_window, "tcp_out_of_window")       /* data beyond the receiver's window: ignored */
 
 // TCP reassembly (stream/): what happened to segments with payload, and to the stream bytes.
 #define GASPP_STREAM_COUNTERS(X)                                                                    \
@@ -73,7 +74,8 @@ namespace gaspp {
 // Modules (include/gaspp/module.hpp): packets whose verdict came from their flow's earlier decision.
 #define GASPP_VERDICT_COUNTERS(X)                                                                   \
   X(verdict_flow_dropped, "flow_dropped")   /* dropped: the flow was dropped by an earlier packet */ \
-  X(verdict_flow_passed, "flow_passed")     /* passed: the flow was passed by an earlier packet */
+  X(verdict_flow_passed, "flow_passed")     /* passed: the flow was passed by an earlier packet */ \
+  X(verdict_stream_error, "stream_error")   /* dropped (IPS): a TCP segment invalid for its session */
 
 enum Counter : int {
 #define GASPP_X(id, name) c_##id,

@@ -106,10 +106,13 @@ GASPP_HD GASPP_FORCEINLINE void module_stage_packet(const StageArgs& a, const ty
 
 // Resolves flow decisions for one flow's items vals[j..m) (sorted, capture order; items below
 // item_base are out-of-order segments, not packets). Counts packets that took the flow's decision.
+// With drop_invalid (IPS/firewall mode), a TCP segment that flow tracking found invalid for its
+// session (kPktTcpInvalid) is dropped with kVerdictStreamError, whatever the modules said, as
+// Suricata's stream.drop-invalid; it does not decide the flow.
 template <class Sink>
 GASPP_HD GASPP_FORCEINLINE void verdict_walk_run(const FlowTableRef& t, const uint32_t* vals, uint32_t j, uint32_t m,
                                                  uint32_t slot, uint32_t item_base, const uint8_t* flow_flags,
-                                                 uint8_t* verdict, Sink& c) {
+                                                 uint8_t* verdict, bool drop_invalid, Sink& c) {
   FlowRecord& r = t.recs[slot];
   uint8_t decided = r.misc & (kFlowDecidedDrop | kFlowDecidedPass);
   uint8_t alerted = r.misc & kFlowAlerted;
@@ -130,6 +133,11 @@ GASPP_HD GASPP_FORCEINLINE void verdict_walk_run(const FlowTableRef& t, const ui
     const uint32_t i = cur - item_base;
     if (flags_cur & kPktFlowStart) decided = alerted = 0;
     touched = true;
+    if (drop_invalid && (flags_cur & kPktTcpInvalid)) {
+      verdict[i] = uint8_t(kVerdictDrop | kVerdictStreamError);
+      c.add(c_verdict_stream_error, 1);
+      continue;
+    }
     if (decided) {
       const bool drop = decided & kFlowDecidedDrop;
       verdict[i] = uint8_t(kVerdictFlowDecided | (drop ? kVerdictDrop : 0));

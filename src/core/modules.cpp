@@ -125,8 +125,17 @@ const char* drop_reason_name(uint32_t r) {
   }
 }
 
+// A drop event's `reason` as Suricata writes it (PacketDropReasonToString: words, not the stats'
+// key): "rules", "flow drop", "stream error", "default packet policy", ...
+std::string drop_event_reason(const char* stats_key) {
+  std::string s = stats_key;
+  for (char& ch : s)
+    if (ch == '_') ch = ' ';
+  return s;
+}
+
 // An EVE `drop` event (Suricata's fields) for a dropped packet.
-std::string drop_event_json(const HostPacket& hp, const char* reason) {
+std::string drop_event_json(const HostPacket& hp, const std::string& reason) {
   const DecodedPacket& d = *static_cast<const DecodedPacket*>(hp.decoded);
   auto u = [](uint64_t v) { return std::to_string(v); };
   std::string j = eve_packet_head(hp, "drop");
@@ -147,7 +156,8 @@ std::string drop_event_json(const HostPacket& hp, const char* reason) {
 std::string ModuleSet::verdict_stats_json() const {
   auto u = [](uint64_t v) { return std::to_string(v); };
   std::string j = "\"ips\":{\"accepted\":" + u(vs_.ips_accepted) + ",\"blocked\":" + u(vs_.ips_blocked) +
-                  ",\"drop_reason\":{\"rules\":" + u(vs_.ips_rules) + ",\"flow_drop\":" + u(vs_.ips_flow_drop) + "}}";
+                  ",\"drop_reason\":{\"rules\":" + u(vs_.ips_rules) + ",\"flow_drop\":" + u(vs_.ips_flow_drop) +
+                  ",\"stream_error\":" + u(vs_.ips_stream_error) + "}}";
   if (!firewall_mode()) return j;
   j += ",\"firewall\":{\"accepted\":" + u(vs_.fw_accepted) + ",\"blocked\":" + u(vs_.fw_blocked) + ",\"drop_reason\":{";
   for (uint32_t r = 1; r <= VerdictStats::kFlowDrop; ++r) j += std::string(r > 1 ? "," : "") + "\"" + drop_reason_name(r) + "\":" + u(vs_.reason[r]);
@@ -298,10 +308,15 @@ void ModuleSet::account_verdicts(const PacketBatch& b, ModuleOutput& out) {
     }
     const uint8_t v = b.h_verdict[i];
     const bool drop = v & kVerdictDrop, by_flow = drop && (v & kVerdictFlowDecided);
+    const bool stream_error = drop && (v & kVerdictStreamError);
     if (by_flow) reason = VerdictStats::kFlowDrop;
     if (!drop) {
       ++vs_.ips_accepted;
       vs_.fw_accepted += fw;
+    } else if (stream_error) {
+      vs_.fw_accepted += fw;  // the pipeline dropped it, whatever the firewall said
+      ++vs_.ips_blocked;
+      ++vs_.ips_stream_error;
     } else if (fw && (by_flow || fw_event)) {
       ++vs_.fw_blocked;
       ++vs_.reason[reason];
@@ -318,7 +333,7 @@ void ModuleSet::account_verdicts(const PacketBatch& b, ModuleOutput& out) {
       else if (by_flow) recall_dropped_flow(d, flow_id, to_client);
       const HostPacket hp{b.first_index + i + 1, d.ts_ns[0], b.h_span + off + kRecordHeaderBytes, rh.cap_len,
                           rh.wire_len, &d, flow_id, to_client};
-      out.eve(drop_event_json(hp, drop_reason_name(reason)));
+      out.eve(drop_event_json(hp, drop_event_reason(stream_error ? "stream_error" : drop_reason_name(reason))));
     }
   }
 }

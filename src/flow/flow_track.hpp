@@ -14,7 +14,8 @@
 //                from the client repeating its ISN: a retransmission. When the flow was closed by
 //                the server's RST to that SYN (connection refused, then retried), the session
 //                goes on from where it was before the RST.
-//   SYN-ACK      O syn_sent and ack == O's isn+1 → S syn_recv; a wrong ack is counted and ignored.
+//   SYN-ACK      O syn_sent and ack == O's isn+1 (or, TCP Fast Open, isn+1 + the SYN's data) → S
+//                syn_recv; a wrong ack is counted and ignored.
 //                Both sides syn_sent (simultaneous open): S syn_recv, and the second SYN-ACK makes
 //                both established. First packet of a flow (midstream on): the receiver is the
 //                client, S syn_recv, O syn_sent with its seq taken from the ack.
@@ -42,6 +43,17 @@
 //                stream.pkt_invalid_timestamp) and ignored, for state and streams; so an injected
 //                RST of that kind does not close the session. PAWS's exception for a sender idle
 //                over 24 days is not kept: every flow timeout is shorter unless configured longer.
+//   window       once the handshake was seen (not midstream, as Suricata exempts those), each ACK
+//                from O moves the right edge of O's window for S's data to the furthest
+//                ack + window (scaled) O advertised. A data segment of S ending past that edge is
+//                out of window once both sides are past the handshake (Suricata checks from
+//                ESTABLISHED on: stream.est_packet_out_of_window): counted
+//                (tcp_out_of_window) and ignored, for state and streams; it is never stream data.
+//                Before O's first ACK (the client's first data rides on the SYN-ACK's window) the
+//                edge is the SYN-ACK's ack + window.
+//   IPS          segments ignored as invalid (timestamps, window, handshake sequence) are marked
+//                kPktTcpInvalid; with drop_invalid (firewall/IPS mode) the verdict walk drops
+//                them with reason stream_error, as Suricata's stream.drop-invalid.
 //   The flow is established when the handshake completes (or midstream), closed after a valid RST
 //   or once both sides sent FIN and one FIN was acknowledged. UDP, ICMP and other protocols are
 //   established once both directions have been seen.
@@ -79,8 +91,10 @@ enum FlowPacketFlags : uint8_t {
   kPktToClient = 1,   // sent by the server side
   kPktFlowStart = 2,  // first packet of its flow
   kPktFromLo = 4,     // sent by key endpoint 0 (set by the lookup, which builds the key; the walk reads it)
-  kPktTcpIgnored = 8, // TCP segment ignored (bad timestamp echo, or its flow was dropped by a stream
-                      // hook): no state, no stream data
+  kPktTcpIgnored = 8, // TCP segment ignored (invalid, or its flow was dropped by a stream hook): no
+                      // state, no stream data
+  kPktTcpInvalid = 16,// TCP segment invalid for its session (timestamp, window, handshake sequence);
+                      // in IPS mode the verdict walk drops it (reason stream_error)
 };
 
 struct FlowPacketView {
@@ -128,6 +142,20 @@ GASPP_HD GASPP_FORCEINLINE bool in_fin_states(uint8_t t) {
   return t == uint8_t(TcpSide::fin_sent) || t == uint8_t(TcpSide::fin_acked);
 }
 
+GASPP_HD GASPP_FORCEINLINE bool past_handshake(uint8_t t) {
+  return t == uint8_t(TcpSide::established) || t == uint8_t(TcpSide::fin_sent) || t == uint8_t(TcpSide::fin_acked);
+}
+
+// An ACK from `sender` advertising `edge` (ack + window): the furthest edge of the other direction.
+GASPP_HD GASPP_FORCEINLINE void move_window_edge(FlowRecord& r, int sender, uint32_t edge) {
+  if (r.misc & kFlowMidstream) return;
+  StreamSide& od = r.stream[sender ^ 1];
+  if (!(od.flags & kStreamWinKnown) || seq_lt(od.win_edge, edge)) {
+    od.win_edge = edge;
+    od.flags |= kStreamWinKnown;
+  }
+}
+
 // The timestamp rules of the header, for a segment that carries the option.
 GASPP_HD GASPP_FORCEINLINE bool timestamp_invalid(const FlowRecord& r, int sender, const TrackedPacket& p, bool syn,
                                                    bool has_ack) {
@@ -165,6 +193,11 @@ GASPP_HD inline bool tcp_update(FlowRecord& r, int sender, const TrackedPacket& 
     c.add(c_tcp_bad_timestamp, 1);
     return false;
   }
+  if (!syn && !rst && p.payload_len && !(r.misc & kFlowMidstream) && past_handshake(S.tcp) && past_handshake(O.tcp) &&
+      (r.stream[sender].flags & kStreamWinKnown) && seq_lt(r.stream[sender].win_edge, seq + p.payload_len)) {
+    c.add(c_tcp_out_of_window, 1);
+    return false;
+  }
   if (syn && has_ts && !S.have_ts) {
     S.syn_tsval = S.last_tsval = p.tsval;
     S.have_ts = 1;
@@ -191,13 +224,16 @@ GASPP_HD inline bool tcp_update(FlowRecord& r, int sender, const TrackedPacket& 
     return true;
   }
   if (syn && !has_ack) {
+    // A SYN may carry data (TCP Fast Open): next_seq counts it, and the SYN-ACK may acknowledge it
+    // or not (below).
+    const uint32_t syn_end = seq + 1 + p.payload_len;
     if (S.tcp == none && O.tcp == none) {
-      start_side(S, TcpSide::syn_sent, seq, seq + 1, ws);
+      start_side(S, TcpSide::syn_sent, seq, syn_end, ws);
     } else if (S.tcp == syn_sent) {
       if (seq == S.isn) c.add(c_tcp_syn_retransmit, 1);
-      else start_side(S, TcpSide::syn_sent, seq, seq + 1, ws);
+      else start_side(S, TcpSide::syn_sent, seq, syn_end, ws);
     } else if (S.tcp == none && O.tcp == syn_sent) {
-      start_side(S, TcpSide::syn_sent, seq, seq + 1, ws);  // simultaneous open
+      start_side(S, TcpSide::syn_sent, seq, syn_end, ws);  // simultaneous open
     } else {
       c.add(c_tcp_syn_unexpected, 1);
     }
@@ -205,11 +241,16 @@ GASPP_HD inline bool tcp_update(FlowRecord& r, int sender, const TrackedPacket& 
   }
   if (syn && has_ack) {
     if (O.tcp == syn_sent && (S.tcp == none || S.tcp == syn_sent)) {
-      if (ack != O.next_seq) {
+      // TCP Fast Open: the SYN-ACK acknowledges the SYN's data (ack == next_seq) or only the SYN
+      // (ack == isn + 1: the server ignored the data, which the client then sends again), as
+      // Suricata's TFO handling.
+      if (ack != O.next_seq && ack != O.isn + 1) {
         c.add(c_tcp_synack_bad_ack, 1);
         return true;
       }
+      O.next_seq = ack;
       start_side(S, TcpSide::syn_recv, seq, seq + 1, ws);
+      move_window_edge(r, sender, ack + p.win);  // a SYN-ACK's window is never scaled
     } else if (O.tcp == syn_recv && S.tcp == syn_sent && ack == O.next_seq) {
       // Simultaneous open: the second SYN-ACK completes it.
       start_side(S, TcpSide::established, seq, seq + 1, ws);
@@ -279,6 +320,7 @@ GASPP_HD inline bool tcp_update(FlowRecord& r, int sender, const TrackedPacket& 
   }
   const bool scaled = S.wscale != kNoWscale && O.wscale != kNoWscale;
   S.win = uint32_t(p.win) << (scaled ? (S.wscale > 14 ? 14 : S.wscale) : 0);
+  if (has_ack) move_window_edge(r, sender, ack + S.win);
   if (fin && !in_fin_states(S.tcp)) {
     S.tcp = uint8_t(TcpSide::fin_sent);
     S.fin_seq = seq + p.payload_len;
@@ -373,7 +415,7 @@ GASPP_HD inline uint8_t flow_track_packet(const FlowTableRef& t, uint32_t slot, 
   c.add(c_flow_packets, 1);
   if (r.proto_class == uint8_t(FlowProto::tcp)) {
     if (r.misc & kFlowStreamDropped) flags |= kPktTcpIgnored;  // dropped by a stream hook: counted only
-    else if (!flow_detail::tcp_update(r, sender, p, prm.midstream, c)) flags |= kPktTcpIgnored;
+    else if (!flow_detail::tcp_update(r, sender, p, prm.midstream, c)) flags |= kPktTcpIgnored | kPktTcpInvalid;
   } else if (r.side[0].pkts && r.side[1].pkts && r.state == uint8_t(FlowState::new_)) {
     r.state = uint8_t(FlowState::established);
   }

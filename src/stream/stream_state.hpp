@@ -16,14 +16,19 @@ enum StreamSideFlags : uint8_t {
   kStreamFin = 2,       // a FIN was seen: fin_off is where the direction ends
   kStreamEnded = 4,     // the direction was closed: holes skipped, the end reported
   kStreamGap = 8,       // a hole was skipped (EVE flow tcp.ts_gap / tc_gap)
+  kStreamWinKnown = 16, // win_edge is set
 };
 
 struct StreamSide {
   uint64_t next_off;    // every byte before this was delivered or skipped as a gap
   uint64_t fin_off;     // offset of the FIN (valid with kStreamFin)
   uint32_t base_seq;    // sequence number of offset 0
+  // Flow tracking's, kept here because the flow record's per-side fields are full: the right edge
+  // of the receiver's window for this direction, the furthest (ack + scaled window) it advertised.
+  // Data past it is out of window (flow/flow_track.hpp). Valid with kStreamWinKnown.
+  uint32_t win_edge;
   uint8_t flags;        // StreamSideFlags
-  uint8_t pad_[11] = {};
+  uint8_t pad_[7] = {};
 };
 static_assert(sizeof(StreamSide) == 32, "StreamSide layout");
 

@@ -495,6 +495,9 @@ TEST(TcpStateMachine, Transitions) {
       {"third ack with a wrong seq: ignored", true, {{0, S, 100, 0, 0}, {1, S | A, 500, 101, 0}, {0, A, 5000, 501, 0}}, T::syn_sent, T::syn_recv, FlowState::new_, c_tcp_handshake_bad_seq},
       {"wrong-seq ack, then the right one", true, {{0, S, 100, 0, 0}, {1, S | A, 500, 101, 0}, {0, A, 99, 501, 0}, {0, A, 101, 501, 0}}, T::established, T::established, FlowState::established, c_tcp_handshake_bad_seq},
       {"third ack with a wrong ack", true, {{0, S, 100, 0, 0}, {1, S | A, 500, 101, 0}, {0, A, 101, 400, 0}}, T::syn_sent, T::syn_recv, FlowState::new_, c_count_},
+      {"fast open: the syn-ack acknowledges the syn's data", true, {{0, S, 100, 0, 10}, {1, S | A, 500, 111, 0}, {0, A, 111, 501, 0}}, T::established, T::established, FlowState::established, c_tcp_established},
+      {"fast open: the syn-ack acknowledges the syn only", true, {{0, S, 100, 0, 10}, {1, S | A, 500, 101, 0}, {0, A, 101, 501, 0}}, T::established, T::established, FlowState::established, c_tcp_established},
+      {"fast open: an ack inside the syn's data is wrong", true, {{0, S, 100, 0, 10}, {1, S | A, 500, 105, 0}}, T::syn_sent, T::none, FlowState::new_, c_tcp_synack_bad_ack},
       {"simultaneous open", true, {{0, S, 100, 0, 0}, {1, S, 500, 0, 0}, {1, S | A, 500, 101, 0}, {0, S | A, 100, 501, 0}}, T::established, T::established, FlowState::established, c_tcp_established},
       {"midstream data", true, {{0, PA, 100, 500, 10}}, T::established, T::established, FlowState::established, c_tcp_midstream},
       {"midstream off", false, {{0, PA, 100, 500, 10}}, T::none, T::none, FlowState::new_, c_tcp_no_session},
@@ -603,5 +606,69 @@ TEST(TcpStateMachine, Timestamps) {
     EXPECT_EQ(TcpSide(r.side[1].tcp), row.server);
     EXPECT_EQ(FlowState(r.state), row.flow);
     EXPECT_EQ(c.v[c_tcp_bad_timestamp], row.bad_ts);
+  }
+}
+
+// The receiver's window (flow_track.hpp's header): data ending past the furthest ack + window the
+// receiver advertised is out of window, counted and ignored; a SYN-ACK's window is never scaled.
+TEST(TcpStateMachine, Window) {
+  struct P {
+    int from;
+    uint16_t flags;
+    uint32_t seq, ack, len;
+    uint16_t win;
+    uint8_t wscale;  // 0xff: no window scale option
+  };
+  struct Row {
+    const char* name;
+    bool midstream_first;  // the capture starts with data (no handshake)
+    std::vector<P> pkts;
+    uint64_t out_of_window;
+    uint32_t client_next;  // the client's next_seq at the end: ignored data does not move it
+  };
+  const uint16_t S = kTcpSyn, A = kTcpAck, PA = kTcpPsh | kTcpAck;
+  const uint8_t no = 0xff;
+  // Handshake: the server's SYN-ACK offers 1000 bytes (its ack 101: edge 1101).
+  const std::vector<P> hs = {{0, S, 100, 0, 0, 64000, no}, {1, S | A, 500, 101, 0, 1000, no}, {0, A, 101, 501, 0, 64000, no}};
+  auto with = [&](std::vector<P> tail) {
+    std::vector<P> v = hs;
+    v.insert(v.end(), tail.begin(), tail.end());
+    return v;
+  };
+  const Row rows[] = {
+      {"data up to the edge", false, with({{0, PA, 101, 501, 1000, 64000, no}}), 0, 1101},
+      {"one byte past the edge", false, with({{0, PA, 101, 501, 1001, 64000, no}}), 1, 101},
+      {"past the edge after data filled the window", false, with({{0, PA, 101, 501, 1000, 64000, no}, {0, PA, 1101, 501, 10, 64000, no}}), 1, 1101},
+      {"the server's ack moves the edge", false, with({{0, PA, 101, 501, 1000, 64000, no}, {1, A, 501, 1101, 0, 1000, no}, {0, PA, 1101, 501, 1000, 64000, no}}), 0, 2101},
+      {"a smaller window later does not pull the edge back", false, with({{1, A, 501, 101, 0, 10, no}, {0, PA, 101, 501, 1000, 64000, no}}), 0, 1101},
+      {"scaled window once both SYNs scale", false,
+       {{0, S, 100, 0, 0, 64000, 2}, {1, S | A, 500, 101, 0, 1000, 2}, {0, A, 101, 501, 0, 64000, 2}, {1, A, 501, 101, 0, 1000, 2}, {0, PA, 101, 501, 4000, 64000, no}}, 0, 4101},
+      {"the SYN-ACK's window is not scaled", false,
+       {{0, S, 100, 0, 0, 64000, 2}, {1, S | A, 500, 101, 0, 1000, 2}, {0, A, 101, 501, 0, 64000, 2}, {0, PA, 101, 501, 1001, 64000, no}}, 1, 101},
+      {"midstream: no window check", true, {{0, PA, 101, 501, 10, 10, no}, {1, A, 501, 111, 0, 10, no}, {0, PA, 111, 501, 5000, 10, no}}, 0, 5111},
+  };
+  for (const Row& row : rows) {
+    SCOPED_TRACE(row.name);
+    FlowRecord r{};
+    TrackedPacket first{};
+    first.l4 = uint8_t(L4::tcp);
+    first.flags = row.pkts[0].flags;
+    flow_begin(r, first, true);
+    Counters c{};
+    HostCounterSink sink{c};
+    for (const P& p : row.pkts) {
+      TrackedPacket t{};
+      t.l4 = uint8_t(L4::tcp);
+      t.flags = p.flags;
+      t.seq = p.seq;
+      t.ack = p.ack;
+      t.payload_len = p.len;
+      t.win = p.win;
+      t.opts = p.wscale != no ? kOptWscale : 0;
+      t.wscale = p.wscale != no ? p.wscale : 0;
+      flow_detail::tcp_update(r, p.from, t, true, sink);
+    }
+    EXPECT_EQ(c.v[c_tcp_out_of_window], row.out_of_window);
+    EXPECT_EQ(r.side[0].next_seq, row.client_next);
   }
 }

@@ -330,17 +330,20 @@ namespace {
 std::vector<uint8_t> tcp_frame(uint32_t src, uint32_t dst, uint16_t sport, uint16_t dport, uint8_t flags, uint32_t seq,
                                uint32_t ack, const std::string& payload, bool v6 = false) {
   const size_t iphl = v6 ? 40 : 20;
-  std::vector<uint8_t> f(14 + iphl + 20 + payload.size(), 0);
+  // SYNs carry a window scale of 7 (as every current stack does), so that a sender may have more
+  // than 64 KiB in flight once the first ACK after the handshake scales the window.
+  const size_t thl = (flags & 0x02) ? 24 : 20;
+  std::vector<uint8_t> f(14 + iphl + thl + payload.size(), 0);
   f[0] = 0x02; f[6] = 0x02; f[12] = v6 ? 0x86 : 0x08; f[13] = v6 ? 0xdd : 0x00;
   uint8_t* ip = f.data() + 14;
   if (v6) {
-    const size_t plen = 20 + payload.size();
+    const size_t plen = thl + payload.size();
     ip[0] = 0x60; ip[4] = uint8_t(plen >> 8); ip[5] = uint8_t(plen); ip[6] = 6; ip[7] = 64;
     for (uint8_t* a : {ip + 8, ip + 24}) { a[0] = 0x20; a[1] = 0x01; a[2] = 0x0d; a[3] = 0xb8; }
     for (int k = 0; k < 4; ++k) { ip[20 + k] = uint8_t(src >> (24 - 8 * k)); ip[36 + k] = uint8_t(dst >> (24 - 8 * k)); }
   } else {
     ip[0] = 0x45;
-    const size_t tot = 40 + payload.size();
+    const size_t tot = 20 + thl + payload.size();
     ip[2] = uint8_t(tot >> 8); ip[3] = uint8_t(tot);
     ip[8] = 64; ip[9] = 6;
     for (int k = 0; k < 4; ++k) { ip[12 + k] = uint8_t(src >> (24 - 8 * k)); ip[16 + k] = uint8_t(dst >> (24 - 8 * k)); }
@@ -348,8 +351,9 @@ std::vector<uint8_t> tcp_frame(uint32_t src, uint32_t dst, uint16_t sport, uint1
   uint8_t* t = ip + iphl;
   t[0] = uint8_t(sport >> 8); t[1] = uint8_t(sport); t[2] = uint8_t(dport >> 8); t[3] = uint8_t(dport);
   for (int k = 0; k < 4; ++k) { t[4 + k] = uint8_t(seq >> (24 - 8 * k)); t[8 + k] = uint8_t(ack >> (24 - 8 * k)); }
-  t[12] = 0x50; t[13] = flags; t[14] = 0xff; t[15] = 0xff;
-  std::memcpy(t + 20, payload.data(), payload.size());
+  t[12] = uint8_t((thl / 4) << 4); t[13] = flags; t[14] = 0xff; t[15] = 0xff;
+  if (thl == 24) { t[20] = 1; t[21] = 3; t[22] = 3; t[23] = 7; }  // NOP, window scale 7
+  std::memcpy(t + thl, payload.data(), payload.size());
   return f;
 }
 
@@ -546,6 +550,9 @@ Scenario one_connection_with_a_long_hole(size_t segments) {
   sc.pkts.push_back({0, 0, 0x02, isn[0], 0, ""});
   sc.pkts.push_back({0, 1, 0x12, isn[1], isn[0] + 1, ""});
   sc.pkts.push_back({0, 0, 0x10, isn[0] + 1, isn[1] + 1, ""});
+  // The server's first ACK opens its scaled window (8 MiB): the SYN-ACK's own window is never
+  // scaled, and without it the client's data past 64 KiB would be out of window.
+  sc.pkts.push_back({0, 1, 0x10, isn[1] + 1, isn[0] + 1, ""});
   sc.pkts.insert(sc.pkts.end(), segs.begin(), segs.end());
   const uint32_t end0 = isn[0] + 1 + uint32_t(s.size());
   sc.pkts.push_back({0, 0, 0x11, end0, isn[1] + 1, ""});

@@ -254,7 +254,7 @@ class CpuBackend final : public Backend {
             const uint32_t sl = uint32_t(items[j] >> 32);
             uint32_t m = j + 1;
             while (m < items.size() && uint32_t(items[m] >> 32) == sl) ++m;
-            verdict_walk_run(t, vals, j, m, sl, base, s.flow_flags.data(), v.verdict, sink);
+            verdict_walk_run(t, vals, j, m, sl, base, s.flow_flags.data(), v.verdict, cfg_.drop_invalid, sink);
             j = m;
           }
         }

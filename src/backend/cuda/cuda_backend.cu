@@ -362,12 +362,12 @@ schedule_keys_kernel(StageArgs a, uint16_t next_stage, uint32_t* keys, uint32_t*
 __global__ void __launch_bounds__(FlowPolicy::kThreads)
 verdict_walk_kernel(FlowTableRef t, const uint32_t* keys, const uint32_t* vals, uint32_t items, const uint32_t* heads,
                     const uint32_t* n_heads, uint32_t item_base, const uint8_t* flags, uint8_t* verdict,
-                    unsigned long long* d_counters) {
+                    bool drop_invalid, unsigned long long* d_counters) {
   __shared__ unsigned long long s[c_count_];
   block_counters_zero(s);
   SharedCounterSink sink{s};
   for_each_run(keys, items, heads, n_heads, [&](uint32_t j, uint32_t m, uint32_t key) {
-    verdict_walk_run(t, vals, j, m, key, item_base, flags, verdict, sink);
+    verdict_walk_run(t, vals, j, m, key, item_base, flags, verdict, drop_invalid, sink);
   });
   block_counters_flush(s, d_counters);
 }
@@ -1002,7 +1002,7 @@ class CudaBackend final : public Backend {
       const uint32_t items = base + a.count;
       verdict_walk_kernel<<<walk_blocks(items), FlowPolicy::kThreads, 0, s.stream>>>(
           table_->ref(), d_keys_sorted_, d_vals_sorted_, items, d_run_heads_, d_run_n_, base, s.d_flow_flags, s.d_verdict,
-          s.d_counters);
+          cfg_.drop_invalid, s.d_counters);
       GASPP_CUDA_CHECK(cudaGetLastError());
       mark(s, s.stream, "verdict walk");
     }
