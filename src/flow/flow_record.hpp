@@ -34,9 +34,10 @@ namespace gaspp {
 
 enum class FlowProto : uint8_t { tcp = 0, udp = 1, icmp = 2, other = 3 };
 enum class FlowState : uint8_t { fresh = 0, new_ = 1, established = 2, closed = 3 };
-// Why a flow record was written: timed out (idle longer than its timeout, or replaced by port
-// reuse), forced out of a full table, or still open when the run ended.
-enum class FlowReason : uint8_t { timeout = 0, forced = 1, shutdown = 2 };
+// Why a flow record was written: timed out (idle longer than its timeout), forced out of a full
+// table, still open when the run ended, or a closed TCP session replaced by a new one on the same
+// 5-tuple (port reuse; Suricata's EVE reason "tcp_reuse").
+enum class FlowReason : uint8_t { timeout = 0, forced = 1, shutdown = 2, tcp_reuse = 3 };
 
 // One side of a TCP connection, as seen from the packets that side sends.
 enum class TcpSide : uint8_t {

@@ -9,8 +9,8 @@
 // TCP, per side (the side that sends the packet is S, the other O):
 //   SYN          S none → syn_sent (isn = seq). Same seq again: a retransmission (counted); another
 //                seq: a new attempt (isn replaced). S none while O syn_sent: simultaneous open.
-//                SYN on a closed flow: port reuse — the old flow is written out (reason timeout,
-//                as Suricata does) and a new one starts with this SYN; except, as Suricata, a SYN
+//                SYN on a closed flow: port reuse — the old flow is written out (reason
+//                tcp_reuse, as Suricata's EVE says; counted as timed out and port_reuse) and a new one starts with this SYN; except, as Suricata, a SYN
 //                from the client repeating its ISN: a retransmission. When the flow was closed by
 //                the server's RST to that SYN (connection refused, then retried), the session
 //                goes on from where it was before the RST.
@@ -377,6 +377,7 @@ GASPP_HD inline uint8_t flow_track_packet(const FlowTableRef& t, uint32_t slot, 
   uint8_t flags = lookup_flags & kPktFromLo;
   if (r.state != uint8_t(FlowState::fresh)) {
     bool restart = false;
+    FlowReason why = FlowReason::timeout;
     if (flow_timed_out(prm.timeouts, r, ts, emergency)) {
       restart = true;
     } else if (r.proto_class == uint8_t(FlowProto::tcp) && r.state == uint8_t(FlowState::closed) &&
@@ -391,12 +392,13 @@ GASPP_HD inline uint8_t flow_track_packet(const FlowTableRef& t, uint32_t slot, 
         }
       } else {
         restart = true;
+        why = FlowReason::tcp_reuse;
         c.add(c_flow_port_reuse, 1);
       }
     }
     if (restart) {
-      out.emit(r, FlowReason::timeout);
-      c.add(c_flow_timed_out, 1);
+      out.emit(r, why);
+      c.add(c_flow_timed_out, 1);  // port reuse included: the old session ends as if timed out
       on_end(r);
       flow_restart(t, slot, r);
     }

@@ -20,6 +20,7 @@ const char* flow_reason_name(FlowReason r) {
     case FlowReason::timeout: return "timeout";
     case FlowReason::forced: return "forced";
     case FlowReason::shutdown: return "shutdown";
+    case FlowReason::tcp_reuse: return "tcp_reuse";
   }
   return "timeout";
 }

@@ -315,7 +315,7 @@ def case_port_reuse():
         if len(f) != 2: return [f"expected 2 flows, got {len(f)}"]
         f.sort(key=lambda r: r["flow"]["start"])
         e = []
-        if f[0]["flow"]["reason"] != "timeout" or f[0]["flow"]["state"] != "closed": e.append(f"first flow {f[0]['flow']}")
+        if f[0]["flow"]["reason"] != "tcp_reuse" or f[0]["flow"]["state"] != "closed": e.append(f"first flow {f[0]['flow']}")
         if f[0]["flow"]["pkts_toserver"] + f[0]["flow"]["pkts_toclient"] != 9: e.append("first flow counts")
         if (f[1]["flow"]["pkts_toserver"], f[1]["flow"]["pkts_toclient"]) != (3, 1): e.append(f"second flow counts {f[1]['flow']}")
         if f[1]["flow"]["state"] != "established": e.append("second flow state")

@@ -10,8 +10,7 @@
 //   times      first and last packet → timestamp, flow.start, flow.end, flow.age
 //   counters   packets, bytes, flow state, end reason, alert/verdict bits, flow id → flow.*
 //   tcp        flags each way, each side's TCP state, no-session and gap bits → tcp.*
-// Reasons: FlowReason has timeout, forced and shutdown; a flow replaced by TCP port reuse is
-// written with reason "timeout" (docs/flows.md), so there is no "tcp_reuse" row.
+// Reasons: timeout, forced, shutdown, and tcp_reuse for a flow replaced by TCP port reuse.
 #include <gtest/gtest.h>
 #include <arpa/inet.h>
 
@@ -247,6 +246,7 @@ const std::vector<CounterRow> kCounterRows = {
   {"nothing back",                 1, 0,        60, 0,                 FlowState::new_,        FlowReason::timeout,  0,                                       2,                      "new",         "timeout",  false, ""},
   {"fresh prints as new",          1, 0,        60, 0,                 FlowState::fresh,       FlowReason::timeout,  0,                                       3,                      "new",         "timeout",  false, ""},
   {"closed, forced out",           10, 9,       1000, 900,             FlowState::closed,      FlowReason::forced,   0,                                       4,                      "closed",      "forced",   false, ""},
+  {"closed, replaced by port reuse", 10, 9,     1000, 900,             FlowState::closed,      FlowReason::tcp_reuse, kFlowPortReused,                        11,                     "closed",      "tcp_reuse", false, ""},
   {"large 64-bit counters",        4294967296ull, 1, 1099511627776ull, 18446744073709551615ull, FlowState::established, FlowReason::shutdown, 0,        5,                      "established", "shutdown", false, ""},
   {"51-bit flow id",               1, 1,        1, 1,                  FlowState::established, FlowReason::timeout,  0,                                       2251799813685247ull,    "established", "timeout",  false, ""},
   {"alerted",                      2, 2,        120, 120,              FlowState::established, FlowReason::shutdown, kFlowAlerted,                            6,                      "established", "shutdown", true,  ""},
