@@ -481,7 +481,7 @@ Outcome reference_run(const std::vector<DecodedPacket>& pk, const std::vector<Ru
 TEST(Firewall, PipelineVerdictsStickToFlowsLikeTheReference) {
   const CaptureFile cap = traffic(21, 6000);
   const std::vector<DecodedPacket> pk = decode_all(cap);
-  RuleGen g = rule_gen(pk, 77);
+  RuleGen g = rule_gen(pk, 80);  // a seed whose rule set drops neither few packets nor nearly all (asserted below)
   std::string text;
   std::vector<Rule> rules;
   for (uint32_t k = 0; k < 300; ++k) {

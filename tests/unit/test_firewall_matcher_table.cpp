@@ -225,7 +225,11 @@ const std::vector<Row> kRows = {
   {"!10/8 below",                   {"alert ip !10.0.0.0/8 any -> any any (sid:1;)"}, "tcp 9.255.255.255:1 > 8.8.8.8:2", "alert 1"},
   {"!10/8 above",                   {"alert ip !10.0.0.0/8 any -> any any (sid:1;)"}, "tcp 11.0.0.0:1 > 8.8.8.8:2", "alert 1"},
   // rules.hpp: a set of negated items only matches whatever no negated item matches, IPv6 too.
-  {"!10/8, an IPv6 packet",         {"alert ip !10.0.0.0/8 any -> any any (sid:1;)"}, "tcp [2001:db8::1]:1 > [::1]:2", "alert 1"},
+  {"!10/8, an IPv6 packet",         {"alert ip !10.0.0.0/8 any -> any any (sid:1;)"}, "tcp [2001:db8::1]:1 > [::1]:2", "none"},
+  {"!::1 alone, an IPv4 packet",    {"alert ip ![::1] any -> any any (sid:1;)"}, "tcp 10.0.0.1:1 > 10.0.0.2:2", "none"},
+  {"!::1 alone, another IPv6",      {"alert ip ![::1] any -> any any (sid:1;)"}, "tcp [2001:db8::1]:1 > [::1]:2", "alert 1"},
+  {"10/8 and !::1, an IPv6 packet", {"alert ip [10.0.0.0/8,!::1] any -> any any (sid:1;)"}, "tcp [2001:db8::1]:1 > [::1]:2", "alert 1"},
+  {"$EXTERNAL_NET, an IPv6 packet", {"alert ip $EXTERNAL_NET any -> any any (sid:1;)"}, "tcp [2001:db8::1]:1 > [::1]:2", "none"},
   {"!v4 dst itself",                {"alert ip any any -> !192.168.1.1 any (sid:1;)"}, "udp 8.8.8.8:1 > 192.168.1.1:2", "none"},
   {"!v4 dst neighbour",             {"alert ip any any -> !192.168.1.1 any (sid:1;)"}, "udp 8.8.8.8:1 > 192.168.1.2:2", "alert 1"},
   {"!v6 /128 itself",               {"alert ip !::1/128 any -> any any (sid:1;)"}, "udp [::1]:1 > [::2]:2", "none"},

@@ -61,12 +61,12 @@ Range item_range(const AddrItem& it) {
   return {v & ~low_mask, v | low_mask};
 }
 
-// The addresses of family `fam` a set matches (AddrSet::matches semantics).
+// The addresses of family `fam` a set matches (AddrSet::matches semantics: per family, a family
+// with only negated items is everything but them, one the set does not name is empty).
 std::vector<Range> addr_ranges(const AddrSet& s, int fam) {
   std::vector<Range> pos, neg;
-  bool any_pos = false, has_pos = false;
+  bool any_pos = false;
   for (const AddrItem& it : s.items) {
-    if (!it.neg) has_pos = true;
     if (it.any) {
       if (it.neg) return {};
       any_pos = true;
@@ -75,7 +75,7 @@ std::vector<Range> addr_ranges(const AddrSet& s, int fam) {
     if (it.family != fam) continue;
     (it.neg ? neg : pos).push_back(item_range(it));
   }
-  if (!has_pos || any_pos) pos = {{0, family_max(fam)}};
+  if (s.items.empty() || any_pos || (pos.empty() && !neg.empty())) pos = {{0, family_max(fam)}};
   return subtract(merged(pos), merged(neg));
 }
 

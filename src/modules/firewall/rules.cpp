@@ -225,15 +225,29 @@ std::string unquote(const std::string& v) {
 }  // namespace
 
 bool AddrSet::matches(uint8_t family, const uint8_t bytes[16]) const {
-  return set_matches(*this, [&](const AddrItem& it) {
-    if (it.any) return true;
-    if (it.family != family) return false;
-    const int full = it.prefix / 8, rest = it.prefix % 8;
-    if (std::memcmp(it.bytes, bytes, size_t(full)) != 0) return false;
-    if (!rest) return true;
-    const uint8_t mask = uint8_t(0xff << (8 - rest));
-    return (it.bytes[full] & mask) == (bytes[full] & mask);
-  });
+  if (items.empty()) return true;
+  // Per address family, as Suricata merges a set (DetectAddressMergeNot): a family with positive
+  // items matches one of them; a family with only negated items is everything but them; a family
+  // the set does not name matches nothing. So !10.0.0.0/8 (and $EXTERNAL_NET with an IPv4-only
+  // $HOME_NET) matches no IPv6 address.
+  bool pos_fam = false, neg_fam = false, hit = false;
+  for (const AddrItem& it : items) {
+    if (!it.any && it.family != family) continue;
+    bool m = it.any;
+    if (!m) {
+      const int full = it.prefix / 8, rest = it.prefix % 8;
+      m = std::memcmp(it.bytes, bytes, size_t(full)) == 0 &&
+          (!rest || ((it.bytes[full] ^ bytes[full]) & uint8_t(0xff << (8 - rest))) == 0);
+    }
+    if (it.neg) {
+      if (m) return false;
+      neg_fam = true;
+    } else {
+      pos_fam = true;
+      hit = hit || m;
+    }
+  }
+  return pos_fam ? hit : neg_fam;
 }
 
 bool PortSet::matches(uint16_t port) const {

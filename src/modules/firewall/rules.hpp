@@ -19,9 +19,12 @@
 // Variables: Suricata's defaults (HOME_NET = [192.168.0.0/16,10.0.0.0/8,172.16.0.0/12],
 // EXTERNAL_NET = !$HOME_NET, the *_SERVERS = $HOME_NET, HTTP_PORTS = 80, ...), overridable.
 //
-// Matching semantics of an address or port set: it matches when no positive item exists or a
-// positive item matches, and no negated item matches ([10.0.0.0/8,!10.1.0.0/16] is 10/8 without
-// 10.1/16; ![a,b] is neither a nor b).
+// Matching semantics of a port set: it matches when no positive item exists or a positive item
+// matches, and no negated item matches. An address set is merged per address family, as Suricata
+// does (DetectAddressMergeNot): a family with positive items is their union without the negated
+// ones ([10.0.0.0/8,!10.1.0.0/16] is 10/8 without 10.1/16); a family with only negated items is the
+// whole family without them (![a,b] is neither a nor b); a family the set does not name matches
+// nothing — so !10.0.0.0/8, and $EXTERNAL_NET while $HOME_NET is IPv4 only, match no IPv6 address.
 //
 // Example:
 //   RuleVars vars;                                   // Suricata's defaults
