@@ -51,6 +51,7 @@ enum class TcpSide : uint8_t {
 };
 
 constexpr uint8_t kNoWscale = 0xff;
+constexpr uint32_t kIcmpSeen = 1u << 16;  // FlowSide::isn of an ICMP flow holds a type and code
 
 struct FlowKey {
   uint32_t addr[2][4];  // endpoint 0 is the lower (address, port) pair
@@ -68,7 +69,9 @@ static_assert(sizeof(FlowKey) == 48, "FlowKey is compared word by word; keep it 
 struct FlowSide {
   uint64_t pkts;
   uint64_t bytes;
-  uint32_t isn;         // initial sequence number (SYN's seq; midstream: first seq - 1)
+  uint32_t isn;         // TCP: initial sequence number (SYN's seq; midstream: first seq - 1).
+                        // ICMP: kIcmpSeen | type << 8 | code of this side's first message (EVE's
+                        // icmp_type / response_icmp_type); the field is free there
   uint32_t next_seq;    // highest seq + length (+SYN/FIN) this side has sent
   uint32_t fin_seq;     // seq of this side's FIN
   uint32_t win;         // last advertised window, scaled when both SYNs carried window scale

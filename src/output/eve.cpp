@@ -121,9 +121,14 @@ std::string eve_flow_json(const FlowRecordOut& o) {
   std::string j = "{\"timestamp\":\"" + eve_timestamp(r.last_ts) + "\",\"flow_id\":" + u(r.flow_id) +
                   ",\"event_type\":\"flow\"" + flow_endpoints_json(k, ci);
   j += vlan_json(k.vlan, k.vlan_n);
-  if (k.proto == 1 || k.proto == 58) j += ",\"icmp_type\":" + u(k.icmp_type) + ",\"icmp_code\":" + u(k.icmp_code);
   const FlowSide& c = r.side[0];
   const FlowSide& s = r.side[1];
+  if (k.proto == 1 || k.proto == 58) {
+    // As Suricata: the type and code of the first message each way (the key holds the request's).
+    const uint32_t ct = (c.isn & kIcmpSeen) ? c.isn : (uint32_t(k.icmp_type) << 8 | k.icmp_code);
+    j += ",\"icmp_type\":" + u((ct >> 8) & 0xff) + ",\"icmp_code\":" + u(ct & 0xff);
+    if (s.isn & kIcmpSeen) j += ",\"response_icmp_type\":" + u((s.isn >> 8) & 0xff) + ",\"response_icmp_code\":" + u(s.isn & 0xff);
+  }
   const uint64_t age = r.last_ts / 1'000'000'000ull - r.first_ts / 1'000'000'000ull;
   const FlowState st = r.state == uint8_t(FlowState::fresh) ? FlowState::new_ : FlowState(r.state);
   j += ",\"flow\":{\"pkts_toserver\":" + u(c.pkts) + ",\"pkts_toclient\":" + u(s.pkts) + ",\"bytes_toserver\":" +

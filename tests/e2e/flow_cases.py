@@ -395,8 +395,11 @@ def case_icmp_echo_ids():
         got = sorted((r["flow"]["pkts_toserver"], r["flow"]["pkts_toclient"], r["src_ip"]) for r in f)
         if got != [(2, 2, C), (3, 3, C)]: e.append(f"ICMP echo flows by id: {got}")
         if any(r["flow"]["state"] != "established" or r["icmp_type"] != 8 for r in f): e.append("icmp state/type")
+        # The reply's type, as Suricata writes it: response_icmp_type/code.
+        if any((r.get("response_icmp_type"), r.get("response_icmp_code")) != (0, 0) for r in f): e.append("icmp response type")
         f6 = flow_of(recs, C6, S6, proto="IPv6-ICMP")
         if [(r["flow"]["pkts_toserver"], r["flow"]["pkts_toclient"]) for r in f6] != [(2, 2)]: e.append(f"ICMPv6 {f6}")
+        if [(r["icmp_type"], r.get("response_icmp_type")) for r in f6] != [(128, 129)]: e.append(f"ICMPv6 types {f6}")
         return e
     return pkts, check
 

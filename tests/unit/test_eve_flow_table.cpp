@@ -386,3 +386,38 @@ TEST(EveFlowTable, Tcp) {
     EXPECT_EQ(keys_of(t), want_keys) << r;
   }
 }
+
+// ICMP: icmp_type/icmp_code are the first message's from the client, response_icmp_* the first
+// from the other side (as Suricata writes them), whatever type the key folded the flow onto.
+TEST(EveFlowTable, IcmpTypesEachWay) {
+  struct Row {
+    const char* name;
+    uint8_t proto, key_type;
+    int client_type, client_code, server_type, server_code;  // -1: that side sent nothing
+    int want_type, want_code, want_rtype, want_rcode;        // -1: key absent
+  };
+  const Row rows[] = {
+      {"echo and reply", 1, 8, 8, 0, 0, 0, 8, 0, 0, 0},
+      {"echo, no reply", 1, 8, 8, 0, -1, -1, 8, 0, -1, -1},
+      {"reply seen first (the flow's client sent the reply)", 1, 8, 0, 0, 8, 0, 0, 0, 8, 0},
+      {"timestamp and its reply", 1, 13, 13, 0, 14, 0, 13, 0, 14, 0},
+      {"unreachable, code 3", 1, 3, 3, 3, -1, -1, 3, 3, -1, -1},
+      {"icmpv6 echo and reply", 58, 128, 128, 0, 129, 0, 128, 0, 129, 0},
+      {"no side recorded (a record from before): the key's type", 1, 8, -1, -1, -1, -1, 8, 0, -1, -1},
+  };
+  for (const Row& row : rows) {
+    SCOPED_TRACE(row.name);
+    FlowRecordOut o = base_record();
+    o.rec.key.proto = row.proto;
+    o.rec.key.icmp_type = row.key_type;
+    o.rec.key.icmp_code = 0;
+    o.rec.proto_class = uint8_t(FlowProto::icmp);
+    o.rec.side[0].isn = row.client_type < 0 ? 0 : kIcmpSeen | uint32_t(row.client_type) << 8 | uint32_t(row.client_code);
+    o.rec.side[1].isn = row.server_type < 0 ? 0 : kIcmpSeen | uint32_t(row.server_type) << 8 | uint32_t(row.server_code);
+    const json j = render(o, row.name);
+    EXPECT_EQ(j.value("icmp_type", -1), row.want_type);
+    EXPECT_EQ(j.value("icmp_code", -1), row.want_code);
+    EXPECT_EQ(j.value("response_icmp_type", -1), row.want_rtype);
+    EXPECT_EQ(j.value("response_icmp_code", -1), row.want_rcode);
+  }
+}
