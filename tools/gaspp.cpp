@@ -130,6 +130,9 @@ bool outputs_clash(const std::string& input, const std::vector<std::pair<std::st
                "  --flow-ooo-segments N     per direction: skip the hole when more waits (default 256)\n"
                "  --flow-ooo-bytes B        per direction: skip the hole when more waits (default 1048576)\n"
                "  --no-reassembly           track flows without reassembling TCP\n"
+               "  -k none|all               checksum validation (default none): with all, bad IPv4/TCP/UDP/ICMP\n"
+               "                            checksums are counted and bad TCP segments kept out of sessions and\n"
+               "                            streams (dropped in firewall mode, reason stream error)\n"
                "\n"
                "modules (docs/writing-a-module.md; they run in the order given):\n"
                "  -c FILE                   YAML configuration: modules, their options and order, classes,\n"
@@ -391,6 +394,12 @@ int main(int argc, char** argv) {
       (a == "--ooo-segments" ? bc.stream.held_segments : a == "--ooo-bytes" ? bc.stream.held_bytes
        : a == "--flow-ooo-segments" ? bc.stream.flow_held_segments : bc.stream.flow_held_bytes) = uint32_t(n);
     } else if (a == "--no-reassembly") bc.stream.enabled = false;
+    else if (a == "-k") {
+      // Suricata's -k: checksum validation, none (the default for capture files) or all.
+      const std::string v = val();
+      if (v != "none" && v != "all") { std::fprintf(stderr, "gaspp: -k: none or all, not '%s'\n", v.c_str()); return 1; }
+      bc.validate_checksums = v == "all";
+    }
     else if (a == "--rules" || a == "-s" || a == "-S" || a == "--firewall-rules") {
       // -s adds a rule file, as Suricata's; -S uses only the rule files given with it, dropping
       // those of the configuration and earlier flags.

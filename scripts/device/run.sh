@@ -41,6 +41,7 @@ tests)
   step "flow tracking edge cases and oracles, CUDA backend"
   python3 tests/e2e/flow_cases.py $B/gaspp --backend cuda | tail -3; check "flow cases (cuda)"
   python3 tests/e2e/stream_ips.py $B/gaspp --backend cuda | tail -3; check "invalid segments, IDS and IPS (cuda)"
+  python3 tests/e2e/checksums.py $B/gaspp --backend cuda --no-tshark | tail -3; check "checksums -k (cuda)"
   python3 tests/e2e/flow_vs_oracles.py $B/gaspp bundle/data --backend cuda | tail -8; check "flow oracles (cuda)"
   python3 tests/e2e/encapsulations.py $B/gaspp --backend cuda --no-tshark | tail -5; check "encapsulations (cuda)"
   step "stream oracles, CUDA backend"

@@ -49,6 +49,10 @@ struct BackendConfig {
   // sequence) are dropped with reason stream_error (core/module_stage.hpp, verdict_walk_run).
   // Takes effect where modules run (the verdict walk runs with them).
   bool drop_invalid = false;
+  // -k all: decode recomputes IPv4/TCP/UDP/ICMP checksums (decode/checksum.hpp), counts the bad
+  // ones, and flow tracking keeps bad TCP segments out of sessions and streams. Reads whole
+  // records, so it turns header-only slicing off.
+  bool validate_checksums = false;
   uint32_t event_capacity = 0;      // module events per batch (0: 4 per packet + 4096); beyond: events_lost
   // Flow classes (GASPP §7.3): class c (symmetric flow hash % classes) runs the modules in the order
   // class_orders[c], a permutation of 0..modules-1. Empty: one class, pipeline order.

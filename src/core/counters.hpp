@@ -7,6 +7,7 @@
 #pragma once
 #include <cstdint>
 
+#include "decode/checksum.hpp"
 #include "decode/decoder.hpp"
 
 namespace gaspp {
@@ -24,6 +25,10 @@ namespace gaspp {
   X(ip_fragments, "ip_fragments")                               \
   X(tunneled, "tunneled")     /* decoded inside a tunnel (GTP-U) */ \
   X(undecoded, "undecoded")   /* well-formed, next layer not decoded */ \
+  X(csum_bad_ipv4, "ipv4_bad_checksum") /* -k all: IPv4 header checksum wrong */ \
+  X(csum_bad_tcp, "tcp_bad_checksum")   /* -k all: TCP checksum wrong */ \
+  X(csum_bad_udp, "udp_bad_checksum")   /* -k all: UDP checksum wrong */ \
+  X(csum_bad_icmp, "icmp_bad_checksum") /* -k all: ICMP or ICMPv6 checksum wrong */ \
   X(malformed, "malformed")
 
 // Flow tracking (flow/): what happened to packets and flows. Listed once with the summary's name.
@@ -48,7 +53,8 @@ namespace gaspp {
   X(tcp_syn_unexpected, "tcp_syn_unexpected")                                         \
   X(tcp_rst_invalid, "tcp_rst_invalid")                                               \
   X(tcp_bad_timestamp, "tcp_bad_timestamp")       /* invalid timestamp option (PAWS, bad echo): ignored */ \
-  X(tcp_out_of_window, "tcp_out_of_window")       /* data beyond the receiver's window: ignored */
+  X(tcp_out_of_window, "tcp_out_of_window")       /* data beyond the receiver's window: ignored */ \
+  X(tcp_bad_checksum, "tcp_bad_checksum")         /* -k all: wrong checksum, ignored by the session */
 
 // TCP reassembly (stream/): what happened to segments with payload, and to the stream bytes.
 #define GASPP_STREAM_COUNTERS(X)                                                                    \
@@ -104,6 +110,11 @@ GASPP_HD GASPP_FORCEINLINE void count_packet(Sink& s, const DecodedPacket& p) {
   s.add(c_wire_bytes, p.wire_len[0]);
   s.add(c_captured_bytes, p.cap_len[0]);
   if (p.cap_len[0] < p.wire_len[0]) s.add(c_truncated_by_snaplen, 1);
+  if (p.csum_bad[0]) {
+    if (p.csum_bad[0] & kCsumBadIp) s.add(c_csum_bad_ipv4, 1);
+    if (p.csum_bad[0] & kCsumBadL4)
+      s.add(p.l4[0] == uint8_t(L4::tcp) ? c_csum_bad_tcp : p.l4[0] == uint8_t(L4::udp) ? c_csum_bad_udp : c_csum_bad_icmp, 1);
+  }
   if (p.vlan_count[0]) s.add(c_vlan_tagged, 1);
   static_assert(int(L3::none) == 0 && int(L3::ipv4) == 1 && int(L3::ipv6) == 2 && int(L3::arp) == 3 &&
                     int(L3::other) == 4,

@@ -425,6 +425,7 @@ bool regroup_after_stage(const std::vector<ModuleInstance*>& mods, const std::ve
 
 bool payload_unread(const BackendConfig& c) {
   if (c.flow.enabled && c.stream.enabled) return false;
+  if (c.validate_checksums) return false;
   for (const ModuleInstance* m : c.modules)
     if (m->layers() & (kLayerPayload | kLayerStream)) return false;
   return true;

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "core/counters.hpp"
+#include "decode/checksum.hpp"
 #include "decode/decoder.hpp"
 #include "decode/fields.hpp"
 #include "flow/flow_record.hpp"
@@ -33,6 +34,7 @@ struct BatchView {
   uint16_t source;          // capture source of every packet in the batch
   DecodedView dec;          // count entries per field
   uint8_t* verdict;         // count entries
+  bool validate_checksums;  // compute csum_bad (decode/checksum.hpp); needs whole records
 };
 static_assert(std::is_trivially_copyable_v<BatchView>, "BatchView is passed to kernels by value");
 
@@ -41,6 +43,7 @@ GASPP_HD GASPP_FORCEINLINE void decode_batch_packet(const BatchView& v, uint32_t
   const uint64_t off = v.rec_off[i];
   decode_record(v.data + off, v.data_len - off, v.fmt, v.link, p);
   p.source[0] = v.source;
+  if (v.validate_checksums) p.csum_bad[0] = checksum_status(v.data + off + kRecordHeaderBytes, p);
 }
 
 // Header-only slicing (CUDA): the first bytes of every record (its pcap header and the start of the
@@ -57,6 +60,10 @@ GASPP_HD GASPP_FORCEINLINE uint32_t slice_head_len(const BatchView& v, uint32_t 
 }
 GASPP_HD inline bool decode_sliced_packet(const BatchView& v, const uint8_t* head, uint32_t n, uint32_t i,
                                           DecodedPacket& p) {
+  if (v.validate_checksums) {  // checksums read every byte: never sliced (payload_unread), but be safe
+    decode_batch_packet(v, i, p);
+    return true;
+  }
   decode_record(head, n, v.fmt, v.link, p);
   p.source[0] = v.source;
   if (n < 16) return false;  // the whole record was there (or nothing was)

@@ -64,6 +64,7 @@ namespace gaspp {
   X(uint8_t, tcp_sack_n, 1)                                                           \
   X(uint8_t, tunnel_depth, 1) /* tunnel layers (GTP-U) the IP headers above sit inside */ \
   X(uint8_t, undecoded, 1)    /* UndecodedReason: why decoding stopped short of IP, not malformed */ \
+  X(uint8_t, csum_bad, 1)     /* ChecksumBad bits (decode/checksum.hpp); 0 unless validation is on */ \
   X(uint8_t, malformed, 1)    /* MalformedReason */
 
 constexpr uint16_t kNoOffset = 0xffff;

@@ -120,12 +120,12 @@ struct TrackedPacket {
   uint64_t ts_ns;
   uint32_t cap_len, payload_len, seq, ack, tsval, tsecr;
   uint16_t flags, win;
-  uint8_t l4, opts, wscale, icmp_type, icmp_code;
+  uint8_t l4, opts, wscale, icmp_type, icmp_code, csum_bad;
 };
 GASPP_HD GASPP_FORCEINLINE TrackedPacket tracked_packet(const DecodedView& d, uint32_t i) {
   return TrackedPacket{d.ts_ns[i],     d.cap_len[i],   d.payload_len[i], d.tcp_seq[i], d.tcp_ack[i],
                        d.tcp_tsval[i], d.tcp_tsecr[i], d.tcp_flags[i],   d.tcp_win[i], d.l4[i],
-                       d.tcp_opts[i],  d.tcp_wscale[i], d.icmp_type[i],  d.icmp_code[i]};  // in TrackedPacket's order
+                       d.tcp_opts[i],  d.tcp_wscale[i], d.icmp_type[i],  d.icmp_code[i], d.csum_bad[i]};  // in TrackedPacket's order
 }
 
 namespace flow_detail {
@@ -416,8 +416,17 @@ GASPP_HD inline uint8_t flow_track_packet(const FlowTableRef& t, uint32_t slot, 
   if (ts > r.last_ts) r.last_ts = ts;
   c.add(c_flow_packets, 1);
   if (r.proto_class == uint8_t(FlowProto::tcp)) {
-    if (r.misc & kFlowStreamDropped) flags |= kPktTcpIgnored;  // dropped by a stream hook: counted only
-    else if (!flow_detail::tcp_update(r, sender, p, prm.midstream, c)) flags |= kPktTcpIgnored | kPktTcpInvalid;
+    if (r.misc & kFlowStreamDropped) {
+      flags |= kPktTcpIgnored;  // dropped by a stream hook: counted only
+    } else if (p.csum_bad & kCsumBadL4) {
+      // -k all: a segment with a wrong TCP checksum is not the receiver's; as Suricata's
+      // stream.checksum-validation, it is ignored (an IPS drops it). Like Suricata, a wrong IPv4
+      // header checksum alone is counted but does not keep the segment out.
+      c.add(c_tcp_bad_checksum, 1);
+      flags |= kPktTcpIgnored | kPktTcpInvalid;
+    } else if (!flow_detail::tcp_update(r, sender, p, prm.midstream, c)) {
+      flags |= kPktTcpIgnored | kPktTcpInvalid;
+    }
   } else {
     if (r.proto_class == uint8_t(FlowProto::icmp) && S.pkts == 1)
       S.isn = kIcmpSeen | uint32_t(p.icmp_type) << 8 | p.icmp_code;  // its first message

@@ -191,7 +191,7 @@ void EveWriter::write_stats(const RunReport& r, const std::string& extra) {
        ",\"emerg_mode_entered\":" + u(t[c_flow_emergency]) + ",\"tcp_reuse\":" + u(t[c_flow_port_reuse]) + "},";
   j += "\"tcp\":{\"midstream_pickups\":" + u(t[c_tcp_midstream]) + ",\"reassembly_gap\":" + u(t[c_stream_gaps]) +
        ",\"overlap\":" + u(t[c_stream_overlap_same] + t[c_stream_overlap_conflict]) +
-       ",\"overlap_diff_data\":" + u(t[c_stream_overlap_conflict]) + "}";
+       ",\"overlap_diff_data\":" + u(t[c_stream_overlap_conflict]) + ",\"invalid_checksum\":" + u(t[c_csum_bad_tcp]) + "}";
   if (!extra.empty()) j += "," + extra;
   j += "}}";
   write_line(j);

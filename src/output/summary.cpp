@@ -37,6 +37,10 @@ void print_summary(std::FILE* o, const RunReport& r) {
                (unsigned long long)t[c_l4_tcp], (unsigned long long)t[c_l4_udp], (unsigned long long)t[c_l4_icmp],
                (unsigned long long)t[c_l4_icmpv6], (unsigned long long)t[c_l4_other], (unsigned long long)t[c_l4_none]);
   std::fprintf(o, "tunnels      decoded inside a tunnel %llu\n", (unsigned long long)t[c_tunneled]);
+  if (t[c_csum_bad_ipv4] + t[c_csum_bad_tcp] + t[c_csum_bad_udp] + t[c_csum_bad_icmp])
+    std::fprintf(o, "checksums    bad: ipv4 %llu  tcp %llu  udp %llu  icmp %llu\n", (unsigned long long)t[c_csum_bad_ipv4],
+                 (unsigned long long)t[c_csum_bad_tcp], (unsigned long long)t[c_csum_bad_udp],
+                 (unsigned long long)t[c_csum_bad_icmp]);
   std::fprintf(o, "undecoded    %llu", (unsigned long long)t[c_undecoded]);
   for (int k = 1; k < kUndecodedReasons; ++k)
     if (t[c_undecoded_reason0 + k])
@@ -73,12 +77,14 @@ void print_summary(std::FILE* o, const RunReport& r) {
                  (unsigned long long)t[c_flow_skip_malformed], (unsigned long long)t[c_flow_skip_fragment],
                  (unsigned long long)t[c_flow_untracked]);
     std::fprintf(o, "tcp          established %llu  midstream %llu  no session %llu  syn retransmitted %llu  "
-                    "bad syn-ack %llu  bad handshake seq %llu  unexpected syn %llu  invalid rst %llu  bad timestamp %llu\n",
+                    "bad syn-ack %llu  bad handshake seq %llu  unexpected syn %llu  invalid rst %llu  bad timestamp %llu  "
+                    "out of window %llu  bad checksum %llu\n",
                  (unsigned long long)t[c_tcp_established], (unsigned long long)t[c_tcp_midstream],
                  (unsigned long long)t[c_tcp_no_session], (unsigned long long)t[c_tcp_syn_retransmit],
                  (unsigned long long)t[c_tcp_synack_bad_ack], (unsigned long long)t[c_tcp_handshake_bad_seq],
                  (unsigned long long)t[c_tcp_syn_unexpected],
-                 (unsigned long long)t[c_tcp_rst_invalid], (unsigned long long)t[c_tcp_bad_timestamp]);
+                 (unsigned long long)t[c_tcp_rst_invalid], (unsigned long long)t[c_tcp_bad_timestamp],
+                 (unsigned long long)t[c_tcp_out_of_window], (unsigned long long)t[c_tcp_bad_checksum]);
   }
   if (r.streams.enabled) {
     const auto& g = r.streams;
@@ -133,6 +139,8 @@ std::string summary_json(const RunReport& r) {
   j += "\"l4\":{\"tcp\":" + u(t[c_l4_tcp]) + ",\"udp\":" + u(t[c_l4_udp]) + ",\"icmp\":" + u(t[c_l4_icmp]) +
        ",\"icmpv6\":" + u(t[c_l4_icmpv6]) + ",\"other\":" + u(t[c_l4_other]) + ",\"none\":" + u(t[c_l4_none]) + "},";
   j += "\"tunneled\":" + u(t[c_tunneled]) + ",";
+  j += "\"bad_checksums\":{\"ipv4\":" + u(t[c_csum_bad_ipv4]) + ",\"tcp\":" + u(t[c_csum_bad_tcp]) + ",\"udp\":" +
+       u(t[c_csum_bad_udp]) + ",\"icmp\":" + u(t[c_csum_bad_icmp]) + "},";
   j += "\"undecoded\":{\"total\":" + u(t[c_undecoded]);
   for (int k = 1; k < kUndecodedReasons; ++k)
     j += ",\"" + std::string(undecoded_reason_name(UndecodedReason(k))) + "\":" + u(t[c_undecoded_reason0 + k]);

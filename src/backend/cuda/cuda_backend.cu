@@ -713,7 +713,8 @@ class CudaBackend final : public Backend {
     GASPP_CUDA_CHECK(cudaMemsetAsync(s.d_counters, 0, sizeof(unsigned long long) * c_count_, s.stream));
     h2d_ += (sliced ? 0 : data_len) + sizeof(uint32_t) * b.count;
     if (b.count > 0) {
-      BatchView v{s.d_batch_data, data_len, s.d_rec_off, b.count, b.fmt, b.link, b.source, s.dec.view(), s.d_verdict};
+      BatchView v{s.d_batch_data, data_len, s.d_rec_off, b.count,       b.fmt,
+                  b.link,         b.source, s.dec.view(), s.d_verdict, cfg_.validate_checksums};
       const int blocks = grid_blocks(b.count, blocks_cap_, DecodePolicy::kThreads);
       if (sliced) {
         // A warp a kSliceGroups records.
