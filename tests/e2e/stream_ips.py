@@ -36,8 +36,9 @@ def seg(frm, flags, seq, ack, data=b"", win=1000, ts=None, wscale=None):
         opts.append(("WScale", wscale))
     if ts is not None:
         opts.append(("Timestamp", ts))
-    p = Ether() / IP(src=src, dst=dst) / TCP(sport=sport, dport=dport, flags=flags, seq=seq, ack=ack, window=win,
-                                            options=opts)
+    seg.n = getattr(seg, "n", 0) + 1
+    p = Ether() / IP(src=src, dst=dst, tos=0x28, id=4000 + seg.n, ttl=60 + seg.n) / TCP(
+        sport=sport, dport=dport, flags=flags, seq=seq, ack=ack, window=win, urgptr=seg.n, options=opts)
     return p / Raw(data) if data else p
 
 
@@ -126,6 +127,17 @@ def main():
                         problems.append(f"dropped packets {nums}, want {invalid}")
                     if any(e["drop"]["reason"] != "stream error" for e in drops):
                         problems.append(f"drop reasons {[e['drop']['reason'] for e in drops]}")
+                    # Suricata's drop fields, from the packets as built.
+                    for e in drops:
+                        p = pkts[e["pcap_cnt"] - 1]
+                        p = p.__class__(bytes(p))
+                        want_f = {"len": p[IP].len, "tos": p[IP].tos, "ttl": p[IP].ttl, "ipid": p[IP].id,
+                                  "tcpseq": p[TCP].seq, "tcpack": p[TCP].ack, "tcpwin": p[TCP].window,
+                                  "tcpres": p[TCP].reserved, "tcpurgp": p[TCP].urgptr,
+                                  "rst": "R" in str(p[TCP].flags), "psh": "P" in str(p[TCP].flags)}
+                        got_f = {k: e["drop"].get(k) for k in want_f}
+                        if got_f != want_f:
+                            problems.append(f"packet {e['pcap_cnt']}: drop fields {got_f}, want {want_f}")
                     if stats["ips"]["drop_reason"]["stream_error"] != len(invalid):
                         problems.append(f"ips.drop_reason.stream_error {stats['ips']['drop_reason']['stream_error']}")
                     kept = [bytes(p) for p in rdpcap(os.path.join(d, "out.pcap"))]
