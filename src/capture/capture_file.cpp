@@ -392,19 +392,18 @@ bool RecordWalker::fill_parallel() {
   return !ready_.empty();
 }
 
-std::string RecordWalker::shrink_note() const {
-  if (size_ >= f_->size()) return "";
-  return "; the file shrank while it was read (" + std::to_string(size_) + " bytes now, " +
-         std::to_string(f_->size()) + " when opened)";
+std::string RecordWalker::shrink_text() const {
+  return "the file shrank while it was read (" + std::to_string(size_) + " bytes now, " + std::to_string(f_->size()) +
+         " when opened)";
 }
+
+std::string RecordWalker::shrink_note() const { return size_ < f_->size() ? "; " + shrink_text() : ""; }
 
 void RecordWalker::check_file() {
   if (stopped_) return;
   const uint64_t now = f_->current_size();
   if (now < size_) size_ = now;
-  if (f_->faulted())
-    report(true, pos_, "the file shrank while it was read (" + std::to_string(size_) + " bytes now, " +
-                           std::to_string(f_->size()) + " when opened): frames past its new end read as zeros");
+  if (f_->faulted()) report(true, pos_, shrink_text() + ": frames past its new end read as zeros");
 }
 
 bool RecordWalker::next(RecordInfo& r) {

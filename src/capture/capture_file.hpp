@@ -148,7 +148,8 @@ class RecordWalker {
  private:
   void report(bool fatal, uint64_t offset, std::string msg);
   bool fill_parallel();
-  std::string shrink_note() const;
+  std::string shrink_text() const;  // "the file shrank while it was read (N bytes now, M when opened)"
+  std::string shrink_note() const;  // "; " + shrink_text() when the file shrank, else empty
   const CaptureFile* f_;
   ThreadPool* pool_ = nullptr;
   uint64_t chunk_bytes_ = 0;

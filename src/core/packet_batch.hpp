@@ -60,7 +60,7 @@ GASPP_HD GASPP_FORCEINLINE uint32_t slice_head_len(const BatchView& v, uint32_t 
 }
 GASPP_HD inline bool decode_sliced_packet(const BatchView& v, const uint8_t* head, uint32_t n, uint32_t i,
                                           DecodedPacket& p) {
-  if (v.validate_checksums) {  // checksums read every byte: never sliced (payload_unread), but be safe
+  if (v.validate_checksums) {  // checksums read every byte: automatic slicing is off, --slice on is not
     decode_batch_packet(v, i, p);
     return true;
   }

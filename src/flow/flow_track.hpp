@@ -10,8 +10,9 @@
 //   SYN          S none → syn_sent (isn = seq). Same seq again: a retransmission (counted); another
 //                seq: a new attempt (isn replaced). S none while O syn_sent: simultaneous open.
 //                SYN on a closed flow: port reuse — the old flow is written out (reason
-//                tcp_reuse, as Suricata's EVE says; counted as timed out and port_reuse) and a new one starts with this SYN; except, as Suricata, a SYN
-//                from the client repeating its ISN: a retransmission. When the flow was closed by
+//                tcp_reuse, as Suricata's EVE says; counted as timed out and port_reuse) and a new
+//                one starts with this SYN; except, as Suricata, a SYN from the client repeating its
+//                ISN: a retransmission. When the flow was closed by
 //                the server's RST to that SYN (connection refused, then retried), the session
 //                goes on from where it was before the RST.
 //   SYN-ACK      O syn_sent and ack == O's isn+1 (or, TCP Fast Open, isn+1 + the SYN's data) → S

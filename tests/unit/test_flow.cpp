@@ -470,6 +470,31 @@ TEST(FlowTimeouts, InlineExpiryAtEachDefaultBoundary) {
 // the first packet's sender) to one flow record and states what each side and the flow end in,
 // and which counter moved.
 
+namespace {
+
+// A TCP flow record begun by a first packet with these flags (flow_begin decides the client).
+FlowRecord tcp_record(uint16_t first_flags) {
+  FlowRecord r{};
+  TrackedPacket first{};
+  first.l4 = uint8_t(L4::tcp);
+  first.flags = first_flags;
+  flow_begin(r, first, true);
+  return r;
+}
+
+TrackedPacket tcp_segment(uint16_t flags, uint32_t seq, uint32_t ack, uint32_t len, uint16_t win) {
+  TrackedPacket t{};
+  t.l4 = uint8_t(L4::tcp);
+  t.flags = flags;
+  t.seq = seq;
+  t.ack = ack;
+  t.payload_len = len;
+  t.win = win;
+  return t;
+}
+
+}  // namespace
+
 TEST(TcpStateMachine, Transitions) {
   struct P {
     int from;  // 0: the flow's first sender's side (client), 1: the other
@@ -513,23 +538,14 @@ TEST(TcpStateMachine, Transitions) {
   };
   for (const Row& row : rows) {
     SCOPED_TRACE(row.name);
-    FlowRecord r{};
-    TrackedPacket first{};
-    first.l4 = uint8_t(L4::tcp);
-    first.flags = row.pkts[0].flags;
-    flow_begin(r, first, true);
+    FlowRecord r = tcp_record(row.pkts[0].flags);
     Counters c{};
     HostCounterSink sink{c};
     for (const P& p : row.pkts) {
-      TrackedPacket t{};
-      t.l4 = uint8_t(L4::tcp);
-      t.flags = p.flags;
-      t.seq = p.seq;
-      t.ack = p.ack;
-      t.payload_len = p.len;
-      t.win = 65535;
+      TrackedPacket t = tcp_segment(p.flags, p.seq, p.ack, p.len, 65535);
       // Side 0 of the record is the client: the first packet's sender, except a lone SYN-ACK's.
-      const int client_sender = (first.flags & kTcpSyn) && (first.flags & kTcpAck) ? 1 : 0;
+      const uint16_t f0 = row.pkts[0].flags;
+      const int client_sender = (f0 & kTcpSyn) && (f0 & kTcpAck) ? 1 : 0;
       flow_detail::tcp_update(r, p.from == client_sender ? 0 : 1, t, row.midstream, sink);
     }
     EXPECT_EQ(TcpSide(r.side[0].tcp), row.client);
@@ -583,20 +599,11 @@ TEST(TcpStateMachine, Timestamps) {
   };
   for (const Row& row : rows) {
     SCOPED_TRACE(row.name);
-    FlowRecord r{};
-    TrackedPacket first{};
-    first.l4 = uint8_t(L4::tcp);
-    first.flags = row.pkts[0].flags;
-    flow_begin(r, first, true);
+    FlowRecord r = tcp_record(row.pkts[0].flags);
     Counters c{};
     HostCounterSink sink{c};
     for (const P& p : row.pkts) {
-      TrackedPacket t{};
-      t.l4 = uint8_t(L4::tcp);
-      t.flags = p.flags;
-      t.seq = p.seq;
-      t.ack = p.ack;
-      t.win = 65535;
+      TrackedPacket t = tcp_segment(p.flags, p.seq, p.ack, 0, 65535);
       t.opts = p.ts ? kOptTimestamp : 0;
       t.tsval = p.tsval;
       t.tsecr = p.tsecr;
@@ -649,21 +656,11 @@ TEST(TcpStateMachine, Window) {
   };
   for (const Row& row : rows) {
     SCOPED_TRACE(row.name);
-    FlowRecord r{};
-    TrackedPacket first{};
-    first.l4 = uint8_t(L4::tcp);
-    first.flags = row.pkts[0].flags;
-    flow_begin(r, first, true);
+    FlowRecord r = tcp_record(row.pkts[0].flags);
     Counters c{};
     HostCounterSink sink{c};
     for (const P& p : row.pkts) {
-      TrackedPacket t{};
-      t.l4 = uint8_t(L4::tcp);
-      t.flags = p.flags;
-      t.seq = p.seq;
-      t.ack = p.ack;
-      t.payload_len = p.len;
-      t.win = p.win;
+      TrackedPacket t = tcp_segment(p.flags, p.seq, p.ack, p.len, p.win);
       t.opts = p.wscale != no ? kOptWscale : 0;
       t.wscale = p.wscale != no ? p.wscale : 0;
       flow_detail::tcp_update(r, p.from, t, true, sink);
