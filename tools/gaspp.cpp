@@ -320,6 +320,8 @@ int main(int argc, char** argv) {
                    : *fc.slice == "off" ? BackendConfig::Slice::off : BackendConfig::Slice::automatic;
       if (fc.gather_sms) bc.gather_sms = *fc.gather_sms;
       if (fc.flow_timeouts) bc.flow.timeouts = *fc.flow_timeouts;
+      if (fc.urgent) bc.stream.urgent = *fc.urgent;
+      if (fc.urgent_oob_limit) bc.stream.urgent_oob_limit = *fc.urgent_oob_limit;
       module_specs.insert(module_specs.end(), fc.modules.begin(), fc.modules.end());
       bc.class_orders.insert(bc.class_orders.end(), fc.classes.begin(), fc.classes.end());
       config_vars = fc.vars;
@@ -493,6 +495,8 @@ int main(int argc, char** argv) {
     return 1;
   }
   bc.drop_invalid = modules.firewall_mode();
+  modules.set_urgent_drop(bc.drop_invalid && (bc.stream.urgent == UrgentPolicy::drop ||
+                                              (bc.stream.urgent == UrgentPolicy::oob && bc.stream.urgent_oob_limit == UrgentPolicy::drop)));
   bc.modules = modules.pointers();
   bc.flow.module_state_bytes = modules.flow_state_bytes();
   try {

@@ -213,7 +213,13 @@ class Packet {
   GASPP_HD uint16_t sport() const { return a_.dec.sport[i_]; }
   GASPP_HD uint16_t dport() const { return a_.dec.dport[i_]; }
   GASPP_HD bool has_flow() const { return a_.flow_slot && a_.flow_slot[i_] != kNoFlow; }
-  GASPP_HD bool to_client() const { return a_.flow_flags && (a_.flow_flags[i_] & 1); }
+  GASPP_HD bool to_client() const { return a_.flow_flags && (a_.flow_flags[i_] & kPktToClient); }
+  // flow:established as Suricata sets it (kPktEstablished, flow/flow_table.hpp), and whether the
+  // packet left its TCP session closing (kPktClosing); false without a flow.
+  GASPP_HD bool flow_established() const { return a_.flow_flags && (a_.flow_flags[i_] & kPktEstablished); }
+  GASPP_HD bool tcp_closing() const { return a_.flow_flags && (a_.flow_flags[i_] & kPktClosing); }
+  // The first packet of its direction in its flow (what Suricata's flow_start hook sees).
+  GASPP_HD bool first_in_direction() const { return a_.flow_flags && (a_.flow_flags[i_] & kPktDirFirst); }
   GASPP_HD uint64_t flow_id() const { return has_flow() ? a_.table.recs[a_.flow_slot[i_]].flow_id : 0; }
 
   GASPP_HD void drop() { set(kVerdictDrop, mc_drop); }

@@ -46,7 +46,8 @@ struct BackendConfig {
   // backend uploads their tables when it starts. flow.module_state_bytes must cover their state.
   std::vector<ModuleInstance*> modules;
   // IPS/firewall mode: TCP segments invalid for their session (timestamps, window, handshake
-  // sequence) are dropped with reason stream_error (core/module_stage.hpp, verdict_walk_run).
+  // sequence; URG segments under stream urgent policy drop) are dropped with reason stream_error
+  // (core/module_stage.hpp, verdict_walk_run; the pipeline names urgent ones "stream urgent").
   // Takes effect where modules run (the verdict walk runs with them).
   bool drop_invalid = false;
   // -k all: decode recomputes IPv4/TCP/UDP/ICMP checksums (decode/checksum.hpp), counts the bad

@@ -42,11 +42,50 @@ constexpr const char* kSuricataSections[] = {
     "suricata-version", "default-log-dir", "stats", "plugins", "outputs", "heartbeat", "logging", "af-packet",
     "af-xdp", "dpdk", "pcap", "pcap-file", "app-layer", "datasets", "security", "coredump", "host-mode",
     "unix-command", "legacy", "exception-policy", "engine-analysis", "pcre", "host-os-policy", "defrag", "flow",
-    "vlan", "livedev", "stream", "host", "decoder", "detect", "mpm-algo", "spm-algo", "threading", "profiling",
+    "vlan", "livedev", "host", "decoder", "detect", "mpm-algo", "spm-algo", "threading", "profiling",
     "nfq", "nflog", "capture", "netmap", "pfring", "ipfw", "napatech", "default-rule-path", "rule-files",
     "classification-file", "reference-config-file", "firewall", "include", "run-as", "max-pending-packets",
     "runmode", "autofp-scheduler", "sensor-name", "pid-file", "action-order", "asn1-max-frames", "mqtt", "magic",
     "geoip-database", "ja3-fingerprints", "ja4-fingerprints", "iprep", "lua", "luajit", "app-layer-protocols"};
+
+// suricata.yaml's stream section: reassembly.urgent.{policy, oob-limit-policy} are read; anything
+// else in it is listed as ignored.
+void stream_section(const std::string& path, const YAML::Node& v, FileConfig& c) {
+  if (v.IsNull()) return;
+  if (!v.IsMap()) fail(path, v, "stream: expected a map");
+  const auto policy = [&](const YAML::Node& n, const std::string& key, bool oob_allowed) {
+    const std::string t = scalar(path, n, key);
+    if (t == "inline") return UrgentPolicy::inline_;
+    if (t == "gap") return UrgentPolicy::gap;
+    if (t == "drop") return UrgentPolicy::drop;
+    if (t == "oob" && oob_allowed) return UrgentPolicy::oob;
+    fail(path, n, key + (oob_allowed ? ": inline, oob, gap or drop" : ": inline, gap or drop") + ", not '" + t + "'");
+    return UrgentPolicy::inline_;
+  };
+  bool other = false;
+  for (const auto& kv : v) {
+    const std::string k = kv.first.as<std::string>();
+    if (k != "reassembly" || !kv.second.IsMap()) {
+      other = true;
+      continue;
+    }
+    for (const auto& r : kv.second) {
+      const std::string rk = r.first.as<std::string>();
+      if (rk != "urgent") {
+        other = true;
+        continue;
+      }
+      if (!r.second.IsMap()) fail(path, r.second, "stream.reassembly.urgent: expected policy and oob-limit-policy");
+      for (const auto& u : r.second) {
+        const std::string uk = u.first.as<std::string>();
+        if (uk == "policy") c.urgent = policy(u.second, "stream.reassembly.urgent.policy", true);
+        else if (uk == "oob-limit-policy") c.urgent_oob_limit = policy(u.second, "stream.reassembly.urgent.oob-limit-policy", false);
+        else fail(path, u.first, "stream.reassembly.urgent: policy or oob-limit-policy, not '" + uk + "'");
+      }
+    }
+  }
+  if (other) c.ignored.push_back("stream (all but reassembly.urgent)");
+}
 
 bool is_suricata_section(const std::string& key) {
   for (const char* k : kSuricataSections)
@@ -185,6 +224,8 @@ FileConfig read_config(const std::string& path, const YAML::Node& root) {
       }
     } else if (key == "flow-timeouts") {
       c.flow_timeouts = flow_timeouts(path, v);
+    } else if (key == "stream") {
+      stream_section(path, v, c);
     } else if (is_suricata_section(key)) {
       c.ignored.push_back(key);
     } else {

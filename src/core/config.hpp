@@ -28,6 +28,9 @@
 //     udp: {new: 30, established: 300}
 //     icmp: {...}
 //     default: {...}             # every other IP protocol
+//   stream:                      # suricata.yaml's; only reassembly.urgent is read (stream/stream.hpp)
+//     reassembly:
+//       urgent: {policy: inline|oob|gap|drop, oob-limit-policy: inline|gap|drop}
 //
 // A real suricata.yaml is accepted: its sections gaspp does not use (outputs, af-packet,
 // app-layer, ...) are returned in `ignored` for the caller to list once; any other unknown key is
@@ -42,6 +45,7 @@
 
 #include "flow/flow_record.hpp"
 #include "gaspp/module.hpp"
+#include "stream/stream.hpp"
 
 namespace gaspp {
 
@@ -56,6 +60,7 @@ struct FileConfig {
   std::vector<std::vector<uint16_t>> classes;
   ModuleOptions vars;                          // "address.NAME" / "port.NAME": given to every firewall
   std::optional<FlowTimeouts> flow_timeouts;   // set when the file has flow-timeouts
+  std::optional<UrgentPolicy> urgent, urgent_oob_limit;  // stream.reassembly.urgent
   std::vector<std::string> ignored;            // Suricata sections present but not used by gaspp
 };
 

@@ -54,7 +54,8 @@ namespace gaspp {
   X(tcp_rst_invalid, "tcp_rst_invalid")                                               \
   X(tcp_bad_timestamp, "tcp_bad_timestamp")       /* invalid timestamp option (PAWS, bad echo): ignored */ \
   X(tcp_out_of_window, "tcp_out_of_window")       /* data beyond the receiver's window: ignored */ \
-  X(tcp_bad_checksum, "tcp_bad_checksum")         /* -k all: wrong checksum, ignored by the session */
+  X(tcp_bad_checksum, "tcp_bad_checksum")         /* -k all: wrong checksum, ignored by the session */ \
+  X(tcp_urgent_dropped, "tcp_urgent_dropped")     /* IPS, urgent policy drop: URG segment dropped, ignored */
 
 // TCP reassembly (stream/): what happened to segments with payload, and to the stream bytes.
 #define GASPP_STREAM_COUNTERS(X)                                                                    \
@@ -72,6 +73,9 @@ namespace gaspp {
   X(stream_ooo_dropped, "out_of_order_dropped")   /* out-of-order buffer full: segment dropped */   \
   X(stream_ooo_dropped_bytes, "out_of_order_dropped_bytes")                                        \
   X(stream_truncated, "truncated_segments")       /* payload cut by the capture's snaplen */       \
+  X(stream_urgent_oob, "urgent_oob_bytes")        /* urgent bytes taken out of band (policy oob) */ \
+  X(stream_urgent_gap, "urgent_gap_bytes")        /* urgent bytes left as a hole (policy gap) */    \
+  X(stream_urgent_limit, "urgent_oob_limit")      /* URG segments past the out-of-band limit */     \
   X(stream_after_end, "after_end")                /* data after the direction was closed */        \
   X(stream_chunks, "chunks")                      /* in-order pieces handed to consumers */        \
   X(stream_bytes, "bytes")                        /* bytes handed to consumers */                  \

@@ -111,6 +111,9 @@ class ModuleSet {
   // How many dropped flows the memory below holds (default kDroppedFlowsDefault); at least 1.
   static constexpr size_t kDroppedFlowsDefault = 1u << 20;
   void set_dropped_flows_max(size_t n) { dropped_flows_max_ = n ? n : 1; }
+  // The stream urgent policy (or its out-of-band limit policy) is drop: a stream-error drop of a
+  // segment with URG set is Suricata's "stream urgent" (ips.drop_reason.stream_urgent).
+  void set_urgent_drop(bool on) { urgent_drop_ = on; }
   // A module runs in firewall mode (default drop): drops then count under `firewall`.
   bool firewall_mode() const;
 
@@ -122,7 +125,7 @@ class ModuleSet {
     uint64_t ips_accepted = 0, ips_blocked = 0, fw_accepted = 0, fw_blocked = 0;
     static constexpr uint32_t kFlowDrop = 4;  // reason[] slot past the DropReasons: the flow's decision
     uint64_t reason[kFlowDrop + 1] = {};      // DropReason 1..3, and flow_drop (firewall mode); ips: ips_*
-    uint64_t ips_flow_drop = 0, ips_rules = 0, ips_stream_error = 0;
+    uint64_t ips_flow_drop = 0, ips_rules = 0, ips_stream_error = 0, ips_stream_urgent = 0;
   };
   const VerdictStats& verdict_stats() const { return vs_; }
   // The stats as EVE/JSON members: "ips":{...}[,"firewall":{...}] (no braces around the two).
@@ -157,7 +160,7 @@ class ModuleSet {
   bool stream_modules_ = false;
   std::vector<FlowRecordOut> prev_flows_;
   std::vector<ModuleEvent> sorted_;
-  bool drop_events_ = false, vlan_in_key_ = true;
+  bool drop_events_ = false, vlan_in_key_ = true, urgent_drop_ = false;
   VerdictStats vs_;
   // With drop events on: a packet its flow's earlier decision dropped has no module event, so no
   // flow id. The flow id and which endpoint started the flow are remembered, by flow key, from

@@ -35,6 +35,24 @@ namespace gaspp {
 constexpr uint32_t kFlowBucketSlots = 32;
 constexpr uint32_t kNoFlow = 0xffffffffu;
 
+// Per-packet result of tracking, for later stages (modules read it through Packet).
+enum FlowPacketFlags : uint8_t {
+  kPktToClient = 1,   // sent by the server side
+  kPktFlowStart = 2,  // first packet of its flow
+  kPktFromLo = 4,     // sent by key endpoint 0 (set by the lookup, which builds the key; the walk reads it)
+  kPktTcpIgnored = 8, // TCP segment ignored (invalid, or its flow was dropped by a stream hook): no
+                      // state, no stream data
+  kPktTcpInvalid = 16,// TCP segment invalid for its session (timestamp, window, handshake sequence);
+                      // in IPS mode the verdict walk drops it (reason stream_error)
+  kPktEstablished = 32,  // Suricata's FLOW_PKT_ESTABLISHED (flow:established): TCP, the session
+                         // had completed its handshake before this segment (a session closed by
+                         // a FIN or RST counts); other protocols, both directions seen, this
+                         // packet included
+  kPktClosing = 64,   // TCP session closing after this segment: a FIN sent and the session not
+                      // yet closed (Suricata's fin_wait1 to closing states; tcp.session:closing)
+  kPktDirFirst = 128, // first packet of its direction in its flow (firewall hook flow_start)
+};
+
 enum : uint32_t { kTagEmpty = 0, kTagBusy = 1 };  // otherwise: (hash & ~3) | 2
 GASPP_HD GASPP_FORCEINLINE uint32_t flow_tag(uint32_t hash) { return (hash & ~3u) | 2u; }
 

@@ -87,17 +87,6 @@ struct FlowRecordSink {
   }
 };
 
-// Per-packet result of tracking, for later stages.
-enum FlowPacketFlags : uint8_t {
-  kPktToClient = 1,   // sent by the server side
-  kPktFlowStart = 2,  // first packet of its flow
-  kPktFromLo = 4,     // sent by key endpoint 0 (set by the lookup, which builds the key; the walk reads it)
-  kPktTcpIgnored = 8, // TCP segment ignored (invalid, or its flow was dropped by a stream hook): no
-                      // state, no stream data
-  kPktTcpInvalid = 16,// TCP segment invalid for its session (timestamp, window, handshake sequence);
-                      // in IPS mode the verdict walk drops it (reason stream_error)
-};
-
 struct FlowPacketView {
   uint32_t* slot;     // kNoFlow when untracked
   uint8_t* flags;     // FlowPacketFlags
@@ -108,6 +97,9 @@ struct FlowTrackParams {
   uint32_t epoch;
   bool midstream;
   bool vlan_in_key;
+  // IPS mode with stream urgent policy drop: a segment with URG set is ignored by the session and
+  // marked invalid, so the verdict walk drops it (Suricata drops it before the stream engine).
+  bool urgent_drop = false;
 };
 
 GASPP_HD GASPP_FORCEINLINE bool seq_lt(uint32_t a, uint32_t b) { return int32_t(a - b) < 0; }
@@ -335,6 +327,20 @@ GASPP_HD inline bool tcp_update(FlowRecord& r, int sender, const TrackedPacket& 
 
 }  // namespace flow_detail
 
+// Suricata's view of a TCP session from its two sides: established once the handshake completed
+// (its states from established on, closed included), closing while a FIN is outstanding (fin_wait1
+// to closing, not closed: both FINs acknowledged, or a RST).
+GASPP_HD GASPP_FORCEINLINE bool tcp_established(const FlowRecord& r) {
+  const uint8_t c = r.side[0].tcp, s = r.side[1].tcp;
+  return c >= uint8_t(TcpSide::established) || s >= uint8_t(TcpSide::established);
+}
+GASPP_HD GASPP_FORCEINLINE bool tcp_closing(const FlowRecord& r) {
+  const uint8_t c = r.side[0].tcp, s = r.side[1].tcp;
+  if (c == uint8_t(TcpSide::reset) || s == uint8_t(TcpSide::reset)) return false;
+  const auto fin = [](uint8_t t) { return t == uint8_t(TcpSide::fin_sent) || t == uint8_t(TcpSide::fin_acked); };
+  return (fin(c) || fin(s)) && !(c == uint8_t(TcpSide::fin_acked) && s == uint8_t(TcpSide::fin_acked));
+}
+
 // Starts a new flow in a record that holds only its key (fresh), from its first packet.
 GASPP_HD inline void flow_begin(FlowRecord& r, const TrackedPacket& p, bool from_lo) {
   r.first_ts = r.last_ts = p.ts_ns;
@@ -417,6 +423,9 @@ GASPP_HD inline uint8_t flow_track_packet(const FlowTableRef& t, uint32_t slot, 
   if (ts > r.last_ts) r.last_ts = ts;
   c.add(c_flow_packets, 1);
   if (r.proto_class == uint8_t(FlowProto::tcp)) {
+    // Suricata sets flow:established when the flow is updated, before the stream engine sees the
+    // segment: the handshake's last ACK is not established yet, the first segment after it is.
+    if (tcp_established(r)) flags |= kPktEstablished;
     if (r.misc & kFlowStreamDropped) {
       flags |= kPktTcpIgnored;  // dropped by a stream hook: counted only
     } else if (p.csum_bad & kCsumBadL4) {
@@ -425,6 +434,9 @@ GASPP_HD inline uint8_t flow_track_packet(const FlowTableRef& t, uint32_t slot, 
       // header checksum alone is counted but does not keep the segment out.
       c.add(c_tcp_bad_checksum, 1);
       flags |= kPktTcpIgnored | kPktTcpInvalid;
+    } else if (prm.urgent_drop && (p.flags & kTcpUrg)) {
+      c.add(c_tcp_urgent_dropped, 1);
+      flags |= kPktTcpIgnored | kPktTcpInvalid;
     } else if (!flow_detail::tcp_update(r, sender, p, prm.midstream, c)) {
       flags |= kPktTcpIgnored | kPktTcpInvalid;
     }
@@ -432,7 +444,10 @@ GASPP_HD inline uint8_t flow_track_packet(const FlowTableRef& t, uint32_t slot, 
     if (r.proto_class == uint8_t(FlowProto::icmp) && S.pkts == 1)
       S.isn = kIcmpSeen | uint32_t(p.icmp_type) << 8 | p.icmp_code;  // its first message
     if (r.side[0].pkts && r.side[1].pkts && r.state == uint8_t(FlowState::new_)) r.state = uint8_t(FlowState::established);
+    if (r.state == uint8_t(FlowState::established)) flags |= kPktEstablished;
   }
+  if (r.proto_class == uint8_t(FlowProto::tcp) && tcp_closing(r)) flags |= kPktClosing;
+  if (S.pkts == 1) flags |= kPktDirFirst;
   return flags;
 }
 

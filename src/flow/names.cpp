@@ -84,4 +84,9 @@ void sort_stream_chunks(std::vector<StreamChunk>& v) {
 
 const char* overlap_policy_name(OverlapPolicy p) { return p == OverlapPolicy::last ? "last" : "first"; }
 
+const char* urgent_policy_name(UrgentPolicy p) {
+  static const char* const names[] = {"inline", "oob", "gap", "drop"};
+  return names[int(p) & 3];
+}
+
 }  // namespace gaspp

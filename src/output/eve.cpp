@@ -4,6 +4,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <cstdio>
 #include <ctime>
 #include <stdexcept>
 
@@ -52,6 +53,21 @@ std::string hex_flags(uint16_t f) {
   return b;
 }
 
+// An address as Suricata's EVE writes it: dotted IPv4; IPv6 as eight groups of four hex digits, with
+// no "::" shortening ("2001:0db8:0000:...:0001"), which is what suricata-verify's expected outputs
+// hold. Readers that compare addresses should parse them.
+std::string eve_address(const uint32_t* words, bool v6) {
+  if (!v6) return format_address(words, false);
+  char s[40];
+  char* o = s;
+  for (int g = 0; g < 8; ++g) {
+    const uint32_t w = words[g / 2];
+    const unsigned hi = (w >> (16 * (g % 2))) & 0xff, lo = (w >> (16 * (g % 2) + 8)) & 0xff;
+    o += std::snprintf(o, 6, g ? ":%02x%02x" : "%02x%02x", hi, lo);
+  }
+  return std::string(s, size_t(o - s));
+}
+
 // ,"vlan":[ids] of the n (at most 3) tags, outermost first; nothing without tags.
 std::string vlan_json(const uint16_t* ids, int n) {
   if (n <= 0) return "";
@@ -65,9 +81,9 @@ std::string vlan_json(const uint16_t* ids, int n) {
 std::string flow_endpoints_json(const FlowKey& k, int si) {
   const bool v6 = k.family == 6;
   const bool ports = k.proto == 6 || k.proto == 17 || k.proto == 132;
-  std::string j = ",\"src_ip\":\"" + format_address(k.addr[si], v6) + "\"";
+  std::string j = ",\"src_ip\":\"" + eve_address(k.addr[si], v6) + "\"";
   if (ports) j += ",\"src_port\":" + std::to_string(k.port[si]);
-  j += ",\"dest_ip\":\"" + format_address(k.addr[si ^ 1], v6) + "\"";
+  j += ",\"dest_ip\":\"" + eve_address(k.addr[si ^ 1], v6) + "\"";
   if (ports) j += ",\"dest_port\":" + std::to_string(k.port[si ^ 1]);
   return j + ",\"proto\":\"" + flow_proto_name(k.proto) + "\"";
 }
@@ -101,9 +117,9 @@ std::string eve_packet_head(const HostPacket& p, const char* event_type) {
   const bool v6 = d.l3[0] == uint8_t(L3::ipv6);
   if (d.l3[0] == uint8_t(L3::ipv4) || v6) {
     const bool ports = d.l4[0] == uint8_t(L4::tcp) || d.l4[0] == uint8_t(L4::udp);
-    j += ",\"src_ip\":\"" + format_address(d.src_ip, v6) + "\"";
+    j += ",\"src_ip\":\"" + eve_address(d.src_ip, v6) + "\"";
     if (ports) j += ",\"src_port\":" + u(d.sport[0]);
-    j += ",\"dest_ip\":\"" + format_address(d.dst_ip, v6) + "\"";
+    j += ",\"dest_ip\":\"" + eve_address(d.dst_ip, v6) + "\"";
     if (ports) j += ",\"dest_port\":" + u(d.dport[0]);
     j += ",\"proto\":\"" + std::string(flow_proto_name(d.ip_proto[0])) + "\"";
     if (d.l4[0] == uint8_t(L4::icmp) || d.l4[0] == uint8_t(L4::icmpv6))
@@ -191,7 +207,8 @@ void EveWriter::write_stats(const RunReport& r, const std::string& extra) {
        ",\"emerg_mode_entered\":" + u(t[c_flow_emergency]) + ",\"tcp_reuse\":" + u(t[c_flow_port_reuse]) + "},";
   j += "\"tcp\":{\"midstream_pickups\":" + u(t[c_tcp_midstream]) + ",\"reassembly_gap\":" + u(t[c_stream_gaps]) +
        ",\"overlap\":" + u(t[c_stream_overlap_same] + t[c_stream_overlap_conflict]) +
-       ",\"overlap_diff_data\":" + u(t[c_stream_overlap_conflict]) + ",\"invalid_checksum\":" + u(t[c_csum_bad_tcp]) + "}";
+       ",\"overlap_diff_data\":" + u(t[c_stream_overlap_conflict]) + ",\"invalid_checksum\":" + u(t[c_csum_bad_tcp]) +
+       ",\"urgent_oob_data\":" + u(t[c_stream_urgent_oob]) + "}";
   if (!extra.empty()) j += "," + extra;
   j += "}}";
   write_line(j);

@@ -155,6 +155,13 @@ GASPP_HD inline bool skip_hole(Run& run, const Owner& o, int dir, Sink& c) {
   return true;
 }
 
+// Stream offset of sequence number `seq` in direction S: the unwrapping nearest to high_off (see
+// stream/stream_state.hpp).
+GASPP_HD GASPP_FORCEINLINE int64_t seq_to_off(const StreamSide& S, uint32_t seq) {
+  const uint32_t expect = S.base_seq + uint32_t(S.high_off);
+  return int64_t(S.high_off) + int64_t(int32_t(seq - expect));
+}
+
 // Ends direction `dir`: every hole skipped, the bytes missing before the FIN reported as a gap,
 // and a kChunkEnd chunk (for a direction that carried anything).
 template <class Sink>
@@ -165,12 +172,14 @@ GASPP_HD inline void end_direction(Run& run, const Owner& o, int dir, Sink& c) {
   while (skip_hole(run, o, dir, c)) {
   }
   if (!(S.flags & kStreamBase)) return;
-  if ((S.flags & kStreamFin) && S.fin_off > S.next_off) {
-    run.gap[dir] += S.fin_off - S.next_off;
+  const int64_t fin = (S.flags & kStreamFin) ? seq_to_off(S, S.fin_seq) : 0;
+  if (fin > int64_t(S.next_off)) {
+    const uint64_t fin_off = uint64_t(fin);
+    run.gap[dir] += fin_off - S.next_off;
     S.flags |= kStreamGap;
     c.add(c_stream_gaps, 1);
-    c.add(c_stream_gap_bytes, S.fin_off - S.next_off);
-    S.next_off = S.fin_off;
+    c.add(c_stream_gap_bytes, fin_off - S.next_off);
+    S.next_off = fin_off;
   }
   emit(run, o, dir, S.next_off, 0, 0, 0, kChunkEnd, c);
   S.flags |= kStreamEnded;
@@ -233,47 +242,83 @@ GASPP_HD inline void segment(Run& run, const Owner& o, int dir, uint64_t off, ui
     c.add(c_stream_flow_limit, 1);
 }
 
-// Stream offset of sequence number `seq` in direction S: the unwrapping nearest to next_off.
-GASPP_HD GASPP_FORCEINLINE int64_t seq_to_off(const StreamSide& S, uint32_t seq) {
-  const uint32_t expect = S.base_seq + uint32_t(S.next_off);
-  return int64_t(S.next_off) + int64_t(int32_t(seq - expect));
+// The urgent pointer of packet i's TCP header, read from its frame.
+GASPP_HD GASPP_FORCEINLINE uint16_t urgent_pointer(const StreamRef& s, const DecodedView& d, uint32_t i) {
+  const uint8_t* h = s.data + s.rec_off[i] + kRecordHeaderBytes + d.l4_off[i];
+  return uint16_t(h[18] << 8 | h[19]);
 }
 
-// Packet i of a live TCP flow, sent by direction `dir`, after tracking.
+// Packet i of a live TCP flow, sent by direction `dir`, after tracking. Returns true when the
+// segment must be dropped in IPS mode (urgent data past the out-of-band limit, policy drop).
 template <class Sink>
-GASPP_HD inline void packet(Run& run, const Owner& o, const FlowRecord& r, int dir, uint32_t i, uint32_t item, Sink& c) {
+GASPP_HD inline bool packet(Run& run, const Owner& o, const FlowRecord& r, int dir, uint32_t i, uint32_t item, Sink& c) {
   const DecodedView& d = *run.d;
+  const StreamConfig& cfg = run.s->cfg;
   StreamSide& S = o.side[dir];
   const uint16_t f = d.tcp_flags[i];
   const bool syn = f & kTcpSyn, fin = f & kTcpFin;
-  const uint32_t plen = d.payload_len[i];
-  const uint32_t cap = captured_payload(d, i);
+  uint32_t plen = d.payload_len[i];
+  uint32_t cap = captured_payload(d, i);
+  // An acknowledgement moves the other direction's furthest point: what its receiver has, the
+  // capture may have missed.
+  StreamSide& O = o.side[dir ^ 1];
+  if ((f & kTcpAck) && (O.flags & kStreamBase)) {
+    const int64_t a = seq_to_off(O, d.tcp_ack[i] - O.urgent_oob);
+    if (a > int64_t(O.high_off)) O.high_off = uint64_t(a);
+  }
   if (!(S.flags & kStreamBase)) {
-    if (plen == 0 && !fin) return;
+    if (plen == 0 && !fin) return false;
     const FlowSide& F = r.side[dir];
     S.base_seq = F.have_seq ? F.isn + 1 : d.tcp_seq[i] + (syn ? 1 : 0);
     S.flags |= kStreamBase;
   }
   if (S.flags & kStreamEnded) {
     if (plen) c.add(c_stream_after_end, 1);
-    return;
+    return false;
   }
-  const int64_t off = seq_to_off(S, d.tcp_seq[i] + (syn ? 1 : 0));
+  // Bytes taken out of band earlier lower this segment's offset (as Suricata, with the count
+  // before this segment's own urgent byte).
+  const uint32_t seq = d.tcp_seq[i] + (syn ? 1 : 0) - S.urgent_oob;
+  const int64_t off = seq_to_off(S, seq);
+  if ((f & kTcpUrg) && plen && (cfg.urgent == UrgentPolicy::oob || cfg.urgent == UrgentPolicy::gap)) {
+    const uint16_t ptr = urgent_pointer(*run.s, d, i);
+    if (ptr > 0 && ptr <= plen) {
+      // The segment's last byte is the urgent one (RFC 6093 3.1: one byte). Like Suricata, every
+      // URG segment counts, a retransmitted one too.
+      bool cut = true;
+      if (cfg.urgent == UrgentPolicy::oob && S.urgent_oob == kUrgentOobLimit) {
+        c.add(c_stream_urgent_limit, 1);
+        if (cfg.urgent_oob_limit == UrgentPolicy::drop) return true;  // not reassembled
+        cut = cfg.urgent_oob_limit == UrgentPolicy::gap;
+        if (cut) c.add(c_stream_urgent_gap, 1);
+      } else if (cfg.urgent == UrgentPolicy::oob) {
+        ++S.urgent_oob;
+        c.add(c_stream_urgent_oob, 1);
+      } else {
+        c.add(c_stream_urgent_gap, 1);
+      }
+      if (cut) {
+        --plen;
+        if (cap > plen) cap = plen;
+      }
+    }
+  }
+  if (off + int64_t(plen) > int64_t(S.high_off)) S.high_off = uint64_t(off + int64_t(plen));
   if (fin && !(S.flags & kStreamFin)) {
-    const int64_t fo = off + int64_t(plen);
-    S.fin_off = fo > 0 ? uint64_t(fo) : 0;
+    S.fin_seq = seq + plen;
     S.flags |= kStreamFin;
   }
-  if (plen == 0) return;
+  if (plen == 0) return false;
   c.add(c_stream_segments, 1);
   if (cap < plen) c.add(c_stream_truncated, 1);
-  if (cap == 0) return;
+  if (cap == 0) return false;
   if (off + int64_t(cap) <= 0) {
     c.add(c_stream_retransmit, 1);
-    return;
+    return false;
   }
   const uint32_t skip = off < 0 ? uint32_t(-off) : 0;
   segment(run, o, dir, uint64_t(off + skip), cap - skip, item, skip, c);
+  return false;
 }
 
 // The flow's pending segments go to the out-of-order buffer for its next run.
@@ -425,7 +470,7 @@ GASPP_HD inline void flow_walk_run(const FlowTableRef& t, const DecodedView& d, 
     pkt_flags[i] = flow_track_packet(t, slot, r, tracked_packet(d, i), pkt_flags[i], prm, emergency, out, c, on_end);
     if (r.proto_class != uint8_t(FlowProto::tcp) || (r.misc & kFlowNoSession) || (pkt_flags[i] & kPktTcpIgnored)) continue;
     Owner o{&r.key, r.flow_id, r.client_lo, r.stream, slot};
-    packet(run, o, r, (pkt_flags[i] & kPktToClient) ? 1 : 0, i, v, c);
+    if (packet(run, o, r, (pkt_flags[i] & kPktToClient) ? 1 : 0, i, v, c)) pkt_flags[i] |= kPktTcpInvalid;
     if (r.state == uint8_t(FlowState::closed)) end_all(run, o, c);
   }
   run.cur = kNoFlow;

@@ -19,6 +19,22 @@
 //                        bytes become a gap.
 //   flow_held_segments/bytes  per direction: when more than this waits beyond a hole, the hole is
 //                        skipped (reported as a gap) and delivery goes on. Default 256 and 1 MiB.
+//   urgent               TCP urgent data (Suricata's stream.reassembly.urgent.policy), for a
+//                        segment with URG set and an urgent pointer within its payload:
+//                          inline  (default, as Suricata) the data stays in the stream as sent;
+//                          oob     its last byte is out of band: left out of the stream, and the
+//                                  direction's later offsets close up over it (RFC 6093 3.1's one
+//                                  byte; counted urgent_oob_bytes);
+//                          gap     its last byte is left out and its place stays a hole, which is
+//                                  reported as a gap when the hole is skipped (urgent_gap_bytes);
+//                          drop    in IPS mode the segment is dropped, reason "stream urgent",
+//                                  and ignored by flow tracking (tcp_urgent_dropped); elsewhere
+//                                  inline.
+//                        A segment whose only byte is urgent adds nothing under oob and gap.
+//   urgent_oob_limit     oob keeps at most 65535 out-of-band bytes per direction; past that,
+//                        Suricata's oob-limit-policy: inline (default), gap, or drop (the
+//                        segment is not reassembled; in IPS mode it is dropped). Counted
+//                        urgent_oob_limit.
 #pragma once
 #include <cstdint>
 #include <type_traits>
@@ -30,6 +46,8 @@
 namespace gaspp {
 
 enum class OverlapPolicy : uint8_t { first = 0, last = 1 };
+enum class UrgentPolicy : uint8_t { inline_ = 0, oob = 1, gap = 2, drop = 3 };
+constexpr uint16_t kUrgentOobLimit = 0xffff;  // out-of-band bytes per direction (Suricata's)
 
 constexpr uint32_t kDefaultHeldSegments = 65536;
 
@@ -40,7 +58,10 @@ struct StreamConfig {
   uint32_t held_bytes = 64u << 20;
   uint32_t flow_held_segments = 256;
   uint32_t flow_held_bytes = 1u << 20;
+  UrgentPolicy urgent = UrgentPolicy::inline_;
+  UrgentPolicy urgent_oob_limit = UrgentPolicy::inline_;  // inline, gap or drop
 };
+const char* urgent_policy_name(UrgentPolicy p);  // "inline", "oob", "gap", "drop"
 
 enum StreamChunkFlags : uint8_t {
   kChunkClientLo = 1,   // key endpoint 0 is the client (as FlowRecord::client_lo)

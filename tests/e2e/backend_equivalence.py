@@ -12,7 +12,12 @@ in firewall mode (POLICY_RULES: default drop, HTTP/1 hooks) with EVE drop events
 firewall and a flow-dropping probe without reassembly (the flow walk without its reassembly path,
 and on CUDA header-only slicing where the packets are large enough).
 
-usage: backend_equivalence.py GASPP [--generate] CAPTURE_OR_DIR...
+The firewall-mode rules use the packet hooks (pre_stream, flow_start) and flow conditions
+(flow:established and direction, tcp.session), and the compacted setting takes urgent data out of
+band (stream.reassembly.urgent.policy oob).
+
+usage: backend_equivalence.py GASPP [--generate] [--part K/N] CAPTURE_OR_DIR...
+  --part K/N   only every N-th capture from the K-th (1-based), to split a run in parts
 """
 import hashlib
 import json
@@ -36,7 +41,11 @@ VOLATILE = {"backend", "elapsed_s", "pps", "gbps", "batches"}
 # Firewall mode: packet hooks with default drop, and HTTP/1 hooks (GET and HEAD requests only,
 # flows answered 404 dropped), so the HTTP progress tracker runs on every capture's TCP data.
 POLICY_RULES = """
+drop:packet tcp:pre_stream any any -> any 5555 (sid:30;)
+accept:hook tcp:flow_start any any -> any any (flow:to_server; alert; sid:31;)
+drop:packet tcp:all any any -> any any (tcp.session:closing; flow:to_client; alert; sid:32;)
 accept:hook tcp:all any any -> any any (sid:1;)
+drop:packet udp:all any any -> any any (flow:not_established,to_client; alert; sid:33;)
 accept:hook udp:all any any -> any any (sid:2;)
 drop:packet icmp:all any any -> any any (alert; sid:3;)
 accept:hook http1:request_started any any -> any any (sid:10;)
@@ -99,6 +108,11 @@ def main():
     gaspp = args.pop(0)
     generate = "--generate" in args
     args = [a for a in args if a != "--generate"]
+    part, parts = 1, 1
+    if "--part" in args:
+        k = args.index("--part")
+        part, parts = (int(x) for x in args[k + 1].split("/"))
+        del args[k:k + 2]
     failed = 0
     with tempfile.TemporaryDirectory() as d:
         captures = find_captures(args)
@@ -115,6 +129,7 @@ def main():
                 path = os.path.join(d, name + ".pcap")
                 subprocess.run([gaspp, "gen", "-o", path, "--seed", "5"] + gen_args, check=True, capture_output=True)
                 captures.append(path)
+        captures = captures[part - 1::parts]
         settings = ()
         for c in captures:
             # Small batches with an out-of-order buffer that still holds every waiting segment (which
@@ -124,7 +139,8 @@ def main():
             # The compacted setting adds two modules, two flow classes with different module orders and
             # scheduling between stages.
             classes = ["--module", "probe:dport=443,action=drop_flow", "--module", "pass", "--class-order", "0,1,2,3",
-                       "--class-order", "2,0,1,3", "--schedule", "on", "--module", "stream_match:pattern=HTTP/1."]
+                       "--class-order", "2,0,1,3", "--schedule", "on", "--module", "stream_match:pattern=HTTP/1.",
+                       "--set", "stream.reassembly.urgent.policy=oob"]
             # Slicing on: CUDA reads every batch through the capture's mapping, reassembly included.
             # Firewall mode (default drop, HTTP/1 hooks) at small batches: drops, their reasons, alerts.
             # Without reassembly, in 512-packet batches (several packets of a flow in one batch).

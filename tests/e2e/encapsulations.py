@@ -12,6 +12,7 @@ three ways:
 usage: encapsulations.py GASPP [--backend cpu|cuda] [--no-tshark]
 (--no-tshark: where tshark is not installed, e.g. the GPU machine; flows and counters still checked)
 """
+import ipaddress
 import json
 import os
 import subprocess
@@ -122,7 +123,9 @@ def flows(eve):
         if r.get("event_type") != "flow":
             continue
         f = r["flow"]
-        key = (r["proto"], r["src_ip"], r.get("src_port", 0), r["dest_ip"], r.get("dest_port", 0))
+        # Addresses compared parsed (EVE writes IPv6 unshortened, as Suricata does).
+        src, dst = str(ipaddress.ip_address(r["src_ip"])), str(ipaddress.ip_address(r["dest_ip"]))
+        key = (r["proto"], src, r.get("src_port", 0), dst, r.get("dest_port", 0))
         out[key] = (f["pkts_toserver"], f["pkts_toclient"])
     return out
 

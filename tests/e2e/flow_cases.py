@@ -8,6 +8,7 @@ batch boundaries at every position.
 
 usage: flow_cases.py GASPP [--backend cpu|cuda]
 """
+import ipaddress
 import json
 import os
 import subprocess
@@ -74,6 +75,8 @@ def run(gaspp, pkts, extra, backend, d):
         raise SystemExit(f"gaspp failed: {p.stderr}")
     events = [json.loads(line) for line in open(os.path.join(d, "eve.json"))]
     recs = [e for e in events if e["event_type"] == "flow"]
+    for r in recs:  # addresses compared parsed (EVE writes IPv6 unshortened, as Suricata does)
+        r["src_ip"], r["dest_ip"] = str(ipaddress.ip_address(r["src_ip"])), str(ipaddress.ip_address(r["dest_ip"]))
     if [e["event_type"] for e in events if e["event_type"] != "flow"] != ["stats"]:
         raise SystemExit(f"{path}: expected one stats event after the flow events")
     return recs, json.load(open(js))

@@ -127,6 +127,43 @@ TEST(Config, RealSuricataYaml) {
       EXPECT_EQ(c.flow_timeouts->normal[p][s], d.normal[p][s]);
       EXPECT_EQ(c.flow_timeouts->emergency[p][s], d.emergency[p][s]);
     }
-  for (const char* s : {"outputs", "af-packet", "app-layer", "stream", "detect"})
+  for (const char* s : {"outputs", "af-packet", "app-layer", "stream (all but reassembly.urgent)", "detect"})
     EXPECT_NE(std::find(c.ignored.begin(), c.ignored.end(), s), c.ignored.end()) << s;
+  // The template's urgent policy (the engine's default, without it, is inline).
+  ASSERT_TRUE(c.urgent && c.urgent_oob_limit);
+  EXPECT_EQ(*c.urgent, UrgentPolicy::oob);
+  EXPECT_EQ(*c.urgent_oob_limit, UrgentPolicy::drop);
+}
+
+TEST(Config, StreamUrgentPolicies) {
+  struct Row {
+    const char* set;
+    int urgent, limit;  // UrgentPolicy, -1: not set
+    const char* error;  // "" when accepted
+  };
+  const Row rows[] = {
+      {"stream.reassembly.urgent.policy=inline", 0, -1, ""},
+      {"stream.reassembly.urgent.policy=oob", 1, -1, ""},
+      {"stream.reassembly.urgent.policy=gap", 2, -1, ""},
+      {"stream.reassembly.urgent.policy=drop", 3, -1, ""},
+      {"stream.reassembly.urgent.oob-limit-policy=inline", -1, 0, ""},
+      {"stream.reassembly.urgent.oob-limit-policy=gap", -1, 2, ""},
+      {"stream.reassembly.urgent.oob-limit-policy=drop", -1, 3, ""},
+      {"stream.reassembly.urgent.oob-limit-policy=oob", -1, -1, "oob-limit-policy: inline, gap or drop, not 'oob'"},
+      {"stream.reassembly.urgent.policy=OOB", -1, -1, "policy: inline, oob, gap or drop, not 'OOB'"},
+      {"stream.reassembly.urgent.polcy=oob", -1, -1, "policy or oob-limit-policy, not 'polcy'"},
+  };
+  for (const Row& r : rows) {
+    SCOPED_TRACE(r.set);
+    const std::string e = error_of("", {r.set});
+    if (*r.error) {
+      EXPECT_NE(e.find(r.error), std::string::npos) << e;
+      continue;
+    }
+    ASSERT_EQ(e, "");
+    const FileConfig c = load_config("", {r.set});
+    EXPECT_EQ(c.urgent ? int(*c.urgent) : -1, r.urgent);
+    EXPECT_EQ(c.urgent_oob_limit ? int(*c.urgent_oob_limit) : -1, r.limit);
+    EXPECT_TRUE(c.ignored.empty());  // nothing else in the stream section
+  }
 }

@@ -844,8 +844,10 @@ TEST(Modules, StreamHookSeesEveryByteInOrderAcrossBatches) {
       ASSERT_EQ(flows.count(id), 1u) << line;
       const FlowRecord& r = flows[id];
       const int sender = (r.client_lo ? 0 : 1) ^ dir;
-      EXPECT_EQ(json_member(line, "src_ip"), format_address(r.key.addr[sender], r.key.family == 6)) << line;
-      EXPECT_EQ(json_member(line, "dest_ip"), format_address(r.key.addr[sender ^ 1], r.key.family == 6)) << line;
+      // Addresses compared parsed: EVE writes IPv6 in Suricata's unshortened form.
+      const bool v6 = r.key.family == 6;
+      EXPECT_EQ(test::parsed_address(json_member(line, "src_ip"), v6), test::parsed_address(format_address(r.key.addr[sender], v6), v6)) << line;
+      EXPECT_EQ(test::parsed_address(json_member(line, "dest_ip"), v6), test::parsed_address(format_address(r.key.addr[sender ^ 1], v6), v6)) << line;
       EXPECT_EQ(json_member(line, "src_port"), std::to_string(r.key.port[sender])) << line;
       EXPECT_EQ(json_member(line, "dest_port"), std::to_string(r.key.port[sender ^ 1])) << line;
     }
@@ -1084,7 +1086,22 @@ TEST(FirewallPolicy, RulesParseWithScopesHooksAndReasons) {
   EXPECT_EQ(parse_rule("accept:hook http1:request_line any any -> any any (http.stat_code; content:\"2\"; sid:6;)", vars, r,
                        RuleFile::firewall).rfind("error:http.stat_code is not available", 0), 0u);
   EXPECT_EQ(parse_rule("accept:hook tcp:all any any -> any any (sid:7;)", vars, r).rfind("error:'accept:hook' is a firewall rule", 0), 0u);
-  EXPECT_EQ(parse_rule("accept:hook tcp:pre_flow any any -> any any (sid:8;)", vars, r, RuleFile::firewall), "skip:firewall hook pre_flow");
+  EXPECT_EQ(parse_rule("accept:hook tcp:pre_flow any any -> any any (sid:8;)", vars, r, RuleFile::firewall), "");
+  EXPECT_EQ(r.hook, RuleHook::packet_pre_flow);
+  EXPECT_EQ(parse_rule("drop:packet udp:pre_stream any any -> any any (flow:to_client; sid:10;)", vars, r, RuleFile::firewall), "");
+  EXPECT_EQ(r.hook, RuleHook::packet_pre_stream);
+  EXPECT_EQ(r.flow_dir, 2);
+  EXPECT_EQ(parse_rule("accept:hook tcp:flow_start any any -> any any (flow:established,from_client; tcp.session:closing,setup; sid:11;)",
+                       vars, r, RuleFile::firewall), "");
+  EXPECT_EQ(r.hook, RuleHook::packet_all);
+  EXPECT_TRUE(r.flow_start);
+  EXPECT_EQ(r.flow_dir, 1);
+  EXPECT_EQ(r.flow_est, 1);
+  EXPECT_EQ(r.session, kSessionClosing | kSessionSetup);
+  EXPECT_EQ(parse_rule("accept:hook tcp:all any any -> any any (flow:only_stream; sid:12;)", vars, r, RuleFile::firewall),
+            "skip:flow option only_stream in a firewall rule");
+  EXPECT_EQ(parse_rule("accept:hook http1:request_line any any -> any any (flow:to_server; sid:13;)", vars, r, RuleFile::firewall),
+            "skip:keyword flow at an application-layer hook");
   EXPECT_EQ(parse_rule("accept:hook http1:request_headers any any -> any any (http.user_agent; content:\"curl\"; sid:9;)", vars, r,
                        RuleFile::firewall), "skip:keyword http.user_agent");
 }

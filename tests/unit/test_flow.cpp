@@ -557,6 +557,40 @@ TEST(TcpStateMachine, Transitions) {
 
 // The timestamp rules (flow_track.hpp's header, as Suricata's stream engine): each row's segments
 // carry the timestamp option unless ts is false; the last column is what tcp_bad_timestamp reads.
+// Suricata's flow:established and tcp.session's closing phase from the two sides' states,
+// written out from Suricata's TcpState order (stream-tcp-private.h: established and every state
+// after it, closed included, are "established"; fin_wait1 to closing are "closing", closed is not).
+TEST(TcpStateMachine, EstablishedAndClosingAsSuricata) {
+  using T = TcpSide;
+  struct Row {
+    const char* suricata_state;
+    T client, server;
+    bool established, closing;
+  };
+  const Row rows[] = {
+      {"none", T::none, T::none, false, false},
+      {"syn_sent", T::syn_sent, T::none, false, false},
+      {"syn_recv", T::syn_sent, T::syn_recv, false, false},
+      {"established", T::established, T::established, true, false},
+      {"fin_wait1 (client FIN)", T::fin_sent, T::established, true, true},
+      {"fin_wait1 (server FIN)", T::established, T::fin_sent, true, true},
+      {"fin_wait2", T::fin_acked, T::established, true, true},
+      {"closing (FINs crossed)", T::fin_sent, T::fin_sent, true, true},
+      {"time_wait", T::fin_acked, T::fin_sent, true, true},
+      {"closed (both FINs acked)", T::fin_acked, T::fin_acked, true, false},
+      {"closed (RST during the handshake)", T::syn_sent, T::reset, true, false},
+      {"closed (RST when established)", T::reset, T::established, true, false},
+      {"closed (RST after a FIN)", T::fin_sent, T::reset, true, false},
+  };
+  for (const Row& r : rows) {
+    FlowRecord rec{};
+    rec.side[0].tcp = uint8_t(r.client);
+    rec.side[1].tcp = uint8_t(r.server);
+    EXPECT_EQ(tcp_established(rec), r.established) << r.suricata_state;
+    EXPECT_EQ(tcp_closing(rec), r.closing) << r.suricata_state;
+  }
+}
+
 TEST(TcpStateMachine, Timestamps) {
   struct P {
     int from;  // 0 client, 1 server

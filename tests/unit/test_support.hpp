@@ -1,5 +1,8 @@
 // Helpers shared by the unit tests: the backend under test and an in-memory pcap builder.
 #pragma once
+#include <arpa/inet.h>
+
+#include <array>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
@@ -27,6 +30,14 @@ inline std::unique_ptr<Backend> make_backend(BackendConfig cfg = {}) {
   // And a small out-of-order buffer pool.
   if (cfg.stream.held_bytes == StreamConfig{}.held_bytes) cfg.stream.held_bytes = 4u << 20;
   return backend_under_test() == "cuda" ? make_cuda_backend(cfg) : make_cpu_backend(cfg);
+}
+
+// An address in text parsed to its 16 bytes (IPv4 in the first 4); all 0xff when unparsable, so
+// a bad text never equals a good one. Tests compare addresses parsed, never as text.
+inline std::array<uint8_t, 16> parsed_address(const std::string& text, bool v6) {
+  std::array<uint8_t, 16> b{};
+  if (inet_pton(v6 ? AF_INET6 : AF_INET, text.c_str(), b.data()) != 1) b.fill(0xff);
+  return b;
 }
 
 // The real captures and rules: $GASPP_DATA, else ../shared/data beside the checkout.

@@ -375,7 +375,8 @@ class CpuBackend final : public Backend {
     const DecodedView& dec = v.dec;
     PacketBatch& b = s.batch;
     FlowTableRef t = table_.ref();
-    FlowTrackParams prm{cfg_.flow.timeouts, ++epoch_, cfg_.flow.midstream, cfg_.flow.vlan_in_key};
+    FlowTrackParams prm{cfg_.flow.timeouts, ++epoch_, cfg_.flow.midstream, cfg_.flow.vlan_in_key,
+                        cfg_.drop_invalid && cfg_.stream.urgent == UrgentPolicy::drop};
     const uint32_t n = b.count;
     uint32_t* slot = s.flow_slot.data();
     uint8_t* flags = s.flow_flags.data();

@@ -22,7 +22,9 @@
 //
 // Firewall mode (`firewall-rules`, `gaspp --firewall-rules FILE`; policy.hpp): Suricata 8's
 // firewall rules run first, with a default policy of drop. At the packet hook (on_ip) the first
-// matching `<proto>:all` rule decides; a packet no rule accepts is dropped (default_packet_policy).
+// matching rule of the pre_flow, pre_stream and filter tables decides (`<proto>:all`, `flow_start`,
+// with flow conditions: policy.hpp); a packet the filter does not accept is dropped
+// (default_packet_policy).
 // Accepted packets then meet the detection rules above. With http1 hooks in the rules, on_stream
 // follows each HTTP/1 message on the reassembled stream and evaluates its hooks in order; a hook
 // no rule accepts drops the flow (default_app_policy), at the packet whose data reached it. Every
@@ -75,29 +77,49 @@ struct FirewallModule {
     return f;
   }
 
+  // What a firewall rule decided for a packet: go on to the next table, to the detection rules,
+  // or stop (the packet or its flow was decided).
+  enum PacketStep : uint8_t { kNextTable, kToDetection, kDecided };
+
+  GASPP_HD static PacketStep apply_packet_rule(Packet& p, const FwPolicyView& v, int32_t r) {
+    const FwPolicyRule& rule = v.rule[r];
+    if (rule.alert) {
+      p.alerted();
+      p.emit(kPolicyAlert, uint32_t(r));
+    }
+    if (rule.action == kFwPolicyDrop) {
+      if (rule.scope == kFwScopePacket) p.drop();
+      else p.drop_flow();
+      p.emit(kEventDropReason, kDropReasonRules);
+      return kDecided;
+    }
+    if (rule.scope == kFwScopeFlow) {
+      p.pass_flow();
+      return kDecided;
+    }
+    return rule.scope == kFwScopePacket ? kToDetection : kNextTable;
+  }
+
   GASPP_HD static uint32_t on_ip(Packet& p, FlowState*, const View& v, uint32_t ctx) {
     const FwPacket pk = packet_of(p);
     if (v.policy.on) {
-      const int32_t r = fw_policy_eval(v.policy, kFwHookPacket, pk, nullptr, 0);
-      if (r < 0) {
-        p.drop();
-        p.emit(kEventDropReason, kDropReasonDefaultPacketPolicy);
-        return ctx;
+      const FwFlowCtx fc{uint8_t(p.has_flow()), uint8_t(p.to_client()), uint8_t(p.flow_established()),
+                         uint8_t(p.tcp_closing()), uint8_t(p.first_in_direction())};
+      PacketStep step = kNextTable;
+      // pre_flow, then pre_stream: no matching rule is accept:hook.
+      for (uint8_t h = kFwHookPreFlow; h <= kFwHookPreStream && step == kNextTable; ++h) {
+        const int32_t r = fw_policy_eval(v.policy, h, pk, fc, nullptr, 0);
+        if (r >= 0) step = apply_packet_rule(p, v.policy, r);
       }
-      const FwPolicyRule& rule = v.policy.rule[r];
-      if (rule.alert) {
-        p.alerted();
-        p.emit(kPolicyAlert, uint32_t(r));
-      }
-      if (rule.action == kFwPolicyDrop) {
-        if (rule.scope == kFwScopePacket) p.drop();
-        else p.drop_flow();
-        p.emit(kEventDropReason, kDropReasonRules);
-        return ctx;
-      }
-      if (rule.scope == kFwScopeFlow) {
-        p.pass_flow();
-        return ctx;
+      if (step == kDecided) return ctx;
+      if (step == kNextTable) {
+        const int32_t r = fw_policy_eval(v.policy, kFwHookPacket, pk, fc, nullptr, 0);
+        if (r < 0) {
+          p.drop();
+          p.emit(kEventDropReason, kDropReasonDefaultPacketPolicy);
+          return ctx;
+        }
+        if (apply_packet_rule(p, v.policy, r) == kDecided) return ctx;
       }
     }
     FwMatch m;
@@ -137,7 +159,7 @@ struct FirewallModule {
     auto hook = [&](uint8_t level) -> bool {
       if (h.accept_tx) return true;
       const uint8_t hk = uint8_t((d ? kFwHookResponseStarted : kFwHookRequestStarted) + level - 1);
-      const int32_t r = fw_policy_eval(v.policy, hk, pk, reinterpret_cast<const uint8_t*>(h.tok), h.tok_len);
+      const int32_t r = fw_policy_eval(v.policy, hk, pk, FwFlowCtx{}, reinterpret_cast<const uint8_t*>(h.tok), h.tok_len);
       if (r < 0) {
         st->done = 1;
         s.drop_flow();

@@ -114,11 +114,15 @@ void FirewallModule::Host::compile_policy() {
     p.alert = r.alert;
     p.buffer = r.buffer == RuleBuffer::http_method ? kFwBufMethod : r.buffer == RuleBuffer::http_stat_code ? kFwBufStatCode : kFwBufNone;
     p.nocase = r.nocase;
+    p.flow_start = r.flow_start;
+    p.flow_dir = r.flow_dir;
+    p.flow_est = r.flow_est;
+    p.session = r.session;
     p.content_off = uint32_t(policy_content_.size());
     p.content_len = uint16_t(std::min<size_t>(r.content.size(), 0xffff));
     policy_content_.insert(policy_content_.end(), r.content.begin(), r.content.begin() + p.content_len);
     ++hook_n_[p.hook];
-    policy_app_ = policy_app_ || r.hook >= RuleHook::request_started;
+    policy_app_ = policy_app_ || (r.hook >= RuleHook::request_started && r.hook <= RuleHook::response_complete);
     policy_.push_back(p);
   }
   for (int h = 1; h < kFwHooks; ++h) hook_off_[h] = hook_off_[h - 1] + hook_n_[h - 1];

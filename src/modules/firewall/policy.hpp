@@ -10,9 +10,22 @@
 //   accept:tx      (http1 hook) the hooks left in this message pass
 //   accept:flow    the flow passes (pass_flow): later packets skip the modules
 //   drop:packet    the packet is dropped; drop:flow/hook/tx: the flow is dropped
-//   no rule        the default policy: drop:packet at a packet hook (reason default_packet_policy),
-//                  drop:flow at an application hook (reason default_app_policy)
+//   no rule        the default policy: drop:packet at the packet filter (reason
+//                  default_packet_policy), accept:hook at pre_flow and pre_stream, drop:flow at an
+//                  application hook (reason default_app_policy)
 // A matching rule with the `alert` keyword also raises an alert.
+//
+// Packet tables, per packet in this order: pre_flow, pre_stream, then the filter (`all` and
+// `flow_start` rules together, in file order; a flow_start rule is only tried on the first packet
+// of each direction of its flow). accept:packet in a pre table skips the filter. Modules run after
+// flow tracking and reassembly, so pre_flow and pre_stream decide on the packet, not on the flow
+// update: a packet they drop is still counted in its flow record and its bytes reached the
+// stream (the drop keeps it off the wire and out of -w; a drop:flow stops the flow from there).
+// Flow conditions (`flow:established|not_established|to_server|to_client`, `tcp.session:setup|
+// established|closing`) read what flow tracking recorded for the packet (FlowPacketFlags,
+// flow/flow_table.hpp), as Suricata reads them: flow:established for TCP from the session's state
+// before the segment (Suricata's flow update sets it before the stream engine runs), closing from
+// the state after it. They are refused at pre_flow (no flow yet) and skipped at application hooks.
 //
 // HTTP/1 hooks (per TCP direction, on the reassembled stream, in order, once per message):
 // request_started when a request's method is read (a token of capital letters and a space: the
@@ -36,10 +49,12 @@ namespace gaspp {
 enum FwPolicyAction : uint8_t { kFwPolicyAccept = 0, kFwPolicyDrop = 1 };
 enum FwPolicyScope : uint8_t { kFwScopePacket = 1, kFwScopeFlow = 2, kFwScopeHook = 3, kFwScopeTx = 4 };
 enum FwPolicyBuffer : uint8_t { kFwBufNone = 0, kFwBufMethod = 1, kFwBufStatCode = 2 };
-constexpr int kFwHooks = 14;                 // RuleHook values (rules.hpp)
-constexpr uint8_t kFwHookPacket = 1;         // RuleHook::packet_all
+constexpr int kFwHooks = 16;                 // RuleHook values (rules.hpp)
+constexpr uint8_t kFwHookPacket = 1;         // RuleHook::packet_all (and flow_start rules)
 constexpr uint8_t kFwHookRequestStarted = 2; // RuleHook::request_started; responses start at +6
 constexpr uint8_t kFwHookResponseStarted = 8;
+constexpr uint8_t kFwHookPreFlow = 14;       // RuleHook::packet_pre_flow
+constexpr uint8_t kFwHookPreStream = 15;     // RuleHook::packet_pre_stream
 
 struct FwPolicyRule {
   uint32_t sid;
@@ -51,7 +66,36 @@ struct FwPolicyRule {
   uint8_t alert;          // 1: a match raises an alert
   uint8_t buffer;         // FwPolicyBuffer
   uint8_t nocase;
+  uint8_t flow_start;     // only the first packet of each direction of its flow
+  uint8_t flow_dir;       // 1 to_server, 2 to_client, 0 either
+  uint8_t flow_est;       // 1 established, 2 not established, 0 either
+  uint8_t session;        // tcp.session phases (kSession*), 0: no condition
 };
+// tcp.session's phases (Suricata's detect-tcp-session): a packet is in setup or established
+// (flow:established), and also closing when its session is in a FIN state; it matches when one
+// of its phases is among the rule's.
+enum FwSessionPhase : uint8_t { kSessionSetup = 1, kSessionEstablished = 2, kSessionClosing = 4 };
+
+// What a packet rule's flow conditions read: the packet's place in its flow (FlowPacketFlags of
+// the walk, through Packet). Application hooks pass none.
+struct FwFlowCtx {
+  uint8_t has_flow;
+  uint8_t to_client;
+  uint8_t established;    // kPktEstablished
+  uint8_t closing;        // kPktClosing
+  uint8_t first;          // kPktDirFirst
+};
+
+GASPP_HD GASPP_FORCEINLINE bool fw_flow_ok(const FwPolicyRule& r, const FwFlowCtx& f) {
+  if (r.flow_start && !(f.has_flow && f.first)) return false;
+  if (r.flow_dir && !(f.has_flow && r.flow_dir == (f.to_client ? 2 : 1))) return false;
+  if (r.flow_est && !(f.has_flow && r.flow_est == (f.established ? 1 : 2))) return false;
+  if (r.session) {
+    const uint8_t phase = uint8_t((f.established ? kSessionEstablished : kSessionSetup) | (f.closing ? kSessionClosing : 0));
+    if (!(f.has_flow && (r.session & phase))) return false;
+  }
+  return true;
+}
 
 struct FwPolicyView {
   FirewallView t;              // the rules' headers, in hook order (rule k here is t.rules[k])
@@ -76,14 +120,16 @@ GASPP_HD inline bool fw_contains(const uint8_t* hay, uint32_t n, const uint8_t* 
   return false;
 }
 
-// The first rule of `hook` that matches (header both ways for `<>`, and content on buf), or -1.
-GASPP_HD inline int32_t fw_policy_eval(const FwPolicyView& v, uint8_t hook, const FwPacket& p, const uint8_t* buf,
-                                       uint32_t buf_len) {
+// The first rule of `hook` that matches (flow conditions, header both ways for `<>`, and content on
+// buf), or -1.
+GASPP_HD inline int32_t fw_policy_eval(const FwPolicyView& v, uint8_t hook, const FwPacket& p, const FwFlowCtx& f,
+                                       const uint8_t* buf, uint32_t buf_len) {
   const uint32_t end = v.hook_off[hook] + v.hook_n[hook];
   for (uint32_t k = v.hook_off[hook]; k < end; ++k) {
+    const FwPolicyRule& r = v.rule[k];
+    if (!fw_flow_ok(r, f)) continue;
     const bool hit = fw_entry_matches(v.t, k * 2, p) || ((v.t.rules[k].flags & kFwBidir) && fw_entry_matches(v.t, k * 2 + 1, p));
     if (!hit) continue;
-    const FwPolicyRule& r = v.rule[k];
     if (r.buffer != kFwBufNone && !fw_contains(buf, buf_len, v.content + r.content_off, r.content_len, r.nocase)) continue;
     return int32_t(k);
   }

@@ -10,6 +10,8 @@
 #include <sstream>
 #include <functional>
 
+#include "modules/firewall/policy.hpp"
+
 namespace gaspp {
 namespace {
 
@@ -284,7 +286,8 @@ const char* rule_hook_name(RuleHook h) {
   static const char* const names[] = {"none", "all", "request_started", "request_line", "request_headers",
                                       "request_body", "request_trailer", "request_complete", "response_started",
                                       "response_line", "response_headers", "response_body", "response_trailer",
-                                      "response_complete"};
+                                      "response_complete", "pre_flow", "pre_stream"};
+  static_assert(sizeof(names) / sizeof(names[0]) == kRuleHooks, "a name per hook");
   return int(h) < kRuleHooks ? names[int(h)] : "?";
 }
 
@@ -340,8 +343,41 @@ bool parse_content(const std::string& v, std::string& out, std::string& why) {
   return true;
 }
 
+// `flow:OPTIONS` or `tcp.session:PHASES` of a firewall packet rule into out.flow_dir,
+// out.flow_est and out.session; "" or an "error:"/"skip:" verdict.
+std::string parse_flow_keyword(const std::string& k, const std::string& v, Rule& out) {
+  std::stringstream ss(v);
+  for (std::string item; std::getline(ss, item, ',');) {
+    const std::string o = trim(item);
+    if (k == "tcp.session") {
+      if (out.proto != 6) return "error:tcp.session needs protocol tcp";
+      if (o == "setup") out.session |= kSessionSetup;
+      else if (o == "established") out.session |= kSessionEstablished;
+      else if (o == "closing") out.session |= kSessionClosing;
+      else return "error:unknown tcp.session phase '" + o + "' (setup, established, closing)";
+      continue;
+    }
+    const uint8_t dir = (o == "to_server" || o == "from_client") ? 1 : (o == "to_client" || o == "from_server") ? 2 : 0;
+    const uint8_t est = o == "established" ? 1 : o == "not_established" ? 2 : 0;
+    if (dir) {
+      if (out.flow_dir && out.flow_dir != dir) return "error:flow: both directions given";
+      out.flow_dir = dir;
+    } else if (est) {
+      if (out.flow_est && out.flow_est != est) return "error:flow: established and not_established";
+      out.flow_est = est;
+    } else if (o == "stateless") {
+      // matches with or without a flow state: no condition
+    } else if (o == "only_stream" || o == "no_stream" || o == "only_frag" || o == "no_frag") {
+      return "skip:flow option " + o + " in a firewall rule";
+    } else {
+      return "error:unknown flow option '" + o + "'";
+    }
+  }
+  return "";
+}
+
 RuleHook http1_hook(const std::string& s) {
-  for (int h = int(RuleHook::request_started); h < kRuleHooks; ++h)
+  for (int h = int(RuleHook::request_started); h <= int(RuleHook::response_complete); ++h)
     if (s == rule_hook_name(RuleHook(h))) return RuleHook(h);
   return RuleHook::none;
 }
@@ -405,13 +441,13 @@ std::string parse_rule(const std::string& text, const RuleVars& vars, Rule& out,
       if (out.hook == RuleHook::none) return "error:unknown http1 hook '" + hook + "'";
       if (out.scope == RuleScope::packet) return "error:an http1 hook takes scope hook, flow or tx, not packet";
       p = "tcp";
-    } else if (hook == "all") {
-      out.hook = RuleHook::packet_all;
+    } else if (hook == "all" || hook == "flow_start" || hook == "pre_flow" || hook == "pre_stream") {
+      out.hook = hook == "pre_flow" ? RuleHook::packet_pre_flow : hook == "pre_stream" ? RuleHook::packet_pre_stream
+                                                                                     : RuleHook::packet_all;
+      out.flow_start = hook == "flow_start";
       if (out.scope == RuleScope::tx) return "error:scope tx needs an application-layer hook";
-    } else if (hook == "pre_flow" || hook == "pre_stream") {
-      return "skip:firewall hook " + hook;
     } else if (p == "tcp" || p == "udp" || p == "ip" || p == "icmp" || p == "icmpv6") {
-      return "error:unknown packet hook '" + hook + "' (all, pre_flow, pre_stream)";
+      return "error:unknown packet hook '" + hook + "' (all, flow_start, pre_flow, pre_stream)";
     }
   }
   if (p == "ip") out.proto = 0;
@@ -482,6 +518,14 @@ std::string parse_rule(const std::string& text, const RuleVars& vars, Rule& out,
       if (k == "nocase") {
         if (!have_content) return "error:nocase without a content";
         out.nocase = true;
+        continue;
+      }
+      if (k == "flow" || k == "tcp.session") {
+        const bool packet_hook = out.hook == RuleHook::packet_all || out.hook == RuleHook::packet_pre_stream;
+        if (out.hook == RuleHook::packet_pre_flow) return "error:" + k + " needs a flow: not available at hook pre_flow";
+        if (!packet_hook) return "skip:keyword " + k + " at an application-layer hook";
+        const std::string w = parse_flow_keyword(k, v, out);
+        if (!w.empty()) return w;
         continue;
       }
       if (k == "threshold" || k == "detection_filter" || k == "flowbits")

@@ -49,8 +49,11 @@ enum class RuleHook : uint8_t {
   // http1:<state>, in progress order (a request's, then a response's)
   request_started, request_line, request_headers, request_body, request_trailer, request_complete,
   response_started, response_line, response_headers, response_body, response_trailer, response_complete,
+  // <proto>:pre_flow and <proto>:pre_stream — packet tables evaluated before packet_all, default
+  // accept:hook (see policy.hpp for what "before" means here)
+  packet_pre_flow, packet_pre_stream,
 };
-constexpr int kRuleHooks = int(RuleHook::response_complete) + 1;
+constexpr int kRuleHooks = int(RuleHook::packet_pre_stream) + 1;
 const char* rule_hook_name(RuleHook h);  // "request_line", ...
 // The sticky buffer a firewall rule's content inspects.
 enum class RuleBuffer : uint8_t { none, http_method, http_stat_code };
@@ -99,6 +102,11 @@ struct Rule {
   RuleBuffer buffer = RuleBuffer::none;
   std::string content;     // bytes the buffer must contain (with buffer)
   bool nocase = false;
+  bool flow_start = false; // hook <proto>:flow_start: the first packet of each direction only
+                           // (kept with packet_all, in file order)
+  uint8_t flow_dir = 0;    // flow:to_server (1) / to_client (2); 0: either
+  uint8_t flow_est = 0;    // flow:established (1) / not_established (2); 0: either
+  uint8_t session = 0;     // tcp.session phases, kSession* bits (policy.hpp); 0: no condition
   std::string file;
   uint32_t line = 0;
 };
