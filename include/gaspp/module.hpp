@@ -81,6 +81,10 @@ enum VerdictBits : uint8_t {
   kVerdictStreamError = 128,// dropped by the pipeline (IPS mode): a TCP segment invalid for its session
 };
 constexpr uint8_t kVerdictPass = 0;
+// A packet the flow table had no room for, dropped by the exception policy (Suricata's
+// flow.memcap-policy; BackendConfig::untracked_drop): a combination nothing else writes, which the
+// pipeline reports as "flow memcap". Modules skip it.
+constexpr uint8_t kVerdictUntrackedDrop = kVerdictDrop | kVerdictStreamError | kVerdictFlowDecided;
 constexpr uint8_t kVerdictStop = kVerdictDrop | kVerdictIgnore | kVerdictFlowDecided;
 
 // What a module raised for a packet, handed to its host handler after the batch.

@@ -48,6 +48,7 @@ tests)
   python3 tests/e2e/firewall_hooks.py $B/gaspp --backend cuda | tail -3; check "firewall hooks and flow conditions (cuda)"
   python3 tests/e2e/stream_urgent.py $B/gaspp --backend cuda | tail -3; check "urgent data policies (cuda)"
   python3 tests/e2e/stream_offsets.py $B/gaspp --backend cuda | tail -3; check "64-bit offsets past a 5 GiB hole (cuda)"
+  python3 tests/e2e/exception_policy.py $B/gaspp --backend cuda | tail -3; check "exception policy on a full flow table (cuda)"
   python3 tests/e2e/checksums.py $B/gaspp --backend cuda --no-tshark | tail -3; check "checksums -k (cuda)"
   python3 tests/e2e/flow_vs_oracles.py $B/gaspp bundle/data --backend cuda | tail -8; check "flow oracles (cuda)"
   python3 tests/e2e/encapsulations.py $B/gaspp --backend cuda --no-tshark | tail -5; check "encapsulations (cuda)"
@@ -121,6 +122,17 @@ sanitize-cli)
   compute-sanitizer --tool memcheck --error-exitcode 9 $B/gaspp -r /tmp/lossy.pcap --backend cuda -q --batch 512 \
     --firewall-rules /tmp/policy.rules --eve-drops -l /tmp > "$OUT/memcheck-policy.log" 2>&1
   check "memcheck firewall mode"; tail -1 "$OUT/memcheck-policy.log"
+  # A 16-flow table (evictions, untracked packets dropped by the exception policy), packet hooks
+  # with flow conditions, and urgent data out of band.
+  printf '%s\n' 'drop:packet tcp:pre_stream any any -> any 5555 (sid:5;)' \
+    'accept:hook tcp:flow_start any any -> any any (flow:to_server; sid:6;)' \
+    'accept:hook tcp:all any any -> any any (tcp.session:setup,established; sid:7;)' \
+    'accept:hook http1:request_started any any -> any any (sid:2;)' \
+    'drop:flow http1:request_line any any -> any any (http.method; content:"GET"; sid:3;)' > /tmp/policy2.rules
+  compute-sanitizer --tool memcheck --error-exitcode 9 $B/gaspp -r /tmp/lossy.pcap --backend cuda -q --batch 512 \
+    --flow-capacity 16 --firewall-rules /tmp/policy2.rules --eve-drops -l /tmp \
+    --set stream.reassembly.urgent.policy=oob > "$OUT/memcheck-policy2.log" 2>&1
+  check "memcheck full flow table, hooks, urgent"; tail -1 "$OUT/memcheck-policy2.log"
   ;;
 racecheck)
   # racecheck serialises warps, and flow lookups spin on slots another warp is filling: it runs

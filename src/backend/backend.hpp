@@ -50,6 +50,11 @@ struct BackendConfig {
   // (core/module_stage.hpp, verdict_walk_run; the pipeline names urgent ones "stream urgent").
   // Takes effect where modules run (the verdict walk runs with them).
   bool drop_invalid = false;
+  // Exception policy for a packet the flow table has no room for, even after eviction (Suricata's
+  // flow.memcap-policy, or the exception-policy master switch): drop it (drop-packet; drop-flow
+  // and reject fall back to it, as no flow exists) or let it through untracked. tools/gaspp.cpp
+  // decides: auto, the default, drops in IPS (firewall) mode.
+  bool untracked_drop = false;
   // -k all: decode recomputes IPv4/TCP/UDP/ICMP checksums (decode/checksum.hpp), counts the bad
   // ones, and flow tracking keeps bad TCP segments out of sessions and streams. Reads whole
   // records, so it turns header-only slicing off.

@@ -13,6 +13,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <mutex>
 #include <utility>
@@ -235,7 +236,9 @@ CaptureFile CaptureFile::open(const std::string& path) {
   }
   ::close(fd);
   if (size < 4) throw CaptureError(path + ": file too short for any capture format (" + std::to_string(size) + " bytes)");
-  // Anything else: let libpcap read it (pcapng, modified pcap) and keep it in memory in our layout.
+  // Anything else (pcapng, modified pcap): libpcap reads it record by record, and the records are
+  // written in our layout to an unlinked temporary file, which is then mapped like a classic pcap.
+  // Memory stays bounded (the page cache holds what is in use) whatever the capture's size.
   char err[PCAP_ERRBUF_SIZE] = {0};
   pcap_t* p = pcap_open_offline_with_tstamp_precision(path.c_str(), PCAP_TSTAMP_PRECISION_NANO, err);
   if (!p) {
@@ -246,33 +249,76 @@ CaptureFile CaptureFile::open(const std::string& path) {
   f.raw_link_ = uint32_t(pcap_datalink(p));
   if (!link_type_from_pcap(f.raw_link_, f.link_)) f.link_ = static_cast<LinkType>(255);
   f.snaplen_ = uint32_t(pcap_snapshot(p));
-  std::vector<uint8_t>& out = f.owned_;
-  out.reserve(size + size / 4);
+  const char* tmp_env = std::getenv("TMPDIR");
+  const std::string tmpdir = tmp_env && *tmp_env ? tmp_env : "/tmp";
+  const std::string what = path + ": " + f.container_ + " is converted to pcap through a temporary file in " + tmpdir +
+                           " (TMPDIR)";
+  int out = ::open(tmpdir.c_str(), O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+  if (out < 0) {  // a file system without O_TMPFILE: a named file, unlinked at once
+    std::string name = tmpdir + "/gaspp-convert-XXXXXX";
+    out = ::mkstemp(name.data());
+    if (out >= 0) ::unlink(name.c_str());
+  }
+  if (out < 0) {
+    const int e = errno;
+    pcap_close(p);
+    throw CaptureError(what + ", which cannot be created: " + std::strerror(e));
+  }
+  std::vector<uint8_t> buf;
+  constexpr size_t kFlushBytes = 4u << 20;
+  buf.reserve(kFlushBytes + kMaxRecordBytes + 16);
+  uint64_t written = 0;
+  auto flush = [&] {
+    size_t at = 0;
+    while (at < buf.size()) {
+      const ssize_t w = ::write(out, buf.data() + at, buf.size() - at);
+      if (w < 0 && errno == EINTR) continue;
+      if (w <= 0) {
+        const int e = w < 0 ? errno : ENOSPC;
+        ::close(out);
+        pcap_close(p);
+        throw CaptureError(what + ", which cannot be written: " + std::strerror(e));
+      }
+      at += size_t(w);
+    }
+    written += buf.size();
+    buf.clear();
+  };
   // Global header: little-endian, nanosecond.
-  put_le32(out, kMagicNsec);
-  put_le32(out, 0x00040002);
-  put_le32(out, 0);
-  put_le32(out, 0);
-  put_le32(out, f.snaplen_);
-  put_le32(out, f.raw_link_);
+  put_le32(buf, kMagicNsec);
+  put_le32(buf, 0x00040002);
+  put_le32(buf, 0);
+  put_le32(buf, 0);
+  put_le32(buf, f.snaplen_);
+  put_le32(buf, f.raw_link_);
   pcap_pkthdr* h;
   const u_char* bytes;
   int rc;
-  uint64_t n = 0;
   while ((rc = pcap_next_ex(p, &h, &bytes)) == 1) {
-    ++n;
-    put_le32(out, uint32_t(h->ts.tv_sec));
-    put_le32(out, uint32_t(h->ts.tv_usec));  // nanoseconds at this precision
-    put_le32(out, h->caplen);
-    put_le32(out, h->len);
-    out.insert(out.end(), bytes, bytes + h->caplen);
+    put_le32(buf, uint32_t(h->ts.tv_sec));
+    put_le32(buf, uint32_t(h->ts.tv_usec));  // nanoseconds at this precision
+    put_le32(buf, h->caplen);
+    put_le32(buf, h->len);
+    buf.insert(buf.end(), bytes, bytes + h->caplen);
+    if (buf.size() >= kFlushBytes) flush();
   }
   // libpcap stops at the first damaged block; the records before it are kept and the walker
   // reports the damage where they end.
   if (rc == PCAP_ERROR) f.tail_error_ = std::string("libpcap stopped reading: ") + pcap_geterr(p);
+  flush();
   pcap_close(p);
-  f.data_ = out.data();
-  f.size_ = out.size();
+  void* m = mmap(nullptr, written, PROT_READ, MAP_SHARED, out, 0);
+  if (m == MAP_FAILED) {
+    const int e = errno;
+    ::close(out);
+    throw CaptureError(what + ", which cannot be mapped: " + std::strerror(e));
+  }
+  madvise(m, written, MADV_SEQUENTIAL);
+  f.data_ = static_cast<const uint8_t*>(m);
+  f.size_ = written;
+  f.mapped_ = true;
+  f.fd_ = out;
+  f.guard_ = guard_mapping(m, written);
   f.fmt_ = {0, 1};
   return f;
 }

@@ -2,9 +2,11 @@
 //
 // CaptureFile::open() memory-maps a classic pcap file (microsecond or nanosecond timestamps,
 // either byte order) and hands out its bytes as they are: a batch is a range of the file. Any
-// other format that libpcap reads (pcapng, modified pcap) is converted once into an in-memory
-// buffer with the same layout (little-endian, nanosecond record headers), so everything after
-// this point sees one format.
+// other format that libpcap reads (pcapng, modified pcap) is converted once, streaming, into an
+// unlinked temporary file in $TMPDIR (else /tmp) with the same layout (little-endian, nanosecond
+// record headers), which is then mapped the same way: everything after this point sees one format,
+// and memory stays bounded whatever the capture's size (the conversion needs as much free disk).
+// A temporary file that cannot be created or written (full disk) is a CaptureError naming it.
 //
 // RecordWalker steps through the record headers (a serial chain: each header gives the next
 // offset) and validates each one before anything reads the frame:

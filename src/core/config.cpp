@@ -41,12 +41,20 @@ std::string option_text(const std::string& path, const YAML::Node& n, const std:
 constexpr const char* kSuricataSections[] = {
     "suricata-version", "default-log-dir", "stats", "plugins", "outputs", "heartbeat", "logging", "af-packet",
     "af-xdp", "dpdk", "pcap", "pcap-file", "app-layer", "datasets", "security", "coredump", "host-mode",
-    "unix-command", "legacy", "exception-policy", "engine-analysis", "pcre", "host-os-policy", "defrag", "flow",
+    "unix-command", "legacy", "engine-analysis", "pcre", "host-os-policy", "defrag",
     "vlan", "livedev", "host", "decoder", "detect", "mpm-algo", "spm-algo", "threading", "profiling",
     "nfq", "nflog", "capture", "netmap", "pfring", "ipfw", "napatech", "default-rule-path", "rule-files",
     "classification-file", "reference-config-file", "firewall", "include", "run-as", "max-pending-packets",
     "runmode", "autofp-scheduler", "sensor-name", "pid-file", "action-order", "asn1-max-frames", "mqtt", "magic",
     "geoip-database", "ja3-fingerprints", "ja4-fingerprints", "iprep", "lua", "luajit", "app-layer-protocols"};
+
+// An exception policy value (Suricata's names).
+std::string exception_policy(const std::string& path, const YAML::Node& n, const std::string& key) {
+  const std::string t = scalar(path, n, key);
+  for (const char* ok : {"auto", "drop-packet", "drop-flow", "pass-packet", "pass-flow", "bypass", "reject", "ignore"})
+    if (t == ok) return t;
+  fail(path, n, key + ": auto, drop-packet, drop-flow, pass-packet, pass-flow, bypass, reject or ignore, not '" + t + "'");
+}
 
 // suricata.yaml's stream section: reassembly.urgent.{policy, oob-limit-policy} are read; anything
 // else in it is listed as ignored.
@@ -226,6 +234,19 @@ FileConfig read_config(const std::string& path, const YAML::Node& root) {
       c.flow_timeouts = flow_timeouts(path, v);
     } else if (key == "stream") {
       stream_section(path, v, c);
+    } else if (key == "exception-policy") {
+      c.exception_policy = exception_policy(path, v, key);
+    } else if (key == "flow") {
+      // suricata.yaml's flow section: memcap-policy is read, the rest (memcap, hash-size, prealloc,
+      // emergency-recovery, ...: gaspp sizes its table with --flow-capacity) listed as ignored.
+      if (!v.IsNull() && !v.IsMap()) fail(path, v, "flow: expected a map");
+      bool other = false;
+      if (v.IsMap())
+        for (const auto& kv2 : v) {
+          if (kv2.first.as<std::string>() == "memcap-policy") c.flow_memcap_policy = exception_policy(path, kv2.second, "flow.memcap-policy");
+          else other = true;
+        }
+      if (other) c.ignored.push_back("flow (all but memcap-policy)");
     } else if (is_suricata_section(key)) {
       c.ignored.push_back(key);
     } else {

@@ -28,6 +28,8 @@
 //     udp: {new: 30, established: 300}
 //     icmp: {...}
 //     default: {...}             # every other IP protocol
+//   exception-policy: auto       # suricata.yaml's master switch; flow.memcap-policy overrides it for
+//   flow: {memcap-policy: ...}   # packets the flow table has no room for (backend/backend.hpp)
 //   stream:                      # suricata.yaml's; only reassembly.urgent is read (stream/stream.hpp)
 //     reassembly:
 //       urgent: {policy: inline|oob|gap|drop, oob-limit-policy: inline|gap|drop}
@@ -61,6 +63,9 @@ struct FileConfig {
   ModuleOptions vars;                          // "address.NAME" / "port.NAME": given to every firewall
   std::optional<FlowTimeouts> flow_timeouts;   // set when the file has flow-timeouts
   std::optional<UrgentPolicy> urgent, urgent_oob_limit;  // stream.reassembly.urgent
+  // Suricata's exception-policy master switch and flow.memcap-policy, as written (auto,
+  // drop-packet, drop-flow, pass-packet, pass-flow, bypass, reject, ignore)
+  std::optional<std::string> exception_policy, flow_memcap_policy;
   std::vector<std::string> ignored;            // Suricata sections present but not used by gaspp
 };
 

@@ -38,6 +38,7 @@ namespace gaspp {
   X(flow_skip_malformed, "malformed")     /* no flow: malformed headers */            \
   X(flow_skip_fragment, "fragment")       /* no flow: IP fragment without L4 header */ \
   X(flow_untracked, "table_full")         /* no flow: no slot even after eviction */  \
+  X(flow_untracked_dropped, "table_full_dropped") /* ... and dropped: exception policy (flow memcap) */ \
   X(flow_created, "created")                                                          \
   X(flow_timed_out, "timed_out")                                                      \
   X(flow_evicted, "evicted")                                                          \

@@ -104,6 +104,15 @@ GASPP_HD GASPP_FORCEINLINE void module_stage_packet(const StageArgs& a, const ty
   a.ctx[i] = ctx;
 }
 
+// The exception policy for packet i, which the flow table had no room for (slot kNoFlow after the
+// retry): with `verdict` (BackendConfig::untracked_drop) it is dropped, counted.
+template <class Sink>
+GASPP_HD GASPP_FORCEINLINE void untracked_policy(uint32_t slot, uint32_t i, uint8_t* verdict, Sink& c) {
+  if (slot != kNoFlow || !verdict) return;
+  verdict[i] = kVerdictUntrackedDrop;
+  c.add(c_flow_untracked_dropped, 1);
+}
+
 // Resolves flow decisions for one flow's items vals[j..m) (sorted, capture order; items below
 // item_base are out-of-order segments, not packets). Counts packets that took the flow's decision.
 // With drop_invalid (IPS/firewall mode), a TCP segment that flow tracking found invalid for its

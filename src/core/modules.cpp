@@ -178,7 +178,7 @@ std::string ModuleSet::verdict_stats_json() const {
   auto u = [](uint64_t v) { return std::to_string(v); };
   std::string j = "\"ips\":{\"accepted\":" + u(vs_.ips_accepted) + ",\"blocked\":" + u(vs_.ips_blocked) +
                   ",\"drop_reason\":{\"rules\":" + u(vs_.ips_rules) + ",\"flow_drop\":" + u(vs_.ips_flow_drop) +
-                  ",\"stream_error\":" + u(vs_.ips_stream_error) + ",\"stream_urgent\":" + u(vs_.ips_stream_urgent) + "}}";
+                  ",\"stream_error\":" + u(vs_.ips_stream_error) + ",\"stream_urgent\":" + u(vs_.ips_stream_urgent) + ",\"flow_memcap\":" + u(vs_.ips_flow_memcap) + "}}";
   if (!firewall_mode()) return j;
   j += ",\"firewall\":{\"accepted\":" + u(vs_.fw_accepted) + ",\"blocked\":" + u(vs_.fw_blocked) + ",\"drop_reason\":{";
   for (uint32_t r = 1; r <= VerdictStats::kFlowDrop; ++r) j += std::string(r > 1 ? "," : "") + "\"" + drop_reason_name(r) + "\":" + u(vs_.reason[r]);
@@ -328,8 +328,9 @@ void ModuleSet::account_verdicts(const PacketBatch& b, ModuleOutput& out) {
       if (e.kind == kEventDropReason && !fw_event && e.value >= 1 && e.value <= 3) reason = e.value, fw_event = true;
     }
     const uint8_t v = b.h_verdict[i];
-    const bool drop = v & kVerdictDrop, by_flow = drop && (v & kVerdictFlowDecided);
-    bool stream_error = drop && (v & kVerdictStreamError), stream_urgent = false;
+    const bool memcap = v == kVerdictUntrackedDrop;  // no room in the flow table: exception policy
+    const bool drop = v & kVerdictDrop, by_flow = drop && !memcap && (v & kVerdictFlowDecided);
+    bool stream_error = drop && !memcap && (v & kVerdictStreamError), stream_urgent = false;
     if (stream_error && urgent_drop_) {
       // Suricata drops a URG segment under urgent policy drop before validating it: its reason.
       const uint64_t off = b.h_rec_off[i];
@@ -341,10 +342,10 @@ void ModuleSet::account_verdicts(const PacketBatch& b, ModuleOutput& out) {
     if (!drop) {
       ++vs_.ips_accepted;
       vs_.fw_accepted += fw;
-    } else if (stream_error || stream_urgent) {
+    } else if (stream_error || stream_urgent || memcap) {
       vs_.fw_accepted += fw;  // the pipeline dropped it, whatever the firewall said
       ++vs_.ips_blocked;
-      ++(stream_urgent ? vs_.ips_stream_urgent : vs_.ips_stream_error);
+      ++(memcap ? vs_.ips_flow_memcap : stream_urgent ? vs_.ips_stream_urgent : vs_.ips_stream_error);
     } else if (fw && (by_flow || fw_event)) {
       ++vs_.fw_blocked;
       ++vs_.reason[reason];
@@ -361,7 +362,8 @@ void ModuleSet::account_verdicts(const PacketBatch& b, ModuleOutput& out) {
       else if (by_flow) recall_dropped_flow(d, flow_id, to_client);
       const HostPacket hp{b.first_index + i + 1, d.ts_ns[0], b.h_span + off + kRecordHeaderBytes, rh.cap_len,
                           rh.wire_len, &d, flow_id, to_client};
-      out.eve(drop_event_json(hp, drop_event_reason(stream_error ? "stream_error" : stream_urgent ? "stream_urgent" : drop_reason_name(reason))));
+      out.eve(drop_event_json(hp, drop_event_reason(memcap ? "flow_memcap" : stream_error ? "stream_error"
+                                                           : stream_urgent ? "stream_urgent" : drop_reason_name(reason))));
     }
   }
 }

@@ -125,7 +125,7 @@ class ModuleSet {
     uint64_t ips_accepted = 0, ips_blocked = 0, fw_accepted = 0, fw_blocked = 0;
     static constexpr uint32_t kFlowDrop = 4;  // reason[] slot past the DropReasons: the flow's decision
     uint64_t reason[kFlowDrop + 1] = {};      // DropReason 1..3, and flow_drop (firewall mode); ips: ips_*
-    uint64_t ips_flow_drop = 0, ips_rules = 0, ips_stream_error = 0, ips_stream_urgent = 0;
+    uint64_t ips_flow_drop = 0, ips_rules = 0, ips_stream_error = 0, ips_stream_urgent = 0, ips_flow_memcap = 0;
   };
   const VerdictStats& verdict_stats() const { return vs_; }
   // The stats as EVE/JSON members: "ips":{...}[,"firewall":{...}] (no braces around the two).

@@ -23,6 +23,10 @@
 // flows first, then flows still in the `new` state, then established ones, the longest idle first
 // within each class. The victim is written as a flow record with reason `forced`. If every flow of
 // the bucket is in use by the batch, the packet stays untracked (counted). Memory never grows.
+// A flow a module decided to drop is never evicted: it leaves by its timeout, so its later packets
+// keep meeting its drop (fail closed) however full the table gets. When no flow can be evicted,
+// the packet is untracked and follows the exception policy (flow_retry_packet: Suricata's
+// flow.memcap-policy; with drop, the packet is dropped).
 #pragma once
 #include <cstdint>
 #include <type_traits>
@@ -243,7 +247,7 @@ GASPP_HD inline uint32_t flow_claim_or_evict(const FlowTableRef& t, const FlowKe
       if (free_slot == kNoFlow) free_slot = s;
     } else if (v == tag && flow_key_eq(t.recs[s].key, k)) {
       result = s;
-    } else if (t.recs[s].epoch != epoch) {
+    } else if (t.recs[s].epoch != epoch && !(t.recs[s].misc & kFlowDecidedDrop)) {
       if (victim == kNoFlow) {
         victim = s;
       } else {

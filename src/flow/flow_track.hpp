@@ -471,7 +471,8 @@ GASPP_HD GASPP_FORCEINLINE void count_skip(Sink& c, FlowSkip s) {
                                                                                : c_flow_skip_fragment, 1);
 }
 
-// The second chance for a packet that found no room (see flow_claim_or_evict).
+// The second chance for a packet that found no room (see flow_claim_or_evict). kNoFlow: still no
+// room (the caller applies the exception policy, core/module_stage.hpp).
 template <class Sink>
 GASPP_HD inline uint32_t flow_retry_packet(const FlowTableRef& t, const DecodedView& d, uint32_t i,
                                            const FlowTrackParams& prm, const FlowRecordSink& out, Sink& c) {

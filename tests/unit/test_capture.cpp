@@ -4,6 +4,8 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <cstdlib>
+#include <cstring>
 #include <fstream>
 
 #include "capture/capture_file.hpp"
@@ -196,6 +198,59 @@ TEST(Capture, PcapngGoesThroughLibpcap) {
   EXPECT_EQ(r.totals.v[c_packets], 1u);
   EXPECT_EQ(r.totals.v[c_l4_tcp], 1u);
   EXPECT_FALSE(r.damaged);
+}
+
+// pcapng is converted, streaming, into a mapped temporary file, not held in memory: the mapped
+// bytes are exactly the classic nanosecond pcap of the same packets (PcapBuilder's), across the
+// converter's 4 MiB write boundary; a temporary directory that cannot be used is a clear error.
+TEST(Capture, PcapngIsConvertedIntoAMappedTemporaryFile) {
+  std::vector<uint8_t> b;
+  auto u32 = [&](uint32_t v) { for (int k = 0; k < 4; ++k) b.push_back(uint8_t(v >> (8 * k))); };
+  auto u16 = [&](uint16_t v) { b.push_back(uint8_t(v)); b.push_back(uint8_t(v >> 8)); };
+  // Section header; interface (Ethernet, snaplen 65535) with if_tsresol 9 (nanoseconds).
+  u32(0x0a0d0d0a); u32(28); u32(0x1a2b3c4d); u16(1); u16(0); u32(0xffffffff); u32(0xffffffff); u32(28);
+  u32(1); u32(32); u16(1); u16(0); u32(65535); u16(9); u16(1); b.push_back(9); b.push_back(0); b.push_back(0); b.push_back(0);
+  u32(0); u32(32);
+  PcapBuilder classic(1, false, true, 65535);
+  for (uint32_t k = 0; k < 6000; ++k) {  // about 6.3 MB
+    const auto f = tcp4_frame(k * 1000, uint16_t(900 + k % 200));
+    const uint64_t ts = 1'700'000'000'000'000'000ull + uint64_t(k) * 1234567;
+    const uint32_t padded = uint32_t((f.size() + 3) & ~size_t(3));
+    const uint32_t len = 32 + padded;
+    u32(6); u32(len); u32(0); u32(uint32_t(ts >> 32)); u32(uint32_t(ts)); u32(uint32_t(f.size())); u32(uint32_t(f.size()));
+    b.insert(b.end(), f.begin(), f.end());
+    b.resize(b.size() + (padded - f.size()), 0);
+    u32(len);
+    classic.record(f, uint32_t(ts / 1000000000ull), uint32_t(ts % 1000000000ull));
+  }
+  const auto path = std::filesystem::temp_directory_path() / ("gaspp-test-" + std::to_string(::getpid()) + ".pcapng");
+  {
+    std::FILE* fp = std::fopen(path.c_str(), "wb");
+    ASSERT_TRUE(fp);
+    ASSERT_EQ(std::fwrite(b.data(), 1, b.size(), fp), b.size());
+    std::fclose(fp);
+  }
+  {
+    const CaptureFile cap = CaptureFile::open(path.string());
+    EXPECT_EQ(std::string(cap.container()), "pcapng");
+    EXPECT_TRUE(cap.mapped());
+    const std::vector<uint8_t> want = classic.bytes();
+    ASSERT_EQ(cap.size(), want.size());
+    EXPECT_EQ(std::memcmp(cap.data(), want.data(), want.size()), 0);
+  }
+  const char* old = std::getenv("TMPDIR");
+  const std::string saved = old ? old : "";
+  ::setenv("TMPDIR", "/nonexistent/gaspp-tmp", 1);
+  try {
+    CaptureFile::open(path.string());
+    ADD_FAILURE() << "opened with an unusable TMPDIR";
+  } catch (const CaptureError& e) {
+    EXPECT_NE(std::string(e.what()).find("temporary file in /nonexistent/gaspp-tmp (TMPDIR), which cannot be created"),
+              std::string::npos) << e.what();
+  }
+  if (old) ::setenv("TMPDIR", saved.c_str(), 1);
+  else ::unsetenv("TMPDIR");
+  std::filesystem::remove(path);
 }
 
 namespace {

@@ -129,10 +129,27 @@ TEST(Config, RealSuricataYaml) {
     }
   for (const char* s : {"outputs", "af-packet", "app-layer", "stream (all but reassembly.urgent)", "detect"})
     EXPECT_NE(std::find(c.ignored.begin(), c.ignored.end(), s), c.ignored.end()) << s;
+  // The master switch, auto; flow.memcap-policy is commented out there.
+  ASSERT_TRUE(c.exception_policy);
+  EXPECT_EQ(*c.exception_policy, "auto");
+  EXPECT_FALSE(c.flow_memcap_policy);
+  EXPECT_NE(std::find(c.ignored.begin(), c.ignored.end(), "flow (all but memcap-policy)"), c.ignored.end());
   // The template's urgent policy (the engine's default, without it, is inline).
   ASSERT_TRUE(c.urgent && c.urgent_oob_limit);
   EXPECT_EQ(*c.urgent, UrgentPolicy::oob);
   EXPECT_EQ(*c.urgent_oob_limit, UrgentPolicy::drop);
+}
+
+TEST(Config, ExceptionPolicies) {
+  for (const char* v : {"auto", "drop-packet", "drop-flow", "pass-packet", "pass-flow", "bypass", "reject", "ignore"}) {
+    const FileConfig c = load_config("", {std::string("exception-policy=") + v, std::string("flow.memcap-policy=") + v});
+    ASSERT_TRUE(c.exception_policy && c.flow_memcap_policy) << v;
+    EXPECT_EQ(*c.exception_policy, v);
+    EXPECT_EQ(*c.flow_memcap_policy, v);
+    EXPECT_TRUE(c.ignored.empty()) << v;
+  }
+  EXPECT_NE(error_of("", {"exception-policy=drop"}).find("exception-policy: auto, drop-packet"), std::string::npos);
+  EXPECT_NE(error_of("", {"flow.memcap-policy=pass"}).find("flow.memcap-policy: auto, drop-packet"), std::string::npos);
 }
 
 TEST(Config, StreamUrgentPolicies) {

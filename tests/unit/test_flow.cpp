@@ -250,6 +250,45 @@ TEST(FlowTable, FullBucketEvictsClosedThenNewThenEstablishedOldestFirst) {
   EXPECT_EQ(flow_claim_or_evict(t, key(20), flow_key_hash(key(20)), 2, cr, ev, [](const FlowRecord&, FlowReason) {}), kNoFlow);
 }
 
+// A flow a module decided to drop is never evicted (its later packets must keep meeting the drop):
+// the victim is the idlest other flow, and a bucket of dropped flows only leaves the packet
+// untracked (the exception policy then decides; tests/e2e/exception_policy.py).
+TEST(FlowTable, DroppedFlowsAreNeverEvicted) {
+  FlowConfig cfg;
+  cfg.capacity = 8;
+  HostFlowTable table(cfg);
+  FlowTableRef t = table.ref();
+  auto key = [](uint32_t k) {
+    FlowKey x{};
+    x.addr[0][0] = 1;
+    x.addr[1][0] = 100 + k;
+    x.proto = 17;
+    x.family = 4;
+    return x;
+  };
+  for (uint32_t k = 0; k < 8; ++k) {
+    bool c;
+    const uint32_t s = flow_find_or_claim(t, key(k), flow_key_hash(key(k)), 1, c);
+    ASSERT_NE(s, kNoFlow);
+    t.recs[s].state = uint8_t(FlowState::new_);
+    t.recs[s].last_ts = 1000 - k;                         // higher k: idler
+    if (k != 3) t.recs[s].misc |= kFlowDecidedDrop;       // all but flow 3 dropped
+  }
+  std::vector<uint32_t> evicted;
+  auto emit = [&](const FlowRecord& v, FlowReason) { evicted.push_back(v.key.addr[1][0] - 100); };
+  bool cr, ev;
+  // The idlest flows (7, 6, ...) are dropped ones: flow 3 goes.
+  ASSERT_NE(flow_claim_or_evict(t, key(8), flow_key_hash(key(8)), 2, cr, ev, emit), kNoFlow);
+  EXPECT_EQ(evicted, (std::vector<uint32_t>{3}));
+  // Only dropped flows (and flow 8, in use by this batch) are left: no room.
+  EXPECT_EQ(flow_claim_or_evict(t, key(9), flow_key_hash(key(9)), 2, cr, ev, emit), kNoFlow);
+  // In a later batch flow 8 (not dropped) can go; then nothing can.
+  EXPECT_NE(flow_claim_or_evict(t, key(9), flow_key_hash(key(9)), 3, cr, ev, emit), kNoFlow);
+  EXPECT_EQ(flow_claim_or_evict(t, key(10), flow_key_hash(key(10)), 3, cr, ev, emit), kNoFlow);
+  EXPECT_EQ(evicted, (std::vector<uint32_t>{3, 8}));
+  EXPECT_EQ(table.state().live, 8u);
+}
+
 TEST(Flow, CountsMatchTheReferenceAtEveryBatchSize) {
   const CaptureFile http = generated(GenMode::http, 6000, 40, 7);
   const CaptureFile mix = generated(GenMode::mix, 6000, 300, 8);

@@ -395,7 +395,10 @@ class CpuBackend final : public Backend {
       // Each worker's list is in capture order and workers hold consecutive ranges.
       HostCounterSink sink{per_thread_[0]};
       for (auto& f : failed_)
-        for (uint32_t i : f) slot[i] = flow_retry_packet(t, dec, i, prm, out, sink);
+        for (uint32_t i : f) {
+          slot[i] = flow_retry_packet(t, dec, i, prm, out, sink);
+          untracked_policy(slot[i], i, cfg_.untracked_drop ? v.verdict : nullptr, sink);
+        }
       flow_tick(*t.state, t.capacity, cfg_.flow.emergency_enter_pct, cfg_.flow.emergency_recover_pct, sink);
     }
     const bool emergency = t.state->emergency != 0;

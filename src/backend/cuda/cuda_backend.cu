@@ -235,7 +235,8 @@ flow_lookup_kernel(FlowTableRef t, DecodedView dec, uint32_t n, FlowTrackParams 
 
 __global__ void __launch_bounds__(FlowPolicy::kThreads)
 flow_retry_kernel(FlowTableRef t, DecodedView dec, FlowTrackParams prm, const uint32_t* failed, uint32_t* slot,
-                  uint32_t* keys, uint32_t item_base, FlowRecordSink out, unsigned long long* d_counters) {
+                  uint32_t* keys, uint32_t item_base, FlowRecordSink out, uint8_t* untracked_verdict,
+                  unsigned long long* d_counters) {
   __shared__ unsigned long long s[c_count_];
   block_counters_zero(s);
   SharedCounterSink sink{s};
@@ -243,6 +244,7 @@ flow_retry_kernel(FlowTableRef t, DecodedView dec, FlowTrackParams prm, const ui
   for (uint32_t j = blockIdx.x * blockDim.x + threadIdx.x; j < nfailed; j += gridDim.x * blockDim.x) {
     const uint32_t i = failed[j];
     const uint32_t f = flow_retry_packet(t, dec, i, prm, out, sink);
+    untracked_policy(f, i, untracked_verdict, sink);
     slot[i] = f;
     keys[item_base + i] = f == kNoFlow ? t.slots() : f;
   }
@@ -1122,7 +1124,8 @@ class CudaBackend final : public Backend {
       flow_lookup_kernel<<<blocks_n, FlowPolicy::kThreads, 0, s.stream>>>(t, dec, n, prm, s.d_flow_slot, s.d_flow_flags,
                                                                           d_keys_, d_vals_, base, d_failed_, s.d_counters);
       flow_retry_kernel<<<blocks_n, FlowPolicy::kThreads, 0, s.stream>>>(t, dec, prm, d_failed_, s.d_flow_slot, d_keys_,
-                                                                         base, out, s.d_counters);
+                                                                         base, out, cfg_.untracked_drop ? s.d_verdict : nullptr,
+                                                                         s.d_counters);
     }
     flow_tick_kernel<<<1, 1, 0, s.stream>>>(t.state, t.capacity, cfg_.flow.emergency_enter_pct,
                                             cfg_.flow.emergency_recover_pct, s.d_counters);
