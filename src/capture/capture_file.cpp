@@ -168,6 +168,21 @@ CaptureFile& CaptureFile::operator=(CaptureFile&& o) noexcept {
 
 CaptureFile::~CaptureFile() { release(); }
 
+void CaptureFile::map_fd(int fd, uint64_t size, const std::string& what) {
+  void* m = mmap(nullptr, size, PROT_READ, MAP_SHARED, fd, 0);
+  if (m == MAP_FAILED) {
+    const int e = errno;
+    ::close(fd);
+    throw CaptureError(what + ": " + std::strerror(e));
+  }
+  madvise(m, size, MADV_SEQUENTIAL);
+  data_ = static_cast<const uint8_t*>(m);
+  size_ = size;
+  mapped_ = true;
+  fd_ = fd;
+  guard_ = guard_mapping(m, size);
+}
+
 void CaptureFile::parse_global_header() {
   uint32_t magic;
   std::memcpy(&magic, data_, 4);
@@ -218,18 +233,7 @@ CaptureFile CaptureFile::open(const std::string& path) {
       ::close(fd);
       throw CaptureError(path + ": pcap global header cut short: " + std::to_string(size) + " of 24 bytes");
     }
-    void* m = mmap(nullptr, size, PROT_READ, MAP_SHARED, fd, 0);
-    const int e = errno;
-    if (m == MAP_FAILED) {
-      ::close(fd);
-      throw CaptureError(path + ": cannot map: " + std::strerror(e));
-    }
-    madvise(m, size, MADV_SEQUENTIAL);
-    f.data_ = static_cast<const uint8_t*>(m);
-    f.size_ = size;
-    f.mapped_ = true;
-    f.fd_ = fd;
-    f.guard_ = guard_mapping(m, size);
+    f.map_fd(fd, size, path + ": cannot map");
     f.container_ = "pcap";
     f.parse_global_header();
     return f;
@@ -307,18 +311,7 @@ CaptureFile CaptureFile::open(const std::string& path) {
   if (rc == PCAP_ERROR) f.tail_error_ = std::string("libpcap stopped reading: ") + pcap_geterr(p);
   flush();
   pcap_close(p);
-  void* m = mmap(nullptr, written, PROT_READ, MAP_SHARED, out, 0);
-  if (m == MAP_FAILED) {
-    const int e = errno;
-    ::close(out);
-    throw CaptureError(what + ", which cannot be mapped: " + std::strerror(e));
-  }
-  madvise(m, written, MADV_SEQUENTIAL);
-  f.data_ = static_cast<const uint8_t*>(m);
-  f.size_ = written;
-  f.mapped_ = true;
-  f.fd_ = out;
-  f.guard_ = guard_mapping(m, written);
+  f.map_fd(out, written, what + ", which cannot be mapped");
   f.fmt_ = {0, 1};
   return f;
 }

@@ -82,6 +82,9 @@ class CaptureFile {
  private:
   CaptureFile() = default;
   void parse_global_header();
+  // Maps `size` bytes of fd (read-only, shared) as the capture's bytes, under the SIGBUS guard; on
+  // failure closes fd and throws CaptureError("<what>: <reason>").
+  void map_fd(int fd, uint64_t size, const std::string& what);
   std::string path_;
   const uint8_t* data_ = nullptr;
   uint64_t size_ = 0;

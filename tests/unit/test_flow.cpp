@@ -208,20 +208,27 @@ TEST(FlowTable, ConcurrentClaimsOfOneKeyMeetAtOneSlot) {
   EXPECT_EQ(distinct.size(), keys.size());
 }
 
+namespace {
+
+// UDP flow keys 1 -> 100+k: with capacity 8 the table is one bucket, so they all meet there.
+FlowKey bucket_key(uint32_t k) {
+  FlowKey x{};
+  x.addr[0][0] = 1;
+  x.addr[1][0] = 100 + k;
+  x.proto = 17;
+  x.family = 4;
+  return x;
+}
+
+}  // namespace
+
 TEST(FlowTable, FullBucketEvictsClosedThenNewThenEstablishedOldestFirst) {
   FlowConfig cfg;
   cfg.capacity = 8;  // one bucket of 32 slots, at most 8 flows
   HostFlowTable table(cfg);
   FlowTableRef t = table.ref();
   ASSERT_EQ(t.buckets, 1u);
-  auto key = [](uint32_t k) {
-    FlowKey x{};
-    x.addr[0][0] = 1;
-    x.addr[1][0] = 100 + k;
-    x.proto = 17;
-    x.family = 4;
-    return x;
-  };
+  const auto key = bucket_key;
   for (uint32_t k = 0; k < 8; ++k) {
     bool c;
     const uint32_t s = flow_find_or_claim(t, key(k), flow_key_hash(key(k)), 1, c);
@@ -258,14 +265,7 @@ TEST(FlowTable, DroppedFlowsAreNeverEvicted) {
   cfg.capacity = 8;
   HostFlowTable table(cfg);
   FlowTableRef t = table.ref();
-  auto key = [](uint32_t k) {
-    FlowKey x{};
-    x.addr[0][0] = 1;
-    x.addr[1][0] = 100 + k;
-    x.proto = 17;
-    x.family = 4;
-    return x;
-  };
+  const auto key = bucket_key;
   for (uint32_t k = 0; k < 8; ++k) {
     bool c;
     const uint32_t s = flow_find_or_claim(t, key(k), flow_key_hash(key(k)), 1, c);
