@@ -299,7 +299,7 @@ int main(int argc, char** argv) {
     else if (a == "-c" || a == "--config") has_config_file = true;
   }
   ModuleOptions config_vars;  // the configuration's vars: every firewall gets them (flags override)
-  std::string exception_policy = "auto";  // flow.memcap-policy (or the master switch) from the configuration
+  std::string master_policy, memcap_policy;  // exception-policy and flow.memcap-policy from the configuration
   bool quiet = false;
   bool eve_drops = false;
   bool exclusive_rules = false;  // -S given
@@ -323,8 +323,8 @@ int main(int argc, char** argv) {
       if (fc.flow_timeouts) bc.flow.timeouts = *fc.flow_timeouts;
       if (fc.urgent) bc.stream.urgent = *fc.urgent;
       if (fc.urgent_oob_limit) bc.stream.urgent_oob_limit = *fc.urgent_oob_limit;
-      if (fc.exception_policy) exception_policy = *fc.exception_policy;
-      if (fc.flow_memcap_policy) exception_policy = *fc.flow_memcap_policy;
+      if (fc.exception_policy) master_policy = *fc.exception_policy;
+      if (fc.flow_memcap_policy) memcap_policy = *fc.flow_memcap_policy;
       module_specs.insert(module_specs.end(), fc.modules.begin(), fc.modules.end());
       bc.class_orders.insert(bc.class_orders.end(), fc.classes.begin(), fc.classes.end());
       config_vars = fc.vars;
@@ -498,11 +498,19 @@ int main(int argc, char** argv) {
     return 1;
   }
   bc.drop_invalid = modules.firewall_mode();
-  // Packets the flow table has no room for (Suricata's flow.memcap-policy): auto drops them in IPS
-  // (firewall) mode and lets them through otherwise; drop-flow and reject fall back to drop-packet
-  // (there is no flow to drop); pass-*, bypass and ignore let them through untracked.
-  bc.untracked_drop = exception_policy == "auto" ? bc.drop_invalid
-                      : exception_policy == "drop-packet" || exception_policy == "drop-flow" || exception_policy == "reject";
+  // Packets the flow table has no room for (Suricata's flow.memcap-policy, else its exception-policy
+  // master switch, whose drop values Suricata ignores in IDS mode): auto, the default, drops them in
+  // IPS (firewall) mode and lets them through otherwise; drop-flow, reject and rejectboth drop the
+  // packet (there is no flow to drop, and offline nothing to reject); pass-*, bypass and ignore
+  // let them through untracked.
+  {
+    std::string policy = memcap_policy;
+    if (policy.empty() && !(!bc.drop_invalid && (master_policy == "drop-packet" || master_policy == "drop-flow")))
+      policy = master_policy;
+    if (policy.empty()) policy = "auto";
+    bc.untracked_drop = policy == "auto" ? bc.drop_invalid
+                        : policy == "drop-packet" || policy == "drop-flow" || policy == "reject" || policy == "rejectboth";
+  }
   modules.set_urgent_drop(bc.drop_invalid && (bc.stream.urgent == UrgentPolicy::drop ||
                                               (bc.stream.urgent == UrgentPolicy::oob && bc.stream.urgent_oob_limit == UrgentPolicy::drop)));
   bc.modules = modules.pointers();

@@ -260,7 +260,7 @@ CaptureFile CaptureFile::open(const std::string& path) {
   int out = ::open(tmpdir.c_str(), O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
   if (out < 0) {  // a file system without O_TMPFILE: a named file, unlinked at once
     std::string name = tmpdir + "/gaspp-convert-XXXXXX";
-    out = ::mkstemp(name.data());
+    out = ::mkostemp(name.data(), O_CLOEXEC);
     if (out >= 0) ::unlink(name.c_str());
   }
   if (out < 0) {

@@ -51,9 +51,9 @@ constexpr const char* kSuricataSections[] = {
 // An exception policy value (Suricata's names).
 std::string exception_policy(const std::string& path, const YAML::Node& n, const std::string& key) {
   const std::string t = scalar(path, n, key);
-  for (const char* ok : {"auto", "drop-packet", "drop-flow", "pass-packet", "pass-flow", "bypass", "reject", "ignore"})
+  for (const char* ok : {"auto", "drop-packet", "drop-flow", "pass-packet", "pass-flow", "bypass", "reject", "rejectboth", "ignore"})
     if (t == ok) return t;
-  fail(path, n, key + ": auto, drop-packet, drop-flow, pass-packet, pass-flow, bypass, reject or ignore, not '" + t + "'");
+  fail(path, n, key + ": auto, drop-packet, drop-flow, pass-packet, pass-flow, bypass, reject, rejectboth or ignore, not '" + t + "'");
 }
 
 // suricata.yaml's stream section: reassembly.urgent.{policy, oob-limit-policy} are read; anything

@@ -55,6 +55,7 @@ namespace gaspp {
   X(tcp_rst_invalid, "tcp_rst_invalid")                                               \
   X(tcp_bad_timestamp, "tcp_bad_timestamp")       /* invalid timestamp option (PAWS, bad echo): ignored */ \
   X(tcp_out_of_window, "tcp_out_of_window")       /* data beyond the receiver's window: ignored */ \
+  X(tcp_invalid_ack, "tcp_invalid_ack")           /* ACK past the window the receiver advertised: ignored */ \
   X(tcp_bad_checksum, "tcp_bad_checksum")         /* -k all: wrong checksum, ignored by the session */ \
   X(tcp_urgent_dropped, "tcp_urgent_dropped")     /* IPS, urgent policy drop: URG segment dropped, ignored */
 

@@ -46,8 +46,10 @@ enum FlowPacketFlags : uint8_t {
   kPktFromLo = 4,     // sent by key endpoint 0 (set by the lookup, which builds the key; the walk reads it)
   kPktTcpIgnored = 8, // TCP segment ignored (invalid, or its flow was dropped by a stream hook): no
                       // state, no stream data
-  kPktTcpInvalid = 16,// TCP segment invalid for its session (timestamp, window, handshake sequence);
-                      // in IPS mode the verdict walk drops it (reason stream_error)
+  kPktTcpInvalid = 16,// TCP segment invalid for its session (timestamp, window, ACK, handshake
+                      // sequence, -k all checksum, urgent policy drop or the out-of-band limit's
+                      // drop); in IPS mode the verdict walk drops it (reason stream_error, or
+                      // stream_urgent for URG segments under an urgent drop policy)
   kPktEstablished = 32,  // Suricata's FLOW_PKT_ESTABLISHED (flow:established): TCP, the session
                          // had completed its handshake before this segment (a session closed by
                          // a FIN or RST counts); other protocols, both directions seen, this

@@ -191,6 +191,14 @@ GASPP_HD inline bool tcp_update(FlowRecord& r, int sender, const TrackedPacket& 
     c.add(c_tcp_out_of_window, 1);
     return false;
   }
+  // An acknowledgement of data past the window the receiver had advertised (Suricata's invalid
+  // "ACK after next_win"): the other side cannot have sent it. Invalid, so that a forged ACK
+  // cannot move the window edge or the other direction's stream offsets.
+  if (has_ack && !syn && !rst && !(r.misc & kFlowMidstream) && past_handshake(S.tcp) && past_handshake(O.tcp) &&
+      (r.stream[sender ^ 1].flags & kStreamWinKnown) && seq_lt(r.stream[sender ^ 1].win_edge, ack)) {
+    c.add(c_tcp_invalid_ack, 1);
+    return false;
+  }
   if (syn && has_ts && !S.have_ts) {
     S.syn_tsval = S.last_tsval = p.tsval;
     S.have_ts = 1;
@@ -313,7 +321,18 @@ GASPP_HD inline bool tcp_update(FlowRecord& r, int sender, const TrackedPacket& 
   }
   const bool scaled = S.wscale != kNoWscale && O.wscale != kNoWscale;
   S.win = uint32_t(p.win) << (scaled ? (S.wscale > 14 ? 14 : S.wscale) : 0);
-  if (has_ack) move_window_edge(r, sender, ack + S.win);
+  if (has_ack) {
+    // The acknowledgement moves the other direction's furthest point (stream/stream_state.hpp:
+    // what its receiver has, the capture may have missed), but only within the window the
+    // receiver had advertised before this segment: an ACK past it is Suricata's invalid "ACK
+    // after next_win" and could be forged to misplace the other direction's data.
+    StreamSide& od = r.stream[sender ^ 1];
+    if ((od.flags & kStreamWinKnown) && (od.flags & kStreamBase) && seq_leq(ack, od.win_edge)) {
+      const int64_t a = seq_to_off(od, ack - od.urgent_oob);
+      if (a > int64_t(od.high_off)) od.high_off = uint64_t(a);
+    }
+    move_window_edge(r, sender, ack + S.win);
+  }
   if (fin && !in_fin_states(S.tcp)) {
     S.tcp = uint8_t(TcpSide::fin_sent);
     S.fin_seq = seq + p.payload_len;

@@ -155,13 +155,6 @@ GASPP_HD inline bool skip_hole(Run& run, const Owner& o, int dir, Sink& c) {
   return true;
 }
 
-// Stream offset of sequence number `seq` in direction S: the unwrapping nearest to high_off (see
-// stream/stream_state.hpp).
-GASPP_HD GASPP_FORCEINLINE int64_t seq_to_off(const StreamSide& S, uint32_t seq) {
-  const uint32_t expect = S.base_seq + uint32_t(S.high_off);
-  return int64_t(S.high_off) + int64_t(int32_t(seq - expect));
-}
-
 // Ends direction `dir`: every hole skipped, the bytes missing before the FIN reported as a gap,
 // and a kChunkEnd chunk (for a direction that carried anything).
 template <class Sink>
@@ -259,13 +252,6 @@ GASPP_HD inline bool packet(Run& run, const Owner& o, const FlowRecord& r, int d
   const bool syn = f & kTcpSyn, fin = f & kTcpFin;
   uint32_t plen = d.payload_len[i];
   uint32_t cap = captured_payload(d, i);
-  // An acknowledgement moves the other direction's furthest point: what its receiver has, the
-  // capture may have missed.
-  StreamSide& O = o.side[dir ^ 1];
-  if ((f & kTcpAck) && (O.flags & kStreamBase)) {
-    const int64_t a = seq_to_off(O, d.tcp_ack[i] - O.urgent_oob);
-    if (a > int64_t(O.high_off)) O.high_off = uint64_t(a);
-  }
   if (!(S.flags & kStreamBase)) {
     if (plen == 0 && !fin) return false;
     const FlowSide& F = r.side[dir];
@@ -280,12 +266,13 @@ GASPP_HD inline bool packet(Run& run, const Owner& o, const FlowRecord& r, int d
   // before this segment's own urgent byte).
   const uint32_t seq = d.tcp_seq[i] + (syn ? 1 : 0) - S.urgent_oob;
   const int64_t off = seq_to_off(S, seq);
+  uint32_t span = plen;  // the sequence space it takes in the stream
   if ((f & kTcpUrg) && plen && (cfg.urgent == UrgentPolicy::oob || cfg.urgent == UrgentPolicy::gap)) {
     const uint16_t ptr = urgent_pointer(*run.s, d, i);
     if (ptr > 0 && ptr <= plen) {
       // The segment's last byte is the urgent one (RFC 6093 3.1: one byte). Like Suricata, every
       // URG segment counts, a retransmitted one too.
-      bool cut = true;
+      bool cut = true, out_of_band = false;
       if (cfg.urgent == UrgentPolicy::oob && S.urgent_oob == kUrgentOobLimit) {
         c.add(c_stream_urgent_limit, 1);
         if (cfg.urgent_oob_limit == UrgentPolicy::drop) return true;  // not reassembled
@@ -293,19 +280,23 @@ GASPP_HD inline bool packet(Run& run, const Owner& o, const FlowRecord& r, int d
         if (cut) c.add(c_stream_urgent_gap, 1);
       } else if (cfg.urgent == UrgentPolicy::oob) {
         ++S.urgent_oob;
+        out_of_band = true;
         c.add(c_stream_urgent_oob, 1);
       } else {
         c.add(c_stream_urgent_gap, 1);
       }
       if (cut) {
+        // Out of band, the byte takes no stream space (later offsets close up over it); as a gap
+        // it keeps its place.
+        if (out_of_band) --span;
         --plen;
         if (cap > plen) cap = plen;
       }
     }
   }
-  if (off + int64_t(plen) > int64_t(S.high_off)) S.high_off = uint64_t(off + int64_t(plen));
+  if (off + int64_t(span) > int64_t(S.high_off)) S.high_off = uint64_t(off + int64_t(span));
   if (fin && !(S.flags & kStreamFin)) {
-    S.fin_seq = seq + plen;
+    S.fin_seq = seq + span;
     S.flags |= kStreamFin;
   }
   if (plen == 0) return false;

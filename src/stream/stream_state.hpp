@@ -3,7 +3,9 @@
 // Stream offsets are 64-bit byte counts from the first data byte of the direction (the byte after
 // its SYN; for a connection picked up midstream, the first byte seen). A 32-bit sequence number is
 // unwrapped to the offset nearest to `high_off`, the furthest point the direction is known to have
-// reached: the end of its furthest segment, or the furthest acknowledgement its receiver sent. A
+// reached: the end of its furthest segment, or the furthest acknowledgement its receiver sent
+// within the window it had advertised (flow/flow_track.hpp; an ACK past that edge, as Suricata's
+// "ACK after next_win", does not move it, and none does for a session picked up midstream). A
 // valid segment lies within a window (at most 2^30 bytes) of that point, so a direction may carry
 // any number of bytes, wrap its sequence space as often as it likes, and have data more than 2^31
 // bytes beyond its lowest hole (bytes the capture missed but the receiver acknowledged).
@@ -37,5 +39,11 @@ struct StreamSide {
   uint32_t fin_seq;     // sequence number (less urgent_oob) where the direction ends, with kStreamFin
 };
 static_assert(sizeof(StreamSide) == 32, "StreamSide layout");
+
+// Stream offset of sequence number `seq` in direction S: the unwrapping nearest to high_off.
+GASPP_HD GASPP_FORCEINLINE int64_t seq_to_off(const StreamSide& S, uint32_t seq) {
+  const uint32_t expect = S.base_seq + uint32_t(S.high_off);
+  return int64_t(S.high_off) + int64_t(int32_t(seq - expect));
+}
 
 }  // namespace gaspp

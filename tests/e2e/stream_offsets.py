@@ -29,23 +29,47 @@ HOLE = 5 * GIB
 
 
 def capture(isn):
+    def tcp(frm, flags, seq, ack, data=b"", opts=()):
+        src, dst, sport, dport = (C, S, CP, SP) if frm == "c" else (S, C, SP, CP)
+        p = Ether() / IP(src=src, dst=dst) / TCP(sport=sport, dport=dport, flags=flags, seq=seq % 2**32,
+                                                 ack=ack % 2**32, window=65535, options=list(opts))
+        return p / Raw(data) if data else p
+
+    c, s = isn, 7000
+    base = c + 1  # sequence number of offset 0
+    # Both SYNs scale windows by 2^14: the server's window is 65535 << 14, just under 1 GiB.
+    pkts = [tcp("c", "S", c, 0, opts=[("WScale", 14)]), tcp("s", "SA", s, base, opts=[("WScale", 14)]),
+            tcp("c", "A", base, s + 1), tcp("c", "PA", base, s + 1, b"A" * 1000), tcp("s", "A", s + 1, base + 1000)]
+    # The missing 5 GiB, acknowledged in steps within the server's window (an ACK past the window
+    # it advertised does not count).
+    step = GIB - (1 << 20)
+    at = 0
+    while at < HOLE:
+        at = min(at + step, HOLE)
+        pkts.append(tcp("s", "A", s + 1, base + 1000 + at))
+    far = base + 1000 + HOLE
+    pkts += [tcp("c", "PA", far, s + 1, b"B" * 1000), tcp("c", "PA", far + 1000, s + 1, b"C" * 500),
+             tcp("s", "A", s + 1, far + 1500), tcp("c", "FA", far + 1500, s + 1),
+             tcp("s", "FA", s + 1, far + 1501), tcp("c", "A", far + 1501, s + 2)]
+    for k, p in enumerate(pkts):
+        p.time = 1_700_000_000 + k * 0.01
+    return pkts
+
+
+def forged_acks():
+    """The client sends pure ACKs for server data far past the server's window (each less than 2^31
+    ahead of the last, 4 GiB in all), then the server sends 200 bytes: they are its stream's first
+    200 bytes, with no gap (an ACK past the advertised window cannot move the stream)."""
     def tcp(frm, flags, seq, ack, data=b""):
         src, dst, sport, dport = (C, S, CP, SP) if frm == "c" else (S, C, SP, CP)
         p = Ether() / IP(src=src, dst=dst) / TCP(sport=sport, dport=dport, flags=flags, seq=seq % 2**32,
                                                  ack=ack % 2**32, window=65535)
         return p / Raw(data) if data else p
-
-    c, s = isn, 7000
-    base = c + 1  # sequence number of offset 0
-    pkts = [tcp("c", "S", c, 0), tcp("s", "SA", s, base), tcp("c", "A", base, s + 1),
-            tcp("c", "PA", base, s + 1, b"A" * 1000), tcp("s", "A", s + 1, base + 1000)]
-    # The missing 5 GiB, acknowledged a gibibyte at a time.
-    for k in range(1, 6):
-        pkts.append(tcp("s", "A", s + 1, base + 1000 + k * GIB))
-    far = base + 1000 + HOLE
-    pkts += [tcp("c", "PA", far, s + 1, b"B" * 1000), tcp("c", "PA", far + 1000, s + 1, b"C" * 500),
-             tcp("s", "A", s + 1, far + 1500), tcp("c", "FA", far + 1500, s + 1),
-             tcp("s", "FA", s + 1, far + 1501), tcp("c", "A", far + 1501, s + 2)]
+    c, s = 1000, 7000
+    pkts = [tcp("c", "S", c, 0), tcp("s", "SA", s, c + 1), tcp("c", "A", c + 1, s + 1)]
+    for k in range(1, 4):
+        pkts.append(tcp("c", "A", c + 1, s + 1 + k * ((1 << 31) - 1)))
+    pkts += [tcp("s", "PA", s + 1, c + 1, b"S" * 200), tcp("c", "A", c + 1, s + 201)]
     for k, p in enumerate(pkts):
         p.time = 1_700_000_000 + k * 0.01
     return pkts
@@ -88,6 +112,20 @@ def main():
                 name = f"ISN {isn}, batch {batch}"
                 print(f"{'ok' if not problems else 'FAIL':5} {name}" + "".join(f"\n      {x}" for x in problems))
                 failed += bool(problems)
+        pcap = os.path.join(d, "forged.pcap")
+        wrpcap(pcap, forged_acks())
+        out = os.path.join(d, "out-forged")
+        os.makedirs(out)
+        p = subprocess.run([gaspp, "-r", pcap, "--backend", backend, "-q", "-l", out, "--dump-streams",
+                            os.path.join(out, "streams")], capture_output=True, text=True)
+        root = os.path.join(out, "streams")
+        name = f"010.000.000.002.{SP:05d}-010.000.000.001.{CP:05d}"
+        data = open(os.path.join(root, name), "rb").read() if p.returncode == 0 and os.path.exists(os.path.join(root, name)) else None
+        gaps = [r for r in open(os.path.join(root, "index.tsv")) if "\tgap\t" in r] if data is not None else None
+        ok = data == b"S" * 200 and gaps == []
+        print(f"{'ok' if ok else 'FAIL':5} forged ACKs past the window do not move the other direction"
+              + ("" if ok else f"\n      server stream {len(data or b'')} bytes, gaps {gaps}, rc {p.returncode} {p.stderr.strip()}"))
+        failed += not ok
     print(f"{failed} failed")
     return 1 if failed else 0
 

@@ -35,7 +35,7 @@ C, S, SP = "10.0.0.1", "10.0.0.2", 80
 LIMIT = 65535
 
 
-def conversation(cport, pieces, ack_every=0):
+def conversation(cport, pieces, ack_every=0, fin_on_last=False):
     """pieces: (bytes, urgent) in order; returns one connection's segments as (sender, flags, seq,
     ack, data, urgent pointer). With ack_every, the server acknowledges the data after every
     ack_every pieces (its window is 65535 bytes)."""
@@ -43,11 +43,14 @@ def conversation(cport, pieces, ack_every=0):
     segs = [("c", "S", c, 0, b"", 0), ("s", "SA", s, c + 1, b"", 0), ("c", "A", c + 1, s + 1, b"", 0)]
     seq = c + 1
     for k, (data, urgent) in enumerate(pieces, 1):
-        segs.append(("c", "PAU" if urgent else "PA", seq, s + 1, data, len(data) if urgent else 0))
+        flags = ("PAU" if urgent else "PA") + ("F" if fin_on_last and k == len(pieces) else "")
+        segs.append(("c", flags, seq, s + 1, data, len(data) if urgent else 0))
         seq += len(data)
         if ack_every and k % ack_every == 0:
             segs.append(("s", "A", s + 1, seq, b"", 0))
-    segs += [("c", "FA", seq, s + 1, b"", 0), ("s", "FA", s + 1, seq + 1, b"", 0), ("c", "A", seq + 1, s + 2, b"", 0)]
+    if not fin_on_last:
+        segs.append(("c", "FA", seq, s + 1, b"", 0))
+    segs += [("s", "FA", s + 1, seq + 1, b"", 0), ("c", "A", seq + 1, s + 2, b"", 0)]
     return [(cport,) + x for x in segs]
 
 
@@ -176,11 +179,20 @@ def main():
         ("oob past the limit, drop", [policy + "oob", limit + "drop"], False, a + b"|end", [4],
          {"urgent_oob_bytes": LIMIT, "urgent_oob_limit": 2}),
     ]
+    # The urgent byte is the last before a FIN in the same segment: under gap it keeps its place
+    # (the direction ends after it, a 1-byte gap); out of band it takes none.
+    third = conversation(40002, [(b"abcd", False), (b"efgh", True)], fin_on_last=True)
+    fin_cases = [
+        ("URG with FIN, inline", [], b"abcdefgh", [], {}),
+        ("URG with FIN, oob", [policy + "oob"], b"abcdefg", [], {"urgent_oob_bytes": 1}),
+        ("URG with FIN, gap", [policy + "gap"], b"abcdefg|", [1], {"urgent_gap_bytes": 1}),
+    ]
     failed = 0
     with tempfile.TemporaryDirectory() as d:
-        pcap1, pcap2 = os.path.join(d, "urgent.pcap"), os.path.join(d, "limit.pcap")
+        pcap1, pcap2, pcap3 = (os.path.join(d, n) for n in ("urgent.pcap", "limit.pcap", "urgfin.pcap"))
         write_pcap(pcap1, first)
         write_pcap(pcap2, second)
+        write_pcap(pcap3, third)
         # The patched frames are the frames scapy builds.
         if [bytes(p) for p in rdpcap(pcap1)] != [bytes(frame(x)) for x in first]:
             raise SystemExit("write_pcap: frames differ from scapy's")
@@ -189,6 +201,17 @@ def main():
             for batch in ("1", "2", "65536"):
                 events, st, root, idx = run(gaspp, backend, pcap1, d, batch, sets, ips)
                 check(events, st, root, idx, 40000, want, want_gaps, counters, ips, urg1, problems, f"batch {batch}")
+            print(f"{'ok' if not problems else 'FAIL':5} {name}" + "".join(f"\n      {p}" for p in problems))
+            failed += bool(problems)
+        for name, sets, want, want_gaps, counters in fin_cases:
+            problems = []
+            for batch in ("1", "65536"):
+                events, st, root, idx = run(gaspp, backend, pcap3, d, batch, sets, False)
+                check(events, st, root, idx, 40002, want, want_gaps, counters, False, [], problems, f"batch {batch}")
+                ends = [int(r[4]) for r in idx if r[3] == "end" and r[0].startswith("010.000.000.001.40002-")]
+                want_end = 7 if "oob" in name else 8
+                if ends != [want_end]:
+                    problems.append(f"batch {batch}: the direction ends at {ends}, want {want_end}")
             print(f"{'ok' if not problems else 'FAIL':5} {name}" + "".join(f"\n      {p}" for p in problems))
             failed += bool(problems)
         for name, sets, ips, want, want_gaps, counters in limit_cases:

@@ -141,7 +141,7 @@ TEST(Config, RealSuricataYaml) {
 }
 
 TEST(Config, ExceptionPolicies) {
-  for (const char* v : {"auto", "drop-packet", "drop-flow", "pass-packet", "pass-flow", "bypass", "reject", "ignore"}) {
+  for (const char* v : {"auto", "drop-packet", "drop-flow", "pass-packet", "pass-flow", "bypass", "reject", "rejectboth", "ignore"}) {
     const FileConfig c = load_config("", {std::string("exception-policy=") + v, std::string("flow.memcap-policy=") + v});
     ASSERT_TRUE(c.exception_policy && c.flow_memcap_policy) << v;
     EXPECT_EQ(*c.exception_policy, v);
