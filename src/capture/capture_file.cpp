@@ -87,9 +87,11 @@ int guard_mapping(const void* base, uint64_t len) {
   for (int k = 0; k < kGuardSlots; ++k) {
     uintptr_t expect = 0;
     GuardSlot& s = g_guard[k];
-    s.faulted.store(false);
-    s.len.store(0);
+    // Only a slot this call claims is reset: the others guard live mappings. A free slot's len is
+    // already 0 (release() clears it before base), so the handler matches nothing in it until
+    // len is stored.
     if (s.base.compare_exchange_strong(expect, reinterpret_cast<uintptr_t>(base))) {
+      s.faulted.store(false);
       s.len.store(len, std::memory_order_release);
       return k;
     }

@@ -405,6 +405,26 @@ TEST(Capture, FileShrinkingUnderTheReaderEndsAsDamaged) {
   }
 }
 
+// Opening a second capture must not take the guard from the first: a read past the first one's
+// new end still reads zeros and is recorded, in a child process (where, unguarded, it would die of
+// SIGBUS).
+TEST(Capture, EveryOpenCaptureStaysGuarded) {
+  const auto bytes = thousand_byte_records(300);
+  const std::string a = write_temp(bytes), b = write_temp(bytes);
+  const CaptureFile ca = CaptureFile::open(a);
+  const CaptureFile cb = CaptureFile::open(b);
+  ASSERT_EQ(::truncate(a.c_str(), off_t(bytes.size() / 2)), 0);
+  EXPECT_EXIT(
+      {
+        volatile const uint8_t* tail = ca.data() + bytes.size() - 100;
+        const uint8_t v = *tail;
+        std::_Exit(v == 0 && ca.faulted() && !cb.faulted() ? 0 : 1);
+      },
+      ::testing::ExitedWithCode(0), "");
+  ::unlink(a.c_str());
+  ::unlink(b.c_str());
+}
+
 TEST(Capture, PipelineOnAShrunkFileReportsDamage) {
   // The shrink happens after open and before the run: the pipeline stops where the file now ends.
   const auto bytes = thousand_byte_records(3000);
