@@ -56,6 +56,19 @@ std::string exception_policy(const std::string& path, const YAML::Node& n, const
   fail(path, n, key + ": auto, drop-packet, drop-flow, pass-packet, pass-flow, bypass, reject, rejectboth or ignore, not '" + t + "'");
 }
 
+// suricata.yaml's flow section: memcap-policy is read; the rest (memcap, hash-size, prealloc,
+// emergency-recovery, ...: gaspp sizes its table with --flow-capacity) is listed as ignored.
+void flow_section(const std::string& path, const YAML::Node& v, FileConfig& c) {
+  if (v.IsNull()) return;
+  if (!v.IsMap()) fail(path, v, "flow: expected a map");
+  bool other = false;
+  for (const auto& kv : v) {
+    if (kv.first.as<std::string>() == "memcap-policy") c.flow_memcap_policy = exception_policy(path, kv.second, "flow.memcap-policy");
+    else other = true;
+  }
+  if (other) c.ignored.push_back("flow (all but memcap-policy)");
+}
+
 // suricata.yaml's stream section: reassembly.urgent.{policy, oob-limit-policy} are read; anything
 // else in it is listed as ignored.
 void stream_section(const std::string& path, const YAML::Node& v, FileConfig& c) {
@@ -237,16 +250,7 @@ FileConfig read_config(const std::string& path, const YAML::Node& root) {
     } else if (key == "exception-policy") {
       c.exception_policy = exception_policy(path, v, key);
     } else if (key == "flow") {
-      // suricata.yaml's flow section: memcap-policy is read, the rest (memcap, hash-size, prealloc,
-      // emergency-recovery, ...: gaspp sizes its table with --flow-capacity) listed as ignored.
-      if (!v.IsNull() && !v.IsMap()) fail(path, v, "flow: expected a map");
-      bool other = false;
-      if (v.IsMap())
-        for (const auto& kv2 : v) {
-          if (kv2.first.as<std::string>() == "memcap-policy") c.flow_memcap_policy = exception_policy(path, kv2.second, "flow.memcap-policy");
-          else other = true;
-        }
-      if (other) c.ignored.push_back("flow (all but memcap-policy)");
+      flow_section(path, v, c);
     } else if (is_suricata_section(key)) {
       c.ignored.push_back(key);
     } else {

@@ -331,10 +331,11 @@ void ModuleSet::account_verdicts(const PacketBatch& b, ModuleOutput& out) {
     const bool memcap = v == kVerdictUntrackedDrop;  // no room in the flow table: exception policy
     const bool drop = v & kVerdictDrop, by_flow = drop && !memcap && (v & kVerdictFlowDecided);
     bool stream_error = drop && !memcap && (v & kVerdictStreamError), stream_urgent = false;
+    // The packet is decoded again on the host (once) when its drop needs its fields.
+    const uint64_t off = b.h_rec_off[i];
+    if ((stream_error && urgent_drop_) || (drop && drop_events_)) decode_record(b.h_span + off, b.span_len - off, b.fmt, b.link, d);
     if (stream_error && urgent_drop_) {
       // Suricata drops a URG segment under urgent policy drop before validating it: its reason.
-      const uint64_t off = b.h_rec_off[i];
-      decode_record(b.h_span + off, b.span_len - off, b.fmt, b.link, d);
       stream_urgent = d.l4[0] == uint8_t(L4::tcp) && (d.tcp_flags[0] & kTcpUrg);
       stream_error = !stream_urgent;
     }
@@ -355,8 +356,6 @@ void ModuleSet::account_verdicts(const PacketBatch& b, ModuleOutput& out) {
       ++(by_flow ? vs_.ips_flow_drop : vs_.ips_rules);
     }
     if (drop && drop_events_) {
-      const uint64_t off = b.h_rec_off[i];
-      decode_record(b.h_span + off, b.span_len - off, b.fmt, b.link, d);
       const RecordHeader rh = read_record_header(b.h_span + off, b.fmt);
       if (flow_id) remember_dropped_flow(d, flow_id, to_client);
       else if (by_flow) recall_dropped_flow(d, flow_id, to_client);
