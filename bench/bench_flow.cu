@@ -107,7 +107,7 @@ __global__ void locked_lookup_kernel(FlowTableRef t, DecodedView d, uint32_t n, 
   for (uint32_t i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) {
     FlowKey k;
     bool from_lo, created, evicted;
-    flow_key_of(d, i, prm.vlan_in_key, k, from_lo);
+    flow_key_of(d, i, prm.vlan_in_key, prm.defrag, k, from_lo);
     slot[i] = flow_claim_or_evict(t, k, flow_key_hash(k), prm.epoch, created, evicted, [](const FlowRecord&, FlowReason) {});
   }
 }

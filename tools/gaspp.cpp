@@ -322,6 +322,10 @@ int main(int argc, char** argv) {
       if (fc.gather_sms) bc.gather_sms = *fc.gather_sms;
       if (fc.flow_timeouts) bc.flow.timeouts = *fc.flow_timeouts;
       if (fc.urgent) bc.stream.urgent = *fc.urgent;
+      if (fc.defrag) {
+        ro.defrag = *fc.defrag;
+        bc.flow.defrag = fc.defrag->enabled;
+      }
       if (fc.urgent_oob_limit) bc.stream.urgent_oob_limit = *fc.urgent_oob_limit;
       if (fc.exception_policy) master_policy = *fc.exception_policy;
       if (fc.flow_memcap_policy) memcap_policy = *fc.flow_memcap_policy;
@@ -492,7 +496,7 @@ int main(int argc, char** argv) {
   ModuleSet modules;
   try {
     for (auto& [name, opt] : module_specs) modules.add(make_module(name, opt));
-    modules.set_drop_events(eve_drops, bc.flow.vlan_in_key);
+    modules.set_drop_events(eve_drops, bc.flow.vlan_in_key, bc.flow.defrag);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "gaspp: %s\n", e.what());
     return 1;
@@ -574,9 +578,10 @@ int main(int argc, char** argv) {
       if (!rows.is_open()) return;
       DecodedView v = const_cast<PacketBatch&>(b).decoded.view();
       for (uint32_t i = 0; i < b.count; ++i) {
+        if (b.is_reassembled(i)) continue;  // rows are the capture's packets
         line.clear();
         load(v, i, p);
-        format_decode_row(b.first_index + i + 1, p, line);
+        format_decode_row(b.packet_number(i), p, line);
         rows.write(line);
       }
     }, [&](const std::vector<FlowRecordOut>& recs) {

@@ -3,6 +3,7 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include <cctype>
 #include <stdexcept>
 
 namespace gaspp {
@@ -41,7 +42,7 @@ std::string option_text(const std::string& path, const YAML::Node& n, const std:
 constexpr const char* kSuricataSections[] = {
     "suricata-version", "default-log-dir", "stats", "plugins", "outputs", "heartbeat", "logging", "af-packet",
     "af-xdp", "dpdk", "pcap", "pcap-file", "app-layer", "datasets", "security", "coredump", "host-mode",
-    "unix-command", "legacy", "engine-analysis", "pcre", "host-os-policy", "defrag",
+    "unix-command", "legacy", "engine-analysis", "pcre", "host-os-policy",
     "vlan", "livedev", "host", "decoder", "detect", "mpm-algo", "spm-algo", "threading", "profiling",
     "nfq", "nflog", "capture", "netmap", "pfring", "ipfw", "napatech", "default-rule-path", "rule-files",
     "classification-file", "reference-config-file", "firewall", "include", "run-as", "max-pending-packets",
@@ -67,6 +68,59 @@ void flow_section(const std::string& path, const YAML::Node& v, FileConfig& c) {
     else other = true;
   }
   if (other) c.ignored.push_back("flow (all but memcap-policy)");
+}
+
+// A size as suricata.yaml writes it: a number of bytes, then optionally (after spaces) kb, mb, gb
+// or KiB, MiB, GiB, any case, all 1024-based as Suricata reads them.
+uint64_t size_value(const std::string& path, const YAML::Node& n, const std::string& key) {
+  std::string s = scalar(path, n, key);
+  for (auto& ch : s) ch = char(std::tolower(static_cast<unsigned char>(ch)));
+  uint64_t mult = 1;
+  for (const auto& [suffix, m] : {std::pair<std::string, uint64_t>{"kib", 1ull << 10}, {"mib", 1ull << 20}, {"gib", 1ull << 30},
+                                  {"kb", 1ull << 10}, {"mb", 1ull << 20}, {"gb", 1ull << 30}})
+    if (s.size() > suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0) {
+      mult = m;
+      s.resize(s.size() - suffix.size());
+      break;
+    }
+  while (!s.empty() && s.back() == ' ') s.pop_back();
+  char* end = nullptr;
+  const unsigned long long v = std::strtoull(s.c_str(), &end, 10);
+  if (s.empty() || *end || s[0] == '-' || s[0] == ' ' || v > (1ull << 40) / mult)
+    fail(path, n, key + ": expected a size such as 33554432, 32mb or 32 MiB (at most 1 TiB)");
+  return v * mult;
+}
+
+// suricata.yaml's defrag section (defrag/defrag.hpp): memcap, trackers, max-frags and timeout are
+// read, and gaspp's own `policy` (an overlap policy or host-os-policy name) and `enabled`;
+// hash-size, prealloc and memcap-policy are listed as ignored.
+void defrag_section(const std::string& path, const YAML::Node& v, FileConfig& c) {
+  DefragConfig d = c.defrag.value_or(DefragConfig{});
+  if (!v.IsNull() && !v.IsMap()) fail(path, v, "defrag: expected a map");
+  bool other = false;
+  if (v.IsMap())
+    for (const auto& kv : v) {
+      const std::string k = kv.first.as<std::string>();
+      const YAML::Node& x = kv.second;
+      if (k == "memcap") d.memcap = size_value(path, x, "defrag.memcap");
+      else if (k == "trackers") d.trackers = uint32_t(number(path, x, "defrag.trackers", 1u << 24));
+      else if (k == "max-frags") d.max_frags = uint32_t(number(path, x, "defrag.max-frags", 1u << 24));
+      else if (k == "timeout") {
+        d.timeout_s = uint32_t(number(path, x, "defrag.timeout", 86400));  // Suricata's bounds: 1 s .. 24 h
+        if (d.timeout_s == 0) fail(path, x, "defrag.timeout: expected 1..86400 seconds");
+      } else if (k == "policy") {
+        if (!parse_defrag_policy(scalar(path, x, "defrag.policy"), d.policy))
+          fail(path, x, "defrag.policy: bsd, bsd-right, linux, old-linux, windows, windows2k3, vista, solaris, old-solaris, "
+                        "macos, hpux10, hpux11, irix, first or last");
+      } else if (k == "enabled") {
+        const std::string t = scalar(path, x, "defrag.enabled");
+        if (t == "yes" || t == "true" || t == "on") d.enabled = true;
+        else if (t == "no" || t == "false" || t == "off") d.enabled = false;
+        else fail(path, x, "defrag.enabled: yes or no");
+      } else other = true;
+    }
+  if (other) c.ignored.push_back("defrag (hash-size, prealloc, memcap-policy and other keys)");
+  c.defrag = d;
 }
 
 // suricata.yaml's stream section: reassembly.urgent.{policy, oob-limit-policy} are read; anything
@@ -251,6 +305,8 @@ FileConfig read_config(const std::string& path, const YAML::Node& root) {
       c.exception_policy = exception_policy(path, v, key);
     } else if (key == "flow") {
       flow_section(path, v, c);
+    } else if (key == "defrag") {
+      defrag_section(path, v, c);
     } else if (is_suricata_section(key)) {
       c.ignored.push_back(key);
     } else {

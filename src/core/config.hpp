@@ -30,6 +30,8 @@
 //     default: {...}             # every other IP protocol
 //   exception-policy: auto       # suricata.yaml's master switch; flow.memcap-policy overrides it for
 //   flow: {memcap-policy: ...}   # packets the flow table has no room for (backend/backend.hpp)
+//   defrag:                      # suricata.yaml's (defrag/defrag.hpp); policy and enabled are gaspp's
+//     {memcap: 32mb, trackers: 65535, max-frags: 65535, timeout: 60, policy: bsd, enabled: yes}
 //   stream:                      # suricata.yaml's; only reassembly.urgent is read (stream/stream.hpp)
 //     reassembly:
 //       urgent: {policy: inline|oob|gap|drop, oob-limit-policy: inline|gap|drop}
@@ -45,6 +47,7 @@
 #include <utility>
 #include <vector>
 
+#include "defrag/defrag.hpp"
 #include "flow/flow_record.hpp"
 #include "gaspp/module.hpp"
 #include "stream/stream.hpp"
@@ -66,6 +69,7 @@ struct FileConfig {
   // Suricata's exception-policy master switch and flow.memcap-policy, as written (auto,
   // drop-packet, drop-flow, pass-packet, pass-flow, bypass, reject, ignore)
   std::optional<std::string> exception_policy, flow_memcap_policy;
+  std::optional<DefragConfig> defrag;          // suricata.yaml's defrag section (defrag/defrag.hpp)
   std::vector<std::string> ignored;            // Suricata sections present but not used by gaspp
 };
 

@@ -254,7 +254,7 @@ void ModuleSet::finish_batch(const PacketBatch& b, ModuleOutput& out) {
       const uint64_t off = b.h_rec_off[e.packet];
       decode_record(b.h_span + off, b.span_len - off, b.fmt, b.link, d);
       const RecordHeader rh = read_record_header(b.h_span + off, b.fmt);
-      hp = HostPacket{b.first_index + e.packet + 1, d.ts_ns[0], b.h_span + off + kRecordHeaderBytes, rh.cap_len,
+      hp = HostPacket{b.packet_number(e.packet), d.ts_ns[0], b.h_span + off + kRecordHeaderBytes, rh.cap_len,
                       rh.wire_len, &d, e.flow_id, e.to_client != 0};
       decoded_for = e.packet;
     }
@@ -287,7 +287,7 @@ bool ModuleSet::dropped_flow_key(DecodedPacket& d, FlowKey& k, bool& from_lo) co
 #define GASPP_X(type, name, n) one.name = d.name;
   GASPP_DECODED_FIELDS(GASPP_X)
 #undef GASPP_X
-  return flow_key_of(one, 0, vlan_in_key_, k, from_lo) == FlowSkip::none;
+  return flow_key_of(one, 0, vlan_in_key_, defrag_, k, from_lo) == FlowSkip::none;
 }
 
 void ModuleSet::remember_dropped_flow(DecodedPacket& d, uint64_t flow_id, bool to_client) {
@@ -359,7 +359,7 @@ void ModuleSet::account_verdicts(const PacketBatch& b, ModuleOutput& out) {
       const RecordHeader rh = read_record_header(b.h_span + off, b.fmt);
       if (flow_id) remember_dropped_flow(d, flow_id, to_client);
       else if (by_flow) recall_dropped_flow(d, flow_id, to_client);
-      const HostPacket hp{b.first_index + i + 1, d.ts_ns[0], b.h_span + off + kRecordHeaderBytes, rh.cap_len,
+      const HostPacket hp{b.packet_number(i), d.ts_ns[0], b.h_span + off + kRecordHeaderBytes, rh.cap_len,
                           rh.wire_len, &d, flow_id, to_client};
       out.eve(drop_event_json(hp, drop_event_reason(memcap ? "flow_memcap" : stream_error ? "stream_error"
                                                            : stream_urgent ? "stream_urgent" : drop_reason_name(reason))));

@@ -99,11 +99,12 @@ class ModuleSet {
   // Backend::flush_flows), and adds the counters. See pipeline.hpp's FlushCallback.
   void finish_flush(const std::vector<ModuleEvent>& events, const std::vector<uint64_t>& module_counts,
                     const std::vector<FlowRecordOut>& flows, ModuleOutput& out);
-  // vlan_in_key: as the flow table's (FlowConfig::vlan_in_key), so that a drop event of a packet
-  // its flow's earlier decision dropped finds the flow (see dropped_flows_).
-  void set_drop_events(bool on, bool vlan_in_key = true) {
+  // vlan_in_key, defrag: as the flow table's (FlowConfig), so that a drop event of a packet its
+  // flow's earlier decision dropped finds the flow (see dropped_flows_).
+  void set_drop_events(bool on, bool vlan_in_key = true, bool defrag = true) {
     drop_events_ = on;
     vlan_in_key_ = vlan_in_key;
+    defrag_ = defrag;
   }
   // Drop events whose flow id was recalled, and flows forgotten when the memory was full.
   uint64_t drop_flow_ids_recalled() const { return recalled_; }
@@ -160,7 +161,7 @@ class ModuleSet {
   bool stream_modules_ = false;
   std::vector<FlowRecordOut> prev_flows_;
   std::vector<ModuleEvent> sorted_;
-  bool drop_events_ = false, vlan_in_key_ = true, urgent_drop_ = false;
+  bool drop_events_ = false, vlan_in_key_ = true, defrag_ = true, urgent_drop_ = false;
   VerdictStats vs_;
   // With drop events on: a packet its flow's earlier decision dropped has no module event, so no
   // flow id. The flow id and which endpoint started the flow are remembered, by flow key, from

@@ -9,6 +9,7 @@
 // passed by value. Who owns the memory depends on the backend (host arrays for the CPU backend,
 // device buffers for CUDA); PacketBatch below is the host side that the batcher fills.
 #pragma once
+#include <algorithm>
 #include <cstdint>
 #include <type_traits>
 #include <vector>
@@ -136,6 +137,27 @@ struct PacketBatch {
   // counters, kModuleCounters per module in pipeline order. Verdict bits are in h_verdict.
   std::vector<ModuleEvent> events;
   std::vector<uint64_t> module_counts;
+  // IP datagrams reassembled from fragments (defrag/defrag.hpp): their indices, ascending; each
+  // follows the fragment that completed it. They are packets of the pipeline (decoded, tracked,
+  // inspected) but not records of the capture. When a batch has any, its records are copies in
+  // h_rebuilt and h_span points there.
+  std::vector<uint32_t> reassembled;
+  std::vector<uint8_t> h_rebuilt;
+
+  bool is_reassembled(uint32_t i) const {
+    return !reassembled.empty() && std::binary_search(reassembled.begin(), reassembled.end(), i);
+  }
+  // The capture's number of packet i (1-based); a reassembled datagram has its last fragment's.
+  uint64_t packet_number(uint32_t i) const {
+    if (reassembled.empty()) return first_index + i + 1;
+    const auto before = std::upper_bound(reassembled.begin(), reassembled.end(), i) - reassembled.begin();
+    return first_index + i + 1 - uint64_t(before);
+  }
+  // The verdict of record i: a fragment that completed a datagram is dropped with it.
+  uint8_t record_verdict(uint32_t i) const {
+    const uint8_t v = h_verdict[i];
+    return i + 1 < count && is_reassembled(i + 1) ? uint8_t(v | (h_verdict[i + 1] & kVerdictDrop)) : v;
+  }
 };
 
 // The order records are written in: by last packet time, then first packet time, then flow id

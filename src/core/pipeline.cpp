@@ -6,6 +6,7 @@
 #include <thread>
 
 #include "core/thread_pool.hpp"
+#include "defrag/defrag.hpp"
 
 namespace gaspp {
 namespace {
@@ -59,15 +60,30 @@ RunReport run_capture(const CaptureFile& cap, Backend& backend, const RunOptions
   bool have_pending = walker.next(r);
   uint64_t packet_index = 0;
   int slot = 0;
+  Defragmenter defrag(opt.defrag);
+  std::vector<uint8_t> datagram;  // a reassembled datagram's record, waiting for room when not empty
 
   auto finish = [&](int s) {
     backend.wait(s);
     PacketBatch& b = backend.batch(s);
     for (int k = 0; k < c_count_; ++k) rep.totals.v[k] += b.counters.v[k];
+    // Reassembled datagrams are counted by protocol (l3, l4), as Suricata's decoder counts them, but
+    // are not packets read: the link-level counts are the fragments'.
+    for (const uint32_t j : b.reassembled) {
+      const uint8_t* rec = b.h_span + b.h_rec_off[j];
+      const uint32_t len = read_record_header(rec, b.fmt).cap_len;
+      --rep.totals.v[c_packets];
+      rep.totals.v[c_wire_bytes] -= len;
+      rep.totals.v[c_captured_bytes] -= len;
+      DecodedPacket d;
+      decode_record(rec, b.span_len - b.h_rec_off[j], b.fmt, b.link, d);
+      if (d.vlan_count[0]) --rep.totals.v[c_vlan_tagged];
+    }
     uint64_t dropped = 0;
-    for (uint32_t i = 0; i < b.count; ++i) dropped += (b.h_verdict[i] & kVerdictDrop) != 0;
+    for (uint32_t i = 0; i < b.count; ++i)
+      if (!b.is_reassembled(i)) dropped += (b.record_verdict(i) & kVerdictDrop) != 0;
     rep.dropped += dropped;
-    rep.passed += b.count - dropped;
+    rep.passed += b.count - b.reassembled.size() - dropped;
     ++rep.batches;
     rep.flow_records += b.flow_records.size();
     // The batch's packets (module events: alerts) before the flows that ended in it.
@@ -78,7 +94,7 @@ RunReport run_capture(const CaptureFile& cap, Backend& backend, const RunOptions
   };
 
   const auto stopping = [&] { return opt.stop && opt.stop->load(std::memory_order_relaxed); };
-  while (have_pending && !stopping()) {
+  while ((have_pending && !stopping()) || !datagram.empty()) {
     if (busy[size_t(slot)]) finish(slot);
     PacketBatch& b = backend.batch(slot);
     const uint32_t cap_pk = std::min(b.capacity, opt.policy.max_packets);
@@ -91,26 +107,64 @@ RunReport run_capture(const CaptureFile& cap, Backend& backend, const RunOptions
     b.want_streams = opt.want_streams && on_streams;
     b.record_bytes = 0;
     b.max_ts_ns = 0;
+    b.reassembled.clear();
+    // A batch is a range of the capture until a reassembled datagram joins it: from then on its
+    // records are copied into h_rebuilt, the datagram right after the fragment that completed it.
+    std::vector<uint8_t>& rebuilt = b.h_rebuilt;
+    rebuilt.clear();
+    bool copied = false;
     const uint64_t span_start = r.offset;
     const uint64_t first_ts = r.ts_ns;
+    const auto add_datagram = [&] {
+      b.reassembled.push_back(b.count);
+      b.h_rec_off[b.count++] = uint32_t(rebuilt.size());
+      rebuilt.insert(rebuilt.end(), datagram.begin(), datagram.end());
+      b.record_bytes += datagram.size();
+      datagram.clear();
+    };
+    if (!datagram.empty()) {  // completed by the previous batch's last packet, which left no room
+      copied = true;
+      add_datagram();
+    }
     while (have_pending) {
       const uint64_t rec_bytes = kRecordHeaderBytes + r.cap_len;
+      const uint64_t used = copied ? rebuilt.size() : r.offset - span_start;
       if (b.count > 0) {
         if (b.count >= cap_pk) break;
-        if (r.offset + rec_bytes - span_start > opt.policy.max_bytes) break;
+        if (used + rec_bytes > opt.policy.max_bytes) break;
         if (opt.policy.timeout_ns && r.ts_ns > first_ts && r.ts_ns - first_ts > opt.policy.timeout_ns) break;
         if (stopping()) break;
       }
-      b.h_rec_off[b.count++] = uint32_t(r.offset - span_start);
+      const uint8_t* rec = cap.data() + r.offset;
+      if (copied) {
+        b.h_rec_off[b.count++] = uint32_t(rebuilt.size());
+        rebuilt.insert(rebuilt.end(), rec, rec + rec_bytes);
+      } else {
+        b.h_rec_off[b.count++] = uint32_t(r.offset - span_start);
+      }
       b.record_bytes += rec_bytes;
       if (r.ts_ns > b.max_ts_ns) b.max_ts_ns = r.ts_ns;
+      const bool completed = opt.defrag.enabled && defrag.add(rec, cap.size() - r.offset, cap.format(), cap.link(), datagram);
       have_pending = walker.next(r);
+      if (completed) {
+        if (!copied) {
+          rebuilt.assign(cap.data() + span_start, rec + rec_bytes);
+          copied = true;
+        }
+        if (b.count >= cap_pk || rebuilt.size() + datagram.size() > opt.policy.max_bytes) break;  // next batch
+        add_datagram();
+      }
     }
-    b.h_span = cap.data() + span_start;
-    // The span ends where the last record ends (header + captured bytes).
-    const uint8_t* last = b.h_span + b.h_rec_off[b.count - 1];
-    b.span_len = uint64_t(last - b.h_span) + kRecordHeaderBytes + read_record_header(last, cap.format()).cap_len;
-    packet_index += b.count;
+    if (copied) {
+      b.h_span = rebuilt.data();
+      b.span_len = rebuilt.size();
+    } else {
+      b.h_span = cap.data() + span_start;
+      // The span ends where the last record ends (header + captured bytes).
+      const uint8_t* last = b.h_span + b.h_rec_off[b.count - 1];
+      b.span_len = uint64_t(last - b.h_span) + kRecordHeaderBytes + read_record_header(last, cap.format()).cap_len;
+    }
+    packet_index += b.count - b.reassembled.size();
     backend.submit(slot);
     busy[size_t(slot)] = true;
     slot = (slot + 1) % nslots;
@@ -120,6 +174,9 @@ RunReport run_capture(const CaptureFile& cap, Backend& backend, const RunOptions
     const int s = (slot + k) % nslots;  // oldest first, so batches finish in capture order
     if (busy[size_t(s)]) finish(s);
   }
+  defrag.finish();
+  rep.defrag_config = opt.defrag;
+  rep.defrag = defrag.stats();
   walker.check_file();  // a frame read as zeros after the file shrank under decode (see capture_file.hpp)
   rep.flows = backend.flow_gauges();
   {

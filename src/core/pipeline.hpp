@@ -19,6 +19,7 @@
 
 #include "backend/backend.hpp"
 #include "capture/capture_file.hpp"
+#include "defrag/defrag.hpp"
 
 namespace gaspp {
 
@@ -45,6 +46,8 @@ struct RunReport {
   FlowGauges flows;                 // the flow table at the end of the run, before the final flush
   StreamGauges streams;             // reassembly's out-of-order buffer
   uint64_t flow_records = 0;        // flow records delivered (expired, evicted, and at shutdown)
+  DefragConfig defrag_config;       // IP fragment reassembly (defrag/defrag.hpp): as run ...
+  DefragStats defrag;               // ... and what it did
 };
 
 struct RunOptions {
@@ -62,6 +65,9 @@ struct RunOptions {
   // When set (a signal handler sets it), reading stops after the current batch's packet: what was
   // read is finished as at the end of the capture (flows and streams flushed, outputs written).
   const std::atomic<bool>* stop = nullptr;
+  // IP fragments reassembled before the backend (defrag/defrag.hpp); the backend's
+  // FlowConfig::defrag must say the same, so that the fragments themselves key no flow.
+  DefragConfig defrag;
 };
 
 using BatchCallback = std::function<void(const PacketBatch&)>;

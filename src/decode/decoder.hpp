@@ -171,11 +171,14 @@ GASPP_HD inline void decode_l4(const uint8_t* f, uint32_t caplen, uint32_t off, 
       if (ip_payload < 8) { fail(p, MalformedReason::udp_bad_length); return; }
       p.payload_off[0] = static_cast<uint16_t>(off + 8);
       p.payload_len[0] = ip_payload - 8;
-      // A zero length is legal over IPv6 for jumbograms; anything else must fit the datagram.
-      if ((ulen != 0 || p.l3[0] != uint8_t(L3::ipv6)) && (ulen < 8 || ulen > ip_payload))
+      // A zero length is legal over IPv6 for jumbograms; anything else must fit the datagram. A
+      // first fragment holds only the start of its datagram: its length may reach past it, and
+      // what it carries is what it announces.
+      const bool first_fragment = p.ip_frag[0] & kFragMore;
+      if ((ulen != 0 || p.l3[0] != uint8_t(L3::ipv6)) && (ulen < 8 || (ulen > ip_payload && !first_fragment)))
         fail(p, MalformedReason::udp_bad_length);
       else if (ulen >= 8)
-        p.payload_len[0] = ulen - 8;
+        p.payload_len[0] = ulen - 8 < ip_payload - 8 ? ulen - 8 : ip_payload - 8;
       return;
     }
     case 1:

@@ -138,6 +138,7 @@ struct FlowConfig {
   uint32_t capacity = 1u << 20;       // flows held at once (the table has 5/4 as many slots)
   bool midstream = true;              // pick up TCP sessions whose handshake was not seen
   bool vlan_in_key = true;            // VLAN ids are part of the flow key
+  bool defrag = true;                 // fragments are reassembled first: none keys a flow itself
   FlowTimeouts timeouts;
   uint64_t sweep_interval_ns = 1'000'000'000ull;  // expiry sweep period (packet time offline)
   uint32_t emergency_enter_pct = 100; // occupancy (% of capacity) that enters emergency mode

@@ -101,12 +101,15 @@ GASPP_HD GASPP_FORCEINLINE uint8_t icmp_query_type(uint8_t ip_proto, uint8_t typ
 }
 
 // Builds the canonical key of packet i. Returns the skip reason (none: `k` and `from_lo` are set).
-GASPP_HD inline FlowSkip flow_key_of(const DecodedView& d, uint32_t i, bool vlan_in_key, FlowKey& k, bool& from_lo) {
+// With `defrag` (FlowConfig::defrag) no IP fragment outside a tunnel keys a flow, the first one
+// included: the datagram reassembled from them does (defrag/defrag.hpp).
+GASPP_HD inline FlowSkip flow_key_of(const DecodedView& d, uint32_t i, bool vlan_in_key, bool defrag, FlowKey& k,
+                                     bool& from_lo) {
   const uint8_t l3 = d.l3[i];
   if (l3 != uint8_t(L3::ipv4) && l3 != uint8_t(L3::ipv6)) return FlowSkip::not_ip;
   if (d.malformed[i]) return FlowSkip::malformed;
   const uint8_t frag = d.ip_frag[i];
-  if ((frag & kFragIsFragment) && !(frag & kFragFirst)) return FlowSkip::fragment;
+  if ((frag & kFragIsFragment) && (!(frag & kFragFirst) || (defrag && d.tunnel_depth[i] == 0))) return FlowSkip::fragment;
   const uint8_t l4 = d.l4[i];
   uint16_t ps = 0, pd = 0;
   k.icmp_type = k.icmp_code = 0;

@@ -100,6 +100,7 @@ struct FlowTrackParams {
   // IPS mode with stream urgent policy drop: a segment with URG set is ignored by the session and
   // marked invalid, so the verdict walk drops it (Suricata drops it before the stream engine).
   bool urgent_drop = false;
+  bool defrag = true;  // FlowConfig::defrag
 };
 
 GASPP_HD GASPP_FORCEINLINE bool seq_lt(uint32_t a, uint32_t b) { return int32_t(a - b) < 0; }
@@ -477,7 +478,7 @@ GASPP_HD inline uint32_t flow_lookup_packet(const FlowTableRef& t, const Decoded
                                             const FlowTrackParams& prm, FlowSkip& skip, uint8_t& flags) {
   FlowKey k;
   bool from_lo = false;
-  skip = flow_key_of(d, i, prm.vlan_in_key, k, from_lo);
+  skip = flow_key_of(d, i, prm.vlan_in_key, prm.defrag, k, from_lo);
   flags = from_lo ? kPktFromLo : 0;
   if (skip != FlowSkip::none) return kNoFlow;
   bool created;
@@ -497,7 +498,7 @@ GASPP_HD inline uint32_t flow_retry_packet(const FlowTableRef& t, const DecodedV
                                            const FlowTrackParams& prm, const FlowRecordSink& out, Sink& c) {
   FlowKey k;
   bool from_lo, created, evicted;
-  flow_key_of(d, i, prm.vlan_in_key, k, from_lo);
+  flow_key_of(d, i, prm.vlan_in_key, prm.defrag, k, from_lo);
   const uint32_t s = flow_claim_or_evict(t, k, flow_key_hash(k), prm.epoch, created, evicted,
                                          [&](const FlowRecord& v, FlowReason why) { out.emit(v, why); });
   if (evicted) c.add(c_flow_evicted, 1);

@@ -29,7 +29,7 @@ inline void flow_lookup_range(const FlowTableRef& t, const DecodedView& dec, uin
     const uint32_t m = uint32_t(std::min<uint64_t>(kGroup, end - g));
     for (uint32_t j = 0; j < m; ++j) {
       bool from_lo = false;
-      skip[j] = flow_key_of(dec, uint32_t(g + j), prm.vlan_in_key, key[j], from_lo);
+      skip[j] = flow_key_of(dec, uint32_t(g + j), prm.vlan_in_key, prm.defrag, key[j], from_lo);
       flags[g + j] = from_lo ? kPktFromLo : 0;
       if (skip[j] != FlowSkip::none) continue;
       hash[j] = flow_key_hash(key[j]);

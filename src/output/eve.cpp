@@ -203,6 +203,13 @@ void EveWriter::write_stats(const RunReport& r, const std::string& extra) {
        ",\"avg_pkt_size\":" + u(t[c_packets] ? t[c_wire_bytes] / t[c_packets] : 0);
   if (link) j += std::string(",\"") + link + "\":" + u(t[c_packets]);
   j += "},";
+  if (r.defrag_config.enabled) {
+    const DefragStats& d = r.defrag;
+    j += "\"defrag\":{\"ipv4\":{\"fragments\":" + u(d.ipv4_fragments) + ",\"reassembled\":" + u(d.ipv4_reassembled) +
+         "},\"ipv6\":{\"fragments\":" + u(d.ipv6_fragments) + ",\"reassembled\":" + u(d.ipv6_reassembled) +
+         "},\"max_trackers_reached\":" + u(d.max_trackers_reached) + ",\"max_frags_reached\":" + u(d.max_frags_reached) +
+         ",\"mgr\":{\"tracker_timeout\":" + u(d.timeouts) + "}},";
+  }
   j += "\"flow\":{\"total\":" + u(t[c_flow_created]) + ",\"active\":" + u(r.flows.live) +
        ",\"emerg_mode_entered\":" + u(t[c_flow_emergency]) + ",\"tcp_reuse\":" + u(t[c_flow_port_reuse]) + "},";
   j += "\"tcp\":{\"midstream_pickups\":" + u(t[c_tcp_midstream]) + ",\"reassembly_gap\":" + u(t[c_stream_gaps]) +

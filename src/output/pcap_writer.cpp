@@ -34,7 +34,8 @@ PcapWriter::PcapWriter(const std::string& path, const CaptureFile& in) : f_(path
 
 void PcapWriter::write(const PacketBatch& b, uint8_t any_of, uint8_t none_of) {
   for (uint32_t i = 0; i < b.count; ++i) {
-    const uint8_t v = b.h_verdict[i];
+    if (b.is_reassembled(i)) continue;  // its fragments are the capture's packets
+    const uint8_t v = b.record_verdict(i);
     if ((v & none_of) || (any_of && !(v & any_of))) continue;
     const uint8_t* r = b.h_span + b.h_rec_off[i];
     const uint64_t n = kRecordHeaderBytes + read_record_header(r, b.fmt).cap_len;

@@ -62,6 +62,18 @@ void print_summary(std::FILE* o, const RunReport& r) {
                (unsigned long long)r.batches, (unsigned long long)r.batches_direct,
                (unsigned long long)r.batches_compacted, (unsigned long long)r.batches_sliced, double(r.bytes_h2d) / 1e6,
                double(r.bytes_d2h) / 1e6);
+  if (r.defrag_config.enabled) {
+    const DefragStats& d = r.defrag;
+    std::fprintf(o, "defrag       ipv4 %llu fragments, %llu reassembled  ipv6 %llu fragments, %llu reassembled  "
+                    "overlaps %llu  timeouts %llu  incomplete at end %llu  too large %llu  truncated %llu  "
+                    "in tunnel %llu  limits hit: trackers %llu, fragments %llu, memcap %llu  policy %s\n",
+                 (unsigned long long)d.ipv4_fragments, (unsigned long long)d.ipv4_reassembled,
+                 (unsigned long long)d.ipv6_fragments, (unsigned long long)d.ipv6_reassembled,
+                 (unsigned long long)d.overlaps, (unsigned long long)d.timeouts, (unsigned long long)d.incomplete_at_end,
+                 (unsigned long long)d.too_large, (unsigned long long)d.truncated, (unsigned long long)d.in_tunnel,
+                 (unsigned long long)d.max_trackers_reached, (unsigned long long)d.max_frags_reached,
+                 (unsigned long long)d.memcap_reached, defrag_policy_name(r.defrag_config.policy));
+  }
   if (r.flows.enabled) {
     const auto& g = r.flows;
     std::fprintf(o, "flows        created %llu  active at end %u  timed out %llu  evicted %llu  port reuse %llu  "
@@ -151,6 +163,14 @@ std::string summary_json(const RunReport& r) {
   j += "},";
   j += "\"batches\":{\"count\":" + u(r.batches) + ",\"direct\":" + u(r.batches_direct) + ",\"compacted\":" +
        u(r.batches_compacted) + ",\"sliced\":" + u(r.batches_sliced) + ",\"bytes_h2d\":" + u(r.bytes_h2d) + ",\"bytes_d2h\":" + u(r.bytes_d2h) + "},";
+  if (r.defrag_config.enabled) {
+    const DefragStats& d = r.defrag;
+    j += "\"defrag\":{\"policy\":\"" + std::string(defrag_policy_name(r.defrag_config.policy)) + "\"";
+#define GASPP_X(name, text) j += ",\"" text "\":" + u(d.name);
+    GASPP_DEFRAG_COUNTERS(GASPP_X)
+#undef GASPP_X
+    j += ",\"incomplete_at_end\":" + u(d.incomplete_at_end) + ",\"peak_trackers\":" + u(d.peak_trackers) + "},";
+  }
   if (r.flows.enabled) {
     const auto& g = r.flows;
     j += "\"flows\":{\"capacity\":" + u(g.capacity) + ",\"slots\":" + u(g.slots) + ",\"table_bytes\":" + u(g.bytes) +

@@ -129,6 +129,14 @@ TEST(Config, RealSuricataYaml) {
     }
   for (const char* s : {"outputs", "af-packet", "app-layer", "stream (all but reassembly.urgent)", "detect"})
     EXPECT_NE(std::find(c.ignored.begin(), c.ignored.end(), s), c.ignored.end()) << s;
+  // Its defrag section, in Suricata's size syntax ("32 MiB"): the defaults, which are ours.
+  ASSERT_TRUE(c.defrag);
+  EXPECT_EQ(c.defrag->memcap, 32ull << 20);
+  EXPECT_EQ(c.defrag->trackers, 65535u);
+  EXPECT_EQ(c.defrag->max_frags, 65535u);
+  EXPECT_EQ(c.defrag->timeout_s, 60u);
+  EXPECT_EQ(c.defrag->policy, DefragPolicy::bsd);
+  EXPECT_TRUE(c.defrag->enabled);
   // The master switch, auto; flow.memcap-policy is commented out there.
   ASSERT_TRUE(c.exception_policy);
   EXPECT_EQ(*c.exception_policy, "auto");
@@ -150,6 +158,47 @@ TEST(Config, ExceptionPolicies) {
   }
   EXPECT_NE(error_of("", {"exception-policy=drop"}).find("exception-policy: auto, drop-packet"), std::string::npos);
   EXPECT_NE(error_of("", {"flow.memcap-policy=pass"}).find("flow.memcap-policy: auto, drop-packet"), std::string::npos);
+}
+
+TEST(Config, DefragSection) {
+  struct Row {
+    const char* set;
+    uint64_t memcap;     // expected, when accepted
+    const char* error;   // "" when accepted
+  };
+  const Row rows[] = {
+      {"defrag.memcap=33554432", 32ull << 20, ""},
+      {"defrag.memcap=64mb", 64ull << 20, ""},
+      {"defrag.memcap=1 GiB", 1ull << 30, ""},
+      {"defrag.memcap=512KiB", 512ull << 10, ""},
+      {"defrag.memcap=lots", 0, "defrag.memcap: expected a size"},
+      {"defrag.memcap=-1mb", 0, "defrag.memcap: expected a size"},
+      {"defrag.timeout=0", 0, "defrag.timeout: expected 1..86400"},
+      {"defrag.timeout=86401", 0, "defrag.timeout: expected 0..86400"},
+      {"defrag.policy=vista", 0, ""},
+      {"defrag.policy=bsdx", 0, "defrag.policy: bsd, bsd-right"},
+      {"defrag.enabled=maybe", 0, "defrag.enabled: yes or no"},
+  };
+  for (const Row& r : rows) {
+    SCOPED_TRACE(r.set);
+    const std::string e = error_of("", {r.set});
+    if (*r.error) {
+      EXPECT_NE(e.find(r.error), std::string::npos) << e;
+      continue;
+    }
+    EXPECT_EQ(e, "");
+    const FileConfig c = load_config("", {r.set});
+    ASSERT_TRUE(c.defrag);
+    if (r.memcap) EXPECT_EQ(c.defrag->memcap, r.memcap);
+  }
+  const FileConfig c = load_config("", {"defrag.policy=vista", "defrag.trackers=10", "defrag.max-frags=20", "defrag.timeout=5",
+                                        "defrag.enabled=no", "defrag.hash-size=1024"});
+  EXPECT_EQ(c.defrag->policy, DefragPolicy::windows);
+  EXPECT_EQ(c.defrag->trackers, 10u);
+  EXPECT_EQ(c.defrag->max_frags, 20u);
+  EXPECT_EQ(c.defrag->timeout_s, 5u);
+  EXPECT_FALSE(c.defrag->enabled);
+  EXPECT_EQ(c.ignored.size(), 1u);  // hash-size
 }
 
 TEST(Config, StreamUrgentPolicies) {

@@ -256,6 +256,21 @@ TEST(Decoder, Ipv4FragmentsAreFlaggedAndOnlyTheFirstDecodedPastL3) {
   EXPECT_EQ(p.ip_proto[0], 6);
 }
 
+// A first fragment holds the start of its datagram: a UDP length that reaches past it is what the
+// whole datagram carries, not a malformed header; a last fragment's is not read.
+TEST(Decoder, UdpFirstFragmentIsNotMalformed) {
+  Bytes ip = ip4_udp(5000, 53, Bytes(100, 'x'));
+  ip[24] = 0x05; ip[25] = 0xdc;  // UDP length 1500: the datagram was cut into fragments
+  auto p = decode(cat({eth(0x0800), ip}));
+  EXPECT_EQ(reason(p), MalformedReason::udp_bad_length);  // not a fragment: the length lies
+  ip[6] = 0x20;  // MF, offset 0
+  p = decode(cat({eth(0x0800), ip}));
+  EXPECT_EQ(reason(p), MalformedReason::none);
+  EXPECT_EQ(p.l4[0], uint8_t(L4::udp));
+  EXPECT_EQ(p.payload_len[0], 100u);  // what this fragment carries
+  EXPECT_EQ(p.dport[0], 53);
+}
+
 TEST(Decoder, Ipv6ExtensionChain) {
   auto p = decode(ipv6_with_ext({0, 43, 60}));
   EXPECT_EQ(reason(p), MalformedReason::none);

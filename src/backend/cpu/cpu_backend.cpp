@@ -376,7 +376,7 @@ class CpuBackend final : public Backend {
     PacketBatch& b = s.batch;
     FlowTableRef t = table_.ref();
     FlowTrackParams prm{cfg_.flow.timeouts, ++epoch_, cfg_.flow.midstream, cfg_.flow.vlan_in_key,
-                        cfg_.drop_invalid && cfg_.stream.urgent == UrgentPolicy::drop};
+                        cfg_.drop_invalid && cfg_.stream.urgent == UrgentPolicy::drop, cfg_.flow.defrag};
     const uint32_t n = b.count;
     uint32_t* slot = s.flow_slot.data();
     uint8_t* flags = s.flow_flags.data();

@@ -1111,7 +1111,7 @@ class CudaBackend final : public Backend {
     PacketBatch& b = s.batch;
     const FlowTableRef t = table_->ref();
     const FlowTrackParams prm{cfg_.flow.timeouts, ++epoch_, cfg_.flow.midstream, cfg_.flow.vlan_in_key,
-                              cfg_.drop_invalid && cfg_.stream.urgent == UrgentPolicy::drop};
+                              cfg_.drop_invalid && cfg_.stream.urgent == UrgentPolicy::drop, cfg_.flow.defrag};
     const uint32_t n = b.count;
     const uint32_t base = streams_ ? held_cap_ : 0;  // item number of packet 0
     *s.h_record_count = 0;  // the slot's previous batch was finished (wait) before the slot was refilled
