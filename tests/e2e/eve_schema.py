@@ -3,7 +3,7 @@
 (../shared/data/eve/schema.json, python jsonschema) and is valid UTF-8 JSON.
 
 The runs cover every event type gaspp writes: flow records and the stats event on every capture in
-../shared/data/pcaps; alerts (with classtype, metadata, category from classification.config, drop
+../shared/data/pcaps and two fragmented ones from detect/ (defrag statistics); alerts (with classtype, metadata, category from classification.config, drop
 actions) from a rule set that matches every capture; drop events (--eve-drops) in firewall mode
 (the suricata-verify firewall tests' rules) and from drop rules. Also checked against what
 Suricata writes: tcp_flags as two hex digits, alert.category as the class's description,
@@ -36,6 +36,10 @@ def captures(data):
     out = []
     for root, _, fs in os.walk(os.path.join(data, "pcaps")):
         out += [os.path.join(root, f) for f in fs if f.endswith((".pcap", ".pcapng"))]
+    # The fragmented ones among the detection tests' captures (stats with reassembled datagrams).
+    for t in ("defrag/bug-6887-defrag-eth-vlan-ipv6-tcp", "like-ip-only-01"):
+        d = os.path.join(data, "detect", "suricata-verify", t)
+        out += [os.path.join(d, f) for f in (os.listdir(d) if os.path.isdir(d) else []) if f.endswith(".pcap")]
     return sorted(out)
 
 
