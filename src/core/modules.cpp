@@ -252,7 +252,7 @@ void ModuleSet::finish_batch(const PacketBatch& b, ModuleOutput& out) {
     }
     if (decoded_for != e.packet) {
       const uint64_t off = b.h_rec_off[e.packet];
-      decode_record(b.h_span + off, b.span_len - off, b.fmt, b.link, d);
+      decode_packet(b, e.packet, d);
       const RecordHeader rh = read_record_header(b.h_span + off, b.fmt);
       hp = HostPacket{b.packet_number(e.packet), d.ts_ns[0], b.h_span + off + kRecordHeaderBytes, rh.cap_len,
                       rh.wire_len, &d, e.flow_id, e.to_client != 0};
@@ -312,6 +312,12 @@ void ModuleSet::recall_dropped_flow(DecodedPacket& d, uint64_t& flow_id, bool& t
   ++recalled_;
 }
 
+void ModuleSet::decode_packet(const PacketBatch& b, uint32_t i, DecodedPacket& d) const {
+  const uint64_t off = b.h_rec_off[i];
+  decode_record(b.h_span + off, b.span_len - off, b.fmt, b.link, d);
+  if (defrag_) fragment_to_l3(d);  // as the backend decoded it
+}
+
 void ModuleSet::account_verdicts(const PacketBatch& b, ModuleOutput& out) {
   const bool fw = firewall_mode();
   size_t ev = 0;  // sorted_ is in packet order
@@ -333,7 +339,7 @@ void ModuleSet::account_verdicts(const PacketBatch& b, ModuleOutput& out) {
     bool stream_error = drop && !memcap && (v & kVerdictStreamError), stream_urgent = false;
     // The packet is decoded again on the host (once) when its drop needs its fields.
     const uint64_t off = b.h_rec_off[i];
-    if ((stream_error && urgent_drop_) || (drop && drop_events_)) decode_record(b.h_span + off, b.span_len - off, b.fmt, b.link, d);
+    if ((stream_error && urgent_drop_) || (drop && drop_events_)) decode_packet(b, i, d);
     if (stream_error && urgent_drop_) {
       // Suricata drops a URG segment under urgent policy drop before validating it: its reason.
       stream_urgent = d.l4[0] == uint8_t(L4::tcp) && (d.tcp_flags[0] & kTcpUrg);

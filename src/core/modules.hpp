@@ -148,6 +148,8 @@ class ModuleSet {
   // `flows`; counts those whose flow is in neither as unattributed.
   void hand_flow_only(std::vector<ModuleEvent>::const_iterator begin, std::vector<ModuleEvent>::const_iterator end,
                       const std::vector<FlowRecordOut>& flows, ModuleOutput& out);
+  // Packet i of the batch decoded on the host, as the backend decoded it.
+  void decode_packet(const PacketBatch& b, uint32_t i, DecodedPacket& d) const;
   bool dropped_flow_key(DecodedPacket& d, FlowKey& k, bool& from_lo) const;
   void remember_dropped_flow(DecodedPacket& d, uint64_t flow_id, bool to_client);
   void recall_dropped_flow(DecodedPacket& d, uint64_t& flow_id, bool& to_client);

@@ -36,14 +36,36 @@ struct BatchView {
   DecodedView dec;          // count entries per field
   uint8_t* verdict;         // count entries
   bool validate_checksums;  // compute csum_bad (decode/checksum.hpp); needs whole records
+  bool defrag;              // fragments are reassembled (FlowConfig::defrag): see fragment_to_l3
 };
 static_assert(std::is_trivially_copyable_v<BatchView>, "BatchView is passed to kernels by value");
+
+// With reassembly on, an IP fragment outside a tunnel is a packet up to its IP header only, as in
+// Suricata: its transport header, if the first fragment holds one, belongs to the datagram that is
+// reassembled from it (defrag/defrag.hpp), which carries it. So no module matches ports or TCP
+// fields on a fragment, and a transport header cut by the fragmentation is no malformed packet.
+GASPP_HD GASPP_FORCEINLINE void fragment_to_l3(DecodedPacket& p) {
+  if (!(p.ip_frag[0] & kFragIsFragment) || p.tunnel_depth[0] || p.l4_off[0] == kNoOffset) return;
+  const uint8_t proto = p.ip_proto[0], frag = p.ip_frag[0], bad = p.malformed[0];
+  const bool l4_fault = bad >= uint8_t(MalformedReason::tcp_truncated) && bad <= uint8_t(MalformedReason::icmp_truncated);
+  p.l4[0] = uint8_t(L4::none);
+  p.l4_off[0] = p.payload_off[0] = kNoOffset;
+  p.payload_len[0] = p.tcp_seq[0] = p.tcp_ack[0] = p.tcp_tsval[0] = p.tcp_tsecr[0] = 0;
+  p.sport[0] = p.dport[0] = p.icmp_id[0] = p.tcp_flags[0] = p.tcp_win[0] = p.tcp_mss[0] = 0;
+  p.icmp_type[0] = p.icmp_code[0] = p.tcp_wscale[0] = p.tcp_opts[0] = p.tcp_sack_n[0] = 0;
+  for (int k = 0; k < 8; ++k) p.tcp_sack[k] = 0;
+  if (l4_fault) p.malformed[0] = 0;
+  p.ip_proto[0] = proto;
+  p.ip_frag[0] = frag;
+  p.flow_hash[0] = detail::symmetric_flow_hash(p);
+}
 
 // Decodes packet i of a batch into p: the per-packet step both backends run.
 GASPP_HD GASPP_FORCEINLINE void decode_batch_packet(const BatchView& v, uint32_t i, DecodedPacket& p) {
   const uint64_t off = v.rec_off[i];
   decode_record(v.data + off, v.data_len - off, v.fmt, v.link, p);
   p.source[0] = v.source;
+  if (v.defrag) fragment_to_l3(p);
   if (v.validate_checksums) p.csum_bad[0] = checksum_status(v.data + off + kRecordHeaderBytes, p);
 }
 
@@ -67,6 +89,7 @@ GASPP_HD inline bool decode_sliced_packet(const BatchView& v, const uint8_t* hea
   }
   decode_record(head, n, v.fmt, v.link, p);
   p.source[0] = v.source;
+  if (v.defrag) fragment_to_l3(p);
   if (n < 16) return false;  // the whole record was there (or nothing was)
   const RecordHeader h = read_record_header(head, v.fmt);
   if (h.cap_len <= n - 16) return false;  // the whole frame fit

@@ -12,7 +12,11 @@ headers, a fragmented UDP datagram, and a datagram whose middle fragment never c
 - batches of 1, 2, 3 and 65536 packets change nothing;
 - an overlap rewritten by a later fragment starting at the same offset: bsd keeps the first
   fragment's bytes, linux takes the later one's (Suricata's policies);
-- with defrag.enabled=no the streams lose the fragmented data (the test can fail).
+- with defrag.enabled=no the streams lose the fragmented data (the test can fail);
+- a drop rule on the UDP datagram's port (IPS): the reassembled datagram matches it, once; the
+  fragment that completed it is dropped with it (not in -w, a drop event with its number); the other
+  fragments carry no ports, as in Suricata, and pass. Without reassembly the rule sees the first
+  fragment's ports instead.
 
 usage: defrag.py GASPP [--backend cpu|cuda]
 """
@@ -114,7 +118,7 @@ def build_overlap(path):
     return {"bsd": b"a" * 24, "linux": b"aaaa" + b"ZZZZZZZZ" + b"a" * 12}
 
 
-def run(gaspp, backend, pcap, out, batch="65536", sets=()):
+def run(gaspp, backend, pcap, out, batch="65536", sets=(), extra=()):
     shutil.rmtree(out, ignore_errors=True)
     os.makedirs(out)
     cmd = [gaspp, "-r", pcap, "--backend", backend, "-q", "-l", out, "--batch", batch, "--stats-json",
@@ -122,6 +126,7 @@ def run(gaspp, backend, pcap, out, batch="65536", sets=()):
            os.path.join(out, "passed.pcap"), "--decode-out", os.path.join(out, "rows.tsv")]
     for s in sets:
         cmd += ["--set", s]
+    cmd += list(extra)
     p = subprocess.run(cmd, capture_output=True, text=True)
     if p.returncode != 0:
         raise SystemExit(f"gaspp failed ({p.returncode}): {p.stderr}")
@@ -156,6 +161,10 @@ def records(pcap):
         out.append(b[at:at + 16 + n])
         at += 16 + n
     return out
+
+
+def frames_of(pcap):
+    return [r[16:] for r in records(pcap)]
 
 
 def main():
@@ -228,6 +237,23 @@ def main():
             problems.append("defrag.enabled=no: the IPv4 stream is complete anyway (the test cannot fail)")
         if "defrag" in json.load(open(os.path.join(out, "stats.json"))):
             problems.append("defrag.enabled=no: defrag statistics reported")
+        # IPS: a drop rule on the fragmented UDP datagram's port.
+        rules = os.path.join(d, "drop.rules")
+        with open(rules, "w") as f:
+            f.write('drop udp any any -> any 5353 (msg:"frag"; sid:7;)\n')
+        udp_frags = [k for k, fr in enumerate(frames_of(pcap), 1) if b"U" * 64 in fr]
+        for sets, dropped in (([], [udp_frags[-1]]), (["defrag.enabled=no"], [udp_frags[0]])):
+            tag = "IPS" + (" without reassembly" if sets else "")
+            out = run(gaspp, backend, pcap, os.path.join(d, "ips" + str(len(sets))), "3", sets, ["--rules", rules, "--eve-drops"])
+            events = [json.loads(x) for x in open(os.path.join(out, "eve.json"))]
+            alerts = [e["pcap_cnt"] for e in events if e["event_type"] == "alert"]
+            drops = [e["pcap_cnt"] for e in events if e["event_type"] == "drop"]
+            if alerts != dropped or drops != dropped:
+                problems.append(f"{tag}: alerts at {alerts}, drops at {drops}, want both at {dropped}")
+            kept = records(os.path.join(out, "passed.pcap"))
+            want_kept = [r for k, r in enumerate(records(pcap), 1) if k not in dropped]
+            if kept != want_kept:
+                problems.append(f"{tag}: -w kept {len(kept)} records, want all but {dropped}")
         # Overlap policies.
         opcap = os.path.join(d, "overlap.pcap")
         expect = build_overlap(opcap)

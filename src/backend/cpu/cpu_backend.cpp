@@ -104,7 +104,7 @@ class CpuBackend final : public Backend {
     Slot& s = slots_[size_t(slot)];
     PacketBatch& b = s.batch;
     BatchView v{b.h_span,  b.span_len, b.h_rec_off,        b.count,     b.fmt,
-                b.link,    b.source,   s.decoded.view(),   b.h_verdict, cfg_.validate_checksums};
+                b.link,    b.source,   s.decoded.view(),   b.h_verdict, cfg_.validate_checksums, cfg_.flow.defrag};
     for (auto& c : per_thread_) c = Counters{};
     pool_.parallel_for(b.count, [&](uint64_t begin, uint64_t end, int w) {
       HostCounterSink sink{per_thread_[size_t(w)]};

@@ -716,7 +716,7 @@ class CudaBackend final : public Backend {
     h2d_ += (sliced ? 0 : data_len) + sizeof(uint32_t) * b.count;
     if (b.count > 0) {
       BatchView v{s.d_batch_data, data_len, s.d_rec_off, b.count,       b.fmt,
-                  b.link,         b.source, s.dec.view(), s.d_verdict, cfg_.validate_checksums};
+                  b.link,         b.source, s.dec.view(), s.d_verdict, cfg_.validate_checksums, cfg_.flow.defrag};
       const int blocks = grid_blocks(b.count, blocks_cap_, DecodePolicy::kThreads);
       if (sliced) {
         // A warp a kSliceGroups records.
