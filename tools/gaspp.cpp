@@ -526,6 +526,8 @@ int main(int argc, char** argv) {
     return 1;
   }
 
+  // Room for a reassembled datagram beside the fragment that completed it (pipeline.hpp).
+  if (ro.defrag.enabled) size_backend_for_defrag(ro.policy, bc.batch_packets, bc.batch_bytes);
   std::unique_ptr<Backend> backend;
   try {
     std::string why;

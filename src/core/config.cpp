@@ -103,8 +103,9 @@ void defrag_section(const std::string& path, const YAML::Node& v, FileConfig& c)
       const std::string k = kv.first.as<std::string>();
       const YAML::Node& x = kv.second;
       if (k == "memcap") d.memcap = size_value(path, x, "defrag.memcap");
-      else if (k == "trackers") d.trackers = uint32_t(number(path, x, "defrag.trackers", 1u << 24));
-      else if (k == "max-frags") d.max_frags = uint32_t(number(path, x, "defrag.max-frags", 1u << 24));
+      // 0: the default, as in Suricata.
+      else if (k == "trackers") d.trackers = uint32_t(number(path, x, "defrag.trackers", 1u << 24)) ?: DefragConfig{}.trackers;
+      else if (k == "max-frags") d.max_frags = uint32_t(number(path, x, "defrag.max-frags", 1u << 24)) ?: DefragConfig{}.max_frags;
       else if (k == "timeout") {
         d.timeout_s = uint32_t(number(path, x, "defrag.timeout", 86400));  // Suricata's bounds: 1 s .. 24 h
         if (d.timeout_s == 0) fail(path, x, "defrag.timeout: expected 1..86400 seconds");

@@ -322,6 +322,31 @@ void ModuleSet::account_verdicts(const PacketBatch& b, ModuleOutput& out) {
   const bool fw = firewall_mode();
   size_t ev = 0;  // sorted_ is in packet order
   DecodedPacket d;
+  // The verdict counters count the capture's records. A fragment and the datagram it completed
+  // (PacketBatch::reassembled, right after it) are counted once, at the datagram: dropped when
+  // either was, for the reason of the one that was (the fragment's first).
+  struct Outcome {
+    bool drop, stream_error, stream_urgent, memcap, by_flow, fw_event;
+    uint32_t reason;
+  };
+  const auto count = [&](const Outcome& o) {
+    if (!o.drop) {
+      ++vs_.ips_accepted;
+      vs_.fw_accepted += fw;
+    } else if (o.stream_error || o.stream_urgent || o.memcap) {
+      vs_.fw_accepted += fw;  // the pipeline dropped it, whatever the firewall said
+      ++vs_.ips_blocked;
+      ++(o.memcap ? vs_.ips_flow_memcap : o.stream_urgent ? vs_.ips_stream_urgent : vs_.ips_stream_error);
+    } else if (fw && (o.by_flow || o.fw_event)) {
+      ++vs_.fw_blocked;
+      ++vs_.reason[o.reason];
+    } else {
+      vs_.fw_accepted += fw;  // the firewall let it through; detection dropped it
+      ++vs_.ips_blocked;
+      ++(o.by_flow ? vs_.ips_flow_drop : vs_.ips_rules);
+    }
+  };
+  Outcome fragment{};  // the record before a reassembled datagram, counted with it
   for (uint32_t i = 0; i < b.count; ++i) {
     uint32_t reason = kDropReasonRules;
     bool fw_event = false;  // the firewall said why it dropped this packet
@@ -346,21 +371,10 @@ void ModuleSet::account_verdicts(const PacketBatch& b, ModuleOutput& out) {
       stream_error = !stream_urgent;
     }
     if (by_flow) reason = VerdictStats::kFlowDrop;
-    if (!drop) {
-      ++vs_.ips_accepted;
-      vs_.fw_accepted += fw;
-    } else if (stream_error || stream_urgent || memcap) {
-      vs_.fw_accepted += fw;  // the pipeline dropped it, whatever the firewall said
-      ++vs_.ips_blocked;
-      ++(memcap ? vs_.ips_flow_memcap : stream_urgent ? vs_.ips_stream_urgent : vs_.ips_stream_error);
-    } else if (fw && (by_flow || fw_event)) {
-      ++vs_.fw_blocked;
-      ++vs_.reason[reason];
-    } else {
-      vs_.fw_accepted += fw;  // the firewall let it through; detection dropped it
-      ++vs_.ips_blocked;
-      ++(by_flow ? vs_.ips_flow_drop : vs_.ips_rules);
-    }
+    const Outcome o{drop, stream_error, stream_urgent, memcap, by_flow, fw_event, reason};
+    if (i + 1 < b.count && b.is_reassembled(i + 1)) fragment = o;  // counted with its datagram
+    else if (b.is_reassembled(i)) count(fragment.drop || !drop ? fragment : o);
+    else count(o);
     if (drop && drop_events_) {
       const RecordHeader rh = read_record_header(b.h_span + off, b.fmt);
       if (flow_id) remember_dropped_flow(d, flow_id, to_client);

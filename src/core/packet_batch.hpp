@@ -176,10 +176,10 @@ struct PacketBatch {
     const auto before = std::upper_bound(reassembled.begin(), reassembled.end(), i) - reassembled.begin();
     return first_index + i + 1 - uint64_t(before);
   }
-  // The verdict of record i: a fragment that completed a datagram is dropped with it.
+  // The verdict of record i: a fragment that completed a datagram is dropped, and dumped, with it.
   uint8_t record_verdict(uint32_t i) const {
     const uint8_t v = h_verdict[i];
-    return i + 1 < count && is_reassembled(i + 1) ? uint8_t(v | (h_verdict[i + 1] & kVerdictDrop)) : v;
+    return i + 1 < count && is_reassembled(i + 1) ? uint8_t(v | (h_verdict[i + 1] & (kVerdictDrop | kVerdictToDump))) : v;
   }
 };
 

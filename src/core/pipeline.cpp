@@ -124,6 +124,7 @@ RunReport run_capture(const CaptureFile& cap, Backend& backend, const RunOptions
     };
     if (!datagram.empty()) {  // completed by the previous batch's last packet, which left no room
       copied = true;
+      b.max_ts_ns = read_record_header(datagram.data(), cap.format()).ts_ns;
       add_datagram();
     }
     while (have_pending) {
@@ -151,7 +152,8 @@ RunReport run_capture(const CaptureFile& cap, Backend& backend, const RunOptions
           rebuilt.assign(cap.data() + span_start, rec + rec_bytes);
           copied = true;
         }
-        if (b.count >= cap_pk || rebuilt.size() + datagram.size() > opt.policy.max_bytes) break;  // next batch
+        if (b.count >= b.capacity || rebuilt.size() + datagram.size() > opt.policy.max_bytes + opt.policy.datagram_room_bytes)
+          break;  // no room (a backend not sized for it): the next batch
         add_datagram();
       }
     }

@@ -27,7 +27,24 @@ struct BatchPolicy {
   uint32_t max_packets = 65536;
   uint64_t max_bytes = 64ull << 20;
   uint64_t timeout_ns = 1'000'000'000ull;  // 0 = no time limit
+  // Room beyond max_bytes for reassembled datagrams (defrag/defrag.hpp), which join the batch of
+  // the fragment that completed them; the backend must hold max_bytes + datagram_room_bytes, and
+  // max_packets + 1 packets (size_backend_for_defrag does both). Without that room a datagram that
+  // does not fit goes to the next batch, and the fragment does not share its verdict.
+  uint64_t datagram_room_bytes = 0;
 };
+
+// The largest record a reassembled datagram makes: a 65,535-byte IP datagram behind headers of
+// at most 64 KiB (the link and tunnel layers, IPv6 extension headers), and its record header.
+constexpr uint64_t kDatagramRecordBytes = 16 + 65535 + 65536;
+
+// Sizes a backend for run_capture with reassembly: one packet and kDatagramRecordBytes more than
+// the policy's batches hold.
+inline void size_backend_for_defrag(BatchPolicy& policy, uint32_t& backend_packets, uint64_t& backend_bytes) {
+  policy.datagram_room_bytes = kDatagramRecordBytes;
+  backend_packets = policy.max_packets + 1;
+  backend_bytes = policy.max_bytes + kDatagramRecordBytes;
+}
 
 struct RunReport {
   std::string path, container, link, backend;

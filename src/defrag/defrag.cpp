@@ -16,6 +16,7 @@ bool later_wins(DefragPolicy pol, uint32_t n_off, uint32_t n_end, uint32_t o_off
     case DefragPolicy::first: return false;
     case DefragPolicy::last: return true;
     case DefragPolicy::bsd: return n_off < o_off;
+    case DefragPolicy::bsd_right: return n_off >= o_off;
     case DefragPolicy::linux: return n_off <= o_off;
     case DefragPolicy::windows: return n_off < o_off && n_end > o_end;
     case DefragPolicy::solaris: return n_off < o_off && n_end >= o_end;
@@ -36,11 +37,11 @@ void put16be(uint8_t* p, uint32_t v) {
 bool parse_defrag_policy(const std::string& n, DefragPolicy& out) {
   // Suricata's host-os-policy names and the defrag policy each selects (defrag.c DefragGetOsPolicy).
   static const std::pair<const char*, DefragPolicy> kNames[] = {
-      {"bsd", DefragPolicy::bsd},         {"bsd-right", DefragPolicy::bsd},   {"hpux10", DefragPolicy::bsd},
-      {"irix", DefragPolicy::bsd},        {"macos", DefragPolicy::last},      {"linux", DefragPolicy::linux},
-      {"old-linux", DefragPolicy::linux}, {"windows", DefragPolicy::windows}, {"windows2k3", DefragPolicy::windows},
-      {"vista", DefragPolicy::windows},   {"solaris", DefragPolicy::solaris}, {"old-solaris", DefragPolicy::solaris},
-      {"hpux11", DefragPolicy::first},    {"first", DefragPolicy::first},     {"last", DefragPolicy::last}};
+      {"bsd", DefragPolicy::bsd},         {"bsd-right", DefragPolicy::bsd_right}, {"hpux10", DefragPolicy::bsd},
+      {"irix", DefragPolicy::bsd},        {"macos", DefragPolicy::first},         {"linux", DefragPolicy::linux},
+      {"old-linux", DefragPolicy::linux}, {"windows", DefragPolicy::windows},     {"windows2k3", DefragPolicy::windows},
+      {"vista", DefragPolicy::windows},   {"solaris", DefragPolicy::solaris},     {"old-solaris", DefragPolicy::first},
+      {"hpux11", DefragPolicy::first},    {"first", DefragPolicy::first},         {"last", DefragPolicy::last}};
   for (const auto& [name, pol] : kNames)
     if (n == name) {
       out = pol;
@@ -50,7 +51,7 @@ bool parse_defrag_policy(const std::string& n, DefragPolicy& out) {
 }
 
 const char* defrag_policy_name(DefragPolicy p) {
-  static const char* kNames[] = {"bsd", "linux", "windows", "solaris", "first", "last"};
+  static const char* kNames[] = {"bsd", "linux", "windows", "solaris", "first", "last", "bsd-right"};
   return kNames[int(p)];
 }
 
@@ -114,18 +115,24 @@ void Defragmenter::release(std::unordered_map<Key, Tracker, KeyHash>::iterator i
 }
 
 void Defragmenter::expire(uint64_t now, bool force) {
-  if (!force && now < next_expiry_ns_) return;
-  next_expiry_ns_ = now + 1'000'000'000ull;  // a scan per second of capture time
   const uint64_t t = uint64_t(cfg_.timeout_s) * 1'000'000'000ull;
+  if (!force && now < next_expiry_ns_) return;
+  // A forced scan (a limit reached) runs only when some datagram can have expired: a scan costs
+  // the whole table, and a flood of fragments at a full table must not pay it for each one.
+  if (force && !(oldest_ts_ns_ + t < now)) return;
+  next_expiry_ns_ = now + 1'000'000'000ull;  // a scan per second of capture time
+  uint64_t oldest = UINT64_MAX;
   for (auto it = map_.begin(); it != map_.end();) {
     if (it->second.last_ts_ns + t < now) {
       ++st_.timeouts;
       auto dead = it++;
       release(dead);
     } else {
+      oldest = std::min(oldest, it->second.last_ts_ns);
       ++it;
     }
   }
+  oldest_ts_ns_ = oldest == UINT64_MAX ? now : oldest;
 }
 
 void Defragmenter::finish() {
@@ -187,9 +194,12 @@ bool Defragmenter::add(const uint8_t* rec, uint64_t room, RecordFormat fmt, Link
   }
   // A broken IP layer is counted malformed by the decoder; a transport header cut by the
   // fragmentation is no reason not to reassemble (the datagram is decoded again).
+  // IPv6: the walk above checked the chain up to the fragment header; a fault after it (an
+  // extension header the fragmentation cut) belongs to the datagram, decoded again once whole.
   const uint8_t bad = p.malformed[0];
-  if (end < data_start || (bad >= uint8_t(MalformedReason::ipv4_truncated) && bad <= uint8_t(MalformedReason::ipv6_too_many_ext)))
-    return false;
+  const bool l3_fault = v6 ? bad >= uint8_t(MalformedReason::ipv6_truncated) && bad <= uint8_t(MalformedReason::ipv6_bad_payload_len)
+                           : bad >= uint8_t(MalformedReason::ipv4_truncated) && bad <= uint8_t(MalformedReason::ipv4_bad_options);
+  if (end < data_start || l3_fault) return false;
   const uint32_t len = end - data_start;
   if (end > cap) {
     ++st_.truncated;
@@ -214,6 +224,11 @@ bool Defragmenter::add(const uint8_t* rec, uint64_t room, RecordFormat fmt, Link
   const uint32_t prefix_len = off == 0 ? (v6 ? frag_hdr : data_start) : 0;
   const uint64_t need = uint64_t(len) + prefix_len;
   auto it = map_.find(k);
+  if (it != map_.end() && it->second.last_ts_ns + uint64_t(cfg_.timeout_s) * 1'000'000'000ull < now) {
+    ++st_.timeouts;  // expired: this fragment starts a new datagram (a reused identification)
+    release(it);
+    it = map_.end();
+  }
   if (it == map_.end() && map_.size() >= cfg_.trackers) expire(now, true);
   if (it == map_.end() && map_.size() >= cfg_.trackers) {
     ++st_.max_trackers_reached;
@@ -232,6 +247,7 @@ bool Defragmenter::add(const uint8_t* rec, uint64_t room, RecordFormat fmt, Link
     }
   }
   if (it == map_.end()) {
+    if (map_.empty()) oldest_ts_ns_ = now;
     it = map_.emplace(k, Tracker{}).first;
     st_.peak_trackers = std::max<uint64_t>(st_.peak_trackers, map_.size());
   }
@@ -245,22 +261,25 @@ bool Defragmenter::add(const uint8_t* rec, uint64_t room, RecordFormat fmt, Link
   fr.off = off;
   fr.len = len;
   fr.more = more;
-  fr.data = uint32_t(t.bytes.size());
+  fr.seq = uint32_t(t.frags.size());
+  fr.data = t.bytes.size();
   t.bytes.insert(t.bytes.end(), f + data_start, f + end);
   if (off == 0) {
-    fr.prefix = uint32_t(t.bytes.size());
+    fr.prefix = t.bytes.size();
     fr.prefix_len = prefix_len;
     fr.nh_field = nh_field;
     fr.next = next;
     fr.l3 = uint16_t(l3);
     t.bytes.insert(t.bytes.end(), f, f + prefix_len);
   }
-  t.frags.push_back(fr);
+  // Kept by offset (then arrival): the completeness check is a linear walk.
+  t.frags.insert(std::upper_bound(t.frags.begin(), t.frags.end(), off, [](uint32_t o, const Frag& f) { return o < f.off; }), fr);
   ++frags_;
   bytes_ += need;
   t.last_ts_ns = now;
   t.seen_last |= !more;
-  if (!t.seen_last) return false;
+  t.has_first |= off == 0;
+  if (!t.seen_last || !t.has_first) return false;
   const int r = complete(t, v6, rec, fmt, out);
   if (r > 0) ++(v6 ? st_.ipv6_reassembled : st_.ipv4_reassembled);
   if (r != 0) release(it);
@@ -270,28 +289,25 @@ bool Defragmenter::add(const uint8_t* rec, uint64_t room, RecordFormat fmt, Link
 // Assembles the datagram when every byte up to its end is held: 1 when appended to `out`, 0 while
 // bytes are missing, -1 when it can never be built.
 int Defragmenter::complete(Tracker& t, bool v6, const uint8_t* rec, RecordFormat fmt, std::vector<uint8_t>& out) {
-  const uint32_t n = uint32_t(t.frags.size());
-  std::vector<uint32_t> order(n);
-  std::iota(order.begin(), order.end(), 0u);
-  std::stable_sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) { return t.frags[a].off < t.frags[b].off; });
   // Held bytes from 0 to the end of the first fragment without "more fragments" (and of any other
-  // fragment at its offset), with no hole.
+  // fragment at its offset), with no hole. t.frags is in offset order.
   uint32_t len = 0, last_off = 0, used = 0;
+  const uint32_t n = uint32_t(t.frags.size());
   bool last = false;
   for (; used < n; ++used) {
-    const Frag& f = t.frags[order[used]];
+    const Frag& f = t.frags[used];
     if (last && f.off > last_off) break;
     if (f.off > len) return 0;
     len = std::max(len, f.off + f.len);
     if (!f.more && !last) last = true, last_off = f.off;
   }
   if (!last) return 0;
-  std::vector<bool> in(n, false);
-  for (uint32_t i = 0; i < used; ++i) in[order[i]] = true;
-  // Each byte to the fragment the policy prefers, fragments taken in arrival order.
+  // Each byte to the fragment the policy prefers, the fragments in use taken in arrival order.
+  by_seq_.resize(used);
+  std::iota(by_seq_.begin(), by_seq_.end(), 0u);
+  std::sort(by_seq_.begin(), by_seq_.end(), [&](uint32_t a, uint32_t b) { return t.frags[a].seq < t.frags[b].seq; });
   owner_.assign(len, kNone);
-  for (uint32_t i = 0; i < n; ++i) {
-    if (!in[i]) continue;
+  for (const uint32_t i : by_seq_) {
     const Frag& f = t.frags[i];
     for (uint32_t b = f.off; b < f.off + f.len; ++b) {
       const uint32_t o = owner_[b];
@@ -303,8 +319,8 @@ int Defragmenter::complete(Tracker& t, bool v6, const uint8_t* rec, RecordFormat
   // datagram has no data).
   uint32_t head = len ? owner_[0] : kNone;
   if (head == kNone)
-    for (uint32_t i = 0; i < n; ++i)
-      if (in[i] && t.frags[i].off == 0) head = i;
+    for (const uint32_t i : by_seq_)
+      if (t.frags[i].off == 0) head = i;
   const Frag& hf = t.frags[head];
   const uint32_t ip_len = v6 ? hf.prefix_len - hf.l3 - 40 + len : hf.prefix_len - hf.l3 + len;
   if (ip_len > 65535) {

@@ -20,18 +20,22 @@
 //   updated incrementally (a bad one stays bad), IPv6's payload length likewise.
 // - Overlaps are resolved per byte by the policy (Suricata's names; default bsd). Between the
 //   fragment that holds a byte and a later one that covers it, the later one wins when:
-//     first: never; last: always; bsd: it starts before the held one; linux: it starts before it or
-//     at the same offset; windows: it starts before and ends after it; solaris: it starts before it
-//     and ends at or after its end. (These reproduce the published Sturges/Novak overlap results.)
+//     first: never; last: always; bsd: it starts before the held one; bsd-right: it starts at or
+//     after it; linux: it starts before it or at the same offset; windows: it starts before and
+//     ends after it; solaris: it starts before it and ends at or after its end. (These reproduce
+//     the published Sturges/Novak overlap results.)
 // - Fragments inside a GTP-U tunnel are not reassembled (counted `in_tunnel`; their first fragment
 //   is tracked as before). A fragment whose data the capture cut short cannot be reassembled
 //   (counted `truncated`). A fragment reaching past 65,535 bytes is ignored (`too_large`).
 //
 // Limits (suricata.yaml's `defrag` section; every one counted when hit): `trackers` datagrams in
-// reassembly at once (65,535), `max-frags` fragments held (65,535), `memcap` bytes held (32 MiB),
-// `timeout` seconds of capture time after a datagram's latest fragment (60). A datagram whose
-// fragments stop coming is dropped at its timeout (`timeouts`); when a limit is reached, expired
-// datagrams are dropped first, then the new fragment is refused (its datagram cannot complete).
+// reassembly at once (65,535), `max-frags` fragments held (65,535), `memcap` bytes of fragments
+// held (32 MiB; Suricata's memcap counts its trackers, gaspp's the bytes it keeps), `timeout`
+// seconds of capture time after a datagram's latest fragment (60). A datagram whose fragments stop
+// coming is dropped at its timeout (`timeouts`): when a fragment finds it expired, by a scan once a
+// second of capture time, and when a limit is reached; then the new fragment is refused (its
+// datagram cannot complete). The datagram key is directional (source, destination), as a
+// datagram's fragments all travel one way.
 #pragma once
 #include <cstdint>
 #include <string>
@@ -42,7 +46,7 @@
 
 namespace gaspp {
 
-enum class DefragPolicy : uint8_t { bsd, linux, windows, solaris, first, last };
+enum class DefragPolicy : uint8_t { bsd, linux, windows, solaris, first, last, bsd_right };
 // Suricata's policy and host-os names (bsd-right, old-linux, vista, ... map onto the six);
 // false when the name is unknown.
 bool parse_defrag_policy(const std::string& name, DefragPolicy& out);
@@ -112,8 +116,9 @@ class Defragmenter {
   };
   struct Frag {
     uint32_t off, len;     // within the datagram's fragmentable part
-    uint32_t data;         // where its bytes are in Tracker::bytes
-    uint32_t prefix = 0;   // offset-0 fragments: the frame up to the fragmentable part ...
+    uint32_t seq;          // arrival order within the datagram
+    uint64_t data;         // where its bytes are in Tracker::bytes
+    uint64_t prefix = 0;   // offset-0 fragments: the frame up to the fragmentable part ...
     uint32_t prefix_len = 0;
     uint32_t nh_field = 0; // ... IPv6: where, in that prefix, the field naming the fragment header is
     uint16_t l3 = 0;       // where the IP header starts in that prefix
@@ -121,10 +126,10 @@ class Defragmenter {
     bool more;
   };
   struct Tracker {
-    std::vector<Frag> frags;  // in arrival order
+    std::vector<Frag> frags;  // by offset, then arrival
     std::vector<uint8_t> bytes;
     uint64_t last_ts_ns = 0;
-    bool seen_last = false;
+    bool seen_last = false, has_first = false;
   };
 
   int complete(Tracker& t, bool v6, const uint8_t* rec_header, RecordFormat fmt, std::vector<uint8_t>& out);
@@ -136,7 +141,9 @@ class Defragmenter {
   std::unordered_map<Key, Tracker, KeyHash> map_;
   uint64_t frags_ = 0, bytes_ = 0;
   uint64_t next_expiry_ns_ = 0;
+  uint64_t oldest_ts_ns_ = 0;    // no datagram held is older (its latest fragment) than this
   std::vector<uint32_t> owner_;  // reassembly scratch: which fragment holds each byte
+  std::vector<uint32_t> by_seq_;
 };
 
 }  // namespace gaspp

@@ -13,10 +13,11 @@ headers, a fragmented UDP datagram, and a datagram whose middle fragment never c
 - an overlap rewritten by a later fragment starting at the same offset: bsd keeps the first
   fragment's bytes, linux takes the later one's (Suricata's policies);
 - with defrag.enabled=no the streams lose the fragmented data (the test can fail);
-- a drop rule on the UDP datagram's port (IPS): the reassembled datagram matches it, once; the
-  fragment that completed it is dropped with it (not in -w, a drop event with its number); the other
-  fragments carry no ports, as in Suricata, and pass. Without reassembly the rule sees the first
-  fragment's ports instead.
+- a drop rule on the UDP datagram's port (IPS), at batches of 1, 2, 3 and 65536 packets: the
+  reassembled datagram matches it, once; the fragment that completed it is dropped with it (not in
+  -w, a drop event with its number, one record dropped in the outcome and in EVE's ips stats); the
+  other fragments carry no ports, as in Suricata, and pass. Without reassembly the rule sees the
+  first fragment's ports instead. A module's to_dump on the datagram dumps that fragment.
 
 usage: defrag.py GASPP [--backend cpu|cuda]
 """
@@ -242,9 +243,11 @@ def main():
         with open(rules, "w") as f:
             f.write('drop udp any any -> any 5353 (msg:"frag"; sid:7;)\n')
         udp_frags = [k for k, fr in enumerate(frames_of(pcap), 1) if b"U" * 64 in fr]
-        for sets, dropped in (([], [udp_frags[-1]]), (["defrag.enabled=no"], [udp_frags[0]])):
-            tag = "IPS" + (" without reassembly" if sets else "")
-            out = run(gaspp, backend, pcap, os.path.join(d, "ips" + str(len(sets))), "3", sets, ["--rules", rules, "--eve-drops"])
+        runs = [([], [udp_frags[-1]], b) for b in ("1", "2", "3", "65536")] + [(["defrag.enabled=no"], [udp_frags[0]], "3")]
+        for sets, dropped, batch in runs:
+            tag = "IPS" + (" without reassembly" if sets else "") + f", batch {batch}"
+            out = run(gaspp, backend, pcap, os.path.join(d, "ips" + str(len(sets)) + batch), batch, sets,
+                      ["--rules", rules, "--eve-drops"])
             events = [json.loads(x) for x in open(os.path.join(out, "eve.json"))]
             alerts = [e["pcap_cnt"] for e in events if e["event_type"] == "alert"]
             drops = [e["pcap_cnt"] for e in events if e["event_type"] == "drop"]
@@ -254,6 +257,16 @@ def main():
             want_kept = [r for k, r in enumerate(records(pcap), 1) if k not in dropped]
             if kept != want_kept:
                 problems.append(f"{tag}: -w kept {len(kept)} records, want all but {dropped}")
+            st = json.load(open(os.path.join(out, "stats.json")))
+            ips = [e for e in events if e["event_type"] == "stats"][-1]["stats"]["ips"]
+            if st["outcome"]["dropped"] != 1 or ips["blocked"] != 1 or ips["accepted"] != want["frames"] - 1:
+                problems.append(f"{tag}: outcome {st['outcome']}, EVE ips {ips}: want 1 record dropped, the rest accepted")
+        # A module's to_dump on the datagram dumps the fragment that completed it.
+        dumpf = os.path.join(d, "dumped.pcap")
+        out = run(gaspp, backend, pcap, os.path.join(d, "dump"), "2", (),
+                  ["--module", "probe:dport=5353,action=to_dump", "--dump-packets", dumpf])
+        if [r[16:] for r in records(dumpf)] != [frames_of(pcap)[udp_frags[-1] - 1]]:
+            problems.append(f"to_dump: {len(records(dumpf))} records dumped, want the completing fragment")
         # Overlap policies.
         opcap = os.path.join(d, "overlap.pcap")
         expect = build_overlap(opcap)

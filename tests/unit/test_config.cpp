@@ -176,6 +176,7 @@ TEST(Config, DefragSection) {
       {"defrag.timeout=0", 0, "defrag.timeout: expected 1..86400"},
       {"defrag.timeout=86401", 0, "defrag.timeout: expected 0..86400"},
       {"defrag.policy=vista", 0, ""},
+      {"defrag.trackers=0", 0, ""},  // 0: the default, as in Suricata
       {"defrag.policy=bsdx", 0, "defrag.policy: bsd, bsd-right"},
       {"defrag.enabled=maybe", 0, "defrag.enabled: yes or no"},
   };
@@ -199,6 +200,13 @@ TEST(Config, DefragSection) {
   EXPECT_EQ(c.defrag->timeout_s, 5u);
   EXPECT_FALSE(c.defrag->enabled);
   EXPECT_EQ(c.ignored.size(), 1u);  // hash-size
+  EXPECT_EQ(load_config("", {"defrag.trackers=0"}).defrag->trackers, DefragConfig{}.trackers);
+  // Suricata's host-os-policy names map as its DefragGetOsPolicy does.
+  for (const auto& [name, pol] : std::vector<std::pair<const char*, DefragPolicy>>{
+           {"macos", DefragPolicy::first}, {"old-solaris", DefragPolicy::first}, {"hpux11", DefragPolicy::first},
+           {"bsd-right", DefragPolicy::bsd_right}, {"irix", DefragPolicy::bsd}, {"old-linux", DefragPolicy::linux},
+           {"windows2k3", DefragPolicy::windows}, {"solaris", DefragPolicy::solaris}, {"last", DefragPolicy::last}})
+    EXPECT_EQ(load_config("", {std::string("defrag.policy=") + name}).defrag->policy, pol) << name;
 }
 
 TEST(Config, StreamUrgentPolicies) {

@@ -186,6 +186,35 @@ TEST(Defrag, HeadersOfTheReassembledDatagram) {
     EXPECT_EQ(std::string(f.begin() + 62, f.end()), std::string(16, 'x') + std::string(8, 'y'));
     EXPECT_EQ(d.stats().ipv6_reassembled, 1u);
   }
+  // A destination-options header after the fragment header, cut by the fragmentation (an evasion
+  // Suricata sees through): the first fragment's chain does not fit, the datagram's does.
+  {
+    Defragmenter d(DefragConfig{});
+    Bytes opts = {17, 7, 1, 52};  // next UDP, 64 bytes, one PadN filling them
+    opts.resize(64, 0);
+    const Bytes head(opts.begin(), opts.begin() + 16);
+    Bytes tail(opts.begin() + 16, opts.end());
+    tail.insert(tail.end(), {0, 53, 0, 53, 0, 12, 0, 0, 'd', 'a', 't', 'a'});
+    const Fed out = feed(d, {frag6(11, 0, true, head, 60), frag6(11, 16, false, tail, 60)});
+    ASSERT_EQ(out.frames.size(), 1u);
+    EXPECT_EQ(out.frames[0].size(), 14 + 40 + 64 + 12u);
+    EXPECT_EQ(out.frames[0][14 + 6], 60);
+    DecodedPacket p;
+    const Bytes r = record(out.frames[0]);
+    decode_record(r.data(), r.size(), RecordFormat{0, 0}, LinkType::ethernet, p);
+    EXPECT_EQ(p.malformed[0], 0);
+    EXPECT_EQ(p.l4[0], uint8_t(L4::udp));
+    EXPECT_EQ(p.dport[0], 53);
+  }
+  // An IPv6 atomic fragment (offset 0, no more fragments; RFC 6946) is its own datagram.
+  {
+    Defragmenter d(DefragConfig{});
+    const Fed out = feed(d, {frag6(5, 0, false, fill('q', 12), 17)});
+    ASSERT_EQ(out.frames.size(), 1u);
+    EXPECT_EQ(out.frames[0].size(), 14 + 40 + 12u);
+    EXPECT_EQ(out.frames[0][14 + 6], 17);
+    EXPECT_EQ(d.trackers(), 0u);
+  }
   // Different VLANs, ids or addresses never mix.
   {
     Defragmenter d(DefragConfig{});
@@ -229,6 +258,22 @@ TEST(Defrag, LimitsAreCountedAndFreed) {
     EXPECT_GT(d.stats().*k.counter, 0u);
     EXPECT_LE(d.trackers(), k.cfg.trackers);
     EXPECT_LE(d.bytes_held(), k.cfg.memcap);
+  }
+  // A datagram that timed out is not merged with a later one reusing its identification: the
+  // stale first half is dropped (a timeout) and the new halves complete on their own.
+  {
+    DefragConfig c;
+    c.timeout_s = 10;
+    Defragmenter d(c);
+    const auto r = [&](const Bytes& f, uint32_t sec) { return record(f, sec); };
+    Bytes o;
+    const Bytes stale = r(frag4(4, 0, true, fill('s', 16)), 1), a = r(frag4(4, 0, true, fill('n', 16)), 30),
+                b = r(frag4(4, 16, false, fill('m', 8)), 30);
+    EXPECT_FALSE(d.add(stale.data(), stale.size(), RecordFormat{0, 0}, LinkType::ethernet, o));
+    EXPECT_FALSE(d.add(a.data(), a.size(), RecordFormat{0, 0}, LinkType::ethernet, o));
+    EXPECT_TRUE(d.add(b.data(), b.size(), RecordFormat{0, 0}, LinkType::ethernet, o));
+    EXPECT_EQ(std::string(o.begin() + 16 + 34, o.end()), std::string(16, 'n') + std::string(8, 'm'));
+    EXPECT_EQ(d.stats().timeouts, 1u);
   }
   // Without limits, the same input completes all three.
   Defragmenter d(DefragConfig{});
