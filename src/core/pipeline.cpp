@@ -167,6 +167,7 @@ RunReport run_capture(const CaptureFile& cap, Backend& backend, const RunOptions
       b.span_len = uint64_t(last - b.h_span) + kRecordHeaderBytes + read_record_header(last, cap.format()).cap_len;
     }
     packet_index += b.count - b.reassembled.size();
+    defrag.tick(b.max_ts_ns);  // datagrams whose fragments stopped coming time out with capture time
     backend.submit(slot);
     busy[size_t(slot)] = true;
     slot = (slot + 1) % nslots;

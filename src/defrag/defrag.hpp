@@ -33,7 +33,7 @@
 // held (32 MiB; Suricata's memcap counts its trackers, gaspp's the bytes it keeps), `timeout`
 // seconds of capture time after a datagram's latest fragment (60). A datagram whose fragments stop
 // coming is dropped at its timeout (`timeouts`): when a fragment finds it expired, by a scan once a
-// second of capture time, and when a limit is reached; then the new fragment is refused (its
+// second of capture time (tick(), every batch), and when a limit is reached; then the new fragment is refused (its
 // datagram cannot complete). The datagram key is directional (source, destination), as a
 // datagram's fragments all travel one way.
 #pragma once
@@ -97,6 +97,11 @@ class Defragmenter {
   // true is returned.
   bool add(const uint8_t* rec, uint64_t room, RecordFormat fmt, LinkType link, std::vector<uint8_t>& out);
 
+  // Capture time has reached `now_ns` (any packet, fragment or not): datagrams past their timeout
+  // are dropped, by a scan at most once a second of capture time.
+  void tick(uint64_t now_ns) {
+    if (!map_.empty()) expire(now_ns, false);
+  }
   // Ends the run: datagrams still incomplete are counted (incomplete_at_end) and released.
   void finish();
   const DefragStats& stats() const { return st_; }

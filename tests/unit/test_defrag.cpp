@@ -275,6 +275,19 @@ TEST(Defrag, LimitsAreCountedAndFreed) {
     EXPECT_EQ(std::string(o.begin() + 16 + 34, o.end()), std::string(16, 'n') + std::string(8, 'm'));
     EXPECT_EQ(d.stats().timeouts, 1u);
   }
+  // Capture time passing without fragments times a datagram out too (the batcher ticks it).
+  {
+    DefragConfig c;
+    c.timeout_s = 10;
+    Defragmenter d(c);
+    feed(d, {frag4(5, 0, true, fill('s', 16))});
+    d.tick(5'000'000'000ull);
+    EXPECT_EQ(d.trackers(), 1u);
+    d.tick(20'000'000'000ull);
+    EXPECT_EQ(d.trackers(), 0u);
+    EXPECT_EQ(d.stats().timeouts, 1u);
+    EXPECT_EQ(d.bytes_held(), 0u);
+  }
   // Without limits, the same input completes all three.
   Defragmenter d(DefragConfig{});
   std::vector<Bytes> frames;
