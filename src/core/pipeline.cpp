@@ -145,7 +145,8 @@ RunReport run_capture(const CaptureFile& cap, Backend& backend, const RunOptions
       }
       b.record_bytes += rec_bytes;
       if (r.ts_ns > b.max_ts_ns) b.max_ts_ns = r.ts_ns;
-      const bool completed = opt.defrag.enabled && defrag.add(rec, cap.size() - r.offset, cap.format(), cap.link(), datagram);
+      const bool completed = opt.defrag.enabled && may_be_fragment(rec + kRecordHeaderBytes, r.cap_len, cap.link()) &&
+                             defrag.add(rec, cap.size() - r.offset, cap.format(), cap.link(), datagram);
       have_pending = walker.next(r);
       if (completed) {
         if (!copied) {

@@ -55,46 +55,6 @@ const char* defrag_policy_name(DefragPolicy p) {
   return kNames[int(p)];
 }
 
-bool may_be_fragment(const uint8_t* f, uint32_t cap, LinkType link) {
-  uint32_t off;
-  uint16_t et;
-  switch (link) {
-    case LinkType::ethernet:
-      if (cap < 14) return false;
-      et = load_be16(f + 12), off = 14;
-      break;
-    case LinkType::linux_sll:
-      if (cap < 16) return false;
-      et = load_be16(f + 14), off = 16;
-      break;
-    case LinkType::linux_sll2:
-      if (cap < 20) return false;
-      et = load_be16(f), off = 20;
-      break;
-    case LinkType::cisco_hdlc:
-      if (cap < 4) return false;
-      et = load_be16(f + 2), off = 4;
-      break;
-    case LinkType::raw:
-    case LinkType::ipv4:
-    case LinkType::ipv6:
-      if (cap < 1) return false;
-      et = (f[0] >> 4) == 4 ? 0x0800 : (f[0] >> 4) == 6 ? 0x86dd : 0;
-      off = 0;
-      break;
-    default:
-      return link == LinkType::null_bsd || link == LinkType::loop;  // rare: the decoder decides
-  }
-  for (int n = 0; n < 3 && (et == 0x8100 || et == 0x88a8 || et == 0x9100); ++n) {
-    if (cap < off + 4) return false;
-    et = load_be16(f + off + 2);
-    off += 4;
-  }
-  if (et == 0x0800) return cap < off + 8 || (load_be16(f + off + 6) & 0x3fff) != 0;
-  if (et == 0x86dd) return cap < off + 7 || detail::ipv6_is_extension(f[off + 6]);
-  return et == 0x8864 || et == 0x8847 || et == 0x8848;  // PPPoE, MPLS: what they carry is not read here
-}
-
 bool Defragmenter::Key::operator==(const Key& o) const {
   return std::memcmp(src, o.src, sizeof src) == 0 && std::memcmp(dst, o.dst, sizeof dst) == 0 && id == o.id &&
          af == o.af && proto == o.proto && vlan_n == o.vlan_n && std::equal(vlan, vlan + vlan_n, o.vlan);

@@ -190,7 +190,9 @@ TEST(Config, DefragSection) {
     EXPECT_EQ(e, "");
     const FileConfig c = load_config("", {r.set});
     ASSERT_TRUE(c.defrag);
-    if (r.memcap) EXPECT_EQ(c.defrag->memcap, r.memcap);
+    if (r.memcap) {
+      EXPECT_EQ(c.defrag->memcap, r.memcap);
+    }
   }
   const FileConfig c = load_config("", {"defrag.policy=vista", "defrag.trackers=10", "defrag.max-frags=20", "defrag.timeout=5",
                                         "defrag.enabled=no", "defrag.hash-size=1024"});
