@@ -50,6 +50,7 @@ tests)
   python3 tests/e2e/stream_offsets.py $B/gaspp --backend cuda | tail -3; check "64-bit offsets past a 5 GiB hole (cuda)"
   python3 tests/e2e/exception_policy.py $B/gaspp --backend cuda | tail -3; check "exception policy on a full flow table (cuda)"
   python3 tests/e2e/defrag.py $B/gaspp --backend cuda | tail -3; check "IP defragmentation (cuda)"
+  python3 tests/e2e/alert_flow.py $B/gaspp --backend cuda | tail -3; check "alert flow objects (cuda)"
   python3 tests/e2e/checksums.py $B/gaspp --backend cuda --no-tshark | tail -3; check "checksums -k (cuda)"
   python3 tests/e2e/flow_vs_oracles.py $B/gaspp bundle/data --backend cuda | tail -8; check "flow oracles (cuda)"
   python3 tests/e2e/encapsulations.py $B/gaspp --backend cuda --no-tshark | tail -5; check "encapsulations (cuda)"

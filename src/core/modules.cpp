@@ -189,15 +189,33 @@ namespace {
 
 // Capture order (packet), then flow, module, kind, value and direction: a total order, so both
 // backends hand events over alike. Events with no packet (kNoPacket) come last, by flow.
-void sort_events(std::vector<ModuleEvent>& ev) {
-  std::sort(ev.begin(), ev.end(), [](const ModuleEvent& x, const ModuleEvent& y) {
-    if (x.packet != y.packet) return x.packet < y.packet;
-    if (x.flow_id != y.flow_id) return x.flow_id < y.flow_id;
-    if (x.module != y.module) return x.module < y.module;
-    if (x.kind != y.kind) return x.kind < y.kind;
-    if (x.value != y.value) return x.value < y.value;
-    return x.to_client < y.to_client;
-  });
+bool event_less(const ModuleEvent& x, const ModuleEvent& y) {
+  if (x.packet != y.packet) return x.packet < y.packet;
+  if (x.flow_id != y.flow_id) return x.flow_id < y.flow_id;
+  if (x.module != y.module) return x.module < y.module;
+  if (x.kind != y.kind) return x.kind < y.kind;
+  if (x.value != y.value) return x.value < y.value;
+  return x.to_client < y.to_client;
+}
+
+void sort_events(std::vector<ModuleEvent>& ev) { std::sort(ev.begin(), ev.end(), event_less); }
+
+// Sorts events and their flow counters (counts: empty, or one per event) together. Events equal
+// in the order were raised on one packet, so which of their counters goes where does not matter.
+void sort_events(const std::vector<ModuleEvent>& ev, const std::vector<FlowCountsAt>& counts,
+                 std::vector<ModuleEvent>& ev_out, std::vector<FlowCountsAt>& counts_out) {
+  if (counts.size() != ev.size()) {
+    ev_out.assign(ev.begin(), ev.end());
+    sort_events(ev_out);
+    counts_out.clear();
+    return;
+  }
+  std::vector<uint32_t> idx(ev.size());
+  for (uint32_t k = 0; k < idx.size(); ++k) idx[k] = k;
+  std::sort(idx.begin(), idx.end(), [&](uint32_t a, uint32_t b) { return event_less(ev[a], ev[b]); });
+  ev_out.resize(ev.size());
+  counts_out.resize(ev.size());
+  for (size_t k = 0; k < idx.size(); ++k) ev_out[k] = ev[idx[k]], counts_out[k] = counts[idx[k]];
 }
 
 }  // namespace
@@ -229,8 +247,7 @@ void ModuleSet::hand_flow_only(std::vector<ModuleEvent>::const_iterator begin,
 
 void ModuleSet::finish_batch(const PacketBatch& b, ModuleOutput& out) {
   add_counts(b.module_counts);
-  sorted_.assign(b.events.begin(), b.events.end());
-  sort_events(sorted_);
+  sort_events(b.events, b.event_counts, sorted_, sorted_counts_);
   // Events with no packet sort last: stream pieces no packet of the batch delivered, data held
   // for a flow that left the table (expired, evicted) in this batch or the one before, whose walk
   // put the data back in the out-of-order buffer before the sweep removed the flow; this batch's
@@ -260,6 +277,7 @@ void ModuleSet::finish_batch(const PacketBatch& b, ModuleOutput& out) {
     }
     hp.flow_id = e.flow_id;
     hp.to_client = e.to_client != 0;
+    hp.flow_counts = e.flow_id && !sorted_counts_.empty() ? &sorted_counts_[size_t(it - sorted_.cbegin())] : nullptr;
     mods_[e.module]->on_event(e, hp, out);
   }
   hand_flow_only(flow_only, sorted_.cend(), b.flow_records, out);

@@ -118,6 +118,23 @@ enum FlowMisc : uint8_t {
   kFlowStreamDropped = 64,
 };
 
+// A flow's counters right after one of its packets was applied: what Suricata's alert `flow`
+// object shows for that packet. The flow walk records them per packet of a batch when
+// FlowTrackParams::pkt_counts is set (the backends set it when modules run), and an event raised
+// on a packet carries its packet's (EventSinkRef::ev_counts), so an alert shows the flow as it was
+// at that packet, not at the end of its batch. [0]: to the server (the client's side), [1]: to the
+// client.
+struct FlowCountsAt {
+  uint64_t pkts[2];
+  uint64_t bytes[2];
+  uint64_t first_ts;  // ns, the flow's start
+};
+static_assert(std::is_trivially_copyable_v<FlowCountsAt>, "written by kernels, read by the host");
+
+GASPP_HD GASPP_FORCEINLINE FlowCountsAt flow_counts_at(const FlowRecord& r) {
+  return FlowCountsAt{{r.side[0].pkts, r.side[1].pkts}, {r.side[0].bytes, r.side[1].bytes}, r.first_ts};
+}
+
 // A record leaving the table, with why.
 struct FlowRecordOut {
   FlowRecord rec;

@@ -129,6 +129,39 @@ std::string eve_packet_head(const HostPacket& p, const char* event_type) {
   return j + ",\"pkt_src\":\"wire/pcap\"";
 }
 
+std::string eve_alert_flow_json(const HostPacket& p) {
+  if (!p.flow_id) return "";
+  FlowCountsAt c;
+  std::string ends;  // ,"src_ip","dest_ip"[,"src_port","dest_port"], the client first
+  auto u = [](uint64_t v) { return std::to_string(v); };
+  if (p.decoded && p.flow_counts) {
+    c = *p.flow_counts;
+    const DecodedPacket& d = *static_cast<const DecodedPacket*>(p.decoded);
+    const bool v6 = d.l3[0] == uint8_t(L3::ipv6);
+    const uint32_t* cli = p.to_client ? d.dst_ip : d.src_ip;
+    const uint32_t* srv = p.to_client ? d.src_ip : d.dst_ip;
+    ends = ",\"src_ip\":\"" + eve_address(cli, v6) + "\",\"dest_ip\":\"" + eve_address(srv, v6) + "\"";
+    if (d.l4[0] == uint8_t(L4::tcp) || d.l4[0] == uint8_t(L4::udp)) {
+      ends += ",\"src_port\":" + u(p.to_client ? d.dport[0] : d.sport[0]) +
+              ",\"dest_port\":" + u(p.to_client ? d.sport[0] : d.dport[0]);
+    }
+  } else if (!p.decoded && p.flow) {
+    const FlowRecord& r = *p.flow;
+    const FlowKey& k = r.key;
+    c = flow_counts_at(r);
+    const int ci = r.client_lo ? 0 : 1;
+    const bool v6 = k.family == 6;
+    ends = ",\"src_ip\":\"" + eve_address(k.addr[ci], v6) + "\",\"dest_ip\":\"" + eve_address(k.addr[ci ^ 1], v6) + "\"";
+    if (k.proto == 6 || k.proto == 17 || k.proto == 132)
+      ends += ",\"src_port\":" + u(k.port[ci]) + ",\"dest_port\":" + u(k.port[ci ^ 1]);
+  } else {
+    return "";
+  }
+  return ",\"flow\":{\"pkts_toserver\":" + u(c.pkts[0]) + ",\"pkts_toclient\":" + u(c.pkts[1]) +
+         ",\"bytes_toserver\":" + u(c.bytes[0]) + ",\"bytes_toclient\":" + u(c.bytes[1]) + ",\"start\":\"" +
+         eve_timestamp(c.first_ts) + "\"" + ends + "}";
+}
+
 std::string eve_flow_json(const FlowRecordOut& o) {
   const FlowRecord& r = o.rec;
   const FlowKey& k = r.key;

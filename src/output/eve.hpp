@@ -33,6 +33,11 @@ std::string json_escape(const std::string& s);
 // "dest_port", "proto", "direction" — open: the caller appends its fields and the closing brace.
 std::string eve_packet_head(const HostPacket& p, const char* event_type);
 std::string eve_flow_json(const FlowRecordOut& r);
+// Suricata's `flow` object of an alert: ,"flow":{pkts_toserver, pkts_toclient, bytes_toserver,
+// bytes_toclient, start, src_ip, dest_ip, src_port, dest_port} — the flow's counters right after
+// the packet (HostPacket::flow_counts; for a flow-only event, the record's), addresses from the
+// client's side. Empty when the packet has no flow or no counters were recorded.
+std::string eve_alert_flow_json(const HostPacket& p);
 
 class EveWriter {
  public:

@@ -411,6 +411,7 @@ GASPP_HD inline void flow_walk_run(const FlowTableRef& t, const DecodedView& d, 
         lookup_flags = pkt_flags[i];
       }
       pkt_flags[cur] = flow_track_packet(t, slot, rec, pc, fc, prm, emergency, out, c);
+      if (prm.pkt_counts) prm.pkt_counts[cur] = flow_counts_at(rec);
     }
     r = rec;
     return;
@@ -459,6 +460,7 @@ GASPP_HD inline void flow_walk_run(const FlowTableRef& t, const DecodedView& d, 
     };
     run.cur = i;
     pkt_flags[i] = flow_track_packet(t, slot, r, tracked_packet(d, i), pkt_flags[i], prm, emergency, out, c, on_end);
+    if (prm.pkt_counts) prm.pkt_counts[i] = flow_counts_at(r);  // before stream hooks raise events on it
     if (r.proto_class != uint8_t(FlowProto::tcp) || (r.misc & kFlowNoSession) || (pkt_flags[i] & kPktTcpIgnored)) continue;
     Owner o{&r.key, r.flow_id, r.client_lo, r.stream, slot};
     if (packet(run, o, r, (pkt_flags[i] & kPktToClient) ? 1 : 0, i, v, c)) pkt_flags[i] |= kPktTcpInvalid;

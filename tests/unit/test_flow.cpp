@@ -590,7 +590,9 @@ TEST(TcpStateMachine, Transitions) {
     EXPECT_EQ(TcpSide(r.side[0].tcp), row.client);
     EXPECT_EQ(TcpSide(r.side[1].tcp), row.server);
     EXPECT_EQ(FlowState(r.state), row.flow);
-    if (row.counter != c_count_) EXPECT_EQ(c.v[row.counter], 1u) << "counter " << row.counter;
+    if (row.counter != c_count_) {
+      EXPECT_EQ(c.v[row.counter], 1u) << "counter " << row.counter;
+    }
   }
 }
 

@@ -552,6 +552,13 @@ class CudaBackend final : public Backend {
         GASPP_CUDA_CHECK(cudaHostGetDevicePointer(&s.d_event_n, s.h_event_n, 0));
         *s.h_event_n = 0;
         device_bytes_ += sizeof(uint32_t) * cfg.batch_packets + sizeof(unsigned long long) * nc;
+        if (cfg.flow.enabled) {
+          // Each packet's flow counters (the walk writes them) and each event's (mapped, as events).
+          GASPP_CUDA_CHECK(cudaMalloc(&s.d_pkt_counts, sizeof(FlowCountsAt) * cfg.batch_packets));
+          GASPP_CUDA_CHECK(cudaHostAlloc(&s.h_event_counts, sizeof(FlowCountsAt) * event_cap_, cudaHostAllocMapped));
+          GASPP_CUDA_CHECK(cudaHostGetDevicePointer(&s.d_event_counts, s.h_event_counts, 0));
+          device_bytes_ += sizeof(FlowCountsAt) * cfg.batch_packets;
+        }
         if (schedule_) {
           GASPP_CUDA_CHECK(cudaMalloc(&s.d_sched_keys, sizeof(uint32_t) * 2 * cfg.batch_packets));
           GASPP_CUDA_CHECK(cudaMalloc(&s.d_sched_vals, sizeof(uint32_t) * 2 * cfg.batch_packets));
@@ -597,6 +604,8 @@ class CudaBackend final : public Backend {
       if (s.h_module_counts) cudaFreeHost(s.h_module_counts);
       if (s.h_events) cudaFreeHost(s.h_events);
       if (s.h_event_n) cudaFreeHost(s.h_event_n);
+      cudaFree(s.d_pkt_counts);
+      if (s.h_event_counts) cudaFreeHost(s.h_event_counts);
       s.dec.release();
     }
     if (streams_) {
@@ -787,6 +796,8 @@ class CudaBackend final : public Backend {
     s.batch.module_counts.clear();
     if (!cfg_.modules.empty()) {
       s.batch.events.assign(s.h_events, s.h_events + std::min(*s.h_event_n, event_cap_));
+      if (s.h_event_counts) s.batch.event_counts.assign(s.h_event_counts, s.h_event_counts + s.batch.events.size());
+      else s.batch.event_counts.clear();
       s.batch.module_counts.assign(s.h_module_counts, s.h_module_counts + cfg_.modules.size() * kModuleCounters);
     }
   }
@@ -918,6 +929,10 @@ class CudaBackend final : public Backend {
     ModuleEvent* d_events = nullptr;
     uint32_t* h_event_n = nullptr;
     uint32_t* d_event_n = nullptr;
+    // Modules with flows: each packet's flow counters (written by the walk) and each event's (mapped).
+    FlowCountsAt* d_pkt_counts = nullptr;
+    FlowCountsAt* h_event_counts = nullptr;
+    FlowCountsAt* d_event_counts = nullptr;
     // Scheduling: keys in and out, indices in and out (the out half is the next stage's order).
     uint32_t* d_sched_keys = nullptr;
     uint32_t* d_sched_vals = nullptr;
@@ -950,6 +965,10 @@ class CudaBackend final : public Backend {
   }
   std::vector<StageTime> stage_times_;
 
+  EventSinkRef event_sink(const Slot& s) const {
+    return EventSinkRef{s.d_events, s.d_event_n, event_cap_, s.d_pkt_counts, s.d_event_counts};
+  }
+
   StageArgs stage_args(Slot& s) {
     StageArgs a{};
     a.data = s.d_batch_data;
@@ -962,7 +981,7 @@ class CudaBackend final : public Backend {
     a.flow_slot = table_ ? s.d_flow_slot : nullptr;
     a.flow_flags = table_ ? s.d_flow_flags : nullptr;
     if (table_) a.table = table_->ref();
-    a.events = EventSinkRef{s.d_events, s.d_event_n, event_cap_};
+    a.events = event_sink(s);
     a.has_flows = table_ != nullptr;
     return a;
   }
@@ -1051,7 +1070,7 @@ class CudaBackend final : public Backend {
       // The end-of-run flush (no data) has no packets to take verdicts; its events and counters go
       // to the slot's buffers all the same, which flush_streams reads back.
       sr.hooks.verdict = data == nullptr ? nullptr : s.d_verdict;
-      sr.hooks.events = EventSinkRef{s.d_events, s.d_event_n, event_cap_};
+      sr.hooks.events = event_sink(s);
       sr.hooks.counts = s.d_module_counts;
     }
     return sr;
@@ -1111,7 +1130,8 @@ class CudaBackend final : public Backend {
     PacketBatch& b = s.batch;
     const FlowTableRef t = table_->ref();
     const FlowTrackParams prm{cfg_.flow.timeouts, ++epoch_, cfg_.flow.midstream, cfg_.flow.vlan_in_key,
-                              cfg_.drop_invalid && cfg_.stream.urgent == UrgentPolicy::drop, cfg_.flow.defrag};
+                              cfg_.drop_invalid && cfg_.stream.urgent == UrgentPolicy::drop, cfg_.flow.defrag,
+                              s.d_pkt_counts};
     const uint32_t n = b.count;
     const uint32_t base = streams_ ? held_cap_ : 0;  // item number of packet 0
     *s.h_record_count = 0;  // the slot's previous batch was finished (wait) before the slot was refilled

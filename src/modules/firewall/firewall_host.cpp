@@ -191,7 +191,9 @@ void FirewallModule::Host::write_alert(const Rule& r, const HostPacket& p, Modul
     }
     j += "}";
   }
-  j += "}}";
+  j += "}";
+  j += eve_alert_flow_json(p);
+  j += "}";
   out.eve(j);
 }
 
