@@ -72,6 +72,7 @@ namespace gaspp {
   X(stream_gaps, "gaps")                          /* holes skipped */                              \
   X(stream_gap_bytes, "gap_bytes")                                                                 \
   X(stream_flow_limit, "flow_limit_skips")        /* holes skipped because too much waited */      \
+  X(stream_ack_skips, "acked_gap_skips")          /* holes skipped because the receiver acked them */ \
   X(stream_ooo_dropped, "out_of_order_dropped")   /* out-of-order buffer full: segment dropped */   \
   X(stream_ooo_dropped_bytes, "out_of_order_dropped_bytes")                                        \
   X(stream_truncated, "truncated_segments")       /* payload cut by the capture's snaplen */       \

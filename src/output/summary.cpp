@@ -106,11 +106,11 @@ void print_summary(std::FILE* o, const RunReport& r) {
                  (unsigned long long)t[c_stream_ooo_buffered], (unsigned long long)t[c_stream_ooo_released],
                  (unsigned long long)t[c_stream_retransmit], (unsigned long long)t[c_stream_straddle]);
     std::fprintf(o, "stream data  delivered %llu bytes in %llu chunks  overlaps same %llu  different %llu  "
-                    "gaps %llu (%llu bytes)  flow-limit skips %llu  after end %llu  truncated %llu\n",
+                    "gaps %llu (%llu bytes)  acked skips %llu  flow-limit skips %llu  after end %llu  truncated %llu\n",
                  (unsigned long long)t[c_stream_bytes], (unsigned long long)t[c_stream_chunks],
                  (unsigned long long)t[c_stream_overlap_same], (unsigned long long)t[c_stream_overlap_conflict],
                  (unsigned long long)t[c_stream_gaps], (unsigned long long)t[c_stream_gap_bytes],
-                 (unsigned long long)t[c_stream_flow_limit], (unsigned long long)t[c_stream_after_end],
+                 (unsigned long long)t[c_stream_ack_skips], (unsigned long long)t[c_stream_flow_limit], (unsigned long long)t[c_stream_after_end],
                  (unsigned long long)t[c_stream_truncated]);
     std::fprintf(o, "ooo buffer   %u segments / %.1f MiB  peak %u segments, %u bytes  compactions %u  dropped %llu "
                     "(%llu bytes)  chunk overflow %llu  overlap policy %s\n",

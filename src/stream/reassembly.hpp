@@ -17,6 +17,9 @@
 //     priority begins;
 //   * when more than the per-direction limit waits, the hole is skipped: the gap (offset, length)
 //     goes with the next chunk and delivery goes on;
+//   * when the other direction acknowledges a hole and everything waiting behind it (the receiver
+//     has the bytes; the capture missed them), the hole is skipped the same way (Suricata's
+//     CheckGap; ack_past_holes);
 //   * when the flow closes (RST, or FINs both ways with one acknowledged), when a packet restarts the
 //     flow (port reuse, inline expiry), every hole is skipped, the missing bytes up to the FIN are a
 //     gap, and a kChunkEnd chunk ends each direction that carried data;
@@ -134,25 +137,62 @@ GASPP_HD inline void drain(Run& run, const Owner& o, int dir, Sink& c) {
   }
 }
 
-// Skips the hole before the lowest waiting segment of `dir`; returns false if nothing waits.
-template <class Sink>
-GASPP_HD inline bool skip_hole(Run& run, const Owner& o, int dir, Sink& c) {
-  StreamSide& S = o.side[dir];
+// The lowest offset a waiting segment of `dir` starts at (~0: nothing waits).
+GASPP_HD GASPP_FORCEINLINE uint64_t lowest_pending(const Run& run, int dir) {
   uint64_t lowest = ~uint64_t(0);
   for (uint32_t k = 0; k < run.n; ++k) {
     const StreamPending& e = run.pend[k];
     if (e.live && e.dir == dir && e.off < lowest) lowest = e.off;
   }
+  return lowest;
+}
+
+// Skips the hole of `dir` up to `to` (beyond next_off): a gap, reported with the next chunk.
+template <class Sink>
+GASPP_HD GASPP_FORCEINLINE void gap_to(Run& run, StreamSide& S, int dir, uint64_t to, Sink& c) {
+  run.gap[dir] += to - S.next_off;
+  S.flags |= kStreamGap;
+  c.add(c_stream_gaps, 1);
+  c.add(c_stream_gap_bytes, to - S.next_off);
+  S.next_off = to;
+}
+
+// Skips the hole before the lowest waiting segment of `dir`; returns false if nothing waits.
+template <class Sink>
+GASPP_HD inline bool skip_hole(Run& run, const Owner& o, int dir, Sink& c) {
+  StreamSide& S = o.side[dir];
+  const uint64_t lowest = lowest_pending(run, dir);
   if (lowest == ~uint64_t(0)) return false;
-  if (lowest > S.next_off) {
-    run.gap[dir] += lowest - S.next_off;
-    S.flags |= kStreamGap;
-    c.add(c_stream_gaps, 1);
-    c.add(c_stream_gap_bytes, lowest - S.next_off);
-    S.next_off = lowest;
-  }
+  if (lowest > S.next_off) gap_to(run, S, dir, lowest, c);
   drain(run, o, dir, c);
   return true;
+}
+
+// Direction `dir`'s receiver acknowledged sequence number `ack`. Acknowledged bytes in a hole were
+// received, so the capture missed them and no copy will fill the hole: as Suricata's stream engine
+// (CheckGap) does, the hole is skipped at that acknowledgement (a gap) instead of waiting for the
+// flow's end or the per-direction limit. Suricata keeps unacknowledged data and compares later
+// copies with it; delivered bytes are not kept here, so a hole is skipped only once the receiver
+// acknowledged everything that waits behind it: waiting data it has not acknowledged stays
+// waiting, and a different copy of it arriving later is still compared and reported. A hole the
+// receiver has not acknowledged keeps waiting for a retransmission.
+template <class Sink>
+GASPP_HD inline void ack_past_holes(Run& run, const Owner& o, int dir, uint32_t ack, Sink& c) {
+  StreamSide& S = o.side[dir];
+  if (!has_pending(run, dir) || !(S.flags & kStreamBase) || (S.flags & kStreamEnded)) return;
+  const int64_t acked = seq_to_off(S, ack - S.urgent_oob);
+  if (acked <= int64_t(S.next_off)) return;
+  for (uint32_t k = 0; k < run.n; ++k) {
+    const StreamPending& e = run.pend[k];
+    if (e.live && e.dir == dir && int64_t(e.off + e.len) > acked) return;  // waiting, not acknowledged
+  }
+  for (uint64_t lowest; (lowest = lowest_pending(run, dir)) != ~uint64_t(0);) {
+    if (lowest > S.next_off) {
+      gap_to(run, S, dir, lowest, c);
+      c.add(c_stream_ack_skips, 1);
+    }
+    drain(run, o, dir, c);
+  }
 }
 
 // Ends direction `dir`: every hole skipped, the bytes missing before the FIN reported as a gap,
@@ -166,14 +206,7 @@ GASPP_HD inline void end_direction(Run& run, const Owner& o, int dir, Sink& c) {
   }
   if (!(S.flags & kStreamBase)) return;
   const int64_t fin = (S.flags & kStreamFin) ? seq_to_off(S, S.fin_seq) : 0;
-  if (fin > int64_t(S.next_off)) {
-    const uint64_t fin_off = uint64_t(fin);
-    run.gap[dir] += fin_off - S.next_off;
-    S.flags |= kStreamGap;
-    c.add(c_stream_gaps, 1);
-    c.add(c_stream_gap_bytes, fin_off - S.next_off);
-    S.next_off = fin_off;
-  }
+  if (fin > int64_t(S.next_off)) gap_to(run, S, dir, uint64_t(fin), c);
   emit(run, o, dir, S.next_off, 0, 0, 0, kChunkEnd, c);
   S.flags |= kStreamEnded;
 }
@@ -252,6 +285,8 @@ GASPP_HD inline bool packet(Run& run, const Owner& o, const FlowRecord& r, int d
   const bool syn = f & kTcpSyn, fin = f & kTcpFin;
   uint32_t plen = d.payload_len[i];
   uint32_t cap = captured_payload(d, i);
+  // Its acknowledgement first, as Suricata updates the other direction on an ACK before this one.
+  if (f & kTcpAck) ack_past_holes(run, o, dir ^ 1, d.tcp_ack[i], c);
   if (!(S.flags & kStreamBase)) {
     if (plen == 0 && !fin) return false;
     const FlowSide& F = r.side[dir];

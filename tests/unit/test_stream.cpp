@@ -107,6 +107,8 @@ struct Frames {
     erase(from);
     insert(to, std::move(fr), t);
   }
+  // After an edit that moves segments later or leaves them out: see test::ack_only_received.
+  void ack_only_received() { test::ack_only_received(f); }
 };
 
 // PcapPlusPlus's test helper, rebuilt: a copy of an Ethernet/IPv4/TCP frame whose payload is
@@ -199,7 +201,8 @@ struct Variant {
 };
 
 const Variant kVariants[] = {
-    {"unchanged", [](Frames&) {}, "one_tcp_stream_output.txt", true},
+    // ack_only_received() leaves a capture whose acknowledgements are already consistent as it is.
+    {"unchanged", [](Frames& s) { s.ack_only_received(); }, "one_tcp_stream_output.txt", true},
     {"retransmission",
      [](Frames& s) {
        const auto r1 = retransmission(s.f[4], 0, 0), r2 = retransmission(s.f[10], 10, 0),
@@ -230,12 +233,14 @@ const Variant kVariants[] = {
        std::swap(s.ts[9], s.ts[10]);
        s.move(18, 23);
        for (size_t i = 0; i < 12; ++i) s.move(35, 24 + i);
+       s.ack_only_received();
      },
      "one_tcp_stream_out_of_order_output.txt", true},
     {"out of order and missing data",
      [](Frames& s) {
        for (size_t i = 0; i < 12; ++i) s.move(35, 24 + i);
        s.erase(29);
+       s.ack_only_received();
      },
      "one_tcp_stream_missing_data_output_ooo.txt", true},
 };
@@ -643,6 +648,118 @@ TEST(Stream, DataWaitingWhenTheFlowExpiresIsDeliveredAfterAGap) {
     EXPECT_TRUE(d->offsets_ok);
     if (batch == 2) {
       EXPECT_GE(run.rep.totals.v[c_flow_timed_out], 1u);  // the sweep took it, not the end of the run
+    }
+  }
+}
+
+// Holes the receiver acknowledged (Suricata's CheckGap): the capture missed bytes the receiver has,
+// so no copy will fill the hole; it is skipped at the acknowledgement that covers it and all that
+// waits behind it (a gap), and what waited is delivered then, not at the close. A hole not acknowledged keeps waiting and a
+// retransmission fills it. Each row is one connection (client ISN 999, server ISN 4999): the
+// client's data segments as (offset, length), and between them the server's acknowledgements (as
+// stream offsets of the client's direction); then FINs both ways. A late copy of skipped bytes is
+// not delivered. Every batch size gives the same stream.
+TEST(Stream, AHoleTheReceiverAcknowledgedIsAGapAtThatAck) {
+  struct Step {
+    char who;      // 'c': client data (off, len); 'a': server ACK of client offset `off`
+    uint32_t off, len;
+  };
+  struct Row {
+    const char* name;
+    std::vector<Step> steps;
+    std::vector<std::pair<uint64_t, uint64_t>> gaps;  // want
+    std::vector<std::pair<uint32_t, uint32_t>> delivered;  // want: byte ranges of the original, in order
+    uint64_t ack_skips;                                // want (whole run)
+    bool before_end;  // want the bytes after the first gap delivered before the close (batch 1)
+  };
+  const std::vector<Row> rows = {
+      {"acked hole, late copy after the ack",
+       {{'c', 0, 100}, {'c', 200, 100}, {'a', 300, 0}, {'c', 100, 100}, {'c', 300, 100}, {'a', 400, 0}},
+       {{100, 100}}, {{0, 100}, {200, 200}}, 1, true},
+      // An acknowledgement that ends inside the hole does not pass it: the rest of the hole may
+      // still come (and here does).
+      {"ack inside the hole",
+       {{'c', 0, 100}, {'c', 200, 100}, {'a', 150, 0}, {'c', 100, 100}, {'c', 300, 100}, {'a', 400, 0}},
+       {}, {{0, 400}}, 0, false},
+      {"ack up to the waiting data, then past it",
+       {{'c', 0, 100}, {'c', 200, 100}, {'a', 200, 0}, {'c', 300, 100}, {'a', 400, 0}, {'c', 100, 100}},
+       {{100, 100}}, {{0, 100}, {200, 200}}, 1, true},
+      {"hole not acknowledged, retransmission fills it",
+       {{'c', 0, 100}, {'c', 200, 100}, {'a', 100, 0}, {'c', 100, 100}, {'c', 300, 100}, {'a', 400, 0}},
+       {}, {{0, 400}}, 0, false},
+      {"two holes, one ack past both",
+       {{'c', 0, 100}, {'c', 200, 50}, {'c', 300, 100}, {'a', 400, 0}, {'c', 400, 10}, {'a', 410, 0}},
+       {{100, 100}, {250, 50}}, {{0, 100}, {200, 50}, {300, 110}}, 2, true},
+      // Past the first hole but not past what waits behind it: nothing is skipped until the
+      // acknowledgement covers it all (delivered bytes are not kept for comparison).
+      {"two holes, ack past the first only",
+       {{'c', 0, 100}, {'c', 200, 50}, {'c', 300, 100}, {'a', 210, 0}, {'c', 250, 50}, {'a', 400, 0}},
+       {{100, 100}}, {{0, 100}, {200, 200}}, 1, true},
+  };
+  const uint32_t cli = 0x0a000001u, srv = 0xc0a80001u;
+  std::string orig(1000, ' ');
+  for (size_t k = 0; k < orig.size(); ++k) orig[k] = char('a' + (k * 7 + k / 26) % 26);
+  for (const Row& row : rows) {
+    test::PcapBuilder b(1, false, true, 262144);
+    uint64_t ts = 1'700'000'000ull * 1'000'000'000ull;
+    auto put = [&](const std::vector<uint8_t>& f) {
+      b.record(f, uint32_t(ts / 1000000000ull), uint32_t(ts % 1000000000ull));
+      ts += 1000;
+    };
+    put(tcp_frame(cli, srv, 40000, 80, 0x02, 999, 0, ""));
+    put(tcp_frame(srv, cli, 80, 40000, 0x12, 4999, 1000, ""));
+    put(tcp_frame(cli, srv, 40000, 80, 0x10, 1000, 5000, ""));
+    uint32_t end = 0;
+    for (const Step& s : row.steps) {
+      if (s.who == 'c') {
+        put(tcp_frame(cli, srv, 40000, 80, 0x18, 1000 + s.off, 5000, orig.substr(s.off, s.len)));
+        end = std::max(end, s.off + s.len);
+      } else {
+        put(tcp_frame(srv, cli, 80, 40000, 0x10, 5000, 1000 + s.off, ""));
+      }
+    }
+    put(tcp_frame(cli, srv, 40000, 80, 0x11, 1000 + end, 5000, ""));
+    put(tcp_frame(srv, cli, 80, 40000, 0x11, 5000, 1001 + end, ""));
+    put(tcp_frame(cli, srv, 40000, 80, 0x10, 1001 + end, 5001, ""));
+    const CaptureFile cap = CaptureFile::from_memory(b.bytes(), "acked-holes");
+    std::string want;
+    for (auto [o, n] : row.delivered) want += orig.substr(o, n);
+    for (uint32_t batch : {1u, 2u, 3u, 65536u}) {
+      SCOPED_TRACE(std::string(row.name) + ", batch " + std::to_string(batch));
+      const StreamRun run = run_streams(cap, batch);
+      const DirOut* d = run.by_name(dir_name(0, 0));
+      ASSERT_TRUE(d);
+      EXPECT_EQ(d->bytes, want);
+      EXPECT_EQ(d->gaps, row.gaps);
+      EXPECT_TRUE(d->ended);
+      EXPECT_TRUE(d->offsets_ok);
+      EXPECT_EQ(run.rep.totals.v[c_stream_ack_skips], row.ack_skips);
+      EXPECT_EQ(run.rep.totals.v[c_stream_gaps], row.gaps.size());
+      EXPECT_EQ(run.rep.totals.v[c_stream_flow_limit], 0u);
+    }
+    // With one packet a batch: whether the bytes after the first gap came in an earlier batch than
+    // the direction's end (the close).
+    BackendConfig bc;
+    bc.batch_packets = 1;
+    RunOptions ro;
+    ro.policy.max_packets = 1;
+    ro.policy.timeout_ns = 0;
+    ro.want_streams = true;
+    auto be = test::make_backend(bc);
+    int call = 0, after_gap_at = -1, end_at = -1;
+    run_capture(cap, *be, ro, nullptr, nullptr, [&](const std::vector<StreamChunk>& chunks, const std::vector<uint8_t>&) {
+      ++call;
+      for (const StreamChunk& c : chunks) {
+        if (c.dir != 0 || (c.flags & kChunkConflict)) continue;
+        if (c.gap && after_gap_at < 0) after_gap_at = call;
+        if (c.flags & kChunkEnd) end_at = call;
+      }
+    });
+    SCOPED_TRACE(row.name);
+    ASSERT_GT(end_at, 0);
+    if (row.before_end) {
+      EXPECT_GT(after_gap_at, 0);
+      EXPECT_LT(after_gap_at, end_at);
     }
   }
 }

@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -138,6 +139,88 @@ inline CaptureFile generated_capture(const GenConfig& g, const char* name = "gen
     frame.assign(f, f + len);
     b.record(frame, uint32_t(ts / 1000000000ull), uint32_t(ts % 1000000000ull));
   });
+  return CaptureFile::from_memory(b.bytes(), name);
+}
+
+// Lowers every TCP acknowledgement that acknowledges bytes the capture has not shown yet to the
+// end of what the other side has sent contiguously so far, in capture order: what a receiver of
+// this traffic would acknowledge if it got exactly what the capture holds. A capture edited or
+// generated with segments moved later or left out then says that the receiver waited for them,
+// instead of having acknowledged bytes not yet sent (which a reassembler that follows
+// acknowledgements, Suricata's or ours, takes for bytes the capture missed, and skips).
+// Frames: Ethernet, 802.1Q tags, IPv4 or IPv6 without extension headers, TCP; others are left as
+// they are. Checksums are not redone (the pipeline does not check them unless asked).
+inline void ack_only_received(std::vector<std::vector<uint8_t>>& frames) {
+  struct Side {
+    uint32_t base = 0, next = 0;                 // next: relative to base
+    std::vector<std::pair<uint32_t, uint32_t>> waiting;  // (start, end) relative, beyond next
+  };
+  std::map<std::vector<uint8_t>, Side> sides;  // sender address + port
+  auto be32 = [](const uint8_t* p) { return uint32_t(p[0]) << 24 | uint32_t(p[1]) << 16 | uint32_t(p[2]) << 8 | p[3]; };
+  for (auto& fr : frames) {
+    size_t at = 12;
+    while (at + 4 <= fr.size() && fr[at] == 0x81 && fr[at + 1] == 0x00) at += 4;
+    if (at + 2 > fr.size()) continue;
+    const uint16_t type = uint16_t(fr[at] << 8 | fr[at + 1]);
+    const size_t ip = at + 2;
+    size_t tcp = 0, alen = 0, src = 0, dst = 0;
+    uint32_t plen = 0;
+    if (type == 0x0800 && ip + 20 <= fr.size() && fr[ip + 9] == 6) {
+      const size_t ihl = (fr[ip] & 15) * 4u;
+      tcp = ip + ihl, alen = 4, src = ip + 12, dst = ip + 16;
+      plen = uint32_t(fr[ip + 2] << 8 | fr[ip + 3]) - uint32_t(ihl);
+    } else if (type == 0x86dd && ip + 40 <= fr.size() && fr[ip + 6] == 6) {
+      tcp = ip + 40, alen = 16, src = ip + 8, dst = ip + 24;
+      plen = uint32_t(fr[ip + 4] << 8 | fr[ip + 5]);
+    } else {
+      continue;
+    }
+    if (tcp + 20 > fr.size()) continue;
+    const uint32_t thl = (fr[tcp + 12] >> 4) * 4u;
+    const uint32_t data = plen - thl;
+    const uint8_t flags = fr[tcp + 13];
+    std::vector<uint8_t> me_key(fr.begin() + long(src), fr.begin() + long(src + alen));
+    me_key.insert(me_key.end(), fr.begin() + long(tcp), fr.begin() + long(tcp + 2));
+    std::vector<uint8_t> peer_key(fr.begin() + long(dst), fr.begin() + long(dst + alen));
+    peer_key.insert(peer_key.end(), fr.begin() + long(tcp + 2), fr.begin() + long(tcp + 4));
+    const uint32_t seq = be32(&fr[tcp + 4]);
+    auto [it, fresh] = sides.try_emplace(me_key);
+    Side& me = it->second;
+    if (fresh) me.base = seq;
+    // The sequence space this segment takes (SYN and FIN one each), relative to the first seen.
+    const uint32_t a = seq - me.base, b = a + data + ((flags & 0x02) ? 1 : 0) + ((flags & 0x01) ? 1 : 0);
+    if (b != a && int32_t(b - me.next) > 0) me.waiting.emplace_back(a, b);
+    for (bool moved = true; moved;) {
+      moved = false;
+      for (size_t k = 0; k < me.waiting.size(); ++k)
+        if (int32_t(me.waiting[k].first - me.next) <= 0) {
+          if (int32_t(me.waiting[k].second - me.next) > 0) me.next = me.waiting[k].second;
+          me.waiting.erase(me.waiting.begin() + long(k));
+          moved = true;
+          break;
+        }
+    }
+    const auto peer = sides.find(peer_key);
+    if (!(flags & 0x10) || peer == sides.end()) continue;
+    const uint32_t most = peer->second.base + peer->second.next;
+    if (int32_t(be32(&fr[tcp + 8]) - most) > 0)
+      for (int k = 0; k < 4; ++k) fr[tcp + 8 + size_t(k)] = uint8_t(most >> (24 - 8 * k));
+  }
+}
+
+// generated_capture() with ack_only_received() applied: the generator's losses and reorderings
+// then act as if they happened before the receiver (it waits for the bytes), not at the capture.
+inline CaptureFile generated_capture_acking_received(const GenConfig& g, const char* name = "generated") {
+  std::vector<std::vector<uint8_t>> frames;
+  std::vector<uint64_t> ts;
+  generate(g, [&](uint64_t t, const uint8_t* f, uint32_t len) {
+    frames.emplace_back(f, f + len);
+    ts.push_back(t);
+  });
+  ack_only_received(frames);
+  PcapBuilder b(1, false, true, 262144);
+  for (size_t i = 0; i < frames.size(); ++i)
+    b.record(frames[i], uint32_t(ts[i] / 1000000000ull), uint32_t(ts[i] % 1000000000ull));
   return CaptureFile::from_memory(b.bytes(), name);
 }
 
