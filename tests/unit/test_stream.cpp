@@ -654,8 +654,8 @@ TEST(Stream, DataWaitingWhenTheFlowExpiresIsDeliveredAfterAGap) {
 
 // Holes the receiver acknowledged (Suricata's CheckGap): the capture missed bytes the receiver has,
 // so no copy will fill the hole; it is skipped at the acknowledgement that covers it and all that
-// waits behind it (a gap), and what waited is delivered then, not at the close. A hole not acknowledged keeps waiting and a
-// retransmission fills it. Each row is one connection (client ISN 999, server ISN 4999): the
+// waits behind it (a gap), and what waited is delivered then, not at the close. A hole not
+// acknowledged keeps waiting and a retransmission fills it. Each row is one connection (client ISN 999, server ISN 4999): the
 // client's data segments as (offset, length), and between them the server's acknowledgements (as
 // stream offsets of the client's direction); then FINs both ways. A late copy of skipped bytes is
 // not delivered. Every batch size gives the same stream.
