@@ -105,6 +105,8 @@ bool link_type_from_pcap(uint32_t linktype, LinkType& out) {
   switch (linktype) {
     case 0: out = LinkType::null_bsd; return true;
     case 1: out = LinkType::ethernet; return true;
+    case 9: out = LinkType::ppp; return true;
+    case 50: out = LinkType::ppp_hdlc; return true;
     case 12:  // LINKTYPE_RAW on some OpenBSD writers
     case 14:
     case 101: out = LinkType::raw; return true;

@@ -384,6 +384,35 @@ GASPP_HD inline void decode_l3(const uint8_t* f, uint32_t caplen, uint32_t off, 
   }
 }
 
+// The ethertype of what a PPP frame of `protocol` carries (IPv4, IPv6, MPLS); 0 for the rest (LCP,
+// IPCP and PPP's other control and non-IP protocols).
+GASPP_HD GASPP_FORCEINLINE uint16_t ethertype_of_ppp(uint16_t protocol) {
+  switch (protocol) {
+    case 0x0021: return 0x0800;
+    case 0x0057: return 0x86dd;
+    case 0x0281: return 0x8847;
+    case 0x0283: return 0x8848;
+    default: return 0;
+  }
+}
+
+// The offset past a PPP link header (LinkType::ppp / ppp_hdlc) and its protocol; 0 when the frame
+// is too short. The address/control pair (ff 03) is optional on LINKTYPE_PPP: a first byte ff is
+// the address (no protocol starts with it); a protocol whose first byte is odd is one byte long
+// (RFC 1661 protocol-field compression).
+GASPP_HD GASPP_FORCEINLINE uint32_t ppp_header(const uint8_t* f, uint32_t caplen, uint16_t& protocol) {
+  if (caplen < 1 || (f[0] == 0xff && caplen < 2)) return 0;
+  uint32_t off = f[0] == 0xff ? 2 : 0;
+  if (caplen < off + 1) return 0;
+  if (f[off] & 1) {
+    protocol = f[off];
+    return off + 1;
+  }
+  if (caplen < off + 2) return 0;
+  protocol = load_be16(f + off);
+  return off + 2;
+}
+
 // The layers between the link header and IP, from the ethertype `et` at f[off]: VLAN tags
 // (802.1Q, 802.1ad, QinQ), PPPoE sessions, MPLS label stacks and the Ethernet pseudowires behind
 // them, in any order they nest; then decode_l3.
@@ -405,9 +434,8 @@ GASPP_HD inline void decode_network(const uint8_t* f, uint32_t caplen, uint32_t 
       if (f[off] != 0x11 || f[off + 1] != 0) { fail(p, MalformedReason::pppoe_bad_header); return; }
       const uint16_t ppp = load_be16(f + off + 6);
       off += 8;
-      if (ppp == 0x0021) et = 0x0800;
-      else if (ppp == 0x0057) et = 0x86dd;
-      else { p.ethertype[0] = ppp; undecoded(p, UndecodedReason::ppp_protocol, off); return; }
+      et = ethertype_of_ppp(ppp);
+      if (et == 0) { p.ethertype[0] = ppp; undecoded(p, UndecodedReason::ppp_protocol, off); return; }
     } else if (et == 0x8863) {
       undecoded(p, UndecodedReason::pppoe_discovery, off);
       return;
@@ -481,6 +509,16 @@ GASPP_HD inline void decode_frame(const uint8_t* f, uint32_t caplen, LinkType li
       if (caplen < 4) { fail(p, MalformedReason::l2_truncated); return; }
       decode_network(f, caplen, 4, load_be16(f + 2), p);
       break;
+    case LinkType::ppp:
+    case LinkType::ppp_hdlc: {
+      uint16_t proto = 0;
+      off = ppp_header(f, caplen, proto);
+      if (off == 0) { fail(p, MalformedReason::l2_truncated); return; }
+      const uint16_t et = ethertype_of_ppp(proto);
+      if (et == 0) { p.ethertype[0] = proto; undecoded(p, UndecodedReason::ppp_protocol, off); break; }
+      decode_network(f, caplen, off, et, p);
+      break;
+    }
     case LinkType::raw:
     case LinkType::ipv4:
     case LinkType::ipv6:

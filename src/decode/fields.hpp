@@ -80,6 +80,8 @@ enum class LinkType : uint8_t {
   loop = 108,        // OpenBSD loopback: address family in network order
   linux_sll2 = 20,   // internal code for LINKTYPE_LINUX_SLL2 (276), which does not fit a byte
   cisco_hdlc = 104,  // Cisco HDLC: address, control, then an ethertype (IPv4, IPv6, MPLS)
+  ppp = 9,           // PPP (RFC 1661), optionally in HDLC-like framing (RFC 1662): ff 03, then the protocol
+  ppp_hdlc = 50,     // PPP in HDLC-like framing (LINKTYPE_PPP_HDLC): address, control, protocol
 };
 
 enum class L3 : uint8_t { none = 0, ipv4, ipv6, arp, other };

@@ -56,6 +56,8 @@ const char* link_name(LinkType v) {
     case LinkType::ipv6: return "raw_ipv6";
     case LinkType::loop: return "openbsd_loopback";
     case LinkType::cisco_hdlc: return "cisco_hdlc";
+    case LinkType::ppp: return "ppp";
+    case LinkType::ppp_hdlc: return "ppp_hdlc";
   }
   return "unsupported";
 }

@@ -106,6 +106,14 @@ inline bool may_be_fragment(const uint8_t* f, uint32_t cap, LinkType link) {
       if (cap < 4) return false;
       et = load_be16(f + 2), off = 4;
       break;
+    case LinkType::ppp:
+    case LinkType::ppp_hdlc: {
+      uint16_t proto = 0;
+      off = detail::ppp_header(f, cap, proto);
+      if (off == 0) return false;
+      et = detail::ethertype_of_ppp(proto);
+      break;
+    }
     case LinkType::raw:
     case LinkType::ipv4:
     case LinkType::ipv6:

@@ -224,7 +224,7 @@ void EveWriter::write_stats(const RunReport& r, const std::string& extra) {
                                        std::chrono::system_clock::now().time_since_epoch()).count());
   const std::string& l = r.link;
   const char* link = l == "ethernet" ? "ethernet" : l == "linux_sll" ? "sll" : l == "linux_sll2" ? "sll2"
-                     : l == "cisco_hdlc" ? "chdlc" : (l == "bsd_loopback" || l == "openbsd_loopback") ? "null"
+                     : l == "cisco_hdlc" ? "chdlc" : (l == "ppp" || l == "ppp_hdlc") ? "ppp" : (l == "bsd_loopback" || l == "openbsd_loopback") ? "null"
                      : l.rfind("raw", 0) == 0 ? "raw" : nullptr;
   std::string j = "{\"timestamp\":\"" + eve_timestamp(now_ns) + "\",\"event_type\":\"stats\",\"stats\":{";
   j += "\"uptime\":" + u(uint64_t(r.seconds)) + ",";
