@@ -594,7 +594,7 @@ int main(int argc, char** argv) {
       if (!modules.empty()) modules.finish_flush(m.events, m.module_counts, flows, mod_out);
     });
     if (eve) {
-      eve->write_stats(rep, modules.empty() ? "" : modules.verdict_stats_json());
+      eve->write_stats(rep, modules.empty() ? nlohmann::ordered_json::object() : modules.verdict_stats_json());
       eve->close();
     }
     if (passed) passed->close();
@@ -624,11 +624,10 @@ int main(int argc, char** argv) {
       flush_stdout_checked();
     }
     if (!stats_json.empty()) {
-      std::string js = summary_json(rep);
-      const size_t close = js.rfind('}');
-      if (!modules.empty() && close != std::string::npos) js.insert(close, ",\"modules\":" + modules.summary_json());
+      nlohmann::ordered_json js = summary_json(rep);
+      if (!modules.empty()) js["modules"] = modules.summary_json();
       OutFile j(stats_json, "w");
-      j.write(js);
+      j.write(json_text(js) + "\n");
       j.close();
     }
   } catch (const OutputError& e) {

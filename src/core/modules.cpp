@@ -174,15 +174,21 @@ std::string drop_event_json(const HostPacket& hp, const std::string& reason) {
 
 }  // namespace
 
-std::string ModuleSet::verdict_stats_json() const {
-  auto u = [](uint64_t v) { return std::to_string(v); };
-  std::string j = "\"ips\":{\"accepted\":" + u(vs_.ips_accepted) + ",\"blocked\":" + u(vs_.ips_blocked) +
-                  ",\"drop_reason\":{\"rules\":" + u(vs_.ips_rules) + ",\"flow_drop\":" + u(vs_.ips_flow_drop) +
-                  ",\"stream_error\":" + u(vs_.ips_stream_error) + ",\"stream_urgent\":" + u(vs_.ips_stream_urgent) + ",\"flow_memcap\":" + u(vs_.ips_flow_memcap) + "}}";
+nlohmann::ordered_json ModuleSet::verdict_stats_json() const {
+  nlohmann::ordered_json j;
+  j["ips"] = {{"accepted", vs_.ips_accepted},
+              {"blocked", vs_.ips_blocked},
+              {"drop_reason",
+               {{"rules", vs_.ips_rules},
+                {"flow_drop", vs_.ips_flow_drop},
+                {"stream_error", vs_.ips_stream_error},
+                {"stream_urgent", vs_.ips_stream_urgent},
+                {"flow_memcap", vs_.ips_flow_memcap}}}};
   if (!firewall_mode()) return j;
-  j += ",\"firewall\":{\"accepted\":" + u(vs_.fw_accepted) + ",\"blocked\":" + u(vs_.fw_blocked) + ",\"drop_reason\":{";
-  for (uint32_t r = 1; r <= VerdictStats::kFlowDrop; ++r) j += std::string(r > 1 ? "," : "") + "\"" + drop_reason_name(r) + "\":" + u(vs_.reason[r]);
-  return j + "}}";
+  auto& fw = j["firewall"];
+  fw = {{"accepted", vs_.fw_accepted}, {"blocked", vs_.fw_blocked}};
+  for (uint32_t r = 1; r <= VerdictStats::kFlowDrop; ++r) fw["drop_reason"][drop_reason_name(r)] = vs_.reason[r];
+  return j;
 }
 
 namespace {
@@ -425,22 +431,25 @@ std::string ModuleSet::summary_text() const {
   return s;
 }
 
-std::string ModuleSet::summary_json() const {
-  std::string s = "{" + verdict_stats_json() + ",\"events_suppressed\":" + std::to_string(suppressed_) +
-                  ",\"events_flow_only\":" + std::to_string(flow_only_) +
-                  ",\"events_unattributed\":" + std::to_string(unattributed_) +
-                  ",\"drop_flow_ids_recalled\":" + std::to_string(recalled_) +
-                  ",\"dropped_flows_forgotten\":" + std::to_string(forgotten_) + ",\"modules\":[";
+nlohmann::ordered_json ModuleSet::summary_json() const {
+  nlohmann::ordered_json j = verdict_stats_json();
+  j["events_suppressed"] = suppressed_;
+  j["events_flow_only"] = flow_only_;
+  j["events_unattributed"] = unattributed_;
+  j["drop_flow_ids_recalled"] = recalled_;
+  j["dropped_flows_forgotten"] = forgotten_;
+  auto& list = j["modules"];
+  list = nlohmann::ordered_json::array();
   for (size_t k = 0; k < mods_.size(); ++k) {
-    s += std::string(k ? "," : "") + "{\"name\":\"" + mods_[k]->name() + "\"";
-    for (int c = 0; c < kModuleCounters; ++c)
-      s += std::string(",\"") + module_counter_name(c) + "\":" + std::to_string(counts_[k][size_t(c)]);
+    nlohmann::ordered_json m;
+    m["name"] = mods_[k]->name();
+    for (int c = 0; c < kModuleCounters; ++c) m[module_counter_name(c)] = counts_[k][size_t(c)];
     std::map<std::string, uint64_t> r;
     mods_[k]->report(r);
-    for (auto& [n, v] : r) s += ",\"" + n + "\":" + std::to_string(v);
-    s += "}";
+    for (auto& [n, v] : r) m[n] = v;
+    list.push_back(std::move(m));
   }
-  return s + "]}";
+  return j;
 }
 
 StreamHooks stream_hooks_of(const std::vector<ModuleInstance*>& mods, TableMemory* mem) {

@@ -24,6 +24,7 @@
 //   cfg.modules = mods.pointers();
 //   ... run_capture(..., [&](const PacketBatch& b) { mods.finish_batch(b, out); });
 #pragma once
+#include <nlohmann/json.hpp>
 #include <array>
 #include <cstdint>
 #include <map>
@@ -130,7 +131,7 @@ class ModuleSet {
   };
   const VerdictStats& verdict_stats() const { return vs_; }
   // The stats as EVE/JSON members: "ips":{...}[,"firewall":{...}] (no braces around the two).
-  std::string verdict_stats_json() const;
+  nlohmann::ordered_json verdict_stats_json() const;
 
   using Counts = std::array<uint64_t, kModuleCounters>;
   const std::vector<Counts>& counts() const { return counts_; }
@@ -139,7 +140,7 @@ class ModuleSet {
   uint64_t events_unattributed() const { return unattributed_; }
   // Summary lines (text) and a JSON object: per module, its counters and report().
   std::string summary_text() const;
-  std::string summary_json() const;
+  nlohmann::ordered_json summary_json() const;
 
  private:
   void account_verdicts(const PacketBatch& b, ModuleOutput& out);

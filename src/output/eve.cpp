@@ -10,28 +10,15 @@
 
 #include "decode/decoder.hpp"
 #include "output/decode_rows.hpp"
+#include "output/summary.hpp"
 
 namespace gaspp {
 
 std::string json_escape(const std::string& s) {
-  std::string o;
-  for (char c : s) {
-    switch (c) {
-      case '"': o += "\\\""; break;
-      case '\\': o += "\\\\"; break;
-      case '\n': o += "\\n"; break;
-      case '\t': o += "\\t"; break;
-      default:
-        if (static_cast<unsigned char>(c) < 0x20) {
-          char b[8];
-          std::snprintf(b, sizeof b, "\\u%04x", c);
-          o += b;
-        } else {
-          o += c;
-        }
-    }
-  }
-  return o;
+  // The library's escaping, without the quotes it adds; bytes that are not valid UTF-8 (a rule's
+  // msg in Latin-1, say) become U+FFFD, so every line stays valid JSON.
+  const std::string q = nlohmann::json(s).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  return q.substr(1, q.size() - 2);
 }
 
 std::string eve_timestamp(uint64_t ts_ns) {
@@ -217,41 +204,56 @@ void EveWriter::write_flows(const std::vector<FlowRecordOut>& v) {
 
 // Suricata's stats names (the EVE schema's), for what gaspp counts; every counter of its own is in
 // --stats-json. Suricata's decoder counts a packet under its link layer's name.
-void EveWriter::write_stats(const RunReport& r, const std::string& extra) {
+void EveWriter::write_stats(const RunReport& r, const nlohmann::ordered_json& extra) {
   const auto& t = r.totals.v;
-  auto u = [](uint64_t v) { return std::to_string(v); };
   const uint64_t now_ns = uint64_t(std::chrono::duration_cast<std::chrono::nanoseconds>(
                                        std::chrono::system_clock::now().time_since_epoch()).count());
   const std::string& l = r.link;
   const char* link = l == "ethernet" ? "ethernet" : l == "linux_sll" ? "sll" : l == "linux_sll2" ? "sll2"
-                     : l == "cisco_hdlc" ? "chdlc" : (l == "ppp" || l == "ppp_hdlc") ? "ppp" : (l == "bsd_loopback" || l == "openbsd_loopback") ? "null"
+                     : l == "cisco_hdlc" ? "chdlc" : (l == "ppp" || l == "ppp_hdlc") ? "ppp"
+                     : (l == "bsd_loopback" || l == "openbsd_loopback") ? "null"
                      : l.rfind("raw", 0) == 0 ? "raw" : nullptr;
-  std::string j = "{\"timestamp\":\"" + eve_timestamp(now_ns) + "\",\"event_type\":\"stats\",\"stats\":{";
-  j += "\"uptime\":" + u(uint64_t(r.seconds)) + ",";
-  j += "\"decoder\":{\"pkts\":" + u(t[c_packets]) + ",\"bytes\":" + u(t[c_wire_bytes]) + ",\"invalid\":" + u(t[c_malformed]) +
-       ",\"ipv4\":" + u(t[c_l3_ipv4]) + ",\"ipv6\":" + u(t[c_l3_ipv6]) + ",\"tcp\":" + u(t[c_l4_tcp]) +
-       ",\"udp\":" + u(t[c_l4_udp]) + ",\"icmpv4\":" + u(t[c_l4_icmp]) + ",\"icmpv6\":" + u(t[c_l4_icmpv6]) +
-       ",\"arp\":" + u(t[c_l3_arp]) + ",\"vlan\":" + u(t[c_vlan_tagged]) +
-       ",\"unknown_ethertype\":" + u(t[c_undecoded_reason0 + int(UndecodedReason::ethertype)]) +
-       ",\"avg_pkt_size\":" + u(t[c_packets] ? t[c_wire_bytes] / t[c_packets] : 0);
-  if (link) j += std::string(",\"") + link + "\":" + u(t[c_packets]);
-  j += "},";
+  nlohmann::ordered_json st;
+  st["uptime"] = uint64_t(r.seconds);
+  auto& dec = st["decoder"];
+  dec = {{"pkts", t[c_packets]},
+         {"bytes", t[c_wire_bytes]},
+         {"invalid", t[c_malformed]},
+         {"ipv4", t[c_l3_ipv4]},
+         {"ipv6", t[c_l3_ipv6]},
+         {"tcp", t[c_l4_tcp]},
+         {"udp", t[c_l4_udp]},
+         {"icmpv4", t[c_l4_icmp]},
+         {"icmpv6", t[c_l4_icmpv6]},
+         {"arp", t[c_l3_arp]},
+         {"vlan", t[c_vlan_tagged]},
+         {"unknown_ethertype", t[c_undecoded_reason0 + int(UndecodedReason::ethertype)]},
+         {"avg_pkt_size", t[c_packets] ? t[c_wire_bytes] / t[c_packets] : 0}};
+  if (link) dec[link] = t[c_packets];
   if (r.defrag_config.enabled) {
     const DefragStats& d = r.defrag;
-    j += "\"defrag\":{\"ipv4\":{\"fragments\":" + u(d.ipv4_fragments) + ",\"reassembled\":" + u(d.ipv4_reassembled) +
-         "},\"ipv6\":{\"fragments\":" + u(d.ipv6_fragments) + ",\"reassembled\":" + u(d.ipv6_reassembled) +
-         "},\"max_trackers_reached\":" + u(d.max_trackers_reached) + ",\"max_frags_reached\":" + u(d.max_frags_reached) +
-         ",\"mgr\":{\"tracker_timeout\":" + u(d.timeouts) + "}},";
+    st["defrag"] = {{"ipv4", {{"fragments", d.ipv4_fragments}, {"reassembled", d.ipv4_reassembled}}},
+                    {"ipv6", {{"fragments", d.ipv6_fragments}, {"reassembled", d.ipv6_reassembled}}},
+                    {"max_trackers_reached", d.max_trackers_reached},
+                    {"max_frags_reached", d.max_frags_reached},
+                    {"mgr", {{"tracker_timeout", d.timeouts}}}};
   }
-  j += "\"flow\":{\"total\":" + u(t[c_flow_created]) + ",\"active\":" + u(r.flows.live) +
-       ",\"emerg_mode_entered\":" + u(t[c_flow_emergency]) + ",\"tcp_reuse\":" + u(t[c_flow_port_reuse]) + "},";
-  j += "\"tcp\":{\"midstream_pickups\":" + u(t[c_tcp_midstream]) + ",\"reassembly_gap\":" + u(t[c_stream_gaps]) +
-       ",\"overlap\":" + u(t[c_stream_overlap_same] + t[c_stream_overlap_conflict]) +
-       ",\"overlap_diff_data\":" + u(t[c_stream_overlap_conflict]) + ",\"invalid_checksum\":" + u(t[c_csum_bad_tcp]) +
-       ",\"urgent_oob_data\":" + u(t[c_stream_urgent_oob]) + "}";
-  if (!extra.empty()) j += "," + extra;
-  j += "}}";
-  write_line(j);
+  st["flow"] = {{"total", t[c_flow_created]},
+                {"active", r.flows.live},
+                {"emerg_mode_entered", t[c_flow_emergency]},
+                {"tcp_reuse", t[c_flow_port_reuse]}};
+  st["tcp"] = {{"midstream_pickups", t[c_tcp_midstream]},
+               {"reassembly_gap", t[c_stream_gaps]},
+               {"overlap", t[c_stream_overlap_same] + t[c_stream_overlap_conflict]},
+               {"overlap_diff_data", t[c_stream_overlap_conflict]},
+               {"invalid_checksum", t[c_csum_bad_tcp]},
+               {"urgent_oob_data", t[c_stream_urgent_oob]}};
+  for (const auto& [k, v] : extra.items()) st[k] = v;
+  nlohmann::ordered_json j;
+  j["timestamp"] = eve_timestamp(now_ns);
+  j["event_type"] = "stats";
+  j["stats"] = std::move(st);
+  write_line(json_text(j));
 }
 
 }  // namespace gaspp

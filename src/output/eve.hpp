@@ -19,6 +19,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "core/pipeline.hpp"
 #include "flow/flow_record.hpp"
 #include "gaspp/module.hpp"
@@ -27,6 +29,7 @@
 namespace gaspp {
 
 std::string eve_timestamp(uint64_t ts_ns);
+// The contents of a JSON string holding `s` (no quotes): escaped, invalid UTF-8 replaced by U+FFFD.
 std::string json_escape(const std::string& s);
 // The fields every per-packet event starts with, as Suricata writes them: {"timestamp", "flow_id"
 // (when the packet has a flow), "pcap_cnt", "event_type", "vlan", "src_ip", "src_port", "dest_ip",
@@ -48,7 +51,8 @@ class EveWriter {
   EveWriter& operator=(const EveWriter&) = delete;
   void write_flows(const std::vector<FlowRecordOut>& v);
   // extra: more members of the stats object (the modules' verdict accounting), or "".
-  void write_stats(const RunReport& r, const std::string& extra = "");
+  // `extra`: members added to the stats object (the modules' ips / firewall accounting).
+  void write_stats(const RunReport& r, const nlohmann::ordered_json& extra = nlohmann::ordered_json::object());
   void write_line(const std::string& json);
   // Flushes and closes; throws OutputError if anything could not be written.
   void close() { f_.close(); }

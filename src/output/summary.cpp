@@ -122,79 +122,86 @@ void print_summary(std::FILE* o, const RunReport& r) {
   std::fprintf(o, "elapsed      %.6f s  %.3f Mpps  %.3f Gbit/s\n", r.seconds, rt.pps / 1e6, rt.gbps);
 }
 
-std::string summary_json(const RunReport& r) {
+std::string json_text(const nlohmann::ordered_json& j) {
+  return j.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
+}
+
+nlohmann::ordered_json summary_json(const RunReport& r) {
   const auto& t = r.totals.v;
-  auto u = [](uint64_t v) { return std::to_string(v); };
-  std::string j = "{";
-  j += "\"capture\":{\"path\":\"" + json_escape(r.path) + "\",\"format\":\"" + json_escape(r.container) +
-       "\",\"link\":\"" + r.link + "\",\"linktype\":" + u(r.raw_link) + ",\"file_bytes\":" + u(r.file_bytes) +
-       ",\"damaged\":" + (r.damaged ? "true" : "false") + ",\"interrupted\":" + (r.interrupted ? "true" : "false") + ",\"warnings\":" + u(r.capture_warnings) +
-       ",\"index_windows_parallel\":" + u(r.index_windows_parallel) + ",\"index_windows_serial\":" +
-       u(r.index_windows_serial) + ",\"issues\":[";
-  for (size_t i = 0; i < r.issues.size(); ++i) {
-    const auto& is = r.issues[i];
-    j += (i ? "," : "") + std::string("{\"fatal\":") + (is.fatal ? "true" : "false") + ",\"record\":" + u(is.record) +
-         ",\"offset\":" + u(is.offset) + ",\"message\":\"" + json_escape(is.message) + "\"}";
-  }
-  j += "]},";
-  j += "\"backend\":\"" + json_escape(r.backend) + "\",";
-  j += "\"packets\":" + u(t[c_packets]) + ",\"bytes\":" + u(t[c_wire_bytes]) + ",\"captured_bytes\":" +
-       u(t[c_captured_bytes]) + ",\"truncated_by_snaplen\":" + u(t[c_truncated_by_snaplen]) + ",";
-  j += "\"outcome\":{\"passed\":" + u(r.passed) + ",\"dropped\":" + u(r.dropped);
-#define GASPP_X(id, name) j += ",\"" name "\":" + u(r.totals.v[c_##id]);
+  nlohmann::ordered_json j;
+  auto& cap = j["capture"];
+  cap = {{"path", r.path},
+         {"format", r.container},
+         {"link", r.link},
+         {"linktype", r.raw_link},
+         {"file_bytes", r.file_bytes},
+         {"damaged", r.damaged},
+         {"interrupted", r.interrupted},
+         {"warnings", r.capture_warnings},
+         {"index_windows_parallel", r.index_windows_parallel},
+         {"index_windows_serial", r.index_windows_serial}};
+  cap["issues"] = nlohmann::ordered_json::array();
+  for (const auto& is : r.issues)
+    cap["issues"].push_back({{"fatal", is.fatal}, {"record", is.record}, {"offset", is.offset}, {"message", is.message}});
+  j["backend"] = r.backend;
+  j["packets"] = t[c_packets];
+  j["bytes"] = t[c_wire_bytes];
+  j["captured_bytes"] = t[c_captured_bytes];
+  j["truncated_by_snaplen"] = t[c_truncated_by_snaplen];
+  auto& out = j["outcome"];
+  out = {{"passed", r.passed}, {"dropped", r.dropped}};
+#define GASPP_X(id, name) out[name] = t[c_##id];
   GASPP_VERDICT_COUNTERS(GASPP_X)
 #undef GASPP_X
-  j += "},";
-  j += "\"link\":{\"" + r.link + "\":" + u(t[c_packets]) + ",\"vlan_tagged\":" + u(t[c_vlan_tagged]) + "},";
-  j += "\"l3\":{\"ipv4\":" + u(t[c_l3_ipv4]) + ",\"ipv6\":" + u(t[c_l3_ipv6]) + ",\"arp\":" + u(t[c_l3_arp]) +
-       ",\"other\":" + u(t[c_l3_other]) + ",\"none\":" + u(t[c_l3_none]) + ",\"ip_fragments\":" + u(t[c_ip_fragments]) + "},";
-  j += "\"l4\":{\"tcp\":" + u(t[c_l4_tcp]) + ",\"udp\":" + u(t[c_l4_udp]) + ",\"icmp\":" + u(t[c_l4_icmp]) +
-       ",\"icmpv6\":" + u(t[c_l4_icmpv6]) + ",\"other\":" + u(t[c_l4_other]) + ",\"none\":" + u(t[c_l4_none]) + "},";
-  j += "\"tunneled\":" + u(t[c_tunneled]) + ",";
-  j += "\"bad_checksums\":{\"ipv4\":" + u(t[c_csum_bad_ipv4]) + ",\"tcp\":" + u(t[c_csum_bad_tcp]) + ",\"udp\":" +
-       u(t[c_csum_bad_udp]) + ",\"icmp\":" + u(t[c_csum_bad_icmp]) + "},";
-  j += "\"undecoded\":{\"total\":" + u(t[c_undecoded]);
-  for (int k = 1; k < kUndecodedReasons; ++k)
-    j += ",\"" + std::string(undecoded_reason_name(UndecodedReason(k))) + "\":" + u(t[c_undecoded_reason0 + k]);
-  j += "},";
-  j += "\"malformed\":{\"total\":" + u(t[c_malformed]);
-  for (int k = 1; k < kMalformedReasons; ++k)
-    j += ",\"" + std::string(malformed_reason_name(MalformedReason(k))) + "\":" + u(t[c_malformed_reason0 + k]);
-  j += "},";
-  j += "\"batches\":{\"count\":" + u(r.batches) + ",\"direct\":" + u(r.batches_direct) + ",\"compacted\":" +
-       u(r.batches_compacted) + ",\"sliced\":" + u(r.batches_sliced) + ",\"bytes_h2d\":" + u(r.bytes_h2d) + ",\"bytes_d2h\":" + u(r.bytes_d2h) + "},";
+  j["link"] = {{r.link, t[c_packets]}, {"vlan_tagged", t[c_vlan_tagged]}};
+  j["l3"] = {{"ipv4", t[c_l3_ipv4]}, {"ipv6", t[c_l3_ipv6]}, {"arp", t[c_l3_arp]},
+             {"other", t[c_l3_other]}, {"none", t[c_l3_none]}, {"ip_fragments", t[c_ip_fragments]}};
+  j["l4"] = {{"tcp", t[c_l4_tcp]}, {"udp", t[c_l4_udp]}, {"icmp", t[c_l4_icmp]},
+             {"icmpv6", t[c_l4_icmpv6]}, {"other", t[c_l4_other]}, {"none", t[c_l4_none]}};
+  j["tunneled"] = t[c_tunneled];
+  j["bad_checksums"] = {{"ipv4", t[c_csum_bad_ipv4]}, {"tcp", t[c_csum_bad_tcp]}, {"udp", t[c_csum_bad_udp]},
+                        {"icmp", t[c_csum_bad_icmp]}};
+  auto& und = j["undecoded"];
+  und["total"] = t[c_undecoded];
+  for (int k = 1; k < kUndecodedReasons; ++k) und[undecoded_reason_name(UndecodedReason(k))] = t[c_undecoded_reason0 + k];
+  auto& mal = j["malformed"];
+  mal["total"] = t[c_malformed];
+  for (int k = 1; k < kMalformedReasons; ++k) mal[malformed_reason_name(MalformedReason(k))] = t[c_malformed_reason0 + k];
+  j["batches"] = {{"count", r.batches},         {"direct", r.batches_direct}, {"compacted", r.batches_compacted},
+                  {"sliced", r.batches_sliced}, {"bytes_h2d", r.bytes_h2d},   {"bytes_d2h", r.bytes_d2h}};
   if (r.defrag_config.enabled) {
     const DefragStats& d = r.defrag;
-    j += "\"defrag\":{\"policy\":\"" + std::string(defrag_policy_name(r.defrag_config.policy)) + "\"";
-#define GASPP_X(name, text) j += ",\"" text "\":" + u(d.name);
+    auto& df = j["defrag"];
+    df["policy"] = defrag_policy_name(r.defrag_config.policy);
+#define GASPP_X(name, text) df[text] = d.name;
     GASPP_DEFRAG_COUNTERS(GASPP_X)
 #undef GASPP_X
-    j += ",\"incomplete_at_end\":" + u(d.incomplete_at_end) + ",\"peak_trackers\":" + u(d.peak_trackers) + "},";
+    df["incomplete_at_end"] = d.incomplete_at_end;
+    df["peak_trackers"] = d.peak_trackers;
   }
   if (r.flows.enabled) {
     const auto& g = r.flows;
-    j += "\"flows\":{\"capacity\":" + u(g.capacity) + ",\"slots\":" + u(g.slots) + ",\"table_bytes\":" + u(g.bytes) +
-         ",\"active\":" + u(g.live) + ",\"peak\":" + u(g.peak) + ",\"records\":" + u(r.flow_records);
-#define GASPP_X(id, name) j += ",\"" name "\":" + u(t[c_##id]);
+    auto& fl = j["flows"];
+    fl = {{"capacity", g.capacity}, {"slots", g.slots}, {"table_bytes", g.bytes},
+          {"active", g.live},       {"peak", g.peak},   {"records", r.flow_records}};
+#define GASPP_X(id, name) fl[name] = t[c_##id];
     GASPP_FLOW_COUNTERS(GASPP_X)
 #undef GASPP_X
-    j += "},";
   }
   if (r.streams.enabled) {
     const auto& g = r.streams;
-    j += "\"streams\":{\"ooo_segments_capacity\":" + u(g.held_cap) + ",\"ooo_bytes_capacity\":" + u(g.held_bytes_cap) +
-         ",\"ooo_peak_segments\":" + u(g.peak_segs) + ",\"ooo_peak_bytes\":" + u(g.peak_bytes) + ",\"ooo_compactions\":" + u(g.compactions) +
-         ",\"overlap_policy\":\"" + overlap_policy_name(g.overlap) + "\"";
-#define GASPP_X(id, name) j += ",\"" name "\":" + u(t[c_##id]);
+    auto& st = j["streams"];
+    st = {{"ooo_segments_capacity", g.held_cap}, {"ooo_bytes_capacity", g.held_bytes_cap},
+          {"ooo_peak_segments", g.peak_segs},    {"ooo_peak_bytes", g.peak_bytes},
+          {"ooo_compactions", g.compactions},    {"overlap_policy", overlap_policy_name(g.overlap)}};
+#define GASPP_X(id, name) st[name] = t[c_##id];
     GASPP_STREAM_COUNTERS(GASPP_X)
 #undef GASPP_X
-    j += "},";
   }
   const Rate rt = rate(r);
-  char buf[160];
-  std::snprintf(buf, sizeof buf, "\"elapsed_s\":%.6f,\"pps\":%.1f,\"gbps\":%.4f", r.seconds, rt.pps, rt.gbps);
-  j += buf;
-  j += "}\n";
+  j["elapsed_s"] = r.seconds;
+  j["pps"] = rt.pps;
+  j["gbps"] = rt.gbps;
   return j;
 }
 

@@ -421,3 +421,27 @@ TEST(EveFlowTable, IcmpTypesEachWay) {
     EXPECT_EQ(j.value("response_icmp_code", -1), row.want_rcode);
   }
 }
+
+// Strings written into EVE lines (a rule's msg, metadata, a path) come out as JSON that parses back
+// to the same text, control characters escaped; bytes that are not UTF-8 become U+FFFD instead of
+// making the line invalid. Oracle: the JSON library's parser.
+TEST(EveStrings, EscapedAsValidJson) {
+  struct Case {
+    std::string in, want;  // want: the text after parsing
+  };
+  const std::vector<Case> cases = {
+      {"plain", "plain"},
+      {"quote \" backslash \\ slash /", "quote \" backslash \\ slash /"},
+      {std::string("nul \0 bell \a tab \t newline \n", 29), std::string("nul \0 bell \a tab \t newline \n", 29)},
+      {"caf\xc3\xa9 \xe2\x82\xac", "caf\xc3\xa9 \xe2\x82\xac"},           // UTF-8 kept
+      {"latin-1 caf\xe9", "latin-1 caf\xef\xbf\xbd"},                        // a lone byte: U+FFFD
+      {"cut \xe2\x82", "cut \xef\xbf\xbd"},                                  // a truncated sequence
+      {"\xff\xfe", "\xef\xbf\xbd\xef\xbf\xbd"},
+  };
+  for (const Case& c : cases) {
+    const std::string line = "{\"s\":\"" + json_escape(c.in) + "\"}";
+    json j;
+    ASSERT_NO_THROW(j = json::parse(line)) << line;
+    EXPECT_EQ(j["s"].get<std::string>(), c.want) << line;
+  }
+}
