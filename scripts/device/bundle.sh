@@ -20,6 +20,8 @@ for lib in $(ldd build/gaspp build/bench/peer_libnids | awk '/=>/ {print $3}' | 
   esac
 done
 cp -r ../shared/data/pcaps bundle/data/pcaps
+# suricata-verify's detection tests (11 MB): the defrag and prefilter tests read their captures.
+cp -r ../shared/data/detect bundle/data/detect
 # The ET IP-list rule files (the firewall's tests and benchmark); the rest of ET Open is host-only parsing.
 mkdir -p bundle/data/rules/et-open
 cp ../shared/data/rules/et-open/{drop,compromised,ciarmy,tor,dshield}.rules bundle/data/rules/et-open/
