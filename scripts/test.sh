@@ -5,6 +5,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
+scripts/check-layers
 ctest --test-dir build --output-on-failure -j "$(nproc)"
 
 # Fuzz build: clang, sanitizers on the whole library, CPU backend only.

@@ -186,11 +186,7 @@ struct PacketBatch {
   }
 };
 
-// The order records are written in: by last packet time, then first packet time, then flow id
-// (atomic appends on the GPU come in any order; this makes output identical on both backends).
-void sort_flow_records(std::vector<FlowRecordOut>& v);
-// Groups chunks by (flow id, direction), keeping their order within a group (which is stream order:
-// one thread emits a direction's chunks, in order). Makes the lists equal on both backends.
-void sort_stream_chunks(std::vector<StreamChunk>& v);
+// sort_flow_records (flow/flow_record.hpp) and sort_stream_chunks (stream/stream.hpp) put what a
+// batch hands over in the order both backends agree on.
 
 }  // namespace gaspp

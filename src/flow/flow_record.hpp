@@ -26,6 +26,7 @@
 #pragma once
 #include <cstdint>
 #include <type_traits>
+#include <vector>
 
 #include "gaspp/hd.hpp"
 #include "stream/stream_state.hpp"
@@ -141,6 +142,10 @@ struct FlowRecordOut {
   uint8_t reason;  // FlowReason
   uint8_t pad_[15] = {};
 };
+
+// The order records are written in: by last packet time, then first packet time, then flow id
+// (atomic appends on the GPU come in any order; this makes output identical on both backends).
+void sort_flow_records(std::vector<FlowRecordOut>& v);
 
 // Suricata's defaults (suricata.yaml's flow-timeouts); only TCP flows reach the closed state, the
 // others' closed values are the `default` section's 0.

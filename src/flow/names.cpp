@@ -64,7 +64,7 @@ const char* tcp_session_name(const FlowRecord& r) {
 
 #include <algorithm>
 
-#include "core/packet_batch.hpp"
+#include "stream/stream.hpp"
 
 namespace gaspp {
 

@@ -38,6 +38,7 @@
 #pragma once
 #include <cstdint>
 #include <type_traits>
+#include <vector>
 
 #include "decode/decoder.hpp"
 #include "flow/flow_record.hpp"
@@ -199,5 +200,9 @@ GASPP_HD GASPP_FORCEINLINE uint32_t stream_chunk_cap(uint32_t batch_packets, uin
 }
 
 const char* overlap_policy_name(OverlapPolicy p);
+
+// Groups chunks by (flow id, direction), keeping their order within a group (which is stream order:
+// one thread emits a direction's chunks, in order). Makes the lists equal on both backends.
+void sort_stream_chunks(std::vector<StreamChunk>& v);
 
 }  // namespace gaspp
