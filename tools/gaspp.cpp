@@ -25,8 +25,12 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <functional>
+#include <map>
 #include <stdexcept>
 #include <string>
+
+#include <CLI/CLI.hpp>
 
 #include "backend/backend.hpp"
 #include "capture/capture_file.hpp"
@@ -90,80 +94,6 @@ bool outputs_clash(const std::string& input, const std::vector<std::pair<std::st
     }
   }
   return false;
-}
-
-[[noreturn]] void usage(int rc) {
-  std::FILE* o = rc ? stderr : stdout;
-  std::fprintf(o,
-               "usage: gaspp -r FILE [options]      process a capture file (pcap or pcapng)\n"
-               "       gaspp gen -o FILE [options]  write a synthetic capture\n"
-               "\n"
-               "processing options:\n"
-               "  --backend auto|cuda|cpu   where packets are processed (auto: CUDA if a device is present)\n"
-               "  --batch N                 packets per batch (default 65536)\n"
-               "  --batch-bytes B           record bytes per batch (default 67108864)\n"
-               "  --batch-timeout-ms T      close a batch when its oldest packet is T ms (capture time)\n"
-               "                            older than the newest (default 1000; 0 = never)\n"
-               "  --threads N               CPU backend threads (default: all hardware threads)\n"
-               "  --index-threads N         threads indexing capture records ahead (default: all; 1 = serial)\n"
-               "  --stats-json PATH         write the summary as JSON\n"
-               "  --decode-out PATH         write one tab-separated row of decoded fields per packet\n"
-               "  --progress, --no-progress progress on stderr (default: when stderr is a terminal)\n"
-               "  --compact-below F         CUDA: compact batches whose occupancy is below F (default 0.333)\n"
-               "  --force-compact           CUDA: always compact batches before the copy\n"
-               "  -q                        no summary on stdout\n"
-               "\n"
-               "flow tracking:\n"
-               "  -l DIR                    write EVE JSON events (flow records) to DIR/eve.json\n"
-               "  --flow-capacity N         most flows held at once (default 1048576); memory is fixed\n"
-               "  --midstream on|off        pick up TCP sessions without a handshake (default on)\n"
-               "  --flow-vlan on|off        VLAN ids are part of the flow key (default on)\n"
-               "  --flow-sweep-ms T         expiry sweep period in packet time (default 1000)\n"
-               "  --no-flows                decode only, no flow tracking (and no reassembly)\n"
-               "\n"
-               "TCP reassembly (docs/streams.md):\n"
-               "  --dump-streams DIR        write each TCP direction's reassembled bytes to a file in DIR\n"
-               "                            (tcpflow names) and gaps, conflicts and ends to DIR/index.tsv\n"
-               "  --overlap first|last      which copy of a byte wins when copies differ (default first)\n"
-               "  --ooo-segments N          out-of-order buffer: segments held (default 65536, whatever --batch)\n"
-               "  --ooo-bytes B             out-of-order buffer: bytes per pool, two pools (default 67108864)\n"
-               "  --flow-ooo-segments N     per direction: skip the hole when more waits (default 256)\n"
-               "  --flow-ooo-bytes B        per direction: skip the hole when more waits (default 1048576)\n"
-               "  --no-reassembly           track flows without reassembling TCP\n"
-               "  -k none|all               checksum validation (default none): with all, bad IPv4/TCP/UDP/ICMP\n"
-               "                            checksums are counted and bad TCP segments kept out of sessions and\n"
-               "                            streams (dropped in firewall mode, reason stream error)\n"
-               "\n"
-               "modules (docs/writing-a-module.md; they run in the order given):\n"
-               "  -c FILE                   YAML configuration: modules, their options and order, classes,\n"
-               "                            variables, flow timeouts, schedule (docs/usage.md); later flags\n"
-               "                            override it; a suricata.yaml is read for vars and flow-timeouts\n"
-               "  --set KEY=VALUE           set a configuration value, e.g. flow-timeouts.tcp.established=3600\n"
-               "  --rules FILE, -s FILE     firewall rules (Suricata syntax, docs/rules.md); repeat for more files\n"
-               "  -S FILE                   only these rule files: the configuration's and earlier ones are dropped\n"
-               "  --firewall-rules FILE     firewall-mode rules (accept:hook ..., default drop; docs/rules.md)\n"
-               "  --eve-drops               an EVE `drop` event for every dropped packet (with -l)\n"
-               "  --address-var NAME=VALUE  firewall address variable, e.g. HOME_NET=[10.0.0.0/8]\n"
-               "  --port-var NAME=VALUE     firewall port variable, e.g. HTTP_PORTS=[80,8080]\n"
-               "  --module NAME[:K=V,...]   add a module with options (firewall, pass, probe, stream_match)\n"
-               "  -w FILE                   write the packets that passed (not dropped) to FILE, in capture order\n"
-               "  --dump-packets FILE       write the packets modules sent to the dump (to_dump) to FILE\n"
-               "  --class-order I,J,...     add a flow class that runs the modules in this order (module numbers\n"
-               "                            from 0, as given); flows are split by a hash of their 5-tuple\n"
-               "  --schedule on|off|auto    regroup packets between module stages (auto: off; see docs/usage.md)\n"
-               "  --slice on|off|auto       CUDA: read batches through the capture's mapping instead of copying them,\n"
-               "                            so only headers cross PCIe (auto: when nothing reads payload: no\n"
-               "                            payload or stream module, --no-reassembly or --no-flows; batches of\n"
-               "                            packets averaging 144 bytes or more)\n"
-               "  --gather-sms N            CUDA slicing: SMs the head gather gets to itself, the other kernels\n"
-               "                            running on the rest (0: the device's smallest partition, -1: none)\n"
-               "  --stage-times             CUDA: time each stage of every batch and print the means on stderr\n"
-               "                            at the end (a diagnostic: it costs a few microseconds a batch)\n"
-               "\n"
-               "generator options (gaspp gen):\n"
-               "  -o FILE  --mode fixed|mix|http  --size N  --packets N  --flows N  --seed S\n"
-               "  --reorder R  --duplicate R  --loss R  --ipv6 R  --vlan R  --plant STRING  --plant-rate R\n");
-  std::exit(rc);
 }
 
 uint64_t parse_u64(const char* opt, const char* v) {
@@ -233,37 +163,46 @@ class CliModuleOutput final : public ModuleOutput {
   EveWriter* eve_;
 };
 
+// Prints a command-line error as gaspp's other errors are printed; 0 after --help.
+int cli_error(const CLI::App& app, const CLI::ParseError& e, const char* who) {
+  if (e.get_exit_code() == 0) {  // --help
+    std::fputs(app.help().c_str(), stdout);
+    return 0;
+  }
+  std::fprintf(stderr, "%s: %s (see --help)\n", who, e.what());
+  return 1;
+}
+
 int cmd_gen(int argc, char** argv) {
   GenConfig g;
-  std::string out;
-  for (int i = 2; i < argc; ++i) {
-    const std::string a = argv[i];
-    auto val = [&]() -> const char* {
-      if (i + 1 >= argc) { std::fprintf(stderr, "gaspp gen: %s needs a value\n", a.c_str()); std::exit(1); }
-      return argv[++i];
-    };
-    if (a == "-o") out = val();
-    else if (a == "--mode") {
-      const std::string m = val();
-      if (m == "fixed") g.mode = GenMode::fixed;
-      else if (m == "mix") g.mode = GenMode::mix;
-      else if (m == "http") g.mode = GenMode::http;
-      else { std::fprintf(stderr, "gaspp gen: --mode: fixed, mix or http, not '%s'\n", m.c_str()); return 1; }
-    } else if (a == "--size") { g.size = uint32_t(parse_bounded("--size", val(), 60, 1514)); g.mode = GenMode::fixed; }
-    else if (a == "--packets") g.packets = parse_bounded("--packets", val(), 1, 1ull << 40);
-    else if (a == "--flows") g.flows = uint32_t(parse_bounded("--flows", val(), 1, 1u << 24));
-    else if (a == "--seed") g.seed = parse_u64("--seed", val());
-    else if (a == "--reorder") g.reorder = parse_double("--reorder", val(), 0, 1);
-    else if (a == "--duplicate") g.duplicate = parse_double("--duplicate", val(), 0, 1);
-    else if (a == "--loss") g.loss = parse_double("--loss", val(), 0, 1);
-    else if (a == "--ipv6") g.ipv6_share = parse_double("--ipv6", val(), 0, 1);
-    else if (a == "--vlan") g.vlan_share = parse_double("--vlan", val(), 0, 1);
-    else if (a == "--plant") g.plant = val();
-    else if (a == "--plant-rate") g.plant_rate = parse_double("--plant-rate", val(), 0, 1);
-    else if (a == "-h" || a == "--help") usage(0);
-    else { std::fprintf(stderr, "gaspp gen: unknown option '%s'\n", a.c_str()); return 1; }
+  std::string out, mode;
+  uint32_t size = 0;
+  CLI::App app{"Writes a synthetic capture (docs/usage.md, capture/generator.hpp).", "gaspp gen"};
+  app.add_option("-o", out, "the capture to write")->required()->type_name("FILE");
+  app.add_option("--mode", mode, "fixed, mix or http")->check(CLI::IsMember({"fixed", "mix", "http"}));
+  app.add_option("--size", size, "frame size of fixed mode (implies --mode fixed)")->check(CLI::Range(60, 1514));
+  app.add_option("--packets", g.packets, "packets the traffic model produces")->check(CLI::Range(uint64_t(1), uint64_t(1) << 40));
+  app.add_option("--flows", g.flows, "flows")->check(CLI::Range(1u, 1u << 24));
+  app.add_option("--seed", g.seed, "random seed");
+  app.add_option("--reorder", g.reorder, "share of packets swapped with the next")->check(CLI::Range(0.0, 1.0));
+  app.add_option("--duplicate", g.duplicate, "share of packets sent twice")->check(CLI::Range(0.0, 1.0));
+  app.add_option("--loss", g.loss, "share of packets left out")->check(CLI::Range(0.0, 1.0));
+  app.add_option("--ipv6", g.ipv6_share, "share of IPv6 flows")->check(CLI::Range(0.0, 1.0));
+  app.add_option("--vlan", g.vlan_share, "share of 802.1Q-tagged flows")->check(CLI::Range(0.0, 1.0));
+  app.add_option("--plant", g.plant, "a string planted in payloads");
+  app.add_option("--plant-rate", g.plant_rate, "share of payloads that get it")->check(CLI::Range(0.0, 1.0));
+  try {
+    app.parse(argc - 1, argv + 1);
+  } catch (const CLI::ParseError& e) {
+    return cli_error(app, e, "gaspp gen");
   }
-  if (out.empty()) { std::fprintf(stderr, "gaspp gen: -o FILE is required\n"); return 1; }
+  if (mode == "fixed") g.mode = GenMode::fixed;
+  else if (mode == "mix") g.mode = GenMode::mix;
+  else if (mode == "http") g.mode = GenMode::http;
+  if (size) {
+    g.size = size;
+    g.mode = GenMode::fixed;
+  }
   try {
     const uint64_t n = generate_pcap(g, out);
     std::fprintf(stderr, "gaspp gen: wrote %llu packets to %s\n", (unsigned long long)n, out.c_str());
@@ -293,11 +232,6 @@ int main(int argc, char** argv) {
   // --set KEY=VALUE (Suricata's): collected first, applied to the configuration file's tree.
   std::vector<std::string> sets;
   bool has_config_file = false, sets_applied = false;
-  for (int i = 1; i + 1 < argc; ++i) {
-    const std::string a = argv[i];
-    if (a == "--set") sets.push_back(argv[++i]);
-    else if (a == "-c" || a == "--config") has_config_file = true;
-  }
   ModuleOptions config_vars;  // the configuration's vars: every firewall gets them (flags override)
   std::string master_policy, memcap_policy;  // exception-policy and flow.memcap-policy from the configuration
   bool quiet = false;
@@ -343,136 +277,268 @@ int main(int argc, char** argv) {
     }
     return true;
   };
-  for (int i = 1; i < argc; ++i) {
-    const std::string a = argv[i];
-    auto val = [&]() -> const char* {
-      if (i + 1 >= argc) { std::fprintf(stderr, "gaspp: %s needs a value\n", a.c_str()); std::exit(1); }
-      return argv[++i];
+  // The command line (CLI11). Options are read in the order given and applied in that order: -c
+  // applies a configuration where it stands (later flags override it), -S drops the rule files
+  // given before it, modules run in the order given. Each option a user may repeat takes every
+  // occurrence; one that makes sense once (-r) is an error when repeated.
+  CLI::App app{"gaspp -r FILE [options] processes a capture file (pcap or pcapng): decode, flow tracking, TCP\n"
+               "reassembly and modules, on the GPU or the CPU (docs/usage.md). gaspp gen -o FILE [options] writes\n"
+               "a synthetic capture (gaspp gen --help).",
+               "gaspp"};
+  app.get_formatter()->column_width(34);
+  using Handler = std::function<bool(const std::string&)>;  // false: stop with exit 1 (it said why)
+  std::vector<std::pair<CLI::Option*, Handler>> handlers;
+  int early_exit = -1;  // --version
+  auto opt = [&](const char* names, const char* type, const char* help, const char* group, Handler h) {
+    CLI::Option* o = app.add_option(names)->description(help)->type_name(type)->group(group)->multi_option_policy(
+        CLI::MultiOptionPolicy::TakeAll);
+    handlers.push_back({o, std::move(h)});
+    return o;
+  };
+  auto flag = [&](const char* names, const char* help, const char* group, std::function<void()> f) {
+    CLI::Option* o = app.add_flag(names)->description(help)->group(group)->multi_option_policy(
+        CLI::MultiOptionPolicy::TakeAll);
+    handlers.push_back({o, [f](const std::string&) { f(); return true; }});
+    return o;
+  };
+  auto fail = [](const std::string& msg) {
+    std::fprintf(stderr, "gaspp: %s\n", msg.c_str());
+    return false;
+  };
+  auto on_off = [&](const char* name, bool& out) {
+    return [&out, name, fail](const std::string& v) {
+      if (v != "on" && v != "off") return fail(std::string(name) + ": on or off, not '" + v + "'");
+      out = v == "on";
+      return true;
     };
-    if (a == "-r") input = val();
-    else if (a == "-c" || a == "--config") {
-      if (!apply_config(val())) return 1;
-    } else if (a == "--set") {
-      // Applied with -c when there is one; otherwise the first --set reads a configuration made
-      // of the --set values alone.
-      (void)val();
-      if (!has_config_file && !sets_applied && !apply_config(std::string())) return 1;
-    }
-    else if (a == "--backend") backend_name = val();
-    else if (a == "--batch") {
-      const uint64_t n = parse_u64("--batch", val());
-      if (n < 1 || n > (1u << 24)) { std::fprintf(stderr, "gaspp: --batch must be 1..16777216\n"); return 1; }
-      bc.batch_packets = ro.policy.max_packets = uint32_t(n);
-    } else if (a == "--batch-bytes") {
-      const uint64_t n = parse_u64("--batch-bytes", val());
-      if (n < kMaxRecordBytes + kRecordHeaderBytes || n > (1ull << 32) - 1) {
-        std::fprintf(stderr, "gaspp: --batch-bytes must be %llu..4294967295 (one largest record must fit)\n",
-                     (unsigned long long)(kMaxRecordBytes + kRecordHeaderBytes));
-        return 1;
-      }
-      bc.batch_bytes = ro.policy.max_bytes = n;
-    } else if (a == "--batch-timeout-ms") ro.policy.timeout_ns = parse_bounded("--batch-timeout-ms", val(), 0, 86'400'000) * 1000000ull;
-    else if (a == "--threads") bc.threads = int(parse_bounded("--threads", val(), 0, 1024));
-    else if (a == "--index-threads") ro.index_threads = int(parse_bounded("--index-threads", val(), 0, 1024));
-    else if (a == "--stats-json") stats_json = val();
-    else if (a == "--decode-out") decode_out = val();
-    else if (a == "--progress") progress = 1;
-    else if (a == "--no-progress") progress = 0;
-    else if (a == "--compact-below") bc.compact_below = parse_double("--compact-below", val(), 0, 1.01);
-    else if (a == "--force-compact") bc.force_compact = true;
-    else if (a == "-q") quiet = true;
-    else if (a == "-l") eve_dir = val();
-    else if (a == "--flow-capacity") {
-      const uint64_t n = parse_u64("--flow-capacity", val());
-      if (n < 1 || n > (1ull << 28)) { std::fprintf(stderr, "gaspp: --flow-capacity must be 1..268435456\n"); return 1; }
-      bc.flow.capacity = uint32_t(n);
-    } else if (a == "--midstream" || a == "--flow-vlan") {
-      const std::string v = val();
-      if (v != "on" && v != "off") { std::fprintf(stderr, "gaspp: %s: on or off, not '%s'\n", a.c_str(), v.c_str()); return 1; }
-      (a == "--midstream" ? bc.flow.midstream : bc.flow.vlan_in_key) = v == "on";
-    } else if (a == "--flow-sweep-ms") bc.flow.sweep_interval_ns = parse_bounded("--flow-sweep-ms", val(), 1, 86'400'000) * 1000000ull;
-    else if (a == "--no-flows") bc.flow.enabled = false;
-    else if (a == "--dump-streams") dump_dir = val();
-    else if (a == "--overlap") {
-      const std::string v = val();
-      if (v != "first" && v != "last") { std::fprintf(stderr, "gaspp: --overlap: first or last, not '%s'\n", v.c_str()); return 1; }
-      bc.stream.overlap = v == "first" ? OverlapPolicy::first : OverlapPolicy::last;
-    } else if (a == "--ooo-segments" || a == "--ooo-bytes" || a == "--flow-ooo-segments" || a == "--flow-ooo-bytes") {
-      const uint64_t n = parse_u64(a.c_str(), val());
-      if (n < 1 || n > 0x7fffffffull) { std::fprintf(stderr, "gaspp: %s must be 1..2147483647\n", a.c_str()); return 1; }
-      (a == "--ooo-segments" ? bc.stream.held_segments : a == "--ooo-bytes" ? bc.stream.held_bytes
-       : a == "--flow-ooo-segments" ? bc.stream.flow_held_segments : bc.stream.flow_held_bytes) = uint32_t(n);
-    } else if (a == "--no-reassembly") bc.stream.enabled = false;
-    else if (a == "-k") {
-      // Suricata's -k: checksum validation, none (the default for capture files) or all.
-      const std::string v = val();
-      if (v != "none" && v != "all") { std::fprintf(stderr, "gaspp: -k: none or all, not '%s'\n", v.c_str()); return 1; }
-      bc.validate_checksums = v == "all";
-    }
-    else if (a == "--rules" || a == "-s" || a == "-S" || a == "--firewall-rules") {
+  };
+  // on|off|auto into one of BackendConfig's switches (Schedule, Slice).
+  auto on_off_auto = [&](const char* name, auto& out) {
+    return [&out, name, fail](const std::string& v) {
+      using E = std::remove_reference_t<decltype(out)>;
+      if (v == "on") out = E::on;
+      else if (v == "off") out = E::off;
+      else if (v == "auto") out = E::automatic;
+      else return fail(std::string(name) + ": on, off or auto, not '" + v + "'");
+      return true;
+    };
+  };
+  const char* kRun = "Processing";
+  const char* kFlows = "Flow tracking";
+  const char* kStreams = "TCP reassembly (docs/streams.md)";
+  const char* kMods = "Modules (docs/writing-a-module.md; they run in the order given)";
+  app.add_option("-r", input, "the capture to process (pcap or pcapng)")->type_name("FILE")->group(kRun);
+  opt("--backend", "auto|cuda|cpu", "where packets are processed (auto: CUDA if a device is present)", kRun,
+      [&](const std::string& v) { backend_name = v; return true; });
+  opt("--batch", "N", "packets per batch (default 65536)", kRun, [&](const std::string& v) {
+    const uint64_t n = parse_u64("--batch", v.c_str());
+    if (n < 1 || n > (1u << 24)) return fail("--batch must be 1..16777216");
+    bc.batch_packets = ro.policy.max_packets = uint32_t(n);
+    return true;
+  });
+  opt("--batch-bytes", "B", "record bytes per batch (default 67108864)", kRun, [&](const std::string& v) {
+    const uint64_t n = parse_u64("--batch-bytes", v.c_str());
+    if (n < kMaxRecordBytes + kRecordHeaderBytes || n > (1ull << 32) - 1)
+      return fail("--batch-bytes must be " + std::to_string(kMaxRecordBytes + kRecordHeaderBytes) +
+                  "..4294967295 (one largest record must fit)");
+    bc.batch_bytes = ro.policy.max_bytes = n;
+    return true;
+  });
+  opt("--batch-timeout-ms", "T",
+      "close a batch when its oldest packet is T ms (capture time) older than the newest (default 1000; 0 = never)", kRun,
+      [&](const std::string& v) {
+        ro.policy.timeout_ns = parse_bounded("--batch-timeout-ms", v.c_str(), 0, 86'400'000) * 1000000ull;
+        return true;
+      });
+  opt("--threads", "N", "CPU backend threads (default: all hardware threads)", kRun, [&](const std::string& v) {
+    bc.threads = int(parse_bounded("--threads", v.c_str(), 0, 1024));
+    return true;
+  });
+  opt("--index-threads", "N", "threads indexing capture records ahead (default: all; 1 = serial)", kRun,
+      [&](const std::string& v) {
+        ro.index_threads = int(parse_bounded("--index-threads", v.c_str(), 0, 1024));
+        return true;
+      });
+  opt("--stats-json", "PATH", "write the summary as JSON", kRun, [&](const std::string& v) { stats_json = v; return true; });
+  opt("--decode-out", "PATH", "write one tab-separated row of decoded fields per packet", kRun,
+      [&](const std::string& v) { decode_out = v; return true; });
+  flag("--progress", "progress on stderr (default: when stderr is a terminal)", kRun, [&] { progress = 1; });
+  flag("--no-progress", "no progress on stderr", kRun, [&] { progress = 0; });
+  opt("--compact-below", "F", "CUDA: compact batches whose occupancy is below F (default 0.333)", kRun,
+      [&](const std::string& v) {
+        bc.compact_below = parse_double("--compact-below", v.c_str(), 0, 1.01);
+        return true;
+      });
+  flag("--force-compact", "CUDA: always compact batches before the copy", kRun, [&] { bc.force_compact = true; });
+  flag("-q", "no summary on stdout", kRun, [&] { quiet = true; });
+  flag("--version", "print the version and exit", kRun, [&] { early_exit = 0; });
+  opt("-l", "DIR", "write EVE JSON events (flow records, alerts, stats) to DIR/eve.json", kFlows,
+      [&](const std::string& v) { eve_dir = v; return true; });
+  opt("--flow-capacity", "N", "most flows held at once (default 1048576); memory is fixed", kFlows,
+      [&](const std::string& v) {
+        const uint64_t n = parse_u64("--flow-capacity", v.c_str());
+        if (n < 1 || n > (1ull << 28)) return fail("--flow-capacity must be 1..268435456");
+        bc.flow.capacity = uint32_t(n);
+        return true;
+      });
+  opt("--midstream", "on|off", "pick up TCP sessions without a handshake (default on)", kFlows,
+      on_off("--midstream", bc.flow.midstream));
+  opt("--flow-vlan", "on|off", "VLAN ids are part of the flow key (default on)", kFlows,
+      on_off("--flow-vlan", bc.flow.vlan_in_key));
+  opt("--flow-sweep-ms", "T", "expiry sweep period in packet time (default 1000)", kFlows, [&](const std::string& v) {
+    bc.flow.sweep_interval_ns = parse_bounded("--flow-sweep-ms", v.c_str(), 1, 86'400'000) * 1000000ull;
+    return true;
+  });
+  flag("--no-flows", "decode only, no flow tracking (and no reassembly)", kFlows, [&] { bc.flow.enabled = false; });
+  opt("--dump-streams", "DIR",
+      "write each TCP direction's reassembled bytes to a file in DIR (tcpflow names) and gaps, conflicts and ends "
+      "to DIR/index.tsv", kStreams, [&](const std::string& v) { dump_dir = v; return true; });
+  opt("--overlap", "first|last", "which copy of a byte wins when copies differ (default first)", kStreams,
+      [&](const std::string& v) {
+        if (v != "first" && v != "last") return fail("--overlap: first or last, not '" + v + "'");
+        bc.stream.overlap = v == "first" ? OverlapPolicy::first : OverlapPolicy::last;
+        return true;
+      });
+  auto held = [&](const char* name, uint32_t& out) {
+    return [&out, name, fail](const std::string& v) {
+      const uint64_t n = parse_u64(name, v.c_str());
+      if (n < 1 || n > 0x7fffffffull) return fail(std::string(name) + " must be 1..2147483647");
+      out = uint32_t(n);
+      return true;
+    };
+  };
+  opt("--ooo-segments", "N", "out-of-order buffer: segments held (default 65536, whatever --batch)", kStreams,
+      held("--ooo-segments", bc.stream.held_segments));
+  opt("--ooo-bytes", "B", "out-of-order buffer: bytes per pool, two pools (default 67108864)", kStreams,
+      held("--ooo-bytes", bc.stream.held_bytes));
+  opt("--flow-ooo-segments", "N", "per direction: skip the hole when more waits (default 256)", kStreams,
+      held("--flow-ooo-segments", bc.stream.flow_held_segments));
+  opt("--flow-ooo-bytes", "B", "per direction: skip the hole when more waits (default 1048576)", kStreams,
+      held("--flow-ooo-bytes", bc.stream.flow_held_bytes));
+  flag("--no-reassembly", "track flows without reassembling TCP", kStreams, [&] { bc.stream.enabled = false; });
+  opt("-k", "none|all",
+      "checksum validation (default none): with all, bad IPv4/TCP/UDP/ICMP checksums are counted and bad TCP "
+      "segments kept out of sessions and streams (dropped in firewall mode, reason stream error)", kStreams,
+      [&](const std::string& v) {
+        // Suricata's -k: checksum validation, none (the default for capture files) or all.
+        if (v != "none" && v != "all") return fail("-k: none or all, not '" + v + "'");
+        bc.validate_checksums = v == "all";
+        return true;
+      });
+  opt("-c,--config", "FILE",
+      "YAML configuration: modules, their options and order, classes, variables, flow timeouts, schedule "
+      "(docs/usage.md); later flags override it; a suricata.yaml is read for vars, flow-timeouts, defrag and "
+      "stream settings", kMods, [&](const std::string& v) { return apply_config(v); });
+  CLI::Option* set_opt = opt("--set", "KEY=VALUE", "set a configuration value, e.g. flow-timeouts.tcp.established=3600",
+                             kMods, [&](const std::string&) {
+                               // Applied with -c when there is one; otherwise the first --set reads a
+                               // configuration made of the --set values alone.
+                               return has_config_file || sets_applied || apply_config(std::string());
+                             });
+  auto rules = [&](const char* which) {
+    return [&, which](const std::string& v) {
       // -s adds a rule file, as Suricata's; -S uses only the rule files given with it, dropping
       // those of the configuration and earlier flags.
+      const std::string a = which;
       ModuleOptions& fw = firewall_spec();
       std::string& files = fw[a == "--firewall-rules" ? "firewall-rules" : "rules"];
       if (a == "-S" && !exclusive_rules) {
         files.clear();
         exclusive_rules = true;
       }
-      files += (files.empty() ? "" : ",") + std::string(val());
-    } else if (a == "--eve-drops") {
-      eve_drops = true;
-    } else if (a == "--address-var" || a == "--port-var") {
-      const std::string v = val();
+      files += (files.empty() ? "" : ",") + v;
+      return true;
+    };
+  };
+  opt("--rules,-s", "FILE", "firewall rules (Suricata syntax, docs/rules.md); repeat for more files", kMods,
+      rules("--rules"));
+  opt("-S", "FILE", "only these rule files: the configuration's and earlier ones are dropped", kMods, rules("-S"));
+  opt("--firewall-rules", "FILE", "firewall-mode rules (accept:hook ..., default drop; docs/rules.md)", kMods,
+      rules("--firewall-rules"));
+  flag("--eve-drops", "an EVE `drop` event for every dropped packet (with -l)", kMods, [&] { eve_drops = true; });
+  auto var = [&](const char* name, const char* prefix) {
+    return [&, name, prefix](const std::string& v) {
       const size_t eq = v.find('=');
-      if (eq == std::string::npos || eq == 0) { std::fprintf(stderr, "gaspp: %s: NAME=VALUE, not '%s'\n", a.c_str(), v.c_str()); return 1; }
-      firewall_spec()[(a == "--address-var" ? "address." : "port.") + v.substr(0, eq)] = v.substr(eq + 1);
-    } else if (a == "--module") {
-      try {
-        module_specs.push_back(parse_module_spec(val()));
-      } catch (const std::exception& e) {
-        std::fprintf(stderr, "gaspp: --module: %s\n", e.what());
-        return 1;
-      }
-    } else if (a == "--class-order") {
-      std::vector<uint16_t> order;
-      const std::string v = val();
-      size_t at = 0;
-      while (at <= v.size()) {
-        const size_t comma = std::min(v.find(',', at), v.size());
-        order.push_back(uint16_t(parse_bounded("--class-order", v.substr(at, comma - at).c_str(), 0, 255)));
-        at = comma + 1;
-      }
-      bc.class_orders.push_back(order);
-    } else if (a == "--schedule") {
-      const std::string v = val();
-      if (v == "on") bc.schedule = BackendConfig::Schedule::on;
-      else if (v == "off") bc.schedule = BackendConfig::Schedule::off;
-      else if (v == "auto") bc.schedule = BackendConfig::Schedule::automatic;
-      else { std::fprintf(stderr, "gaspp: --schedule: on, off or auto, not '%s'\n", v.c_str()); return 1; }
-    } else if (a == "--slice") {
-      const std::string v = val();
-      if (v == "on") bc.slice = BackendConfig::Slice::on;
-      else if (v == "off") bc.slice = BackendConfig::Slice::off;
-      else if (v == "auto") bc.slice = BackendConfig::Slice::automatic;
-      else { std::fprintf(stderr, "gaspp: --slice: on, off or auto, not '%s'\n", v.c_str()); return 1; }
-    } else if (a == "--gather-sms") {
-      const std::string v = val();
-      char* end = nullptr;
-      const long n = std::strtol(v.c_str(), &end, 10);
-      if (v.empty() || *end || n < -1 || n > 4096) {
-        std::fprintf(stderr, "gaspp: --gather-sms: -1, 0 or a number of SMs, not '%s'\n", v.c_str());
-        return 1;
-      }
-      bc.gather_sms = int(n);
-    } else if (a == "--stage-times") {
-      bc.stage_times = true;
-    } else if (a == "-w") write_path = val();
-    else if (a == "--dump-packets") dump_packets = val();
-    else if (a == "-h" || a == "--help") usage(0);
-    else if (a == "--version") { std::printf("gaspp 0.1\n"); return 0; }
-    else { std::fprintf(stderr, "gaspp: unknown option '%s' (see --help)\n", a.c_str()); return 1; }
+      if (eq == std::string::npos || eq == 0) return fail(std::string(name) + ": NAME=VALUE, not '" + v + "'");
+      firewall_spec()[prefix + v.substr(0, eq)] = v.substr(eq + 1);
+      return true;
+    };
+  };
+  opt("--address-var", "NAME=VALUE", "firewall address variable, e.g. HOME_NET=[10.0.0.0/8]", kMods,
+      var("--address-var", "address."));
+  opt("--port-var", "NAME=VALUE", "firewall port variable, e.g. HTTP_PORTS=[80,8080]", kMods, var("--port-var", "port."));
+  opt("--module", "NAME[:K=V,...]", "add a module with options (firewall, pass, probe, stream_match)", kMods,
+      [&](const std::string& v) {
+        try {
+          module_specs.push_back(parse_module_spec(v));
+        } catch (const std::exception& e) {
+          return fail(std::string("--module: ") + e.what());
+        }
+        return true;
+      });
+  opt("-w", "FILE", "write the packets that passed (not dropped) to FILE, in capture order", kMods,
+      [&](const std::string& v) { write_path = v; return true; });
+  opt("--dump-packets", "FILE", "write the packets modules sent to the dump (to_dump) to FILE", kMods,
+      [&](const std::string& v) { dump_packets = v; return true; });
+  opt("--class-order", "I,J,...",
+      "add a flow class that runs the modules in this order (module numbers from 0, as given); flows are split by "
+      "a hash of their 5-tuple", kMods, [&](const std::string& v) {
+        std::vector<uint16_t> order;
+        size_t at = 0;
+        while (at <= v.size()) {
+          const size_t comma = std::min(v.find(',', at), v.size());
+          order.push_back(uint16_t(parse_bounded("--class-order", v.substr(at, comma - at).c_str(), 0, 255)));
+          at = comma + 1;
+        }
+        bc.class_orders.push_back(order);
+        return true;
+      });
+  opt("--schedule", "on|off|auto", "regroup packets between module stages (auto: off; see docs/usage.md)", kMods,
+      on_off_auto("--schedule", bc.schedule));
+  opt("--slice", "on|off|auto",
+      "CUDA: read batches through the capture's mapping instead of copying them, so only headers cross PCIe "
+      "(auto: when nothing reads payload, for batches of packets averaging 144 bytes or more)", kMods,
+      on_off_auto("--slice", bc.slice));
+  opt("--gather-sms", "N",
+      "CUDA slicing: SMs the head gather gets to itself, the other kernels running on the rest (0: the device's "
+      "smallest partition, -1: none)", kMods, [&](const std::string& v) {
+        char* end = nullptr;
+        const long n = std::strtol(v.c_str(), &end, 10);
+        if (v.empty() || *end || n < -1 || n > 4096) return fail("--gather-sms: -1, 0 or a number of SMs, not '" + v + "'");
+        bc.gather_sms = int(n);
+        return true;
+      });
+  flag("--stage-times",
+       "CUDA: time each stage of every batch and print the means on stderr at the end (a diagnostic: it costs a "
+       "few microseconds a batch)", kMods, [&] { bc.stage_times = true; });
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return cli_error(app, e, "gaspp");
   }
-  if (input.empty()) usage(1);
+  // --set values go into the configuration's tree wherever they stand; whether there is a -c decides
+  // where they are applied.
+  for (const std::string& v : set_opt->results()) sets.push_back(v);
+  has_config_file = app.get_option("-c")->count() > 0;
+  // The options in command-line order, each occurrence with its own value.
+  std::map<const CLI::Option*, size_t> taken;
+  for (const CLI::Option* o : app.parse_order()) {
+    for (auto& [h_opt, h] : handlers) {
+      if (h_opt != o) continue;
+      const size_t k = taken[o]++;
+      const auto& res = o->results();
+      if (!h(k < res.size() ? res[k] : std::string())) return 1;
+      break;
+    }
+    if (early_exit >= 0) {
+      std::printf("gaspp 0.1\n");
+      return early_exit;
+    }
+  }
+  if (input.empty()) {
+    std::fputs(app.help().c_str(), stderr);
+    return 1;
+  }
   if (outputs_clash(input, {{"-w", write_path},
                             {"--dump-packets", dump_packets},
                             {"--stats-json", stats_json},
