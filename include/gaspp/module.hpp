@@ -141,10 +141,6 @@ struct EventSinkRef {
   ModuleEvent* ev;
   uint32_t* count;
   uint32_t cap;
-  // With both set, an event raised on a packet of the batch also gets that packet's flow counters
-  // (pkt_counts[packet], written by the flow walk) at the same position in ev_counts.
-  const FlowCountsAt* pkt_counts = nullptr;
-  FlowCountsAt* ev_counts = nullptr;
 };
 
 // Appends an event; false (nothing written) when the buffer is full.
@@ -152,7 +148,6 @@ GASPP_HD GASPP_FORCEINLINE bool push_event(const EventSinkRef& s, const ModuleEv
   const uint32_t at = atomic_add(s.count, 1);
   if (at >= s.cap) return false;
   s.ev[at] = e;
-  if (s.ev_counts && s.pkt_counts && e.packet != kNoPacket && e.flow_id) s.ev_counts[at] = s.pkt_counts[e.packet];
   return true;
 }
 
@@ -292,8 +287,8 @@ struct HostPacket {
   uint64_t flow_id;
   bool to_client;
   const FlowRecord* flow = nullptr;  // set for flow-only events only
-  // The flow's counters right after this packet (Suricata's alert `flow` object); null when the
-  // packet has no flow or they were not recorded.
+  // The flow's counters right after this packet (Suricata's alert `flow` object), for a packet a
+  // module alerted on (kVerdictAlerted); null otherwise, or without flow tracking.
   const FlowCountsAt* flow_counts = nullptr;
 };
 

@@ -118,14 +118,22 @@ GASPP_HD GASPP_FORCEINLINE void untracked_policy(uint32_t slot, uint32_t i, uint
 // With drop_invalid (IPS/firewall mode), a TCP segment that flow tracking found invalid for its
 // session (kPktTcpInvalid) is dropped with kVerdictStreamError, whatever the modules said, as
 // Suricata's stream.drop-invalid; it does not decide the flow.
+// With pkt_counts, each packet a module alerted on (kVerdictAlerted, flow not decided) gets its
+// flow's counters right after it (FlowCountsAt): the record's at the end of the batch less what the
+// run's later packets added, walked back (cap_len: the packets' captured lengths, which the
+// counters sum). Past a packet that restarted the flow in this batch, the walk goes on from the
+// ended connection's counters, which the flow walk left at that packet's entry
+// (FlowTrackParams::restart_counts). Runs without an alert cost nothing.
 template <class Sink>
 GASPP_HD GASPP_FORCEINLINE void verdict_walk_run(const FlowTableRef& t, const uint32_t* vals, uint32_t j, uint32_t m,
                                                  uint32_t slot, uint32_t item_base, const uint8_t* flow_flags,
-                                                 uint8_t* verdict, bool drop_invalid, Sink& c) {
+                                                 uint8_t* verdict, bool drop_invalid, const uint32_t* cap_len,
+                                                 FlowCountsAt* pkt_counts, Sink& c) {
   FlowRecord& r = t.recs[slot];
   uint8_t decided = r.misc & (kFlowDecidedDrop | kFlowDecidedPass);
   uint8_t alerted = r.misc & kFlowAlerted;
-  bool touched = false;
+  bool touched = false, any_alert = false;
+  uint32_t first_packet = m;  // position of the run's first packet (held segments come first)
   // A run is a serial chain of memory waits: the next item's flags and verdict are loaded while
   // this one is resolved (items are distinct, so nothing read ahead is written before its turn).
   uint32_t item = vals[j];
@@ -140,6 +148,7 @@ GASPP_HD GASPP_FORCEINLINE void verdict_walk_run(const FlowTableRef& t, const ui
     }
     if (cur < item_base) continue;
     const uint32_t i = cur - item_base;
+    if (first_packet == m) first_packet = q;
     if (flags_cur & kPktFlowStart) decided = alerted = 0;
     touched = true;
     if (drop_invalid && (flags_cur & kPktTcpInvalid)) {
@@ -153,11 +162,25 @@ GASPP_HD GASPP_FORCEINLINE void verdict_walk_run(const FlowTableRef& t, const ui
       c.add(drop ? c_verdict_flow_dropped : c_verdict_flow_passed, 1);
       continue;
     }
-    if (v & kVerdictAlerted) alerted = kFlowAlerted;
+    if (v & kVerdictAlerted) alerted = kFlowAlerted, any_alert = true;
     if (v & kVerdictDropFlow) decided = kFlowDecidedDrop;
     else if (v & kVerdictPassFlow) decided = kFlowDecidedPass;
   }
   if (touched) r.misc = uint8_t((r.misc & ~(kFlowDecidedDrop | kFlowDecidedPass | kFlowAlerted)) | decided | alerted);
+  if (!any_alert || !pkt_counts) return;
+  FlowCountsAt at = flow_counts_at(r);
+  for (uint32_t q = m; q-- > first_packet;) {
+    const uint32_t i = vals[q] - item_base;
+    const uint8_t f = flow_flags[i];
+    // A flow start after the run's first packet restarted the connection those earlier packets had.
+    const bool restart = (f & kPktFlowStart) && q > first_packet;
+    const FlowCountsAt ended = restart ? pkt_counts[i] : at;
+    if (verdict[i] & kVerdictAlerted) pkt_counts[i] = at;
+    const int d = (f & kPktToClient) ? 1 : 0;
+    --at.pkts[d];
+    at.bytes[d] -= cap_len[i];
+    if (restart) at = ended;
+  }
 }
 
 }  // namespace gaspp

@@ -206,23 +206,6 @@ bool event_less(const ModuleEvent& x, const ModuleEvent& y) {
 
 void sort_events(std::vector<ModuleEvent>& ev) { std::sort(ev.begin(), ev.end(), event_less); }
 
-// Sorts events and their flow counters (counts: empty, or one per event) together. Events equal
-// in the order were raised on one packet, so which of their counters goes where does not matter.
-void sort_events(const std::vector<ModuleEvent>& ev, const std::vector<FlowCountsAt>& counts,
-                 std::vector<ModuleEvent>& ev_out, std::vector<FlowCountsAt>& counts_out) {
-  if (counts.size() != ev.size()) {
-    ev_out.assign(ev.begin(), ev.end());
-    sort_events(ev_out);
-    counts_out.clear();
-    return;
-  }
-  std::vector<uint32_t> idx(ev.size());
-  for (uint32_t k = 0; k < idx.size(); ++k) idx[k] = k;
-  std::sort(idx.begin(), idx.end(), [&](uint32_t a, uint32_t b) { return event_less(ev[a], ev[b]); });
-  ev_out.resize(ev.size());
-  counts_out.resize(ev.size());
-  for (size_t k = 0; k < idx.size(); ++k) ev_out[k] = ev[idx[k]], counts_out[k] = counts[idx[k]];
-}
 
 }  // namespace
 
@@ -253,7 +236,8 @@ void ModuleSet::hand_flow_only(std::vector<ModuleEvent>::const_iterator begin,
 
 void ModuleSet::finish_batch(const PacketBatch& b, ModuleOutput& out) {
   add_counts(b.module_counts);
-  sort_events(b.events, b.event_counts, sorted_, sorted_counts_);
+  sorted_.assign(b.events.begin(), b.events.end());
+  sort_events(sorted_);
   // Events with no packet sort last: stream pieces no packet of the batch delivered, data held
   // for a flow that left the table (expired, evicted) in this batch or the one before, whose walk
   // put the data back in the out-of-order buffer before the sweep removed the flow; this batch's
@@ -283,7 +267,9 @@ void ModuleSet::finish_batch(const PacketBatch& b, ModuleOutput& out) {
     }
     hp.flow_id = e.flow_id;
     hp.to_client = e.to_client != 0;
-    hp.flow_counts = e.flow_id && !sorted_counts_.empty() ? &sorted_counts_[size_t(it - sorted_.cbegin())] : nullptr;
+    // The flow's counters at an alerted packet, when the verdict walk worked them out.
+    const FlowCountsAt* fc = b.h_pkt_counts ? &b.h_pkt_counts[e.packet] : nullptr;
+    hp.flow_counts = e.flow_id && fc && (b.h_verdict[e.packet] & kVerdictAlerted) && fc->first_ts ? fc : nullptr;
     mods_[e.module]->on_event(e, hp, out);
   }
   hand_flow_only(flow_only, sorted_.cend(), b.flow_records, out);

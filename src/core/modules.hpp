@@ -164,7 +164,6 @@ class ModuleSet {
   bool stream_modules_ = false;
   std::vector<FlowRecordOut> prev_flows_;
   std::vector<ModuleEvent> sorted_;
-  std::vector<FlowCountsAt> sorted_counts_;  // sorted_'s flow counters (empty: none recorded)
   bool drop_events_ = false, vlan_in_key_ = true, defrag_ = true, urgent_drop_ = false;
   VerdictStats vs_;
   // With drop events on: a packet its flow's earlier decision dropped has no module event, so no

@@ -160,9 +160,10 @@ struct PacketBatch {
   // counters, kModuleCounters per module in pipeline order. Verdict bits are in h_verdict.
   std::vector<ModuleEvent> events;
   std::vector<uint64_t> module_counts;
-  // With flow tracking, as many entries as events: event k's flow counters at its packet
-  // (FlowCountsAt; meaningful for an event with a packet and a flow). Empty without flows.
-  std::vector<FlowCountsAt> event_counts;
+  // Modules with flow tracking: host-visible, one entry per packet, valid for a packet whose verdict
+  // has kVerdictAlerted and whose first_ts is not 0: its flow's counters right after it (the
+  // verdict walk writes them; alerts show them as Suricata's `flow` object). Null otherwise.
+  const FlowCountsAt* h_pkt_counts = nullptr;
   // IP datagrams reassembled from fragments (defrag/defrag.hpp): their indices, ascending; each
   // follows the fragment that completed it. They are packets of the pipeline (decoded, tracked,
   // inspected) but not records of the capture. When a batch has any, its records are copies in

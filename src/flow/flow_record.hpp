@@ -120,11 +120,9 @@ enum FlowMisc : uint8_t {
 };
 
 // A flow's counters right after one of its packets was applied: what Suricata's alert `flow`
-// object shows for that packet. The flow walk records them per packet of a batch when
-// FlowTrackParams::pkt_counts is set (the backends set it when modules run), and an event raised
-// on a packet carries its packet's (EventSinkRef::ev_counts), so an alert shows the flow as it was
-// at that packet, not at the end of its batch. [0]: to the server (the client's side), [1]: to the
-// client.
+// object shows for that packet. The verdict walk works them out for the packets a module alerted
+// on (verdict_walk_run, core/module_stage.hpp), so an alert shows the flow as it was at that
+// packet, not at the end of its batch. [0]: to the server (the client's side), [1]: to the client.
 struct FlowCountsAt {
   uint64_t pkts[2];
   uint64_t bytes[2];

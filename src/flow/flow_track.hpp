@@ -101,9 +101,10 @@ struct FlowTrackParams {
   // marked invalid, so the verdict walk drops it (Suricata drops it before the stream engine).
   bool urgent_drop = false;
   bool defrag = true;  // FlowConfig::defrag
-  // Where the flow walk records each packet's flow counters (FlowCountsAt; indexed by the packet's
-  // position in the batch, memory where the walk runs); null: not recorded.
-  FlowCountsAt* pkt_counts = nullptr;
+  // With modules: where a packet that restarts its flow in the slot (port reuse, inline expiry)
+  // leaves the ended connection's counters, at its position in the batch, so that the verdict walk
+  // can work out counters at alerted packets before it (core/module_stage.hpp). Rare writes.
+  FlowCountsAt* restart_counts = nullptr;
 };
 
 GASPP_HD GASPP_FORCEINLINE bool seq_lt(uint32_t a, uint32_t b) { return int32_t(a - b) < 0; }

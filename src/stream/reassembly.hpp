@@ -445,8 +445,11 @@ GASPP_HD inline void flow_walk_run(const FlowTableRef& t, const DecodedView& d, 
         p = tracked_packet(d, i);
         lookup_flags = pkt_flags[i];
       }
-      pkt_flags[cur] = flow_track_packet(t, slot, rec, pc, fc, prm, emergency, out, c);
-      if (prm.pkt_counts) prm.pkt_counts[cur] = flow_counts_at(rec);
+      // A restart leaves the ended connection's counters at the packet's entry (rare; see
+      // FlowTrackParams::restart_counts).
+      pkt_flags[cur] = flow_track_packet(t, slot, rec, pc, fc, prm, emergency, out, c, [&](FlowRecord& old) {
+        if (prm.restart_counts) prm.restart_counts[cur] = flow_counts_at(old);
+      });
     }
     r = rec;
     return;
@@ -486,6 +489,7 @@ GASPP_HD inline void flow_walk_run(const FlowTableRef& t, const DecodedView& d, 
     const uint32_t v = vals[q];
     const uint32_t i = s->item_packet(v);
     auto on_end = [&](FlowRecord& old) {
+      if (prm.restart_counts) prm.restart_counts[i] = flow_counts_at(old);  // see FlowTrackParams
       if (old.proto_class != uint8_t(FlowProto::tcp)) return;
       Owner o{&old.key, old.flow_id, old.client_lo, old.stream, kNoFlow};
       const uint32_t cur = run.cur;
@@ -495,7 +499,6 @@ GASPP_HD inline void flow_walk_run(const FlowTableRef& t, const DecodedView& d, 
     };
     run.cur = i;
     pkt_flags[i] = flow_track_packet(t, slot, r, tracked_packet(d, i), pkt_flags[i], prm, emergency, out, c, on_end);
-    if (prm.pkt_counts) prm.pkt_counts[i] = flow_counts_at(r);  // before stream hooks raise events on it
     if (r.proto_class != uint8_t(FlowProto::tcp) || (r.misc & kFlowNoSession) || (pkt_flags[i] & kPktTcpIgnored)) continue;
     Owner o{&r.key, r.flow_id, r.client_lo, r.stream, slot};
     if (packet(run, o, r, (pkt_flags[i] & kPktToClient) ? 1 : 0, i, v, c)) pkt_flags[i] |= kPktTcpInvalid;

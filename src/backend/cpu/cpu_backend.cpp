@@ -71,14 +71,14 @@ class CpuBackend final : public Backend {
         sched_.resize(cfg.batch_packets);
       }
       events_.resize(event_capacity_of(cfg));
-      // An event raised on a packet carries its flow's counters at that packet (alerts show them).
-      if (cfg.flow.enabled) {
-        event_counts_.resize(events_.size());
-        pkt_counts_.resize(cfg.batch_packets);
-      }
       mod_counts_.assign(size_t(pool_.size()), std::vector<unsigned long long>(cfg.modules.size() * kModuleCounters));
     }
     for (auto& s : slots_) {
+      // The flow counters at each alerted packet (the verdict walk writes them; alerts show them).
+      if (!cfg.modules.empty() && cfg.flow.enabled) {
+        s.pkt_counts.resize(cfg.batch_packets);
+        s.batch.h_pkt_counts = s.pkt_counts.data();
+      }
       s.flow_slot.resize(cfg.batch_packets);
       s.flow_flags.resize(cfg.batch_packets);
       s.rec_off.resize(cfg.batch_packets);
@@ -222,7 +222,7 @@ class CpuBackend final : public Backend {
     a.flow_slot = flows ? s.flow_slot.data() : nullptr;
     a.flow_flags = flows ? s.flow_flags.data() : nullptr;
     if (flows) a.table = table_.ref();
-    a.events = event_sink();
+    a.events = EventSinkRef{events_.data(), &event_n_, cap};
     a.has_flows = flows;
     a.class_order = class_order_.data();
     a.classes = classes_;
@@ -260,15 +260,14 @@ class CpuBackend final : public Backend {
             const uint32_t sl = uint32_t(items[j] >> 32);
             uint32_t m = j + 1;
             while (m < items.size() && uint32_t(items[m] >> 32) == sl) ++m;
-            verdict_walk_run(t, vals, j, m, sl, base, s.flow_flags.data(), v.verdict, cfg_.drop_invalid, sink);
+            verdict_walk_run(t, vals, j, m, sl, base, s.flow_flags.data(), v.verdict, cfg_.drop_invalid, v.dec.cap_len,
+                             s.pkt_counts.empty() ? nullptr : s.pkt_counts.data(), sink);
             j = m;
           }
         }
       });
     }
     b.events.assign(events_.begin(), events_.begin() + std::min(event_n_, cap));
-    if (event_counts_.empty()) b.event_counts.clear();
-    else b.event_counts.assign(event_counts_.begin(), event_counts_.begin() + std::min(event_n_, cap));
     b.module_counts.assign(cfg_.modules.size() * kModuleCounters, 0);
     for (auto& c : mod_counts_)
       for (size_t k = 0; k < c.size(); ++k) b.module_counts[k] += c[k];
@@ -315,7 +314,7 @@ class CpuBackend final : public Backend {
       sr.hooks.table = table_.ref();
       sr.hooks.counts = stream_counts_.data();
       // At the final flush no batch's packets take verdicts; events go to flush_streams' caller.
-      sr.hooks.events = event_sink();
+      sr.hooks.events = EventSinkRef{events_.data(), &event_n_, uint32_t(events_.size())};
       if (final) sr.hooks.verdict = nullptr;
     }
     return sr;
@@ -384,7 +383,7 @@ class CpuBackend final : public Backend {
     FlowTableRef t = table_.ref();
     FlowTrackParams prm{cfg_.flow.timeouts, ++epoch_, cfg_.flow.midstream, cfg_.flow.vlan_in_key,
                         cfg_.drop_invalid && cfg_.stream.urgent == UrgentPolicy::drop, cfg_.flow.defrag,
-                        pkt_counts_.empty() ? nullptr : pkt_counts_.data()};
+                        s.pkt_counts.empty() ? nullptr : s.pkt_counts.data()};
     const uint32_t n = b.count;
     uint32_t* slot = s.flow_slot.data();
     uint8_t* flags = s.flow_flags.data();
@@ -435,6 +434,7 @@ class CpuBackend final : public Backend {
 
  private:
   struct Slot {
+    std::vector<FlowCountsAt> pkt_counts;  // modules with flows: counters at alerted packets
     std::vector<uint32_t> flow_slot;
     std::vector<uint8_t> flow_flags;
     std::vector<uint32_t> rec_off;
@@ -468,13 +468,6 @@ class CpuBackend final : public Backend {
   std::vector<std::pair<uint32_t, uint32_t>> sched_;
   std::vector<ModuleEvent> events_;                 // modules: the batch's events (bounded)
   uint32_t event_n_ = 0;
-  std::vector<FlowCountsAt> event_counts_;          // modules with flows: each event's flow counters
-  std::vector<FlowCountsAt> pkt_counts_;            // ... and each packet's, from the walk
-
-  EventSinkRef event_sink() {
-    return EventSinkRef{events_.data(), &event_n_, uint32_t(events_.size()), pkt_counts_.empty() ? nullptr : pkt_counts_.data(),
-                        event_counts_.empty() ? nullptr : event_counts_.data()};
-  }
   std::vector<std::vector<unsigned long long>> mod_counts_;  // per thread: modules x counters
 
   std::vector<FlowRecordOut> records_;

@@ -364,12 +364,13 @@ schedule_keys_kernel(StageArgs a, uint16_t next_stage, uint32_t* keys, uint32_t*
 __global__ void __launch_bounds__(FlowPolicy::kThreads)
 verdict_walk_kernel(FlowTableRef t, const uint32_t* keys, const uint32_t* vals, uint32_t items, const uint32_t* heads,
                     const uint32_t* n_heads, uint32_t item_base, const uint8_t* flags, uint8_t* verdict,
-                    bool drop_invalid, unsigned long long* d_counters) {
+                    bool drop_invalid, const uint32_t* cap_len, FlowCountsAt* pkt_counts,
+                    unsigned long long* d_counters) {
   __shared__ unsigned long long s[c_count_];
   block_counters_zero(s);
   SharedCounterSink sink{s};
   for_each_run(keys, items, heads, n_heads, [&](uint32_t j, uint32_t m, uint32_t key) {
-    verdict_walk_run(t, vals, j, m, key, item_base, flags, verdict, drop_invalid, sink);
+    verdict_walk_run(t, vals, j, m, key, item_base, flags, verdict, drop_invalid, cap_len, pkt_counts, sink);
   });
   block_counters_flush(s, d_counters);
 }
@@ -553,11 +554,11 @@ class CudaBackend final : public Backend {
         *s.h_event_n = 0;
         device_bytes_ += sizeof(uint32_t) * cfg.batch_packets + sizeof(unsigned long long) * nc;
         if (cfg.flow.enabled) {
-          // Each packet's flow counters (the walk writes them) and each event's (mapped, as events).
-          GASPP_CUDA_CHECK(cudaMalloc(&s.d_pkt_counts, sizeof(FlowCountsAt) * cfg.batch_packets));
-          GASPP_CUDA_CHECK(cudaHostAlloc(&s.h_event_counts, sizeof(FlowCountsAt) * event_cap_, cudaHostAllocMapped));
-          GASPP_CUDA_CHECK(cudaHostGetDevicePointer(&s.d_event_counts, s.h_event_counts, 0));
-          device_bytes_ += sizeof(FlowCountsAt) * cfg.batch_packets;
+          // The flow counters at each alerted packet: the verdict walk writes the few it needs
+          // straight into host memory (mapped), so a batch without alerts moves nothing.
+          GASPP_CUDA_CHECK(cudaHostAlloc(&s.h_pkt_counts, sizeof(FlowCountsAt) * cfg.batch_packets, cudaHostAllocMapped));
+          GASPP_CUDA_CHECK(cudaHostGetDevicePointer(&s.d_pkt_counts, s.h_pkt_counts, 0));
+          s.batch.h_pkt_counts = s.h_pkt_counts;
         }
         if (schedule_) {
           GASPP_CUDA_CHECK(cudaMalloc(&s.d_sched_keys, sizeof(uint32_t) * 2 * cfg.batch_packets));
@@ -604,8 +605,7 @@ class CudaBackend final : public Backend {
       if (s.h_module_counts) cudaFreeHost(s.h_module_counts);
       if (s.h_events) cudaFreeHost(s.h_events);
       if (s.h_event_n) cudaFreeHost(s.h_event_n);
-      cudaFree(s.d_pkt_counts);
-      if (s.h_event_counts) cudaFreeHost(s.h_event_counts);
+      if (s.h_pkt_counts) cudaFreeHost(s.h_pkt_counts);
       s.dec.release();
     }
     if (streams_) {
@@ -796,8 +796,6 @@ class CudaBackend final : public Backend {
     s.batch.module_counts.clear();
     if (!cfg_.modules.empty()) {
       s.batch.events.assign(s.h_events, s.h_events + std::min(*s.h_event_n, event_cap_));
-      if (s.h_event_counts) s.batch.event_counts.assign(s.h_event_counts, s.h_event_counts + s.batch.events.size());
-      else s.batch.event_counts.clear();
       s.batch.module_counts.assign(s.h_module_counts, s.h_module_counts + cfg_.modules.size() * kModuleCounters);
     }
   }
@@ -929,10 +927,9 @@ class CudaBackend final : public Backend {
     ModuleEvent* d_events = nullptr;
     uint32_t* h_event_n = nullptr;
     uint32_t* d_event_n = nullptr;
-    // Modules with flows: each packet's flow counters (written by the walk) and each event's (mapped).
+    // Modules with flows: the flow counters at alerted packets (mapped; the verdict walk writes them).
+    FlowCountsAt* h_pkt_counts = nullptr;
     FlowCountsAt* d_pkt_counts = nullptr;
-    FlowCountsAt* h_event_counts = nullptr;
-    FlowCountsAt* d_event_counts = nullptr;
     // Scheduling: keys in and out, indices in and out (the out half is the next stage's order).
     uint32_t* d_sched_keys = nullptr;
     uint32_t* d_sched_vals = nullptr;
@@ -965,10 +962,6 @@ class CudaBackend final : public Backend {
   }
   std::vector<StageTime> stage_times_;
 
-  EventSinkRef event_sink(const Slot& s) const {
-    return EventSinkRef{s.d_events, s.d_event_n, event_cap_, s.d_pkt_counts, s.d_event_counts};
-  }
-
   StageArgs stage_args(Slot& s) {
     StageArgs a{};
     a.data = s.d_batch_data;
@@ -981,7 +974,7 @@ class CudaBackend final : public Backend {
     a.flow_slot = table_ ? s.d_flow_slot : nullptr;
     a.flow_flags = table_ ? s.d_flow_flags : nullptr;
     if (table_) a.table = table_->ref();
-    a.events = event_sink(s);
+    a.events = EventSinkRef{s.d_events, s.d_event_n, event_cap_};
     a.has_flows = table_ != nullptr;
     return a;
   }
@@ -1024,7 +1017,7 @@ class CudaBackend final : public Backend {
       const uint32_t items = base + a.count;
       verdict_walk_kernel<<<walk_blocks(items), FlowPolicy::kThreads, 0, s.stream>>>(
           table_->ref(), d_keys_sorted_, d_vals_sorted_, items, d_run_heads_, d_run_n_, base, s.d_flow_flags, s.d_verdict,
-          cfg_.drop_invalid, s.d_counters);
+          cfg_.drop_invalid, a.dec.cap_len, s.d_pkt_counts, s.d_counters);
       GASPP_CUDA_CHECK(cudaGetLastError());
       mark(s, s.stream, "verdict walk");
     }
@@ -1070,7 +1063,7 @@ class CudaBackend final : public Backend {
       // The end-of-run flush (no data) has no packets to take verdicts; its events and counters go
       // to the slot's buffers all the same, which flush_streams reads back.
       sr.hooks.verdict = data == nullptr ? nullptr : s.d_verdict;
-      sr.hooks.events = event_sink(s);
+      sr.hooks.events = EventSinkRef{s.d_events, s.d_event_n, event_cap_};
       sr.hooks.counts = s.d_module_counts;
     }
     return sr;
