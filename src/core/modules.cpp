@@ -11,7 +11,7 @@
 #include "decode/decoder.hpp"
 #include "flow/flow_table.hpp"
 #include "modules/registry.hpp"
-#include "output/eve.hpp"
+#include "core/eve_event.hpp"
 
 namespace gaspp {
 namespace {

@@ -13,7 +13,8 @@
 // decoder (pkts, bytes, invalid, per protocol, the link layer's name), flow (total, active,
 // emerg_mode_entered, tcp_reuse), tcp (midstream_pickups, reassembly_gap, overlap,
 // overlap_diff_data), and the modules' ips / firewall accounting. gaspp's other counters are in
-// the summary and --stats-json. Packet events carry pkt_src "wire/pcap".
+// the summary and --stats-json. Packet events carry pkt_src "wire/pcap"; their common head, the
+// alert flow object, timestamps, addresses and escaping are in core/eve_event.hpp.
 #pragma once
 #include <cstdio>
 #include <string>
@@ -21,6 +22,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/eve_event.hpp"
 #include "core/pipeline.hpp"
 #include "flow/flow_record.hpp"
 #include "gaspp/module.hpp"
@@ -28,19 +30,7 @@
 
 namespace gaspp {
 
-std::string eve_timestamp(uint64_t ts_ns);
-// The contents of a JSON string holding `s` (no quotes): escaped, invalid UTF-8 replaced by U+FFFD.
-std::string json_escape(const std::string& s);
-// The fields every per-packet event starts with, as Suricata writes them: {"timestamp", "flow_id"
-// (when the packet has a flow), "pcap_cnt", "event_type", "vlan", "src_ip", "src_port", "dest_ip",
-// "dest_port", "proto", "direction" — open: the caller appends its fields and the closing brace.
-std::string eve_packet_head(const HostPacket& p, const char* event_type);
 std::string eve_flow_json(const FlowRecordOut& r);
-// Suricata's `flow` object of an alert: ,"flow":{pkts_toserver, pkts_toclient, bytes_toserver,
-// bytes_toclient, start, src_ip, dest_ip, src_port, dest_port} — the flow's counters right after
-// the packet (HostPacket::flow_counts; for a flow-only event, the record's), addresses from the
-// client's side. Empty when the packet has no flow or no counters were recorded.
-std::string eve_alert_flow_json(const HostPacket& p);
 
 class EveWriter {
  public:

@@ -4,7 +4,7 @@
 #include <cstdlib>
 #include <stdexcept>
 
-#include "output/eve.hpp"
+#include "core/eve_event.hpp"
 
 namespace gaspp {
 namespace {

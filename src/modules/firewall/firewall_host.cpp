@@ -8,7 +8,7 @@
 
 #include "decode/decoder.hpp"
 #include "modules/firewall/firewall.hpp"
-#include "output/eve.hpp"
+#include "core/eve_event.hpp"
 
 namespace gaspp {
 
