@@ -195,17 +195,16 @@ namespace {
 
 // Capture order (packet), then flow, module, kind, value and direction: a total order, so both
 // backends hand events over alike. Events with no packet (kNoPacket) come last, by flow.
-bool event_less(const ModuleEvent& x, const ModuleEvent& y) {
-  if (x.packet != y.packet) return x.packet < y.packet;
-  if (x.flow_id != y.flow_id) return x.flow_id < y.flow_id;
-  if (x.module != y.module) return x.module < y.module;
-  if (x.kind != y.kind) return x.kind < y.kind;
-  if (x.value != y.value) return x.value < y.value;
-  return x.to_client < y.to_client;
+void sort_events(std::vector<ModuleEvent>& ev) {
+  std::sort(ev.begin(), ev.end(), [](const ModuleEvent& x, const ModuleEvent& y) {
+    if (x.packet != y.packet) return x.packet < y.packet;
+    if (x.flow_id != y.flow_id) return x.flow_id < y.flow_id;
+    if (x.module != y.module) return x.module < y.module;
+    if (x.kind != y.kind) return x.kind < y.kind;
+    if (x.value != y.value) return x.value < y.value;
+    return x.to_client < y.to_client;
+  });
 }
-
-void sort_events(std::vector<ModuleEvent>& ev) { std::sort(ev.begin(), ev.end(), event_less); }
-
 
 }  // namespace
 
