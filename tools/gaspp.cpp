@@ -36,7 +36,7 @@
 #include "capture/capture_file.hpp"
 #include "capture/generator.hpp"
 #include "core/config.hpp"
-#include "core/pipeline.hpp"
+#include "pipeline/pipeline.hpp"
 #include "output/decode_rows.hpp"
 #include "output/eve.hpp"
 #include "output/out_file.hpp"
@@ -307,7 +307,7 @@ int main(int argc, char** argv) {
   });
   opt("--index-threads", "N", "threads indexing capture records ahead (default: all; 1 = serial)", kRun,
       [&](const std::string& v) {
-        ro.index_threads = int(parse_bounded("--index-threads", v.c_str(), 0, 1024));
+        ro.file.index_threads = int(parse_bounded("--index-threads", v.c_str(), 0, 1024));
         return true;
       });
   opt("--stats-json", "PATH", "write the summary as JSON", kRun, [&](const std::string& v) { stats_json = v; return true; });

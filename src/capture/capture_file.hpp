@@ -38,6 +38,7 @@
 #include <string>
 #include <vector>
 
+#include "capture/source.hpp"
 #include "decode/decoder.hpp"
 
 namespace gaspp {
@@ -113,12 +114,8 @@ struct RecordInfo {
   uint32_t wire_len;
 };
 
-struct CaptureIssue {
-  bool fatal;        // reading stopped here
-  uint64_t record;   // 1-based record number
-  uint64_t offset;   // byte offset of the record header
-  std::string message;
-};
+// A record the walker refused or warned about (offset: of its record header).
+using CaptureIssue = SourceIssue;
 
 class ThreadPool;
 

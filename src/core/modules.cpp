@@ -4,7 +4,7 @@
 #include <algorithm>
 #include <stdexcept>
 
-#include "backend/backend.hpp"
+#include "core/engine_config.hpp"
 #include "core/module_stage.hpp"
 #include "gaspp/stream_hook.hpp"
 #include "core/packet_batch.hpp"

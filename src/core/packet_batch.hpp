@@ -14,7 +14,7 @@
 #include <type_traits>
 #include <vector>
 
-#include "core/counters.hpp"
+#include "decode/counters.hpp"
 #include "decode/checksum.hpp"
 #include "decode/decoder.hpp"
 #include "decode/fields.hpp"

@@ -3,7 +3,7 @@
 // Suricata reassembles IPv4 and IPv6 fragments before flow tracking: the fragments themselves get
 // no flow (they are decoded, counted and verdicted as packets), and the reassembled datagram
 // enters the pipeline right after the fragment that completed it, as a packet of its own. gaspp
-// does the same. The batcher (core/pipeline.cpp) shows each record to may_be_fragment(), a few
+// does the same. The batcher (pipeline/pipeline.cpp) shows each record to may_be_fragment(), a few
 // byte reads that rule out everything but IP fragments and the layers it cannot see through
 // cheaply (PPPoE, MPLS, IPv6 extension headers, non-Ethernet links), and hands the rest to
 // Defragmenter::add(), which decodes the record with the shared decoder. Fragments are rare and

@@ -65,7 +65,7 @@
 #pragma once
 #include <cstdint>
 
-#include "core/counters.hpp"
+#include "decode/counters.hpp"
 #include "flow/flow_table.hpp"
 
 namespace gaspp {

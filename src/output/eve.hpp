@@ -23,7 +23,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/eve_event.hpp"
-#include "core/pipeline.hpp"
+#include "pipeline/pipeline.hpp"
 #include "flow/flow_record.hpp"
 #include "gaspp/module.hpp"
 #include "output/out_file.hpp"

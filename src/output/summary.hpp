@@ -9,7 +9,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "core/pipeline.hpp"
+#include "pipeline/pipeline.hpp"
 
 namespace gaspp {
 

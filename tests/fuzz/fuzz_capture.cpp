@@ -10,7 +10,7 @@
 
 #include "backend/backend.hpp"
 #include "capture/capture_file.hpp"
-#include "core/pipeline.hpp"
+#include "pipeline/pipeline.hpp"
 #include "decode/decoder.hpp"
 
 using namespace gaspp;

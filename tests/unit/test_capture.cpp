@@ -9,7 +9,7 @@
 #include <fstream>
 
 #include "capture/capture_file.hpp"
-#include "core/pipeline.hpp"
+#include "pipeline/pipeline.hpp"
 #include "core/thread_pool.hpp"
 #include "test_support.hpp"
 
@@ -326,10 +326,10 @@ TEST(Capture, PipelineIndexesLargeFilesInParallel) {
   const CaptureFile cap = CaptureFile::from_memory(bytes, "mixed");
   auto be = gaspp::test::make_backend();
   RunOptions ro;
-  ro.index_threads = 4;
-  ro.index_chunk_bytes = 8192;
+  ro.file.index_threads = 4;
+  ro.file.index_chunk_bytes = 8192;
   const RunReport par = run_capture(cap, *be, ro);
-  ro.index_threads = 1;
+  ro.file.index_threads = 1;
   const RunReport ser = run_capture(cap, *be, ro);
   EXPECT_GT(par.index_windows_parallel, 0u);
   EXPECT_EQ(ser.index_windows_parallel, 0u);

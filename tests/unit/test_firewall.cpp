@@ -15,7 +15,7 @@
 
 #include "core/module_stage.hpp"
 #include "core/modules.hpp"
-#include "core/pipeline.hpp"
+#include "pipeline/pipeline.hpp"
 #include "decode/decoder.hpp"
 #include "modules/firewall/firewall.hpp"
 #include "modules/firewall/threshold.hpp"

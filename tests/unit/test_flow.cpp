@@ -8,7 +8,7 @@
 #include <thread>
 
 #include "capture/generator.hpp"
-#include "core/pipeline.hpp"
+#include "pipeline/pipeline.hpp"
 #include "flow/flow_track.hpp"
 #include "output/eve.hpp"
 #include "test_support.hpp"

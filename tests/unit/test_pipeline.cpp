@@ -18,7 +18,7 @@
 #include <string>
 
 #include "capture/generator.hpp"
-#include "core/pipeline.hpp"
+#include "pipeline/pipeline.hpp"
 #include "output/decode_rows.hpp"
 #include "test_support.hpp"
 

@@ -14,7 +14,7 @@
 #include <set>
 
 #include "capture/capture_file.hpp"
-#include "core/pipeline.hpp"
+#include "pipeline/pipeline.hpp"
 #include "output/stream_dump.hpp"
 #include "reference_reassembler.hpp"
 #include "test_support.hpp"

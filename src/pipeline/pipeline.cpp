@@ -1,11 +1,9 @@
-#include "core/pipeline.hpp"
+#include "pipeline/pipeline.hpp"
 
 #include <chrono>
 #include <cstdio>
 #include <memory>
-#include <thread>
 
-#include "core/thread_pool.hpp"
 #include "defrag/defrag.hpp"
 
 namespace gaspp {
@@ -31,33 +29,26 @@ struct Progress {
 
 }  // namespace
 
-RunReport run_capture(const CaptureFile& cap, Backend& backend, const RunOptions& opt, const BatchCallback& on_batch,
-                      const FlowRecordCallback& on_flows, const StreamCallback& on_streams,
-                      const FlushCallback& on_flush) {
+RunReport run_source(Source& src, Backend& backend, const RunOptions& opt, const BatchCallback& on_batch,
+                     const FlowRecordCallback& on_flows, const StreamCallback& on_streams, const FlushCallback& on_flush) {
   RunReport rep;
-  rep.path = cap.path();
-  rep.container = cap.container();
-  rep.raw_link = cap.raw_link_type();
-  LinkType lt;
-  rep.link = link_type_from_pcap(cap.raw_link_type(), lt) ? link_name(lt) : "unsupported";
   rep.backend = backend.describe();
-  rep.file_bytes = cap.size();
   const auto t0 = Clock::now();
-  Progress progress{opt.progress, cap.size()};
+  Progress progress{opt.progress, src.total()};
 
   // Registration is optional: without it the CUDA backend stages every batch through pinned memory.
-  backend.attach_source(cap.data(), cap.size());
+  // A backend registers one region; a source of several has the rest copied.
+  const std::vector<MemoryRegion> regions = src.regions();
+  if (!regions.empty()) backend.attach_source(regions[0].base, regions[0].len);
   const int nslots = backend.slots();
   std::vector<bool> busy(size_t(nslots), false);
-  RecordWalker walker(cap);
-  std::unique_ptr<ThreadPool> index_pool;
-  const int index_threads = opt.index_threads > 0 ? opt.index_threads : int(std::max(1u, std::thread::hardware_concurrency()));
-  if (index_threads > 1 && cap.size() >= 2 * opt.index_chunk_bytes) {
-    index_pool = std::make_unique<ThreadPool>(index_threads);
-    walker.enable_parallel(index_pool.get(), opt.index_chunk_bytes);
-  }
-  RecordInfo r{};
-  bool have_pending = walker.next(r);
+  std::vector<uint64_t> last_seq(size_t(nslots), 0);  // a busy slot's last record, released when it finishes
+  SourceRecord r{};
+  const auto stopping = [&] { return opt.stop && opt.stop->load(std::memory_order_relaxed); };
+  // The record read ahead (pending), or why there is none: idle (a live source with nothing now)
+  // or end.
+  SourceStatus st = src.next(r, opt.policy.idle_wait_ns);
+  const auto have_pending = [&] { return st == SourceStatus::record; };
   uint64_t packet_index = 0;
   int slot = 0;
   Defragmenter defrag(opt.defrag);
@@ -91,29 +82,35 @@ RunReport run_capture(const CaptureFile& cap, Backend& backend, const RunOptions
     if (on_flows && !b.flow_records.empty()) on_flows(b.flow_records);
     if (on_streams && !b.stream_chunks.empty()) on_streams(b.stream_chunks, b.stream_bytes);
     busy[size_t(s)] = false;
+    src.release(last_seq[size_t(s)]);
   };
 
-  const auto stopping = [&] { return opt.stop && opt.stop->load(std::memory_order_relaxed); };
-  while ((have_pending && !stopping()) || !datagram.empty()) {
+  while ((st != SourceStatus::end && !stopping()) || !datagram.empty()) {
+    if (st == SourceStatus::idle && datagram.empty()) {  // nothing in hand: wait on
+      st = src.next(r, opt.policy.idle_wait_ns);
+      continue;
+    }
     if (busy[size_t(slot)]) finish(slot);
     PacketBatch& b = backend.batch(slot);
     const uint32_t cap_pk = std::min(b.capacity, opt.policy.max_packets);
     b.count = 0;
     b.first_index = packet_index;
-    b.fmt = cap.format();
-    b.link = cap.link();
-    b.source = 0;
+    b.fmt = have_pending() ? r.fmt : b.fmt;  // a datagram alone keeps the format it was made in
+    b.link = have_pending() ? r.link : b.link;
+    b.source = have_pending() ? r.interface : 0;
     b.want_decoded = opt.want_decoded;
     b.want_streams = opt.want_streams && on_streams;
     b.record_bytes = 0;
     b.max_ts_ns = 0;
     b.reassembled.clear();
-    // A batch is a range of the capture until a reassembled datagram joins it: from then on its
-    // records are copied into h_rebuilt, the datagram right after the fragment that completed it.
+    // A batch is a span of the source's memory while its records lie back to back and no
+    // reassembled datagram joins it; from then on its records are copied into h_rebuilt (a
+    // datagram right after the fragment that completed it).
     std::vector<uint8_t>& rebuilt = b.h_rebuilt;
     rebuilt.clear();
     bool copied = false;
-    const uint64_t span_start = r.offset;
+    const uint8_t* span_start = have_pending() ? r.rec : nullptr;
+    const uint8_t* span_end = span_start;  // where the span's last record ends
     const uint64_t first_ts = r.ts_ns;
     const auto add_datagram = [&] {
       b.reassembled.push_back(b.count);
@@ -122,37 +119,42 @@ RunReport run_capture(const CaptureFile& cap, Backend& backend, const RunOptions
       b.record_bytes += datagram.size();
       datagram.clear();
     };
+    const auto copy_span = [&] {  // from here on the batch is copied
+      if (!copied) rebuilt.assign(span_start, span_end);
+      copied = true;
+    };
     if (!datagram.empty()) {  // completed by the previous batch's last packet, which left no room
       copied = true;
-      b.max_ts_ns = read_record_header(datagram.data(), cap.format()).ts_ns;
+      b.max_ts_ns = read_record_header(datagram.data(), b.fmt).ts_ns;
       add_datagram();
     }
-    while (have_pending) {
-      const uint64_t rec_bytes = kRecordHeaderBytes + r.cap_len;
-      const uint64_t used = copied ? rebuilt.size() : r.offset - span_start;
+    while (have_pending()) {
+      const uint64_t rec_bytes = r.bytes();
+      const uint64_t used = copied ? rebuilt.size() : uint64_t(span_end - span_start);
       if (b.count > 0) {
         if (b.count >= cap_pk) break;
         if (used + rec_bytes > opt.policy.max_bytes) break;
         if (opt.policy.timeout_ns && r.ts_ns > first_ts && r.ts_ns - first_ts > opt.policy.timeout_ns) break;
+        if (r.fmt.swapped != b.fmt.swapped || r.fmt.nanos != b.fmt.nanos || r.link != b.link || r.interface != b.source)
+          break;  // a batch has one format, link type and interface
         if (stopping()) break;
       }
-      const uint8_t* rec = cap.data() + r.offset;
+      if (!copied && r.rec != span_end) copy_span();  // not back to back with the span
       if (copied) {
         b.h_rec_off[b.count++] = uint32_t(rebuilt.size());
-        rebuilt.insert(rebuilt.end(), rec, rec + rec_bytes);
+        rebuilt.insert(rebuilt.end(), r.rec, r.rec + rec_bytes);
       } else {
-        b.h_rec_off[b.count++] = uint32_t(r.offset - span_start);
+        b.h_rec_off[b.count++] = uint32_t(r.rec - span_start);
+        span_end = r.rec + rec_bytes;
       }
       b.record_bytes += rec_bytes;
       if (r.ts_ns > b.max_ts_ns) b.max_ts_ns = r.ts_ns;
-      const bool completed = opt.defrag.enabled && may_be_fragment(rec + kRecordHeaderBytes, r.cap_len, cap.link()) &&
-                             defrag.add(rec, cap.size() - r.offset, cap.format(), cap.link(), datagram);
-      have_pending = walker.next(r);
+      last_seq[size_t(slot)] = r.seq;
+      const bool completed = opt.defrag.enabled && may_be_fragment(r.rec + kRecordHeaderBytes, r.cap_len, r.link) &&
+                             defrag.add(r.rec, rec_bytes, r.fmt, r.link, datagram);
+      st = src.next(r, opt.policy.idle_wait_ns);
       if (completed) {
-        if (!copied) {
-          rebuilt.assign(cap.data() + span_start, rec + rec_bytes);
-          copied = true;
-        }
+        copy_span();
         if (b.count >= b.capacity || rebuilt.size() + datagram.size() > opt.policy.max_bytes + opt.policy.datagram_room_bytes)
           break;  // no room (a backend not sized for it): the next batch
         add_datagram();
@@ -162,17 +164,15 @@ RunReport run_capture(const CaptureFile& cap, Backend& backend, const RunOptions
       b.h_span = rebuilt.data();
       b.span_len = rebuilt.size();
     } else {
-      b.h_span = cap.data() + span_start;
-      // The span ends where the last record ends (header + captured bytes).
-      const uint8_t* last = b.h_span + b.h_rec_off[b.count - 1];
-      b.span_len = uint64_t(last - b.h_span) + kRecordHeaderBytes + read_record_header(last, cap.format()).cap_len;
+      b.h_span = span_start;
+      b.span_len = uint64_t(span_end - span_start);
     }
     packet_index += b.count - b.reassembled.size();
     defrag.tick(b.max_ts_ns);  // datagrams whose fragments stopped coming time out with capture time
     backend.submit(slot);
     busy[size_t(slot)] = true;
     slot = (slot + 1) % nslots;
-    progress.tick(packet_index, walker.position(), false);
+    progress.tick(packet_index, src.position(), false);
   }
   for (int k = 0; k < nslots; ++k) {
     const int s = (slot + k) % nslots;  // oldest first, so batches finish in capture order
@@ -181,7 +181,7 @@ RunReport run_capture(const CaptureFile& cap, Backend& backend, const RunOptions
   defrag.finish();
   rep.defrag_config = opt.defrag;
   rep.defrag = defrag.stats();
-  walker.check_file();  // a frame read as zeros after the file shrank under decode (see capture_file.hpp)
+  src.finish();  // a file: a frame read as zeros after it shrank under decode (see capture_file.hpp)
   rep.flows = backend.flow_gauges();
   {
     // Reassembly first: its flush needs the flows that still hold data. Then the flows: the stream
@@ -200,22 +200,35 @@ RunReport run_capture(const CaptureFile& cap, Backend& backend, const RunOptions
     if (on_flows && !rest.empty()) on_flows(rest);
   }
   if (!opt.keep_source_attached) backend.detach_source();
-  progress.tick(packet_index, walker.position(), true);
+  progress.tick(packet_index, src.position(), true);
 
   rep.seconds = std::chrono::duration<double>(Clock::now() - t0).count();
-  rep.issues = walker.issues();
-  rep.capture_warnings = walker.warnings();
-  rep.suppressed_issues = walker.suppressed_issues();
-  rep.damaged = walker.stopped();
-  rep.interrupted = have_pending && stopping();
-  rep.index_windows_parallel = walker.windows_parallel();
-  rep.index_windows_serial = walker.windows_serial();
+  SourceReport sr = src.report();
+  rep.path = std::move(sr.name);
+  rep.container = std::move(sr.container);
+  rep.link = std::move(sr.link);
+  rep.raw_link = sr.raw_link;
+  rep.file_bytes = sr.input_bytes;
+  rep.issues = std::move(sr.issues);
+  rep.capture_warnings = sr.warnings;
+  rep.suppressed_issues = sr.suppressed_issues;
+  rep.damaged = sr.damaged;
+  rep.interrupted = have_pending() && stopping();
+  rep.index_windows_parallel = sr.index_windows_parallel;
+  rep.index_windows_serial = sr.index_windows_serial;
   rep.batches_direct = backend.batches_direct();
   rep.batches_compacted = backend.batches_compacted();
   rep.batches_sliced = backend.batches_sliced();
   rep.bytes_h2d = backend.bytes_h2d();
   rep.bytes_d2h = backend.bytes_d2h();
   return rep;
+}
+
+RunReport run_capture(const CaptureFile& cap, Backend& backend, const RunOptions& opt, const BatchCallback& on_batch,
+                      const FlowRecordCallback& on_flows, const StreamCallback& on_streams,
+                      const FlushCallback& on_flush) {
+  FileSource src(cap, opt.file);
+  return run_source(src, backend, opt, on_batch, on_flows, on_streams, on_flush);
 }
 
 }  // namespace gaspp

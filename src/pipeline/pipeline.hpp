@@ -1,15 +1,19 @@
-// core/pipeline.hpp — capture → batches → backend → per-batch results, with slots in rotation.
+// pipeline/pipeline.hpp — source → batches → backend → per-batch results, with slots in rotation.
 //
-// run_capture() walks the capture's records, closes a batch when it holds `max_packets` packets or
-// `max_bytes` record bytes, or when the next packet is more than `timeout_ns` (capture time) newer
-// than the batch's oldest, and hands batches to the backend's slots in turn. With three slots,
+// run_source() takes a Source's records (capture/source.hpp) in order, closes a batch when it holds
+// `max_packets` packets or `max_bytes` record bytes, when the next packet is more than `timeout_ns`
+// (capture time) newer than the batch's oldest, when the record format or link type changes, or
+// when the source is idle (a live source with nothing for `idle_wait_ns`), and hands batches to
+// the backend's slots in turn. Records that lie back to back are batched as one span of the
+// source's memory; others are copied together first. A batch's records are released to the
+// source once the backend has finished it. run_capture() is run_source() over a FileSource. With three slots,
 // filling batch N+1, the device working on batch N and the host finishing batch N-1 overlap.
 // Each finished batch is passed to `on_batch` (in capture order) before its slot is reused; at the
 // end, what the flush of reassembly and of the flow table produced goes to on_streams, on_flush
 // and on_flows.
 //
 // Every record read ends in the totals: decoded (passed or dropped by verdict) or, for records the
-// walker rejects, in the capture issues (reading stops at a fatal one; see capture_file.hpp).
+// source rejects, in its issues (a file source stops at a fatal one; see capture_file.hpp).
 #pragma once
 #include <atomic>
 #include <cstdint>
@@ -19,6 +23,8 @@
 
 #include "backend/backend.hpp"
 #include "capture/capture_file.hpp"
+#include "capture/file_source.hpp"
+#include "capture/source.hpp"
 #include "defrag/defrag.hpp"
 
 namespace gaspp {
@@ -27,6 +33,9 @@ struct BatchPolicy {
   uint32_t max_packets = 65536;
   uint64_t max_bytes = 64ull << 20;
   uint64_t timeout_ns = 1'000'000'000ull;  // 0 = no time limit
+  // How long the batcher waits for a record (Source::next) before a live source counts as idle
+  // and the batch it has goes out.
+  uint64_t idle_wait_ns = 100'000'000ull;
   // Room beyond max_bytes for reassembled datagrams (defrag/defrag.hpp), which join the batch of
   // the fragment that completed them; the backend must hold max_bytes + datagram_room_bytes, and
   // max_packets + 1 packets (size_backend_for_defrag does both). Without that room a datagram that
@@ -75,10 +84,8 @@ struct RunOptions {
   // Leave the source registered with the backend after the run (benchmarks repeat runs over one
   // capture; registering a large buffer costs more than a run). The caller then detaches it.
   bool keep_source_attached = false;
-  // Record indexing ahead of the batcher (see RecordWalker::enable_parallel): threads (0 = all
-  // hardware threads, 1 = serial) and file bytes per thread and window.
-  int index_threads = 0;
-  uint64_t index_chunk_bytes = 32ull << 20;
+  // run_capture(): the FileSource's record indexing (capture/file_source.hpp).
+  FileSourceOptions file;
   // When set (a signal handler sets it), reading stops after the current batch's packet: what was
   // read is finished as at the end of the capture (flows and streams flushed, outputs written).
   const std::atomic<bool>* stop = nullptr;
@@ -101,6 +108,11 @@ using StreamCallback = std::function<void(const std::vector<StreamChunk>& chunks
 // with reason shutdown, right after this call): ModuleSet::finish_flush takes both.
 using FlushCallback = std::function<void(const StreamFlushModules& mods, const std::vector<FlowRecordOut>& flows)>;
 
+RunReport run_source(Source& src, Backend& backend, const RunOptions& opt, const BatchCallback& on_batch = nullptr,
+                     const FlowRecordCallback& on_flows = nullptr, const StreamCallback& on_streams = nullptr,
+                     const FlushCallback& on_flush = nullptr);
+
+// run_source() over a FileSource of cap (with opt.file).
 RunReport run_capture(const CaptureFile& cap, Backend& backend, const RunOptions& opt,
                       const BatchCallback& on_batch = nullptr, const FlowRecordCallback& on_flows = nullptr,
                       const StreamCallback& on_streams = nullptr, const FlushCallback& on_flush = nullptr);

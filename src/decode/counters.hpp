@@ -1,4 +1,6 @@
-// core/counters.hpp — the per-batch traffic counters and how one packet adds to them.
+// decode/counters.hpp — the per-batch counters of the whole engine (decode, flow tracking,
+// reassembly) and how one packet adds to them. It sits at the bottom of the engine because every
+// stage adds to it.
 //
 // Counters is a flat array of 64-bit counts indexed by Counter. count_packet() is the per-packet
 // rule, written once: the CPU backend calls it with a plain array per thread (merged afterwards),
