@@ -1,15 +1,17 @@
 // bench/bench_flow.cu — the flow table alone: lookups+inserts per second, and the expiry sweep.
 //
 //   1. Table throughput at 1 M and 16 M flows: packets of uniformly random flows (IPv4/UDP keys,
-//      decoded fields built directly), pushed in 64k-packet batches through the same per-packet
-//      function the pipeline uses (flow_lookup_packet). First pass: every flow is new (inserts);
-//      later passes: lookups. CUDA (one kernel per batch) vs the CPU on all host threads (the CPU
-//      backend's grouped, prefetching lookup, flow/host_lookup.hpp, on its thread pool). Also the alternative the paper used, per-bucket
+//      decoded fields built directly), pushed in 64k-packet batches through the pipeline's lookup
+//      (launch_flow_lookup, backend/cuda/flow_kernels.cuh). First pass: every flow is new
+//      (inserts); later passes: lookups. CUDA (one kernel per batch) vs the CPU on all host threads
+//      (the CPU backend's grouped, prefetching lookup, flow/host_lookup.hpp, on its thread pool).
+//      Also the alternative the paper used, per-bucket
 //      locks (lock the bucket, scan, insert, unlock), on the GPU, to compare with the lock-free
 //      claim the table ships with.
 //   2. Expiry sweep time vs table size and occupancy (the paper's Table 3 grid): tables of 1 M, 8 M
 //      and 16 M slots filled with 0.1 M .. 16 M flows, one sweep in which nothing expires (the cost
-//      every sweep pays) and one in which everything does.
+//      every sweep pays) and one in which everything does, by the pipeline's sweep
+//      (launch_flow_sweep).
 // Median of several runs after a warm-up. Prints a table and writes JSON (--json PATH).
 //
 // usage: bench_flow [--json PATH] [--reps N]
@@ -25,7 +27,9 @@
 
 #include "flow/flow_track.hpp"
 #include "core/thread_pool.hpp"
+#include "backend/cuda/device_buffer.hpp"
 #include "backend/cuda/device_flow_table.hpp"
+#include "backend/cuda/flow_kernels.cuh"
 #include "bench_util.hpp"
 #include "flow/host_flow_table.hpp"
 #include "flow/host_lookup.hpp"
@@ -94,14 +98,6 @@ struct Packets {
   }
 };
 
-__global__ void lookup_kernel(FlowTableRef t, DecodedView d, uint32_t n, FlowTrackParams prm, uint32_t* slot) {
-  for (uint32_t i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) {
-    FlowSkip skip;
-    uint8_t flags;
-    slot[i] = flow_lookup_packet(t, d, i, prm, skip, flags);
-  }
-}
-
 // The paper's alternative: lock the bucket, scan it, insert if absent, unlock.
 __global__ void locked_lookup_kernel(FlowTableRef t, DecodedView d, uint32_t n, FlowTrackParams prm, uint32_t* slot) {
   for (uint32_t i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) {
@@ -110,14 +106,6 @@ __global__ void locked_lookup_kernel(FlowTableRef t, DecodedView d, uint32_t n, 
     flow_key_of(d, i, prm.vlan_in_key, prm.defrag, k, from_lo);
     slot[i] = flow_claim_or_evict(t, k, flow_key_hash(k), prm.epoch, created, evicted, [](const FlowRecord&, FlowReason) {});
   }
-}
-
-__global__ void sweep_kernel(FlowTableRef t, uint64_t now, FlowTimeouts to, FlowRecordSink out) {
-  struct NoCount {
-    __device__ void add(int, uint64_t) {}
-  } c;
-  for (uint32_t i = blockIdx.x * blockDim.x + threadIdx.x; i < t.slots(); i += gridDim.x * blockDim.x)
-    flow_sweep_slot(t, i, now, to, false, false, out, c);
 }
 
 constexpr uint32_t kBatch = 65536;
@@ -129,8 +117,11 @@ struct TableRate {
 // GPU: the first pass (flows new) and later passes (lookups), one kernel per 64k batch.
 TableRate gpu_rate(uint32_t flows, const Packets& p, bool locked, int reps) {
   DeviceFlowTable t(FlowConfig{.capacity = flows});
-  uint32_t* d_slot;
-  CK(cudaMalloc(&d_slot, sizeof(uint32_t) * kBatch));
+  // The pipeline's lookup (launch_flow_lookup) also writes each packet's sort item and flags, and
+  // lists packets that found no room; the failed count is reset a batch as the tick does.
+  DeviceBuffer<uint32_t> d_slot(kBatch), d_keys(kBatch), d_vals(kBatch), d_failed(kBatch);
+  DeviceBuffer<uint8_t> d_flags(kBatch);
+  DeviceBuffer<unsigned long long> d_counters(c_count_);
   FlowTrackParams prm{};
   prm.vlan_in_key = true;
   cudaEvent_t a, b;
@@ -141,8 +132,13 @@ TableRate gpu_rate(uint32_t flows, const Packets& p, bool locked, int reps) {
     for (uint32_t o = first; o < first + count; o += kBatch) {
       const uint32_t n = std::min(kBatch, first + count - o);
       ++prm.epoch;
-      if (locked) locked_lookup_kernel<<<(n + 255) / 256, 256>>>(t.ref(), Packets::offset(p.dev, o), n, prm, d_slot);
-      else lookup_kernel<<<(n + 255) / 256, 256>>>(t.ref(), Packets::offset(p.dev, o), n, prm, d_slot);
+      if (locked) {
+        locked_lookup_kernel<<<(n + 255) / 256, 256>>>(t.ref(), Packets::offset(p.dev, o), n, prm, d_slot.get());
+      } else {
+        launch_flow_lookup(int((n + 255) / 256), nullptr, t.ref(), Packets::offset(p.dev, o), n, prm, d_slot.get(),
+                           d_flags.get(), d_keys.get(), d_vals.get(), 0, d_failed.get(), d_counters.get());
+        CK(cudaMemsetAsync(&t.ref().state->failed, 0, sizeof(uint32_t)));
+      }
     }
     cudaEventRecord(b);
     CK(cudaEventSynchronize(b));
@@ -157,7 +153,6 @@ TableRate gpu_rate(uint32_t flows, const Packets& p, bool locked, int reps) {
     const double l = pass(flows, p.n - flows);  // random lookups of existing flows
     if (r) { ins.push_back(i); look.push_back(l); }
   }
-  cudaFree(d_slot);
   return {median(ins), median(look)};
 }
 
@@ -241,15 +236,15 @@ int main(int argc, char** argv) {
       FlowTableShape shape = flow_table_shape(FlowConfig{.capacity = slots});
       shape.buckets = (slots + kFlowBucketSlots - 1) / kFlowBucketSlots;
       DeviceFlowTable t(shape);
-      uint32_t* d_slot;
-      CK(cudaMalloc(&d_slot, sizeof(uint32_t) * kBatch));
+      DeviceBuffer<uint32_t> d_slot(kBatch);
+      DeviceBuffer<unsigned long long> d_counters(c_count_);
       FlowTrackParams prm{};
       prm.vlan_in_key = true;
       auto fill = [&] {
         t.clear();
         for (uint32_t o = 0; o < occ; o += kBatch) {
           const uint32_t n = std::min(kBatch, occ - o);
-          locked_lookup_kernel<<<(n + 255) / 256, 256>>>(t.ref(), Packets::offset(p.dev, o), n, prm, d_slot);
+          locked_lookup_kernel<<<(n + 255) / 256, 256>>>(t.ref(), Packets::offset(p.dev, o), n, prm, d_slot.get());
         }
         CK(cudaDeviceSynchronize());
       };
@@ -264,7 +259,7 @@ int main(int argc, char** argv) {
         cudaEventCreate(&a);
         cudaEventCreate(&b);
         cudaEventRecord(a);
-        sweep_kernel<<<blocks, 256>>>(t.ref(), now, FlowTimeouts{}, out);
+        launch_flow_sweep(blocks, nullptr, t.ref(), now, true, false, FlowTimeouts{}, out, d_counters.get());
         cudaEventRecord(b);
         CK(cudaEventSynchronize(b));
         float ms;
@@ -286,7 +281,6 @@ int main(int argc, char** argv) {
                     first ? "" : ",", t.shape().slots(), st.live, median(none), median(all));
       json += buf;
       first = false;
-      cudaFree(d_slot);
     }
   }
   json += "]}\n";
