@@ -1,6 +1,8 @@
 // core/stream_dispatch.hpp — calls the stream modules' on_stream hooks for one piece of a TCP
 // direction (gaspp/stream_hook.hpp), from the flow walk, on both backends. Each listed module's type
 // picks its hook (GASPP_MODULE_TYPES); the context key goes from module to module, starting at 0.
+// The backends hand the walk (stream/reassembly.hpp) a StreamHookSink, through which the engine
+// reaches the modules without knowing them.
 #pragma once
 #include "core/module_stage.hpp"
 #include "gaspp/stream_hook.hpp"
@@ -39,5 +41,17 @@ GASPP_HD inline void stream_hooks_call(const StreamHooks& h, const StreamChunk& 
 #undef GASPP_X
   }
 }
+
+// The flow walk's sink (stream/reassembly.hpp) with stream modules: counts through Counters and
+// delivers each piece to the hooks.
+template <class Counters>
+struct StreamHookSink {
+  Counters& c;
+  GASPP_HD GASPP_FORCEINLINE void add(int i, uint64_t n) { c.add(i, n); }
+  GASPP_HD GASPP_FORCEINLINE void stream_piece(const StreamHooks& h, const StreamChunk& ch, const uint8_t* bytes,
+                                                uint32_t slot, uint32_t packet) {
+    stream_hooks_call(h, ch, bytes, slot, packet);
+  }
+};
 
 }  // namespace gaspp

@@ -31,14 +31,32 @@
 // Conflicts are detected between copies the reassembler still holds (the pending list and the
 // out-of-order buffer); a retransmission of bytes already delivered is counted but not compared,
 // since delivered bytes are not kept.
+//
+// The walk's Sink does two things: add(counter, n) counts (decode/counters.hpp), and
+// stream_piece(hooks, chunk, bytes, slot, packet) hands each piece a direction delivers to the
+// stream modules' on_stream hooks, in stream order, as the piece is emitted. The engine knows no
+// module: the backends pass core/stream_dispatch.hpp's StreamHookSink, which dispatches over the
+// modules built in, or NoStreamModules below. The hooks run inside the walk, not as a stage after
+// it, because a hook that drops the flow (kFlowStreamDropped) must stop the walk at that packet:
+// later packets of the batch then neither change the TCP state nor reach reassembly, whatever the
+// batch size (a stage after the walk would let them, until the batch ended).
 #pragma once
 #include <cstdint>
 
-#include "core/stream_dispatch.hpp"
 #include "flow/flow_track.hpp"
 #include "stream/stream.hpp"
 
 namespace gaspp {
+
+// A walk sink for runs without stream modules: counts, and delivers pieces to nobody.
+template <class Counters>
+struct NoStreamModules {
+  Counters& c;
+  GASPP_HD GASPP_FORCEINLINE void add(int i, uint64_t n) { c.add(i, n); }
+  GASPP_HD GASPP_FORCEINLINE void stream_piece(const StreamHooks&, const StreamChunk&, const uint8_t*, uint32_t,
+                                                uint32_t) {}
+};
+
 namespace stream_detail {
 
 // Whose stream is being worked on: a live flow (sides point into its record) or the remains of a
@@ -95,7 +113,7 @@ GASPP_HD inline void emit(Run& run, const Owner& o, int dir, uint64_t off, uint3
     c.add(c_stream_chunks, 1);
     c.add(c_stream_bytes, len);
   }
-  if (s.hooks.n) stream_hooks_call(s.hooks, ch, len ? stream_item_bytes(s, *run.d, src) + src_off : nullptr, o.slot, run.cur);
+  if (s.hooks.n) c.stream_piece(s.hooks, ch, len ? stream_item_bytes(s, *run.d, src) + src_off : nullptr, o.slot, run.cur);
 }
 
 GASPP_HD GASPP_FORCEINLINE bool has_pending(const Run& run, int dir) { return run.segs[dir] != 0; }

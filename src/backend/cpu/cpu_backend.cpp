@@ -28,6 +28,7 @@
 
 #include "backend/backend.hpp"
 #include "core/module_stage.hpp"
+#include "core/stream_dispatch.hpp"
 #include "core/thread_pool.hpp"
 #include "decode/decoder.hpp"
 #include "flow/flow_track.hpp"
@@ -349,7 +350,13 @@ class CpuBackend final : public Backend {
           const uint32_t s = uint32_t(items[j] >> 32);
           uint32_t m = j + 1;
           while (m < items.size() && uint32_t(items[m] >> 32) == s) ++m;
-          flow_walk_run(t, dec, vals.data(), j, m, s, flags, prm, emergency, out, sr ? &mine : nullptr, final, sink);
+          if (sr) {
+            StreamHookSink<HostCounterSink> walk_sink{sink};
+            flow_walk_run(t, dec, vals.data(), j, m, s, flags, prm, emergency, out, &mine, final, walk_sink);
+          } else {
+            NoStreamModules<HostCounterSink> walk_sink{sink};
+            flow_walk_run(t, dec, vals.data(), j, m, s, flags, prm, emergency, out, nullptr, final, walk_sink);
+          }
           j = m;
         }
       }

@@ -3,6 +3,7 @@
 #include "backend/cuda/cuda_check.hpp"
 #include "backend/cuda/kernel_util.cuh"
 #include "core/module_stage.hpp"
+#include "core/stream_dispatch.hpp"
 #include "stream/reassembly.hpp"
 
 namespace gaspp {
@@ -109,7 +110,13 @@ flow_walk_kernel(FlowTableRef t, DecodedView dec, const uint32_t* keys, const ui
   SharedCounterSink sink{s};
   const bool emergency = t.state->emergency != 0;
   for_each_run(keys, items, heads, n_heads, [&](uint32_t j, uint32_t m, uint32_t key) {
-    flow_walk_run(t, dec, vals, j, m, key, flags, prm, emergency, out, kStreams ? &sr : nullptr, final, sink);
+    if constexpr (kStreams) {
+      StreamHookSink<SharedCounterSink> walk_sink{sink};
+      flow_walk_run(t, dec, vals, j, m, key, flags, prm, emergency, out, &sr, final, walk_sink);
+    } else {
+      NoStreamModules<SharedCounterSink> walk_sink{sink};
+      flow_walk_run(t, dec, vals, j, m, key, flags, prm, emergency, out, nullptr, final, walk_sink);
+    }
   });
   block_counters_flush(s, d_counters);
 }
