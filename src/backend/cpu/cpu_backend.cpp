@@ -1,26 +1,25 @@
 // backend/cpu/cpu_backend.cpp — the CPU backend: the same per-packet functions on a thread pool.
 //
-// Each slot owns host arrays for the decoded fields and verdicts. submit() decodes the batch in
-// place (reading the records straight from the source span) across all pool threads, each with
-// its own counters, merged at the end, then runs the flow stage; wait() has nothing left to do.
-//
-// Flow stage (the same per-packet functions as the CUDA kernels, flow/flow_track.hpp and
-// stream/reassembly.hpp):
-//   1. lookup: every packet finds or claims its flow slot, in parallel;
-//   2. retry: packets that found no room, in capture order, under the bucket locks;
-//   3. tick: emergency mode decision;
-//   4. walk: worker w takes the items (packets, and segments held in the out-of-order buffer)
-//      whose hashed slot % workers == w, sorts them by (slot, item) — a flow's items become a run,
-//      held segments first, then packets in capture order — and walks each run (hashed: in a
-//      sparse table most flows sit in the first slot of their bucket, so plain slot numbers would
-//      share out badly);
-//   5. sweep (when due in packet time, or in emergency): timed-out flows leave the table.
+// submit() runs the batch's stages in the order core/stage_plan.hpp gives (the backend is its
+// StageExecutor) and returns with the results in host memory; wait() has nothing left to do. Each
+// slot owns host arrays for the decoded fields and verdicts; the records are read where the source
+// put them. How each stage runs here:
+//   decode        the pool's threads over ranges of packets, a counter array per thread, merged in
+//                 results();
+//   flow lookup   every packet finds or claims its flow slot in parallel (flow/host_lookup.hpp,
+//                 prefetching); packets that found no room retry in capture order on one thread;
+//   flow walk     worker w takes the items (packets, and segments held in the out-of-order buffer)
+//                 whose hashed slot % workers == w, sorts them by (slot, item) — a flow's items
+//                 become a run, held segments first, then packets in capture order — and walks
+//                 each run (hashed: in a sparse table most flows sit in the first slot of their
+//                 bucket, so plain slot numbers would share out badly);
+//   module stage  the module's run_cpu() over ranges of packets (core/module_stage.hpp); regroup:
+//                 std::sort by schedule_key;
+//   verdict walk  the walk's sorted runs again, shard by shard;
+//   sweep         over ranges of table slots.
 // The out-of-order buffer: two sets of segment descriptions used in turn (a batch reads what the
 // previous one held) and two byte pools where held bytes stay while they wait (StreamCounts).
-//
-// Modules: each stage runs over the batch on the pool (core/module_stage.hpp), before the sweep so
-// that records leaving the table carry the flow's decision; then the verdict walk goes over the
-// walk's sorted runs again, shard by shard. Module tables stay in the modules' host memory.
+// Module tables stay in the modules' host memory.
 #include <algorithm>
 #include <cstring>
 #include <thread>
@@ -28,6 +27,7 @@
 
 #include "backend/backend.hpp"
 #include "core/module_stage.hpp"
+#include "core/stage_plan.hpp"
 #include "core/stream_dispatch.hpp"
 #include "core/thread_pool.hpp"
 #include "decode/decoder.hpp"
@@ -38,14 +38,14 @@
 namespace gaspp {
 namespace {
 
-class CpuBackend final : public Backend {
+class CpuBackend final : public Backend, private StageExecutor {
  public:
   explicit CpuBackend(const BackendConfig& cfg)
-      : cfg_(cfg), pool_(cfg.threads > 0 ? cfg.threads : int(std::max(1u, std::thread::hardware_concurrency()))),
+      : cfg_(cfg), plan_(cfg), pool_(cfg.threads > 0 ? cfg.threads : int(std::max(1u, std::thread::hardware_concurrency()))),
         slots_(size_t(std::max(cfg.slots, 3))), per_thread_(size_t(pool_.size())), failed_(size_t(pool_.size())),
         shard_items_(size_t(pool_.size())), shard_vals_(size_t(pool_.size())), shard_pend_(size_t(pool_.size())),
         table_(cfg.flow) {
-    record_capacity_ = cfg.batch_packets + kSweepRecords;
+    record_capacity_ = flow_record_capacity(cfg);
     records_.resize(record_capacity_);
     streams_ = cfg.flow.enabled && cfg.stream.enabled;
     if (streams_) {
@@ -60,14 +60,9 @@ class CpuBackend final : public Backend {
       InPlaceTables mem;
       for (ModuleInstance* m : cfg.modules) m->upload(mem);
       ctx_.resize(cfg.batch_packets);
-      class_order_ = flat_class_orders(cfg);
       hooks_ = stream_hooks_of(cfg.modules, nullptr);
-      if (hooks_.n && !(cfg.flow.enabled && cfg.stream.enabled))
-        throw std::invalid_argument("a module with on_stream needs flow tracking and reassembly");
       stream_counts_.assign(cfg.modules.size() * kModuleCounters, 0);
-      classes_ = uint16_t(cfg.class_orders.empty() ? 1 : cfg.class_orders.size());
-      schedule_ = cfg.schedule == BackendConfig::Schedule::on;  // automatic: off here (no warps to group)
-      if (schedule_) {
+      if (plan_.schedule()) {
         order_.resize(cfg.batch_packets);
         sched_.resize(cfg.batch_packets);
       }
@@ -107,41 +102,8 @@ class CpuBackend final : public Backend {
   PacketBatch& batch(int slot) override { return slots_[size_t(slot)].batch; }
 
   void submit(int slot) override {
-    Slot& s = slots_[size_t(slot)];
-    PacketBatch& b = s.batch;
-    BatchView v{b.h_span,  b.span_len, b.h_rec_off,        b.count,     b.fmt,
-                b.link,    b.source,   s.decoded.view(),   b.h_verdict, cfg_.validate_checksums, cfg_.flow.defrag};
-    for (auto& c : per_thread_) c = Counters{};
-    pool_.parallel_for(b.count, [&](uint64_t begin, uint64_t end, int w) {
-      HostCounterSink sink{per_thread_[size_t(w)]};
-      DecodedPacket p;
-      for (uint64_t i = begin; i < end; ++i) {
-        decode_batch_packet(v, uint32_t(i), p);
-        store(v.dec, uint32_t(i), p);
-        v.verdict[i] = kVerdictPass;
-        count_packet(sink, p);
-      }
-    });
-    b.flow_records.clear();
-    b.stream_chunks.clear();
-    b.stream_bytes.clear();
-    b.events.clear();
-    b.module_counts.clear();
-    event_n_ = 0;  // stream hooks (in the walk) raise events before the module stages
-    std::fill(stream_counts_.begin(), stream_counts_.end(), 0ull);
-    hooks_.verdict = v.verdict;
-    if (cfg_.flow.enabled) flow_stage(s, v);
-    else run_modules(s, v);
-    b.counters = Counters{};
-    for (auto& c : per_thread_)
-      for (int k = 0; k < c_count_; ++k) b.counters.v[k] += c.v[k];
-    if (b.want_decoded) {
-      // The decoded arrays are already host memory: hand them over by swapping storage.
-      b.decoded.resize(b.capacity);
-      std::swap(b.decoded, s.decoded);
-      b.flow_slot.assign(s.flow_slot.begin(), s.flow_slot.begin() + b.count);
-      b.flow_flags.assign(s.flow_flags.begin(), s.flow_flags.begin() + b.count);
-    }
+    cur_ = &slots_[size_t(slot)];
+    plan_.run_batch(*this, cur_->batch.max_ts_ns);
   }
   void wait(int) override {}
 
@@ -157,17 +119,7 @@ class CpuBackend final : public Backend {
     return g;
   }
 
-  std::vector<FlowRecordOut> flush_flows() override {
-    std::vector<FlowRecordOut> all;
-    if (!cfg_.flow.enabled) return all;
-    for (;;) {
-      const uint32_t n = sweep(0, false, true);
-      all.insert(all.end(), records_.begin(), records_.begin() + n);
-      if (table_.state().live == 0 || n == 0) break;
-    }
-    sort_flow_records(all);
-    return all;
-  }
+  std::vector<FlowRecordOut> flush_flows() override { return plan_.flush_flows(*this); }
 
   void flush_streams(std::vector<StreamChunk>& chunks, std::vector<uint8_t>& bytes, Counters& added,
                      StreamFlushModules& mods) override {
@@ -197,86 +149,192 @@ class CpuBackend final : public Backend {
 
 
  private:
-  static constexpr uint32_t kSweepRecords = 65536;
-
   class InPlaceTables final : public TableMemory {
    public:
     const void* place(const void* host, size_t) override { return host; }
   };
 
-  // The module stages, then (with flows) the verdict walk over the flow walk's runs.
-  struct Slot;
-  void run_modules(Slot& s, const BatchView& v) {
-    if (cfg_.modules.empty()) return;
+  // The stages (core/stage_plan.hpp), for the batch in cur_.
+  void decode() override {
+    Slot& s = *cur_;
     PacketBatch& b = s.batch;
-    const bool flows = cfg_.flow.enabled;
-    const uint32_t cap = uint32_t(events_.size());
+    v_ = BatchView{b.h_span, b.span_len, b.h_rec_off,  b.count, b.fmt, b.link, b.source, s.decoded.view(),
+                   b.h_verdict, cfg_.validate_checksums, cfg_.flow.defrag};
+    for (auto& c : per_thread_) c = Counters{};
+    pool_.parallel_for(b.count, [&](uint64_t begin, uint64_t end, int w) {
+      HostCounterSink sink{per_thread_[size_t(w)]};
+      DecodedPacket p;
+      for (uint64_t i = begin; i < end; ++i) {
+        decode_batch_packet(v_, uint32_t(i), p);
+        store(v_.dec, uint32_t(i), p);
+        v_.verdict[i] = kVerdictPass;
+        count_packet(sink, p);
+      }
+    });
+    b.flow_records.clear();
+    b.stream_chunks.clear();
+    b.stream_bytes.clear();
+    b.events.clear();
+    b.module_counts.clear();
+    out_count_ = 0;
+    event_n_ = 0;  // stream hooks (in the walk) raise events before the module stages
+    std::fill(stream_counts_.begin(), stream_counts_.end(), 0ull);
+    hooks_.verdict = v_.verdict;
+    if (cfg_.modules.empty()) return;
     for (auto& c : mod_counts_) std::fill(c.begin(), c.end(), 0ull);
-    StageArgs a{};
-    a.data = v.data;
-    a.rec_off = v.rec_off;
-    a.count = v.count;
-    a.dec = v.dec;
-    a.verdict = v.verdict;
-    a.ctx = ctx_.data();
-    a.order = nullptr;
-    a.flow_slot = flows ? s.flow_slot.data() : nullptr;
-    a.flow_flags = flows ? s.flow_flags.data() : nullptr;
-    if (flows) a.table = table_.ref();
-    a.events = EventSinkRef{events_.data(), &event_n_, cap};
-    a.has_flows = flows;
-    a.class_order = class_order_.data();
-    a.classes = classes_;
-    a.modules = uint16_t(cfg_.modules.size());
-    for (uint16_t st = 0; st < a.modules; ++st) {
-      a.stage = st;
-      a.first = st == 0;
-      // Each module some class runs at this stage, over the whole order (packets of other
-      // classes are skipped by module_stage_packet).
-      for (uint16_t k = 0; k < a.modules; ++k) {
-        if (!stage_runs_module(class_order_, classes_, st, k)) continue;
-        const ModuleInstance* m = cfg_.modules[k];
-        a.module = k;
-        a.state_off = m->state_off;
-        pool_.parallel_for(v.count, [&](uint64_t begin, uint64_t end, int w) {
-          m->run_cpu(a, uint32_t(begin), uint32_t(end), mod_counts_[size_t(w)].data() + size_t(k) * kModuleCounters);
-        });
-      }
-      if (schedule_ && st + 1 < a.modules && regroup_after_stage(cfg_.modules, class_order_, classes_, st)) {
-        for (uint32_t i = 0; i < v.count; ++i) sched_[i] = {schedule_key(a, i, uint16_t(st + 1)), i};
-        std::sort(sched_.begin(), sched_.begin() + v.count);
-        for (uint32_t k = 0; k < v.count; ++k) order_[k] = sched_[k].second;
-        a.order = order_.data();
-      }
-    }
-    if (flows) {
-      const FlowTableRef t = table_.ref();
-      const uint32_t base = streams_ ? held_cap_ : 0;
-      pool_.parallel_for(shard_items_.size(), [&](uint64_t begin, uint64_t end, int w) {
-        HostCounterSink sink{per_thread_[size_t(w)]};
-        for (uint64_t shard = begin; shard < end; ++shard) {
-          const auto& items = shard_items_[shard];
-          const uint32_t* vals = shard_vals_[shard].data();
-          for (uint32_t j = 0; j < items.size();) {
-            const uint32_t sl = uint32_t(items[j] >> 32);
-            uint32_t m = j + 1;
-            while (m < items.size() && uint32_t(items[m] >> 32) == sl) ++m;
-            verdict_walk_run(t, vals, j, m, sl, base, s.flow_flags.data(), v.verdict, cfg_.drop_invalid, v.dec.cap_len,
-                             s.pkt_counts.empty() ? nullptr : s.pkt_counts.data(), sink);
-            j = m;
-          }
-        }
-      });
-    }
-    b.events.assign(events_.begin(), events_.begin() + std::min(event_n_, cap));
-    b.module_counts.assign(cfg_.modules.size() * kModuleCounters, 0);
-    for (auto& c : mod_counts_)
-      for (size_t k = 0; k < c.size(); ++k) b.module_counts[k] += c[k];
-    for (size_t k = 0; k < stream_counts_.size(); ++k) b.module_counts[k] += stream_counts_[k];
+    const bool flows = cfg_.flow.enabled;
+    a_ = StageArgs{};
+    a_.data = v_.data;
+    a_.rec_off = v_.rec_off;
+    a_.count = v_.count;
+    a_.dec = v_.dec;
+    a_.verdict = v_.verdict;
+    a_.ctx = ctx_.data();
+    a_.order = nullptr;
+    a_.flow_slot = flows ? s.flow_slot.data() : nullptr;
+    a_.flow_flags = flows ? s.flow_flags.data() : nullptr;
+    if (flows) a_.table = table_.ref();
+    a_.events = EventSinkRef{events_.data(), &event_n_, uint32_t(events_.size())};
+    a_.has_flows = flows;
+    a_.class_order = plan_.class_order().data();
+    a_.classes = plan_.classes();
+    a_.modules = uint16_t(cfg_.modules.size());
   }
 
+  void flow_lookup() override {
+    Slot& s = *cur_;
+    const DecodedView& dec = v_.dec;
+    FlowTableRef t = table_.ref();
+    prm_ = FlowTrackParams{cfg_.flow.timeouts, ++epoch_, cfg_.flow.midstream, cfg_.flow.vlan_in_key,
+                           cfg_.drop_invalid && cfg_.stream.urgent == UrgentPolicy::drop, cfg_.flow.defrag,
+                           s.pkt_counts.empty() ? nullptr : s.pkt_counts.data()};
+    uint32_t* slot = s.flow_slot.data();
+    uint8_t* flags = s.flow_flags.data();
+    for (auto& f : failed_) f.clear();
+    pool_.parallel_for(v_.count, [&](uint64_t begin, uint64_t end, int w) {
+      HostCounterSink sink{per_thread_[size_t(w)]};
+      flow_lookup_range(t, dec, begin, end, prm_, slot, flags, [&](FlowSkip why) { count_skip(sink, why); },
+                        [&](uint32_t i) {
+                          atomic_add(&t.state->failed, 1);
+                          failed_[size_t(w)].push_back(i);
+                        });
+    });
+    // Each worker's list is in capture order and workers hold consecutive ranges.
+    const FlowRecordSink out = record_sink();
+    HostCounterSink sink{per_thread_[0]};
+    for (auto& f : failed_)
+      for (uint32_t i : f) {
+        slot[i] = flow_retry_packet(t, dec, i, prm_, out, sink);
+        untracked_policy(slot[i], i, cfg_.untracked_drop ? v_.verdict : nullptr, sink);
+      }
+  }
+
+  void flow_tick() override {
+    HostCounterSink sink{per_thread_[0]};
+    FlowTableRef t = table_.ref();
+    gaspp::flow_tick(*t.state, t.capacity, cfg_.flow.emergency_enter_pct, cfg_.flow.emergency_recover_pct, sink);
+    emergency_ = t.state->emergency != 0;
+  }
+
+  void flow_walk() override {
+    Slot& s = *cur_;
+    PacketBatch& b = s.batch;
+    const FlowTableRef t = table_.ref();
+    const FlowRecordSink out = record_sink();
+    if (streams_) {
+      StreamRef sr = stream_ref(v_.data, v_.rec_off, false);
+      walk(t, v_.dec, v_.count, s.flow_slot.data(), s.flow_flags.data(), prm_, emergency_, out, &sr, false);
+      in_ ^= 1;  // what this batch held is what the next one reads
+      // Chunks from held segments name descriptions of the set this batch read (sr.held_in), whose
+      // bytes are untouched until the next batch.
+      if (b.want_streams) collect_chunks(sr, v_.dec, b.stream_chunks, b.stream_bytes);
+    } else {
+      walk(t, v_.dec, v_.count, s.flow_slot.data(), s.flow_flags.data(), prm_, emergency_, out, nullptr, false);
+    }
+  }
+
+  void module_stage(uint16_t st, uint16_t k) override {
+    const ModuleInstance* m = cfg_.modules[k];
+    a_.stage = st;
+    a_.first = st == 0;
+    a_.module = k;
+    a_.state_off = m->state_off;
+    pool_.parallel_for(v_.count, [&](uint64_t begin, uint64_t end, int w) {
+      m->run_cpu(a_, uint32_t(begin), uint32_t(end), mod_counts_[size_t(w)].data() + size_t(k) * kModuleCounters);
+    });
+  }
+
+  void regroup(uint16_t next_st) override {
+    for (uint32_t i = 0; i < v_.count; ++i) sched_[i] = {schedule_key(a_, i, next_st), i};
+    std::sort(sched_.begin(), sched_.begin() + v_.count);
+    for (uint32_t k = 0; k < v_.count; ++k) order_[k] = sched_[k].second;
+    a_.order = order_.data();
+  }
+
+  // Over the walk's sorted runs again, shard by shard.
+  void verdict_walk() override {
+    Slot& s = *cur_;
+    const FlowTableRef t = table_.ref();
+    const uint32_t base = streams_ ? held_cap_ : 0;
+    pool_.parallel_for(shard_items_.size(), [&](uint64_t begin, uint64_t end, int w) {
+      HostCounterSink sink{per_thread_[size_t(w)]};
+      for (uint64_t shard = begin; shard < end; ++shard) {
+        const auto& items = shard_items_[shard];
+        const uint32_t* vals = shard_vals_[shard].data();
+        for (uint32_t j = 0; j < items.size();) {
+          const uint32_t sl = uint32_t(items[j] >> 32);
+          uint32_t m = j + 1;
+          while (m < items.size() && uint32_t(items[m] >> 32) == sl) ++m;
+          verdict_walk_run(t, vals, j, m, sl, base, s.flow_flags.data(), v_.verdict, cfg_.drop_invalid, v_.dec.cap_len,
+                           s.pkt_counts.empty() ? nullptr : s.pkt_counts.data(), sink);
+          j = m;
+        }
+      }
+    });
+  }
+
+  void sweep(uint64_t now, bool due) override {
+    PacketBatch& b = cur_->batch;
+    b.flow_records.assign(records_.begin(), records_.begin() + std::min(out_count_, record_capacity_));
+    if (!due && !emergency_) return;
+    const uint32_t swept = sweep_table(now, emergency_, false);
+    b.flow_records.insert(b.flow_records.end(), records_.begin(), records_.begin() + swept);
+  }
+
+  void results() override {
+    Slot& s = *cur_;
+    PacketBatch& b = s.batch;
+    if (cfg_.flow.enabled) sort_flow_records(b.flow_records);
+    if (!cfg_.modules.empty()) {
+      b.events.assign(events_.begin(), events_.begin() + std::min<size_t>(event_n_, events_.size()));
+      b.module_counts.assign(cfg_.modules.size() * kModuleCounters, 0);
+      for (auto& c : mod_counts_)
+        for (size_t k = 0; k < c.size(); ++k) b.module_counts[k] += c[k];
+      for (size_t k = 0; k < stream_counts_.size(); ++k) b.module_counts[k] += stream_counts_[k];
+    }
+    b.counters = Counters{};
+    for (auto& c : per_thread_)
+      for (int k = 0; k < c_count_; ++k) b.counters.v[k] += c.v[k];
+    if (b.want_decoded) {
+      // The decoded arrays are already host memory: hand them over by swapping storage.
+      b.decoded.resize(b.capacity);
+      std::swap(b.decoded, s.decoded);
+      b.flow_slot.assign(s.flow_slot.begin(), s.flow_slot.begin() + b.count);
+      b.flow_flags.assign(s.flow_flags.begin(), s.flow_flags.begin() + b.count);
+    }
+  }
+
+  uint32_t shutdown_sweep(std::vector<FlowRecordOut>& into, bool& flows_left) override {
+    const uint32_t n = sweep_table(0, false, true);
+    into.insert(into.end(), records_.begin(), records_.begin() + n);
+    flows_left = table_.state().live != 0;
+    return n;
+  }
+
+  FlowRecordSink record_sink() { return FlowRecordSink{records_.data(), &out_count_, record_capacity_}; }
+
   // Sweeps the table; returns how many records it wrote to records_ (from index 0).
-  uint32_t sweep(uint64_t now, bool emergency, bool shutdown) {
+  uint32_t sweep_table(uint64_t now, bool emergency, bool shutdown) {
     FlowTableRef t = table_.ref();
     uint32_t count = 0;
     FlowRecordSink out{records_.data(), &count, record_capacity_};
@@ -384,61 +442,6 @@ class CpuBackend final : public Backend {
     }
   }
 
-  void flow_stage(Slot& s, const BatchView& v) {
-    const DecodedView& dec = v.dec;
-    PacketBatch& b = s.batch;
-    FlowTableRef t = table_.ref();
-    FlowTrackParams prm{cfg_.flow.timeouts, ++epoch_, cfg_.flow.midstream, cfg_.flow.vlan_in_key,
-                        cfg_.drop_invalid && cfg_.stream.urgent == UrgentPolicy::drop, cfg_.flow.defrag,
-                        s.pkt_counts.empty() ? nullptr : s.pkt_counts.data()};
-    const uint32_t n = b.count;
-    uint32_t* slot = s.flow_slot.data();
-    uint8_t* flags = s.flow_flags.data();
-    for (auto& f : failed_) f.clear();
-    pool_.parallel_for(n, [&](uint64_t begin, uint64_t end, int w) {
-      HostCounterSink sink{per_thread_[size_t(w)]};
-      flow_lookup_range(t, dec, begin, end, prm, slot, flags, [&](FlowSkip why) { count_skip(sink, why); },
-                        [&](uint32_t i) {
-                          atomic_add(&t.state->failed, 1);
-                          failed_[size_t(w)].push_back(i);
-                        });
-    });
-    uint32_t out_count = 0;
-    FlowRecordSink out{records_.data(), &out_count, record_capacity_};
-    {
-      // Each worker's list is in capture order and workers hold consecutive ranges.
-      HostCounterSink sink{per_thread_[0]};
-      for (auto& f : failed_)
-        for (uint32_t i : f) {
-          slot[i] = flow_retry_packet(t, dec, i, prm, out, sink);
-          untracked_policy(slot[i], i, cfg_.untracked_drop ? v.verdict : nullptr, sink);
-        }
-      flow_tick(*t.state, t.capacity, cfg_.flow.emergency_enter_pct, cfg_.flow.emergency_recover_pct, sink);
-    }
-    const bool emergency = t.state->emergency != 0;
-    if (streams_) {
-      StreamRef sr = stream_ref(v.data, v.rec_off, false);
-      walk(t, dec, n, slot, flags, prm, emergency, out, &sr, false);
-      in_ ^= 1;  // what this batch held is what the next one reads
-      // Chunks from held segments name descriptions of the set this batch read (sr.held_in), whose
-      // bytes are untouched until the next batch.
-      if (b.want_streams) collect_chunks(sr, dec, b.stream_chunks, b.stream_bytes);
-    } else {
-      walk(t, dec, n, slot, flags, prm, emergency, out, nullptr, false);
-    }
-    run_modules(s, v);  // before the sweep: records leaving the table carry the flow's decision
-    const uint32_t walked = std::min(out_count, record_capacity_);
-    b.flow_records.assign(records_.begin(), records_.begin() + walked);
-    // Sweep when due in packet time (or every batch in emergency).
-    const bool due = b.max_ts_ns >= next_sweep_ns_;
-    if (due || emergency) {
-      if (due) next_sweep_ns_ = b.max_ts_ns + cfg_.flow.sweep_interval_ns;
-      const uint32_t swept = sweep(b.max_ts_ns, emergency, false);
-      b.flow_records.insert(b.flow_records.end(), records_.begin(), records_.begin() + swept);
-    }
-    sort_flow_records(b.flow_records);
-  }
-
  private:
   struct Slot {
     std::vector<FlowCountsAt> pkt_counts;  // modules with flows: counters at alerted packets
@@ -450,6 +453,7 @@ class CpuBackend final : public Backend {
     PacketBatch batch;
   };
   BackendConfig cfg_;
+  StagePlan plan_;
   ThreadPool pool_;
   std::vector<Slot> slots_;
   std::vector<Counters> per_thread_;
@@ -466,11 +470,8 @@ class CpuBackend final : public Backend {
   int in_ = 0;                           // the set the next batch reads
   std::vector<StreamChunk> chunks_;
   std::vector<uint32_t> ctx_;                       // modules: context key per packet
-  std::vector<uint16_t> class_order_;               // modules: classes x stages
   StreamHooks hooks_{};                             // modules with on_stream (the walk calls them)
   std::vector<unsigned long long> stream_counts_;   // their counters (atomic: the walk is parallel)
-  uint16_t classes_ = 1;
-  bool schedule_ = false;
   std::vector<uint32_t> order_;                     // scheduling: the order of the next stage
   std::vector<std::pair<uint32_t, uint32_t>> sched_;
   std::vector<ModuleEvent> events_;                 // modules: the batch's events (bounded)
@@ -480,7 +481,13 @@ class CpuBackend final : public Backend {
   std::vector<FlowRecordOut> records_;
   uint32_t record_capacity_ = 0;
   uint32_t epoch_ = 0;
-  uint64_t next_sweep_ns_ = 0;
+  // The batch being run (submit) and what its stages share.
+  Slot* cur_ = nullptr;
+  BatchView v_{};
+  StageArgs a_{};
+  FlowTrackParams prm_{};
+  bool emergency_ = false;
+  uint32_t out_count_ = 0;  // records written to records_ by the lookup and the walk
 };
 
 }  // namespace

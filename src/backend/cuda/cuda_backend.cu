@@ -11,22 +11,12 @@
 // record heads gathered (sliced: header-only slicing, when nothing reads payload), or packed into
 // pinned staging first (compacted). The counts of each kind and the bytes moved are reported.
 //
-// Flow stage (flow/flow_track.hpp, the same per-packet functions as the CPU backend), queued on the
-// slot's stream after decode but only once the previous batch's flow stage has finished (an event
-// chain), so flow state sees batches in order while copies and decode of the next batch overlap:
-//   lookup kernel   every packet finds or claims its slot (lock-free, see flow/flow_table.hpp);
-//                   packets that found no room are appended to a retry list
-//   retry kernel    those packets again, under per-bucket locks, evicting if needed
-//   tick kernel     emergency decision (one thread)
-//   held keys       (reassembly) the previous batch's out-of-order segments join the sort
-//   CUB radix sort  (slot, item) pairs: a flow's held segments then packets become adjacent, in
-//                   capture order
-//   walk kernel     the first thread of each run tracks the flow's packets in order and
-//                   reassembles its TCP directions (stream/reassembly.hpp)
-//   gather kernel   (only when the host asked for the streams) chunk bytes to the host
-//   module stages   one kernel per module (module_stage_kernel<M>, core/module_stage.hpp), then the
-//                   verdict walk over the same sorted runs: flow decisions in capture order
-//   sweep kernel    when due in packet time or in emergency: expired flows leave the table
+// The stages run in the order core/stage_plan.hpp gives (the backend is its StageExecutor), each
+// queued on the slot's stream as kernels (decode_kernels, flow_kernels, module_kernels). The flow
+// stage waits for the previous batch's (an event chain), so flow state sees batches in order while
+// copies and decode of the next batch overlap. The flow walk sorts (slot, item) pairs with CUB's
+// radix sort and walks each run on a thread of its own; the sweep kernel is queued every batch and
+// sweeps when due or in emergency.
 // Records leaving the table, and with want_streams the stream chunks and their bytes, are written
 // by the kernels straight into the slot's pinned, mapped host buffers, so nothing extra is copied
 // back. The out-of-order buffer (two sets of segment descriptions used in turn, two byte pools where
@@ -59,14 +49,15 @@
 #include "backend/cuda/stage_marks.hpp"
 #include "backend/cuda/transfer.hpp"
 #include "core/module_stage.hpp"
+#include "core/stage_plan.hpp"
 #include "stream/stream.hpp"
 
 namespace gaspp {
 namespace {
 
-class CudaBackend final : public Backend {
+class CudaBackend final : public Backend, private StageExecutor {
  public:
-  explicit CudaBackend(const BackendConfig& cfg) : cfg_(cfg) {
+  explicit CudaBackend(const BackendConfig& cfg) : cfg_(cfg), plan_(cfg) {
     GASPP_CUDA_CHECK(cudaGetDevice(&device_));
     GASPP_CUDA_CHECK(cudaGetDeviceProperties(&prop_, device_));
     slice_ = slicing_applies(cfg);
@@ -100,7 +91,7 @@ class CudaBackend final : public Backend {
                                                        int(n)));
       d_sort_temp_.allocate(temp);
       device_bytes_ += d_sort_.bytes() + d_failed_.bytes() + d_sort_temp_.bytes();
-      record_capacity_ = cfg.batch_packets + kSweepRecords;
+      record_capacity_ = flow_record_capacity(cfg);
       flow_done_ = CudaEvent::make(cudaEventDisableTiming);
       flush_stream_ = CudaStream::non_blocking();
     }
@@ -149,14 +140,11 @@ class CudaBackend final : public Backend {
     if (!cfg.modules.empty()) {
       for (ModuleInstance* m : cfg.modules) m->upload(tables_);
       event_cap_ = event_capacity_of(cfg);
-      class_order_ = flat_class_orders(cfg);
       hooks_ = stream_hooks_of(cfg.modules, &tables_);
-      if (hooks_.n && !streams_) throw std::invalid_argument("a module with on_stream needs flow tracking and reassembly");
-      classes_ = uint16_t(cfg.class_orders.empty() ? 1 : cfg.class_orders.size());
-      d_class_order_ = static_cast<const uint16_t*>(tables_.place(class_order_.data(), class_order_.size() * 2));
-      schedule_ = cfg.schedule == BackendConfig::Schedule::on;  // automatic: off (see BackendConfig)
+      const std::vector<uint16_t>& order = plan_.class_order();
+      d_class_order_ = static_cast<const uint16_t*>(tables_.place(order.data(), order.size() * 2));
       size_t sched_temp = 0;
-      if (schedule_)
+      if (plan_.schedule())
         GASPP_CUDA_CHECK(cub::DeviceRadixSort::SortPairs(nullptr, sched_temp, static_cast<uint32_t*>(nullptr),
                                                          static_cast<uint32_t*>(nullptr), static_cast<uint32_t*>(nullptr),
                                                          static_cast<uint32_t*>(nullptr), int(cfg.batch_packets)));
@@ -175,7 +163,7 @@ class CudaBackend final : public Backend {
           s.pkt_counts.allocate(cfg.batch_packets);
           s.batch.h_pkt_counts = s.pkt_counts.get();
         }
-        if (schedule_) {
+        if (plan_.schedule()) {
           s.d_sched_keys.allocate(2 * size_t(cfg.batch_packets));
           s.d_sched_vals.allocate(2 * size_t(cfg.batch_packets));
           s.d_sched_temp.allocate(sched_temp);
@@ -218,88 +206,8 @@ class CudaBackend final : public Backend {
   }
 
   void submit(int slot) override {
-    Slot& s = slots_[size_t(slot)];
-    PacketBatch& b = s.batch;
-    const TransferPath path = choose_transfer(b, cfg_, slice_, reg_, staging_bytes_);
-    const bool sliced = path == TransferPath::sliced, direct = path == TransferPath::direct;
-    uint64_t data_len;
-    const uint32_t* rec_off;
-    if (sliced) {
-      // Only heads are copied; the kernels read anything else through the mapping (see the top).
-      s.d_batch_data = reg_.alias_of(b.h_span);
-      data_len = b.span_len;
-      rec_off = b.h_rec_off;
-      ++sliced_;
-    } else if (direct) {
-      s.d_batch_data = s.d_data.get();
-      GASPP_CUDA_CHECK(cudaMemcpyAsync(s.d_data.get(), b.h_span, b.span_len, cudaMemcpyHostToDevice, s.stream));
-      data_len = b.span_len;
-      rec_off = b.h_rec_off;
-      ++direct_;
-    } else {
-      s.d_batch_data = s.d_data.get();
-      data_len = compact_records(b, s.h_staging.get(), s.h_rec_off_staged.get());
-      GASPP_CUDA_CHECK(cudaMemcpyAsync(s.d_data.get(), s.h_staging.get(), data_len, cudaMemcpyHostToDevice, s.stream));
-      rec_off = s.h_rec_off_staged.get();
-      ++compacted_;
-    }
-    b.compacted = !direct && !sliced;
-    // A sliced batch's offsets and gather go on the gather's stream (its own SMs, when partitioned);
-    // the slot's stream waits for them.
-    const cudaStream_t gs = sliced && s.gather_stream ? s.gather_stream : s.stream;
-    s.marks.begin();
-    mark(s, gs, "submitted");
-    GASPP_CUDA_CHECK(cudaMemcpyAsync(s.d_rec_off.get(), rec_off, sizeof(uint32_t) * b.count, cudaMemcpyHostToDevice, gs));
-    mark(s, gs, "offsets to device");
-    GASPP_CUDA_CHECK(cudaMemsetAsync(s.d_counters.get(), 0, sizeof(unsigned long long) * c_count_, s.stream));
-    h2d_ += (sliced ? 0 : data_len) + sizeof(uint32_t) * b.count;
-    if (b.count > 0) {
-      BatchView v{s.d_batch_data, data_len, s.d_rec_off.get(), b.count,       b.fmt,
-                  b.link,         b.source, s.dec.view(), s.d_verdict.get(), cfg_.validate_checksums, cfg_.flow.defrag};
-      if (sliced) {
-        launch_slice_gather(v, reg_.alias(), s.d_heads.get(), gather_blocks_cap_, gs);
-        mark(s, gs, "slice gather");
-      }
-      if (gs != s.stream) {
-        GASPP_CUDA_CHECK(cudaEventRecord(s.gathered, gs));
-        GASPP_CUDA_CHECK(cudaStreamWaitEvent(s.stream, s.gathered, 0));
-      }
-      launch_decode(v, sliced ? s.d_heads.get() : nullptr, s.d_counters.get(), blocks_cap_, s.stream);
-      mark(s, s.stream, "decode");
-    }
-    const StageArgs args = stage_args(s);
-    if (!cfg_.modules.empty()) {
-      *s.event_n.get() = 0;  // the slot's previous batch was finished (wait) before the slot was refilled
-      GASPP_CUDA_CHECK(cudaMemsetAsync(s.d_module_counts.get(), 0,
-                                       sizeof(unsigned long long) * cfg_.modules.size() * kModuleCounters, s.stream));
-    }
-    if (table_) flow_stage_async(s, s.dec.view(), s.d_batch_data, s.d_rec_off.get(), args);
-    else modules_async(s, args);
-    if (!cfg_.modules.empty()) {
-      GASPP_CUDA_CHECK(cudaMemcpyAsync(s.h_module_counts.get(), s.d_module_counts.get(),
-                                       sizeof(unsigned long long) * cfg_.modules.size() * kModuleCounters,
-                                       cudaMemcpyDeviceToHost, s.stream));
-      d2h_ += sizeof(unsigned long long) * cfg_.modules.size() * kModuleCounters;
-    }
-    GASPP_CUDA_CHECK(cudaMemcpyAsync(s.h_verdict.get(), s.d_verdict.get(), b.count, cudaMemcpyDeviceToHost, s.stream));
-    GASPP_CUDA_CHECK(cudaMemcpyAsync(s.h_counters.get(), s.d_counters.get(), sizeof(unsigned long long) * c_count_,
-                                     cudaMemcpyDeviceToHost, s.stream));
-    d2h_ += b.count + sizeof(unsigned long long) * c_count_;
-    mark(s, s.stream, "results to host");
-    if (b.want_decoded) {
-      b.decoded.resize(b.capacity);
-      s.dec.copy_to_host_async(b.decoded, b.count, s.stream);
-      d2h_ += uint64_t(decoded_bytes_per_packet()) * b.count;
-      if (table_) {
-        b.flow_slot.resize(b.count);
-        b.flow_flags.resize(b.count);
-        // Pageable destinations: these copies complete before the stream moves on.
-        GASPP_CUDA_CHECK(cudaMemcpyAsync(b.flow_slot.data(), s.d_flow_slot.get(), sizeof(uint32_t) * b.count,
-                                         cudaMemcpyDeviceToHost, s.stream));
-        GASPP_CUDA_CHECK(cudaMemcpyAsync(b.flow_flags.data(), s.d_flow_flags.get(), b.count, cudaMemcpyDeviceToHost, s.stream));
-        d2h_ += 5ull * b.count;
-      }
-    }
+    cur_ = &slots_[size_t(slot)];
+    plan_.run_batch(*this, cur_->batch.max_ts_ns);
   }
 
   void wait(int slot) override {
@@ -382,22 +290,9 @@ class CudaBackend final : public Backend {
   }
 
   std::vector<FlowRecordOut> flush_flows() override {
-    std::vector<FlowRecordOut> all;
-    if (!table_) return all;
+    if (!table_) return {};
     for (auto& s : slots_) GASPP_CUDA_CHECK(cudaStreamSynchronize(s.stream));
-    Slot& s = slots_[0];  // idle now: its record buffer and counters are free to use
-    const FlowTableRef t = table_->ref();
-    const FlowRecordSink out{s.records.device(), s.record_count.device(), record_capacity_};
-    for (;;) {
-      *s.record_count.get() = 0;
-      launch_flow_sweep(blocks_cap_, flush_stream_, t, 0, true, true, cfg_.flow.timeouts, out, s.d_counters.get());
-      GASPP_CUDA_CHECK(cudaStreamSynchronize(flush_stream_));
-      const uint32_t n = std::min(*s.record_count.get(), record_capacity_);
-      all.insert(all.end(), s.records.get(), s.records.get() + n);
-      if (n == 0 || table_->read_state().live == 0) break;
-    }
-    sort_flow_records(all);
-    return all;
+    return plan_.flush_flows(*this);
   }
 
   uint64_t batches_direct() const override { return direct_; }
@@ -455,6 +350,189 @@ class CudaBackend final : public Backend {
   void mark(Slot& s, cudaStream_t st, const char* name) { s.marks.mark(st, name); }
   std::vector<StageTime> stage_times_;
 
+  // The stages (core/stage_plan.hpp), queued on the stream of the slot in cur_.
+  void decode() override {
+    Slot& s = *cur_;
+    PacketBatch& b = s.batch;
+    // Only heads are copied when sliced; the kernels read anything else through the mapping.
+    const RecordsOnDevice r = send_records(b, cfg_, slice_, reg_, s.d_data.get(), staging_bytes_, s.h_staging.get(),
+                                           s.h_rec_off_staged.get(), s.stream);
+    const bool sliced = r.path == TransferPath::sliced, direct = r.path == TransferPath::direct;
+    (sliced ? sliced_ : direct ? direct_ : compacted_) += 1;
+    s.d_batch_data = r.data;
+    const uint64_t data_len = r.len;
+    const uint32_t* rec_off = r.rec_off;
+    b.compacted = !direct && !sliced;
+    // A sliced batch's offsets and gather go on the gather's stream (its own SMs, when partitioned);
+    // the slot's stream waits for them.
+    const cudaStream_t gs = sliced && s.gather_stream ? s.gather_stream : s.stream;
+    s.marks.begin();
+    mark(s, gs, "submitted");
+    GASPP_CUDA_CHECK(cudaMemcpyAsync(s.d_rec_off.get(), rec_off, sizeof(uint32_t) * b.count, cudaMemcpyHostToDevice, gs));
+    mark(s, gs, "offsets to device");
+    GASPP_CUDA_CHECK(cudaMemsetAsync(s.d_counters.get(), 0, sizeof(unsigned long long) * c_count_, s.stream));
+    h2d_ += (sliced ? 0 : data_len) + sizeof(uint32_t) * b.count;
+    if (b.count > 0) {
+      BatchView v{s.d_batch_data, data_len, s.d_rec_off.get(), b.count,       b.fmt,
+                  b.link,         b.source, s.dec.view(), s.d_verdict.get(), cfg_.validate_checksums, cfg_.flow.defrag};
+      if (sliced) {
+        launch_slice_gather(v, reg_.alias(), s.d_heads.get(), gather_blocks_cap_, gs);
+        mark(s, gs, "slice gather");
+      }
+      if (gs != s.stream) {
+        GASPP_CUDA_CHECK(cudaEventRecord(s.gathered, gs));
+        GASPP_CUDA_CHECK(cudaStreamWaitEvent(s.stream, s.gathered, 0));
+      }
+      launch_decode(v, sliced ? s.d_heads.get() : nullptr, s.d_counters.get(), blocks_cap_, s.stream);
+      mark(s, s.stream, "decode");
+    }
+    a_ = stage_args(s);
+    if (!cfg_.modules.empty()) {
+      *s.event_n.get() = 0;  // the slot's previous batch was finished (wait) before the slot was refilled
+      GASPP_CUDA_CHECK(cudaMemsetAsync(s.d_module_counts.get(), 0,
+                                       sizeof(unsigned long long) * cfg_.modules.size() * kModuleCounters, s.stream));
+    }
+  }
+
+  // Waits for the previous batch's flow stage (flow state sees batches in order), then lookup and
+  // retry.
+  void flow_lookup() override {
+    Slot& s = *cur_;
+    const FlowTableRef t = table_->ref();
+    prm_ = FlowTrackParams{cfg_.flow.timeouts, ++epoch_, cfg_.flow.midstream, cfg_.flow.vlan_in_key,
+                           cfg_.drop_invalid && cfg_.stream.urgent == UrgentPolicy::drop, cfg_.flow.defrag,
+                           s.pkt_counts.device()};
+    const uint32_t n = s.batch.count;
+    const uint32_t base = streams_ ? held_cap_ : 0;  // item number of packet 0
+    *s.record_count.get() = 0;  // the slot's previous batch was finished (wait) before the slot was refilled
+    if (flow_started_) GASPP_CUDA_CHECK(cudaStreamWaitEvent(s.stream, flow_done_, 0));
+    flow_started_ = true;
+    mark(s, s.stream, "wait for the previous flow stage");
+    if (n == 0) return;
+    const int blocks_n = grid_blocks(n, blocks_cap_, FlowPolicy::kThreads);
+    launch_flow_lookup(blocks_n, s.stream, t, a_.dec, n, prm_, s.d_flow_slot.get(), s.d_flow_flags.get(), d_keys_, d_vals_,
+                       base, d_failed_.get(), s.d_counters.get());
+    launch_flow_retry(blocks_n, s.stream, t, a_.dec, prm_, d_failed_.get(), s.d_flow_slot.get(), d_keys_, base,
+                      record_sink(s), cfg_.untracked_drop ? s.d_verdict.get() : nullptr, s.d_counters.get());
+  }
+
+  void flow_tick() override {
+    Slot& s = *cur_;
+    const FlowTableRef t = table_->ref();
+    launch_flow_tick(s.stream, t.state, t.capacity, cfg_.flow.emergency_enter_pct, cfg_.flow.emergency_recover_pct,
+                     s.d_counters.get());
+    mark(s, s.stream, "flow lookup");
+  }
+
+  void flow_walk() override {
+    Slot& s = *cur_;
+    s.streams_back = streams_ && s.batch.want_streams;
+    if (s.streams_back) ensure_stream_host_buffers(s);
+    const StreamRef sr = streams_ ? stream_ref(s, s.d_batch_data, s.d_rec_off.get(), s.streams_back) : StreamRef{};
+    stream_walk_async(s.stream, sr, a_.dec, s.batch.count, prm_, record_sink(s), s.d_flow_flags.get(), false,
+                      s.d_counters.get(), &s);
+    if (streams_) {
+      stream_finish_async(s.stream, s, sr, a_.dec);
+      sbuf_.flip();  // what this batch holds is what the next one reads
+    }
+  }
+
+  void module_stage(uint16_t st, uint16_t k) override {
+    Slot& s = *cur_;
+    if (a_.count == 0) return;
+    const ModuleInstance& m = *cfg_.modules[k];
+    a_.stage = st;
+    a_.first = st == 0;
+    a_.module = k;
+    a_.state_off = m.state_off;
+    launch_module_stage(m, a_, grid_blocks(a_.count, blocks_cap_, ModulePolicy::kThreads), s.stream,
+                        s.d_module_counts.get() + size_t(k) * kModuleCounters);
+    mark(s, s.stream, m.name());
+  }
+
+  void regroup(uint16_t next_st) override {
+    Slot& s = *cur_;
+    if (a_.count == 0) return;
+    uint32_t* keys = s.d_sched_keys.get();
+    uint32_t* idx = s.d_sched_vals.get();
+    launch_schedule_keys(grid_blocks(a_.count, blocks_cap_, ModulePolicy::kThreads), s.stream, a_, next_st, keys, idx);
+    size_t temp = s.d_sched_temp.bytes();
+    GASPP_CUDA_CHECK(cub::DeviceRadixSort::SortPairs(s.d_sched_temp.get(), temp, keys, keys + cfg_.batch_packets, idx,
+                                                     idx + cfg_.batch_packets, int(a_.count), 0,
+                                                     plan_.classes() > 1 ? 32 : 24, s.stream));
+    a_.order = idx + cfg_.batch_packets;
+    mark(s, s.stream, "schedule");
+  }
+
+  // Over the sorted runs the flow walk used, still in d_keys_sorted_ / d_vals_sorted_.
+  void verdict_walk() override {
+    Slot& s = *cur_;
+    if (a_.count == 0) return;
+    const uint32_t base = streams_ ? held_cap_ : 0;
+    const uint32_t items = base + a_.count;
+    launch_verdict_walk(walk_blocks(items), s.stream, table_->ref(), d_keys_sorted_, d_vals_sorted_, items, d_run_heads_,
+                        d_run_n_, base, s.d_flow_flags.get(), s.d_verdict.get(), cfg_.drop_invalid, a_.dec.cap_len,
+                        s.pkt_counts.device(), s.d_counters.get());
+    mark(s, s.stream, "verdict walk");
+  }
+
+  // Queued every batch: the kernel sweeps when due or when the table is in emergency (which only the
+  // device knows). Ends the flow stage the next batch's waits for.
+  void sweep(uint64_t now, bool due) override {
+    Slot& s = *cur_;
+    launch_flow_sweep(blocks_cap_, s.stream, table_->ref(), now, due, false, cfg_.flow.timeouts, record_sink(s),
+                      s.d_counters.get());
+    mark(s, s.stream, "flow sweep");
+    GASPP_CUDA_CHECK(cudaEventRecord(flow_done_, s.stream));
+  }
+
+  void results() override {
+    Slot& s = *cur_;
+    PacketBatch& b = s.batch;
+    if (!cfg_.modules.empty()) {
+      GASPP_CUDA_CHECK(cudaMemcpyAsync(s.h_module_counts.get(), s.d_module_counts.get(),
+                                       sizeof(unsigned long long) * cfg_.modules.size() * kModuleCounters,
+                                       cudaMemcpyDeviceToHost, s.stream));
+      d2h_ += sizeof(unsigned long long) * cfg_.modules.size() * kModuleCounters;
+    }
+    GASPP_CUDA_CHECK(cudaMemcpyAsync(s.h_verdict.get(), s.d_verdict.get(), b.count, cudaMemcpyDeviceToHost, s.stream));
+    GASPP_CUDA_CHECK(cudaMemcpyAsync(s.h_counters.get(), s.d_counters.get(), sizeof(unsigned long long) * c_count_,
+                                     cudaMemcpyDeviceToHost, s.stream));
+    d2h_ += b.count + sizeof(unsigned long long) * c_count_;
+    mark(s, s.stream, "results to host");
+    if (b.want_decoded) {
+      b.decoded.resize(b.capacity);
+      s.dec.copy_to_host_async(b.decoded, b.count, s.stream);
+      d2h_ += uint64_t(decoded_bytes_per_packet()) * b.count;
+      if (table_) {
+        b.flow_slot.resize(b.count);
+        b.flow_flags.resize(b.count);
+        // Pageable destinations: these copies complete before the stream moves on.
+        GASPP_CUDA_CHECK(cudaMemcpyAsync(b.flow_slot.data(), s.d_flow_slot.get(), sizeof(uint32_t) * b.count,
+                                         cudaMemcpyDeviceToHost, s.stream));
+        GASPP_CUDA_CHECK(cudaMemcpyAsync(b.flow_flags.data(), s.d_flow_flags.get(), b.count, cudaMemcpyDeviceToHost, s.stream));
+        d2h_ += 5ull * b.count;
+      }
+    }
+  }
+
+  // Uses slot 0's record buffer and counters (flush_flows waited for every slot).
+  uint32_t shutdown_sweep(std::vector<FlowRecordOut>& into, bool& flows_left) override {
+    Slot& s = slots_[0];
+    *s.record_count.get() = 0;
+    launch_flow_sweep(blocks_cap_, flush_stream_, table_->ref(), 0, true, true, cfg_.flow.timeouts, record_sink(s),
+                      s.d_counters.get());
+    GASPP_CUDA_CHECK(cudaStreamSynchronize(flush_stream_));
+    const uint32_t n = std::min(*s.record_count.get(), record_capacity_);
+    into.insert(into.end(), s.records.get(), s.records.get() + n);
+    flows_left = table_->read_state().live != 0;
+    return n;
+  }
+
+  FlowRecordSink record_sink(Slot& s) const {
+    return FlowRecordSink{s.records.device(), s.record_count.device(), record_capacity_};
+  }
+
   StageArgs stage_args(Slot& s) {
     StageArgs a{};
     a.data = s.d_batch_data;
@@ -469,49 +547,10 @@ class CudaBackend final : public Backend {
     if (table_) a.table = table_->ref();
     a.events = EventSinkRef{s.events.device(), s.event_n.device(), event_cap_};
     a.has_flows = table_ != nullptr;
-    return a;
-  }
-
-  // Queues the module stages and, with flow tracking, the verdict walk (over the sorted runs the
-  // flow walk used, still in d_keys_sorted_ / d_vals_sorted_: call right after the walk).
-  void modules_async(Slot& s, StageArgs a) {
-    if (cfg_.modules.empty() || a.count == 0) return;
-    const int blocks = grid_blocks(a.count, blocks_cap_, ModulePolicy::kThreads);
     a.class_order = d_class_order_;
-    a.classes = classes_;
+    a.classes = plan_.classes();
     a.modules = uint16_t(cfg_.modules.size());
-    const uint32_t n = a.count;
-    for (uint16_t st = 0; st < a.modules; ++st) {
-      a.stage = st;
-      a.first = st == 0;
-      for (uint16_t k = 0; k < a.modules; ++k) {  // each module some class runs at this stage
-        if (!stage_runs_module(class_order_, classes_, st, k)) continue;
-        const ModuleInstance& m = *cfg_.modules[k];
-        a.module = k;
-        a.state_off = m.state_off;
-        launch_module_stage(m, a, blocks, s.stream, s.d_module_counts.get() + size_t(k) * kModuleCounters);
-        mark(s, s.stream, m.name());
-      }
-      if (schedule_ && st + 1 < a.modules && regroup_after_stage(cfg_.modules, class_order_, classes_, st)) {
-        uint32_t* keys = s.d_sched_keys.get();
-        uint32_t* idx = s.d_sched_vals.get();
-        launch_schedule_keys(blocks, s.stream, a, uint16_t(st + 1), keys, idx);
-        size_t temp = s.d_sched_temp.bytes();
-        GASPP_CUDA_CHECK(cub::DeviceRadixSort::SortPairs(s.d_sched_temp.get(), temp, keys, keys + cfg_.batch_packets, idx,
-                                                         idx + cfg_.batch_packets, int(n), 0, classes_ > 1 ? 32 : 24,
-                                                         s.stream));
-        a.order = idx + cfg_.batch_packets;
-        mark(s, s.stream, "schedule");
-      }
-    }
-    if (table_) {
-      const uint32_t base = streams_ ? held_cap_ : 0;
-      const uint32_t items = base + a.count;
-      launch_verdict_walk(walk_blocks(items), s.stream, table_->ref(), d_keys_sorted_, d_vals_sorted_, items, d_run_heads_,
-                          d_run_n_, base, s.d_flow_flags.get(), s.d_verdict.get(), cfg_.drop_invalid, a.dec.cap_len,
-                          s.pkt_counts.device(), s.d_counters.get());
-      mark(s, s.stream, "verdict walk");
-    }
+    return a;
   }
 
   void ensure_stream_host_buffers(Slot& s) {
@@ -583,50 +622,10 @@ class CudaBackend final : public Backend {
     sort_stream_chunks(chunks);
   }
 
-  // Queues the flow stage of slot s (see the header comment).
-  void flow_stage_async(Slot& s, const DecodedView& dec, const uint8_t* d_data, const uint32_t* d_rec_off,
-                        const StageArgs& args) {
-    PacketBatch& b = s.batch;
-    const FlowTableRef t = table_->ref();
-    const FlowTrackParams prm{cfg_.flow.timeouts, ++epoch_, cfg_.flow.midstream, cfg_.flow.vlan_in_key,
-                              cfg_.drop_invalid && cfg_.stream.urgent == UrgentPolicy::drop, cfg_.flow.defrag,
-                              s.pkt_counts.device()};
-    const uint32_t n = b.count;
-    const uint32_t base = streams_ ? held_cap_ : 0;  // item number of packet 0
-    *s.record_count.get() = 0;  // the slot's previous batch was finished (wait) before the slot was refilled
-    const FlowRecordSink out{s.records.device(), s.record_count.device(), record_capacity_};
-    if (flow_started_) GASPP_CUDA_CHECK(cudaStreamWaitEvent(s.stream, flow_done_, 0));
-    flow_started_ = true;
-    mark(s, s.stream, "wait for the previous flow stage");
-    const int blocks_n = grid_blocks(n, blocks_cap_, FlowPolicy::kThreads);
-    if (n > 0) {
-      launch_flow_lookup(blocks_n, s.stream, t, dec, n, prm, s.d_flow_slot.get(), s.d_flow_flags.get(), d_keys_, d_vals_,
-                         base, d_failed_.get(), s.d_counters.get());
-      launch_flow_retry(blocks_n, s.stream, t, dec, prm, d_failed_.get(), s.d_flow_slot.get(), d_keys_, base, out,
-                        cfg_.untracked_drop ? s.d_verdict.get() : nullptr, s.d_counters.get());
-    }
-    launch_flow_tick(s.stream, t.state, t.capacity, cfg_.flow.emergency_enter_pct, cfg_.flow.emergency_recover_pct,
-                     s.d_counters.get());
-    mark(s, s.stream, "flow lookup");
-    s.streams_back = streams_ && b.want_streams;
-    if (s.streams_back) ensure_stream_host_buffers(s);
-    const StreamRef sr = streams_ ? stream_ref(s, d_data, d_rec_off, s.streams_back) : StreamRef{};
-    stream_walk_async(s.stream, sr, dec, n, prm, out, s.d_flow_flags.get(), false, s.d_counters.get(), &s);
-    if (streams_) {
-      stream_finish_async(s.stream, s, sr, dec);
-      sbuf_.flip();  // what this batch holds is what the next one reads
-    }
-    modules_async(s, args);  // before the sweep: records leaving the table carry the flow's decision
-    const bool due = b.max_ts_ns >= next_sweep_ns_;
-    if (due) next_sweep_ns_ = b.max_ts_ns + cfg_.flow.sweep_interval_ns;
-    launch_flow_sweep(blocks_cap_, s.stream, t, b.max_ts_ns, due, false, cfg_.flow.timeouts, out, s.d_counters.get());
-    mark(s, s.stream, "flow sweep");
-    GASPP_CUDA_CHECK(cudaEventRecord(flow_done_, s.stream));
-  }
-  static constexpr uint32_t kSweepRecords = 65536;
   // Declared before what it outlives: the green contexts (part_) before the slots' streams made in
   // them, every owner before the slots whose streams last used it.
   BackendConfig cfg_;
+  StagePlan plan_;
   int device_ = 0;
   cudaDeviceProp prop_{};
   bool slice_ = false;
@@ -639,10 +638,7 @@ class CudaBackend final : public Backend {
   DeviceTables tables_;                   // module tables
   uint32_t event_cap_ = 0;
   StreamHooks hooks_{};                   // modules with on_stream (views in device memory)
-  std::vector<uint16_t> class_order_;     // classes x stages (host copy)
   const uint16_t* d_class_order_ = nullptr;
-  uint16_t classes_ = 1;
-  bool schedule_ = false;
   // One allocation (d_sort_): keys, values, sorted keys, sorted values, the first item of each run
   // of the sorted keys (launch_run_heads) and how many runs there are.
   DeviceBuffer<uint32_t> d_sort_;
@@ -656,7 +652,10 @@ class CudaBackend final : public Backend {
   DeviceBuffer<uint8_t> d_sort_temp_;
   uint32_t record_capacity_ = 0;
   uint32_t epoch_ = 0;
-  uint64_t next_sweep_ns_ = 0;
+  // The batch being queued (submit) and what its stages share.
+  Slot* cur_ = nullptr;
+  StageArgs a_{};
+  FlowTrackParams prm_{};
   bool flow_started_ = false;
   CudaEvent flow_done_;
   CudaStream flush_stream_;

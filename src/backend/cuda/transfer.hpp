@@ -17,6 +17,7 @@
 #include <cstring>
 
 #include "backend/backend.hpp"
+#include "backend/cuda/cuda_check.hpp"
 #include "backend/cuda/decode_kernels.cuh"
 
 namespace gaspp {
@@ -100,6 +101,30 @@ inline uint64_t compact_records(const PacketBatch& b, uint8_t* staging, uint32_t
     o += (n + 15) & ~uint64_t(15);
   }
   return o;
+}
+
+// Where a batch's records are for the kernels once send_records() has queued them.
+struct RecordsOnDevice {
+  TransferPath path;
+  const uint8_t* data;     // the device buffer, or the region's alias (sliced)
+  uint64_t len;            // bytes valid at data
+  const uint32_t* rec_off; // host offsets to copy to the device: the batch's, or the packed ones
+};
+
+// Queues batch b's records to d_data on stream st by the path choose_transfer() picks (sliced: no
+// copy); compacting packs them into h_staging and writes their offsets to h_offsets.
+inline RecordsOnDevice send_records(const PacketBatch& b, const BackendConfig& cfg, bool slice,
+                                    const HostRegistration& reg, uint8_t* d_data, uint64_t staging_bytes,
+                                    uint8_t* h_staging, uint32_t* h_offsets, cudaStream_t st) {
+  const TransferPath path = choose_transfer(b, cfg, slice, reg, staging_bytes);
+  if (path == TransferPath::sliced) return {path, reg.alias_of(b.h_span), b.span_len, b.h_rec_off};
+  if (path == TransferPath::direct) {
+    GASPP_CUDA_CHECK(cudaMemcpyAsync(d_data, b.h_span, b.span_len, cudaMemcpyHostToDevice, st));
+    return {path, d_data, b.span_len, b.h_rec_off};
+  }
+  const uint64_t len = compact_records(b, h_staging, h_offsets);
+  GASPP_CUDA_CHECK(cudaMemcpyAsync(d_data, h_staging, len, cudaMemcpyHostToDevice, st));
+  return {path, d_data, len, h_offsets};
 }
 
 }  // namespace gaspp
