@@ -29,7 +29,7 @@
 
 #include "backend/backend.hpp"
 #include "capture/capture_file.hpp"
-#include "capture/generator.hpp"
+#include "tools/gen/generator.hpp"
 #include "bench_pipeline.hpp"
 #include "bench_util.hpp"
 

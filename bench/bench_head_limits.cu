@@ -40,7 +40,7 @@
 #include <thread>
 
 #include "bench_pipeline.hpp"
-#include "capture/generator.hpp"
+#include "tools/gen/generator.hpp"
 #include "core/thread_pool.hpp"
 
 using namespace gaspp;

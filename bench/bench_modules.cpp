@@ -23,7 +23,7 @@
 
 #include "bench_pipeline.hpp"
 #include "bench_util.hpp"
-#include "capture/generator.hpp"
+#include "tools/gen/generator.hpp"
 #include "core/modules.hpp"
 
 using namespace gaspp;

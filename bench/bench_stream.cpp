@@ -22,7 +22,7 @@
 
 #include "bench_pipeline.hpp"
 #include "bench_util.hpp"
-#include "capture/generator.hpp"
+#include "tools/gen/generator.hpp"
 
 using namespace gaspp;
 using namespace gaspp::bench;

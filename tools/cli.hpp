@@ -9,7 +9,7 @@ namespace gaspp {
 // and returns 1; after --help, prints the help on stdout and returns 0.
 int cli_error(const CLI::App& app, const CLI::ParseError& e, const char* who);
 
-// `gaspp gen -o FILE [options]`: writes a synthetic capture (capture/generator.hpp); argv[1] is
+// `gaspp gen -o FILE [options]`: writes a synthetic capture (tools/gen/generator.hpp); argv[1] is
 // "gen". Returns the exit status.
 int cmd_gen(int argc, char** argv);
 

@@ -34,7 +34,7 @@
 
 #include "backend/backend.hpp"
 #include "capture/capture_file.hpp"
-#include "capture/generator.hpp"
+#include "tools/gen/generator.hpp"
 #include "core/config.hpp"
 #include "pipeline/pipeline.hpp"
 #include "output/decode_rows.hpp"

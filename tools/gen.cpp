@@ -2,7 +2,7 @@
 #include <cstdio>
 #include <string>
 
-#include "capture/generator.hpp"
+#include "tools/gen/generator.hpp"
 #include "tools/cli.hpp"
 
 namespace gaspp {
@@ -20,7 +20,7 @@ int cmd_gen(int argc, char** argv) {
   GenConfig g;
   std::string out, mode;
   uint32_t size = 0;
-  CLI::App app{"Writes a synthetic capture (docs/usage.md, capture/generator.hpp).", "gaspp gen"};
+  CLI::App app{"Writes a synthetic capture (docs/usage.md, tools/gen/generator.hpp).", "gaspp gen"};
   app.add_option("-o", out, "the capture to write")->required()->type_name("FILE");
   app.add_option("--mode", mode, "fixed, mix or http")->check(CLI::IsMember({"fixed", "mix", "http"}));
   app.add_option("--size", size, "frame size of fixed mode (implies --mode fixed)")->check(CLI::Range(60, 1514));

@@ -7,7 +7,7 @@
 #include <set>
 #include <thread>
 
-#include "capture/generator.hpp"
+#include "tools/gen/generator.hpp"
 #include "pipeline/pipeline.hpp"
 #include "flow/flow_track.hpp"
 #include "output/eve.hpp"

@@ -1,7 +1,7 @@
 // tests/unit/test_generator.cpp — synthetic traffic generator: determinism, sizes, protocol
 // validity (checked with a parser and checksum routine written independently here), HTTP
 // connection shape, shares, planting, impairments, pcap output and speed.
-#include "capture/generator.hpp"
+#include "tools/gen/generator.hpp"
 
 #include <gtest/gtest.h>
 

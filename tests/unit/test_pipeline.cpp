@@ -17,7 +17,7 @@
 #include <sstream>
 #include <string>
 
-#include "capture/generator.hpp"
+#include "tools/gen/generator.hpp"
 #include "pipeline/pipeline.hpp"
 #include "output/decode_rows.hpp"
 #include "test_support.hpp"

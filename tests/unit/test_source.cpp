@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "capture/generator.hpp"
+#include "tools/gen/generator.hpp"
 #include "output/decode_rows.hpp"
 #include "pipeline/pipeline.hpp"
 #include "test_support.hpp"

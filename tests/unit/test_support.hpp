@@ -13,7 +13,7 @@
 
 #include "backend/backend.hpp"
 #include "capture/capture_file.hpp"
-#include "capture/generator.hpp"
+#include "tools/gen/generator.hpp"
 
 namespace gaspp::test {
 

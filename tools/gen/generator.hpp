@@ -1,4 +1,4 @@
-// capture/generator.hpp — deterministic synthetic traffic generator.
+// tools/gen/generator.hpp — deterministic synthetic traffic generator (`gaspp gen`, tests, benchmarks).
 //
 // generate() produces a stream of well-formed Ethernet frames (no FCS) and hands each one to a
 // callback; generate_pcap() writes the same stream to a classic nanosecond pcap file. The output
