@@ -8,7 +8,7 @@
 //         [--ooo-segments N] [--ooo-bytes B] [--flow-ooo-segments N] [--flow-ooo-bytes B]
 //         [--rules FILE]... [--firewall-rules FILE]... [--eve-drops] [--address-var NAME=VALUE] [--port-var NAME=VALUE]
 //         [--module NAME[:KEY=VALUE,...]]... [-w FILE] [--dump-packets FILE]
-//         [--class-order I,J,...]... [--schedule on|off|auto] [--slice on|off|auto] [--gather-sms N] [--stage-times] [-c CONFIG.yaml]
+//         [--class-order I,J,...]... [--schedule on|off|auto] [--slice on|off|auto] [--gather-sms N] [--cuda-device N] [--stage-times] [-c CONFIG.yaml]
 //   gaspp gen -o out.pcap [--mode fixed|mix|http] [--size N] [--packets N] [--flows N] [--seed S]
 //         [--reorder R] [--duplicate R] [--loss R] [--ipv6 R] [--vlan R] [--plant STR --plant-rate R]
 //
@@ -205,6 +205,7 @@ int main(int argc, char** argv) {
         bc.slice = *fc.slice == "on" ? BackendConfig::Slice::on
                    : *fc.slice == "off" ? BackendConfig::Slice::off : BackendConfig::Slice::automatic;
       if (fc.gather_sms) bc.gather_sms = *fc.gather_sms;
+      if (fc.cuda_device) bc.device = *fc.cuda_device;
       if (fc.flow_timeouts) bc.flow.timeouts = *fc.flow_timeouts;
       if (fc.urgent) bc.stream.urgent = *fc.urgent;
       if (fc.defrag) {
@@ -457,6 +458,14 @@ int main(int argc, char** argv) {
         const long n = std::strtol(v.c_str(), &end, 10);
         if (v.empty() || *end || n < -1 || n > 4096) return fail("--gather-sms: -1, 0 or a number of SMs, not '" + v + "'");
         bc.gather_sms = int(n);
+        return true;
+      });
+  opt("--cuda-device", "N", "CUDA: the device to run on, by ordinal (0: the first; nvidia-smi lists them)", kMods,
+      [&](const std::string& v) {
+        char* end = nullptr;
+        const long n = std::strtol(v.c_str(), &end, 10);
+        if (v.empty() || *end || n < 0 || n > 1023) return fail("--cuda-device: a device ordinal, not '" + v + "'");
+        bc.device = int(n);
         return true;
       });
   flag("--stage-times",

@@ -53,8 +53,8 @@
 #include <type_traits>
 #include <vector>
 
-#include "decode/fields.hpp"
-#include "flow/flow_table.hpp"
+#include "gaspp/fields.hpp"
+#include "gaspp/flow.hpp"
 #include "gaspp/hd.hpp"
 
 namespace gaspp {

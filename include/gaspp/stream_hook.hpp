@@ -22,7 +22,7 @@
 
 #include "gaspp/hd.hpp"
 #include "gaspp/module.hpp"
-#include "stream/stream.hpp"
+#include "gaspp/stream_chunk.hpp"
 
 namespace gaspp {
 

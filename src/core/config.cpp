@@ -268,6 +268,8 @@ FileConfig read_config(const std::string& path, const YAML::Node& root) {
     } else if (key == "gather_sms") {
       const std::string t = scalar(path, v, key);
       c.gather_sms = t == "-1" ? -1 : int(number(path, v, key, 4096));
+    } else if (key == "cuda_device") {
+      c.cuda_device = int(number(path, v, key, 1023));
     } else if (key == "vars") {
       if (!v.IsMap()) fail(path, v, "vars: expected address-groups and port-groups");
       for (const auto& g : v) {
@@ -311,7 +313,7 @@ FileConfig read_config(const std::string& path, const YAML::Node& root) {
     } else if (is_suricata_section(key)) {
       c.ignored.push_back(key);
     } else {
-      fail(path, kv.first, "unknown setting '" + key + "' (backend, batch, threads, schedule, slice, gather_sms, vars, modules, classes, flow-timeouts, or a suricata.yaml section)");
+      fail(path, kv.first, "unknown setting '" + key + "' (backend, batch, threads, schedule, slice, gather_sms, cuda_device, vars, modules, classes, flow-timeouts, or a suricata.yaml section)");
     }
   }
   return c;

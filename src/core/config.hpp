@@ -9,6 +9,7 @@
 //   schedule: auto               # on | off | auto: regroup packets between module stages
 //   slice: auto                  # on | off | auto: header-only slicing on CUDA (docs/usage.md)
 //   gather_sms: 0                # CUDA slicing: SMs of the gather's own (0: smallest; -1: none)
+//   cuda_device: 0               # CUDA: the device to run on (its ordinal)
 //   vars:                        # Suricata's names; given to the firewall
 //     address-groups:
 //       HOME_NET: "[10.0.0.0/8,192.168.0.0/16]"
@@ -61,6 +62,7 @@ struct FileConfig {
   std::optional<std::string> schedule;
   std::optional<std::string> slice;
   std::optional<int> gather_sms;
+  std::optional<int> cuda_device;
   std::vector<std::pair<std::string, ModuleOptions>> modules;
   std::vector<std::vector<uint16_t>> classes;
   ModuleOptions vars;                          // "address.NAME" / "port.NAME": given to every firewall

@@ -62,6 +62,9 @@ struct BackendConfig {
   // CUDA: time every stage of every batch with events on its streams (Backend::stage_times); a
   // diagnostic for finding where a batch's time goes, it costs a few microseconds a batch.
   bool stage_times = false;
+  // CUDA: the device this backend runs on (its ordinal). A backend is bound to one device for its
+  // life; several devices are several backends (docs/architecture.md, "Several devices").
+  int device = 0;
 };
 
 // Whether a batch's payload is read by nobody: no module declares kLayerPayload or kLayerStream

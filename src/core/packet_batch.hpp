@@ -17,7 +17,7 @@
 #include "decode/counters.hpp"
 #include "decode/checksum.hpp"
 #include "decode/decoder.hpp"
-#include "decode/fields.hpp"
+#include "gaspp/fields.hpp"
 #include "flow/flow_record.hpp"
 #include "gaspp/module.hpp"
 #include "stream/stream.hpp"

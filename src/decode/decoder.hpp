@@ -24,7 +24,7 @@
 //   decode_frame(frame, caplen, LinkType::ethernet, p);
 //   if (p.l4 == uint8_t(L4::tcp)) use(p.tcp_seq[0], p.payload_len[0]);
 #pragma once
-#include "decode/fields.hpp"
+#include "gaspp/fields.hpp"
 
 namespace gaspp {
 

@@ -1,4 +1,4 @@
-#include "decode/fields.hpp"
+#include "gaspp/fields.hpp"
 
 namespace gaspp {
 

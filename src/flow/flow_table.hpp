@@ -31,61 +31,14 @@
 #include <cstdint>
 #include <type_traits>
 
-#include "decode/fields.hpp"
 #include "flow/flow_record.hpp"
+#include "gaspp/fields.hpp"
+#include "gaspp/flow.hpp"
 
 namespace gaspp {
 
-constexpr uint32_t kFlowBucketSlots = 32;
-constexpr uint32_t kNoFlow = 0xffffffffu;
-
-// Per-packet result of tracking, for later stages (modules read it through Packet).
-enum FlowPacketFlags : uint8_t {
-  kPktToClient = 1,   // sent by the server side
-  kPktFlowStart = 2,  // first packet of its flow
-  kPktFromLo = 4,     // sent by key endpoint 0 (set by the lookup, which builds the key; the walk reads it)
-  kPktTcpIgnored = 8, // TCP segment ignored (invalid, or its flow was dropped by a stream hook): no
-                      // state, no stream data
-  kPktTcpInvalid = 16,// TCP segment invalid for its session (timestamp, window, ACK, handshake
-                      // sequence, -k all checksum, urgent policy drop or the out-of-band limit's
-                      // drop); in IPS mode the verdict walk drops it (reason stream_error, or
-                      // stream_urgent for URG segments under an urgent drop policy)
-  kPktEstablished = 32,  // Suricata's FLOW_PKT_ESTABLISHED (flow:established): TCP, the session
-                         // had completed its handshake before this segment (a session closed by
-                         // a FIN or RST counts); other protocols, both directions seen, this
-                         // packet included
-  kPktClosing = 64,   // TCP session closing after this segment: a FIN sent and the session not
-                      // yet closed (Suricata's fin_wait1 to closing states; tcp.session:closing)
-  kPktDirFirst = 128, // first packet of its direction in its flow (firewall hook flow_start)
-};
-
 enum : uint32_t { kTagEmpty = 0, kTagBusy = 1 };  // otherwise: (hash & ~3) | 2
 GASPP_HD GASPP_FORCEINLINE uint32_t flow_tag(uint32_t hash) { return (hash & ~3u) | 2u; }
-
-// Table-wide gauges kept on the device (or in host memory for the CPU backend).
-struct FlowTableState {
-  uint32_t live;       // flows in the table
-  uint32_t emergency;  // 1 while emergency timeouts apply
-  uint32_t peak_live;
-  uint32_t failed;     // packets that found no room in the current batch's lookup
-};
-
-struct FlowTableRef {
-  uint32_t* tags;           // slots
-  FlowRecord* recs;         // slots
-  uint32_t* bucket_locks;   // buckets
-  uint8_t* module_state;    // slots * module_state_bytes
-  FlowTableState* state;
-  uint32_t buckets;
-  uint32_t capacity;        // most flows held at once
-  uint32_t module_state_bytes;
-
-  GASPP_HD uint32_t slots() const { return buckets * kFlowBucketSlots; }
-  GASPP_HD uint8_t* module_slice(uint32_t slot, uint32_t offset) const {
-    return module_state + uint64_t(slot) * module_state_bytes + offset;
-  }
-};
-static_assert(std::is_trivially_copyable_v<FlowTableRef>, "FlowTableRef is passed to kernels by value");
 
 // The flow fields of one decoded packet, and whether it has a flow at all.
 enum class FlowSkip : uint8_t { none = 0, not_ip, malformed, fragment };

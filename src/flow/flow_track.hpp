@@ -327,7 +327,7 @@ GASPP_HD inline bool tcp_update(FlowRecord& r, int sender, const TrackedPacket& 
   const bool scaled = S.wscale != kNoWscale && O.wscale != kNoWscale;
   S.win = uint32_t(p.win) << (scaled ? (S.wscale > 14 ? 14 : S.wscale) : 0);
   if (has_ack) {
-    // The acknowledgement moves the other direction's furthest point (stream/stream_state.hpp:
+    // The acknowledgement moves the other direction's furthest point (gaspp/stream_state.hpp:
     // what its receiver has, the capture may have missed), but only within the window the
     // receiver had advertised before this segment: an ACK past it is Suricata's invalid "ACK
     // after next_win" and could be forged to misplace the other direction's data.

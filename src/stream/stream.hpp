@@ -43,6 +43,7 @@
 #include "decode/decoder.hpp"
 #include "flow/flow_record.hpp"
 #include "gaspp/module.hpp"
+#include "gaspp/stream_chunk.hpp"
 
 namespace gaspp {
 
@@ -63,29 +64,6 @@ struct StreamConfig {
   UrgentPolicy urgent_oob_limit = UrgentPolicy::inline_;  // inline, gap or drop
 };
 const char* urgent_policy_name(UrgentPolicy p);  // "inline", "oob", "gap", "drop"
-
-enum StreamChunkFlags : uint8_t {
-  kChunkClientLo = 1,   // key endpoint 0 is the client (as FlowRecord::client_lo)
-  kChunkEnd = 2,        // the direction ended here (zero-length chunk)
-  kChunkConflict = 4,   // overlap with different data at [off, off+len); no bytes
-};
-
-// One piece of in-order data of one direction (see the header comment).
-struct StreamChunk {
-  FlowKey key;
-  uint64_t flow_id;
-  uint64_t off;       // stream offset of the first byte
-  uint64_t gap;       // bytes skipped right before this chunk
-  uint32_t data;      // where its bytes are in the batch's stream byte buffer (when gathered)
-  uint32_t len;
-  uint32_t src;       // where the bytes come from: a sorted item (see StreamRef::item_*)
-  uint32_t src_off;   // offset into that item's payload
-  uint8_t dir;        // 0 client → server, 1 server → client
-  uint8_t flags;      // StreamChunkFlags
-  uint8_t pad_[6] = {};
-};
-static_assert(sizeof(StreamChunk) == 96, "StreamChunk layout");
-static_assert(std::is_trivially_copyable_v<StreamChunk>, "chunks are copied between host and device");
 
 // A segment waiting beyond a hole: one entry of the out-of-order buffer, carried to the next batch
 // with a copy of its bytes in the buffer's byte pool.

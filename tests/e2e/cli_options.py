@@ -79,6 +79,10 @@ def main():
             ("threads bound", ["-r", CAPTURE, "--threads", "100000"], 1, "--threads must be 0..1024", None),
             ("bad choice", ["-r", CAPTURE, "--overlap", "middle"], 1, "--overlap: first or last", None),
             ("no input", ["-q"], 1, "-r FILE", None),
+            ("bad device ordinal", ["-r", CAPTURE, "--cuda-device", "-1"], 1, "--cuda-device", None),
+            # The CPU backend runs wherever a CUDA device is asked for: the choice is CUDA's alone.
+            ("device ordinal on cpu", ["-r", CAPTURE, "-q", "--backend", "cpu", "--cuda-device", "3"], 0, "",
+             lambda s: s["packets"] == packets),
             ("rules in order", ["-r", CAPTURE, "-q", "-s", rules_a, "-s", rules_b], 0, "",
              lambda s: s["modules"]["modules"][0]["rules"] == 3),
             ("-S drops earlier rule files", ["-r", CAPTURE, "-q", "-s", rules_a, "-S", rules_b], 0, "",

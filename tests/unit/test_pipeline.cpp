@@ -649,3 +649,20 @@ TEST(Pipeline, SlicedDecodeEqualsWholeRecords) {
               "(%u-byte heads) and %llu (48-byte heads)\n",
               caps.size(), (unsigned long long)packets, (unsigned long long)whole_full, kSliceHeadBytes, (unsigned long long)whole48);
 }
+
+// A CUDA backend is bound to the device its configuration names (BackendConfig::device): it says
+// which in its description, and a device that does not exist is refused with the count found.
+TEST(Pipeline, CudaBackendIsBoundToItsDevice) {
+  if (test::backend_under_test() != "cuda") GTEST_SKIP() << "a CUDA device binding (GASPP_TEST_BACKEND=cuda)";
+  BackendConfig bc;
+  bc.flow.capacity = 1u << 12;
+  bc.device = 0;
+  EXPECT_NE(make_cuda_backend(bc)->describe().find("device 0:"), std::string::npos);
+  bc.device = 1000;
+  try {
+    make_cuda_backend(bc);
+    ADD_FAILURE() << "device 1000 accepted";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("cuda device 1000 does not exist"), std::string::npos) << e.what();
+  }
+}

@@ -57,8 +57,13 @@ namespace {
 
 class CudaBackend final : public Backend, private StageExecutor {
  public:
-  explicit CudaBackend(const BackendConfig& cfg) : cfg_(cfg), plan_(cfg) {
-    GASPP_CUDA_CHECK(cudaGetDevice(&device_));
+  explicit CudaBackend(const BackendConfig& cfg) : cfg_(cfg), plan_(cfg), device_(cfg.device) {
+    int devices = 0;
+    GASPP_CUDA_CHECK(cudaGetDeviceCount(&devices));
+    if (device_ < 0 || device_ >= devices)
+      throw std::invalid_argument("cuda device " + std::to_string(device_) + " does not exist (" +
+                                  std::to_string(devices) + " found)");
+    const DeviceScope on(device_);
     GASPP_CUDA_CHECK(cudaGetDeviceProperties(&prop_, device_));
     slice_ = slicing_applies(cfg);
     if (slice_ && cfg.gather_sms >= 0) {
@@ -176,6 +181,7 @@ class CudaBackend final : public Backend, private StageExecutor {
 
   // The owners free everything; the work still queued must finish first.
   ~CudaBackend() override {
+    const DeviceScope on(device_);
     detach_source();
     for (auto& s : slots_)
       if (s.stream.get()) cudaStreamSynchronize(s.stream);
@@ -185,8 +191,8 @@ class CudaBackend final : public Backend, private StageExecutor {
   std::string name() const override { return "cuda"; }
   std::string describe() const override {
     char b[256];
-    std::snprintf(b, sizeof b, "cuda (%s, %d SMs, %zu batch slots of %u packets, %.1f MiB device memory reserved",
-                  prop_.name, prop_.multiProcessorCount, slots_.size(), cfg_.batch_packets, double(device_bytes_) / 1048576.0);
+    std::snprintf(b, sizeof b, "cuda (device %d: %s, %d SMs, %zu batch slots of %u packets, %.1f MiB device memory reserved",
+                  device_, prop_.name, prop_.multiProcessorCount, slots_.size(), cfg_.batch_packets, double(device_bytes_) / 1048576.0);
     std::string d = b;
     if (part_) d += ", slice gather on " + std::to_string(part_->small_sms()) + " SMs of its own";
     else if (!part_note_.empty()) d += ", slice gather sharing every SM: " + part_note_;
@@ -196,21 +202,25 @@ class CudaBackend final : public Backend, private StageExecutor {
   PacketBatch& batch(int slot) override { return slots_[size_t(slot)].batch; }
 
   bool attach_source(const uint8_t* base, uint64_t len) override {
+    const DeviceScope on(device_);
     if (!reg_.is(base, len)) detach_source();
     return reg_.attach(base, len);
   }
   void detach_source() override {
+    const DeviceScope on(device_);
     if (reg_.attached())
       for (auto& s : slots_) cudaStreamSynchronize(s.stream);  // nothing queued may still read it
     reg_.detach();
   }
 
   void submit(int slot) override {
+    const DeviceScope on(device_);
     cur_ = &slots_[size_t(slot)];
     plan_.run_batch(*this, cur_->batch.max_ts_ns);
   }
 
   void wait(int slot) override {
+    const DeviceScope on(device_);
     Slot& s = slots_[size_t(slot)];
     GASPP_CUDA_CHECK(cudaStreamSynchronize(s.stream));
     s.marks.add_to(stage_times_);
@@ -234,6 +244,7 @@ class CudaBackend final : public Backend, private StageExecutor {
 
   void flush_streams(std::vector<StreamChunk>& chunks, std::vector<uint8_t>& bytes, Counters& added,
                      StreamFlushModules& mods) override {
+    const DeviceScope on(device_);
     chunks.clear();
     bytes.clear();
     mods.events.clear();
@@ -268,6 +279,7 @@ class CudaBackend final : public Backend, private StageExecutor {
   }
 
   StreamGauges stream_gauges() override {
+    const DeviceScope on(device_);
     if (!streams_) return StreamGauges{};
     for (auto& s : slots_) GASPP_CUDA_CHECK(cudaStreamSynchronize(s.stream));
     return stream_gauges_of(sbuf_.read_counts(), cfg_.stream, held_cap_);
@@ -275,6 +287,7 @@ class CudaBackend final : public Backend, private StageExecutor {
 
 
   FlowGauges flow_gauges() override {
+    const DeviceScope on(device_);
     FlowGauges g;
     if (!table_) return g;
     for (auto& s : slots_) GASPP_CUDA_CHECK(cudaStreamSynchronize(s.stream));
@@ -290,6 +303,7 @@ class CudaBackend final : public Backend, private StageExecutor {
   }
 
   std::vector<FlowRecordOut> flush_flows() override {
+    const DeviceScope on(device_);
     if (!table_) return {};
     for (auto& s : slots_) GASPP_CUDA_CHECK(cudaStreamSynchronize(s.stream));
     return plan_.flush_flows(*this);

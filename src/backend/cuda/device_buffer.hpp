@@ -161,4 +161,25 @@ class CudaEvent : public detail::CudaHandle<cudaEvent_t, cudaEventDestroy> {
   }
 };
 
+// Makes `device` current for the calling thread while it lives, and restores the one before: every
+// entry of a backend bound to one device (BackendConfig::device) opens one, so backends on different
+// devices can be driven from one thread.
+class DeviceScope {
+ public:
+  explicit DeviceScope(int device) {
+    GASPP_CUDA_CHECK(cudaGetDevice(&before_));
+    if (before_ != device) GASPP_CUDA_CHECK(cudaSetDevice(device));
+    changed_ = before_ != device;
+  }
+  ~DeviceScope() {
+    if (changed_) cudaSetDevice(before_);
+  }
+  DeviceScope(const DeviceScope&) = delete;
+  DeviceScope& operator=(const DeviceScope&) = delete;
+
+ private:
+  int before_ = 0;
+  bool changed_ = false;
+};
+
 }  // namespace gaspp

@@ -1,4 +1,4 @@
-// decode/fields.hpp — what the decoder produces for each packet, as an aligned struct of arrays.
+// gaspp/fields.hpp — what the decoder produces for each packet, as an aligned struct of arrays.
 //
 // GASPP_DECODED_FIELDS lists every per-packet field once: its element type, its name and how many
 // elements each packet has. From that one list come the device view (`DecodedView`, pointers

@@ -1,4 +1,4 @@
-// stream/stream_state.hpp — what the reassembler keeps per TCP direction inside the flow record.
+// gaspp/stream_state.hpp — what the reassembler keeps per TCP direction inside the flow record.
 //
 // Stream offsets are 64-bit byte counts from the first data byte of the direction (the byte after
 // its SYN; for a connection picked up midstream, the first byte seen). A 32-bit sequence number is
