@@ -22,9 +22,10 @@
 //             lie in one 64-byte block, the host packs the others; and the same with the host
 //             also copying every record's 16-byte record header into a dense array DMA'd beside
 //             (what a pipeline would need, as the GPU then never reads a record header);
-//   heads     the pipeline's gather (backend/cuda: 7 lanes a record, 16-byte loads of the aligned
-//             window holding the record's first N bytes, record header included) on every SM,
-//             N = 96 (what slicing gathers), 80, 74 and 70;
+//   heads     the pipeline's gather (launch_slice_gather, backend/cuda/decode_kernels.cuh: 7 lanes
+//             a record, 16-byte loads of the aligned window holding the record's first N bytes,
+//             record header included) on every SM, N = 96 (what slicing gathers); and the same
+//             pattern for N = 80, 74 and 70 (a copy of its loop with N as a parameter, a what-if);
 //   batched   the copy engines do the gather: one cudaMemcpyBatchAsync a batch, 64 bytes from
 //             each record's EtherType (the lists of pointers built beforehand).
 // Each is generous to the path it measures: no decoding, no record-header bytes, no offsets
@@ -39,6 +40,7 @@
 
 #include <thread>
 
+#include "backend/cuda/decode_kernels.cuh"
 #include "bench_pipeline.hpp"
 #include "tools/gen/generator.hpp"
 #include "core/thread_pool.hpp"
@@ -93,7 +95,8 @@ __global__ void __launch_bounds__(kThreads) unit_fetch_kernel(const uint8_t* map
   }
 }
 
-// The slice gather's pattern: kPieces lanes a record load the 16-byte pieces of the aligned window
+// The slice gather's pattern for a head of n bytes (the pipeline's gather, launch_slice_gather, has
+// n fixed at kSliceHeadBytes): kPieces lanes a record load the 16-byte pieces of the aligned window
 // holding its first n bytes.
 constexpr uint32_t kPieces = 7, kGroups = 32 / kPieces;
 __global__ void __launch_bounds__(kThreads) head_gather_kernel(const uint8_t* mapped, uint64_t span_off,
@@ -330,8 +333,17 @@ double heads_pass(Ctx& c, uint32_t n, int reps) {
       // The last record's window may reach past the file's end: stop the batch one record short
       // of the file's end (a record or two of the mix, nothing to the rate).
       const uint32_t count = uint32_t(b.rec_off.size()) - (&b == &c.batches.back() ? 1 : 0);
-      head_gather_kernel<<<c.fetch_blocks, kThreads, 0, c.s_fetch>>>(c.d_mapped, b.span_off, b.d_rec_off, count, n,
-                                                                      c.d_fetch);
+      if (n == kSliceHeadBytes) {  // what slicing gathers: the pipeline's own launch
+        BatchView v{};
+        v.data = c.d_mapped + b.span_off;
+        v.data_len = c.cap->size() - b.span_off;
+        v.rec_off = b.d_rec_off;
+        v.count = count;
+        launch_slice_gather(v, c.d_mapped, c.d_fetch, c.fetch_blocks, c.s_fetch);
+      } else {  // a smaller window, the same pattern: what a tighter slice would cost
+        head_gather_kernel<<<c.fetch_blocks, kThreads, 0, c.s_fetch>>>(c.d_mapped, b.span_off, b.d_rec_off, count, n,
+                                                                        c.d_fetch);
+      }
     }
     CK(cudaGetLastError());
     CK(cudaDeviceSynchronize());

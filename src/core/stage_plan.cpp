@@ -1,6 +1,8 @@
 #include "core/stage_plan.hpp"
 
+#include <algorithm>
 #include <stdexcept>
+#include <string>
 
 namespace gaspp {
 
@@ -50,6 +52,45 @@ std::vector<FlowRecordOut> StagePlan::flush_flows(StageExecutor& ex) const {
     if (ex.shutdown_sweep(all, left) == 0) break;
   sort_flow_records(all);
   return all;
+}
+
+std::vector<uint16_t> flat_class_orders(const BackendConfig& c) {
+  const size_t m = c.modules.size();
+  std::vector<uint16_t> flat;
+  if (c.class_orders.empty()) {
+    for (size_t k = 0; k < m; ++k) flat.push_back(uint16_t(k));
+    return flat;
+  }
+  if (m == 0) throw std::invalid_argument("classes need modules to order");
+  for (const auto& order : c.class_orders) {
+    std::vector<uint16_t> sorted(order);
+    std::sort(sorted.begin(), sorted.end());
+    for (size_t k = 0; k < sorted.size(); ++k)
+      if (sorted.size() != m || sorted[k] != k)
+        throw std::invalid_argument("a class order must name every module once (0.." + std::to_string(m - 1) + ")");
+    flat.insert(flat.end(), order.begin(), order.end());
+  }
+  return flat;
+}
+
+bool stage_runs_module(const std::vector<uint16_t>& class_order, uint16_t classes, uint16_t st, uint16_t k) {
+  const size_t modules = classes ? class_order.size() / classes : 0;
+  for (uint16_t c = 0; c < classes; ++c)
+    if (class_order[size_t(c) * modules + st] == k) return true;
+  return false;
+}
+
+bool regroup_after_stage(const std::vector<ModuleInstance*>& mods, const std::vector<uint16_t>& class_order,
+                         uint16_t classes, uint16_t st) {
+  return classes > 1 || mods[class_order[st]]->changes_context();
+}
+
+bool payload_unread(const BackendConfig& c) {
+  if (c.flow.enabled && c.stream.enabled) return false;
+  if (c.validate_checksums) return false;
+  for (const ModuleInstance* m : c.modules)
+    if (m->layers() & (kLayerPayload | kLayerStream)) return false;
+  return true;
 }
 
 }  // namespace gaspp

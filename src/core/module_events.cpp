@@ -1,0 +1,152 @@
+// core/module_events.cpp — ModuleSet's delivery of a batch's module events to the modules' host
+// handlers in capture order, the counters they add, and the memory of dropped flows (see
+// modules.hpp).
+#include "core/modules.hpp"
+
+#include <algorithm>
+#include <stdexcept>
+
+#include "core/eve_event.hpp"
+#include "core/packet_batch.hpp"
+#include "decode/decoder.hpp"
+#include "flow/flow_table.hpp"
+
+namespace gaspp {
+
+namespace {
+
+// Capture order (packet), then flow, module, kind, value and direction: a total order, so both
+// backends hand events over alike. Events with no packet (kNoPacket) come last, by flow.
+void sort_events(std::vector<ModuleEvent>& ev) {
+  std::sort(ev.begin(), ev.end(), [](const ModuleEvent& x, const ModuleEvent& y) {
+    if (x.packet != y.packet) return x.packet < y.packet;
+    if (x.flow_id != y.flow_id) return x.flow_id < y.flow_id;
+    if (x.module != y.module) return x.module < y.module;
+    if (x.kind != y.kind) return x.kind < y.kind;
+    if (x.value != y.value) return x.value < y.value;
+    return x.to_client < y.to_client;
+  });
+}
+
+}  // namespace
+
+void ModuleSet::add_counts(const std::vector<uint64_t>& c) {
+  for (size_t k = 0; k < mods_.size() && (k + 1) * kModuleCounters <= c.size(); ++k)
+    for (int i = 0; i < kModuleCounters; ++i) counts_[k][size_t(i)] += c[k * kModuleCounters + size_t(i)];
+}
+
+void ModuleSet::hand_flow_only(std::vector<ModuleEvent>::const_iterator begin,
+                               std::vector<ModuleEvent>::const_iterator end, const std::vector<FlowRecordOut>& flows,
+                               ModuleOutput& out) {
+  if (begin == end) return;
+  std::unordered_map<uint64_t, const FlowRecord*> index;  // flow id → record
+  for (const FlowRecordOut& f : prev_flows_) index.emplace(f.rec.flow_id, &f.rec);
+  for (const FlowRecordOut& f : flows) index.emplace(f.rec.flow_id, &f.rec);
+  for (auto e = begin; e != end; ++e) {
+    const auto it = index.find(e->flow_id);
+    if (it == index.end() || e->module >= mods_.size()) {
+      ++unattributed_;
+      continue;
+    }
+    const FlowRecord& r = *it->second;
+    const HostPacket hp{0, r.last_ts, nullptr, 0, 0, nullptr, e->flow_id, e->to_client != 0, &r};
+    ++flow_only_;
+    mods_[e->module]->on_event(*e, hp, out);
+  }
+}
+
+void ModuleSet::finish_batch(const PacketBatch& b, ModuleOutput& out) {
+  add_counts(b.module_counts);
+  sorted_.assign(b.events.begin(), b.events.end());
+  sort_events(sorted_);
+  // Events with no packet sort last: stream pieces no packet of the batch delivered, data held
+  // for a flow that left the table (expired, evicted) in this batch or the one before, whose walk
+  // put the data back in the out-of-order buffer before the sweep removed the flow; this batch's
+  // walk flushed it.
+  const auto flow_only = std::find_if(sorted_.cbegin(), sorted_.cend(),
+                                      [](const ModuleEvent& e) { return e.packet == kNoPacket; });
+  DecodedPacket d;
+  HostPacket hp{};
+  uint32_t decoded_for = ~0u;
+  for (auto it = sorted_.cbegin(); it != flow_only; ++it) {
+    const ModuleEvent& e = *it;
+    if (e.packet >= b.count || e.module >= mods_.size()) {
+      ++unattributed_;
+      continue;
+    }
+    if (b.h_verdict[e.packet] & kVerdictFlowDecided) {
+      ++suppressed_;
+      continue;
+    }
+    if (decoded_for != e.packet) {
+      const uint64_t off = b.h_rec_off[e.packet];
+      decode_packet(b, e.packet, d);
+      const RecordHeader rh = read_record_header(b.h_span + off, b.fmt);
+      hp = HostPacket{b.packet_number(e.packet), d.ts_ns[0], b.h_span + off + kRecordHeaderBytes, rh.cap_len,
+                      rh.wire_len, &d, e.flow_id, e.to_client != 0};
+      decoded_for = e.packet;
+    }
+    hp.flow_id = e.flow_id;
+    hp.to_client = e.to_client != 0;
+    // The flow's counters at an alerted packet, when the verdict walk worked them out.
+    const FlowCountsAt* fc = b.h_pkt_counts ? &b.h_pkt_counts[e.packet] : nullptr;
+    hp.flow_counts = e.flow_id && fc && (b.h_verdict[e.packet] & kVerdictAlerted) && fc->first_ts ? fc : nullptr;
+    mods_[e.module]->on_event(e, hp, out);
+  }
+  hand_flow_only(flow_only, sorted_.cend(), b.flow_records, out);
+  account_verdicts(b, out);
+  if (stream_modules_) prev_flows_.assign(b.flow_records.begin(), b.flow_records.end());
+}
+
+void ModuleSet::finish_flush(const std::vector<ModuleEvent>& events, const std::vector<uint64_t>& module_counts,
+                             const std::vector<FlowRecordOut>& flows, ModuleOutput& out) {
+  add_counts(module_counts);
+  sorted_.assign(events.begin(), events.end());
+  sort_events(sorted_);
+  const auto flow_only = std::find_if(sorted_.cbegin(), sorted_.cend(),
+                                      [](const ModuleEvent& e) { return e.packet == kNoPacket; });
+  unattributed_ += uint64_t(flow_only - sorted_.cbegin());  // no batch for a packet index to point into
+  hand_flow_only(flow_only, sorted_.cend(), flows, out);
+}
+
+size_t ModuleSet::KeyHash::operator()(const FlowKey& k) const { return flow_key_hash(k); }
+bool ModuleSet::KeyEq::operator()(const FlowKey& a, const FlowKey& b) const { return flow_key_eq(a, b); }
+
+// The flow key of a decoded packet (false: it has none), and whether it came from endpoint 0.
+bool ModuleSet::dropped_flow_key(DecodedPacket& d, FlowKey& k, bool& from_lo) const {
+  DecodedView one;  // the packet as a one-packet view
+#define GASPP_X(type, name, n) one.name = d.name;
+  GASPP_DECODED_FIELDS(GASPP_X)
+#undef GASPP_X
+  return flow_key_of(one, 0, vlan_in_key_, defrag_, k, from_lo) == FlowSkip::none;
+}
+
+void ModuleSet::remember_dropped_flow(DecodedPacket& d, uint64_t flow_id, bool to_client) {
+  FlowKey k{};
+  bool from_lo = false;
+  if (!dropped_flow_key(d, k, from_lo)) return;
+  if (dropped_flows_.size() >= dropped_flows_max_ && !dropped_flows_.count(k)) {
+    forgotten_ += dropped_flows_.size();
+    dropped_flows_.clear();
+  }
+  dropped_flows_[k] = DroppedFlow{flow_id, from_lo != to_client};
+}
+
+void ModuleSet::recall_dropped_flow(DecodedPacket& d, uint64_t& flow_id, bool& to_client) {
+  FlowKey k{};
+  bool from_lo = false;
+  if (!dropped_flow_key(d, k, from_lo)) return;
+  const auto it = dropped_flows_.find(k);
+  if (it == dropped_flows_.end()) return;
+  flow_id = it->second.flow_id;
+  to_client = from_lo != it->second.initiator_lo;
+  ++recalled_;
+}
+
+void ModuleSet::decode_packet(const PacketBatch& b, uint32_t i, DecodedPacket& d) const {
+  const uint64_t off = b.h_rec_off[i];
+  decode_record(b.h_span + off, b.span_len - off, b.fmt, b.link, d);
+  if (defrag_) fragment_to_l3(d);  // as the backend decoded it
+}
+
+}  // namespace gaspp
