@@ -75,6 +75,15 @@ struct StreamFlushModules {
   std::vector<uint64_t> module_counts;
 };
 
+// How batches reached the device (CUDA): sent as a range of the registered source region (direct),
+// packed first (compacted), or sliced (not copied, read through the mapping); bytes copied over the
+// bus (sliced reads are not counted: the kernels' reads through the mapping are not observable
+// from the host).
+struct TransferStats {
+  uint64_t batches_direct = 0, batches_compacted = 0, batches_sliced = 0;
+  uint64_t bytes_h2d = 0, bytes_d2h = 0;
+};
+
 class Backend {
  public:
   virtual ~Backend() = default;
@@ -88,14 +97,8 @@ class Backend {
   virtual void detach_source() {}
   virtual void submit(int slot) = 0;            // CUDA: asynchronous; CPU: does the work
   virtual void wait(int slot) = 0;              // results of the slot are in host memory after this
-  // Transfer statistics (CUDA): batches sent as a file range, compacted, or sliced (not copied,
-  // read through the mapping); bytes copied over the bus (sliced reads are not counted: the
-  // kernels' reads through the mapping are not observable from the host).
-  virtual uint64_t batches_direct() const { return 0; }
-  virtual uint64_t batches_compacted() const { return 0; }
-  virtual uint64_t batches_sliced() const { return 0; }
-  virtual uint64_t bytes_h2d() const { return 0; }
-  virtual uint64_t bytes_d2h() const { return 0; }
+  // Transfer statistics (CUDA; zero on the CPU).
+  virtual TransferStats transfer_stats() const { return {}; }
   // Flow table: its size and occupancy now (call between batches, after wait()).
   virtual FlowGauges flow_gauges() = 0;
   // Ends the run for the flow table: every flow still in it is written out (reason shutdown),

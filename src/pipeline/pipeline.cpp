@@ -216,11 +216,12 @@ RunReport run_source(Source& src, Backend& backend, const RunOptions& opt, const
   rep.interrupted = have_pending() && stopping();
   rep.index_windows_parallel = sr.index_windows_parallel;
   rep.index_windows_serial = sr.index_windows_serial;
-  rep.batches_direct = backend.batches_direct();
-  rep.batches_compacted = backend.batches_compacted();
-  rep.batches_sliced = backend.batches_sliced();
-  rep.bytes_h2d = backend.bytes_h2d();
-  rep.bytes_d2h = backend.bytes_d2h();
+  const TransferStats ts = backend.transfer_stats();
+  rep.batches_direct = ts.batches_direct;
+  rep.batches_compacted = ts.batches_compacted;
+  rep.batches_sliced = ts.batches_sliced;
+  rep.bytes_h2d = ts.bytes_h2d;
+  rep.bytes_d2h = ts.bytes_d2h;
   return rep;
 }
 

@@ -309,11 +309,7 @@ class CudaBackend final : public Backend, private StageExecutor {
     return plan_.flush_flows(*this);
   }
 
-  uint64_t batches_direct() const override { return direct_; }
-  uint64_t batches_compacted() const override { return compacted_; }
-  uint64_t batches_sliced() const override { return sliced_; }
-  uint64_t bytes_h2d() const override { return h2d_; }
-  uint64_t bytes_d2h() const override { return d2h_; }
+  TransferStats transfer_stats() const override { return {direct_, compacted_, sliced_, h2d_, d2h_}; }
   std::vector<StageTime> stage_times() const override { return stage_times_; }
 
  private:
