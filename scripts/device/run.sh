@@ -11,7 +11,10 @@
 #   run.sh racecheck compute-sanitizer racecheck on small cases
 #   run.sh bench   bench_flow (flow table and sweep), bench_decode (limits, decode and decode+flow
 #                  throughput) and the capture reader end to end
-#   run.sh bench-stream  bench_stream: decode / +flow / +reassembly, CUDA vs CPU vs libnids
+#   run.sh quick   a short check: the CUDA unit tests, alert flow objects and modules through the
+#                  CLI on CUDA, and bench_eve
+#   run.sh bench-stream  bench_stream: decode / +flow / +reassembly, CUDA vs CPU vs libnids; then
+#                  bench_eve: EVE flow lines, the streaming writer against nlohmann-json
 #   run.sh bench-firewall  bench_firewall: decode+flow with and without the firewall (10k random
 #                  rules, ET IP lists), mix and 64-byte frames, CUDA vs CPU; then bench_modules:
 #                  scheduling on/off with 1..64 modules, its cost for a light module, consolidation;
@@ -176,6 +179,17 @@ bench)
 bench-stream)
   step "bench_stream (captures in /dev/shm)"
   $B/bench_stream --json "$OUT/bench_stream.json" --reps 3 --tmp /dev/shm --nids $B/peer_libnids; check "bench_stream"
+  step "bench_eve (EVE flow lines: the streaming writer against the library)"
+  $B/bench_eve --json "$OUT/bench_eve.json" --reps 3 --packets 1000000 --lines 1000000 --tmp /dev/shm; check "bench_eve"
+  ;;
+quick)
+  step "unit tests, CUDA backend"
+  GASPP_TEST_BACKEND=cuda $B/gaspp_unit_tests --gtest_brief=1 2>&1 | tail -15; check "unit tests (cuda)"
+  step "alert flow objects and modules through the CLI, CUDA backend"
+  python3 tests/e2e/alert_flow.py $B/gaspp --backend cuda | tail -3; check "alert flow objects (cuda)"
+  python3 tests/e2e/modules_cli.py $B/gaspp bundle/data --backend cuda | tail -8; check "modules cli (cuda)"
+  step "bench_eve (EVE flow lines: the streaming writer against the library)"
+  $B/bench_eve --json "$OUT/bench_eve.json" --reps 3 --packets 1000000 --lines 1000000 --tmp /dev/shm; check "bench_eve"
   ;;
 bench-firewall)
   step "bench_firewall (captures in /dev/shm)"
