@@ -1,0 +1,416 @@
+// tools/options.cpp — the command line and the configuration file into one Options (options.hpp).
+#include "tools/options.hpp"
+
+#include <cstdio>
+#include <cstdlib>
+#include <functional>
+#include <map>
+#include <stdexcept>
+#include <string>
+
+#include <CLI/CLI.hpp>
+
+#include "capture/capture_file.hpp"
+#include "tools/cli.hpp"
+
+namespace gaspp {
+namespace {
+
+uint64_t parse_u64(const char* opt, const char* v) {
+  char* end = nullptr;
+  errno = 0;
+  const unsigned long long x = std::strtoull(v, &end, 0);
+  if (!v[0] || *end || errno || v[0] == '-') {
+    std::fprintf(stderr, "gaspp: %s: not a non-negative integer: '%s'\n", opt, v);
+    std::exit(1);
+  }
+  return x;
+}
+
+// A number in [lo, hi], or exit 1 naming the option and its range.
+uint64_t parse_bounded(const char* opt, const char* v, uint64_t lo, uint64_t hi) {
+  const uint64_t x = parse_u64(opt, v);
+  if (x < lo || x > hi) {
+    std::fprintf(stderr, "gaspp: %s must be %llu..%llu, not %s\n", opt, (unsigned long long)lo, (unsigned long long)hi, v);
+    std::exit(1);
+  }
+  return x;
+}
+
+double parse_double(const char* opt, const char* v, double lo, double hi) {
+  char* end = nullptr;
+  const double x = std::strtod(v, &end);
+  if (!v[0] || *end || !(x >= lo && x <= hi)) {
+    std::fprintf(stderr, "gaspp: %s: expected a number in [%g, %g], got '%s'\n", opt, lo, hi, v);
+    std::exit(1);
+  }
+  return x;
+}
+
+// "name:k=v,k=v" → name and options; commas inside [...] belong to the value.
+std::pair<std::string, ModuleOptions> parse_module_spec(const std::string& spec) {
+  const size_t colon = spec.find(':');
+  std::pair<std::string, ModuleOptions> out{spec.substr(0, colon), {}};
+  if (colon == std::string::npos) return out;
+  std::string item;
+  int depth = 0;
+  auto flush = [&]() {
+    if (item.empty()) return;
+    const size_t eq = item.find('=');
+    if (eq == std::string::npos) throw std::invalid_argument("module option '" + item + "' is not KEY=VALUE");
+    out.second[item.substr(0, eq)] = item.substr(eq + 1);
+    item.clear();
+  };
+  for (char c : spec.substr(colon + 1)) {
+    if (c == '[') ++depth;
+    if (c == ']') --depth;
+    if (c == ',' && depth == 0) flush();
+    else item += c;
+  }
+  flush();
+  return out;
+}
+
+}  // namespace
+
+void apply_file_config(const FileConfig& fc, Options& o) {
+  BackendConfig& bc = o.backend_config;
+  RunOptions& ro = o.run;
+  if (fc.backend) o.backend = *fc.backend;
+  if (fc.batch) bc.batch_packets = ro.policy.max_packets = *fc.batch;
+  if (fc.threads) bc.threads = *fc.threads;
+  if (fc.schedule)
+    bc.schedule = *fc.schedule == "on" ? BackendConfig::Schedule::on
+                  : *fc.schedule == "off" ? BackendConfig::Schedule::off : BackendConfig::Schedule::automatic;
+  if (fc.slice)
+    bc.slice = *fc.slice == "on" ? BackendConfig::Slice::on
+               : *fc.slice == "off" ? BackendConfig::Slice::off : BackendConfig::Slice::automatic;
+  if (fc.gather_sms) bc.gather_sms = *fc.gather_sms;
+  if (fc.cuda_device) bc.device = *fc.cuda_device;
+  if (fc.flow_timeouts) bc.flow.timeouts = *fc.flow_timeouts;
+  if (fc.urgent) bc.stream.urgent = *fc.urgent;
+  if (fc.defrag) {
+    ro.defrag = *fc.defrag;
+    bc.flow.defrag = fc.defrag->enabled;
+  }
+  if (fc.urgent_oob_limit) bc.stream.urgent_oob_limit = *fc.urgent_oob_limit;
+  if (fc.exception_policy) o.exception_policy = *fc.exception_policy;
+  if (fc.flow_memcap_policy) o.memcap_policy = *fc.flow_memcap_policy;
+  o.modules.insert(o.modules.end(), fc.modules.begin(), fc.modules.end());
+  bc.class_orders.insert(bc.class_orders.end(), fc.classes.begin(), fc.classes.end());
+  o.config_vars = fc.vars;
+}
+
+int parse_command_line(int argc, char** argv, Options& o) {
+  // The settings the options write, by the names the handlers below use.
+  std::string &input = o.input, &stats_json = o.stats_json, &decode_out = o.decode_out, &eve_dir = o.eve_dir,
+              &dump_dir = o.dump_dir, &backend_name = o.backend, &write_path = o.write_path,
+              &dump_packets = o.dump_packets;
+  std::vector<std::pair<std::string, ModuleOptions>>& module_specs = o.modules;
+  BackendConfig& bc = o.backend_config;
+  RunOptions& ro = o.run;
+  bool &quiet = o.quiet, &eve_drops = o.eve_drops;
+  int& progress = o.progress;
+  // Modules in command-line order: (name, options); --rules adds to the one firewall.
+  auto firewall_spec = [&]() -> ModuleOptions& {
+    for (auto& m : module_specs)
+      if (m.first == "firewall") return m.second;
+    module_specs.push_back({"firewall", {}});
+    return module_specs.back().second;
+  };
+  // --set KEY=VALUE (Suricata's): collected first, applied to the configuration file's tree.
+  std::vector<std::string> sets;
+  bool has_config_file = false, sets_applied = false;
+  bool exclusive_rules = false;  // -S given
+  // Reads the configuration (path, or none: the --set values alone) with the --set values applied
+  // to its tree; false after printing why it cannot be read.
+  auto apply_config = [&](const std::string& path) -> bool {
+    sets_applied = true;
+    try {
+      const FileConfig fc = load_config(path, sets);
+      apply_file_config(fc, o);
+      if (!fc.ignored.empty()) {
+        std::string list;
+        for (const auto& k : fc.ignored) list += (list.empty() ? "" : ", ") + k;
+        std::fprintf(stderr, "gaspp: configuration: ignoring sections gaspp does not use: %s\n", list.c_str());
+      }
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "gaspp: %s\n", e.what());
+      return false;
+    }
+    return true;
+  };
+  // The command line (CLI11). Options are read in the order given and applied in that order: -c
+  // applies a configuration where it stands (later flags override it), -S drops the rule files
+  // given before it, modules run in the order given. Each option a user may repeat takes every
+  // occurrence; one that makes sense once (-r) is an error when repeated.
+  CLI::App app{"gaspp -r FILE [options] processes a capture file (pcap or pcapng): decode, flow tracking, TCP\n"
+               "reassembly and modules, on the GPU or the CPU (docs/usage.md). gaspp gen -o FILE [options] writes\n"
+               "a synthetic capture (gaspp gen --help).",
+               "gaspp"};
+  app.get_formatter()->column_width(34);
+  using Handler = std::function<bool(const std::string&)>;  // false: stop with exit 1 (it said why)
+  std::vector<std::pair<CLI::Option*, Handler>> handlers;
+  int early_exit = -1;  // --version
+  auto opt = [&](const char* names, const char* type, const char* help, const char* group, Handler h) {
+    CLI::Option* o = app.add_option(names)->description(help)->type_name(type)->group(group)->multi_option_policy(
+        CLI::MultiOptionPolicy::TakeAll);
+    handlers.push_back({o, std::move(h)});
+    return o;
+  };
+  auto flag = [&](const char* names, const char* help, const char* group, std::function<void()> f) {
+    CLI::Option* o = app.add_flag(names)->description(help)->group(group)->multi_option_policy(
+        CLI::MultiOptionPolicy::TakeAll);
+    handlers.push_back({o, [f](const std::string&) { f(); return true; }});
+    return o;
+  };
+  auto fail = [](const std::string& msg) {
+    std::fprintf(stderr, "gaspp: %s\n", msg.c_str());
+    return false;
+  };
+  auto on_off = [&](const char* name, bool& out) {
+    return [&out, name, fail](const std::string& v) {
+      if (v != "on" && v != "off") return fail(std::string(name) + ": on or off, not '" + v + "'");
+      out = v == "on";
+      return true;
+    };
+  };
+  // on|off|auto into one of BackendConfig's switches (Schedule, Slice).
+  auto on_off_auto = [&](const char* name, auto& out) {
+    return [&out, name, fail](const std::string& v) {
+      using E = std::remove_reference_t<decltype(out)>;
+      if (v == "on") out = E::on;
+      else if (v == "off") out = E::off;
+      else if (v == "auto") out = E::automatic;
+      else return fail(std::string(name) + ": on, off or auto, not '" + v + "'");
+      return true;
+    };
+  };
+  const char* kRun = "Processing";
+  const char* kFlows = "Flow tracking";
+  const char* kStreams = "TCP reassembly (docs/streams.md)";
+  const char* kMods = "Modules (docs/writing-a-module.md; they run in the order given)";
+  app.add_option("-r", input, "the capture to process (pcap or pcapng)")->type_name("FILE")->group(kRun);
+  opt("--backend", "auto|cuda|cpu", "where packets are processed (auto: CUDA if a device is present)", kRun,
+      [&](const std::string& v) { backend_name = v; return true; });
+  opt("--batch", "N", "packets per batch (default 65536)", kRun, [&](const std::string& v) {
+    const uint64_t n = parse_u64("--batch", v.c_str());
+    if (n < 1 || n > (1u << 24)) return fail("--batch must be 1..16777216");
+    bc.batch_packets = ro.policy.max_packets = uint32_t(n);
+    return true;
+  });
+  opt("--batch-bytes", "B", "record bytes per batch (default 67108864)", kRun, [&](const std::string& v) {
+    const uint64_t n = parse_u64("--batch-bytes", v.c_str());
+    if (n < kMaxRecordBytes + kRecordHeaderBytes || n > (1ull << 32) - 1)
+      return fail("--batch-bytes must be " + std::to_string(kMaxRecordBytes + kRecordHeaderBytes) +
+                  "..4294967295 (one largest record must fit)");
+    bc.batch_bytes = ro.policy.max_bytes = n;
+    return true;
+  });
+  opt("--batch-timeout-ms", "T",
+      "close a batch when its oldest packet is T ms (capture time) older than the newest (default 1000; 0 = never)", kRun,
+      [&](const std::string& v) {
+        ro.policy.timeout_ns = parse_bounded("--batch-timeout-ms", v.c_str(), 0, 86'400'000) * 1000000ull;
+        return true;
+      });
+  opt("--threads", "N", "CPU backend threads (default: all hardware threads)", kRun, [&](const std::string& v) {
+    bc.threads = int(parse_bounded("--threads", v.c_str(), 0, 1024));
+    return true;
+  });
+  opt("--index-threads", "N", "threads indexing capture records ahead (default: all; 1 = serial)", kRun,
+      [&](const std::string& v) {
+        ro.file.index_threads = int(parse_bounded("--index-threads", v.c_str(), 0, 1024));
+        return true;
+      });
+  opt("--stats-json", "PATH", "write the summary as JSON", kRun, [&](const std::string& v) { stats_json = v; return true; });
+  opt("--decode-out", "PATH", "write one tab-separated row of decoded fields per packet", kRun,
+      [&](const std::string& v) { decode_out = v; return true; });
+  flag("--progress", "progress on stderr (default: when stderr is a terminal)", kRun, [&] { progress = 1; });
+  flag("--no-progress", "no progress on stderr", kRun, [&] { progress = 0; });
+  opt("--compact-below", "F", "CUDA: compact batches whose occupancy is below F (default 0.333)", kRun,
+      [&](const std::string& v) {
+        bc.compact_below = parse_double("--compact-below", v.c_str(), 0, 1.01);
+        return true;
+      });
+  flag("--force-compact", "CUDA: always compact batches before the copy", kRun, [&] { bc.force_compact = true; });
+  flag("-q", "no summary on stdout", kRun, [&] { quiet = true; });
+  flag("--version", "print the version and exit", kRun, [&] { early_exit = 0; });
+  opt("-l", "DIR", "write EVE JSON events (flow records, alerts, stats) to DIR/eve.json", kFlows,
+      [&](const std::string& v) { eve_dir = v; return true; });
+  opt("--flow-capacity", "N", "most flows held at once (default 1048576); memory is fixed", kFlows,
+      [&](const std::string& v) {
+        const uint64_t n = parse_u64("--flow-capacity", v.c_str());
+        if (n < 1 || n > (1ull << 28)) return fail("--flow-capacity must be 1..268435456");
+        bc.flow.capacity = uint32_t(n);
+        return true;
+      });
+  opt("--midstream", "on|off", "pick up TCP sessions without a handshake (default on)", kFlows,
+      on_off("--midstream", bc.flow.midstream));
+  opt("--flow-vlan", "on|off", "VLAN ids are part of the flow key (default on)", kFlows,
+      on_off("--flow-vlan", bc.flow.vlan_in_key));
+  opt("--flow-sweep-ms", "T", "expiry sweep period in packet time (default 1000)", kFlows, [&](const std::string& v) {
+    bc.flow.sweep_interval_ns = parse_bounded("--flow-sweep-ms", v.c_str(), 1, 86'400'000) * 1000000ull;
+    return true;
+  });
+  flag("--no-flows", "decode only, no flow tracking (and no reassembly)", kFlows, [&] { bc.flow.enabled = false; });
+  opt("--dump-streams", "DIR",
+      "write each TCP direction's reassembled bytes to a file in DIR (tcpflow names) and gaps, conflicts and ends "
+      "to DIR/index.tsv", kStreams, [&](const std::string& v) { dump_dir = v; return true; });
+  opt("--overlap", "first|last", "which copy of a byte wins when copies differ (default first)", kStreams,
+      [&](const std::string& v) {
+        if (v != "first" && v != "last") return fail("--overlap: first or last, not '" + v + "'");
+        bc.stream.overlap = v == "first" ? OverlapPolicy::first : OverlapPolicy::last;
+        return true;
+      });
+  auto held = [&](const char* name, uint32_t& out) {
+    return [&out, name, fail](const std::string& v) {
+      const uint64_t n = parse_u64(name, v.c_str());
+      if (n < 1 || n > 0x7fffffffull) return fail(std::string(name) + " must be 1..2147483647");
+      out = uint32_t(n);
+      return true;
+    };
+  };
+  opt("--ooo-segments", "N", "out-of-order buffer: segments held (default 65536, whatever --batch)", kStreams,
+      held("--ooo-segments", bc.stream.held_segments));
+  opt("--ooo-bytes", "B", "out-of-order buffer: bytes per pool, two pools (default 67108864)", kStreams,
+      held("--ooo-bytes", bc.stream.held_bytes));
+  opt("--flow-ooo-segments", "N", "per direction: skip the hole when more waits (default 256)", kStreams,
+      held("--flow-ooo-segments", bc.stream.flow_held_segments));
+  opt("--flow-ooo-bytes", "B", "per direction: skip the hole when more waits (default 1048576)", kStreams,
+      held("--flow-ooo-bytes", bc.stream.flow_held_bytes));
+  flag("--no-reassembly", "track flows without reassembling TCP", kStreams, [&] { bc.stream.enabled = false; });
+  opt("-k", "none|all",
+      "checksum validation (default none): with all, bad IPv4/TCP/UDP/ICMP checksums are counted and bad TCP "
+      "segments kept out of sessions and streams (dropped in firewall mode, reason stream error)", kStreams,
+      [&](const std::string& v) {
+        // Suricata's -k: checksum validation, none (the default for capture files) or all.
+        if (v != "none" && v != "all") return fail("-k: none or all, not '" + v + "'");
+        bc.validate_checksums = v == "all";
+        return true;
+      });
+  opt("-c,--config", "FILE",
+      "YAML configuration: modules, their options and order, classes, variables, flow timeouts, schedule "
+      "(docs/usage.md); later flags override it; a suricata.yaml is read for vars, flow-timeouts, defrag and "
+      "stream settings", kMods, [&](const std::string& v) { return apply_config(v); });
+  CLI::Option* set_opt = opt("--set", "KEY=VALUE", "set a configuration value, e.g. flow-timeouts.tcp.established=3600",
+                             kMods, [&](const std::string&) {
+                               // Applied with -c when there is one; otherwise the first --set reads a
+                               // configuration made of the --set values alone.
+                               return has_config_file || sets_applied || apply_config(std::string());
+                             });
+  auto rules = [&](const char* which) {
+    return [&, which](const std::string& v) {
+      // -s adds a rule file, as Suricata's; -S uses only the rule files given with it, dropping
+      // those of the configuration and earlier flags.
+      const std::string a = which;
+      ModuleOptions& fw = firewall_spec();
+      std::string& files = fw[a == "--firewall-rules" ? "firewall-rules" : "rules"];
+      if (a == "-S" && !exclusive_rules) {
+        files.clear();
+        exclusive_rules = true;
+      }
+      files += (files.empty() ? "" : ",") + v;
+      return true;
+    };
+  };
+  opt("--rules,-s", "FILE", "firewall rules (Suricata syntax, docs/rules.md); repeat for more files", kMods,
+      rules("--rules"));
+  opt("-S", "FILE", "only these rule files: the configuration's and earlier ones are dropped", kMods, rules("-S"));
+  opt("--firewall-rules", "FILE", "firewall-mode rules (accept:hook ..., default drop; docs/rules.md)", kMods,
+      rules("--firewall-rules"));
+  flag("--eve-drops", "an EVE `drop` event for every dropped packet (with -l)", kMods, [&] { eve_drops = true; });
+  auto var = [&](const char* name, const char* prefix) {
+    return [&, name, prefix](const std::string& v) {
+      const size_t eq = v.find('=');
+      if (eq == std::string::npos || eq == 0) return fail(std::string(name) + ": NAME=VALUE, not '" + v + "'");
+      firewall_spec()[prefix + v.substr(0, eq)] = v.substr(eq + 1);
+      return true;
+    };
+  };
+  opt("--address-var", "NAME=VALUE", "firewall address variable, e.g. HOME_NET=[10.0.0.0/8]", kMods,
+      var("--address-var", "address."));
+  opt("--port-var", "NAME=VALUE", "firewall port variable, e.g. HTTP_PORTS=[80,8080]", kMods, var("--port-var", "port."));
+  opt("--module", "NAME[:K=V,...]", "add a module with options (firewall, pass, probe, stream_match)", kMods,
+      [&](const std::string& v) {
+        try {
+          module_specs.push_back(parse_module_spec(v));
+        } catch (const std::exception& e) {
+          return fail(std::string("--module: ") + e.what());
+        }
+        return true;
+      });
+  opt("-w", "FILE", "write the packets that passed (not dropped) to FILE, in capture order", kMods,
+      [&](const std::string& v) { write_path = v; return true; });
+  opt("--dump-packets", "FILE", "write the packets modules sent to the dump (to_dump) to FILE", kMods,
+      [&](const std::string& v) { dump_packets = v; return true; });
+  opt("--class-order", "I,J,...",
+      "add a flow class that runs the modules in this order (module numbers from 0, as given); flows are split by "
+      "a hash of their 5-tuple", kMods, [&](const std::string& v) {
+        std::vector<uint16_t> order;
+        size_t at = 0;
+        while (at <= v.size()) {
+          const size_t comma = std::min(v.find(',', at), v.size());
+          order.push_back(uint16_t(parse_bounded("--class-order", v.substr(at, comma - at).c_str(), 0, 255)));
+          at = comma + 1;
+        }
+        bc.class_orders.push_back(order);
+        return true;
+      });
+  opt("--schedule", "on|off|auto", "regroup packets between module stages (auto: off; see docs/usage.md)", kMods,
+      on_off_auto("--schedule", bc.schedule));
+  opt("--slice", "on|off|auto",
+      "CUDA: read batches through the capture's mapping instead of copying them, so only headers cross PCIe "
+      "(auto: when nothing reads payload, for batches of packets averaging 144 bytes or more)", kMods,
+      on_off_auto("--slice", bc.slice));
+  opt("--gather-sms", "N",
+      "CUDA slicing: SMs the head gather gets to itself, the other kernels running on the rest (0: the device's "
+      "smallest partition, -1: none)", kMods, [&](const std::string& v) {
+        char* end = nullptr;
+        const long n = std::strtol(v.c_str(), &end, 10);
+        if (v.empty() || *end || n < -1 || n > 4096) return fail("--gather-sms: -1, 0 or a number of SMs, not '" + v + "'");
+        bc.gather_sms = int(n);
+        return true;
+      });
+  opt("--cuda-device", "N", "CUDA: the device to run on, by ordinal (0: the first; nvidia-smi lists them)", kMods,
+      [&](const std::string& v) {
+        char* end = nullptr;
+        const long n = std::strtol(v.c_str(), &end, 10);
+        if (v.empty() || *end || n < 0 || n > 1023) return fail("--cuda-device: a device ordinal, not '" + v + "'");
+        bc.device = int(n);
+        return true;
+      });
+  flag("--stage-times",
+       "CUDA: time each stage of every batch and print the means on stderr at the end (a diagnostic: it costs a "
+       "few microseconds a batch)", kMods, [&] { bc.stage_times = true; });
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return cli_error(app, e, "gaspp");
+  }
+  // --set values go into the configuration's tree wherever they stand; whether there is a -c decides
+  // where they are applied.
+  for (const std::string& v : set_opt->results()) sets.push_back(v);
+  has_config_file = app.get_option("-c")->count() > 0;
+  // The options in command-line order, each occurrence with its own value.
+  std::map<const CLI::Option*, size_t> taken;
+  for (const CLI::Option* o : app.parse_order()) {
+    for (auto& [h_opt, h] : handlers) {
+      if (h_opt != o) continue;
+      const size_t k = taken[o]++;
+      const auto& res = o->results();
+      if (!h(k < res.size() ? res[k] : std::string())) return 1;
+      break;
+    }
+    if (early_exit >= 0) {
+      std::printf("gaspp 0.1\n");
+      return early_exit;
+    }
+  }
+  if (input.empty()) {
+    std::fputs(app.help().c_str(), stderr);
+    return 1;
+  }
+  return -1;
+}
+
+}  // namespace gaspp

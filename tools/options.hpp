@@ -1,0 +1,44 @@
+// tools/options.hpp — everything `gaspp -r` is asked to do, in one struct that the command line and
+// the YAML configuration both fill.
+//
+// parse_command_line() reads the options in the order given (CLI11) and applies each where it
+// stands: -c FILE and --set KEY=VALUE read the configuration (core/config.hpp) and apply_file_config()
+// writes it into the same Options, so a flag after -c overrides the file and one before it is
+// overridden. What the options mean is in docs/usage.md; tools/gaspp.cpp runs what they say.
+#pragma once
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "backend/backend.hpp"
+#include "core/config.hpp"
+#include "pipeline/pipeline.hpp"
+
+namespace gaspp {
+
+struct Options {
+  std::string input;                   // -r
+  std::string backend = "auto";        // --backend, backend:
+  BackendConfig backend_config;        // batch, flow table, reassembly, transfers, device ...
+  RunOptions run;                      // batch policy, indexing, defragmentation ...
+  // Modules in the order given: (name, options); --rules, -s, -S and --firewall-rules add to the one
+  // firewall, -c's modules come where -c stands.
+  std::vector<std::pair<std::string, ModuleOptions>> modules;
+  ModuleOptions config_vars;           // the configuration's vars: every firewall gets them
+  std::string exception_policy;        // the configuration's exception-policy (master switch)
+  std::string memcap_policy;           // its flow.memcap-policy
+  // Outputs (empty: not written).
+  std::string stats_json, decode_out, eve_dir, dump_dir, write_path, dump_packets;
+  bool quiet = false;                  // -q
+  bool eve_drops = false;              // --eve-drops
+  int progress = -1;                   // --progress 1, --no-progress 0; -1: when stderr is a terminal
+};
+
+// Fills o from the command line. Returns -1 to go on, else the exit status to end with: 0 after
+// --help or --version, 1 after a usage error (it printed why).
+int parse_command_line(int argc, char** argv, Options& o);
+
+// Writes a configuration's settings into o (what -c and --set give).
+void apply_file_config(const FileConfig& fc, Options& o);
+
+}  // namespace gaspp
