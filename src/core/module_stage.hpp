@@ -117,7 +117,7 @@ GASPP_HD GASPP_FORCEINLINE void untracked_policy(uint32_t slot, uint32_t i, uint
 // item_base are out-of-order segments, not packets). Counts packets that took the flow's decision.
 // With drop_invalid (IPS/firewall mode), a TCP segment that flow tracking found invalid for its
 // session (kPktTcpInvalid) is dropped with kVerdictStreamError, whatever the modules said, as
-// Suricata's stream.drop-invalid; it does not decide the flow.
+// Suricata's stream.drop-invalid; it does not decide the flow, and an alert on it is kept.
 // With pkt_counts, each packet a module alerted on (kVerdictAlerted, flow not decided) gets its
 // flow's counters right after it (FlowCountsAt): the record's at the end of the batch less what the
 // run's later packets added, walked back (cap_len: the packets' captured lengths, which the
@@ -152,7 +152,10 @@ GASPP_HD GASPP_FORCEINLINE void verdict_walk_run(const FlowTableRef& t, const ui
     if (flags_cur & kPktFlowStart) decided = alerted = 0;
     touched = true;
     if (drop_invalid && (flags_cur & kPktTcpInvalid)) {
-      verdict[i] = uint8_t(kVerdictDrop | kVerdictStreamError);
+      // Dropped, but an alert a module raised on it stands (Suricata inspects the packets its
+      // stream engine drops): it keeps its flow counters and marks the flow alerted.
+      verdict[i] = uint8_t(kVerdictDrop | kVerdictStreamError | (v & kVerdictAlerted));
+      if (v & kVerdictAlerted) alerted = kFlowAlerted, any_alert = true;
       c.add(c_verdict_stream_error, 1);
       continue;
     }

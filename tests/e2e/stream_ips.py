@@ -12,6 +12,10 @@ are also dropped, with an EVE drop event whose reason is Suricata's "stream erro
 ips.drop_reason.stream_error, and they are missing from -w. Each run is repeated with batches of 1
 and 3 packets, which must not change anything.
 
+Both modes also load a rule that alerts on every TCP packet. An alert on an invalid segment that IPS
+mode drops is still an alert: it carries the same `flow` object (the flow's counters right after
+that packet) as the IDS run's alert on that packet, the oracle here.
+
 usage: stream_ips.py GASPP [--backend cpu|cuda]
 """
 import json
@@ -98,9 +102,13 @@ def main():
         rules = os.path.join(d, "fw.rules")
         with open(rules, "w") as f:
             f.write("accept:hook tcp:all any any -> any any (sid:1;)\n")
+        alerts_file = os.path.join(d, "alert.rules")
+        with open(alerts_file, "w") as f:
+            f.write('alert tcp any any -> any any (msg:"every tcp packet"; sid:2;)\n')
+        ids_flow = {}  # batch -> {pcap_cnt: the IDS run's alert flow object}
         for mode in ("ids", "ips"):
             for batch in ("1", "3", "65536"):
-                extra = ["--batch", batch]
+                extra = ["--batch", batch, "-s", alerts_file]
                 if mode == "ips":
                     extra += ["--firewall-rules", rules, "--eve-drops", "-w", os.path.join(d, "out.pcap")]
                 events, st = run(gaspp, backend, pcap, d, extra)
@@ -118,7 +126,11 @@ def main():
                     problems.append(f"stream contents {got}, want {[want_c, want_s]}")
                 drops = [e for e in events if e["event_type"] == "drop"]
                 stats = [e for e in events if e["event_type"] == "stats"][-1]["stats"]
+                alert_flow = {e["pcap_cnt"]: e.get("flow") for e in events if e["event_type"] == "alert"}
+                if sorted(alert_flow) != list(range(1, len(pkts) + 1)):
+                    problems.append(f"alerts on packets {sorted(alert_flow)}, want every packet")
                 if mode == "ids":
+                    ids_flow[batch] = alert_flow
                     if drops or st["outcome"]["dropped"]:
                         problems.append("packets dropped without a firewall")
                 else:
@@ -138,6 +150,9 @@ def main():
                         got_f = {k: e["drop"].get(k) for k in want_f}
                         if got_f != want_f:
                             problems.append(f"packet {e['pcap_cnt']}: drop fields {got_f}, want {want_f}")
+                    for n in invalid:
+                        if not alert_flow.get(n) or alert_flow.get(n) != ids_flow[batch].get(n):
+                            problems.append(f"packet {n}: alert flow {alert_flow.get(n)}, want {ids_flow[batch].get(n)}")
                     if stats["ips"]["drop_reason"]["stream_error"] != len(invalid):
                         problems.append(f"ips.drop_reason.stream_error {stats['ips']['drop_reason']['stream_error']}")
                     kept = [bytes(p) for p in rdpcap(os.path.join(d, "out.pcap"))]
