@@ -59,9 +59,9 @@ void print_summary(std::FILE* o, const RunReport& r) {
     std::fprintf(o, "indexing     %llu windows in parallel, %llu serially\n", (unsigned long long)r.index_windows_parallel,
                  (unsigned long long)r.index_windows_serial);
   std::fprintf(o, "batches      %llu (direct %llu, compacted %llu, sliced %llu; %.1f MB copied to device, %.1f MB back)\n",
-               (unsigned long long)r.batches, (unsigned long long)r.batches_direct,
-               (unsigned long long)r.batches_compacted, (unsigned long long)r.batches_sliced, double(r.bytes_h2d) / 1e6,
-               double(r.bytes_d2h) / 1e6);
+               (unsigned long long)r.batches, (unsigned long long)r.transfer.batches_direct,
+               (unsigned long long)r.transfer.batches_compacted, (unsigned long long)r.transfer.batches_sliced,
+               double(r.transfer.bytes_h2d) / 1e6, double(r.transfer.bytes_d2h) / 1e6);
   if (r.defrag_config.enabled) {
     const DefragStats& d = r.defrag;
     std::fprintf(o, "defrag       ipv4 %llu fragments, %llu reassembled  ipv6 %llu fragments, %llu reassembled  "
@@ -167,8 +167,9 @@ nlohmann::ordered_json summary_json(const RunReport& r) {
   auto& mal = j["malformed"];
   mal["total"] = t[c_malformed];
   for (int k = 1; k < kMalformedReasons; ++k) mal[malformed_reason_name(MalformedReason(k))] = t[c_malformed_reason0 + k];
-  j["batches"] = {{"count", r.batches},         {"direct", r.batches_direct}, {"compacted", r.batches_compacted},
-                  {"sliced", r.batches_sliced}, {"bytes_h2d", r.bytes_h2d},   {"bytes_d2h", r.bytes_d2h}};
+  const TransferStats& tr = r.transfer;
+  j["batches"] = {{"count", r.batches},         {"direct", tr.batches_direct}, {"compacted", tr.batches_compacted},
+                  {"sliced", tr.batches_sliced}, {"bytes_h2d", tr.bytes_h2d},   {"bytes_d2h", tr.bytes_d2h}};
   if (r.defrag_config.enabled) {
     const DefragStats& d = r.defrag;
     auto& df = j["defrag"];

@@ -42,7 +42,10 @@ RunReport run_source(Source& src, Backend& backend, const RunOptions& opt, const
   if (!regions.empty()) backend.attach_source(regions[0].base, regions[0].len);
   const int nslots = backend.slots();
   std::vector<bool> busy(size_t(nslots), false);
-  std::vector<uint64_t> last_seq(size_t(nslots), 0);  // a busy slot's last record, released when it finishes
+  // A busy slot's last source record, released when it finishes; kNoRecord for a batch that holds
+  // none (a reassembled datagram alone).
+  constexpr uint64_t kNoRecord = ~0ull;
+  std::vector<uint64_t> last_seq(size_t(nslots), kNoRecord);
   SourceRecord r{};
   const auto stopping = [&] { return opt.stop && opt.stop->load(std::memory_order_relaxed); };
   // The record read ahead (pending), or why there is none: idle (a live source with nothing now)
@@ -82,7 +85,7 @@ RunReport run_source(Source& src, Backend& backend, const RunOptions& opt, const
     if (on_flows && !b.flow_records.empty()) on_flows(b.flow_records);
     if (on_streams && !b.stream_chunks.empty()) on_streams(b.stream_chunks, b.stream_bytes);
     busy[size_t(s)] = false;
-    src.release(last_seq[size_t(s)]);
+    if (last_seq[size_t(s)] != kNoRecord) src.release(last_seq[size_t(s)]);
   };
 
   while ((st != SourceStatus::end && !stopping()) || !datagram.empty()) {
@@ -103,6 +106,7 @@ RunReport run_source(Source& src, Backend& backend, const RunOptions& opt, const
     b.record_bytes = 0;
     b.max_ts_ns = 0;
     b.reassembled.clear();
+    last_seq[size_t(slot)] = kNoRecord;
     // A batch is a span of the source's memory while its records lie back to back and no
     // reassembled datagram joins it; from then on its records are copied into h_rebuilt (a
     // datagram right after the fragment that completed it).
@@ -216,12 +220,7 @@ RunReport run_source(Source& src, Backend& backend, const RunOptions& opt, const
   rep.interrupted = have_pending() && stopping();
   rep.index_windows_parallel = sr.index_windows_parallel;
   rep.index_windows_serial = sr.index_windows_serial;
-  const TransferStats ts = backend.transfer_stats();
-  rep.batches_direct = ts.batches_direct;
-  rep.batches_compacted = ts.batches_compacted;
-  rep.batches_sliced = ts.batches_sliced;
-  rep.bytes_h2d = ts.bytes_h2d;
-  rep.bytes_d2h = ts.bytes_d2h;
+  rep.transfer = backend.transfer_stats();
   return rep;
 }
 

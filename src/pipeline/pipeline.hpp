@@ -62,7 +62,7 @@ struct RunReport {
   Counters totals{};
   uint64_t passed = 0, dropped = 0;
   uint64_t batches = 0;
-  uint64_t batches_direct = 0, batches_compacted = 0, batches_sliced = 0, bytes_h2d = 0, bytes_d2h = 0;
+  TransferStats transfer;           // how batches reached the device (Backend::transfer_stats)
   double seconds = 0;
   std::vector<CaptureIssue> issues;
   uint64_t capture_warnings = 0, suppressed_issues = 0;

@@ -426,7 +426,7 @@ Outcome run_pipeline(const CaptureFile& cap, ModuleSet& mods, uint32_t batch, bo
   });
   std::sort(o.alerts.begin(), o.alerts.end());
   o.batches = rep.batches;
-  o.sliced = rep.batches_sliced;
+  o.sliced = rep.transfer.batches_sliced;
   return o;
 }
 

@@ -186,9 +186,10 @@ TEST(Pipeline, EveryTransferPathAgrees) {
         EXPECT_NE(r.rep.backend.find(" gather "), std::string::npos) << r.rep.backend;
       }
       const uint64_t batches = 2000 / path.batch;
-      EXPECT_EQ(p == "compacted" ? r.rep.batches_compacted : p == "sliced" ? r.rep.batches_sliced : r.rep.batches_direct,
+      const TransferStats& t = r.rep.transfer;
+      EXPECT_EQ(p == "compacted" ? t.batches_compacted : p == "sliced" ? t.batches_sliced : t.batches_direct,
                 batches);
-      EXPECT_EQ(r.rep.batches_direct + r.rep.batches_compacted + r.rep.batches_sliced, batches);
+      EXPECT_EQ(t.batches_direct + t.batches_compacted + t.batches_sliced, batches);
     }
   }
 }
