@@ -116,7 +116,7 @@ TEST(Rules, SkippedAndBrokenRulesSayWhy) {
       {R"(alert ip any any => any any (sid:1;))", "error:direction must be -> or <>, not '=>'"},
       {R"(alert ip any any -> any (sid:1;))", "error:the header needs 7 fields (action proto src sport dir dst dport), found 6"},
       {R"(alert ip any any -> any any (msg:"x";))", "error:no sid"},
-      {R"(alert ip any any -> any any (msg:"x; sid:1;))", "error:unterminated quoted string in the options"},
+      {R"(alert ip any any -> any any (msg:"x; sid:1;))", "error:msg must be a quoted string, not \"x"},
       {R"(block ip any any -> any any (sid:1;))", "error:unknown action 'block'"},
       {R"(alert icmp any 80 -> any any (sid:1;))", "error:ports given for protocol icmp"},
       {R"(alert ip [1.1.1.1 any -> any any (sid:1;))", "error:unbalanced '[' and ']' in the header"},

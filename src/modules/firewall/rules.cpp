@@ -183,10 +183,11 @@ bool set_matches(const Set& s, const std::function<bool(const typename decltype(
   return !positive || matched;
 }
 
-// Splits "k:v; k2:v2; ..." at unquoted, unescaped semicolons.
+// Splits "k:v; k2:v2; ..." at unescaped semicolons. Quotes do not protect a ';' (Suricata's
+// parser does not track them either: a value holds `\;` or |3b|), so a pcre like "/^["']?x/" with
+// a bare quote inside is one value.
 bool split_options(const std::string& body, std::vector<std::pair<std::string, std::string>>& out, std::string& why) {
   std::string cur;
-  bool quoted = false;
   for (size_t i = 0; i < body.size(); ++i) {
     const char c = body[i];
     if (c == '\\' && i + 1 < body.size()) {
@@ -194,8 +195,7 @@ bool split_options(const std::string& body, std::vector<std::pair<std::string, s
       cur += body[++i];
       continue;
     }
-    if (c == '"') quoted = !quoted;
-    if (c == ';' && !quoted) {
+    if (c == ';') {
       const std::string o = trim(cur);
       cur.clear();
       if (o.empty()) continue;
@@ -204,10 +204,6 @@ bool split_options(const std::string& body, std::vector<std::pair<std::string, s
       continue;
     }
     cur += c;
-  }
-  if (quoted) {
-    why = "unterminated quoted string in the options";
-    return false;
   }
   if (!trim(cur).empty()) {
     why = "options do not end with ';'";
@@ -291,8 +287,6 @@ const char* rule_hook_name(RuleHook h) {
   return int(h) < kRuleHooks ? names[int(h)] : "?";
 }
 
-namespace {
-
 // A content string: text with |hex bytes| runs and \-escapes of ", ;, \ and |.
 bool parse_content(const std::string& v, std::string& out, std::string& why) {
   const std::string t = trim(v);
@@ -343,6 +337,8 @@ bool parse_content(const std::string& v, std::string& out, std::string& why) {
   return true;
 }
 
+namespace {
+
 // `flow:OPTIONS` or `tcp.session:PHASES` of a firewall packet rule into out.flow_dir,
 // out.flow_est and out.session; "" or an "error:"/"skip:" verdict.
 std::string parse_flow_keyword(const std::string& k, const std::string& v, Rule& out) {
@@ -384,8 +380,10 @@ RuleHook http1_hook(const std::string& s) {
 
 }  // namespace
 
-std::string parse_rule(const std::string& text, const RuleVars& vars, Rule& out, RuleFile kind) {
+std::string parse_rule_head(const std::string& text, const RuleVars& vars, Rule& out,
+                            std::vector<std::pair<std::string, std::string>>& opts, RuleFile kind) {
   out = Rule{};
+  opts.clear();
   const size_t open = text.find('(');
   if (open == std::string::npos || text.find_last_of(')') == std::string::npos || text.find_last_of(')') < open)
     return "error:no option list '( ... )'";
@@ -455,8 +453,12 @@ std::string parse_rule(const std::string& text, const RuleVars& vars, Rule& out,
   else if (p == "udp") out.proto = 17;
   else if (p == "icmp") out.proto = 1;
   else if (p == "icmpv6") out.proto = 58;
-  else if (p == "tcp-stream") return "skip:protocol tcp-stream (stream matching)";
-  else return "skip:app-layer protocol " + p;
+  else if (p == "tcp-stream") {
+    out.proto = 6;
+    out.tcp_stream = true;
+  } else {
+    out.app_proto = p;
+  }
   if (f[4] == "->") out.bidirectional = false;
   else if (f[4] == "<>") out.bidirectional = true;
   else return "error:direction must be -> or <>, not '" + f[4] + "'";
@@ -486,9 +488,58 @@ std::string parse_rule(const std::string& text, const RuleVars& vars, Rule& out,
   // them); on ICMP they cannot mean anything.
   if ((out.sport.items.size() || out.dport.items.size()) && (out.proto == 1 || out.proto == 58))
     return "error:ports given for protocol " + p;
-  std::vector<std::pair<std::string, std::string>> opts;
   const size_t close = text.find_last_of(')');
   if (!split_options(text.substr(open + 1, close - open - 1), opts, why)) return "error:" + why;
+  return "";
+}
+
+bool apply_name_option(const std::string& k, const std::string& v, Rule& out, std::string& err) {
+  bool header_only = false;
+  for (const char* h : kHeaderOnly) header_only = header_only || k == h;
+  if (!header_only) return false;
+  if (k == "msg") {
+    if (v.size() < 2 || v.front() != '"' || v.back() != '"') {
+      err = "msg must be a quoted string, not " + v;
+      return true;
+    }
+    out.msg = unquote(v);
+  }
+  if (k == "sid") {
+    if (v.empty() || !std::all_of(v.begin(), v.end(), ::isdigit)) {
+      err = "sid must be a number, not '" + v + "'";
+      return true;
+    }
+    out.sid = uint32_t(std::stoul(v));
+  }
+  if (k == "rev" && !v.empty() && std::all_of(v.begin(), v.end(), ::isdigit)) out.rev = uint32_t(std::stoul(v));
+  if (k == "gid" && !v.empty() && std::all_of(v.begin(), v.end(), ::isdigit)) out.gid = uint32_t(std::stoul(v));
+  if (k == "threshold" || k == "detection_filter") out.threshold = k + ":" + v;
+  if (k == "classtype") out.classtype = trim(v);
+  if (k == "metadata") {
+    // "key value, key value": the first word is the key, the rest its value (Suricata's form).
+    std::stringstream ss(v);
+    for (std::string item; std::getline(ss, item, ',');) {
+      const std::string t = trim(item);
+      const size_t sp = t.find_first_of(" \t");
+      if (t.empty()) continue;
+      const std::string key = t.substr(0, sp), value = sp == std::string::npos ? std::string() : trim(t.substr(sp));
+      auto it = std::find_if(out.metadata.begin(), out.metadata.end(), [&](const auto& e) { return e.first == key; });
+      if (it == out.metadata.end()) out.metadata.push_back({key, {value}});
+      else it->second.push_back(value);
+    }
+  }
+  if (k == "priority" && !v.empty() && std::all_of(v.begin(), v.end(), ::isdigit)) out.priority = uint32_t(std::stoul(v));
+  return true;
+}
+
+std::string parse_rule(const std::string& text, const RuleVars& vars, Rule& out, RuleFile kind) {
+  std::vector<std::pair<std::string, std::string>> opts;
+  const std::string head = parse_rule_head(text, vars, out, opts, kind);
+  if (!head.empty()) return head;
+  if (out.tcp_stream) return "skip:protocol tcp-stream (stream matching)";
+  if (!out.app_proto.empty()) return "skip:app-layer protocol " + out.app_proto;
+  const bool fw = kind == RuleFile::firewall;
+  std::string why;
   bool have_sid = false;
   bool have_content = false;
   for (auto& [k, v] : opts) {
@@ -531,38 +582,15 @@ std::string parse_rule(const std::string& text, const RuleVars& vars, Rule& out,
       if (k == "threshold" || k == "detection_filter" || k == "flowbits")
         return "skip:keyword " + k + " in a firewall rule";
     }
-    bool header_only = false;
-    for (const char* h : kHeaderOnly) header_only = header_only || k == h;
     if (k == "flowbits") {
       const std::string cmd = trim(v.substr(0, v.find(',')));
       if (cmd == "isset" || cmd == "isnotset") return "skip:keyword flowbits " + cmd;
       continue;  // set, unset, toggle, noalert: effects after a match
     }
-    if (!header_only) return "skip:keyword " + k;
-    if (k == "msg") out.msg = unquote(v);
-    if (k == "sid") {
-      if (v.empty() || !std::all_of(v.begin(), v.end(), ::isdigit)) return "error:sid must be a number, not '" + v + "'";
-      out.sid = uint32_t(std::stoul(v));
-      have_sid = true;
-    }
-    if (k == "rev" && !v.empty() && std::all_of(v.begin(), v.end(), ::isdigit)) out.rev = uint32_t(std::stoul(v));
-    if (k == "gid" && !v.empty() && std::all_of(v.begin(), v.end(), ::isdigit)) out.gid = uint32_t(std::stoul(v));
-    if (k == "threshold" || k == "detection_filter") out.threshold = k + ":" + v;
-    if (k == "classtype") out.classtype = trim(v);
-    if (k == "metadata") {
-      // "key value, key value": the first word is the key, the rest its value (Suricata's form).
-      std::stringstream ss(v);
-      for (std::string item; std::getline(ss, item, ',');) {
-        const std::string t = trim(item);
-        const size_t sp = t.find_first_of(" \t");
-        if (t.empty()) continue;
-        const std::string key = t.substr(0, sp), value = sp == std::string::npos ? std::string() : trim(t.substr(sp));
-        auto it = std::find_if(out.metadata.begin(), out.metadata.end(), [&](const auto& e) { return e.first == key; });
-        if (it == out.metadata.end()) out.metadata.push_back({key, {value}});
-        else it->second.push_back(value);
-      }
-    }
-    if (k == "priority" && !v.empty() && std::all_of(v.begin(), v.end(), ::isdigit)) out.priority = uint32_t(std::stoul(v));
+    std::string err;
+    if (!apply_name_option(k, v, out, err)) return "skip:keyword " + k;
+    if (!err.empty()) return "error:" + err;
+    have_sid = have_sid || k == "sid";
   }
   if (!have_sid) return "error:no sid";
   if (out.buffer != RuleBuffer::none && !have_content) return "error:" + std::string(out.buffer == RuleBuffer::http_method ? "http.method" : "http.stat_code") + " without a content";

@@ -34,6 +34,7 @@
 #include <cstdint>
 #include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace gaspp {
@@ -107,6 +108,10 @@ struct Rule {
   uint8_t flow_dir = 0;    // flow:to_server (1) / to_client (2); 0: either
   uint8_t flow_est = 0;    // flow:established (1) / not_established (2); 0: either
   uint8_t session = 0;     // tcp.session phases, kSession* bits (policy.hpp); 0: no condition
+  // Detection rules only (the firewall skips such rules): `tcp-stream` as the protocol (tcp,
+  // matched on the stream only), or the application-layer protocol named there (http, dns, ...).
+  bool tcp_stream = false;
+  std::string app_proto;
   std::string file;
   uint32_t line = 0;
 };
@@ -137,6 +142,19 @@ enum class RuleFile : uint8_t { detection, firewall };
 // Parses one rule. Returns "" and fills `out` for a rule we apply; otherwise the reason it is not
 // one: "skip:<reason>" for a valid rule that needs more than we match, or "error:<why>".
 std::string parse_rule(const std::string& text, const RuleVars& vars, Rule& out, RuleFile kind = RuleFile::detection);
+
+// The first half of parse_rule, shared with the signature parser (modules/detect): the header
+// into `out` and the options split into (keyword, value) pairs, values trimmed and still quoted.
+// Returns "" or "error:<why>". tcp-stream and application-layer protocols are accepted here (out.
+// tcp_stream, out.app_proto); parse_rule skips such rules.
+std::string parse_rule_head(const std::string& text, const RuleVars& vars, Rule& out,
+                            std::vector<std::pair<std::string, std::string>>& opts, RuleFile kind = RuleFile::detection);
+// Applies an option that names a rule or limits its alerts (msg, sid, rev, gid, classtype,
+// reference, metadata, priority, target, threshold, detection_filter) to `out`; false when `k` is
+// not one of them. A bad value sets `err`.
+bool apply_name_option(const std::string& k, const std::string& v, Rule& out, std::string& err);
+// A quoted content value (text, |hex| runs, \-escapes) into its bytes; false with `why`.
+bool parse_content(const std::string& v, std::string& out, std::string& why);
 
 // Reads a rules file (comments and blank lines ignored; a line ending in '\' continues).
 // Returns false, with an error, if the file cannot be read.
