@@ -1,0 +1,553 @@
+// modules/detect/signature.cpp — the signature parser (signature.hpp).
+#include "modules/detect/signature.hpp"
+
+#define PCRE2_CODE_UNIT_WIDTH 8
+#include <pcre2.h>
+
+#include <algorithm>
+#include <cctype>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+namespace gaspp {
+namespace {
+
+std::string trim(const std::string& s) {
+  size_t a = 0, b = s.size();
+  while (a < b && std::isspace(static_cast<unsigned char>(s[a]))) ++a;
+  while (b > a && std::isspace(static_cast<unsigned char>(s[b - 1]))) --b;
+  return s.substr(a, b - a);
+}
+
+std::vector<std::string> split_commas(const std::string& v) {
+  std::vector<std::string> out;
+  std::stringstream ss(v);
+  for (std::string item; std::getline(ss, item, ',');) out.push_back(trim(item));
+  return out;
+}
+
+bool parse_int(const std::string& s, int64_t& v) {
+  const std::string t = trim(s);
+  if (t.empty()) return false;
+  size_t i = 0;
+  bool neg = false;
+  if (t[0] == '-' || t[0] == '+') {
+    neg = t[0] == '-';
+    i = 1;
+  }
+  if (i >= t.size()) return false;
+  int base = 10;
+  if (t.size() > i + 2 && t[i] == '0' && (t[i + 1] == 'x' || t[i + 1] == 'X')) {
+    base = 16;
+    i += 2;
+  }
+  uint64_t x = 0;
+  for (; i < t.size(); ++i) {
+    const char c = char(std::tolower(static_cast<unsigned char>(t[i])));
+    int d = -1;
+    if (c >= '0' && c <= '9') d = c - '0';
+    else if (base == 16 && c >= 'a' && c <= 'f') d = c - 'a' + 10;
+    if (d < 0) return false;
+    if (x > (UINT64_MAX - uint64_t(d)) / uint64_t(base)) return false;
+    x = x * uint64_t(base) + uint64_t(d);
+  }
+  v = neg ? -int64_t(x) : int64_t(x);
+  return true;
+}
+
+// A number, or the name of a byte_extract variable of this rule: sets num or var.
+bool num_or_var(const std::string& s, const Signature& sig, int32_t& num, int8_t& var, std::string& why,
+                int64_t lo, int64_t hi) {
+  int64_t v;
+  if (parse_int(s, v)) {
+    if (v < lo || v > hi) {
+      why = "value " + s + " out of range";
+      return false;
+    }
+    num = int32_t(v);
+    var = -1;
+    return true;
+  }
+  const std::string t = trim(s);
+  for (size_t k = 0; k < sig.vars.size(); ++k)
+    if (sig.vars[k] == t) {
+      var = int8_t(k);
+      num = 0;
+      return true;
+    }
+  why = "'" + t + "' is neither a number nor a byte_extract variable";
+  return false;
+}
+
+bool starts_with(const std::string& s, const char* p) { return s.rfind(p, 0) == 0; }
+
+// Keywords of the application layer (the next stage of the engine): rules with them are counted
+// apart.
+bool app_layer_keyword(const std::string& k) {
+  static const char* const kPrefixes[] = {"http", "file", "dns", "tls", "ja3", "ja4", "ssh", "smb", "dcerpc", "krb5",
+                                          "snmp", "sip", "rfb", "mqtt", "modbus", "dnp3", "enip", "cip", "ike",
+                                          "quic", "nfs", "ftp", "smtp", "imap", "pop3", "x509", "ldap", "websocket",
+                                          "email", "sdp", "rdp", "pgsql", "dhcp", "ntp", "telnet", "tftp", "mdns",
+                                          "uri", "app-layer", "base64", "dce_", "cert", "bittorrent"};
+  for (const char* p : kPrefixes)
+    if (starts_with(k, p)) return true;
+  return k == "urilen" || k == "uricontent" || k == "filename" || k == "fileext" || k == "filemagic" ||
+         k == "filestore" || k == "filesize" || k == "filemd5" || k == "filesha1" || k == "filesha256" ||
+         k == "to_lowercase" || k == "to_md5" || k == "to_sha256" || k == "url_decode" || k == "compress_whitespace" ||
+         k == "dotprefix" || k == "strip_whitespace" || k == "xor" || k == "luajit" || k == "lua";
+}
+
+SigOp* last_content(Signature& s) {
+  for (auto it = s.ops.rbegin(); it != s.ops.rend(); ++it)
+    if (it->type == SigOpType::content) return &*it;
+  return nullptr;
+}
+
+// base for byte_* string forms
+bool parse_base(const std::string& t, uint8_t& base) {
+  if (t == "hex") base = 16;
+  else if (t == "dec") base = 10;
+  else if (t == "oct") base = 8;
+  else return false;
+  return true;
+}
+
+std::string parse_byte_op(const std::string& k, const std::string& v, Signature& sig, SigOp& op) {
+  std::vector<std::string> a = split_commas(v);
+  std::string why;
+  const bool test = k == "byte_test", jump = k == "byte_jump", extract = k == "byte_extract";
+  op.type = test ? SigOpType::byte_test : jump ? SigOpType::byte_jump : SigOpType::byte_extract;
+  const size_t fixed = test ? 4 : extract ? 3 : 2;
+  if (a.size() < fixed) return "error:" + k + " needs at least " + std::to_string(fixed) + " arguments";
+  int64_t n;
+  int8_t nvar = -1;
+  int32_t nb = 0;
+  if (!num_or_var(a[0], sig, nb, nvar, why, 0, 64)) return "error:" + k + " nbytes: " + why;
+  if (nvar >= 0) return "skip:keyword " + k + " with a variable byte count";
+  op.nbytes = uint8_t(nb);
+  size_t i = 1;
+  if (test) {
+    std::string o = a[1];
+    if (!o.empty() && o[0] == '!') {
+      op.negated = true;
+      o = trim(o.substr(1));
+    }
+    if (o == "<") op.cmp = kCmpLt;
+    else if (o == ">") op.cmp = kCmpGt;
+    else if (o == "=") op.cmp = kCmpEq;
+    else if (o == "&") op.cmp = kCmpAnd;
+    else if (o == "^") op.cmp = kCmpXor;
+    else if (o == "<=") op.cmp = kCmpLe;
+    else if (o == ">=") op.cmp = kCmpGe;
+    else return "error:byte_test: unknown operator '" + a[1] + "'";
+    if (parse_int(a[2], n)) {
+      op.value = uint64_t(n);
+    } else {
+      int32_t dummy;
+      if (!num_or_var(a[2], sig, dummy, op.value_var, why, 0, 0)) return "error:byte_test value: " + why;
+    }
+    i = 3;
+  }
+  if (!num_or_var(a[i], sig, op.offset, op.offset_var, why, -65535, 65535)) return "error:" + k + " offset: " + why;
+  ++i;
+  if (extract) {
+    const std::string name = a[i++];
+    if (name.empty() || std::isdigit(static_cast<unsigned char>(name[0]))) return "error:byte_extract: bad variable name '" + name + "'";
+    if (sig.vars.size() >= 16) return "skip:more than 16 byte_extract variables";
+    op.var = int8_t(sig.vars.size());
+    sig.vars.push_back(name);
+  }
+  bool string = false;
+  for (; i < a.size(); ++i) {
+    const std::string& t = a[i];
+    if (t == "relative") op.relative = true;
+    else if (t == "big") op.little = false;
+    else if (t == "little") op.little = true;
+    else if (t == "string") string = true;
+    else if (parse_base(t, op.base)) string = true;
+    else if (t == "dce") return "skip:keyword " + k + " dce";
+    else if (jump && t == "align") op.align = 4;
+    else if (jump && t == "from_beginning") op.from_beginning = true;
+    else if (jump && t == "from_end") op.from_end = true;
+    else if (starts_with(t, "bitmask")) {
+      if (!parse_int(trim(t.substr(7)), n) || n <= 0) return "error:" + k + ": bad bitmask '" + t + "'";
+      op.has_mask = true;
+      op.mask = uint64_t(n);
+    } else if (starts_with(t, "multiplier")) {
+      if (!parse_int(trim(t.substr(10)), n) || n <= 0 || n > 65535) return "error:" + k + ": bad multiplier '" + t + "'";
+      op.multiplier = uint32_t(n);
+    } else if (jump && starts_with(t, "post_offset")) {
+      if (!parse_int(trim(t.substr(11)), n) || n < -65535 || n > 65535) return "error:byte_jump: bad post_offset '" + t + "'";
+      op.post_offset = int32_t(n);
+    } else if (extract && starts_with(t, "align")) {
+      if (!parse_int(trim(t.substr(5)), n) || (n != 2 && n != 4)) return "error:byte_extract: align is 2 or 4, not '" + t + "'";
+      op.align = uint32_t(n);
+    } else {
+      return "error:" + k + ": unknown argument '" + t + "'";
+    }
+  }
+  if (string && op.base == 0) op.base = 10;
+  if (op.base == 0 && (op.nbytes < 1 || op.nbytes > 8)) return "error:" + k + ": nbytes must be 1..8 for binary data";
+  if (op.base != 0 && (op.nbytes < 1 || op.nbytes > 23)) return "error:" + k + ": nbytes must be 1..23 for a string";
+  if (jump && op.from_beginning && op.from_end) return "error:byte_jump: from_beginning and from_end";
+  return "";
+}
+
+std::string parse_pcre(const std::string& v, SigOp& op) {
+  std::string t = trim(v);
+  if (!t.empty() && t[0] == '!') {
+    op.negated = true;
+    t = trim(t.substr(1));
+  }
+  if (t.size() < 2 || t.front() != '"' || t.back() != '"') return "error:pcre must be quoted";
+  t = t.substr(1, t.size() - 2);
+  // Suricata unescapes \" and \; in the option value; the expression keeps its other escapes.
+  std::string u;
+  for (size_t i = 0; i < t.size(); ++i) {
+    if (t[i] == '\\' && i + 1 < t.size() && (t[i + 1] == '"' || t[i + 1] == ';')) {
+      u += t[++i];
+      continue;
+    }
+    u += t[i];
+  }
+  if (u.empty() || u[0] != '/') return "error:pcre must start with '/'";
+  const size_t end = u.find_last_of('/');
+  if (end == 0) return "error:pcre has no closing '/'";
+  op.bytes = u.substr(1, end - 1);
+  for (char c : u.substr(end + 1)) {
+    switch (c) {
+      case 'i': op.pcre_options |= PCRE2_CASELESS; break;
+      case 's': op.pcre_options |= PCRE2_DOTALL; break;
+      case 'm': op.pcre_options |= PCRE2_MULTILINE; break;
+      case 'x': op.pcre_options |= PCRE2_EXTENDED; break;
+      case 'A': op.pcre_options |= PCRE2_ANCHORED; break;
+      case 'E': op.pcre_options |= PCRE2_DOLLAR_ENDONLY; break;
+      case 'G': op.pcre_options |= PCRE2_UNGREEDY; break;
+      case 'R': op.relative = true; break;
+      case 'O': case 'B': break;  // match limits; rawbytes
+      case 'U': case 'H': case 'P': case 'C': case 'I': case 'D': case 'M': case 'S': case 'Y': case 'K':
+      case 'V': case 'W': case 'Z': case 'Q':
+        return std::string("app-layer:pcre /") + c;
+      default: return std::string("error:unknown pcre flag '") + c + "'";
+    }
+  }
+  return "";
+}
+
+std::string parse_dsize(const std::string& v, Signature& s) {
+  std::string t = trim(v);
+  int64_t a, b;
+  s.has_dsize = true;
+  if (!t.empty() && t[0] == '!') {
+    s.dsize_neg = true;
+    t = trim(t.substr(1));
+  }
+  size_t r = t.find("<>");
+  if (r == std::string::npos && t.size() > 1 && t.find('-', 1) != std::string::npos) r = t.find('-', 1);
+  if (r != std::string::npos && r > 0) {
+    const size_t w = t.compare(r, 2, "<>") == 0 ? 2 : 1;
+    if (!parse_int(t.substr(0, r), a) || !parse_int(t.substr(r + w), b) || a < 0 || b > 65535 || a >= b)
+      return "error:bad dsize range '" + v + "'";
+    s.dsize_range = true;
+    s.dsize_lo = uint16_t(a);
+    s.dsize_hi = uint16_t(b);
+    return "";
+  }
+  s.dsize_cmp = kCmpEq;
+  if (starts_with(t, "<=")) s.dsize_cmp = kCmpLe, t = t.substr(2);
+  else if (starts_with(t, ">=")) s.dsize_cmp = kCmpGe, t = t.substr(2);
+  else if (starts_with(t, "<")) s.dsize_cmp = kCmpLt, t = t.substr(1);
+  else if (starts_with(t, ">")) s.dsize_cmp = kCmpGt, t = t.substr(1);
+  else if (starts_with(t, "=")) t = t.substr(1);
+  if (!parse_int(t, a) || a < 0 || a > 65535) return "error:bad dsize '" + v + "'";
+  s.dsize_lo = uint16_t(a);
+  return "";
+}
+
+std::string parse_flowbits(const std::string& v, Signature& s) {
+  const std::vector<std::string> a = split_commas(v);
+  if (a.empty()) return "error:flowbits needs a command";
+  if (a[0] == "noalert") {
+    s.noalert = true;
+    return "";
+  }
+  FlowbitCmd c;
+  if (a[0] == "set") c.cmd = FlowbitCmd::set;
+  else if (a[0] == "unset") c.cmd = FlowbitCmd::unset;
+  else if (a[0] == "toggle") c.cmd = FlowbitCmd::toggle;
+  else if (a[0] == "isset") c.cmd = FlowbitCmd::isset;
+  else if (a[0] == "isnotset") c.cmd = FlowbitCmd::isnotset;
+  else return "error:unknown flowbits command '" + a[0] + "'";
+  if (a.size() != 2 || a[1].empty()) return "error:flowbits " + a[0] + " needs one name";
+  std::string name = a[1];
+  const bool has_or = name.find('|') != std::string::npos, has_and = name.find('&') != std::string::npos;
+  if (has_or && has_and) return "error:flowbits mixes | and &";
+  c.any = !has_and;
+  std::string cur;
+  for (char ch : name + (has_and ? "&" : "|")) {
+    if (ch == '|' || ch == '&') {
+      if (trim(cur).empty()) return "error:flowbits: empty name";
+      c.names.push_back(trim(cur));
+      cur.clear();
+    } else {
+      cur += ch;
+    }
+  }
+  s.flowbits.push_back(c);
+  return "";
+}
+
+// Checks and settles the payload list once the rule is read: fast pattern, mode.
+std::string finish(Signature& s) {
+  for (size_t i = 0; i < s.ops.size(); ++i) {
+    SigOp& o = s.ops[i];
+    if (o.type != SigOpType::content) continue;
+    const int32_t len = int32_t(o.bytes.size());
+    if (o.startswith) {
+      if (o.has_depth || o.has_offset || o.relative) return "error:startswith with depth, offset, distance or within";
+      o.has_depth = true;
+      o.depth = len;
+    }
+    if (o.has_depth && o.depth_var < 0 && o.depth < len) return "error:depth smaller than the content";
+    if (o.has_within && o.within_var < 0 && o.within < len) return "error:within smaller than the content";
+    if (o.relative && (o.has_depth || o.has_offset)) return "error:content with both absolute (depth/offset) and relative (distance/within) modifiers";
+    if (o.fp_chop && size_t(o.fp_off) + o.fp_len > o.bytes.size()) return "error:fast_pattern chop beyond the content";
+  }
+  // Fast pattern (the prefilter's literal): the one marked, else the longest non-negated content
+  // (first on ties). Which one only changes speed: every content is verified.
+  int fp = -1;
+  for (size_t i = 0; i < s.ops.size(); ++i)
+    if (s.ops[i].type == SigOpType::content && s.ops[i].fast_pattern) {
+      if (s.ops[i].negated) return "error:fast_pattern on a negated content";
+      fp = int(i);
+    }
+  if (fp < 0)
+    for (size_t i = 0; i < s.ops.size(); ++i)
+      if (s.ops[i].type == SigOpType::content && !s.ops[i].negated &&
+          (fp < 0 || s.ops[i].bytes.size() > s.ops[size_t(fp)].bytes.size()))
+        fp = int(i);
+  s.fast_pattern = fp;
+  // Mode (Suricata: SigConsolidateTcpBuffer, detect-flow.c, detect-dsize.c).
+  const bool tcp = s.rule.proto == 0 || s.rule.proto == 6;
+  uint8_t m = 0;
+  if (s.only_stream || s.rule.tcp_stream) m = kSigStream | kSigStreamOnly;
+  if (s.no_stream || s.has_dsize) m |= kSigPacket;
+  if (tcp && !s.ops.empty() && !(m & (kSigPacket | kSigStream))) {
+    m = kSigStream;
+    for (const SigOp& o : s.ops)
+      if (o.type == SigOpType::content && (o.has_depth || o.has_offset)) m |= kSigPacket;
+  }
+  if (!m || !tcp) m |= kSigPacket;
+  if ((m & kSigStreamOnly) && !tcp) return "error:only_stream on a rule that is not TCP";
+  s.mode = m;
+  return "";
+}
+
+}  // namespace
+
+uint64_t SignatureSet::skipped() const {
+  uint64_t n = 0;
+  for (auto& [k, v] : skipped_by_reason) n += v;
+  return n;
+}
+
+uint64_t SignatureSet::skipped_app_layer() const {
+  uint64_t n = 0;
+  for (auto& [k, v] : skipped_by_reason)
+    if (starts_with(k, "app-layer:")) n += v;
+  return n;
+}
+
+std::string parse_signature(const std::string& text, const RuleVars& vars, Signature& out) {
+  out = Signature{};
+  std::vector<std::pair<std::string, std::string>> opts;
+  const std::string head = parse_rule_head(text, vars, out.rule, opts);
+  if (!head.empty()) return head;
+  if (!out.rule.app_proto.empty()) return "skip:app-layer:protocol " + out.rule.app_proto;
+  bool have_sid = false;
+  std::string why;
+  for (auto& [k, v] : opts) {
+    std::string err;
+    if (apply_name_option(k, v, out.rule, err)) {
+      if (!err.empty()) return "error:" + err;
+      have_sid = have_sid || k == "sid";
+      continue;
+    }
+    if (k == "content") {
+      SigOp op;
+      std::string t = trim(v);
+      if (!t.empty() && t[0] == '!') {
+        op.negated = true;
+        t = trim(t.substr(1));
+      }
+      if (!parse_content(t, op.bytes, why)) return "error:" + why;
+      out.ops.push_back(op);
+      continue;
+    }
+    if (k == "nocase" || k == "depth" || k == "offset" || k == "distance" || k == "within" || k == "startswith" ||
+        k == "endswith" || k == "fast_pattern" || k == "rawbytes") {
+      SigOp* c = out.ops.empty() || out.ops.back().type != SigOpType::content ? nullptr : &out.ops.back();
+      if (!c) c = last_content(out);
+      if (!c) return "error:" + k + " without a content before it";
+      if (k == "nocase") {
+        c->nocase = true;
+        for (char& ch : c->bytes) ch = char(std::tolower(static_cast<unsigned char>(ch)));
+      } else if (k == "rawbytes") {
+      } else if (k == "startswith") {
+        c->startswith = true;
+      } else if (k == "endswith") {
+        c->endswith = true;
+      } else if (k == "fast_pattern") {
+        c->fast_pattern = true;
+        const std::string t = trim(v);
+        if (t == "only") {
+          c->fp_only = true;
+        } else if (!t.empty()) {
+          const auto a = split_commas(t);
+          int64_t o, l;
+          if (a.size() != 2 || !parse_int(a[0], o) || !parse_int(a[1], l) || o < 0 || l <= 0 || o > 65535 || l > 65535)
+            return "error:fast_pattern: '" + t + "' is neither `only` nor OFFSET,LENGTH";
+          c->fp_chop = true;
+          c->fp_off = uint16_t(o);
+          c->fp_len = uint16_t(l);
+        }
+      } else {
+        int32_t n = 0;
+        int8_t var = -1;
+        const bool dist = k == "distance";
+        if (!num_or_var(v, out, n, var, why, dist ? -65535 : 0, 65535)) return "error:" + k + ": " + why;
+        if (k == "depth") c->has_depth = true, c->depth = n, c->depth_var = var;
+        else if (k == "offset") c->has_offset = true, c->offset = n, c->offset_var = var;
+        else if (dist) c->has_distance = true, c->distance = n, c->distance_var = var, c->relative = true;
+        else c->has_within = true, c->within = n, c->within_var = var, c->relative = true;
+      }
+      continue;
+    }
+    if (k == "pcre") {
+      SigOp op;
+      op.type = SigOpType::pcre;
+      const std::string r = parse_pcre(v, op);
+      if (starts_with(r, "app-layer:")) return "skip:" + r;
+      if (!r.empty()) return r;
+      // Compile once here so that a bad expression is an error with its line, not a load failure.
+      int ec;
+      PCRE2_SIZE eo;
+      pcre2_code* re = pcre2_compile(reinterpret_cast<PCRE2_SPTR>(op.bytes.data()), op.bytes.size(), op.pcre_options,
+                                     &ec, &eo, nullptr);
+      if (!re) {
+        PCRE2_UCHAR msg[256];
+        pcre2_get_error_message(ec, msg, sizeof msg);
+        return "error:pcre does not compile at offset " + std::to_string(eo) + ": " + reinterpret_cast<char*>(msg);
+      }
+      pcre2_code_free(re);
+      out.ops.push_back(op);
+      continue;
+    }
+    if (k == "isdataat") {
+      SigOp op;
+      op.type = SigOpType::isdataat;
+      auto a = split_commas(v);
+      if (a.empty()) return "error:isdataat needs a value";
+      std::string n = a[0];
+      if (!n.empty() && n[0] == '!') {
+        op.negated = true;
+        n = trim(n.substr(1));
+      }
+      if (!num_or_var(n, out, op.offset, op.offset_var, why, 0, 65535)) return "error:isdataat: " + why;
+      for (size_t i = 1; i < a.size(); ++i) {
+        if (a[i] == "relative") op.relative = true;
+        else if (a[i] != "rawbytes") return "error:isdataat: unknown argument '" + a[i] + "'";
+      }
+      out.ops.push_back(op);
+      continue;
+    }
+    if (k == "byte_test" || k == "byte_jump" || k == "byte_extract") {
+      SigOp op;
+      const std::string r = parse_byte_op(k, v, out, op);
+      if (!r.empty()) return r;
+      out.ops.push_back(op);
+      continue;
+    }
+    if (k == "pkt_data") continue;
+    if (k == "dsize") {
+      const std::string r = parse_dsize(v, out);
+      if (!r.empty()) return r;
+      continue;
+    }
+    if (k == "flow") {
+      for (const std::string& o : split_commas(v)) {
+        if (o == "to_server" || o == "from_client") out.flow_dir = 1;
+        else if (o == "to_client" || o == "from_server") out.flow_dir = 2;
+        else if (o == "established") out.flow_est = 1;
+        else if (o == "not_established") out.flow_est = 2;
+        else if (o == "stateless") {
+        } else if (o == "only_stream") out.only_stream = true;
+        else if (o == "no_stream") out.no_stream = true;
+        else if (o == "only_frag" || o == "no_frag") return "skip:flow " + o;
+        else return "error:unknown flow option '" + o + "'";
+      }
+      if (out.only_stream && out.no_stream) return "error:flow: only_stream and no_stream";
+      continue;
+    }
+    if (k == "flowbits") {
+      const std::string r = parse_flowbits(v, out);
+      if (!r.empty()) return r;
+      continue;
+    }
+    if (k == "noalert") {
+      out.noalert = true;
+      continue;
+    }
+    if (app_layer_keyword(k)) return "skip:app-layer:" + k;
+    return "skip:keyword " + k;
+  }
+  if (!have_sid) return "error:no sid";
+  return finish(out);
+}
+
+bool load_signature_file(const std::string& path, const RuleVars& vars, SignatureSet& set) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) {
+    set.errors.push_back({path, 0, "is a directory; name the rule files (e.g. " + path + "/*.rules)"});
+    return false;
+  }
+  std::ifstream in(path);
+  if (!in) {
+    set.errors.push_back({path, 0, "cannot be read"});
+    return false;
+  }
+  std::string line, text;
+  uint32_t no = 0, first = 0;
+  while (std::getline(in, line)) {
+    ++no;
+    ++set.lines;
+    const std::string t = trim(line);
+    if (text.empty() && (t.empty() || t[0] == '#')) {
+      ++set.comments;
+      continue;
+    }
+    if (text.empty()) first = no;
+    if (!t.empty() && t.back() == '\\') {
+      text += t.substr(0, t.size() - 1);
+      continue;
+    }
+    text += t;
+    Signature s;
+    const std::string res = parse_signature(text, vars, s);
+    text.clear();
+    if (res.empty()) {
+      s.rule.file = path;
+      s.rule.line = first;
+      set.sigs.push_back(std::move(s));
+    } else if (starts_with(res, "skip:")) {
+      ++set.skipped_by_reason[res.substr(5)];
+    } else {
+      set.errors.push_back({path, first, res.substr(6)});
+    }
+  }
+  if (!text.empty()) set.errors.push_back({path, first, "the file ends inside a continued line"});
+  return true;
+}
+
+}  // namespace gaspp

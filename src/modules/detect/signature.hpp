@@ -1,0 +1,122 @@
+// modules/detect/signature.hpp — Suricata signatures with payload options: the parser.
+//
+// A signature is a rule (modules/firewall/rules.hpp: action, protocol, addresses, ports, the
+// naming options) plus what it inspects. Read here, in rule order:
+//   content:"..."      with nocase, depth, offset, distance, within (numbers or byte_extract
+//                      variables), startswith, endswith, fast_pattern (also `only` and `off,len`
+//                      chop), rawbytes (no effect: there is no normalized payload); `!` negates
+//   pcre:"/re/flags"   flags i s m x A E G (PCRE2 options), R (relative), O, B; `!` negates. The
+//                      HTTP buffer flags (U H P C I D M S Y ...) name application-layer buffers
+//   isdataat:N[,relative]   `!N` negates; N may be a byte_extract variable
+//   byte_test, byte_jump, byte_extract   Suricata's arguments (endianness, string bases, bitmask,
+//                      multiplier, align, from_beginning/from_end, post_offset); dce is refused
+//   pkt_data           back to the packet payload buffer (the only buffer this parser knows)
+//   dsize:N | <N | >N | <=N | >=N | N<>M | N-M | !N
+//   flow:to_server|to_client|from_client|from_server|established|not_established|stateless|
+//        only_stream|no_stream
+//   flowbits:set|unset|toggle|isset|isnotset,NAME (NAME a|b: any of them; a&b: all) | noalert
+//   threshold / detection_filter, and the naming options of the firewall's parser
+// Anything else skips the rule, counted by reason: "app-layer:<keyword>" for what the application
+// layer will bring (http_*, http.*, file_data, dns.*, tls.*, app-layer protocols in the header,
+// ...), "keyword <k>" for the rest. A line that does not parse is an error with file and line.
+//
+// Where a rule's payload is inspected (Suricata's SIG_FLAG_REQUIRE_PACKET/STREAM): on TCP, a rule
+// with payload options is a stream rule (reassembled data) unless flow:no_stream or dsize makes it
+// a packet rule; content with depth or offset makes it both; flow:only_stream and the protocol
+// tcp-stream make it stream only. Other protocols inspect packets.
+//
+// Example:
+//   SignatureSet set;
+//   load_signature_file("emerging-exploit.rules", RuleVars{}, set);  // set.sigs, set.skipped_by_reason
+#pragma once
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "modules/firewall/rules.hpp"
+
+namespace gaspp {
+
+enum class SigOpType : uint8_t { content, pcre, isdataat, byte_test, byte_jump, byte_extract };
+
+// byte_test operators.
+enum SigCmp : uint8_t { kCmpLt, kCmpGt, kCmpEq, kCmpAnd, kCmpXor, kCmpLe, kCmpGe };
+
+// One option of the payload list, as written.
+struct SigOp {
+  SigOpType type = SigOpType::content;
+  std::string bytes;             // content: the bytes; pcre: the expression (between the slashes)
+  bool negated = false;
+  bool nocase = false;
+  bool relative = false;         // content: distance or within given; others: `relative` / R
+  bool startswith = false, endswith = false;
+  bool fast_pattern = false, fp_only = false, fp_chop = false;
+  uint16_t fp_off = 0, fp_len = 0;
+  bool has_offset = false, has_depth = false, has_distance = false, has_within = false;
+  int32_t offset = 0, depth = 0, distance = 0, within = 0;
+  // A byte_extract variable in place of the number (index into the rule's variables), or -1.
+  int8_t offset_var = -1, depth_var = -1, distance_var = -1, within_var = -1;
+  // pcre
+  uint32_t pcre_options = 0;     // PCRE2 compile options
+  // isdataat: `offset` is N (offset_var its variable)
+  // byte_test / byte_jump / byte_extract
+  uint8_t nbytes = 0;
+  uint8_t base = 0;              // 0: binary; 8, 10, 16: a string number
+  bool little = false;
+  uint8_t cmp = kCmpEq;
+  uint64_t value = 0;            // byte_test value
+  int8_t value_var = -1;
+  bool has_mask = false;
+  uint64_t mask = 0;
+  uint32_t multiplier = 1;
+  int32_t post_offset = 0;
+  uint32_t align = 0;            // byte_jump: 4 (align); byte_extract: the align value
+  bool from_beginning = false, from_end = false;
+  int8_t var = -1;               // byte_extract: the variable it sets
+};
+
+struct FlowbitCmd {
+  enum Cmd : uint8_t { set, unset, toggle, isset, isnotset } cmd = set;
+  bool any = true;                 // names joined by | (any) or & (all)
+  std::vector<std::string> names;
+};
+
+enum SigMode : uint8_t {
+  kSigPacket = 1,      // inspect packet payloads
+  kSigStream = 2,      // inspect the reassembled stream (TCP)
+  kSigStreamOnly = 4,  // never fall back to the packet payload
+};
+
+struct Signature {
+  Rule rule;                       // header and names
+  std::vector<SigOp> ops;          // the payload list, in rule order
+  std::vector<std::string> vars;   // byte_extract variable names (index = SigOp::var)
+  uint8_t flow_dir = 0;            // 1 to_server, 2 to_client
+  uint8_t flow_est = 0;            // 1 established, 2 not_established
+  bool only_stream = false, no_stream = false;
+  bool has_dsize = false;
+  uint8_t dsize_cmp = kCmpEq;      // kCmpEq, kCmpLt, kCmpGt, kCmpLe, kCmpGe; range: lo < x < hi
+  bool dsize_range = false, dsize_neg = false;
+  uint16_t dsize_lo = 0, dsize_hi = 0;
+  std::vector<FlowbitCmd> flowbits;
+  bool noalert = false;
+  uint8_t mode = 0;                // SigMode bits
+  int fast_pattern = -1;           // the op the prefilter looks for (a content), or -1: none
+};
+
+struct SignatureSet {
+  std::vector<Signature> sigs;
+  std::map<std::string, uint64_t> skipped_by_reason;  // "app-layer:http_uri", "keyword flowint", ...
+  std::vector<RuleError> errors;
+  uint64_t lines = 0, comments = 0;
+  uint64_t skipped() const;
+  uint64_t skipped_app_layer() const;  // those whose reason starts with "app-layer:"
+};
+
+// Parses one rule: "" and `out` filled, "skip:<reason>", or "error:<why>".
+std::string parse_signature(const std::string& text, const RuleVars& vars, Signature& out);
+// Reads a rules file (as load_rules_file: comments, continued lines). False when it cannot be read.
+bool load_signature_file(const std::string& path, const RuleVars& vars, SignatureSet& set);
+
+}  // namespace gaspp
