@@ -267,6 +267,9 @@ class TableMemory {
  public:
   virtual ~TableMemory() = default;
   virtual const void* place(const void* host, size_t bytes) = 0;
+  // Whether placed tables live in device memory (the CUDA backend): host-only helpers a View
+  // carries (a CPU library's handle) cannot be used there.
+  virtual bool on_device() const { return false; }
   template <class T>
   const T* place(const std::vector<T>& v) {
     static_assert(std::is_trivially_copyable_v<T>, "tables hold trivially copyable items");

@@ -5,10 +5,12 @@
 #include "modules/examples/pass.hpp"
 #include "modules/examples/probe.hpp"
 #include "modules/examples/stream_match.hpp"
+#include "modules/detect/detect.hpp"
 #include "modules/firewall/firewall.hpp"
 
 #define GASPP_MODULE_TYPES(X) \
   X(FirewallModule)           \
+  X(DetectModule)             \
   X(PassModule)               \
   X(ProbeModule)               \
   X(StreamMatchModule)

@@ -24,6 +24,7 @@ class DeviceTables final : public TableMemory {
     allocs_.push_back(std::move(d));
     return allocs_.back().get();
   }
+  bool on_device() const override { return true; }
   uint64_t bytes() const { return bytes_; }
 
  private:

@@ -200,8 +200,9 @@ std::string parse_pcre(const std::string& v, SigOp& op) {
     op.negated = true;
     t = trim(t.substr(1));
   }
-  if (t.size() < 2 || t.front() != '"' || t.back() != '"') return "error:pcre must be quoted";
-  t = t.substr(1, t.size() - 2);
+  // Quoted as usual, or bare (`pcre:/x/i;`, which Suricata also reads).
+  if (t.size() >= 2 && t.front() == '"' && t.back() == '"') t = t.substr(1, t.size() - 2);
+  else if (t.empty() || t.front() != '/') return "error:pcre must be quoted";
   // Suricata unescapes \" and \; in the option value; the expression keeps its other escapes.
   std::string u;
   for (size_t i = 0; i < t.size(); ++i) {

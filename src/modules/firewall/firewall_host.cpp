@@ -9,6 +9,7 @@
 #include "decode/decoder.hpp"
 #include "modules/firewall/firewall.hpp"
 #include "core/eve_event.hpp"
+#include "modules/firewall/alert_eve.hpp"
 
 namespace gaspp {
 
@@ -167,34 +168,7 @@ void FirewallModule::Host::on_event(const ModuleEvent& e, const HostPacket& p, M
 }
 
 void FirewallModule::Host::write_alert(const Rule& r, const HostPacket& p, ModuleOutput& out) {
-  const bool blocked = r.action == RuleAction::drop || r.action == RuleAction::reject;
-  std::string j = eve_packet_head(p, "alert");
-  j += ",\"alert\":{\"action\":\"";
-  j += blocked ? "blocked" : "allowed";
-  j += "\",\"gid\":" + std::to_string(r.gid) + ",\"signature_id\":" + std::to_string(r.sid) +
-       ",\"rev\":" + std::to_string(r.rev) + ",\"signature\":\"" + json_escape(r.msg) + "\"";
-  if (!r.classtype.empty()) {
-    // The class's description from classification.config, as Suricata writes it; the class name
-    // when no file describes it.
-    const std::string* d = class_description(classes_, r.classtype);
-    j += ",\"category\":\"" + json_escape(d ? *d : r.classtype) + "\"";
-  }
-  j += ",\"severity\":" + std::to_string(rule_priority(r));
-  if (!r.metadata.empty()) {
-    // key → [values], grouped when the rule was read, as Suricata groups them.
-    const auto& md = r.metadata;
-    j += ",\"metadata\":{";
-    for (size_t a = 0; a < md.size(); ++a) {
-      j += (a ? ",\"" : "\"") + json_escape(md[a].first) + "\":[";
-      for (size_t b = 0; b < md[a].second.size(); ++b) j += (b ? ",\"" : "\"") + json_escape(md[a].second[b]) + "\"";
-      j += "]";
-    }
-    j += "}";
-  }
-  j += "}";
-  j += eve_alert_flow_json(p);
-  j += "}";
-  out.eve(j);
+  out.eve(eve_alert_line(r, classes_, p, r.action == RuleAction::drop || r.action == RuleAction::reject));
 }
 
 void FirewallModule::Host::report(std::map<std::string, uint64_t>& r) const {

@@ -1,0 +1,218 @@
+// modules/detect/detect.hpp — the signature engine (NIDS, GASPP §6): Suricata rules with content,
+// pcre and the other payload options (signature.hpp) matched on packet payloads and on the
+// reassembled TCP streams; alerts as EVE `alert` events.
+//
+// Configuration (module options): `--module detect:rules=a.rules,b.rules`
+//   rules                rule files, comma-separated (docs/rules.md: what is read, what is skipped)
+//   classification-file  Suricata's classification.config (default: beside the first rules file)
+//   address.NAME, port.NAME   rule variables ($HOME_NET, $HTTP_PORTS, ...)
+//   packet-alert-max     alerts kept per packet (Suricata's packet_alert_max, default 15)
+//
+// Per packet (on_ip) and per in-order stream piece (on_stream), both backends:
+//   1. prefilter: the signatures whose fast pattern occurs in the buffer (CPU: Hyperscan over all
+//      fast patterns at once), plus those without one;
+//   2. each candidate, in Suricata's evaluation order: protocol, addresses and ports (the
+//      firewall's header tables), flow direction and state, dsize, then its payload list
+//      (inspect.hpp); a match raises event kMatch with the signature's index (its rank).
+// A stream piece is inspected alone and, for matches across pieces, with the last
+// DetectView::stream_carry bytes of its direction before it (a match must reach into the new
+// piece, so none is found twice). Which buffers a signature inspects: SigMode (signature.hpp);
+// a stream rule looks at a TCP packet's own payload only when the packet added nothing to the
+// stream (no flow, or no payload).
+// On the host, in capture order (events sort by packet, then rank): flowbits are tested and set,
+// thresholds applied, and an alert is written for each matching signature unless it is noalert,
+// the packet already has packet-alert-max alerts (counted), or a packet's stream and payload
+// matches name the same signature (one alert). A drop/reject signature without flowbits
+// conditions drops the flow on the device (drop_flow), as the firewall does; one with flowbits
+// conditions is decided on the host and only alerts.
+//
+// State: per flow, the stream carry of both directions (2 x kDetStreamCarry bytes + lengths); on
+// the host, flowbits per flow id (at most kDetFlowbitFlows flows; more are counted and their bits
+// not kept).
+//
+// The CUDA backend does not run this module yet (its GPU prefilter is not built): upload() refuses
+// device memory with that reason.
+#pragma once
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "gaspp/module.hpp"
+#include "gaspp/stream_hook.hpp"
+#include "modules/detect/detect_tables.hpp"
+#include "modules/detect/inspect.hpp"
+#include "modules/detect/signature.hpp"
+#include "modules/firewall/firewall.hpp"
+#include "modules/firewall/firewall_compile.hpp"
+#include "modules/firewall/threshold.hpp"
+
+namespace gaspp {
+
+constexpr uint32_t kDetStreamCarry = 120;
+constexpr size_t kDetFlowbitFlows = 1u << 20;
+
+// The CPU's candidate list for one buffer (detect_host.cpp): the signatures whose fast pattern
+// occurs in buf, and those without one, in rank order, without repeats.
+void detect_host_candidates(const DetectView& v, const uint8_t* buf, uint32_t len, std::vector<uint32_t>& out);
+
+struct DetectModule {
+  static constexpr const char* kName = "detect";
+  static constexpr uint32_t kLayers = kLayerIp | kLayerPayload | kLayerStream;
+  static constexpr bool kChangesContext = false;
+  struct FlowState {
+    uint16_t carry_len[2];
+    uint8_t pad_[12];
+    uint8_t carry[2][kDetStreamCarry];
+  };
+  using View = DetectView;
+  enum Event : uint16_t { kMatch = 1 };
+
+  // Whether signature i's header, flow and dsize conditions hold for a packet (or a stream piece:
+  // pk from FirewallModule::stream_packet, established, dsize ignored).
+  GASPP_HD static bool sig_applies(const View& v, uint32_t i, const FwPacket& pk, bool has_flow, bool to_client,
+                                   bool established, int64_t dsize) {
+    const DetSig& s = v.sigs[i];
+    if (s.proto && s.proto != pk.proto) return false;
+    if (s.flow_dir && (!has_flow || (s.flow_dir == 2) != to_client)) return false;
+    if (s.flow_est == 1 && !established) return false;
+    if (s.flow_est == 2 && (established || !has_flow)) return false;
+    if (s.dsize && dsize >= 0) {
+      bool m;
+      if (s.dsize == 2) {
+        m = dsize > s.dsize_lo && dsize < s.dsize_hi;
+      } else {
+        switch (s.dsize_cmp) {
+          case 0: m = dsize < s.dsize_lo; break;
+          case 1: m = dsize > s.dsize_lo; break;
+          case 5: m = dsize <= s.dsize_lo; break;
+          case 6: m = dsize >= s.dsize_lo; break;
+          default: m = dsize == s.dsize_lo; break;
+        }
+      }
+      if (m == bool(s.dsize_neg)) return false;
+    }
+    if (fw_entry_matches(v.hdr, 2 * i, pk)) return true;
+    return s.bidir && fw_entry_matches(v.hdr, 2 * i + 1, pk);
+  }
+
+  // Runs `each(i)` for the candidate signatures of buf in rank order.
+  template <class F>
+  GASPP_HD static void for_candidates(const View& v, const uint8_t* buf, uint32_t len, F&& each) {
+#if defined(__CUDA_ARCH__)
+    for (uint32_t i = 0; i < v.sig_n; ++i) each(i);
+#else
+    thread_local std::vector<uint32_t> cand;
+    detect_host_candidates(v, buf, len, cand);
+    for (uint32_t i : cand) each(i);
+#endif
+  }
+
+  GASPP_HD static uint32_t on_ip(Packet& p, FlowState*, const View& v, uint32_t ctx) {
+    const DecodedView& d = p.dec();
+    const uint32_t k = p.index();
+    const uint8_t* payload = nullptr;
+    uint32_t len = 0;
+    if (d.payload_off[k] != kNoOffset && d.payload_off[k] < d.cap_len[k]) {
+      payload = p.frame() + d.payload_off[k];
+      len = d.cap_len[k] - d.payload_off[k];
+      if (len > d.payload_len[k]) len = d.payload_len[k];
+    }
+    const FwPacket pk = FirewallModule::packet_of(p);
+    const bool tcp = pk.proto == 6;
+    // A TCP segment with data and a flow went to the stream: stream rules inspect it there.
+    const bool stream_added = tcp && p.has_flow() && len > 0;
+    for_candidates(v, payload, len, [&](uint32_t i) {
+      const DetSig& s = v.sigs[i];
+      if (!(s.mode & kSigPacket) && (!tcp || stream_added || (s.mode & kSigStreamOnly))) return;
+      if (s.op_n && len == 0) return;
+      if (!sig_applies(v, i, pk, p.has_flow(), p.to_client(), p.flow_established(), int64_t(len))) return;
+      if (detect_inspect(v, s, payload, len, 0) != kInspectMatch) return;
+      if (s.drop) p.drop_flow();
+      p.emit(kMatch, i);
+    });
+    return ctx;
+  }
+
+  GASPP_HD static uint32_t on_stream(StreamPiece& s, FlowState* st, const View& v, uint32_t ctx) {
+    if (!st || s.len() == 0) return ctx;
+    const int dir = s.to_client() ? 1 : 0;
+    const FwPacket pk = stream_packet_of(s);
+    const uint32_t c = s.gap() ? 0u : st->carry_len[dir];
+    const uint32_t c_max = v.stream_carry < kDetStreamCarry ? v.stream_carry : kDetStreamCarry;
+    // The junction: the carried tail, then the piece's first bytes (as many as the tail may hold).
+    uint8_t junction[2 * kDetStreamCarry];
+    const uint32_t head = s.len() < c_max ? s.len() : c_max;
+    for (uint32_t b = 0; b < c; ++b) junction[b] = st->carry[dir][b];
+    for (uint32_t b = 0; b < head; ++b) junction[c + b] = s.data()[b];
+    auto stream_match = [&](const uint8_t* buf, uint32_t len, uint32_t min_end, uint32_t max_start, uint32_t i) {
+      const DetSig& sg = v.sigs[i];
+      if (!(sg.mode & kSigStream) || !sg.op_n) return false;
+      if (!sig_applies(v, i, pk, true, s.to_client(), true, -1)) return false;
+      return detect_inspect(v, sg, buf, len, min_end, max_start) == kInspectMatch;
+    };
+    for_candidates(v, s.data(), s.len(), [&](uint32_t i) {
+      if (!stream_match(s.data(), s.len(), 0, kInspectAnywhere, i)) return;
+      if (v.sigs[i].drop) s.drop_flow();
+      s.emit(kMatch, i);
+    });
+    if (c) {
+      // Matches across the junction: one option starts in the tail, one ends in the new bytes.
+      for_candidates(v, junction, c + head, [&](uint32_t i) {
+        if (!stream_match(junction, c + head, c, c, i)) return;
+        if (v.sigs[i].drop) s.drop_flow();
+        s.emit(kMatch, i);
+      });
+    }
+    // The new tail: the last c_max bytes of tail + piece.
+    const uint32_t total = c + s.len();
+    const uint32_t keep = total < c_max ? total : c_max;
+    uint8_t tmp[kDetStreamCarry];
+    for (uint32_t b = 0; b < keep; ++b) {
+      const uint32_t at = total - keep + b;
+      tmp[b] = at < c ? st->carry[dir][at] : s.data()[at - c];
+    }
+    for (uint32_t b = 0; b < keep; ++b) st->carry[dir][b] = tmp[b];
+    st->carry_len[dir] = uint16_t(keep);
+    return ctx;
+  }
+
+  GASPP_HD static FwPacket stream_packet_of(const StreamPiece& s) { return FirewallModule::stream_packet(s); }
+
+  class Host : public ModuleHost<DetectModule> {
+   public:
+    explicit Host(const ModuleOptions& opt);
+    ~Host();
+    View upload(TableMemory& mem);
+    void on_event(const ModuleEvent& e, const HostPacket& p, ModuleOutput& out);
+    void report(std::map<std::string, uint64_t>& r) const;
+    const SignatureSet& signatures() const { return set_; }
+
+   private:
+    bool flowbits_allow(const Signature& s, uint64_t flow_id);
+    void flowbits_apply(const Signature& s, uint64_t flow_id);
+    SignatureSet set_;                       // in rank order after construction
+    Classifications classes_;
+    FirewallTables hdr_;
+    std::vector<DetSig> sigs_;
+    std::vector<DetOp> ops_;
+    std::vector<uint8_t> bytes_;
+    std::vector<uint32_t> pat_sig_off_, pat_sigs_, nofp_;
+    std::vector<std::pair<std::string, bool>> patterns_;  // fast patterns (bytes, nocase)
+    std::unique_ptr<DetectHostMatchers> matchers_;
+    std::map<std::string, uint32_t> flowbit_ids_;
+    std::unordered_map<uint64_t, std::vector<uint64_t>> flowbits_;  // flow id -> bits
+    std::vector<ThresholdSpec> thresholds_;
+    ThresholdTable threshold_table_;
+    uint32_t packet_alert_max_ = 15;
+    uint64_t last_number_ = ~0ull, last_flow_ = 0;
+    uint32_t last_sig_ = ~0u, packet_alerts_ = 0;
+    uint64_t alerts_ = 0, alerts_blocked_ = 0, alert_overflow_ = 0, matches_ = 0, flowbits_rejected_ = 0,
+             noalert_ = 0, flowbit_flows_full_ = 0, threshold_suppressed_ = 0;
+    double load_seconds_ = 0;
+  };
+};
+
+}  // namespace gaspp

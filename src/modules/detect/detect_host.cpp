@@ -1,0 +1,461 @@
+// modules/detect/detect_host.cpp — the signature engine's host side: loading and compiling the
+// signatures, the CPU matchers (Hyperscan prefilter, PCRE2), and the alerts.
+#define PCRE2_CODE_UNIT_WIDTH 8
+#include <hs/hs.h>
+#include <pcre2.h>
+
+#include <algorithm>
+#include <atomic>
+#include <atomic>
+#include <chrono>
+#include <cstring>
+#include <cstring>
+#include <cstdio>
+#include <filesystem>
+#include <sstream>
+#include <stdexcept>
+
+#include "decode/decoder.hpp"
+#include "modules/detect/detect.hpp"
+#include "modules/firewall/alert_eve.hpp"
+
+namespace gaspp {
+
+// The CPU matchers. Hyperscan and PCRE2 keep per-thread scratch: each thread that matches gets
+// its own, made on first use from the shared compiled forms.
+struct DetectHostMatchers {
+  hs_database_t* db = nullptr;
+  hs_scratch_t* proto_scratch = nullptr;
+  std::vector<pcre2_code*> pcre;
+  uint64_t generation = 0;  // which matchers a thread's scratch was made for
+  ~DetectHostMatchers() {
+    if (proto_scratch) hs_free_scratch(proto_scratch);
+    if (db) hs_free_database(db);
+    for (pcre2_code* c : pcre) pcre2_code_free(c);
+  }
+};
+
+namespace {
+
+std::atomic<uint64_t> g_generation{1};
+
+struct ThreadScratch {
+  const DetectHostMatchers* owner = nullptr;
+  uint64_t generation = 0;
+  hs_scratch_t* hs = nullptr;
+  pcre2_match_data* md = nullptr;
+  ~ThreadScratch() {
+    if (hs) hs_free_scratch(hs);
+    if (md) pcre2_match_data_free(md);
+  }
+  void bind(const DetectHostMatchers* m) {
+    if (owner == m && generation == m->generation) return;
+    if (hs) hs_free_scratch(hs);
+    hs = nullptr;
+    if (m->proto_scratch && hs_clone_scratch(m->proto_scratch, &hs) != HS_SUCCESS)
+      throw std::runtime_error("detect: Hyperscan scratch allocation failed");
+    if (!md) md = pcre2_match_data_create(64, nullptr);
+    owner = m;
+    generation = m->generation;
+  }
+};
+thread_local ThreadScratch t_scratch;
+
+struct Collect {
+  std::vector<uint32_t>* ids;
+};
+int on_hs_match(unsigned int id, unsigned long long, unsigned long long, unsigned int, void* ctx) {
+  static_cast<Collect*>(ctx)->ids->push_back(id);
+  return 0;
+}
+
+// Suricata's action order for evaluation (pass, drop, reject, alert).
+int action_order(RuleAction a) {
+  switch (a) {
+    case RuleAction::pass: return 0;
+    case RuleAction::drop: return 1;
+    case RuleAction::reject: return 2;
+    default: return 3;
+  }
+}
+// Flowbits role as Suricata orders signatures: setters first, then set-and-read, readers, others.
+int flowbits_order(const Signature& s) {
+  bool rd = false, wr = false;
+  for (const FlowbitCmd& c : s.flowbits) {
+    if (c.cmd == FlowbitCmd::isset || c.cmd == FlowbitCmd::isnotset) rd = true;
+    else if (c.cmd == FlowbitCmd::set || c.cmd == FlowbitCmd::unset) wr = true;
+  }
+  if (wr && !rd) return 0;
+  if (wr && rd) return 1;
+  if (rd) return 2;
+  return 3;
+}
+
+bool reads_flowbits(const Signature& s) {
+  for (const FlowbitCmd& c : s.flowbits)
+    if (c.cmd == FlowbitCmd::isset || c.cmd == FlowbitCmd::isnotset) return true;
+  return false;
+}
+
+uint8_t trailing_zeros(uint64_t m) {
+  uint8_t n = 0;
+  while (m && !(m & 1)) {
+    m >>= 1;
+    ++n;
+  }
+  return n;
+}
+
+}  // namespace
+
+int detect_host_pcre(const DetectHostMatchers* m, uint32_t id, const uint8_t* subject, uint32_t len, uint32_t start,
+                     uint32_t& ov0, uint32_t& ov1) {
+  t_scratch.bind(m);
+  const int rc = pcre2_match(m->pcre[id], subject, len, start, 0, t_scratch.md, nullptr);
+  if (rc < 0) return 0;  // no match, or a match limit: no match (as Suricata)
+  const PCRE2_SIZE* ov = pcre2_get_ovector_pointer(t_scratch.md);
+  ov0 = uint32_t(ov[0]);
+  ov1 = uint32_t(ov[1]);
+  return 1;
+}
+
+void detect_host_candidates(const DetectView& v, const uint8_t* buf, uint32_t len, std::vector<uint32_t>& out) {
+  out.clear();
+  thread_local std::vector<uint32_t> ids;
+  ids.clear();
+  if (v.host->db && len) {
+    t_scratch.bind(v.host);
+    Collect c{&ids};
+    hs_scan(v.host->db, reinterpret_cast<const char*>(buf), len, 0, t_scratch.hs, on_hs_match, &c);
+  }
+  for (uint32_t id : ids)
+    for (uint32_t k = v.pat_sig_off[id]; k < v.pat_sig_off[id + 1]; ++k) out.push_back(v.pat_sigs[k]);
+  out.insert(out.end(), v.nofp, v.nofp + v.nofp_n);
+  std::sort(out.begin(), out.end());
+  out.erase(std::unique(out.begin(), out.end()), out.end());
+}
+
+DetectModule::Host::Host(const ModuleOptions& opt) : ModuleHost<DetectModule>({}) {
+  const auto t0 = std::chrono::steady_clock::now();
+  RuleVars vars;
+  std::vector<std::string> files;
+  std::string class_file;
+  for (auto& [k, v] : opt) {
+    if (k == "classification-file") {
+      class_file = v;
+    } else if (k == "rules") {
+      std::stringstream ss(v);
+      for (std::string f; std::getline(ss, f, ',');)
+        if (!f.empty()) files.push_back(f);
+    } else if (k == "packet-alert-max") {
+      packet_alert_max_ = uint32_t(std::stoul(v));
+    } else if (k.rfind("address.", 0) == 0) {
+      vars.addr[k.substr(8)] = v;
+    } else if (k.rfind("port.", 0) == 0) {
+      vars.port[k.substr(5)] = v;
+    } else {
+      throw std::invalid_argument("detect: unknown option '" + k +
+                                  "' (rules, classification-file, packet-alert-max, address.NAME, port.NAME)");
+    }
+  }
+  for (const std::string& f : files)
+    if (!load_signature_file(f, vars, set_)) throw std::invalid_argument("detect: rule file " + f + ": " + set_.errors.back().why);
+  for (const RuleError& e : set_.errors) std::fprintf(stderr, "gaspp: %s:%u: rule skipped: %s\n", e.file.c_str(), e.line, e.why.c_str());
+  if (class_file.empty() && !files.empty()) {
+    const auto beside = std::filesystem::path(files.front()).parent_path() / "classification.config";
+    if (std::filesystem::exists(beside)) class_file = beside.string();
+  }
+  if (!class_file.empty() && !load_classification_file(class_file, classes_))
+    throw std::invalid_argument("detect: classification file " + class_file + " cannot be read");
+  std::vector<Rule> rules;
+  for (Signature& s : set_.sigs) rules.push_back(s.rule);
+  apply_class_priorities(classes_, rules);
+  for (size_t i = 0; i < rules.size(); ++i) set_.sigs[i].rule.priority = rules[i].priority;
+  // Suricata's evaluation order (detect-engine-sigorder.c): action, flowbits role, priority, then
+  // load order.
+  std::stable_sort(set_.sigs.begin(), set_.sigs.end(), [](const Signature& a, const Signature& b) {
+    const int aa = action_order(a.rule.action), ab = action_order(b.rule.action);
+    if (aa != ab) return aa < ab;
+    const int fa = flowbits_order(a), fb = flowbits_order(b);
+    if (fa != fb) return fa < fb;
+    return rule_priority(a.rule) < rule_priority(b.rule);
+  });
+  rules.clear();
+  for (uint32_t i = 0; i < set_.sigs.size(); ++i) {
+    Rule r = set_.sigs[i].rule;
+    r.action = RuleAction::alert;  // the header tables only match; actions are the module's
+    rules.push_back(r);
+  }
+  hdr_.compile(rules);
+  // Payload lists.
+  std::map<std::pair<std::string, bool>, uint32_t> pat_id;
+  std::vector<std::vector<uint32_t>> pat_sig_lists;
+  matchers_ = std::make_unique<DetectHostMatchers>();
+  matchers_->generation = g_generation.fetch_add(1);
+  for (uint32_t i = 0; i < set_.sigs.size(); ++i) {
+    const Signature& s = set_.sigs[i];
+    if (s.ops.size() > kDetMaxOps) throw std::invalid_argument("detect: a rule with more than 64 payload options");
+    DetSig d{};
+    d.op_off = uint32_t(ops_.size());
+    d.op_n = uint16_t(s.ops.size());
+    d.mode = s.mode;
+    d.proto = s.rule.proto;
+    d.flow_dir = s.flow_dir;
+    d.flow_est = s.flow_est;
+    d.dsize = s.has_dsize ? (s.dsize_range ? 2 : 1) : 0;
+    d.dsize_cmp = s.dsize_cmp;
+    d.dsize_neg = s.dsize_neg;
+    d.dsize_lo = s.dsize_lo;
+    d.dsize_hi = s.dsize_hi;
+    d.drop = (s.rule.action == RuleAction::drop || s.rule.action == RuleAction::reject) && !reads_flowbits(s);
+    d.bidir = s.rule.bidirectional;
+    d.sid = s.rule.sid;
+    int last_pm = -1;  // the last content or pcre: relative options refer to it
+    for (size_t k = 0; k < s.ops.size(); ++k) {
+      const SigOp& o = s.ops[k];
+      DetOp x{};
+      x.type = uint8_t(o.type);
+      x.nbytes = o.nbytes;
+      x.base = o.base;
+      x.cmp = o.cmp;
+      x.offset = o.offset;
+      x.depth = o.depth;
+      x.distance = o.distance;
+      x.within = o.within;
+      x.offset_var = o.offset_var;
+      x.depth_var = o.depth_var;
+      x.distance_var = o.distance_var;
+      x.within_var = o.within_var;
+      x.value_var = o.value_var;
+      x.var = o.var;
+      x.value = o.value;
+      x.mask = o.mask;
+      x.mask_shift = trailing_zeros(o.mask);
+      x.multiplier = o.multiplier;
+      x.align = o.align;
+      x.post_offset = o.post_offset;
+      uint32_t f = 0;
+      if (o.negated) f |= kOpNegated;
+      if (o.nocase) f |= kOpNocase;
+      if (o.relative) f |= kOpRelative;
+      if (o.endswith) f |= kOpEndsWith;
+      if (o.has_depth) f |= kOpDepth;
+      if (o.has_offset) f |= kOpOffset;
+      if (o.has_distance) f |= kOpDistance;
+      if (o.has_within) f |= kOpWithin;
+      if (o.little) f |= kOpLittle;
+      if (o.has_mask) f |= kOpMask;
+      if (o.from_beginning) f |= kOpFromBeginning;
+      if (o.from_end) f |= kOpFromEnd;
+      if (k + 1 == s.ops.size()) f |= kOpLast;
+      x.flags = f;
+      if (o.type == SigOpType::content) {
+        x.pat_off = uint32_t(bytes_.size());
+        x.pat_len = uint32_t(o.bytes.size());
+        bytes_.insert(bytes_.end(), o.bytes.begin(), o.bytes.end());
+      } else if (o.type == SigOpType::pcre) {
+        int ec;
+        PCRE2_SIZE eo;
+        pcre2_code* re = pcre2_compile(reinterpret_cast<PCRE2_SPTR>(o.bytes.data()), o.bytes.size(), o.pcre_options,
+                                       &ec, &eo, nullptr);
+        if (!re) throw std::invalid_argument("detect: pcre of sid " + std::to_string(s.rule.sid) + " does not compile");
+        pcre2_jit_compile(re, PCRE2_JIT_COMPLETE);  // JIT where available; the interpreter otherwise
+        x.pat_off = uint32_t(matchers_->pcre.size());
+        matchers_->pcre.push_back(re);
+      }
+      if (o.relative && last_pm >= 0) {
+        ops_[d.op_off + uint32_t(last_pm)].flags |= kOpRelativeNext;
+        if (o.type == SigOpType::content && o.has_within) ops_[d.op_off + uint32_t(last_pm)].flags |= kOpWithinNext;
+      }
+      if (o.type == SigOpType::content || o.type == SigOpType::pcre) last_pm = int(k);
+      ops_.push_back(x);
+    }
+    sigs_.push_back(d);
+    if (s.fast_pattern < 0) {
+      nofp_.push_back(i);
+      continue;
+    }
+    const SigOp& fp = s.ops[size_t(s.fast_pattern)];
+    const std::string lit = fp.fp_chop ? fp.bytes.substr(fp.fp_off, fp.fp_len) : fp.bytes;
+    auto [it, fresh] = pat_id.try_emplace({lit, fp.nocase}, uint32_t(patterns_.size()));
+    if (fresh) {
+      patterns_.push_back({lit, fp.nocase});
+      pat_sig_lists.emplace_back();
+    }
+    pat_sig_lists[it->second].push_back(i);
+  }
+  pat_sig_off_.push_back(0);
+  for (auto& l : pat_sig_lists) {
+    pat_sigs_.insert(pat_sigs_.end(), l.begin(), l.end());
+    pat_sig_off_.push_back(uint32_t(pat_sigs_.size()));
+  }
+  if (!patterns_.empty()) {
+    std::vector<const char*> ptr;
+    std::vector<size_t> lens;
+    std::vector<unsigned> flags, ids;
+    for (uint32_t k = 0; k < patterns_.size(); ++k) {
+      ptr.push_back(patterns_[k].first.data());
+      lens.push_back(patterns_[k].first.size());
+      flags.push_back(HS_FLAG_SINGLEMATCH | (patterns_[k].second ? HS_FLAG_CASELESS : 0));
+      ids.push_back(k);
+    }
+    hs_compile_error_t* err = nullptr;
+    if (hs_compile_lit_multi(ptr.data(), flags.data(), ids.data(), lens.data(), unsigned(ptr.size()), HS_MODE_BLOCK,
+                             nullptr, &matchers_->db, &err) != HS_SUCCESS) {
+      const std::string why = err && err->message ? err->message : "unknown error";
+      if (err) hs_free_compile_error(err);
+      throw std::runtime_error("detect: Hyperscan could not compile the fast patterns: " + why);
+    }
+    if (hs_alloc_scratch(matchers_->db, &matchers_->proto_scratch) != HS_SUCCESS)
+      throw std::runtime_error("detect: Hyperscan scratch allocation failed");
+  }
+  for (const Signature& s : set_.sigs) {
+    ThresholdSpec t;
+    if (!s.rule.threshold.empty()) {
+      const std::string why = parse_threshold(s.rule.threshold, t);
+      if (!why.empty())
+        std::fprintf(stderr, "gaspp: %s:%u: threshold ignored: %s\n", s.rule.file.c_str(), s.rule.line, why.c_str());
+    }
+    thresholds_.push_back(t);
+    for (const FlowbitCmd& c : s.flowbits)
+      for (const std::string& n : c.names) flowbit_ids_.try_emplace(n, uint32_t(flowbit_ids_.size()));
+  }
+  load_seconds_ = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  std::fprintf(stderr, "gaspp: detect: %zu rule file%s processed; %zu signatures loaded, %llu skipped (%llu need the application layer), %zu errors, %zu fast patterns, %.2f s\n",
+               files.size(), files.size() == 1 ? "" : "s", set_.sigs.size(), (unsigned long long)set_.skipped(),
+               (unsigned long long)set_.skipped_app_layer(), set_.errors.size(), patterns_.size(), load_seconds_);
+}
+
+DetectModule::Host::~Host() = default;
+
+DetectModule::View DetectModule::Host::upload(TableMemory& mem) {
+  if (mem.on_device())
+    throw std::invalid_argument("detect: the GPU matcher is not built yet; run the detect module with --backend cpu");
+  View v{};
+  v.hdr = hdr_.place(mem);
+  v.sigs = mem.place(sigs_);
+  v.sig_n = uint32_t(sigs_.size());
+  v.ops = mem.place(ops_);
+  v.bytes = mem.place(bytes_);
+  v.pat_sig_off = mem.place(pat_sig_off_);
+  v.pat_sigs = mem.place(pat_sigs_);
+  v.pat_n = uint32_t(patterns_.size());
+  v.nofp = mem.place(nofp_);
+  v.nofp_n = uint32_t(nofp_.size());
+  v.stream_carry = kDetStreamCarry;
+  v.host = matchers_.get();
+  return v;
+}
+
+bool DetectModule::Host::flowbits_allow(const Signature& s, uint64_t flow_id) {
+  const auto it = flow_id ? flowbits_.find(flow_id) : flowbits_.end();
+  auto bit = [&](const std::string& n) {
+    if (it == flowbits_.end()) return false;
+    const uint32_t id = flowbit_ids_.at(n);
+    return id / 64 < it->second.size() && ((it->second[id / 64] >> (id % 64)) & 1);
+  };
+  for (const FlowbitCmd& c : s.flowbits) {
+    if (c.cmd != FlowbitCmd::isset && c.cmd != FlowbitCmd::isnotset) continue;
+    bool any = false, all = true;
+    for (const std::string& n : c.names) {
+      const bool b = bit(n);
+      any = any || b;
+      all = all && b;
+    }
+    // isset a|b: any is set; isset a&b: all are. isnotset a|b: any is not set; a&b: none is set.
+    const bool ok = c.cmd == FlowbitCmd::isset ? (c.any ? any : all) : (c.any ? !all : !any);
+    if (!ok) return false;
+  }
+  return true;
+}
+
+void DetectModule::Host::flowbits_apply(const Signature& s, uint64_t flow_id) {
+  if (!flow_id) return;
+  for (const FlowbitCmd& c : s.flowbits) {
+    if (c.cmd == FlowbitCmd::isset || c.cmd == FlowbitCmd::isnotset) continue;
+    auto it = flowbits_.find(flow_id);
+    if (it == flowbits_.end()) {
+      if (flowbits_.size() >= kDetFlowbitFlows) {
+        ++flowbit_flows_full_;
+        return;
+      }
+      it = flowbits_.emplace(flow_id, std::vector<uint64_t>((flowbit_ids_.size() + 63) / 64, 0)).first;
+    }
+    for (const std::string& n : c.names) {
+      const uint32_t id = flowbit_ids_.at(n);
+      uint64_t& w = it->second[id / 64];
+      const uint64_t b = 1ull << (id % 64);
+      if (c.cmd == FlowbitCmd::set) w |= b;
+      else if (c.cmd == FlowbitCmd::unset) w &= ~b;
+      else w ^= b;
+    }
+  }
+}
+
+void DetectModule::Host::on_event(const ModuleEvent& e, const HostPacket& p, ModuleOutput& out) {
+  if (e.kind != kMatch || e.value >= set_.sigs.size()) return;
+  // One packet's matches come in rank order; its stream and payload matches of one signature are
+  // one match.
+  const bool same_packet = p.number == last_number_ && e.flow_id == last_flow_ && p.number != 0;
+  if (same_packet && e.value == last_sig_) return;
+  if (!same_packet) packet_alerts_ = 0;
+  last_number_ = p.number;
+  last_flow_ = e.flow_id;
+  last_sig_ = e.value;
+  ++matches_;
+  const Signature& s = set_.sigs[e.value];
+  if (!flowbits_allow(s, e.flow_id)) {
+    ++flowbits_rejected_;
+    return;
+  }
+  flowbits_apply(s, e.flow_id);
+  if (s.noalert) {
+    ++noalert_;
+    return;
+  }
+  if (thresholds_[e.value].kind != ThresholdSpec::none) {
+    uint8_t src[16] = {}, dst[16] = {};
+    uint8_t fam = 4;
+    if (p.decoded) {
+      const DecodedPacket& d = *static_cast<const DecodedPacket*>(p.decoded);
+      std::memcpy(src, d.src_ip, 16);
+      std::memcpy(dst, d.dst_ip, 16);
+      fam = d.l3[0] == uint8_t(L3::ipv6) ? 6 : 4;
+    } else if (p.flow) {
+      std::memcpy(src, p.flow->key.addr[0], 16);
+      std::memcpy(dst, p.flow->key.addr[1], 16);
+      fam = p.flow->key.family;
+    }
+    if (!threshold_table_.alert(thresholds_[e.value], e.value, src, dst, fam, p.ts_ns)) {
+      ++threshold_suppressed_;
+      return;
+    }
+  }
+  if (packet_alerts_ >= packet_alert_max_) {
+    ++alert_overflow_;
+    return;
+  }
+  ++packet_alerts_;
+  ++alerts_;
+  const bool blocked = s.rule.action == RuleAction::drop || s.rule.action == RuleAction::reject;
+  alerts_blocked_ += blocked && sigs_[e.value].drop;
+  out.eve(eve_alert_line(s.rule, classes_, p, blocked && sigs_[e.value].drop));
+}
+
+void DetectModule::Host::report(std::map<std::string, uint64_t>& r) const {
+  r["signatures"] = set_.sigs.size();
+  r["signatures_skipped"] = set_.skipped();
+  r["signatures_skipped_app_layer"] = set_.skipped_app_layer();
+  r["signature_errors"] = set_.errors.size();
+  r["fast_patterns"] = patterns_.size();
+  r["matches"] = matches_;
+  r["alerts"] = alerts_;
+  r["alerts_blocked"] = alerts_blocked_;
+  r["alerts_over_packet_max"] = alert_overflow_;
+  r["flowbits_not_matched"] = flowbits_rejected_;
+  r["noalert"] = noalert_;
+  r["threshold_suppressed"] = threshold_suppressed_;
+  r["flowbit_flows_full"] = flowbit_flows_full_;
+}
+
+}  // namespace gaspp

@@ -1,0 +1,102 @@
+// modules/detect/detect_tables.hpp — the signatures compiled for matching: flat, trivially
+// copyable tables that a View points to (host memory on the CPU backend, device copies on CUDA).
+//
+// Signatures are stored in Suricata's evaluation order (action, flowbits role, priority, load
+// order: detect_compile.cpp), so a signature's index is its rank, and one packet's matches handed
+// to the host sort in the order Suricata evaluates them. Each signature's payload list is a run of
+// DetOp in `ops`; content bytes live in `bytes` (lower-cased for nocase). Its header (protocol,
+// addresses, ports) is entry 2*i (and 2*i+1 for `<>`) of the firewall's header tables `hdr`.
+// Prefilter: a signature with a fast pattern is a candidate for a buffer only when its pattern
+// occurs there (pattern id -> signatures: pat_sigs[pat_sig_off[id] .. pat_sig_off[id+1])); those
+// without one are listed in nofp and always candidates.
+#pragma once
+#include <cstdint>
+#include <type_traits>
+
+#include "modules/firewall/firewall_tables.hpp"
+
+namespace gaspp {
+
+enum DetOpType : uint8_t { kOpContent, kOpPcre, kOpIsdataat, kOpByteTest, kOpByteJump, kOpByteExtract };
+
+enum DetOpFlags : uint32_t {
+  kOpNegated = 1u << 0,
+  kOpNocase = 1u << 1,
+  kOpRelative = 1u << 2,     // content: distance or within; others: relative
+  kOpEndsWith = 1u << 3,
+  kOpDepth = 1u << 4,
+  kOpOffset = 1u << 5,
+  kOpDistance = 1u << 6,
+  kOpWithin = 1u << 7,
+  kOpWithinNext = 1u << 8,   // the next content has `within` on this one: retry other occurrences
+  kOpRelativeNext = 1u << 9, // the next option is relative to this one
+  kOpLast = 1u << 10,
+  kOpLittle = 1u << 11,
+  kOpMask = 1u << 12,
+  kOpFromBeginning = 1u << 13,
+  kOpFromEnd = 1u << 14,
+};
+
+struct DetOp {
+  uint8_t type;        // DetOpType
+  uint8_t nbytes;      // byte_*
+  uint8_t base;        // byte_*: 0 binary, else the string base
+  uint8_t cmp;         // byte_test: SigCmp
+  uint32_t flags;      // DetOpFlags
+  int32_t offset, depth, distance, within;  // content; isdataat: offset = N; byte_*: offset
+  int8_t offset_var, depth_var, distance_var, within_var;  // byte_extract variables, -1: the number
+  int8_t value_var, var;                                    // byte_test value; byte_extract target
+  uint8_t mask_shift;
+  uint8_t pad_ = 0;
+  uint32_t pat_off, pat_len;   // content: its bytes in DetectView::bytes; pcre: id in the host's table
+  uint64_t value, mask;
+  uint32_t multiplier, align;
+  int32_t post_offset;
+  uint32_t pad2_ = 0;
+};
+static_assert(std::is_trivially_copyable_v<DetOp>, "DetOp is a table entry");
+
+struct DetSig {
+  uint32_t op_off;
+  uint16_t op_n;
+  uint8_t mode;        // SigMode bits (signature.hpp)
+  uint8_t proto;       // 0: any IP protocol
+  uint8_t flow_dir;    // 1 to_server, 2 to_client
+  uint8_t flow_est;    // 1 established, 2 not_established
+  uint8_t dsize;       // 0 none, 1 compare, 2 range (lo < x < hi)
+  uint8_t dsize_cmp;   // SigCmp
+  uint8_t dsize_neg;
+  uint8_t drop;        // a drop/reject rule whose match decides on the device (no flowbits to read)
+  uint8_t bidir;
+  uint8_t pad_ = 0;
+  uint16_t dsize_lo, dsize_hi;
+  uint32_t sid;
+};
+static_assert(std::is_trivially_copyable_v<DetSig>, "DetSig is a table entry");
+
+constexpr uint32_t kDetMaxOps = 64;   // options in one payload list (more: the rule is skipped)
+constexpr uint32_t kDetMaxVars = 16;  // byte_extract variables of one rule
+// Suricata's detect.inspection-recursion-limit: steps of one chain's evaluation before it gives up.
+constexpr uint32_t kDetRecursionLimit = 3000;
+
+// A CPU-only helper the View carries as an opaque host pointer (prefilter and PCRE2; null where
+// the tables run on a device).
+struct DetectHostMatchers;
+
+struct DetectView {
+  FirewallView hdr;
+  const DetSig* sigs;
+  uint32_t sig_n;
+  const DetOp* ops;
+  const uint8_t* bytes;
+  const uint32_t* pat_sig_off;   // pat_n + 1 offsets
+  const uint32_t* pat_sigs;
+  uint32_t pat_n;
+  const uint32_t* nofp;          // signatures without a fast pattern, in rank order
+  uint32_t nofp_n;
+  uint32_t stream_carry;         // bytes of a direction's stream kept to match across pieces
+  const DetectHostMatchers* host;
+};
+static_assert(std::is_trivially_copyable_v<DetectView>, "DetectView is a kernel argument");
+
+}  // namespace gaspp

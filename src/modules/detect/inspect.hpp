@@ -1,0 +1,340 @@
+// modules/detect/inspect.hpp — a signature's payload list evaluated on one buffer, written once for
+// both backends: Suricata's DetectEngineContentInspection, as an explicit stack instead of
+// recursion (a GPU thread has little stack).
+//
+// Semantics, as Suricata's: a content is searched in its window — [offset, depth) from the buffer
+// start, or for distance/within from the end of the previous match (prev + distance, up to prev +
+// distance + within), byte_extract variables in place of numbers. On a match the next option runs;
+// when it fails and it has `within` on this content (kOpWithinNext), the content is searched again
+// from one past this occurrence's start; otherwise the chain gives up. A content with neither
+// relative modifiers nor a relative next that is not found ends the whole evaluation
+// (discontinue). A negated content matches when its window does not hold it. pcre (R: from the
+// previous match end) records the match end for what follows and retries later matches the same
+// way. isdataat, byte_test, byte_jump (moves the position) and byte_extract (sets a variable and
+// moves the position) as in Suricata. Evaluation stops after kDetRecursionLimit steps (no match).
+//
+// min_end, max_start: a match counts only if some content or pcre of it ends beyond min_end bytes
+// into the buffer and some starts before max_start (the stream inspects a carried tail of earlier
+// data before the start of each new piece: a match lying entirely in the tail, or entirely in the
+// new piece, is found elsewhere). kInspectAnywhere: no condition.
+//
+// pcre runs on the host (PCRE2, detect_host.cpp); in device code a pcre answers kInspectNeedsHost.
+#pragma once
+#include <cstdint>
+
+#include "gaspp/hd.hpp"
+#include "modules/detect/detect_tables.hpp"
+
+namespace gaspp {
+
+enum InspectResult : int { kInspectNoMatch = 0, kInspectMatch = 1, kInspectNeedsHost = 2 };
+constexpr uint32_t kInspectAnywhere = 0xffffffffu;
+
+// PCRE2 on the host: 1 match (ov0/ov1: start/end, relative to subject), 0 none.
+int detect_host_pcre(const DetectHostMatchers* m, uint32_t id, const uint8_t* subject, uint32_t len, uint32_t start,
+                     uint32_t& ov0, uint32_t& ov1);
+
+GASPP_HD GASPP_FORCEINLINE uint8_t det_lower(uint8_t c) { return (c >= 'A' && c <= 'Z') ? uint8_t(c + 32) : c; }
+
+// First occurrence of pat (lower-cased when nocase) in s[0..n); -1 when none.
+GASPP_HD inline int64_t det_find(const uint8_t* s, uint32_t n, const uint8_t* pat, uint32_t m, bool nocase) {
+  if (m == 0) return 0;
+  if (m > n) return -1;
+  const uint8_t first = pat[0];
+  for (uint32_t i = 0; i + m <= n; ++i) {
+    if ((nocase ? det_lower(s[i]) : s[i]) != first) continue;
+    uint32_t k = 1;
+    if (nocase) {
+      while (k < m && det_lower(s[i + k]) == pat[k]) ++k;
+    } else {
+      while (k < m && s[i + k] == pat[k]) ++k;
+    }
+    if (k == m) return int64_t(i);
+  }
+  return -1;
+}
+
+// A number written in `n` characters (Suricata's ByteExtractStringUint64: strtoull on them):
+// leading blanks skipped; returns the characters consumed, 0 when no digit.
+GASPP_HD inline int det_parse_string(const uint8_t* p, uint32_t n, uint32_t base, uint64_t& v) {
+  uint32_t i = 0;
+  v = 0;
+  while (i < n && (p[i] == ' ' || p[i] == '\t' || p[i] == '\n' || p[i] == '\r' || p[i] == '\f' || p[i] == '\v')) ++i;
+  if (i < n && p[i] == '+') ++i;
+  if (base == 16 && i + 1 < n && p[i] == '0' && (p[i + 1] == 'x' || p[i + 1] == 'X')) i += 2;
+  const uint32_t start = i;
+  for (; i < n; ++i) {
+    const uint8_t c = det_lower(p[i]);
+    uint32_t d = 99;
+    if (c >= '0' && c <= '9') d = uint32_t(c - '0');
+    else if (c >= 'a' && c <= 'f') d = uint32_t(c - 'a' + 10);
+    if (d >= base) break;
+    v = v * base + d;
+  }
+  return i == start ? 0 : int(i);
+}
+
+GASPP_HD GASPP_FORCEINLINE uint64_t det_read_int(const uint8_t* p, uint32_t n, bool little) {
+  uint64_t v = 0;
+  for (uint32_t k = 0; k < n; ++k) v |= uint64_t(p[k]) << (8 * (little ? k : n - 1 - k));
+  return v;
+}
+
+// Extracts a byte_* value at p (n bytes available): false when it does not fit or parse.
+GASPP_HD inline bool det_extract(const DetOp& o, const uint8_t* p, int64_t avail, uint64_t& v, uint32_t& used) {
+  if (int64_t(o.nbytes) > avail) return false;
+  if (o.base) {
+    const int k = det_parse_string(p, o.nbytes, o.base, v);
+    if (k <= 0) return false;
+    used = uint32_t(k);
+  } else {
+    v = det_read_int(p, o.nbytes, o.flags & kOpLittle);
+    used = o.nbytes;
+  }
+  return true;
+}
+
+// Evaluates signature s's payload list on buf[0..len). Returns an InspectResult.
+GASPP_HD inline int detect_inspect(const DetectView& v, const DetSig& s, const uint8_t* buf, uint32_t len,
+                                   uint32_t min_end = 0, uint32_t max_start = kInspectAnywhere) {
+  struct Frame {
+    uint16_t op;
+    uint32_t retry_at;   // content: where the next search starts; pcre: the next match start (0: none)
+    uint32_t pbo;        // the position before the option ran
+    uint32_t hi, lo;
+  };
+  Frame st[kDetMaxOps];
+  int sp = 0;
+  uint64_t vals[kDetMaxVars];
+  for (uint32_t k = 0; k < kDetMaxVars; ++k) vals[k] = 0;
+  uint32_t pos = 0;      // Suricata's buffer_offset
+  uint32_t hi = 0;       // largest match end on this path
+  uint32_t lo = kInspectAnywhere;  // smallest match start on this path
+  auto counts = [&](uint32_t h, uint32_t l) {
+    return (min_end == 0 || h > min_end) && (max_start == kInspectAnywhere || l < max_start);
+  };
+  uint32_t steps = 0;
+  uint32_t i = 0;
+  bool retry = false;
+  uint32_t retry_at = 0, pbo = 0;
+  int r = 0;             // 1 match, 0 no match, -1 give up
+  if (s.op_n == 0) return counts(0, kInspectAnywhere) ? kInspectMatch : kInspectNoMatch;
+  for (;;) {
+    const DetOp& o = v.ops[s.op_off + i];
+    const bool last = o.flags & kOpLast;
+    bool next = false;   // the option matched: go on to the next one (or finish)
+    if (!retry && ++steps >= kDetRecursionLimit) {
+      r = -1;
+    } else if (o.type == kOpContent) {
+      if (!retry) {
+        retry_at = 0;
+        pbo = pos;
+      }
+      retry = false;
+      int64_t depth = len, offset = 0;
+      const bool rel = o.flags & (kOpDistance | kOpWithin);
+      int64_t dist = o.distance_var >= 0 ? int64_t(int32_t(vals[o.distance_var])) : o.distance;
+      if (rel) {
+        offset = pbo;
+        if (o.flags & kOpDistance) {
+          if (dist < 0 && -dist > offset) offset = 0;
+          else offset += dist;
+        } else {
+          dist = 0;
+        }
+        if (o.flags & kOpWithin) {
+          const int64_t w = o.within_var >= 0 ? int64_t(vals[o.within_var]) : o.within;
+          if (depth > int64_t(pbo) + w + dist) depth = int64_t(pbo) + w + dist;
+        }
+        if (o.flags & kOpDepth) {
+          const int64_t d = o.depth_var >= 0 ? int64_t(vals[o.depth_var]) : o.depth;
+          if (d + int64_t(pbo) < depth) depth = int64_t(pbo) + d;
+        }
+        const int64_t off = o.offset_var >= 0 ? int64_t(vals[o.offset_var]) : o.offset;
+        if ((o.flags & kOpOffset) && off > offset) offset = off;
+      } else {
+        if (o.flags & kOpDepth) depth = o.depth_var >= 0 ? int64_t(vals[o.depth_var]) : o.depth;
+        offset = (o.flags & kOpOffset) ? (o.offset_var >= 0 ? int64_t(vals[o.offset_var]) : o.offset) : 0;
+        pbo = 0;
+      }
+      if ((o.depth_var >= 0 && (o.flags & kOpDepth)) || (o.offset_var >= 0 && (o.flags & kOpOffset))) depth += offset;
+      if (retry_at != 0) offset = retry_at;
+      if (depth > int64_t(len)) depth = len;
+      const bool neg = o.flags & kOpNegated;
+      int64_t found = -1;
+      if (offset > depth || depth == 0) {
+        found = -2;  // cannot match
+      } else if (!((o.flags & kOpEndsWith) && depth < int64_t(len)) && int64_t(o.pat_len) <= depth - offset) {
+        found = det_find(buf + offset, uint32_t(depth - offset), v.bytes + o.pat_off, o.pat_len, o.flags & kOpNocase);
+        if (found >= 0) found += offset;
+      }
+      if (found < 0) {
+        if (neg) next = true;
+        else r = (found == -1 && !rel) ? -1 : 0;
+        if (found == -2 && !neg) r = 0;
+      } else {
+        const uint32_t match_end = uint32_t(found) + o.pat_len;
+        if (neg) {
+          if ((o.flags & kOpEndsWith) && uint32_t(depth - offset) != match_end) {
+            next = true;
+          } else {
+            const bool single = !(o.flags & (kOpDistance | kOpWithin | kOpRelativeNext | kOpDepth | kOpOffset));
+            r = single ? -1 : 0;
+          }
+        } else {
+          pos = match_end;
+          const uint32_t nhi = match_end > hi ? match_end : hi;
+          const uint32_t nlo = uint32_t(found) < lo ? uint32_t(found) : lo;
+          if (!(o.flags & kOpEndsWith) || match_end == len) {
+            if (last) {
+              if (counts(nhi, nlo)) return kInspectMatch;
+              retry = true;   // a later occurrence may end in the new data
+              retry_at = match_end - (o.pat_len - 1);
+              continue;
+            }
+            st[sp++] = Frame{uint16_t(i), match_end - (o.pat_len - 1), pbo, hi, lo};
+            hi = nhi;
+            lo = nlo;
+            ++i;
+            continue;
+          }
+          retry = true;
+          retry_at = match_end - (o.pat_len - 1);
+          continue;
+        }
+      }
+    } else if (o.type == kOpPcre) {
+#if defined(__CUDA_ARCH__)
+      return kInspectNeedsHost;
+#else
+      if (!retry) {
+        retry_at = 0;
+        pbo = pos;
+      } else {
+        pos = pbo;
+      }
+      retry = false;
+      const uint32_t base = (o.flags & kOpRelative) ? pos : 0;
+      if (base > len) {
+        r = 0;
+      } else {
+        const uint32_t start = retry_at ? retry_at - base : 0;
+        uint32_t ov0 = 0, ov1 = 0;
+        const int m = start <= len - base ? detect_host_pcre(v.host, o.pat_off, buf + base, len - base, start, ov0, ov1) : 0;
+        if (o.flags & kOpNegated) {
+          if (m) r = 0;
+          else next = true;
+        } else if (!m) {
+          r = 0;
+        } else {
+          pos = base + ov1;
+          const uint32_t nhi = pos > hi ? pos : hi;
+          const uint32_t nlo = base + ov0 < lo ? base + ov0 : lo;
+          if (!(o.flags & kOpRelativeNext) || last) {
+            hi = nhi;
+            lo = nlo;
+            next = true;
+          } else {
+            st[sp++] = Frame{uint16_t(i), base + ov0 + 1, pbo, hi, lo};
+            hi = nhi;
+            lo = nlo;
+            ++i;
+            continue;
+          }
+        }
+      }
+#endif
+    } else if (o.type == kOpIsdataat) {
+      const bool var = o.offset_var >= 0;
+      const uint64_t at = var ? vals[o.offset_var] : uint64_t(o.offset);
+      const bool neg = o.flags & kOpNegated;
+      bool have;
+      if (var && at >= 100000000ull) have = false;
+      else if (o.flags & kOpRelative) have = uint64_t(pos) + at <= len;
+      else have = at < len;
+      if (have != neg) next = true;
+      else r = (var || ((o.flags & kOpRelative) && neg)) ? 0 : -1;
+    } else {
+      // byte_test, byte_jump, byte_extract
+      int64_t off = o.offset_var >= 0 ? int64_t(int32_t(vals[o.offset_var])) : o.offset;
+      int64_t at = off;
+      bool ok = len > 0;
+      if (o.flags & kOpRelative) {
+        at = int64_t(pos) + off;
+        if (int64_t(len) - at <= 0 && (o.type != kOpByteJump || o.nbytes)) ok = false;
+      }
+      uint64_t val = 0;
+      uint32_t used = 0;
+      if (ok && (at < 0 || !det_extract(o, buf + at, int64_t(len) - at, val, used))) ok = false;
+      if (ok && o.type != kOpByteExtract && (o.flags & kOpMask)) {
+        val &= o.mask;
+        if (val && o.mask_shift) val >>= o.mask_shift;
+      }
+      if (ok && o.type == kOpByteTest) {
+        const uint64_t want = o.value_var >= 0 ? vals[o.value_var] : o.value;
+        bool m = false;
+        switch (o.cmp) {
+          case 0: m = val < want; break;
+          case 1: m = val > want; break;
+          case 2: m = val == want; break;
+          case 3: m = (val & want) != 0; break;
+          case 4: m = (val ^ want) != 0; break;
+          case 5: m = val <= want; break;
+          default: m = val >= want; break;
+        }
+        ok = (o.flags & kOpNegated) ? !m : m;
+      } else if (ok && o.type == kOpByteJump) {
+        val *= o.multiplier;
+        if (o.align && (val % 4)) val += 4 - val % 4;
+        val += uint64_t(int64_t(o.post_offset));
+        int64_t j;
+        if (o.flags & kOpFromBeginning) j = int64_t(val);
+        else if (o.flags & kOpFromEnd) j = int64_t(len) + int64_t(val);
+        else j = at + int64_t(val) + int64_t(used);
+        if (j < 0) j = 0;
+        if (j > int64_t(len)) ok = false;
+        else pos = uint32_t(j);
+      } else if (ok) {
+        val *= o.multiplier;
+        if (o.align && (val % o.align)) val += o.align - val % o.align;
+        vals[o.var] = val;
+        pos = uint32_t(at) + used;
+      }
+      if (ok) next = true;
+      else r = 0;
+    }
+    if (next) {
+      if (!last) {
+        ++i;
+        continue;
+      }
+      if (counts(hi, lo)) return kInspectMatch;
+      r = 0;
+    }
+    // Unwind: the option at i failed with r (0 or -1); earlier contents/pcres may retry.
+    bool resumed = false;
+    while (sp > 0 && !resumed) {
+      const Frame f = st[--sp];
+      if (r == -1) continue;
+      const DetOp& fo = v.ops[s.op_off + f.op];
+      if (fo.type == kOpContent) {
+        if (!(fo.flags & kOpWithinNext)) {
+          r = -1;
+          continue;
+        }
+      } else if (f.retry_at == 0) {
+        continue;
+      }
+      i = f.op;
+      retry = true;
+      retry_at = f.retry_at;
+      pbo = f.pbo;
+      hi = f.hi;
+      lo = f.lo;
+      resumed = true;
+    }
+    if (!resumed) return kInspectNoMatch;
+  }
+}
+
+}  // namespace gaspp
