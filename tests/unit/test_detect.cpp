@@ -5,7 +5,10 @@
 #include <algorithm>
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
+#include <random>
 
+#include "modules/detect/detect.hpp"
 #include "modules/detect/signature.hpp"
 #include "test_support.hpp"
 
@@ -69,6 +72,149 @@ TEST(Signatures, EverySnortCommunityRuleLoadsOrIsSkippedByReason) {
   GASPP_REQUIRE_PATH(dir);
   const LoadTotals t = load_dir(dir);
   EXPECT_GT(t.loaded, 0u);
+}
+
+
+// The inspection engine (an explicit stack) against a reference written the way Suricata's
+// DetectEngineContentInspection is: recursive, content options only (negation, nocase, depth,
+// offset, distance, within). Random chains of 1-4 contents over random buffers of a small
+// alphabet (so that occurrences repeat and retries matter), with planted occurrences.
+namespace ref {
+struct C {
+  std::string pat;
+  bool neg = false, nocase = false, dist = false, within = false, depth = false, offset = false;
+  int32_t d = 0, w = 0, dep = 0, off = 0;
+  bool within_next = false, relative_next = false;
+};
+int find(const std::string& b, size_t from, size_t to, const C& c) {
+  for (size_t i = from; i + c.pat.size() <= to; ++i) {
+    bool ok = true;
+    for (size_t k = 0; k < c.pat.size() && ok; ++k) {
+      const char x = c.nocase ? char(std::tolower(static_cast<unsigned char>(b[i + k]))) : b[i + k];
+      ok = x == c.pat[k];
+    }
+    if (ok) return int(i);
+  }
+  return -1;
+}
+// 1 match, 0 no match, -1 discontinue (Suricata's return values)
+int inspect(const std::vector<C>& cs, size_t k, const std::string& b, uint32_t& bo) {
+  const C& c = cs[k];
+  const uint32_t pbo0 = bo;
+  uint32_t prev = 0;
+  for (;;) {
+    int64_t depth = int64_t(b.size()), offset = 0;
+    uint32_t pbo = pbo0;
+    if (c.dist || c.within) {
+      offset = pbo;
+      int64_t dist = c.dist ? c.d : 0;
+      if (c.dist) offset = (dist < 0 && -dist > offset) ? 0 : offset + dist;
+      if (c.within && depth > int64_t(pbo) + c.w + dist) depth = int64_t(pbo) + c.w + dist;
+    } else {
+      if (c.depth) depth = c.dep;
+      offset = c.offset ? c.off : 0;
+    }
+    if (prev) offset = prev;
+    if (depth > int64_t(b.size())) depth = int64_t(b.size());
+    if (offset > depth || depth == 0) {
+      if (c.neg) return k + 1 == cs.size() ? 1 : inspect(cs, k + 1, b, bo);
+      return 0;
+    }
+    const int f = int64_t(c.pat.size()) > depth - offset ? -1 : find(b, size_t(offset), size_t(depth), c);
+    if (f < 0) {
+      if (c.neg) return k + 1 == cs.size() ? 1 : inspect(cs, k + 1, b, bo);
+      return (c.dist || c.within) ? 0 : -1;
+    }
+    if (c.neg) {
+      const bool single = !(c.dist || c.within || c.relative_next || c.depth || c.offset);
+      return single ? -1 : 0;
+    }
+    const uint32_t end = uint32_t(f) + uint32_t(c.pat.size());
+    bo = end;
+    if (k + 1 == cs.size()) return 1;
+    const int r = inspect(cs, k + 1, b, bo);
+    if (r != 0) return r;
+    if (!c.within_next) return -1;
+    prev = end - uint32_t(c.pat.size() - 1);
+  }
+}
+}  // namespace ref
+
+TEST(Signatures, InspectionMatchesARecursiveReferenceOnRandomChains) {
+  std::mt19937 rng(20261125);
+  auto pick = [&](int n) { return int(rng() % uint32_t(n)); };
+  const std::string alpha = "abAB";
+  uint64_t matched = 0, cases = 0;
+  for (int it = 0; it < 20000; ++it) {
+    const int nc = 1 + pick(4);
+    std::vector<ref::C> cs{size_t(nc), ref::C{}};
+    Signature sig;
+    std::string text = "alert tcp any any -> any any (";
+    for (int k = 0; k < nc; ++k) {
+      ref::C& c = cs[size_t(k)];
+      const int len = 1 + pick(3);
+      for (int q = 0; q < len; ++q) c.pat += alpha[size_t(pick(int(alpha.size())))];
+      c.neg = pick(6) == 0;
+      c.nocase = pick(3) == 0;
+      text += std::string("content:") + (c.neg ? "!" : "") + "\"" + c.pat + "\"; ";
+      if (c.nocase) {
+        text += "nocase; ";
+        for (char& ch : c.pat) ch = char(std::tolower(static_cast<unsigned char>(ch)));
+      }
+      if (k > 0 && pick(2)) {
+        if (pick(2)) {
+          c.dist = true;
+          c.d = pick(7) - 2;
+          text += "distance:" + std::to_string(c.d) + "; ";
+        }
+        if (pick(2)) {
+          c.within = true;
+          c.w = int32_t(c.pat.size()) + pick(6);
+          text += "within:" + std::to_string(c.w) + "; ";
+        }
+      } else if (pick(3) == 0) {
+        c.offset = pick(2);
+        c.off = pick(5);
+        if (c.offset) text += "offset:" + std::to_string(c.off) + "; ";
+        c.depth = true;
+        c.dep = int32_t(c.pat.size()) + c.off + pick(8);
+        text += "depth:" + std::to_string(c.dep) + "; ";
+      }
+    }
+    text += "sid:1;)";
+    // Suricata's flags on the previous content: within_next / relative_next.
+    for (size_t k = 1; k < cs.size(); ++k)
+      if (cs[k].dist || cs[k].within) {
+        cs[k - 1].relative_next = true;
+        if (cs[k].within) cs[k - 1].within_next = true;
+      }
+    const std::string r = parse_signature(text, RuleVars{}, sig);
+    if (!r.empty()) continue;  // e.g. depth below the content: refused as Suricata does
+    std::string buf;
+    const int blen = pick(24);
+    for (int q = 0; q < blen; ++q) buf += alpha[size_t(pick(int(alpha.size())))];
+    // Compile through the module's host side, as the engine sees it.
+    const std::string path = testing::TempDir() + "/inspect_case.rules";
+    {
+      std::ofstream f(path);
+      f << text << "\n";
+    }
+    DetectModule::Host host({{"rules", path}});
+    struct Mem : TableMemory {
+      const void* place(const void* h, size_t) override { return h; }
+    } mem;
+    const DetectView v = host.upload(mem);
+    ASSERT_EQ(v.sig_n, 1u) << text;
+    const int got = detect_inspect(v, v.sigs[0], reinterpret_cast<const uint8_t*>(buf.data()), uint32_t(buf.size()));
+    uint32_t bo = 0;
+    const int want = ref::inspect(cs, 0, buf, bo) == 1 ? kInspectMatch : kInspectNoMatch;
+    ASSERT_EQ(got, want) << text << " on \"" << buf << "\"";
+    matched += got == kInspectMatch;
+    ++cases;
+  }
+  std::printf("%llu cases, %llu matched\n", (unsigned long long)cases, (unsigned long long)matched);
+  EXPECT_GT(cases, 10000u);
+  EXPECT_GT(matched, cases / 10);
 }
 
 }  // namespace
