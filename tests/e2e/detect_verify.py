@@ -17,7 +17,10 @@ table that docs/detect-status.md holds.
 Exit status: 1 when a test outside KNOWN_FAILURES fails, or a test listed there passes (the list
 must stay true); 0 otherwise.
 
-usage: detect_verify.py GASPP DATA_DIR [--backend cpu|cuda] [--status FILE]
+--prefilter hash runs the detect module with the device's hashed prefilter on the CPU (the
+results must not change: the prefilter only picks candidates).
+
+usage: detect_verify.py GASPP DATA_DIR [--backend cpu|cuda] [--prefilter hyperscan|hash] [--status FILE]
 """
 import json
 import os
@@ -98,7 +101,7 @@ def translate_args(spec):
     return ours, None
 
 
-def run_one(gaspp, test_dir, spec, backend):
+def run_one(gaspp, test_dir, spec, backend, prefilter):
     # The capture: test.yaml's `pcap`, else the directory's one capture (suricata-verify's rule).
     if isinstance(spec.get("pcap"), str):
         pcap = os.path.join(test_dir, spec["pcap"])
@@ -115,7 +118,7 @@ def run_one(gaspp, test_dir, spec, backend):
         return "skip", "no test.rules"
     args, why = translate_args(spec)
     with tempfile.TemporaryDirectory() as d:
-        cmd = [gaspp, "-r", pcap, "--backend", backend, "-l", d, "--flow-capacity", "4096", "--module", f"detect:rules={rules}"] + (args or ["--midstream", "off"])
+        cmd = [gaspp, "-r", pcap, "--backend", backend, "-l", d, "--flow-capacity", "4096", "--module", f"detect:rules={rules},prefilter={prefilter}"] + (args or ["--midstream", "off"])
         p = subprocess.run(cmd, capture_output=True, text=True)
         m = re.search(r"detect: .*?(\d+) signatures loaded, (\d+) skipped \((\d+) need the application layer\), (\d+) errors",
                       p.stderr)
@@ -143,15 +146,13 @@ def run_one(gaspp, test_dir, spec, backend):
 
 def main():
     args = sys.argv[1:]
-    backend, status = "cpu", None
-    for flag in ("--backend", "--status"):
+    opts = {"--backend": "cpu", "--status": None, "--prefilter": "hyperscan"}
+    for flag in list(opts):
         if flag in args:
             i = args.index(flag)
-            if flag == "--backend":
-                backend = args[i + 1]
-            else:
-                status = args[i + 1]
+            opts[flag] = args[i + 1]
             del args[i:i + 2]
+    backend, status, prefilter = opts["--backend"], opts["--status"], opts["--prefilter"]
     gaspp, data = args
     root = os.path.join(data, "detect", "suricata-verify")
     tests = sorted(os.path.relpath(r, root) for r, _, f in os.walk(root) if "test.yaml" in f)
@@ -159,7 +160,7 @@ def main():
     for t in tests:
         with open(os.path.join(root, t, "test.yaml")) as f:
             spec = yaml.safe_load(f) or {}
-        results[t] = run_one(gaspp, os.path.join(root, t), spec, backend)
+        results[t] = run_one(gaspp, os.path.join(root, t), spec, backend, prefilter)
     passed = [t for t, (k, _) in results.items() if k == "pass"]
     app = [t for t, (k, _) in results.items() if k == "app"]
     fail = [t for t, (k, _) in results.items() if k == "fail"]
@@ -169,7 +170,7 @@ def main():
     unexpected = [t for t in fail if t not in KNOWN_FAILURES]
     fixed = [t for t in KNOWN_FAILURES if results.get(t, ("", ""))[0] == "pass"]
     print(f"{len(passed)} passed, {len(fail) + len(app)} failed ({len(app)} need the application layer, "
-          f"{len(fail)} do not), {len(skip)} without alert checks; backend {backend}")
+          f"{len(fail)} do not), {len(skip)} without alert checks; backend {backend}, prefilter {prefilter}")
     if status:
         with open(status, "w") as f:
             f.write("| test | result | why |\n|---|---|---|\n")

@@ -8,6 +8,8 @@
 #include <fstream>
 #include <random>
 
+#include <pcap/pcap.h>
+
 #include "modules/detect/detect.hpp"
 #include "modules/detect/signature.hpp"
 #include "test_support.hpp"
@@ -215,6 +217,68 @@ TEST(Signatures, InspectionMatchesARecursiveReferenceOnRandomChains) {
   std::printf("%llu cases, %llu matched\n", (unsigned long long)cases, (unsigned long long)matched);
   EXPECT_GT(cases, 10000u);
   EXPECT_GT(matched, cases / 10);
+}
+
+
+// The device's hashed prefilter finds exactly the signatures Hyperscan finds: all of ET Open's
+// fast patterns, over every frame of real captures (whole frames as buffers) and over random
+// buffers with planted patterns (case flipped for nocase ones). Run on the host: it is the same
+// code the device runs.
+TEST(Signatures, HashedPrefilterFindsWhatHyperscanFinds) {
+  const auto dir = test::shared_data_dir() / "rules" / "et-open";
+  GASPP_REQUIRE_PATH(dir);
+  std::string files;
+  for (auto& e : std::filesystem::directory_iterator(dir))
+    if (e.path().extension() == ".rules") files += (files.empty() ? "" : ",") + e.path().string();
+  DetectModule::Host hs({{"rules", files}});
+  DetectModule::Host hash({{"rules", files}, {"prefilter", "hash"}});
+  struct Mem : TableMemory {
+    const void* place(const void* h, size_t) override { return h; }
+  } mem;
+  const DetectView vh = hs.upload(mem), vx = hash.upload(mem);
+  ASSERT_GT(vh.pat_n, 1000u);
+  ASSERT_EQ(vh.pat_n, vx.pat_n);
+  std::vector<uint32_t> a, b;
+  uint64_t buffers = 0, with_candidates = 0;
+  auto check = [&](const uint8_t* p, uint32_t n, const std::string& what) {
+    detect_host_candidates(vh, p, n, a);
+    detect_host_candidates(vx, p, n, b);
+    ++buffers;
+    with_candidates += a.size() > vh.nofp_n;
+    ASSERT_EQ(a, b) << what;
+  };
+  for (const char* cap : {"zeek/http-bro.org.pcap", "zeek/wikipedia.pcap", "zeek/smtp.pcap", "zeek/ftp-ipv6.pcap"}) {
+    const auto path = test::shared_data_dir() / "pcaps" / cap;
+    if (!std::filesystem::exists(path)) continue;
+    char err[PCAP_ERRBUF_SIZE];
+    pcap_t* pc = pcap_open_offline(path.c_str(), err);
+    ASSERT_NE(pc, nullptr) << err;
+    pcap_pkthdr* h;
+    const u_char* d;
+    int k = 0;
+    while (pcap_next_ex(pc, &h, &d) == 1) check(d, h->caplen, std::string(cap) + " frame " + std::to_string(++k));
+    pcap_close(pc);
+  }
+  // Planted: one of the patterns (the fast pattern of a random signature) at a random place.
+  std::mt19937 rng(7);
+  const SignatureSet& set = hs.signatures();
+  for (int it = 0; it < 3000; ++it) {
+    const Signature& s = set.sigs[rng() % set.sigs.size()];
+    std::string buf(rng() % 300, 'x');
+    for (char& c : buf) c = char(rng() % 256);
+    if (s.fast_pattern >= 0) {
+      const SigOp& o = s.ops[size_t(s.fast_pattern)];
+      std::string pat = o.bytes;
+      if (o.nocase)
+        for (char& c : pat)
+          if (rng() % 2) c = char(std::toupper(static_cast<unsigned char>(c)));
+      buf.insert(buf.size() ? rng() % buf.size() : 0, pat);
+    }
+    check(reinterpret_cast<const uint8_t*>(buf.data()), uint32_t(buf.size()), "planted buffer " + std::to_string(it));
+  }
+  std::printf("%llu buffers, %llu with fast-pattern candidates; %u fast patterns\n", (unsigned long long)buffers,
+              (unsigned long long)with_candidates, vh.pat_n);
+  EXPECT_GT(with_candidates, 3000u);
 }
 
 }  // namespace

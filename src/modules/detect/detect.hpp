@@ -7,10 +7,12 @@
 //   classification-file  Suricata's classification.config (default: beside the first rules file)
 //   address.NAME, port.NAME   rule variables ($HOME_NET, $HTTP_PORTS, ...)
 //   packet-alert-max     alerts kept per packet (Suricata's packet_alert_max, default 15)
+//   prefilter            hyperscan (CPU default) or hash: the CPU backend runs the device's hashed
+//                        prefilter (prefilter.hpp) instead, for checking it against Hyperscan
 //
 // Per packet (on_ip) and per in-order stream piece (on_stream), both backends:
 //   1. prefilter: the signatures whose fast pattern occurs in the buffer (CPU: Hyperscan over all
-//      fast patterns at once), plus those without one;
+//      fast patterns at once; device: the hashed filter of prefilter.hpp), plus those without one;
 //   2. each candidate, in Suricata's evaluation order: protocol, addresses and ports (the
 //      firewall's header tables), flow direction and state, dsize, then its payload list
 //      (inspect.hpp); a match raises event kMatch with the signature's index (its rank).
@@ -44,6 +46,7 @@
 #include "gaspp/stream_hook.hpp"
 #include "modules/detect/detect_tables.hpp"
 #include "modules/detect/inspect.hpp"
+#include "modules/detect/prefilter_compile.hpp"
 #include "modules/detect/signature.hpp"
 #include "modules/firewall/firewall.hpp"
 #include "modules/firewall/firewall_compile.hpp"
@@ -102,7 +105,18 @@ struct DetectModule {
   template <class F>
   GASPP_HD static void for_candidates(const View& v, const uint8_t* buf, uint32_t len, F&& each) {
 #if defined(__CUDA_ARCH__)
-    for (uint32_t i = 0; i < v.sig_n; ++i) each(i);
+    // Patterns already handled for this buffer: a pattern found again adds nothing (beyond
+    // kSeen distinct patterns a signature may be evaluated twice; its events are one on the host).
+    constexpr uint32_t kSeen = 16;
+    uint32_t seen[kSeen];
+    uint32_t ns = 0;
+    prefilter_scan(v.pf, buf, len, [&](uint32_t id) {
+      for (uint32_t k = 0; k < ns; ++k)
+        if (seen[k] == id) return;
+      if (ns < kSeen) seen[ns++] = id;
+      for (uint32_t k = v.pat_sig_off[id]; k < v.pat_sig_off[id + 1]; ++k) each(v.pat_sigs[k]);
+    });
+    for (uint32_t k = 0; k < v.nofp_n; ++k) each(v.nofp[k]);
 #else
     thread_local std::vector<uint32_t> cand;
     detect_host_candidates(v, buf, len, cand);
@@ -196,6 +210,8 @@ struct DetectModule {
     SignatureSet set_;                       // in rank order after construction
     Classifications classes_;
     FirewallTables hdr_;
+    PrefilterTables pf_tables_;
+    bool hash_prefilter_ = false;           // prefilter=hash: the device's prefilter on the CPU too
     std::vector<DetSig> sigs_;
     std::vector<DetOp> ops_;
     std::vector<uint8_t> bytes_;

@@ -123,7 +123,11 @@ void detect_host_candidates(const DetectView& v, const uint8_t* buf, uint32_t le
   out.clear();
   thread_local std::vector<uint32_t> ids;
   ids.clear();
-  if (v.host->db && len) {
+  if (v.host_hash_prefilter) {
+    if (v.pat_n && len) prefilter_scan(v.pf, buf, len, [&](uint32_t id) { ids.push_back(id); });
+    std::sort(ids.begin(), ids.end());
+    ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
+  } else if (v.host->db && len) {
     t_scratch.bind(v.host);
     Collect c{&ids};
     hs_scan(v.host->db, reinterpret_cast<const char*>(buf), len, 0, t_scratch.hs, on_hs_match, &c);
@@ -147,6 +151,9 @@ DetectModule::Host::Host(const ModuleOptions& opt) : ModuleHost<DetectModule>({}
       std::stringstream ss(v);
       for (std::string f; std::getline(ss, f, ',');)
         if (!f.empty()) files.push_back(f);
+    } else if (k == "prefilter") {
+      if (v != "hyperscan" && v != "hash") throw std::invalid_argument("detect: prefilter is hyperscan or hash, not '" + v + "'");
+      hash_prefilter_ = v == "hash";
     } else if (k == "packet-alert-max") {
       packet_alert_max_ = uint32_t(std::stoul(v));
     } else if (k.rfind("address.", 0) == 0) {
@@ -155,7 +162,7 @@ DetectModule::Host::Host(const ModuleOptions& opt) : ModuleHost<DetectModule>({}
       vars.port[k.substr(5)] = v;
     } else {
       throw std::invalid_argument("detect: unknown option '" + k +
-                                  "' (rules, classification-file, packet-alert-max, address.NAME, port.NAME)");
+                                  "' (rules, classification-file, packet-alert-max, prefilter, address.NAME, port.NAME)");
     }
   }
   for (const std::string& f : files)
@@ -309,6 +316,7 @@ DetectModule::Host::Host(const ModuleOptions& opt) : ModuleHost<DetectModule>({}
     if (hs_alloc_scratch(matchers_->db, &matchers_->proto_scratch) != HS_SUCCESS)
       throw std::runtime_error("detect: Hyperscan scratch allocation failed");
   }
+  pf_tables_.compile(patterns_);
   for (const Signature& s : set_.sigs) {
     ThresholdSpec t;
     if (!s.rule.threshold.empty()) {
@@ -343,6 +351,8 @@ DetectModule::View DetectModule::Host::upload(TableMemory& mem) {
   v.nofp = mem.place(nofp_);
   v.nofp_n = uint32_t(nofp_.size());
   v.stream_carry = kDetStreamCarry;
+  v.pf = pf_tables_.place(mem);
+  v.host_hash_prefilter = hash_prefilter_ ? 1 : 0;
   v.host = matchers_.get();
   return v;
 }

@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <type_traits>
 
+#include "modules/detect/prefilter.hpp"
 #include "modules/firewall/firewall_tables.hpp"
 
 namespace gaspp {
@@ -95,6 +96,8 @@ struct DetectView {
   const uint32_t* nofp;          // signatures without a fast pattern, in rank order
   uint32_t nofp_n;
   uint32_t stream_carry;         // bytes of a direction's stream kept to match across pieces
+  PrefilterView pf;              // the hashed prefilter (the device's; the CPU's with prefilter=hash)
+  uint8_t host_hash_prefilter;   // CPU backend: use pf instead of Hyperscan
   const DetectHostMatchers* host;
 };
 static_assert(std::is_trivially_copyable_v<DetectView>, "DetectView is a kernel argument");

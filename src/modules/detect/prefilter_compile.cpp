@@ -1,0 +1,66 @@
+// modules/detect/prefilter_compile.cpp — the hashed prefilter's tables (prefilter_compile.hpp).
+#include "modules/detect/prefilter_compile.hpp"
+
+#include <map>
+#include <stdexcept>
+
+namespace gaspp {
+
+void PrefilterTables::compile(const std::vector<std::pair<std::string, bool>>& patterns) {
+  std::map<std::pair<uint32_t, uint8_t>, std::vector<uint32_t>> by_key;
+  for (int l = 1; l <= 4; ++l) {
+    const uint64_t bits = l == 1 ? 256 : l == 2 ? 65536 : (1ull << (l == 4 ? kPfBits4 : kPfBits3));
+    bits_[l].assign(size_t(bits / 32), 0);
+  }
+  bits_[0].assign(1, 0);
+  for (uint32_t id = 0; id < patterns.size(); ++id) {
+    const std::string& p = patterns[id].first;
+    if (p.empty() || p.size() > 65535) throw std::invalid_argument("detect: a fast pattern of length " + std::to_string(p.size()));
+    const uint32_t len = p.size() < 4 ? uint32_t(p.size()) : 4;
+    uint32_t key = 0;
+    for (uint32_t k = 0; k < len; ++k) key |= uint32_t(pf_lower(uint8_t(p[k]))) << (8 * k);
+    by_key[{key, uint8_t(len)}].push_back(id);
+    const uint32_t fi = pf_filter_index(key, len);
+    bits_[len][fi >> 5] |= 1u << (fi & 31);
+    lens_present_ |= uint8_t(1u << len);
+    pat_off_.push_back(uint32_t(bytes_.size()));
+    pat_len_.push_back(uint16_t(p.size()));
+    pat_nocase_.push_back(patterns[id].second ? 1 : 0);
+    bytes_.insert(bytes_.end(), p.begin(), p.end());
+  }
+  size_t slots = 16;
+  while (slots < 2 * by_key.size()) slots *= 2;
+  slots_.assign(slots, PfSlot{});
+  for (auto& [k, ids] : by_key) {
+    uint32_t s = pf_slot_hash(k.first, k.second) & uint32_t(slots - 1);
+    while (slots_[s].len) s = (s + 1) & uint32_t(slots - 1);
+    slots_[s].key = k.first;
+    slots_[s].len = k.second;
+    slots_[s].off = uint32_t(pat_ids_.size());
+    slots_[s].n = uint32_t(ids.size());
+    pat_ids_.insert(pat_ids_.end(), ids.begin(), ids.end());
+  }
+}
+
+PrefilterView PrefilterTables::place(TableMemory& mem) const {
+  PrefilterView v{};
+  for (int l = 0; l <= 4; ++l) v.bits[l] = mem.place(bits_[l]);
+  v.slots = mem.place(slots_);
+  v.slot_mask = uint32_t(slots_.size() - 1);
+  v.pat_ids = mem.place(pat_ids_);
+  v.pat_off = mem.place(pat_off_);
+  v.pat_len = mem.place(pat_len_);
+  v.pat_nocase = mem.place(pat_nocase_);
+  v.bytes = mem.place(bytes_);
+  v.lens_present = lens_present_;
+  return v;
+}
+
+uint64_t PrefilterTables::bytes() const {
+  uint64_t b = 0;
+  for (int l = 0; l <= 4; ++l) b += bits_[l].size() * 4;
+  return b + slots_.size() * sizeof(PfSlot) + pat_ids_.size() * 4 + pat_off_.size() * 4 + pat_len_.size() * 2 +
+         pat_nocase_.size() + bytes_.size();
+}
+
+}  // namespace gaspp
