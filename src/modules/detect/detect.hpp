@@ -7,8 +7,9 @@
 //   classification-file  Suricata's classification.config (default: beside the first rules file)
 //   address.NAME, port.NAME   rule variables ($HOME_NET, $HTTP_PORTS, ...)
 //   packet-alert-max     alerts kept per packet (Suricata's packet_alert_max, default 15)
-//   prefilter            hyperscan (CPU default) or hash: the CPU backend runs the device's hashed
-//                        prefilter (prefilter.hpp) instead, for checking it against Hyperscan
+//   prefilter            hyperscan (CPU default); hash: the CPU backend runs the device's hashed
+//                        prefilter (prefilter.hpp) instead; device: that, and pcre left to the host
+//                        handler as the device leaves it (the device's whole path, on the CPU)
 //
 // Per packet (on_ip) and per in-order stream piece (on_stream), both backends:
 //   1. prefilter: the signatures whose fast pattern occurs in the buffer (CPU: Hyperscan over all
@@ -24,16 +25,18 @@
 // On the host, in capture order (events sort by packet, then rank): flowbits are tested and set,
 // thresholds applied, and an alert is written for each matching signature unless it is noalert,
 // the packet already has packet-alert-max alerts (counted), or a packet's stream and payload
-// matches name the same signature (one alert). A drop/reject signature without flowbits
-// conditions drops the flow on the device (drop_flow), as the firewall does; one with flowbits
-// conditions is decided on the host and only alerts.
+// matches name the same signature (one alert). A drop/reject signature that the device decides alone (no
+// flowbits to read, no pcre) drops the flow there (drop_flow), as the firewall does; the others are
+// decided on the host, after the verdicts, and only alert (action "allowed").
 //
 // State: per flow, the stream carry of both directions (2 x kDetStreamCarry bytes + lengths); on
 // the host, flowbits per flow id (at most kDetFlowbitFlows flows; more are counted and their bits
 // not kept).
 //
-// The CUDA backend does not run this module yet (its GPU prefilter is not built): upload() refuses
-// device memory with that reason.
+// On the device, a signature with pcre cannot be finished (PCRE2 runs on the host): on a packet the
+// event asks the host to run the list again on the packet's payload; on a stream piece the match is
+// left undecided and counted (stream_pcre_undecided) — the one way the CUDA backend's alerts can
+// differ from the CPU backend's today.
 #pragma once
 #include <cstdint>
 #include <map>
@@ -71,7 +74,10 @@ struct DetectModule {
     uint8_t carry[2][kDetStreamCarry];
   };
   using View = DetectView;
-  enum Event : uint16_t { kMatch = 1 };
+  // kMatch: value = signature index << 1 | 1 when the device could not run a pcre of it (the
+  // host runs the list again on the packet's payload). kStreamNeedsHost: a stream match the device
+  // could not decide (a pcre on stream data; value: the signature), counted, not alerted.
+  enum Event : uint16_t { kMatch = 1, kStreamNeedsHost = 2 };
 
   // Whether signature i's header, flow and dsize conditions hold for a packet (or a stream piece:
   // pk from FirewallModule::stream_packet, established, dsize ignored).
@@ -143,9 +149,11 @@ struct DetectModule {
       if (!(s.mode & kSigPacket) && (!tcp || stream_added || (s.mode & kSigStreamOnly))) return;
       if (s.op_n && len == 0) return;
       if (!sig_applies(v, i, pk, p.has_flow(), p.to_client(), p.flow_established(), int64_t(len))) return;
-      if (detect_inspect(v, s, payload, len, 0) != kInspectMatch) return;
-      if (s.drop) p.drop_flow();
-      p.emit(kMatch, i);
+      const int r = detect_inspect(v, s, payload, len, 0);
+      if (r == kInspectNoMatch) return;
+      // A pcre the device cannot run: the host runs the whole list again on the packet.
+      if (r == kInspectMatch && s.drop) p.drop_flow();
+      p.emit(kMatch, (i << 1) | (r == kInspectNeedsHost ? 1u : 0u));
     });
     return ctx;
   }
@@ -161,24 +169,25 @@ struct DetectModule {
     const uint32_t head = s.len() < c_max ? s.len() : c_max;
     for (uint32_t b = 0; b < c; ++b) junction[b] = st->carry[dir][b];
     for (uint32_t b = 0; b < head; ++b) junction[c + b] = s.data()[b];
-    auto stream_match = [&](const uint8_t* buf, uint32_t len, uint32_t min_end, uint32_t max_start, uint32_t i) {
+    auto stream_match = [&](const uint8_t* buf, uint32_t len, uint32_t min_end, uint32_t max_start, uint32_t i) -> int {
       const DetSig& sg = v.sigs[i];
-      if (!(sg.mode & kSigStream) || !sg.op_n) return false;
-      if (!sig_applies(v, i, pk, true, s.to_client(), true, -1)) return false;
-      return detect_inspect(v, sg, buf, len, min_end, max_start) == kInspectMatch;
+      if (!(sg.mode & kSigStream) || !sg.op_n) return kInspectNoMatch;
+      if (!sig_applies(v, i, pk, true, s.to_client(), true, -1)) return kInspectNoMatch;
+      return detect_inspect(v, sg, buf, len, min_end, max_start);
     };
-    for_candidates(v, s.data(), s.len(), [&](uint32_t i) {
-      if (!stream_match(s.data(), s.len(), 0, kInspectAnywhere, i)) return;
+    auto raise = [&](uint32_t i, int r) {
+      if (r == kInspectNoMatch) return;
+      if (r == kInspectNeedsHost) {
+        s.emit(kStreamNeedsHost, i);  // not resolved: the host has no stream bytes (counted)
+        return;
+      }
       if (v.sigs[i].drop) s.drop_flow();
-      s.emit(kMatch, i);
-    });
+      s.emit(kMatch, i << 1);
+    };
+    for_candidates(v, s.data(), s.len(), [&](uint32_t i) { raise(i, stream_match(s.data(), s.len(), 0, kInspectAnywhere, i)); });
     if (c) {
       // Matches across the junction: one option starts in the tail, one ends in the new bytes.
-      for_candidates(v, junction, c + head, [&](uint32_t i) {
-        if (!stream_match(junction, c + head, c, c, i)) return;
-        if (v.sigs[i].drop) s.drop_flow();
-        s.emit(kMatch, i);
-      });
+      for_candidates(v, junction, c + head, [&](uint32_t i) { raise(i, stream_match(junction, c + head, c, c, i)); });
     }
     // The new tail: the last c_max bytes of tail + piece.
     const uint32_t total = c + s.len();
@@ -205,13 +214,18 @@ struct DetectModule {
     const SignatureSet& signatures() const { return set_; }
 
    private:
+    View upload_to(TableMemory& mem);
+
+   private:
     bool flowbits_allow(const Signature& s, uint64_t flow_id);
     void flowbits_apply(const Signature& s, uint64_t flow_id);
     SignatureSet set_;                       // in rank order after construction
+    View host_view_{};                       // the tables in host memory (re-checks on the host)
     Classifications classes_;
     FirewallTables hdr_;
     PrefilterTables pf_tables_;
     bool hash_prefilter_ = false;           // prefilter=hash: the device's prefilter on the CPU too
+    bool defer_pcre_ = false;               // prefilter=device: also pcre left to the host handler
     std::vector<DetSig> sigs_;
     std::vector<DetOp> ops_;
     std::vector<uint8_t> bytes_;
@@ -225,6 +239,7 @@ struct DetectModule {
     uint32_t packet_alert_max_ = 15;
     uint64_t last_number_ = ~0ull, last_flow_ = 0;
     uint32_t last_sig_ = ~0u, packet_alerts_ = 0;
+    uint64_t host_rechecks_ = 0, host_recheck_matches_ = 0, stream_unresolved_ = 0;
     uint64_t alerts_ = 0, alerts_blocked_ = 0, alert_overflow_ = 0, matches_ = 0, flowbits_rejected_ = 0,
              noalert_ = 0, flowbit_flows_full_ = 0, threshold_suppressed_ = 0;
     double load_seconds_ = 0;

@@ -152,8 +152,10 @@ DetectModule::Host::Host(const ModuleOptions& opt) : ModuleHost<DetectModule>({}
       for (std::string f; std::getline(ss, f, ',');)
         if (!f.empty()) files.push_back(f);
     } else if (k == "prefilter") {
-      if (v != "hyperscan" && v != "hash") throw std::invalid_argument("detect: prefilter is hyperscan or hash, not '" + v + "'");
-      hash_prefilter_ = v == "hash";
+      if (v != "hyperscan" && v != "hash" && v != "device")
+        throw std::invalid_argument("detect: prefilter is hyperscan, hash or device, not '" + v + "'");
+      hash_prefilter_ = v != "hyperscan";
+      defer_pcre_ = v == "device";
     } else if (k == "packet-alert-max") {
       packet_alert_max_ = uint32_t(std::stoul(v));
     } else if (k.rfind("address.", 0) == 0) {
@@ -214,7 +216,11 @@ DetectModule::Host::Host(const ModuleOptions& opt) : ModuleHost<DetectModule>({}
     d.dsize_neg = s.dsize_neg;
     d.dsize_lo = s.dsize_lo;
     d.dsize_hi = s.dsize_hi;
-    d.drop = (s.rule.action == RuleAction::drop || s.rule.action == RuleAction::reject) && !reads_flowbits(s);
+    // Dropped on the device only when the device decides the match alone: no flowbits to read,
+    // no pcre (the device hands those to the host, after the verdicts).
+    bool has_pcre = false;
+    for (const SigOp& o : s.ops) has_pcre = has_pcre || o.type == SigOpType::pcre;
+    d.drop = (s.rule.action == RuleAction::drop || s.rule.action == RuleAction::reject) && !reads_flowbits(s) && !has_pcre;
     d.bidir = s.rule.bidirectional;
     d.sid = s.rule.sid;
     int last_pm = -1;  // the last content or pcre: relative options refer to it
@@ -337,8 +343,18 @@ DetectModule::Host::Host(const ModuleOptions& opt) : ModuleHost<DetectModule>({}
 DetectModule::Host::~Host() = default;
 
 DetectModule::View DetectModule::Host::upload(TableMemory& mem) {
-  if (mem.on_device())
-    throw std::invalid_argument("detect: the GPU matcher is not built yet; run the detect module with --backend cpu");
+  struct InPlace final : TableMemory {
+    const void* place(const void* h, size_t) override { return h; }
+  } here;
+  if (!host_view_.sigs && !sigs_.empty()) {
+    host_view_ = upload_to(here);
+    host_view_.host_hash_prefilter = 0;
+    host_view_.host_defer_pcre = 0;
+  }
+  return upload_to(mem);
+}
+
+DetectModule::View DetectModule::Host::upload_to(TableMemory& mem) {
   View v{};
   v.hdr = hdr_.place(mem);
   v.sigs = mem.place(sigs_);
@@ -353,6 +369,7 @@ DetectModule::View DetectModule::Host::upload(TableMemory& mem) {
   v.stream_carry = kDetStreamCarry;
   v.pf = pf_tables_.place(mem);
   v.host_hash_prefilter = hash_prefilter_ ? 1 : 0;
+  v.host_defer_pcre = defer_pcre_ ? 1 : 0;
   v.host = matchers_.get();
   return v;
 }
@@ -402,8 +419,28 @@ void DetectModule::Host::flowbits_apply(const Signature& s, uint64_t flow_id) {
   }
 }
 
-void DetectModule::Host::on_event(const ModuleEvent& e, const HostPacket& p, ModuleOutput& out) {
-  if (e.kind != kMatch || e.value >= set_.sigs.size()) return;
+void DetectModule::Host::on_event(const ModuleEvent& ev, const HostPacket& p, ModuleOutput& out) {
+  if (ev.kind == kStreamNeedsHost) {
+    ++stream_unresolved_;
+    return;
+  }
+  if (ev.kind != kMatch || (ev.value >> 1) >= set_.sigs.size()) return;
+  ModuleEvent e = ev;
+  e.value = ev.value >> 1;
+  if (ev.value & 1) {
+    // The device stopped at a pcre: run the signature's list on the packet's payload here.
+    ++host_rechecks_;
+    if (!p.decoded) return;
+    const DecodedPacket& d = *static_cast<const DecodedPacket*>(p.decoded);
+    uint32_t len = 0;
+    const uint8_t* payload = nullptr;
+    if (d.payload_off[0] != kNoOffset && d.payload_off[0] < d.cap_len[0]) {
+      payload = p.frame + d.payload_off[0];
+      len = std::min<uint32_t>(d.cap_len[0] - d.payload_off[0], d.payload_len[0]);
+    }
+    if (detect_inspect(host_view_, host_view_.sigs[e.value], payload, len, 0) != kInspectMatch) return;
+    ++host_recheck_matches_;
+  }
   // One packet's matches come in rank order; its stream and payload matches of one signature are
   // one match.
   const bool same_packet = p.number == last_number_ && e.flow_id == last_flow_ && p.number != 0;
@@ -466,6 +503,9 @@ void DetectModule::Host::report(std::map<std::string, uint64_t>& r) const {
   r["noalert"] = noalert_;
   r["threshold_suppressed"] = threshold_suppressed_;
   r["flowbit_flows_full"] = flowbit_flows_full_;
+  r["pcre_host_rechecks"] = host_rechecks_;
+  r["pcre_host_recheck_matches"] = host_recheck_matches_;
+  r["stream_pcre_undecided"] = stream_unresolved_;
 }
 
 }  // namespace gaspp

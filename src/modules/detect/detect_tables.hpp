@@ -98,6 +98,7 @@ struct DetectView {
   uint32_t stream_carry;         // bytes of a direction's stream kept to match across pieces
   PrefilterView pf;              // the hashed prefilter (the device's; the CPU's with prefilter=hash)
   uint8_t host_hash_prefilter;   // CPU backend: use pf instead of Hyperscan
+  uint8_t host_defer_pcre;       // CPU backend: leave pcre to the host handler, as the device does
   const DetectHostMatchers* host;
 };
 static_assert(std::is_trivially_copyable_v<DetectView>, "DetectView is a kernel argument");

@@ -207,6 +207,7 @@ GASPP_HD inline int detect_inspect(const DetectView& v, const DetSig& s, const u
 #if defined(__CUDA_ARCH__)
       return kInspectNeedsHost;
 #else
+      if (v.host_defer_pcre) return kInspectNeedsHost;
       if (!retry) {
         retry_at = 0;
         pbo = pos;
