@@ -147,9 +147,35 @@ int main(int argc, char** argv) {
     if (name == "firewall")
       for (const auto& [k, v] : config_vars) opt.emplace(k, v);
 
+  // Detection rules (--rules, -S, a firewall's `rules`) go to the firewall, which matches headers,
+  // and to the signature engine right after it, which takes every rule that needs more.
+  for (size_t k = 0; k < module_specs.size(); ++k) {
+    if (module_specs[k].first != "firewall" || !module_specs[k].second.count("rules")) continue;
+    ModuleOptions& fw = module_specs[k].second;
+    if (fw.count("detect")) continue;
+    fw["detect"] = "on";
+    ModuleOptions det;
+    for (const auto& [key, v] : fw)
+      if (key == "rules" || key == "classification-file" || key.rfind("address.", 0) == 0 || key.rfind("port.", 0) == 0)
+        det[key] = v;
+    det["firewall"] = "on";
+    det["auto"] = "on";
+    module_specs.insert(module_specs.begin() + std::ptrdiff_t(k) + 1, {"detect", det});
+    ++k;
+  }
+  if (!o.detect_prefilter.empty())
+    for (auto& [name, opt] : module_specs)
+      if (name == "detect") opt["prefilter"] = o.detect_prefilter;
   ModuleSet modules;
   try {
-    for (auto& [name, opt] : module_specs) modules.add(make_module(name, opt));
+    for (auto& [name, opt] : module_specs) {
+      // The signature engine added for --rules is left out when every rule went to the firewall
+      // (no signature: it has no hook to run).
+      const bool added = name == "detect" && opt.erase("auto");
+      std::unique_ptr<ModuleInstance> m = make_module(name, opt);
+      if (added && m->layers() == 0) continue;
+      modules.add(std::move(m));
+    }
     modules.set_drop_events(eve_drops, bc.flow.vlan_in_key, bc.flow.defrag);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "gaspp: %s\n", e.what());

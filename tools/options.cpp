@@ -313,7 +313,7 @@ int parse_command_line(int argc, char** argv, Options& o) {
       return true;
     };
   };
-  opt("--rules,-s", "FILE", "firewall rules (Suricata syntax, docs/rules.md); repeat for more files", kMods,
+  opt("--rules,-s", "FILE", "detection rules (Suricata syntax, docs/rules.md): headers to the firewall, payload rules to the signature engine; repeat for more files", kMods,
       rules("--rules"));
   opt("-S", "FILE", "only these rule files: the configuration's and earlier ones are dropped", kMods, rules("-S"));
   opt("--firewall-rules", "FILE", "firewall-mode rules (accept:hook ..., default drop; docs/rules.md)", kMods,
@@ -330,13 +330,20 @@ int parse_command_line(int argc, char** argv, Options& o) {
   opt("--address-var", "NAME=VALUE", "firewall address variable, e.g. HOME_NET=[10.0.0.0/8]", kMods,
       var("--address-var", "address."));
   opt("--port-var", "NAME=VALUE", "firewall port variable, e.g. HTTP_PORTS=[80,8080]", kMods, var("--port-var", "port."));
-  opt("--module", "NAME[:K=V,...]", "add a module with options (firewall, pass, probe, stream_match)", kMods,
+  opt("--module", "NAME[:K=V,...]", "add a module with options (firewall, detect, pass, probe, stream_match)", kMods,
       [&](const std::string& v) {
         try {
           module_specs.push_back(parse_module_spec(v));
         } catch (const std::exception& e) {
           return fail(std::string("--module: ") + e.what());
         }
+        return true;
+      });
+  opt("--detect-prefilter", "hyperscan|hash|device",
+      "the signature engine's prefilter on the CPU backend (default hyperscan; device: the GPU's whole path, run on the CPU)",
+      kMods, [&](const std::string& v) {
+        if (v != "hyperscan" && v != "hash" && v != "device") return fail("--detect-prefilter: hyperscan, hash or device, not '" + v + "'");
+        o.detect_prefilter = v;
         return true;
       });
   opt("-w", "FILE", "write the packets that passed (not dropped) to FILE, in capture order", kMods,

@@ -29,6 +29,7 @@ struct Options {
   std::string memcap_policy;           // its flow.memcap-policy
   // Outputs (empty: not written).
   std::string stats_json, decode_out, eve_dir, dump_dir, write_path, dump_packets;
+  std::string detect_prefilter;  // --detect-prefilter: the detect modules' prefilter option
   bool quiet = false;                  // -q
   bool eve_drops = false;              // --eve-drops
   int progress = -1;                   // --progress 1, --no-progress 0; -1: when stderr is a terminal

@@ -23,9 +23,9 @@ done
 cp -r ../shared/data/pcaps bundle/data/pcaps
 # suricata-verify's detection tests (11 MB): the defrag and prefilter tests read their captures.
 cp -r ../shared/data/detect bundle/data/detect
-# The ET IP-list rule files (the firewall's tests and benchmark); the rest of ET Open is host-only parsing.
+# All of ET Open (the signature engine's tests run it on every capture) and its classification.config.
 mkdir -p bundle/data/rules/et-open
-cp ../shared/data/rules/et-open/{drop,compromised,ciarmy,tor,dshield}.rules bundle/data/rules/et-open/
+cp ../shared/data/rules/et-open/*.rules ../shared/data/rules/et-open/classification.config bundle/data/rules/et-open/
 # Line tables are left out of every binary (the carry limit is 64 MiB); symbols stay for backtraces.
 strip --strip-debug bundle/bin/*
 # scapy (pure Python) for the flow-tracking cases.

@@ -11,6 +11,8 @@
 #   run.sh racecheck compute-sanitizer racecheck on small cases
 #   run.sh bench   bench_flow (flow table and sweep), bench_decode (limits, decode and decode+flow
 #                  throughput) and the capture reader end to end
+#   run.sh detect  the signature engine on CUDA: the detection tests, ET Open on every capture
+#                  against the CPU backend, and compute-sanitizer memcheck of a run
 #   run.sh quick   a short check: the CUDA unit tests, alert flow objects and modules through the
 #                  CLI on CUDA, and bench_eve
 #   run.sh bench-stream  bench_stream: decode / +flow / +reassembly, CUDA vs CPU vs libnids; then
@@ -190,6 +192,19 @@ quick)
   python3 tests/e2e/modules_cli.py $B/gaspp bundle/data --backend cuda | tail -8; check "modules cli (cuda)"
   step "bench_eve (EVE flow lines: the streaming writer against the library)"
   $B/bench_eve --json "$OUT/bench_eve.json" --reps 3 --packets 1000000 --lines 1000000 --tmp /dev/shm; check "bench_eve"
+  ;;
+detect)
+  step "detection tests (suricata-verify), CUDA backend"
+  python3 tests/e2e/detect_verify.py $B/gaspp bundle/data --backend cuda --prefilter device | tail -4; check "detect verify (cuda)"
+  step "ET Open on every capture: CPU backend against CUDA"
+  python3 tests/e2e/detect_equivalence.py $B/gaspp bundle/data cpu cuda | tail -12; check "detect equivalence (cpu, cuda)"
+  step "compute-sanitizer memcheck: ET Open on two captures"
+  for c in zeek/http-bro.org.pcap zeek/smtp.pcap; do
+    R=""; for f in bundle/data/rules/et-open/*.rules; do R="$R -s $f"; done
+    compute-sanitizer --tool memcheck --leak-check full --error-exitcode 3 $B/gaspp -r bundle/data/pcaps/$c --backend cuda \
+      -l "$OUT" --flow-capacity 65536 $R 2>&1 | grep -E "ERROR SUMMARY|LEAK SUMMARY|Invalid|gaspp: detect" | head -8
+    check "memcheck detect $c"
+  done
   ;;
 bench-firewall)
   step "bench_firewall (captures in /dev/shm)"

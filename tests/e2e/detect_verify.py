@@ -129,10 +129,9 @@ def run_one(gaspp, test_dir, spec, backend, prefilter):
     with tempfile.TemporaryDirectory() as d:
         cmd = [gaspp, "-r", pcap, "--backend", backend, "-l", d, "--flow-capacity", "4096", "--module", f"detect:rules={rules},prefilter={prefilter}"] + (args or ["--midstream", "off"])
         p = subprocess.run(cmd, capture_output=True, text=True)
-        m = re.search(r"detect: .*?(\d+) signatures loaded, (\d+) skipped \((\d+) need the application layer\), (\d+) errors",
-                      p.stderr)
-        app = int(m.group(3)) if m else 0
-        errors = int(m.group(4)) if m else 0
+        m = re.search(r"detect: .*?(\d+) skipped.*?; (\d+) need the application layer", p.stderr)
+        app = int(m.group(2)) if m else 0
+        errors = len(re.findall(r"rule skipped:", p.stderr))
         if p.returncode != 0:
             return "fail", f"gaspp failed: {p.stderr.strip().splitlines()[-1] if p.stderr.strip() else p.returncode}"
         with open(os.path.join(d, "eve.json")) as f:

@@ -7,6 +7,8 @@
 //   classification-file  Suricata's classification.config (default: beside the first rules file)
 //   address.NAME, port.NAME   rule variables ($HOME_NET, $HTTP_PORTS, ...)
 //   packet-alert-max     alerts kept per packet (Suricata's packet_alert_max, default 15)
+//   firewall             on: header-only rules without flowbits are left to the firewall module
+//                        (gaspp --rules loads the files into both)
 //   prefilter            hyperscan (CPU default); hash: the CPU backend runs the device's hashed
 //                        prefilter (prefilter.hpp) instead; device: that, and pcre left to the host
 //                        handler as the device leaves it (the device's whole path, on the CPU)
@@ -116,7 +118,7 @@ struct DetectModule {
     constexpr uint32_t kSeen = 16;
     uint32_t seen[kSeen];
     uint32_t ns = 0;
-    prefilter_scan(v.pf, buf, len, [&](uint32_t id) {
+    if (v.pat_n) prefilter_scan(v.pf, buf, len, [&](uint32_t id) {
       for (uint32_t k = 0; k < ns; ++k)
         if (seen[k] == id) return;
       if (ns < kSeen) seen[ns++] = id;
@@ -131,6 +133,7 @@ struct DetectModule {
   }
 
   GASPP_HD static uint32_t on_ip(Packet& p, FlowState*, const View& v, uint32_t ctx) {
+    if (v.sig_n == 0) return ctx;
     const DecodedView& d = p.dec();
     const uint32_t k = p.index();
     const uint8_t* payload = nullptr;
@@ -159,7 +162,7 @@ struct DetectModule {
   }
 
   GASPP_HD static uint32_t on_stream(StreamPiece& s, FlowState* st, const View& v, uint32_t ctx) {
-    if (!st || s.len() == 0) return ctx;
+    if (!st || s.len() == 0 || v.sig_n == 0) return ctx;
     const int dir = s.to_client() ? 1 : 0;
     const FwPacket pk = stream_packet_of(s);
     const uint32_t c = s.gap() ? 0u : st->carry_len[dir];
@@ -212,6 +215,9 @@ struct DetectModule {
     void on_event(const ModuleEvent& e, const HostPacket& p, ModuleOutput& out);
     void report(std::map<std::string, uint64_t>& r) const;
     const SignatureSet& signatures() const { return set_; }
+    // No signature: no hook runs and no state is kept (a rule set of IP lists costs nothing here).
+    uint32_t layers() const { return sigs_.empty() ? 0u : kLayers; }
+    uint32_t flow_state_bytes() const { return has_stream_sigs_ ? uint32_t(sizeof(FlowState)) : 0u; }
 
    private:
     View upload_to(TableMemory& mem);
@@ -225,7 +231,8 @@ struct DetectModule {
     FirewallTables hdr_;
     PrefilterTables pf_tables_;
     bool hash_prefilter_ = false;           // prefilter=hash: the device's prefilter on the CPU too
-    bool defer_pcre_ = false;               // prefilter=device: also pcre left to the host handler
+    bool defer_pcre_ = false;
+    bool has_stream_sigs_ = false;               // prefilter=device: also pcre left to the host handler
     std::vector<DetSig> sigs_;
     std::vector<DetOp> ops_;
     std::vector<uint8_t> bytes_;

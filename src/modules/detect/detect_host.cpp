@@ -144,6 +144,7 @@ DetectModule::Host::Host(const ModuleOptions& opt) : ModuleHost<DetectModule>({}
   RuleVars vars;
   std::vector<std::string> files;
   std::string class_file;
+  bool leave_to_firewall = false;
   for (auto& [k, v] : opt) {
     if (k == "classification-file") {
       class_file = v;
@@ -156,6 +157,8 @@ DetectModule::Host::Host(const ModuleOptions& opt) : ModuleHost<DetectModule>({}
         throw std::invalid_argument("detect: prefilter is hyperscan, hash or device, not '" + v + "'");
       hash_prefilter_ = v != "hyperscan";
       defer_pcre_ = v == "device";
+    } else if (k == "firewall") {
+      leave_to_firewall = v == "on";
     } else if (k == "packet-alert-max") {
       packet_alert_max_ = uint32_t(std::stoul(v));
     } else if (k.rfind("address.", 0) == 0) {
@@ -164,11 +167,12 @@ DetectModule::Host::Host(const ModuleOptions& opt) : ModuleHost<DetectModule>({}
       vars.port[k.substr(5)] = v;
     } else {
       throw std::invalid_argument("detect: unknown option '" + k +
-                                  "' (rules, classification-file, packet-alert-max, prefilter, address.NAME, port.NAME)");
+                                  "' (rules, classification-file, packet-alert-max, prefilter, firewall, address.NAME, port.NAME)");
     }
   }
+  const std::set<std::string> read = leave_to_firewall ? flowbits_read(files, vars) : std::set<std::string>{};
   for (const std::string& f : files)
-    if (!load_signature_file(f, vars, set_)) throw std::invalid_argument("detect: rule file " + f + ": " + set_.errors.back().why);
+    if (!load_signature_file(f, vars, set_, leave_to_firewall ? &read : nullptr)) throw std::invalid_argument("detect: rule file " + f + ": " + set_.errors.back().why);
   for (const RuleError& e : set_.errors) std::fprintf(stderr, "gaspp: %s:%u: rule skipped: %s\n", e.file.c_str(), e.line, e.why.c_str());
   if (class_file.empty() && !files.empty()) {
     const auto beside = std::filesystem::path(files.front()).parent_path() / "classification.config";
@@ -284,6 +288,7 @@ DetectModule::Host::Host(const ModuleOptions& opt) : ModuleHost<DetectModule>({}
       ops_.push_back(x);
     }
     sigs_.push_back(d);
+    has_stream_sigs_ = has_stream_sigs_ || (d.mode & kSigStream);
     if (s.fast_pattern < 0) {
       nofp_.push_back(i);
       continue;
@@ -335,9 +340,15 @@ DetectModule::Host::Host(const ModuleOptions& opt) : ModuleHost<DetectModule>({}
       for (const std::string& n : c.names) flowbit_ids_.try_emplace(n, uint32_t(flowbit_ids_.size()));
   }
   load_seconds_ = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  std::fprintf(stderr, "gaspp: detect: %zu rule file%s processed; %zu signatures loaded, %llu skipped (%llu need the application layer), %zu errors, %zu fast patterns, %.2f s\n",
-               files.size(), files.size() == 1 ? "" : "s", set_.sigs.size(), (unsigned long long)set_.skipped(),
-               (unsigned long long)set_.skipped_app_layer(), set_.errors.size(), patterns_.size(), load_seconds_);
+  // Suricata's summary of the loading, for all the rules when the firewall shares the files.
+  const std::string reasons = top_skip_reasons(set_.skipped_by_reason, set_.errors);
+  const uint64_t loaded = set_.sigs.size() + set_.to_firewall;
+  std::fprintf(stderr,
+               "gaspp: %s: %zu rule file%s processed; %llu rules loaded (%llu header-only by the firewall, %zu signatures), "
+               "%llu skipped%s; %llu need the application layer; %zu fast patterns, %.2f s\n",
+               leave_to_firewall ? "rules" : "detect", files.size(), files.size() == 1 ? "" : "s", (unsigned long long)loaded,
+               (unsigned long long)set_.to_firewall, set_.sigs.size(), (unsigned long long)(set_.skipped() + set_.errors.size()),
+               reasons.c_str(), (unsigned long long)set_.skipped_app_layer(), patterns_.size(), load_seconds_);
 }
 
 DetectModule::Host::~Host() = default;

@@ -507,7 +507,8 @@ std::string parse_signature(const std::string& text, const RuleVars& vars, Signa
   return finish(out);
 }
 
-bool load_signature_file(const std::string& path, const RuleVars& vars, SignatureSet& set) {
+bool load_signature_file(const std::string& path, const RuleVars& vars, SignatureSet& set,
+                         const std::set<std::string>* leave_to_firewall) {
   std::error_code ec;
   if (std::filesystem::is_directory(path, ec)) {
     set.errors.push_back({path, 0, "is a directory; name the rule files (e.g. " + path + "/*.rules)"});
@@ -534,6 +535,14 @@ bool load_signature_file(const std::string& path, const RuleVars& vars, Signatur
       continue;
     }
     text += t;
+    if (leave_to_firewall) {
+      Rule r;
+      if (parse_rule(text, vars, r).empty() && firewall_keeps(r, *leave_to_firewall)) {
+        ++set.to_firewall;
+        text.clear();
+        continue;
+      }
+    }
     Signature s;
     const std::string res = parse_signature(text, vars, s);
     text.clear();

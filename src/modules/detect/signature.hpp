@@ -31,6 +31,7 @@
 #pragma once
 #include <cstdint>
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -110,6 +111,7 @@ struct SignatureSet {
   std::map<std::string, uint64_t> skipped_by_reason;  // "app-layer:http_uri", "keyword flowint", ...
   std::vector<RuleError> errors;
   uint64_t lines = 0, comments = 0;
+  uint64_t to_firewall = 0;  // with leave_to_firewall: header-only rules the firewall module takes
   uint64_t skipped() const;
   uint64_t skipped_app_layer() const;  // those whose reason starts with "app-layer:"
 };
@@ -117,6 +119,10 @@ struct SignatureSet {
 // Parses one rule: "" and `out` filled, "skip:<reason>", or "error:<why>".
 std::string parse_signature(const std::string& text, const RuleVars& vars, Signature& out);
 // Reads a rules file (as load_rules_file: comments, continued lines). False when it cannot be read.
-bool load_signature_file(const std::string& path, const RuleVars& vars, SignatureSet& set);
+// leave_to_firewall (the flowbit names the rule files read): a rule the firewall keeps (parse_rule
+// takes it, firewall_keeps) is left to the firewall module, which matches headers faster (counted
+// in to_firewall).
+bool load_signature_file(const std::string& path, const RuleVars& vars, SignatureSet& set,
+                         const std::set<std::string>* leave_to_firewall = nullptr);
 
 }  // namespace gaspp

@@ -18,10 +18,13 @@ FirewallModule::Host::Host(const ModuleOptions& opt) : ModuleHost<FirewallModule
   std::vector<std::string> files, policy_files;
   std::string class_file;
   bool class_file_given = false;
+  bool with_detect = false;  // detect=on: the signature engine loads the same files
   for (auto& [k, v] : opt) {
     if (k == "classification-file") {
       class_file = v;
       class_file_given = true;
+    } else if (k == "detect") {
+      with_detect = v == "on";
     } else if (k == "rules" || k == "firewall-rules") {
       std::stringstream ss(v);
       for (std::string f; std::getline(ss, f, ',');)
@@ -32,11 +35,19 @@ FirewallModule::Host::Host(const ModuleOptions& opt) : ModuleHost<FirewallModule
       vars.port[k.substr(5)] = v;
     } else {
       throw std::invalid_argument("firewall: unknown option '" + k +
-                                  "' (rules, firewall-rules, classification-file, address.NAME, port.NAME)");
+                                  "' (rules, firewall-rules, classification-file, detect, address.NAME, port.NAME)");
     }
   }
   for (const std::string& f : files)
     if (!load_rules_file(f, vars, set_)) throw std::invalid_argument("firewall: rule file " + f + ": " + set_.errors.back().why);
+  if (with_detect) {
+    // The signature engine keeps flowbits: a rule that writes a bit some rule reads (or has
+    // noalert) goes there with every rule that needs more than a header (rules.hpp, firewall_keeps).
+    const std::set<std::string> read = flowbits_read(files, vars);
+    const size_t before = set_.rules.size();
+    std::erase_if(set_.rules, [&](const Rule& r) { return !firewall_keeps(r, read); });
+    to_detect_ = before - set_.rules.size();
+  }
   for (const std::string& f : policy_files)
     if (!load_rules_file(f, vars, policy_set_, RuleFile::firewall))
       throw std::invalid_argument("firewall: firewall rule file " + f + ": " + policy_set_.errors.back().why);
@@ -48,19 +59,12 @@ FirewallModule::Host::Host(const ModuleOptions& opt) : ModuleHost<FirewallModule
     for (const RuleError& e : s->errors) std::fprintf(stderr, "gaspp: %s:%u: rule skipped: %s\n", e.file.c_str(), e.line, e.why.c_str());
   // Suricata's summary of the loading: files, rules loaded, skipped, and the commonest reasons.
   const auto loading = [](const char* what, size_t nfiles, const RuleSet& s) {
-    std::map<std::string, uint64_t> why = s.skipped_by_reason;
-    for (const RuleError& e : s.errors) ++why[e.why.substr(0, e.why.find(':'))];
-    std::vector<std::pair<uint64_t, std::string>> top;
-    for (const auto& [w, n] : why) top.emplace_back(n, w);
-    std::sort(top.begin(), top.end(), [](const auto& a, const auto& b) { return a.first > b.first || (a.first == b.first && a.second < b.second); });
-    std::string reasons;
-    for (size_t k = 0; k < top.size() && k < 3; ++k)
-      reasons += (k ? ", " : " (") + top[k].second + ": " + std::to_string(top[k].first);
-    if (!reasons.empty()) reasons += top.size() > 3 ? ", ...)" : ")";
+    const std::string reasons = top_skip_reasons(s.skipped_by_reason, s.errors);
     std::fprintf(stderr, "gaspp: %s: %zu rule file%s processed; %zu rules loaded, %llu skipped%s\n", what, nfiles,
                  nfiles == 1 ? "" : "s", s.rules.size(), (unsigned long long)(s.skipped() + s.errors.size()), reasons.c_str());
   };
-  if (!files.empty()) loading("firewall", files.size(), set_);
+  // With the signature engine, the firewall takes the header-only rules: the engine reports the load.
+  if (!files.empty() && !with_detect) loading("firewall", files.size(), set_);
   if (!policy_files.empty()) loading("firewall mode", policy_files.size(), policy_set_);
   if (firewall_mode_ && policy_set_.rules.empty())
     std::fprintf(stderr, "gaspp: FIREWALL MODE WITH NO RULE LOADED: every packet will be dropped (default drop)\n");

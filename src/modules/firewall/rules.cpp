@@ -585,6 +585,16 @@ std::string parse_rule(const std::string& text, const RuleVars& vars, Rule& out,
     if (k == "flowbits") {
       const std::string cmd = trim(v.substr(0, v.find(',')));
       if (cmd == "isset" || cmd == "isnotset") return "skip:keyword flowbits " + cmd;
+      if (cmd == "noalert") {
+        out.noalert = true;
+      } else {
+        std::string names = v.find(',') == std::string::npos ? "" : v.substr(v.find(',') + 1);
+        for (char& c : names)
+          if (c == '|' || c == '&') c = ',';
+        std::stringstream ss(names);
+        for (std::string n; std::getline(ss, n, ',');)
+          if (!trim(n).empty()) out.flowbit_writes.push_back(trim(n));
+      }
       continue;  // set, unset, toggle, noalert: effects after a match
     }
     std::string err;
@@ -595,6 +605,59 @@ std::string parse_rule(const std::string& text, const RuleVars& vars, Rule& out,
   if (!have_sid) return "error:no sid";
   if (out.buffer != RuleBuffer::none && !have_content) return "error:" + std::string(out.buffer == RuleBuffer::http_method ? "http.method" : "http.stat_code") + " without a content";
   return "";
+}
+
+std::string top_skip_reasons(const std::map<std::string, uint64_t>& skipped, const std::vector<RuleError>& errors) {
+  std::map<std::string, uint64_t> why = skipped;
+  for (const RuleError& e : errors) ++why[e.why.substr(0, e.why.find(':'))];
+  std::vector<std::pair<uint64_t, std::string>> top;
+  for (const auto& [w, n] : why) top.emplace_back(n, w);
+  std::sort(top.begin(), top.end(), [](const auto& a, const auto& b) { return a.first > b.first || (a.first == b.first && a.second < b.second); });
+  std::string reasons;
+  for (size_t k = 0; k < top.size() && k < 3; ++k) reasons += (k ? ", " : " (") + top[k].second + ": " + std::to_string(top[k].first);
+  if (!reasons.empty()) reasons += top.size() > 3 ? ", ...)" : ")";
+  return reasons;
+}
+
+std::set<std::string> flowbits_read(const std::vector<std::string>& files, const RuleVars& vars) {
+  std::set<std::string> read;
+  for (const std::string& path : files) {
+    std::ifstream in(path);
+    std::string line, text;
+    while (std::getline(in, line)) {
+      const std::string t = trim(line);
+      if (text.empty() && (t.empty() || t[0] == '#')) continue;
+      if (!t.empty() && t.back() == '\\') {
+        text += t.substr(0, t.size() - 1);
+        continue;
+      }
+      text += t;
+      Rule r;
+      std::vector<std::pair<std::string, std::string>> opts;
+      if (parse_rule_head(text, vars, r, opts).empty())
+        for (auto& [k, v] : opts) {
+          if (k != "flowbits") continue;
+          const size_t comma = v.find(',');
+          const std::string cmd = trim(v.substr(0, comma));
+          if ((cmd != "isset" && cmd != "isnotset") || comma == std::string::npos) continue;
+          std::string names = v.substr(comma + 1);
+          for (char& c : names)
+            if (c == '|' || c == '&') c = ',';
+          std::stringstream ss(names);
+          for (std::string n; std::getline(ss, n, ',');)
+            if (!trim(n).empty()) read.insert(trim(n));
+        }
+      text.clear();
+    }
+  }
+  return read;
+}
+
+bool firewall_keeps(const Rule& r, const std::set<std::string>& read) {
+  if (r.noalert) return false;
+  for (const std::string& n : r.flowbit_writes)
+    if (read.count(n)) return false;
+  return true;
 }
 
 bool load_rules_file(const std::string& path, const RuleVars& vars, RuleSet& set, RuleFile kind) {

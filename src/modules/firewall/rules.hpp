@@ -33,6 +33,7 @@
 #pragma once
 #include <cstdint>
 #include <map>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -112,6 +113,8 @@ struct Rule {
   // matched on the stream only), or the application-layer protocol named there (http, dns, ...).
   bool tcp_stream = false;
   std::string app_proto;
+  std::vector<std::string> flowbit_writes;  // names the rule's flowbits set, unset or toggle
+  bool noalert = false;                     // flowbits:noalert
   std::string file;
   uint32_t line = 0;
 };
@@ -159,6 +162,17 @@ bool parse_content(const std::string& v, std::string& out, std::string& why);
 // Reads a rules file (comments and blank lines ignored; a line ending in '\' continues).
 // Returns false, with an error, if the file cannot be read.
 bool load_rules_file(const std::string& path, const RuleVars& vars, RuleSet& set, RuleFile kind = RuleFile::detection);
+
+// The three commonest reasons rules were skipped (errors by their first words), as the loading
+// summary prints them: " (reason: n, reason: n, reason: n, ...)", or "" when none was.
+std::string top_skip_reasons(const std::map<std::string, uint64_t>& skipped, const std::vector<RuleError>& errors);
+
+// With the signature engine (modules/detect) beside the firewall: the flowbit names some rule of
+// `files` reads (flowbits isset/isnotset), and whether the firewall keeps a rule it parsed — one
+// with no noalert whose flowbits only write names no rule reads (ET's IP lists set ET.Evil and
+// ET.DROPIP, which nothing reads). The signature engine takes the others.
+std::set<std::string> flowbits_read(const std::vector<std::string>& files, const RuleVars& vars);
+bool firewall_keeps(const Rule& r, const std::set<std::string>& read);
 
 // Suricata's classification.config: lines `config classification: NAME,DESCRIPTION,PRIORITY`
 // (comments and blank lines ignored; a line that does not parse is reported in `errors` with file

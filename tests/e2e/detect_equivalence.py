@@ -1,0 +1,82 @@
+#!/usr/bin/env python3
+"""The signature engine gives the same alerts on two paths: all of ET Open loaded, every capture
+under DATA_DIR/pcaps, alerts compared as (pcap_cnt, signature_id, flow_id, action).
+
+Paths: `cpu` (Hyperscan prefilter, PCRE2 in the match), `cpu-device` (the device's path run on the
+CPU: hashed prefilter, pcre handed to the host handler) and `cuda`. Stream matches the device path
+leaves undecided (a pcre on stream data; stats detect.stream_pcre_undecided) are reported per
+capture; a capture whose alerts differ while nothing was left undecided is a failure.
+
+usage: detect_equivalence.py GASPP DATA_DIR PATH_A PATH_B
+"""
+import glob
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+
+def run(gaspp, pcap, rules, path, d):
+    backend = "cuda" if path == "cuda" else "cpu"
+    pf = "device" if path == "cpu-device" else "hyperscan"
+    cmd = [gaspp, "-r", pcap, "--backend", backend, "-l", d, "--flow-capacity", "65536", "--stats-json",
+           os.path.join(d, "stats.json"), "--detect-prefilter", pf]
+    for r in rules:
+        cmd += ["-s", r]
+    p = subprocess.run(cmd, capture_output=True, text=True)
+    if p.returncode != 0:
+        return None, 0, p.stderr.strip().splitlines()[-1] if p.stderr.strip() else str(p.returncode)
+    alerts = []
+    with open(os.path.join(d, "eve.json")) as f:
+        for line in f:
+            e = json.loads(line)
+            if e.get("event_type") == "alert":
+                alerts.append((e.get("pcap_cnt", 0), e["alert"]["signature_id"], e.get("flow_id", 0), e["alert"]["action"]))
+    undecided = 0
+    try:
+        with open(os.path.join(d, "stats.json")) as f:
+            st = json.load(f)
+        for m in st.get("modules", {}).get("modules", []):
+            if m.get("name") == "detect":
+                undecided += int(m.get("stream_pcre_undecided", 0))
+    except (OSError, ValueError):
+        pass
+    return sorted(alerts), undecided, None
+
+
+def main():
+    gaspp, data, a, b = sys.argv[1:5]
+    rules = sorted(glob.glob(os.path.join(data, "rules", "et-open", "*.rules")))
+    caps = sorted(glob.glob(os.path.join(data, "pcaps", "**", "*.pcap*"), recursive=True))
+    differ = failed = undecided_caps = total_alerts = 0
+    for cap in caps:
+        res = []
+        for path in (a, b):
+            with tempfile.TemporaryDirectory() as d:
+                res.append(run(gaspp, cap, rules, path, d))
+        (xa, ua, ea), (xb, ub, eb) = res
+        name = os.path.relpath(cap, data)
+        if ea or eb:
+            if (ea is None) != (eb is None) or ea != eb:
+                print(f"FAIL {name}: {a}: {ea}; {b}: {eb}")
+                failed += 1
+            continue
+        total_alerts += len(xa)
+        if xa != xb:
+            differ += 1
+            if ua or ub:
+                undecided_caps += 1
+                print(f"differ {name}: {len(xa)} vs {len(xb)} alerts; {ua + ub} stream matches left undecided (pcre)")
+            else:
+                failed += 1
+                only_a = sorted(set(xa) - set(xb))[:5]
+                only_b = sorted(set(xb) - set(xa))[:5]
+                print(f"FAIL {name}: {len(xa)} vs {len(xb)} alerts; only {a}: {only_a}; only {b}: {only_b}")
+    print(f"{len(caps)} captures, {total_alerts} alerts ({a}), {differ} differ "
+          f"({undecided_caps} where the device path left pcre stream matches undecided), {failed} failures")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
