@@ -101,13 +101,20 @@ bool outputs_clash(const std::string& input, const std::vector<std::pair<std::st
 // Module output: EVE lines to the writer when -l is given (otherwise counted only).
 class CliModuleOutput final : public ModuleOutput {
  public:
-  explicit CliModuleOutput(EveWriter* eve) : eve_(eve) {}
+  explicit CliModuleOutput(EveWriter* eve, OutFile* fast = nullptr) : eve_(eve), fast_(fast) {}
   void eve(const std::string& line) override {
     if (eve_) eve_->write_line(line);
+  }
+  void fast_log(const std::string& line) override {
+    if (fast_ && fast_->is_open()) {
+      fast_->write(line);
+      fast_->write("\n", 1);
+    }
   }
 
  private:
   EveWriter* eve_;
+  OutFile* fast_;
 };
 
 }  // namespace
@@ -163,9 +170,14 @@ int main(int argc, char** argv) {
     module_specs.insert(module_specs.begin() + std::ptrdiff_t(k) + 1, {"detect", det});
     ++k;
   }
-  if (!o.detect_prefilter.empty())
-    for (auto& [name, opt] : module_specs)
-      if (name == "detect") opt["prefilter"] = o.detect_prefilter;
+  for (auto& [name, opt] : module_specs) {
+    if (name == "detect" && !o.detect_prefilter.empty()) opt["prefilter"] = o.detect_prefilter;
+    if ((name == "detect" || name == "firewall") && o.eve_payload) opt["payload"] = "on";
+  }
+  if (o.fast_log && eve_dir.empty()) {
+    std::fprintf(stderr, "gaspp: --fast-log needs -l DIR\n");
+    return 1;
+  }
   ModuleSet modules;
   try {
     for (auto& [name, opt] : module_specs) {
@@ -221,7 +233,7 @@ int main(int argc, char** argv) {
 
   // The memory reserved (batch buffers, flow table) is fixed from here on; say how much up front.
   if (!quiet) std::fprintf(stderr, "gaspp: %s\n", backend->describe().c_str());
-  OutFile rows;
+  OutFile rows, fast;
   std::unique_ptr<EveWriter> eve;
   try {
     if (!decode_out.empty()) {
@@ -229,6 +241,7 @@ int main(int argc, char** argv) {
       rows.write(std::string(decode_rows_header()));
     }
     if (!eve_dir.empty()) eve = std::make_unique<EveWriter>(eve_dir);
+    if (o.fast_log) fast = OutFile(eve_dir + "/fast.log", "w");
   } catch (const std::exception& e) {
     std::fprintf(stderr, "gaspp: %s\n", e.what());
     return 1;
@@ -243,7 +256,7 @@ int main(int argc, char** argv) {
     }
   }
   RunReport rep;
-  CliModuleOutput mod_out(eve.get());
+  CliModuleOutput mod_out(eve.get(), &fast);
   ro.stop = &g_stop;
   try {
     const CaptureFile cap = CaptureFile::open(input);
@@ -281,6 +294,7 @@ int main(int argc, char** argv) {
     if (dumped) dumped->close();
     if (dump) dump->close();
     rows.close();
+    fast.close();
   } catch (const OutputError& e) {
     std::fprintf(stderr, "gaspp: %s\n", e.what());
     return 3;

@@ -319,6 +319,10 @@ int parse_command_line(int argc, char** argv, Options& o) {
   opt("--firewall-rules", "FILE", "firewall-mode rules (accept:hook ..., default drop; docs/rules.md)", kMods,
       rules("--firewall-rules"));
   flag("--eve-drops", "an EVE `drop` event for every dropped packet (with -l)", kMods, [&] { eve_drops = true; });
+  flag("--eve-payload", "alerts carry payload (base64), payload_printable and stream, as Suricata's eve-log payload options",
+       kMods, [&] { o.eve_payload = true; });
+  flag("--fast-log", "write Suricata's fast.log (one line per alert) beside eve.json (with -l)", kMods,
+       [&] { o.fast_log = true; });
   auto var = [&](const char* name, const char* prefix) {
     return [&, name, prefix](const std::string& v) {
       const size_t eq = v.find('=');

@@ -30,6 +30,8 @@ struct Options {
   // Outputs (empty: not written).
   std::string stats_json, decode_out, eve_dir, dump_dir, write_path, dump_packets;
   std::string detect_prefilter;  // --detect-prefilter: the detect modules' prefilter option
+  bool eve_payload = false;      // --eve-payload: alerts carry the payload
+  bool fast_log = false;         // --fast-log: fast.log beside eve.json
   bool quiet = false;                  // -q
   bool eve_drops = false;              // --eve-drops
   int progress = -1;                   // --progress 1, --no-progress 0; -1: when stderr is a terminal

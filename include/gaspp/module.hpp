@@ -300,6 +300,8 @@ class ModuleOutput {
  public:
   virtual ~ModuleOutput() = default;
   virtual void eve(const std::string& json_line) = 0;  // one EVE event (no newline)
+  // One line of Suricata's fast.log (no newline): written when the run keeps one (--fast-log).
+  virtual void fast_log(const std::string&) {}
 };
 
 // Options of one module: key → value text, from the configuration or the command line.

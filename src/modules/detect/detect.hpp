@@ -7,6 +7,7 @@
 //   classification-file  Suricata's classification.config (default: beside the first rules file)
 //   address.NAME, port.NAME   rule variables ($HOME_NET, $HTTP_PORTS, ...)
 //   packet-alert-max     alerts kept per packet (Suricata's packet_alert_max, default 15)
+//   payload              on: alerts carry payload, payload_printable and stream (--eve-payload)
 //   firewall             on: header-only rules without flowbits are left to the firewall module
 //                        (gaspp --rules loads the files into both)
 //   prefilter            hyperscan (CPU default); hash: the CPU backend runs the device's hashed
@@ -76,8 +77,8 @@ struct DetectModule {
     uint8_t carry[2][kDetStreamCarry];
   };
   using View = DetectView;
-  // kMatch: value = signature index << 1 | 1 when the device could not run a pcre of it (the
-  // host runs the list again on the packet's payload). kStreamNeedsHost: a stream match the device
+  // kMatch: value = signature index << 2, | 2 for a stream match, | 1 when the device could not
+  // run a pcre of it (the host runs the list again on the packet's payload). kStreamNeedsHost: a stream match the device
   // could not decide (a pcre on stream data; value: the signature), counted, not alerted.
   enum Event : uint16_t { kMatch = 1, kStreamNeedsHost = 2 };
 
@@ -156,7 +157,7 @@ struct DetectModule {
       if (r == kInspectNoMatch) return;
       // A pcre the device cannot run: the host runs the whole list again on the packet.
       if (r == kInspectMatch && s.drop) p.drop_flow();
-      p.emit(kMatch, (i << 1) | (r == kInspectNeedsHost ? 1u : 0u));
+      p.emit(kMatch, (i << 2) | (r == kInspectNeedsHost ? 1u : 0u));
     });
     return ctx;
   }
@@ -185,7 +186,7 @@ struct DetectModule {
         return;
       }
       if (v.sigs[i].drop) s.drop_flow();
-      s.emit(kMatch, i << 1);
+      s.emit(kMatch, (i << 2) | 2u);
     };
     for_candidates(v, s.data(), s.len(), [&](uint32_t i) { raise(i, stream_match(s.data(), s.len(), 0, kInspectAnywhere, i)); });
     if (c) {
@@ -244,6 +245,7 @@ struct DetectModule {
     std::vector<ThresholdSpec> thresholds_;
     ThresholdTable threshold_table_;
     uint32_t packet_alert_max_ = 15;
+    bool payload_ = false;
     uint64_t last_number_ = ~0ull, last_flow_ = 0;
     uint32_t last_sig_ = ~0u, packet_alerts_ = 0;
     uint64_t host_rechecks_ = 0, host_recheck_matches_ = 0, stream_unresolved_ = 0;

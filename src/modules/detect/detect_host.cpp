@@ -157,6 +157,8 @@ DetectModule::Host::Host(const ModuleOptions& opt) : ModuleHost<DetectModule>({}
         throw std::invalid_argument("detect: prefilter is hyperscan, hash or device, not '" + v + "'");
       hash_prefilter_ = v != "hyperscan";
       defer_pcre_ = v == "device";
+    } else if (k == "payload") {
+      payload_ = v == "on";
     } else if (k == "firewall") {
       leave_to_firewall = v == "on";
     } else if (k == "packet-alert-max") {
@@ -167,7 +169,7 @@ DetectModule::Host::Host(const ModuleOptions& opt) : ModuleHost<DetectModule>({}
       vars.port[k.substr(5)] = v;
     } else {
       throw std::invalid_argument("detect: unknown option '" + k +
-                                  "' (rules, classification-file, packet-alert-max, prefilter, firewall, address.NAME, port.NAME)");
+                                  "' (rules, classification-file, packet-alert-max, prefilter, firewall, payload, address.NAME, port.NAME)");
     }
   }
   const std::set<std::string> read = leave_to_firewall ? flowbits_read(files, vars) : std::set<std::string>{};
@@ -435,9 +437,9 @@ void DetectModule::Host::on_event(const ModuleEvent& ev, const HostPacket& p, Mo
     ++stream_unresolved_;
     return;
   }
-  if (ev.kind != kMatch || (ev.value >> 1) >= set_.sigs.size()) return;
+  if (ev.kind != kMatch || (ev.value >> 2) >= set_.sigs.size()) return;
   ModuleEvent e = ev;
-  e.value = ev.value >> 1;
+  e.value = ev.value >> 2;
   if (ev.value & 1) {
     // The device stopped at a pcre: run the signature's list on the packet's payload here.
     ++host_rechecks_;
@@ -497,7 +499,9 @@ void DetectModule::Host::on_event(const ModuleEvent& ev, const HostPacket& p, Mo
   ++alerts_;
   const bool blocked = s.rule.action == RuleAction::drop || s.rule.action == RuleAction::reject;
   alerts_blocked_ += blocked && sigs_[e.value].drop;
-  out.eve(eve_alert_line(s.rule, classes_, p, blocked && sigs_[e.value].drop));
+  const bool dropped = blocked && sigs_[e.value].drop;
+  out.eve(eve_alert_line(s.rule, classes_, p, dropped, AlertExtras{payload_, (ev.value & 2) != 0}));
+  out.fast_log(fast_log_line(s.rule, classes_, p, dropped));
 }
 
 void DetectModule::Host::report(std::map<std::string, uint64_t>& r) const {

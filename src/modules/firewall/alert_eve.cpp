@@ -1,11 +1,46 @@
 // modules/firewall/alert_eve.cpp — an EVE alert line for a rule (alert_eve.hpp).
 #include "modules/firewall/alert_eve.hpp"
 
+#include <arpa/inet.h>
+
+#include <cctype>
+#include <ctime>
+
 #include "core/eve_event.hpp"
+#include "decode/decoder.hpp"
 
 namespace gaspp {
+namespace {
 
-std::string eve_alert_line(const Rule& r, const Classifications& classes_, const HostPacket& p, bool blocked) {
+std::string base64(const uint8_t* d, size_t n) {
+  static const char* k = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+  std::string o;
+  o.reserve((n + 2) / 3 * 4);
+  for (size_t i = 0; i < n; i += 3) {
+    const uint32_t v = uint32_t(d[i]) << 16 | (i + 1 < n ? uint32_t(d[i + 1]) << 8 : 0) | (i + 2 < n ? d[i + 2] : 0);
+    o += k[(v >> 18) & 63];
+    o += k[(v >> 12) & 63];
+    o += i + 1 < n ? k[(v >> 6) & 63] : '=';
+    o += i + 2 < n ? k[v & 63] : '=';
+  }
+  return o;
+}
+
+// The packet's payload (captured part), or empty.
+void payload_of(const HostPacket& p, const uint8_t*& data, uint32_t& len) {
+  data = nullptr;
+  len = 0;
+  if (!p.decoded || !p.frame) return;
+  const DecodedPacket& d = *static_cast<const DecodedPacket*>(p.decoded);
+  if (d.payload_off[0] == kNoOffset || d.payload_off[0] >= d.cap_len[0]) return;
+  data = p.frame + d.payload_off[0];
+  len = std::min<uint32_t>(d.cap_len[0] - d.payload_off[0], d.payload_len[0]);
+}
+
+}  // namespace
+
+std::string eve_alert_line(const Rule& r, const Classifications& classes_, const HostPacket& p, bool blocked,
+                           const AlertExtras& x) {
   std::string j = eve_packet_head(p, "alert");
   j += ",\"alert\":{\"action\":\"";
   j += blocked ? "blocked" : "allowed";
@@ -31,8 +66,66 @@ std::string eve_alert_line(const Rule& r, const Classifications& classes_, const
   }
   j += "}";
   j += eve_alert_flow_json(p);
+  if (x.payload) {
+    const uint8_t* d;
+    uint32_t n;
+    payload_of(p, d, n);
+    std::string printable;
+    for (uint32_t i = 0; i < n; ++i)
+      printable += (std::isprint(d[i]) || d[i] == '\n' || d[i] == '\r') ? char(d[i]) : '.';
+    j += ",\"payload\":\"" + base64(d, n) + "\",\"payload_printable\":\"" + json_escape(printable) +
+         "\",\"stream\":" + (x.stream ? "1" : "0");
+  }
   j += "}";
   return j;
+}
+
+std::string fast_log_line(const Rule& r, const Classifications& classes, const HostPacket& p, bool blocked) {
+  const time_t sec = time_t(p.ts_ns / 1000000000ull);
+  std::tm tm{};
+  gmtime_r(&sec, &tm);
+  char ts[64];
+  std::snprintf(ts, sizeof ts, "%02d/%02d/%04d-%02d:%02d:%02d.%06llu", tm.tm_mon + 1, tm.tm_mday, tm.tm_year + 1900,
+                tm.tm_hour, tm.tm_min, tm.tm_sec, (unsigned long long)(p.ts_ns % 1000000000ull / 1000));
+  std::string l = ts;
+  l += blocked ? "  [Drop] [**] [" : "  [**] [";
+  l += std::to_string(r.gid) + ":" + std::to_string(r.sid) + ":" + std::to_string(r.rev) + "] " + r.msg + " [**]";
+  if (!r.classtype.empty()) {
+    const std::string* d = class_description(classes, r.classtype);
+    l += " [Classification: " + (d ? *d : r.classtype) + "]";
+  }
+  l += " [Priority: " + std::to_string(rule_priority(r)) + "]";
+  // Endpoints: the packet's, else (flow-only) the flow's as its client sent.
+  const uint32_t *src = nullptr, *dst = nullptr;
+  uint16_t sp = 0, dp = 0;
+  uint8_t proto = 0, fam = 4;
+  if (p.decoded) {
+    const DecodedPacket& d = *static_cast<const DecodedPacket*>(p.decoded);
+    src = d.src_ip;
+    dst = d.dst_ip;
+    sp = d.sport[0];
+    dp = d.dport[0];
+    proto = d.ip_proto[0];
+    fam = d.l3[0] == uint8_t(L3::ipv6) ? 6 : 4;
+  } else if (p.flow) {
+    const int c = p.flow->client_lo ? 0 : 1;
+    src = p.flow->key.addr[c];
+    dst = p.flow->key.addr[1 - c];
+    sp = p.flow->key.port[c];
+    dp = p.flow->key.port[1 - c];
+    proto = p.flow->key.proto;
+    fam = p.flow->key.family;
+  }
+  const char* pn = proto == 6 ? "TCP" : proto == 17 ? "UDP" : proto == 1 ? "ICMP" : proto == 58 ? "IPV6-ICMP" : nullptr;
+  l += " {" + (pn ? std::string(pn) : std::string("PROTO:") + std::to_string(proto)) + "} ";
+  if (src && dst) {
+    char a[INET6_ADDRSTRLEN], b[INET6_ADDRSTRLEN];
+    inet_ntop(fam == 6 ? AF_INET6 : AF_INET, src, a, sizeof a);
+    inet_ntop(fam == 6 ? AF_INET6 : AF_INET, dst, b, sizeof b);
+    const bool ports = proto == 6 || proto == 17;
+    l += std::string(a) + (ports ? ":" + std::to_string(sp) : "") + " -> " + b + (ports ? ":" + std::to_string(dp) : "");
+  }
+  return l;
 }
 
 }  // namespace gaspp

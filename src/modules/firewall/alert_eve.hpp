@@ -11,6 +11,20 @@
 
 namespace gaspp {
 
-std::string eve_alert_line(const Rule& r, const Classifications& classes, const HostPacket& p, bool blocked);
+// What an alert line carries beyond the alert (Suricata's eve-log alert options): `payload`
+// (base64), `payload_printable` (printable bytes, others as '.') and `stream` (1: the match was on
+// the reassembled stream; the payload is then that of the packet that delivered the data).
+struct AlertExtras {
+  bool payload = false;
+  bool stream = false;
+};
+
+std::string eve_alert_line(const Rule& r, const Classifications& classes, const HostPacket& p, bool blocked,
+                           const AlertExtras& x = {});
+
+// The alert as a line of Suricata's fast.log (times UTC):
+//   11/24/2026-10:00:00.123456  [**] [1:2100498:7] MSG [**] [Classification: DESC] [Priority: 2] {TCP} 10.0.0.1:80 -> 10.0.0.2:41000
+// ("[Drop]" before the first "[**]" when the packet was dropped).
+std::string fast_log_line(const Rule& r, const Classifications& classes, const HostPacket& p, bool blocked);
 
 }  // namespace gaspp

@@ -9,6 +9,7 @@
 //                  the first rules file, when there is one)
 //   address.NAME   an address variable ($HOME_NET, ...), e.g. address.HOME_NET=[10.0.0.0/8]
 //   port.NAME      a port variable ($HTTP_PORTS, ...)
+//   payload        on: alerts carry payload, payload_printable and stream (--eve-payload)
 //   detect         on: the signature engine (modules/detect) loads the same rule files (gaspp
 //                  --rules does this): rules whose flowbits another rule reads, or with
 //                  noalert, are left to it (firewall_keeps in rules.hpp)
@@ -225,6 +226,7 @@ struct FirewallModule {
     std::vector<ThresholdSpec> thresholds_;  // per rule (kind none: every match alerts)
     ThresholdTable threshold_table_;
     uint64_t alerts_ = 0, alerts_blocked_ = 0, alert_overflow_ = 0, threshold_errors_ = 0;
+    bool payload_ = false;                   // payload=on: alerts carry the packet's payload
     uint64_t to_detect_ = 0;                 // detect=on: rules left to the signature engine
   };
 };

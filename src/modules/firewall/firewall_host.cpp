@@ -23,6 +23,8 @@ FirewallModule::Host::Host(const ModuleOptions& opt) : ModuleHost<FirewallModule
     if (k == "classification-file") {
       class_file = v;
       class_file_given = true;
+    } else if (k == "payload") {
+      payload_ = v == "on";
     } else if (k == "detect") {
       with_detect = v == "on";
     } else if (k == "rules" || k == "firewall-rules") {
@@ -35,7 +37,7 @@ FirewallModule::Host::Host(const ModuleOptions& opt) : ModuleHost<FirewallModule
       vars.port[k.substr(5)] = v;
     } else {
       throw std::invalid_argument("firewall: unknown option '" + k +
-                                  "' (rules, firewall-rules, classification-file, detect, address.NAME, port.NAME)");
+                                  "' (rules, firewall-rules, classification-file, detect, payload, address.NAME, port.NAME)");
     }
   }
   for (const std::string& f : files)
@@ -172,7 +174,9 @@ void FirewallModule::Host::on_event(const ModuleEvent& e, const HostPacket& p, M
 }
 
 void FirewallModule::Host::write_alert(const Rule& r, const HostPacket& p, ModuleOutput& out) {
-  out.eve(eve_alert_line(r, classes_, p, r.action == RuleAction::drop || r.action == RuleAction::reject));
+  const bool blocked = r.action == RuleAction::drop || r.action == RuleAction::reject;
+  out.eve(eve_alert_line(r, classes_, p, blocked, AlertExtras{payload_, false}));
+  out.fast_log(fast_log_line(r, classes_, p, blocked));
 }
 
 void FirewallModule::Host::report(std::map<std::string, uint64_t>& r) const {
