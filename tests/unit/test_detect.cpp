@@ -281,5 +281,44 @@ TEST(Signatures, HashedPrefilterFindsWhatHyperscanFinds) {
   EXPECT_GT(with_candidates, 3000u);
 }
 
+
+// flags, itype, icode, dsize as Suricata's documentation states them, one row per case: the rule's
+// option, the packet's value, whether it holds.
+TEST(Signatures, PacketConditionsHoldAsSuricataDocumentsThem) {
+  struct Row {
+    const char* opt;
+    uint16_t value;
+    bool holds;
+  };
+  // TCP flag bits: F 1, S 2, R 4, P 8, A 16, U 32, E 64, C 128.
+  const Row rows[] = {
+      {"flags:S;", 0x02, true},        {"flags:S;", 0x12, false},      {"flags:S,12;", 0xc2, true},
+      {"flags:+S;", 0x12, true},       {"flags:+SA;", 0x02, false},    {"flags:*SA;", 0x10, true},
+      {"flags:*SA;", 0x01, false},     {"flags:!SA;", 0x12, false},    {"flags:!SA;", 0x02, true},
+      {"flags:0;", 0x00, true},        {"flags:0;", 0x10, false},      {"flags:SRAFPU,12;", 0x3f, true},
+      {"flags:FPU,12;", 0x29, true},   {"flags:U+;", 0x30, true},      {"itype:8;", 8, true},
+      {"itype:8;", 0, false},          {"itype:>3;", 4, true},         {"itype:<3;", 3, false},
+      {"icode:>0;", 0, false},         {"icode:>0;", 1, true},         {"itype:3<>6;", 4, true},
+      {"itype:3<>6;", 3, false},       {"itype:!8;", 8, false},        {"itype:!8;", 0, true},
+      {"dsize:>10;", 11, true},        {"dsize:>10;", 10, false},      {"dsize:10<>20;", 20, false},
+      {"dsize:<=5;", 5, true},         {"dsize:!0;", 0, false},
+  };
+  for (const Row& r : rows) {
+    const std::string opt = r.opt;
+    const bool icmp = opt.rfind("itype", 0) == 0 || opt.rfind("icode", 0) == 0;
+    const std::string text = std::string("alert ") + (icmp ? "icmp" : "tcp") + " any any -> any any (" + opt + " sid:1;)";
+    Signature sig;
+    ASSERT_EQ(parse_signature(text, RuleVars{}, sig), "") << text;
+    bool got;
+    if (sig.has_flags) {
+      got = det_flags_hold(DetFlags{1, sig.flags_mode, sig.flags_want, sig.flags_ignore}, r.value);
+    } else {
+      const NumCond& c = sig.dsize.on ? sig.dsize : sig.itype.on ? sig.itype : sig.icode;
+      got = det_cond_holds(DetCond{uint8_t(c.range ? 2 : 1), c.cmp, uint8_t(c.neg), 0, c.lo, c.hi}, r.value);
+    }
+    EXPECT_EQ(got, r.holds) << r.opt << " on " << r.value;
+  }
+}
+
 }  // namespace
 }  // namespace gaspp

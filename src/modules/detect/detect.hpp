@@ -82,29 +82,29 @@ struct DetectModule {
   // could not decide (a pcre on stream data; value: the signature), counted, not alerted.
   enum Event : uint16_t { kMatch = 1, kStreamNeedsHost = 2 };
 
-  // Whether signature i's header, flow and dsize conditions hold for a packet (or a stream piece:
-  // pk from FirewallModule::stream_packet, established, dsize ignored).
+  // What the packet-only conditions read; a stream piece has none (the signatures with them are
+  // packet signatures).
+  struct PacketFacts {
+    int64_t dsize = -1;   // -1: not a packet
+    uint16_t tcp_flags = 0;
+    uint8_t icmp_type = 0, icmp_code = 0;
+  };
+
+  // Whether signature i's header, flow, dsize, flags, itype and icode conditions hold for a packet
+  // (or a stream piece: pk from FirewallModule::stream_packet, established, no packet facts).
   GASPP_HD static bool sig_applies(const View& v, uint32_t i, const FwPacket& pk, bool has_flow, bool to_client,
-                                   bool established, int64_t dsize) {
+                                   bool established, const PacketFacts& f) {
     const DetSig& s = v.sigs[i];
     if (s.proto && s.proto != pk.proto) return false;
     if (s.flow_dir && (!has_flow || (s.flow_dir == 2) != to_client)) return false;
     if (s.flow_est == 1 && !established) return false;
     if (s.flow_est == 2 && (established || !has_flow)) return false;
-    if (s.dsize && dsize >= 0) {
-      bool m;
-      if (s.dsize == 2) {
-        m = dsize > s.dsize_lo && dsize < s.dsize_hi;
-      } else {
-        switch (s.dsize_cmp) {
-          case 0: m = dsize < s.dsize_lo; break;
-          case 1: m = dsize > s.dsize_lo; break;
-          case 5: m = dsize <= s.dsize_lo; break;
-          case 6: m = dsize >= s.dsize_lo; break;
-          default: m = dsize == s.dsize_lo; break;
-        }
-      }
-      if (m == bool(s.dsize_neg)) return false;
+    if (f.dsize >= 0) {
+      if (!det_cond_holds(s.dsize, f.dsize)) return false;
+      if (s.flags.on && (pk.proto != 6 || !det_flags_hold(s.flags, f.tcp_flags))) return false;
+      const bool icmp = pk.proto == 1 || pk.proto == 58;
+      if ((s.itype.kind || s.icode.kind) && !icmp) return false;
+      if (!det_cond_holds(s.itype, f.icmp_type) || !det_cond_holds(s.icode, f.icmp_code)) return false;
     }
     if (fw_entry_matches(v.hdr, 2 * i, pk)) return true;
     return s.bidir && fw_entry_matches(v.hdr, 2 * i + 1, pk);
@@ -148,11 +148,16 @@ struct DetectModule {
     const bool tcp = pk.proto == 6;
     // A TCP segment with data and a flow went to the stream: stream rules inspect it there.
     const bool stream_added = tcp && p.has_flow() && len > 0;
+    PacketFacts facts;
+    facts.dsize = int64_t(len);
+    facts.tcp_flags = d.tcp_flags[k];
+    facts.icmp_type = d.icmp_type[k];
+    facts.icmp_code = d.icmp_code[k];
     for_candidates(v, payload, len, [&](uint32_t i) {
       const DetSig& s = v.sigs[i];
       if (!(s.mode & kSigPacket) && (!tcp || stream_added || (s.mode & kSigStreamOnly))) return;
       if (s.op_n && len == 0) return;
-      if (!sig_applies(v, i, pk, p.has_flow(), p.to_client(), p.flow_established(), int64_t(len))) return;
+      if (!sig_applies(v, i, pk, p.has_flow(), p.to_client(), p.flow_established(), facts)) return;
       const int r = detect_inspect(v, s, payload, len, 0);
       if (r == kInspectNoMatch) return;
       // A pcre the device cannot run: the host runs the whole list again on the packet.
@@ -176,7 +181,7 @@ struct DetectModule {
     auto stream_match = [&](const uint8_t* buf, uint32_t len, uint32_t min_end, uint32_t max_start, uint32_t i) -> int {
       const DetSig& sg = v.sigs[i];
       if (!(sg.mode & kSigStream) || !sg.op_n) return kInspectNoMatch;
-      if (!sig_applies(v, i, pk, true, s.to_client(), true, -1)) return kInspectNoMatch;
+      if (!sig_applies(v, i, pk, true, s.to_client(), true, PacketFacts{})) return kInspectNoMatch;
       return detect_inspect(v, sg, buf, len, min_end, max_start);
     };
     auto raise = [&](uint32_t i, int r) {

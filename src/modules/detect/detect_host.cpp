@@ -217,11 +217,13 @@ DetectModule::Host::Host(const ModuleOptions& opt) : ModuleHost<DetectModule>({}
     d.proto = s.rule.proto;
     d.flow_dir = s.flow_dir;
     d.flow_est = s.flow_est;
-    d.dsize = s.has_dsize ? (s.dsize_range ? 2 : 1) : 0;
-    d.dsize_cmp = s.dsize_cmp;
-    d.dsize_neg = s.dsize_neg;
-    d.dsize_lo = s.dsize_lo;
-    d.dsize_hi = s.dsize_hi;
+    auto cond = [](const NumCond& c) {
+      return DetCond{uint8_t(c.on ? (c.range ? 2 : 1) : 0), c.cmp, uint8_t(c.neg ? 1 : 0), 0, c.lo, c.hi};
+    };
+    d.dsize = cond(s.dsize);
+    d.itype = cond(s.itype);
+    d.icode = cond(s.icode);
+    d.flags = DetFlags{uint8_t(s.has_flags ? 1 : 0), s.flags_mode, s.flags_want, s.flags_ignore};
     // Dropped on the device only when the device decides the match alone: no flowbits to read,
     // no pcre (the device hands those to the host, after the verdicts).
     bool has_pcre = false;

@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <type_traits>
 
+#include "gaspp/hd.hpp"
 #include "modules/detect/prefilter.hpp"
 #include "modules/firewall/firewall_tables.hpp"
 
@@ -57,6 +58,46 @@ struct DetOp {
 };
 static_assert(std::is_trivially_copyable_v<DetOp>, "DetOp is a table entry");
 
+// A numeric condition (dsize, itype, icode): kind 0 none, 1 compare (cmp: SigCmp), 2 range
+// (lo < x < hi); neg inverts.
+struct DetCond {
+  uint8_t kind, cmp, neg, pad_;
+  uint16_t lo, hi;
+};
+GASPP_HD GASPP_FORCEINLINE bool det_cond_holds(const DetCond& c, int64_t x) {
+  if (!c.kind) return true;
+  bool m;
+  if (c.kind == 2) {
+    m = x > c.lo && x < c.hi;
+  } else {
+    switch (c.cmp) {
+      case 0: m = x < c.lo; break;
+      case 1: m = x > c.lo; break;
+      case 5: m = x <= c.lo; break;
+      case 6: m = x >= c.lo; break;
+      default: m = x == c.lo; break;
+    }
+  }
+  return m != bool(c.neg);
+}
+
+// TCP flags (Suricata's `flags`): the packet's flags outside `ignore` compared with `want`:
+// mode 0 exactly, 1 all of them (+), 2 any of them (*), 3 not all of them (!).
+struct DetFlags {
+  uint8_t on, mode;
+  uint16_t want, ignore;
+};
+GASPP_HD GASPP_FORCEINLINE bool det_flags_hold(const DetFlags& f, uint16_t flags) {
+  if (!f.on) return true;
+  const uint16_t x = flags & uint16_t(~f.ignore) & 0xffu;
+  switch (f.mode) {
+    case 1: return (x & f.want) == f.want;
+    case 2: return (x & f.want) != 0;
+    case 3: return (x & f.want) != f.want;
+    default: return x == f.want;
+  }
+}
+
 struct DetSig {
   uint32_t op_off;
   uint16_t op_n;
@@ -64,13 +105,10 @@ struct DetSig {
   uint8_t proto;       // 0: any IP protocol
   uint8_t flow_dir;    // 1 to_server, 2 to_client
   uint8_t flow_est;    // 1 established, 2 not_established
-  uint8_t dsize;       // 0 none, 1 compare, 2 range (lo < x < hi)
-  uint8_t dsize_cmp;   // SigCmp
-  uint8_t dsize_neg;
   uint8_t drop;        // a drop/reject rule whose match decides on the device (no flowbits to read)
   uint8_t bidir;
-  uint8_t pad_ = 0;
-  uint16_t dsize_lo, dsize_hi;
+  DetCond dsize, itype, icode;
+  DetFlags flags;
   uint32_t sid;
 };
 static_assert(std::is_trivially_copyable_v<DetSig>, "DetSig is a table entry");

@@ -236,33 +236,68 @@ std::string parse_pcre(const std::string& v, SigOp& op) {
   return "";
 }
 
-std::string parse_dsize(const std::string& v, Signature& s) {
+std::string parse_num_cond(const std::string& k, const std::string& v, uint32_t max, NumCond& c) {
   std::string t = trim(v);
   int64_t a, b;
-  s.has_dsize = true;
+  c.on = true;
   if (!t.empty() && t[0] == '!') {
-    s.dsize_neg = true;
+    c.neg = true;
     t = trim(t.substr(1));
   }
   size_t r = t.find("<>");
   if (r == std::string::npos && t.size() > 1 && t.find('-', 1) != std::string::npos) r = t.find('-', 1);
   if (r != std::string::npos && r > 0) {
     const size_t w = t.compare(r, 2, "<>") == 0 ? 2 : 1;
-    if (!parse_int(t.substr(0, r), a) || !parse_int(t.substr(r + w), b) || a < 0 || b > 65535 || a >= b)
-      return "error:bad dsize range '" + v + "'";
-    s.dsize_range = true;
-    s.dsize_lo = uint16_t(a);
-    s.dsize_hi = uint16_t(b);
+    if (!parse_int(t.substr(0, r), a) || !parse_int(t.substr(r + w), b) || a < 0 || b > int64_t(max) || a >= b)
+      return "error:bad " + k + " range '" + v + "'";
+    c.range = true;
+    c.lo = uint16_t(a);
+    c.hi = uint16_t(b);
     return "";
   }
-  s.dsize_cmp = kCmpEq;
-  if (starts_with(t, "<=")) s.dsize_cmp = kCmpLe, t = t.substr(2);
-  else if (starts_with(t, ">=")) s.dsize_cmp = kCmpGe, t = t.substr(2);
-  else if (starts_with(t, "<")) s.dsize_cmp = kCmpLt, t = t.substr(1);
-  else if (starts_with(t, ">")) s.dsize_cmp = kCmpGt, t = t.substr(1);
+  c.cmp = kCmpEq;
+  if (starts_with(t, "<=")) c.cmp = kCmpLe, t = t.substr(2);
+  else if (starts_with(t, ">=")) c.cmp = kCmpGe, t = t.substr(2);
+  else if (starts_with(t, "<")) c.cmp = kCmpLt, t = t.substr(1);
+  else if (starts_with(t, ">")) c.cmp = kCmpGt, t = t.substr(1);
   else if (starts_with(t, "=")) t = t.substr(1);
-  if (!parse_int(t, a) || a < 0 || a > 65535) return "error:bad dsize '" + v + "'";
-  s.dsize_lo = uint16_t(a);
+  if (!parse_int(t, a) || a < 0 || a > int64_t(max)) return "error:bad " + k + " '" + v + "'";
+  c.lo = uint16_t(a);
+  return "";
+}
+
+uint16_t flag_bit(char c) {
+  switch (c) {
+    case 'F': return 0x01;
+    case 'S': return 0x02;
+    case 'R': return 0x04;
+    case 'P': return 0x08;
+    case 'A': return 0x10;
+    case 'U': return 0x20;
+    case 'E': case '2': return 0x40;
+    case 'C': case '1': return 0x80;
+    default: return 0;
+  }
+}
+
+std::string parse_flags(const std::string& v, Signature& s) {
+  const auto a = split_commas(v);
+  if (a.empty() || a.size() > 2 || a[0].empty()) return "error:flags needs FLAGS[,IGNORED]";
+  s.has_flags = true;
+  for (char c : a[0]) {
+    if (c == '+') s.flags_mode = 1;
+    else if (c == '*') s.flags_mode = 2;
+    else if (c == '!') s.flags_mode = 3;
+    else if (c == '0') s.flags_want = 0;
+    else if (const uint16_t b = flag_bit(char(std::toupper(static_cast<unsigned char>(c))))) s.flags_want |= b;
+    else return std::string("error:flags: unknown flag '") + c + "'";
+  }
+  if (a.size() == 2)
+    for (char c : a[1]) {
+      const uint16_t b = flag_bit(char(std::toupper(static_cast<unsigned char>(c))));
+      if (!b) return std::string("error:flags: unknown flag to ignore '") + c + "'";
+      s.flags_ignore |= b;
+    }
   return "";
 }
 
@@ -333,13 +368,16 @@ std::string finish(Signature& s) {
   const bool tcp = s.rule.proto == 0 || s.rule.proto == 6;
   uint8_t m = 0;
   if (s.only_stream || s.rule.tcp_stream) m = kSigStream | kSigStreamOnly;
-  if (s.no_stream || s.has_dsize) m |= kSigPacket;
+  if (s.no_stream || s.dsize.on || s.has_flags || s.itype.on || s.icode.on) m |= kSigPacket;
   if (tcp && !s.ops.empty() && !(m & (kSigPacket | kSigStream))) {
     m = kSigStream;
     for (const SigOp& o : s.ops)
       if (o.type == SigOpType::content && (o.has_depth || o.has_offset)) m |= kSigPacket;
   }
   if (!m || !tcp) m |= kSigPacket;
+  if ((s.itype.on || s.icode.on) && s.rule.proto != 1 && s.rule.proto != 58 && s.rule.proto != 0)
+    return "error:itype/icode on a rule that is not ICMP";
+  if (s.has_flags && s.rule.proto != 6 && s.rule.proto != 0) return "error:flags on a rule that is not TCP";
   if ((m & kSigStreamOnly) && !tcp) return "error:only_stream on a rule that is not TCP";
   s.mode = m;
   return "";
@@ -471,8 +509,14 @@ std::string parse_signature(const std::string& text, const RuleVars& vars, Signa
       continue;
     }
     if (k == "pkt_data") continue;
-    if (k == "dsize") {
-      const std::string r = parse_dsize(v, out);
+    if (k == "dsize" || k == "itype" || k == "icode") {
+      NumCond& c = k == "dsize" ? out.dsize : k == "itype" ? out.itype : out.icode;
+      const std::string r = parse_num_cond(k, v, k == "dsize" ? 65535 : 255, c);
+      if (!r.empty()) return r;
+      continue;
+    }
+    if (k == "flags") {
+      const std::string r = parse_flags(v, out);
       if (!r.empty()) return r;
       continue;
     }

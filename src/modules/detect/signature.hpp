@@ -11,7 +11,8 @@
 //   byte_test, byte_jump, byte_extract   Suricata's arguments (endianness, string bases, bitmask,
 //                      multiplier, align, from_beginning/from_end, post_offset); dce is refused
 //   pkt_data           back to the packet payload buffer (the only buffer this parser knows)
-//   dsize:N | <N | >N | <=N | >=N | N<>M | N-M | !N
+//   dsize:N | <N | >N | <=N | >=N | N<>M | N-M | !N; itype, icode (ICMP) the same way
+//   flags:[+*!]FSRPAUCE0[,IGNORED] (TCP flags; C/1 CWR, E/2 ECE, 0 none)
 //   flow:to_server|to_client|from_client|from_server|established|not_established|stateless|
 //        only_stream|no_stream
 //   flowbits:set|unset|toggle|isset|isnotset,NAME (NAME a|b: any of them; a&b: all) | noalert
@@ -22,7 +23,7 @@
 //
 // Where a rule's payload is inspected (Suricata's SIG_FLAG_REQUIRE_PACKET/STREAM): on TCP, a rule
 // with payload options is a stream rule (reassembled data) unless flow:no_stream or dsize makes it
-// a packet rule; content with depth or offset makes it both; flow:only_stream and the protocol
+// a packet rule (so do flags, itype, icode); content with depth or offset makes it both; flow:only_stream and the protocol
 // tcp-stream make it stream only. Other protocols inspect packets.
 //
 // Example:
@@ -77,6 +78,14 @@ struct SigOp {
   int8_t var = -1;               // byte_extract: the variable it sets
 };
 
+// dsize, itype, icode: N, <N, >N, <=N, >=N, N<>M or N-M (lo < x < hi), !N.
+struct NumCond {
+  bool on = false;
+  uint8_t cmp = kCmpEq;            // kCmpEq, kCmpLt, kCmpGt, kCmpLe, kCmpGe
+  bool range = false, neg = false;
+  uint16_t lo = 0, hi = 0;
+};
+
 struct FlowbitCmd {
   enum Cmd : uint8_t { set, unset, toggle, isset, isnotset } cmd = set;
   bool any = true;                 // names joined by | (any) or & (all)
@@ -96,10 +105,10 @@ struct Signature {
   uint8_t flow_dir = 0;            // 1 to_server, 2 to_client
   uint8_t flow_est = 0;            // 1 established, 2 not_established
   bool only_stream = false, no_stream = false;
-  bool has_dsize = false;
-  uint8_t dsize_cmp = kCmpEq;      // kCmpEq, kCmpLt, kCmpGt, kCmpLe, kCmpGe; range: lo < x < hi
-  bool dsize_range = false, dsize_neg = false;
-  uint16_t dsize_lo = 0, dsize_hi = 0;
+  NumCond dsize, itype, icode;
+  bool has_flags = false;
+  uint8_t flags_mode = 0;          // 0 exactly, 1 + (all of), 2 * (any of), 3 ! (not all of)
+  uint16_t flags_want = 0, flags_ignore = 0;
   std::vector<FlowbitCmd> flowbits;
   bool noalert = false;
   uint8_t mode = 0;                // SigMode bits
