@@ -13,6 +13,8 @@
 #                  throughput) and the capture reader end to end
 #   run.sh detect  the signature engine on CUDA: the detection tests, ET Open on every capture
 #                  against the CPU backend, and compute-sanitizer memcheck of a run
+#   run.sh bench-detect  bench_detect: ET Open on HTTP and the mix with planted matches, CUDA vs
+#                  CPU vs the Hyperscan prefilter alone vs the PCIe limit
 #   run.sh quick   a short check: the CUDA unit tests, alert flow objects and modules through the
 #                  CLI on CUDA, and bench_eve
 #   run.sh bench-stream  bench_stream: decode / +flow / +reassembly, CUDA vs CPU vs libnids; then
@@ -205,6 +207,11 @@ detect)
       -l "$OUT" --flow-capacity 65536 $R 2>&1 | grep -E "ERROR SUMMARY|LEAK SUMMARY|Invalid|gaspp: detect" | head -8
     check "memcheck detect $c"
   done
+  ;;
+bench-detect)
+  step "bench_detect (captures in /dev/shm)"
+  $B/bench_detect --json "$OUT/bench_detect.json" --reps 3 --packets 2000000 --tmp /dev/shm --et bundle/data/rules/et-open
+  check "bench_detect"
   ;;
 bench-firewall)
   step "bench_firewall (captures in /dev/shm)"

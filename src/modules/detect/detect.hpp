@@ -221,6 +221,8 @@ struct DetectModule {
     void on_event(const ModuleEvent& e, const HostPacket& p, ModuleOutput& out);
     void report(std::map<std::string, uint64_t>& r) const;
     const SignatureSet& signatures() const { return set_; }
+    // The prefilter's literals (bytes, nocase; pattern id = position), for benchmarks and tests.
+    const std::vector<std::pair<std::string, bool>>& fast_patterns() const { return patterns_; }
     // No signature: no hook runs and no state is kept (a rule set of IP lists costs nothing here).
     uint32_t layers() const { return sigs_.empty() ? 0u : kLayers; }
     uint32_t flow_state_bytes() const { return has_stream_sigs_ ? uint32_t(sizeof(FlowState)) : 0u; }
