@@ -244,7 +244,7 @@ TEST(Signatures, HashedPrefilterFindsWhatHyperscanFinds) {
     detect_host_candidates(vh, p, n, a);
     detect_host_candidates(vx, p, n, b);
     ++buffers;
-    with_candidates += a.size() > vh.nofp_n;
+    with_candidates += !a.empty();
     ASSERT_EQ(a, b) << what;
   };
   for (const char* cap : {"zeek/http-bro.org.pcap", "zeek/wikipedia.pcap", "zeek/smtp.pcap", "zeek/ftp-ipv6.pcap"}) {

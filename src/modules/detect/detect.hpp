@@ -41,6 +41,7 @@
 // left undecided and counted (stream_pcre_undecided) — the one way the CUDA backend's alerts can
 // differ from the CPU backend's today.
 #pragma once
+#include <algorithm>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -64,7 +65,7 @@ constexpr uint32_t kDetStreamCarry = 120;
 constexpr size_t kDetFlowbitFlows = 1u << 20;
 
 // The CPU's candidate list for one buffer (detect_host.cpp): the signatures whose fast pattern
-// occurs in buf, and those without one, in rank order, without repeats.
+// occurs in buf, in rank order, without repeats (those without one: DetectModule::for_nofp).
 void detect_host_candidates(const DetectView& v, const uint8_t* buf, uint32_t len, std::vector<uint32_t>& out);
 
 struct DetectModule {
@@ -110,9 +111,25 @@ struct DetectModule {
     return s.bidir && fw_entry_matches(v.hdr, 2 * i + 1, pk);
   }
 
-  // Runs `each(i)` for the candidate signatures of buf in rank order.
+  // Runs each(i) for the signatures without a fast pattern whose header the packet (or piece) pk
+  // matches, through the address and port index.
   template <class F>
-  GASPP_HD static void for_candidates(const View& v, const uint8_t* buf, uint32_t len, F&& each) {
+  GASPP_HD static void for_nofp(const View& v, const FwPacket& pk, F&& each) {
+    if (!v.nofp_n) return;
+    fw_for_each_list(v.nofp_hdr, pk, [&](FwSpan s) {
+      for (uint32_t k = 0; k < s.n; ++k) {
+        const uint32_t entry = v.nofp_hdr.entries[s.off + k];
+        if (!fw_entry_matches(v.nofp_hdr, entry, pk)) continue;
+        if ((entry & 1) && fw_entry_matches(v.nofp_hdr, entry & ~1u, pk)) continue;  // `<>` both ways: once
+        each(v.nofp[entry >> 1]);
+      }
+    });
+  }
+
+  // Runs `each(i)` for the candidate signatures of buf (their header still to check): on the CPU in
+  // rank order, on the device in any order (the host sorts events).
+  template <class F>
+  GASPP_HD static void for_candidates(const View& v, const uint8_t* buf, uint32_t len, const FwPacket& pk, F&& each) {
 #if defined(__CUDA_ARCH__)
     // Patterns already handled for this buffer: a pattern found again adds nothing (beyond
     // kSeen distinct patterns a signature may be evaluated twice; its events are one on the host).
@@ -125,10 +142,13 @@ struct DetectModule {
       if (ns < kSeen) seen[ns++] = id;
       for (uint32_t k = v.pat_sig_off[id]; k < v.pat_sig_off[id + 1]; ++k) each(v.pat_sigs[k]);
     });
-    for (uint32_t k = 0; k < v.nofp_n; ++k) each(v.nofp[k]);
+    for_nofp(v, pk, each);
 #else
     thread_local std::vector<uint32_t> cand;
     detect_host_candidates(v, buf, len, cand);
+    for_nofp(v, pk, [&](uint32_t i) { cand.push_back(i); });
+    std::sort(cand.begin(), cand.end());
+    cand.erase(std::unique(cand.begin(), cand.end()), cand.end());
     for (uint32_t i : cand) each(i);
 #endif
   }
@@ -153,7 +173,7 @@ struct DetectModule {
     facts.tcp_flags = d.tcp_flags[k];
     facts.icmp_type = d.icmp_type[k];
     facts.icmp_code = d.icmp_code[k];
-    for_candidates(v, payload, len, [&](uint32_t i) {
+    for_candidates(v, payload, len, pk, [&](uint32_t i) {
       const DetSig& s = v.sigs[i];
       if (!(s.mode & kSigPacket) && (!tcp || stream_added || (s.mode & kSigStreamOnly))) return;
       if (s.op_n && len == 0) return;
@@ -193,10 +213,10 @@ struct DetectModule {
       if (v.sigs[i].drop) s.drop_flow();
       s.emit(kMatch, (i << 2) | 2u);
     };
-    for_candidates(v, s.data(), s.len(), [&](uint32_t i) { raise(i, stream_match(s.data(), s.len(), 0, kInspectAnywhere, i)); });
+    for_candidates(v, s.data(), s.len(), pk, [&](uint32_t i) { raise(i, stream_match(s.data(), s.len(), 0, kInspectAnywhere, i)); });
     if (c) {
       // Matches across the junction: one option starts in the tail, one ends in the new bytes.
-      for_candidates(v, junction, c + head, [&](uint32_t i) { raise(i, stream_match(junction, c + head, c, c, i)); });
+      for_candidates(v, junction, c + head, pk, [&](uint32_t i) { raise(i, stream_match(junction, c + head, c, c, i)); });
     }
     // The new tail: the last c_max bytes of tail + piece.
     const uint32_t total = c + s.len();
@@ -237,6 +257,7 @@ struct DetectModule {
     View host_view_{};                       // the tables in host memory (re-checks on the host)
     Classifications classes_;
     FirewallTables hdr_;
+    FirewallTables nofp_hdr_;
     PrefilterTables pf_tables_;
     bool hash_prefilter_ = false;           // prefilter=hash: the device's prefilter on the CPU too
     bool defer_pcre_ = false;

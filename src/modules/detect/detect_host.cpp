@@ -134,7 +134,6 @@ void detect_host_candidates(const DetectView& v, const uint8_t* buf, uint32_t le
   }
   for (uint32_t id : ids)
     for (uint32_t k = v.pat_sig_off[id]; k < v.pat_sig_off[id + 1]; ++k) out.push_back(v.pat_sigs[k]);
-  out.insert(out.end(), v.nofp, v.nofp + v.nofp_n);
   std::sort(out.begin(), out.end());
   out.erase(std::unique(out.begin(), out.end()), out.end());
 }
@@ -306,6 +305,11 @@ DetectModule::Host::Host(const ModuleOptions& opt) : ModuleHost<DetectModule>({}
     }
     pat_sig_lists[it->second].push_back(i);
   }
+  {
+    std::vector<Rule> nofp_rules;
+    for (uint32_t i : nofp_) nofp_rules.push_back(rules[i]);
+    nofp_hdr_.compile(nofp_rules);
+  }
   pat_sig_off_.push_back(0);
   for (auto& l : pat_sig_lists) {
     pat_sigs_.insert(pat_sigs_.end(), l.begin(), l.end());
@@ -381,6 +385,7 @@ DetectModule::View DetectModule::Host::upload_to(TableMemory& mem) {
   v.pat_n = uint32_t(patterns_.size());
   v.nofp = mem.place(nofp_);
   v.nofp_n = uint32_t(nofp_.size());
+  v.nofp_hdr = nofp_hdr_.place(mem);
   v.stream_carry = kDetStreamCarry;
   v.pf = pf_tables_.place(mem);
   v.host_hash_prefilter = hash_prefilter_ ? 1 : 0;

@@ -8,7 +8,8 @@
 // addresses, ports) is entry 2*i (and 2*i+1 for `<>`) of the firewall's header tables `hdr`.
 // Prefilter: a signature with a fast pattern is a candidate for a buffer only when its pattern
 // occurs there (pattern id -> signatures: pat_sigs[pat_sig_off[id] .. pat_sig_off[id+1])); those
-// without one are listed in nofp and always candidates.
+// without one are listed in nofp, their headers indexed by address and port as the firewall's
+// (nofp_hdr): a packet's candidates among them are those its addresses and ports select.
 #pragma once
 #include <cstdint>
 #include <type_traits>
@@ -133,6 +134,7 @@ struct DetectView {
   uint32_t pat_n;
   const uint32_t* nofp;          // signatures without a fast pattern, in rank order
   uint32_t nofp_n;
+  FirewallView nofp_hdr;         // their headers, indexed (rule k is signature nofp[k])
   uint32_t stream_carry;         // bytes of a direction's stream kept to match across pieces
   PrefilterView pf;              // the hashed prefilter (the device's; the CPU's with prefilter=hash)
   uint8_t host_hash_prefilter;   // CPU backend: use pf instead of Hyperscan

@@ -195,7 +195,11 @@ GASPP_HD GASPP_FORCEINLINE void fw_consider_list(const FirewallView& fw, FwSpan 
   for (uint32_t k = 0; k < s.n; ++k) fw_consider(fw, fw.entries[s.off + k], p, m);
 }
 
-GASPP_HD GASPP_FORCEINLINE void firewall_match(const FirewallView& fw, const FwPacket& p, FwMatch& m) {
+// Calls visit(FwSpan) for each list of entries the packet's addresses and ports select (the
+// candidates; each still needs fw_entry_matches). An entry is listed under one side only and an
+// address or port falls in one piece of a set, so no entry comes twice.
+template <class Visit>
+GASPP_HD GASPP_FORCEINLINE void fw_for_each_list(const FirewallView& fw, const FwPacket& p, Visit&& visit) {
   const int f = p.family == 6 ? 1 : 0;
   for (int side = 0; side < 2; ++side) {
     const FwSideIndex& ix = fw.side[f][side];
@@ -205,7 +209,7 @@ GASPP_HD GASPP_FORCEINLINE void firewall_match(const FirewallView& fw, const FwP
         const FwHashSlot& s = ix.hash[h];
         if (s.list.n == 0) break;
         if (u128_eq(s.key, a)) {
-          fw_consider_list(fw, s.list, p, m);
+          visit(s.list);
           break;
         }
       }
@@ -216,7 +220,7 @@ GASPP_HD GASPP_FORCEINLINE void firewall_match(const FirewallView& fw, const FwP
       if (u128_less(ix.elem[mid].range.hi, a)) lo = mid + 1;
       else hi = mid;
     }
-    if (lo < ix.elem_n && u128_le(ix.elem[lo].range.lo, a)) fw_consider_list(fw, ix.elem[lo].list, p, m);
+    if (lo < ix.elem_n && u128_le(ix.elem[lo].range.lo, a)) visit(ix.elem[lo].list);
   }
   if (p.has_ports)  // an entry in these names ports, which a packet without them never matches
     for (int side = 0; side < 2; ++side) {
@@ -228,9 +232,13 @@ GASPP_HD GASPP_FORCEINLINE void firewall_match(const FirewallView& fw, const FwP
         if (ix.piece[mid].hi < port) lo = mid + 1;
         else hi = mid;
       }
-      if (lo < ix.n && ix.piece[lo].lo <= port) fw_consider_list(fw, ix.piece[lo].list, p, m);
+      if (lo < ix.n && ix.piece[lo].lo <= port) visit(ix.piece[lo].list);
     }
-  fw_consider_list(fw, fw.wildcard[f], p, m);
+  visit(fw.wildcard[f]);
+}
+
+GASPP_HD GASPP_FORCEINLINE void firewall_match(const FirewallView& fw, const FwPacket& p, FwMatch& m) {
+  fw_for_each_list(fw, p, [&](FwSpan s) { fw_consider_list(fw, s, p, m); });
 }
 
 }  // namespace gaspp
