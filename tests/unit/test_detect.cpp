@@ -10,6 +10,7 @@
 
 #include <pcap/pcap.h>
 
+#include "decode/decoder.hpp"
 #include "modules/detect/detect.hpp"
 #include "modules/detect/signature.hpp"
 #include "test_support.hpp"
@@ -318,6 +319,59 @@ TEST(Signatures, PacketConditionsHoldAsSuricataDocumentsThem) {
     }
     EXPECT_EQ(got, r.holds) << r.opt << " on " << r.value;
   }
+}
+
+
+// flowint and flowbits on the host, as Suricata evaluates them: signatures in its order (setters
+// before readers), conditions with the match, changes after it. Eight packets of one flow, every
+// signature's payload matching; the alerts per packet follow from Suricata's documented semantics
+// (a bit set by an earlier signature of the packet is seen by a later one: sids 8 then 9 on the
+// first packet).
+TEST(Signatures, FlowintAndFlowbitsFollowSuricatasOrderAndSemantics) {
+  const std::string path = testing::TempDir() + "/flowint.rules";
+  {
+    std::ofstream f(path);
+    f << "alert ip any any -> any any (msg:\"read cnt==3\"; flowint:cnt,==,3; sid:2;)\n"
+         "alert ip any any -> any any (msg:\"count\"; flowint:cnt,+,1; noalert; sid:1;)\n"
+         "alert ip any any -> any any (msg:\"cnt>4\"; flowint:cnt,isset; flowint:cnt,>,4; sid:3;)\n"
+         "alert ip any any -> any any (msg:\"other notset\"; flowint:other,notset; sid:4;)\n"
+         "alert ip any any -> any any (msg:\"set x, sub unset y\"; flowint:x,=,7; flowint:y,-,1; noalert; sid:5;)\n"
+         "alert ip any any -> any any (msg:\"y isset\"; flowint:y,isset; sid:6;)\n"
+         "alert ip any any -> any any (msg:\"cnt>=x\"; flowint:cnt,>=,x; sid:7;)\n"
+         "alert ip any any -> any any (msg:\"bit set once\"; flowbits:isnotset,seen; flowbits:set,seen; sid:8;)\n"
+         "alert ip any any -> any any (msg:\"bit read\"; flowbits:isset,seen; sid:9;)\n";
+  }
+  DetectModule::Host host({{"rules", path}});
+  const SignatureSet& set = host.signatures();
+  ASSERT_EQ(set.sigs.size(), 9u);
+  // Suricata's order (SCSigLessThan over its comparators): flowbits role first (set+read 8, read
+  // 9, then those without flowbits), then flowint role (setters 1, 5; readers), then load order.
+  std::vector<uint32_t> order;
+  for (const Signature& g : set.sigs) order.push_back(g.rule.sid);
+  EXPECT_EQ(order, (std::vector<uint32_t>{8, 9, 1, 5, 2, 3, 4, 6, 7}));
+  struct Out : ModuleOutput {
+    std::vector<uint32_t> sids;
+    void eve(const std::string& line) override {
+      const size_t at = line.find("\"signature_id\":");
+      sids.push_back(uint32_t(std::stoul(line.substr(at + 15))));
+    }
+  } out;
+  uint8_t frame[54] = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 0x08, 0x00, 0x45, 0, 0, 40, 0, 1, 0, 0, 64, 6, 0, 0,
+                       10, 0, 0, 1, 10, 0, 0, 2, 0x30, 0x39, 0, 80, 0, 0, 0, 1, 0, 0, 0, 0, 0x50, 0x10, 0x20, 0, 0, 0, 0, 0};
+  DecodedPacket d;
+  decode_frame(frame, sizeof frame, LinkType::ethernet, d);
+  std::vector<std::vector<uint32_t>> got;
+  for (uint64_t n = 1; n <= 8; ++n) {
+    out.sids.clear();
+    HostPacket hp{n, n * 1000, frame, sizeof frame, sizeof frame, &d, 77, false};
+    for (uint32_t i = 0; i < set.sigs.size(); ++i)
+      host.on_event(ModuleEvent{77, uint32_t(n - 1), i << 2, 0, DetectModule::kMatch, 0}, hp, out);
+    std::sort(out.sids.begin(), out.sids.end());
+    got.push_back(out.sids);
+  }
+  const std::vector<std::vector<uint32_t>> want = {
+      {4, 8, 9}, {4, 9}, {2, 4, 9}, {4, 9}, {3, 4, 9}, {3, 4, 9}, {3, 4, 7, 9}, {3, 4, 7, 9}};
+  EXPECT_EQ(got, want);
 }
 
 }  // namespace

@@ -25,7 +25,8 @@
 // piece, so none is found twice). Which buffers a signature inspects: SigMode (signature.hpp);
 // a stream rule looks at a TCP packet's own payload only when the packet added nothing to the
 // stream (no flow, or no payload).
-// On the host, in capture order (events sort by packet, then rank): flowbits are tested and set,
+// On the host, in capture order (events sort by packet, then rank): flowbits and flowints are
+// tested and changed (Suricata: conditions with the match, changes after it),
 // thresholds applied, and an alert is written for each matching signature unless it is noalert,
 // the packet already has packet-alert-max alerts (counted), or a packet's stream and payload
 // matches name the same signature (one alert). A drop/reject signature that the device decides alone (no
@@ -33,8 +34,8 @@
 // decided on the host, after the verdicts, and only alert (action "allowed").
 //
 // State: per flow, the stream carry of both directions (2 x kDetStreamCarry bytes + lengths); on
-// the host, flowbits per flow id (at most kDetFlowbitFlows flows; more are counted and their bits
-// not kept).
+// the host, flowbits and flowints per flow id (at most kDetFlowbitFlows flows; more are counted as
+// flowbit_flows_full and their variables not kept).
 //
 // On the device, a signature with pcre cannot be finished (PCRE2 runs on the host): on a packet the
 // event asks the host to run the list again on the packet's payload; on a stream piece the match is
@@ -251,8 +252,14 @@ struct DetectModule {
     View upload_to(TableMemory& mem);
 
    private:
-    bool flowbits_allow(const Signature& s, uint64_t flow_id);
-    void flowbits_apply(const Signature& s, uint64_t flow_id);
+    // Per flow (flowbits and flowints), at most kDetFlowbitFlows flows.
+    struct FlowVars {
+      std::vector<uint64_t> bits;
+      std::vector<std::pair<uint32_t, uint32_t>> ints;  // (flowint id, value)
+    };
+    FlowVars* flow_vars(uint64_t flow_id, bool create);
+    bool flow_conditions_hold(const Signature& s, uint64_t flow_id);
+    void flow_effects_apply(const Signature& s, uint64_t flow_id);
     SignatureSet set_;                       // in rank order after construction
     View host_view_{};                       // the tables in host memory (re-checks on the host)
     Classifications classes_;
@@ -269,7 +276,8 @@ struct DetectModule {
     std::vector<std::pair<std::string, bool>> patterns_;  // fast patterns (bytes, nocase)
     std::unique_ptr<DetectHostMatchers> matchers_;
     std::map<std::string, uint32_t> flowbit_ids_;
-    std::unordered_map<uint64_t, std::vector<uint64_t>> flowbits_;  // flow id -> bits
+    std::map<std::string, uint32_t> flowint_ids_;
+    std::unordered_map<uint64_t, FlowVars> flow_vars_;  // flow id -> its flowbits and flowints
     std::vector<ThresholdSpec> thresholds_;
     ThresholdTable threshold_table_;
     uint32_t packet_alert_max_ = 15;

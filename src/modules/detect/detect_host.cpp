@@ -91,9 +91,22 @@ int flowbits_order(const Signature& s) {
   return 3;
 }
 
+// Flowint role, ordered as flowbits (setters, both, readers, others: SCSigOrderByFlowintCompare).
+int flowint_order(const Signature& s) {
+  bool rd = false, wr = false;
+  for (const FlowintCmd& c : s.flowints) (c.condition() ? rd : wr) = true;
+  if (wr && !rd) return 0;
+  if (wr && rd) return 1;
+  if (rd) return 2;
+  return 3;
+}
+
+// Whether the match depends on per-flow variables only the host keeps (flowbits, flowints).
 bool reads_flowbits(const Signature& s) {
   for (const FlowbitCmd& c : s.flowbits)
     if (c.cmd == FlowbitCmd::isset || c.cmd == FlowbitCmd::isnotset) return true;
+  for (const FlowintCmd& c : s.flowints)
+    if (c.condition()) return true;
   return false;
 }
 
@@ -192,6 +205,8 @@ DetectModule::Host::Host(const ModuleOptions& opt) : ModuleHost<DetectModule>({}
     if (aa != ab) return aa < ab;
     const int fa = flowbits_order(a), fb = flowbits_order(b);
     if (fa != fb) return fa < fb;
+    const int ia = flowint_order(a), ib = flowint_order(b);
+    if (ia != ib) return ia < ib;
     return rule_priority(a.rule) < rule_priority(b.rule);
   });
   rules.clear();
@@ -346,6 +361,10 @@ DetectModule::Host::Host(const ModuleOptions& opt) : ModuleHost<DetectModule>({}
     thresholds_.push_back(t);
     for (const FlowbitCmd& c : s.flowbits)
       for (const std::string& n : c.names) flowbit_ids_.try_emplace(n, uint32_t(flowbit_ids_.size()));
+    for (const FlowintCmd& c : s.flowints) {
+      flowint_ids_.try_emplace(c.name, uint32_t(flowint_ids_.size()));
+      if (!c.value_var.empty()) flowint_ids_.try_emplace(c.value_var, uint32_t(flowint_ids_.size()));
+    }
   }
   load_seconds_ = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   // Suricata's summary of the loading, for all the rules when the firewall shares the files.
@@ -394,12 +413,25 @@ DetectModule::View DetectModule::Host::upload_to(TableMemory& mem) {
   return v;
 }
 
-bool DetectModule::Host::flowbits_allow(const Signature& s, uint64_t flow_id) {
-  const auto it = flow_id ? flowbits_.find(flow_id) : flowbits_.end();
+DetectModule::Host::FlowVars* DetectModule::Host::flow_vars(uint64_t flow_id, bool create) {
+  if (!flow_id) return nullptr;
+  auto it = flow_vars_.find(flow_id);
+  if (it != flow_vars_.end()) return &it->second;
+  if (!create) return nullptr;
+  if (flow_vars_.size() >= kDetFlowbitFlows) {
+    ++flowbit_flows_full_;
+    return nullptr;
+  }
+  FlowVars& fv = flow_vars_[flow_id];
+  fv.bits.assign((flowbit_ids_.size() + 63) / 64, 0);
+  return &fv;
+}
+
+bool DetectModule::Host::flow_conditions_hold(const Signature& s, uint64_t flow_id) {
+  const FlowVars* fv = flow_vars(flow_id, false);
   auto bit = [&](const std::string& n) {
-    if (it == flowbits_.end()) return false;
     const uint32_t id = flowbit_ids_.at(n);
-    return id / 64 < it->second.size() && ((it->second[id / 64] >> (id % 64)) & 1);
+    return fv && id / 64 < fv->bits.size() && ((fv->bits[id / 64] >> (id % 64)) & 1);
   };
   for (const FlowbitCmd& c : s.flowbits) {
     if (c.cmd != FlowbitCmd::isset && c.cmd != FlowbitCmd::isnotset) continue;
@@ -413,28 +445,75 @@ bool DetectModule::Host::flowbits_allow(const Signature& s, uint64_t flow_id) {
     const bool ok = c.cmd == FlowbitCmd::isset ? (c.any ? any : all) : (c.any ? !all : !any);
     if (!ok) return false;
   }
+  auto get = [&](const std::string& n, uint32_t& v) {
+    if (!fv) return false;
+    const uint32_t id = flowint_ids_.at(n);
+    for (const auto& [k, x] : fv->ints)
+      if (k == id) {
+        v = x;
+        return true;
+      }
+    return false;
+  };
+  for (const FlowintCmd& c : s.flowints) {
+    if (!c.condition()) continue;
+    if (!flow_id) return false;  // Suricata: no flow, no match
+    uint32_t cur = 0, target = c.value;
+    const bool have = get(c.name, cur);
+    if (!c.value_var.empty() && !get(c.value_var, target)) target = 0;
+    bool ok;
+    switch (c.op) {
+      case FlowintCmd::isset: ok = have; break;
+      case FlowintCmd::notset: ok = !have; break;
+      case FlowintCmd::eq: ok = have && cur == target; break;
+      case FlowintCmd::ne: ok = have && cur != target; break;
+      case FlowintCmd::lt: ok = have && cur < target; break;
+      case FlowintCmd::le: ok = have && cur <= target; break;
+      case FlowintCmd::gt: ok = have && cur > target; break;
+      default: ok = have && cur >= target; break;
+    }
+    if (!ok) return false;
+  }
   return true;
 }
 
-void DetectModule::Host::flowbits_apply(const Signature& s, uint64_t flow_id) {
-  if (!flow_id) return;
+void DetectModule::Host::flow_effects_apply(const Signature& s, uint64_t flow_id) {
   for (const FlowbitCmd& c : s.flowbits) {
     if (c.cmd == FlowbitCmd::isset || c.cmd == FlowbitCmd::isnotset) continue;
-    auto it = flowbits_.find(flow_id);
-    if (it == flowbits_.end()) {
-      if (flowbits_.size() >= kDetFlowbitFlows) {
-        ++flowbit_flows_full_;
-        return;
-      }
-      it = flowbits_.emplace(flow_id, std::vector<uint64_t>((flowbit_ids_.size() + 63) / 64, 0)).first;
-    }
+    FlowVars* fv = flow_vars(flow_id, true);
+    if (!fv) return;
     for (const std::string& n : c.names) {
       const uint32_t id = flowbit_ids_.at(n);
-      uint64_t& w = it->second[id / 64];
+      uint64_t& w = fv->bits[id / 64];
       const uint64_t b = 1ull << (id % 64);
       if (c.cmd == FlowbitCmd::set) w |= b;
       else if (c.cmd == FlowbitCmd::unset) w &= ~b;
       else w ^= b;
+    }
+  }
+  for (const FlowintCmd& c : s.flowints) {
+    if (c.condition()) continue;
+    FlowVars* fv = flow_vars(flow_id, true);
+    if (!fv) return;
+    auto find = [&](uint32_t id) -> uint32_t* {
+      for (auto& [k, x] : fv->ints)
+        if (k == id) return &x;
+      return nullptr;
+    };
+    uint32_t target = c.value;
+    if (!c.value_var.empty()) {
+      const uint32_t* t = find(flowint_ids_.at(c.value_var));
+      target = t ? *t : 0;
+    }
+    const uint32_t id = flowint_ids_.at(c.name);
+    uint32_t* cur = find(id);
+    // Suricata: set stores the value; add on an unset integer stores the value; sub on an unset
+    // one does nothing.
+    if (c.op == FlowintCmd::set || (!cur && c.op == FlowintCmd::add)) {
+      if (cur) *cur = target;
+      else fv->ints.push_back({id, target});
+    } else if (cur) {
+      *cur = c.op == FlowintCmd::add ? *cur + target : *cur - target;
     }
   }
 }
@@ -471,11 +550,11 @@ void DetectModule::Host::on_event(const ModuleEvent& ev, const HostPacket& p, Mo
   last_sig_ = e.value;
   ++matches_;
   const Signature& s = set_.sigs[e.value];
-  if (!flowbits_allow(s, e.flow_id)) {
+  if (!flow_conditions_hold(s, e.flow_id)) {
     ++flowbits_rejected_;
     return;
   }
-  flowbits_apply(s, e.flow_id);
+  flow_effects_apply(s, e.flow_id);
   if (s.noalert) {
     ++noalert_;
     return;

@@ -334,6 +334,40 @@ std::string parse_flowbits(const std::string& v, Signature& s) {
   return "";
 }
 
+std::string parse_flowint(const std::string& v, Signature& s) {
+  const auto a = split_commas(v);
+  if (a.size() < 2 || a[0].empty()) return "error:flowint needs NAME,OP[,VALUE]";
+  FlowintCmd c;
+  c.name = a[0];
+  const std::string& op = a[1];
+  using F = FlowintCmd;
+  if (op == "=") c.op = F::set;
+  else if (op == "+") c.op = F::add;
+  else if (op == "-") c.op = F::sub;
+  else if (op == "isset") c.op = F::isset;
+  else if (op == "notset" || op == "isnotset") c.op = F::notset;
+  else if (op == "==") c.op = F::eq;
+  else if (op == "!=") c.op = F::ne;
+  else if (op == "<") c.op = F::lt;
+  else if (op == "<=") c.op = F::le;
+  else if (op == ">") c.op = F::gt;
+  else if (op == ">=") c.op = F::ge;
+  else return "error:flowint: unknown operator '" + op + "'";
+  const bool unary = c.op == F::isset || c.op == F::notset;
+  if (unary != (a.size() == 2) || a.size() > 3) return "error:flowint " + op + (unary ? " takes no value" : " needs a value");
+  if (!unary) {
+    int64_t n;
+    if (parse_int(a[2], n)) {
+      if (n < 0 || n > int64_t(UINT32_MAX)) return "error:flowint value out of range";
+      c.value = uint32_t(n);
+    } else {
+      c.value_var = a[2];
+    }
+  }
+  s.flowints.push_back(c);
+  return "";
+}
+
 // Checks and settles the payload list once the rule is read: fast pattern, mode.
 std::string finish(Signature& s) {
   for (size_t i = 0; i < s.ops.size(); ++i) {
@@ -537,6 +571,11 @@ std::string parse_signature(const std::string& text, const RuleVars& vars, Signa
     }
     if (k == "flowbits") {
       const std::string r = parse_flowbits(v, out);
+      if (!r.empty()) return r;
+      continue;
+    }
+    if (k == "flowint") {
+      const std::string r = parse_flowint(v, out);
       if (!r.empty()) return r;
       continue;
     }

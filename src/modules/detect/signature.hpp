@@ -16,6 +16,7 @@
 //   flow:to_server|to_client|from_client|from_server|established|not_established|stateless|
 //        only_stream|no_stream
 //   flowbits:set|unset|toggle|isset|isnotset,NAME (NAME a|b: any of them; a&b: all) | noalert
+//   flowint:NAME,OP[,VALUE] (FlowintCmd)
 //   threshold / detection_filter, and the naming options of the firewall's parser
 // Anything else skips the rule, counted by reason: "app-layer:<keyword>" for what the application
 // layer will bring (http_*, http.*, file_data, dns.*, tls.*, app-layer protocols in the header,
@@ -92,6 +93,17 @@ struct FlowbitCmd {
   std::vector<std::string> names;
 };
 
+// flowint:NAME,OP[,VALUE] (Suricata's): set (=), add (+), sub (-) change the flow's integer after
+// a match; isset, notset (isnotset) and the comparisons (== != < <= > >=) are conditions. VALUE is
+// a number or another flowint's name (0 when that one is not set).
+struct FlowintCmd {
+  enum Op : uint8_t { set, add, sub, isset, notset, eq, ne, lt, le, gt, ge } op = set;
+  std::string name;
+  uint32_t value = 0;
+  std::string value_var;  // non-empty: the value is that flowint's
+  bool condition() const { return op != set && op != add && op != sub; }
+};
+
 enum SigMode : uint8_t {
   kSigPacket = 1,      // inspect packet payloads
   kSigStream = 2,      // inspect the reassembled stream (TCP)
@@ -110,6 +122,7 @@ struct Signature {
   uint8_t flags_mode = 0;          // 0 exactly, 1 + (all of), 2 * (any of), 3 ! (not all of)
   uint16_t flags_want = 0, flags_ignore = 0;
   std::vector<FlowbitCmd> flowbits;
+  std::vector<FlowintCmd> flowints;
   bool noalert = false;
   uint8_t mode = 0;                // SigMode bits
   int fast_pattern = -1;           // the op the prefilter looks for (a content), or -1: none
