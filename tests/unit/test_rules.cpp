@@ -59,6 +59,22 @@ TEST(Rules, HeaderSyntaxAndWhatItMatches) {
     for (uint16_t p : {81, 7999, 8101}) EXPECT_FALSE(r.dport.matches(p)) << p;
   }
   {
+    // Address ranges, both ends included, as Suricata reads them; negated inside a list.
+    const Rule r = parse_ok(R"(alert ip 10.0.0.5-10.0.1.2 any -> [2001:db8::1-2001:db8::ff,!2001:db8::10] any (sid:9;))");
+    EXPECT_FALSE(src_matches(r, "10.0.0.4"));
+    EXPECT_TRUE(src_matches(r, "10.0.0.5"));
+    EXPECT_TRUE(src_matches(r, "10.0.0.255"));
+    EXPECT_TRUE(src_matches(r, "10.0.1.2"));
+    EXPECT_FALSE(src_matches(r, "10.0.1.3"));
+    EXPECT_TRUE(dst_matches(r, "2001:db8::1"));
+    EXPECT_TRUE(dst_matches(r, "2001:db8::ff"));
+    EXPECT_FALSE(dst_matches(r, "2001:db8::10"));
+    EXPECT_FALSE(dst_matches(r, "2001:db8::100"));
+    Rule bad;
+    EXPECT_EQ(parse_rule("alert ip 10.0.0.9-10.0.0.1 any -> any any (sid:1;)", RuleVars{}, bad).rfind("error:source address: address range", 0), 0u);
+    EXPECT_EQ(parse_rule("alert ip 10.0.0.1-2001:db8::1 any -> any any (sid:1;)", RuleVars{}, bad).rfind("error:source address: address range", 0), 0u);
+  }
+  {
     const Rule r = parse_ok(R"(pass udp [10.0.0.0/8,!10.1.0.0/16] :1023 <> $HOME_NET !53 (sid:3;))");
     EXPECT_TRUE(r.bidirectional);
     EXPECT_TRUE(src_matches(r, "10.2.0.1"));

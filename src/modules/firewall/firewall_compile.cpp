@@ -55,6 +55,11 @@ Range item_range(const AddrItem& it) {
   u128 v = 0;
   const int n = it.family == 4 ? 4 : 16;
   for (int k = 0; k < n; ++k) v = (v << 8) | it.bytes[k];
+  if (it.range) {
+    u128 h = 0;
+    for (int k = 0; k < n; ++k) h = (h << 8) | it.hi[k];
+    return {v, h};
+  }
   const int bits = n * 8;
   const int host = bits - std::min<int>(it.prefix, bits);
   const u128 low_mask = host == 0 ? u128(0) : host >= 128 ? ~u128(0) : ((u128(1) << host) - 1);

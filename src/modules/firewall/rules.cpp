@@ -103,6 +103,25 @@ bool parse_addr_leaf(const std::string& t, bool neg, AddrItem& it, std::string& 
     it.any = true;
     return true;
   }
+  // A range A-B (Suricata reads "10.0.0.1-10.0.0.9" and "2001:db8::1-2001:db8::ff").
+  if (const size_t dash = t.find('-'); dash != std::string::npos && t.find('/') == std::string::npos) {
+    AddrItem lo, hi;
+    if (!parse_addr_leaf(t.substr(0, dash), neg, lo, why) || !parse_addr_leaf(t.substr(dash + 1), neg, hi, why))
+      return false;
+    if (lo.family != hi.family) {
+      why = "address range '" + t + "' mixes IPv4 and IPv6";
+      return false;
+    }
+    const int n = lo.family == 4 ? 4 : 16;
+    if (std::memcmp(lo.bytes, hi.bytes, size_t(n)) > 0) {
+      why = "address range '" + t + "' ends before it starts";
+      return false;
+    }
+    it = lo;
+    it.range = true;
+    std::memcpy(it.hi, hi.bytes, 16);
+    return true;
+  }
   std::string a = t;
   int prefix = -1;
   const size_t slash = t.find('/');
@@ -232,7 +251,10 @@ bool AddrSet::matches(uint8_t family, const uint8_t bytes[16]) const {
   for (const AddrItem& it : items) {
     if (!it.any && it.family != family) continue;
     bool m = it.any;
-    if (!m) {
+    if (!m && it.range) {
+      const size_t n = family == 4 ? 4 : 16;
+      m = std::memcmp(it.bytes, bytes, n) <= 0 && std::memcmp(bytes, it.hi, n) <= 0;
+    } else if (!m) {
       const int full = it.prefix / 8, rest = it.prefix % 8;
       m = std::memcmp(it.bytes, bytes, size_t(full)) == 0 &&
           (!rest || ((it.bytes[full] ^ bytes[full]) & uint8_t(0xff << (8 - rest))) == 0);

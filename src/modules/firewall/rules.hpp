@@ -4,8 +4,8 @@
 //   ACTION   alert, drop, pass, reject
 //   PROTO    ip, tcp, udp, icmp, icmpv6 (tcp-pkt is tcp). Application-layer protocols (http,
 //            dns, tls, ...) and tcp-stream need other engines: such rules are skipped, by reason.
-//   SRC/DST  any; an IPv4 or IPv6 address, with /prefix or not; $VARIABLE; a list [a,b,...],
-//            nested; ! negates an item or a list
+//   SRC/DST  any; an IPv4 or IPv6 address, with /prefix or not, or a range A-B (both ends in);
+//            $VARIABLE; a list [a,b,...], nested; ! negates an item or a list
 //   SPORT/DPORT  any; N; N:M, N: and :M ranges; $VARIABLE; lists; ! (on an `ip` rule they apply
 //            to packets that have ports; not allowed on icmp/icmpv6)
 //   DIR      -> or <> (both directions)
@@ -64,6 +64,8 @@ struct AddrItem {
   uint8_t family = 4;      // 4 or 6
   uint8_t bytes[16] = {};  // network order, IPv4 in the first 4 (as the decoder stores addresses)
   uint8_t prefix = 32;     // bits
+  bool range = false;      // an address range A-B: bytes is A, hi B (inclusive), prefix unused
+  uint8_t hi[16] = {};
   bool neg = false;
   bool any = false;        // "any" inside a list
 };
