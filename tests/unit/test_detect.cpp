@@ -374,5 +374,20 @@ TEST(Signatures, FlowintAndFlowbitsFollowSuricatasOrderAndSemantics) {
   EXPECT_EQ(got, want);
 }
 
+
+// Rules the matcher cannot hold are skipped by reason, not fatal; bad module options are refused
+// with the reason.
+TEST(Signatures, OversizedRulesAreSkippedAndBadOptionsRefused) {
+  std::string text = "alert tcp any any -> any any (";
+  for (int k = 0; k < 65; ++k) text += "content:\"a" + std::to_string(k) + "\"; ";
+  text += "sid:1;)";
+  Signature sig;
+  EXPECT_EQ(parse_signature(text, RuleVars{}, sig), "skip:more than 64 payload options");
+  auto make = [](const ModuleOptions& o) { DetectModule::Host h(o); };
+  EXPECT_THROW(make({{"packet-alert-max", "x"}}), std::invalid_argument);
+  EXPECT_THROW(make({{"prefilter", "fast"}}), std::invalid_argument);
+  EXPECT_THROW(make({{"rules", testing::TempDir() + "/no-such.rules"}}), std::invalid_argument);
+}
+
 }  // namespace
 }  // namespace gaspp

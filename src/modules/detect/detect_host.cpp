@@ -174,6 +174,8 @@ DetectModule::Host::Host(const ModuleOptions& opt) : ModuleHost<DetectModule>({}
     } else if (k == "firewall") {
       leave_to_firewall = v == "on";
     } else if (k == "packet-alert-max") {
+      if (v.empty() || v.size() > 9 || !std::all_of(v.begin(), v.end(), ::isdigit) || std::stoul(v) == 0)
+        throw std::invalid_argument("detect: packet-alert-max is a count of 1 or more, not '" + v + "'");
       packet_alert_max_ = uint32_t(std::stoul(v));
     } else if (k.rfind("address.", 0) == 0) {
       vars.addr[k.substr(8)] = v;
@@ -223,7 +225,7 @@ DetectModule::Host::Host(const ModuleOptions& opt) : ModuleHost<DetectModule>({}
   matchers_->generation = g_generation.fetch_add(1);
   for (uint32_t i = 0; i < set_.sigs.size(); ++i) {
     const Signature& s = set_.sigs[i];
-    if (s.ops.size() > kDetMaxOps) throw std::invalid_argument("detect: a rule with more than 64 payload options");
+    if (s.ops.size() > kDetMaxOps) throw std::logic_error("detect: the parser let a rule with more than 64 payload options through");
     DetSig d{};
     d.op_off = uint32_t(ops_.size());
     d.op_n = uint16_t(s.ops.size());

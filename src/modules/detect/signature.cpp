@@ -370,6 +370,8 @@ std::string parse_flowint(const std::string& v, Signature& s) {
 
 // Checks and settles the payload list once the rule is read: fast pattern, mode.
 std::string finish(Signature& s) {
+  // The matcher's stack holds one frame per option (detect_tables.hpp, kDetMaxOps).
+  if (s.ops.size() > 64) return "skip:more than 64 payload options";
   for (size_t i = 0; i < s.ops.size(); ++i) {
     SigOp& o = s.ops[i];
     if (o.type != SigOpType::content) continue;
