@@ -6,8 +6,6 @@
 
 #include <algorithm>
 #include <cctype>
-#include <filesystem>
-#include <fstream>
 #include <sstream>
 
 namespace gaspp {
@@ -594,43 +592,16 @@ std::string parse_signature(const std::string& text, const RuleVars& vars, Signa
 
 bool load_signature_file(const std::string& path, const RuleVars& vars, SignatureSet& set,
                          const std::set<std::string>* leave_to_firewall) {
-  std::error_code ec;
-  if (std::filesystem::is_directory(path, ec)) {
-    set.errors.push_back({path, 0, "is a directory; name the rule files (e.g. " + path + "/*.rules)"});
-    return false;
-  }
-  std::ifstream in(path);
-  if (!in) {
-    set.errors.push_back({path, 0, "cannot be read"});
-    return false;
-  }
-  std::string line, text;
-  uint32_t no = 0, first = 0;
-  while (std::getline(in, line)) {
-    ++no;
-    ++set.lines;
-    const std::string t = trim(line);
-    if (text.empty() && (t.empty() || t[0] == '#')) {
-      ++set.comments;
-      continue;
-    }
-    if (text.empty()) first = no;
-    if (!t.empty() && t.back() == '\\') {
-      text += t.substr(0, t.size() - 1);
-      continue;
-    }
-    text += t;
+  return read_rule_texts(path, set.errors, set.lines, set.comments, [&](const std::string& text, uint32_t first) {
     if (leave_to_firewall) {
       Rule r;
       if (parse_rule(text, vars, r).empty() && firewall_keeps(r, *leave_to_firewall)) {
         ++set.to_firewall;
-        text.clear();
-        continue;
+        return;
       }
     }
     Signature s;
     const std::string res = parse_signature(text, vars, s);
-    text.clear();
     if (res.empty()) {
       s.rule.file = path;
       s.rule.line = first;
@@ -640,9 +611,7 @@ bool load_signature_file(const std::string& path, const RuleVars& vars, Signatur
     } else {
       set.errors.push_back({path, first, res.substr(6)});
     }
-  }
-  if (!text.empty()) set.errors.push_back({path, first, "the file ends inside a continued line"});
-  return true;
+  });
 }
 
 }  // namespace gaspp

@@ -643,35 +643,26 @@ std::string top_skip_reasons(const std::map<std::string, uint64_t>& skipped, con
 
 std::set<std::string> flowbits_read(const std::vector<std::string>& files, const RuleVars& vars) {
   std::set<std::string> read;
-  for (const std::string& path : files) {
-    std::ifstream in(path);
-    std::string line, text;
-    while (std::getline(in, line)) {
-      const std::string t = trim(line);
-      if (text.empty() && (t.empty() || t[0] == '#')) continue;
-      if (!t.empty() && t.back() == '\\') {
-        text += t.substr(0, t.size() - 1);
-        continue;
-      }
-      text += t;
+  std::vector<RuleError> errors;  // the loaders report them
+  uint64_t lines = 0, comments = 0;
+  for (const std::string& path : files)
+    read_rule_texts(path, errors, lines, comments, [&](const std::string& text, uint32_t) {
       Rule r;
       std::vector<std::pair<std::string, std::string>> opts;
-      if (parse_rule_head(text, vars, r, opts).empty())
-        for (auto& [k, v] : opts) {
-          if (k != "flowbits") continue;
-          const size_t comma = v.find(',');
-          const std::string cmd = trim(v.substr(0, comma));
-          if ((cmd != "isset" && cmd != "isnotset") || comma == std::string::npos) continue;
-          std::string names = v.substr(comma + 1);
-          for (char& c : names)
-            if (c == '|' || c == '&') c = ',';
-          std::stringstream ss(names);
-          for (std::string n; std::getline(ss, n, ',');)
-            if (!trim(n).empty()) read.insert(trim(n));
-        }
-      text.clear();
-    }
-  }
+      if (!parse_rule_head(text, vars, r, opts).empty()) return;
+      for (auto& [k, v] : opts) {
+        if (k != "flowbits") continue;
+        const size_t comma = v.find(',');
+        const std::string cmd = trim(v.substr(0, comma));
+        if ((cmd != "isset" && cmd != "isnotset") || comma == std::string::npos) continue;
+        std::string names = v.substr(comma + 1);
+        for (char& c : names)
+          if (c == '|' || c == '&') c = ',';
+        std::stringstream ss(names);
+        for (std::string n; std::getline(ss, n, ',');)
+          if (!trim(n).empty()) read.insert(trim(n));
+      }
+    });
   return read;
 }
 
@@ -682,25 +673,26 @@ bool firewall_keeps(const Rule& r, const std::set<std::string>& read) {
   return true;
 }
 
-bool load_rules_file(const std::string& path, const RuleVars& vars, RuleSet& set, RuleFile kind) {
+bool read_rule_texts(const std::string& path, std::vector<RuleError>& errors, uint64_t& lines, uint64_t& comments,
+                     const std::function<void(const std::string& text, uint32_t line)>& each) {
   std::error_code ec;
   if (std::filesystem::is_directory(path, ec)) {
-    set.errors.push_back({path, 0, "is a directory; name the rule files (e.g. " + path + "/*.rules)"});
+    errors.push_back({path, 0, "is a directory; name the rule files (e.g. " + path + "/*.rules)"});
     return false;
   }
   std::ifstream in(path);
   if (!in) {
-    set.errors.push_back({path, 0, "cannot be read"});
+    errors.push_back({path, 0, "cannot be read"});
     return false;
   }
   std::string line, text;
   uint32_t no = 0, first = 0;
   while (std::getline(in, line)) {
     ++no;
-    ++set.lines;
+    ++lines;
     const std::string t = trim(line);
     if (text.empty() && (t.empty() || t[0] == '#')) {
-      ++set.comments;
+      ++comments;
       continue;
     }
     if (text.empty()) first = no;
@@ -709,9 +701,17 @@ bool load_rules_file(const std::string& path, const RuleVars& vars, RuleSet& set
       continue;
     }
     text += t;
+    each(text, first);
+    text.clear();
+  }
+  if (!text.empty()) errors.push_back({path, first, "the file ends inside a continued line"});
+  return true;
+}
+
+bool load_rules_file(const std::string& path, const RuleVars& vars, RuleSet& set, RuleFile kind) {
+  return read_rule_texts(path, set.errors, set.lines, set.comments, [&](const std::string& text, uint32_t first) {
     Rule r;
     const std::string res = parse_rule(text, vars, r, kind);
-    text.clear();
     if (res.empty()) {
       r.file = path;
       r.line = first;
@@ -721,9 +721,7 @@ bool load_rules_file(const std::string& path, const RuleVars& vars, RuleSet& set
     } else {
       set.errors.push_back({path, first, res.substr(6)});
     }
-  }
-  if (!text.empty()) set.errors.push_back({path, first, "the file ends inside a continued line"});
-  return true;
+  });
 }
 
 bool load_classification_file(const std::string& path, Classifications& c) {

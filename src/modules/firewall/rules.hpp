@@ -32,6 +32,7 @@
 //   load_rules_file("drop.rules", vars, set);        // set.rules, set.skipped_by_reason, set.errors
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <set>
 #include <string>
@@ -160,6 +161,12 @@ std::string parse_rule_head(const std::string& text, const RuleVars& vars, Rule&
 bool apply_name_option(const std::string& k, const std::string& v, Rule& out, std::string& err);
 // A quoted content value (text, |hex| runs, \-escapes) into its bytes; false with `why`.
 bool parse_content(const std::string& v, std::string& out, std::string& why);
+
+// The rules of a file as texts, for a parser: comments and blank lines skipped (counted in
+// comments; every line in lines), a line ending in '\' joined with the next; each(text, first line).
+// False, with an error, when the file cannot be read.
+bool read_rule_texts(const std::string& path, std::vector<RuleError>& errors, uint64_t& lines, uint64_t& comments,
+                     const std::function<void(const std::string& text, uint32_t line)>& each);
 
 // Reads a rules file (comments and blank lines ignored; a line ending in '\' continues).
 // Returns false, with an error, if the file cannot be read.
