@@ -15,6 +15,8 @@
 #                  against the CPU backend, and compute-sanitizer memcheck of a run
 #   run.sh bench-detect  bench_detect: ET Open on HTTP and the mix with planted matches, CUDA vs
 #                  CPU vs the Hyperscan prefilter alone vs the PCIe limit
+#   run.sh detect-stages  where the signature engine's time goes on CUDA: --stage-times of ET Open
+#                  on the generator's HTTP and mix captures, with and without the rules
 #   run.sh quick   a short check: the CUDA unit tests, alert flow objects and modules through the
 #                  CLI on CUDA, and bench_eve
 #   run.sh bench-stream  bench_stream: decode / +flow / +reassembly, CUDA vs CPU vs libnids; then
@@ -212,6 +214,17 @@ bench-detect)
   step "bench_detect (captures in /dev/shm)"
   $B/bench_detect --json "$OUT/bench_detect.json" --reps 3 --packets 2000000 --tmp /dev/shm --et bundle/data/rules/et-open
   check "bench_detect"
+  ;;
+detect-stages)
+  R=""; for f in bundle/data/rules/et-open/*.rules; do R="$R -s $f"; done
+  for m in http mix; do
+    $B/gaspp gen -o /dev/shm/st-$m.pcap --mode $m --packets 2000000 --flows 1000 --plant "Host: evil" --plant-rate 0.001 >/dev/null
+    for rules in "" "$R"; do
+      step "$m ${rules:+with ET Open}"
+      $B/gaspp -r /dev/shm/st-$m.pcap --backend cuda --stage-times -l "$OUT" $rules 2>&1 | grep -vE "^(flow|tcp|streams|stream data|ooo) "
+      check "stages $m"
+    done
+  done
   ;;
 bench-firewall)
   step "bench_firewall (captures in /dev/shm)"

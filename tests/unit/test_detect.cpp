@@ -221,11 +221,11 @@ TEST(Signatures, InspectionMatchesARecursiveReferenceOnRandomChains) {
 }
 
 
-// The device's hashed prefilter finds exactly the signatures Hyperscan finds: all of ET Open's
+// The device's matchers (the hashed filter and Aho-Corasick) find exactly the signatures Hyperscan finds: all of ET Open's
 // fast patterns, over every frame of real captures (whole frames as buffers) and over random
 // buffers with planted patterns (case flipped for nocase ones). Run on the host: it is the same
 // code the device runs.
-TEST(Signatures, HashedPrefilterFindsWhatHyperscanFinds) {
+TEST(Signatures, DeviceMatchersFindWhatHyperscanFinds) {
   const auto dir = test::shared_data_dir() / "rules" / "et-open";
   GASPP_REQUIRE_PATH(dir);
   std::string files;
@@ -233,20 +233,26 @@ TEST(Signatures, HashedPrefilterFindsWhatHyperscanFinds) {
     if (e.path().extension() == ".rules") files += (files.empty() ? "" : ",") + e.path().string();
   DetectModule::Host hs({{"rules", files}});
   DetectModule::Host hash({{"rules", files}, {"prefilter", "hash"}});
+  DetectModule::Host ac({{"rules", files}, {"prefilter", "hash"}, {"matcher", "ac"}});
   struct Mem : TableMemory {
     const void* place(const void* h, size_t) override { return h; }
   } mem;
-  const DetectView vh = hs.upload(mem), vx = hash.upload(mem);
+  const DetectView vh = hs.upload(mem), vx = hash.upload(mem), va = ac.upload(mem);
   ASSERT_GT(vh.pat_n, 1000u);
   ASSERT_EQ(vh.pat_n, vx.pat_n);
-  std::vector<uint32_t> a, b;
+  ASSERT_EQ(vh.pat_n, va.pat_n);
+  ASSERT_EQ(va.matcher_ac, 1);
+  std::printf("Aho-Corasick: %u states, %u byte classes\n", va.ac.states, va.ac.classes);
+  std::vector<uint32_t> a, b, c;
   uint64_t buffers = 0, with_candidates = 0;
   auto check = [&](const uint8_t* p, uint32_t n, const std::string& what) {
     detect_host_candidates(vh, p, n, a);
     detect_host_candidates(vx, p, n, b);
+    detect_host_candidates(va, p, n, c);
     ++buffers;
     with_candidates += !a.empty();
     ASSERT_EQ(a, b) << what;
+    ASSERT_EQ(a, c) << what << " (Aho-Corasick)";
   };
   for (const char* cap : {"zeek/http-bro.org.pcap", "zeek/wikipedia.pcap", "zeek/smtp.pcap", "zeek/ftp-ipv6.pcap"}) {
     const auto path = test::shared_data_dir() / "pcaps" / cap;
@@ -386,6 +392,7 @@ TEST(Signatures, OversizedRulesAreSkippedAndBadOptionsRefused) {
   auto make = [](const ModuleOptions& o) { DetectModule::Host h(o); };
   EXPECT_THROW(make({{"packet-alert-max", "x"}}), std::invalid_argument);
   EXPECT_THROW(make({{"prefilter", "fast"}}), std::invalid_argument);
+  EXPECT_THROW(make({{"matcher", "dfa"}}), std::invalid_argument);
   EXPECT_THROW(make({{"rules", testing::TempDir() + "/no-such.rules"}}), std::invalid_argument);
 }
 

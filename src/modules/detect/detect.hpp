@@ -10,9 +10,11 @@
 //   payload              on: alerts carry payload, payload_printable and stream (--eve-payload)
 //   firewall             on: header-only rules without flowbits are left to the firewall module
 //                        (gaspp --rules loads the files into both)
-//   prefilter            hyperscan (CPU default); hash: the CPU backend runs the device's hashed
-//                        prefilter (prefilter.hpp) instead; device: that, and pcre left to the host
-//                        handler as the device leaves it (the device's whole path, on the CPU)
+//   prefilter            hyperscan (CPU default); hash: the CPU backend runs the device's matcher
+//                        instead; device: that, and pcre left to the host handler as the device
+//                        leaves it (the device's whole path, on the CPU)
+//   matcher              the device's multi-literal matcher: hash (default; prefilter.hpp) or ac
+//                        (Aho-Corasick, prefilter_ac.hpp)
 //
 // Per packet (on_ip) and per in-order stream piece (on_stream), both backends:
 //   1. prefilter: the signatures whose fast pattern occurs in the buffer (CPU: Hyperscan over all
@@ -137,7 +139,7 @@ struct DetectModule {
     constexpr uint32_t kSeen = 16;
     uint32_t seen[kSeen];
     uint32_t ns = 0;
-    if (v.pat_n) prefilter_scan(v.pf, buf, len, [&](uint32_t id) {
+    det_match_patterns(v, buf, len, [&](uint32_t id) {
       for (uint32_t k = 0; k < ns; ++k)
         if (seen[k] == id) return;
       if (ns < kSeen) seen[ns++] = id;
@@ -266,6 +268,8 @@ struct DetectModule {
     FirewallTables hdr_;
     FirewallTables nofp_hdr_;
     PrefilterTables pf_tables_;
+    AcTables ac_tables_;
+    bool matcher_ac_ = false;
     bool hash_prefilter_ = false;           // prefilter=hash: the device's prefilter on the CPU too
     bool defer_pcre_ = false;
     bool has_stream_sigs_ = false;               // prefilter=device: also pcre left to the host handler

@@ -137,7 +137,7 @@ void detect_host_candidates(const DetectView& v, const uint8_t* buf, uint32_t le
   thread_local std::vector<uint32_t> ids;
   ids.clear();
   if (v.host_hash_prefilter) {
-    if (v.pat_n && len) prefilter_scan(v.pf, buf, len, [&](uint32_t id) { ids.push_back(id); });
+    det_match_patterns(v, buf, len, [&](uint32_t id) { ids.push_back(id); });
     std::sort(ids.begin(), ids.end());
     ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
   } else if (v.host->db && len) {
@@ -169,6 +169,9 @@ DetectModule::Host::Host(const ModuleOptions& opt) : ModuleHost<DetectModule>({}
         throw std::invalid_argument("detect: prefilter is hyperscan, hash or device, not '" + v + "'");
       hash_prefilter_ = v != "hyperscan";
       defer_pcre_ = v == "device";
+    } else if (k == "matcher") {
+      if (v != "hash" && v != "ac") throw std::invalid_argument("detect: matcher is hash or ac, not '" + v + "'");
+      matcher_ac_ = v == "ac";
     } else if (k == "payload") {
       payload_ = v == "on";
     } else if (k == "firewall") {
@@ -183,7 +186,7 @@ DetectModule::Host::Host(const ModuleOptions& opt) : ModuleHost<DetectModule>({}
       vars.port[k.substr(5)] = v;
     } else {
       throw std::invalid_argument("detect: unknown option '" + k +
-                                  "' (rules, classification-file, packet-alert-max, prefilter, firewall, payload, address.NAME, port.NAME)");
+                                  "' (rules, classification-file, packet-alert-max, prefilter, matcher, firewall, payload, address.NAME, port.NAME)");
     }
   }
   const std::set<std::string> read = leave_to_firewall ? flowbits_read(files, vars) : std::set<std::string>{};
@@ -353,6 +356,7 @@ DetectModule::Host::Host(const ModuleOptions& opt) : ModuleHost<DetectModule>({}
       throw std::runtime_error("detect: Hyperscan scratch allocation failed");
   }
   pf_tables_.compile(patterns_);
+  if (matcher_ac_) ac_tables_.compile(patterns_);
   for (const Signature& s : set_.sigs) {
     ThresholdSpec t;
     if (!s.rule.threshold.empty()) {
@@ -409,6 +413,8 @@ DetectModule::View DetectModule::Host::upload_to(TableMemory& mem) {
   v.nofp_hdr = nofp_hdr_.place(mem);
   v.stream_carry = kDetStreamCarry;
   v.pf = pf_tables_.place(mem);
+  if (matcher_ac_) v.ac = ac_tables_.place(mem);
+  v.matcher_ac = matcher_ac_ ? 1 : 0;
   v.host_hash_prefilter = hash_prefilter_ ? 1 : 0;
   v.host_defer_pcre = defer_pcre_ ? 1 : 0;
   v.host = matchers_.get();

@@ -16,6 +16,7 @@
 
 #include "gaspp/hd.hpp"
 #include "modules/detect/prefilter.hpp"
+#include "modules/detect/prefilter_ac.hpp"
 #include "modules/firewall/firewall_tables.hpp"
 
 namespace gaspp {
@@ -137,10 +138,21 @@ struct DetectView {
   FirewallView nofp_hdr;         // their headers, indexed (rule k is signature nofp[k])
   uint32_t stream_carry;         // bytes of a direction's stream kept to match across pieces
   PrefilterView pf;              // the hashed prefilter (the device's; the CPU's with prefilter=hash)
+  AcView ac;                     // Aho-Corasick over the same patterns (matcher=ac)
+  uint8_t matcher_ac;            // the device's matcher: 0 the hashed filter, 1 Aho-Corasick
   uint8_t host_hash_prefilter;   // CPU backend: use pf instead of Hyperscan
   uint8_t host_defer_pcre;       // CPU backend: leave pcre to the host handler, as the device does
   const DetectHostMatchers* host;
 };
 static_assert(std::is_trivially_copyable_v<DetectView>, "DetectView is a kernel argument");
+
+// The device's multi-literal matcher over buf (the CPU's with prefilter=hash): hit(pattern id) for
+// each occurrence.
+template <class F>
+GASPP_HD GASPP_FORCEINLINE void det_match_patterns(const DetectView& v, const uint8_t* buf, uint32_t len, F&& hit) {
+  if (!v.pat_n || !len) return;
+  if (v.matcher_ac) ac_scan(v.ac, v.pf, buf, len, hit);
+  else prefilter_scan(v.pf, buf, len, hit);
+}
 
 }  // namespace gaspp

@@ -3,6 +3,7 @@
 
 #include <map>
 #include <stdexcept>
+#include <string>
 
 namespace gaspp {
 
@@ -61,6 +62,86 @@ uint64_t PrefilterTables::bytes() const {
   for (int l = 0; l <= 4; ++l) b += bits_[l].size() * 4;
   return b + slots_.size() * sizeof(PfSlot) + pat_ids_.size() * 4 + pat_off_.size() * 4 + pat_len_.size() * 2 +
          pat_nocase_.size() + bytes_.size();
+}
+
+// The trie of the case-folded patterns, then breadth first: each state's missing transitions are
+// its failure state's, and its pattern list gains the failure state's (so a scan needs no links).
+void AcTables::compile(const std::vector<std::pair<std::string, bool>>& patterns) {
+  cls_.assign(256, 0);
+  classes_ = 1;
+  for (const auto& [p, nocase] : patterns)
+    for (char ch : p) {
+      const uint8_t c = pf_lower(uint8_t(ch));
+      if (!cls_[c]) cls_[c] = uint8_t(classes_++);
+      if (classes_ > 256) throw std::logic_error("detect: more than 256 byte classes");
+    }
+  for (int c = 'A'; c <= 'Z'; ++c) cls_[size_t(c)] = cls_[size_t(c + 32)];
+  const uint32_t C = classes_;
+  std::vector<uint32_t> next(C, 0);  // trie transitions (0: none; the root has none into itself)
+  std::vector<std::vector<uint32_t>> outs(1);
+  for (uint32_t id = 0; id < patterns.size(); ++id) {
+    uint32_t s = 0;
+    for (char ch : patterns[id].first) {
+      const uint32_t c = cls_[pf_lower(uint8_t(ch))];
+      if (!next[size_t(s) * C + c]) {
+        if (uint64_t(outs.size() + 1) * C * 4 > kAcMaxTableBytes)
+          throw std::invalid_argument("detect: the Aho-Corasick table would pass " + std::to_string(kAcMaxTableBytes >> 20) +
+                                      " MiB");
+        next[size_t(s) * C + c] = uint32_t(outs.size());
+        outs.emplace_back();
+        next.resize(next.size() + C, 0);
+      }
+      s = next[size_t(s) * C + c];
+    }
+    outs[s].push_back(id);
+  }
+  const uint32_t n = uint32_t(outs.size());
+  std::vector<uint32_t> fail(n, 0), order;
+  order.reserve(n);
+  std::vector<uint32_t> go(size_t(n) * C, 0);
+  for (uint32_t c = 0; c < C; ++c) {
+    const uint32_t t = next[c];
+    go[c] = t;
+    if (t) order.push_back(t);
+  }
+  for (size_t q = 0; q < order.size(); ++q) {
+    const uint32_t s = order[q];
+    const std::vector<uint32_t>& fo = outs[fail[s]];
+    outs[s].insert(outs[s].end(), fo.begin(), fo.end());
+    for (uint32_t c = 0; c < C; ++c) {
+      const uint32_t t = next[size_t(s) * C + c];
+      if (t) {
+        fail[t] = go[size_t(fail[s]) * C + c];
+        order.push_back(t);
+        go[size_t(s) * C + c] = t;
+      } else {
+        go[size_t(s) * C + c] = go[size_t(fail[s]) * C + c];
+      }
+    }
+  }
+  delta_.assign(size_t(n) * C, 0);
+  for (size_t k = 0; k < delta_.size(); ++k) {
+    const uint32_t t = go[k];
+    delta_[k] = t * C | (outs[t].empty() ? 0u : kAcOut);
+  }
+  out_off_.assign(size_t(n) + 1, 0);
+  out_ids_.clear();
+  for (uint32_t s = 0; s < n; ++s) {
+    out_off_[s] = uint32_t(out_ids_.size());
+    out_ids_.insert(out_ids_.end(), outs[s].begin(), outs[s].end());
+  }
+  out_off_[n] = uint32_t(out_ids_.size());
+}
+
+AcView AcTables::place(TableMemory& mem) const {
+  AcView v{};
+  v.delta = mem.place(delta_);
+  v.cls = mem.place(cls_);
+  v.out_off = mem.place(out_off_);
+  v.out_ids = mem.place(out_ids_);
+  v.classes = classes_;
+  v.states = states();
+  return v;
 }
 
 }  // namespace gaspp
