@@ -7,7 +7,10 @@
 //   * for each: Mpps and Gbit/s (captured frame bytes) of decode + flow + reassembly alone and with
 //     the signature engine, CUDA and our CPU backend on all host threads; the Hyperscan prefilter
 //     alone over the same payloads (each packet's payload a block, all host threads) and the
-//     hashed prefilter alone on the host threads; median of --reps passes after a warm-up.
+//     hashed prefilter alone on the host threads; median of --reps passes after a warm-up;
+//   * the device's matchers alone on the GPU over the same payloads, already in device memory
+//     (device_matchers.cuh: the hashed filter and Aho-Corasick, a thread or a warp per payload),
+//     each checked to find as many pattern occurrences as the hashed filter on the host.
 // Alerts come back to host memory as module events; formatting them is host work not timed.
 //
 // usage: bench_detect --et DIR [--json PATH] [--reps N] [--packets N] [--tmp DIR] [--batch N] [--plant-every N]
@@ -28,6 +31,7 @@
 
 #include "bench_pipeline.hpp"
 #include "bench_util.hpp"
+#include "device_matchers.cuh"
 #include "core/modules.hpp"
 #include "decode/decoder.hpp"
 #include "modules/detect/detect.hpp"
@@ -184,7 +188,7 @@ int main(int argc, char** argv) {
   std::printf("limits: H2D %.1f GB/s (%.0f Gbit/s)\n", bw.h2d_64m, bw.h2d_64m * 8);
   // The rule set once, for its patterns and the load time.
   const auto l0 = std::chrono::steady_clock::now();
-  DetectModule::Host host({{"rules", rules}});
+  DetectModule::Host host({{"rules", rules}, {"matcher", "ac"}});
   const double load_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - l0).count();
   const auto& pats = host.fast_patterns();
   std::map<std::string, uint64_t> rep_counts;
@@ -274,6 +278,25 @@ int main(int argc, char** argv) {
         return c;
       };
     }, &hash_hits);
+    std::vector<std::pair<uint64_t, uint32_t>> spans;
+    for (const Payload& p : pl) spans.emplace_back(p.off, p.len);
+    const std::vector<DeviceMatcherFigures> dm = device_matchers_alone(host, cap.data(), spans, args.reps);
+    std::string dm_json;
+    for (const DeviceMatcherFigures& f : dm) {
+      const double gbit = double(frame_bytes) * 8 / f.seconds / 1e9;
+      std::printf("  %s: device matcher %-12s %8.1f Gbit/s (frames), %7.1f GB/s of payload, %llu hits%s\n", mode,
+                  f.name.c_str(), gbit, double(payload_bytes) / f.seconds / 1e9, (unsigned long long)f.hits,
+                  f.hits == hash_hits ? "" : "  MISMATCH with the host's count");
+      if (f.hits != hash_hits) {
+        std::fprintf(stderr, "bench_detect: %s: device matcher %s found %llu occurrences, the host %llu\n", mode,
+                     f.name.c_str(), (unsigned long long)f.hits, (unsigned long long)hash_hits);
+        return 1;
+      }
+      char fb[256];
+      std::snprintf(fb, sizeof fb, "%s\"%s\":{\"gbit_s\":%.2f,\"payload_gbs\":%.2f}", dm_json.empty() ? "" : ",",
+                    f.name.c_str(), gbit, double(payload_bytes) / f.seconds / 1e9);
+      dm_json += fb;
+    }
     const double hs_gbit = double(frame_bytes) * 8 / hs_s / 1e9, hs_mpps = double(packets) / hs_s / 1e6;
     const double hash_gbit = double(frame_bytes) * 8 / hash_s / 1e9;
     const uint64_t events = cu.module_counts.size() > size_t(mc_events) ? cu.module_counts[size_t(mc_events)] : 0;
@@ -285,11 +308,12 @@ int main(int argc, char** argv) {
                   "\"limit_gbit_s\":%.2f,\"cuda\":{\"base_mpps\":%.3f,\"base_gbit_s\":%.2f,\"detect_mpps\":%.3f,\"detect_gbit_s\":%.2f},"
                   "\"cpu\":{\"detect_mpps\":%.3f,\"detect_gbit_s\":%.2f},\"hyperscan_prefilter_alone\":{\"gbit_s\":%.2f,\"mpps\":%.3f,"
                   "\"hits\":%llu},\"hashed_prefilter_alone_host\":{\"gbit_s\":%.2f,\"hits\":%llu},\"detect_events\":%llu,"
-                  "\"cuda_over_hyperscan\":%.3f,\"cuda_fraction_of_link\":%.4f}",
+                  "\"cuda_over_hyperscan\":%.3f,\"cuda_fraction_of_link\":%.4f,\"device_matchers_alone\":{%s}}",
                   first ? "" : ",", mode, (unsigned long long)packets, (unsigned long long)frame_bytes,
                   (unsigned long long)payload_bytes, (unsigned long long)planted, limit_gbit, cu0.mpps, cu0.gbps, cu.mpps,
                   cu.gbps, cp.mpps, cp.gbps, hs_gbit, hs_mpps, (unsigned long long)hs_hits, hash_gbit,
-                  (unsigned long long)hash_hits, (unsigned long long)events, cu.gbps / hs_gbit, cu.gbps / limit_gbit);
+                  (unsigned long long)hash_hits, (unsigned long long)events, cu.gbps / hs_gbit, cu.gbps / limit_gbit,
+                  dm_json.c_str());
     json += buf;
     first = false;
     ::unlink(path.c_str());

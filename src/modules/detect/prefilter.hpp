@@ -54,41 +54,45 @@ GASPP_HD GASPP_FORCEINLINE uint32_t pf_slot_hash(uint32_t key, uint32_t len) {
   return (key ^ (len * 0x85ebca6bu)) * 0xc2b2ae35u;
 }
 
+// Calls hit(pattern_id) for each pattern that occurs in buf[0..n) starting at position i. The
+// positions are independent of each other: a scan may split them among threads as it likes.
+template <class F>
+GASPP_HD GASPP_FORCEINLINE void prefilter_at(const PrefilterView& pf, const uint8_t* buf, uint32_t n, uint32_t i, F&& hit) {
+  const uint32_t avail = n - i < 4 ? n - i : 4;
+  uint32_t key = 0;  // lower-cased bytes i..i+3, little-endian, as far as they exist
+  for (uint32_t k = 0; k < avail; ++k) key |= uint32_t(pf_lower(buf[i + k])) << (8 * k);
+  for (uint32_t len = 1; len <= avail; ++len) {
+    if (!(pf.lens_present & (1u << len))) continue;
+    const uint32_t kk = len == 4 ? key : key & ((1u << (8 * len)) - 1);
+    const uint32_t fi = pf_filter_index(kk, len);
+    if (!((pf.bits[len][fi >> 5] >> (fi & 31)) & 1)) continue;
+    for (uint32_t s = pf_slot_hash(kk, len) & pf.slot_mask;; s = (s + 1) & pf.slot_mask) {
+      const PfSlot& sl = pf.slots[s];
+      if (sl.len == 0) break;
+      if (sl.len != len || sl.key != kk) continue;
+      for (uint32_t q = 0; q < sl.n; ++q) {
+        const uint32_t id = pf.pat_ids[sl.off + q];
+        const uint32_t m = pf.pat_len[id];
+        if (m > n - i) continue;
+        const uint8_t* p = pf.bytes + pf.pat_off[id];
+        bool ok = true;
+        if (pf.pat_nocase[id]) {
+          for (uint32_t k = 0; k < m && ok; ++k) ok = pf_lower(buf[i + k]) == p[k];
+        } else {
+          for (uint32_t k = 0; k < m && ok; ++k) ok = buf[i + k] == p[k];
+        }
+        if (ok) hit(id);
+      }
+      break;
+    }
+  }
+}
+
 // Calls hit(pattern_id) for each pattern occurrence in buf[0..n) (a pattern found at several
 // positions is reported at each).
 template <class F>
 GASPP_HD inline void prefilter_scan(const PrefilterView& pf, const uint8_t* buf, uint32_t n, F&& hit) {
-  uint32_t key = 0;  // lower-cased bytes i..i+3, little-endian, as far as they exist
-  for (uint32_t i = 0; i < n; ++i) {
-    key = 0;
-    const uint32_t avail = n - i < 4 ? n - i : 4;
-    for (uint32_t k = 0; k < avail; ++k) key |= uint32_t(pf_lower(buf[i + k])) << (8 * k);
-    for (uint32_t len = 1; len <= avail; ++len) {
-      if (!(pf.lens_present & (1u << len))) continue;
-      const uint32_t kk = len == 4 ? key : key & ((1u << (8 * len)) - 1);
-      const uint32_t fi = pf_filter_index(kk, len);
-      if (!((pf.bits[len][fi >> 5] >> (fi & 31)) & 1)) continue;
-      for (uint32_t s = pf_slot_hash(kk, len) & pf.slot_mask;; s = (s + 1) & pf.slot_mask) {
-        const PfSlot& sl = pf.slots[s];
-        if (sl.len == 0) break;
-        if (sl.len != len || sl.key != kk) continue;
-        for (uint32_t q = 0; q < sl.n; ++q) {
-          const uint32_t id = pf.pat_ids[sl.off + q];
-          const uint32_t m = pf.pat_len[id];
-          if (m > n - i) continue;
-          const uint8_t* p = pf.bytes + pf.pat_off[id];
-          bool ok = true;
-          if (pf.pat_nocase[id]) {
-            for (uint32_t k = 0; k < m && ok; ++k) ok = pf_lower(buf[i + k]) == p[k];
-          } else {
-            for (uint32_t k = 0; k < m && ok; ++k) ok = buf[i + k] == p[k];
-          }
-          if (ok) hit(id);
-        }
-        break;
-      }
-    }
-  }
+  for (uint32_t i = 0; i < n; ++i) prefilter_at(pf, buf, n, i, hit);
 }
 
 }  // namespace gaspp

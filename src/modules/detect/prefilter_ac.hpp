@@ -28,17 +28,21 @@ struct AcView {
   const uint32_t* out_ids;
   uint32_t classes;
   uint32_t states;
+  uint32_t max_len;         // the longest pattern
 };
 static_assert(std::is_trivially_copyable_v<AcView>, "AcView is a kernel argument");
 
-// Calls hit(pattern_id) for each pattern occurrence in buf[0..n), as prefilter_scan does; the
-// pattern bytes come from the hashed filter's tables (pf: pat_off, pat_len, pat_nocase, bytes).
+// Calls hit(pattern_id) for each pattern occurrence in buf that ends in [report_from, to), reading
+// from `from` on (to split a buffer among threads, start each part the longest pattern's length
+// minus one before it). The pattern bytes come from the hashed filter's tables (pf: pat_off,
+// pat_len, pat_nocase, bytes).
 template <class F>
-GASPP_HD inline void ac_scan(const AcView& ac, const PrefilterView& pf, const uint8_t* buf, uint32_t n, F&& hit) {
+GASPP_HD inline void ac_scan_range(const AcView& ac, const PrefilterView& pf, const uint8_t* buf, uint32_t from,
+                                   uint32_t report_from, uint32_t to, F&& hit) {
   uint32_t e = 0;  // row offset of the current state (the root's is 0)
-  for (uint32_t i = 0; i < n; ++i) {
+  for (uint32_t i = from; i < to; ++i) {
     e = ac.delta[(e & ~kAcOut) + ac.cls[buf[i]]];
-    if (!(e & kAcOut)) continue;
+    if (!(e & kAcOut) || i < report_from) continue;
     const uint32_t s = (e & ~kAcOut) / ac.classes;
     for (uint32_t q = ac.out_off[s]; q < ac.out_off[s + 1]; ++q) {
       const uint32_t id = ac.out_ids[q];
@@ -53,6 +57,12 @@ GASPP_HD inline void ac_scan(const AcView& ac, const PrefilterView& pf, const ui
       hit(id);
     }
   }
+}
+
+// Every pattern occurrence in buf[0..n), as prefilter_scan reports them.
+template <class F>
+GASPP_HD GASPP_FORCEINLINE void ac_scan(const AcView& ac, const PrefilterView& pf, const uint8_t* buf, uint32_t n, F&& hit) {
+  ac_scan_range(ac, pf, buf, 0, 0, n, hit);
 }
 
 }  // namespace gaspp

@@ -1,6 +1,7 @@
 // modules/detect/prefilter_compile.cpp — the hashed prefilter's tables (prefilter_compile.hpp).
 #include "modules/detect/prefilter_compile.hpp"
 
+#include <algorithm>
 #include <map>
 #include <stdexcept>
 #include <string>
@@ -77,6 +78,8 @@ void AcTables::compile(const std::vector<std::pair<std::string, bool>>& patterns
     }
   for (int c = 'A'; c <= 'Z'; ++c) cls_[size_t(c)] = cls_[size_t(c + 32)];
   const uint32_t C = classes_;
+  max_len_ = 0;
+  for (const auto& pt : patterns) max_len_ = std::max(max_len_, uint32_t(pt.first.size()));
   std::vector<uint32_t> next(C, 0);  // trie transitions (0: none; the root has none into itself)
   std::vector<std::vector<uint32_t>> outs(1);
   for (uint32_t id = 0; id < patterns.size(); ++id) {
@@ -141,6 +144,7 @@ AcView AcTables::place(TableMemory& mem) const {
   v.out_ids = mem.place(out_ids_);
   v.classes = classes_;
   v.states = states();
+  v.max_len = max_len_;
   return v;
 }
 

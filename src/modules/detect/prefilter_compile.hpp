@@ -47,6 +47,7 @@ class AcTables {
   std::vector<uint32_t> delta_, out_off_, out_ids_;
   std::vector<uint8_t> cls_ = std::vector<uint8_t>(256, 0);
   uint32_t classes_ = 1;
+  uint32_t max_len_ = 0;
 };
 
 }  // namespace gaspp
