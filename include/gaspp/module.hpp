@@ -185,6 +185,8 @@ struct StreamHooks {
   uint16_t module[kMaxStreamModules];         // position in the pipeline
   uint32_t state_off[kMaxStreamModules];
   const void* view[kMaxStreamModules];        // M::View where the walk runs
+  uint8_t bulk[kMaxStreamModules];            // 1: the module has on_stream_bulk (the walk skips it)
+  uint32_t bulk_n;                            // how many have
   uint8_t* verdict;                           // the batch's verdict bytes (null at the final flush)
   EventSinkRef events;
   unsigned long long* counts;                 // module counters, kModuleCounters per pipeline module

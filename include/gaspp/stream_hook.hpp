@@ -16,6 +16,20 @@
 // record directly. emit(kind, value) raises an event for the module's host handler, attributed to
 // that packet; an event with no packet (kNoPacket) reaches the host handler flow-only, with the
 // flow's record, after the batch in which the flow expired or at the end of the run.
+//
+// The bulk hook, for modules that keep no state of their own between pieces but need the bytes
+// just before each piece (to find what crosses from one piece into the next):
+//   static constexpr uint32_t kStreamBefore = N;     // 1..kMaxStreamBefore
+//   using FlowState = StreamTail<N>;                 // the engine keeps it
+//   GASPP_HD static void on_stream_bulk(StreamPiece& s, const uint8_t* before, uint32_t before_len,
+//                                       const View& v);
+// is called for every piece with data of the batch, all at once (a thread each, in no order),
+// after the walk: `before` holds the last min(N, ...) bytes of the direction before the piece, as
+// far as they are known — none after a gap, at the direction's start, or where the flow's slot
+// went to another flow. The engine finds them in the batch's earlier pieces of the direction (the
+// chunks' prev links) and, for the first piece of a batch, in the StreamTail the flow keeps from
+// the batch before; after the bulk hooks the tail is brought up to date. drop_flow, pass_flow,
+// alerted and emit act as from on_stream. A module has one of on_stream and on_stream_bulk.
 #pragma once
 #include <cstdint>
 #include <type_traits>
@@ -69,6 +83,24 @@ class StreamPiece {
   const StreamChunk& c_;
   const uint8_t* bytes_;
   uint32_t slot_, packet_, k_;
+};
+
+constexpr uint32_t kMaxStreamBefore = 128;
+
+// The last bytes of each direction of a flow, kept for a bulk module (see above).
+template <uint32_t N>
+struct StreamTail {
+  static_assert(N >= 1 && N <= kMaxStreamBefore, "kStreamBefore is 1..kMaxStreamBefore");
+  uint64_t flow_id[2];  // per direction: whose bytes these are (0: none yet)
+  uint16_t len[2];
+  uint8_t pad_[12];
+  uint8_t bytes[2][N];  // the last len[d] bytes of direction d
+};
+
+template <class M>
+concept HasOnStreamBulk = requires(StreamPiece& s, const uint8_t* b, uint32_t n, const typename M::View& v) {
+  { M::on_stream_bulk(s, b, n, v) };
+  requires std::is_same_v<typename M::FlowState, StreamTail<M::kStreamBefore>>;
 };
 
 template <class M>

@@ -200,6 +200,8 @@ quick)
 detect)
   step "detection tests (suricata-verify), CUDA backend"
   python3 tests/e2e/detect_verify.py $B/gaspp bundle/data --backend cuda --prefilter device | tail -4; check "detect verify (cuda)"
+  step "stream signatures across segments and batches, CUDA against the reference"
+  python3 tests/e2e/detect_stream_split.py $B/gaspp cuda | tail -4; check "detect stream split (cuda)"
   step "ET Open on every capture: CPU backend against CUDA"
   python3 tests/e2e/detect_equivalence.py $B/gaspp bundle/data cpu cuda | tail -12; check "detect equivalence (cpu, cuda)"
   step "compute-sanitizer memcheck: ET Open on two captures"

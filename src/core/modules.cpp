@@ -47,7 +47,8 @@ class ModuleOf final : public ModuleInstance {
   void upload(TableMemory& mem) override { view_ = host_.upload(mem); }
   const void* view() const override { return &view_; }
   size_t view_bytes() const override { return sizeof(view_); }
-  bool has_stream_hook() const override { return HasOnStream<M> && (layers() & kLayerStream); }
+  bool has_stream_hook() const override { return (HasOnStream<M> || HasOnStreamBulk<M>) && (layers() & kLayerStream); }
+  bool stream_bulk() const override { return HasOnStreamBulk<M>; }
   void run_cpu(const StageArgs& a, uint32_t begin, uint32_t end, unsigned long long* counts) const override {
     for (uint32_t k = begin; k < end; ++k) module_stage_packet<M>(a, view_, k, counts);
   }
@@ -168,6 +169,8 @@ StreamHooks stream_hooks_of(const std::vector<ModuleInstance*>& mods, TableMemor
     h.module[h.n] = uint16_t(k);
     h.state_off[h.n] = m.state_off;
     h.view[h.n] = mem ? mem->place(m.view(), m.view_bytes()) : m.view();
+    h.bulk[h.n] = m.stream_bulk() ? 1 : 0;
+    h.bulk_n += h.bulk[h.n];
     ++h.n;
   }
   return h;

@@ -54,7 +54,8 @@ class ModuleInstance {
   virtual void upload(TableMemory& mem) = 0;   // builds the View where the backend runs
   virtual const void* view() const = 0;        // the M::View (valid after upload)
   virtual size_t view_bytes() const = 0;
-  virtual bool has_stream_hook() const = 0;    // M::on_stream exists and layers() has kLayerStream
+  virtual bool has_stream_hook() const = 0;    // M::on_stream or on_stream_bulk exists and layers() has kLayerStream
+  virtual bool stream_bulk() const = 0;        // it is on_stream_bulk
   // Firewall mode: packets no rule accepts are dropped (M::Host::default_drop()). Its drops carry a
   // kEventDropReason; with one such module the stats gain a `firewall` section.
   virtual bool default_drop() const = 0;

@@ -81,6 +81,8 @@ struct Run {
   uint32_t segs[2], bytes[2];  // live pending per direction
   uint64_t gap[2];             // skipped bytes not yet reported
   uint32_t cur = kNoFlow;      // the packet being walked (its arrival delivers what is emitted)
+  uint64_t last_flow = 0;      // whose chunks last[] are (a run can hold several connections)
+  uint32_t last[2] = {kChunkNoPrev, kChunkNoPrev};  // the latest chunk with data per direction
 };
 
 template <class Sink>
@@ -88,11 +90,25 @@ GASPP_HD inline void emit(Run& run, const Owner& o, int dir, uint64_t off, uint3
                           uint32_t src_off, uint8_t flags, Sink& c) {
   const StreamRef& s = *run.s;
   const uint32_t k = atomic_add(s.chunk_n, 1);
+  if (run.last_flow != o.flow_id) {
+    run.last_flow = o.flow_id;
+    run.last[0] = run.last[1] = kChunkNoPrev;
+  }
+  const bool data = len && !(flags & kChunkConflict);
   if (k >= s.chunk_cap) {
     c.add(c_stream_chunk_overflow, 1);
+    if (data) run.last[dir] = kChunkPrevLost;
     return;
   }
   StreamChunk& ch = s.chunks[k];
+  ch.slot = o.slot;
+  ch.packet = run.cur;
+  ch.prev = kChunkNoPrev;
+  if (data) {
+    ch.prev = run.last[dir];
+    if (ch.prev < kChunkPrevLost) s.chunks[ch.prev].flags |= kChunkHasNext;
+    run.last[dir] = k;
+  }
   ch.key = *o.key;
   ch.flow_id = o.flow_id;
   ch.off = off;
@@ -100,7 +116,7 @@ GASPP_HD inline void emit(Run& run, const Owner& o, int dir, uint64_t off, uint3
   ch.src = src;
   ch.src_off = src_off;
   ch.dir = uint8_t(dir);
-  ch.flags = uint8_t(flags | (o.client_lo ? kChunkClientLo : 0));
+  ch.flags = uint8_t(flags | (o.client_lo ? kChunkClientLo : 0));  // (kChunkHasNext comes later)
   if (flags & kChunkConflict) {
     ch.gap = 0;
     ch.data = 0;

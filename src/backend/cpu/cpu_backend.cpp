@@ -133,6 +133,7 @@ class CpuBackend final : public Backend, private StageExecutor {
     StreamRef sr = stream_ref(nullptr, nullptr, true);
     for (auto& c : per_thread_) c = Counters{};
     walk(table_.ref(), DecodedView{}, 0, nullptr, nullptr, FlowTrackParams{}, false, FlowRecordSink{}, &sr, true);
+    if (sr.hooks.bulk_n) bulk_pass(sr, DecodedView{});
     collect_chunks(sr, DecodedView{}, chunks, bytes);
     in_ ^= 1;  // the final walk held nothing
     for (auto& c : per_thread_)
@@ -244,6 +245,7 @@ class CpuBackend final : public Backend, private StageExecutor {
     if (streams_) {
       StreamRef sr = stream_ref(v_.data, v_.rec_off, false);
       walk(t, v_.dec, v_.count, s.flow_slot.data(), s.flow_flags.data(), prm_, emergency_, out, &sr, false);
+      if (sr.hooks.bulk_n) bulk_pass(sr, v_.dec);
       in_ ^= 1;  // what this batch held is what the next one reads
       // Chunks from held segments name descriptions of the set this batch read (sr.held_in), whose
       // bytes are untouched until the next batch.
@@ -418,6 +420,18 @@ class CpuBackend final : public Backend, private StageExecutor {
           j = m;
         }
       }
+    });
+  }
+
+  // After a walk with bulk stream modules: their hooks over every chunk, then the tails
+  // (core/stream_dispatch.hpp), each pass split over the pool.
+  void bulk_pass(const StreamRef& sr, const DecodedView& dec) {
+    const uint32_t n = std::min(*sr.chunk_n, sr.chunk_cap);
+    pool_.parallel_for(n, [&](uint64_t begin, uint64_t end, int) {
+      for (uint64_t k = begin; k < end; ++k) stream_bulk_chunk(sr.hooks, sr, dec, uint32_t(k));
+    });
+    pool_.parallel_for(n, [&](uint64_t begin, uint64_t end, int) {
+      for (uint64_t k = begin; k < end; ++k) stream_bulk_tail(sr.hooks, sr, dec, uint32_t(k));
     });
   }
 

@@ -614,6 +614,11 @@ class CudaBackend final : public Backend, private StageExecutor {
     launch_flow_walk(streams_, walk_blocks(items), st, t, dec, d_keys_sorted_, d_vals_sorted_, items, d_run_heads_, d_run_n_,
                      prm, out, flags, sr, final, d_counters);
     if (traced) mark(*traced, st, "flow walk");
+    if (streams_ && sr.hooks.bulk_n) {
+      // Enough threads for every chunk the walk may have emitted (the kernels read the count).
+      launch_stream_bulk(grid_blocks(sbuf_.chunk_cap(), blocks_cap_, FlowPolicy::kThreads), st, sr, dec);
+      if (traced) mark(*traced, st, "stream bulk");
+    }
   }
 
   // After the walk: the chunk bytes to the host (when wanted) and the counts back.

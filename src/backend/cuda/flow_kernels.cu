@@ -121,6 +121,17 @@ flow_walk_kernel(FlowTableRef t, DecodedView dec, const uint32_t* keys, const ui
   block_counters_flush(s, d_counters);
 }
 
+// After a walk: the bulk stream modules over every chunk (kTail: then the tails), a thread a chunk
+// (core/stream_dispatch.hpp).
+template <bool kTail>
+__global__ void __launch_bounds__(FlowPolicy::kThreads) stream_bulk_kernel(StreamRef sr, DecodedView dec) {
+  const uint32_t n = min(*sr.chunk_n, sr.chunk_cap);
+  for (uint32_t k = blockIdx.x * blockDim.x + threadIdx.x; k < n; k += gridDim.x * blockDim.x) {
+    if constexpr (kTail) stream_bulk_tail(sr.hooks, sr, dec, k);
+    else stream_bulk_chunk(sr.hooks, sr, dec, k);
+  }
+}
+
 // Before a walk: the out-of-order buffer's counts and pool decision (stream_begin, one thread).
 __global__ void stream_begin_kernel(StreamCounts* c, int in, uint32_t held_cap, uint32_t pool_bytes) {
   stream_begin(*c, in, held_cap, pool_bytes);
@@ -214,6 +225,13 @@ void launch_flow_walk(bool with_streams, int blocks, cudaStream_t st, const Flow
   auto walk = with_streams ? flow_walk_kernel<true> : flow_walk_kernel<false>;
   walk<<<blocks, FlowPolicy::kThreads, 0, st>>>(t, dec, keys, vals, items, heads, n_heads, prm, out, flags, sr, final,
                                                 d_counters);
+  GASPP_CUDA_CHECK(cudaGetLastError());
+}
+
+void launch_stream_bulk(int blocks, cudaStream_t st, const StreamRef& sr, const DecodedView& dec) {
+  stream_bulk_kernel<false><<<blocks, FlowPolicy::kThreads, 0, st>>>(sr, dec);
+  GASPP_CUDA_CHECK(cudaGetLastError());
+  stream_bulk_kernel<true><<<blocks, FlowPolicy::kThreads, 0, st>>>(sr, dec);
   GASPP_CUDA_CHECK(cudaGetLastError());
 }
 

@@ -16,7 +16,7 @@
 //   matcher              the device's multi-literal matcher: hash (default; prefilter.hpp) or ac
 //                        (Aho-Corasick, prefilter_ac.hpp)
 //
-// Per packet (on_ip) and per in-order stream piece (on_stream), both backends:
+// Per packet (on_ip) and per in-order stream piece (on_stream_bulk), both backends:
 //   1. prefilter: the signatures whose fast pattern occurs in the buffer (CPU: Hyperscan over all
 //      fast patterns at once; device: the hashed filter of prefilter.hpp), plus those without one;
 //   2. each candidate, in Suricata's evaluation order: protocol, addresses and ports (the
@@ -24,7 +24,8 @@
 //      (inspect.hpp); a match raises event kMatch with the signature's index (its rank).
 // A stream piece is inspected alone and, for matches across pieces, with the last
 // DetectView::stream_carry bytes of its direction before it (a match must reach into the new
-// piece, so none is found twice). Which buffers a signature inspects: SigMode (signature.hpp);
+// piece, so none is found twice). The pieces of a batch are inspected at once, a thread each (the
+// engine hands each the bytes before it: gaspp/stream_hook.hpp's bulk hook). Which buffers a signature inspects: SigMode (signature.hpp);
 // a stream rule looks at a TCP packet's own payload only when the packet added nothing to the
 // stream (no flow, or no payload).
 // On the host, in capture order (events sort by packet, then rank): flowbits and flowints are
@@ -35,7 +36,7 @@
 // flowbits to read, no pcre) drops the flow there (drop_flow), as the firewall does; the others are
 // decided on the host, after the verdicts, and only alert (action "allowed").
 //
-// State: per flow, the stream carry of both directions (2 x kDetStreamCarry bytes + lengths); on
+// State: per flow, the engine's StreamTail of both directions (2 x kDetStreamCarry bytes); on
 // the host, flowbits and flowints per flow id (at most kDetFlowbitFlows flows; more are counted as
 // flowbit_flows_full and their variables not kept).
 //
@@ -75,11 +76,10 @@ struct DetectModule {
   static constexpr const char* kName = "detect";
   static constexpr uint32_t kLayers = kLayerIp | kLayerPayload | kLayerStream;
   static constexpr bool kChangesContext = false;
-  struct FlowState {
-    uint16_t carry_len[2];
-    uint8_t pad_[12];
-    uint8_t carry[2][kDetStreamCarry];
-  };
+  // Stream pieces are inspected all at once (on_stream_bulk); the engine keeps the last
+  // kDetStreamCarry bytes of each direction for the junctions.
+  static constexpr uint32_t kStreamBefore = kDetStreamCarry;
+  using FlowState = StreamTail<kDetStreamCarry>;
   using View = DetectView;
   // kMatch: value = signature index << 2, | 2 for a stream match, | 1 when the device could not
   // run a pcre of it (the host runs the list again on the packet's payload). kStreamNeedsHost: a stream match the device
@@ -190,17 +190,16 @@ struct DetectModule {
     return ctx;
   }
 
-  GASPP_HD static uint32_t on_stream(StreamPiece& s, FlowState* st, const View& v, uint32_t ctx) {
-    if (!st || s.len() == 0 || v.sig_n == 0) return ctx;
-    const int dir = s.to_client() ? 1 : 0;
+  // One stream piece (every piece of the batch at once, gaspp/stream_hook.hpp): the piece alone,
+  // then the junction of the bytes before it (at most kDetStreamCarry) and its first bytes.
+  GASPP_HD static void on_stream_bulk(StreamPiece& s, const uint8_t* before, uint32_t c, const View& v) {
+    if (s.len() == 0 || v.sig_n == 0) return;
     const FwPacket pk = stream_packet_of(s);
-    const uint32_t c = s.gap() ? 0u : st->carry_len[dir];
     const uint32_t c_max = v.stream_carry < kDetStreamCarry ? v.stream_carry : kDetStreamCarry;
-    // The junction: the carried tail, then the piece's first bytes (as many as the tail may hold).
-    uint8_t junction[2 * kDetStreamCarry];
-    const uint32_t head = s.len() < c_max ? s.len() : c_max;
-    for (uint32_t b = 0; b < c; ++b) junction[b] = st->carry[dir][b];
-    for (uint32_t b = 0; b < head; ++b) junction[c + b] = s.data()[b];
+    if (c > c_max) {
+      before += c - c_max;
+      c = c_max;
+    }
     auto stream_match = [&](const uint8_t* buf, uint32_t len, uint32_t min_end, uint32_t max_start, uint32_t i) -> int {
       const DetSig& sg = v.sigs[i];
       if (!(sg.mode & kSigStream) || !sg.op_n) return kInspectNoMatch;
@@ -218,20 +217,13 @@ struct DetectModule {
     };
     for_candidates(v, s.data(), s.len(), pk, [&](uint32_t i) { raise(i, stream_match(s.data(), s.len(), 0, kInspectAnywhere, i)); });
     if (c) {
-      // Matches across the junction: one option starts in the tail, one ends in the new bytes.
+      // Matches across the junction: one option starts in the bytes before, one ends in the piece.
+      uint8_t junction[2 * kDetStreamCarry];
+      const uint32_t head = s.len() < c_max ? s.len() : c_max;
+      for (uint32_t b = 0; b < c; ++b) junction[b] = before[b];
+      for (uint32_t b = 0; b < head; ++b) junction[c + b] = s.data()[b];
       for_candidates(v, junction, c + head, pk, [&](uint32_t i) { raise(i, stream_match(junction, c + head, c, c, i)); });
     }
-    // The new tail: the last c_max bytes of tail + piece.
-    const uint32_t total = c + s.len();
-    const uint32_t keep = total < c_max ? total : c_max;
-    uint8_t tmp[kDetStreamCarry];
-    for (uint32_t b = 0; b < keep; ++b) {
-      const uint32_t at = total - keep + b;
-      tmp[b] = at < c ? st->carry[dir][at] : s.data()[at - c];
-    }
-    for (uint32_t b = 0; b < keep; ++b) st->carry[dir][b] = tmp[b];
-    st->carry_len[dir] = uint16_t(keep);
-    return ctx;
   }
 
   GASPP_HD static FwPacket stream_packet_of(const StreamPiece& s) { return FirewallModule::stream_packet(s); }
