@@ -38,5 +38,5 @@ git diff --quiet HEAD || echo "dirty" >> bundle/COMMIT
 du -sh bundle
 # Carried compressed (the carry limit is 64 MiB); run.sh unpacks it when bundle/ is absent.
 mkdir -p .gl
-tar -cf - bundle | xz -T0 -6 > .gl/bundle.tar.xz
+tar -cf - bundle | xz -T0 -6 > .gl/bundle.tar.xz.tmp && mv .gl/bundle.tar.xz.tmp .gl/bundle.tar.xz
 du -sh .gl/bundle.tar.xz
