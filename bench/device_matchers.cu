@@ -17,7 +17,7 @@ template <int M>
 __global__ void match_kernel(DetectView v, const uint8_t* bytes, const uint64_t* off, const uint32_t* len, uint32_t n,
                              unsigned long long* hits) {
   uint64_t h = 0;
-  auto count = [&](uint32_t) { ++h; };
+  auto count = [&](uint32_t, uint32_t = 0) { ++h; };
   const uint32_t tid = blockIdx.x * blockDim.x + threadIdx.x, all = gridDim.x * blockDim.x;
   if constexpr (M == kHashThread || M == kAcThread) {
     for (uint32_t p = tid; p < n; p += all) {

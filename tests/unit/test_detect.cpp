@@ -221,7 +221,8 @@ TEST(Signatures, InspectionMatchesARecursiveReferenceOnRandomChains) {
 }
 
 
-// The device's matchers (the hashed filter and Aho-Corasick) find exactly the signatures Hyperscan finds: all of ET Open's
+// The device's matchers (the hashed filter and Aho-Corasick) find exactly the signatures Hyperscan finds,
+// also when several lanes share a buffer: all of ET Open's
 // fast patterns, over every frame of real captures (whole frames as buffers) and over random
 // buffers with planted patterns (case flipped for nocase ones). Run on the host: it is the same
 // code the device runs.
@@ -253,6 +254,29 @@ TEST(Signatures, DeviceMatchersFindWhatHyperscanFinds) {
     with_candidates += !a.empty();
     ASSERT_EQ(a, b) << what;
     ASSERT_EQ(a, c) << what << " (Aho-Corasick)";
+    // Lanes sharing the buffer (the device's bulk stream pass): together each candidate once,
+    // the same set as one thread alone, for both matchers.
+    FwPacket pk{};
+    pk.family = 4;
+    pk.proto = 6;
+    pk.has_ports = true;
+    pk.port[0] = 1025;
+    pk.port[1] = 80;
+    for (const DetectView* v : {&vx, &va}) {
+      std::vector<uint32_t> one;
+      DetectModule::for_candidates_split(*v, p, n, pk, 0, 1, [&](uint32_t i) { one.push_back(i); });
+      std::sort(one.begin(), one.end());
+      one.erase(std::unique(one.begin(), one.end()), one.end());
+      for (uint32_t lanes : {2u, 7u, 32u}) {
+        std::vector<uint32_t> all;
+        for (uint32_t lane = 0; lane < lanes; ++lane)
+          DetectModule::for_candidates_split(*v, p, n, pk, lane, lanes, [&](uint32_t i) { all.push_back(i); });
+        std::sort(all.begin(), all.end());
+        ASSERT_TRUE(std::adjacent_find(all.begin(), all.end()) == all.end())
+            << what << ": a signature twice over " << lanes << " lanes" << (v == &va ? " (Aho-Corasick)" : "");
+        ASSERT_EQ(all, one) << what << ", " << lanes << " lanes" << (v == &va ? " (Aho-Corasick)" : "");
+      }
+    }
   };
   for (const char* cap : {"zeek/http-bro.org.pcap", "zeek/wikipedia.pcap", "zeek/smtp.pcap", "zeek/ftp-ipv6.pcap"}) {
     const auto path = test::shared_data_dir() / "pcaps" / cap;

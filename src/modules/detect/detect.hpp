@@ -129,24 +129,44 @@ struct DetectModule {
     });
   }
 
-  // Runs `each(i)` for the candidate signatures of buf (their header still to check): on the CPU in
-  // rank order, on the device in any order (the host sorts events).
+  // The device's candidates for buf, in any order, when `lanes` threads share the buffer and this
+  // is lane `lane` (0..lanes-1): together the lanes run each(i) once for every signature whose fast
+  // pattern occurs in buf (the lane that holds the pattern's first occurrence; alone, a thread
+  // remembers the patterns it handled, up to kSeen, and beyond that may repeat a signature, whose
+  // events are one on the host), and lane 0 for the signatures without a fast pattern.
   template <class F>
-  GASPP_HD static void for_candidates(const View& v, const uint8_t* buf, uint32_t len, const FwPacket& pk, F&& each) {
-#if defined(__CUDA_ARCH__)
-    // Patterns already handled for this buffer: a pattern found again adds nothing (beyond
-    // kSeen distinct patterns a signature may be evaluated twice; its events are one on the host).
+  GASPP_HD static void for_candidates_split(const View& v, const uint8_t* buf, uint32_t len, const FwPacket& pk,
+                                            uint32_t lane, uint32_t lanes, F&& each) {
     constexpr uint32_t kSeen = 16;
     uint32_t seen[kSeen];
     uint32_t ns = 0;
-    det_match_patterns(v, buf, len, [&](uint32_t id) {
-      for (uint32_t k = 0; k < ns; ++k)
-        if (seen[k] == id) return;
-      if (ns < kSeen) seen[ns++] = id;
+    det_match_patterns(v, buf, len, lane, lanes, [&](uint32_t id, uint32_t start) {
+      if (lanes == 1) {
+        for (uint32_t k = 0; k < ns; ++k)
+          if (seen[k] == id) return;
+        if (ns < kSeen) seen[ns++] = id;
+      } else if (start) {
+        // Another lane may hold an earlier occurrence: only the first one's lane goes on.
+        const uint32_t m = v.pf.pat_len[id];
+        const int64_t first = det_find(buf, start + m - 1, v.pf.bytes + v.pf.pat_off[id], m, v.pf.pat_nocase[id] != 0);
+        if (first >= 0 && first < int64_t(start)) return;
+      }
       for (uint32_t k = v.pat_sig_off[id]; k < v.pat_sig_off[id + 1]; ++k) each(v.pat_sigs[k]);
     });
-    for_nofp(v, pk, each);
+    if (lane == 0) for_nofp(v, pk, each);
+  }
+
+  // Runs `each(i)` for the candidate signatures of buf (their header still to check): on the CPU in
+  // rank order, on the device in any order (the host sorts events); lanes as for_candidates_split
+  // (on the CPU always one).
+  template <class F>
+  GASPP_HD static void for_candidates(const View& v, const uint8_t* buf, uint32_t len, const FwPacket& pk, F&& each,
+                                      uint32_t lane = 0, uint32_t lanes = 1) {
+#if defined(__CUDA_ARCH__)
+    for_candidates_split(v, buf, len, pk, lane, lanes, each);
 #else
+    (void)lane;
+    (void)lanes;
     thread_local std::vector<uint32_t> cand;
     detect_host_candidates(v, buf, len, cand);
     for_nofp(v, pk, [&](uint32_t i) { cand.push_back(i); });
@@ -215,14 +235,18 @@ struct DetectModule {
       if (v.sigs[i].drop) s.drop_flow();
       s.emit(kMatch, (i << 2) | 2u);
     };
-    for_candidates(v, s.data(), s.len(), pk, [&](uint32_t i) { raise(i, stream_match(s.data(), s.len(), 0, kInspectAnywhere, i)); });
+    // The lanes sharing this piece (gaspp/stream_hook.hpp) split the matcher's work.
+    const uint32_t lane = s.lane(), lanes = s.lanes();
+    for_candidates(v, s.data(), s.len(), pk, [&](uint32_t i) { raise(i, stream_match(s.data(), s.len(), 0, kInspectAnywhere, i)); },
+                   lane, lanes);
     if (c) {
       // Matches across the junction: one option starts in the bytes before, one ends in the piece.
       uint8_t junction[2 * kDetStreamCarry];
       const uint32_t head = s.len() < c_max ? s.len() : c_max;
       for (uint32_t b = 0; b < c; ++b) junction[b] = before[b];
       for (uint32_t b = 0; b < head; ++b) junction[c + b] = s.data()[b];
-      for_candidates(v, junction, c + head, pk, [&](uint32_t i) { raise(i, stream_match(junction, c + head, c, c, i)); });
+      for_candidates(v, junction, c + head, pk, [&](uint32_t i) { raise(i, stream_match(junction, c + head, c, c, i)); },
+                     lane, lanes);
     }
   }
 

@@ -137,7 +137,7 @@ void detect_host_candidates(const DetectView& v, const uint8_t* buf, uint32_t le
   thread_local std::vector<uint32_t> ids;
   ids.clear();
   if (v.host_hash_prefilter) {
-    det_match_patterns(v, buf, len, [&](uint32_t id) { ids.push_back(id); });
+    det_match_patterns(v, buf, len, 0, 1, [&](uint32_t id, uint32_t) { ids.push_back(id); });
     std::sort(ids.begin(), ids.end());
     ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
   } else if (v.host->db && len) {

@@ -146,13 +146,23 @@ struct DetectView {
 };
 static_assert(std::is_trivially_copyable_v<DetectView>, "DetectView is a kernel argument");
 
-// The device's multi-literal matcher over buf (the CPU's with prefilter=hash): hit(pattern id) for
-// each occurrence.
+// The device's multi-literal matcher over buf (the CPU's with prefilter=hash): hit(pattern id,
+// start) for each occurrence. `lanes` threads may share one buffer, each calling this with its
+// `lane` (0..lanes-1): together they report every occurrence once (the hashed filter takes every
+// lanes-th start position; Aho-Corasick cuts the buffer into lanes parts, each read from the
+// longest pattern's length before it).
 template <class F>
-GASPP_HD GASPP_FORCEINLINE void det_match_patterns(const DetectView& v, const uint8_t* buf, uint32_t len, F&& hit) {
+GASPP_HD GASPP_FORCEINLINE void det_match_patterns(const DetectView& v, const uint8_t* buf, uint32_t len, uint32_t lane,
+                                                   uint32_t lanes, F&& hit) {
   if (!v.pat_n || !len) return;
-  if (v.matcher_ac) ac_scan(v.ac, v.pf, buf, len, hit);
-  else prefilter_scan(v.pf, buf, len, hit);
+  if (v.matcher_ac) {
+    const uint32_t part = (len + lanes - 1) / lanes;
+    const uint32_t lo = lane * part < len ? lane * part : len, hi = lo + part < len ? lo + part : len;
+    const uint32_t back = v.ac.max_len ? v.ac.max_len - 1 : 0;
+    if (lo < hi) ac_scan_range(v.ac, v.pf, buf, lo > back ? lo - back : 0, lo, hi, hit);
+  } else {
+    for (uint32_t i = lane; i < len; i += lanes) prefilter_at(v.pf, buf, len, i, [&](uint32_t id) { hit(id, i); });
+  }
 }
 
 }  // namespace gaspp

@@ -32,7 +32,7 @@ struct AcView {
 };
 static_assert(std::is_trivially_copyable_v<AcView>, "AcView is a kernel argument");
 
-// Calls hit(pattern_id) for each pattern occurrence in buf that ends in [report_from, to), reading
+// Calls hit(pattern_id, start) for each pattern occurrence in buf that ends in [report_from, to), reading
 // from `from` on (to split a buffer among threads, start each part the longest pattern's length
 // minus one before it). The pattern bytes come from the hashed filter's tables (pf: pat_off,
 // pat_len, pat_nocase, bytes).
@@ -54,7 +54,7 @@ GASPP_HD inline void ac_scan_range(const AcView& ac, const PrefilterView& pf, co
         for (uint32_t k = 0; k < m && ok; ++k) ok = at[k] == p[k];
         if (!ok) continue;
       }
-      hit(id);
+      hit(id, i + 1 - m);
     }
   }
 }
@@ -62,7 +62,7 @@ GASPP_HD inline void ac_scan_range(const AcView& ac, const PrefilterView& pf, co
 // Every pattern occurrence in buf[0..n), as prefilter_scan reports them.
 template <class F>
 GASPP_HD GASPP_FORCEINLINE void ac_scan(const AcView& ac, const PrefilterView& pf, const uint8_t* buf, uint32_t n, F&& hit) {
-  ac_scan_range(ac, pf, buf, 0, 0, n, hit);
+  ac_scan_range(ac, pf, buf, 0, 0, n, [&](uint32_t id, uint32_t) { hit(id); });
 }
 
 }  // namespace gaspp
