@@ -14,6 +14,8 @@
 #   run.sh detect  the signature engine on CUDA: the detection tests, patterns split across
 #                  segments and batches, ET Open on every capture against the CPU backend
 #   run.sh detect-sanitize  compute-sanitizer memcheck of a run with ET Open
+#   run.sh detect-quick  the split-pattern test on CUDA, bench_detect, then ET Open CPU against CUDA
+#                  on as many captures as DETECT_SECONDS (150) allow
 #   run.sh bench-detect  bench_detect: ET Open on HTTP and the mix with planted matches, CUDA vs
 #                  CPU vs the Hyperscan prefilter alone vs the PCIe limit
 #   run.sh detect-stages  where the signature engine's time goes on CUDA: --stage-times of ET Open
@@ -205,6 +207,16 @@ detect)
   python3 tests/e2e/detect_stream_split.py $B/gaspp cuda | tail -4; check "detect stream split (cuda)"
   step "ET Open on every capture: CPU backend against CUDA"
   python3 tests/e2e/detect_equivalence.py $B/gaspp bundle/data cpu cuda | tail -12; check "detect equivalence (cpu, cuda)"
+  ;;
+detect-quick)
+  step "stream signatures across segments and batches, CUDA against the reference"
+  python3 tests/e2e/detect_stream_split.py $B/gaspp cuda | tail -4; check "detect stream split (cuda)"
+  step "bench_detect (captures in /dev/shm)"
+  $B/bench_detect --json "$OUT/bench_detect.json" --reps 3 --packets 2000000 --tmp /dev/shm --et bundle/data/rules/et-open
+  check "bench_detect"
+  step "ET Open on the captures, CPU backend against CUDA, for ${DETECT_SECONDS:-150} s"
+  python3 tests/e2e/detect_equivalence.py $B/gaspp bundle/data cpu cuda --max-seconds "${DETECT_SECONDS:-150}" | tail -12
+  check "detect equivalence (cpu, cuda)"
   ;;
 detect-sanitize)
   step "compute-sanitizer memcheck: ET Open on a capture"

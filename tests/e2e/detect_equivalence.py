@@ -7,7 +7,8 @@ CPU: hashed prefilter, pcre handed to the host handler) and `cuda`. Stream match
 leaves undecided (a pcre on stream data; stats detect.stream_pcre_undecided) are reported per
 capture; a capture whose alerts differ while nothing was left undecided is a failure.
 
-usage: detect_equivalence.py GASPP DATA_DIR PATH_A PATH_B
+usage: detect_equivalence.py GASPP DATA_DIR PATH_A PATH_B [--max-seconds N]
+  (--max-seconds: compare the captures in order until N seconds have passed, and say how many)
 """
 import glob
 import json
@@ -15,6 +16,7 @@ import os
 import subprocess
 import sys
 import tempfile
+import time
 
 
 def run(gaspp, pcap, rules, path, d):
@@ -46,11 +48,22 @@ def run(gaspp, pcap, rules, path, d):
 
 
 def main():
-    gaspp, data, a, b = sys.argv[1:5]
+    args = sys.argv[1:]
+    limit = None
+    if "--max-seconds" in args:
+        i = args.index("--max-seconds")
+        limit = float(args[i + 1])
+        del args[i:i + 2]
+    gaspp, data, a, b = args[:4]
     rules = sorted(glob.glob(os.path.join(data, "rules", "et-open", "*.rules")))
     caps = sorted(glob.glob(os.path.join(data, "pcaps", "**", "*.pcap*"), recursive=True))
     differ = failed = undecided_caps = total_alerts = 0
-    for cap in caps:
+    start = time.monotonic()
+    for k, cap in enumerate(caps):
+        if limit is not None and time.monotonic() - start > limit:
+            print(f"time limit: {k} of {len(caps)} captures compared")
+            caps = caps[:k]
+            break
         res = []
         for path in (a, b):
             with tempfile.TemporaryDirectory() as d:
