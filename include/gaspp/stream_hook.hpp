@@ -30,9 +30,10 @@
 // chunks' prev links) and, for the first piece of a batch, in the StreamTail the flow keeps from
 // the batch before; after the bulk hooks the tail is brought up to date. drop_flow, pass_flow,
 // alerted and emit act as from on_stream. A module has one of on_stream and on_stream_bulk.
-// Several threads may hold one piece at once (on CUDA a warp: s.lanes() of them, s.lane() the
-// one): each gets the same piece and bytes, and they are to split the work so that together they
-// do it once (the CPU backend calls each piece once, lanes() == 1). The engine counts the piece once.
+// A backend may hand one piece to several threads at once (s.lanes() of them, s.lane() the one):
+// each gets the same piece and bytes, and they are to split the work so that together they do it
+// once. Both backends call each piece once today (lanes() == 1: a warp a piece measured slower for
+// the signature engine, backend/cuda/flow_kernels.cu). The engine counts the piece once.
 #pragma once
 #include <cstdint>
 #include <type_traits>

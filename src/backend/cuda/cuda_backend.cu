@@ -616,8 +616,7 @@ class CudaBackend final : public Backend, private StageExecutor {
     if (traced) mark(*traced, st, "flow walk");
     if (streams_ && sr.hooks.bulk_n) {
       // Enough threads for every chunk the walk may have emitted (the kernels read the count).
-      launch_stream_bulk(grid_blocks(sbuf_.chunk_cap(), blocks_cap_, FlowPolicy::kThreads),
-                         grid_blocks(uint64_t(sbuf_.chunk_cap()) * 32, blocks_cap_, FlowPolicy::kThreads), st, sr, dec);
+      launch_stream_bulk(grid_blocks(sbuf_.chunk_cap(), blocks_cap_, FlowPolicy::kThreads), st, sr, dec);
       if (traced) mark(*traced, st, "stream bulk");
     }
   }

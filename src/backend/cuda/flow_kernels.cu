@@ -121,17 +121,17 @@ flow_walk_kernel(FlowTableRef t, DecodedView dec, const uint32_t* keys, const ui
   block_counters_flush(s, d_counters);
 }
 
-// After a walk: the bulk stream modules over every chunk, a warp a chunk (its 32 lanes share the
-// piece: a batch has some 40,000 pieces, too few to fill the device a thread each); kTail: then
-// the tails, a thread a chunk (core/stream_dispatch.hpp).
+// After a walk: the bulk stream modules over every chunk (kTail: then the tails), a thread a chunk
+// (core/stream_dispatch.hpp). A warp a chunk (its lanes splitting the matcher's positions, the lane
+// with a pattern's first occurrence checking its signatures) measured slower on HTTP (23.4 against
+// 28.8 Gbit/s, bench/results/2026-11-25-h100-detect-bulk-streams.json): finding the first occurrence
+// costs more than the lanes save.
 template <bool kTail>
 __global__ void __launch_bounds__(FlowPolicy::kThreads) stream_bulk_kernel(StreamRef sr, DecodedView dec) {
   const uint32_t n = min(*sr.chunk_n, sr.chunk_cap);
-  const uint32_t tid = blockIdx.x * blockDim.x + threadIdx.x, all = gridDim.x * blockDim.x;
-  if constexpr (kTail) {
-    for (uint32_t k = tid; k < n; k += all) stream_bulk_tail(sr.hooks, sr, dec, k);
-  } else {
-    for (uint32_t k = tid >> 5; k < n; k += all >> 5) stream_bulk_chunk(sr.hooks, sr, dec, k, threadIdx.x & 31, 32);
+  for (uint32_t k = blockIdx.x * blockDim.x + threadIdx.x; k < n; k += gridDim.x * blockDim.x) {
+    if constexpr (kTail) stream_bulk_tail(sr.hooks, sr, dec, k);
+    else stream_bulk_chunk(sr.hooks, sr, dec, k);
   }
 }
 
@@ -231,8 +231,8 @@ void launch_flow_walk(bool with_streams, int blocks, cudaStream_t st, const Flow
   GASPP_CUDA_CHECK(cudaGetLastError());
 }
 
-void launch_stream_bulk(int blocks, int warp_blocks, cudaStream_t st, const StreamRef& sr, const DecodedView& dec) {
-  stream_bulk_kernel<false><<<warp_blocks, FlowPolicy::kThreads, 0, st>>>(sr, dec);
+void launch_stream_bulk(int blocks, cudaStream_t st, const StreamRef& sr, const DecodedView& dec) {
+  stream_bulk_kernel<false><<<blocks, FlowPolicy::kThreads, 0, st>>>(sr, dec);
   GASPP_CUDA_CHECK(cudaGetLastError());
   stream_bulk_kernel<true><<<blocks, FlowPolicy::kThreads, 0, st>>>(sr, dec);
   GASPP_CUDA_CHECK(cudaGetLastError());

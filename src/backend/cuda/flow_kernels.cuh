@@ -47,9 +47,9 @@ void launch_flow_walk(bool with_streams, int blocks, cudaStream_t st, const Flow
                       const uint32_t* keys, const uint32_t* vals, uint32_t items, const uint32_t* heads,
                       const uint32_t* n_heads, const FlowTrackParams& prm, const FlowRecordSink& out, uint8_t* flags,
                       const StreamRef& sr, bool final, unsigned long long* d_counters);
-// After a walk whose hooks have bulk modules: their pass over the batch's chunks (a warp a chunk,
-// warp_blocks blocks), then the tails (a thread a chunk, blocks blocks): two kernels on st.
-void launch_stream_bulk(int blocks, int warp_blocks, cudaStream_t st, const StreamRef& sr, const DecodedView& dec);
+// After a walk whose hooks have bulk modules: their pass over the batch's chunks, then the tails
+// (two kernels on st, a thread a chunk).
+void launch_stream_bulk(int blocks, cudaStream_t st, const StreamRef& sr, const DecodedView& dec);
 // Reassembly: the out-of-order buffer's counts before a walk (one thread), the held segments' sort
 // items, and the chunks' bytes copied to out (a warp a chunk).
 void launch_stream_begin(cudaStream_t st, StreamCounts* c, int in, uint32_t held_cap, uint32_t pool_bytes);
