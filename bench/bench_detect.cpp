@@ -62,17 +62,9 @@ Result measure(bool cuda, const std::string& rules, const CaptureFile& cap, cons
     bc.modules = mods.pointers();
     bc.flow.module_state_bytes = mods.flow_state_bytes();
     auto be = cuda ? make_cuda_backend(bc) : make_cpu_backend(bc);
-    be->attach_source(cap.data(), cap.size());
-    uint64_t pk = 0;
     std::vector<uint64_t> counts;
-    const double s = one_pass(*be, cap, batches, &pk, nullptr, &counts);
+    const double s = checked_pass(*be, cap, batches, packets, "bench_detect", &counts);
     if (rep == 0) r.module_counts = counts;
-    if (pk != packets) {
-      std::fprintf(stderr, "bench_detect: %s processed %llu packets, expected %llu\n", be->name().c_str(),
-                   (unsigned long long)pk, (unsigned long long)packets);
-      std::exit(1);
-    }
-    be->detach_source();
     if (rep) t.push_back(s);
   }
   const double sec = median(t);

@@ -64,17 +64,9 @@ Result measure(bool cuda, bool slice, const std::string& rules, const CaptureFil
     bc.flow.module_state_bytes = mods.flow_state_bytes();
     bc.stage_times = g_stage_times && cuda && rep == reps;
     auto be = cuda ? make_cuda_backend(bc) : make_cpu_backend(bc);
-    be->attach_source(cap.data(), cap.size());
-    uint64_t pk = 0;
     std::vector<uint64_t> counts;
-    const double s = one_pass(*be, cap, batches, &pk, nullptr, &counts);
+    const double s = checked_pass(*be, cap, batches, packets, "bench_firewall", &counts);
     if (rep == 0) r.module_counts = counts;
-    if (pk != packets) {
-      std::fprintf(stderr, "bench_firewall: %s processed %llu packets, expected %llu\n", be->name().c_str(),
-                   (unsigned long long)pk, (unsigned long long)packets);
-      std::exit(1);
-    }
-    be->detach_source();
     if (bc.stage_times)
       print_stage_times(*be, std::string(slice ? "sliced" : "copied") + (rules.empty() ? "" : ", firewall") +
                                  (flows ? "" : ", no flows") + ", gather_sms " + std::to_string(gather_sms));

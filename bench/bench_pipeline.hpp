@@ -231,5 +231,21 @@ inline double one_pass(Backend& be, const CaptureFile& cap, const std::vector<Ba
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 
+// one_pass over the whole capture, attached for the pass, that must process `packets` packets
+// (else the program ends, saying so as `prog`). Returns seconds.
+inline double checked_pass(Backend& be, const CaptureFile& cap, const std::vector<BatchDesc>& batches, uint64_t packets,
+                           const char* prog, std::vector<uint64_t>* module_counts = nullptr) {
+  be.attach_source(cap.data(), cap.size());
+  uint64_t pk = 0;
+  const double s = one_pass(be, cap, batches, &pk, nullptr, module_counts);
+  if (pk != packets) {
+    std::fprintf(stderr, "%s: %s processed %llu packets, expected %llu\n", prog, be.name().c_str(), (unsigned long long)pk,
+                 (unsigned long long)packets);
+    std::exit(1);
+  }
+  be.detach_source();
+  return s;
+}
+
 
 }  // namespace gaspp::bench

@@ -30,10 +30,6 @@
 // chunks' prev links) and, for the first piece of a batch, in the StreamTail the flow keeps from
 // the batch before; after the bulk hooks the tail is brought up to date. drop_flow, pass_flow,
 // alerted and emit act as from on_stream. A module has one of on_stream and on_stream_bulk.
-// A backend may hand one piece to several threads at once (s.lanes() of them, s.lane() the one):
-// each gets the same piece and bytes, and they are to split the work so that together they do it
-// once. Both backends call each piece once today (lanes() == 1: a warp a piece measured slower for
-// the signature engine, backend/cuda/flow_kernels.cu). The engine counts the piece once.
 #pragma once
 #include <cstdint>
 #include <type_traits>
@@ -49,11 +45,8 @@ static_assert(kNoPacket == kNoFlow, "a piece with no packet carries kNoFlow as i
 class StreamPiece {
  public:
   GASPP_HD StreamPiece(const StreamHooks& h, const StreamChunk& c, const uint8_t* bytes, uint32_t slot, uint32_t packet,
-                       uint32_t k, uint32_t lane = 0, uint32_t lanes = 1)
-      : h_(h), c_(c), bytes_(bytes), slot_(slot), packet_(packet), k_(k), lane_(lane), lanes_(lanes) {}
-  // The bulk hook: how many threads hold this piece at once, and which of them this is (see above).
-  GASPP_HD uint32_t lane() const { return lane_; }
-  GASPP_HD uint32_t lanes() const { return lanes_; }
+                       uint32_t k)
+      : h_(h), c_(c), bytes_(bytes), slot_(slot), packet_(packet), k_(k) {}
   GASPP_HD const uint8_t* data() const { return bytes_; }
   GASPP_HD uint32_t len() const { return c_.len; }
   GASPP_HD uint64_t offset() const { return c_.off; }   // stream offset of data()[0]
@@ -90,7 +83,6 @@ class StreamPiece {
   const StreamChunk& c_;
   const uint8_t* bytes_;
   uint32_t slot_, packet_, k_;
-  uint32_t lane_, lanes_;
 };
 
 constexpr uint32_t kMaxStreamBefore = 128;

@@ -45,6 +45,17 @@ check() { local rc=$?; if [ $rc -ne 0 ]; then echo "FAILED ($rc): $1"; status=1;
 echo "commit $(cat bundle/COMMIT | tr '\n' ' ')"
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
 
+# Steps more than one mode runs.
+detect_split() {
+  step "stream signatures across segments and batches, CUDA against the reference"
+  python3 tests/e2e/detect_stream_split.py $B/gaspp cuda | tail -4; check "detect stream split (cuda)"
+}
+bench_detect_run() {
+  step "bench_detect (captures in /dev/shm)"
+  $B/bench_detect --json "$OUT/bench_detect.json" --reps 3 --packets 2000000 --tmp /dev/shm --et bundle/data/rules/et-open
+  check "bench_detect"
+}
+
 cmd="${1:-tests}"
 case "$cmd" in
 tests)
@@ -203,17 +214,13 @@ quick)
 detect)
   step "detection tests (suricata-verify), CUDA backend"
   python3 tests/e2e/detect_verify.py $B/gaspp bundle/data --backend cuda --prefilter device | tail -4; check "detect verify (cuda)"
-  step "stream signatures across segments and batches, CUDA against the reference"
-  python3 tests/e2e/detect_stream_split.py $B/gaspp cuda | tail -4; check "detect stream split (cuda)"
+  detect_split
   step "ET Open on every capture: CPU backend against CUDA"
   python3 tests/e2e/detect_equivalence.py $B/gaspp bundle/data cpu cuda | tail -12; check "detect equivalence (cpu, cuda)"
   ;;
 detect-quick)
-  step "stream signatures across segments and batches, CUDA against the reference"
-  python3 tests/e2e/detect_stream_split.py $B/gaspp cuda | tail -4; check "detect stream split (cuda)"
-  step "bench_detect (captures in /dev/shm)"
-  $B/bench_detect --json "$OUT/bench_detect.json" --reps 3 --packets 2000000 --tmp /dev/shm --et bundle/data/rules/et-open
-  check "bench_detect"
+  detect_split
+  bench_detect_run
   step "ET Open on the captures, CPU backend against CUDA, for ${DETECT_SECONDS:-150} s"
   python3 tests/e2e/detect_equivalence.py $B/gaspp bundle/data cpu cuda --max-seconds "${DETECT_SECONDS:-150}" | tail -12
   check "detect equivalence (cpu, cuda)"
@@ -228,9 +235,7 @@ detect-sanitize)
   done
   ;;
 bench-detect)
-  step "bench_detect (captures in /dev/shm)"
-  $B/bench_detect --json "$OUT/bench_detect.json" --reps 3 --packets 2000000 --tmp /dev/shm --et bundle/data/rules/et-open
-  check "bench_detect"
+  bench_detect_run
   ;;
 detect-stages)
   R=""; for f in bundle/data/rules/et-open/*.rules; do R="$R -s $f"; done

@@ -87,14 +87,14 @@ GASPP_HD GASPP_FORCEINLINE StreamTail<M::kStreamBefore>* stream_tail_of(const St
 
 template <class M>
 GASPP_HD GASPP_FORCEINLINE void stream_bulk_one(const StreamHooks& h, uint32_t hk, const StreamRef& sr,
-                                                const DecodedView& d, uint32_t k, uint32_t lane, uint32_t lanes) {
+                                                const DecodedView& d, uint32_t k) {
   if constexpr (HasOnStreamBulk<M>) {
     constexpr uint32_t N = M::kStreamBefore;
     const StreamChunk& c = sr.chunks[k];
     uint8_t before[N];
     const uint32_t n = stream_before<N>(sr, d, stream_tail_of<M>(h, hk, c), k, before);
-    StreamPiece p(h, c, stream_item_bytes(sr, d, c.src) + c.src_off, c.slot, c.packet, hk, lane, lanes);
-    if (lane == 0) atomic_add_u64(&h.counts[size_t(h.module[hk]) * kModuleCounters + size_t(mc_stream_pieces)], 1);
+    StreamPiece p(h, c, stream_item_bytes(sr, d, c.src) + c.src_off, c.slot, c.packet, hk);
+    atomic_add_u64(&h.counts[size_t(h.module[hk]) * kModuleCounters + size_t(mc_stream_pieces)], 1);
     M::on_stream_bulk(p, before + (N - n), n, *static_cast<const typename M::View*>(h.view[hk]));
   }
 }
@@ -129,15 +129,14 @@ GASPP_HD GASPP_FORCEINLINE void stream_tail_one(const StreamHooks& h, uint32_t h
 
 // Each bulk module's hook (kTail: its tail update) for chunk k.
 template <bool kTail>
-GASPP_HD inline void stream_bulk_modules(const StreamHooks& h, const StreamRef& sr, const DecodedView& d, uint32_t k,
-                                         uint32_t lane, uint32_t lanes) {
+GASPP_HD inline void stream_bulk_modules(const StreamHooks& h, const StreamRef& sr, const DecodedView& d, uint32_t k) {
   for (uint32_t hk = 0; hk < h.n && hk < kMaxStreamModules; ++hk) {
     if (!h.bulk[hk]) continue;
     int type = 0;
 #define GASPP_X(M)                                   \
     if (h.type[hk] == type) {                        \
       if constexpr (kTail) stream_tail_one<M>(h, hk, sr, d, k); \
-      else stream_bulk_one<M>(h, hk, sr, d, k, lane, lanes); \
+      else stream_bulk_one<M>(h, hk, sr, d, k);      \
     }                                                \
     ++type;
     GASPP_MODULE_TYPES(GASPP_X)
@@ -145,13 +144,11 @@ GASPP_HD inline void stream_bulk_modules(const StreamHooks& h, const StreamRef& 
   }
 }
 
-// The bulk pass over chunk k of the batch (any order, any thread; `lanes` threads at once, this one
-// `lane`, where the backend hands a chunk to several).
-GASPP_HD inline void stream_bulk_chunk(const StreamHooks& h, const StreamRef& sr, const DecodedView& d, uint32_t k,
-                                       uint32_t lane = 0, uint32_t lanes = 1) {
+// The bulk pass over chunk k of the batch (any order, any thread).
+GASPP_HD inline void stream_bulk_chunk(const StreamHooks& h, const StreamRef& sr, const DecodedView& d, uint32_t k) {
   const StreamChunk& c = sr.chunks[k];
   if (!c.len || (c.flags & kChunkConflict)) return;
-  stream_bulk_modules<false>(h, sr, d, k, lane, lanes);
+  stream_bulk_modules<false>(h, sr, d, k);
 }
 
 // The tail pass over chunk k: the chunk that ends its direction's data in the batch writes the
@@ -160,7 +157,7 @@ GASPP_HD inline void stream_bulk_tail(const StreamHooks& h, const StreamRef& sr,
   const StreamChunk& c = sr.chunks[k];
   if (!c.len || (c.flags & (kChunkConflict | kChunkHasNext)) || c.slot == kNoFlow) return;
   if (h.table.recs[c.slot].flow_id != c.flow_id) return;
-  stream_bulk_modules<true>(h, sr, d, k, 0, 1);
+  stream_bulk_modules<true>(h, sr, d, k);
 }
 
 // The flow walk's sink (stream/reassembly.hpp) with stream modules: counts through Counters and

@@ -133,7 +133,8 @@ struct DetectModule {
   // is lane `lane` (0..lanes-1): together the lanes run each(i) once for every signature whose fast
   // pattern occurs in buf (the lane that holds the pattern's first occurrence; alone, a thread
   // remembers the patterns it handled, up to kSeen, and beyond that may repeat a signature, whose
-  // events are one on the host), and lane 0 for the signatures without a fast pattern.
+  // events are one on the host), and lane 0 for the signatures without a fast pattern. The engine
+  // runs one lane (a warp a stream piece measured slower: backend/cuda/flow_kernels.cu).
   template <class F>
   GASPP_HD static void for_candidates_split(const View& v, const uint8_t* buf, uint32_t len, const FwPacket& pk,
                                             uint32_t lane, uint32_t lanes, F&& each) {
@@ -157,16 +158,12 @@ struct DetectModule {
   }
 
   // Runs `each(i)` for the candidate signatures of buf (their header still to check): on the CPU in
-  // rank order, on the device in any order (the host sorts events); lanes as for_candidates_split
-  // (on the CPU always one).
+  // rank order, on the device in any order (the host sorts events).
   template <class F>
-  GASPP_HD static void for_candidates(const View& v, const uint8_t* buf, uint32_t len, const FwPacket& pk, F&& each,
-                                      uint32_t lane = 0, uint32_t lanes = 1) {
+  GASPP_HD static void for_candidates(const View& v, const uint8_t* buf, uint32_t len, const FwPacket& pk, F&& each) {
 #if defined(__CUDA_ARCH__)
-    for_candidates_split(v, buf, len, pk, lane, lanes, each);
+    for_candidates_split(v, buf, len, pk, 0, 1, each);
 #else
-    (void)lane;
-    (void)lanes;
     thread_local std::vector<uint32_t> cand;
     detect_host_candidates(v, buf, len, cand);
     for_nofp(v, pk, [&](uint32_t i) { cand.push_back(i); });
@@ -235,18 +232,14 @@ struct DetectModule {
       if (v.sigs[i].drop) s.drop_flow();
       s.emit(kMatch, (i << 2) | 2u);
     };
-    // The lanes sharing this piece (gaspp/stream_hook.hpp) split the matcher's work.
-    const uint32_t lane = s.lane(), lanes = s.lanes();
-    for_candidates(v, s.data(), s.len(), pk, [&](uint32_t i) { raise(i, stream_match(s.data(), s.len(), 0, kInspectAnywhere, i)); },
-                   lane, lanes);
+    for_candidates(v, s.data(), s.len(), pk, [&](uint32_t i) { raise(i, stream_match(s.data(), s.len(), 0, kInspectAnywhere, i)); });
     if (c) {
       // Matches across the junction: one option starts in the bytes before, one ends in the piece.
       uint8_t junction[2 * kDetStreamCarry];
       const uint32_t head = s.len() < c_max ? s.len() : c_max;
       for (uint32_t b = 0; b < c; ++b) junction[b] = before[b];
       for (uint32_t b = 0; b < head; ++b) junction[c + b] = s.data()[b];
-      for_candidates(v, junction, c + head, pk, [&](uint32_t i) { raise(i, stream_match(junction, c + head, c, c, i)); },
-                     lane, lanes);
+      for_candidates(v, junction, c + head, pk, [&](uint32_t i) { raise(i, stream_match(junction, c + head, c, c, i)); });
     }
   }
 
