@@ -130,7 +130,10 @@ enum TcpOpt : uint8_t {
   X(mpls_truncated, "mpls_truncated")          \
   X(mpls_too_deep, "mpls_too_deep")            \
   X(gtp_truncated, "gtp_truncated")            \
-  X(gtp_bad_extension, "gtp_bad_extension")
+  X(gtp_bad_extension, "gtp_bad_extension")    \
+  X(ip_in_ip_truncated, "ip_in_ip_truncated")  \
+  X(nsh_truncated, "nsh_truncated")            \
+  X(nsh_bad_length, "nsh_bad_length")
 
 // Why a well-formed packet was not decoded up to IP: its next layer is one gaspp does not decode.
 // Such packets are counted by reason (the summary's "undecoded") and get no flow; nothing is guessed.
@@ -144,7 +147,8 @@ enum TcpOpt : uint8_t {
   X(ppp_protocol, "ppp_protocol")        /* PPP control or non-IP protocol (LCP, IPCP, ...) */ \
   X(mpls_payload, "mpls_payload")        /* MPLS payload not IP (pseudowire, control word) */ \
   X(gtp_payload, "gtp_payload")          /* GTP-U G-PDU whose payload is not IPv4/IPv6 */    \
-  X(tunnel_too_deep, "tunnel_too_deep")  /* more nested tunnels than kMaxTunnelDepth */
+  X(tunnel_too_deep, "tunnel_too_deep")  /* more nested tunnels than kMaxTunnelDepth */     \
+  X(nsh_unsupported, "nsh_unsupported")  /* NSH of another version or MD type, or carrying NSH or an unknown protocol */
 
 enum class UndecodedReason : uint8_t {
 #define GASPP_X(id, name) id,

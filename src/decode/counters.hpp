@@ -25,7 +25,7 @@ namespace gaspp {
   X(l4_tcp, "tcp") X(l4_udp, "udp") X(l4_icmp, "icmp")          \
   X(l4_icmpv6, "icmpv6") X(l4_other, "other") X(l4_none, "none") \
   X(ip_fragments, "ip_fragments")                               \
-  X(tunneled, "tunneled")     /* decoded inside a tunnel (GTP-U) */ \
+  X(tunneled, "tunneled")     /* decoded inside a tunnel (GTP-U, IP in IP) */ \
   X(undecoded, "undecoded")   /* well-formed, next layer not decoded */ \
   X(csum_bad_ipv4, "ipv4_bad_checksum") /* -k all: IPv4 header checksum wrong */ \
   X(csum_bad_tcp, "tcp_bad_checksum")   /* -k all: TCP checksum wrong */ \

@@ -10,9 +10,12 @@
 // Supported: Ethernet II and 802.3 (length field), up to 3 stacked 802.1Q / 802.1ad / QinQ tags;
 // Linux SLL and SLL2; raw IPv4/IPv6; BSD and OpenBSD loopback; Cisco HDLC. Between the link and IP:
 // PPPoE sessions (PPP carrying IPv4/IPv6), MPLS label stacks (up to kMaxMplsLabels; IP payload
-// told by its version nibble, an Ethernet pseudowire by its control word). Tunnels: GTP-U G-PDUs (UDP port 2152) are decoded into their inner
-// IP packet, up to kMaxTunnelDepth levels, and the packet's fields are the inner packet's
-// (tunnel_depth says how deep). A layer gaspp does not decode (another ethertype, PPP control
+// told by its version nibble, an Ethernet pseudowire by its control word), NSH (ethertype 0x894f,
+// carrying IP, Ethernet or MPLS). Tunnels: GTP-U G-PDUs
+// (UDP port 2152) and IP in IP (IPv4 or IPv6 carried as protocol 4 or 41 in IPv4 or IPv6) are
+// decoded into their inner IP packet, up to kMaxTunnelDepth levels, and the packet's fields are
+// the inner packet's (tunnel_depth says how deep; decode_frame's max_depth stops short of that to
+// read a carrier). A layer gaspp does not decode (another ethertype, PPP control
 // traffic, an MPLS pseudowire, PPPoE discovery) sets `undecoded` to the reason and stops there;
 // nothing is guessed. IPv4 with options (validated) and
 // fragments (flagged; only the first fragment is decoded past L3); IPv6 with hop-by-hop, routing,
@@ -351,6 +354,19 @@ GASPP_HD inline uint32_t gtp_u_inner(const uint8_t* f, uint32_t caplen, DecodedP
   return o;
 }
 
+// The offset of the inner IP header when packet p (its IPv4 or IPv6 header just decoded) carries
+// IPv4 in IP (protocol 4, RFC 2003) or IPv6 in IP (protocol 41, RFC 4213 / RFC 2473); 0 when it
+// does not. A fragment (the reassembled datagram is decoded instead), a malformed outer header or
+// an inner header whose version disagrees with the protocol leaves the packet as it is; an inner
+// header the capture cut off is ip_in_ip_truncated (the packet cannot be decoded as announced).
+GASPP_HD GASPP_FORCEINLINE uint32_t ip_in_ip_inner(const uint8_t* f, uint32_t caplen, DecodedPacket& p) {
+  if (p.l4[0] != uint8_t(L4::other) || (p.ip_proto[0] != 4 && p.ip_proto[0] != 41)) return 0;
+  if ((p.ip_frag[0] & kFragIsFragment) || p.malformed[0] || p.payload_off[0] == kNoOffset || p.payload_len[0] == 0) return 0;
+  const uint32_t off = p.payload_off[0];
+  if (caplen <= off) { fail(p, MalformedReason::ip_in_ip_truncated); return 0; }
+  return (f[off] >> 4) == (p.ip_proto[0] == 4 ? 4 : 6) ? off : 0;
+}
+
 // Clears what an outer IP packet's decoding set, before its tunnel's inner packet is decoded.
 GASPP_HD GASPP_FORCEINLINE void clear_l3_up(DecodedPacket& p) {
   for (int k = 0; k < 4; ++k) p.src_ip[k] = p.dst_ip[k] = 0;
@@ -363,8 +379,11 @@ GASPP_HD GASPP_FORCEINLINE void clear_l3_up(DecodedPacket& p) {
 }
 
 // The IP layer at f[off] by p.ethertype, then any tunnel inside it, iteratively (no recursion on
-// the device): each GTP-U G-PDU's inner packet replaces the outer one's fields.
-GASPP_HD inline void decode_l3(const uint8_t* f, uint32_t caplen, uint32_t off, DecodedPacket& p) {
+// the device): each tunnel's inner packet (GTP-U G-PDU, IP in IP) replaces the outer one's fields.
+// max_depth < kMaxTunnelDepth stops at that many tunnel levels and leaves the carrier's fields
+// (the host reads the outer headers of a tunneled packet this way).
+GASPP_HD inline void decode_l3(const uint8_t* f, uint32_t caplen, uint32_t off, DecodedPacket& p,
+                               int max_depth = kMaxTunnelDepth) {
   for (int depth = 0;; ++depth) {
     switch (p.ethertype[0]) {
       case 0x0800: decode_ipv4(f, caplen, off, p); break;
@@ -372,8 +391,10 @@ GASPP_HD inline void decode_l3(const uint8_t* f, uint32_t caplen, uint32_t off, 
       case 0x0806: p.l3[0] = uint8_t(L3::arp); p.l3_off[0] = static_cast<uint16_t>(off); return;
       default: undecoded(p, UndecodedReason::ethertype, off); return;
     }
-    const uint32_t inner = gtp_u_inner(f, caplen, p);
+    uint32_t inner = gtp_u_inner(f, caplen, p);
+    if (inner == 0) inner = ip_in_ip_inner(f, caplen, p);
     if (inner == 0) return;
+    if (depth == max_depth && max_depth < kMaxTunnelDepth) return;
     if (depth == kMaxTunnelDepth) { p.undecoded[0] = uint8_t(UndecodedReason::tunnel_too_deep); return; }
     const int v = f[inner] >> 4;
     if (v != 4 && v != 6) { p.undecoded[0] = uint8_t(UndecodedReason::gtp_payload); return; }
@@ -415,8 +436,9 @@ GASPP_HD GASPP_FORCEINLINE uint32_t ppp_header(const uint8_t* f, uint32_t caplen
 
 // The layers between the link header and IP, from the ethertype `et` at f[off]: VLAN tags
 // (802.1Q, 802.1ad, QinQ), PPPoE sessions, MPLS label stacks and the Ethernet pseudowires behind
-// them, in any order they nest; then decode_l3.
-GASPP_HD inline void decode_network(const uint8_t* f, uint32_t caplen, uint32_t off, uint16_t et, DecodedPacket& p) {
+// them, NSH, in any order they nest; then decode_l3.
+GASPP_HD inline void decode_network(const uint8_t* f, uint32_t caplen, uint32_t off, uint16_t et, DecodedPacket& p,
+                                    int max_depth = kMaxTunnelDepth) {
   for (;;) {
     p.ethertype[0] = et;
     if (et == 0x8100 || et == 0x88a8 || et == 0x9100) {
@@ -439,6 +461,28 @@ GASPP_HD inline void decode_network(const uint8_t* f, uint32_t caplen, uint32_t 
     } else if (et == 0x8863) {
       undecoded(p, UndecodedReason::pppoe_discovery, off);
       return;
+    } else if (et == 0x894f) {
+      // NSH (RFC 8300), as Suricata's decoder reads it: version 0; MD type 1 (fixed, 24-byte
+      // header) or 2 (variable); the length field in 4-byte words; then IPv4, IPv6, Ethernet or
+      // MPLS.
+      if (caplen < off + 8) { fail(p, MalformedReason::nsh_truncated); return; }
+      const uint32_t len = uint32_t(f[off + 1] & 0x3f) * 4;
+      const uint8_t md = f[off + 2] & 0x0f, next = f[off + 3];
+      if ((f[off] >> 6) != 0 || (md != 1 && md != 2)) { undecoded(p, UndecodedReason::nsh_unsupported, off); return; }
+      if (len < 8 || (md == 1 && len != 24)) { fail(p, MalformedReason::nsh_bad_length); return; }
+      if (caplen <= off + len) { fail(p, MalformedReason::nsh_truncated); return; }
+      off += len;
+      if (next == 1) et = 0x0800;
+      else if (next == 2) et = 0x86dd;
+      else if (next == 5) et = 0x8847;
+      else if (next == 3) {
+        if (caplen < off + 14) { fail(p, MalformedReason::nsh_truncated); return; }
+        et = load_be16(f + off + 12);
+        off += 14;
+      } else {
+        undecoded(p, UndecodedReason::nsh_unsupported, off - len);
+        return;
+      }
     } else if (et == 0x8847 || et == 0x8848) {  // MPLS unicast / multicast: labels to bottom of stack
       for (int n = 0;; ++n) {
         if (n == kMaxMplsLabels) { fail(p, MalformedReason::mpls_too_deep); return; }
@@ -461,7 +505,7 @@ GASPP_HD inline void decode_network(const uint8_t* f, uint32_t caplen, uint32_t 
         return;
       }
     } else {
-      decode_l3(f, caplen, off, p);
+      decode_l3(f, caplen, off, p, max_depth);
       return;
     }
   }
@@ -487,7 +531,9 @@ GASPP_HD GASPP_FORCEINLINE uint32_t symmetric_flow_hash(const DecodedPacket& p) 
 }  // namespace detail
 
 // Decodes one frame of `caplen` captured bytes; wire_len/ts/cap_len are left to the caller.
-GASPP_HD inline void decode_frame(const uint8_t* f, uint32_t caplen, LinkType link, DecodedPacket& p) {
+// max_depth: the tunnel levels to decode into (decode_l3); the default decodes all it may.
+GASPP_HD inline void decode_frame(const uint8_t* f, uint32_t caplen, LinkType link, DecodedPacket& p,
+                                  int max_depth = detail::kMaxTunnelDepth) {
   using namespace detail;
   p.link[0] = static_cast<uint8_t>(link);
   if (caplen == 0) { fail(p, MalformedReason::empty); return; }
@@ -495,19 +541,19 @@ GASPP_HD inline void decode_frame(const uint8_t* f, uint32_t caplen, LinkType li
   switch (link) {
     case LinkType::ethernet:
       if (caplen < 14) { fail(p, MalformedReason::l2_truncated); return; }
-      decode_network(f, caplen, 14, load_be16(f + 12), p);
+      decode_network(f, caplen, 14, load_be16(f + 12), p, max_depth);
       break;
     case LinkType::linux_sll:
       if (caplen < 16) { fail(p, MalformedReason::l2_truncated); return; }
-      decode_network(f, caplen, 16, load_be16(f + 14), p);
+      decode_network(f, caplen, 16, load_be16(f + 14), p, max_depth);
       break;
     case LinkType::linux_sll2:
       if (caplen < 20) { fail(p, MalformedReason::l2_truncated); return; }
-      decode_network(f, caplen, 20, load_be16(f), p);
+      decode_network(f, caplen, 20, load_be16(f), p, max_depth);
       break;
     case LinkType::cisco_hdlc:  // address (0x0f unicast, 0x8f broadcast), control, protocol
       if (caplen < 4) { fail(p, MalformedReason::l2_truncated); return; }
-      decode_network(f, caplen, 4, load_be16(f + 2), p);
+      decode_network(f, caplen, 4, load_be16(f + 2), p, max_depth);
       break;
     case LinkType::ppp:
     case LinkType::ppp_hdlc: {
@@ -516,7 +562,7 @@ GASPP_HD inline void decode_frame(const uint8_t* f, uint32_t caplen, LinkType li
       if (off == 0) { fail(p, MalformedReason::l2_truncated); return; }
       const uint16_t et = ethertype_of_ppp(proto);
       if (et == 0) { p.ethertype[0] = proto; undecoded(p, UndecodedReason::ppp_protocol, off); break; }
-      decode_network(f, caplen, off, et, p);
+      decode_network(f, caplen, off, et, p, max_depth);
       break;
     }
     case LinkType::raw:
@@ -524,7 +570,7 @@ GASPP_HD inline void decode_frame(const uint8_t* f, uint32_t caplen, LinkType li
     case LinkType::ipv6:
       p.ethertype[0] = ethertype_from_version(f, caplen, 0);
       if (p.ethertype[0] == 0) { undecoded(p, UndecodedReason::ip_version, 0); break; }
-      decode_l3(f, caplen, 0, p);
+      decode_l3(f, caplen, 0, p, max_depth);
       break;
     case LinkType::null_bsd:
     case LinkType::loop: {
@@ -534,7 +580,7 @@ GASPP_HD inline void decode_frame(const uint8_t* f, uint32_t caplen, LinkType li
       off = 4;
       p.ethertype[0] = ethertype_from_af(af);
       if (p.ethertype[0] == 0) { undecoded(p, UndecodedReason::address_family, 4); break; }
-      decode_l3(f, caplen, off, p);
+      decode_l3(f, caplen, off, p, max_depth);
       break;
     }
     default:

@@ -32,6 +32,8 @@ const char* flow_proto_name(uint8_t p) {
     case 1: return "ICMP";
     case 58: return "IPv6-ICMP";
     case 132: return "SCTP";
+    case 4: return "IP-in-IP";  // Suricata's names (util-proto-name.c)
+    case 41: return "IPv6";
     case 47: return "GRE";
     case 50: return "ESP";
     default: break;

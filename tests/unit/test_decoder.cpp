@@ -87,6 +87,31 @@ Bytes gtp(const Bytes& inner, uint8_t flags = 0x30, const Bytes& opt = {}) {
   return cat({{flags, 0xff, uint8_t(len >> 8), uint8_t(len), 0, 0, 0x12, 0x34}, opt, inner});
 }
 
+// IPv4 (10.9.0.1 → 10.9.0.2) with protocol `proto` around `inner` (IP in IP: 4, IPv6 in IP: 41).
+Bytes ip4_around(uint8_t proto, const Bytes& inner) {
+  Bytes ip(20, 0);
+  const uint16_t tot = uint16_t(20 + inner.size());
+  ip[0] = 0x45; ip[2] = uint8_t(tot >> 8); ip[3] = uint8_t(tot); ip[8] = 64; ip[9] = proto;
+  ip[12] = 10; ip[13] = 9; ip[15] = 1; ip[16] = 10; ip[17] = 9; ip[19] = 2;
+  return cat({ip, inner});
+}
+// IPv6 (2001::1 → 2001::2) with next header `nh` around `inner`.
+Bytes ip6_around(uint8_t nh, const Bytes& inner) {
+  Bytes ip(40, 0);
+  ip[0] = 0x60; ip[4] = uint8_t(inner.size() >> 8); ip[5] = uint8_t(inner.size()); ip[6] = nh; ip[7] = 64;
+  ip[8] = 0x20; ip[9] = 0x01; ip[23] = 1; ip[24] = 0x20; ip[25] = 0x01; ip[39] = 2;
+  return cat({ip, inner});
+}
+
+// An NSH header (RFC 8300): MD type 1 (24 bytes, four context headers) or 2 (8 bytes), version
+// `ver`, carrying `next` (1 IPv4, 2 IPv6, 3 Ethernet, 5 MPLS).
+Bytes nsh(uint8_t next, uint8_t md = 1, uint8_t ver = 0, uint8_t words = 0) {
+  const uint8_t len = words ? words : (md == 1 ? 6 : 2);
+  Bytes h = {uint8_t(ver << 6), len, md, next, 0, 0, 1, 2};
+  h.resize(size_t(len) * 4, 0);
+  return h;
+}
+
 Bytes eth(uint16_t type) { return {2, 0, 0, 0, 0, 1, 2, 0, 0, 0, 0, 2, uint8_t(type >> 8), uint8_t(type)}; }
 Bytes pppoe(uint16_t ppp_proto, uint8_t vertype = 0x11) { return {vertype, 0, 0, 7, 0, 0, uint8_t(ppp_proto >> 8), uint8_t(ppp_proto)}; }
 Bytes mpls(uint32_t label, bool bottom) {
@@ -158,6 +183,22 @@ std::vector<LayerCase> layer_cases() {
       {"gtp-u echo request", cat({eth(0x0800), ip4_udp(40000, 2152, {0x32, 1, 0, 4, 0, 0, 0, 0, 0, 1, 0, 0})}), LinkType::ethernet, MalformedReason::none, UndecodedReason::none, L3::ipv4, L4::udp, 0, 2152},
       {"udp 2152 too short for gtp", cat({eth(0x0800), ip4_udp(40000, 2152, {1, 2, 3})}), LinkType::ethernet, MalformedReason::none, UndecodedReason::none, L3::ipv4, L4::udp, 0, 2152},
       {"gtp-u inside mpls", cat({eth(0x8847), mpls(1, true), ip4_udp(40000, 2152, gtp(tcp))}), LinkType::ethernet, MalformedReason::none, UndecodedReason::none, L3::ipv4, L4::tcp, 1, 80},
+      {"ipv4 in ipv4", cat({eth(0x0800), ip4_around(4, tcp)}), LinkType::ethernet, MalformedReason::none, UndecodedReason::none, L3::ipv4, L4::tcp, 1, 80},
+      {"ipv6 in ipv4 (6in4)", cat({eth(0x0800), ip4_around(41, ip6_tcp())}), LinkType::ethernet, MalformedReason::none, UndecodedReason::none, L3::ipv6, L4::tcp, 1, 80},
+      {"ipv6 in ipv6", cat({eth(0x86dd), ip6_around(41, ip6_tcp())}), LinkType::ethernet, MalformedReason::none, UndecodedReason::none, L3::ipv6, L4::tcp, 1, 80},
+      {"ipv4 in ipv6", cat({eth(0x86dd), ip6_around(4, tcp)}), LinkType::ethernet, MalformedReason::none, UndecodedReason::none, L3::ipv4, L4::tcp, 1, 80},
+      {"ip in ip inside gtp-u", cat({eth(0x0800), ip4_udp(40000, 2152, gtp(ip4_around(4, tcp)))}), LinkType::ethernet, MalformedReason::none, UndecodedReason::none, L3::ipv4, L4::tcp, 2, 80},
+      {"ip in ip three deep", cat({eth(0x0800), ip4_around(4, ip4_around(4, ip4_around(4, tcp)))}), LinkType::ethernet, MalformedReason::none, UndecodedReason::tunnel_too_deep, L3::ipv4, L4::other, 2, 0},
+      {"protocol 4 with ipv6 inside is left as it is", cat({eth(0x0800), ip4_around(4, ip6_tcp())}), LinkType::ethernet, MalformedReason::none, UndecodedReason::none, L3::ipv4, L4::other, 0, 0},
+      {"nsh ipv4", cat({eth(0x894f), nsh(1), tcp}), LinkType::ethernet, MalformedReason::none, UndecodedReason::none, L3::ipv4, L4::tcp, 0, 80},
+      {"nsh md type 2 ipv6", cat({eth(0x894f), nsh(2, 2), ip6_tcp()}), LinkType::ethernet, MalformedReason::none, UndecodedReason::none, L3::ipv6, L4::tcp, 0, 80},
+      {"nsh ethernet vlan", cat({eth(0x894f), nsh(3), eth_no_type(), vlan(0x8100, 7, 0x0800), tcp}), LinkType::ethernet, MalformedReason::none, UndecodedReason::none, L3::ipv4, L4::tcp, 0, 80},
+      {"nsh mpls", cat({eth(0x894f), nsh(5), mpls(9, true), tcp}), LinkType::ethernet, MalformedReason::none, UndecodedReason::none, L3::ipv4, L4::tcp, 0, 80},
+      {"nsh in vlan", cat({eth_no_type(), vlan(0x8100, 3, 0x894f), nsh(1), tcp}), LinkType::ethernet, MalformedReason::none, UndecodedReason::none, L3::ipv4, L4::tcp, 0, 80},
+      {"nsh md type 1 of the wrong length", cat({eth(0x894f), nsh(1, 1, 0, 4), tcp}), LinkType::ethernet, MalformedReason::nsh_bad_length, UndecodedReason::none, L3::none, L4::none, 0, 0},
+      {"nsh version 1", cat({eth(0x894f), nsh(1, 1, 1), tcp}), LinkType::ethernet, MalformedReason::none, UndecodedReason::nsh_unsupported, L3::other, L4::none, 0, 0},
+      {"nsh carrying nsh", cat({eth(0x894f), nsh(4), nsh(1), tcp}), LinkType::ethernet, MalformedReason::none, UndecodedReason::nsh_unsupported, L3::other, L4::none, 0, 0},
+      {"protocol 41 without payload", cat({eth(0x0800), ip4_around(41, {})}), LinkType::ethernet, MalformedReason::none, UndecodedReason::none, L3::ipv4, L4::other, 0, 0},
   };
 }
 
