@@ -148,10 +148,11 @@ int main(int argc, char** argv) {
     return 1;
   }
 
-  // The configuration's variables reach every firewall, however its rules were given (-c modules,
-  // --rules, --firewall-rules, --module); --address-var and --port-var win over them.
+  // The configuration's variables and action order reach every firewall and signature engine,
+  // however its rules were given (-c modules, --rules, --firewall-rules, --module); --address-var
+  // and --port-var win over them.
   for (auto& [name, opt] : module_specs)
-    if (name == "firewall")
+    if (name == "firewall" || name == "detect")
       for (const auto& [k, v] : config_vars) opt.emplace(k, v);
 
   // Detection rules (--rules, -S, a firewall's `rules`) go to the firewall, which matches headers,
@@ -163,7 +164,8 @@ int main(int argc, char** argv) {
     fw["detect"] = "on";
     ModuleOptions det;
     for (const auto& [key, v] : fw)
-      if (key == "rules" || key == "classification-file" || key.rfind("address.", 0) == 0 || key.rfind("port.", 0) == 0)
+      if (key == "rules" || key == "classification-file" || key == "action-order" || key.rfind("address.", 0) == 0 ||
+          key.rfind("port.", 0) == 0)
         det[key] = v;
     det["firewall"] = "on";
     det["auto"] = "on";
@@ -173,6 +175,10 @@ int main(int argc, char** argv) {
   for (auto& [name, opt] : module_specs) {
     if (name == "detect" && !o.detect_prefilter.empty()) opt["prefilter"] = o.detect_prefilter;
     if ((name == "detect" || name == "firewall") && o.eve_payload) opt["payload"] = "on";
+    if ((name == "detect" || name == "firewall") && o.eve_packet) opt["packet"] = "on";
+    if ((name == "detect" || name == "firewall") && o.eve_verdict) opt["verdict"] = "on";
+    if (name == "detect" && o.packet_alert_max && !opt.count("packet-alert-max"))
+      opt["packet-alert-max"] = std::to_string(o.packet_alert_max);
   }
   if (o.fast_log && eve_dir.empty()) {
     std::fprintf(stderr, "gaspp: --fast-log needs -l DIR\n");

@@ -99,6 +99,10 @@ void apply_file_config(const FileConfig& fc, Options& o) {
   o.modules.insert(o.modules.end(), fc.modules.begin(), fc.modules.end());
   bc.class_orders.insert(bc.class_orders.end(), fc.classes.begin(), fc.classes.end());
   o.config_vars = fc.vars;
+  if (fc.eve_payload) o.eve_payload = *fc.eve_payload;
+  if (fc.eve_packet) o.eve_packet = *fc.eve_packet;
+  if (fc.eve_verdict) o.eve_verdict = *fc.eve_verdict;
+  if (fc.packet_alert_max) o.packet_alert_max = *fc.packet_alert_max;
 }
 
 int parse_command_line(int argc, char** argv, Options& o) {
@@ -129,6 +133,7 @@ int parse_command_line(int argc, char** argv, Options& o) {
     try {
       const FileConfig fc = load_config(path, sets);
       apply_file_config(fc, o);
+      for (const std::string& w : fc.warnings) std::fprintf(stderr, "gaspp: %s\n", w.c_str());
       if (!fc.ignored.empty()) {
         std::string list;
         for (const auto& k : fc.ignored) list += (list.empty() ? "" : ", ") + k;
@@ -318,9 +323,18 @@ int parse_command_line(int argc, char** argv, Options& o) {
   opt("-S", "FILE", "only these rule files: the configuration's and earlier ones are dropped", kMods, rules("-S"));
   opt("--firewall-rules", "FILE", "firewall-mode rules (accept:hook ..., default drop; docs/rules.md)", kMods,
       rules("--firewall-rules"));
+  // Suricata reads a capture as an IDS unless told --simulate-ips; gaspp always applies drops (a
+  // dropped packet is left out of -w and the flow's later packets are not inspected), so the flag
+  // is accepted for Suricata's command lines and changes nothing.
+  flag("--simulate-ips", "accepted as Suricata's: gaspp always processes a capture as an IPS (drop rules drop)", kMods,
+       [] {});
   flag("--eve-drops", "an EVE `drop` event for every dropped packet (with -l)", kMods, [&] { eve_drops = true; });
   flag("--eve-payload", "alerts carry payload (base64), payload_printable and stream, as Suricata's eve-log payload options",
        kMods, [&] { o.eve_payload = true; });
+  flag("--eve-packet", "alerts carry the packet (base64) and packet_info.linktype, as Suricata's eve-log packet option",
+       kMods, [&] { o.eve_packet = true; });
+  flag("--eve-verdict", "alerts carry the packet's final verdict (verdict.action: alert, drop or pass), as Suricata's",
+       kMods, [&] { o.eve_verdict = true; });
   flag("--fast-log", "write Suricata's fast.log (one line per alert) beside eve.json (with -l)", kMods,
        [&] { o.fast_log = true; });
   auto var = [&](const char* name, const char* prefix) {

@@ -31,6 +31,9 @@ struct Options {
   std::string stats_json, decode_out, eve_dir, dump_dir, write_path, dump_packets;
   std::string detect_prefilter;  // --detect-prefilter: the detect modules' prefilter option
   bool eve_payload = false;      // --eve-payload: alerts carry the payload
+  bool eve_packet = false;       // --eve-packet: alerts carry the packet (base64) and its link type
+  bool eve_verdict = false;      // --eve-verdict: alerts carry the packet's final verdict
+  uint32_t packet_alert_max = 0; // the configuration's packet-alert-max (0: the engine's default)
   bool fast_log = false;         // --fast-log: fast.log beside eve.json
   bool quiet = false;                  // -q
   bool eve_drops = false;              // --eve-drops

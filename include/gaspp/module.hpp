@@ -227,6 +227,13 @@ class Packet {
   // The first packet of its direction in its flow (what Suricata's flow_start hook sees).
   GASPP_HD bool first_in_direction() const { return a_.flow_flags && (a_.flow_flags[i_] & kPktDirFirst); }
   GASPP_HD uint64_t flow_id() const { return has_flow() ? a_.table.recs[a_.flow_slot[i_]].flow_id : 0; }
+  // Whether the TCP session could take this segment's data into its stream: a flow with a session
+  // (not kFlowNoSession: midstream off and no handshake seen) and a segment not ignored
+  // (kPktTcpIgnored: invalid, or its flow dropped). Data it repeats or that lies outside the
+  // window is still counted as taken. False without a flow.
+  GASPP_HD bool tcp_stream_taken() const {
+    return has_flow() && !(a_.flow_flags[i_] & kPktTcpIgnored) && !(a_.table.recs[a_.flow_slot[i_]].misc & kFlowNoSession);
+  }
 
   GASPP_HD void drop() { set(kVerdictDrop, mc_drop); }
   GASPP_HD void drop_flow() { set(kVerdictDrop, mc_drop); set(kVerdictDropFlow, mc_drop_flow); }
@@ -295,6 +302,7 @@ struct HostPacket {
   // The flow's counters right after this packet (Suricata's alert `flow` object), for a packet a
   // module alerted on (kVerdictAlerted); null otherwise, or without flow tracking.
   const FlowCountsAt* flow_counts = nullptr;
+  uint8_t verdict = 0;  // the packet's final verdict (kVerdict* bits), when the handler sees a packet
 };
 
 // Where host handlers write what they produce.

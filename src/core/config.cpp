@@ -1,6 +1,8 @@
 // core/config.cpp — see config.hpp.
 #include "core/config.hpp"
 
+#include "modules/firewall/rules.hpp"
+
 #include <yaml-cpp/yaml.h>
 
 #include <cctype>
@@ -40,13 +42,13 @@ std::string option_text(const std::string& path, const YAML::Node& n, const std:
 
 // Top-level sections of Suricata's suricata.yaml that gaspp reads nothing from (yet).
 constexpr const char* kSuricataSections[] = {
-    "suricata-version", "default-log-dir", "stats", "plugins", "outputs", "heartbeat", "logging", "af-packet",
+    "suricata-version", "default-log-dir", "stats", "plugins", "heartbeat", "logging", "af-packet",
     "af-xdp", "dpdk", "pcap", "pcap-file", "app-layer", "datasets", "security", "coredump", "host-mode",
     "unix-command", "legacy", "engine-analysis", "pcre", "host-os-policy",
     "vlan", "livedev", "host", "decoder", "detect", "mpm-algo", "spm-algo", "threading", "profiling",
     "nfq", "nflog", "capture", "netmap", "pfring", "ipfw", "napatech", "default-rule-path", "rule-files",
     "classification-file", "reference-config-file", "firewall", "include", "run-as", "max-pending-packets",
-    "runmode", "autofp-scheduler", "sensor-name", "pid-file", "action-order", "asn1-max-frames", "mqtt", "magic",
+    "runmode", "autofp-scheduler", "sensor-name", "pid-file", "asn1-max-frames", "mqtt", "magic",
     "geoip-database", "ja3-fingerprints", "ja4-fingerprints", "iprep", "lua", "luajit", "app-layer-protocols"};
 
 // An exception policy value (Suricata's names).
@@ -161,6 +163,39 @@ void stream_section(const std::string& path, const YAML::Node& v, FileConfig& c)
     }
   }
   if (other) c.ignored.push_back("stream (all but reassembly.urgent)");
+}
+
+// suricata.yaml's outputs: of the eve-log outputs, the alert type's payload, packet and verdict
+// switches are read (yes/no, true/false); everything else in the section is listed as ignored.
+void outputs_section(const std::string& path, const YAML::Node& v, FileConfig& c) {
+  if (!v.IsSequence()) fail(path, v, "outputs: expected a list of outputs");
+  const auto yes = [&](const YAML::Node& n, const std::string& key) {
+    const std::string t = scalar(path, n, key);
+    if (t == "yes" || t == "true" || t == "on" || t == "1") return true;
+    if (t == "no" || t == "false" || t == "off" || t == "0") return false;
+    fail(path, n, key + ": yes or no, not '" + t + "'");
+    return false;
+  };
+  for (const auto& out : v) {
+    if (!out.IsMap()) continue;
+    for (const auto& kv : out) {
+      if (kv.first.as<std::string>() != "eve-log" || !kv.second.IsMap() || !kv.second["types"]) continue;
+      const YAML::Node en = kv.second["enabled"];
+      if (en && en.IsScalar() && !yes(en, "outputs.eve-log.enabled")) continue;
+      const YAML::Node types = kv.second["types"];
+      if (!types.IsSequence()) continue;
+      for (const auto& t : types) {
+        if (!t.IsMap() || !t["alert"] || !t["alert"].IsMap()) continue;
+        for (const auto& o : t["alert"]) {
+          const std::string k = o.first.as<std::string>();
+          if (k == "payload") c.eve_payload = yes(o.second, "outputs.eve-log.types.alert.payload");
+          else if (k == "packet") c.eve_packet = yes(o.second, "outputs.eve-log.types.alert.packet");
+          else if (k == "verdict") c.eve_verdict = yes(o.second, "outputs.eve-log.types.alert.verdict");
+        }
+      }
+    }
+  }
+  c.ignored.push_back("outputs (all but eve-log's alert payload, packet and verdict)");
 }
 
 bool is_suricata_section(const std::string& key) {
@@ -300,6 +335,26 @@ FileConfig read_config(const std::string& path, const YAML::Node& root) {
         for (const auto& x : order) o.push_back(uint16_t(number(path, x, "classes", 255)));
         c.classes.push_back(o);
       }
+    } else if (key == "outputs") {
+      outputs_section(path, v, c);
+    } else if (key == "packet-alert-max") {
+      // As Suricata: 1..255, anything else keeps the default (15) with a warning.
+      const std::string t = scalar(path, v, key);
+      char* end = nullptr;
+      const long long n = std::strtoll(t.c_str(), &end, 10);
+      if (t.empty() || *end || n <= 0 || n > 255)
+        c.warnings.push_back(path + ": packet-alert-max '" + t + "' is not 1..255: the default (15) is kept");
+      else
+        c.packet_alert_max = uint32_t(n);
+    } else if (key == "action-order") {
+      // Given to the firewall and the signature engine as their action-order option (rules.hpp).
+      if (!v.IsSequence()) fail(path, v, "action-order: expected a list (pass, drop, reject, alert)");
+      std::string order;
+      for (const auto& x : v) order += (order.empty() ? "" : ",") + scalar(path, x, key);
+      ActionOrder parsed;
+      const std::string why = parse_action_order(order, parsed);
+      if (!why.empty()) fail(path, v, "action-order: " + why);
+      vars["action-order"] = order;
     } else if (key == "flow-timeouts") {
       c.flow_timeouts = flow_timeouts(path, v);
     } else if (key == "stream") {

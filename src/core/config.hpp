@@ -65,14 +65,19 @@ struct FileConfig {
   std::optional<int> cuda_device;
   std::vector<std::pair<std::string, ModuleOptions>> modules;
   std::vector<std::vector<uint16_t>> classes;
-  ModuleOptions vars;                          // "address.NAME" / "port.NAME": given to every firewall
+  ModuleOptions vars;                          // "address.NAME" / "port.NAME", "action-order": given to every firewall and detect
   std::optional<FlowTimeouts> flow_timeouts;   // set when the file has flow-timeouts
   std::optional<UrgentPolicy> urgent, urgent_oob_limit;  // stream.reassembly.urgent
   // Suricata's exception-policy master switch and flow.memcap-policy, as written (auto,
   // drop-packet, drop-flow, pass-packet, pass-flow, bypass, reject, ignore)
   std::optional<std::string> exception_policy, flow_memcap_policy;
   std::optional<DefragConfig> defrag;          // suricata.yaml's defrag section (defrag/defrag.hpp)
+  std::optional<uint32_t> packet_alert_max;    // suricata.yaml's packet-alert-max: the signature engine's
+  // outputs: eve-log: types: alert: payload / packet / verdict (yes or no), as gaspp's --eve-payload,
+  // --eve-packet, --eve-verdict
+  std::optional<bool> eve_payload, eve_packet, eve_verdict;
   std::vector<std::string> ignored;            // Suricata sections present but not used by gaspp
+  std::vector<std::string> warnings;           // values not taken, with why (the run goes on)
 };
 
 FileConfig load_config(const std::string& path, const std::vector<std::string>& sets = {});

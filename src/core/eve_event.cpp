@@ -56,7 +56,7 @@ std::string vlan_json(const uint16_t* ids, int n) {
   return j + "]";
 }
 
-// ,"src_ip",["src_port",]"dest_ip",["dest_port",]"proto" of a flow, endpoint `si` of its key
+// ,"src_ip",["src_port",]"dest_ip",["dest_port",]"ip_v","proto" of a flow, endpoint `si` of its key
 // sending.
 std::string flow_endpoints_json(const FlowKey& k, int si) {
   const bool v6 = k.family == 6;
@@ -65,6 +65,7 @@ std::string flow_endpoints_json(const FlowKey& k, int si) {
   if (ports) j += ",\"src_port\":" + std::to_string(k.port[si]);
   j += ",\"dest_ip\":\"" + eve_address(k.addr[si ^ 1], v6) + "\"";
   if (ports) j += ",\"dest_port\":" + std::to_string(k.port[si ^ 1]);
+  j += v6 ? ",\"ip_v\":6" : ",\"ip_v\":4";  // Suricata 8 writes the IP version of every event
   return j + ",\"proto\":\"" + flow_proto_name(k.proto) + "\"";
 }
 
@@ -104,11 +105,39 @@ std::string eve_packet_head(const HostPacket& p, const char* event_type) {
     j += ",\"dest_ip\":\"" + eve_address(d.dst_ip, v6) + "\"";
     if (ports) j += ",\"dest_port\":" + u(d.dport[0]);
     j += ",\"proto\":\"" + std::string(flow_proto_name(d.ip_proto[0])) + "\"";
+    j += v6 ? ",\"ip_v\":6" : ",\"ip_v\":4";
     if (d.l4[0] == uint8_t(L4::icmp) || d.l4[0] == uint8_t(L4::icmpv6))
       j += ",\"icmp_type\":" + u(d.icmp_type[0]) + ",\"icmp_code\":" + u(d.icmp_code[0]);
   }
   if (p.flow_id) j += std::string(",\"direction\":\"") + (p.to_client ? "to_client" : "to_server") + "\"";
+  // A packet decoded out of a tunnel is, as Suricata names its tunnel pseudo-packets, an "ipv4
+  // tunnel" or "ipv6 tunnel" packet after the IP version of the packet that carried it.
+  if (d.tunnel_depth[0] && p.frame) {
+    DecodedPacket carrier;
+    clear(carrier);
+    carrier.wire_len[0] = d.wire_len[0];
+    decode_frame(p.frame, p.cap_len, LinkType(d.link[0]), carrier, int(d.tunnel_depth[0]) - 1);
+    return j + (carrier.l3[0] == uint8_t(L3::ipv6) ? ",\"pkt_src\":\"ipv6 tunnel\"" : ",\"pkt_src\":\"ipv4 tunnel\"");
+  }
   return j + ",\"pkt_src\":\"wire/pcap\"";
+}
+
+std::string eve_tunnel_json(const HostPacket& p) {
+  if (!p.decoded || !p.frame) return "";
+  const DecodedPacket& d = *static_cast<const DecodedPacket*>(p.decoded);
+  if (!d.tunnel_depth[0]) return "";
+  // The outermost packet, as captured: the frame decoded into no tunnel.
+  DecodedPacket root;
+  clear(root);
+  root.wire_len[0] = d.wire_len[0];
+  decode_frame(p.frame, p.cap_len, LinkType(d.link[0]), root, 0);
+  const bool v6 = root.l3[0] == uint8_t(L3::ipv6);
+  auto u = [](uint64_t v) { return std::to_string(v); };
+  std::string j = ",\"tunnel\":{\"src_ip\":\"" + eve_address(root.src_ip, v6) + "\",\"src_port\":" + u(root.sport[0]) +
+                  ",\"dest_ip\":\"" + eve_address(root.dst_ip, v6) + "\",\"dest_port\":" + u(root.dport[0]) +
+                  ",\"proto\":\"" + flow_proto_name(root.ip_proto[0]) + "\",\"depth\":" + u(d.tunnel_depth[0]);
+  if (p.number) j += ",\"pcap_cnt\":" + u(p.number);
+  return j + ",\"pkt_src\":\"wire/pcap\"}";
 }
 
 std::string eve_alert_flow_json(const HostPacket& p) {

@@ -21,12 +21,17 @@ std::string json_escape(const std::string& s);
 std::string eve_address(const uint32_t* words, bool v6);
 // ,"vlan":[ids] of the n (at most 3) tags, outermost first; nothing without tags.
 std::string vlan_json(const uint16_t* ids, int n);
-// ,"src_ip",["src_port",]"dest_ip",["dest_port",]"proto" of a flow, endpoint `si` of its key sending.
+// ,"src_ip",["src_port",]"dest_ip",["dest_port",]"ip_v","proto" of a flow, endpoint `si` of its key sending.
 std::string flow_endpoints_json(const FlowKey& k, int si);
 // The fields every per-packet event starts with, as Suricata writes them: {"timestamp", "flow_id"
 // (when the packet has a flow), "pcap_cnt", "event_type", "vlan", "src_ip", "src_port", "dest_ip",
-// "dest_port", "proto", "direction" — open: the caller appends its fields and the closing brace.
+// "dest_port", "proto", "ip_v", "direction", "pkt_src" ("wire/pcap", or "ipv4 tunnel" / "ipv6 tunnel"
+// for a packet decoded out of a tunnel) — open: the caller appends its fields and the closing brace.
 std::string eve_packet_head(const HostPacket& p, const char* event_type);
+// Suricata's `tunnel` object of an alert on a packet decoded out of a tunnel (GTP-U, IP in IP):
+// ,"tunnel":{src_ip, src_port, dest_ip, dest_port, proto, depth, pcap_cnt, pkt_src} of the
+// outermost packet as captured. Empty for a packet that came in no tunnel.
+std::string eve_tunnel_json(const HostPacket& p);
 // Suricata's `flow` object of an alert: ,"flow":{pkts_toserver, pkts_toclient, bytes_toserver,
 // bytes_toclient, start, src_ip, dest_ip, src_port, dest_port} — the flow's counters right after
 // the packet (HostPacket::flow_counts; for a flow-only event, the record's), addresses from the

@@ -88,6 +88,7 @@ void ModuleSet::finish_batch(const PacketBatch& b, ModuleOutput& out) {
     }
     hp.flow_id = e.flow_id;
     hp.to_client = e.to_client != 0;
+    hp.verdict = b.h_verdict[e.packet];
     // The flow's counters at an alerted packet, when the verdict walk worked them out.
     const FlowCountsAt* fc = b.h_pkt_counts ? &b.h_pkt_counts[e.packet] : nullptr;
     hp.flow_counts = e.flow_id && fc && (b.h_verdict[e.packet] & kVerdictAlerted) && fc->first_ts ? fc : nullptr;

@@ -2,16 +2,16 @@
 """suricata-verify's detection tests (../shared/data/detect/suricata-verify) through the detect module.
 
 For each test (a directory with test.yaml): gaspp runs on its capture with `--module
-detect:rules=test.rules` and the arguments of test.yaml we support (`-k none`; Suricata's
-`stream.midstream=true` is gaspp's default), and every alert check of test.yaml (a `filter` whose
-match has event_type alert) is evaluated against our eve.json as suricata-verify does: the events
-whose fields equal every `match` entry are counted and compared with `count`. Checks of other event
-types (flow, stats, http, ...) are not this runner's.
+detect:rules=test.rules`, the test's suricata.yaml (`-c`) when it has one, and the arguments of
+test.yaml we support (`-k none`, `--simulate-ips`, `--runmode=single`, `--set`), and every alert
+check of test.yaml (a `filter` whose match has event_type alert) is evaluated against our eve.json
+as suricata-verify does: the events whose fields equal every `match` entry are counted and compared
+with `count`. Checks of other event types (flow,
+stats, http, ...) are not this runner's.
 
 A test whose rules the parser skips for application-layer keywords needs the application layer
 (the next stage of the engine) and is reported as such. A test that cannot run as written
-(IPS simulation, unsupported --set, a newer Suricata than the expected counts were made for) says
-why. Prints each failure with its reason and "N passed, M failed"; with --status FILE writes the
+(an unsupported --set or option) says why. Prints each failure with its reason and "N passed, M failed"; with --status FILE writes the
 table that docs/detect-status.md holds.
 
 Exit status: 1 when a test outside KNOWN_FAILURES fails, or a test listed there passes (the list
@@ -38,30 +38,16 @@ from suricata_verify import matches  # test.yaml filter semantics, shared
 # Tests that need only this stage's keywords and still fail, with why (docs/detect-status.md).
 KNOWN_FAILURES = {
     "bug-130": "needs detect.guess-applayer-tx and the alert's http object (application layer)",
-    "bug-4571-02": "IPS simulation of a capture (--simulate-ips) is not built",
-    "bug-4571-03": "IPS simulation of a capture (--simulate-ips) is not built",
-    "bug-4571-04": "IPS simulation of a capture (--simulate-ips) is not built",
-    "bug-4571-05": "IPS simulation of a capture (--simulate-ips) is not built",
-    "bug-7725-01": "IPS simulation of a capture (--simulate-ips) is not built",
-    "bug-7725-02": "IPS simulation of a capture (--simulate-ips) is not built",
-    "bug-7725-03": "IPS simulation of a capture (--simulate-ips) is not built",
-    "bug-7725-04": "IPS simulation of a capture (--simulate-ips) is not built",
-    "util-action-tests/util-action-03": "IPS simulation of a capture (--simulate-ips) is not built",
-    "util-action-tests/util-action-04": "IPS simulation of a capture (--simulate-ips) is not built",
-    "util-action-tests/util-action-05": "IPS simulation of a capture (--simulate-ips) is not built",
-    "util-action-tests/util-action-06": "IPS simulation of a capture (--simulate-ips) is not built",
-    "util-action-tests/util-action-08": "IPS simulation of a capture (--simulate-ips) is not built",
-    "util-action-tests/util-action-10": "IPS simulation of a capture (--simulate-ips) is not built",
-    "bug-8021-alert-max-verdict-01": "the checks match the alert's `verdict` object, which gaspp's EVE alert does not carry yet",
-    "decode-nsh-type1": "NSH (ethertype 0x894f) is not decoded: the UDP packet inside is never seen",
-    "defrag/bug-6887-defrag-eth-vlan-ipv6-tcp": "the check matches the alert's `packet` field (base64 of the packet), not written yet",
-    "defrag/bug-6887-defrag-ppp-ipv6-tcp": "the check matches the alert's `packet` field (base64 of the packet), not written yet",
-    "detect-flowbits": "with midstream off (Suricata's default) gaspp keeps no flow for a TCP packet without a handshake, so flowbits have nowhere to live; Suricata keeps the flow and refuses only the session",
+    "bug-7725-01": "IP-in-IP: Suricata inspects the outer packet (proto IP-in-IP, pkt_src wire/pcap) as well as the inner one (pkt_src \"ipv4 tunnel\"); gaspp inspects the inner packet only",
+    "bug-7725-02": "IP-in-IP: Suricata inspects the outer packet (proto IP-in-IP, pkt_src wire/pcap) as well as the inner one (pkt_src \"ipv4 tunnel\"); gaspp inspects the inner packet only",
+    "bug-7725-03": "IP-in-IP: Suricata inspects the outer packet (proto IP-in-IP, pkt_src wire/pcap) as well as the inner one (pkt_src \"ipv4 tunnel\"); gaspp inspects the inner packet only",
+    "util-action-tests/util-action-03": "data on SYNs and a segment at the client's ISN: Suricata's stream does not take them (no TCP Fast Open option) and inspects their payloads as packets; gaspp's reassembly takes the SYN's data",
+    "util-action-tests/util-action-04": "data on SYNs and a segment at the client's ISN: Suricata's stream does not take them (no TCP Fast Open option) and inspects their payloads as packets; gaspp's reassembly takes the SYN's data",
+    "util-action-tests/util-action-06": "data on SYNs and a segment at the client's ISN: Suricata's stream does not take them (no TCP Fast Open option) and inspects their payloads as packets; gaspp's reassembly takes the SYN's data, so the drop matches the stream and drops the flow",
     "tcp-split-handshake-02-5whs": "the flow tracker does not take a 5-way split handshake (SYN, SYN from the server, SYN/ACK from the client) as a session: no stream, so the stream signatures cannot match",
-    "eve-overlap-payload-05-gap": "the checks match the alert's payload, payload_printable, stream and pkt_src fields, not written yet",
-    "eve-payload-05-tcp-data-gap": "the checks match the alert's payload, payload_printable, stream and pkt_src fields, not written yet",
-       "smb1-03-midstream": "needs stream.reassembly.depth=0 (not configurable yet)",
-    "tcp-async-01": "needs stream.async-oneside (not built)",
+    "eve-overlap-payload-05-gap": "the checks match a stream alert raised at the flow's end over data with a gap (payload \"VERY[4 bytes missing]DATA\", pkt_src \"stream (flow timeout)\"): gaspp inspects no stream across a gap and writes stream alerts with the delivering packet's payload",
+    "eve-payload-05-tcp-data-gap": "the checks match a stream alert raised at the flow's end over data with a gap (payload \"VERY[4 bytes missing]DATA\", pkt_src \"stream (flow timeout)\"): gaspp inspects no stream across a gap and writes stream alerts with the delivering packet's payload",
+    "smb1-03-midstream": "picked up midstream at the server's response: Suricata's SMB protocol detection turns the flow around, so the client's request is to_server; gaspp keeps the first packet's sender as the client (no application layer yet)",
 }
 
 
@@ -102,9 +88,18 @@ def translate_args(spec):
                 ours[1] = "on"
                 i += 2
                 continue
-            return None, f"runs with --set {kv}"
+            # Others go to gaspp's --set, which reads what it supports and lists what it ignores
+            # (stream.reassembly.depth=0, no depth limit, is what gaspp always does).
+            ours += ["--set", kv]
+            i += 2
+            continue
+        if w == "--runmode=single":
+            i += 1  # one packet thread: gaspp's results do not depend on its threads
+            continue
         if w == "--simulate-ips":
-            return None, "runs in simulated IPS mode"
+            ours.append(w)  # accepted: gaspp processes a capture as an IPS does (docs/rules.md)
+            i += 1
+            continue
         return None, f"runs with {w}"
     return ours, None
 
@@ -126,7 +121,13 @@ def run_one(gaspp, test_dir, spec, backend, prefilter):
         return "skip", "no test.rules"
     args, why = translate_args(spec)
     with tempfile.TemporaryDirectory() as d:
-        cmd = [gaspp, "-r", pcap, "--backend", backend, "-l", d, "--flow-capacity", "4096", "--module", f"detect:rules={rules},prefilter={prefilter}"] + (args or ["--midstream", "off"])
+        cmd = [gaspp, "-r", pcap, "--backend", backend, "-l", d, "--flow-capacity", "4096"]
+        # The test's suricata.yaml, as suricata-verify gives it (gaspp reads vars, action-order, flow,
+        # stream and defrag settings from it and lists the sections it ignores).
+        conf = os.path.join(test_dir, "suricata.yaml")
+        if os.path.exists(conf):
+            cmd += ["-c", conf]
+        cmd += ["--module", f"detect:rules={rules},prefilter={prefilter}"] + (args or ["--midstream", "off"])
         p = subprocess.run(cmd, capture_output=True, text=True)
         m = re.search(r"detect: .*?(\d+) skipped.*?; (\d+) need the application layer", p.stderr)
         app = int(m.group(2)) if m else 0

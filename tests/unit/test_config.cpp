@@ -103,7 +103,31 @@ TEST(Config, SetOverridesAndBuildsTheTree) {
 TEST(Config, UnknownSettingIsAnErrorButSuricataSectionsAreListed) {
   EXPECT_NE(error_of(write_yaml("bacth: 5\n")).find("unknown setting 'bacth'"), std::string::npos);
   const FileConfig c = load_config(write_yaml("outputs:\n  - fast:\n      enabled: yes\naf-packet:\n  - interface: eth0\nbatch: 8\n"));
-  EXPECT_EQ(c.ignored, (std::vector<std::string>{"outputs", "af-packet"}));
+  EXPECT_EQ(c.ignored, (std::vector<std::string>{"outputs (all but eve-log's alert payload, packet and verdict)", "af-packet"}));
+}
+
+// suricata.yaml's action-order, packet-alert-max and eve-log alert switches, as Suricata reads them.
+TEST(Config, ActionOrderAlertMaxAndEveAlertSwitches) {
+  const FileConfig c = load_config(write_yaml(
+      "outputs:\n  - fast:\n      enabled: yes\n  - eve-log:\n      enabled: yes\n      types:\n        - alert:\n"
+      "            payload: yes\n            packet: yes\n            verdict: no\n        - flow\n"
+      "action-order:\n  - drop\n  - pass\n  - reject\n  - alert\npacket-alert-max: 6\n"));
+  EXPECT_EQ(c.vars.at("action-order"), "drop,pass,reject,alert");
+  EXPECT_EQ(c.packet_alert_max.value_or(0), 6u);
+  EXPECT_EQ(c.eve_payload.value_or(false), true);
+  EXPECT_EQ(c.eve_packet.value_or(false), true);
+  EXPECT_EQ(c.eve_verdict.value_or(true), false);
+  // A disabled eve-log's switches are not taken.
+  const FileConfig off = load_config(write_yaml("outputs:\n  - eve-log:\n      enabled: no\n      types:\n        - alert:\n            packet: yes\n"));
+  EXPECT_FALSE(off.eve_packet);
+  // packet-alert-max outside 1..255 keeps the default, with a warning (Suricata's behaviour).
+  for (const char* bad : {"0", "256", "-1", "many"}) {
+    const FileConfig w = load_config(write_yaml(std::string("packet-alert-max: ") + bad + "\n"));
+    EXPECT_FALSE(w.packet_alert_max) << bad;
+    EXPECT_EQ(w.warnings.size(), 1u) << bad;
+  }
+  EXPECT_NE(error_of(write_yaml("action-order:\n  - drop\n  - pass\n")).find("action-order"), std::string::npos);
+  EXPECT_NE(error_of(write_yaml("action-order:\n  - drop\n  - pass\n  - reject\n  - log\n")).find("'log'"), std::string::npos);
 }
 
 TEST(Config, RealSuricataYaml) {
@@ -127,7 +151,8 @@ TEST(Config, RealSuricataYaml) {
       EXPECT_EQ(c.flow_timeouts->normal[p][s], d.normal[p][s]);
       EXPECT_EQ(c.flow_timeouts->emergency[p][s], d.emergency[p][s]);
     }
-  for (const char* s : {"outputs", "af-packet", "app-layer", "stream (all but reassembly.urgent)", "detect"})
+  for (const char* s : {"outputs (all but eve-log's alert payload, packet and verdict)", "af-packet", "app-layer",
+                        "stream (all but reassembly.urgent)", "detect"})
     EXPECT_NE(std::find(c.ignored.begin(), c.ignored.end(), s), c.ignored.end()) << s;
   // Its defrag section, in Suricata's size syntax ("32 MiB"): the defaults, which are ours.
   ASSERT_TRUE(c.defrag);

@@ -10,9 +10,11 @@
 
 #include <pcap/pcap.h>
 
+#include "core/modules.hpp"
 #include "decode/decoder.hpp"
 #include "modules/detect/detect.hpp"
 #include "modules/detect/signature.hpp"
+#include "pipeline/pipeline.hpp"
 #include "test_support.hpp"
 
 namespace gaspp {
@@ -418,6 +420,142 @@ TEST(Signatures, OversizedRulesAreSkippedAndBadOptionsRefused) {
   EXPECT_THROW(make({{"prefilter", "fast"}}), std::invalid_argument);
   EXPECT_THROW(make({{"matcher", "dfa"}}), std::invalid_argument);
   EXPECT_THROW(make({{"rules", testing::TempDir() + "/no-such.rules"}}), std::invalid_argument);
+}
+
+
+// An Ethernet/IPv4/UDP frame 10.0.0.1:1000 -> 10.0.0.2:53 carrying `payload`.
+std::vector<uint8_t> udp4_frame(const std::string& payload) {
+  std::vector<uint8_t> f(14 + 20 + 8 + payload.size(), 0);
+  f[0] = 0x02; f[6] = 0x02; f[12] = 0x08; f[13] = 0x00;
+  uint8_t* ip = f.data() + 14;
+  ip[0] = 0x45;
+  const uint16_t tot = uint16_t(28 + payload.size());
+  ip[2] = uint8_t(tot >> 8); ip[3] = uint8_t(tot);
+  ip[8] = 64; ip[9] = 17;
+  ip[12] = 10; ip[15] = 1; ip[16] = 10; ip[19] = 2;
+  uint8_t* u = ip + 20;
+  u[0] = 0x03; u[1] = 0xe8; u[3] = 53;
+  const uint16_t ulen = uint16_t(8 + payload.size());
+  u[4] = uint8_t(ulen >> 8); u[5] = uint8_t(ulen);
+  std::copy(payload.begin(), payload.end(), u + 8);
+  return f;
+}
+
+struct ActionRow {
+  const char* name;
+  const char* module;        // detect or firewall
+  const char* rules;         // one rule a line
+  const char* order;         // action-order option, "" for the default
+  std::vector<std::string> payloads;  // one packet each, one UDP flow
+  const char* want;          // per packet: D (dropped) or - , then the alerted sids; packets by '|'
+};
+
+// Suricata's PacketAlertFinalize, RuleActionToFlow and SignatureProperties, as rows: the first
+// pass or drop in rank order decides; a pass ends the packet's alerts; an IP-only signature's
+// decision takes the flow, a payload signature's the packet.
+// clang-format off
+const ActionRow kActionRows[] = {
+  {"pass on a payload silences the packet only", "detect",
+   "alert udp any any -> any any (content:\"Hi\"; sid:1;)\n"
+   "pass udp any any -> any any (content:\"all\"; sid:2;)\n"
+   "drop udp any any -> any any (content:\"again\"; sid:3;)\n", "",
+   {"aaaa", "Hi all", "Hi again", "Hi"}, "-|-|D 3 1|- 1"},
+  {"default order: a pass before a drop on one packet", "detect",
+   "alert udp any any -> any any (content:\"Hi\"; sid:1;)\n"
+   "pass udp any any -> any any (content:\"all\"; sid:2;)\n"
+   "drop udp any any -> any any (content:\"again\"; sid:3;)\n", "",
+   {"Hi all again", "Hi"}, "-|- 1"},
+  {"drop first: the drop decides, the pass still ends the alerts", "detect",
+   "alert udp any any -> any any (content:\"Hi\"; sid:1;)\n"
+   "pass udp any any -> any any (content:\"all\"; sid:2;)\n"
+   "drop udp any any -> any any (content:\"again\"; sid:3;)\n", "drop,pass,reject,alert",
+   {"Hi all again", "Hi"}, "D 3|- 1"},
+  {"alert first: alerts ranked before the pass stay", "detect",
+   "alert udp any any -> any any (content:\"Hi\"; sid:1;)\n"
+   "pass udp any any -> any any (content:\"all\"; sid:2;)\n", "alert,pass,drop,reject",
+   {"Hi all", "Hi"}, "- 1|- 1"},
+  {"an IP-only pass passes the flow", "detect",
+   "pass udp any any -> any 53 (sid:4;)\n"
+   "alert udp any any -> any any (content:\"Hi\"; sid:1;)\n", "",
+   {"Hi", "Hi", "Hi"}, "-|-|-"},
+  {"an IP-only drop drops the flow", "detect",
+   "drop udp any any -> any 53 (sid:5;)\n"
+   "alert udp any any -> any any (content:\"Hi\"; sid:1;)\n", "",
+   {"Hi", "Hi", "aaaa"}, "D 5 1|D|D"},
+  {"a payload drop drops the packet only", "detect",
+   "drop udp any any -> any any (content:\"bad\"; sid:6;)\n", "",
+   {"bad", "good", "bad"}, "D 6|-|D 6"},
+  {"flowbits set stays IP-only", "detect",
+   "drop udp any any -> any 53 (flowbits:set,x; sid:7;)\n", "",
+   {"a", "b"}, "D 7|D"},
+  {"firewall: default order, a pass wins", "firewall",
+   "drop udp any any -> any 53 (sid:8;)\n"
+   "pass udp 10.0.0.1 any -> any any (sid:9;)\n", "",
+   {"a", "b"}, "-|-"},
+  {"firewall: drop first, the drop wins and alerts", "firewall",
+   "drop udp any any -> any 53 (sid:8;)\n"
+   "pass udp 10.0.0.1 any -> any any (sid:9;)\n", "drop,pass,reject,alert",
+   {"a", "b"}, "D 8|D"},
+  {"firewall: alert first, the alert stays beside the pass", "firewall",
+   "alert udp any any -> any 53 (sid:10;)\n"
+   "pass udp 10.0.0.1 any -> any any (sid:9;)\n", "alert,pass,drop,reject",
+   {"a", "b"}, "- 10|-"},
+};
+// clang-format on
+
+TEST(Signatures, ActionsFollowSuricatasOrderAndScopes) {
+  for (const ActionRow& row : kActionRows) {
+    SCOPED_TRACE(row.name);
+    const std::string path = testing::TempDir() + "/actions.rules";
+    {
+      std::ofstream f(path);
+      f << row.rules;
+    }
+    test::PcapBuilder pb;
+    uint32_t t = 1;
+    for (const std::string& p : row.payloads) pb.record(udp4_frame(p), t++);
+    const CaptureFile cap = CaptureFile::from_memory(pb.bytes(), "actions.pcap");
+    ModuleOptions opt{{"rules", path}};
+    if (*row.order) opt["action-order"] = row.order;
+    ModuleSet mods;
+    mods.add(make_module(row.module, opt));
+    BackendConfig cfg;
+    cfg.modules = mods.pointers();
+    cfg.flow.module_state_bytes = mods.flow_state_bytes();
+    RunOptions ro;
+    auto be = test::make_backend(cfg);
+    struct Out : ModuleOutput {
+      std::map<uint64_t, std::vector<uint32_t>> sids;  // pcap_cnt -> alerted sids, in order
+      void eve(const std::string& line) override {
+        const size_t at = line.find("\"signature_id\":"), n = line.find("\"pcap_cnt\":");
+        if (at == std::string::npos || n == std::string::npos) return;
+        sids[std::stoull(line.substr(n + 11))].push_back(uint32_t(std::stoul(line.substr(at + 15))));
+      }
+    } out;
+    std::vector<bool> dropped;
+    run_capture(cap, *be, ro, [&](const PacketBatch& b) {
+      for (uint32_t i = 0; i < b.count; ++i) dropped.push_back(b.h_verdict[i] & kVerdictDrop);
+      mods.finish_batch(b, out);
+    });
+    std::string got;
+    for (size_t i = 0; i < dropped.size(); ++i) {
+      got += std::string(i ? "|" : "") + (dropped[i] ? "D" : "-");
+      for (uint32_t sid : out.sids[i + 1]) got += " " + std::to_string(sid);
+    }
+    EXPECT_EQ(got, row.want);
+  }
+}
+
+// action-order takes each of the four actions once.
+TEST(Signatures, ActionOrderParsesAndRefusesBadLists) {
+  ActionOrder o;
+  EXPECT_EQ(parse_action_order("drop, pass,reject,alert", o), "");
+  EXPECT_LT(o.rank(RuleAction::drop), o.rank(RuleAction::pass));
+  EXPECT_LT(o.rank(RuleAction::reject), o.rank(RuleAction::alert));
+  EXPECT_NE(parse_action_order("drop,pass,reject", o), "");
+  EXPECT_NE(parse_action_order("drop,pass,reject,alert,pass", o), "");
+  EXPECT_NE(parse_action_order("drop,pass,reject,log", o), "");
+  EXPECT_THROW(DetectModule::Host(ModuleOptions{{"action-order", "pass,alert"}}), std::invalid_argument);
 }
 
 }  // namespace

@@ -151,7 +151,9 @@ TEST(EveFlowTable, Endpoints) {
     EXPECT_EQ(j.value("src_ip", ""), row.src_ip) << r;
     EXPECT_EQ(j.value("dest_ip", ""), row.dest_ip) << r;
     EXPECT_EQ(j.value("proto", ""), row.proto_name) << r;
-    std::set<std::string> want_keys = {"timestamp", "flow_id", "event_type", "src_ip", "dest_ip", "proto", "flow"};
+    // Suricata 8 writes ip_v in every event: the family of the flow's addresses.
+    EXPECT_EQ(j.value("ip_v", 0), std::string(row.src_ip).find(':') == std::string::npos ? 4 : 6) << r;
+    std::set<std::string> want_keys = {"timestamp", "flow_id", "event_type", "src_ip", "dest_ip", "ip_v", "proto", "flow"};
     if (row.src_port >= 0) {
       want_keys.insert("src_port");
       EXPECT_EQ(j.value("src_port", -1), row.src_port) << r;

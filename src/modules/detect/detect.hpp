@@ -8,6 +8,8 @@
 //   address.NAME, port.NAME   rule variables ($HOME_NET, $HTTP_PORTS, ...)
 //   packet-alert-max     alerts kept per packet (Suricata's packet_alert_max, default 15)
 //   payload              on: alerts carry payload, payload_printable and stream (--eve-payload)
+//   packet               on: alerts carry the packet, base64, and packet_info.linktype (--eve-packet)
+//   verdict              on: alerts carry verdict.action: drop, pass or alert (--eve-verdict)
 //   firewall             on: header-only rules without flowbits are left to the firewall module
 //                        (gaspp --rules loads the files into both)
 //   prefilter            hyperscan (CPU default); hash: the CPU backend runs the device's matcher
@@ -15,6 +17,7 @@
 //                        leaves it (the device's whole path, on the CPU)
 //   matcher              the device's multi-literal matcher: hash (default; prefilter.hpp) or ac
 //                        (Aho-Corasick, prefilter_ac.hpp)
+//   action-order         pass,drop,reject,alert in the order to apply them (suricata.yaml's action-order)
 //
 // Per packet (on_ip) and per in-order stream piece (on_stream_bulk), both backends:
 //   1. prefilter: the signatures whose fast pattern occurs in the buffer (CPU: Hyperscan over all
@@ -31,10 +34,15 @@
 // On the host, in capture order (events sort by packet, then rank): flowbits and flowints are
 // tested and changed (Suricata: conditions with the match, changes after it),
 // thresholds applied, and an alert is written for each matching signature unless it is noalert,
-// the packet already has packet-alert-max alerts (counted), or a packet's stream and payload
-// matches name the same signature (one alert). A drop/reject signature that the device decides alone (no
-// flowbits to read, no pcre) drops the flow there (drop_flow), as the firewall does; the others are
-// decided on the host, after the verdicts, and only alert (action "allowed").
+// the packet already has packet-alert-max alerts (counted), a pass ranked before it matched the
+// packet (counted as matches_after_pass; the pass itself raises no alert), or a packet's stream and
+// payload matches name the same signature (one alert).
+// Actions, in rank order (the action order first: rules.hpp ActionOrder): the first drop or pass
+// among a buffer's matches decides (DetVerdict, detect_tables.hpp) — an IP-only signature's for
+// the flow, a payload signature's for the packet it matched, or for the flow on a stream match
+// (Suricata's SignatureProperties). A signature that reads flowbits or has a pcre is decided on
+// the host, after the verdicts: it only alerts (drop, action "allowed") or ends the packet's
+// alerts (pass).
 //
 // State: per flow, the engine's StreamTail of both directions (2 x kDetStreamCarry bytes); on
 // the host, flowbits and flowints per flow id (at most kDetFlowbitFlows flows; more are counted as
@@ -186,13 +194,16 @@ struct DetectModule {
     }
     const FwPacket pk = FirewallModule::packet_of(p);
     const bool tcp = pk.proto == 6;
-    // A TCP segment with data and a flow went to the stream: stream rules inspect it there.
-    const bool stream_added = tcp && p.has_flow() && len > 0;
+    // A TCP segment with data that its session took went to the stream: stream rules inspect it
+    // there. Others (no session, midstream off; an invalid segment) are inspected here, as
+    // Suricata falls back to the packet's payload when a segment was not added to the stream.
+    const bool stream_added = tcp && len > 0 && p.tcp_stream_taken();
     PacketFacts facts;
     facts.dsize = int64_t(len);
     facts.tcp_flags = d.tcp_flags[k];
     facts.icmp_type = d.icmp_type[k];
     facts.icmp_code = d.icmp_code[k];
+    Decision dec;
     for_candidates(v, payload, len, pk, [&](uint32_t i) {
       const DetSig& s = v.sigs[i];
       if (!(s.mode & kSigPacket) && (!tcp || stream_added || (s.mode & kSigStreamOnly))) return;
@@ -201,11 +212,30 @@ struct DetectModule {
       const int r = detect_inspect(v, s, payload, len, 0);
       if (r == kInspectNoMatch) return;
       // A pcre the device cannot run: the host runs the whole list again on the packet.
-      if (r == kInspectMatch && s.drop) p.drop_flow();
+      if (r == kInspectMatch) dec.note(s.verdict, i);
       p.emit(kMatch, (i << 2) | (r == kInspectNeedsHost ? 1u : 0u));
     });
+    // Suricata's order of actions (PacketAlertFinalize): the first deciding match in rank order
+    // wins, a pass ends the packet's list; a packet match decides the packet, an IP-only one the flow.
+    if (dec.drop < dec.pass) {
+      if (v.sigs[dec.drop].verdict & kDetFlowScope) p.drop_flow();
+      else p.drop();
+    } else if (dec.pass != Decision::kNone && (v.sigs[dec.pass].verdict & kDetFlowScope)) {
+      p.pass_flow();
+    }
     return ctx;
   }
+
+  // The first (lowest-ranked) drop and pass among a buffer's final matches; candidates come in
+  // any order on the device.
+  struct Decision {
+    static constexpr uint32_t kNone = 0xffffffffu;
+    uint32_t drop = kNone, pass = kNone;
+    GASPP_HD void note(uint8_t verdict, uint32_t rank) {
+      if ((verdict & kDetDrop) && rank < drop) drop = rank;
+      if ((verdict & kDetPass) && rank < pass) pass = rank;
+    }
+  };
 
   // One stream piece (every piece of the batch at once, gaspp/stream_hook.hpp): the piece alone,
   // then the junction of the bytes before it (at most kDetStreamCarry) and its first bytes.
@@ -223,16 +253,29 @@ struct DetectModule {
       if (!sig_applies(v, i, pk, true, s.to_client(), true, PacketFacts{})) return kInspectNoMatch;
       return detect_inspect(v, sg, buf, len, min_end, max_start);
     };
+    Decision dec;
     auto raise = [&](uint32_t i, int r) {
       if (r == kInspectNoMatch) return;
       if (r == kInspectNeedsHost) {
         s.emit(kStreamNeedsHost, i);  // not resolved: the host has no stream bytes (counted)
         return;
       }
-      if (v.sigs[i].drop) s.drop_flow();
+      dec.note(v.sigs[i].verdict, i);
       s.emit(kMatch, (i << 2) | 2u);
     };
-    for_candidates(v, s.data(), s.len(), pk, [&](uint32_t i) { raise(i, stream_match(s.data(), s.len(), 0, kInspectAnywhere, i)); });
+    for_candidates(v, s.data(), s.len(), pk, [&](uint32_t i) {
+      const DetSig& sg = v.sigs[i];
+      // An IP-only pass or drop matches every packet of this direction, the one that delivered the
+      // piece too (on_ip raised its event there): it takes part in the piece's decision, so that a
+      // stream match ranked after it cannot overrule it (ranked before it, the drop wins).
+      if (!sg.op_n) {
+        if ((sg.verdict & kDetFlowScope) && (sg.verdict & (kDetDrop | kDetPass)) &&
+            sig_applies(v, i, pk, true, s.to_client(), true, PacketFacts{}))
+          dec.note(sg.verdict, i);
+        return;
+      }
+      raise(i, stream_match(s.data(), s.len(), 0, kInspectAnywhere, i));
+    });
     if (c) {
       // Matches across the junction: one option starts in the bytes before, one ends in the piece.
       uint8_t junction[2 * kDetStreamCarry];
@@ -241,6 +284,9 @@ struct DetectModule {
       for (uint32_t b = 0; b < head; ++b) junction[c + b] = s.data()[b];
       for_candidates(v, junction, c + head, pk, [&](uint32_t i) { raise(i, stream_match(junction, c + head, c, c, i)); });
     }
+    // A stream match decides the flow (Suricata: the action of a stateful match applies to it).
+    if (dec.drop < dec.pass) s.drop_flow();
+    else if (dec.pass != Decision::kNone) s.pass_flow();
   }
 
   GASPP_HD static FwPacket stream_packet_of(const StreamPiece& s) { return FirewallModule::stream_packet(s); }
@@ -295,8 +341,11 @@ struct DetectModule {
     ThresholdTable threshold_table_;
     uint32_t packet_alert_max_ = 15;
     bool payload_ = false;
+    bool eve_packet_ = false, eve_verdict_ = false;  // packet=on, verdict=on
     uint64_t last_number_ = ~0ull, last_flow_ = 0;
     uint32_t last_sig_ = ~0u, packet_alerts_ = 0;
+    bool packet_passed_ = false;  // a pass signature matched the current packet
+    uint64_t pass_matches_ = 0, after_pass_ = 0;
     uint64_t host_rechecks_ = 0, host_recheck_matches_ = 0, stream_unresolved_ = 0;
     uint64_t alerts_ = 0, alerts_blocked_ = 0, alert_overflow_ = 0, matches_ = 0, flowbits_rejected_ = 0,
              noalert_ = 0, flowbit_flows_full_ = 0, threshold_suppressed_ = 0;

@@ -69,15 +69,6 @@ int on_hs_match(unsigned int id, unsigned long long, unsigned long long, unsigne
   return 0;
 }
 
-// Suricata's action order for evaluation (pass, drop, reject, alert).
-int action_order(RuleAction a) {
-  switch (a) {
-    case RuleAction::pass: return 0;
-    case RuleAction::drop: return 1;
-    case RuleAction::reject: return 2;
-    default: return 3;
-  }
-}
 // Flowbits role as Suricata orders signatures: setters first, then set-and-read, readers, others.
 int flowbits_order(const Signature& s) {
   bool rd = false, wr = false;
@@ -157,6 +148,7 @@ DetectModule::Host::Host(const ModuleOptions& opt) : ModuleHost<DetectModule>({}
   std::vector<std::string> files;
   std::string class_file;
   bool leave_to_firewall = false;
+  ActionOrder action_order;  // Suricata's default: pass, drop, reject, alert
   for (auto& [k, v] : opt) {
     if (k == "classification-file") {
       class_file = v;
@@ -174,19 +166,26 @@ DetectModule::Host::Host(const ModuleOptions& opt) : ModuleHost<DetectModule>({}
       matcher_ac_ = v == "ac";
     } else if (k == "payload") {
       payload_ = v == "on";
+    } else if (k == "packet") {
+      eve_packet_ = v == "on";
+    } else if (k == "verdict") {
+      eve_verdict_ = v == "on";
     } else if (k == "firewall") {
       leave_to_firewall = v == "on";
     } else if (k == "packet-alert-max") {
       if (v.empty() || v.size() > 9 || !std::all_of(v.begin(), v.end(), ::isdigit) || std::stoul(v) == 0)
         throw std::invalid_argument("detect: packet-alert-max is a count of 1 or more, not '" + v + "'");
       packet_alert_max_ = uint32_t(std::stoul(v));
+    } else if (k == "action-order") {
+      const std::string why = parse_action_order(v, action_order);
+      if (!why.empty()) throw std::invalid_argument("detect: action-order: " + why);
     } else if (k.rfind("address.", 0) == 0) {
       vars.addr[k.substr(8)] = v;
     } else if (k.rfind("port.", 0) == 0) {
       vars.port[k.substr(5)] = v;
     } else {
       throw std::invalid_argument("detect: unknown option '" + k +
-                                  "' (rules, classification-file, packet-alert-max, prefilter, matcher, firewall, payload, address.NAME, port.NAME)");
+                                  "' (rules, classification-file, packet-alert-max, prefilter, matcher, firewall, payload, packet, verdict, action-order, address.NAME, port.NAME)");
     }
   }
   const std::set<std::string> read = leave_to_firewall ? flowbits_read(files, vars) : std::set<std::string>{};
@@ -205,8 +204,8 @@ DetectModule::Host::Host(const ModuleOptions& opt) : ModuleHost<DetectModule>({}
   for (size_t i = 0; i < rules.size(); ++i) set_.sigs[i].rule.priority = rules[i].priority;
   // Suricata's evaluation order (detect-engine-sigorder.c): action, flowbits role, priority, then
   // load order.
-  std::stable_sort(set_.sigs.begin(), set_.sigs.end(), [](const Signature& a, const Signature& b) {
-    const int aa = action_order(a.rule.action), ab = action_order(b.rule.action);
+  std::stable_sort(set_.sigs.begin(), set_.sigs.end(), [&](const Signature& a, const Signature& b) {
+    const int aa = action_order.rank(a.rule.action), ab = action_order.rank(b.rule.action);
     if (aa != ab) return aa < ab;
     const int fa = flowbits_order(a), fb = flowbits_order(b);
     if (fa != fb) return fa < fb;
@@ -247,7 +246,10 @@ DetectModule::Host::Host(const ModuleOptions& opt) : ModuleHost<DetectModule>({}
     // no pcre (the device hands those to the host, after the verdicts).
     bool has_pcre = false;
     for (const SigOp& o : s.ops) has_pcre = has_pcre || o.type == SigOpType::pcre;
-    d.drop = (s.rule.action == RuleAction::drop || s.rule.action == RuleAction::reject) && !reads_flowbits(s) && !has_pcre;
+    const bool final_here = !reads_flowbits(s) && !has_pcre;
+    if (final_here && (s.rule.action == RuleAction::drop || s.rule.action == RuleAction::reject)) d.verdict |= kDetDrop;
+    if (final_here && s.rule.action == RuleAction::pass) d.verdict |= kDetPass;
+    if (s.ip_only) d.verdict |= kDetFlowScope;
     d.bidir = s.rule.bidirectional;
     d.sid = s.rule.sid;
     int last_pm = -1;  // the last content or pcre: relative options refer to it
@@ -552,7 +554,10 @@ void DetectModule::Host::on_event(const ModuleEvent& ev, const HostPacket& p, Mo
   // one match.
   const bool same_packet = p.number == last_number_ && e.flow_id == last_flow_ && p.number != 0;
   if (same_packet && e.value == last_sig_) return;
-  if (!same_packet) packet_alerts_ = 0;
+  if (!same_packet) {
+    packet_alerts_ = 0;
+    packet_passed_ = false;
+  }
   last_number_ = p.number;
   last_flow_ = e.flow_id;
   last_sig_ = e.value;
@@ -562,7 +567,18 @@ void DetectModule::Host::on_event(const ModuleEvent& ev, const HostPacket& p, Mo
     ++flowbits_rejected_;
     return;
   }
+  // Flowbits and flowints change with every match (Suricata applies them while it inspects, before
+  // it orders the actions); a pass ends the packet's alerts: those ranked after it are not written.
   flow_effects_apply(s, e.flow_id);
+  if (packet_passed_) {
+    ++after_pass_;
+    return;
+  }
+  if (s.rule.action == RuleAction::pass) {
+    packet_passed_ = true;
+    ++pass_matches_;
+    return;
+  }
   if (s.noalert) {
     ++noalert_;
     return;
@@ -592,9 +608,9 @@ void DetectModule::Host::on_event(const ModuleEvent& ev, const HostPacket& p, Mo
   ++packet_alerts_;
   ++alerts_;
   const bool blocked = s.rule.action == RuleAction::drop || s.rule.action == RuleAction::reject;
-  alerts_blocked_ += blocked && sigs_[e.value].drop;
-  const bool dropped = blocked && sigs_[e.value].drop;
-  out.eve(eve_alert_line(s.rule, classes_, p, dropped, AlertExtras{payload_, (ev.value & 2) != 0}));
+  const bool dropped = blocked && (sigs_[e.value].verdict & kDetDrop);
+  alerts_blocked_ += dropped;
+  out.eve(eve_alert_line(s.rule, classes_, p, dropped, AlertExtras{payload_, (ev.value & 2) != 0, eve_packet_, eve_verdict_}));
   out.fast_log(fast_log_line(s.rule, classes_, p, dropped));
 }
 
@@ -607,6 +623,8 @@ void DetectModule::Host::report(std::map<std::string, uint64_t>& r) const {
   r["matches"] = matches_;
   r["alerts"] = alerts_;
   r["alerts_blocked"] = alerts_blocked_;
+  r["pass_matches"] = pass_matches_;
+  r["matches_after_pass"] = after_pass_;
   r["alerts_over_packet_max"] = alert_overflow_;
   r["flowbits_not_matched"] = flowbits_rejected_;
   r["noalert"] = noalert_;

@@ -100,6 +100,16 @@ GASPP_HD GASPP_FORCEINLINE bool det_flags_hold(const DetFlags& f, uint16_t flags
   }
 }
 
+// What a signature's match decides for the packet or flow where the match is found (DetSig::verdict).
+// Only a signature whose match is final there is marked drop or pass: one that reads flowbits or
+// flowints, or has a pcre (the device leaves pcre to the host), is decided on the host, after the
+// verdicts, and only alerts (drop) or ends the packet's alerts (pass).
+enum DetVerdict : uint8_t {
+  kDetDrop = 1,       // drop or reject
+  kDetPass = 2,       // pass
+  kDetFlowScope = 4,  // IP-only: a match decides the flow (others: the packet, or the flow on a stream match)
+};
+
 struct DetSig {
   uint32_t op_off;
   uint16_t op_n;
@@ -107,7 +117,7 @@ struct DetSig {
   uint8_t proto;       // 0: any IP protocol
   uint8_t flow_dir;    // 1 to_server, 2 to_client
   uint8_t flow_est;    // 1 established, 2 not_established
-  uint8_t drop;        // a drop/reject rule whose match decides on the device (no flowbits to read)
+  uint8_t verdict;     // DetVerdict bits: what a match decides where it is found
   uint8_t bidir;
   DetCond dsize, itype, icode;
   DetFlags flags;

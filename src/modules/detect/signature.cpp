@@ -414,6 +414,9 @@ std::string finish(Signature& s) {
   if (s.has_flags && s.rule.proto != 6 && s.rule.proto != 0) return "error:flags on a rule that is not TCP";
   if ((m & kSigStreamOnly) && !tcp) return "error:only_stream on a rule that is not TCP";
   s.mode = m;
+  s.ip_only = s.ops.empty() && !s.flow_keyword && !s.dsize.on && !s.has_flags && !s.itype.on && !s.icode.on &&
+              s.flowints.empty() && !s.rule.tcp_stream &&
+              std::all_of(s.flowbits.begin(), s.flowbits.end(), [](const FlowbitCmd& c) { return c.cmd == FlowbitCmd::set; });
   return "";
 }
 
@@ -555,6 +558,7 @@ std::string parse_signature(const std::string& text, const RuleVars& vars, Signa
       continue;
     }
     if (k == "flow") {
+      out.flow_keyword = true;
       for (const std::string& o : split_commas(v)) {
         if (o == "to_server" || o == "from_client") out.flow_dir = 1;
         else if (o == "to_client" || o == "from_server") out.flow_dir = 2;

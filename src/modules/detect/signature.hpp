@@ -124,6 +124,11 @@ struct Signature {
   std::vector<FlowbitCmd> flowbits;
   std::vector<FlowintCmd> flowints;
   bool noalert = false;
+  bool flow_keyword = false;       // a `flow` option was given (any of its values)
+  // Suricata's IP-only (and like-IP-only) signature: nothing but the header, thresholds and
+  // flowbits `set`. Its drop or pass applies to the whole flow; other signatures' to the packet
+  // they matched, or to the flow when they matched the stream (SignatureProperties).
+  bool ip_only = false;
   uint8_t mode = 0;                // SigMode bits
   int fast_pattern = -1;           // the op the prefilter looks for (a content), or -1: none
 };

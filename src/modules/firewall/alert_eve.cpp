@@ -65,6 +65,7 @@ std::string eve_alert_line(const Rule& r, const Classifications& classes_, const
     j += "}";
   }
   j += "}";
+  j += eve_tunnel_json(p);
   j += eve_alert_flow_json(p);
   if (x.payload) {
     const uint8_t* d;
@@ -75,6 +76,19 @@ std::string eve_alert_line(const Rule& r, const Classifications& classes_, const
       printable += (std::isprint(d[i]) || d[i] == '\n' || d[i] == '\r') ? char(d[i]) : '.';
     j += ",\"payload\":\"" + base64(d, n) + "\",\"payload_printable\":\"" + json_escape(printable) +
          "\",\"stream\":" + (x.stream ? "1" : "0");
+  }
+  if (x.packet && p.decoded && p.frame) {
+    // The frame as captured (for a reassembled datagram, the one defrag built), and its link type
+    // as the capture file numbers it.
+    const DecodedPacket& d = *static_cast<const DecodedPacket*>(p.decoded);
+    const unsigned link = d.link[0] == uint8_t(LinkType::linux_sll2) ? 276u : d.link[0];
+    j += ",\"packet\":\"" + base64(p.frame, p.cap_len) + "\",\"packet_info\":{\"linktype\":" + std::to_string(link) + "}";
+  }
+  if (x.verdict) {
+    // Suricata's EveAddVerdict (IPS): drop when the packet is dropped, else pass for a pass rule's
+    // alert, else alert.
+    const char* v = (p.verdict & kVerdictDrop) ? "drop" : x.pass ? "pass" : "alert";
+    j += std::string(",\"verdict\":{\"action\":\"") + v + "\"}";
   }
   j += "}";
   return j;

@@ -15,8 +15,11 @@ namespace gaspp {
 // (base64), `payload_printable` (printable bytes, others as '.') and `stream` (1: the match was on
 // the reassembled stream; the payload is then that of the packet that delivered the data).
 struct AlertExtras {
-  bool payload = false;
-  bool stream = false;
+  bool payload = false;  // payload, payload_printable, stream
+  bool stream = false;   // the match was on the reassembled stream
+  bool packet = false;   // packet (base64 of the frame) and packet_info.linktype
+  bool verdict = false;  // verdict.action from HostPacket::verdict
+  bool pass = false;     // the alert's own action is pass (verdict "pass" when not dropped)
 };
 
 std::string eve_alert_line(const Rule& r, const Classifications& classes, const HostPacket& p, bool blocked,

@@ -9,19 +9,24 @@
 //                  the first rules file, when there is one)
 //   address.NAME   an address variable ($HOME_NET, ...), e.g. address.HOME_NET=[10.0.0.0/8]
 //   port.NAME      a port variable ($HTTP_PORTS, ...)
+//   action-order   pass,drop,reject,alert in the order to apply them (suricata.yaml's action-order)
 //   payload        on: alerts carry payload, payload_printable and stream (--eve-payload)
+//   packet         on: alerts carry the packet, base64, and packet_info.linktype (--eve-packet)
+//   verdict        on: alerts carry verdict.action: drop, pass or alert (--eve-verdict)
 //   detect         on: the signature engine (modules/detect) loads the same rule files (gaspp
 //                  --rules does this): rules whose flowbits another rule reads, or with
 //                  noalert, are left to it (firewall_keeps in rules.hpp)
 // Per packet (on_ip, one thread per packet, both backends), every rule whose header matches is
-// found (firewall_tables.hpp). Then, with Suricata's default action order (pass, drop, reject, alert):
-//   * a pass rule matched: the packet passes and so does the rest of its flow (pass_flow), no alert;
-//   * else a drop or reject rule matched: the packet and the rest of its flow are dropped
-//     (drop_flow); reject sends nothing (offline), it drops like drop;
-//   * every matched drop/reject/alert rule raises an alert (at most 15 per packet, as Suricata's
-//     packet_alert_max: the first in action order, then priority, then file order; the rest are
-//     counted), action "blocked" when the packet is dropped, unless the rule's threshold or
-//     detection_filter suppresses it (threshold.hpp; counted).
+// found (firewall_tables.hpp). Then, in the action order (`action-order`; Suricata's default:
+// pass, drop, reject, alert), the first deciding rule wins:
+//   * a pass rule: the packet passes and so does the rest of its flow (pass_flow), and the rules
+//     ranked after it raise no alert (with the default order: no alert at all);
+//   * a drop or reject rule: the packet and the rest of its flow are dropped (drop_flow); reject
+//     sends nothing (offline), it drops like drop;
+//   * every matched drop/reject/alert rule ranked before any pass raises an alert (at most 15 per
+//     packet, as Suricata's packet_alert_max: the first in action order, then priority, then file
+//     order; the rest are counted), action "blocked" when the packet is dropped, unless the rule's
+//     threshold or detection_filter suppresses it (threshold.hpp; counted).
 // Later packets of a decided flow are not inspected (the pipeline applies the decision).
 //
 // Firewall mode (`firewall-rules`, `gaspp --firewall-rules FILE`; policy.hpp): Suricata 8's
@@ -128,11 +133,17 @@ struct FirewallModule {
     }
     FwMatch m;
     firewall_match(v.td, pk, m);
+    // The first deciding rule in rank order wins; a pass ends the packet's list, so only alerts
+    // ranked before it stay (none in the default action order, where pass comes first).
     if (m.pass) {
-      p.pass_flow();
-      return ctx;
+      uint32_t n = 0;
+      while (n < m.n && v.td.rules[m.rule[n]].rank < m.pass_rank) ++n;
+      if (n < m.n) m.overflow = 0;
+      m.n = uint8_t(n);
     }
-    if (m.action == kFwDrop || m.action == kFwReject) p.drop_flow();
+    if (m.drop_rank < m.pass_rank) p.drop_flow();
+    else if (m.pass) p.pass_flow();
+    if (m.pass && !m.n) return ctx;
     if (m.n) p.alerted();
     for (uint32_t k = 0; k < m.n; ++k) p.emit(kAlert, m.rule[k]);
     if (m.overflow) p.emit(kAlertOverflow, m.overflow);
@@ -227,6 +238,7 @@ struct FirewallModule {
     ThresholdTable threshold_table_;
     uint64_t alerts_ = 0, alerts_blocked_ = 0, alert_overflow_ = 0, threshold_errors_ = 0;
     bool payload_ = false;                   // payload=on: alerts carry the packet's payload
+    bool eve_packet_ = false, eve_verdict_ = false;  // packet=on, verdict=on
     uint64_t to_detect_ = 0;                 // detect=on: rules left to the signature engine
   };
 };

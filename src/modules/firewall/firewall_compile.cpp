@@ -156,18 +156,16 @@ void elementary_pieces(std::vector<std::pair<Range, uint32_t>>& rg, std::vector<
 
 }  // namespace
 
-void FirewallTables::compile(const std::vector<Rule>& rules, const FirewallLimits& lim) {
+void FirewallTables::compile(const std::vector<Rule>& rules, const FirewallLimits& lim, const ActionOrder& action_order) {
   *this = FirewallTables{};
   // Per family and side: single addresses → entries, ranges → (range, entry).
   std::map<u128, std::vector<uint32_t>> singles[2][2];
   std::vector<std::pair<Range, uint32_t>> ranges[2][2];
   std::vector<uint32_t> wild[2];
   std::vector<Range> sets[2][2];  // this rule's [family][src/dst]
-  // Alert order: Suricata's default action order (pass, drop, reject, alert), then priority (lower
-  // first), then file order.
-  auto action_rank = [](RuleAction a) {
-    return a == RuleAction::pass || a == RuleAction::accept ? 0 : a == RuleAction::drop ? 1 : a == RuleAction::reject ? 2 : 3;
-  };
+  // Alert order: the action order (Suricata's default: pass, drop, reject, alert), then priority
+  // (lower first), then file order.
+  auto action_rank = [&](RuleAction a) { return action_order.rank(a); };
   std::vector<uint32_t> order(rules.size()), rank(rules.size());
   std::iota(order.begin(), order.end(), 0u);
   std::stable_sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) {

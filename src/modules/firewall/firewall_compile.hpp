@@ -25,7 +25,8 @@ struct FirewallLimits {
 
 class FirewallTables {
  public:
-  void compile(const std::vector<Rule>& rules, const FirewallLimits& lim = {});
+  // Rules are ranked by `order` (then priority, then file order): FwRule::rank.
+  void compile(const std::vector<Rule>& rules, const FirewallLimits& lim = {}, const ActionOrder& order = {});
   FirewallView place(TableMemory& mem) const;
   // A view over the host vectors themselves (the CPU backend and tests).
   FirewallView host_view() const;

@@ -19,25 +19,33 @@ FirewallModule::Host::Host(const ModuleOptions& opt) : ModuleHost<FirewallModule
   std::string class_file;
   bool class_file_given = false;
   bool with_detect = false;  // detect=on: the signature engine loads the same files
+  ActionOrder action_order;
   for (auto& [k, v] : opt) {
     if (k == "classification-file") {
       class_file = v;
       class_file_given = true;
     } else if (k == "payload") {
       payload_ = v == "on";
+    } else if (k == "packet") {
+      eve_packet_ = v == "on";
+    } else if (k == "verdict") {
+      eve_verdict_ = v == "on";
     } else if (k == "detect") {
       with_detect = v == "on";
     } else if (k == "rules" || k == "firewall-rules") {
       std::stringstream ss(v);
       for (std::string f; std::getline(ss, f, ',');)
         if (!f.empty()) (k == "rules" ? files : policy_files).push_back(f);
+    } else if (k == "action-order") {
+      const std::string why = parse_action_order(v, action_order);
+      if (!why.empty()) throw std::invalid_argument("firewall: action-order: " + why);
     } else if (k.rfind("address.", 0) == 0) {
       vars.addr[k.substr(8)] = v;
     } else if (k.rfind("port.", 0) == 0) {
       vars.port[k.substr(5)] = v;
     } else {
       throw std::invalid_argument("firewall: unknown option '" + k +
-                                  "' (rules, firewall-rules, classification-file, detect, payload, address.NAME, port.NAME)");
+                                  "' (rules, firewall-rules, classification-file, detect, payload, packet, verdict, action-order, address.NAME, port.NAME)");
     }
   }
   for (const std::string& f : files)
@@ -89,7 +97,7 @@ FirewallModule::Host::Host(const ModuleOptions& opt) : ModuleHost<FirewallModule
   for (const auto& [why, n] : policy_set_.skipped_by_reason)
     std::fprintf(stderr, "gaspp: firewall rules: %llu skipped (%s): packets they would accept are dropped by default\n",
                  (unsigned long long)n, why.c_str());
-  tables_.compile(set_.rules);
+  tables_.compile(set_.rules, FirewallLimits{}, action_order);
   compile_policy();
   thresholds_.resize(set_.rules.size());
   for (size_t k = 0; k < set_.rules.size(); ++k) {
@@ -175,7 +183,7 @@ void FirewallModule::Host::on_event(const ModuleEvent& e, const HostPacket& p, M
 
 void FirewallModule::Host::write_alert(const Rule& r, const HostPacket& p, ModuleOutput& out) {
   const bool blocked = r.action == RuleAction::drop || r.action == RuleAction::reject;
-  out.eve(eve_alert_line(r, classes_, p, blocked, AlertExtras{payload_, false}));
+  out.eve(eve_alert_line(r, classes_, p, blocked, AlertExtras{payload_, false, eve_packet_, eve_verdict_}));
   out.fast_log(fast_log_line(r, classes_, p, blocked));
 }
 

@@ -62,7 +62,7 @@ struct FwRule {
   FwSpan addr[2][2];   // [family 0: v4, 1: v6][0 src, 1 dst] into intervals
   FwSpan port[2];      // [0 sport, 1 dport] into ports
   uint32_t sid;
-  uint32_t rank;       // alert order: Suricata's action order (pass, drop, reject, alert), then priority, then file order
+  uint32_t rank;       // alert order: the action order (rules.hpp ActionOrder), then priority, then file order
   uint8_t action;      // FwAction
   uint8_t proto;       // 0: any IP protocol
   uint8_t flags;       // FwRuleFlags
@@ -113,6 +113,8 @@ constexpr int kFwMaxAlerts = 15;
 
 struct FwMatch {
   bool pass = false;
+  uint32_t pass_rank = 0xffffffffu;  // the first pass rule matched (FwRule::rank)
+  uint32_t drop_rank = 0xffffffffu;  // the first drop or reject rule matched
   int8_t action = -1;          // strongest non-pass action matched, -1: none
   uint8_t n = 0;               // matched non-pass rules kept
   uint32_t overflow = 0;       // matched beyond kFwMaxAlerts
@@ -168,13 +170,15 @@ GASPP_HD GASPP_FORCEINLINE void fw_consider(const FirewallView& fw, uint32_t ent
   if ((entry & 1) && fw_entry_matches(fw, entry & ~1u, p)) return;
   const uint32_t rule = entry >> 1;
   const uint8_t act = fw.rules[rule].action;
+  const uint32_t rank = fw.rules[rule].rank;
   if (act == kFwPass) {
     m.pass = true;
+    if (rank < m.pass_rank) m.pass_rank = rank;
     return;
   }
+  if ((act == kFwDrop || act == kFwReject) && rank < m.drop_rank) m.drop_rank = rank;
   // Keep the list in alert order, as Suricata's alert queue: when full, a match ranked after every
   // kept one is the one left out.
-  const uint32_t rank = fw.rules[rule].rank;
   uint32_t at = m.n;
   while (at > 0 && fw.rules[m.rule[at - 1]].rank > rank) --at;
   if (int8_t(act) > m.action) m.action = int8_t(act);

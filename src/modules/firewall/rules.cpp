@@ -771,4 +771,26 @@ uint64_t apply_class_priorities(const Classifications& c, std::vector<Rule>& rul
   return n;
 }
 
+std::string parse_action_order(const std::string& text, ActionOrder& out) {
+  ActionOrder o;
+  uint8_t* slot[4] = {&o.pass, &o.drop, &o.reject, &o.alert};
+  const char* names[4] = {"pass", "drop", "reject", "alert"};
+  bool seen[4] = {};
+  uint8_t place = 0;
+  std::stringstream ss(text);
+  for (std::string item; std::getline(ss, item, ',');) {
+    item.erase(0, item.find_first_not_of(" \t"));
+    item.erase(item.find_last_not_of(" \t") + 1);
+    int k = 0;
+    while (k < 4 && item != names[k]) ++k;
+    if (k == 4) return "'" + item + "' is not an action (pass, drop, reject, alert)";
+    if (seen[k]) return "'" + item + "' is given twice";
+    seen[k] = true;
+    *slot[k] = place++;
+  }
+  if (place != 4) return "it must name pass, drop, reject and alert, each once";
+  out = o;
+  return "";
+}
+
 }  // namespace gaspp

@@ -202,4 +202,23 @@ uint64_t apply_class_priorities(const Classifications& c, std::vector<Rule>& rul
 // its class), else 3.
 inline uint32_t rule_priority(const Rule& r) { return r.priority ? r.priority : 3; }
 
+// The order in which matched actions are applied (suricata.yaml's `action-order`, default pass,
+// drop, reject, alert): signatures are ranked by it first, and the first deciding match of a
+// packet in rank order wins (a pass ends the packet's alerts). accept (firewall mode) ranks with
+// pass.
+struct ActionOrder {
+  uint8_t pass = 0, drop = 1, reject = 2, alert = 3;  // places: 0 first
+  int rank(RuleAction a) const {
+    switch (a) {
+      case RuleAction::pass:
+      case RuleAction::accept: return pass;
+      case RuleAction::drop: return drop;
+      case RuleAction::reject: return reject;
+      default: return alert;
+    }
+  }
+};
+// "pass,drop,reject,alert" (each of the four once, any order) into out; "" or why not.
+std::string parse_action_order(const std::string& text, ActionOrder& out);
+
 }  // namespace gaspp
