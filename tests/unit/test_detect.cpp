@@ -546,6 +546,28 @@ TEST(Signatures, ActionsFollowSuricatasOrderAndScopes) {
   }
 }
 
+// Where a signature looks, by protocol and options (Suricata's SIG_FLAG_REQUIRE_PACKET/STREAM).
+TEST(Signatures, ModeFollowsProtocolAndOptions) {
+  const struct {
+    const char* rule;
+    uint8_t mode;
+  } rows[] = {
+      {"alert tcp any any -> any any (content:\"x\"; sid:1;)", kSigStream},
+      {"alert tcp-pkt any any -> any any (content:\"x\"; sid:1;)", kSigPacket},
+      {"alert tcp-stream any any -> any any (content:\"x\"; sid:1;)", kSigStream | kSigStreamOnly},
+      {"alert tcp any any -> any any (content:\"x\"; depth:4; sid:1;)", kSigStream | kSigPacket},
+      {"alert tcp any any -> any any (content:\"x\"; flow:no_stream; sid:1;)", kSigPacket},
+      {"alert tcp any any -> any any (content:\"x\"; dsize:>2; sid:1;)", kSigPacket},
+      {"alert udp any any -> any any (content:\"x\"; sid:1;)", kSigPacket},
+      {"alert ip any any -> any any (content:\"x\"; sid:1;)", kSigStream},
+  };
+  for (const auto& r : rows) {
+    Signature s;
+    ASSERT_EQ(parse_signature(r.rule, RuleVars{}, s), "") << r.rule;
+    EXPECT_EQ(s.mode, r.mode) << r.rule;
+  }
+}
+
 // action-order takes each of the four actions once.
 TEST(Signatures, ActionOrderParsesAndRefusesBadLists) {
   ActionOrder o;

@@ -402,7 +402,7 @@ std::string finish(Signature& s) {
   const bool tcp = s.rule.proto == 0 || s.rule.proto == 6;
   uint8_t m = 0;
   if (s.only_stream || s.rule.tcp_stream) m = kSigStream | kSigStreamOnly;
-  if (s.no_stream || s.dsize.on || s.has_flags || s.itype.on || s.icode.on) m |= kSigPacket;
+  if (s.no_stream || s.rule.tcp_pkt || s.dsize.on || s.has_flags || s.itype.on || s.icode.on) m |= kSigPacket;
   if (tcp && !s.ops.empty() && !(m & (kSigPacket | kSigStream))) {
     m = kSigStream;
     for (const SigOp& o : s.ops)

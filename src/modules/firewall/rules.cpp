@@ -471,7 +471,11 @@ std::string parse_rule_head(const std::string& text, const RuleVars& vars, Rule&
     }
   }
   if (p == "ip") out.proto = 0;
-  else if (p == "tcp" || p == "tcp-pkt") out.proto = 6;
+  else if (p == "tcp") out.proto = 6;
+  else if (p == "tcp-pkt") {
+    out.proto = 6;
+    out.tcp_pkt = true;
+  }
   else if (p == "udp") out.proto = 17;
   else if (p == "icmp") out.proto = 1;
   else if (p == "icmpv6") out.proto = 58;
