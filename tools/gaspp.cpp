@@ -34,6 +34,7 @@
 
 #include "backend/backend.hpp"
 #include "capture/capture_file.hpp"
+#include "capture/filtered_source.hpp"
 #include "tools/gen/generator.hpp"
 #include "core/config.hpp"
 #include "pipeline/pipeline.hpp"
@@ -266,6 +267,13 @@ int main(int argc, char** argv) {
   ro.stop = &g_stop;
   try {
     const CaptureFile cap = CaptureFile::open(input);
+    if (!ro.filter.empty()) {
+      const std::string why = check_filter(ro.filter, cap.link());
+      if (!why.empty()) {
+        std::fprintf(stderr, "gaspp: filter '%s' on %s: %s\n", ro.filter.c_str(), input.c_str(), why.c_str());
+        return 1;
+      }
+    }
     std::unique_ptr<PcapWriter> passed, dumped;
     if (!write_path.empty()) passed = std::make_unique<PcapWriter>(write_path, cap);
     if (!dump_packets.empty()) dumped = std::make_unique<PcapWriter>(dump_packets, cap);

@@ -196,6 +196,15 @@ int parse_command_line(int argc, char** argv, Options& o) {
   const char* kStreams = "TCP reassembly (docs/streams.md)";
   const char* kMods = "Modules (docs/writing-a-module.md; they run in the order given)";
   app.add_option("-r", input, "the capture to process (pcap or pcapng)")->type_name("FILE")->group(kRun);
+  // A BPF filter as tcpdump takes it: -f EXPR, or the words after the options.
+  std::string filter_flag;
+  std::vector<std::string> filter_words;
+  app.add_option("-f", filter_flag, "BPF filter (tcpdump syntax): only the packets it accepts are processed")
+      ->type_name("EXPR")
+      ->group(kRun);
+  app.add_option("filter", filter_words, "BPF filter expression, as tcpdump's trailing words (or -f)")
+      ->type_name("EXPR")
+      ->group(kRun);
   opt("--backend", "auto|cuda|cpu", "where packets are processed (auto: CUDA if a device is present)", kRun,
       [&](const std::string& v) { backend_name = v; return true; });
   opt("--batch", "N", "packets per batch (default 65536)", kRun, [&](const std::string& v) {
@@ -435,6 +444,12 @@ int parse_command_line(int argc, char** argv, Options& o) {
     std::fputs(app.help().c_str(), stderr);
     return 1;
   }
+  if (!filter_flag.empty() && !filter_words.empty()) {
+    std::fprintf(stderr, "gaspp: a filter both with -f and as trailing words: give one\n");
+    return 1;
+  }
+  ro.filter = filter_flag;
+  for (const std::string& w : filter_words) ro.filter += (ro.filter.empty() ? "" : " ") + w;
   return -1;
 }
 

@@ -77,6 +77,8 @@ struct SourceReport {
   uint64_t warnings = 0, suppressed_issues = 0;
   bool damaged = false;             // reading stopped at a fatal issue
   uint64_t index_windows_parallel = 0, index_windows_serial = 0;  // file sources' parallel indexing
+  std::string filter;               // the BPF expression records passed (capture/filtered_source.hpp), or ""
+  uint64_t filtered = 0;            // records it refused: read, counted here, never batched
 };
 
 class Source {

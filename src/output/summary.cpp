@@ -55,6 +55,9 @@ void print_summary(std::FILE* o, const RunReport& r) {
                r.damaged ? "DAMAGED: reading stopped early" : r.interrupted ? "INTERRUPTED: reading stopped by a signal" : "read to the end",
                (unsigned long long)r.capture_warnings,
                r.suppressed_issues ? (" (" + std::to_string(r.suppressed_issues) + " not shown)").c_str() : "");
+  if (!r.filter.empty())
+    std::fprintf(o, "filter       '%s': %llu packets refused (read, not processed)\n", r.filter.c_str(),
+                 (unsigned long long)r.filtered);
   if (r.index_windows_parallel + r.index_windows_serial)
     std::fprintf(o, "indexing     %llu windows in parallel, %llu serially\n", (unsigned long long)r.index_windows_parallel,
                  (unsigned long long)r.index_windows_serial);
@@ -139,7 +142,9 @@ nlohmann::ordered_json summary_json(const RunReport& r) {
          {"interrupted", r.interrupted},
          {"warnings", r.capture_warnings},
          {"index_windows_parallel", r.index_windows_parallel},
-         {"index_windows_serial", r.index_windows_serial}};
+         {"index_windows_serial", r.index_windows_serial},
+         {"filter", r.filter},
+         {"filtered", r.filtered}};
   cap["issues"] = nlohmann::ordered_json::array();
   for (const auto& is : r.issues)
     cap["issues"].push_back({{"fatal", is.fatal}, {"record", is.record}, {"offset", is.offset}, {"message", is.message}});

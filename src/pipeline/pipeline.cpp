@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <memory>
 
+#include "capture/filtered_source.hpp"
 #include "defrag/defrag.hpp"
 
 namespace gaspp {
@@ -220,6 +221,8 @@ RunReport run_source(Source& src, Backend& backend, const RunOptions& opt, const
   rep.interrupted = have_pending() && stopping();
   rep.index_windows_parallel = sr.index_windows_parallel;
   rep.index_windows_serial = sr.index_windows_serial;
+  rep.filter = std::move(sr.filter);
+  rep.filtered = sr.filtered;
   rep.transfer = backend.transfer_stats();
   return rep;
 }
@@ -228,7 +231,9 @@ RunReport run_capture(const CaptureFile& cap, Backend& backend, const RunOptions
                       const FlowRecordCallback& on_flows, const StreamCallback& on_streams,
                       const FlushCallback& on_flush) {
   FileSource src(cap, opt.file);
-  return run_source(src, backend, opt, on_batch, on_flows, on_streams, on_flush);
+  if (opt.filter.empty()) return run_source(src, backend, opt, on_batch, on_flows, on_streams, on_flush);
+  FilteredSource filtered(src, opt.filter);
+  return run_source(filtered, backend, opt, on_batch, on_flows, on_streams, on_flush);
 }
 
 }  // namespace gaspp

@@ -69,6 +69,8 @@ struct RunReport {
   bool damaged = false;  // reading stopped at a fatal issue
   bool interrupted = false;  // reading stopped early because RunOptions::stop was set
   uint64_t index_windows_parallel = 0, index_windows_serial = 0;
+  std::string filter;               // the BPF filter expression, if any
+  uint64_t filtered = 0;            // records it refused (read and counted, not processed)
   FlowGauges flows;                 // the flow table at the end of the run, before the final flush
   StreamGauges streams;             // reassembly's out-of-order buffer
   uint64_t flow_records = 0;        // flow records delivered (expired, evicted, and at shutdown)
@@ -89,6 +91,8 @@ struct RunOptions {
   // When set (a signal handler sets it), reading stops after the current batch's packet: what was
   // read is finished as at the end of the capture (flows and streams flushed, outputs written).
   const std::atomic<bool>* stop = nullptr;
+  // run_capture(): a BPF filter expression (capture/filtered_source.hpp); "" keeps every record.
+  std::string filter;
   // IP fragments reassembled before the backend (defrag/defrag.hpp); the backend's
   // FlowConfig::defrag must say the same, so that the fragments themselves key no flow.
   DefragConfig defrag;
