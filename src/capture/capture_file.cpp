@@ -207,6 +207,15 @@ void CaptureFile::parse_global_header() {
 CaptureFile CaptureFile::open(const std::string& path) {
   CaptureFile f;
   f.path_ = path;
+  char err[PCAP_ERRBUF_SIZE] = {0};
+  if (path == "-") {
+    // Standard input (a pipe): libpcap reads the stream (pcap or pcapng), converted like pcapng.
+    f.path_ = "standard input";
+    pcap_t* p = pcap_fopen_offline_with_tstamp_precision(stdin, PCAP_TSTAMP_PRECISION_NANO, err);
+    if (!p) throw CaptureError(std::string("standard input: not a pcap or pcapng stream: ") + err);
+    f.container_ = "pcap stream (standard input)";
+    return convert(std::move(f), p);
+  }
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) throw CaptureError(path + ": cannot open: " + std::strerror(errno));
   struct stat st {};
@@ -247,12 +256,16 @@ CaptureFile CaptureFile::open(const std::string& path) {
   // Anything else (pcapng, modified pcap): libpcap reads it record by record, and the records are
   // written in our layout to an unlinked temporary file, which is then mapped like a classic pcap.
   // Memory stays bounded (the page cache holds what is in use) whatever the capture's size.
-  char err[PCAP_ERRBUF_SIZE] = {0};
   pcap_t* p = pcap_open_offline_with_tstamp_precision(path.c_str(), PCAP_TSTAMP_PRECISION_NANO, err);
   if (!p) {
     throw CaptureError(path + ": not a pcap or pcapng file (first word " + hex32(magic) + "): " + err);
   }
   f.container_ = magic == kMagicPcapng ? "pcapng" : "pcap-variant";
+  return convert(std::move(f), p);
+}
+
+CaptureFile CaptureFile::convert(CaptureFile f, pcap_t* p) {
+  const std::string& path = f.path_;
   f.file_offsets_ = false;
   f.raw_link_ = uint32_t(pcap_datalink(p));
   if (!link_type_from_pcap(f.raw_link_, f.link_)) f.link_ = static_cast<LinkType>(255);

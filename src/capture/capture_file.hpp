@@ -6,6 +6,7 @@
 // unlinked temporary file in $TMPDIR (else /tmp) with the same layout (little-endian, nanosecond
 // record headers), which is then mapped the same way: everything after this point sees one format,
 // and memory stays bounded whatever the capture's size (the conversion needs as much free disk).
+// The path "-" is standard input (tcpdump's -r -), read by libpcap and converted the same way.
 // A temporary file that cannot be created or written (full disk) is a CaptureError naming it.
 //
 // RecordWalker steps through the record headers (a serial chain: each header gives the next
@@ -40,6 +41,8 @@
 
 #include "capture/source.hpp"
 #include "decode/decoder.hpp"
+
+struct pcap;  // libpcap's handle (pcap_t)
 
 namespace gaspp {
 
@@ -83,6 +86,9 @@ class CaptureFile {
  private:
   CaptureFile() = default;
   void parse_global_header();
+  // A capture libpcap reads (pcapng, a modified pcap, standard input) written in this layout to an
+  // unlinked temporary file and mapped; closes p.
+  static CaptureFile convert(CaptureFile f, ::pcap* p);
   // Maps `size` bytes of fd (read-only, shared) as the capture's bytes, under the SIGBUS guard; on
   // failure closes fd and throws CaptureError("<what>: <reason>").
   void map_fd(int fd, uint64_t size, const std::string& what);

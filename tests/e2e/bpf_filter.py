@@ -2,7 +2,7 @@
 """BPF filters on capture files against tcpdump's: `gaspp -r FILE -w OUT EXPR` (and `-f EXPR`) must
 keep exactly the records `tcpdump -r FILE -w - EXPR` keeps, in order and byte for byte, and the
 summary must count the rest as filtered (every record read is either processed or filtered).
-Also: a filter that does not compile is exit 1 with libpcap's reason; -f and trailing words
+Standard input (`-r -`) gives the same records. Also: a filter that does not compile is exit 1 with libpcap's reason; -f and trailing words
 together are refused.
 
 usage: bpf_filter.py GASPP DATA_DIR
@@ -85,6 +85,16 @@ def main():
                                     f"packets={s.get('packets')}, want {total - len(want)} filtered of {total}")
                     continue
                 compared += 1
+        # Standard input (-r -), read through libpcap, with a filter: the same records.
+        path = os.path.join(data, CAPTURES[1])
+        subprocess.run(["tcpdump", "-r", path, "-w", f"{d}/want.pcap", "tcp port 80"], capture_output=True, check=True)
+        with open(path, "rb") as stdin:
+            got_p = subprocess.run([gaspp, "-r", "-", "--backend", "cpu", "-q", "-w", f"{d}/got.pcap", "tcp", "port", "80"],
+                                   stdin=stdin, capture_output=True, text=True)
+        if got_p.returncode != 0 or [w[2:] for w in records(f"{d}/want.pcap")] != [g[2:] for g in records(f"{d}/got.pcap")]:
+            failures.append(f"-r - (standard input): exit {got_p.returncode}, records differ from tcpdump's")
+        else:
+            compared += 1
         # Errors: an expression libpcap refuses, and a filter given twice.
         path = os.path.join(data, CAPTURES[0])
         bad = subprocess.run([gaspp, "-r", path, "--backend", "cpu", "-q", "tcp", "port", "eighty"], capture_output=True, text=True)
