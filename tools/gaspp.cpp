@@ -20,6 +20,7 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdio>
 #include <cstdlib>
@@ -263,23 +264,57 @@ int main(int argc, char** argv) {
     }
   }
   RunReport rep;
+  bool unreadable_inputs = false;  // -r DIR: a file in it that is not a capture
   CliModuleOutput mod_out(eve.get(), &fast);
   ro.stop = &g_stop;
   try {
-    const CaptureFile cap = CaptureFile::open(input);
-    if (!ro.filter.empty()) {
-      const std::string why = check_filter(ro.filter, cap.link());
-      if (!why.empty()) {
-        std::fprintf(stderr, "gaspp: filter '%s' on %s: %s\n", ro.filter.c_str(), input.c_str(), why.c_str());
+    // -r DIR: every regular file in it, by name, one after the other with one flow state (as
+    // Suricata's pcap-file mode reads a directory). A file that is not a capture is reported and
+    // left out; the run then ends with exit status 2, as for a damaged capture.
+    std::vector<CaptureFile> caps;
+    if (std::filesystem::is_directory(input)) {
+      std::vector<std::string> names;
+      for (const auto& e : std::filesystem::directory_iterator(input))
+        if (e.is_regular_file()) names.push_back(e.path().string());
+      std::sort(names.begin(), names.end());
+      for (const std::string& n : names) {
+        try {
+          caps.push_back(CaptureFile::open(n));
+        } catch (const CaptureError& e) {
+          std::fprintf(stderr, "gaspp: %s (left out)\n", e.what());
+          unreadable_inputs = true;
+        }
+      }
+      if (caps.empty()) {
+        std::fprintf(stderr, "gaspp: %s: no capture file in the directory\n", input.c_str());
+        return 1;
+      }
+    } else {
+      caps.push_back(CaptureFile::open(input));
+    }
+    const CaptureFile& cap = caps.front();
+    for (const CaptureFile& c : caps) {
+      if (!ro.filter.empty()) {
+        const std::string why = check_filter(ro.filter, c.link());
+        if (!why.empty()) {
+          std::fprintf(stderr, "gaspp: filter '%s' on %s: %s\n", ro.filter.c_str(), c.path().c_str(), why.c_str());
+          return 1;
+        }
+      }
+      if ((!write_path.empty() || !dump_packets.empty()) && c.raw_link_type() != cap.raw_link_type()) {
+        std::fprintf(stderr, "gaspp: %s and %s have different link types: their packets cannot go to one -w / --dump-packets file\n",
+                     cap.path().c_str(), c.path().c_str());
         return 1;
       }
     }
+    std::vector<const CaptureFile*> cap_list;
+    for (const CaptureFile& c : caps) cap_list.push_back(&c);
     std::unique_ptr<PcapWriter> passed, dumped;
     if (!write_path.empty()) passed = std::make_unique<PcapWriter>(write_path, cap);
     if (!dump_packets.empty()) dumped = std::make_unique<PcapWriter>(dump_packets, cap);
     std::string line;
     DecodedPacket p;
-    rep = run_capture(cap, *backend, ro, [&](const PacketBatch& b) {
+    rep = run_captures(cap_list, *backend, ro, [&](const PacketBatch& b) {
       if (!modules.empty()) modules.finish_batch(b, mod_out);
       if (passed) passed->write(b, 0, kVerdictDrop);
       // to_dump counts unless the packet took its flow's earlier decision (its module output is void).
@@ -347,5 +382,5 @@ int main(int argc, char** argv) {
                  g_signal.load() == SIGTERM ? "SIGTERM" : "SIGINT", (unsigned long long)rep.totals.v[c_packets]);
     return 128 + (g_signal.load() ? g_signal.load() : SIGINT);
   }
-  return rep.damaged ? 2 : 0;
+  return rep.damaged || unreadable_inputs ? 2 : 0;
 }

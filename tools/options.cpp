@@ -195,7 +195,7 @@ int parse_command_line(int argc, char** argv, Options& o) {
   const char* kFlows = "Flow tracking";
   const char* kStreams = "TCP reassembly (docs/streams.md)";
   const char* kMods = "Modules (docs/writing-a-module.md; they run in the order given)";
-  app.add_option("-r", input, "the capture to process (pcap or pcapng)")->type_name("FILE")->group(kRun);
+  app.add_option("-r", input, "the capture to process (pcap or pcapng; a directory: its captures in name order; -: standard input)")->type_name("FILE")->group(kRun);
   // A BPF filter as tcpdump takes it: -f EXPR, or the words after the options.
   std::string filter_flag;
   std::vector<std::string> filter_words;

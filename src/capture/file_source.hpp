@@ -13,6 +13,7 @@
 #pragma once
 #include <cstdint>
 #include <memory>
+#include <vector>
 
 #include "capture/capture_file.hpp"
 #include "capture/source.hpp"
@@ -43,6 +44,32 @@ class FileSource final : public Source {
   std::unique_ptr<ThreadPool> index_pool_;
   RecordWalker walker_;
   uint64_t seq_ = 0;
+};
+
+// Several capture files as one Source, read one after the other in the order given (gaspp -r
+// DIR): the pipeline keeps its flow state across them, as for one file. A file whose reading
+// stops at damage ends there and the next one is read (the report is damaged and lists where);
+// records of different files are never back to back, so the batcher copies the batch where a file
+// ends, and only the first file's mapping is a region to register. Sequence numbers run on across
+// files.
+class FileSequenceSource final : public Source {
+ public:
+  // The captures must outlive the source.
+  explicit FileSequenceSource(std::vector<const CaptureFile*> caps, const FileSourceOptions& opt = {});
+  SourceStatus next(SourceRecord& r, uint64_t wait_ns) override;
+  std::vector<MemoryRegion> regions() const override;
+  uint64_t position() const override;
+  uint64_t total() const override;
+  void finish() override;
+  SourceReport report() const override;
+
+ private:
+  std::vector<const CaptureFile*> caps_;
+  FileSourceOptions opt_;
+  std::vector<std::unique_ptr<FileSource>> done_;  // files read to their end, for the report
+  std::unique_ptr<FileSource> cur_;
+  size_t next_file_ = 0;
+  uint64_t seq_ = 0, done_bytes_ = 0;
 };
 
 }  // namespace gaspp

@@ -236,4 +236,14 @@ RunReport run_capture(const CaptureFile& cap, Backend& backend, const RunOptions
   return run_source(filtered, backend, opt, on_batch, on_flows, on_streams, on_flush);
 }
 
+RunReport run_captures(const std::vector<const CaptureFile*>& caps, Backend& backend, const RunOptions& opt,
+                       const BatchCallback& on_batch, const FlowRecordCallback& on_flows, const StreamCallback& on_streams,
+                       const FlushCallback& on_flush) {
+  if (caps.size() == 1) return run_capture(*caps[0], backend, opt, on_batch, on_flows, on_streams, on_flush);
+  FileSequenceSource src(caps, opt.file);
+  if (opt.filter.empty()) return run_source(src, backend, opt, on_batch, on_flows, on_streams, on_flush);
+  FilteredSource filtered(src, opt.filter);
+  return run_source(filtered, backend, opt, on_batch, on_flows, on_streams, on_flush);
+}
+
 }  // namespace gaspp

@@ -120,5 +120,9 @@ RunReport run_source(Source& src, Backend& backend, const RunOptions& opt, const
 RunReport run_capture(const CaptureFile& cap, Backend& backend, const RunOptions& opt,
                       const BatchCallback& on_batch = nullptr, const FlowRecordCallback& on_flows = nullptr,
                       const StreamCallback& on_streams = nullptr, const FlushCallback& on_flush = nullptr);
+// The same over several captures read one after the other with one flow state (FileSequenceSource).
+RunReport run_captures(const std::vector<const CaptureFile*>& caps, Backend& backend, const RunOptions& opt,
+                       const BatchCallback& on_batch = nullptr, const FlowRecordCallback& on_flows = nullptr,
+                       const StreamCallback& on_streams = nullptr, const FlushCallback& on_flush = nullptr);
 
 }  // namespace gaspp
