@@ -87,6 +87,16 @@ std::string eve_flow_only_head(const HostPacket& p, const char* event_type) {
   return j + ",\"pkt_src\":\"stream (flow timeout)\"";
 }
 
+// The packet that carries tunneled packet p (decoded as d) at tunnel depth `depth` (0: the
+// outermost), decoded again from p's frame into no deeper tunnel.
+DecodedPacket carrier_of(const HostPacket& p, const DecodedPacket& d, int depth) {
+  DecodedPacket c;
+  clear(c);
+  c.wire_len[0] = d.wire_len[0];
+  decode_frame(p.frame, p.cap_len, LinkType(d.link[0]), c, depth);
+  return c;
+}
+
 }  // namespace
 
 std::string eve_packet_head(const HostPacket& p, const char* event_type) {
@@ -113,10 +123,7 @@ std::string eve_packet_head(const HostPacket& p, const char* event_type) {
   // A packet decoded out of a tunnel is, as Suricata names its tunnel pseudo-packets, an "ipv4
   // tunnel" or "ipv6 tunnel" packet after the IP version of the packet that carried it.
   if (d.tunnel_depth[0] && p.frame) {
-    DecodedPacket carrier;
-    clear(carrier);
-    carrier.wire_len[0] = d.wire_len[0];
-    decode_frame(p.frame, p.cap_len, LinkType(d.link[0]), carrier, int(d.tunnel_depth[0]) - 1);
+    const DecodedPacket carrier = carrier_of(p, d, int(d.tunnel_depth[0]) - 1);
     return j + (carrier.l3[0] == uint8_t(L3::ipv6) ? ",\"pkt_src\":\"ipv6 tunnel\"" : ",\"pkt_src\":\"ipv4 tunnel\"");
   }
   return j + ",\"pkt_src\":\"wire/pcap\"";
@@ -126,11 +133,7 @@ std::string eve_tunnel_json(const HostPacket& p) {
   if (!p.decoded || !p.frame) return "";
   const DecodedPacket& d = *static_cast<const DecodedPacket*>(p.decoded);
   if (!d.tunnel_depth[0]) return "";
-  // The outermost packet, as captured: the frame decoded into no tunnel.
-  DecodedPacket root;
-  clear(root);
-  root.wire_len[0] = d.wire_len[0];
-  decode_frame(p.frame, p.cap_len, LinkType(d.link[0]), root, 0);
+  const DecodedPacket root = carrier_of(p, d, 0);  // the outermost packet, as captured
   const bool v6 = root.l3[0] == uint8_t(L3::ipv6);
   auto u = [](uint64_t v) { return std::to_string(v); };
   std::string j = ",\"tunnel\":{\"src_ip\":\"" + eve_address(root.src_ip, v6) + "\",\"src_port\":" + u(root.sport[0]) +
