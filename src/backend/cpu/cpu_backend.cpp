@@ -32,6 +32,7 @@
 #include "core/thread_pool.hpp"
 #include "decode/decoder.hpp"
 #include "flow/flow_track.hpp"
+#include "flow/host_flow_table.hpp"
 #include "flow/host_lookup.hpp"
 #include "stream/reassembly.hpp"
 
@@ -46,15 +47,15 @@ class CpuBackend final : public Backend, private StageExecutor {
         shard_items_(size_t(pool_.size())), shard_vals_(size_t(pool_.size())), shard_pend_(size_t(pool_.size())),
         table_(cfg.flow) {
     record_capacity_ = flow_record_capacity(cfg);
-    records_.resize(record_capacity_);
+    records_.reset(record_capacity_);
     streams_ = cfg.flow.enabled && cfg.stream.enabled;
     if (streams_) {
       held_cap_ = stream_held_cap(cfg.stream, cfg.batch_packets);
       for (int k = 0; k < 2; ++k) {
-        held_[k].resize(held_cap_);
-        pool_bytes_[k].resize(cfg.stream.held_bytes);  // std::vector storage is 16-byte aligned (malloc)
+        held_[k].reset(held_cap_);
+        pool_bytes_[k].reset(cfg.stream.held_bytes);  // calloc storage is 16-byte aligned
       }
-      chunks_.resize(stream_chunk_cap(cfg.batch_packets, held_cap_));
+      chunks_.reset(stream_chunk_cap(cfg.batch_packets, held_cap_));
     }
     if (!cfg.modules.empty()) {
       InPlaceTables mem;
@@ -478,11 +479,11 @@ class CpuBackend final : public Backend, private StageExecutor {
   HostFlowTable table_;
   bool streams_ = false;
   uint32_t held_cap_ = 0;
-  std::vector<StreamHeld> held_[2];      // the out-of-order buffer, two sets used in turn
-  std::vector<uint8_t> pool_bytes_[2];   // its byte pools (see StreamCounts)
+  ZeroFilledArray<StreamHeld> held_[2];      // the out-of-order buffer, two sets used in turn
+  ZeroFilledArray<uint8_t> pool_bytes_[2];   // its byte pools (see StreamCounts)
   StreamCounts counts_{};
   int in_ = 0;                           // the set the next batch reads
-  std::vector<StreamChunk> chunks_;
+  ZeroFilledArray<StreamChunk> chunks_;
   std::vector<uint32_t> ctx_;                       // modules: context key per packet
   StreamHooks hooks_{};                             // modules with on_stream (the walk calls them)
   std::vector<unsigned long long> stream_counts_;   // their counters (atomic: the walk is parallel)
@@ -492,7 +493,7 @@ class CpuBackend final : public Backend, private StageExecutor {
   uint32_t event_n_ = 0;
   std::vector<std::vector<unsigned long long>> mod_counts_;  // per thread: modules x counters
 
-  std::vector<FlowRecordOut> records_;
+  ZeroFilledArray<FlowRecordOut> records_;
   uint32_t record_capacity_ = 0;
   uint32_t epoch_ = 0;
   // The batch being run (submit) and what its stages share.
