@@ -40,18 +40,20 @@
 // Actions, in rank order (the action order first: rules.hpp ActionOrder): the first drop or pass
 // among a buffer's matches decides (DetVerdict, detect_tables.hpp) — an IP-only signature's for
 // the flow, a payload signature's for the packet it matched, or for the flow on a stream match
-// (Suricata's SignatureProperties). A signature that reads flowbits or has a pcre is decided on
-// the host, after the verdicts: it only alerts (drop, action "allowed") or ends the packet's
-// alerts (pass).
+// (Suricata's SignatureProperties). A signature that reads flowbits, or has a pcre that did not
+// compile for the device's regex search, is decided on the host, after the verdicts: it only alerts
+// (drop, action "allowed") or ends the packet's alerts (pass).
 //
 // State: per flow, the engine's StreamTail of both directions (2 x kDetStreamCarry bytes); on
 // the host, flowbits and flowints per flow id (at most kDetFlowbitFlows flows; more are counted as
 // flowbit_flows_full and their variables not kept).
 //
-// On the device, a signature with pcre cannot be finished (PCRE2 runs on the host): on a packet the
-// event asks the host to run the list again on the packet's payload; on a stream piece the match is
-// left undecided and counted (stream_pcre_undecided) — the one way the CUDA backend's alerts can
-// differ from the CPU backend's today.
+// pcre on the device: the expression's program for the regex search (regex.hpp, exactly PCRE2's
+// match), compiled at load for the expressions that are regular (counted: pcre_device,
+// pcre_host_only). A pcre without a program, or a search past its step limit, cannot be finished
+// there: on a packet the event asks the host to run the list again on the packet's payload with
+// PCRE2 (pcre_host_rechecks); on a stream piece the match is left undecided and counted
+// (stream_pcre_undecided) — the one way the CUDA backend's alerts can differ from the CPU backend's.
 #pragma once
 #include <algorithm>
 #include <cstdint>
@@ -66,6 +68,7 @@
 #include "modules/detect/detect_tables.hpp"
 #include "modules/detect/inspect.hpp"
 #include "modules/detect/prefilter_compile.hpp"
+#include "modules/detect/regex_compile.hpp"
 #include "modules/detect/signature.hpp"
 #include "modules/firewall/firewall.hpp"
 #include "modules/firewall/firewall_compile.hpp"
@@ -324,6 +327,8 @@ struct DetectModule {
     FirewallTables nofp_hdr_;
     PrefilterTables pf_tables_;
     AcTables ac_tables_;
+    RegexTables regex_;                     // pcres compiled for the device's search
+    uint64_t pcre_device_ = 0, pcre_host_only_ = 0;  // pcre options with and without a program
     bool matcher_ac_ = false;
     bool hash_prefilter_ = false;           // prefilter=hash: the device's prefilter on the CPU too
     bool defer_pcre_ = false;

@@ -243,10 +243,18 @@ DetectModule::Host::Host(const ModuleOptions& opt) : ModuleHost<DetectModule>({}
     d.icode = cond(s.icode);
     d.flags = DetFlags{uint8_t(s.has_flags ? 1 : 0), s.flags_mode, s.flags_want, s.flags_ignore};
     // Dropped on the device only when the device decides the match alone: no flowbits to read,
-    // no pcre (the device hands those to the host, after the verdicts).
-    bool has_pcre = false;
-    for (const SigOp& o : s.ops) has_pcre = has_pcre || o.type == SigOpType::pcre;
-    const bool final_here = !reads_flowbits(s) && !has_pcre;
+    // no pcre without a program for the device's search (those go to the host, after the verdicts).
+    // A pcre's program, or why it has none (the expression stays with PCRE2 on the host).
+    std::vector<int> rx(s.ops.size(), -1);
+    bool host_pcre = false;
+    for (size_t k = 0; k < s.ops.size(); ++k) {
+      if (s.ops[k].type != SigOpType::pcre) continue;
+      std::string why;
+      rx[k] = regex_.add(s.ops[k].bytes, s.ops[k].pcre_options, why);
+      host_pcre = host_pcre || rx[k] < 0;
+      ++(rx[k] < 0 ? pcre_host_only_ : pcre_device_);
+    }
+    const bool final_here = !reads_flowbits(s) && !host_pcre;
     if (final_here && (s.rule.action == RuleAction::drop || s.rule.action == RuleAction::reject)) d.verdict |= kDetDrop;
     if (final_here && s.rule.action == RuleAction::pass) d.verdict |= kDetPass;
     if (s.ip_only) d.verdict |= kDetFlowScope;
@@ -303,6 +311,7 @@ DetectModule::Host::Host(const ModuleOptions& opt) : ModuleHost<DetectModule>({}
         if (!re) throw std::invalid_argument("detect: pcre of sid " + std::to_string(s.rule.sid) + " does not compile");
         pcre2_jit_compile(re, PCRE2_JIT_COMPLETE);  // JIT where available; the interpreter otherwise
         x.pat_off = uint32_t(matchers_->pcre.size());
+        x.rx_prog = rx[k] < 0 ? 0 : uint32_t(rx[k]) + 1;
         matchers_->pcre.push_back(re);
       }
       if (o.relative && last_pm >= 0) {
@@ -419,6 +428,7 @@ DetectModule::View DetectModule::Host::upload_to(TableMemory& mem) {
   v.matcher_ac = matcher_ac_ ? 1 : 0;
   v.host_hash_prefilter = hash_prefilter_ ? 1 : 0;
   v.host_defer_pcre = defer_pcre_ ? 1 : 0;
+  v.rx = regex_.place(mem);
   v.host = matchers_.get();
   return v;
 }
@@ -630,6 +640,8 @@ void DetectModule::Host::report(std::map<std::string, uint64_t>& r) const {
   r["noalert"] = noalert_;
   r["threshold_suppressed"] = threshold_suppressed_;
   r["flowbit_flows_full"] = flowbit_flows_full_;
+  r["pcre_device"] = pcre_device_;
+  r["pcre_host_only"] = pcre_host_only_;
   r["pcre_host_rechecks"] = host_rechecks_;
   r["pcre_host_recheck_matches"] = host_recheck_matches_;
   r["stream_pcre_undecided"] = stream_unresolved_;

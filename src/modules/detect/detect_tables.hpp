@@ -17,6 +17,7 @@
 #include "gaspp/hd.hpp"
 #include "modules/detect/prefilter.hpp"
 #include "modules/detect/prefilter_ac.hpp"
+#include "modules/detect/regex.hpp"
 #include "modules/firewall/firewall_tables.hpp"
 
 namespace gaspp {
@@ -56,7 +57,7 @@ struct DetOp {
   uint64_t value, mask;
   uint32_t multiplier, align;
   int32_t post_offset;
-  uint32_t pad2_ = 0;
+  uint32_t rx_prog;            // pcre: its program for the device's search + 1 (regex.hpp); 0: PCRE2 only
 };
 static_assert(std::is_trivially_copyable_v<DetOp>, "DetOp is a table entry");
 
@@ -102,8 +103,8 @@ GASPP_HD GASPP_FORCEINLINE bool det_flags_hold(const DetFlags& f, uint16_t flags
 
 // What a signature's match decides for the packet or flow where the match is found (DetSig::verdict).
 // Only a signature whose match is final there is marked drop or pass: one that reads flowbits or
-// flowints, or has a pcre (the device leaves pcre to the host), is decided on the host, after the
-// verdicts, and only alerts (drop) or ends the packet's alerts (pass).
+// flowints, or has a pcre that did not compile for the device (regex_compile.hpp), is decided on the
+// host, after the verdicts, and only alerts (drop) or ends the packet's alerts (pass).
 enum DetVerdict : uint8_t {
   kDetDrop = 1,       // drop or reject
   kDetPass = 2,       // pass
@@ -151,7 +152,8 @@ struct DetectView {
   AcView ac;                     // Aho-Corasick over the same patterns (matcher=ac)
   uint8_t matcher_ac;            // the device's matcher: 0 the hashed filter, 1 Aho-Corasick
   uint8_t host_hash_prefilter;   // CPU backend: use pf instead of Hyperscan
-  uint8_t host_defer_pcre;       // CPU backend: leave pcre to the host handler, as the device does
+  uint8_t host_defer_pcre;       // CPU backend: run pcre as the device does (its programs, else the host handler)
+  RegexView rx;                  // the pcres that compiled for the device's search
   const DetectHostMatchers* host;
 };
 static_assert(std::is_trivially_copyable_v<DetectView>, "DetectView is a kernel argument");

@@ -18,7 +18,9 @@
 // data before the start of each new piece: a match lying entirely in the tail, or entirely in the
 // new piece, is found elsewhere). kInspectAnywhere: no condition.
 //
-// pcre runs on the host (PCRE2, detect_host.cpp); in device code a pcre answers kInspectNeedsHost.
+// pcre: on the host PCRE2 (detect_host.cpp); in device code (and on the CPU's device path) the
+// expression's program for the regex search (regex.hpp), which finds PCRE2's match; a pcre with no
+// program, or a search past its step limit, answers kInspectNeedsHost.
 #pragma once
 #include <cstdint>
 
@@ -205,9 +207,11 @@ GASPP_HD inline int detect_inspect(const DetectView& v, const DetSig& s, const u
       }
     } else if (o.type == kOpPcre) {
 #if defined(__CUDA_ARCH__)
-      return kInspectNeedsHost;
+      constexpr bool device_search = true;
 #else
-      if (v.host_defer_pcre) return kInspectNeedsHost;
+      const bool device_search = v.host_defer_pcre;
+#endif
+      if (device_search && !o.rx_prog) return kInspectNeedsHost;
       if (!retry) {
         retry_at = 0;
         pbo = pos;
@@ -221,7 +225,16 @@ GASPP_HD inline int detect_inspect(const DetectView& v, const DetSig& s, const u
       } else {
         const uint32_t start = retry_at ? retry_at - base : 0;
         uint32_t ov0 = 0, ov1 = 0;
-        const int m = start <= len - base ? detect_host_pcre(v.host, o.pat_off, buf + base, len - base, start, ov0, ov1) : 0;
+        int m = 0;
+        if (start <= len - base) {
+#if defined(__CUDA_ARCH__)
+          m = rx_search(v.rx, o.rx_prog - 1, buf + base, len - base, start, ov0, ov1);
+#else
+          m = device_search ? rx_search(v.rx, o.rx_prog - 1, buf + base, len - base, start, ov0, ov1)
+                            : detect_host_pcre(v.host, o.pat_off, buf + base, len - base, start, ov0, ov1);
+#endif
+          if (m == kRxUnknown) return kInspectNeedsHost;
+        }
         if (o.flags & kOpNegated) {
           if (m) r = 0;
           else next = true;
@@ -244,7 +257,6 @@ GASPP_HD inline int detect_inspect(const DetectView& v, const DetSig& s, const u
           }
         }
       }
-#endif
     } else if (o.type == kOpIsdataat) {
       const bool var = o.offset_var >= 0;
       const uint64_t at = var ? vals[o.offset_var] : uint64_t(o.offset);
