@@ -60,7 +60,12 @@ struct RxProgram {
   uint16_t n;         // instructions
   uint8_t anchored;   // PCRE2_ANCHORED (Suricata's A): the match starts at the start offset
   uint8_t pad_;
+  // The class of bytes a match can start with (PCRE's start bits), kRxAnyStart when a match may be
+  // empty: while no thread is alive the search skips to the next such byte instead of starting a
+  // thread at every position (most expressions start with a literal, and most buffers do not match).
+  uint32_t first;
 };
+constexpr uint32_t kRxAnyStart = 0xffffffffu;
 static_assert(std::is_trivially_copyable_v<RxProgram>, "RxProgram is a table entry");
 
 struct RegexView {
@@ -142,7 +147,13 @@ GASPP_HD inline int rx_search(const RegexView& v, uint32_t p, const uint8_t* s, 
       }
     }
   };
+  const uint32_t* first = prog.first == kRxAnyStart ? nullptr : v.classes + prog.first * 8;
   for (uint32_t i = start;; ++i) {
+    if (cn == 0 && first && !prog.anchored) {
+      // Nothing alive: no match can start before the next byte of the start class.
+      while (i < n && !((first[s[i] >> 5] >> (s[i] & 31)) & 1u)) ++i;
+      if (i >= n) break;
+    }
     // A new thread for a match starting here, behind every earlier start (leftmost wins).
     if (!matched && (i == start || !prog.anchored)) add(cl, cn, 0, i, i);
     nn = 0;

@@ -13,6 +13,17 @@ namespace {
 
 using Set = std::bitset<256>;
 
+// The index of class w (8 words) in `classes`, added when new.
+uint16_t intern_class(std::vector<uint32_t>& classes, std::map<std::vector<uint32_t>, uint16_t>& ids,
+                      const std::vector<uint32_t>& w) {
+  auto it = ids.find(w);
+  if (it != ids.end()) return it->second;
+  const uint16_t id = uint16_t(classes.size() / 8);
+  classes.insert(classes.end(), w.begin(), w.end());
+  ids.emplace(w, id);
+  return id;
+}
+
 struct Node {
   enum Kind { kEmpty, kSet, kAssert, kCat, kAlt, kRepeat } kind = kEmpty;
   Set set;
@@ -658,14 +669,36 @@ class Emitter {
     std::vector<uint32_t> w(8, 0);
     for (uint32_t c = 0; c < 256; ++c)
       if (s.test(c)) w[c >> 5] |= 1u << (c & 31);
-    auto it = ids_.find(w);
-    if (it != ids_.end()) return it->second;
-    const uint16_t id = uint16_t(classes_.size() / 8);
-    classes_.insert(classes_.end(), w.begin(), w.end());
-    ids_.emplace(w, id);
-    return id;
+    return intern_class(classes_, ids_, w);
   }
 };
+
+}  // namespace
+
+// The bytes a match can start with: the classes of the byte instructions reached from the start
+// without reading a byte (assertions taken as passing, which only widens the set); kRxAnyStart when
+// the match instruction is reached that way (the expression can match the empty string).
+uint32_t RegexTables::start_class(const std::vector<RxInst>& prog) {
+  std::vector<uint8_t> seen(prog.size(), 0);
+  std::vector<uint16_t> todo = {0};
+  std::vector<uint32_t> w(8, 0);
+  while (!todo.empty()) {
+    const uint16_t pc = todo.back();
+    todo.pop_back();
+    if (seen[pc]) continue;
+    seen[pc] = 1;
+    const RxInst& in = prog[pc];
+    if (in.op == kRxMatch) return kRxAnyStart;
+    if (in.op == kRxJmp) todo.push_back(in.x);
+    else if (in.op == kRxSplit) todo.push_back(in.x), todo.push_back(in.y);
+    else if (in.op == kRxAssert) todo.push_back(uint16_t(pc + 1));
+    else
+      for (int k = 0; k < 8; ++k) w[size_t(k)] |= classes_[uint32_t(in.arg) * 8 + uint32_t(k)];
+  }
+  return intern_class(classes_, class_ids_, w);
+}
+
+namespace {
 
 bool newline_is_lf() {
   uint32_t nl = 0;
@@ -707,6 +740,7 @@ int RegexTables::add(const std::string& re, uint32_t opts, std::string& why) {
     return -1;
   }
   RxProgram prog{};
+  prog.first = start_class(e.program());
   prog.off = uint32_t(insts_.size());
   prog.n = uint16_t(e.program().size());
   prog.anchored = (opts & PCRE2_ANCHORED) ? 1 : 0;

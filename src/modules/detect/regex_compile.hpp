@@ -38,6 +38,7 @@ class RegexTables {
   std::vector<RxInst> insts_;
   std::vector<uint32_t> classes_;
   std::map<std::vector<uint32_t>, uint16_t> class_ids_;
+  uint32_t start_class(const std::vector<RxInst>& prog);
 };
 
 }  // namespace gaspp
