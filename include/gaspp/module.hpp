@@ -23,6 +23,8 @@
 //   on_ip  (...)                                             IPv4 and IPv6 packets
 //   on_tcp (...), on_udp (...)                               after on_ip, by transport
 //   on_stream(StreamPiece&, ...)                             in-order TCP data (gaspp/stream_hook.hpp)
+//   on_ip_retry(...)                                         a second pass over the packets whose
+//                                                            on_ip called retry() (below)
 // FlowState* is null for a packet without a flow (flow tracking off, not IP, a fragment). Packets
 // of one flow run in parallel: a hook that writes its slice uses the atomics of gaspp/hd.hpp.
 //
@@ -34,6 +36,12 @@
 //   to_host(v)    the packet and its metadata go to the module's host handler, with value v
 //   to_dump()     the packet is written to the dump file (--dump-packets)
 //   emit(k, v)    an event (kind k, value v) for the module's host handler (alerts, logs)
+//   retry()       run on_ip_retry for this packet after the stage, instead of what on_ip would
+//                 have done: for work too rare to carry in the stage's kernel (on the GPU the retry
+//                 is a kernel of its own, so its code costs the stage nothing in registers or
+//                 instruction cache). An on_ip that retries takes no action, raises no event and
+//                 returns the context it was given; on_ip_retry gets the packet, its flow state
+//                 and that context. Only for modules whose one packet hook is on_ip.
 // A flow's decision (drop_flow/pass_flow) takes effect in capture order: packets before the deciding
 // one keep their own results, packets after it get the decision, and whatever modules produced for
 // them (events, to_host, to_dump) is discarded. Decisions stick across batches.
@@ -164,6 +172,11 @@ struct StageArgs {
   const uint8_t* flow_flags;
   FlowTableRef table;
   EventSinkRef events;
+  // Packets whose on_ip asked for a retry in this stage (Packet::retry): *retry_n entries (zero
+  // before the stage), room for the whole batch (retry_cap), so none is refused.
+  uint32_t* retry;
+  uint32_t* retry_n;
+  uint32_t retry_cap;
   uint32_t state_off;         // this module's slice in the per-flow module state
   uint16_t module;            // this module's position in the pipeline
   uint8_t first;              // this is the first stage: contexts start at 0
@@ -191,6 +204,13 @@ struct StreamHooks {
   EventSinkRef events;
   unsigned long long* counts;                 // module counters, kModuleCounters per pipeline module
   FlowTableRef table;
+  // The bulk pieces asked to run again (StreamPiece::retry, gaspp/stream_hook.hpp): entries
+  // chunk * kMaxStreamModules + hook, *retry_n of them (zero before the bulk pass). retry_cap is
+  // the batch's chunk capacity times the bulk modules, so that every piece of every bulk module
+  // fits: a push past it is refused (the module then decides what to do, and counts it).
+  uint32_t* retry;
+  uint32_t* retry_n;
+  uint32_t retry_cap;
 };
 static_assert(std::is_trivially_copyable_v<StreamHooks>, "StreamHooks travels inside StreamRef");
 
@@ -200,6 +220,19 @@ GASPP_HD GASPP_FORCEINLINE void atomic_add_u64(unsigned long long* p, unsigned l
 #else
   std::atomic_ref<unsigned long long>(*p).fetch_add(v, std::memory_order_relaxed);
 #endif
+}
+
+// Appends v to a retry queue (StageArgs::retry, StreamHooks::retry) of cap entries, *n filled by
+// concurrent callers; false when it is full (*n still grows: readers take min(*n, cap)).
+GASPP_HD GASPP_FORCEINLINE bool retry_queue_push(uint32_t* q, uint32_t* n, uint32_t cap, uint32_t v) {
+#if defined(__CUDA_ARCH__)
+  const uint32_t at = atomicAdd(n, 1u);
+#else
+  const uint32_t at = std::atomic_ref<uint32_t>(*n).fetch_add(1, std::memory_order_relaxed);
+#endif
+  if (at >= cap) return false;
+  q[at] = v;
+  return true;
 }
 
 // The packet a hook sees.
@@ -246,6 +279,8 @@ class Packet {
     push(kEventToHost, value);
   }
   GASPP_HD void emit(uint16_t kind, uint32_t value) { push(kind, value); }
+  // Asks for on_ip_retry on this packet after the stage (see above); false when refused (no queue).
+  GASPP_HD bool retry() { return a_.retry && retry_queue_push(a_.retry, a_.retry_n, a_.retry_cap, i_); }
 
   // Adds one to a module counter (ModuleCounter).
   GASPP_HD void count(int c) {

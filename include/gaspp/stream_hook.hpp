@@ -30,6 +30,17 @@
 // chunks' prev links) and, for the first piece of a batch, in the StreamTail the flow keeps from
 // the batch before; after the bulk hooks the tail is brought up to date. drop_flow, pass_flow,
 // alerted and emit act as from on_stream. A module has one of on_stream and on_stream_bulk.
+//
+// A second pass, for work too rare to carry in the first: a bulk module may also have
+//   GASPP_HD static void on_stream_bulk_retry(StreamPiece& s, const uint8_t* before, uint32_t before_len,
+//                                             const View& v);
+// and call s.retry() from on_stream_bulk (once per piece). After the bulk pass and before the tails
+// change, the engine calls on_stream_bulk_retry for each piece that asked, with the same piece and
+// bytes before it, a thread each, in no order. On the GPU this is a kernel of its own, so the code
+// only the retry needs (a regular-expression search, say) costs the first pass nothing in
+// registers or instruction cache; the first pass should then raise no events and take no
+// decisions for a piece it retries. retry() returns false when the piece cannot be retried
+// (outside the bulk pass, or no room: see StreamHooks::retry_cap).
 #pragma once
 #include <cstdint>
 #include <type_traits>
@@ -44,9 +55,10 @@ static_assert(kNoPacket == kNoFlow, "a piece with no packet carries kNoFlow as i
 
 class StreamPiece {
  public:
+  // chunk: the piece's chunk index in the batch for a bulk piece (kNoFlow otherwise: no retry).
   GASPP_HD StreamPiece(const StreamHooks& h, const StreamChunk& c, const uint8_t* bytes, uint32_t slot, uint32_t packet,
-                       uint32_t k)
-      : h_(h), c_(c), bytes_(bytes), slot_(slot), packet_(packet), k_(k) {}
+                       uint32_t k, uint32_t chunk = kNoFlow)
+      : h_(h), c_(c), bytes_(bytes), slot_(slot), packet_(packet), k_(k), chunk_(chunk) {}
   GASPP_HD const uint8_t* data() const { return bytes_; }
   GASPP_HD uint32_t len() const { return c_.len; }
   GASPP_HD uint64_t offset() const { return c_.off; }   // stream offset of data()[0]
@@ -67,6 +79,10 @@ class StreamPiece {
     if (has_packet() && h_.verdict) h_.verdict[packet_] |= kVerdictAlerted;
     else if (slot_ != kNoFlow) h_.table.recs[slot_].misc |= kFlowAlerted;
   }
+  // Asks for on_stream_bulk_retry on this piece after the bulk pass (see above).
+  GASPP_HD bool retry() {
+    return chunk_ != kNoFlow && h_.retry && retry_queue_push(h_.retry, h_.retry_n, h_.retry_cap, chunk_ * kMaxStreamModules + k_);
+  }
   GASPP_HD void emit(uint16_t kind, uint32_t value) {
     count(push_event(h_.events, ModuleEvent{c_.flow_id, packet_, value, h_.module[k_], kind, c_.dir}) ? mc_events
                                                                                                       : mc_events_lost);
@@ -82,7 +98,7 @@ class StreamPiece {
   const StreamHooks& h_;
   const StreamChunk& c_;
   const uint8_t* bytes_;
-  uint32_t slot_, packet_, k_;
+  uint32_t slot_, packet_, k_, chunk_;
 };
 
 constexpr uint32_t kMaxStreamBefore = 128;
@@ -102,6 +118,10 @@ concept HasOnStreamBulk = requires(StreamPiece& s, const uint8_t* b, uint32_t n,
   { M::on_stream_bulk(s, b, n, v) };
   requires std::is_same_v<typename M::FlowState, StreamTail<M::kStreamBefore>>;
 };
+
+template <class M>
+concept HasOnStreamBulkRetry = HasOnStreamBulk<M> &&
+    requires(StreamPiece& s, const uint8_t* b, uint32_t n, const typename M::View& v) { { M::on_stream_bulk_retry(s, b, n, v) }; };
 
 template <class M>
 concept HasOnStream = requires(StreamPiece& s, typename M::FlowState* st, const typename M::View& v, uint32_t c) {

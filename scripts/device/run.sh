@@ -20,6 +20,8 @@
 #                  CPU vs the Hyperscan prefilter alone vs the PCIe limit
 #   run.sh detect-stages  where the signature engine's time goes on CUDA: --stage-times of ET Open
 #                  on the generator's HTTP and mix captures, with and without the rules
+#   run.sh detect-ab  the stage times of ET Open with gaspp and the builds named in VARIANTS, ROUNDS
+#                  rounds on one card (same-card comparisons of a change)
 #   run.sh quick   a short check: the CUDA unit tests, alert flow objects and modules through the
 #                  CLI on CUDA, and bench_eve
 #   run.sh bench-stream  bench_stream: decode / +flow / +reassembly, CUDA vs CPU vs libnids; then
@@ -245,6 +247,24 @@ detect-stages)
       step "$m ${rules:+with ET Open}"
       $B/gaspp -r /dev/shm/st-$m.pcap --backend cuda --stage-times -l "$OUT" $rules 2>&1 | grep -vE "^(flow|tcp|streams|stream data|ooo) "
       check "stages $m"
+    done
+  done
+  ;;
+detect-ab)
+  # The same cards, several builds: gaspp against the binaries named in VARIANTS (carried beside
+  # the bundle), ROUNDS rounds of ET Open on the generator's HTTP and mix captures, interleaved.
+  R=""; for f in bundle/data/rules/et-open/*.rules; do R="$R -s $f"; done
+  for m in http mix; do
+    $B/gaspp gen -o /dev/shm/st-$m.pcap --mode $m --packets 2000000 --flows 1000 --plant "Host: evil" --plant-rate 0.001 >/dev/null
+  done
+  for round in $(seq 1 "${ROUNDS:-3}"); do
+    for m in http mix; do
+      for bin in $B/gaspp ${VARIANTS:-}; do
+        step "round $round $m $bin"
+        $bin -r /dev/shm/st-$m.pcap --backend cuda --stage-times -l "$OUT" $R 2>&1 |
+          grep -vE "^(flow|tcp|streams|stream data|ooo|link|l3|l4|tunnels|undecoded|malformed|defrag|capture|packets|outcome|batches|backend|module 0|gaspp: rules|gaspp: cuda)"
+        check "ab $m $bin"
+      done
     done
   done
   ;;

@@ -37,6 +37,14 @@ concept HasOnUdp = requires(Packet& p, typename M::FlowState* s, const typename 
   { M::on_udp(p, s, v, c) } -> std::convertible_to<uint32_t>;
 };
 
+// A second pass for packets whose on_ip asked for it (Packet::retry); only for modules whose one
+// packet hook is on_ip.
+template <class M>
+concept HasOnIpRetry = HasOnIp<M> && !HasOnEth<M> && !HasOnTcp<M> && !HasOnUdp<M> &&
+    requires(Packet& p, typename M::FlowState* s, const typename M::View& v, uint32_t c) {
+      { M::on_ip_retry(p, s, v, c) } -> std::convertible_to<uint32_t>;
+    };
+
 // Bytes of per-flow state a module declares (an empty FlowState takes none).
 template <class M>
 constexpr uint32_t module_flow_state_bytes() {
@@ -102,6 +110,28 @@ GASPP_HD GASPP_FORCEINLINE void module_stage_packet(const StageArgs& a, const ty
       if (l4 == uint8_t(L4::udp) && !(a.verdict[i] & kVerdictStop)) ctx = M::on_udp(p, st, v, ctx);
   }
   a.ctx[i] = ctx;
+}
+
+// The retry pass of module M's stage over entry e of StageArgs::retry (any order, any thread):
+// on_ip_retry in place of the on_ip that asked for it, with the context that on_ip was given.
+template <class M>
+GASPP_HD GASPP_FORCEINLINE void module_stage_retry(const StageArgs& a, const typename M::View& v, uint32_t e,
+                                                   unsigned long long* counts) {
+  if constexpr (HasOnIpRetry<M>) {
+    const uint32_t i = a.retry[e];
+    typename M::FlowState* st = nullptr;
+    const uint32_t slot = a.flow_slot ? a.flow_slot[i] : kNoFlow;
+    if constexpr (module_flow_state_bytes<M>() > 0)
+      if (slot != kNoFlow) st = reinterpret_cast<typename M::FlowState*>(a.table.module_slice(slot, a.state_off));
+    Packet p(a, i, counts);
+    a.ctx[i] = M::on_ip_retry(p, st, v, a.ctx[i]);
+  }
+}
+
+// How many retry entries the stage queued.
+GASPP_HD GASPP_FORCEINLINE uint32_t module_retry_count(const StageArgs& a) {
+  if (!a.retry_n) return 0;
+  return *a.retry_n < a.retry_cap ? *a.retry_n : a.retry_cap;
 }
 
 // The exception policy for packet i, which the flow table had no room for (slot kNoFlow after the

@@ -52,6 +52,10 @@ class ModuleOf final : public ModuleInstance {
   void run_cpu(const StageArgs& a, uint32_t begin, uint32_t end, unsigned long long* counts) const override {
     for (uint32_t k = begin; k < end; ++k) module_stage_packet<M>(a, view_, k, counts);
   }
+  bool has_ip_retry() const override { return HasOnIpRetry<M>; }
+  void run_cpu_retry(const StageArgs& a, uint32_t begin, uint32_t end, unsigned long long* counts) const override {
+    for (uint32_t e = begin; e < end; ++e) module_stage_retry<M>(a, view_, e, counts);
+  }
   void on_event(const ModuleEvent& e, const HostPacket& p, ModuleOutput& out) override { host_.on_event(e, p, out); }
   void report(std::map<std::string, uint64_t>& r) const override { host_.report(r); }
 

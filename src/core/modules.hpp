@@ -60,6 +60,9 @@ class ModuleInstance {
   // kEventDropReason; with one such module the stats gain a `firewall` section.
   virtual bool default_drop() const = 0;
   virtual void run_cpu(const StageArgs& a, uint32_t begin, uint32_t end, unsigned long long* counts) const = 0;
+  virtual bool has_ip_retry() const = 0;      // M::on_ip_retry exists (Packet::retry)
+  // The retry pass over entries [begin, end) of a.retry.
+  virtual void run_cpu_retry(const StageArgs& a, uint32_t begin, uint32_t end, unsigned long long* counts) const = 0;
   virtual void on_event(const ModuleEvent& e, const HostPacket& p, ModuleOutput& out) = 0;
   virtual void report(std::map<std::string, uint64_t>& r) const = 0;
   uint16_t index = 0;       // position in the pipeline

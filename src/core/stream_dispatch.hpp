@@ -4,9 +4,10 @@
 // The backends hand the walk (stream/reassembly.hpp) a StreamHookSink, through which the engine
 // reaches the modules without knowing them.
 // Bulk modules (on_stream_bulk) are skipped by the walk; after it, the backends run
-// stream_bulk_chunk over every chunk of the batch, then stream_bulk_tail over every chunk (two
-// passes, each with a thread a chunk in any order: the first only reads the flows' StreamTails,
-// the second writes each direction's from the one chunk that ends the direction in the batch).
+// stream_bulk_chunk over every chunk of the batch, stream_bulk_retry over the pieces that asked for
+// a retry, then stream_bulk_tail over every chunk (three passes, each with a thread an item in any
+// order: the first two only read the flows' StreamTails, the last writes each direction's from the
+// one chunk that ends the direction in the batch).
 #pragma once
 #include "core/module_stage.hpp"
 #include "gaspp/stream_hook.hpp"
@@ -85,17 +86,24 @@ GASPP_HD GASPP_FORCEINLINE StreamTail<M::kStreamBefore>* stream_tail_of(const St
   return reinterpret_cast<StreamTail<M::kStreamBefore>*>(h.table.module_slice(c.slot, h.state_off[hk]));
 }
 
-template <class M>
+// kRetry: the retry pass (on_stream_bulk_retry), for a piece the bulk pass queued.
+template <class M, bool kRetry = false>
 GASPP_HD GASPP_FORCEINLINE void stream_bulk_one(const StreamHooks& h, uint32_t hk, const StreamRef& sr,
                                                 const DecodedView& d, uint32_t k) {
-  if constexpr (HasOnStreamBulk<M>) {
+  if constexpr (HasOnStreamBulk<M> && (!kRetry || HasOnStreamBulkRetry<M>)) {
     constexpr uint32_t N = M::kStreamBefore;
     const StreamChunk& c = sr.chunks[k];
     uint8_t before[N];
     const uint32_t n = stream_before<N>(sr, d, stream_tail_of<M>(h, hk, c), k, before);
-    StreamPiece p(h, c, stream_item_bytes(sr, d, c.src) + c.src_off, c.slot, c.packet, hk);
-    atomic_add_u64(&h.counts[size_t(h.module[hk]) * kModuleCounters + size_t(mc_stream_pieces)], 1);
-    M::on_stream_bulk(p, before + (N - n), n, *static_cast<const typename M::View*>(h.view[hk]));
+    const typename M::View& v = *static_cast<const typename M::View*>(h.view[hk]);
+    if constexpr (kRetry) {
+      StreamPiece p(h, c, stream_item_bytes(sr, d, c.src) + c.src_off, c.slot, c.packet, hk);
+      M::on_stream_bulk_retry(p, before + (N - n), n, v);
+    } else {
+      StreamPiece p(h, c, stream_item_bytes(sr, d, c.src) + c.src_off, c.slot, c.packet, hk, k);
+      atomic_add_u64(&h.counts[size_t(h.module[hk]) * kModuleCounters + size_t(mc_stream_pieces)], 1);
+      M::on_stream_bulk(p, before + (N - n), n, v);
+    }
   }
 }
 
@@ -142,6 +150,24 @@ GASPP_HD inline void stream_bulk_modules(const StreamHooks& h, const StreamRef& 
     GASPP_MODULE_TYPES(GASPP_X)
 #undef GASPP_X
   }
+}
+
+// The retry pass over entry e of StreamHooks::retry (any order, any thread; e < the entries queued).
+GASPP_HD inline void stream_bulk_retry(const StreamHooks& h, const StreamRef& sr, const DecodedView& d, uint32_t e) {
+  const uint32_t code = h.retry[e];
+  const uint32_t k = code / kMaxStreamModules, hk = code % kMaxStreamModules;
+  int type = 0;
+#define GASPP_X(M)                                                          \
+  if (h.type[hk] == type) stream_bulk_one<M, true>(h, hk, sr, d, k); \
+  ++type;
+  GASPP_MODULE_TYPES(GASPP_X)
+#undef GASPP_X
+}
+
+// How many retry entries the bulk pass queued (those past the capacity were refused).
+GASPP_HD GASPP_FORCEINLINE uint32_t stream_retry_count(const StreamHooks& h) {
+  if (!h.retry_n) return 0;
+  return *h.retry_n < h.retry_cap ? *h.retry_n : h.retry_cap;
 }
 
 // The bulk pass over chunk k of the batch (any order, any thread).

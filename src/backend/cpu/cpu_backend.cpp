@@ -62,12 +62,14 @@ class CpuBackend final : public Backend, private StageExecutor {
       for (ModuleInstance* m : cfg.modules) m->upload(mem);
       ctx_.resize(cfg.batch_packets);
       hooks_ = stream_hooks_of(cfg.modules, nullptr);
+      if (hooks_.bulk_n && chunks_.size()) retry_.reset(chunks_.size() * hooks_.bulk_n);
       stream_counts_.assign(cfg.modules.size() * kModuleCounters, 0);
       if (plan_.schedule()) {
         order_.resize(cfg.batch_packets);
         sched_.resize(cfg.batch_packets);
       }
       events_.resize(event_capacity_of(cfg));
+      stage_retry_.reset(cfg.batch_packets);
       mod_counts_.assign(size_t(pool_.size()), std::vector<unsigned long long>(cfg.modules.size() * kModuleCounters));
     }
     for (auto& s : slots_) {
@@ -197,6 +199,9 @@ class CpuBackend final : public Backend, private StageExecutor {
     a_.flow_flags = flows ? s.flow_flags.data() : nullptr;
     if (flows) a_.table = table_.ref();
     a_.events = EventSinkRef{events_.data(), &event_n_, uint32_t(events_.size())};
+    a_.retry = stage_retry_.data();
+    a_.retry_n = &stage_retry_n_;
+    a_.retry_cap = uint32_t(stage_retry_.size());
     a_.has_flows = flows;
     a_.class_order = plan_.class_order().data();
     a_.classes = plan_.classes();
@@ -262,9 +267,16 @@ class CpuBackend final : public Backend, private StageExecutor {
     a_.first = st == 0;
     a_.module = k;
     a_.state_off = m->state_off;
+    stage_retry_n_ = 0;
     pool_.parallel_for(v_.count, [&](uint64_t begin, uint64_t end, int w) {
       m->run_cpu(a_, uint32_t(begin), uint32_t(end), mod_counts_[size_t(w)].data() + size_t(k) * kModuleCounters);
     });
+    if (const uint32_t r = module_retry_count(a_)) {
+      pool_.parallel_for(r, [&](uint64_t begin, uint64_t end, int w) {
+        m->run_cpu_retry(a_, uint32_t(begin), uint32_t(end),
+                         mod_counts_[size_t(w)].data() + size_t(k) * kModuleCounters);
+      });
+    }
   }
 
   void regroup(uint16_t next_st) override {
@@ -378,6 +390,9 @@ class CpuBackend final : public Backend, private StageExecutor {
       // At the final flush no batch's packets take verdicts; events go to flush_streams' caller.
       sr.hooks.events = EventSinkRef{events_.data(), &event_n_, uint32_t(events_.size())};
       if (final) sr.hooks.verdict = nullptr;
+      sr.hooks.retry = retry_.data();
+      sr.hooks.retry_n = &retry_n_;
+      sr.hooks.retry_cap = uint32_t(retry_.size());
     }
     return sr;
   }
@@ -428,9 +443,16 @@ class CpuBackend final : public Backend, private StageExecutor {
   // (core/stream_dispatch.hpp), each pass split over the pool.
   void bulk_pass(const StreamRef& sr, const DecodedView& dec) {
     const uint32_t n = std::min(*sr.chunk_n, sr.chunk_cap);
+    retry_n_ = 0;
     pool_.parallel_for(n, [&](uint64_t begin, uint64_t end, int) {
       for (uint64_t k = begin; k < end; ++k) stream_bulk_chunk(sr.hooks, sr, dec, uint32_t(k));
     });
+    const uint32_t r = stream_retry_count(sr.hooks);
+    if (r) {
+      pool_.parallel_for(r, [&](uint64_t begin, uint64_t end, int) {
+        for (uint64_t e = begin; e < end; ++e) stream_bulk_retry(sr.hooks, sr, dec, uint32_t(e));
+      });
+    }
     pool_.parallel_for(n, [&](uint64_t begin, uint64_t end, int) {
       for (uint64_t k = begin; k < end; ++k) stream_bulk_tail(sr.hooks, sr, dec, uint32_t(k));
     });
@@ -484,6 +506,10 @@ class CpuBackend final : public Backend, private StageExecutor {
   StreamCounts counts_{};
   int in_ = 0;                           // the set the next batch reads
   ZeroFilledArray<StreamChunk> chunks_;
+  ZeroFilledArray<uint32_t> retry_;      // bulk pieces to run again (StreamHooks::retry), chunks x bulk modules
+  uint32_t retry_n_ = 0;
+  ZeroFilledArray<uint32_t> stage_retry_;  // packets a module stage runs again (StageArgs::retry)
+  uint32_t stage_retry_n_ = 0;
   std::vector<uint32_t> ctx_;                       // modules: context key per packet
   StreamHooks hooks_{};                             // modules with on_stream (the walk calls them)
   std::vector<unsigned long long> stream_counts_;   // their counters (atomic: the walk is parallel)

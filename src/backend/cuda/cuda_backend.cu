@@ -146,6 +146,13 @@ class CudaBackend final : public Backend, private StageExecutor {
       for (ModuleInstance* m : cfg.modules) m->upload(tables_);
       event_cap_ = event_capacity_of(cfg);
       hooks_ = stream_hooks_of(cfg.modules, &tables_);
+      if (hooks_.bulk_n && streams_) {
+        // Every piece of every bulk module may ask for a retry: room for all (StreamHooks::retry).
+        d_retry_.allocate(size_t(sbuf_.chunk_cap()) * hooks_.bulk_n + 1);
+        hooks_.retry = d_retry_.get() + 1;
+        hooks_.retry_n = d_retry_.get();
+        hooks_.retry_cap = uint32_t(size_t(sbuf_.chunk_cap()) * hooks_.bulk_n);
+      }
       const std::vector<uint16_t>& order = plan_.class_order();
       d_class_order_ = static_cast<const uint16_t*>(tables_.place(order.data(), order.size() * 2));
       size_t sched_temp = 0;
@@ -156,6 +163,7 @@ class CudaBackend final : public Backend, private StageExecutor {
       const size_t nc = cfg.modules.size() * kModuleCounters;
       for (auto& s : slots_) {
         s.d_ctx.allocate(cfg.batch_packets);
+        s.d_retry.allocate(size_t(cfg.batch_packets) + 1);  // [0] the count, then the packets
         s.d_module_counts.allocate(nc);
         s.h_module_counts.allocate(nc);
         s.events.allocate(event_cap_);
@@ -343,6 +351,7 @@ class CudaBackend final : public Backend, private StageExecutor {
     bool streams_back = false;  // the batch in this slot sends its streams to the host
     // Modules: context keys, counters (device, and pinned for the copy back), events (mapped).
     DeviceBuffer<uint32_t> d_ctx;
+    DeviceBuffer<uint32_t> d_retry;         // a stage's packets to run again (StageArgs::retry)
     DeviceBuffer<unsigned long long> d_module_counts;
     PinnedBuffer<unsigned long long> h_module_counts;
     MappedBuffer<ModuleEvent> events;
@@ -556,6 +565,11 @@ class CudaBackend final : public Backend, private StageExecutor {
     a.flow_flags = table_ ? s.d_flow_flags.get() : nullptr;
     if (table_) a.table = table_->ref();
     a.events = EventSinkRef{s.events.device(), s.event_n.device(), event_cap_};
+    if (s.d_retry.get()) {
+      a.retry = s.d_retry.get() + 1;
+      a.retry_n = s.d_retry.get();
+      a.retry_cap = s.batch.count;
+    }
     a.has_flows = table_ != nullptr;
     a.class_order = d_class_order_;
     a.classes = plan_.classes();
@@ -616,6 +630,7 @@ class CudaBackend final : public Backend, private StageExecutor {
     if (traced) mark(*traced, st, "flow walk");
     if (streams_ && sr.hooks.bulk_n) {
       // Enough threads for every chunk the walk may have emitted (the kernels read the count).
+      GASPP_CUDA_CHECK(cudaMemsetAsync(sr.hooks.retry_n, 0, sizeof(uint32_t), st));
       launch_stream_bulk(grid_blocks(sbuf_.chunk_cap(), blocks_cap_, FlowPolicy::kThreads), st, sr, dec);
       if (traced) mark(*traced, st, "stream bulk");
     }
@@ -657,6 +672,7 @@ class CudaBackend final : public Backend, private StageExecutor {
   // One allocation (d_sort_): keys, values, sorted keys, sorted values, the first item of each run
   // of the sorted keys (launch_run_heads) and how many runs there are.
   DeviceBuffer<uint32_t> d_sort_;
+  DeviceBuffer<uint32_t> d_retry_;        // bulk stream pieces to run again: [0] the count, then entries
   uint32_t* d_keys_ = nullptr;
   uint32_t* d_vals_ = nullptr;
   uint32_t* d_keys_sorted_ = nullptr;

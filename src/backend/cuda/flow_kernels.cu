@@ -135,6 +135,15 @@ __global__ void __launch_bounds__(FlowPolicy::kThreads) stream_bulk_kernel(Strea
   }
 }
 
+// Between the two: the pieces the bulk pass queued for a retry, a thread an entry. A kernel of its
+// own so that what only the retry runs (the detection module's regex search) does not weigh on the
+// bulk kernel's registers and code (bench/results/2026-11-26-detect-stages-device-pcre.json).
+__global__ void __launch_bounds__(FlowPolicy::kThreads) stream_retry_kernel(StreamRef sr, DecodedView dec) {
+  const uint32_t n = stream_retry_count(sr.hooks);
+  for (uint32_t e = blockIdx.x * blockDim.x + threadIdx.x; e < n; e += gridDim.x * blockDim.x)
+    stream_bulk_retry(sr.hooks, sr, dec, e);
+}
+
 // Before a walk: the out-of-order buffer's counts and pool decision (stream_begin, one thread).
 __global__ void stream_begin_kernel(StreamCounts* c, int in, uint32_t held_cap, uint32_t pool_bytes) {
   stream_begin(*c, in, held_cap, pool_bytes);
@@ -234,6 +243,10 @@ void launch_flow_walk(bool with_streams, int blocks, cudaStream_t st, const Flow
 void launch_stream_bulk(int blocks, cudaStream_t st, const StreamRef& sr, const DecodedView& dec) {
   stream_bulk_kernel<false><<<blocks, FlowPolicy::kThreads, 0, st>>>(sr, dec);
   GASPP_CUDA_CHECK(cudaGetLastError());
+  if (sr.hooks.retry_n) {
+    stream_retry_kernel<<<blocks, FlowPolicy::kThreads, 0, st>>>(sr, dec);
+    GASPP_CUDA_CHECK(cudaGetLastError());
+  }
   stream_bulk_kernel<true><<<blocks, FlowPolicy::kThreads, 0, st>>>(sr, dec);
   GASPP_CUDA_CHECK(cudaGetLastError());
 }

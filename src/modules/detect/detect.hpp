@@ -50,7 +50,10 @@
 //
 // pcre on the device: the expression's program for the regex search (regex.hpp, exactly PCRE2's
 // match), compiled at load for the expressions that are regular (counted: pcre_device,
-// pcre_host_only). A pcre without a program, or a search past its step limit, cannot be finished
+// pcre_host_only). The search runs in a second pass (on_ip_retry, on_stream_bulk_retry: kernels of
+// their own on the GPU) over the packets and pieces whose candidates reached such a pcre in the
+// first pass, which carries no search code (carried inline, it halved the stream stage's speed
+// with no pcre reached: bench/results/2026-11-26-detect-stages-device-pcre.json). A pcre without a program, or a search past its step limit, cannot be finished
 // there: on a packet the event asks the host to run the list again on the packet's payload with
 // PCRE2 (pcre_host_rechecks); on a stream piece the match is left undecided and counted
 // (stream_pcre_undecided) — the one way the CUDA backend's alerts can differ from the CPU backend's.
@@ -184,8 +187,20 @@ struct DetectModule {
 #endif
   }
 
+  // A packet, without the regex search first (as on_stream_bulk): a packet whose candidates reach
+  // a pcre, or that matches more than kDetHeldEvents signatures, is retried with it (on_ip_retry).
   GASPP_HD static uint32_t on_ip(Packet& p, FlowState*, const View& v, uint32_t ctx) {
-    if (v.sig_n == 0) return ctx;
+    ip_pass<false>(p, v);
+    return ctx;
+  }
+  GASPP_HD static uint32_t on_ip_retry(Packet& p, FlowState*, const View& v, uint32_t ctx) {
+    ip_pass<true>(p, v);
+    return ctx;
+  }
+
+  template <bool kRetry>
+  GASPP_HD static void ip_pass(Packet& p, const View& v) {
+    if (v.sig_n == 0) return;
     const DecodedView& d = p.dec();
     const uint32_t k = p.index();
     const uint8_t* payload = nullptr;
@@ -207,17 +222,43 @@ struct DetectModule {
     facts.icmp_type = d.icmp_type[k];
     facts.icmp_code = d.icmp_code[k];
     Decision dec;
+    // The first pass holds its events until it knows it keeps them (see stream_pass).
+    constexpr uint32_t kHeld = kRetry ? 1 : kDetHeldEvents;
+    uint32_t held[kHeld];
+    uint32_t nh = 0;
+    bool retry = false;
+    uint32_t retry_sig = 0;
     for_candidates(v, payload, len, pk, [&](uint32_t i) {
+      if (retry) return;
       const DetSig& s = v.sigs[i];
       if (!(s.mode & kSigPacket) && (!tcp || stream_added || (s.mode & kSigStreamOnly))) return;
       if (s.op_n && len == 0) return;
       if (!sig_applies(v, i, pk, p.has_flow(), p.to_client(), p.flow_established(), facts)) return;
-      const int r = detect_inspect(v, s, payload, len, 0);
+      const int r = detect_inspect<kRetry>(v, s, payload, len, 0);
       if (r == kInspectNoMatch) return;
       // A pcre the device cannot run: the host runs the whole list again on the packet.
+      const uint32_t value = (i << 2) | (r == kInspectNeedsHost ? 1u : 0u);
+      if constexpr (!kRetry) {
+        if (r == kInspectRetry || nh == kHeld) {
+          retry = true;
+          retry_sig = i;
+          return;
+        }
+        held[nh++] = value;
+      } else {
+        p.emit(kMatch, value);
+      }
       if (r == kInspectMatch) dec.note(s.verdict, i);
-      p.emit(kMatch, (i << 2) | (r == kInspectNeedsHost ? 1u : 0u));
     });
+    if constexpr (!kRetry) {
+      if (retry) {
+        if (p.retry()) return;
+        // No room (the queue holds the whole batch, so this does not happen): the host runs the
+        // signature's list again with PCRE2, as for a pcre without a program.
+        held[nh < kHeld ? nh++ : kHeld - 1] = (retry_sig << 2) | 1u;
+      }
+      for (uint32_t k = 0; k < nh; ++k) p.emit(kMatch, held[k]);
+    }
     // Suricata's order of actions (PacketAlertFinalize): the first deciding match in rank order
     // wins, a pass ends the packet's list; a packet match decides the packet, an IP-only one the flow.
     if (dec.drop < dec.pass) {
@@ -226,7 +267,6 @@ struct DetectModule {
     } else if (dec.pass != Decision::kNone && (v.sigs[dec.pass].verdict & kDetFlowScope)) {
       p.pass_flow();
     }
-    return ctx;
   }
 
   // The first (lowest-ranked) drop and pass among a buffer's final matches; candidates come in
@@ -242,7 +282,19 @@ struct DetectModule {
 
   // One stream piece (every piece of the batch at once, gaspp/stream_hook.hpp): the piece alone,
   // then the junction of the bytes before it (at most kDetStreamCarry) and its first bytes.
+  // Without the regex search first (on the device and the CPU's device path): a piece whose
+  // candidates reach a pcre, or that matches more than kDetHeldEvents signatures, raises nothing and
+  // is retried with the search (on_stream_bulk_retry, a kernel of its own on the GPU).
   GASPP_HD static void on_stream_bulk(StreamPiece& s, const uint8_t* before, uint32_t c, const View& v) {
+    stream_pass<false>(s, before, c, v);
+  }
+  GASPP_HD static void on_stream_bulk_retry(StreamPiece& s, const uint8_t* before, uint32_t c, const View& v) {
+    stream_pass<true>(s, before, c, v);
+  }
+  static constexpr uint32_t kDetHeldEvents = 8;
+
+  template <bool kRetry>
+  GASPP_HD static void stream_pass(StreamPiece& s, const uint8_t* before, uint32_t c, const View& v) {
     if (s.len() == 0 || v.sig_n == 0) return;
     const FwPacket pk = stream_packet_of(s);
     const uint32_t c_max = v.stream_carry < kDetStreamCarry ? v.stream_carry : kDetStreamCarry;
@@ -254,19 +306,35 @@ struct DetectModule {
       const DetSig& sg = v.sigs[i];
       if (!(sg.mode & kSigStream) || !sg.op_n) return kInspectNoMatch;
       if (!sig_applies(v, i, pk, true, s.to_client(), true, PacketFacts{})) return kInspectNoMatch;
-      return detect_inspect(v, sg, buf, len, min_end, max_start);
+      return detect_inspect<kRetry>(v, sg, buf, len, min_end, max_start);
     };
     Decision dec;
+    // The first pass holds its events (signature << 1 | needs host) until it knows it keeps them.
+    constexpr uint32_t kHeld = kRetry ? 1 : kDetHeldEvents;
+    uint32_t held[kHeld];
+    uint32_t nh = 0;
+    bool retry = false;
+    uint32_t retry_sig = 0;
+    auto emit = [&](uint32_t i, bool needs_host) {
+      if (needs_host) s.emit(kStreamNeedsHost, i);  // not resolved: the host has no stream bytes (counted)
+      else s.emit(kMatch, (i << 2) | 2u);
+    };
     auto raise = [&](uint32_t i, int r) {
-      if (r == kInspectNoMatch) return;
-      if (r == kInspectNeedsHost) {
-        s.emit(kStreamNeedsHost, i);  // not resolved: the host has no stream bytes (counted)
-        return;
+      if (r == kInspectNoMatch || retry) return;
+      if constexpr (!kRetry) {
+        if (r == kInspectRetry || nh == kHeld) {
+          retry = true;
+          retry_sig = i;
+          return;
+        }
+        held[nh++] = (i << 1) | (r == kInspectNeedsHost ? 1u : 0u);
+      } else {
+        emit(i, r == kInspectNeedsHost);
       }
-      dec.note(v.sigs[i].verdict, i);
-      s.emit(kMatch, (i << 2) | 2u);
+      if (r == kInspectMatch) dec.note(v.sigs[i].verdict, i);
     };
     for_candidates(v, s.data(), s.len(), pk, [&](uint32_t i) {
+      if (retry) return;
       const DetSig& sg = v.sigs[i];
       // An IP-only pass or drop matches every packet of this direction, the one that delivered the
       // piece too (on_ip raised its event there): it takes part in the piece's decision, so that a
@@ -279,13 +347,24 @@ struct DetectModule {
       }
       raise(i, stream_match(s.data(), s.len(), 0, kInspectAnywhere, i));
     });
-    if (c) {
+    if (c && !retry) {
       // Matches across the junction: one option starts in the bytes before, one ends in the piece.
       uint8_t junction[2 * kDetStreamCarry];
       const uint32_t head = s.len() < c_max ? s.len() : c_max;
       for (uint32_t b = 0; b < c; ++b) junction[b] = before[b];
       for (uint32_t b = 0; b < head; ++b) junction[c + b] = s.data()[b];
-      for_candidates(v, junction, c + head, pk, [&](uint32_t i) { raise(i, stream_match(junction, c + head, c, c, i)); });
+      for_candidates(v, junction, c + head, pk, [&](uint32_t i) {
+        if (!retry) raise(i, stream_match(junction, c + head, c, c, i));
+      });
+    }
+    if constexpr (!kRetry) {
+      if (retry) {
+        if (s.retry()) return;
+        // No room to retry (the queue holds every piece, so this does not happen): the signature
+        // that needed it is left undecided, counted, with what was found before it.
+        held[nh < kHeld ? nh++ : kHeld - 1] = (retry_sig << 1) | 1u;
+      }
+      for (uint32_t k = 0; k < nh; ++k) emit(held[k] >> 1, held[k] & 1u);
     }
     // A stream match decides the flow (Suricata: the action of a stateful match applies to it).
     if (dec.drop < dec.pass) s.drop_flow();

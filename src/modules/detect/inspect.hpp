@@ -29,7 +29,9 @@
 
 namespace gaspp {
 
-enum InspectResult : int { kInspectNoMatch = 0, kInspectMatch = 1, kInspectNeedsHost = 2 };
+// kInspectRetry: the list reached a pcre with a program while the search was left out (kRegex
+// false): the caller runs it again with the search (DetectModule's retry pass).
+enum InspectResult : int { kInspectNoMatch = 0, kInspectMatch = 1, kInspectNeedsHost = 2, kInspectRetry = 3 };
 constexpr uint32_t kInspectAnywhere = 0xffffffffu;
 
 // PCRE2 on the host: 1 match (ov0/ov1: start/end, relative to subject), 0 none.
@@ -96,7 +98,9 @@ GASPP_HD inline bool det_extract(const DetOp& o, const uint8_t* p, int64_t avail
   return true;
 }
 
-// Evaluates signature s's payload list on buf[0..len). Returns an InspectResult.
+// Evaluates signature s's payload list on buf[0..len). Returns an InspectResult. kRegex false: the
+// device's regex search is not compiled in; a pcre that would need it answers kInspectRetry.
+template <bool kRegex = true>
 GASPP_HD inline int detect_inspect(const DetectView& v, const DetSig& s, const uint8_t* buf, uint32_t len,
                                    uint32_t min_end = 0, uint32_t max_start = kInspectAnywhere) {
   struct Frame {
@@ -212,6 +216,9 @@ GASPP_HD inline int detect_inspect(const DetectView& v, const DetSig& s, const u
       const bool device_search = v.host_defer_pcre;
 #endif
       if (device_search && !o.rx_prog) return kInspectNeedsHost;
+      if constexpr (!kRegex) {
+        if (device_search) return kInspectRetry;
+      }
       if (!retry) {
         retry_at = 0;
         pbo = pos;
@@ -228,10 +235,10 @@ GASPP_HD inline int detect_inspect(const DetectView& v, const DetSig& s, const u
         int m = 0;
         if (start <= len - base) {
 #if defined(__CUDA_ARCH__)
-          m = rx_search(v.rx, o.rx_prog - 1, buf + base, len - base, start, ov0, ov1);
+          if constexpr (kRegex) m = rx_search(v.rx, o.rx_prog - 1, buf + base, len - base, start, ov0, ov1);
 #else
-          m = device_search ? rx_search(v.rx, o.rx_prog - 1, buf + base, len - base, start, ov0, ov1)
-                            : detect_host_pcre(v.host, o.pat_off, buf + base, len - base, start, ov0, ov1);
+          if (!device_search) m = detect_host_pcre(v.host, o.pat_off, buf + base, len - base, start, ov0, ov1);
+          else if constexpr (kRegex) m = rx_search(v.rx, o.rx_prog - 1, buf + base, len - base, start, ov0, ov1);
 #endif
           if (m == kRxUnknown) return kInspectNeedsHost;
         }
