@@ -235,6 +235,24 @@ detect-sanitize)
       -l "$OUT" --flow-capacity 65536 $R 2>&1 | grep -E "ERROR SUMMARY|LEAK SUMMARY|Invalid|gaspp: detect" | head -8
     check "memcheck detect $c"
   done
+  step "compute-sanitizer memcheck: pcres reached on packets and streams (the retry kernels)"
+  $B/gaspp gen -o /tmp/retry.pcap --mode http --packets 20000 --flows 50 --plant "Host: evil" --plant-rate 0.01 >/dev/null
+  cat > /tmp/retry.rules <<'RULES'
+alert tcp any any -> any any (msg:"stream pcre"; flow:established; content:"Host: "; pcre:"/Host: e[a-z]+/"; sid:1;)
+alert tcp-pkt any any -> any any (msg:"packet pcre"; content:"GET "; pcre:"/^GET \/[a-z0-9]/"; sid:2;)
+alert tcp any any -> any any (msg:"stream pcre no match"; content:"HTTP/1."; pcre:"/HTTP\/1\.[2-9]/"; sid:3;)
+RULES
+  mkdir -p "$OUT/retry-cpu" "$OUT/retry-cuda"
+  compute-sanitizer --tool memcheck --leak-check full --error-exitcode 3 $B/gaspp -r /tmp/retry.pcap --backend cuda \
+    -l "$OUT/retry-cuda" --flow-capacity 65536 -s /tmp/retry.rules 2>&1 | grep -E "ERROR SUMMARY|LEAK SUMMARY|Invalid" | head -8
+  check "memcheck retry"
+  for b in cpu cuda; do
+    $B/gaspp -r /tmp/retry.pcap --backend $b -l "$OUT/retry-$b" -s /tmp/retry.rules >/dev/null 2>&1
+    echo "$b: $(grep -c '"event_type":"alert"' "$OUT/retry-$b/eve.json") alerts," \
+      "$(grep '"event_type":"alert"' "$OUT/retry-$b/eve.json" | grep -o '"signature_id":[0-9]*' | sort | uniq -c | tr '\n' ' ')"
+  done
+  [ "$(grep -c '"event_type":"alert"' "$OUT/retry-cpu/eve.json")" = "$(grep -c '"event_type":"alert"' "$OUT/retry-cuda/eve.json")" ]
+  check "retry alerts cpu = cuda"
   ;;
 bench-detect)
   bench_detect_run
