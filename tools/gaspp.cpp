@@ -35,6 +35,7 @@
 
 #include "backend/backend.hpp"
 #include "capture/capture_file.hpp"
+#include "capture/af_packet_source.hpp"
 #include "capture/filtered_source.hpp"
 #include "tools/gen/generator.hpp"
 #include "core/config.hpp"
@@ -272,7 +273,12 @@ int main(int argc, char** argv) {
     // Suricata's pcap-file mode reads a directory). A file that is not a capture is reported and
     // left out; the run then ends with exit status 2, as for a damaged capture.
     std::vector<CaptureFile> caps;
-    if (std::filesystem::is_directory(input)) {
+    std::unique_ptr<AfPacketSource> live;
+    if (!o.live.iface.empty()) {
+      live = std::make_unique<AfPacketSource>(o.live);
+      std::fprintf(stderr, "gaspp: capturing on %s (AF_PACKET, ring of %u blocks of %u bytes%s%s)\n", o.live.iface.c_str(),
+                   o.live.block_count, o.live.block_size, ro.filter.empty() ? "" : ", filter ", ro.filter.c_str());
+    } else if (std::filesystem::is_directory(input)) {
       std::vector<std::string> names;
       for (const auto& e : std::filesystem::directory_iterator(input))
         if (e.is_regular_file()) names.push_back(e.path().string());
@@ -292,7 +298,6 @@ int main(int argc, char** argv) {
     } else {
       caps.push_back(CaptureFile::open(input));
     }
-    const CaptureFile& cap = caps.front();
     for (const CaptureFile& c : caps) {
       if (!ro.filter.empty()) {
         const std::string why = check_filter(ro.filter, c.link());
@@ -301,20 +306,28 @@ int main(int argc, char** argv) {
           return 1;
         }
       }
-      if ((!write_path.empty() || !dump_packets.empty()) && c.raw_link_type() != cap.raw_link_type()) {
+      if ((!write_path.empty() || !dump_packets.empty()) && c.raw_link_type() != caps.front().raw_link_type()) {
         std::fprintf(stderr, "gaspp: %s and %s have different link types: their packets cannot go to one -w / --dump-packets file\n",
-                     cap.path().c_str(), c.path().c_str());
+                     caps.front().path().c_str(), c.path().c_str());
         return 1;
       }
     }
     std::vector<const CaptureFile*> cap_list;
     for (const CaptureFile& c : caps) cap_list.push_back(&c);
+    const auto pcap_writer = [&](const std::string& path) {
+      if (live) return std::make_unique<PcapWriter>(path, AfPacketSource::kFormat, live->snaplen(), live->raw_link());
+      return std::make_unique<PcapWriter>(path, caps.front());
+    };
     std::unique_ptr<PcapWriter> passed, dumped;
-    if (!write_path.empty()) passed = std::make_unique<PcapWriter>(write_path, cap);
-    if (!dump_packets.empty()) dumped = std::make_unique<PcapWriter>(dump_packets, cap);
+    if (!write_path.empty()) passed = pcap_writer(write_path);
+    if (!dump_packets.empty()) dumped = pcap_writer(dump_packets);
     std::string line;
     DecodedPacket p;
-    rep = run_captures(cap_list, *backend, ro, [&](const PacketBatch& b) {
+    const auto run = [&](auto&&... callbacks) {
+      if (live) return run_source(*live, *backend, ro, callbacks...);
+      return run_captures(cap_list, *backend, ro, callbacks...);
+    };
+    rep = run([&](const PacketBatch& b) {
       if (!modules.empty()) modules.finish_batch(b, mod_out);
       if (passed) passed->write(b, 0, kVerdictDrop);
       // to_dump counts unless the packet took its flow's earlier decision (its module output is void).
@@ -351,7 +364,7 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "gaspp: %s\n", e.what());
     return 1;
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "gaspp: %s: %s\n", input.c_str(), e.what());
+    std::fprintf(stderr, "gaspp: %s: %s\n", input.empty() ? o.live.iface.c_str() : input.c_str(), e.what());
     return 1;
   }
   for (const auto& is : rep.issues) std::fprintf(stderr, "gaspp: %s: %s\n", is.fatal ? "error" : "warning", is.message.c_str());

@@ -196,6 +196,34 @@ int parse_command_line(int argc, char** argv, Options& o) {
   const char* kStreams = "TCP reassembly (docs/streams.md)";
   const char* kMods = "Modules (docs/writing-a-module.md; they run in the order given)";
   app.add_option("-r", input, "the capture to process (pcap or pcapng; a directory: its captures in name order; -: standard input)")->type_name("FILE")->group(kRun);
+  app.add_option("-i", o.live.iface,
+                 "capture live from this network interface (Linux AF_PACKET, TPACKET_V3 ring) until SIGINT or SIGTERM")
+      ->type_name("IFACE")->group(kRun);
+  opt("--af-packet-block-size", "BYTES", "-i: ring block size, a power of two (default 1 MiB; suricata.yaml af-packet block-size)",
+      kRun, [&](const std::string& v) {
+        o.live.block_size = uint32_t(parse_bounded("--af-packet-block-size", v.c_str(), 4096, 1u << 30));
+        return true;
+      });
+  opt("--af-packet-blocks", "N", "-i: blocks in the ring (default 128)", kRun, [&](const std::string& v) {
+    o.live.block_count = uint32_t(parse_bounded("--af-packet-blocks", v.c_str(), 1, 1u << 20));
+    return true;
+  });
+  opt("--af-packet-block-timeout", "MS",
+      "-i: a block not yet full goes to the batcher after this many milliseconds (default 10; af-packet block-timeout)",
+      kRun, [&](const std::string& v) {
+        o.live.block_timeout_ms = uint32_t(parse_bounded("--af-packet-block-timeout", v.c_str(), 1, 60000));
+        return true;
+      });
+  opt("--af-packet-cluster", "ID[:TYPE]",
+      "-i: join PACKET_FANOUT group ID, sharing the interface with the other sockets of the group by "
+      "cluster_flow (default), cluster_cpu or cluster_qm", kRun, [&](const std::string& v) {
+        const size_t colon = v.find(':');
+        o.live.fanout_group = int(parse_bounded("--af-packet-cluster", v.substr(0, colon).c_str(), 0, 65535));
+        if (colon != std::string::npos) o.live.cluster_type = v.substr(colon + 1);
+        if (o.live.cluster_type != "cluster_flow" && o.live.cluster_type != "cluster_cpu" && o.live.cluster_type != "cluster_qm")
+          return fail("--af-packet-cluster: cluster_flow, cluster_cpu or cluster_qm, not '" + o.live.cluster_type + "'");
+        return true;
+      });
   // A BPF filter as tcpdump takes it: -f EXPR, or the words after the options.
   std::string filter_flag;
   std::vector<std::string> filter_words;
@@ -440,8 +468,12 @@ int parse_command_line(int argc, char** argv, Options& o) {
       return early_exit;
     }
   }
-  if (input.empty()) {
+  if (input.empty() && o.live.iface.empty()) {
     std::fputs(app.help().c_str(), stderr);
+    return 1;
+  }
+  if (!input.empty() && !o.live.iface.empty()) {
+    std::fprintf(stderr, "gaspp: -r and -i both given: read a capture or an interface, not both\n");
     return 1;
   }
   if (!filter_flag.empty() && !filter_words.empty()) {
@@ -450,6 +482,7 @@ int parse_command_line(int argc, char** argv, Options& o) {
   }
   ro.filter = filter_flag;
   for (const std::string& w : filter_words) ro.filter += (ro.filter.empty() ? "" : " ") + w;
+  o.live.filter = ro.filter;  // -i: attached in the kernel
   return -1;
 }
 

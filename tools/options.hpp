@@ -12,12 +12,14 @@
 
 #include "backend/backend.hpp"
 #include "core/config.hpp"
+#include "capture/af_packet_source.hpp"
 #include "pipeline/pipeline.hpp"
 
 namespace gaspp {
 
 struct Options {
   std::string input;                   // -r
+  AfPacketOptions live;                // -i and the --af-packet-* options (live.iface empty: no -i)
   std::string backend = "auto";        // --backend, backend:
   BackendConfig backend_config;        // batch, flow table, reassembly, transfers, device ...
   RunOptions run;                      // batch policy, indexing, defragmentation ...

@@ -18,8 +18,9 @@ int dlt_of(LinkType link) {
   }
 }
 
-// Compiles expr for link into prog; "" or libpcap's reason.
-std::string compile(const std::string& expr, LinkType link, bpf_program& prog) {
+}  // namespace
+
+std::string compile_filter(const std::string& expr, LinkType link, bpf_program& prog) {
   pcap_t* p = pcap_open_dead(dlt_of(link), 262144);
   if (!p) return "libpcap cannot open a handle for link type " + std::to_string(int(link));
   std::string why;
@@ -28,8 +29,6 @@ std::string compile(const std::string& expr, LinkType link, bpf_program& prog) {
   return why;
 }
 
-}  // namespace
-
 struct FilteredSource::Program {
   bpf_program prog{};
   ~Program() { pcap_freecode(&prog); }
@@ -37,7 +36,7 @@ struct FilteredSource::Program {
 
 std::string check_filter(const std::string& expr, LinkType link) {
   bpf_program prog{};
-  const std::string why = compile(expr, link, prog);
+  const std::string why = compile_filter(expr, link, prog);
   if (why.empty()) pcap_freecode(&prog);
   return why;
 }
@@ -49,7 +48,7 @@ const FilteredSource::Program& FilteredSource::program_for(LinkType link) {
   auto& slot = programs_[uint8_t(link)];
   if (!slot) {
     auto p = std::make_unique<Program>();
-    const std::string why = compile(expr_, link, p->prog);
+    const std::string why = compile_filter(expr_, link, p->prog);
     if (!why.empty()) throw std::invalid_argument("filter '" + expr_ + "': " + why);
     slot = std::move(p);
   }

@@ -22,10 +22,14 @@
 
 #include "capture/source.hpp"
 
+struct bpf_program;
+
 namespace gaspp {
 
 // "" when expr compiles for link, else libpcap's reason.
 std::string check_filter(const std::string& expr, LinkType link);
+// Compiles expr for link into prog (libpcap, optimized; free it with pcap_freecode): "" or the reason.
+std::string compile_filter(const std::string& expr, LinkType link, bpf_program& prog);
 
 class FilteredSource final : public Source {
  public:

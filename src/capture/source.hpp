@@ -79,6 +79,10 @@ struct SourceReport {
   uint64_t index_windows_parallel = 0, index_windows_serial = 0;  // file sources' parallel indexing
   std::string filter;               // the BPF expression records passed (capture/filtered_source.hpp), or ""
   uint64_t filtered = 0;            // records it refused: read, counted here, never batched
+  // Live capture (capture/af_packet_source.hpp): the kernel's counts of frames for the socket and
+  // of those it dropped for want of room in the ring, and tags put back after VLAN offload.
+  bool live = false;
+  uint64_t kernel_packets = 0, kernel_drops = 0, vlan_restored = 0;
 };
 
 class Source {

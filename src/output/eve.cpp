@@ -89,6 +89,7 @@ void EveWriter::write_stats(const RunReport& r, const nlohmann::ordered_json& ex
                      : l.rfind("raw", 0) == 0 ? "raw" : nullptr;
   nlohmann::ordered_json st;
   st["uptime"] = uint64_t(r.seconds);
+  if (r.live) st["capture"] = {{"kernel_packets", r.kernel_packets}, {"kernel_drops", r.kernel_drops}};  // Suricata's af-packet counters
   auto& dec = st["decoder"];
   dec = {{"pkts", t[c_packets]},
          {"bytes", t[c_wire_bytes]},

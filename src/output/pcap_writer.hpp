@@ -21,6 +21,9 @@ class PcapWriter {
   // Opens `path` for writing; throws OutputError naming the path on failure (and on any failed
   // write: out_file.hpp).
   PcapWriter(const std::string& path, const CaptureFile& input);
+  // For records of a source without a file (live capture): a pcap header for that format, snap
+  // length and link type (LINKTYPE_* number).
+  PcapWriter(const std::string& path, RecordFormat fmt, uint32_t snaplen, uint32_t raw_link);
   PcapWriter(const PcapWriter&) = delete;
   PcapWriter& operator=(const PcapWriter&) = delete;
   // Writes the packets of b whose verdict byte satisfies `want` (any bit in `any_of`, none in `none_of`).

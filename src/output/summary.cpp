@@ -52,12 +52,18 @@ void print_summary(std::FILE* o, const RunReport& r) {
       std::fprintf(o, "  %s %llu", malformed_reason_name(MalformedReason(k)), (unsigned long long)t[c_malformed_reason0 + k]);
   std::fprintf(o, "\n");
   std::fprintf(o, "capture      %s; %llu warnings%s\n",
-               r.damaged ? "DAMAGED: reading stopped early" : r.interrupted ? "INTERRUPTED: reading stopped by a signal" : "read to the end",
+               r.damaged ? "DAMAGED: reading stopped early" : r.interrupted ? "INTERRUPTED: reading stopped by a signal" : r.live ? "live, stopped" : "read to the end",
                (unsigned long long)r.capture_warnings,
                r.suppressed_issues ? (" (" + std::to_string(r.suppressed_issues) + " not shown)").c_str() : "");
-  if (!r.filter.empty())
+  if (!r.filter.empty() && r.live)
+    std::fprintf(o, "filter       '%s': attached in the kernel (what it refuses is not counted)\n", r.filter.c_str());
+  else if (!r.filter.empty())
     std::fprintf(o, "filter       '%s': %llu packets refused (read, not processed)\n", r.filter.c_str(),
                  (unsigned long long)r.filtered);
+  if (r.live)
+    std::fprintf(o, "kernel       received %llu  dropped %llu (ring full)  vlan tags restored %llu\n",
+                 (unsigned long long)r.kernel_packets, (unsigned long long)r.kernel_drops,
+                 (unsigned long long)r.vlan_restored);
   if (r.index_windows_parallel + r.index_windows_serial)
     std::fprintf(o, "indexing     %llu windows in parallel, %llu serially\n", (unsigned long long)r.index_windows_parallel,
                  (unsigned long long)r.index_windows_serial);
@@ -145,6 +151,11 @@ nlohmann::ordered_json summary_json(const RunReport& r) {
          {"index_windows_serial", r.index_windows_serial},
          {"filter", r.filter},
          {"filtered", r.filtered}};
+  if (r.live) {
+    cap["kernel_packets"] = r.kernel_packets;
+    cap["kernel_drops"] = r.kernel_drops;
+    cap["vlan_restored"] = r.vlan_restored;
+  }
   cap["issues"] = nlohmann::ordered_json::array();
   for (const auto& is : r.issues)
     cap["issues"].push_back({{"fatal", is.fatal}, {"record", is.record}, {"offset", is.offset}, {"message", is.message}});

@@ -223,6 +223,10 @@ RunReport run_source(Source& src, Backend& backend, const RunOptions& opt, const
   rep.index_windows_serial = sr.index_windows_serial;
   rep.filter = std::move(sr.filter);
   rep.filtered = sr.filtered;
+  rep.live = sr.live;
+  rep.kernel_packets = sr.kernel_packets;
+  rep.kernel_drops = sr.kernel_drops;
+  rep.vlan_restored = sr.vlan_restored;
   rep.transfer = backend.transfer_stats();
   return rep;
 }

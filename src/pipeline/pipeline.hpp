@@ -71,6 +71,8 @@ struct RunReport {
   uint64_t index_windows_parallel = 0, index_windows_serial = 0;
   std::string filter;               // the BPF filter expression, if any
   uint64_t filtered = 0;            // records it refused (read and counted, not processed)
+  bool live = false;                // a live source: the kernel's counts below apply
+  uint64_t kernel_packets = 0, kernel_drops = 0, vlan_restored = 0;
   FlowGauges flows;                 // the flow table at the end of the run, before the final flush
   StreamGauges streams;             // reassembly's out-of-order buffer
   uint64_t flow_records = 0;        // flow records delivered (expired, evicted, and at shutdown)
