@@ -1,0 +1,403 @@
+#!/usr/bin/env python3
+"""Live capture (`gaspp -i IFACE`) against the same capture read from its file.
+
+A network namespace of the test's own holds a veth pair tx/rx, with IPv6 off before the links come
+up so that the kernel sends nothing of its own on them. For each chosen capture, `gaspp -i rx`
+runs in the namespace; once it says `capturing on rx`, every frame of the capture goes out of tx
+through an AF_PACKET socket, in order and byte for byte, and gaspp is stopped with SIGINT (exit 0
+or 130: stopped by a signal, output complete). Oracle: `gaspp -r FILE` on the same file. From
+each run's eve.json, the flow records (5-tuple, protocol, packets and bytes each way) must be the
+same multiset, and the stats event's decoder counters (packets, bytes, per protocol) equal. The
+first chosen capture that has TCP and other traffic runs again with a trailing BPF filter (`tcp`)
+both ways: live and offline must keep the same packets. The sender pauses 1 ms every 32 frames so
+that the veth backlog never overflows, and the veth pair's own drop counters are checked, so a
+frame the kernel lost is not taken for one gaspp lost.
+
+The captures are chosen from DATA_DIR/pcaps by a fixed rule, so the same data gives the same set:
+classic pcap, Ethernet link type, nothing cut by the snap length, no 802.1Q/802.1ad tag, every
+frame fitting the veth MTU, at most 3000 records spanning under 50 s of capture time (no flow
+timeout can then differ between capture time offline and wall time live). Among those: the one
+with the most UDP packets, the largest with both TCP and UDP, the one with the largest frame, then
+the largest ones, five in all.
+
+One more case sends the smallest capture with 802.1Q-tagged frames: the veth takes the outer tag
+out into the packet's metadata (VLAN offload) and gaspp must put it back (the flow records carry
+the tags, and the decoder counts them).
+
+Skipped (exit 77) when not run as root or when a namespace or veth pair cannot be created.
+
+usage: live_capture.py GASPP DATA_DIR
+       (live_capture.py --send IFACE FILE: the sender, run inside the namespace)
+"""
+import collections
+import errno
+import json
+import os
+import shutil
+import signal
+import socket
+import struct
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+MAX_PACKETS = 3000
+MAX_SPAN_S = 50.0
+PICKS = 5
+MTU = 9000
+BURST = 32            # frames sent between pauses
+PAUSE_S = 0.001       # so the veth backlog (netdev_max_backlog) never overflows
+READY_TIMEOUT_S = 10
+DRAIN_S = 0.5
+STOP_TIMEOUT_S = 30
+BPF = ["tcp"]
+
+MAGICS = {b"\xa1\xb2\xc3\xd4": (">", 1e-6), b"\xd4\xc3\xb2\xa1": ("<", 1e-6),
+          b"\xa1\xb2\x3c\x4d": (">", 1e-9), b"\x4d\x3c\xb2\xa1": ("<", 1e-9)}
+
+
+def read_pcap(path):
+    """(link type, [(timestamp, caplen, wirelen, frame)]) of a classic pcap, None for anything else."""
+    with open(path, "rb") as f:
+        b = f.read()
+    if len(b) < 24 or b[:4] not in MAGICS:
+        return None
+    end, unit = MAGICS[b[:4]]
+    linktype = struct.unpack(end + "I", b[20:24])[0]
+    recs, off = [], 24
+    while off + 16 <= len(b):
+        s, frac, cap, wire = struct.unpack(end + "IIII", b[off:off + 16])
+        recs.append((s + frac * unit, cap, wire, b[off + 16:off + 16 + cap]))
+        off += 16 + cap
+    if off != len(b):
+        recs.append((0, 1, 0, b""))  # a cut record: caplen != length kept, so never chosen
+    return linktype, recs
+
+
+def l4_counts(frames):
+    tcp = udp = 0
+    for d in frames:
+        et, proto = d[12:14], None
+        if et == b"\x08\x00" and len(d) >= 34:
+            proto = d[23]
+        elif et == b"\x86\xdd" and len(d) >= 54:
+            proto = d[20]
+        tcp += proto == 6
+        udp += proto == 17
+    return tcp, udp
+
+
+def candidates(data, mtu, tagged=False):
+    """Captures that qualify; tagged: those with 802.1Q/802.1ad tags instead of those without."""
+    out = []
+    root = os.path.join(data, "pcaps")
+    for dirpath, dirnames, files in os.walk(root):
+        dirnames.sort()
+        for name in sorted(files):
+            path = os.path.join(dirpath, name)
+            got = read_pcap(path)
+            if not got:
+                continue
+            linktype, recs = got
+            if linktype != 1 or not recs or len(recs) > MAX_PACKETS:
+                continue
+            if any(cap != wire or len(d) != cap or not 14 <= cap <= mtu + 14 for _, cap, wire, d in recs):
+                continue
+            if any(d[12:14] in (b"\x81\x00", b"\x88\xa8") for _, _, _, d in recs) != tagged:
+                continue
+            times = [t for t, _, _, _ in recs]
+            if max(times) - min(times) >= MAX_SPAN_S:
+                continue
+            frames = [d for _, _, _, d in recs]
+            tcp, udp = l4_counts(frames)
+            out.append({"path": path, "name": os.path.relpath(path, root), "n": len(recs), "tcp": tcp, "udp": udp,
+                        "largest": max(len(d) for d in frames)})
+    return out
+
+
+def choose(cands):
+    picks = []
+
+    def best(key, cond=lambda c: True):
+        left = [c for c in cands if c not in picks and cond(c)]
+        if left:
+            picks.append(min(left, key=lambda c: (-key(c), c["name"])))
+
+    best(lambda c: c["udp"], lambda c: c["udp"] > 0)
+    best(lambda c: c["n"], lambda c: c["tcp"] > 0 and c["udp"] > 0)
+    best(lambda c: c["largest"])
+    while len(picks) < PICKS and len(picks) < len(cands):
+        best(lambda c: c["n"])
+    return picks
+
+
+def send(iface, path):
+    """The sender: every frame of the capture out of IFACE, in order, from one CPU (so that no two
+    frames can overtake each other through different CPUs' backlogs)."""
+    cpus = sorted(os.sched_getaffinity(0))
+    os.sched_setaffinity(0, {cpus[0]})
+    _, recs = read_pcap(path)
+    peer = iface
+    try:  # the veth peer: the link whose ifindex is IFACE's iflink
+        with open(f"/sys/class/net/{iface}/iflink") as f:
+            iflink = f.read().strip()
+        for n in os.listdir("/sys/class/net"):
+            with open(f"/sys/class/net/{n}/ifindex") as f:
+                if f.read().strip() == iflink and n != iface:
+                    peer = n
+    except OSError:
+        pass
+
+    def dropped():  # frames the veth pair itself lost (a full backlog), as its counters say
+        total = 0
+        for dev, what in ((iface, "tx_dropped"), (peer, "rx_dropped")):
+            try:
+                with open(f"/sys/class/net/{dev}/statistics/{what}") as f:
+                    total += int(f.read())
+            except (OSError, ValueError):
+                pass
+        return total
+
+    before = dropped()
+    s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, 0)  # protocol 0: sends only, receives nothing
+    s.bind((iface, 0))
+    sent = 0
+    for _, _, _, frame in recs:
+        while True:
+            try:
+                s.send(frame)
+                break
+            except BlockingIOError:
+                time.sleep(PAUSE_S)
+            except OSError as e:
+                if e.errno != errno.ENOBUFS:  # no buffer: wait and send again
+                    raise
+                time.sleep(PAUSE_S)
+        sent += 1
+        if sent % BURST == 0:
+            time.sleep(PAUSE_S)
+    s.close()
+    time.sleep(0.05)
+    print(f"sent {sent} dropped {dropped() - before}")
+    return 0
+
+
+def ns_run(ns, *args, check=True):
+    return subprocess.run(["ip", "netns", "exec", ns, *args], capture_output=True, text=True, check=check)
+
+
+def setup(ns):
+    """Namespace, veth pair and MTU; returns the MTU set, or a reason to skip."""
+    p = subprocess.run(["ip", "netns", "add", ns], capture_output=True, text=True)
+    if p.returncode != 0:
+        return f"cannot create a network namespace: {p.stderr.strip()}"
+    # IPv6 off before any link exists or comes up: no router solicitation, MLD report or DAD probe.
+    ipv6 = os.path.exists("/proc/sys/net/ipv6/conf/all")
+    for key in ("all", "default") if ipv6 else ():
+        p = ns_run(ns, "sysctl", "-qw", f"net.ipv6.conf.{key}.disable_ipv6=1", check=False)
+        if p.returncode != 0:
+            return f"cannot turn IPv6 off in the namespace: {p.stderr.strip()}"
+    p = ns_run(ns, "ip", "link", "add", "name", "tx", "type", "veth", "peer", "name", "rx", check=False)
+    if p.returncode != 0:
+        return f"cannot create a veth pair: {p.stderr.strip()}"
+    for dev in ("tx", "rx") if ipv6 else ():
+        p = ns_run(ns, "sysctl", "-qw", f"net.ipv6.conf.{dev}.disable_ipv6=1", check=False)
+        if p.returncode != 0:
+            return f"cannot turn IPv6 off on {dev}: {p.stderr.strip()}"
+    mtu = None
+    for m in (MTU, 4000, 1500):
+        if all(ns_run(ns, "ip", "link", "set", "dev", dev, "mtu", str(m), check=False).returncode == 0
+               for dev in ("tx", "rx")):
+            mtu = m
+            break
+    if mtu is None:
+        return "cannot set an MTU on the veth pair"
+    for dev in ("tx", "rx"):
+        p = ns_run(ns, "ip", "link", "set", "dev", dev, "up", check=False)
+        if p.returncode != 0:
+            return f"cannot bring {dev} up: {p.stderr.strip()}"
+    return mtu
+
+
+def teardown(ns):
+    subprocess.run(["ip", "netns", "del", ns], capture_output=True)
+
+
+def eve(outdir):
+    """(flow tuples sorted, decoder counters) of DIR/eve.json; raises ValueError with a reason."""
+    path = os.path.join(outdir, "eve.json")
+    if not os.path.exists(path):
+        raise ValueError("no eve.json")
+    flows, decoder = [], None
+    with open(path) as f:
+        for line in f:
+            e = json.loads(line)
+            if e.get("event_type") == "flow":
+                fl = e["flow"]
+                flows.append((e.get("src_ip"), e.get("src_port", -1), e.get("dest_ip"), e.get("dest_port", -1),
+                              e.get("proto"), tuple(e.get("vlan") or ()), fl["pkts_toserver"], fl["pkts_toclient"],
+                              fl["bytes_toserver"], fl["bytes_toclient"]))
+            elif e.get("event_type") == "stats":
+                decoder = e["stats"]["decoder"]
+    if decoder is None:
+        raise ValueError("no stats event in eve.json")
+    return sorted(flows), decoder
+
+
+def live(gaspp, ns, cap, outdir, extra, tmp):
+    """gaspp -i rx while the capture's frames go out of tx; returns a failure reason or None."""
+    os.makedirs(outdir)
+    cmd = ["ip", "netns", "exec", ns, gaspp, "-i", "rx", "-l", outdir, "--backend", "cpu"] + extra
+    stdout = open(os.path.join(tmp, "live.stdout"), "w")
+    proc = subprocess.Popen(cmd, stdout=stdout, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    lines, ready = [], threading.Event()
+
+    def read_stderr():
+        for line in proc.stderr:
+            lines.append(line.rstrip("\n"))
+            if "capturing on rx" in line:
+                ready.set()
+
+    reader = threading.Thread(target=read_stderr, daemon=True)
+    reader.start()
+    try:
+        deadline = time.monotonic() + READY_TIMEOUT_S
+        while not ready.is_set() and proc.poll() is None and time.monotonic() < deadline:
+            ready.wait(0.05)
+        if not ready.is_set():
+            if proc.poll() is not None:
+                reader.join(5)
+                return f"gaspp -i exited {proc.returncode} before capturing: {' | '.join(lines)[-300:]}"
+            return f"no 'capturing on rx' on stderr within {READY_TIMEOUT_S} s: {' | '.join(lines)[-300:]}"
+        p = ns_run(ns, sys.executable, os.path.abspath(__file__), "--send", "tx", cap["path"], check=False)
+        if p.returncode != 0:
+            return f"the sender failed: {p.stderr.strip()[-300:]}"
+        words = p.stdout.split()
+        if len(words) != 4 or words[0] != "sent":
+            return f"the sender said {p.stdout.strip()[-200:]!r}"
+        sent, dropped = int(words[1]), int(words[3])
+        if sent != cap["n"]:
+            return f"the sender sent {sent} of {cap['n']} frames"
+        if dropped:
+            return f"the veth pair itself dropped {dropped} frames (the kernel's backlog, not gaspp)"
+        time.sleep(DRAIN_S)
+        os.killpg(proc.pid, signal.SIGINT)
+        try:
+            proc.wait(STOP_TIMEOUT_S)
+        except subprocess.TimeoutExpired:
+            return f"gaspp did not stop within {STOP_TIMEOUT_S} s of SIGINT"
+        reader.join(5)
+        if proc.returncode not in (0, 130):
+            return f"gaspp -i exited {proc.returncode} after SIGINT: {' | '.join(lines)[-300:]}"
+        return None
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+        stdout.close()
+
+
+def offline(gaspp, cap, outdir, extra):
+    os.makedirs(outdir)
+    p = subprocess.run([gaspp, "-r", cap["path"], "-l", outdir, "--backend", "cpu"] + extra, capture_output=True,
+                       text=True)
+    return None if p.returncode == 0 else f"gaspp -r exited {p.returncode}: {p.stderr.strip()[-300:]}"
+
+
+def compare(live_dir, off_dir):
+    """(failure reason or None, packets, flows)."""
+    try:
+        lf, ld = eve(live_dir)
+    except ValueError as e:
+        return f"live: {e}", 0, 0
+    try:
+        of, od = eve(off_dir)
+    except ValueError as e:
+        return f"offline: {e}", 0, 0
+    problems = []
+    if ld.get("pkts") != od.get("pkts"):
+        problems.append(f"{ld.get('pkts')} packets live, {od.get('pkts')} offline")
+    diff = sorted(k for k in set(ld) | set(od) if k != "pkts" and ld.get(k) != od.get(k))
+    if diff:
+        problems.append("decoder counters differ: " + ", ".join(f"{k} {ld.get(k)} live, {od.get(k)} offline"
+                                                                 for k in diff[:6]))
+    if lf != of:
+        lc, oc = collections.Counter(lf), collections.Counter(of)
+        only_live, only_off = sorted((lc - oc).elements()), sorted((oc - lc).elements())
+        problems.append(f"{len(lf)} flows live, {len(of)} offline; only live: {only_live[:3]}; "
+                        f"only offline: {only_off[:3]}")
+    return ("; ".join(problems) if problems else None), od.get("pkts"), len(of)
+
+
+def main():
+    if len(sys.argv) >= 2 and sys.argv[1] == "--send":
+        return send(sys.argv[2], sys.argv[3])
+    if len(sys.argv) < 3:
+        print(__doc__)
+        return 2
+    gaspp, data = sys.argv[1], sys.argv[2]
+    if os.sep in gaspp:
+        gaspp = os.path.abspath(gaspp)
+    if os.geteuid() != 0:
+        print("live capture: not root (a network namespace and a packet socket need it); skipping")
+        return 77
+    if not shutil.which("ip"):
+        print("live capture: no `ip` command (iproute2); skipping")
+        return 77
+    ns = f"gaspp-live-{os.getpid()}"
+    failures = checked = 0
+    try:
+        mtu = setup(ns)
+        if isinstance(mtu, str):
+            print(f"live capture: {mtu}; skipping")
+            return 77
+        picks = choose(candidates(data, mtu))
+        if not picks:
+            print(f"FAIL no capture under {data}/pcaps qualifies (classic pcap, Ethernet, untagged, uncut, frames "
+                  f"within MTU {mtu}, <= {MAX_PACKETS} records over < {MAX_SPAN_S:.0f} s)")
+            print("live capture: 0 captures, 1 failures")
+            return 1
+        for c in picks:
+            print(f"capture {c['name']}: {c['n']} packets (tcp {c['tcp']}, udp {c['udp']}), largest frame "
+                  f"{c['largest']} bytes")
+        if not any(c["tcp"] for c in picks) or not any(c["udp"] for c in picks):
+            print("FAIL the chosen captures do not carry both TCP and UDP")
+            failures += 1
+        mixed = [c for c in picks if c["tcp"] and c["n"] > c["tcp"]]
+        cases = [(c, []) for c in picks] + [(mixed[0] if mixed else picks[0], BPF)]
+        # Tagged frames: the veth takes the outer 802.1Q tag out into the packet's metadata (VLAN
+        # offload), which gaspp must put back; the smallest tagged capture is enough.
+        tagged = sorted(candidates(data, mtu, tagged=True), key=lambda c: (c["n"], c["name"]))
+        if tagged:
+            print(f"capture {tagged[0]['name']}: {tagged[0]['n']} packets, 802.1Q-tagged")
+            cases.append((tagged[0], []))
+        else:
+            print("FAIL no 802.1Q-tagged capture qualifies")
+            failures += 1
+        with tempfile.TemporaryDirectory(prefix="gaspp-live-") as tmp:
+            for i, (c, extra) in enumerate(cases):
+                label = c["name"] + (f" '{' '.join(extra)}'" if extra else "")
+                live_dir, off_dir = os.path.join(tmp, f"{i}-live"), os.path.join(tmp, f"{i}-offline")
+                checked += 1
+                why = live(gaspp, ns, c, live_dir, extra, tmp) or offline(gaspp, c, off_dir, extra)
+                pkts = flows = 0
+                if not why:
+                    why, pkts, flows = compare(live_dir, off_dir)
+                if why:
+                    print(f"FAIL {label}: {why}")
+                    failures += 1
+                else:
+                    print(f"ok   {label}: {pkts} packets, {flows} flows")
+    except KeyboardInterrupt:
+        print("live capture: interrupted")
+        return 130
+    finally:
+        teardown(ns)
+    print(f"live capture: {checked} captures, {failures} failures")
+    return 1 if failures or not checked else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
