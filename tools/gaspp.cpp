@@ -37,6 +37,8 @@
 #include "capture/capture_file.hpp"
 #include "capture/af_packet_source.hpp"
 #include "capture/filtered_source.hpp"
+#include "capture/multi_source.hpp"
+#include "output/inline_forwarder.hpp"
 #include "tools/gen/generator.hpp"
 #include "core/config.hpp"
 #include "pipeline/pipeline.hpp"
@@ -273,11 +275,20 @@ int main(int argc, char** argv) {
     // Suricata's pcap-file mode reads a directory). A file that is not a capture is reported and
     // left out; the run then ends with exit status 2, as for a damaged capture.
     std::vector<CaptureFile> caps;
-    std::unique_ptr<AfPacketSource> live;
-    if (!o.live.iface.empty()) {
-      live = std::make_unique<AfPacketSource>(o.live);
-      std::fprintf(stderr, "gaspp: capturing on %s (AF_PACKET, ring of %u blocks of %u bytes%s%s)\n", o.live.iface.c_str(),
-                   o.live.block_count, o.live.block_size, ro.filter.empty() ? "" : ", filter ", ro.filter.c_str());
+    std::unique_ptr<Source> live;
+    std::unique_ptr<InlineForwarder> forwarder;
+    if (!o.ifaces.empty()) {
+      std::vector<std::unique_ptr<Source>> rings;
+      for (const std::string& iface : o.ifaces) {
+        AfPacketOptions one = o.live;
+        one.iface = iface;
+        rings.push_back(std::make_unique<AfPacketSource>(one));
+        std::fprintf(stderr, "gaspp: capturing on %s (AF_PACKET, ring of %u blocks of %u bytes%s%s)\n", iface.c_str(),
+                     one.block_count, one.block_size, ro.filter.empty() ? "" : ", filter ", ro.filter.c_str());
+      }
+      if (o.inline_ips) forwarder = std::make_unique<InlineForwarder>(o.ifaces);
+      if (rings.size() == 1) live = std::move(rings.front());
+      else live = std::make_unique<MultiSource>(std::move(rings));
     } else if (std::filesystem::is_directory(input)) {
       std::vector<std::string> names;
       for (const auto& e : std::filesystem::directory_iterator(input))
@@ -315,7 +326,7 @@ int main(int argc, char** argv) {
     std::vector<const CaptureFile*> cap_list;
     for (const CaptureFile& c : caps) cap_list.push_back(&c);
     const auto pcap_writer = [&](const std::string& path) {
-      if (live) return std::make_unique<PcapWriter>(path, AfPacketSource::kFormat, live->snaplen(), live->raw_link());
+      if (live) return std::make_unique<PcapWriter>(path, AfPacketSource::kFormat, o.live.snaplen, 1u);  // Ethernet
       return std::make_unique<PcapWriter>(path, caps.front());
     };
     std::unique_ptr<PcapWriter> passed, dumped;
@@ -329,6 +340,7 @@ int main(int argc, char** argv) {
     };
     rep = run([&](const PacketBatch& b) {
       if (!modules.empty()) modules.finish_batch(b, mod_out);
+      if (forwarder) forwarder->forward(b);
       if (passed) passed->write(b, 0, kVerdictDrop);
       // to_dump counts unless the packet took its flow's earlier decision (its module output is void).
       if (dumped) dumped->write(b, kVerdictToDump, kVerdictFlowDecided);
@@ -348,6 +360,10 @@ int main(int argc, char** argv) {
     }, [&](const StreamFlushModules& m, const std::vector<FlowRecordOut>& flows) {
       if (!modules.empty()) modules.finish_flush(m.events, m.module_counts, flows, mod_out);
     });
+    if (forwarder)
+      std::fprintf(stderr, "gaspp: inline %s:%s: %llu packets forwarded, %llu dropped, %llu lost to send errors\n",
+                   o.ifaces[0].c_str(), o.ifaces[1].c_str(), (unsigned long long)forwarder->forwarded(),
+                   (unsigned long long)forwarder->dropped(), (unsigned long long)forwarder->send_errors());
     if (eve) {
       eve->write_stats(rep, modules.empty() ? nlohmann::ordered_json::object() : modules.verdict_stats_json());
       eve->close();
@@ -364,7 +380,7 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "gaspp: %s\n", e.what());
     return 1;
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "gaspp: %s: %s\n", input.empty() ? o.live.iface.c_str() : input.c_str(), e.what());
+    std::fprintf(stderr, "gaspp: %s: %s\n", input.empty() ? o.ifaces.front().c_str() : input.c_str(), e.what());
     return 1;
   }
   for (const auto& is : rep.issues) std::fprintf(stderr, "gaspp: %s: %s\n", is.fatal ? "error" : "warning", is.message.c_str());

@@ -196,9 +196,20 @@ int parse_command_line(int argc, char** argv, Options& o) {
   const char* kStreams = "TCP reassembly (docs/streams.md)";
   const char* kMods = "Modules (docs/writing-a-module.md; they run in the order given)";
   app.add_option("-r", input, "the capture to process (pcap or pcapng; a directory: its captures in name order; -: standard input)")->type_name("FILE")->group(kRun);
-  app.add_option("-i", o.live.iface,
-                 "capture live from this network interface (Linux AF_PACKET, TPACKET_V3 ring) until SIGINT or SIGTERM")
+  std::vector<std::string> inline_pair;
+  app.add_option("-i", o.ifaces,
+                 "capture live from this network interface (Linux AF_PACKET, TPACKET_V3 ring) until SIGINT or SIGTERM; "
+                 "repeatable")
       ->type_name("IFACE")->group(kRun);
+  opt("--inline", "A:B",
+      "inline IPS: capture A and B; what passes goes out of the other interface, what is dropped does not "
+      "(Suricata's af-packet copy-mode ips)", kRun, [&](const std::string& v) {
+        const size_t colon = v.find(':');
+        if (colon == std::string::npos || colon == 0 || colon + 1 == v.size() || v.substr(0, colon) == v.substr(colon + 1))
+          return fail("--inline: two different interfaces as A:B, not '" + v + "'");
+        inline_pair = {v.substr(0, colon), v.substr(colon + 1)};
+        return true;
+      });
   opt("--af-packet-block-size", "BYTES", "-i: ring block size, a power of two (default 1 MiB; suricata.yaml af-packet block-size)",
       kRun, [&](const std::string& v) {
         o.live.block_size = uint32_t(parse_bounded("--af-packet-block-size", v.c_str(), 4096, 1u << 30));
@@ -468,12 +479,21 @@ int parse_command_line(int argc, char** argv, Options& o) {
       return early_exit;
     }
   }
-  if (input.empty() && o.live.iface.empty()) {
+  if (!inline_pair.empty()) {
+    if (!o.ifaces.empty()) {
+      std::fprintf(stderr, "gaspp: --inline names its two interfaces: no -i with it\n");
+      return 1;
+    }
+    o.ifaces = inline_pair;
+    o.inline_ips = true;
+    o.live.ignore_outgoing = true;  // what gaspp forwards is not captured again
+  }
+  if (input.empty() && o.ifaces.empty()) {
     std::fputs(app.help().c_str(), stderr);
     return 1;
   }
-  if (!input.empty() && !o.live.iface.empty()) {
-    std::fprintf(stderr, "gaspp: -r and -i both given: read a capture or an interface, not both\n");
+  if (!input.empty() && !o.ifaces.empty()) {
+    std::fprintf(stderr, "gaspp: -r and -i/--inline both given: read a capture or interfaces, not both\n");
     return 1;
   }
   if (!filter_flag.empty() && !filter_words.empty()) {

@@ -19,7 +19,9 @@ namespace gaspp {
 
 struct Options {
   std::string input;                   // -r
-  AfPacketOptions live;                // -i and the --af-packet-* options (live.iface empty: no -i)
+  std::vector<std::string> ifaces;     // -i (each), or --inline's two
+  AfPacketOptions live;                // the --af-packet-* options, for each interface
+  bool inline_ips = false;             // --inline A:B: ifaces are A and B, passing packets cross over
   std::string backend = "auto";        // --backend, backend:
   BackendConfig backend_config;        // batch, flow table, reassembly, transfers, device ...
   RunOptions run;                      // batch policy, indexing, defragmentation ...

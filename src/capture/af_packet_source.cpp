@@ -113,6 +113,11 @@ AfPacketSource::AfPacketSource(const AfPacketOptions& opt) : opt_(opt) {
       if (setsockopt(fd_, SOL_PACKET, PACKET_FANOUT, &arg, sizeof arg) < 0)
         fail(name, "cannot join fanout group " + std::to_string(opt_.fanout_group) + " (" + errno_text() + ")");
     }
+    if (opt_.ignore_outgoing) {
+      int one = 1;
+      if (setsockopt(fd_, SOL_PACKET, PACKET_IGNORE_OUTGOING, &one, sizeof one) < 0)
+        fail(name, "PACKET_IGNORE_OUTGOING: " + errno_text());
+    }
     read_kernel_stats();  // counts from here on
     kernel_packets_ = kernel_drops_ = 0;
   } catch (...) {

@@ -45,6 +45,7 @@ struct AfPacketOptions {
   uint32_t snaplen = 262144;        // bytes kept of each frame (larger ones are cut, as tcpdump -s)
   std::string filter;               // BPF expression ("" = every frame)
   int fanout_group = -1;            // PACKET_FANOUT group id, -1 = none (af-packet cluster-id)
+  bool ignore_outgoing = false;     // leave out frames this host sends (inline: what gaspp forwards)
   std::string cluster_type = "cluster_flow";  // cluster_flow, cluster_cpu, cluster_qm
 };
 
@@ -59,6 +60,7 @@ class AfPacketSource final : public Source {
   void release(uint64_t seq) override;
   SourceReport report() const override;
   void finish() override;
+  int wait_fd() const override { return fd_; }
 
   // The link type frames arrive in (LINKTYPE_* number), the snap length and the record format: what
   // a pcap writer of this source's packets needs.

@@ -99,6 +99,8 @@ class Source {
   // After the last next(): checks that need the run to be over (a file that shrank under it).
   virtual void finish() {}
   virtual SourceReport report() const = 0;
+  // A descriptor poll() reports readable when records may have come (live sources), or -1.
+  virtual int wait_fd() const { return -1; }
 };
 
 }  // namespace gaspp

@@ -1,0 +1,45 @@
+// output/inline_forwarder.hpp — inline IPS between two interfaces (`gaspp --inline A:B`, Suricata's
+// af-packet `copy-mode: ips`): every packet captured on one side that passes goes out of the other,
+// in capture order, frame for frame; packets the modules dropped do not.
+//
+// The capture sockets of both sides leave out what this host sends (PACKET_IGNORE_OUTGOING), so
+// forwarded frames are not captured again. Frames go out through a packet socket bound to the peer
+// (send(), one call a frame). A frame the kernel refuses to send (a full queue, a frame over the
+// peer's MTU) is counted as a send error and not retried: the packet is lost, as on a congested
+// link (fail-closed). Counted: forwarded, dropped (a verdict), send errors.
+//
+// Example:
+//   InlineForwarder fwd({"a", "b"});              // input 0 forwards to b, input 1 to a
+//   ... on each finished batch: fwd.forward(batch);
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/packet_batch.hpp"
+
+namespace gaspp {
+
+class InlineForwarder {
+ public:
+  // ifaces: the two sides, in input order (PacketBatch::source 0 and 1). Throws CaptureError naming
+  // an interface that cannot be opened for sending.
+  explicit InlineForwarder(const std::vector<std::string>& ifaces);
+  ~InlineForwarder();
+  InlineForwarder(const InlineForwarder&) = delete;
+  InlineForwarder& operator=(const InlineForwarder&) = delete;
+
+  // Sends the packets of b that passed out of the other side's interface.
+  void forward(const PacketBatch& b);
+
+  uint64_t forwarded() const { return forwarded_; }
+  uint64_t dropped() const { return dropped_; }
+  uint64_t send_errors() const { return send_errors_; }
+
+ private:
+  std::vector<std::string> ifaces_;
+  std::vector<int> fd_;  // per side: the socket that sends out of it
+  uint64_t forwarded_ = 0, dropped_ = 0, send_errors_ = 0;
+};
+
+}  // namespace gaspp
