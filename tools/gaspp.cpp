@@ -279,6 +279,7 @@ int main(int argc, char** argv) {
     std::unique_ptr<InlineForwarder> forwarder;
     if (!o.ifaces.empty()) {
       std::vector<std::unique_ptr<Source>> rings;
+      if (o.inline_ips) forwarder = std::make_unique<InlineForwarder>(o.ifaces);  // before saying it captures
       for (const std::string& iface : o.ifaces) {
         AfPacketOptions one = o.live;
         one.iface = iface;
@@ -286,7 +287,6 @@ int main(int argc, char** argv) {
         std::fprintf(stderr, "gaspp: capturing on %s (AF_PACKET, ring of %u blocks of %u bytes%s%s)\n", iface.c_str(),
                      one.block_count, one.block_size, ro.filter.empty() ? "" : ", filter ", ro.filter.c_str());
       }
-      if (o.inline_ips) forwarder = std::make_unique<InlineForwarder>(o.ifaces);
       if (rings.size() == 1) live = std::move(rings.front());
       else live = std::make_unique<MultiSource>(std::move(rings));
     } else if (std::filesystem::is_directory(input)) {

@@ -1,17 +1,17 @@
 #!/usr/bin/env python3
-"""Live capture (`gaspp -i IFACE`) against the same capture read from its file.
+"""Live capture (`gaspp -i IFACE`, `gaspp --inline A:B`) against the same capture read from its file.
 
-A network namespace of the test's own holds a veth pair tx/rx, with IPv6 off before the links come
-up so that the kernel sends nothing of its own on them. For each chosen capture, `gaspp -i rx`
-runs in the namespace; once it says `capturing on rx`, every frame of the capture goes out of tx
-through an AF_PACKET socket, in order and byte for byte, and gaspp is stopped with SIGINT (exit 0
-or 130: stopped by a signal, output complete). Oracle: `gaspp -r FILE` on the same file. From
-each run's eve.json, the flow records (5-tuple, protocol, packets and bytes each way) must be the
-same multiset, and the stats event's decoder counters (packets, bytes, per protocol) equal. The
-first chosen capture that has TCP and other traffic runs again with a trailing BPF filter (`tcp`)
-both ways: live and offline must keep the same packets. The sender pauses 1 ms every 32 frames so
-that the veth backlog never overflows, and the veth pair's own drop counters are checked, so a
-frame the kernel lost is not taken for one gaspp lost.
+A network namespace of the test's own holds three veth pairs, tx/rx, in0/in1 and out1/out0, with
+IPv6 off before the links come up so that the kernel sends nothing of its own on them. For each
+chosen capture, `gaspp -i rx` runs in the namespace; once it says `capturing on rx`, every frame of
+the capture goes out of tx through an AF_PACKET socket, in order and byte for byte, and gaspp is
+stopped with SIGINT (exit 0 or 130: stopped by a signal, output complete). Oracle: `gaspp -r FILE`
+on the same file. From each run's eve.json, the flow records (5-tuple, protocol, packets and bytes
+each way) must be the same multiset, and the stats event's decoder counters (packets, bytes, per
+protocol) equal. The first chosen capture that has TCP and other traffic runs again with a trailing
+BPF filter (`tcp`) both ways: live and offline must keep the same packets. The sender pauses 1 ms
+every 32 frames so that the veth backlog never overflows, and the veth pair's own drop counters are
+checked, so a frame the kernel lost is not taken for one gaspp lost.
 
 The captures are chosen from DATA_DIR/pcaps by a fixed rule, so the same data gives the same set:
 classic pcap, Ethernet link type, nothing cut by the snap length, no 802.1Q/802.1ad tag, every
@@ -24,15 +24,30 @@ One more case sends the smallest capture with 802.1Q-tagged frames: the veth tak
 out into the packet's metadata (VLAN offload) and gaspp must put it back (the flow records carry
 the tags, and the decoder counts them).
 
+The inline IPS case takes the largest chosen capture with both TCP and UDP and a rule file with
+one rule, `drop udp any any -> any any`. `gaspp --inline in1:out1 -S RULES` runs in the namespace,
+with a receiver (an AF_PACKET socket) on out0 and another on in0, both started first; once gaspp
+says `capturing on` for in1 and for out1, every frame of the capture goes into in0 as above, then
+gaspp is stopped with SIGINT and the receivers after it. Oracle: `gaspp -r FILE -S RULES -w
+PASSED`: the frames that came out of out0 must be PASSED's frames, byte for byte and in the same
+order (the whole capture comes in on one side, so capture order is the order in which they go
+out); nothing may come back out of in0 (gaspp must not send a packet onto the side it came from);
+gaspp's `inline in1:out1: N packets forwarded, M dropped, K lost to send errors` line must say N =
+PASSED's frames, M = the capture's packets - N and K = 0; the rule must drop some of the packets
+and pass some; and the eve.json flow records and decoder counters must be the offline run's, as
+above. The receivers' own drop counters and the veth pairs' are checked as the sender's are.
+
 Skipped (exit 77) when not run as root or when a namespace or veth pair cannot be created.
 
 usage: live_capture.py GASPP DATA_DIR
        (live_capture.py --send IFACE FILE: the sender, run inside the namespace)
+       (live_capture.py --receive IFACE FILE: the receiver, run inside the namespace)
 """
 import collections
 import errno
 import json
 import os
+import re
 import shutil
 import signal
 import socket
@@ -53,6 +68,15 @@ READY_TIMEOUT_S = 10
 DRAIN_S = 0.5
 STOP_TIMEOUT_S = 30
 BPF = ["tcp"]
+PAIRS = (("tx", "rx"), ("in0", "in1"), ("out1", "out0"))
+DEVS = [d for pair in PAIRS for d in pair]
+INLINE_RULE = 'drop udp any any -> any any (msg:"drop udp"; sid:1;)\n'
+RECV_BUF = 64 << 20   # the receiver's socket buffer: a whole capture fits
+RECV_QUIET_S = 0.1    # after SIGINT, the receiver reads on until nothing has come for this long
+SO_RCVBUFFORCE = 33
+SOL_PACKET = 263
+PACKET_STATISTICS = 6
+ETH_P_ALL = 0x0003
 
 MAGICS = {b"\xa1\xb2\xc3\xd4": (">", 1e-6), b"\xd4\xc3\xb2\xa1": ("<", 1e-6),
           b"\xa1\xb2\x3c\x4d": (">", 1e-9), b"\x4d\x3c\xb2\xa1": ("<", 1e-9)}
@@ -184,12 +208,60 @@ def send(iface, path):
     return 0
 
 
+def receive(iface, path):
+    """The receiver: every frame that comes in on IFACE (not those sent out of it), as it came, into
+    PATH as length-prefixed records (4 bytes little-endian, then the frame), until SIGINT or SIGTERM
+    and then until nothing more comes for RECV_QUIET_S; says `ready` once bound and at the end
+    `received N dropped D` (D: frames the socket itself lost, as the kernel counts them)."""
+    stop = threading.Event()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, lambda *_: stop.set())
+    s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, 0)  # protocol 0: nothing comes before the bind
+    try:
+        s.setsockopt(socket.SOL_SOCKET, SO_RCVBUFFORCE, RECV_BUF)
+    except OSError:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, RECV_BUF)
+    s.bind((iface, ETH_P_ALL))
+    s.getsockopt(SOL_PACKET, PACKET_STATISTICS, 8)  # the counters are reset on each read: from here on
+    s.settimeout(RECV_QUIET_S)
+    print("ready", flush=True)
+    got = 0
+    with open(path, "wb") as f:
+        while True:
+            try:
+                frame, addr = s.recvfrom(1 << 16)
+            except socket.timeout:
+                if stop.is_set():
+                    break
+                continue
+            if addr[2] == socket.PACKET_OUTGOING:
+                continue
+            f.write(struct.pack("<I", len(frame)) + frame)
+            got += 1
+    _, drops = struct.unpack("II", s.getsockopt(SOL_PACKET, PACKET_STATISTICS, 8))
+    s.close()
+    print(f"received {got} dropped {drops}", flush=True)
+    return 0
+
+
+def read_frames(path):
+    """The frames of a receiver's file."""
+    with open(path, "rb") as f:
+        b = f.read()
+    frames, off = [], 0
+    while off + 4 <= len(b):
+        n = struct.unpack("<I", b[off:off + 4])[0]
+        frames.append(b[off + 4:off + 4 + n])
+        off += 4 + n
+    return frames
+
+
 def ns_run(ns, *args, check=True):
     return subprocess.run(["ip", "netns", "exec", ns, *args], capture_output=True, text=True, check=check)
 
 
 def setup(ns):
-    """Namespace, veth pair and MTU; returns the MTU set, or a reason to skip."""
+    """Namespace, veth pairs and MTU; returns the MTU set, or a reason to skip."""
     p = subprocess.run(["ip", "netns", "add", ns], capture_output=True, text=True)
     if p.returncode != 0:
         return f"cannot create a network namespace: {p.stderr.strip()}"
@@ -199,22 +271,23 @@ def setup(ns):
         p = ns_run(ns, "sysctl", "-qw", f"net.ipv6.conf.{key}.disable_ipv6=1", check=False)
         if p.returncode != 0:
             return f"cannot turn IPv6 off in the namespace: {p.stderr.strip()}"
-    p = ns_run(ns, "ip", "link", "add", "name", "tx", "type", "veth", "peer", "name", "rx", check=False)
-    if p.returncode != 0:
-        return f"cannot create a veth pair: {p.stderr.strip()}"
-    for dev in ("tx", "rx") if ipv6 else ():
+    for a, b in PAIRS:
+        p = ns_run(ns, "ip", "link", "add", "name", a, "type", "veth", "peer", "name", b, check=False)
+        if p.returncode != 0:
+            return f"cannot create a veth pair: {p.stderr.strip()}"
+    for dev in DEVS if ipv6 else ():
         p = ns_run(ns, "sysctl", "-qw", f"net.ipv6.conf.{dev}.disable_ipv6=1", check=False)
         if p.returncode != 0:
             return f"cannot turn IPv6 off on {dev}: {p.stderr.strip()}"
     mtu = None
     for m in (MTU, 4000, 1500):
         if all(ns_run(ns, "ip", "link", "set", "dev", dev, "mtu", str(m), check=False).returncode == 0
-               for dev in ("tx", "rx")):
+               for dev in DEVS):
             mtu = m
             break
     if mtu is None:
-        return "cannot set an MTU on the veth pair"
-    for dev in ("tx", "rx"):
+        return "cannot set an MTU on the veth pairs"
+    for dev in DEVS:
         p = ns_run(ns, "ip", "link", "set", "dev", dev, "up", check=False)
         if p.returncode != 0:
             return f"cannot bring {dev} up: {p.stderr.strip()}"
@@ -246,6 +319,31 @@ def eve(outdir):
     return sorted(flows), decoder
 
 
+def send_capture(ns, iface, cap):
+    """Every frame of the capture out of IFACE (the sender, in the namespace); a failure reason or None."""
+    p = ns_run(ns, sys.executable, os.path.abspath(__file__), "--send", iface, cap["path"], check=False)
+    if p.returncode != 0:
+        return f"the sender failed: {p.stderr.strip()[-300:]}"
+    words = p.stdout.split()
+    if len(words) != 4 or words[0] != "sent":
+        return f"the sender said {p.stdout.strip()[-200:]!r}"
+    sent, dropped = int(words[1]), int(words[3])
+    if sent != cap["n"]:
+        return f"the sender sent {sent} of {cap['n']} frames"
+    if dropped:
+        return f"the veth pair itself dropped {dropped} frames (the kernel's backlog, not gaspp)"
+    return None
+
+
+def veth_drops(ns, counters):
+    """The sum of the namespace's link counters named as (link, counter) pairs."""
+    total = 0
+    for dev, what in counters:
+        p = ns_run(ns, "cat", f"/sys/class/net/{dev}/statistics/{what}", check=False)
+        total += int(p.stdout.strip() or 0) if p.returncode == 0 else 0
+    return total
+
+
 def live(gaspp, ns, cap, outdir, extra, tmp):
     """gaspp -i rx while the capture's frames go out of tx; returns a failure reason or None."""
     os.makedirs(outdir)
@@ -271,17 +369,9 @@ def live(gaspp, ns, cap, outdir, extra, tmp):
                 reader.join(5)
                 return f"gaspp -i exited {proc.returncode} before capturing: {' | '.join(lines)[-300:]}"
             return f"no 'capturing on rx' on stderr within {READY_TIMEOUT_S} s: {' | '.join(lines)[-300:]}"
-        p = ns_run(ns, sys.executable, os.path.abspath(__file__), "--send", "tx", cap["path"], check=False)
-        if p.returncode != 0:
-            return f"the sender failed: {p.stderr.strip()[-300:]}"
-        words = p.stdout.split()
-        if len(words) != 4 or words[0] != "sent":
-            return f"the sender said {p.stdout.strip()[-200:]!r}"
-        sent, dropped = int(words[1]), int(words[3])
-        if sent != cap["n"]:
-            return f"the sender sent {sent} of {cap['n']} frames"
-        if dropped:
-            return f"the veth pair itself dropped {dropped} frames (the kernel's backlog, not gaspp)"
+        why = send_capture(ns, "tx", cap)
+        if why:
+            return why
         time.sleep(DRAIN_S)
         os.killpg(proc.pid, signal.SIGINT)
         try:
@@ -297,6 +387,111 @@ def live(gaspp, ns, cap, outdir, extra, tmp):
             os.killpg(proc.pid, signal.SIGKILL)
             proc.wait()
         stdout.close()
+
+
+def inline(gaspp, ns, cap, outdir, rules, tmp):
+    """gaspp --inline in1:out1 -S RULES while the capture's frames go into in0, with receivers on out0
+    and in0; returns (failure reason or None, {receiver's link: frames}, (forwarded, dropped, send
+    errors) as gaspp says)."""
+    os.makedirs(outdir)
+    receivers = {}
+    proc = stdout = None
+    try:
+        for dev in ("out0", "in0"):
+            path = os.path.join(tmp, f"received-{dev}")
+            r = subprocess.Popen(["ip", "netns", "exec", ns, sys.executable, os.path.abspath(__file__), "--receive",
+                                  dev, path], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                 start_new_session=True)
+            receivers[dev] = (r, path)
+            if r.stdout.readline().strip() != "ready":
+                if r.poll() is None:
+                    os.killpg(r.pid, signal.SIGKILL)
+                r.wait()
+                return f"the receiver on {dev} did not start: {r.stderr.read().strip()[-300:]}", {}, None
+        forward_drops = (("out1", "tx_dropped"), ("out0", "rx_dropped"), ("in1", "tx_dropped"), ("in0", "rx_dropped"))
+        before = veth_drops(ns, forward_drops)
+        cmd = ["ip", "netns", "exec", ns, gaspp, "--inline", "in1:out1", "-l", outdir, "--backend", "cpu", "-S", rules]
+        stdout = open(os.path.join(tmp, "inline.stdout"), "w")
+        proc = subprocess.Popen(cmd, stdout=stdout, stderr=subprocess.PIPE, text=True, start_new_session=True)
+        lines, ready, waiting = [], threading.Event(), {"in1", "out1"}
+
+        def read_stderr():
+            for line in proc.stderr:
+                lines.append(line.rstrip("\n"))
+                for dev in list(waiting):
+                    if f"capturing on {dev} " in line:
+                        waiting.discard(dev)
+                if not waiting:
+                    ready.set()
+
+        reader = threading.Thread(target=read_stderr, daemon=True)
+        reader.start()
+        deadline = time.monotonic() + READY_TIMEOUT_S
+        while not ready.is_set() and proc.poll() is None and time.monotonic() < deadline:
+            ready.wait(0.05)
+        if not ready.is_set():
+            if proc.poll() is not None:
+                reader.join(5)
+                return f"gaspp --inline exited {proc.returncode} before capturing: {' | '.join(lines)[-300:]}", {}, None
+            return (f"no 'capturing on' for {', '.join(sorted(waiting))} on stderr within {READY_TIMEOUT_S} s: "
+                    f"{' | '.join(lines)[-300:]}", {}, None)
+        why = send_capture(ns, "in0", cap)
+        if why:
+            return why, {}, None
+        time.sleep(DRAIN_S)
+        os.killpg(proc.pid, signal.SIGINT)
+        try:
+            proc.wait(STOP_TIMEOUT_S)
+        except subprocess.TimeoutExpired:
+            return f"gaspp did not stop within {STOP_TIMEOUT_S} s of SIGINT", {}, None
+        reader.join(5)
+        if proc.returncode not in (0, 130):
+            return f"gaspp --inline exited {proc.returncode} after SIGINT: {' | '.join(lines)[-300:]}", {}, None
+        counts = None
+        for line in lines:
+            m = re.fullmatch(r"gaspp: inline in1:out1: (\d+) packets forwarded, (\d+) dropped, "
+                             r"(\d+) lost to send errors", line)
+            if m:
+                counts = tuple(int(g) for g in m.groups())
+        if counts is None:
+            return f"no 'inline in1:out1: ... forwarded' line on stderr: {' | '.join(lines)[-300:]}", {}, None
+        time.sleep(DRAIN_S)  # what gaspp sent last reaches the receivers
+        got = {}
+        for dev, (r, path) in receivers.items():
+            os.killpg(r.pid, signal.SIGINT)
+            try:
+                out, err = r.communicate(timeout=STOP_TIMEOUT_S)
+            except subprocess.TimeoutExpired:
+                return f"the receiver on {dev} did not stop within {STOP_TIMEOUT_S} s", {}, counts
+            words = out.split()
+            if r.returncode != 0 or len(words) != 4 or words[0] != "received":
+                return f"the receiver on {dev} failed: {(out + err).strip()[-300:]}", {}, counts
+            if int(words[3]):
+                return f"the receiver's socket on {dev} itself dropped {words[3]} frames", {}, counts
+            got[dev] = read_frames(path)
+            if len(got[dev]) != int(words[1]):
+                return f"the receiver on {dev} counted {words[1]} frames, wrote {len(got[dev])}", {}, counts
+        dropped = veth_drops(ns, forward_drops) - before
+        if dropped:
+            return f"the veth pairs themselves dropped {dropped} frames (the kernel's backlog, not gaspp)", got, counts
+        return None, got, counts
+    finally:
+        for p in [proc] + [r for r, _ in receivers.values()]:
+            if p is not None and p.poll() is None:
+                os.killpg(p.pid, signal.SIGKILL)
+                p.wait()
+        if stdout:
+            stdout.close()
+
+
+def first_difference(got, want):
+    """Where two lists of frames first differ, in words."""
+    if sorted(got) == sorted(want):
+        return "the same frames in another order"
+    for i, (g, w) in enumerate(zip(got, want)):
+        if g != w:
+            return f"frame {i + 1} differs ({len(g)} bytes out, {len(w)} passed offline)"
+    return f"the first {min(len(got), len(want))} frames agree"
 
 
 def offline(gaspp, cap, outdir, extra):
@@ -334,6 +529,8 @@ def compare(live_dir, off_dir):
 def main():
     if len(sys.argv) >= 2 and sys.argv[1] == "--send":
         return send(sys.argv[2], sys.argv[3])
+    if len(sys.argv) >= 2 and sys.argv[1] == "--receive":
+        return receive(sys.argv[2], sys.argv[3])
     if len(sys.argv) < 3:
         print(__doc__)
         return 2
@@ -390,6 +587,52 @@ def main():
                     failures += 1
                 else:
                     print(f"ok   {label}: {pkts} packets, {flows} flows")
+            # Inline IPS: what the rule passes goes out of the other side, frame for frame, as offline's -w.
+            both = [c for c in picks if c["tcp"] and c["udp"]]
+            if both:
+                c = max(both, key=lambda c: (c["n"], c["name"]))
+                label = f"inline {c['name']} 'drop udp'"
+                rules = os.path.join(tmp, "inline.rules")
+                with open(rules, "w") as f:
+                    f.write(INLINE_RULE)
+                live_dir, off_dir = os.path.join(tmp, "inline-live"), os.path.join(tmp, "inline-offline")
+                passed = os.path.join(tmp, "inline-passed.pcap")
+                checked += 1
+                why = offline(gaspp, c, off_dir, ["-S", rules, "-w", passed])
+                want = None
+                if not why:
+                    got = read_pcap(passed)
+                    if got is None:
+                        why = "offline: -w did not write a classic pcap"
+                    else:
+                        want = [d for _, _, _, d in got[1]]
+                        if not 0 < len(want) < c["n"]:
+                            why = f"offline: the rule passed {len(want)} of {c['n']} packets (some must pass, some not)"
+                if not why:
+                    why, got, counts = inline(gaspp, ns, c, live_dir, rules, tmp)
+                if not why:
+                    problems = []
+                    if got["out0"] != want:
+                        problems.append(f"{len(got['out0'])} frames out of out0, {len(want)} passed offline: "
+                                        f"{first_difference(got['out0'], want)}")
+                    if got["in0"]:
+                        problems.append(f"{len(got['in0'])} frames came back out of in0, the side they came in on")
+                    forwarded, dropped, errors = counts
+                    if (forwarded, dropped, errors) != (len(want), c["n"] - len(want), 0):
+                        problems.append(f"gaspp says {forwarded} forwarded, {dropped} dropped, {errors} send errors; "
+                                        f"offline passed {len(want)} of {c['n']}")
+                    why, _, _ = compare(live_dir, off_dir)
+                    if why:
+                        problems.append(why)
+                    why = "; ".join(problems)
+                if why:
+                    print(f"FAIL {label}: {why}")
+                    failures += 1
+                else:
+                    print(f"ok   {label}: {forwarded} forwarded, {dropped} dropped")
+            else:
+                print("FAIL inline: no chosen capture carries both TCP and UDP")
+                failures += 1
     except KeyboardInterrupt:
         print("live capture: interrupted")
         return 130
