@@ -344,6 +344,19 @@ def veth_drops(ns, counters):
     return total
 
 
+def wait_ready(proc, ready, reader, lines, mode, missing):
+    """None once gaspp said it captures (ready set), else why not: it exited, or READY_TIMEOUT_S passed."""
+    deadline = time.monotonic() + READY_TIMEOUT_S
+    while not ready.is_set() and proc.poll() is None and time.monotonic() < deadline:
+        ready.wait(0.05)
+    if ready.is_set():
+        return None
+    if proc.poll() is not None:
+        reader.join(5)
+        return f"gaspp {mode} exited {proc.returncode} before capturing: {' | '.join(lines)[-300:]}"
+    return f"no {missing()} on stderr within {READY_TIMEOUT_S} s: {' | '.join(lines)[-300:]}"
+
+
 def live(gaspp, ns, cap, outdir, extra, tmp):
     """gaspp -i rx while the capture's frames go out of tx; returns a failure reason or None."""
     os.makedirs(outdir)
@@ -361,14 +374,9 @@ def live(gaspp, ns, cap, outdir, extra, tmp):
     reader = threading.Thread(target=read_stderr, daemon=True)
     reader.start()
     try:
-        deadline = time.monotonic() + READY_TIMEOUT_S
-        while not ready.is_set() and proc.poll() is None and time.monotonic() < deadline:
-            ready.wait(0.05)
-        if not ready.is_set():
-            if proc.poll() is not None:
-                reader.join(5)
-                return f"gaspp -i exited {proc.returncode} before capturing: {' | '.join(lines)[-300:]}"
-            return f"no 'capturing on rx' on stderr within {READY_TIMEOUT_S} s: {' | '.join(lines)[-300:]}"
+        why = wait_ready(proc, ready, reader, lines, "-i", lambda: "'capturing on rx'")
+        if why:
+            return why
         why = send_capture(ns, "tx", cap)
         if why:
             return why
@@ -426,15 +434,10 @@ def inline(gaspp, ns, cap, outdir, rules, tmp):
 
         reader = threading.Thread(target=read_stderr, daemon=True)
         reader.start()
-        deadline = time.monotonic() + READY_TIMEOUT_S
-        while not ready.is_set() and proc.poll() is None and time.monotonic() < deadline:
-            ready.wait(0.05)
-        if not ready.is_set():
-            if proc.poll() is not None:
-                reader.join(5)
-                return f"gaspp --inline exited {proc.returncode} before capturing: {' | '.join(lines)[-300:]}", {}, None
-            return (f"no 'capturing on' for {', '.join(sorted(waiting))} on stderr within {READY_TIMEOUT_S} s: "
-                    f"{' | '.join(lines)[-300:]}", {}, None)
+        why = wait_ready(proc, ready, reader, lines, "--inline",
+                         lambda: f"'capturing on' for {', '.join(sorted(waiting))}")
+        if why:
+            return why, {}, None
         why = send_capture(ns, "in0", cap)
         if why:
             return why, {}, None
