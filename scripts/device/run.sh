@@ -20,6 +20,7 @@
 #                  CPU vs the Hyperscan prefilter alone vs the PCIe limit
 #   run.sh detect-stages  where the signature engine's time goes on CUDA: --stage-times of ET Open
 #                  on the generator's HTTP and mix captures, with and without the rules
+#   run.sh live    live capture (-i) and inline IPS on veth pairs in a namespace, live runs on CUDA
 #   run.sh detect-ab  the stage times of ET Open with gaspp and the builds named in VARIANTS, ROUNDS
 #                  rounds on one card (same-card comparisons of a change)
 #   run.sh quick   a short check: the CUDA unit tests, alert flow objects and modules through the
@@ -267,6 +268,13 @@ detect-stages)
       check "stages $m"
     done
   done
+  ;;
+live)
+  # Live capture on a veth pair in a namespace of the test's own, the live runs on CUDA (exit 77:
+  # the machine cannot make namespaces, veth pairs or packet sockets: said, not failed).
+  step "live capture and inline IPS on veth pairs, CUDA backend"
+  python3 tests/e2e/live_capture.py $B/gaspp bundle/data --backend cuda; rc=$?
+  [ $rc -eq 77 ] && echo "live capture: not possible on this machine (skipped)" || { [ $rc -eq 0 ] || { echo "FAILED ($rc): live"; status=1; }; }
   ;;
 detect-ab)
   # The same cards, several builds: gaspp against the binaries named in VARIANTS (carried beside

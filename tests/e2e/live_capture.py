@@ -39,7 +39,7 @@ above. The receivers' own drop counters and the veth pairs' are checked as the s
 
 Skipped (exit 77) when not run as root or when a namespace or veth pair cannot be created.
 
-usage: live_capture.py GASPP DATA_DIR
+usage: live_capture.py GASPP DATA_DIR [--backend cpu|cuda]   (the live runs' backend; the oracle runs on the CPU)
        (live_capture.py --send IFACE FILE: the sender, run inside the namespace)
        (live_capture.py --receive IFACE FILE: the receiver, run inside the namespace)
 """
@@ -59,6 +59,7 @@ import threading
 import time
 
 MAX_PACKETS = 3000
+BACKEND = "cpu"  # the live runs' backend (--backend)
 MAX_SPAN_S = 50.0
 PICKS = 5
 MTU = 9000
@@ -360,7 +361,7 @@ def wait_ready(proc, ready, reader, lines, mode, missing):
 def live(gaspp, ns, cap, outdir, extra, tmp):
     """gaspp -i rx while the capture's frames go out of tx; returns a failure reason or None."""
     os.makedirs(outdir)
-    cmd = ["ip", "netns", "exec", ns, gaspp, "-i", "rx", "-l", outdir, "--backend", "cpu"] + extra
+    cmd = ["ip", "netns", "exec", ns, gaspp, "-i", "rx", "-l", outdir, "--backend", BACKEND] + extra
     stdout = open(os.path.join(tmp, "live.stdout"), "w")
     proc = subprocess.Popen(cmd, stdout=stdout, stderr=subprocess.PIPE, text=True, start_new_session=True)
     lines, ready = [], threading.Event()
@@ -418,7 +419,7 @@ def inline(gaspp, ns, cap, outdir, rules, tmp):
                 return f"the receiver on {dev} did not start: {r.stderr.read().strip()[-300:]}", {}, None
         forward_drops = (("out1", "tx_dropped"), ("out0", "rx_dropped"), ("in1", "tx_dropped"), ("in0", "rx_dropped"))
         before = veth_drops(ns, forward_drops)
-        cmd = ["ip", "netns", "exec", ns, gaspp, "--inline", "in1:out1", "-l", outdir, "--backend", "cpu", "-S", rules]
+        cmd = ["ip", "netns", "exec", ns, gaspp, "--inline", "in1:out1", "-l", outdir, "--backend", BACKEND, "-S", rules]
         stdout = open(os.path.join(tmp, "inline.stdout"), "w")
         proc = subprocess.Popen(cmd, stdout=stdout, stderr=subprocess.PIPE, text=True, start_new_session=True)
         lines, ready, waiting = [], threading.Event(), {"in1", "out1"}
@@ -538,6 +539,9 @@ def main():
         print(__doc__)
         return 2
     gaspp, data = sys.argv[1], sys.argv[2]
+    global BACKEND
+    if len(sys.argv) >= 5 and sys.argv[3] == "--backend":
+        BACKEND = sys.argv[4]
     if os.sep in gaspp:
         gaspp = os.path.abspath(gaspp)
     if os.geteuid() != 0:
