@@ -338,6 +338,19 @@ int main(int argc, char** argv) {
       if (live) return run_source(*live, *backend, ro, callbacks...);
       return run_captures(cap_list, *backend, ro, callbacks...);
     };
+    uint64_t stats_packets = 0;
+    double stats_seconds = 0;
+    ro.on_stats = [&](const RunReport& now) {
+      if (eve) eve->write_stats(now, modules.empty() ? nlohmann::ordered_json::object() : modules.verdict_stats_json());
+      if (!live) return;
+      const uint64_t pk = now.totals.v[c_packets];
+      const double dt = now.seconds - stats_seconds;
+      std::fprintf(stderr, "gaspp: %.0f s: %llu packets (%.0f pps), %llu dropped by the kernel\n", now.seconds,
+                   (unsigned long long)pk, dt > 0 ? double(pk - stats_packets) / dt : 0.0,
+                   (unsigned long long)now.kernel_drops);
+      stats_packets = pk;
+      stats_seconds = now.seconds;
+    };
     rep = run([&](const PacketBatch& b) {
       if (!modules.empty()) modules.finish_batch(b, mod_out);
       if (forwarder) forwarder->forward(b);

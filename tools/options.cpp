@@ -279,6 +279,12 @@ int parse_command_line(int argc, char** argv, Options& o) {
   opt("--decode-out", "PATH", "write one tab-separated row of decoded fields per packet", kRun,
       [&](const std::string& v) { decode_out = v; return true; });
   flag("--progress", "progress on stderr (default: when stderr is a terminal)", kRun, [&] { progress = 1; });
+  opt("--stats-interval", "SECONDS",
+      "write an EVE stats event every SECONDS of wall time during the run (totals so far; Suricata's stats "
+      "interval), and with -i a line of rates on stderr", kRun, [&](const std::string& v) {
+        ro.stats_interval_ns = parse_bounded("--stats-interval", v.c_str(), 1, 86400) * 1000000000ull;
+        return true;
+      });
   flag("--no-progress", "no progress on stderr", kRun, [&] { progress = 0; });
   opt("--compact-below", "F", "CUDA: compact batches whose occupancy is below F (default 0.333)", kRun,
       [&](const std::string& v) {

@@ -61,6 +61,7 @@ class AfPacketSource final : public Source {
   SourceReport report() const override;
   void finish() override;
   int wait_fd() const override { return fd_; }
+  void refresh_counts() override { read_kernel_stats(); }
 
   // The link type frames arrive in (LINKTYPE_* number), the snap length and the record format: what
   // a pcap writer of this source's packets needs.

@@ -28,6 +28,9 @@ class MultiSource final : public Source {
   SourceStatus next(SourceRecord& r, uint64_t wait_ns) override;
   void release(uint64_t seq) override;
   void finish() override;
+  void refresh_counts() override {
+    for (auto& s : in_) s->refresh_counts();
+  }
   SourceReport report() const override;
 
  private:

@@ -101,6 +101,8 @@ class Source {
   virtual SourceReport report() const = 0;
   // A descriptor poll() reports readable when records may have come (live sources), or -1.
   virtual int wait_fd() const { return -1; }
+  // Brings the counts report() gives up to date mid-run (a live source's kernel counters).
+  virtual void refresh_counts() {}
 };
 
 }  // namespace gaspp

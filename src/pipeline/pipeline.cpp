@@ -22,11 +22,37 @@ struct Progress {
     if (!final && now - last < std::chrono::seconds(1)) return;
     last = now;
     const double s = std::chrono::duration<double>(now - start).count();
+    if (!file_bytes) {  // live: no file to measure against
+      std::fprintf(stderr, "gaspp: %llu packets, %.2f Mpps%s\n", (unsigned long long)packets,
+                   s > 0 ? double(packets) / s / 1e6 : 0.0, final ? " (done)" : "");
+      return;
+    }
     std::fprintf(stderr, "gaspp: %llu packets, %.2f Mpps, %.1f%% of file%s\n", (unsigned long long)packets,
-                 s > 0 ? double(packets) / s / 1e6 : 0.0, file_bytes ? 100.0 * double(pos) / double(file_bytes) : 100.0,
+                 s > 0 ? double(packets) / s / 1e6 : 0.0, 100.0 * double(pos) / double(file_bytes),
                  final ? " (done)" : "");
   }
 };
+
+// What the source's report says, into the run's.
+void apply_source_report(RunReport& rep, SourceReport sr) {
+  rep.path = std::move(sr.name);
+  rep.container = std::move(sr.container);
+  rep.link = std::move(sr.link);
+  rep.raw_link = sr.raw_link;
+  rep.file_bytes = sr.input_bytes;
+  rep.issues = std::move(sr.issues);
+  rep.capture_warnings = sr.warnings;
+  rep.suppressed_issues = sr.suppressed_issues;
+  rep.damaged = sr.damaged;
+  rep.index_windows_parallel = sr.index_windows_parallel;
+  rep.index_windows_serial = sr.index_windows_serial;
+  rep.filter = std::move(sr.filter);
+  rep.filtered = sr.filtered;
+  rep.live = sr.live;
+  rep.kernel_packets = sr.kernel_packets;
+  rep.kernel_drops = sr.kernel_drops;
+  rep.vlan_restored = sr.vlan_restored;
+}
 
 }  // namespace
 
@@ -89,8 +115,27 @@ RunReport run_source(Source& src, Backend& backend, const RunOptions& opt, const
     if (last_seq[size_t(s)] != kNoRecord) src.release(last_seq[size_t(s)]);
   };
 
+  const auto finish_all = [&] {
+    for (int k = 0; k < nslots; ++k) {
+      const int s = (slot + k) % nslots;  // oldest first, so batches finish in capture order
+      if (busy[size_t(s)]) finish(s);
+    }
+  };
+  auto last_stats = Clock::now();
   while ((st != SourceStatus::end && !stopping()) || !datagram.empty()) {
+    if (opt.stats_interval_ns && opt.on_stats &&
+        Clock::now() - last_stats >= std::chrono::nanoseconds(opt.stats_interval_ns)) {
+      last_stats = Clock::now();
+      RunReport partial = rep;
+      partial.seconds = std::chrono::duration<double>(last_stats - t0).count();
+      src.refresh_counts();
+      apply_source_report(partial, src.report());
+      opt.on_stats(partial);
+    }
     if (st == SourceStatus::idle && datagram.empty()) {  // nothing in hand: wait on
+      // A live source went quiet: the batches in flight finish now rather than when traffic
+      // returns, so their results (alerts, flows, inline forwarding, stats) do not wait on it.
+      finish_all();
       st = src.next(r, opt.policy.idle_wait_ns);
       continue;
     }
@@ -179,10 +224,7 @@ RunReport run_source(Source& src, Backend& backend, const RunOptions& opt, const
     slot = (slot + 1) % nslots;
     progress.tick(packet_index, src.position(), false);
   }
-  for (int k = 0; k < nslots; ++k) {
-    const int s = (slot + k) % nslots;  // oldest first, so batches finish in capture order
-    if (busy[size_t(s)]) finish(s);
-  }
+  finish_all();
   defrag.finish();
   rep.defrag_config = opt.defrag;
   rep.defrag = defrag.stats();
@@ -208,25 +250,8 @@ RunReport run_source(Source& src, Backend& backend, const RunOptions& opt, const
   progress.tick(packet_index, src.position(), true);
 
   rep.seconds = std::chrono::duration<double>(Clock::now() - t0).count();
-  SourceReport sr = src.report();
-  rep.path = std::move(sr.name);
-  rep.container = std::move(sr.container);
-  rep.link = std::move(sr.link);
-  rep.raw_link = sr.raw_link;
-  rep.file_bytes = sr.input_bytes;
-  rep.issues = std::move(sr.issues);
-  rep.capture_warnings = sr.warnings;
-  rep.suppressed_issues = sr.suppressed_issues;
-  rep.damaged = sr.damaged;
   rep.interrupted = have_pending() && stopping();
-  rep.index_windows_parallel = sr.index_windows_parallel;
-  rep.index_windows_serial = sr.index_windows_serial;
-  rep.filter = std::move(sr.filter);
-  rep.filtered = sr.filtered;
-  rep.live = sr.live;
-  rep.kernel_packets = sr.kernel_packets;
-  rep.kernel_drops = sr.kernel_drops;
-  rep.vlan_restored = sr.vlan_restored;
+  apply_source_report(rep, src.report());
   rep.transfer = backend.transfer_stats();
   return rep;
 }

@@ -95,6 +95,11 @@ struct RunOptions {
   const std::atomic<bool>* stop = nullptr;
   // run_capture(): a BPF filter expression (capture/filtered_source.hpp); "" keeps every record.
   std::string filter;
+  // Every stats_interval_ns of wall time (0: never), on_stats gets the report so far: totals of the
+  // batches finished, the source's counts (a live source's kernel counters), seconds since the
+  // start; the flows and streams still in the tables are not in it (--stats-interval: EVE stats).
+  uint64_t stats_interval_ns = 0;
+  std::function<void(const RunReport&)> on_stats;
   // IP fragments reassembled before the backend (defrag/defrag.hpp); the backend's
   // FlowConfig::defrag must say the same, so that the fragments themselves key no flow.
   DefragConfig defrag;

@@ -20,7 +20,9 @@ timeout can then differ between capture time offline and wall time live). Among 
 with the most UDP packets, the largest with both TCP and UDP, the one with the largest frame, then
 the largest ones, five in all.
 
-One more case sends the smallest capture with 802.1Q-tagged frames: the veth takes the outer tag
+One case runs with `--stats-interval 1` and waits 2.5 s after the traffic: gaspp must have written
+stats events before the end, one of them counting every packet (a quiet link's batches finish
+without waiting for more traffic). One more case sends the smallest capture with 802.1Q-tagged frames: the veth takes the outer tag
 out into the packet's metadata (VLAN offload) and gaspp must put it back (the flow records carry
 the tags, and the decoder counts them).
 
@@ -381,7 +383,10 @@ def live(gaspp, ns, cap, outdir, extra, tmp):
         why = send_capture(ns, "tx", cap)
         if why:
             return why
-        time.sleep(DRAIN_S)
+        periodic = "--stats-interval" in extra
+        # With periodic stats, wait past two intervals: the traffic has stopped, so a stats event
+        # before the end must already count every packet (a quiet source's batches finish at once).
+        time.sleep(2.5 if periodic else DRAIN_S)
         os.killpg(proc.pid, signal.SIGINT)
         try:
             proc.wait(STOP_TIMEOUT_S)
@@ -390,6 +395,13 @@ def live(gaspp, ns, cap, outdir, extra, tmp):
         reader.join(5)
         if proc.returncode not in (0, 130):
             return f"gaspp -i exited {proc.returncode} after SIGINT: {' | '.join(lines)[-300:]}"
+        if periodic:
+            with open(os.path.join(outdir, "eve.json")) as f:
+                stats = [e["stats"] for e in map(json.loads, f) if e.get("event_type") == "stats"]
+            early = [st["decoder"]["pkts"] for st in stats[:-1]]
+            if len(stats) < 3 or cap["n"] not in early:
+                return (f"--stats-interval 1: {len(stats)} stats events, packets before the end {early} "
+                        f"(want >= 3 events, one before the end with all {cap['n']})")
         return None
     finally:
         if proc.poll() is None:
@@ -571,6 +583,7 @@ def main():
             failures += 1
         mixed = [c for c in picks if c["tcp"] and c["n"] > c["tcp"]]
         cases = [(c, []) for c in picks] + [(mixed[0] if mixed else picks[0], BPF)]
+        cases.append((picks[0], ["--stats-interval", "1"]))
         # Tagged frames: the veth takes the outer 802.1Q tag out into the packet's metadata (VLAN
         # offload), which gaspp must put back; the smallest tagged capture is enough.
         tagged = sorted(candidates(data, mtu, tagged=True), key=lambda c: (c["n"], c["name"]))
