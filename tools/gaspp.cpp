@@ -279,13 +279,18 @@ int main(int argc, char** argv) {
     std::unique_ptr<InlineForwarder> forwarder;
     if (!o.ifaces.empty()) {
       std::vector<std::unique_ptr<Source>> rings;
-      if (o.inline_ips) forwarder = std::make_unique<InlineForwarder>(o.ifaces);  // before saying it captures
-      for (const std::string& iface : o.ifaces) {
+      if (o.inline_ips) forwarder = std::make_unique<InlineForwarder>(o.ifaces, o.rings);  // before saying it captures
+      for (size_t k = 0; k < o.ifaces.size(); ++k) {
         AfPacketOptions one = o.live;
-        one.iface = iface;
-        rings.push_back(std::make_unique<AfPacketSource>(one));
-        std::fprintf(stderr, "gaspp: capturing on %s (AF_PACKET, ring of %u blocks of %u bytes%s%s)\n", iface.c_str(),
-                     one.block_count, one.block_size, ro.filter.empty() ? "" : ", filter ", ro.filter.c_str());
+        one.iface = o.ifaces[k];
+        // Several rings on an interface share it through a fanout group of their own (one per
+        // interface: a group spans one device), unless --af-packet-cluster names one.
+        if (o.rings > 1 && one.fanout_group < 0) one.fanout_group = int((uint32_t(getpid()) * 8 + k) & 0xffff);
+        else if (o.rings > 1) one.fanout_group = int((uint32_t(one.fanout_group) + k) & 0xffff);
+        for (uint32_t n = 0; n < o.rings; ++n) rings.push_back(std::make_unique<AfPacketSource>(one));
+        std::fprintf(stderr, "gaspp: capturing on %s (AF_PACKET, %u ring%s of %u blocks of %u bytes%s%s)\n",
+                     one.iface.c_str(), o.rings, o.rings > 1 ? "s" : "", one.block_count, one.block_size,
+                     ro.filter.empty() ? "" : ", filter ", ro.filter.c_str());
       }
       if (rings.size() == 1) live = std::move(rings.front());
       else live = std::make_unique<MultiSource>(std::move(rings));

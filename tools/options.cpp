@@ -225,6 +225,12 @@ int parse_command_line(int argc, char** argv, Options& o) {
         o.live.block_timeout_ms = uint32_t(parse_bounded("--af-packet-block-timeout", v.c_str(), 1, 60000));
         return true;
       });
+  opt("--af-packet-rings", "N",
+      "-i: N sockets on each interface in one PACKET_FANOUT group (--af-packet-cluster's type, default cluster_flow), "
+      "so the kernel spreads the traffic over N rings by flow (default 1)", kRun, [&](const std::string& v) {
+        o.rings = uint32_t(parse_bounded("--af-packet-rings", v.c_str(), 1, 64));
+        return true;
+      });
   opt("--af-packet-cluster", "ID[:TYPE]",
       "-i: join PACKET_FANOUT group ID, sharing the interface with the other sockets of the group by "
       "cluster_flow (default), cluster_cpu or cluster_qm", kRun, [&](const std::string& v) {

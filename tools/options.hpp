@@ -22,6 +22,7 @@ struct Options {
   std::vector<std::string> ifaces;     // -i (each), or --inline's two
   AfPacketOptions live;                // the --af-packet-* options, for each interface
   bool inline_ips = false;             // --inline A:B: ifaces are A and B, passing packets cross over
+  uint32_t rings = 1;                  // --af-packet-rings: sockets (rings) per interface, one fanout group
   std::string backend = "auto";        // --backend, backend:
   BackendConfig backend_config;        // batch, flow table, reassembly, transfers, device ...
   RunOptions run;                      // batch policy, indexing, defragmentation ...

@@ -15,7 +15,7 @@
 
 namespace gaspp {
 
-InlineForwarder::InlineForwarder(const std::vector<std::string>& ifaces) : ifaces_(ifaces) {
+InlineForwarder::InlineForwarder(const std::vector<std::string>& ifaces, uint32_t rings) : ifaces_(ifaces), rings_(rings) {
   if (ifaces_.size() != 2) throw CaptureError("inline: two interfaces, not " + std::to_string(ifaces_.size()));
   for (const std::string& name : ifaces_) {
     const unsigned ifindex = if_nametoindex(name.c_str());
@@ -39,7 +39,7 @@ InlineForwarder::~InlineForwarder() {
 }
 
 void InlineForwarder::forward(const PacketBatch& b) {
-  const int out = fd_[b.source == 0 ? 1 : 0];
+  const int out = fd_[b.source / rings_ == 0 ? 1 : 0];
   for (uint32_t i = 0; i < b.count; ++i) {
     if (b.is_reassembled(i)) continue;  // its fragments are the packets on the wire
     if (b.record_verdict(i) & kVerdictDrop) {

@@ -24,7 +24,8 @@ class InlineForwarder {
  public:
   // ifaces: the two sides, in input order (PacketBatch::source 0 and 1). Throws CaptureError naming
   // an interface that cannot be opened for sending.
-  explicit InlineForwarder(const std::vector<std::string>& ifaces);
+  // rings: the capture's sources per interface (PacketBatch::source / rings is the side).
+  explicit InlineForwarder(const std::vector<std::string>& ifaces, uint32_t rings = 1);
   ~InlineForwarder();
   InlineForwarder(const InlineForwarder&) = delete;
   InlineForwarder& operator=(const InlineForwarder&) = delete;
@@ -39,6 +40,7 @@ class InlineForwarder {
  private:
   std::vector<std::string> ifaces_;
   std::vector<int> fd_;  // per side: the socket that sends out of it
+  uint32_t rings_ = 1;
   uint64_t forwarded_ = 0, dropped_ = 0, send_errors_ = 0;
 };
 

@@ -20,7 +20,9 @@ timeout can then differ between capture time offline and wall time live). Among 
 with the most UDP packets, the largest with both TCP and UDP, the one with the largest frame, then
 the largest ones, five in all.
 
-One case runs with `--stats-interval 1` and waits 2.5 s after the traffic: gaspp must have written
+One case captures through 4 rings in one fanout group (`--af-packet-rings 4`): besides matching
+the offline run, every flow's packets must have come through one ring (the source column of
+`--decode-out`), and more than one ring must have been used. One case runs with `--stats-interval 1` and waits 2.5 s after the traffic: gaspp must have written
 stats events before the end, one of them counting every packet (a quiet link's batches finish
 without waiting for more traffic). One more case sends the smallest capture with 802.1Q-tagged frames: the veth takes the outer tag
 out into the packet's metadata (VLAN offload) and gaspp must put it back (the flow records carry
@@ -360,9 +362,33 @@ def wait_ready(proc, ready, reader, lines, mode, missing):
     return f"no {missing()} on stderr within {READY_TIMEOUT_S} s: {' | '.join(lines)[-300:]}"
 
 
+def rings_kept_flows(rows_path):
+    """With several fanout rings: None when every flow's packets came through one ring and more than
+    one ring was used, else why not (from --decode-out's source column, flows by their symmetric hash
+    and endpoints)."""
+    flows, used = collections.defaultdict(set), collections.Counter()
+    with open(rows_path) as f:
+        for line in f:
+            if line.startswith("#"):
+                continue
+            c = line.rstrip("\n").split("\t")
+            if c[8] not in ("ipv4", "ipv6"):
+                continue
+            key = (c[32], c[11], frozenset([(c[9], c[15]), (c[10], c[16])]))
+            flows[key].add(c[1])
+            used[c[1]] += 1
+    split = [k for k, v in flows.items() if len(v) > 1]
+    if split:
+        return f"{len(split)} of {len(flows)} flows came through more than one ring"
+    if len(used) < 2:
+        return f"all {sum(used.values())} IP packets came through one ring ({dict(used)}): fanout did not spread them"
+    return None
+
+
 def live(gaspp, ns, cap, outdir, extra, tmp):
     """gaspp -i rx while the capture's frames go out of tx; returns a failure reason or None."""
     os.makedirs(outdir)
+    extra = [os.path.join(outdir, "rows.tsv") if a == "ROWS" else a for a in extra]
     cmd = ["ip", "netns", "exec", ns, gaspp, "-i", "rx", "-l", outdir, "--backend", BACKEND] + extra
     stdout = open(os.path.join(tmp, "live.stdout"), "w")
     proc = subprocess.Popen(cmd, stdout=stdout, stderr=subprocess.PIPE, text=True, start_new_session=True)
@@ -395,6 +421,10 @@ def live(gaspp, ns, cap, outdir, extra, tmp):
         reader.join(5)
         if proc.returncode not in (0, 130):
             return f"gaspp -i exited {proc.returncode} after SIGINT: {' | '.join(lines)[-300:]}"
+        if "--af-packet-rings" in extra:
+            why = rings_kept_flows(os.path.join(outdir, "rows.tsv"))
+            if why:
+                return why
         if periodic:
             with open(os.path.join(outdir, "eve.json")) as f:
                 stats = [e["stats"] for e in map(json.loads, f) if e.get("event_type") == "stats"]
@@ -512,6 +542,7 @@ def first_difference(got, want):
 
 def offline(gaspp, cap, outdir, extra):
     os.makedirs(outdir)
+    extra = [os.path.join(outdir, "rows.tsv") if a == "ROWS" else a for a in extra]
     p = subprocess.run([gaspp, "-r", cap["path"], "-l", outdir, "--backend", "cpu"] + extra, capture_output=True,
                        text=True)
     return None if p.returncode == 0 else f"gaspp -r exited {p.returncode}: {p.stderr.strip()[-300:]}"
@@ -584,6 +615,9 @@ def main():
         mixed = [c for c in picks if c["tcp"] and c["n"] > c["tcp"]]
         cases = [(c, []) for c in picks] + [(mixed[0] if mixed else picks[0], BPF)]
         cases.append((picks[0], ["--stats-interval", "1"]))
+        # Several rings in one fanout group: the kernel spreads flows over them, each flow on one.
+        many = max(picks, key=lambda c: (c["tcp"] > 0 and c["udp"] > 0, c["n"]))
+        cases.append((many, ["--af-packet-rings", "4", "--decode-out", "ROWS"]))
         # Tagged frames: the veth takes the outer 802.1Q tag out into the packet's metadata (VLAN
         # offload), which gaspp must put back; the smallest tagged capture is enough.
         tagged = sorted(candidates(data, mtu, tagged=True), key=lambda c: (c["n"], c["name"]))
