@@ -46,6 +46,7 @@ nlohmann::ordered_json flow_doc(const FlowRecordOut& o) {
   if (ports) j["src_port"] = k.port[ci];
   j["dest_ip"] = eve_address(k.addr[ci ^ 1], v6);
   if (ports) j["dest_port"] = k.port[ci ^ 1];
+  j["ip_v"] = v6 ? 6 : 4;  // Suricata 8 writes the IP version of every event
   j["proto"] = flow_proto_name(k.proto);
   if (k.vlan_n) {
     nlohmann::ordered_json v = nlohmann::ordered_json::array();
