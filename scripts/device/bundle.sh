@@ -13,8 +13,11 @@ mkdir -p bundle/bin bundle/lib bundle/data
 cp build/gaspp build/tests/gaspp_unit_tests build/bench/bench_decode build/bench/bench_flow build/bench/bench_stream \
   build/bench/bench_firewall build/bench/bench_detect build/bench/bench_modules build/bench/bench_head_limits build/bench/bench_eve \
   build/bench/peer_libnids bundle/bin/
-# libpcap, libnids and what they pull in beyond glibc and the C++ runtime (the device's own are newer).
-for lib in $(ldd build/gaspp build/bench/peer_libnids | awk '/=>/ {print $3}' | sort -u); do
+# iproute2's ip, which the device lacks: the live capture test makes namespaces and veth pairs.
+cp /usr/sbin/ip bundle/bin/
+# libpcap, libnids, ip's libraries and what they pull in beyond glibc and the C++ runtime (the
+# device's own are newer).
+for lib in $(ldd build/gaspp build/bench/peer_libnids /usr/sbin/ip | awk '/=>/ {print $3}' | sort -u); do
   case "$(basename "$lib")" in
     libc.so*|libm.so*|libstdc++.so*|libgcc_s.so*|libpthread.so*|libdl.so*|librt.so*) ;;
     *) cp -L "$lib" bundle/lib/ ;;

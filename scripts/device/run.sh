@@ -36,6 +36,7 @@ set -uo pipefail
 cd "$(dirname "$0")/../.."
 [ -d bundle ] || { [ -f .gl/bundle.tar.xz ] && tar -xJf .gl/bundle.tar.xz; }
 export LD_LIBRARY_PATH="$PWD/bundle/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+export PATH="$PATH:$PWD/bundle/bin"  # ip (iproute2), carried: the device has none
 export GASPP_DATA="$PWD/bundle/data"
 export PYTHONPATH="$PWD/bundle/py${PYTHONPATH:+:$PYTHONPATH}"  # scapy, carried (the device has no network)
 OUT=${OUT:-/tmp/gaspp-device-out}
