@@ -225,6 +225,11 @@ int parse_command_line(int argc, char** argv, Options& o) {
         o.live.block_timeout_ms = uint32_t(parse_bounded("--af-packet-block-timeout", v.c_str(), 1, 60000));
         return true;
       });
+  opt("--af-packet-snaplen", "BYTES", "-i: bytes kept of each frame, the rest cut as tcpdump -s does (default 262144)",
+      kRun, [&](const std::string& v) {
+        o.live.snaplen = uint32_t(parse_bounded("--af-packet-snaplen", v.c_str(), 64, 262144));
+        return true;
+      });
   opt("--af-packet-rings", "N",
       "-i: N sockets on each interface in one PACKET_FANOUT group (--af-packet-cluster's type, default cluster_flow), "
       "so the kernel spreads the traffic over N rings by flow (default 1)", kRun, [&](const std::string& v) {

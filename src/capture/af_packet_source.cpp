@@ -156,6 +156,7 @@ SourceStatus AfPacketSource::next(SourceRecord& r, uint64_t wait_ns) {
           ++vlan_restored_;
         }
       }
+      if (cap > opt_.snaplen) cap = opt_.snaplen;  // the rest is cut, as tcpdump -s does (wire stays)
       uint8_t* rec = frame - kRecordHeaderBytes;
       put_u32(rec, h->tp_sec);
       put_u32(rec + 4, h->tp_nsec);

@@ -22,7 +22,8 @@ the largest ones, five in all.
 
 One case captures through 4 rings in one fanout group (`--af-packet-rings 4`): besides matching
 the offline run, every flow's packets must have come through one ring (the source column of
-`--decode-out`), and more than one ring must have been used. One case runs with `--stats-interval 1` and waits 2.5 s after the traffic: gaspp must have written
+`--decode-out`), and more than one ring must have been used. One case cuts frames to 128 bytes (`--af-packet-snaplen 128`), against the capture cut by
+`editcap -s 128`. One case runs with `--stats-interval 1` and waits 2.5 s after the traffic: gaspp must have written
 stats events before the end, one of them counting every packet (a quiet link's batches finish
 without waiting for more traffic). One more case sends the smallest capture with 802.1Q-tagged frames: the veth takes the outer tag
 out into the packet's metadata (VLAN offload) and gaspp must put it back (the flow records carry
@@ -388,7 +389,8 @@ def rings_kept_flows(rows_path):
 def live(gaspp, ns, cap, outdir, extra, tmp):
     """gaspp -i rx while the capture's frames go out of tx; returns a failure reason or None."""
     os.makedirs(outdir)
-    extra = [os.path.join(outdir, "rows.tsv") if a == "ROWS" else a for a in extra]
+    extra = [os.path.join(outdir, {"ROWS": "rows.tsv", "STATS": "stats.json"}[a]) if a in ("ROWS", "STATS") else a
+             for a in extra]
     cmd = ["ip", "netns", "exec", ns, gaspp, "-i", "rx", "-l", outdir, "--backend", BACKEND] + extra
     stdout = open(os.path.join(tmp, "live.stdout"), "w")
     proc = subprocess.Popen(cmd, stdout=stdout, stderr=subprocess.PIPE, text=True, start_new_session=True)
@@ -542,8 +544,18 @@ def first_difference(got, want):
 
 def offline(gaspp, cap, outdir, extra):
     os.makedirs(outdir)
-    extra = [os.path.join(outdir, "rows.tsv") if a == "ROWS" else a for a in extra]
-    p = subprocess.run([gaspp, "-r", cap["path"], "-l", outdir, "--backend", "cpu"] + extra, capture_output=True,
+    extra = [os.path.join(outdir, {"ROWS": "rows.tsv", "STATS": "stats.json"}[a]) if a in ("ROWS", "STATS") else a
+             for a in extra]
+    path = cap["path"]
+    if "--af-packet-snaplen" in extra:
+        # The oracle reads the capture cut as the snap length cuts it live (editcap -s keeps the
+        # original length of each record, as the kernel reports the wire length).
+        snap = extra[extra.index("--af-packet-snaplen") + 1]
+        path = os.path.join(outdir, "cut.pcap")
+        p = subprocess.run(["editcap", "-s", snap, cap["path"], path], capture_output=True, text=True)
+        if p.returncode != 0:
+            return f"editcap -s {snap} failed: {p.stderr.strip()[-300:]}"
+    p = subprocess.run([gaspp, "-r", path, "-l", outdir, "--backend", "cpu"] + extra, capture_output=True,
                        text=True)
     return None if p.returncode == 0 else f"gaspp -r exited {p.returncode}: {p.stderr.strip()[-300:]}"
 
@@ -571,6 +583,22 @@ def compare(live_dir, off_dir):
         problems.append(f"{len(lf)} flows live, {len(of)} offline; only live: {only_live[:3]}; "
                         f"only offline: {only_off[:3]}")
     return ("; ".join(problems) if problems else None), od.get("pkts"), len(of)
+
+
+def compare_cut(live_dir, off_dir):
+    """The summaries' captured bytes and cut packets, live against offline (EVE's decoder counters do
+    not show what a snap length cut)."""
+    keys = ("packets", "bytes", "captured_bytes", "truncated_by_snaplen")
+    got = []
+    for d in (live_dir, off_dir):
+        with open(os.path.join(d, "stats.json")) as f:
+            j = json.load(f)
+        got.append({k: j.get(k) for k in keys})
+    if got[0] != got[1]:
+        return f"summary live {got[0]}, offline {got[1]}"
+    if not got[1]["truncated_by_snaplen"]:
+        return "the snap length cut nothing: the case proves nothing"
+    return None
 
 
 def main():
@@ -618,6 +646,12 @@ def main():
         # Several rings in one fanout group: the kernel spreads flows over them, each flow on one.
         many = max(picks, key=lambda c: (c["tcp"] > 0 and c["udp"] > 0, c["n"]))
         cases.append((many, ["--af-packet-rings", "4", "--decode-out", "ROWS"]))
+        # A snap length: frames cut to 128 bytes live, against the capture cut by editcap.
+        if shutil.which("editcap"):
+            cases.append((max(picks, key=lambda c: (c["largest"], c["name"])),
+                          ["--af-packet-snaplen", "128", "--stats-json", "STATS"]))
+        else:
+            print("note: no editcap (tshark's package): the snap length case is left out")
         # Tagged frames: the veth takes the outer 802.1Q tag out into the packet's metadata (VLAN
         # offload), which gaspp must put back; the smallest tagged capture is enough.
         tagged = sorted(candidates(data, mtu, tagged=True), key=lambda c: (c["n"], c["name"]))
@@ -636,6 +670,8 @@ def main():
                 pkts = flows = 0
                 if not why:
                     why, pkts, flows = compare(live_dir, off_dir)
+                if not why and "STATS" in extra:
+                    why = compare_cut(live_dir, off_dir)
                 if why:
                     print(f"FAIL {label}: {why}")
                     failures += 1
