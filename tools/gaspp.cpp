@@ -283,10 +283,12 @@ int main(int argc, char** argv) {
       for (size_t k = 0; k < o.ifaces.size(); ++k) {
         AfPacketOptions one = o.live;
         one.iface = o.ifaces[k];
-        // Several rings on an interface share it through a fanout group of their own (one per
-        // interface: a group spans one device), unless --af-packet-cluster names one.
-        if (o.rings > 1 && one.fanout_group < 0) one.fanout_group = int((uint32_t(getpid()) * 8 + k) & 0xffff);
-        else if (o.rings > 1) one.fanout_group = int((uint32_t(one.fanout_group) + k) & 0xffff);
+        // Several rings on an interface share it through a fanout group; a group spans one device,
+        // so each interface gets its own: --af-packet-cluster's id (or one from the pid) plus k.
+        if (o.rings > 1 || one.fanout_group >= 0) {
+          const uint32_t base = one.fanout_group >= 0 ? uint32_t(one.fanout_group) : uint32_t(getpid()) * 8;
+          one.fanout_group = int((base + k) & 0xffff);
+        }
         for (uint32_t n = 0; n < o.rings; ++n) rings.push_back(std::make_unique<AfPacketSource>(one));
         std::fprintf(stderr, "gaspp: capturing on %s (AF_PACKET, %u ring%s of %u blocks of %u bytes%s%s)\n",
                      one.iface.c_str(), o.rings, o.rings > 1 ? "s" : "", one.block_count, one.block_size,
