@@ -204,6 +204,12 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "gaspp: %s\n", e.what());
     return 1;
   }
+  if (modules.wants_app_layer()) {
+    // HTTP signatures read transactions: the application layer parses the reassembled streams.
+    if (!bc.flow.enabled || !bc.stream.enabled)
+      std::fprintf(stderr, "gaspp: warning: HTTP signatures need flow tracking and reassembly; without them they match nothing\n");
+    else ro.want_streams = true;
+  }
   bc.drop_invalid = modules.firewall_mode();
   // Packets the flow table has no room for (Suricata's flow.memcap-policy, else its exception-policy
   // master switch, whose drop values Suricata ignores in IDS mode): auto, the default, drops them in
@@ -378,7 +384,7 @@ int main(int argc, char** argv) {
     }, [&](const std::vector<StreamChunk>& chunks, const std::vector<uint8_t>& bytes) {
       if (dump) dump->write(chunks, bytes);
     }, [&](const StreamFlushModules& m, const std::vector<FlowRecordOut>& flows) {
-      if (!modules.empty()) modules.finish_flush(m.events, m.module_counts, flows, mod_out);
+      if (!modules.empty()) modules.finish_flush(m.events, m.module_counts, flows, mod_out, m.chunks, m.stream_bytes);
     });
     if (forwarder)
       std::fprintf(stderr, "gaspp: inline %s:%s: %llu packets forwarded, %llu dropped, %llu lost to send errors\n",

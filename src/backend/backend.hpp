@@ -73,6 +73,9 @@ inline StreamGauges stream_gauges_of(const StreamCounts& c, const StreamConfig& 
 struct StreamFlushModules {
   std::vector<ModuleEvent> events;
   std::vector<uint64_t> module_counts;
+  // The data flushed (the pipeline fills them for the FlushCallback: the application layer).
+  std::vector<StreamChunk> chunks;
+  std::vector<uint8_t> stream_bytes;
 };
 
 // How batches reached the device (CUDA): sent as a range of the registered source region (direct),

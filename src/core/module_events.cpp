@@ -3,6 +3,8 @@
 // modules.hpp).
 #include "core/modules.hpp"
 
+#include "applayer/app_layer.hpp"
+
 #include <algorithm>
 #include <stdexcept>
 
@@ -55,9 +57,23 @@ void ModuleSet::hand_flow_only(std::vector<ModuleEvent>::const_iterator begin,
   }
 }
 
+void ModuleSet::app_events(const std::vector<StreamChunk>& chunks, const std::vector<uint8_t>& bytes) {
+  if (!app_ || chunks.empty()) return;
+  updates_.clear();
+  app_->process(chunks, bytes, updates_);
+  if (updates_.empty()) return;
+  for (size_t k = 0; k < mods_.size(); ++k) {
+    if (!mods_[k]->wants_app_layer()) continue;
+    const size_t at = sorted_.size();
+    mods_[k]->on_app(updates_, sorted_);
+    for (size_t i = at; i < sorted_.size(); ++i) sorted_[i].module = uint16_t(k);
+  }
+}
+
 void ModuleSet::finish_batch(const PacketBatch& b, ModuleOutput& out) {
   add_counts(b.module_counts);
   sorted_.assign(b.events.begin(), b.events.end());
+  app_events(b.stream_chunks, b.stream_bytes);
   sort_events(sorted_);
   // Events with no packet sort last: stream pieces no packet of the batch delivered, data held
   // for a flow that left the table (expired, evicted) in this batch or the one before, whose walk
@@ -95,19 +111,23 @@ void ModuleSet::finish_batch(const PacketBatch& b, ModuleOutput& out) {
     mods_[e.module]->on_event(e, hp, out);
   }
   hand_flow_only(flow_only, sorted_.cend(), b.flow_records, out);
+  if (app_) app_->forget(b.flow_records);
   account_verdicts(b, out);
   if (stream_modules_) prev_flows_.assign(b.flow_records.begin(), b.flow_records.end());
 }
 
 void ModuleSet::finish_flush(const std::vector<ModuleEvent>& events, const std::vector<uint64_t>& module_counts,
-                             const std::vector<FlowRecordOut>& flows, ModuleOutput& out) {
+                             const std::vector<FlowRecordOut>& flows, ModuleOutput& out,
+                             const std::vector<StreamChunk>& chunks, const std::vector<uint8_t>& bytes) {
   add_counts(module_counts);
   sorted_.assign(events.begin(), events.end());
+  app_events(chunks, bytes);
   sort_events(sorted_);
   const auto flow_only = std::find_if(sorted_.cbegin(), sorted_.cend(),
                                       [](const ModuleEvent& e) { return e.packet == kNoPacket; });
   unattributed_ += uint64_t(flow_only - sorted_.cbegin());  // no batch for a packet index to point into
   hand_flow_only(flow_only, sorted_.cend(), flows, out);
+  if (app_) app_->forget(flows);
 }
 
 size_t ModuleSet::KeyHash::operator()(const FlowKey& k) const { return flow_key_hash(k); }

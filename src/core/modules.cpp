@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <stdexcept>
 
+#include "applayer/app_layer.hpp"
 #include "core/engine_config.hpp"
 #include "core/module_stage.hpp"
 #include "gaspp/stream_hook.hpp"
@@ -58,6 +59,13 @@ class ModuleOf final : public ModuleInstance {
   }
   void on_event(const ModuleEvent& e, const HostPacket& p, ModuleOutput& out) override { host_.on_event(e, p, out); }
   void report(std::map<std::string, uint64_t>& r) const override { host_.report(r); }
+  bool wants_app_layer() const override {
+    if constexpr (requires { host_.wants_app_layer(); }) return host_.wants_app_layer();
+    else return false;
+  }
+  void on_app(const std::vector<AppUpdate>& u, std::vector<ModuleEvent>& out) override {
+    if constexpr (requires { host_.on_app(u, out); }) host_.on_app(u, out);
+  }
 
  private:
   int type_;
@@ -105,6 +113,7 @@ void ModuleSet::add(std::unique_ptr<ModuleInstance> m) {
   m->state_off = state_bytes_;
   state_bytes_ += (m->flow_state_bytes() + 15) & ~15u;
   stream_modules_ = stream_modules_ || m->has_stream_hook();
+  if (m->wants_app_layer() && !app_) app_ = std::make_shared<AppLayer>();
   mods_.push_back(std::move(m));
   counts_.push_back(Counts{});
 }
@@ -135,6 +144,13 @@ std::string ModuleSet::summary_text() const {
   if (suppressed_) s += "module events discarded (flow already decided): " + std::to_string(suppressed_) + "\n";
   if (flow_only_) s += "module events with no packet, handed over with their flow: " + std::to_string(flow_only_) + "\n";
   if (unattributed_) s += "module events whose packet or flow was not found (not handed over): " + std::to_string(unattributed_) + "\n";
+  if (app_) {
+    std::map<std::string, uint64_t> r;
+    app_->report(r);
+    s += "app-layer:";
+    for (auto& [n, v] : r) s += " " + n + "=" + std::to_string(v);
+    s += "\n";
+  }
   if (recalled_ || forgotten_)
     s += "drop events given their flow's id: " + std::to_string(recalled_) + " (dropped flows forgotten, memory full: " +
          std::to_string(forgotten_) + ")\n";
@@ -148,6 +164,13 @@ nlohmann::ordered_json ModuleSet::summary_json() const {
   j["events_unattributed"] = unattributed_;
   j["drop_flow_ids_recalled"] = recalled_;
   j["dropped_flows_forgotten"] = forgotten_;
+  if (app_) {
+    std::map<std::string, uint64_t> r;
+    app_->report(r);
+    auto& a = j["app_layer"];
+    a = nlohmann::ordered_json::object();
+    for (auto& [n, v] : r) a[n] = v;
+  }
   auto& list = j["modules"];
   list = nlohmann::ordered_json::array();
   for (size_t k = 0; k < mods_.size(); ++k) {

@@ -33,8 +33,10 @@
 #include <unordered_map>
 #include <vector>
 
+#include "applayer/app_layer.hpp"
 #include "flow/flow_record.hpp"
 #include "gaspp/module.hpp"
+#include "gaspp/stream_chunk.hpp"
 
 namespace gaspp {
 
@@ -65,6 +67,11 @@ class ModuleInstance {
   virtual void run_cpu_retry(const StageArgs& a, uint32_t begin, uint32_t end, unsigned long long* counts) const = 0;
   virtual void on_event(const ModuleEvent& e, const HostPacket& p, ModuleOutput& out) = 0;
   virtual void report(std::map<std::string, uint64_t>& r) const = 0;
+  // The application layer (applayer/app_layer.hpp): M::Host::wants_app_layer() and
+  // on_app(updates, events) — the module's host side inspects transactions and raises events
+  // (their module field is set by ModuleSet), handled with the batch's others.
+  virtual bool wants_app_layer() const = 0;
+  virtual void on_app(const std::vector<AppUpdate>& updates, std::vector<ModuleEvent>& out) = 0;
   uint16_t index = 0;       // position in the pipeline
   uint32_t state_off = 0;   // its slice of the per-flow module state
 };
@@ -102,8 +109,14 @@ class ModuleSet {
   // At the end of the run: hands over what stream modules raised on the data flushed then
   // (StreamFlushModules: events, counters), flow-only, with the flows still open then (`flows`,
   // Backend::flush_flows), and adds the counters. See pipeline.hpp's FlushCallback.
+  // chunks, bytes: the reassembled data flushed then, for the application layer.
   void finish_flush(const std::vector<ModuleEvent>& events, const std::vector<uint64_t>& module_counts,
-                    const std::vector<FlowRecordOut>& flows, ModuleOutput& out);
+                    const std::vector<FlowRecordOut>& flows, ModuleOutput& out,
+                    const std::vector<StreamChunk>& chunks = {}, const std::vector<uint8_t>& bytes = {});
+  // Some module inspects application-layer transactions: the pipeline must gather stream data
+  // (RunOptions::want_streams) and the batch's chunks go through the application layer.
+  bool wants_app_layer() const { return app_ != nullptr; }
+  const AppLayer* app_layer() const { return app_.get(); }
   // vlan_in_key, defrag: as the flow table's (FlowConfig), so that a drop event of a packet its
   // flow's earlier decision dropped finds the flow (see dropped_flows_).
   void set_drop_events(bool on, bool vlan_in_key = true, bool defrag = true) {
@@ -148,6 +161,10 @@ class ModuleSet {
 
  private:
   void account_verdicts(const PacketBatch& b, ModuleOutput& out);
+  // Runs the chunks through the application layer and appends the modules' events on them.
+  void app_events(const std::vector<StreamChunk>& chunks, const std::vector<uint8_t>& bytes);
+  std::shared_ptr<AppLayer> app_;
+  std::vector<AppUpdate> updates_;
   void add_counts(const std::vector<uint64_t>& c);  // kModuleCounters per module, pipeline order
   // Hands events with no packet to their modules, each with its flow's record from prev_flows_ or
   // `flows`; counts those whose flow is in neither as unattributed.

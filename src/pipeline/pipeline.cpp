@@ -239,6 +239,10 @@ RunReport run_source(Source& src, Backend& backend, const RunOptions& opt, const
     StreamFlushModules mods;
     backend.flush_streams(chunks, bytes, rep.totals, mods);
     if (on_streams && opt.want_streams && !chunks.empty()) on_streams(chunks, bytes);
+    if (opt.want_streams) {
+      mods.chunks.swap(chunks);
+      mods.stream_bytes.swap(bytes);
+    }
     rep.streams = backend.stream_gauges();
     const std::vector<FlowRecordOut> rest = backend.flush_flows();
     rep.totals.v[c_flow_shutdown] += rest.size();

@@ -66,6 +66,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "applayer/app_layer.hpp"
 #include "gaspp/module.hpp"
 #include "gaspp/stream_hook.hpp"
 #include "modules/detect/detect_tables.hpp"
@@ -383,12 +384,37 @@ struct DetectModule {
     const SignatureSet& signatures() const { return set_; }
     // The prefilter's literals (bytes, nocase; pattern id = position), for benchmarks and tests.
     const std::vector<std::pair<std::string, bool>>& fast_patterns() const { return patterns_; }
+    // HTTP transactions (detect_app.cpp): the application-layer signatures, matched on the host
+    // per transaction update (applayer/app_layer.hpp); their matches are events of this module.
+    bool wants_app_layer() const { return !app_sigs_.empty(); }
+    void on_app(const std::vector<AppUpdate>& updates, std::vector<ModuleEvent>& out);
     // No signature: no hook runs and no state is kept (a rule set of IP lists costs nothing here).
     uint32_t layers() const { return sigs_.empty() ? 0u : kLayers; }
     uint32_t flow_state_bytes() const { return has_stream_sigs_ ? uint32_t(sizeof(FlowState)) : 0u; }
 
    private:
     View upload_to(TableMemory& mem);
+    static std::vector<size_t> all_ops(const Signature& s);
+    void add_ops(const Signature& s, const std::vector<size_t>& which, const std::vector<int>& rx, DetSig& d);
+    // An application-layer signature: per buffer (SigBuf, its side resolved: kBufCount * side +
+    // buffer), the options on it as a payload list of its own.
+    struct AppPart {
+      uint16_t key;  // side * kBufCount + buffer
+      DetSig d;
+    };
+    struct AppSig {
+      uint32_t sig;
+      uint8_t side;  // 0: inspected on request data, 1: on response data (a response buffer)
+      DetCond urilen;
+      bool urilen_raw;
+      std::vector<AppPart> parts;
+    };
+    struct AppPrefilter;  // Hyperscan databases of the parts' fast patterns, per buffer
+    void add_app_sig(uint32_t i);
+    void build_app_prefilter();
+    std::vector<AppSig> app_sigs_;
+    std::shared_ptr<AppPrefilter> app_pf_;  // shared: its type is complete in detect_app.cpp only
+    uint64_t app_updates_ = 0, app_candidates_ = 0, app_matches_ = 0;
 
    private:
     // Per flow (flowbits and flowints), at most kDetFlowbitFlows flows.

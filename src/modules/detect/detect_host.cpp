@@ -242,6 +242,16 @@ DetectModule::Host::Host(const ModuleOptions& opt) : ModuleHost<DetectModule>({}
     d.itype = cond(s.itype);
     d.icode = cond(s.icode);
     d.flags = DetFlags{uint8_t(s.has_flags ? 1 : 0), s.flags_mode, s.flags_want, s.flags_ignore};
+    if (s.app) {
+      // Matched per HTTP transaction on the host (on_app): no packet or stream pass looks at it.
+      d.mode = 0;
+      d.op_n = 0;
+      d.bidir = s.rule.bidirectional;
+      d.sid = s.rule.sid;
+      sigs_.push_back(d);
+      add_app_sig(i);
+      continue;
+    }
     // Dropped on the device only when the device decides the match alone: no flowbits to read,
     // no pcre without a program for the device's search (those go to the host, after the verdicts).
     // A pcre's program, or why it has none (the expression stays with PCRE2 on the host).
@@ -260,67 +270,7 @@ DetectModule::Host::Host(const ModuleOptions& opt) : ModuleHost<DetectModule>({}
     if (s.ip_only) d.verdict |= kDetFlowScope;
     d.bidir = s.rule.bidirectional;
     d.sid = s.rule.sid;
-    int last_pm = -1;  // the last content or pcre: relative options refer to it
-    for (size_t k = 0; k < s.ops.size(); ++k) {
-      const SigOp& o = s.ops[k];
-      DetOp x{};
-      x.type = uint8_t(o.type);
-      x.nbytes = o.nbytes;
-      x.base = o.base;
-      x.cmp = o.cmp;
-      x.offset = o.offset;
-      x.depth = o.depth;
-      x.distance = o.distance;
-      x.within = o.within;
-      x.offset_var = o.offset_var;
-      x.depth_var = o.depth_var;
-      x.distance_var = o.distance_var;
-      x.within_var = o.within_var;
-      x.value_var = o.value_var;
-      x.var = o.var;
-      x.value = o.value;
-      x.mask = o.mask;
-      x.mask_shift = trailing_zeros(o.mask);
-      x.multiplier = o.multiplier;
-      x.align = o.align;
-      x.post_offset = o.post_offset;
-      uint32_t f = 0;
-      if (o.negated) f |= kOpNegated;
-      if (o.nocase) f |= kOpNocase;
-      if (o.relative) f |= kOpRelative;
-      if (o.endswith) f |= kOpEndsWith;
-      if (o.has_depth) f |= kOpDepth;
-      if (o.has_offset) f |= kOpOffset;
-      if (o.has_distance) f |= kOpDistance;
-      if (o.has_within) f |= kOpWithin;
-      if (o.little) f |= kOpLittle;
-      if (o.has_mask) f |= kOpMask;
-      if (o.from_beginning) f |= kOpFromBeginning;
-      if (o.from_end) f |= kOpFromEnd;
-      if (k + 1 == s.ops.size()) f |= kOpLast;
-      x.flags = f;
-      if (o.type == SigOpType::content) {
-        x.pat_off = uint32_t(bytes_.size());
-        x.pat_len = uint32_t(o.bytes.size());
-        bytes_.insert(bytes_.end(), o.bytes.begin(), o.bytes.end());
-      } else if (o.type == SigOpType::pcre) {
-        int ec;
-        PCRE2_SIZE eo;
-        pcre2_code* re = pcre2_compile(reinterpret_cast<PCRE2_SPTR>(o.bytes.data()), o.bytes.size(), o.pcre_options,
-                                       &ec, &eo, nullptr);
-        if (!re) throw std::invalid_argument("detect: pcre of sid " + std::to_string(s.rule.sid) + " does not compile");
-        pcre2_jit_compile(re, PCRE2_JIT_COMPLETE);  // JIT where available; the interpreter otherwise
-        x.pat_off = uint32_t(matchers_->pcre.size());
-        x.rx_prog = rx[k] < 0 ? 0 : uint32_t(rx[k]) + 1;
-        matchers_->pcre.push_back(re);
-      }
-      if (o.relative && last_pm >= 0) {
-        ops_[d.op_off + uint32_t(last_pm)].flags |= kOpRelativeNext;
-        if (o.type == SigOpType::content && o.has_within) ops_[d.op_off + uint32_t(last_pm)].flags |= kOpWithinNext;
-      }
-      if (o.type == SigOpType::content || o.type == SigOpType::pcre) last_pm = int(k);
-      ops_.push_back(x);
-    }
+    add_ops(s, all_ops(s), rx, d);
     sigs_.push_back(d);
     has_stream_sigs_ = has_stream_sigs_ || (d.mode & kSigStream);
     if (s.fast_pattern < 0) {
@@ -366,6 +316,7 @@ DetectModule::Host::Host(const ModuleOptions& opt) : ModuleHost<DetectModule>({}
     if (hs_alloc_scratch(matchers_->db, &matchers_->proto_scratch) != HS_SUCCESS)
       throw std::runtime_error("detect: Hyperscan scratch allocation failed");
   }
+  build_app_prefilter();
   pf_tables_.compile(patterns_);
   if (matcher_ac_) ac_tables_.compile(patterns_);
   for (const Signature& s : set_.sigs) {
@@ -396,6 +347,83 @@ DetectModule::Host::Host(const ModuleOptions& opt) : ModuleHost<DetectModule>({}
 }
 
 DetectModule::Host::~Host() = default;
+
+std::vector<size_t> DetectModule::Host::all_ops(const Signature& s) {
+  std::vector<size_t> k(s.ops.size());
+  for (size_t i = 0; i < k.size(); ++i) k[i] = i;
+  return k;
+}
+
+// Compiles the options `which` of s (in order) into the op table: d.op_off and d.op_n say where.
+// rx: each option's program for the device's regex search (-1: none).
+void DetectModule::Host::add_ops(const Signature& s, const std::vector<size_t>& which, const std::vector<int>& rx,
+                                 DetSig& d) {
+  d.op_off = uint32_t(ops_.size());
+  d.op_n = uint16_t(which.size());
+  int last_pm = -1;  // the last content or pcre: relative options refer to it
+  for (size_t n = 0; n < which.size(); ++n) {
+    const size_t k = which[n];
+    const SigOp& o = s.ops[k];
+    DetOp x{};
+    x.type = uint8_t(o.type);
+    x.nbytes = o.nbytes;
+    x.base = o.base;
+    x.cmp = o.cmp;
+    x.offset = o.offset;
+    x.depth = o.depth;
+    x.distance = o.distance;
+    x.within = o.within;
+    x.offset_var = o.offset_var;
+    x.depth_var = o.depth_var;
+    x.distance_var = o.distance_var;
+    x.within_var = o.within_var;
+    x.value_var = o.value_var;
+    x.var = o.var;
+    x.value = o.value;
+    x.mask = o.mask;
+    x.mask_shift = trailing_zeros(o.mask);
+    x.multiplier = o.multiplier;
+    x.align = o.align;
+    x.post_offset = o.post_offset;
+    uint32_t f = 0;
+    if (o.negated) f |= kOpNegated;
+    if (o.nocase) f |= kOpNocase;
+    if (o.relative) f |= kOpRelative;
+    if (o.endswith) f |= kOpEndsWith;
+    if (o.has_depth) f |= kOpDepth;
+    if (o.has_offset) f |= kOpOffset;
+    if (o.has_distance) f |= kOpDistance;
+    if (o.has_within) f |= kOpWithin;
+    if (o.little) f |= kOpLittle;
+    if (o.has_mask) f |= kOpMask;
+    if (o.from_beginning) f |= kOpFromBeginning;
+    if (o.from_end) f |= kOpFromEnd;
+    if (n + 1 == which.size()) f |= kOpLast;
+    x.flags = f;
+    if (o.type == SigOpType::content) {
+      x.pat_off = uint32_t(bytes_.size());
+      x.pat_len = uint32_t(o.bytes.size());
+      bytes_.insert(bytes_.end(), o.bytes.begin(), o.bytes.end());
+    } else if (o.type == SigOpType::pcre) {
+      int ec;
+      PCRE2_SIZE eo;
+      pcre2_code* re = pcre2_compile(reinterpret_cast<PCRE2_SPTR>(o.bytes.data()), o.bytes.size(), o.pcre_options,
+                                     &ec, &eo, nullptr);
+      if (!re) throw std::invalid_argument("detect: pcre of sid " + std::to_string(s.rule.sid) + " does not compile");
+      pcre2_jit_compile(re, PCRE2_JIT_COMPLETE);  // JIT where available; the interpreter otherwise
+      x.pat_off = uint32_t(matchers_->pcre.size());
+      x.rx_prog = rx[k] < 0 ? 0 : uint32_t(rx[k]) + 1;
+      matchers_->pcre.push_back(re);
+    }
+    if (o.relative && last_pm >= 0) {
+      ops_[d.op_off + uint32_t(last_pm)].flags |= kOpRelativeNext;
+      if (o.type == SigOpType::content && o.has_within) ops_[d.op_off + uint32_t(last_pm)].flags |= kOpWithinNext;
+    }
+    if (o.type == SigOpType::content || o.type == SigOpType::pcre) last_pm = int(n);
+    ops_.push_back(x);
+  }
+}
+
 
 DetectModule::View DetectModule::Host::upload(TableMemory& mem) {
   struct InPlace final : TableMemory {
@@ -645,6 +673,10 @@ void DetectModule::Host::report(std::map<std::string, uint64_t>& r) const {
   r["pcre_host_rechecks"] = host_rechecks_;
   r["pcre_host_recheck_matches"] = host_recheck_matches_;
   r["stream_pcre_undecided"] = stream_unresolved_;
+  r["app_signatures"] = app_sigs_.size();
+  r["app_tx_updates"] = app_updates_;
+  r["app_candidates"] = app_candidates_;
+  r["app_matches"] = app_matches_;
 }
 
 }  // namespace gaspp

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cstring>
 #include <sstream>
 
 namespace gaspp {
@@ -94,6 +95,46 @@ bool app_layer_keyword(const std::string& k) {
          k == "filestore" || k == "filesize" || k == "filemd5" || k == "filesha1" || k == "filesha256" ||
          k == "to_lowercase" || k == "to_md5" || k == "to_sha256" || k == "url_decode" || k == "compress_whitespace" ||
          k == "dotprefix" || k == "strip_whitespace" || k == "xor" || k == "luajit" || k == "lua";
+}
+
+struct BufName {
+  const char* name;
+  uint8_t buf;
+};
+// Sticky buffers: the options after them inspect the buffer.
+const BufName kStickyBuffers[] = {
+    {"http.uri", kBufHttpUri}, {"http.uri.raw", kBufHttpUriRaw}, {"http.method", kBufHttpMethod},
+    {"http.protocol", kBufHttpProtocol}, {"http_protocol", kBufHttpProtocol},
+    {"http.request_line", kBufHttpRequestLine}, {"http_request_line", kBufHttpRequestLine},
+    {"http.header", kBufHttpHeader}, {"http.header.raw", kBufHttpHeaderRaw}, {"http.host", kBufHttpHost},
+    {"http.host.raw", kBufHttpHostRaw}, {"http.user_agent", kBufHttpUserAgent}, {"http.cookie", kBufHttpCookie},
+    {"http.content_type", kBufHttpContentType}, {"http_content_type", kBufHttpContentType},
+    {"http.content_len", kBufHttpContentLen}, {"http_content_len", kBufHttpContentLen},
+    {"http.request_body", kBufHttpRequestBody}, {"http.stat_code", kBufHttpStatCode},
+    {"http.stat_msg", kBufHttpStatMsg}, {"http.response_line", kBufHttpResponseLine},
+    {"http_response_line", kBufHttpResponseLine}, {"http.response_body", kBufHttpResponseBody},
+    {"file_data", kBufHttpResponseBody}, {"file.data", kBufHttpResponseBody}, {"http.start", kBufHttpStart},
+    {"http_start", kBufHttpStart}, {"http.header_names", kBufHttpHeaderNames},
+    {"http_header_names", kBufHttpHeaderNames}, {"http.server", kBufHttpServer}, {"http_server", kBufHttpServer},
+    {"http.location", kBufHttpLocation}, {"http_location", kBufHttpLocation}, {"http.referer", kBufHttpReferer},
+    {"http_referer", kBufHttpReferer}, {"http.accept", kBufHttpAccept}, {"http_accept", kBufHttpAccept},
+    {"http.accept_enc", kBufHttpAcceptEnc}, {"http_accept_enc", kBufHttpAcceptEnc},
+    {"http.accept_lang", kBufHttpAcceptLang}, {"http_accept_lang", kBufHttpAcceptLang},
+    {"http.connection", kBufHttpConnection}, {"http_connection", kBufHttpConnection},
+};
+// Content modifiers: the content right before them inspects the buffer.
+const BufName kContentModifiers[] = {
+    {"http_uri", kBufHttpUri}, {"http_raw_uri", kBufHttpUriRaw}, {"http_method", kBufHttpMethod},
+    {"http_header", kBufHttpHeader}, {"http_raw_header", kBufHttpHeaderRaw}, {"http_cookie", kBufHttpCookie},
+    {"http_user_agent", kBufHttpUserAgent}, {"http_host", kBufHttpHost}, {"http_raw_host", kBufHttpHostRaw},
+    {"http_client_body", kBufHttpRequestBody}, {"http_server_body", kBufHttpResponseBody},
+    {"http_stat_code", kBufHttpStatCode}, {"http_stat_msg", kBufHttpStatMsg},
+};
+
+int find_buf(const BufName* t, size_t n, const std::string& k) {
+  for (size_t i = 0; i < n; ++i)
+    if (k == t[i].name) return t[i].buf;
+  return -1;
 }
 
 SigOp* last_content(Signature& s) {
@@ -225,9 +266,20 @@ std::string parse_pcre(const std::string& v, SigOp& op) {
       case 'G': op.pcre_options |= PCRE2_UNGREEDY; break;
       case 'R': op.relative = true; break;
       case 'O': case 'B': break;  // match limits; rawbytes
-      case 'U': case 'H': case 'P': case 'C': case 'I': case 'D': case 'M': case 'S': case 'Y': case 'K':
-      case 'V': case 'W': case 'Z': case 'Q':
-        return std::string("app-layer:pcre /") + c;
+      case 'U': op.buf = kBufHttpUri; break;
+      case 'I': op.buf = kBufHttpUriRaw; break;
+      case 'M': op.buf = kBufHttpMethod; break;
+      case 'H': op.buf = kBufHttpHeader; break;
+      case 'D': op.buf = kBufHttpHeaderRaw; break;
+      case 'C': op.buf = kBufHttpCookie; break;
+      case 'V': op.buf = kBufHttpUserAgent; break;
+      case 'W': op.buf = kBufHttpHost; break;
+      case 'Z': op.buf = kBufHttpHostRaw; break;
+      case 'P': op.buf = kBufHttpRequestBody; break;
+      case 'Q': op.buf = kBufHttpResponseBody; break;
+      case 'S': op.buf = kBufHttpStatCode; break;
+      case 'Y': op.buf = kBufHttpStatMsg; break;
+      case 'K': return std::string("app-layer:pcre /") + c;
       default: return std::string("error:unknown pcre flag '") + c + "'";
     }
   }
@@ -398,6 +450,20 @@ std::string finish(Signature& s) {
           (fp < 0 || s.ops[i].bytes.size() > s.ops[size_t(fp)].bytes.size()))
         fp = int(i);
   s.fast_pattern = fp;
+  if (s.app) {
+    // Matched per transaction (detect.hpp). Payload options beside HTTP buffers, and packet-only
+    // conditions, are not matched there yet.
+    for (const SigOp& o : s.ops)
+      if (o.buf == kBufPayload) return "skip:app-layer:http rule with payload options";
+    if (s.dsize.on || s.has_flags || s.itype.on || s.icode.on || s.only_stream || s.no_stream || s.rule.tcp_pkt ||
+        s.rule.tcp_stream)
+      return "skip:app-layer:http rule with packet conditions";
+    if (s.rule.proto != 6 && s.rule.proto != 0) return "error:an http rule that is not TCP";
+    s.rule.proto = 6;
+    s.mode = 0;
+    s.ip_only = false;
+    return "";
+  }
   // Mode (Suricata: SigConsolidateTcpBuffer, detect-flow.c, detect-dsize.c).
   const bool tcp = s.rule.proto == 0 || s.rule.proto == 6;
   uint8_t m = 0;
@@ -422,6 +488,19 @@ std::string finish(Signature& s) {
 
 }  // namespace
 
+const char* sig_buf_name(uint8_t b) {
+  if (b == kBufPayload) return "payload";
+  for (const BufName& n : kStickyBuffers)
+    if (n.buf == b && std::strchr(n.name, '.')) return n.name;
+  return "?";
+}
+
+int sig_buf_side(uint8_t b) {
+  if (b >= kBufHttpStatCode) return 1;
+  if (b >= kBufHttpHeader) return 2;
+  return 0;
+}
+
 uint64_t SignatureSet::skipped() const {
   uint64_t n = 0;
   for (auto& [k, v] : skipped_by_reason) n += v;
@@ -440,10 +519,39 @@ std::string parse_signature(const std::string& text, const RuleVars& vars, Signa
   std::vector<std::pair<std::string, std::string>> opts;
   const std::string head = parse_rule_head(text, vars, out.rule, opts);
   if (!head.empty()) return head;
-  if (!out.rule.app_proto.empty()) return "skip:app-layer:protocol " + out.rule.app_proto;
+  if (out.rule.app_proto == "http" || out.rule.app_proto == "http1") {
+    out.app = true;
+    out.rule.proto = 6;
+  } else if (!out.rule.app_proto.empty()) {
+    return "skip:app-layer:protocol " + out.rule.app_proto;
+  }
   bool have_sid = false;
   std::string why;
+  uint8_t cur_buf = kBufPayload;  // the sticky buffer in force
   for (auto& [k, v] : opts) {
+    if (const int b = find_buf(kStickyBuffers, std::size(kStickyBuffers), k); b >= 0) {
+      cur_buf = uint8_t(b);
+      out.app = true;
+      continue;
+    }
+    if (const int b = find_buf(kContentModifiers, std::size(kContentModifiers), k); b >= 0) {
+      if (out.ops.empty() || out.ops.back().type != SigOpType::content) return "error:" + k + " without a content right before it";
+      out.ops.back().buf = uint8_t(b);
+      out.app = true;
+      continue;
+    }
+    if (k == "urilen") {
+      auto a = split_commas(v);
+      if (a.empty()) return "error:urilen needs a value";
+      const std::string r = parse_num_cond(k, a[0], 65535, out.urilen);
+      if (!r.empty()) return r;
+      for (size_t i = 1; i < a.size(); ++i) {
+        if (a[i] == "raw") out.urilen_raw = true;
+        else if (a[i] != "norm") return "error:urilen: unknown argument '" + a[i] + "'";
+      }
+      out.app = true;
+      continue;
+    }
     std::string err;
     if (apply_name_option(k, v, out.rule, err)) {
       if (!err.empty()) return "error:" + err;
@@ -458,6 +566,15 @@ std::string parse_signature(const std::string& text, const RuleVars& vars, Signa
         t = trim(t.substr(1));
       }
       if (!parse_content(t, op.bytes, why)) return "error:" + why;
+      op.buf = cur_buf;
+      out.ops.push_back(op);
+      continue;
+    }
+    if (k == "uricontent") {
+      SigOp op;
+      if (!parse_content(trim(v), op.bytes, why)) return "error:" + why;
+      op.buf = kBufHttpUri;
+      out.app = true;
       out.ops.push_back(op);
       continue;
     }
@@ -503,9 +620,11 @@ std::string parse_signature(const std::string& text, const RuleVars& vars, Signa
     if (k == "pcre") {
       SigOp op;
       op.type = SigOpType::pcre;
+      op.buf = cur_buf;
       const std::string r = parse_pcre(v, op);
       if (starts_with(r, "app-layer:")) return "skip:" + r;
       if (!r.empty()) return r;
+      out.app = out.app || op.buf != kBufPayload;
       // Compile once here so that a bad expression is an error with its line, not a load failure.
       int ec;
       PCRE2_SIZE eo;
@@ -535,6 +654,7 @@ std::string parse_signature(const std::string& text, const RuleVars& vars, Signa
         if (a[i] == "relative") op.relative = true;
         else if (a[i] != "rawbytes") return "error:isdataat: unknown argument '" + a[i] + "'";
       }
+      op.buf = cur_buf;
       out.ops.push_back(op);
       continue;
     }
@@ -542,10 +662,14 @@ std::string parse_signature(const std::string& text, const RuleVars& vars, Signa
       SigOp op;
       const std::string r = parse_byte_op(k, v, out, op);
       if (!r.empty()) return r;
+      op.buf = cur_buf;
       out.ops.push_back(op);
       continue;
     }
-    if (k == "pkt_data") continue;
+    if (k == "pkt_data") {
+      cur_buf = kBufPayload;
+      continue;
+    }
     if (k == "dsize" || k == "itype" || k == "icode") {
       NumCond& c = k == "dsize" ? out.dsize : k == "itype" ? out.itype : out.icode;
       const std::string r = parse_num_cond(k, v, k == "dsize" ? 65535 : 255, c);

@@ -10,7 +10,18 @@
 //   isdataat:N[,relative]   `!N` negates; N may be a byte_extract variable
 //   byte_test, byte_jump, byte_extract   Suricata's arguments (endianness, string bases, bitmask,
 //                      multiplier, align, from_beginning/from_end, post_offset); dce is refused
-//   pkt_data           back to the packet payload buffer (the only buffer this parser knows)
+//   pkt_data           back to the packet payload buffer
+//   HTTP buffers       sticky (http.uri, http.uri.raw, http.method, http.protocol, http.request_line,
+//                      http.header, http.header.raw, http.host, http.host.raw, http.user_agent,
+//                      http.cookie, http.content_type, http.content_len, http.request_body,
+//                      http.stat_code, http.stat_msg, http.response_line, http.response_body,
+//                      file_data, http.start, http.header_names, http.server, http.location,
+//                      http.referer, http.accept, http.accept_enc, http.accept_lang, http.connection
+//                      and their underscore forms) or content modifiers (http_uri, http_raw_uri,
+//                      http_method, http_header, http_raw_header, http_cookie, http_user_agent,
+//                      http_host, http_raw_host, http_client_body, http_server_body,
+//                      http_stat_code, http_stat_msg), uricontent, urilen, and pcre's buffer flags
+//                      (U I M H D C V W Z P Q S Y); the protocol `http` in the header
 //   dsize:N | <N | >N | <=N | >=N | N<>M | N-M | !N; itype, icode (ICMP) the same way
 //   flags:[+*!]FSRPAUCE0[,IGNORED] (TCP flags; C/1 CWR, E/2 ECE, 0 none)
 //   flow:to_server|to_client|from_client|from_server|established|not_established|stateless|
@@ -19,8 +30,8 @@
 //   flowint:NAME,OP[,VALUE] (FlowintCmd)
 //   threshold / detection_filter, and the naming options of the firewall's parser
 // Anything else skips the rule, counted by reason: "app-layer:<keyword>" for what the application
-// layer will bring (http_*, http.*, file_data, dns.*, tls.*, app-layer protocols in the header,
-// ...), "keyword <k>" for the rest. A line that does not parse is an error with file and line.
+// layer does not bring yet (dns.*, tls.*, other app-layer protocols in the header, an http rule
+// with payload options, ...), "keyword <k>" for the rest. A line that does not parse is an error with file and line.
 //
 // Where a rule's payload is inspected (Suricata's SIG_FLAG_REQUIRE_PACKET/STREAM): on TCP, a rule
 // with payload options is a stream rule (reassembled data) unless flow:no_stream or dsize makes it
@@ -42,6 +53,28 @@
 namespace gaspp {
 
 enum class SigOpType : uint8_t { content, pcre, isdataat, byte_test, byte_jump, byte_extract };
+
+// The buffer an option inspects: the packet payload or stream (kBufPayload), or an HTTP
+// transaction's buffer (applayer/http1.hpp), by Suricata's sticky-buffer names and the legacy
+// content modifiers. Each buffer belongs to the request or the response side; http.header,
+// http.header.raw, http.cookie, http.content_type, http.content_len, http.start, http.header_names
+// and file_data belong to the side the signature's flow direction names (request without one, as
+// Suricata registers them for both and matches either; file_data: the response by default).
+enum SigBuf : uint8_t {
+  kBufPayload = 0,
+  kBufHttpUri, kBufHttpUriRaw, kBufHttpMethod, kBufHttpProtocol, kBufHttpRequestLine, kBufHttpHost, kBufHttpHostRaw,
+  kBufHttpUserAgent, kBufHttpRequestBody, kBufHttpReferer, kBufHttpAccept, kBufHttpAcceptEnc, kBufHttpAcceptLang,
+  kBufHttpConnection,
+  // either side (by flow direction)
+  kBufHttpHeader, kBufHttpHeaderRaw, kBufHttpCookie, kBufHttpContentType, kBufHttpContentLen, kBufHttpStart,
+  kBufHttpHeaderNames,
+  // response
+  kBufHttpStatCode, kBufHttpStatMsg, kBufHttpResponseLine, kBufHttpResponseBody, kBufHttpServer, kBufHttpLocation,
+  kBufCount
+};
+const char* sig_buf_name(uint8_t b);
+// Which side a buffer is read from: 0 request, 1 response, 2 either (by the flow direction).
+int sig_buf_side(uint8_t b);
 
 // byte_test operators.
 enum SigCmp : uint8_t { kCmpLt, kCmpGt, kCmpEq, kCmpAnd, kCmpXor, kCmpLe, kCmpGe };
@@ -77,6 +110,7 @@ struct SigOp {
   uint32_t align = 0;            // byte_jump: 4 (align); byte_extract: the align value
   bool from_beginning = false, from_end = false;
   int8_t var = -1;               // byte_extract: the variable it sets
+  uint8_t buf = kBufPayload;     // SigBuf: the buffer it inspects
 };
 
 // dsize, itype, icode: N, <N, >N, <=N, >=N, N<>M or N-M (lo < x < hi), !N.
@@ -131,6 +165,11 @@ struct Signature {
   bool ip_only = false;
   uint8_t mode = 0;                // SigMode bits
   int fast_pattern = -1;           // the op the prefilter looks for (a content), or -1: none
+  // An application-layer signature (protocol http, or an option on an HTTP buffer): matched per
+  // HTTP transaction on the host (detect.hpp), never on packets or stream pieces.
+  bool app = false;
+  NumCond urilen;                  // urilen (on the normalized URI, or the raw one with urilen_raw)
+  bool urilen_raw = false;
 };
 
 struct SignatureSet {

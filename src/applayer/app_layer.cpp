@@ -1,0 +1,150 @@
+// applayer/app_layer.cpp — see app_layer.hpp.
+#include "applayer/app_layer.hpp"
+
+#include <algorithm>
+#include <numeric>
+
+#include "flow/flow_record.hpp"
+
+namespace gaspp {
+
+namespace {
+constexpr size_t kProbeBytes = 32;
+
+// 1: a request line's start (a method of capitals and a space), 0: not, -1: too few bytes yet.
+int looks_like_request(const std::string& s) {
+  size_t i = 0;
+  while (i < s.size() && ((s[i] >= 'A' && s[i] <= 'Z') || s[i] == '-' || s[i] == '_')) ++i;
+  if (i == s.size()) return s.size() < kProbeBytes && i <= 24 ? -1 : 0;
+  return i >= 3 && i <= 24 && (s[i] == ' ' || s[i] == '\t') ? 1 : 0;
+}
+
+int looks_like_response(const std::string& s) {
+  static const char kWant[] = "HTTP/";
+  for (size_t i = 0; i < 5; ++i) {
+    if (i == s.size()) return -1;
+    if (std::toupper(static_cast<unsigned char>(s[i])) != kWant[i]) return 0;
+  }
+  return 1;
+}
+}  // namespace
+
+const char* app_proto_name(AppProto p) {
+  switch (p) {
+    case AppProto::http: return "http";
+    case AppProto::failed: return "failed";
+    default: return "unknown";
+  }
+}
+
+AppProto AppLayer::proto(uint64_t flow_id) const {
+  const auto it = flows_.find(flow_id);
+  return it == flows_.end() ? AppProto::unknown : it->second.proto;
+}
+
+void AppLayer::detect(FlowApp& f, int dir, const uint8_t* p, size_t n) {
+  std::string& pr = f.probe[dir];
+  pr.append(reinterpret_cast<const char*>(p), std::min(n, kProbeBytes - std::min(kProbeBytes, pr.size())));
+  const int r = dir == 0 ? looks_like_request(pr) : looks_like_response(pr);
+  if (r < 0) return;
+  if (r == 0) {
+    f.proto = AppProto::failed;
+    ++stats_.flows_failed;
+    f.probe[0].clear();
+    f.probe[1].clear();
+    return;
+  }
+  f.proto = AppProto::http;
+  ++stats_.flows_http;
+  f.http = std::make_unique<Http1Conn>(cfg_.http, stats_.http);
+}
+
+void AppLayer::process(const std::vector<StreamChunk>& chunks, const std::vector<uint8_t>& bytes,
+                       std::vector<AppUpdate>& out) {
+  for (uint64_t id : finished_) flows_.erase(id);
+  finished_.clear();
+  for (auto& [id, f] : flows_)
+    if (f.http) f.http->release_done();
+  // Chunks come grouped by flow and direction; a flow's two directions are interleaved again in
+  // the order their packets arrived (stream order within a direction is kept: a later piece of a
+  // direction never comes with an earlier packet).
+  std::vector<uint32_t> order(chunks.size());
+  std::iota(order.begin(), order.end(), 0u);
+  std::stable_sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) {
+    const StreamChunk &x = chunks[a], &y = chunks[b];
+    if (x.flow_id != y.flow_id) return x.flow_id < y.flow_id;
+    return x.packet < y.packet;  // kNoFlow (no packet: released at the end) last
+  });
+  for (uint32_t ci : order) {
+    const StreamChunk& c = chunks[ci];
+    auto it = flows_.find(c.flow_id);
+    if (it == flows_.end()) {
+      if (c.len == 0) continue;
+      if (flows_.size() >= cfg_.max_flows) {
+        ++stats_.flows_full;
+        continue;
+      }
+      it = flows_.emplace(c.flow_id, FlowApp{}).first;
+      ++stats_.flows;
+    }
+    FlowApp& f = it->second;
+    const int dir = c.dir ? 1 : 0;
+    const uint8_t* p = bytes.data() + c.data;
+    const bool conflict = c.flags & kChunkConflict;
+    if (f.proto == AppProto::unknown && c.len && !conflict) {
+      if (c.gap || c.off > f.probe[dir].size()) {
+        // Picked up past the start of a direction: its first bytes are not known.
+        f.proto = AppProto::failed;
+        ++stats_.flows_failed;
+      } else {
+        const size_t had = f.probe[dir].size();
+        detect(f, dir, p, c.len);
+        if (f.proto == AppProto::http) {
+          // Feed what detection held, the other direction's first.
+          const int o = 1 - dir;
+          if (!f.probe[o].empty())
+            f.http->feed(o, reinterpret_cast<const uint8_t*>(f.probe[o].data()), f.probe[o].size());
+          f.http->feed(dir, reinterpret_cast<const uint8_t*>(f.probe[dir].data()), had);
+          f.probe[0].clear();
+          f.probe[1].clear();
+          f.http->feed(dir, p, c.len);
+        }
+      }
+    } else if (f.proto == AppProto::http) {
+      if (c.len && !conflict) f.http->feed(dir, p, c.len, c.gap != 0);
+      else if (conflict) f.http->feed(dir, nullptr, 0, true);
+    }
+    if (c.flags & kChunkEnd) {
+      if (f.http) f.http->end(dir);
+      f.ended[dir] = true;
+      if (f.ended[0] && f.ended[1]) finished_.push_back(c.flow_id);
+    }
+    if (f.http) {
+      for (HttpTx* t : f.http->touched())
+        out.push_back(AppUpdate{c.flow_id, c.packet, uint8_t(dir), uint8_t(c.flags & kChunkClientLo ? 1 : 0), c.key, t});
+      f.http->clear_touched();
+    }
+  }
+}
+
+void AppLayer::forget(const std::vector<FlowRecordOut>& flows) {
+  for (const FlowRecordOut& r : flows) flows_.erase(r.rec.flow_id);
+}
+
+void AppLayer::report(std::map<std::string, uint64_t>& r) const {
+  r["app_flows"] = stats_.flows;
+  r["app_flows_http"] = stats_.flows_http;
+  r["app_flows_failed"] = stats_.flows_failed;
+  r["app_flows_full"] = stats_.flows_full;
+  const HttpStats& h = stats_.http;
+  r["http_txs"] = h.txs;
+  r["http_requests"] = h.requests;
+  r["http_responses"] = h.responses;
+  r["http_gaps"] = h.gaps;
+  r["http_lines_too_long"] = h.lines_too_long;
+  r["http_bodies_truncated"] = h.bodies_truncated;
+  r["http_decode_failures"] = h.decode_failures;
+  r["http_txs_dropped"] = h.txs_dropped;
+}
+
+}  // namespace gaspp

@@ -1,0 +1,82 @@
+// applayer/app_layer.hpp — the application layer: protocol detection and parsers over the
+// reassembled TCP streams, shared by the modules that inspect transactions (the signature engine's
+// http buffers, and the outputs).
+//
+// AppLayer::process() takes a batch's stream chunks (PacketBatch::stream_chunks, which the
+// pipeline gathers when some module asks for the application layer), in the order their packets
+// arrived within each flow, so that a response follows the request it answers, and hands each
+// flow direction's data to the flow's parser. It returns an update for every transaction a chunk
+// changed, attributed to the packet that delivered the chunk (none for data released at a flow's
+// end: those updates are flow-only).
+//
+// Protocol detection is by content, not by port (Suricata's app-layer probing): a flow is HTTP/1
+// when its first client data starts with a request line's method and a space, or its first server
+// data with "HTTP/". A flow whose first data is neither is not parsed. Names are Suricata's
+// app_proto values ("http", "failed" when detection saw data and found nothing).
+//
+// Parsing runs on the host, after the batch, over the chunks the backend returns (both backends
+// return the same chunks). State: per flow id, at most max_flows flows (more are counted as
+// flows_full and not parsed); a flow's state goes when the flow leaves the flow table (forget()).
+#pragma once
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "applayer/http1.hpp"
+#include "gaspp/stream_chunk.hpp"
+
+namespace gaspp {
+
+struct FlowRecordOut;
+
+struct AppLayerConfig {
+  HttpLimits http;
+  size_t max_flows = 1u << 20;
+};
+
+enum class AppProto : uint8_t { unknown, http, failed };
+const char* app_proto_name(AppProto p);
+
+// A transaction some chunk changed: the chunk's flow, direction and delivering packet.
+struct AppUpdate {
+  uint64_t flow_id;
+  uint32_t packet;   // batch packet index, kNoFlow: none (flow-only)
+  uint8_t dir;       // 0 client → server, 1 server → client
+  uint8_t client_lo; // key endpoint 0 is the client
+  FlowKey key;
+  HttpTx* tx;        // valid until the next process() or forget()
+};
+
+struct AppLayerStats {
+  HttpStats http;
+  uint64_t flows = 0, flows_http = 0, flows_failed = 0, flows_full = 0;
+};
+
+class AppLayer {
+ public:
+  explicit AppLayer(const AppLayerConfig& cfg = {}) : cfg_(cfg) {}
+  void process(const std::vector<StreamChunk>& chunks, const std::vector<uint8_t>& bytes, std::vector<AppUpdate>& out);
+  // The flows that left the flow table: their state goes.
+  void forget(const std::vector<FlowRecordOut>& flows);
+  AppProto proto(uint64_t flow_id) const;
+  const AppLayerStats& stats() const { return stats_; }
+  void report(std::map<std::string, uint64_t>& r) const;
+
+ private:
+  struct FlowApp {
+    AppProto proto = AppProto::unknown;
+    std::string probe[2];  // the first bytes of each direction while detection waits for more
+    std::unique_ptr<Http1Conn> http;
+    bool ended[2] = {false, false};
+  };
+  void detect(FlowApp& f, int dir, const uint8_t* p, size_t n);
+  AppLayerConfig cfg_;
+  AppLayerStats stats_;
+  std::unordered_map<uint64_t, FlowApp> flows_;
+  std::vector<uint64_t> finished_;  // flows whose both directions ended: dropped at the next process()
+};
+
+}  // namespace gaspp

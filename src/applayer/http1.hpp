@@ -1,0 +1,125 @@
+// applayer/http1.hpp — HTTP/1.0 and 1.1 over the two reassembled directions of a TCP connection.
+//
+// Http1Conn takes each direction's in-order data as reassembly delivers it (any split, any number
+// of pieces) and builds transactions: a request (line, headers, body) paired with the response
+// that answers it (line, headers, body), in order, pipelining included. Bodies are framed as
+// RFC 9112 says, with libhtp's leniency where evasions probe it (applayer/http1.cpp says where):
+// Transfer-Encoding containing `chunked` wins over Content-Length; a response without either runs
+// until the connection closes; HEAD, 1xx, 204 and 304 responses have none; `100 Continue` is an
+// interim response. Response bodies are dechunked and decoded (http_body.hpp). A direction that
+// loses data (a gap) or is not HTTP stops being parsed (counted).
+//
+// Limits (HttpLimits, Suricata's names and defaults): a line or header block longer than
+// header_limit stops the direction (counted: lines_too_long); request and response bodies keep
+// their first request_body_limit / response_body_limit bytes after decoding (counted:
+// bodies_truncated); at most max_txs transactions of a connection are kept unfinished (more:
+// the oldest are dropped, counted: txs_dropped).
+//
+// Example:
+//   Http1Conn c(limits, stats);
+//   c.feed(0, data, n, packet);                // client → server bytes
+//   for (HttpTx* t : c.touched()) ...          // transactions this feed changed
+#pragma once
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <string>
+#include <unordered_set>
+#include <vector>
+
+#include "applayer/http_body.hpp"
+
+namespace gaspp {
+
+struct HttpLimits {
+  uint32_t request_body_limit = 100 * 1024;   // Suricata's request-body-limit default
+  uint32_t response_body_limit = 100 * 1024;  // response-body-limit
+  uint32_t header_limit = 18000;              // libhtp's field limit: a line, a header block
+  uint32_t decompress_layer_limit = 2;        // response-body-decompress-layer-limit
+  uint32_t max_txs = 512;                     // unfinished transactions kept per connection
+};
+
+struct HttpStats {
+  uint64_t txs = 0, requests = 0, responses = 0;
+  uint64_t gaps = 0;              // a direction stopped at missing data
+  uint64_t not_http = 0;          // a direction whose data is not HTTP
+  uint64_t lines_too_long = 0;    // a line or header block past header_limit
+  uint64_t bodies_truncated = 0;  // a body past its limit (the rest is not kept)
+  uint64_t decode_failures = 0;   // a Content-Encoding that did not decode (passed through)
+  uint64_t txs_dropped = 0;       // past max_txs
+};
+
+struct HttpHeader {
+  std::string name, value;
+};
+
+// One transaction. Buffers hold what the detection buffers of the same names are (Suricata's).
+struct HttpTx {
+  uint64_t id = 0;  // 0, 1, ... per connection
+  // Request
+  std::string request_line, method, uri_raw, protocol;
+  std::vector<HttpHeader> req_headers;
+  std::string req_headers_raw;   // the header lines as received (CRLF-terminated), no request line
+  std::string request_body;      // dechunked, first request_body_limit bytes
+  bool req_line = false, req_headers_done = false, req_done = false;
+  // Response
+  std::string response_line, resp_protocol, stat_code, stat_msg;
+  std::vector<HttpHeader> resp_headers;
+  std::string resp_headers_raw;
+  std::string response_body;     // dechunked, decoded, first response_body_limit bytes
+  bool resp_line = false, resp_headers_done = false, resp_done = false;
+  uint64_t request_body_len = 0, response_body_len = 0;  // as framed on the wire
+  // What consumers keep per transaction (the detection engine: signatures already matched here).
+  std::unordered_set<uint32_t> matched;
+
+  // Header values by name (case-insensitive; repeated headers joined with ", "), "" when absent.
+  std::string req_header(const char* name) const;
+  std::string resp_header(const char* name) const;
+  bool has_req_header(const char* name) const;
+};
+
+class Http1Conn {
+ public:
+  Http1Conn(const HttpLimits& lim, HttpStats& stats) : lim_(lim), stats_(stats) {}
+  // In-order bytes of direction dir (0 client → server, 1 server → client); gap: bytes were lost
+  // before them.
+  void feed(int dir, const uint8_t* p, size_t n, bool gap = false);
+  // The direction ended (FIN, RST, or the flow's end): a response body running to the close ends.
+  void end(int dir);
+  // The transactions the feeds and ends since the last clear_touched() changed, in order.
+  const std::vector<HttpTx*>& touched() const { return touched_; }
+  void clear_touched() { touched_.clear(); }
+  // Drops the finished transactions (both sides done) that are not touched: their memory goes.
+  void release_done();
+  bool lost(int dir) const { return d_[dir].phase == kLost; }
+  const std::deque<std::unique_ptr<HttpTx>>& txs() const { return txs_; }
+
+ private:
+  enum Phase : uint8_t { kIdle, kLine, kHeaders, kBodyLen, kChunkSize, kChunkData, kChunkEnd, kTrailer, kBodyClose, kLost };
+  struct Dir {
+    Phase phase = kIdle;
+    std::string line;        // the line being gathered
+    uint64_t remain = 0;     // body or chunk bytes left
+    HttpTx* tx = nullptr;    // the message being parsed
+    std::unique_ptr<HttpBodyDecoder> dec;
+    bool hit_limit = false;
+  };
+  void touch(HttpTx* t);
+  HttpTx* new_tx();
+  HttpTx* tx_for_response();
+  void on_line(int dir, std::string& line);
+  void begin_message(int dir, const std::string& line);
+  void end_headers(int dir);
+  void body(int dir, const uint8_t* p, size_t n);
+  void finish_message(int dir);
+  void lose(int dir, uint64_t& counter);
+  HttpLimits lim_;
+  HttpStats& stats_;
+  Dir d_[2];
+  std::deque<std::unique_ptr<HttpTx>> txs_;
+  uint64_t next_id_ = 0;
+  size_t answered_ = 0;  // txs_[answered_] is the oldest request without a finished response
+  std::vector<HttpTx*> touched_;
+};
+
+}  // namespace gaspp

@@ -1,0 +1,376 @@
+// modules/detect/detect_app.cpp — application-layer signatures: matched per HTTP transaction on
+// the host (see detect.hpp and applayer/app_layer.hpp).
+//
+// A signature with HTTP buffers is split by buffer: the options on each buffer, in rule order,
+// form a payload list of their own (relative options refer within it), evaluated by the same
+// detect_inspect as packets and stream pieces, on the host tables (PCRE2 for pcre). The signature
+// matches a transaction when its header matches the data's direction (the rule's addresses and
+// ports against the sender and receiver of the data), its flow direction holds, urilen holds, and
+// every list matches its buffer. It is inspected on each update of the transaction in the
+// direction it reads (the response's when any of its buffers is a response buffer), over what the
+// transaction holds so far (bodies grow), and alerts at most once per transaction, attributed to
+// the packet whose data completed the match, as Suricata does. A buffer the transaction does not
+// have yet (the headers before they end) or at all (an absent header) fails the list.
+//
+// The candidates of an update: a Hyperscan literal database per buffer over the fast patterns
+// (the marked content, else the longest non-negated one, of any of the signature's lists), and the
+// signatures without one.
+#include <hs/hs.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cstring>
+#include <stdexcept>
+
+#include "modules/detect/detect.hpp"
+
+namespace gaspp {
+
+namespace {
+
+bool ieq_prefix(const std::string& s, const char* p) {
+  const size_t n = std::strlen(p);
+  if (s.size() < n) return false;
+  for (size_t i = 0; i < n; ++i)
+    if (std::tolower(static_cast<unsigned char>(s[i])) != p[i]) return false;
+  return true;
+}
+
+int hexval(char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  return -1;
+}
+
+std::string percent_decode(const std::string& s) {
+  std::string o;
+  o.reserve(s.size());
+  for (size_t i = 0; i < s.size(); ++i) {
+    if (s[i] == '%' && i + 2 < s.size()) {
+      const int a = hexval(s[i + 1]), b = hexval(s[i + 2]);
+      if (a >= 0 && b >= 0) {
+        o += char(a * 16 + b);
+        i += 2;
+        continue;
+      }
+    }
+    o += s[i];
+  }
+  return o;
+}
+
+// RFC 3986 §5.2.4 remove_dot_segments.
+std::string remove_dots(const std::string& in) {
+  std::string s = in, out;
+  while (!s.empty()) {
+    if (s.rfind("../", 0) == 0) s.erase(0, 3);
+    else if (s.rfind("./", 0) == 0) s.erase(0, 2);
+    else if (s.rfind("/./", 0) == 0) s.replace(0, 3, "/");
+    else if (s == "/.") s = "/";
+    else if (s.rfind("/../", 0) == 0 || s == "/..") {
+      s = s.size() == 3 ? "/" : s.substr(3);
+      const size_t k = out.find_last_of('/');
+      out.erase(k == std::string::npos ? 0 : k);
+    } else if (s == "." || s == "..") s.clear();
+    else {
+      size_t k = s.find('/', s[0] == '/' ? 1 : 0);
+      if (k == std::string::npos) k = s.size();
+      out += s.substr(0, k);
+      s.erase(0, k);
+    }
+  }
+  return out;
+}
+
+// The normalized URI (Suricata's http.uri): an absolute URI loses its scheme and authority; the
+// path is percent-decoded and its dot segments removed; the query is kept as sent.
+std::string normalize_uri(const std::string& raw) {
+  std::string u = raw;
+  if (ieq_prefix(u, "http://") || ieq_prefix(u, "https://")) {
+    const size_t a = u.find("//") + 2;
+    const size_t p = u.find_first_of("/?", a);
+    u = p == std::string::npos ? "/" : u.substr(p);
+  }
+  const size_t q = u.find('?');
+  std::string path = q == std::string::npos ? u : u.substr(0, q);
+  const std::string query = q == std::string::npos ? "" : u.substr(q);
+  path = remove_dots(percent_decode(path));
+  return path + query;
+}
+
+// The hostname as Suricata normalizes it: from an absolute URI, else the Host header; lowercase,
+// without the port.
+std::string normalize_host(const HttpTx& t) {
+  std::string h;
+  if (ieq_prefix(t.uri_raw, "http://") || ieq_prefix(t.uri_raw, "https://")) {
+    const size_t a = t.uri_raw.find("//") + 2;
+    const size_t e = t.uri_raw.find_first_of("/?", a);
+    h = t.uri_raw.substr(a, e == std::string::npos ? std::string::npos : e - a);
+    const size_t at = h.find('@');
+    if (at != std::string::npos) h = h.substr(at + 1);
+  } else {
+    h = t.req_header("Host");
+  }
+  if (!h.empty() && h[0] != '[') {
+    const size_t c = h.find(':');
+    if (c != std::string::npos) h = h.substr(0, c);
+  }
+  while (!h.empty() && h.back() == '.') h.pop_back();
+  for (char& c : h) c = char(std::tolower(static_cast<unsigned char>(c)));
+  return h;
+}
+
+// A transaction's buffer, computed on first use during one update.
+struct TxBuffers {
+  const HttpTx& t;
+  std::string val[2 * kBufCount];
+  int8_t state[2 * kBufCount] = {};  // 0 not computed, 1 present, -1 absent
+
+  explicit TxBuffers(const HttpTx& tx) : t(tx) {}
+
+  // side * kBufCount + buf -> the bytes, or null when the transaction does not have it (yet).
+  const std::string* get(uint16_t key) {
+    if (state[key] == 0) state[key] = compute(key % kBufCount, key / kBufCount, val[key]) ? 1 : -1;
+    return state[key] > 0 ? &val[key] : nullptr;
+  }
+
+  bool header(int side, const char* name, std::string& out) const {
+    const std::vector<HttpHeader>& hs = side ? t.resp_headers : t.req_headers;
+    bool any = false;
+    for (const HttpHeader& h : hs) {
+      if (h.name.size() != std::strlen(name) || !ieq_prefix(h.name, name)) continue;
+      if (any) out += ", ";
+      out += h.value;
+      any = true;
+    }
+    return any;
+  }
+
+  bool compute(uint8_t b, int side, std::string& out) const {
+    const bool req_line = t.req_line, req_hdr = t.req_headers_done;
+    const bool resp_line = t.resp_line, resp_hdr = t.resp_headers_done;
+    const bool hdr = side ? resp_hdr : req_hdr;
+    switch (b) {
+      case kBufHttpUri: out = normalize_uri(t.uri_raw); return req_line;
+      case kBufHttpUriRaw: out = t.uri_raw; return req_line;
+      case kBufHttpMethod: out = t.method; return req_line;
+      case kBufHttpProtocol: out = side ? t.resp_protocol : t.protocol; return side ? resp_line : req_line;
+      case kBufHttpRequestLine: out = t.request_line; return req_line;
+      case kBufHttpHost: out = normalize_host(t); return req_hdr && !out.empty();
+      case kBufHttpHostRaw: return req_hdr && header(0, "host", out);
+      case kBufHttpUserAgent: return req_hdr && header(0, "user-agent", out);
+      case kBufHttpReferer: return req_hdr && header(0, "referer", out);
+      case kBufHttpAccept: return req_hdr && header(0, "accept", out);
+      case kBufHttpAcceptEnc: return req_hdr && header(0, "accept-encoding", out);
+      case kBufHttpAcceptLang: return req_hdr && header(0, "accept-language", out);
+      case kBufHttpConnection: return req_hdr && header(0, "connection", out);
+      case kBufHttpRequestBody: out = t.request_body; return req_hdr && !out.empty();
+      case kBufHttpHeader: {
+        if (!hdr) return false;
+        for (const HttpHeader& h : side ? t.resp_headers : t.req_headers) {
+          if (ieq_prefix(h.name, side ? "set-cookie" : "cookie") && h.name.size() == (side ? 10u : 6u)) continue;
+          out += h.name + ": " + h.value + "\r\n";
+        }
+        return !out.empty();
+      }
+      case kBufHttpHeaderRaw: out = side ? t.resp_headers_raw : t.req_headers_raw; return hdr && !out.empty();
+      case kBufHttpCookie: return hdr && header(side, side ? "set-cookie" : "cookie", out);
+      case kBufHttpContentType: return hdr && header(side, "content-type", out);
+      case kBufHttpContentLen: return hdr && header(side, "content-length", out);
+      case kBufHttpStart:
+        if (!hdr) return false;
+        out = (side ? t.response_line : t.request_line) + "\r\n";
+        out += side ? t.resp_headers_raw : t.req_headers_raw;
+        out += "\r\n";
+        return true;
+      case kBufHttpHeaderNames:
+        if (!hdr) return false;
+        out = "\r\n";
+        for (const HttpHeader& h : side ? t.resp_headers : t.req_headers) out += h.name + "\r\n";
+        out += "\r\n";
+        return true;
+      case kBufHttpStatCode: out = t.stat_code; return resp_line && !out.empty();
+      case kBufHttpStatMsg: out = t.stat_msg; return resp_line && !out.empty();
+      case kBufHttpResponseLine: out = t.response_line; return resp_line && !out.empty();
+      case kBufHttpResponseBody: out = t.response_body; return resp_hdr && !out.empty();
+      case kBufHttpServer: return resp_hdr && header(1, "server", out);
+      case kBufHttpLocation: return resp_hdr && header(1, "location", out);
+      default: return false;
+    }
+  }
+};
+
+int on_app_match(unsigned int id, unsigned long long, unsigned long long, unsigned int, void* ctx) {
+  static_cast<std::vector<uint32_t>*>(ctx)->push_back(id);
+  return 0;
+}
+
+}  // namespace
+
+struct DetectModule::Host::AppPrefilter {
+  struct Db {
+    uint16_t key = 0;
+    hs_database_t* db = nullptr;
+    hs_scratch_t* scratch = nullptr;
+    std::vector<std::vector<uint32_t>> pat_sigs;  // pattern id -> app signatures (app_sigs_ index)
+  };
+  std::vector<Db> dbs;
+  std::vector<uint32_t> nofp;  // app signatures without a fast pattern
+  ~AppPrefilter() {
+    for (Db& d : dbs) {
+      if (d.scratch) hs_free_scratch(d.scratch);
+      if (d.db) hs_free_database(d.db);
+    }
+  }
+};
+
+void DetectModule::Host::add_app_sig(uint32_t i) {
+  const Signature& s = set_.sigs[i];
+  AppSig a{};
+  a.sig = i;
+  a.urilen = DetCond{uint8_t(s.urilen.on ? (s.urilen.range ? 2 : 1) : 0), s.urilen.cmp, uint8_t(s.urilen.neg ? 1 : 0),
+                     0, s.urilen.lo, s.urilen.hi};
+  a.urilen_raw = s.urilen_raw;
+  // Resolve each option's buffer to a side, then group the options by buffer in rule order.
+  std::vector<uint16_t> key(s.ops.size());
+  a.side = 0;
+  for (size_t k = 0; k < s.ops.size(); ++k) {
+    uint8_t b = s.ops[k].buf;
+    int side = sig_buf_side(b);
+    if (b == kBufHttpResponseBody && s.flow_dir == 1) b = kBufHttpRequestBody, side = 0;  // file_data to_server
+    if (side == 2) side = s.flow_dir == 2 ? 1 : 0;
+    key[k] = uint16_t(side * kBufCount + b);
+    if (side == 1) a.side = 1;
+  }
+  if (s.flow_dir == 2) a.side = 1;
+  std::vector<uint16_t> seen;
+  for (size_t k = 0; k < s.ops.size(); ++k)
+    if (std::find(seen.begin(), seen.end(), key[k]) == seen.end()) seen.push_back(key[k]);
+  for (uint16_t kb : seen) {
+    std::vector<size_t> which;
+    for (size_t k = 0; k < s.ops.size(); ++k)
+      if (key[k] == kb) which.push_back(k);
+    AppPart p{};
+    p.key = kb;
+    p.d = sigs_[i];
+    p.d.mode = 0;
+    add_ops(s, which, std::vector<int>(s.ops.size(), -1), p.d);
+    a.parts.push_back(p);
+  }
+  app_sigs_.push_back(std::move(a));
+}
+
+void DetectModule::Host::build_app_prefilter() {
+  app_pf_ = std::make_shared<AppPrefilter>();
+  // Per buffer key: the literals and the signatures each one stands for.
+  std::map<uint16_t, std::map<std::pair<std::string, bool>, std::vector<uint32_t>>> lits;
+  for (uint32_t a = 0; a < app_sigs_.size(); ++a) {
+    const Signature& s = set_.sigs[app_sigs_[a].sig];
+    int fp = -1;
+    for (size_t k = 0; k < s.ops.size(); ++k) {
+      const SigOp& o = s.ops[k];
+      if (o.type != SigOpType::content || o.negated) continue;
+      if (o.fast_pattern) {
+        fp = int(k);
+        break;
+      }
+      if (fp < 0 || o.bytes.size() > s.ops[size_t(fp)].bytes.size()) fp = int(k);
+    }
+    if (fp < 0) {
+      app_pf_->nofp.push_back(a);
+      continue;
+    }
+    const SigOp& o = s.ops[size_t(fp)];
+    // The part holding the op (file_data may have become the request body).
+    uint16_t kb = app_sigs_[a].parts.front().key;
+    for (const AppPart& p : app_sigs_[a].parts)
+      if (p.key % kBufCount == o.buf || (o.buf == kBufHttpResponseBody && p.key % kBufCount == kBufHttpRequestBody)) {
+        kb = p.key;
+        break;
+      }
+    const std::string lit = o.fp_chop ? o.bytes.substr(o.fp_off, o.fp_len) : o.bytes;
+    lits[kb][{lit, o.nocase}].push_back(a);
+  }
+  for (auto& [kb, m] : lits) {
+    AppPrefilter::Db d;
+    d.key = kb;
+    std::vector<const char*> ptr;
+    std::vector<size_t> lens;
+    std::vector<unsigned> flags, ids;
+    for (auto& [lit, sigs] : m) {
+      ids.push_back(unsigned(d.pat_sigs.size()));
+      d.pat_sigs.push_back(sigs);
+      ptr.push_back(lit.first.data());
+      lens.push_back(lit.first.size());
+      flags.push_back(HS_FLAG_SINGLEMATCH | (lit.second ? HS_FLAG_CASELESS : 0));
+    }
+    hs_compile_error_t* err = nullptr;
+    if (hs_compile_lit_multi(ptr.data(), flags.data(), ids.data(), lens.data(), unsigned(ptr.size()), HS_MODE_BLOCK,
+                             nullptr, &d.db, &err) != HS_SUCCESS) {
+      const std::string why = err && err->message ? err->message : "unknown error";
+      if (err) hs_free_compile_error(err);
+      throw std::runtime_error("detect: Hyperscan could not compile the HTTP buffers' fast patterns: " + why);
+    }
+    if (hs_alloc_scratch(d.db, &d.scratch) != HS_SUCCESS) throw std::runtime_error("detect: Hyperscan scratch allocation failed");
+    app_pf_->dbs.push_back(std::move(d));
+    d.db = nullptr;
+    d.scratch = nullptr;
+  }
+}
+
+void DetectModule::Host::on_app(const std::vector<AppUpdate>& updates, std::vector<ModuleEvent>& out) {
+  if (app_sigs_.empty() || !host_view_.sigs) return;
+  std::vector<uint32_t> hits, cand;
+  for (const AppUpdate& u : updates) {
+    ++app_updates_;
+    HttpTx& t = *u.tx;
+    TxBuffers bufs(t);
+    cand.assign(app_pf_->nofp.begin(), app_pf_->nofp.end());
+    for (const AppPrefilter::Db& d : app_pf_->dbs) {
+      const std::string* b = bufs.get(d.key);
+      if (!b || b->empty()) continue;
+      hits.clear();
+      if (hs_scan(d.db, b->data(), unsigned(b->size()), 0, d.scratch, on_app_match, &hits) != HS_SUCCESS) continue;
+      for (uint32_t id : hits) cand.insert(cand.end(), d.pat_sigs[id].begin(), d.pat_sigs[id].end());
+    }
+    std::sort(cand.begin(), cand.end());
+    cand.erase(std::unique(cand.begin(), cand.end()), cand.end());
+    // The sender of the data is the packet's source for the rule's header.
+    const int client_ep = u.client_lo ? 0 : 1;
+    const int src = u.dir ? 1 - client_ep : client_ep;
+    FwPacket pk;
+    pk.family = u.key.family;
+    pk.addr[0] = addr_number(u.key.addr[src], u.key.family);
+    pk.addr[1] = addr_number(u.key.addr[1 - src], u.key.family);
+    pk.proto = u.key.proto;
+    pk.has_ports = true;
+    pk.port[0] = u.key.port[src];
+    pk.port[1] = u.key.port[1 - src];
+    for (uint32_t ai : cand) {
+      const AppSig& a = app_sigs_[ai];
+      if (a.side != u.dir || t.matched.count(a.sig)) continue;
+      ++app_candidates_;
+      if (!sig_applies(host_view_, a.sig, pk, true, u.dir == 1, true, PacketFacts{})) continue;
+      if (a.urilen.kind) {
+        const std::string* uri = bufs.get(a.urilen_raw ? kBufHttpUriRaw : kBufHttpUri);
+        if (!uri || !det_cond_holds(a.urilen, uri->size())) continue;
+      }
+      bool all = true;
+      for (const AppPart& p : a.parts) {
+        const std::string* b = bufs.get(p.key);
+        if (!b || detect_inspect(host_view_, p.d, reinterpret_cast<const uint8_t*>(b->data()), uint32_t(b->size()), 0) !=
+                      kInspectMatch) {
+          all = false;
+          break;
+        }
+      }
+      if (!all) continue;
+      t.matched.insert(a.sig);
+      ++app_matches_;
+      out.push_back(ModuleEvent{u.flow_id, u.packet, (a.sig << 2) | 2u, 0, kMatch, u.dir});
+    }
+  }
+}
+
+}  // namespace gaspp
