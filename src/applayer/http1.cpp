@@ -46,19 +46,6 @@ std::string header_of(const std::vector<HttpHeader>& hs, const char* name) {
   return v;
 }
 
-// Content-Length: digits, with whitespace around them (libhtp); -1 when it is not a number.
-int64_t parse_content_length(const std::string& v) {
-  const std::string t = trim(v);
-  if (t.empty()) return -1;
-  int64_t n = 0;
-  for (char c : t) {
-    if (c < '0' || c > '9') return -1;
-    if (n > (int64_t(1) << 50)) return -1;
-    n = n * 10 + (c - '0');
-  }
-  return n;
-}
-
 // A chunk-size line: optional whitespace, hex digits, then anything (extensions). -1: no digits.
 int64_t parse_chunk_size(const std::string& line) {
   size_t i = 0;
@@ -77,6 +64,188 @@ int64_t parse_chunk_size(const std::string& line) {
     ++digits;
   }
   return digits ? n : -1;
+}
+
+int hexval_of(uint8_t c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  return -1;
+}
+
+bool is_ws(uint8_t c) { return c == ' ' || c == '\t' || c == '\r' || c == '\n' || c == 0x0b || c == 0x0c; }
+
+bool token_char(uint8_t c) {
+  return c > 0x20 && c < 0x7f && !std::strchr("()<>@,;:\\\"/[]?={}", c);
+}
+
+// The response header block at the start of b, as libhtp's response header parser reads it
+// (headers.rs, Side::Response): a lone CR ends a line, "\n\r" is one line end, a line folds when
+// its end is followed by SP, HT or NUL unless that continuation looks like "Name:", and the block
+// ends at an empty line. Returns the bytes up to and including the block's end, 0 when more bytes
+// are needed (at eof: the block ends with the data).
+class RespHeaderParser {
+ public:
+  RespHeaderParser(const std::string& b, bool eof) : b_(b), n_(b.size()), eof_(eof) {}
+  size_t parse(std::vector<HttpHeader>& out) {
+    size_t i = 0;
+    for (;;) {
+      if (i >= n_) return eof_ ? n_ : 0;
+      if (b_[i] == '\r' || b_[i] == '\n') {
+        size_t l = def_eol(i);
+        if (!l) l = reg_eol(i);
+        if (need_) return eof_ ? n_ : 0;
+        return i + l;
+      }
+      HttpHeader h;
+      if (!header(i, h)) return eof_ ? n_ : 0;
+      out.push_back(std::move(h));
+      const size_t l = reg_eol(i);
+      if (need_) return eof_ ? n_ : 0;
+      if (l) return i + l;
+    }
+  }
+
+ private:
+  uint8_t at(size_t k) const { return uint8_t(b_[k]); }
+  // "\r\n", "\n\r", "\n" or "\r" at k (0: none; need_ when the bytes after k decide it).
+  size_t reg_eol(size_t k) {
+    if (k >= n_) return 0;
+    if (at(k) == '\r') {
+      if (k + 1 >= n_ && !eof_) need_ = true;
+      return k + 1 < n_ && at(k + 1) == '\n' ? 2 : 1;
+    }
+    if (at(k) == '\n') {
+      if (k + 1 >= n_ && !eof_) need_ = true;
+      return k + 1 < n_ && at(k + 1) == '\r' ? 2 : 1;
+    }
+    return 0;
+  }
+  bool crlf_or_lf(size_t k) const { return k < n_ && (at(k) == '\n' || (at(k) == '\r' && k + 1 < n_ && at(k + 1) == '\n')); }
+  // The deformed line ends: "\n\r\r\n" before "\n" or "\r\n"; "\r\n\r" [CR SP HT]+ ["\n"] not before them.
+  size_t def_eol(size_t k) const {
+    if (b_.compare(k, 4, "\n\r\r\n") == 0 && crlf_or_lf(k + 4)) return 4;
+    if (b_.compare(k, 3, "\r\n\r") == 0) {
+      size_t e = k + 3;
+      while (e < n_ && (at(e) == '\r' || at(e) == ' ' || at(e) == '\t')) ++e;
+      if (e == k + 3) return 0;
+      if (e < n_ && at(e) == '\n') ++e;
+      if (!crlf_or_lf(e)) return e - k;
+    }
+    return 0;
+  }
+  size_t line_end(size_t k) const {
+    while (k < n_ && at(k) != '\r' && at(k) != '\n') ++k;
+    return k;
+  }
+  static std::string trim_ws(const std::string& s) {
+    size_t a = 0, z = s.size();
+    while (a < z && is_ws(uint8_t(s[a]))) ++a;
+    while (z > a && is_ws(uint8_t(s[z - 1]))) --z;
+    return s.substr(a, z - a);
+  }
+  // One header from i; i moves past its line end (not past the block's end).
+  bool header(size_t& i, HttpHeader& h) {
+    size_t j = i;
+    while (j < n_ && at(j) != ':' && at(j) != '\r' && at(j) != '\n') ++j;
+    if (j >= n_ && !eof_) return false;
+    size_t k;
+    if (j < n_ && at(j) == ':') {
+      h.name = trim_ws(b_.substr(i, j - i));
+      k = j + 1;
+      while (k < n_ && (at(k) == ' ' || at(k) == '\t')) ++k;
+    } else {
+      k = i;  // no colon: a header without a name, the line its value
+    }
+    size_t e = line_end(k);
+    if (e >= n_ && !eof_) return false;
+    std::string v = b_.substr(k, e - k);
+    size_t pos = e;
+    for (int folds = 0; pos < n_; ++folds) {
+      const size_t l = reg_eol(pos);
+      if (need_) return false;
+      const size_t f = pos + l;
+      if (f >= n_ && !eof_) return false;
+      const bool fold = folds < 128 && f < n_ && (at(f) == ' ' || at(f) == '\t' || at(f) == 0);
+      if (!fold) {
+        const size_t d = def_eol(pos);
+        pos += d ? d : l;
+        break;
+      }
+      // A continuation that reads "Name:" is a header of its own.
+      size_t q = f + 1;
+      while (q < n_ && (at(q) == ' ' || at(q) == '\t')) ++q;
+      const size_t t0 = q;
+      while (q < n_ && token_char(at(q))) ++q;
+      if (q > t0) {
+        while (q < n_ && (at(q) == ' ' || at(q) == '\t')) ++q;
+        if (q < n_ && at(q) == ':') {
+          pos = f;
+          break;
+        }
+      }
+      const size_t s2 = f + 1, e2 = line_end(s2);
+      if (e2 >= n_ && !eof_) return false;
+      const size_t l2 = reg_eol(e2);
+      if (need_) return false;
+      if (!v.empty()) v += char(at(f));
+      if (e2 > s2 || l2 > 1) {
+        v += b_.substr(s2, e2 - s2);
+        pos = e2;
+        continue;
+      }
+      if (l2 == 1 && e2 + 1 < n_ && at(e2 + 1) == '\n') {
+        pos = e2 + 1;
+        continue;
+      }
+      pos = e2;  // a fold of one byte and a 1-byte line end: the block ends at that line end
+      break;
+    }
+    h.value = trim_ws(v);
+    i = pos;
+    return true;
+  }
+  const std::string& b_;
+  size_t n_;
+  bool eof_;
+  bool need_ = false;
+};
+
+// Header names compare case-insensitively with NUL bytes left out (libhtp's framing lookups).
+bool name_is(const std::string& name, const char* want) {
+  std::string t;
+  for (char c : name)
+    if (c) t += char(std::tolower(static_cast<unsigned char>(c)));
+  return t == want;
+}
+
+const HttpHeader* find_header(const std::vector<HttpHeader>& hs, const char* want) {
+  for (const HttpHeader& h : hs)
+    if (name_is(h.name, want)) return &h;
+  return nullptr;
+}
+
+// Content-Length as libhtp reads it: the first run of digits; -1 when there is none.
+int64_t lenient_length(const std::string& v) {
+  size_t i = 0;
+  while (i < v.size() && !(v[i] >= '0' && v[i] <= '9')) ++i;
+  if (i == v.size()) return -1;
+  int64_t n = 0;
+  for (; i < v.size() && v[i] >= '0' && v[i] <= '9'; ++i) {
+    if (n > (int64_t(1) << 50)) return -1;
+    n = n * 10 + (v[i] - '0');
+  }
+  return n;
+}
+
+// A status code: [SP HT]* digits [SP HT]*, 100..999; 0 otherwise.
+int status_code(const std::string& s) {
+  size_t i = 0;
+  while (i < s.size() && ws(s[i])) ++i;
+  int v = 0, d = 0;
+  for (; i < s.size() && s[i] >= '0' && s[i] <= '9' && d < 4; ++i, ++d) v = v * 10 + (s[i] - '0');
+  while (i < s.size() && ws(s[i])) ++i;
+  return i == s.size() && d > 0 && v >= 100 && v <= 999 ? v : 0;
 }
 
 }  // namespace
@@ -99,6 +268,7 @@ HttpTx* Http1Conn::new_tx() {
     const auto& front = txs_.front();
     if (front.get() != busy0 && front.get() != busy1 &&
         std::find(touched_.begin(), touched_.end(), front.get()) == touched_.end()) {
+      if (front.get() == last_resp_) last_resp_ = nullptr;
       txs_.pop_front();
       if (answered_) --answered_;
       ++stats_.txs_dropped;
@@ -138,6 +308,14 @@ void Http1Conn::feed(int dir, const uint8_t* p, size_t n, bool gap) {
   }
   size_t i = 0;
   while (i < n && d.phase != kLost) {
+    if (dir == 1 && (d.phase == kIdle || d.phase == kLine || d.phase == kHeaders)) {
+      // A response's line and headers: buffered and parsed as libhtp does (response_head).
+      d.phase = d.phase == kIdle ? kLine : d.phase;
+      d.line.append(reinterpret_cast<const char*>(p + i), n - i);
+      i = n;
+      drain_response(false);
+      return;
+    }
     switch (d.phase) {
       case kIdle:
         // Blank lines between messages are skipped (RFC 9112 §2.2).
@@ -160,6 +338,18 @@ void Http1Conn::feed(int dir, const uint8_t* p, size_t n, bool gap) {
         body(dir, p + i, n - i);
         i = n;
         break;
+      case kChunkSize:
+        if (d.line.empty()) {
+          // Lines of control bytes before a size are skipped; a size line that does not start
+          // with a hex digit makes the rest of the stream the body (libhtp's fallback).
+          while (i < n && (is_ws(p[i]))) ++i;
+          if (i == n) break;
+          if (hexval_of(p[i]) < 0) {
+            d.phase = kBodyClose;
+            break;
+          }
+        }
+        [[fallthrough]];
       default: {
         // Line-oriented phases: gather up to LF.
         const uint8_t* lf = static_cast<const uint8_t*>(std::memchr(p + i, '\n', n - i));
@@ -220,6 +410,7 @@ void Http1Conn::on_line(int dir, std::string& raw) {
     }
     case kChunkSize: {
       const int64_t size = parse_chunk_size(line);
+      if (size > 0x7fffffff) return;  // skipped, as libhtp does
       if (size < 0) {
         // Not a chunk size: libhtp stops dechunking and takes the rest as the body until the
         // connection closes, this line included.
@@ -236,17 +427,8 @@ void Http1Conn::on_line(int dir, std::string& raw) {
       return;
     }
     case kChunkEnd:
-      // The CRLF after a chunk's data (what else stands there is ignored, as libhtp does).
+      // Whatever stands after a chunk's data up to the next LF is discarded (libhtp).
       d.phase = kChunkSize;
-      if (!line.empty()) {
-        const int64_t size = parse_chunk_size(line);
-        if (size > 0) {
-          d.remain = uint64_t(size);
-          d.phase = kChunkData;
-        } else if (size == 0) {
-          d.phase = kTrailer;
-        }
-      }
       return;
     case kTrailer:
       if (line.empty()) finish_message(dir);
@@ -291,69 +473,152 @@ void Http1Conn::begin_message(int dir, const std::string& line) {
     d.phase = kHeaders;
     return;
   }
-  HttpTx* t = tx_for_response();
-  d.tx = t;
-  ++stats_.responses;
-  touch(t);
-  if (line.size() < 4 || !(std::toupper(static_cast<unsigned char>(line[0])) == 'H' &&
-                           std::toupper(static_cast<unsigned char>(line[1])) == 'T' &&
-                           std::toupper(static_cast<unsigned char>(line[2])) == 'T' &&
-                           std::toupper(static_cast<unsigned char>(line[3])) == 'P')) {
-    // Not a status line: an HTTP/0.9 response, all body until the connection closes.
-    t->resp_line = t->resp_headers_done = true;
-    d.phase = kBodyClose;
-    const std::string again = line + "\n";
-    body(dir, reinterpret_cast<const uint8_t*>(again.data()), again.size());
-    return;
-  }
-  t->response_line = line;
-  size_t i = 0;
-  while (i < line.size() && !ws(line[i])) ++i;
-  t->resp_protocol = line.substr(0, i);
-  while (i < line.size() && ws(line[i])) ++i;
-  size_t e = i;
-  while (e < line.size() && !ws(line[e])) ++e;
-  t->stat_code = line.substr(i, e - i);
-  t->stat_msg = trim(line.substr(e));
-  t->resp_line = true;
-  d.phase = kHeaders;
 }
 
 void Http1Conn::end_headers(int dir) {
   Dir& d = d_[dir];
   HttpTx& t = *d.tx;
   touch(&t);
-  const std::vector<HttpHeader>& hs = dir == 0 ? t.req_headers : t.resp_headers;
-  const std::string te = header_of(hs, "Transfer-Encoding");
-  const bool chunked = contains_nocase(te, "chunked");
-  int64_t cl = -1;
-  bool has_cl = false;
-  for (const HttpHeader& h : hs)
-    if (ieq(h.name, "Content-Length")) {
-      has_cl = true;
-      if (cl < 0) cl = parse_content_length(h.value);
-    }
-  d.hit_limit = false;
   if (dir == 0) {
+    // Request bodies: chunked when Transfer-Encoding names it, else Content-Length (its first
+    // run of digits, as libhtp), else none.
+    const HttpHeader* te = find_header(t.req_headers, "transfer-encoding");
+    const HttpHeader* cl = find_header(t.req_headers, "content-length");
+    const int64_t len = cl ? lenient_length(cl->value) : -1;
+    d.hit_limit = false;
     t.req_headers_done = true;
-    if (chunked) d.phase = kChunkSize;
-    else if (cl > 0) d.phase = kBodyLen, d.remain = uint64_t(cl);
+    if (te && contains_nocase(te->value, "chunked")) d.phase = kChunkSize;
+    else if (len > 0) d.phase = kBodyLen, d.remain = uint64_t(len);
     else finish_message(dir);
     return;
   }
-  t.resp_headers_done = true;
-  const int code = t.stat_code.size() == 3 && std::all_of(t.stat_code.begin(), t.stat_code.end(), ::isdigit)
-                       ? std::stoi(t.stat_code)
-                       : 0;
-  if (code >= 100 && code < 200) {
-    if (code == 101) {
-      // Switching protocols: what follows is not HTTP/1 any more.
-      t.resp_done = true;
-      d.phase = kLost;
-      d_[0].phase = kLost;
+  response_headers_done(0);
+}
+
+void Http1Conn::drain_response(bool eof) {
+  Dir& d = d_[1];
+  while (d.phase == kLine || d.phase == kHeaders) {
+    if (d.line.size() > lim_.header_limit) {
+      lose(1, stats_.lines_too_long);
       return;
     }
-    // An interim response (100 Continue): the final one follows for the same request.
+    const size_t used = response_head(eof);
+    if (used == 0) {
+      if (eof) d.line.clear();
+      return;
+    }
+    d.line.erase(0, used);
+    if (d.line.empty()) return;
+  }
+  if (d.phase == kLost || d.line.empty()) return;
+  // The headers ended: what follows them is the body (or the next response).
+  std::string rest;
+  rest.swap(d.line);
+  feed(1, reinterpret_cast<const uint8_t*>(rest.data()), rest.size());
+}
+
+size_t Http1Conn::response_head(bool eof) {
+  Dir& d = d_[1];
+  const std::string& b = d.line;
+  if (d.phase == kHeaders) {
+    HttpTx& t = *d.tx;
+    std::vector<HttpHeader> hs;
+    const size_t used = RespHeaderParser(b, eof).parse(hs);
+    if (!used) return 0;
+    // Repeated names (case-insensitive, NUL counts) are joined with ", ", but the first
+    // Content-Length stays (libhtp's process_response_header).
+    for (HttpHeader& h : hs) {
+      HttpHeader* same = nullptr;
+      for (HttpHeader& o : t.resp_headers)
+        if (o.name.size() == h.name.size() && ieq(o.name, h.name.c_str()) &&
+            std::memchr(o.name.data(), 0, o.name.size()) == std::memchr(h.name.data(), 0, h.name.size()))
+          same = &o;
+      if (!same) t.resp_headers.push_back(std::move(h));
+      else if (!name_is(same->name, "content-length")) same->value += ", " + h.value;
+    }
+    t.resp_headers_raw = b.substr(0, used);
+    response_headers_done(used);
+    return used;
+  }
+  // kLine: the status line, or lines before it.
+  size_t e = 0;
+  while (e < b.size() && b[e] != '\r' && b[e] != '\n') ++e;
+  size_t eol = 0;
+  if (e < b.size()) {
+    if (b[e] == '\r' && e + 1 >= b.size() && !eof) return 0;
+    eol = b[e] == '\r' && e + 1 < b.size() && b[e + 1] == '\n' ? 2 : 1;
+  } else if (!eof) {
+    return 0;
+  }
+  const std::string line = b.substr(0, e);
+  if (line.empty()) return e + eol;  // empty lines are skipped
+  size_t k = 0;
+  while (k < line.size() && (is_ws(uint8_t(line[k])) || line[k] == 0)) ++k;
+  const bool http = line.size() - k >= 4 && std::toupper(static_cast<unsigned char>(line[k])) == 'H' &&
+                    std::toupper(static_cast<unsigned char>(line[k + 1])) == 'T' &&
+                    std::toupper(static_cast<unsigned char>(line[k + 2])) == 'T' &&
+                    std::toupper(static_cast<unsigned char>(line[k + 3])) == 'P';
+  if (!http) {
+    // libhtp's treat_response_line_as_body: skipped when more follows and it is short or the
+    // next line starts with 'H'; else body of the response (no decoding), line by line.
+    const size_t after = b.size() - (e + eol);
+    if (after > 1 && (b[e + eol] == 'H' || line.size() <= 2)) return e + eol;
+    if (!d.tx) {
+      d.tx = last_resp_ ? last_resp_ : tx_for_response();
+      if (d.tx != last_resp_) ++stats_.responses;
+      d.tx->resp_line = d.tx->resp_headers_done = true;
+      d.tx->resp_done = false;
+    }
+    d.dec.reset();
+    body(1, reinterpret_cast<const uint8_t*>(b.data()), e + eol);
+    return e + eol;
+  }
+  HttpTx* t = d.tx && !d.tx->resp_line ? d.tx : tx_for_response();
+  if (d.tx && d.tx != t) finish_message(1);
+  d.tx = t;
+  ++stats_.responses;
+  touch(t);
+  t->response_line = line;
+  size_t i = k;
+  while (i < line.size() && !is_ws(uint8_t(line[i]))) ++i;
+  t->resp_protocol = line.substr(k, i - k);
+  while (i < line.size() && is_ws(uint8_t(line[i]))) ++i;
+  size_t j = i;
+  while (j < line.size() && !is_ws(uint8_t(line[j]))) ++j;
+  t->stat_code = line.substr(i, j - i);
+  while (j < line.size() && is_ws(uint8_t(line[j]))) ++j;
+  t->stat_msg = line.substr(j);
+  t->resp_line = true;
+  d.phase = kHeaders;
+  return e + eol;
+}
+
+// Body framing of a response whose headers ended (libhtp's response_body_determine).
+void Http1Conn::response_headers_done(size_t) {
+  Dir& d = d_[1];
+  HttpTx& t = *d.tx;
+  t.resp_headers_done = true;
+  touch(&t);
+  const HttpHeader* te = find_header(t.resp_headers, "transfer-encoding");
+  const HttpHeader* cl = find_header(t.resp_headers, "content-length");
+  const bool chunked = te && contains_nocase(te->value, "chunked");
+  const int code = status_code(t.stat_code);
+  const int64_t len = cl ? lenient_length(cl->value) : -1;
+  if (t.method == "CONNECT" && code >= 200 && code < 300) {
+    t.resp_done = true;
+    d.phase = kLost;
+    d_[0].phase = kLost;
+    return;
+  }
+  if (code == 101 && !te && !cl) {
+    // Switching protocols: what follows is not HTTP/1 any more.
+    t.resp_done = true;
+    d.phase = kLost;
+    d_[0].phase = kLost;
+    return;
+  }
+  if (code == 100 && !te && len <= 0) {
+    // An interim response: the final one follows for the same request.
     t.response_line.clear();
     t.resp_protocol.clear();
     t.stat_code.clear();
@@ -361,21 +626,29 @@ void Http1Conn::end_headers(int dir) {
     t.resp_headers.clear();
     t.resp_headers_raw.clear();
     t.resp_line = t.resp_headers_done = false;
-    d.tx = nullptr;
-    d.phase = kIdle;
+    d.phase = kLine;
     return;
   }
+  d.hit_limit = false;
+  // Content-Encoding: the codings of the first header (repeats joined).
+  const HttpHeader* ce = find_header(t.resp_headers, "content-encoding");
   std::vector<HttpCoding> codings;
-  std::vector<std::string> ce;
-  for (const HttpHeader& h : hs)
-    if (ieq(h.name, "Content-Encoding")) ce.push_back(h.value);
-  parse_content_codings(ce, codings);
-  d.dec = codings.empty() ? nullptr : std::make_unique<HttpBodyDecoder>(codings, lim_.decompress_layer_limit);
-  if (t.method == "HEAD" || code == 204 || code == 304) finish_message(dir);
-  else if (chunked) d.phase = kChunkSize;
-  else if (has_cl && cl >= 0) {
-    if (cl == 0) finish_message(dir);
-    else d.phase = kBodyLen, d.remain = uint64_t(cl);
+  if (ce) parse_content_codings_htp(ce->value, lim_.decompress_layer_limit, codings);
+  d.dec = codings.empty() ? nullptr : std::make_unique<HttpBodyDecoder>(codings, 0);
+  if (t.method == "HEAD" || ((code / 100 == 1 || code == 204 || code == 304) && !te && !cl)) {
+    finish_message(1);
+  } else if (chunked) {
+    d.phase = kChunkSize;
+  } else if (cl) {
+    if (len < 0) {
+      lose(1, stats_.not_http);  // an invalid Content-Length ends libhtp's parsing of the connection
+      d_[0].phase = kLost;
+    } else if (len == 0) {
+      finish_message(1);
+    } else {
+      d.phase = kBodyLen;
+      d.remain = uint64_t(len);
+    }
   } else {
     d.phase = kBodyClose;
   }
@@ -413,7 +686,7 @@ void Http1Conn::finish_message(int dir) {
   if (d.tx) {
     touch(d.tx);
     if (dir == 0) d.tx->req_done = true;
-    else d.tx->resp_done = true;
+    else d.tx->resp_done = true, last_resp_ = d.tx;
   }
   d.tx = nullptr;
   d.dec.reset();
@@ -423,7 +696,15 @@ void Http1Conn::finish_message(int dir) {
 
 void Http1Conn::end(int dir) {
   Dir& d = d_[dir];
-  if (d.phase == kBodyClose) finish_message(dir);
+  if (dir == 1 && (d.phase == kLine || d.phase == kHeaders) && !d.line.empty()) drain_response(true);
+  if (d.phase == kChunkSize && !d.line.empty()) {
+    // A size line the stream ended in: libhtp's fallback makes it body.
+    body(dir, reinterpret_cast<const uint8_t*>(d.line.data()), d.line.size());
+    d.line.clear();
+  }
+  if (d.phase == kBodyClose || d.phase == kChunkSize || d.phase == kChunkData || d.phase == kChunkEnd ||
+      d.phase == kBodyLen || (dir == 1 && d.tx && d.tx->resp_line))
+    finish_message(dir);
   if (d.phase != kLost) d.phase = kLost;
 }
 
@@ -433,6 +714,7 @@ void Http1Conn::release_done() {
     if (!(t->req_done && t->resp_done) || t == d_[0].tx || t == d_[1].tx ||
         std::find(touched_.begin(), touched_.end(), t) != touched_.end())
       break;
+    if (t == last_resp_) last_resp_ = nullptr;
     txs_.pop_front();
     if (answered_) --answered_;
   }

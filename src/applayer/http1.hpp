@@ -113,6 +113,11 @@ class Http1Conn {
   void body(int dir, const uint8_t* p, size_t n);
   void finish_message(int dir);
   void lose(int dir, uint64_t& counter);
+  // The response side's line and header phases, libhtp's way, over the buffered bytes d_[1].line:
+  // returns the bytes it used; 0 when it needs more (eof: none will come).
+  size_t response_head(bool eof);
+  void response_headers_done(size_t used);
+  void drain_response(bool eof);
   HttpLimits lim_;
   HttpStats& stats_;
   Dir d_[2];
@@ -120,6 +125,7 @@ class Http1Conn {
   uint64_t next_id_ = 0;
   size_t answered_ = 0;  // txs_[answered_] is the oldest request without a finished response
   std::vector<HttpTx*> touched_;
+  HttpTx* last_resp_ = nullptr;  // the last finished response: lines after its body still belong to it
 };
 
 }  // namespace gaspp

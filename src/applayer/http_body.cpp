@@ -10,153 +10,156 @@
 namespace gaspp {
 
 namespace {
-std::string lower_trim(const std::string& s) {
-  size_t a = 0, b = s.size();
-  while (a < b && (s[a] == ' ' || s[a] == '\t')) ++a;
-  while (b > a && (s[b - 1] == ' ' || s[b - 1] == '\t')) --b;
-  std::string t = s.substr(a, b - a);
-  for (char& c : t) c = char(std::tolower(static_cast<unsigned char>(c)));
+std::string lower_nonul(const std::string& s) {
+  std::string t;
+  for (char c : s)
+    if (c) t += char(std::tolower(static_cast<unsigned char>(c)));
   return t;
 }
 }  // namespace
 
-bool parse_content_codings(const std::vector<std::string>& values, std::vector<HttpCoding>& out) {
+void parse_content_codings_htp(const std::string& value, uint32_t layer_limit, std::vector<HttpCoding>& out) {
   out.clear();
-  for (const std::string& v : values) {
-    size_t a = 0;
-    while (a <= v.size()) {
-      size_t b = v.find(',', a);
-      if (b == std::string::npos) b = v.size();
-      const std::string t = lower_trim(v.substr(a, b - a));
-      a = b + 1;
-      if (t.empty() || t == "identity" || t == "none") continue;
-      if (t == "gzip" || t == "x-gzip") out.push_back(HttpCoding::gzip);
-      else if (t == "deflate" || t == "x-deflate") out.push_back(HttpCoding::deflate);
-      else return false;
-    }
+  std::string v = lower_nonul(value);
+  size_t a = 0, z = v.size();
+  while (a < z && std::isspace(static_cast<unsigned char>(v[a]))) ++a;
+  while (z > a && std::isspace(static_cast<unsigned char>(v[z - 1]))) --z;
+  v = v.substr(a, z - a);
+  if (v == "gzip" || v == "x-gzip") return out.push_back(HttpCoding::gzip);
+  if (v == "deflate" || v == "x-deflate") return out.push_back(HttpCoding::deflate);
+  if (v == "lzma" || v == "br" || v == "inflate" || v == "none") return;
+  uint32_t layers = 0;
+  size_t i = 0;
+  while (i < v.size()) {
+    while (i < v.size() && (v[i] == ',' || v[i] == ' ')) ++i;
+    if (i == v.size()) break;
+    size_t j = i;
+    while (j < v.size() && v[j] != ',' && v[j] != ' ') ++j;
+    const std::string t = v.substr(i, j - i);
+    i = j;
+    if (layer_limit && ++layers > layer_limit) break;
+    if (t.find("gzip") != std::string::npos) out.push_back(HttpCoding::gzip);
+    else if (t.find("deflate") != std::string::npos) out.push_back(HttpCoding::deflate);
   }
-  return true;
 }
 
-// One coding being undone. Input arrives in pieces; output goes to `out` (the next layer's input
-// or the body).
+// One coding being undone, with libhtp's restarts: on an error the layer tries the next format
+// (gzip -> raw deflate -> zlib -> gzip, deflate -> zlib -> gzip -> deflate) on the current piece,
+// at most 3 times, then passes the data through; an error after output ends the layer.
 struct HttpBodyDecoder::Layer {
-  HttpCoding coding;
+  enum Kind { kGzip, kDeflate, kZlib } kind;
   z_stream z{};
   bool init = false;
-  bool ended = false;        // the compressed stream ended: later input is dropped
-  bool passthrough = false;  // the data is not what the coding says: passed on undecoded
-  bool tried_raw = false;
-  std::string head;          // gzip: the header bytes gathered so far
+  bool ended = false;        // the stream ended: later input is dropped
+  bool dead = false;         // failed after output: later input is dropped
+  bool passthrough = false;  // restarts used up: the data passes undecoded
+  int restarts = 0;
+  std::string head;          // gzip: header bytes gathered so far
   bool head_done = false;
 
-  explicit Layer(HttpCoding c) : coding(c) {}
+  explicit Layer(HttpCoding c) : kind(c == HttpCoding::gzip ? kGzip : kDeflate) {}
   ~Layer() {
     if (init) inflateEnd(&z);
   }
 
-  bool start(int bits) {
+  void reset() {
     if (init) inflateEnd(&z);
     z = z_stream{};
-    init = inflateInit2(&z, bits) == Z_OK;
-    return init;
+    init = inflateInit2(&z, kind == kZlib ? 15 : -15) == Z_OK;
+    head.clear();
+    head_done = kind != kGzip;
   }
 
-  // The length of a complete gzip header at the start of head, 0 while more is needed, -1 when it is
-  // not a gzip header.
+  // The gzip header at the start of head: its length, 0 while more is needed, -1 not gzip.
   long gzip_header_len() const {
     const size_t n = head.size();
-    if (n >= 1 && uint8_t(head[0]) != 0x1f) return -1;
-    if (n >= 2 && uint8_t(head[1]) != 0x8b) return -1;
+    static const uint8_t kMagic[3] = {0x1f, 0x8b, 0x08};
+    for (size_t i = 0; i < 3 && i < n; ++i)
+      if (uint8_t(head[i]) != kMagic[i]) return -1;
     if (n < 10) return 0;
     const uint8_t flg = uint8_t(head[3]);
     size_t at = 10;
-    if (flg & 4) {  // FEXTRA
+    if (flg & 4) {
       if (n < at + 2) return 0;
       at += 2 + (uint8_t(head[at]) | size_t(uint8_t(head[at + 1])) << 8);
       if (n < at) return 0;
     }
-    for (int bit : {8, 16}) {  // FNAME, FCOMMENT: zero-terminated
+    for (int bit : {8, 16}) {
       if (!(flg & bit)) continue;
       while (at < n && head[at] != 0) ++at;
       if (at >= n) return 0;
       ++at;
     }
-    if (flg & 2) at += 2;  // FHCRC
-    if (n < at) return 0;
-    return long(at);
+    if (flg & 2) at += 2;
+    return n < at ? 0 : long(at);
   }
 
-  void inflate_into(const uint8_t* p, size_t n, std::string& out, size_t limit) {
+  // Runs the current decoder over p; false on a decoding error (what it made is in got).
+  bool run(const uint8_t* p, size_t n, std::string& got, size_t room) {
+    if (!init) reset();
+    if (!init) return false;
+    std::string tmp;
+    if (kind == kGzip && !head_done) {
+      head.append(reinterpret_cast<const char*>(p), n);
+      const long h = gzip_header_len();
+      if (h < 0) return false;
+      if (h == 0) return true;
+      head_done = true;
+      tmp = head.substr(size_t(h));
+      head.clear();
+      p = reinterpret_cast<const uint8_t*>(tmp.data());
+      n = tmp.size();
+    }
     uint8_t buf[16384];
     z.next_in = const_cast<Bytef*>(p);
     z.avail_in = uInt(n);
-    while (z.avail_in > 0 && out.size() < limit) {
+    while (z.avail_in > 0 && got.size() < room) {
       z.next_out = buf;
       z.avail_out = sizeof buf;
-      const int rc = inflate(&z, Z_NO_FLUSH);
-      const size_t got = sizeof buf - z.avail_out;
-      out.append(reinterpret_cast<const char*>(buf), std::min(got, limit - out.size()));
+      const int rc = inflate(&z, Z_SYNC_FLUSH);
+      const size_t k = sizeof buf - z.avail_out;
+      got.append(reinterpret_cast<const char*>(buf), std::min(k, room - got.size()));
       if (rc == Z_STREAM_END) {
         ended = true;
-        return;
+        return true;
       }
-      if (rc == Z_BUF_ERROR && got == 0) return;
-      if (rc != Z_OK) {
-        // Corrupt: the rest goes on as it is (libhtp's passthrough).
-        passthrough = true;
-        const size_t left = z.avail_in;
-        out.append(reinterpret_cast<const char*>(z.next_in), std::min(left, limit - out.size()));
-        return;
-      }
+      if (rc == Z_BUF_ERROR && k == 0) return true;
+      if (rc != Z_OK) return false;
     }
+    return true;
   }
 
   void feed(const uint8_t* p, size_t n, std::string& out, size_t limit) {
-    if (ended || n == 0) return;
+    if (ended || dead || n == 0 || out.size() >= limit) return;
     if (passthrough) {
-      out.append(reinterpret_cast<const char*>(p), std::min(n, limit - std::min(limit, out.size())));
+      out.append(reinterpret_cast<const char*>(p), std::min(n, limit - out.size()));
       return;
     }
-    if (coding == HttpCoding::gzip && !head_done) {
-      head.append(reinterpret_cast<const char*>(p), n);
-      const long h = gzip_header_len();
-      if (h == 0) return;
-      head_done = true;
-      std::string rest;
-      if (h < 0) {
-        // No gzip header: perhaps zlib or raw deflate after all.
-        rest.swap(head);
-        start(15 + 32);
-      } else {
-        rest = head.substr(size_t(h));
-        head.clear();
-        start(-15);
-      }
-      if (!init) {
-        passthrough = true;
-        out.append(rest.substr(0, limit - std::min(limit, out.size())));
+    for (;;) {
+      std::string got;
+      if (run(p, n, got, limit - out.size())) {
+        out += got;
         return;
       }
-      inflate_into(reinterpret_cast<const uint8_t*>(rest.data()), rest.size(), out, limit);
-      return;
-    }
-    if (!init) {
-      // deflate: zlib-wrapped when the first two bytes say so, raw otherwise.
-      const bool zlib_head = n >= 2 && (p[0] & 0x0f) == 8 && ((uint32_t(p[0]) << 8 | p[1]) % 31) == 0;
-      if (!start(zlib_head ? 15 : -15)) {
-        passthrough = true;
-        feed(p, n, out, limit);
+      if (restarts == 0 && !got.empty()) {
+        out += got;
+        dead = true;
         return;
       }
+      if (++restarts > 3) {
+        passthrough = true;
+        out.append(reinterpret_cast<const char*>(p), std::min(n, limit - out.size()));
+        return;
+      }
+      kind = kind == kGzip ? kDeflate : kind == kDeflate ? kZlib : kGzip;
+      reset();
     }
-    inflate_into(p, n, out, limit);
   }
 };
 
 HttpBodyDecoder::HttpBodyDecoder(const std::vector<HttpCoding>& codings, uint32_t layer_limit) {
   // The last coding applied is undone first.
-  for (auto it = codings.rbegin(); it != codings.rend() && layers_.size() < layer_limit; ++it)
+  for (auto it = codings.rbegin(); it != codings.rend() && (!layer_limit || layers_.size() < layer_limit); ++it)
     layers_.push_back(std::make_unique<Layer>(*it));
 }
 
@@ -168,7 +171,7 @@ void HttpBodyDecoder::feed(const uint8_t* p, size_t n, std::string& out, size_t 
     out.append(reinterpret_cast<const char*>(p), std::min(n, limit - out.size()));
     return;
   }
-  // Each layer's output is the next one's input; the intermediate pieces are bounded by the limit
+  // Each layer's output is the next one's input; the pieces in between are bounded by the limit
   // too (a layer cannot make more than `limit` bytes that could reach the body).
   std::string cur(reinterpret_cast<const char*>(p), n), next;
   for (size_t k = 0; k + 1 < layers_.size(); ++k) {
@@ -180,7 +183,7 @@ void HttpBodyDecoder::feed(const uint8_t* p, size_t n, std::string& out, size_t 
 }
 
 bool HttpBodyDecoder::failed() const {
-  return std::any_of(layers_.begin(), layers_.end(), [](const auto& l) { return l->passthrough; });
+  return std::any_of(layers_.begin(), layers_.end(), [](const auto& l) { return l->passthrough || l->dead; });
 }
 
 }  // namespace gaspp

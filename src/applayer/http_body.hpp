@@ -6,12 +6,13 @@
 // ends the list (what follows it is not decoded). At most `layer_limit` layers are decoded
 // (Suricata's response-body-decompress-layer-limit, default 2), the outer ones first.
 //
-// Leniency, as libhtp: a gzip layer is inflated as raw deflate after its header is skipped (so a
-// header with odd flags or a wrong CRC still decodes), and a deflate layer is tried as zlib and, when
-// its first bytes are not a zlib header, as raw deflate. When a layer fails (corrupt data) it
-// passes the rest of its input through undecoded, so the bytes still reach inspection. Data after
-// the end of a compressed stream is dropped. Output is bounded by the caller's limit: decoding
-// stops once `limit` bytes came out (counted by the caller as a body cut short).
+// Leniency, as libhtp: a gzip layer is inflated as raw deflate after its header is skipped (the
+// trailer's CRC is never checked), deflate is raw deflate. On an error a layer restarts with the
+// next format (gzip -> deflate -> zlib -> gzip; deflate -> zlib -> gzip -> deflate) on the current
+// piece, at most 3 times, and then passes its data through undecoded, so the bytes still reach
+// inspection; an error right after the first output ends the layer (later data is dropped). Data
+// after the end of a compressed stream is dropped. Output is bounded by the caller's limit:
+// decoding stops once `limit` bytes came out (counted by the caller as a body cut short).
 #pragma once
 #include <cstdint>
 #include <memory>
@@ -22,13 +23,15 @@ namespace gaspp {
 
 enum class HttpCoding : uint8_t { gzip, deflate };
 
-// Parses Content-Encoding values (one or more headers, in order) into the codings applied, the
-// first applied first. False when a token is not known (the list stops there).
-bool parse_content_codings(const std::vector<std::string>& values, std::vector<HttpCoding>& out);
+// A Content-Encoding value (repeated headers joined with ", ") as libhtp reads it: the whole value
+// gzip, x-gzip, deflate or x-deflate; else split on ',' and ' ', each token a layer (at most
+// layer_limit, 0: no limit, unknown tokens count), one that contains "gzip" or "deflate" that
+// coding. out: the codings in the order they were applied (the last is undone first).
+void parse_content_codings_htp(const std::string& value, uint32_t layer_limit, std::vector<HttpCoding>& out);
 
 class HttpBodyDecoder {
  public:
-  // codings: as parse_content_codings gave them (first applied first); layer_limit: 0 none.
+  // codings: as parse_content_codings_htp gave them (first applied first); layer_limit: 0 none.
   HttpBodyDecoder(const std::vector<HttpCoding>& codings, uint32_t layer_limit);
   ~HttpBodyDecoder();
   HttpBodyDecoder(const HttpBodyDecoder&) = delete;
