@@ -200,6 +200,7 @@ int main(int argc, char** argv) {
       modules.add(std::move(m));
     }
     modules.set_drop_events(eve_drops, bc.flow.vlan_in_key, bc.flow.defrag);
+    modules.set_app_layer_config(o.app_layer);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "gaspp: %s\n", e.what());
     return 1;

@@ -103,6 +103,9 @@ void apply_file_config(const FileConfig& fc, Options& o) {
   if (fc.eve_packet) o.eve_packet = *fc.eve_packet;
   if (fc.eve_verdict) o.eve_verdict = *fc.eve_verdict;
   if (fc.packet_alert_max) o.packet_alert_max = *fc.packet_alert_max;
+  if (fc.http_request_body_limit) o.app_layer.http.request_body_limit = *fc.http_request_body_limit;
+  if (fc.http_response_body_limit) o.app_layer.http.response_body_limit = *fc.http_response_body_limit;
+  if (fc.http_decompress_layer_limit) o.app_layer.http.decompress_layer_limit = *fc.http_decompress_layer_limit;
 }
 
 int parse_command_line(int argc, char** argv, Options& o) {

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "backend/backend.hpp"
+#include "applayer/app_layer.hpp"
 #include "core/config.hpp"
 #include "capture/af_packet_source.hpp"
 #include "pipeline/pipeline.hpp"
@@ -39,6 +40,7 @@ struct Options {
   bool eve_packet = false;       // --eve-packet: alerts carry the packet (base64) and its link type
   bool eve_verdict = false;      // --eve-verdict: alerts carry the packet's final verdict
   uint32_t packet_alert_max = 0; // the configuration's packet-alert-max (0: the engine's default)
+  AppLayerConfig app_layer;      // the configuration's HTTP limits (app-layer section)
   bool fast_log = false;         // --fast-log: fast.log beside eve.json
   bool quiet = false;                  // -q
   bool eve_drops = false;              // --eve-drops

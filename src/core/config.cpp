@@ -43,7 +43,7 @@ std::string option_text(const std::string& path, const YAML::Node& n, const std:
 // Top-level sections of Suricata's suricata.yaml that gaspp reads nothing from (yet).
 constexpr const char* kSuricataSections[] = {
     "suricata-version", "default-log-dir", "stats", "plugins", "heartbeat", "logging", "af-packet",
-    "af-xdp", "dpdk", "pcap", "pcap-file", "app-layer", "datasets", "security", "coredump", "host-mode",
+    "af-xdp", "dpdk", "pcap", "pcap-file", "datasets", "security", "coredump", "host-mode",
     "unix-command", "legacy", "engine-analysis", "pcre", "host-os-policy",
     "vlan", "livedev", "host", "decoder", "detect", "mpm-algo", "spm-algo", "threading", "profiling",
     "nfq", "nflog", "capture", "netmap", "pfring", "ipfw", "napatech", "default-rule-path", "rule-files",
@@ -91,6 +91,23 @@ uint64_t size_value(const std::string& path, const YAML::Node& n, const std::str
   if (s.empty() || *end || s[0] == '-' || s[0] == ' ' || v > (1ull << 40) / mult)
     fail(path, n, key + ": expected a size such as 33554432, 32mb or 32 MiB (at most 1 TiB)");
   return v * mult;
+}
+
+// app-layer: the HTTP parser's limits from protocols.http.libhtp.default-config; the rest is
+// listed as ignored.
+void app_layer_section(const std::string& path, const YAML::Node& v, FileConfig& c) {
+  const YAML::Node d = v["protocols"]["http"]["libhtp"]["default-config"];
+  bool other = false;
+  if (d && d.IsMap()) {
+    for (const auto& kv : d) {
+      const std::string k = kv.first.as<std::string>();
+      if (k == "request-body-limit") c.http_request_body_limit = uint32_t(std::min<uint64_t>(size_value(path, kv.second, k), 0xffffffffu));
+      else if (k == "response-body-limit") c.http_response_body_limit = uint32_t(std::min<uint64_t>(size_value(path, kv.second, k), 0xffffffffu));
+      else if (k == "response-body-decompress-layer-limit") c.http_decompress_layer_limit = uint32_t(std::min<uint64_t>(size_value(path, kv.second, k), 0xffffffffu));
+      else other = true;
+    }
+  }
+  if (other || !d || v.size() > 1 || v["protocols"].size() > 1) c.ignored.push_back("app-layer (all but the HTTP body and decompression limits)");
 }
 
 // suricata.yaml's defrag section (defrag/defrag.hpp): memcap, trackers, max-frags and timeout are
@@ -365,6 +382,8 @@ FileConfig read_config(const std::string& path, const YAML::Node& root) {
       flow_section(path, v, c);
     } else if (key == "defrag") {
       defrag_section(path, v, c);
+    } else if (key == "app-layer") {
+      app_layer_section(path, v, c);
     } else if (is_suricata_section(key)) {
       c.ignored.push_back(key);
     } else {

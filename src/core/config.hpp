@@ -73,6 +73,9 @@ struct FileConfig {
   std::optional<std::string> exception_policy, flow_memcap_policy;
   std::optional<DefragConfig> defrag;          // suricata.yaml's defrag section (defrag/defrag.hpp)
   std::optional<uint32_t> packet_alert_max;    // suricata.yaml's packet-alert-max: the signature engine's
+  // app-layer.protocols.http.libhtp.default-config: request-body-limit, response-body-limit,
+  // response-body-decompress-layer-limit (the HTTP parser's limits, applayer/http1.hpp)
+  std::optional<uint32_t> http_request_body_limit, http_response_body_limit, http_decompress_layer_limit;
   // outputs: eve-log: types: alert: payload / packet / verdict (yes or no), as gaspp's --eve-payload,
   // --eve-packet, --eve-verdict
   std::optional<bool> eve_payload, eve_packet, eve_verdict;

@@ -116,6 +116,10 @@ class ModuleSet {
   // Some module inspects application-layer transactions: the pipeline must gather stream data
   // (RunOptions::want_streams) and the batch's chunks go through the application layer.
   bool wants_app_layer() const { return app_ != nullptr; }
+  // The application layer's limits (before the run).
+  void set_app_layer_config(const AppLayerConfig& c) {
+    if (app_) app_ = std::make_shared<AppLayer>(c);
+  }
   const AppLayer* app_layer() const { return app_.get(); }
   // vlan_in_key, defrag: as the flow table's (FlowConfig), so that a drop event of a packet its
   // flow's earlier decision dropped finds the flow (see dropped_flows_).
