@@ -96,7 +96,14 @@ uint64_t size_value(const std::string& path, const YAML::Node& n, const std::str
 // app-layer: the HTTP parser's limits from protocols.http.libhtp.default-config; the rest is
 // listed as ignored.
 void app_layer_section(const std::string& path, const YAML::Node& v, FileConfig& c) {
-  const YAML::Node d = v["protocols"]["http"]["libhtp"]["default-config"];
+  // Walked with const nodes: a missing level must not create (or invalidate) anything.
+  const auto child = [](const YAML::Node& n, const char* k) -> YAML::Node {
+    if (!n || !n.IsMap()) return YAML::Node(YAML::NodeType::Undefined);
+    const YAML::Node c = n[k];
+    return c ? c : YAML::Node(YAML::NodeType::Undefined);
+  };
+  const YAML::Node protocols = child(v, "protocols");
+  const YAML::Node d = child(child(child(protocols, "http"), "libhtp"), "default-config");
   bool other = false;
   if (d && d.IsMap()) {
     for (const auto& kv : d) {
@@ -107,7 +114,7 @@ void app_layer_section(const std::string& path, const YAML::Node& v, FileConfig&
       else other = true;
     }
   }
-  if (other || !d || v.size() > 1 || v["protocols"].size() > 1) c.ignored.push_back("app-layer (all but the HTTP body and decompression limits)");
+  if (other || !d || !v.IsMap() || v.size() > 1 || !protocols || protocols.size() > 1) c.ignored.push_back("app-layer (all but the HTTP body and decompression limits)");
 }
 
 // suricata.yaml's defrag section (defrag/defrag.hpp): memcap, trackers, max-frags and timeout are
