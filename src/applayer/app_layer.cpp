@@ -45,7 +45,14 @@ AppProto AppLayer::proto(uint64_t flow_id) const {
 void AppLayer::detect(FlowApp& f, int dir, const uint8_t* p, size_t n) {
   std::string& pr = f.probe[dir];
   pr.append(reinterpret_cast<const char*>(p), std::min(n, kProbeBytes - std::min(kProbeBytes, pr.size())));
-  const int r = dir == 0 ? looks_like_request(pr) : looks_like_response(pr);
+  int r = dir == 0 ? looks_like_request(pr) : looks_like_response(pr);
+  if (r == 0) {
+    // The other role's start: a flow picked up the other way round (midstream, or its first
+    // packet lost). The flow is turned around, as Suricata's protocol detection does.
+    const int o = dir == 0 ? looks_like_response(pr) : looks_like_request(pr);
+    if (o != 0) f.reversed = true;
+    r = o;
+  }
   if (r < 0) return;
   if (r == 0) {
     f.proto = AppProto::failed;
@@ -88,10 +95,11 @@ void AppLayer::process(const std::vector<StreamChunk>& chunks, const std::vector
       ++stats_.flows;
     }
     FlowApp& f = it->second;
-    const int dir = c.dir ? 1 : 0;
+    const int wire_dir = c.dir ? 1 : 0;
     const uint8_t* p = bytes.data() + c.data;
     const bool conflict = c.flags & kChunkConflict;
     if (f.proto == AppProto::unknown && c.len && !conflict) {
+      const int dir = wire_dir;
       if (c.gap || c.off > f.probe[dir].size()) {
         // Picked up past the start of a direction: its first bytes are not known.
         f.proto = AppProto::failed;
@@ -100,28 +108,32 @@ void AppLayer::process(const std::vector<StreamChunk>& chunks, const std::vector
         const size_t had = f.probe[dir].size();
         detect(f, dir, p, c.len);
         if (f.proto == AppProto::http) {
-          // Feed what detection held, the other direction's first.
+          // Feed what detection held, the other direction's first (in the parser's roles).
           const int o = 1 - dir;
+          const int r = f.reversed ? 1 : 0;
           if (!f.probe[o].empty())
-            f.http->feed(o, reinterpret_cast<const uint8_t*>(f.probe[o].data()), f.probe[o].size());
-          f.http->feed(dir, reinterpret_cast<const uint8_t*>(f.probe[dir].data()), had);
+            f.http->feed(o ^ r, reinterpret_cast<const uint8_t*>(f.probe[o].data()), f.probe[o].size());
+          f.http->feed(dir ^ r, reinterpret_cast<const uint8_t*>(f.probe[dir].data()), had);
           f.probe[0].clear();
           f.probe[1].clear();
-          f.http->feed(dir, p, c.len);
+          f.http->feed(dir ^ r, p, c.len);
         }
       }
     } else if (f.proto == AppProto::http) {
+      const int dir = wire_dir ^ (f.reversed ? 1 : 0);
       if (c.len && !conflict) f.http->feed(dir, p, c.len, c.gap != 0);
       else if (conflict) f.http->feed(dir, nullptr, 0, true);
     }
+    // The parser's roles: a turned-around flow's client is the key's other endpoint.
+    const int dir = wire_dir ^ (f.reversed ? 1 : 0);
+    const uint8_t client_lo = uint8_t(((c.flags & kChunkClientLo) ? 1 : 0) ^ (f.reversed ? 1 : 0));
     if (c.flags & kChunkEnd) {
       if (f.http) f.http->end(dir);
-      f.ended[dir] = true;
+      f.ended[wire_dir] = true;
       if (f.ended[0] && f.ended[1]) finished_.push_back(c.flow_id);
     }
     if (f.http) {
-      for (HttpTx* t : f.http->touched())
-        out.push_back(AppUpdate{c.flow_id, c.packet, uint8_t(dir), uint8_t(c.flags & kChunkClientLo ? 1 : 0), c.key, t});
+      for (HttpTx* t : f.http->touched()) out.push_back(AppUpdate{c.flow_id, c.packet, uint8_t(dir), client_lo, c.key, t});
       f.http->clear_touched();
     }
   }

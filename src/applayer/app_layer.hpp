@@ -11,8 +11,10 @@
 //
 // Protocol detection is by content, not by port (Suricata's app-layer probing): a flow is HTTP/1
 // when its first client data starts with a request line's method and a space, or its first server
-// data with "HTTP/". A flow whose first data is neither is not parsed. Names are Suricata's
-// app_proto values ("http", "failed" when detection saw data and found nothing).
+// data with "HTTP/". When a direction starts with the other role's data (a flow picked up at the
+// server's response) the flow is turned around: the parser's client is the key's other endpoint,
+// and updates carry the parser's direction and client. A flow whose first data is neither is not
+// parsed. Names are Suricata's app_proto values ("http", "failed" when detection found nothing).
 //
 // Parsing runs on the host, after the batch, over the chunks the backend returns (both backends
 // return the same chunks). State: per flow id, at most max_flows flows (more are counted as
@@ -44,8 +46,8 @@ const char* app_proto_name(AppProto p);
 struct AppUpdate {
   uint64_t flow_id;
   uint32_t packet;   // batch packet index, kNoFlow: none (flow-only)
-  uint8_t dir;       // 0 client → server, 1 server → client
-  uint8_t client_lo; // key endpoint 0 is the client
+  uint8_t dir;       // 0 client → server, 1 server → client (the parser's roles)
+  uint8_t client_lo; // key endpoint 0 is the client (the parser's)
   FlowKey key;
   HttpTx* tx;        // valid until the next process() or forget()
 };
@@ -71,6 +73,7 @@ class AppLayer {
     std::string probe[2];  // the first bytes of each direction while detection waits for more
     std::unique_ptr<Http1Conn> http;
     bool ended[2] = {false, false};
+    bool reversed = false;  // the flow's first packet came from the server: roles turned around
   };
   void detect(FlowApp& f, int dir, const uint8_t* p, size_t n);
   AppLayerConfig cfg_;

@@ -399,12 +399,15 @@ struct DetectModule {
     // An application-layer signature: per buffer (SigBuf, its side resolved: kBufCount * side +
     // buffer), the options on it as a payload list of its own.
     struct AppPart {
-      uint16_t key;  // side * kBufCount + buffer
+      uint16_t key;  // side * kBufCount + buffer (side 0 for an `either` part of a side-2 signature)
+      bool either;   // the side is the update's (a side-2 signature's buffer of either side)
       DetSig d;
     };
     struct AppSig {
       uint32_t sig;
-      uint8_t side;  // 0: inspected on request data, 1: on response data (a response buffer)
+      // 0: inspected on request data, 1: on response data (a response buffer, or to_client),
+      // 2: on both (only buffers of either side and no flow direction: a match on either counts)
+      uint8_t side;
       DetCond urilen;
       bool urilen_raw;
       std::vector<AppPart> parts;

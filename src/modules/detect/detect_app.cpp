@@ -152,6 +152,14 @@ struct TxBuffers {
     const bool resp_line = t.resp_line, resp_hdr = t.resp_headers_done;
     const bool hdr = side ? resp_hdr : req_hdr;
     switch (b) {
+      case kBufPayload:
+        // The message as sent: start line, header block, body (dechunked, decoded).
+        if (side) {
+          out = t.response_line + "\r\n" + t.resp_headers_raw + t.response_body;
+          return resp_line;
+        }
+        out = t.request_line + "\r\n" + t.req_headers_raw + (req_hdr ? "\r\n" : "") + t.request_body;
+        return req_line;
       case kBufHttpUri: out = normalize_uri(t.uri_raw); return req_line;
       case kBufHttpUriRaw: out = t.uri_raw; return req_line;
       case kBufHttpMethod: out = t.method; return req_line;
@@ -234,16 +242,22 @@ void DetectModule::Host::add_app_sig(uint32_t i) {
   a.urilen_raw = s.urilen_raw;
   // Resolve each option's buffer to a side, then group the options by buffer in rule order.
   std::vector<uint16_t> key(s.ops.size());
-  a.side = 0;
+  std::vector<bool> either(s.ops.size(), false);
+  bool fixed = false;  // some buffer belongs to one side
+  for (const SigOp& o : s.ops) fixed = fixed || sig_buf_side(o.buf) != 2 || (o.buf == kBufHttpResponseBody);
+  a.side = s.flow_dir == 2 ? 1 : 0;
+  if (!fixed && s.flow_dir == 0) a.side = 2;
   for (size_t k = 0; k < s.ops.size(); ++k) {
     uint8_t b = s.ops[k].buf;
     int side = sig_buf_side(b);
     if (b == kBufHttpResponseBody && s.flow_dir == 1) b = kBufHttpRequestBody, side = 0;  // file_data to_server
-    if (side == 2) side = s.flow_dir == 2 ? 1 : 0;
+    if (side == 2) {
+      either[k] = a.side == 2;
+      side = s.flow_dir == 2 ? 1 : 0;
+    }
     key[k] = uint16_t(side * kBufCount + b);
     if (side == 1) a.side = 1;
   }
-  if (s.flow_dir == 2) a.side = 1;
   std::vector<uint16_t> seen;
   for (size_t k = 0; k < s.ops.size(); ++k)
     if (std::find(seen.begin(), seen.end(), key[k]) == seen.end()) seen.push_back(key[k]);
@@ -253,6 +267,8 @@ void DetectModule::Host::add_app_sig(uint32_t i) {
       if (key[k] == kb) which.push_back(k);
     AppPart p{};
     p.key = kb;
+    for (size_t k = 0; k < s.ops.size(); ++k)
+      if (key[k] == kb) p.either = either[k];
     p.d = sigs_[i];
     p.d.mode = 0;
     add_ops(s, which, std::vector<int>(s.ops.size(), -1), p.d);
@@ -291,6 +307,7 @@ void DetectModule::Host::build_app_prefilter() {
       }
     const std::string lit = o.fp_chop ? o.bytes.substr(o.fp_off, o.fp_len) : o.bytes;
     lits[kb][{lit, o.nocase}].push_back(a);
+    if (app_sigs_[a].side == 2) lits[uint16_t(kb % kBufCount + kBufCount)][{lit, o.nocase}].push_back(a);  // both sides
   }
   for (auto& [kb, m] : lits) {
     AppPrefilter::Db d;
@@ -349,7 +366,7 @@ void DetectModule::Host::on_app(const std::vector<AppUpdate>& updates, std::vect
     pk.port[1] = u.key.port[1 - src];
     for (uint32_t ai : cand) {
       const AppSig& a = app_sigs_[ai];
-      if (a.side != u.dir || t.matched.count(a.sig)) continue;
+      if ((a.side != 2 && a.side != u.dir) || t.matched.count(a.sig)) continue;
       ++app_candidates_;
       if (!sig_applies(host_view_, a.sig, pk, true, u.dir == 1, true, PacketFacts{})) continue;
       if (a.urilen.kind) {
@@ -358,7 +375,7 @@ void DetectModule::Host::on_app(const std::vector<AppUpdate>& updates, std::vect
       }
       bool all = true;
       for (const AppPart& p : a.parts) {
-        const std::string* b = bufs.get(p.key);
+        const std::string* b = bufs.get(p.either ? uint16_t(p.key % kBufCount + u.dir * kBufCount) : p.key);
         if (!b || detect_inspect(host_view_, p.d, reinterpret_cast<const uint8_t*>(b->data()), uint32_t(b->size()), 0) !=
                       kInspectMatch) {
           all = false;

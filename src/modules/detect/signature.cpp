@@ -137,6 +137,16 @@ int find_buf(const BufName* t, size_t n, const std::string& k) {
   return -1;
 }
 
+// The buffer of an option that names none: the sticky buffer in force, or, for a relative
+// option without one, the buffer of the content or pcre it is relative to (Suricata attaches it to
+// that option's list, so `content:"x"; http_uri; isdataat:1,relative;` inspects the URI).
+uint8_t relative_buf(const Signature& s, const SigOp& op, uint8_t cur_buf) {
+  if (cur_buf != kBufPayload || !op.relative) return cur_buf;
+  for (auto it = s.ops.rbegin(); it != s.ops.rend(); ++it)
+    if (it->type == SigOpType::content || it->type == SigOpType::pcre) return it->buf;
+  return cur_buf;
+}
+
 SigOp* last_content(Signature& s) {
   for (auto it = s.ops.rbegin(); it != s.ops.rend(); ++it)
     if (it->type == SigOpType::content) return &*it;
@@ -451,10 +461,8 @@ std::string finish(Signature& s) {
         fp = int(i);
   s.fast_pattern = fp;
   if (s.app) {
-    // Matched per transaction (detect.hpp). Payload options beside HTTP buffers, and packet-only
-    // conditions, are not matched there yet.
-    for (const SigOp& o : s.ops)
-      if (o.buf == kBufPayload) return "skip:app-layer:http rule with payload options";
+    // Matched per transaction (detect.hpp); payload options inspect the transaction's message
+    // (detect_app.cpp). Packet-only conditions are not matched there.
     if (s.dsize.on || s.has_flags || s.itype.on || s.icode.on || s.only_stream || s.no_stream || s.rule.tcp_pkt ||
         s.rule.tcp_stream)
       return "skip:app-layer:http rule with packet conditions";
@@ -496,6 +504,7 @@ const char* sig_buf_name(uint8_t b) {
 }
 
 int sig_buf_side(uint8_t b) {
+  if (b == kBufPayload) return 2;
   if (b >= kBufHttpStatCode) return 1;
   if (b >= kBufHttpHeader) return 2;
   return 0;
@@ -620,10 +629,11 @@ std::string parse_signature(const std::string& text, const RuleVars& vars, Signa
     if (k == "pcre") {
       SigOp op;
       op.type = SigOpType::pcre;
-      op.buf = cur_buf;
+      op.buf = kBufCount;  // none named by a flag yet
       const std::string r = parse_pcre(v, op);
       if (starts_with(r, "app-layer:")) return "skip:" + r;
       if (!r.empty()) return r;
+      if (op.buf == kBufCount) op.buf = relative_buf(out, op, cur_buf);
       out.app = out.app || op.buf != kBufPayload;
       // Compile once here so that a bad expression is an error with its line, not a load failure.
       int ec;
@@ -654,7 +664,7 @@ std::string parse_signature(const std::string& text, const RuleVars& vars, Signa
         if (a[i] == "relative") op.relative = true;
         else if (a[i] != "rawbytes") return "error:isdataat: unknown argument '" + a[i] + "'";
       }
-      op.buf = cur_buf;
+      op.buf = relative_buf(out, op, cur_buf);
       out.ops.push_back(op);
       continue;
     }
@@ -662,7 +672,7 @@ std::string parse_signature(const std::string& text, const RuleVars& vars, Signa
       SigOp op;
       const std::string r = parse_byte_op(k, v, out, op);
       if (!r.empty()) return r;
-      op.buf = cur_buf;
+      op.buf = relative_buf(out, op, cur_buf);
       out.ops.push_back(op);
       continue;
     }

@@ -73,7 +73,8 @@ enum SigBuf : uint8_t {
   kBufCount
 };
 const char* sig_buf_name(uint8_t b);
-// Which side a buffer is read from: 0 request, 1 response, 2 either (by the flow direction).
+// Which side a buffer is read from: 0 request, 1 response, 2 either (by the flow direction, else
+// both). kBufPayload in an HTTP signature is the transaction's message of the side inspected.
 int sig_buf_side(uint8_t b);
 
 // byte_test operators.
