@@ -200,7 +200,10 @@ int main(int argc, char** argv) {
       modules.add(std::move(m));
     }
     modules.set_drop_events(eve_drops, bc.flow.vlan_in_key, bc.flow.defrag);
-    modules.set_app_layer_config(o.app_layer);
+    // The application layer runs for HTTP rules or --app-layer; with -l its transactions are EVE
+    // http events.
+    modules.set_app_layer_config(o.app_layer, o.app_layer_on);
+    modules.set_app_log(!eve_dir.empty());
   } catch (const std::exception& e) {
     std::fprintf(stderr, "gaspp: %s\n", e.what());
     return 1;
@@ -366,7 +369,7 @@ int main(int argc, char** argv) {
       stats_seconds = now.seconds;
     };
     rep = run([&](const PacketBatch& b) {
-      if (!modules.empty()) modules.finish_batch(b, mod_out);
+      if (!modules.empty() || modules.wants_app_layer()) modules.finish_batch(b, mod_out);
       if (forwarder) forwarder->forward(b);
       if (passed) passed->write(b, 0, kVerdictDrop);
       // to_dump counts unless the packet took its flow's earlier decision (its module output is void).
@@ -385,7 +388,8 @@ int main(int argc, char** argv) {
     }, [&](const std::vector<StreamChunk>& chunks, const std::vector<uint8_t>& bytes) {
       if (dump) dump->write(chunks, bytes);
     }, [&](const StreamFlushModules& m, const std::vector<FlowRecordOut>& flows) {
-      if (!modules.empty()) modules.finish_flush(m.events, m.module_counts, flows, mod_out, m.chunks, m.stream_bytes);
+      if (!modules.empty() || modules.wants_app_layer())
+        modules.finish_flush(m.events, m.module_counts, flows, mod_out, m.chunks, m.stream_bytes);
     });
     if (forwarder)
       std::fprintf(stderr, "gaspp: inline %s:%s: %llu packets forwarded, %llu dropped, %llu lost to send errors\n",
@@ -419,12 +423,12 @@ int main(int argc, char** argv) {
   try {
     if (!quiet) {
       print_summary(stdout, rep);
-      if (!modules.empty()) std::fputs(modules.summary_text().c_str(), stdout);
+      if (!modules.empty() || modules.wants_app_layer()) std::fputs(modules.summary_text().c_str(), stdout);
       flush_stdout_checked();
     }
     if (!stats_json.empty()) {
       nlohmann::ordered_json js = summary_json(rep);
-      if (!modules.empty()) js["modules"] = modules.summary_json();
+      if (!modules.empty() || modules.wants_app_layer()) js["modules"] = modules.summary_json();
       OutFile j(stats_json, "w");
       j.write(json_text(js) + "\n");
       j.close();

@@ -41,6 +41,7 @@ struct Options {
   bool eve_verdict = false;      // --eve-verdict: alerts carry the packet's final verdict
   uint32_t packet_alert_max = 0; // the configuration's packet-alert-max (0: the engine's default)
   AppLayerConfig app_layer;      // the configuration's HTTP limits (app-layer section)
+  bool app_layer_on = false;     // --app-layer: parse HTTP without HTTP rules too
   bool fast_log = false;         // --fast-log: fast.log beside eve.json
   bool quiet = false;                  // -q
   bool eve_drops = false;              // --eve-drops

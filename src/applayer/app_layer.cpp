@@ -2,6 +2,7 @@
 #include "applayer/app_layer.hpp"
 
 #include <algorithm>
+#include <cstring>
 #include <numeric>
 
 #include "flow/flow_record.hpp"
@@ -11,12 +12,26 @@ namespace gaspp {
 namespace {
 constexpr size_t kProbeBytes = 32;
 
-// 1: a request line's start (a method of capitals and a space), 0: not, -1: too few bytes yet.
+// Suricata's HTTP probe methods (app-layer-htp.c), each followed by a space or a tab.
+constexpr const char* kMethods[] = {"GET", "PUT", "POST", "HEAD", "TRACE", "OPTIONS", "CONNECT", "DELETE", "PATCH",
+                                    "PROPFIND", "PROPPATCH", "MKCOL", "COPY", "MOVE", "LOCK", "UNLOCK", "CHECKOUT",
+                                    "UNCHECKOUT", "CHECKIN", "UPDATE", "LABEL", "REPORT", "MKWORKSPACE", "MKACTIVITY",
+                                    "MERGE", "INVALID", "VERSION-CONTROL", "BASELINE-CONTROL"};
+
+// 1: a request line's start (a known method and a space or tab), 0: not, -1: too few bytes yet.
 int looks_like_request(const std::string& s) {
-  size_t i = 0;
-  while (i < s.size() && ((s[i] >= 'A' && s[i] <= 'Z') || s[i] == '-' || s[i] == '_')) ++i;
-  if (i == s.size()) return s.size() < kProbeBytes && i <= 24 ? -1 : 0;
-  return i >= 3 && i <= 24 && (s[i] == ' ' || s[i] == '\t') ? 1 : 0;
+  bool wait = false;
+  for (const char* m : kMethods) {
+    const size_t n = std::strlen(m);
+    const bool prefix = s.compare(0, std::min(s.size(), n), m, std::min(s.size(), n)) == 0;
+    if (!prefix) continue;
+    if (s.size() <= n) {
+      wait = true;  // a method's start: more bytes decide
+      continue;
+    }
+    if (s[n] == ' ' || s[n] == '\t') return 1;
+  }
+  return wait ? -1 : 0;
 }
 
 int looks_like_response(const std::string& s) {
@@ -68,8 +83,6 @@ void AppLayer::detect(FlowApp& f, int dir, const uint8_t* p, size_t n) {
 
 void AppLayer::process(const std::vector<StreamChunk>& chunks, const std::vector<uint8_t>& bytes,
                        std::vector<AppUpdate>& out) {
-  for (uint64_t id : finished_) flows_.erase(id);
-  finished_.clear();
   for (auto& [id, f] : flows_)
     if (f.http) f.http->release_done();
   // Chunks come grouped by flow and direction; a flow's two directions are interleaved again in
@@ -127,10 +140,11 @@ void AppLayer::process(const std::vector<StreamChunk>& chunks, const std::vector
     // The parser's roles: a turned-around flow's client is the key's other endpoint.
     const int dir = wire_dir ^ (f.reversed ? 1 : 0);
     const uint8_t client_lo = uint8_t(((c.flags & kChunkClientLo) ? 1 : 0) ^ (f.reversed ? 1 : 0));
+    f.key = c.key;
+    f.client_lo = client_lo != 0;
     if (c.flags & kChunkEnd) {
       if (f.http) f.http->end(dir);
-      f.ended[wire_dir] = true;
-      if (f.ended[0] && f.ended[1]) finished_.push_back(c.flow_id);
+      f.ended[wire_dir] = true;  // the state stays until the flow leaves the table (forget)
     }
     if (f.http) {
       for (HttpTx* t : f.http->touched()) out.push_back(AppUpdate{c.flow_id, c.packet, uint8_t(dir), client_lo, c.key, t});
@@ -139,8 +153,15 @@ void AppLayer::process(const std::vector<StreamChunk>& chunks, const std::vector
   }
 }
 
-void AppLayer::forget(const std::vector<FlowRecordOut>& flows) {
-  for (const FlowRecordOut& r : flows) flows_.erase(r.rec.flow_id);
+void AppLayer::forget(const std::vector<FlowRecordOut>& flows, const Unlogged& unlogged) {
+  for (const FlowRecordOut& r : flows) {
+    const auto it = flows_.find(r.rec.flow_id);
+    if (it == flows_.end()) continue;
+    if (unlogged && it->second.http)
+      for (const auto& t : it->second.http->txs())
+        if (!t->logged && t->req_line) unlogged(r.rec.flow_id, it->second.key, it->second.client_lo, *t);
+    flows_.erase(it);
+  }
 }
 
 void AppLayer::report(std::map<std::string, uint64_t>& r) const {

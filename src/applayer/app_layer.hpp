@@ -10,8 +10,8 @@
 // end: those updates are flow-only).
 //
 // Protocol detection is by content, not by port (Suricata's app-layer probing): a flow is HTTP/1
-// when its first client data starts with a request line's method and a space, or its first server
-// data with "HTTP/". When a direction starts with the other role's data (a flow picked up at the
+// when its first client data starts with one of Suricata's probe methods (GET, POST, ..., 28 of
+// them) and a space or tab, or its first server data with "HTTP/". When a direction starts with the other role's data (a flow picked up at the
 // server's response) the flow is turned around: the parser's client is the key's other endpoint,
 // and updates carry the parser's direction and client. A flow whose first data is neither is not
 // parsed. Names are Suricata's app_proto values ("http", "failed" when detection found nothing).
@@ -21,6 +21,7 @@
 // flows_full and not parsed); a flow's state goes when the flow leaves the flow table (forget()).
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -61,8 +62,10 @@ class AppLayer {
  public:
   explicit AppLayer(const AppLayerConfig& cfg = {}) : cfg_(cfg) {}
   void process(const std::vector<StreamChunk>& chunks, const std::vector<uint8_t>& bytes, std::vector<AppUpdate>& out);
-  // The flows that left the flow table: their state goes.
-  void forget(const std::vector<FlowRecordOut>& flows);
+  // The flows that left the flow table: their state goes; unlogged(flow id, key, client_lo, tx)
+  // is called first for each transaction no output logged yet (the flow's last word on it).
+  using Unlogged = std::function<void(uint64_t, const FlowKey&, bool, HttpTx&)>;
+  void forget(const std::vector<FlowRecordOut>& flows, const Unlogged& unlogged = nullptr);
   AppProto proto(uint64_t flow_id) const;
   const AppLayerStats& stats() const { return stats_; }
   void report(std::map<std::string, uint64_t>& r) const;
@@ -74,12 +77,13 @@ class AppLayer {
     std::unique_ptr<Http1Conn> http;
     bool ended[2] = {false, false};
     bool reversed = false;  // the flow's first packet came from the server: roles turned around
+    FlowKey key{};
+    bool client_lo = false;  // the parser's client is key endpoint 0
   };
   void detect(FlowApp& f, int dir, const uint8_t* p, size_t n);
   AppLayerConfig cfg_;
   AppLayerStats stats_;
   std::unordered_map<uint64_t, FlowApp> flows_;
-  std::vector<uint64_t> finished_;  // flows whose both directions ended: dropped at the next process()
 };
 
 }  // namespace gaspp

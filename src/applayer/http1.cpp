@@ -487,6 +487,11 @@ void Http1Conn::end_headers(int dir) {
     const int64_t len = cl ? lenient_length(cl->value) : -1;
     d.hit_limit = false;
     t.req_headers_done = true;
+    // Request bodies are decoded too (Suricata turns libhtp's request decompression on).
+    const HttpHeader* ce = find_header(t.req_headers, "content-encoding");
+    std::vector<HttpCoding> codings;
+    if (ce) parse_content_codings_htp(ce->value, lim_.decompress_layer_limit, codings);
+    d.dec = codings.empty() ? nullptr : std::make_unique<HttpBodyDecoder>(codings, 0);
     if (te && contains_nocase(te->value, "chunked")) d.phase = kChunkSize;
     else if (len > 0) d.phase = kBodyLen, d.remain = uint64_t(len);
     else finish_message(dir);
@@ -626,6 +631,7 @@ void Http1Conn::response_headers_done(size_t) {
     t.resp_headers.clear();
     t.resp_headers_raw.clear();
     t.resp_line = t.resp_headers_done = false;
+    t.scans.clear();  // what consumers scanned of the interim response is gone
     d.phase = kLine;
     return;
   }

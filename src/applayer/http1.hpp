@@ -24,6 +24,7 @@
 #include <deque>
 #include <memory>
 #include <string>
+#include <unordered_map>
 #include <unordered_set>
 #include <vector>
 
@@ -69,8 +70,15 @@ struct HttpTx {
   std::string response_body;     // dechunked, decoded, first response_body_limit bytes
   bool resp_line = false, resp_headers_done = false, resp_done = false;
   uint64_t request_body_len = 0, response_body_len = 0;  // as framed on the wire
-  // What consumers keep per transaction (the detection engine: signatures already matched here).
+  // What consumers keep per transaction (the detection engine: signatures already matched here,
+  // and per buffer the size it last scanned and the prefilter hits then).
   std::unordered_set<uint32_t> matched;
+  struct Scan {
+    size_t size = ~size_t(0);
+    std::vector<uint32_t> hits;
+  };
+  std::unordered_map<uint16_t, Scan> scans;
+  bool logged = false;  // an output wrote its event (EVE http)
 
   // Header values by name (case-insensitive; repeated headers joined with ", "), "" when absent.
   std::string req_header(const char* name) const;

@@ -4,6 +4,7 @@
 #include "core/modules.hpp"
 
 #include "applayer/app_layer.hpp"
+#include "output/eve_http.hpp"
 
 #include <algorithm>
 #include <stdexcept>
@@ -46,11 +47,15 @@ void ModuleSet::hand_flow_only(std::vector<ModuleEvent>::const_iterator begin,
   for (const FlowRecordOut& f : flows) index.emplace(f.rec.flow_id, &f.rec);
   for (auto e = begin; e != end; ++e) {
     const auto it = index.find(e->flow_id);
-    if (it == index.end() || e->module >= mods_.size()) {
+    if (it == index.end() || (e->module >= mods_.size() && e->module != kAppLogModule)) {
       ++unattributed_;
       continue;
     }
     const FlowRecord& r = *it->second;
+    if (e->module == kAppLogModule) {
+      write_app_log(*e, r.last_ts, 0, out);
+      continue;
+    }
     const HostPacket hp{0, r.last_ts, nullptr, 0, 0, nullptr, e->flow_id, e->to_client != 0, &r};
     ++flow_only_;
     mods_[e->module]->on_event(*e, hp, out);
@@ -68,10 +73,39 @@ void ModuleSet::app_events(const std::vector<StreamChunk>& chunks, const std::ve
     mods_[k]->on_app(updates_, sorted_);
     for (size_t i = at; i < sorted_.size(); ++i) sorted_[i].module = uint16_t(k);
   }
+  if (!app_log_) return;
+  for (const AppUpdate& u : updates_) {
+    HttpTx& t = *u.tx;
+    if (t.logged || !t.resp_done) continue;
+    t.logged = true;
+    sorted_.push_back(ModuleEvent{u.flow_id, u.packet, uint32_t(app_logs_.size()), kAppLogModule, 0, u.dir});
+    app_logs_.push_back(AppLog{&t, u.key, u.client_lo != 0});
+  }
+}
+
+void ModuleSet::write_app_log(const ModuleEvent& e, uint64_t ts_ns, uint64_t pcap_cnt, ModuleOutput& out) {
+  if (e.value >= app_logs_.size()) return;
+  const AppLog& l = app_logs_[e.value];
+  out.eve(eve_http_event(ts_ns, e.flow_id, pcap_cnt, l.key, l.client_lo, *l.tx));
+}
+
+void ModuleSet::forget_app_flows(const std::vector<FlowRecordOut>& flows, ModuleOutput& out) {
+  if (!app_) return;
+  if (!app_log_) {
+    app_->forget(flows);
+    return;
+  }
+  std::unordered_map<uint64_t, uint64_t> last_ts;
+  for (const FlowRecordOut& f : flows) last_ts[f.rec.flow_id] = f.rec.last_ts;
+  app_->forget(flows, [&](uint64_t flow_id, const FlowKey& key, bool client_lo, HttpTx& t) {
+    t.logged = true;
+    out.eve(eve_http_event(last_ts[flow_id], flow_id, 0, key, client_lo, t));
+  });
 }
 
 void ModuleSet::finish_batch(const PacketBatch& b, ModuleOutput& out) {
   add_counts(b.module_counts);
+  app_logs_.clear();
   sorted_.assign(b.events.begin(), b.events.end());
   app_events(b.stream_chunks, b.stream_bytes);
   sort_events(sorted_);
@@ -86,7 +120,7 @@ void ModuleSet::finish_batch(const PacketBatch& b, ModuleOutput& out) {
   uint32_t decoded_for = ~0u;
   for (auto it = sorted_.cbegin(); it != flow_only; ++it) {
     const ModuleEvent& e = *it;
-    if (e.packet >= b.count || e.module >= mods_.size()) {
+    if (e.packet >= b.count || (e.module >= mods_.size() && e.module != kAppLogModule)) {
       ++unattributed_;
       continue;
     }
@@ -108,10 +142,14 @@ void ModuleSet::finish_batch(const PacketBatch& b, ModuleOutput& out) {
     // The flow's counters at an alerted packet, when the verdict walk worked them out.
     const FlowCountsAt* fc = b.h_pkt_counts ? &b.h_pkt_counts[e.packet] : nullptr;
     hp.flow_counts = e.flow_id && fc && (b.h_verdict[e.packet] & kVerdictAlerted) && fc->first_ts ? fc : nullptr;
+    if (e.module == kAppLogModule) {
+      write_app_log(e, hp.ts_ns, hp.number, out);
+      continue;
+    }
     mods_[e.module]->on_event(e, hp, out);
   }
   hand_flow_only(flow_only, sorted_.cend(), b.flow_records, out);
-  if (app_) app_->forget(b.flow_records);
+  forget_app_flows(b.flow_records, out);
   account_verdicts(b, out);
   if (stream_modules_) prev_flows_.assign(b.flow_records.begin(), b.flow_records.end());
 }
@@ -120,6 +158,7 @@ void ModuleSet::finish_flush(const std::vector<ModuleEvent>& events, const std::
                              const std::vector<FlowRecordOut>& flows, ModuleOutput& out,
                              const std::vector<StreamChunk>& chunks, const std::vector<uint8_t>& bytes) {
   add_counts(module_counts);
+  app_logs_.clear();
   sorted_.assign(events.begin(), events.end());
   app_events(chunks, bytes);
   sort_events(sorted_);
@@ -127,7 +166,7 @@ void ModuleSet::finish_flush(const std::vector<ModuleEvent>& events, const std::
                                       [](const ModuleEvent& e) { return e.packet == kNoPacket; });
   unattributed_ += uint64_t(flow_only - sorted_.cbegin());  // no batch for a packet index to point into
   hand_flow_only(flow_only, sorted_.cend(), flows, out);
-  if (app_) app_->forget(flows);
+  forget_app_flows(flows, out);
 }
 
 size_t ModuleSet::KeyHash::operator()(const FlowKey& k) const { return flow_key_hash(k); }

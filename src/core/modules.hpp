@@ -117,9 +117,12 @@ class ModuleSet {
   // (RunOptions::want_streams) and the batch's chunks go through the application layer.
   bool wants_app_layer() const { return app_ != nullptr; }
   // The application layer's limits (before the run).
-  void set_app_layer_config(const AppLayerConfig& c) {
-    if (app_) app_ = std::make_shared<AppLayer>(c);
+  // on: run it even when no module asks for it (gaspp --app-layer).
+  void set_app_layer_config(const AppLayerConfig& c, bool on = false) {
+    if (app_ || on) app_ = std::make_shared<AppLayer>(c);
   }
+  // Write an EVE `http` event per transaction (output/eve_http.hpp) through the module output.
+  void set_app_log(bool on) { app_log_ = on; }
   const AppLayer* app_layer() const { return app_.get(); }
   // vlan_in_key, defrag: as the flow table's (FlowConfig), so that a drop event of a packet its
   // flow's earlier decision dropped finds the flow (see dropped_flows_).
@@ -169,6 +172,19 @@ class ModuleSet {
   void app_events(const std::vector<StreamChunk>& chunks, const std::vector<uint8_t>& bytes);
   std::shared_ptr<AppLayer> app_;
   std::vector<AppUpdate> updates_;
+  // EVE http events: finished transactions of the batch, handed out in capture order as events
+  // of the pseudo-module kAppLogModule (value: index here).
+  static constexpr uint16_t kAppLogModule = 0xfffe;
+  struct AppLog {
+    const HttpTx* tx;
+    FlowKey key;
+    bool client_lo;
+  };
+  bool app_log_ = false;
+  std::vector<AppLog> app_logs_;
+  void write_app_log(const ModuleEvent& e, uint64_t ts_ns, uint64_t pcap_cnt, ModuleOutput& out);
+  // A batch's (or the end's) flows left the table: their unlogged transactions are written.
+  void forget_app_flows(const std::vector<FlowRecordOut>& flows, ModuleOutput& out);
   void add_counts(const std::vector<uint64_t>& c);  // kModuleCounters per module, pipeline order
   // Hands events with no packet to their modules, each with its flow's record from prev_flows_ or
   // `flows`; counts those whose flow is in neither as unattributed.

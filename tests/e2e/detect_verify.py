@@ -52,13 +52,9 @@ KNOWN_FAILURES = {
     # HTTP (the application layer's first stage)
     "bug-2576-04": "the HTTP flow is inside GRE with transparent Ethernet bridging (0x6558), which the decoder does not open",
     "bug-2576-04-ips": "the HTTP flow is inside GRE with transparent Ethernet bridging (0x6558), which the decoder does not open",
-    "bug-5929-01": "bsize is not read yet: the rule with it (sid 2) is skipped",
     "bug-5929-02": "sid 3 (urilen and http.uri with distance/within) does not match; not investigated yet",
-    "detect-bsize-0": "bsize is not read yet: the rules with it are skipped",
     "http-body-inspect": "the check wants the alert's tx_id, which alerts do not carry yet",
-    "http-post-data-decompression": "request bodies are not decompressed (Content-Encoding on requests)",
     "http2-long-frame": "HTTP/2 is not parsed",
-    "security-8642-swf": "bsize is not read yet (and compressed SWF files are not decompressed)",
     "eve-metadata": "the checks want alerts' metadata from flowbits named traffic/id/... and traffic/label/..., and pcre captures into pkt/flow variables (skipped rules); neither is supported",
     "http-evader/http-evader-116-lzma": "lzma Content-Encoding is not decoded",
     "http-evader/http-evader-297": "a header folded around CR/LF and spaces before its colon: libhtp reads it as Transfer-Encoding, gaspp's parser does not",

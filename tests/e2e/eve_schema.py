@@ -98,7 +98,7 @@ def main():
         for cap in captures(data):
             runs.append((cap, ["-r", cap, "--module",
                                "firewall:classification-file=" + os.path.join(data, "eve", "classification.config"),
-                               "-s", rules, "--eve-drops"]))
+                               "-s", rules, "--eve-drops", "--app-layer"]))
         fw = os.path.join(data, "pcaps", "suricata-verify", "firewall")
         for t in sorted(os.listdir(fw)) if os.path.isdir(fw) else []:
             tdir = os.path.join(fw, t)

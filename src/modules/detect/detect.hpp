@@ -17,6 +17,8 @@
 //                        leaves it (the device's whole path, on the CPU)
 //   matcher              the device's multi-literal matcher: hash (default; prefilter.hpp) or ac
 //                        (Aho-Corasick, prefilter_ac.hpp)
+//   mpm-cache            where compiled Hyperscan databases are kept (hs_cache.hpp; default
+//                        ~/.cache/gaspp/hs), or off
 //   action-order         pass,drop,reject,alert in the order to apply them (suricata.yaml's action-order)
 //
 // Per packet (on_ip) and per in-order stream piece (on_stream_bulk), both backends:
@@ -70,6 +72,7 @@
 #include "gaspp/module.hpp"
 #include "gaspp/stream_hook.hpp"
 #include "modules/detect/detect_tables.hpp"
+#include "modules/detect/hs_cache.hpp"
 #include "modules/detect/inspect.hpp"
 #include "modules/detect/prefilter_compile.hpp"
 #include "modules/detect/regex_compile.hpp"
@@ -410,6 +413,12 @@ struct DetectModule {
       uint8_t side;
       DetCond urilen;
       bool urilen_raw;
+      struct Size {
+        uint16_t key;
+        bool either;
+        DetCond cond;
+      };
+      std::vector<Size> bsize;  // bsize conditions on their buffers
       std::vector<AppPart> parts;
     };
     struct AppPrefilter;  // Hyperscan databases of the parts' fast patterns, per buffer
@@ -418,6 +427,8 @@ struct DetectModule {
     std::vector<AppSig> app_sigs_;
     std::shared_ptr<AppPrefilter> app_pf_;  // shared: its type is complete in detect_app.cpp only
     uint64_t app_updates_ = 0, app_candidates_ = 0, app_matches_ = 0;
+    std::string hs_cache_dir_ = hs_cache_default_dir();  // mpm-cache (hs_cache.hpp)
+    HsCacheStats hs_cache_;
 
    private:
     // Per flow (flowbits and flowints), at most kDetFlowbitFlows flows.

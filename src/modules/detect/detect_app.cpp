@@ -23,6 +23,7 @@
 #include <stdexcept>
 
 #include "modules/detect/detect.hpp"
+#include "modules/detect/hs_cache.hpp"
 
 namespace gaspp {
 
@@ -216,20 +217,18 @@ int on_app_match(unsigned int id, unsigned long long, unsigned long long, unsign
 
 }  // namespace
 
+// One Hyperscan database over the fast patterns of every buffer (one compile: a database a
+// buffer cost a fixed compile time each, most of the load time of the HTTP rules); a hit counts
+// for the signatures whose pattern is on the buffer scanned.
 struct DetectModule::Host::AppPrefilter {
-  struct Db {
-    uint16_t key = 0;
-    hs_database_t* db = nullptr;
-    hs_scratch_t* scratch = nullptr;
-    std::vector<std::vector<uint32_t>> pat_sigs;  // pattern id -> app signatures (app_sigs_ index)
-  };
-  std::vector<Db> dbs;
-  std::vector<uint32_t> nofp;  // app signatures without a fast pattern
+  hs_database_t* db = nullptr;
+  hs_scratch_t* scratch = nullptr;
+  std::vector<std::vector<std::pair<uint16_t, uint32_t>>> pat_sigs;  // pattern id -> (buffer key, app signature)
+  std::vector<uint16_t> keys;    // the buffer keys some pattern is on
+  std::vector<uint32_t> nofp;    // app signatures without a fast pattern
   ~AppPrefilter() {
-    for (Db& d : dbs) {
-      if (d.scratch) hs_free_scratch(d.scratch);
-      if (d.db) hs_free_database(d.db);
-    }
+    if (scratch) hs_free_scratch(scratch);
+    if (db) hs_free_database(db);
   }
 };
 
@@ -245,8 +244,23 @@ void DetectModule::Host::add_app_sig(uint32_t i) {
   std::vector<bool> either(s.ops.size(), false);
   bool fixed = false;  // some buffer belongs to one side
   for (const SigOp& o : s.ops) fixed = fixed || sig_buf_side(o.buf) != 2 || (o.buf == kBufHttpResponseBody);
+  for (const auto& [b, c] : s.bsize) fixed = fixed || sig_buf_side(b) != 2;
   a.side = s.flow_dir == 2 ? 1 : 0;
   if (!fixed && s.flow_dir == 0) a.side = 2;
+  for (const auto& [b0, c] : s.bsize) {
+    uint8_t b = b0;
+    int side = sig_buf_side(b);
+    if (b == kBufHttpResponseBody && s.flow_dir == 1) b = kBufHttpRequestBody, side = 0;
+    AppSig::Size z{};
+    if (side == 2) {
+      z.either = a.side == 2;
+      side = s.flow_dir == 2 ? 1 : 0;
+    }
+    if (side == 1) a.side = 1;
+    z.key = uint16_t(side * kBufCount + b);
+    z.cond = DetCond{uint8_t(c.range ? 2 : 1), c.cmp, uint8_t(c.neg ? 1 : 0), 0, c.lo, c.hi};
+    a.bsize.push_back(z);
+  }
   for (size_t k = 0; k < s.ops.size(); ++k) {
     uint8_t b = s.ops[k].buf;
     int side = sig_buf_side(b);
@@ -309,31 +323,28 @@ void DetectModule::Host::build_app_prefilter() {
     lits[kb][{lit, o.nocase}].push_back(a);
     if (app_sigs_[a].side == 2) lits[uint16_t(kb % kBufCount + kBufCount)][{lit, o.nocase}].push_back(a);  // both sides
   }
+  std::map<std::pair<std::string, bool>, std::vector<std::pair<uint16_t, uint32_t>>> pats;
   for (auto& [kb, m] : lits) {
-    AppPrefilter::Db d;
-    d.key = kb;
-    std::vector<const char*> ptr;
-    std::vector<size_t> lens;
-    std::vector<unsigned> flags, ids;
-    for (auto& [lit, sigs] : m) {
-      ids.push_back(unsigned(d.pat_sigs.size()));
-      d.pat_sigs.push_back(sigs);
-      ptr.push_back(lit.first.data());
-      lens.push_back(lit.first.size());
-      flags.push_back(HS_FLAG_SINGLEMATCH | (lit.second ? HS_FLAG_CASELESS : 0));
-    }
-    hs_compile_error_t* err = nullptr;
-    if (hs_compile_lit_multi(ptr.data(), flags.data(), ids.data(), lens.data(), unsigned(ptr.size()), HS_MODE_BLOCK,
-                             nullptr, &d.db, &err) != HS_SUCCESS) {
-      const std::string why = err && err->message ? err->message : "unknown error";
-      if (err) hs_free_compile_error(err);
-      throw std::runtime_error("detect: Hyperscan could not compile the HTTP buffers' fast patterns: " + why);
-    }
-    if (hs_alloc_scratch(d.db, &d.scratch) != HS_SUCCESS) throw std::runtime_error("detect: Hyperscan scratch allocation failed");
-    app_pf_->dbs.push_back(std::move(d));
-    d.db = nullptr;
-    d.scratch = nullptr;
+    app_pf_->keys.push_back(kb);
+    for (auto& [lit, sigs] : m)
+      for (uint32_t a : sigs) pats[lit].push_back({kb, a});
   }
+  if (pats.empty()) return;
+  std::vector<std::string> ptr;
+  std::vector<unsigned> flags, ids;
+  for (auto& [lit, sigs] : pats) {
+    ids.push_back(unsigned(app_pf_->pat_sigs.size()));
+    app_pf_->pat_sigs.push_back(sigs);
+    ptr.push_back(lit.first);
+    flags.push_back(HS_FLAG_SINGLEMATCH | (lit.second ? HS_FLAG_CASELESS : 0));
+  }
+  try {
+    app_pf_->db = hs_compile_lit_cached(ptr, flags, ids, hs_cache_dir_, hs_cache_);
+  } catch (const std::runtime_error& e) {
+    throw std::runtime_error(std::string("detect: Hyperscan could not compile the HTTP buffers' fast patterns: ") + e.what());
+  }
+  if (hs_alloc_scratch(app_pf_->db, &app_pf_->scratch) != HS_SUCCESS)
+    throw std::runtime_error("detect: Hyperscan scratch allocation failed");
 }
 
 void DetectModule::Host::on_app(const std::vector<AppUpdate>& updates, std::vector<ModuleEvent>& out) {
@@ -344,12 +355,24 @@ void DetectModule::Host::on_app(const std::vector<AppUpdate>& updates, std::vect
     HttpTx& t = *u.tx;
     TxBuffers bufs(t);
     cand.assign(app_pf_->nofp.begin(), app_pf_->nofp.end());
-    for (const AppPrefilter::Db& d : app_pf_->dbs) {
-      const std::string* b = bufs.get(d.key);
+    for (const uint16_t key : app_pf_->keys) {
+      // A request update concerns signatures inspected on requests, whose patterns are on
+      // request buffers.
+      if (u.dir == 0 && key >= kBufCount) continue;
+      const std::string* b = bufs.get(key);
       if (!b || b->empty()) continue;
-      hits.clear();
-      if (hs_scan(d.db, b->data(), unsigned(b->size()), 0, d.scratch, on_app_match, &hits) != HS_SUCCESS) continue;
-      for (uint32_t id : hits) cand.insert(cand.end(), d.pat_sigs[id].begin(), d.pat_sigs[id].end());
+      // A buffer scanned before at the same size (a finished header, say) has the same hits.
+      HttpTx::Scan& sc = t.scans[key];
+      if (sc.size != b->size()) {
+        sc.size = b->size();
+        sc.hits.clear();
+        hits.clear();
+        if (hs_scan(app_pf_->db, b->data(), unsigned(b->size()), 0, app_pf_->scratch, on_app_match, &hits) == HS_SUCCESS)
+          for (uint32_t id : hits)
+            for (const auto& [k, a] : app_pf_->pat_sigs[id])
+              if (k == key) sc.hits.push_back(a);
+      }
+      cand.insert(cand.end(), sc.hits.begin(), sc.hits.end());
     }
     std::sort(cand.begin(), cand.end());
     cand.erase(std::unique(cand.begin(), cand.end()), cand.end());
@@ -374,7 +397,15 @@ void DetectModule::Host::on_app(const std::vector<AppUpdate>& updates, std::vect
         if (!uri || !det_cond_holds(a.urilen, uri->size())) continue;
       }
       bool all = true;
+      for (const AppSig::Size& z : a.bsize) {
+        const std::string* b = bufs.get(z.either ? uint16_t(z.key % kBufCount + u.dir * kBufCount) : z.key);
+        if (!b || !det_cond_holds(z.cond, b->size())) {
+          all = false;
+          break;
+        }
+      }
       for (const AppPart& p : a.parts) {
+        if (!all) break;
         const std::string* b = bufs.get(p.either ? uint16_t(p.key % kBufCount + u.dir * kBufCount) : p.key);
         if (!b || detect_inspect(host_view_, p.d, reinterpret_cast<const uint8_t*>(b->data()), uint32_t(b->size()), 0) !=
                       kInspectMatch) {

@@ -12,6 +12,7 @@
 #include <cstring>
 #include <cstdio>
 #include <filesystem>
+#include <mutex>
 #include <sstream>
 #include <stdexcept>
 
@@ -27,6 +28,9 @@ struct DetectHostMatchers {
   hs_database_t* db = nullptr;
   hs_scratch_t* proto_scratch = nullptr;
   std::vector<pcre2_code*> pcre;
+  // Each expression is JIT-compiled on its first match, once: most of a large rule set's pcres
+  // never run on a given capture, and compiling them all up front was most of the load time.
+  std::vector<std::unique_ptr<std::once_flag>> jit;
   uint64_t generation = 0;  // which matchers a thread's scratch was made for
   ~DetectHostMatchers() {
     if (proto_scratch) hs_free_scratch(proto_scratch);
@@ -115,6 +119,7 @@ uint8_t trailing_zeros(uint64_t m) {
 int detect_host_pcre(const DetectHostMatchers* m, uint32_t id, const uint8_t* subject, uint32_t len, uint32_t start,
                      uint32_t& ov0, uint32_t& ov1) {
   t_scratch.bind(m);
+  std::call_once(*m->jit[id], [&] { pcre2_jit_compile(m->pcre[id], PCRE2_JIT_COMPLETE); });  // JIT, else the interpreter
   const int rc = pcre2_match(m->pcre[id], subject, len, start, 0, t_scratch.md, nullptr);
   if (rc < 0) return 0;  // no match, or a match limit: no match (as Suricata)
   const PCRE2_SIZE* ov = pcre2_get_ovector_pointer(t_scratch.md);
@@ -164,6 +169,8 @@ DetectModule::Host::Host(const ModuleOptions& opt) : ModuleHost<DetectModule>({}
     } else if (k == "matcher") {
       if (v != "hash" && v != "ac") throw std::invalid_argument("detect: matcher is hash or ac, not '" + v + "'");
       matcher_ac_ = v == "ac";
+    } else if (k == "mpm-cache") {
+      hs_cache_dir_ = v == "off" ? "" : v;
     } else if (k == "payload") {
       payload_ = v == "on";
     } else if (k == "packet") {
@@ -185,7 +192,7 @@ DetectModule::Host::Host(const ModuleOptions& opt) : ModuleHost<DetectModule>({}
       vars.port[k.substr(5)] = v;
     } else {
       throw std::invalid_argument("detect: unknown option '" + k +
-                                  "' (rules, classification-file, packet-alert-max, prefilter, matcher, firewall, payload, packet, verdict, action-order, address.NAME, port.NAME)");
+                                  "' (rules, classification-file, packet-alert-max, prefilter, matcher, mpm-cache, firewall, payload, packet, verdict, action-order, address.NAME, port.NAME)");
     }
   }
   const std::set<std::string> read = leave_to_firewall ? flowbits_read(files, vars) : std::set<std::string>{};
@@ -297,21 +304,17 @@ DetectModule::Host::Host(const ModuleOptions& opt) : ModuleHost<DetectModule>({}
     pat_sig_off_.push_back(uint32_t(pat_sigs_.size()));
   }
   if (!patterns_.empty()) {
-    std::vector<const char*> ptr;
-    std::vector<size_t> lens;
+    std::vector<std::string> pats;
     std::vector<unsigned> flags, ids;
     for (uint32_t k = 0; k < patterns_.size(); ++k) {
-      ptr.push_back(patterns_[k].first.data());
-      lens.push_back(patterns_[k].first.size());
+      pats.push_back(patterns_[k].first);
       flags.push_back(HS_FLAG_SINGLEMATCH | (patterns_[k].second ? HS_FLAG_CASELESS : 0));
       ids.push_back(k);
     }
-    hs_compile_error_t* err = nullptr;
-    if (hs_compile_lit_multi(ptr.data(), flags.data(), ids.data(), lens.data(), unsigned(ptr.size()), HS_MODE_BLOCK,
-                             nullptr, &matchers_->db, &err) != HS_SUCCESS) {
-      const std::string why = err && err->message ? err->message : "unknown error";
-      if (err) hs_free_compile_error(err);
-      throw std::runtime_error("detect: Hyperscan could not compile the fast patterns: " + why);
+    try {
+      matchers_->db = hs_compile_lit_cached(pats, flags, ids, hs_cache_dir_, hs_cache_);
+    } catch (const std::runtime_error& e) {
+      throw std::runtime_error(std::string("detect: Hyperscan could not compile the fast patterns: ") + e.what());
     }
     if (hs_alloc_scratch(matchers_->db, &matchers_->proto_scratch) != HS_SUCCESS)
       throw std::runtime_error("detect: Hyperscan scratch allocation failed");
@@ -410,8 +413,8 @@ void DetectModule::Host::add_ops(const Signature& s, const std::vector<size_t>& 
       pcre2_code* re = pcre2_compile(reinterpret_cast<PCRE2_SPTR>(o.bytes.data()), o.bytes.size(), o.pcre_options,
                                      &ec, &eo, nullptr);
       if (!re) throw std::invalid_argument("detect: pcre of sid " + std::to_string(s.rule.sid) + " does not compile");
-      pcre2_jit_compile(re, PCRE2_JIT_COMPLETE);  // JIT where available; the interpreter otherwise
       x.pat_off = uint32_t(matchers_->pcre.size());
+      matchers_->jit.push_back(std::make_unique<std::once_flag>());
       x.rx_prog = rx[k] < 0 ? 0 : uint32_t(rx[k]) + 1;
       matchers_->pcre.push_back(re);
     }
@@ -673,6 +676,9 @@ void DetectModule::Host::report(std::map<std::string, uint64_t>& r) const {
   r["pcre_host_rechecks"] = host_rechecks_;
   r["pcre_host_recheck_matches"] = host_recheck_matches_;
   r["stream_pcre_undecided"] = stream_unresolved_;
+  r["hs_cache_hits"] = hs_cache_.hits;
+  r["hs_cache_misses"] = hs_cache_.misses;
+  r["hs_cache_write_errors"] = hs_cache_.write_errors;
   r["app_signatures"] = app_sigs_.size();
   r["app_tx_updates"] = app_updates_;
   r["app_candidates"] = app_candidates_;

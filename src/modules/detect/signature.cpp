@@ -238,7 +238,8 @@ std::string parse_byte_op(const std::string& k, const std::string& v, Signature&
   }
   if (string && op.base == 0) op.base = 10;
   if (op.base == 0 && (op.nbytes < 1 || op.nbytes > 8)) return "error:" + k + ": nbytes must be 1..8 for binary data";
-  if (op.base != 0 && (op.nbytes < 1 || op.nbytes > 23)) return "error:" + k + ": nbytes must be 1..23 for a string";
+  // Suricata takes 0 too (DetectBytetestValidateNbytesOnly); reading 0 characters never yields a number.
+  if (op.base != 0 && op.nbytes > 23) return "error:" + k + ": nbytes must be 0..23 for a string";
   if (jump && op.from_beginning && op.from_end) return "error:byte_jump: from_beginning and from_end";
   return "";
 }
@@ -546,6 +547,15 @@ std::string parse_signature(const std::string& text, const RuleVars& vars, Signa
     if (const int b = find_buf(kContentModifiers, std::size(kContentModifiers), k); b >= 0) {
       if (out.ops.empty() || out.ops.back().type != SigOpType::content) return "error:" + k + " without a content right before it";
       out.ops.back().buf = uint8_t(b);
+      out.app = true;
+      continue;
+    }
+    if (k == "bsize") {
+      if (cur_buf == kBufPayload) return "skip:keyword bsize without a sticky buffer";
+      NumCond c;
+      const std::string r = parse_num_cond(k, v, 65535, c);
+      if (!r.empty()) return r;
+      out.bsize.push_back({cur_buf, c});
       out.app = true;
       continue;
     }

@@ -21,7 +21,8 @@
 //                      http_method, http_header, http_raw_header, http_cookie, http_user_agent,
 //                      http_host, http_raw_host, http_client_body, http_server_body,
 //                      http_stat_code, http_stat_msg), uricontent, urilen, and pcre's buffer flags
-//                      (U I M H D C V W Z P Q S Y); the protocol `http` in the header
+//                      (U I M H D C V W Z P Q S Y), bsize (on the sticky buffer); the protocol
+//                      `http` in the header
 //   dsize:N | <N | >N | <=N | >=N | N<>M | N-M | !N; itype, icode (ICMP) the same way
 //   flags:[+*!]FSRPAUCE0[,IGNORED] (TCP flags; C/1 CWR, E/2 ECE, 0 none)
 //   flow:to_server|to_client|from_client|from_server|established|not_established|stateless|
@@ -171,6 +172,7 @@ struct Signature {
   bool app = false;
   NumCond urilen;                  // urilen (on the normalized URI, or the raw one with urilen_raw)
   bool urilen_raw = false;
+  std::vector<std::pair<uint8_t, NumCond>> bsize;  // bsize: (the sticky buffer, its size condition)
 };
 
 struct SignatureSet {

@@ -1,0 +1,72 @@
+// output/eve_http.cpp — see eve_http.hpp.
+#include "output/eve_http.hpp"
+
+#include <cctype>
+
+#include "core/eve_event.hpp"
+
+namespace gaspp {
+
+namespace {
+std::string lower(std::string s) {
+  for (char& c : s) c = char(std::tolower(static_cast<unsigned char>(c)));
+  return s;
+}
+void str(std::string& j, const char* name, const std::string& v) {
+  j += std::string(j.back() == '{' ? "" : ",") + "\"" + name + "\":\"" + json_escape(v) + "\"";
+}
+}  // namespace
+
+std::string eve_http_object(const HttpTx& t) {
+  std::string j = "\"http\":{";
+  // The host: from an absolute URI, else the Host header; lowercase, the port apart.
+  std::string host = t.req_header("Host");
+  const std::string& u = t.uri_raw;
+  const size_t scheme = u.find("://");
+  if (scheme != std::string::npos && scheme < 8) {
+    const size_t a = scheme + 3, e = u.find_first_of("/?", a);
+    host = u.substr(a, e == std::string::npos ? std::string::npos : e - a);
+  }
+  int port = -1;
+  if (!host.empty() && host[0] != '[') {
+    const size_t c = host.rfind(':');
+    if (c != std::string::npos) {
+      const std::string p = host.substr(c + 1);
+      if (!p.empty() && p.size() <= 5 && p.find_first_not_of("0123456789") == std::string::npos) port = std::stoi(p);
+      host = host.substr(0, c);
+    }
+  }
+  if (!host.empty()) str(j, "hostname", lower(host));
+  if (port >= 0 && port <= 65535) j += std::string(j.back() == '{' ? "" : ",") + "\"http_port\":" + std::to_string(port);
+  if (t.req_line) str(j, "url", t.uri_raw);
+  if (t.has_req_header("User-Agent")) str(j, "http_user_agent", t.req_header("User-Agent"));
+  std::string ct = t.resp_header("Content-Type");
+  if (!ct.empty()) {
+    const size_t semi = ct.find(';');
+    if (semi != std::string::npos) ct = ct.substr(0, semi);
+    while (!ct.empty() && (ct.back() == ' ' || ct.back() == '\t')) ct.pop_back();
+    str(j, "http_content_type", lower(ct));
+  }
+  if (t.has_req_header("Referer")) str(j, "http_refer", t.req_header("Referer"));
+  if (!t.method.empty()) str(j, "http_method", t.method);
+  if (!t.protocol.empty()) str(j, "protocol", t.protocol);
+  else if (!t.resp_protocol.empty()) str(j, "protocol", t.resp_protocol);
+  if (t.stat_code.size() == 3 && std::isdigit(static_cast<unsigned char>(t.stat_code[0])) &&
+      std::isdigit(static_cast<unsigned char>(t.stat_code[1])) && std::isdigit(static_cast<unsigned char>(t.stat_code[2])))
+    j += std::string(j.back() == '{' ? "" : ",") + "\"status\":" + std::to_string(std::stoi(t.stat_code));
+  const std::string loc = t.resp_header("Location");
+  if (!loc.empty()) str(j, "redirect", loc);
+  j += std::string(j.back() == '{' ? "" : ",") + "\"length\":" + std::to_string(t.response_body_len);
+  return j + "}";
+}
+
+std::string eve_http_event(uint64_t ts_ns, uint64_t flow_id, uint64_t pcap_cnt, const FlowKey& key, bool client_lo,
+                           const HttpTx& t) {
+  std::string j = "{\"timestamp\":\"" + eve_timestamp(ts_ns) + "\",\"flow_id\":" + std::to_string(flow_id);
+  if (pcap_cnt) j += ",\"pcap_cnt\":" + std::to_string(pcap_cnt);
+  j += ",\"event_type\":\"http\"" + flow_endpoints_json(key, client_lo ? 0 : 1);
+  j += ",\"pkt_src\":\"wire/pcap\",\"tx_id\":" + std::to_string(t.id) + "," + eve_http_object(t) + "}";
+  return j;
+}
+
+}  // namespace gaspp

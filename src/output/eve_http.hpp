@@ -1,0 +1,27 @@
+// output/eve_http.hpp — EVE `http` events (Suricata's eve-log type http) of the application
+// layer's HTTP transactions (applayer/http1.hpp).
+//
+// One event per transaction, when its response has finished (or, for one that never got a
+// response, when its flow leaves the table): the client as src, the server as dest (whatever
+// direction the completing packet went), tx_id, and the `http` object with Suricata's default
+// fields: hostname (normalized: lowercase, no port), http_port (when the Host header names one),
+// url (the request target as sent), http_user_agent, http_content_type (the response's media type,
+// lowercase, no parameters), http_refer, http_method, protocol, status, redirect (Location), length
+// (the response body's bytes on the wire).
+#pragma once
+#include <cstdint>
+#include <string>
+
+#include "applayer/http1.hpp"
+#include "gaspp/flow.hpp"
+
+namespace gaspp {
+
+// The `"http":{...}` member (no leading comma).
+std::string eve_http_object(const HttpTx& t);
+
+// A whole event. pcap_cnt 0: left out (a flow-only event); client_lo: key endpoint 0 is the client.
+std::string eve_http_event(uint64_t ts_ns, uint64_t flow_id, uint64_t pcap_cnt, const FlowKey& key, bool client_lo,
+                           const HttpTx& t);
+
+}  // namespace gaspp
