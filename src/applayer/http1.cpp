@@ -146,8 +146,21 @@ class RespHeaderParser {
   }
   // One header from i; i moves past its line end (not past the block's end).
   bool header(size_t& i, HttpHeader& h) {
+    // The name runs to the first ':' before a line end; a line end followed by SP or HT does not
+    // stop it (libhtp's quirk: "Transfer-Encoding\r\n :\r\n chunked" is a Transfer-Encoding).
     size_t j = i;
-    while (j < n_ && at(j) != ':' && at(j) != '\r' && at(j) != '\n') ++j;
+    for (;;) {
+      while (j < n_ && at(j) != ':' && at(j) != '\r' && at(j) != '\n') ++j;
+      if (j >= n_ || at(j) == ':') break;
+      const size_t l = reg_eol(j);
+      if (need_) return false;
+      if (j + l >= n_ && !eof_) return false;
+      if (j + l < n_ && (at(j + l) == ' ' || at(j + l) == '\t')) {
+        j += l;
+        continue;
+      }
+      break;
+    }
     if (j >= n_ && !eof_) return false;
     size_t k;
     if (j < n_ && at(j) == ':') {
@@ -195,8 +208,9 @@ class RespHeaderParser {
         continue;
       }
       if (l2 == 1 && e2 + 1 < n_ && at(e2 + 1) == '\n') {
+        // "...\n \n\n": the one-byte line end is taken, and the LF after it ends the block.
         pos = e2 + 1;
-        continue;
+        break;
       }
       pos = e2;  // a fold of one byte and a 1-byte line end: the block ends at that line end
       break;

@@ -53,21 +53,10 @@ KNOWN_FAILURES = {
     "bug-2576-04": "the HTTP flow is inside GRE with transparent Ethernet bridging (0x6558), which the decoder does not open",
     "bug-2576-04-ips": "the HTTP flow is inside GRE with transparent Ethernet bridging (0x6558), which the decoder does not open",
     "bug-5929-02": "sid 3 (urilen and http.uri with distance/within) does not match; not investigated yet",
-    "http-body-inspect": "the check wants the alert's tx_id, which alerts do not carry yet",
     "http2-long-frame": "HTTP/2 is not parsed",
     "eve-metadata": "the checks want alerts' metadata from flowbits named traffic/id/... and traffic/label/..., and pcre captures into pkt/flow variables (skipped rules); neither is supported",
     "http-evader/http-evader-116-lzma": "lzma Content-Encoding is not decoded",
-    "http-evader/http-evader-297": "a header folded around CR/LF and spaces before its colon: libhtp reads it as Transfer-Encoding, gaspp's parser does not",
-    "http-evader/http-evader-300": "a header folded around CR/LF and spaces before its colon: libhtp reads it as Transfer-Encoding, gaspp's parser does not",
-    "http-evader/http-evader-319": "a header folded around CR/LF and spaces before its colon: libhtp reads it as Content-Encoding, gaspp's parser does not",
-    "http-evader/http-evader-337": "a header folded around CR/LF and spaces before its colon: libhtp reads it as Content-Encoding, gaspp's parser does not",
-    "http-evader/http-evader-338": "a header folded around CR/LF and spaces before its colon: libhtp reads it as Content-Encoding, gaspp's parser does not",
     "http-evader/http-evader-405": "a deformed end of the header block (CR/LF mixes): where libhtp's headers end differs from gaspp's",
-    "http-evader/http-evader-417": "a deformed end of the header block (CR/LF mixes): where libhtp's headers end differs from gaspp's",
-    "http-evader/http-evader-420": "a deformed end of the header block (CR/LF mixes): where libhtp's headers end differs from gaspp's",
-    "http-evader/http-evader-423": "a deformed end of the header block (CR/LF mixes): where libhtp's headers end differs from gaspp's",
-    "http-evader/http-evader-426": "a deformed end of the header block (CR/LF mixes): where libhtp's headers end differs from gaspp's",
-    "http-evader/http-evader-429": "a deformed end of the header block (CR/LF mixes): where libhtp's headers end differs from gaspp's",
 }
 
 

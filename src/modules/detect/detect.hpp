@@ -65,6 +65,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <tuple>
 #include <unordered_map>
 #include <vector>
 
@@ -427,6 +428,9 @@ struct DetectModule {
     std::vector<AppSig> app_sigs_;
     std::shared_ptr<AppPrefilter> app_pf_;  // shared: its type is complete in detect_app.cpp only
     uint64_t app_updates_ = 0, app_candidates_ = 0, app_matches_ = 0;
+    // The transactions of this batch's app-layer matches, for their alerts (tx_id, http object):
+    // (flow id, packet index, signature) -> the alert's app members; filled by on_app.
+    std::map<std::tuple<uint64_t, uint32_t, uint32_t>, std::string> app_alerts_;
     std::string hs_cache_dir_ = hs_cache_default_dir();  // mpm-cache (hs_cache.hpp)
     HsCacheStats hs_cache_;
 

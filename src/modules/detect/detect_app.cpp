@@ -24,6 +24,7 @@
 
 #include "modules/detect/detect.hpp"
 #include "modules/detect/hs_cache.hpp"
+#include "output/eve_http.hpp"
 
 namespace gaspp {
 
@@ -348,6 +349,7 @@ void DetectModule::Host::build_app_prefilter() {
 }
 
 void DetectModule::Host::on_app(const std::vector<AppUpdate>& updates, std::vector<ModuleEvent>& out) {
+  app_alerts_.clear();
   if (app_sigs_.empty() || !host_view_.sigs) return;
   std::vector<uint32_t> hits, cand;
   for (const AppUpdate& u : updates) {
@@ -416,6 +418,8 @@ void DetectModule::Host::on_app(const std::vector<AppUpdate>& updates, std::vect
       if (!all) continue;
       t.matched.insert(a.sig);
       ++app_matches_;
+      app_alerts_[{u.flow_id, u.packet, a.sig}] =
+          ",\"tx_id\":" + std::to_string(t.id) + "," + eve_http_object(t) + ",\"app_proto\":\"http\"";
       out.push_back(ModuleEvent{u.flow_id, u.packet, (a.sig << 2) | 2u, 0, kMatch, u.dir});
     }
   }

@@ -651,7 +651,12 @@ void DetectModule::Host::on_event(const ModuleEvent& ev, const HostPacket& p, Mo
   const bool blocked = s.rule.action == RuleAction::drop || s.rule.action == RuleAction::reject;
   const bool dropped = blocked && (sigs_[e.value].verdict & kDetDrop);
   alerts_blocked_ += dropped;
-  out.eve(eve_alert_line(s.rule, classes_, p, dropped, AlertExtras{payload_, (ev.value & 2) != 0, eve_packet_, eve_verdict_}));
+  AlertExtras x{payload_, (ev.value & 2) != 0, eve_packet_, eve_verdict_, false, {}};
+  if (s.app) {
+    const auto it = app_alerts_.find({ev.flow_id, ev.packet, e.value});
+    if (it != app_alerts_.end()) x.app = it->second;
+  }
+  out.eve(eve_alert_line(s.rule, classes_, p, dropped, x));
   out.fast_log(fast_log_line(s.rule, classes_, p, dropped));
 }
 

@@ -65,6 +65,7 @@ std::string eve_alert_line(const Rule& r, const Classifications& classes_, const
     j += "}";
   }
   j += "}";
+  j += x.app;
   j += eve_tunnel_json(p);
   j += eve_alert_flow_json(p);
   if (x.payload) {

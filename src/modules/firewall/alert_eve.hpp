@@ -20,6 +20,9 @@ struct AlertExtras {
   bool packet = false;   // packet (base64 of the frame) and packet_info.linktype
   bool verdict = false;  // verdict.action from HostPacket::verdict
   bool pass = false;     // the alert's own action is pass (verdict "pass" when not dropped)
+  // A match on an application-layer transaction: `,"tx_id":N,"http":{...},"app_proto":"http"`
+  // (written after the alert object; empty otherwise).
+  std::string app;
 };
 
 std::string eve_alert_line(const Rule& r, const Classifications& classes, const HostPacket& p, bool blocked,
