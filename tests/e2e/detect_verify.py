@@ -38,7 +38,7 @@ from suricata_verify import matches  # test.yaml filter semantics, shared
 
 # Tests that need only this stage's keywords and still fail, with why (docs/detect-status.md).
 KNOWN_FAILURES = {
-    "bug-130": "needs detect.guess-applayer-tx and the alert's http object (alerts carry no http object yet)",
+    "bug-130": "detect.guess-applayer-tx: Suricata gives a stream (not HTTP) signature's alert on an HTTP flow the http object of the transaction it guesses the match belongs to; gaspp gives the http object to HTTP signatures' alerts only",
     "bug-7725-01": "IP-in-IP: Suricata inspects the outer packet (proto IP-in-IP, pkt_src wire/pcap) as well as the inner one (pkt_src \"ipv4 tunnel\"); gaspp inspects the inner packet only",
     "bug-7725-02": "IP-in-IP: Suricata inspects the outer packet (proto IP-in-IP, pkt_src wire/pcap) as well as the inner one (pkt_src \"ipv4 tunnel\"); gaspp inspects the inner packet only",
     "bug-7725-03": "IP-in-IP: Suricata inspects the outer packet (proto IP-in-IP, pkt_src wire/pcap) as well as the inner one (pkt_src \"ipv4 tunnel\"); gaspp inspects the inner packet only",

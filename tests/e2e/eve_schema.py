@@ -29,6 +29,7 @@ alert tcp any any -> any any (msg:"tcp \\"quoted\\" é"; classtype:trojan-activi
 drop udp any any -> any 53 (msg:"dns"; classtype:policy-violation; sid:2;)
 alert icmp any any -> any any (msg:"icmp"; priority:1; sid:3;)
 alert ip any any -> any any (msg:"ip"; sid:4; threshold: type limit, track by_src, count 1, seconds 60;)
+alert http any any -> any any (msg:"http get"; http.method; content:"GET"; sid:5;)
 """
 
 
