@@ -34,6 +34,14 @@ int looks_like_request(const std::string& s) {
   return wait ? -1 : 0;
 }
 
+// A TLS handshake record's start: 1, 0 not, -1 too few bytes.
+int looks_like_tls(const std::string& s) {
+  if (s.size() >= 1 && uint8_t(s[0]) != 0x16) return 0;
+  if (s.size() >= 2 && uint8_t(s[1]) != 0x03) return 0;
+  if (s.size() >= 3 && uint8_t(s[2]) > 0x04) return 0;
+  return s.size() >= 3 ? 1 : -1;
+}
+
 int looks_like_response(const std::string& s) {
   static const char kWant[] = "HTTP/";
   for (size_t i = 0; i < 5; ++i) {
@@ -47,6 +55,7 @@ int looks_like_response(const std::string& s) {
 const char* app_proto_name(AppProto p) {
   switch (p) {
     case AppProto::http: return "http";
+    case AppProto::tls: return "tls";
     case AppProto::failed: return "failed";
     default: return "unknown";
   }
@@ -60,6 +69,16 @@ AppProto AppLayer::proto(uint64_t flow_id) const {
 void AppLayer::detect(FlowApp& f, int dir, const uint8_t* p, size_t n) {
   std::string& pr = f.probe[dir];
   pr.append(reinterpret_cast<const char*>(p), std::min(n, kProbeBytes - std::min(kProbeBytes, pr.size())));
+  const int t = looks_like_tls(pr);
+  if (t != 0) {
+    if (t < 0) return;
+    // A server that speaks first with a handshake is taken as the client's (turned around).
+    f.reversed = dir == 1;
+    f.proto = AppProto::tls;
+    ++stats_.flows_tls;
+    f.tls = std::make_unique<TlsConn>();
+    return;
+  }
   int r = dir == 0 ? looks_like_request(pr) : looks_like_response(pr);
   if (r == 0) {
     // The other role's start: a flow picked up the other way round (midstream, or its first
@@ -120,6 +139,16 @@ void AppLayer::process(const std::vector<StreamChunk>& chunks, const std::vector
       } else {
         const size_t had = f.probe[dir].size();
         detect(f, dir, p, c.len);
+        if (f.proto == AppProto::tls) {
+          const int r = f.reversed ? 1 : 0;
+          const int o = 1 - dir;
+          if (!f.probe[o].empty())
+            f.tls->feed(o ^ r, reinterpret_cast<const uint8_t*>(f.probe[o].data()), f.probe[o].size());
+          f.tls->feed(dir ^ r, reinterpret_cast<const uint8_t*>(f.probe[dir].data()), had);
+          f.probe[0].clear();
+          f.probe[1].clear();
+          f.tls->feed(dir ^ r, p, c.len);
+        }
         if (f.proto == AppProto::http) {
           // Feed what detection held, the other direction's first (in the parser's roles).
           const int o = 1 - dir;
@@ -131,6 +160,12 @@ void AppLayer::process(const std::vector<StreamChunk>& chunks, const std::vector
           f.probe[1].clear();
           f.http->feed(dir ^ r, p, c.len);
         }
+      }
+    } else if (f.proto == AppProto::tls) {
+      const int dir = wire_dir ^ (f.reversed ? 1 : 0);
+      if (!f.tls->done(dir) && (c.len || conflict)) {
+        const int r = f.tls->feed(dir, p, conflict ? 0 : c.len, c.gap != 0 || conflict);
+        stats_.tls_malformed += r < 0;
       }
     } else if (f.proto == AppProto::http) {
       const int dir = wire_dir ^ (f.reversed ? 1 : 0);
@@ -147,8 +182,14 @@ void AppLayer::process(const std::vector<StreamChunk>& chunks, const std::vector
       f.ended[wire_dir] = true;  // the state stays until the flow leaves the table (forget)
     }
     if (f.http) {
-      for (HttpTx* t : f.http->touched()) out.push_back(AppUpdate{c.flow_id, c.packet, uint8_t(dir), client_lo, c.key, t});
+      for (HttpTx* t : f.http->touched())
+        out.push_back(AppUpdate{c.flow_id, c.packet, uint8_t(dir), client_lo, c.key, AppProto::http, t});
       f.http->clear_touched();
+    }
+    if (f.tls && f.tls->changed()) {
+      stats_.tls_hellos++;
+      out.push_back(AppUpdate{c.flow_id, c.packet, uint8_t(dir), client_lo, c.key, AppProto::tls, &f.tls->tx()});
+      f.tls->clear_changed();
     }
   }
 }
@@ -159,7 +200,9 @@ void AppLayer::forget(const std::vector<FlowRecordOut>& flows, const Unlogged& u
     if (it == flows_.end()) continue;
     if (unlogged && it->second.http)
       for (const auto& t : it->second.http->txs())
-        if (!t->logged && t->req_line) unlogged(r.rec.flow_id, it->second.key, it->second.client_lo, *t);
+        if (!t->logged && t->req_line) unlogged(r.rec.flow_id, it->second.key, it->second.client_lo, AppProto::http, *t);
+    if (unlogged && it->second.tls && !it->second.tls->tx().logged && it->second.tls->tx().client_hello)
+      unlogged(r.rec.flow_id, it->second.key, it->second.client_lo, AppProto::tls, it->second.tls->tx());
     flows_.erase(it);
   }
 }
@@ -167,6 +210,9 @@ void AppLayer::forget(const std::vector<FlowRecordOut>& flows, const Unlogged& u
 void AppLayer::report(std::map<std::string, uint64_t>& r) const {
   r["app_flows"] = stats_.flows;
   r["app_flows_http"] = stats_.flows_http;
+  r["app_flows_tls"] = stats_.flows_tls;
+  r["tls_hellos"] = stats_.tls_hellos;
+  r["tls_malformed"] = stats_.tls_malformed;
   r["app_flows_failed"] = stats_.flows_failed;
   r["app_flows_full"] = stats_.flows_full;
   const HttpStats& h = stats_.http;

@@ -11,7 +11,8 @@
 //
 // Protocol detection is by content, not by port (Suricata's app-layer probing): a flow is HTTP/1
 // when its first client data starts with one of Suricata's probe methods (GET, POST, ..., 28 of
-// them) and a space or tab, or its first server data with "HTTP/". When a direction starts with the other role's data (a flow picked up at the
+// them) and a space or tab, or its first server data with "HTTP/"; TLS when a direction starts
+// with a handshake record (0x16 0x03 0x00..0x04). When a direction starts with the other role's data (a flow picked up at the
 // server's response) the flow is turned around: the parser's client is the key's other endpoint,
 // and updates carry the parser's direction and client. A flow whose first data is neither is not
 // parsed. Names are Suricata's app_proto values ("http", "failed" when detection found nothing).
@@ -29,6 +30,7 @@
 #include <vector>
 
 #include "applayer/http1.hpp"
+#include "applayer/tls.hpp"
 #include "gaspp/stream_chunk.hpp"
 
 namespace gaspp {
@@ -40,7 +42,7 @@ struct AppLayerConfig {
   size_t max_flows = 1u << 20;
 };
 
-enum class AppProto : uint8_t { unknown, http, failed };
+enum class AppProto : uint8_t { unknown, http, tls, failed };
 const char* app_proto_name(AppProto p);
 
 // A transaction some chunk changed: the chunk's flow, direction and delivering packet.
@@ -50,12 +52,16 @@ struct AppUpdate {
   uint8_t dir;       // 0 client → server, 1 server → client (the parser's roles)
   uint8_t client_lo; // key endpoint 0 is the client (the parser's)
   FlowKey key;
-  HttpTx* tx;        // valid until the next process() or forget()
+  AppProto proto;    // http: tx is an HttpTx; tls: a TlsTx
+  AppTx* tx;         // valid until the next process() or forget()
+  HttpTx* http() const { return proto == AppProto::http ? static_cast<HttpTx*>(tx) : nullptr; }
+  TlsTx* tls() const { return proto == AppProto::tls ? static_cast<TlsTx*>(tx) : nullptr; }
 };
 
 struct AppLayerStats {
   HttpStats http;
-  uint64_t flows = 0, flows_http = 0, flows_failed = 0, flows_full = 0;
+  uint64_t flows = 0, flows_http = 0, flows_tls = 0, flows_failed = 0, flows_full = 0;
+  uint64_t tls_hellos = 0, tls_malformed = 0;
 };
 
 class AppLayer {
@@ -64,7 +70,7 @@ class AppLayer {
   void process(const std::vector<StreamChunk>& chunks, const std::vector<uint8_t>& bytes, std::vector<AppUpdate>& out);
   // The flows that left the flow table: their state goes; unlogged(flow id, key, client_lo, tx)
   // is called first for each transaction no output logged yet (the flow's last word on it).
-  using Unlogged = std::function<void(uint64_t, const FlowKey&, bool, HttpTx&)>;
+  using Unlogged = std::function<void(uint64_t, const FlowKey&, bool, AppProto, AppTx&)>;
   void forget(const std::vector<FlowRecordOut>& flows, const Unlogged& unlogged = nullptr);
   AppProto proto(uint64_t flow_id) const;
   const AppLayerStats& stats() const { return stats_; }
@@ -75,6 +81,7 @@ class AppLayer {
     AppProto proto = AppProto::unknown;
     std::string probe[2];  // the first bytes of each direction while detection waits for more
     std::unique_ptr<Http1Conn> http;
+    std::unique_ptr<TlsConn> tls;
     bool ended[2] = {false, false};
     bool reversed = false;  // the flow's first packet came from the server: roles turned around
     FlowKey key{};

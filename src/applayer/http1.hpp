@@ -28,6 +28,7 @@
 #include <unordered_set>
 #include <vector>
 
+#include "applayer/app_tx.hpp"
 #include "applayer/http_body.hpp"
 
 namespace gaspp {
@@ -55,8 +56,7 @@ struct HttpHeader {
 };
 
 // One transaction. Buffers hold what the detection buffers of the same names are (Suricata's).
-struct HttpTx {
-  uint64_t id = 0;  // 0, 1, ... per connection
+struct HttpTx : AppTx {
   // Request
   std::string request_line, method, uri_raw, protocol;
   std::vector<HttpHeader> req_headers;
@@ -70,16 +70,6 @@ struct HttpTx {
   std::string response_body;     // dechunked, decoded, first response_body_limit bytes
   bool resp_line = false, resp_headers_done = false, resp_done = false;
   uint64_t request_body_len = 0, response_body_len = 0;  // as framed on the wire
-  // What consumers keep per transaction (the detection engine: signatures already matched here,
-  // and per buffer the size it last scanned and the prefilter hits then).
-  std::unordered_set<uint32_t> matched;
-  struct Scan {
-    size_t size = ~size_t(0);
-    std::vector<uint32_t> hits;
-  };
-  std::unordered_map<uint16_t, Scan> scans;
-  bool logged = false;  // an output wrote its event (EVE http)
-
   // Header values by name (case-insensitive; repeated headers joined with ", "), "" when absent.
   std::string req_header(const char* name) const;
   std::string resp_header(const char* name) const;

@@ -75,18 +75,28 @@ void ModuleSet::app_events(const std::vector<StreamChunk>& chunks, const std::ve
   }
   if (!app_log_) return;
   for (const AppUpdate& u : updates_) {
-    HttpTx& t = *u.tx;
-    if (t.logged || !t.resp_done) continue;
+    AppTx& t = *u.tx;
+    // HTTP: when the response finished; TLS: when the server's hello came.
+    const bool done = u.http() ? u.http()->resp_done : u.tls() ? u.tls()->server_hello : false;
+    if (t.logged || !done) continue;
     t.logged = true;
     sorted_.push_back(ModuleEvent{u.flow_id, u.packet, uint32_t(app_logs_.size()), kAppLogModule, 0, u.dir});
-    app_logs_.push_back(AppLog{&t, u.key, u.client_lo != 0});
+    app_logs_.push_back(AppLog{u.proto, &t, u.key, u.client_lo != 0});
   }
 }
+
+namespace {
+std::string app_event(AppProto proto, uint64_t ts, uint64_t flow_id, uint64_t cnt, const FlowKey& key, bool client_lo,
+                      const AppTx& t) {
+  if (proto == AppProto::tls) return eve_tls_event(ts, flow_id, cnt, key, client_lo, static_cast<const TlsTx&>(t));
+  return eve_http_event(ts, flow_id, cnt, key, client_lo, static_cast<const HttpTx&>(t));
+}
+}  // namespace
 
 void ModuleSet::write_app_log(const ModuleEvent& e, uint64_t ts_ns, uint64_t pcap_cnt, ModuleOutput& out) {
   if (e.value >= app_logs_.size()) return;
   const AppLog& l = app_logs_[e.value];
-  out.eve(eve_http_event(ts_ns, e.flow_id, pcap_cnt, l.key, l.client_lo, *l.tx));
+  out.eve(app_event(l.proto, ts_ns, e.flow_id, pcap_cnt, l.key, l.client_lo, *l.tx));
 }
 
 void ModuleSet::forget_app_flows(const std::vector<FlowRecordOut>& flows, ModuleOutput& out) {
@@ -97,9 +107,9 @@ void ModuleSet::forget_app_flows(const std::vector<FlowRecordOut>& flows, Module
   }
   std::unordered_map<uint64_t, uint64_t> last_ts;
   for (const FlowRecordOut& f : flows) last_ts[f.rec.flow_id] = f.rec.last_ts;
-  app_->forget(flows, [&](uint64_t flow_id, const FlowKey& key, bool client_lo, HttpTx& t) {
+  app_->forget(flows, [&](uint64_t flow_id, const FlowKey& key, bool client_lo, AppProto proto, AppTx& t) {
     t.logged = true;
-    out.eve(eve_http_event(last_ts[flow_id], flow_id, 0, key, client_lo, t));
+    out.eve(app_event(proto, last_ts[flow_id], flow_id, 0, key, client_lo, t));
   });
 }
 

@@ -176,7 +176,8 @@ class ModuleSet {
   // of the pseudo-module kAppLogModule (value: index here).
   static constexpr uint16_t kAppLogModule = 0xfffe;
   struct AppLog {
-    const HttpTx* tx;
+    AppProto proto;
+    const AppTx* tx;
     FlowKey key;
     bool client_lo;
   };

@@ -69,4 +69,21 @@ std::string eve_http_event(uint64_t ts_ns, uint64_t flow_id, uint64_t pcap_cnt, 
   return j;
 }
 
+std::string eve_tls_object(const TlsTx& t) {
+  std::string j = "\"tls\":{";
+  if (!t.sni.empty()) str(j, "sni", t.sni);
+  const uint16_t v = t.server_hello ? t.server_version : t.client_version;
+  str(j, "version", tls_version_name(v));
+  return j + "}";
+}
+
+std::string eve_tls_event(uint64_t ts_ns, uint64_t flow_id, uint64_t pcap_cnt, const FlowKey& key, bool client_lo,
+                          const TlsTx& t) {
+  std::string j = "{\"timestamp\":\"" + eve_timestamp(ts_ns) + "\",\"flow_id\":" + std::to_string(flow_id);
+  if (pcap_cnt) j += ",\"pcap_cnt\":" + std::to_string(pcap_cnt);
+  j += ",\"event_type\":\"tls\"" + flow_endpoints_json(key, client_lo ? 0 : 1);
+  j += ",\"pkt_src\":\"wire/pcap\"," + eve_tls_object(t) + "}";
+  return j;
+}
+
 }  // namespace gaspp

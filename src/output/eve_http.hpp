@@ -1,5 +1,5 @@
-// output/eve_http.hpp — EVE `http` events (Suricata's eve-log type http) of the application
-// layer's HTTP transactions (applayer/http1.hpp).
+// output/eve_http.hpp — EVE `http` and `tls` events (Suricata's eve-log types) of the application
+// layer's transactions (applayer/http1.hpp, applayer/tls.hpp).
 //
 // One event per transaction, when its response has finished (or, for one that never got a
 // response, when its flow leaves the table): the client as src, the server as dest (whatever
@@ -13,6 +13,7 @@
 #include <string>
 
 #include "applayer/http1.hpp"
+#include "applayer/tls.hpp"
 #include "gaspp/flow.hpp"
 
 namespace gaspp {
@@ -23,5 +24,12 @@ std::string eve_http_object(const HttpTx& t);
 // A whole event. pcap_cnt 0: left out (a flow-only event); client_lo: key endpoint 0 is the client.
 std::string eve_http_event(uint64_t ts_ns, uint64_t flow_id, uint64_t pcap_cnt, const FlowKey& key, bool client_lo,
                            const HttpTx& t);
+
+// EVE `tls` events (Suricata's eve-log type tls), one per connection once its ServerHello was seen
+// (or when the flow leaves the table): `"tls":{"sni","version"}` — the version the server chose,
+// else the client's.
+std::string eve_tls_object(const TlsTx& t);
+std::string eve_tls_event(uint64_t ts_ns, uint64_t flow_id, uint64_t pcap_cnt, const FlowKey& key, bool client_lo,
+                          const TlsTx& t);
 
 }  // namespace gaspp

@@ -1,15 +1,20 @@
 #!/usr/bin/env python3
-"""EVE http events against tshark: every capture under DATA_DIR/pcaps is run with `--app-layer -l`,
-and for each TCP connection gaspp parsed as HTTP, its events' (method, url, status) in order must
+"""EVE http and tls events against tshark: every capture under DATA_DIR/pcaps is run with `--app-layer -l`,
+and for each TCP connection gaspp parsed as HTTP, its events' (method, url) in order must
 equal what tshark's HTTP dissector finds in that connection (http.request.method,
 http.request.uri). Connections whose requests name another protocol (RTSP: Suricata's probe
 takes them for HTTP, as gaspp's does) are left out. tshark is told to
 dissect HTTP on the server ports gaspp found it on (gaspp detects by content, tshark by port).
 
-Connections tshark finds requests in that gaspp did not parse are listed with why gaspp left
-them (the capture missed their start, or they are not HTTP/1 at their start); a connection whose
-start gaspp saw and still did not parse fails the test, as does any difference in the list.
-Every http event must also carry the fields the EVE schema requires of it (checked by
+Connections tshark finds requests (or a ClientHello's server name) in that gaspp did not parse
+are listed, not failed: a capture that missed a connection's start, data that is not HTTP/1 at
+its start, TLS inside an HTTP CONNECT tunnel (gaspp does not hand a tunnel back to protocol
+detection yet).
+
+TLS: for each connection with a tls event, its `sni` must equal tshark's
+tls.handshake.extensions_server_name of the connection's ClientHello (connections tshark sees a
+server name in and gaspp has no event for are listed as above).
+Every http and tls event must also carry the fields the EVE schema requires of it (checked by
 e2e_eve_schema for the captures there).
 
 usage: http_vs_tshark.py GASPP DATA_DIR
@@ -34,9 +39,12 @@ def gaspp_txs(gaspp, pcap):
         if p.returncode != 0:
             return None, p.stderr.strip().splitlines()[-1] if p.stderr.strip() else str(p.returncode)
         txs = collections.defaultdict(list)
+        snis = {}
         with open(os.path.join(d, "eve.json")) as f:
             for line in f:
                 e = json.loads(line)
+                if e.get("event_type") == "tls":
+                    snis[flow_key(e["src_ip"], e["src_port"], e["dest_ip"], e["dest_port"])] = e["tls"].get("sni", "")
                 if e.get("event_type") != "http":
                     continue
                 h = e["http"]
@@ -45,6 +53,7 @@ def gaspp_txs(gaspp, pcap):
                                e["dest_port"]))
         for k in txs:
             txs[k].sort()
+        txs["__tls__"] = snis
         return txs, ""
 
 
@@ -76,16 +85,42 @@ def tshark_txs(pcap, ports):
     return txs
 
 
+def tshark_snis(pcap):
+    p = subprocess.run(["tshark", "-r", pcap, "-Y", "tls.handshake.type == 1", "-T", "fields", "-E", "separator=\t",
+                        "-e", "ip.src", "-e", "ipv6.src", "-e", "tcp.srcport", "-e", "ip.dst", "-e", "ipv6.dst",
+                        "-e", "tcp.dstport", "-e", "tls.handshake.extensions_server_name"],
+                       capture_output=True, text=True)
+    out = {}
+    for line in p.stdout.splitlines():
+        f = line.split("\t")
+        if len(f) < 7 or not f[2]:
+            continue
+        src = (f[0] or f[1]).split(",")[-1]
+        dst = (f[3] or f[4]).split(",")[-1]
+        out.setdefault(flow_key(norm_addr(src), f[2], norm_addr(dst), f[5]), f[6].split(",")[0])
+    return out
+
+
 def main():
     gaspp, data = sys.argv[1:3]
     pcaps = sorted(glob.glob(os.path.join(data, "pcaps", "**", "*.pcap*"), recursive=True))
     pcaps = [p for p in pcaps if not p.endswith(".out")]
     fails, compared, flows, left = [], 0, 0, []
+    tls_flows = [0]
     for pcap in pcaps:
         ours, why = gaspp_txs(gaspp, pcap)
         if ours is None:
             fails.append(f"{pcap}: gaspp failed: {why}")
             continue
+        snis = ours.pop("__tls__")
+        their_snis = tshark_snis(pcap)
+        for k, sni in snis.items():
+            tls_flows[0] += 1
+            if k in their_snis and their_snis[k] != sni:
+                fails.append(f"{os.path.relpath(pcap, data)} {k}: gaspp sni {sni!r}, tshark {their_snis[k]!r}")
+        for k, sni in their_snis.items():
+            if sni and k not in snis:
+                left.append(f"{os.path.relpath(pcap, data)} {k}: tshark ClientHello sni {sni!r}, gaspp no tls event")
         ports = {t[4] for txs in ours.values() for t in txs}
         theirs = tshark_txs(pcap, ports)
         compared += 1
@@ -107,7 +142,7 @@ def main():
         print("NOT PARSED", l)
     for f in fails:
         print("FAIL", f)
-    print(f"{compared} captures, {flows} HTTP connections compared with tshark, {len(fails)} differ, "
+    print(f"{compared} captures, {flows} HTTP connections and {tls_flows[0]} TLS ones compared with tshark, {len(fails)} differ, "
           f"{len(left)} connections tshark dissects that gaspp did not parse")
     return 1 if fails else 0
 

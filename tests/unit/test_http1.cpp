@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "applayer/http1.hpp"
+#include "applayer/tls.hpp"
 
 namespace gaspp {
 namespace {
@@ -197,6 +198,60 @@ TEST(Http1, ContentCodingTokensAsLibhtp) {
     parse_content_codings_htp(t.value, t.limit, got);
     EXPECT_EQ(got, t.want) << t.value << " limit " << t.limit;
   }
+}
+
+}  // namespace
+}  // namespace gaspp
+
+// TLS (applayer/tls.hpp): a ClientHello with a server name and a ServerHello, split anywhere.
+namespace gaspp {
+namespace {
+
+std::string tls_record(uint8_t hs_type, const std::string& body) {
+  std::string m;
+  m += char(hs_type);
+  m += char(body.size() >> 16), m += char(body.size() >> 8), m += char(body.size());
+  m += body;
+  std::string r = "\x16\x03\x01";
+  r += char(m.size() >> 8), r += char(m.size());
+  return r + m;
+}
+
+std::string client_hello(const std::string& sni) {
+  std::string b = "\x03\x03" + std::string(32, 'r');
+  b += '\0';                                  // session id
+  b += std::string("\x00\x02\x13\x01", 4);    // one cipher suite
+  b += std::string("\x01\x00", 2);            // null compression
+  std::string name = std::string("\x00", 1) + char(sni.size() >> 8) + char(sni.size()) + sni;
+  std::string list = std::string(1, char(name.size() >> 8)) + char(name.size()) + name;
+  std::string ext = std::string("\x00\x00", 2) + char(list.size() >> 8) + char(list.size()) + list;
+  b += std::string(1, char(ext.size() >> 8)) + char(ext.size()) + ext;
+  return tls_record(1, b);
+}
+
+TEST(Tls, ServerNameAndVersionAtEverySplit) {
+  const std::string ch = client_hello("www.example.org");
+  std::string sh_body = "\x03\x03" + std::string(32, 's');
+  sh_body += '\0';
+  sh_body += std::string("\x13\x01\x00", 3);
+  sh_body += std::string("\x00\x06\x00\x2b\x00\x02\x03\x04", 8);  // supported_versions: TLS 1.3
+  const std::string sh = tls_record(2, sh_body);
+  for (size_t k = 0; k <= ch.size(); ++k) {
+    TlsConn c;
+    c.feed(0, reinterpret_cast<const uint8_t*>(ch.data()), k);
+    c.feed(0, reinterpret_cast<const uint8_t*>(ch.data()) + k, ch.size() - k);
+    c.feed(1, reinterpret_cast<const uint8_t*>(sh.data()), sh.size());
+    ASSERT_TRUE(c.tx().client_hello) << "split at " << k;
+    EXPECT_EQ(c.tx().sni, "www.example.org") << "split at " << k;
+    EXPECT_TRUE(c.tx().server_hello);
+    EXPECT_EQ(c.tx().server_version, 0x0304);
+    EXPECT_STREQ(tls_version_name(c.tx().server_version), "TLS 1.3");
+  }
+  // Application data first: done with the direction, no hello.
+  TlsConn d;
+  const std::string app = std::string("\x17\x03\x03\x00\x02zz", 7);
+  EXPECT_EQ(d.feed(0, reinterpret_cast<const uint8_t*>(app.data()), app.size()), 1);
+  EXPECT_FALSE(d.tx().client_hello);
 }
 
 }  // namespace

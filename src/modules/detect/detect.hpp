@@ -409,6 +409,7 @@ struct DetectModule {
     };
     struct AppSig {
       uint32_t sig;
+      uint8_t proto;  // 1 http, 2 tls (Signature::app_proto)
       // 0: inspected on request data, 1: on response data (a response buffer, or to_client),
       // 2: on both (only buffers of either side and no flow direction: a match on either counts)
       uint8_t side;

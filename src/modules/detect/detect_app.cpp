@@ -1,5 +1,5 @@
-// modules/detect/detect_app.cpp — application-layer signatures: matched per HTTP transaction on
-// the host (see detect.hpp and applayer/app_layer.hpp).
+// modules/detect/detect_app.cpp — application-layer signatures: matched per HTTP transaction or
+// TLS handshake on the host (see detect.hpp and applayer/app_layer.hpp).
 //
 // A signature with HTTP buffers is split by buffer: the options on each buffer, in rule order,
 // form a payload list of their own (relative options refer within it), evaluated by the same
@@ -126,10 +126,11 @@ std::string normalize_host(const HttpTx& t) {
 // A transaction's buffer, computed on first use during one update.
 struct TxBuffers {
   const HttpTx& t;
+  const TlsTx* tls;  // a TLS transaction (t is then an empty HttpTx: no HTTP buffer exists)
   std::string val[2 * kBufCount];
   int8_t state[2 * kBufCount] = {};  // 0 not computed, 1 present, -1 absent
 
-  explicit TxBuffers(const HttpTx& tx) : t(tx) {}
+  TxBuffers(const HttpTx& tx, const TlsTx* tl) : t(tx), tls(tl) {}
 
   // side * kBufCount + buf -> the bytes, or null when the transaction does not have it (yet).
   const std::string* get(uint16_t key) {
@@ -150,6 +151,12 @@ struct TxBuffers {
   }
 
   bool compute(uint8_t b, int side, std::string& out) const {
+    if (tls) {
+      if (b != kBufTlsSni || !tls->client_hello || tls->sni.empty()) return false;
+      out = tls->sni;
+      return true;
+    }
+    if (b == kBufTlsSni) return false;
     const bool req_line = t.req_line, req_hdr = t.req_headers_done;
     const bool resp_line = t.resp_line, resp_hdr = t.resp_headers_done;
     const bool hdr = side ? resp_hdr : req_hdr;
@@ -237,6 +244,7 @@ void DetectModule::Host::add_app_sig(uint32_t i) {
   const Signature& s = set_.sigs[i];
   AppSig a{};
   a.sig = i;
+  a.proto = s.app_proto;
   a.urilen = DetCond{uint8_t(s.urilen.on ? (s.urilen.range ? 2 : 1) : 0), s.urilen.cmp, uint8_t(s.urilen.neg ? 1 : 0),
                      0, s.urilen.lo, s.urilen.hi};
   a.urilen_raw = s.urilen_raw;
@@ -354,8 +362,10 @@ void DetectModule::Host::on_app(const std::vector<AppUpdate>& updates, std::vect
   std::vector<uint32_t> hits, cand;
   for (const AppUpdate& u : updates) {
     ++app_updates_;
-    HttpTx& t = *u.tx;
-    TxBuffers bufs(t);
+    static const HttpTx kNoHttp;
+    AppTx& t = *u.tx;
+    TxBuffers bufs(u.http() ? *u.http() : kNoHttp, u.tls());
+    const uint8_t proto = u.tls() ? 2 : 1;
     cand.assign(app_pf_->nofp.begin(), app_pf_->nofp.end());
     for (const uint16_t key : app_pf_->keys) {
       // A request update concerns signatures inspected on requests, whose patterns are on
@@ -364,7 +374,7 @@ void DetectModule::Host::on_app(const std::vector<AppUpdate>& updates, std::vect
       const std::string* b = bufs.get(key);
       if (!b || b->empty()) continue;
       // A buffer scanned before at the same size (a finished header, say) has the same hits.
-      HttpTx::Scan& sc = t.scans[key];
+      AppTx::Scan& sc = t.scans[key];
       if (sc.size != b->size()) {
         sc.size = b->size();
         sc.hits.clear();
@@ -391,7 +401,7 @@ void DetectModule::Host::on_app(const std::vector<AppUpdate>& updates, std::vect
     pk.port[1] = u.key.port[1 - src];
     for (uint32_t ai : cand) {
       const AppSig& a = app_sigs_[ai];
-      if ((a.side != 2 && a.side != u.dir) || t.matched.count(a.sig)) continue;
+      if (a.proto != proto || (a.side != 2 && a.side != u.dir) || t.matched.count(a.sig)) continue;
       ++app_candidates_;
       if (!sig_applies(host_view_, a.sig, pk, true, u.dir == 1, true, PacketFacts{})) continue;
       if (a.urilen.kind) {
@@ -419,7 +429,9 @@ void DetectModule::Host::on_app(const std::vector<AppUpdate>& updates, std::vect
       t.matched.insert(a.sig);
       ++app_matches_;
       app_alerts_[{u.flow_id, u.packet, a.sig}] =
-          ",\"tx_id\":" + std::to_string(t.id) + "," + eve_http_object(t) + ",\"app_proto\":\"http\"";
+          ",\"tx_id\":" + std::to_string(t.id) + "," +
+          (u.tls() ? eve_tls_object(*u.tls()) + ",\"app_proto\":\"tls\""
+                   : eve_http_object(*u.http()) + ",\"app_proto\":\"http\"");
       out.push_back(ModuleEvent{u.flow_id, u.packet, (a.sig << 2) | 2u, 0, kMatch, u.dir});
     }
   }

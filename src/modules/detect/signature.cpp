@@ -121,6 +121,7 @@ const BufName kStickyBuffers[] = {
     {"http.accept_enc", kBufHttpAcceptEnc}, {"http_accept_enc", kBufHttpAcceptEnc},
     {"http.accept_lang", kBufHttpAcceptLang}, {"http_accept_lang", kBufHttpAcceptLang},
     {"http.connection", kBufHttpConnection}, {"http_connection", kBufHttpConnection},
+    {"tls.sni", kBufTlsSni}, {"tls_sni", kBufTlsSni},
 };
 // Content modifiers: the content right before them inspects the buffer.
 const BufName kContentModifiers[] = {
@@ -468,6 +469,18 @@ std::string finish(Signature& s) {
         s.rule.tcp_stream)
       return "skip:app-layer:http rule with packet conditions";
     if (s.rule.proto != 6 && s.rule.proto != 0) return "error:an http rule that is not TCP";
+    // The protocol the buffers belong to must agree with the header's.
+    for (const SigOp& o : s.ops) {
+      const uint8_t p = o.buf == kBufPayload ? 0 : o.buf == kBufTlsSni ? 2 : 1;
+      if (p && s.app_proto && p != s.app_proto) return "error:buffers of another protocol than the rule's (" + std::string(sig_buf_name(o.buf)) + ")";
+      if (p) s.app_proto = p;
+    }
+    for (const auto& [b, c] : s.bsize) {
+      const uint8_t p = b == kBufTlsSni ? 2 : 1;
+      if (s.app_proto && p != s.app_proto) return "error:bsize on a buffer of another protocol than the rule's";
+      s.app_proto = p;
+    }
+    if (!s.app_proto) s.app_proto = 1;
     s.rule.proto = 6;
     s.mode = 0;
     s.ip_only = false;
@@ -529,8 +542,9 @@ std::string parse_signature(const std::string& text, const RuleVars& vars, Signa
   std::vector<std::pair<std::string, std::string>> opts;
   const std::string head = parse_rule_head(text, vars, out.rule, opts);
   if (!head.empty()) return head;
-  if (out.rule.app_proto == "http" || out.rule.app_proto == "http1") {
+  if (out.rule.app_proto == "http" || out.rule.app_proto == "http1" || out.rule.app_proto == "tls") {
     out.app = true;
+    out.app_proto = out.rule.app_proto == "tls" ? 2 : 1;
     out.rule.proto = 6;
   } else if (!out.rule.app_proto.empty()) {
     return "skip:app-layer:protocol " + out.rule.app_proto;

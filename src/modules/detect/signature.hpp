@@ -23,6 +23,7 @@
 //                      http_stat_code, http_stat_msg), uricontent, urilen, and pcre's buffer flags
 //                      (U I M H D C V W Z P Q S Y), bsize (on the sticky buffer); the protocol
 //                      `http` in the header
+//   TLS                tls.sni (tls_sni); the protocol `tls` in the header
 //   dsize:N | <N | >N | <=N | >=N | N<>M | N-M | !N; itype, icode (ICMP) the same way
 //   flags:[+*!]FSRPAUCE0[,IGNORED] (TCP flags; C/1 CWR, E/2 ECE, 0 none)
 //   flow:to_server|to_client|from_client|from_server|established|not_established|stateless|
@@ -65,7 +66,7 @@ enum SigBuf : uint8_t {
   kBufPayload = 0,
   kBufHttpUri, kBufHttpUriRaw, kBufHttpMethod, kBufHttpProtocol, kBufHttpRequestLine, kBufHttpHost, kBufHttpHostRaw,
   kBufHttpUserAgent, kBufHttpRequestBody, kBufHttpReferer, kBufHttpAccept, kBufHttpAcceptEnc, kBufHttpAcceptLang,
-  kBufHttpConnection,
+  kBufHttpConnection, kBufTlsSni,
   // either side (by flow direction)
   kBufHttpHeader, kBufHttpHeaderRaw, kBufHttpCookie, kBufHttpContentType, kBufHttpContentLen, kBufHttpStart,
   kBufHttpHeaderNames,
@@ -170,6 +171,7 @@ struct Signature {
   // An application-layer signature (protocol http, or an option on an HTTP buffer): matched per
   // HTTP transaction on the host (detect.hpp), never on packets or stream pieces.
   bool app = false;
+  uint8_t app_proto = 0;           // 1 http, 2 tls (from the header's protocol or the buffers)
   NumCond urilen;                  // urilen (on the normalized URI, or the raw one with urilen_raw)
   bool urilen_raw = false;
   std::vector<std::pair<uint8_t, NumCond>> bsize;  // bsize: (the sticky buffer, its size condition)

@@ -1,0 +1,53 @@
+// applayer/tls.hpp — the TLS handshake's clear part over the reassembled directions of a TCP
+// connection: the ClientHello's server name (SNI) and version, the ServerHello's version.
+//
+// TlsConn reads each direction's records (any split) until it has seen the direction's hello, or
+// a record that is not a handshake (ChangeCipherSpec, application data: what follows is
+// encrypted); then it stops reading that direction. One transaction per connection (Suricata's
+// tls has one too). SSLv2-framed hellos are not read. A hello longer than kTlsMaxHello (64 KiB),
+// a malformed hello or a gap stops the direction (counted by the application layer).
+//
+// Example:
+//   TlsConn c;
+//   c.feed(0, data, n);            // client → server bytes
+//   if (c.tx().client_hello) ... c.tx().sni
+#pragma once
+#include <cstdint>
+#include <string>
+
+#include "applayer/app_tx.hpp"
+
+namespace gaspp {
+
+constexpr uint32_t kTlsMaxHello = 64 * 1024;
+
+struct TlsTx : AppTx {
+  bool client_hello = false, server_hello = false;
+  uint16_t client_version = 0;  // ClientHello.legacy_version
+  uint16_t server_version = 0;  // ServerHello's version (supported_versions when present)
+  std::string sni;              // the server_name extension's host_name
+};
+
+// Suricata's names of the versions: "SSLv3", "TLSv1", "TLS 1.1", "TLS 1.2", "TLS 1.3", else
+// "UNDETERMINED".
+const char* tls_version_name(uint16_t v);
+
+class TlsConn {
+ public:
+  // 0: still reading, 1: done with the direction (hello seen or encrypted data), -1: malformed.
+  int feed(int dir, const uint8_t* p, size_t n, bool gap = false);
+  TlsTx& tx() { return tx_; }
+  bool changed() const { return changed_; }
+  void clear_changed() { changed_ = false; }
+  bool done(int dir) const { return state_[dir] != 0; }
+
+ private:
+  int parse_hello(int dir, const uint8_t* p, size_t n);
+  TlsTx tx_;
+  std::string buf_[2];  // handshake bytes gathered (record headers removed)
+  std::string rec_[2];  // a record header or body not complete yet
+  int state_[2] = {0, 0};
+  bool changed_ = false;
+};
+
+}  // namespace gaspp
