@@ -139,27 +139,19 @@ void AppLayer::process(const std::vector<StreamChunk>& chunks, const std::vector
       } else {
         const size_t had = f.probe[dir].size();
         detect(f, dir, p, c.len);
-        if (f.proto == AppProto::tls) {
-          const int r = f.reversed ? 1 : 0;
-          const int o = 1 - dir;
-          if (!f.probe[o].empty())
-            f.tls->feed(o ^ r, reinterpret_cast<const uint8_t*>(f.probe[o].data()), f.probe[o].size());
-          f.tls->feed(dir ^ r, reinterpret_cast<const uint8_t*>(f.probe[dir].data()), had);
-          f.probe[0].clear();
-          f.probe[1].clear();
-          f.tls->feed(dir ^ r, p, c.len);
-        }
-        if (f.proto == AppProto::http) {
-          // Feed what detection held, the other direction's first (in the parser's roles).
+        // Feed what detection held to the parser, the other direction's first (in the parser's
+        // roles), then this chunk.
+        const auto feed_held = [&](auto& conn) {
           const int o = 1 - dir;
           const int r = f.reversed ? 1 : 0;
-          if (!f.probe[o].empty())
-            f.http->feed(o ^ r, reinterpret_cast<const uint8_t*>(f.probe[o].data()), f.probe[o].size());
-          f.http->feed(dir ^ r, reinterpret_cast<const uint8_t*>(f.probe[dir].data()), had);
+          if (!f.probe[o].empty()) conn.feed(o ^ r, reinterpret_cast<const uint8_t*>(f.probe[o].data()), f.probe[o].size());
+          conn.feed(dir ^ r, reinterpret_cast<const uint8_t*>(f.probe[dir].data()), had);
           f.probe[0].clear();
           f.probe[1].clear();
-          f.http->feed(dir ^ r, p, c.len);
-        }
+          conn.feed(dir ^ r, p, c.len);
+        };
+        if (f.proto == AppProto::tls) feed_held(*f.tls);
+        if (f.proto == AppProto::http) feed_held(*f.http);
       }
     } else if (f.proto == AppProto::tls) {
       const int dir = wire_dir ^ (f.reversed ? 1 : 0);

@@ -60,13 +60,21 @@ std::string eve_http_object(const HttpTx& t) {
   return j + "}";
 }
 
-std::string eve_http_event(uint64_t ts_ns, uint64_t flow_id, uint64_t pcap_cnt, const FlowKey& key, bool client_lo,
-                           const HttpTx& t) {
+namespace {
+// The head every transaction event shares: time, flow, the packet, the type, client to server.
+std::string app_event_head(uint64_t ts_ns, uint64_t flow_id, uint64_t pcap_cnt, const char* type, const FlowKey& key,
+                           bool client_lo) {
   std::string j = "{\"timestamp\":\"" + eve_timestamp(ts_ns) + "\",\"flow_id\":" + std::to_string(flow_id);
   if (pcap_cnt) j += ",\"pcap_cnt\":" + std::to_string(pcap_cnt);
-  j += ",\"event_type\":\"http\"" + flow_endpoints_json(key, client_lo ? 0 : 1);
-  j += ",\"pkt_src\":\"wire/pcap\",\"tx_id\":" + std::to_string(t.id) + "," + eve_http_object(t) + "}";
-  return j;
+  j += std::string(",\"event_type\":\"") + type + "\"" + flow_endpoints_json(key, client_lo ? 0 : 1);
+  return j + ",\"pkt_src\":\"wire/pcap\"";
+}
+}  // namespace
+
+std::string eve_http_event(uint64_t ts_ns, uint64_t flow_id, uint64_t pcap_cnt, const FlowKey& key, bool client_lo,
+                           const HttpTx& t) {
+  return app_event_head(ts_ns, flow_id, pcap_cnt, "http", key, client_lo) + ",\"tx_id\":" + std::to_string(t.id) + "," +
+         eve_http_object(t) + "}";
 }
 
 std::string eve_tls_object(const TlsTx& t) {
@@ -79,11 +87,7 @@ std::string eve_tls_object(const TlsTx& t) {
 
 std::string eve_tls_event(uint64_t ts_ns, uint64_t flow_id, uint64_t pcap_cnt, const FlowKey& key, bool client_lo,
                           const TlsTx& t) {
-  std::string j = "{\"timestamp\":\"" + eve_timestamp(ts_ns) + "\",\"flow_id\":" + std::to_string(flow_id);
-  if (pcap_cnt) j += ",\"pcap_cnt\":" + std::to_string(pcap_cnt);
-  j += ",\"event_type\":\"tls\"" + flow_endpoints_json(key, client_lo ? 0 : 1);
-  j += ",\"pkt_src\":\"wire/pcap\"," + eve_tls_object(t) + "}";
-  return j;
+  return app_event_head(ts_ns, flow_id, pcap_cnt, "tls", key, client_lo) + "," + eve_tls_object(t) + "}";
 }
 
 }  // namespace gaspp
