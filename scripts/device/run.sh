@@ -14,6 +14,9 @@
 #   run.sh detect  the signature engine on CUDA: the detection tests, patterns split across
 #                  segments and batches, ET Open on every capture against the CPU backend
 #   run.sh detect-sanitize  compute-sanitizer memcheck of a run with ET Open
+#   run.sh bench-app  the application layer end to end (gaspp -r, median of 3 after a warm-up) on the
+#                  generator's HTTP: with and without --app-layer, with and without ET Open, CUDA and
+#                  CPU (all cores); JSON in $OUT/bench-app.json
 #   run.sh detect-quick  the split-pattern test on CUDA, bench_detect, then ET Open CPU against CUDA
 #                  on as many captures as DETECT_SECONDS (150) allow
 #   run.sh bench-detect  bench_detect: ET Open on HTTP and the mix with planted matches, CUDA vs
@@ -255,6 +258,42 @@ RULES
   done
   [ "$(grep -c '"event_type":"alert"' "$OUT/retry-cpu/eve.json")" = "$(grep -c '"event_type":"alert"' "$OUT/retry-cuda/eve.json")" ]
   check "retry alerts cpu = cuda"
+  ;;
+bench-app)
+  step "application layer end to end (HTTP workload in /dev/shm)"
+  $B/gaspp gen -o /dev/shm/app-http.pcap --mode http --packets 4000000 --flows 4000 >/dev/null 2>&1
+  python3 - "$B/gaspp" /dev/shm/app-http.pcap "$OUT/bench-app.json" "$(cat bundle/COMMIT | head -1)" <<'PY'
+import glob, json, statistics, subprocess, sys
+gaspp, pcap, out, commit = sys.argv[1:5]
+rules = []
+for r in sorted(glob.glob("bundle/data/rules/et-open/*.rules")):
+    rules += ["-s", r]
+def gbps(args):
+    vals = []
+    for k in range(4):  # the first is the warm-up
+        p = subprocess.run([gaspp, "-r", pcap, "-q", "--stats-json", "/tmp/app-stats.json"] + args, capture_output=True, text=True)
+        if p.returncode != 0:
+            raise SystemExit(f"gaspp {' '.join(args)}: {p.stderr.strip()[-300:]}")
+        s = json.load(open("/tmp/app-stats.json"))
+        if k:
+            vals.append(s["gbps"])
+    return statistics.median(vals), s
+res = {}
+for name, args in [("cuda", ["--backend", "cuda"]), ("cuda_app_layer", ["--backend", "cuda", "--app-layer"]),
+                   ("cpu", ["--backend", "cpu"]), ("cpu_app_layer", ["--backend", "cpu", "--app-layer"]),
+                   ("cuda_et_open", ["--backend", "cuda"] + rules), ("cpu_et_open", ["--backend", "cpu"] + rules)]:
+    g, s = gbps(args)
+    res[name + "_gbps"] = round(g, 2)
+    print(f"{name:16s} {g:8.2f} Gbit/s  {s.get('packets')} packets", flush=True)
+    if name == "cuda_app_layer":
+        res["app_layer_counters"] = s.get("modules", {}).get("app_layer")
+dev = subprocess.run(["nvidia-smi", "--query-gpu=name", "--format=csv,noheader"], capture_output=True, text=True).stdout.strip()
+json.dump({"device": dev, "commit": commit, "command": "scripts/device/run.sh bench-app",
+           "workload": "gaspp gen --mode http --packets 4000000 --flows 4000",
+           "method": "gaspp -r end to end (read, decode, flows, reassembly, app layer, detection), median of 3 after a warm-up; Gbit/s of captured bytes",
+           **res}, open(out, "w"), indent=1)
+PY
+  check "bench app"
   ;;
 bench-detect)
   bench_detect_run
