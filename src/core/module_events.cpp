@@ -4,7 +4,7 @@
 #include "core/modules.hpp"
 
 #include "applayer/app_layer.hpp"
-#include "output/eve_http.hpp"
+#include "core/app_eve.hpp"
 
 #include <algorithm>
 #include <stdexcept>

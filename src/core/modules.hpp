@@ -121,7 +121,7 @@ class ModuleSet {
   void set_app_layer_config(const AppLayerConfig& c, bool on = false) {
     if (app_ || on) app_ = std::make_shared<AppLayer>(c);
   }
-  // Write an EVE `http` event per transaction (output/eve_http.hpp) through the module output.
+  // Write an EVE `http` event per transaction (core/app_eve.hpp) through the module output.
   void set_app_log(bool on) { app_log_ = on; }
   const AppLayer* app_layer() const { return app_.get(); }
   // vlan_in_key, defrag: as the flow table's (FlowConfig), so that a drop event of a packet its

@@ -24,7 +24,7 @@
 
 #include "modules/detect/detect.hpp"
 #include "modules/detect/hs_cache.hpp"
-#include "output/eve_http.hpp"
+#include "core/app_eve.hpp"
 
 namespace gaspp {
 

@@ -1,5 +1,5 @@
-// output/eve_http.cpp — see eve_http.hpp.
-#include "output/eve_http.hpp"
+// core/app_eve.cpp — see app_eve.hpp.
+#include "core/app_eve.hpp"
 
 #include <cctype>
 

@@ -1,4 +1,4 @@
-// output/eve_http.hpp — EVE `http` and `tls` events (Suricata's eve-log types) of the application
+// core/app_eve.hpp — EVE `http` and `tls` events (Suricata's eve-log types) of the application
 // layer's transactions (applayer/http1.hpp, applayer/tls.hpp).
 //
 // One event per transaction, when its response has finished (or, for one that never got a
