@@ -678,7 +678,6 @@ void Http1Conn::body(int dir, const uint8_t* p, size_t n) {
   Dir& d = d_[dir];
   if (!d.tx || n == 0) return;
   HttpTx& t = *d.tx;
-  touch(&t);
   std::string& out = dir == 0 ? t.request_body : t.response_body;
   const size_t limit = dir == 0 ? lim_.request_body_limit : lim_.response_body_limit;
   (dir == 0 ? t.request_body_len : t.response_body_len) += n;
@@ -699,6 +698,10 @@ void Http1Conn::body(int dir, const uint8_t* p, size_t n) {
     ++stats_.bodies_truncated;
     d.hit_limit = true;
   }
+  // Only a body that grew is news to the consumers: bytes past the limit (or a decoder still
+  // gathering) change nothing they inspect, and a multi-megabyte download would otherwise make
+  // them look at the same 100 KiB again for every segment.
+  if (out.size() != before) touch(&t);
 }
 
 void Http1Conn::finish_message(int dir) {
