@@ -34,16 +34,15 @@ bool contains_nocase(const std::string& s, const char* word) {
   return t.find(word) != std::string::npos;
 }
 
-std::string header_of(const std::vector<HttpHeader>& hs, const char* name) {
-  std::string v;
+bool header_of(const std::vector<HttpHeader>& hs, const char* name, std::string& out) {
   bool any = false;
   for (const HttpHeader& h : hs)
     if (ieq(h.name, name)) {
-      if (any) v += ", ";
-      v += h.value;
+      if (any) out += ", ";
+      out += h.value;
       any = true;
     }
-  return v;
+  return any;
 }
 
 // A chunk-size line: optional whitespace, hex digits, then anything (extensions). -1: no digits.
@@ -264,10 +263,57 @@ int status_code(const std::string& s) {
 
 }  // namespace
 
-std::string HttpTx::req_header(const char* name) const { return header_of(req_headers, name); }
-std::string HttpTx::resp_header(const char* name) const { return header_of(resp_headers, name); }
+std::string HttpTx::req_header(const char* name) const {
+  std::string v;
+  header_of(req_headers, name, v);
+  return v;
+}
+std::string HttpTx::resp_header(const char* name) const {
+  std::string v;
+  header_of(resp_headers, name, v);
+  return v;
+}
 bool HttpTx::has_req_header(const char* name) const {
   return std::any_of(req_headers.begin(), req_headers.end(), [&](const HttpHeader& h) { return ieq(h.name, name); });
+}
+bool HttpTx::header(int side, const char* name, std::string& out) const {
+  return header_of(side ? resp_headers : req_headers, name, out);
+}
+
+std::string HttpTx::hostname(int* port) const {
+  if (port) *port = -1;
+  std::string h;
+  const size_t scheme = uri_raw.find("://");
+  const bool absolute = scheme != std::string::npos && scheme > 0 && scheme < 8 &&
+                        std::all_of(uri_raw.begin(), uri_raw.begin() + long(scheme),
+                                    [](char c) { return std::isalpha(static_cast<unsigned char>(c)) != 0; });
+  if (absolute) {
+    const size_t a = scheme + 3, e = uri_raw.find_first_of("/?#", a);
+    h = uri_raw.substr(a, e == std::string::npos ? std::string::npos : e - a);
+    const size_t at = h.rfind('@');
+    if (at != std::string::npos) h = h.substr(at + 1);
+  } else if (!header_of(req_headers, "host", h)) {
+    return "";
+  }
+  h = trim(h);
+  // The port: after the bracketed IPv6 address, else after the first colon.
+  size_t colon = std::string::npos;
+  if (!h.empty() && h[0] == '[') {
+    const size_t rb = h.find(']');
+    if (rb != std::string::npos && rb + 1 < h.size() && h[rb + 1] == ':') colon = rb + 1;
+  } else {
+    colon = h.find(':');
+  }
+  if (colon != std::string::npos) {
+    const std::string p = trim(h.substr(colon + 1));
+    if (port && !p.empty() && p.size() <= 5 && p.find_first_not_of("0123456789") == std::string::npos &&
+        std::stoi(p) <= 65535)
+      *port = std::stoi(p);
+    h.resize(colon);
+  }
+  while (!h.empty() && h.back() == '.') h.pop_back();
+  for (char& c : h) c = char(std::tolower(static_cast<unsigned char>(c)));
+  return h;
 }
 
 void Http1Conn::touch(HttpTx* t) {
@@ -389,7 +435,7 @@ void Http1Conn::on_line(int dir, std::string& raw) {
   while (!line.empty() && (line.back() == '\n' || line.back() == '\r')) line.pop_back();
   switch (d.phase) {
     case kLine:
-      begin_message(dir, line);
+      begin_request(line);  // responses' lines go through response_head
       return;
     case kHeaders: {
       HttpTx& t = *d.tx;
@@ -452,41 +498,38 @@ void Http1Conn::on_line(int dir, std::string& raw) {
   }
 }
 
-void Http1Conn::begin_message(int dir, const std::string& line) {
-  Dir& d = d_[dir];
-  if (dir == 0) {
-    HttpTx* t = new_tx();
-    d.tx = t;
-    ++stats_.requests;
-    t->request_line = line;
-    size_t i = 0;
-    while (i < line.size() && !ws(line[i])) ++i;
-    t->method = line.substr(0, i);
-    while (i < line.size() && ws(line[i])) ++i;
-    const std::string rest = line.substr(i);
-    // The protocol is the last word when it names HTTP (a URI may hold spaces); else the URI ends
-    // at the first space.
-    size_t last = rest.find_last_of(" \t");
-    if (last != std::string::npos && rest.compare(last + 1, 5, "HTTP/") == 0) {
-      t->uri_raw = trim(rest.substr(0, last));
-      t->protocol = rest.substr(last + 1);
-    } else {
-      size_t e = 0;
-      while (e < rest.size() && !ws(rest[e])) ++e;
-      t->uri_raw = rest.substr(0, e);
-      t->protocol = trim(rest.substr(e));
-    }
-    t->req_line = true;
-    touch(t);
-    if (t->protocol.empty()) {
-      // HTTP/0.9: a request line alone.
-      t->req_headers_done = true;
-      finish_message(dir);
-      return;
-    }
-    d.phase = kHeaders;
+void Http1Conn::begin_request(const std::string& line) {
+  Dir& d = d_[0];
+  HttpTx* t = new_tx();
+  d.tx = t;
+  ++stats_.requests;
+  t->request_line = line;
+  size_t i = 0;
+  while (i < line.size() && !ws(line[i])) ++i;
+  t->method = line.substr(0, i);
+  while (i < line.size() && ws(line[i])) ++i;
+  const std::string rest = line.substr(i);
+  // The protocol is the last word when it names HTTP (a URI may hold spaces); else the URI ends
+  // at the first space.
+  size_t last = rest.find_last_of(" \t");
+  if (last != std::string::npos && rest.compare(last + 1, 5, "HTTP/") == 0) {
+    t->uri_raw = trim(rest.substr(0, last));
+    t->protocol = rest.substr(last + 1);
+  } else {
+    size_t e = 0;
+    while (e < rest.size() && !ws(rest[e])) ++e;
+    t->uri_raw = rest.substr(0, e);
+    t->protocol = trim(rest.substr(e));
+  }
+  t->req_line = true;
+  touch(t);
+  if (t->protocol.empty()) {
+    // HTTP/0.9: a request line alone.
+    t->req_headers_done = true;
+    finish_message(0);
     return;
   }
+  d.phase = kHeaders;
 }
 
 void Http1Conn::end_headers(int dir) {

@@ -74,6 +74,12 @@ struct HttpTx : AppTx {
   std::string req_header(const char* name) const;
   std::string resp_header(const char* name) const;
   bool has_req_header(const char* name) const;
+  // Side 0 (request) or 1 (response): appends the joined value to out; false when absent.
+  bool header(int side, const char* name, std::string& out) const;
+  // The hostname as libhtp normalizes it (Suricata's http.host and EVE `hostname`): from an
+  // absolute URI (user info dropped), else the Host header; lowercase, trailing dots dropped, the
+  // port apart (*port: the port when one is given and valid, else -1). "" when there is none.
+  std::string hostname(int* port = nullptr) const;
 };
 
 class Http1Conn {
@@ -89,7 +95,6 @@ class Http1Conn {
   void clear_touched() { touched_.clear(); }
   // Drops the finished transactions (both sides done) that are not touched: their memory goes.
   void release_done();
-  bool lost(int dir) const { return d_[dir].phase == kLost; }
   const std::deque<std::unique_ptr<HttpTx>>& txs() const { return txs_; }
 
  private:
@@ -106,7 +111,7 @@ class Http1Conn {
   HttpTx* new_tx();
   HttpTx* tx_for_response();
   void on_line(int dir, std::string& line);
-  void begin_message(int dir, const std::string& line);
+  void begin_request(const std::string& line);
   void end_headers(int dir);
   void body(int dir, const uint8_t* p, size_t n);
   void finish_message(int dir);

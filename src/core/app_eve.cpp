@@ -19,24 +19,9 @@ void str(std::string& j, const char* name, const std::string& v) {
 
 std::string eve_http_object(const HttpTx& t) {
   std::string j = "\"http\":{";
-  // The host: from an absolute URI, else the Host header; lowercase, the port apart.
-  std::string host = t.req_header("Host");
-  const std::string& u = t.uri_raw;
-  const size_t scheme = u.find("://");
-  if (scheme != std::string::npos && scheme < 8) {
-    const size_t a = scheme + 3, e = u.find_first_of("/?", a);
-    host = u.substr(a, e == std::string::npos ? std::string::npos : e - a);
-  }
   int port = -1;
-  if (!host.empty() && host[0] != '[') {
-    const size_t c = host.rfind(':');
-    if (c != std::string::npos) {
-      const std::string p = host.substr(c + 1);
-      if (!p.empty() && p.size() <= 5 && p.find_first_not_of("0123456789") == std::string::npos) port = std::stoi(p);
-      host = host.substr(0, c);
-    }
-  }
-  if (!host.empty()) str(j, "hostname", lower(host));
+  const std::string host = t.hostname(&port);
+  if (!host.empty()) str(j, "hostname", host);
   if (port >= 0 && port <= 65535) j += std::string(j.back() == '{' ? "" : ",") + "\"http_port\":" + std::to_string(port);
   if (t.req_line) str(j, "url", t.uri_raw);
   if (t.has_req_header("User-Agent")) str(j, "http_user_agent", t.req_header("User-Agent"));

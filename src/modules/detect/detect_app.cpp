@@ -101,28 +101,6 @@ std::string normalize_uri(const std::string& raw) {
   return path + query;
 }
 
-// The hostname as Suricata normalizes it: from an absolute URI, else the Host header; lowercase,
-// without the port.
-std::string normalize_host(const HttpTx& t) {
-  std::string h;
-  if (ieq_prefix(t.uri_raw, "http://") || ieq_prefix(t.uri_raw, "https://")) {
-    const size_t a = t.uri_raw.find("//") + 2;
-    const size_t e = t.uri_raw.find_first_of("/?", a);
-    h = t.uri_raw.substr(a, e == std::string::npos ? std::string::npos : e - a);
-    const size_t at = h.find('@');
-    if (at != std::string::npos) h = h.substr(at + 1);
-  } else {
-    h = t.req_header("Host");
-  }
-  if (!h.empty() && h[0] != '[') {
-    const size_t c = h.find(':');
-    if (c != std::string::npos) h = h.substr(0, c);
-  }
-  while (!h.empty() && h.back() == '.') h.pop_back();
-  for (char& c : h) c = char(std::tolower(static_cast<unsigned char>(c)));
-  return h;
-}
-
 // A transaction's buffer, computed on first use during one update.
 struct TxBuffers {
   const HttpTx& t;
@@ -138,17 +116,7 @@ struct TxBuffers {
     return state[key] > 0 ? &val[key] : nullptr;
   }
 
-  bool header(int side, const char* name, std::string& out) const {
-    const std::vector<HttpHeader>& hs = side ? t.resp_headers : t.req_headers;
-    bool any = false;
-    for (const HttpHeader& h : hs) {
-      if (h.name.size() != std::strlen(name) || !ieq_prefix(h.name, name)) continue;
-      if (any) out += ", ";
-      out += h.value;
-      any = true;
-    }
-    return any;
-  }
+  bool header(int side, const char* name, std::string& out) const { return t.header(side, name, out); }
 
   bool compute(uint8_t b, int side, std::string& out) const {
     if (tls) {
@@ -174,7 +142,7 @@ struct TxBuffers {
       case kBufHttpMethod: out = t.method; return req_line;
       case kBufHttpProtocol: out = side ? t.resp_protocol : t.protocol; return side ? resp_line : req_line;
       case kBufHttpRequestLine: out = t.request_line; return req_line;
-      case kBufHttpHost: out = normalize_host(t); return req_hdr && !out.empty();
+      case kBufHttpHost: out = t.hostname(); return req_hdr && !out.empty();
       case kBufHttpHostRaw: return req_hdr && header(0, "host", out);
       case kBufHttpUserAgent: return req_hdr && header(0, "user-agent", out);
       case kBufHttpReferer: return req_hdr && header(0, "referer", out);
