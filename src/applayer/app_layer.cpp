@@ -56,6 +56,7 @@ const char* app_proto_name(AppProto p) {
   switch (p) {
     case AppProto::http: return "http";
     case AppProto::tls: return "tls";
+    case AppProto::dns: return "dns";
     case AppProto::failed: return "failed";
     default: return "unknown";
   }
@@ -69,6 +70,20 @@ AppProto AppLayer::proto(uint64_t flow_id) const {
 void AppLayer::detect(FlowApp& f, int dir, const uint8_t* p, size_t n) {
   std::string& pr = f.probe[dir];
   pr.append(reinterpret_cast<const char*>(p), std::min(n, kProbeBytes - std::min(kProbeBytes, pr.size())));
+  if (f.key.port[0] == 53 || f.key.port[1] == 53) {
+    // Suricata's DNS probe on its detection port (before the content patterns, as its probing
+    // parsers run for the port).
+    bool request = false;
+    const int d = dns_probe_tcp(reinterpret_cast<const uint8_t*>(pr.data()), pr.size(), &request);
+    if (d < 0 && pr.size() < kProbeBytes) return;
+    if (d > 0) {
+      f.reversed = (dir == 0) != request;
+      f.proto = AppProto::dns;
+      ++stats_.flows_dns;
+      f.dns = std::make_unique<DnsConn>(stats_.dns, cfg_.http.max_txs);
+      return;
+    }
+  }
   const int t = looks_like_tls(pr);
   if (t != 0) {
     if (t < 0) return;
@@ -100,10 +115,71 @@ void AppLayer::detect(FlowApp& f, int dir, const uint8_t* p, size_t n) {
   f.http = std::make_unique<Http1Conn>(cfg_.http, stats_.http);
 }
 
+AppLayer::FlowApp* AppLayer::flow_for(uint64_t flow_id) {
+  auto it = flows_.find(flow_id);
+  if (it == flows_.end()) {
+    if (flows_.size() >= cfg_.max_flows) {
+      ++stats_.flows_full;
+      return nullptr;
+    }
+    it = flows_.emplace(flow_id, FlowApp{}).first;
+    ++stats_.flows;
+  }
+  touched_.push_back(flow_id);
+  return &it->second;
+}
+
+void AppLayer::release_touched() {
+  // What the last call handed out is released: finished HTTP transactions, DNS transactions.
+  std::sort(touched_.begin(), touched_.end());
+  touched_.erase(std::unique(touched_.begin(), touched_.end()), touched_.end());
+  for (uint64_t id : touched_) {
+    const auto it = flows_.find(id);
+    if (it == flows_.end()) continue;
+    if (it->second.http) it->second.http->release_done();
+    if (it->second.dns) it->second.dns->release_done();
+  }
+  touched_.clear();
+}
+
+void AppLayer::datagram(const AppDatagram& d, const uint8_t* p, std::vector<AppUpdate>& out) {
+  auto it = flows_.find(d.flow_id);
+  if (it != flows_.end() && it->second.proto != AppProto::unknown && it->second.proto != AppProto::dns) return;
+  FlowApp* fp = flow_for(d.flow_id);
+  if (!fp) return;
+  FlowApp& f = *fp;
+  const int wire_dir = d.to_client ? 1 : 0;
+  f.key = d.key;
+  if (f.proto == AppProto::unknown) {
+    bool request = false;
+    if (dns_probe(p, d.len, d.len, &request) <= 0) {
+      f.udp_failed[wire_dir] = true;
+      if (f.udp_failed[0] && f.udp_failed[1]) {
+        f.proto = AppProto::failed;
+        ++stats_.flows_failed;
+      }
+      return;
+    }
+    f.reversed = (wire_dir == 0) != request;  // requests go to the server
+    f.proto = AppProto::dns;
+    ++stats_.flows_dns;
+    f.dns = std::make_unique<DnsConn>(stats_.dns, cfg_.http.max_txs);
+  }
+  const int dir = wire_dir ^ (f.reversed ? 1 : 0);
+  // The sender is the client when the datagram goes to the server.
+  f.client_lo = d.from_lo == (dir == 0);
+  f.dns->feed_datagram(dir, p, d.len);
+  for (DnsTx* t : f.dns->touched())
+    out.push_back(AppUpdate{d.flow_id, d.packet, uint8_t(t->request ? 0 : 1), uint8_t(f.client_lo), d.key,
+                            AppProto::dns, t});
+  f.dns->clear_touched();
+}
+
 void AppLayer::process(const std::vector<StreamChunk>& chunks, const std::vector<uint8_t>& bytes,
-                       std::vector<AppUpdate>& out) {
-  for (auto& [id, f] : flows_)
-    if (f.http) f.http->release_done();
+                       std::vector<AppUpdate>& out, const std::vector<AppDatagram>& datagrams,
+                       const std::vector<uint8_t>& dgram_bytes) {
+  release_touched();
+  for (const AppDatagram& d : datagrams) datagram(d, dgram_bytes.data() + d.data, out);
   // Chunks come grouped by flow and direction; a flow's two directions are interleaved again in
   // the order their packets arrived (stream order within a direction is kept: a later piece of a
   // direction never comes with an earlier packet).
@@ -116,17 +192,11 @@ void AppLayer::process(const std::vector<StreamChunk>& chunks, const std::vector
   });
   for (uint32_t ci : order) {
     const StreamChunk& c = chunks[ci];
-    auto it = flows_.find(c.flow_id);
-    if (it == flows_.end()) {
-      if (c.len == 0) continue;
-      if (flows_.size() >= cfg_.max_flows) {
-        ++stats_.flows_full;
-        continue;
-      }
-      it = flows_.emplace(c.flow_id, FlowApp{}).first;
-      ++stats_.flows;
-    }
-    FlowApp& f = it->second;
+    if (c.len == 0 && !flows_.count(c.flow_id)) continue;
+    FlowApp* fp = flow_for(c.flow_id);
+    if (!fp) continue;
+    FlowApp& f = *fp;
+    f.key = c.key;
     const int wire_dir = c.dir ? 1 : 0;
     const uint8_t* p = bytes.data() + c.data;
     const bool conflict = c.flags & kChunkConflict;
@@ -152,6 +222,7 @@ void AppLayer::process(const std::vector<StreamChunk>& chunks, const std::vector
         };
         if (f.proto == AppProto::tls) feed_held(*f.tls);
         if (f.proto == AppProto::http) feed_held(*f.http);
+        if (f.proto == AppProto::dns) feed_held(*f.dns);
       }
     } else if (f.proto == AppProto::tls) {
       const int dir = wire_dir ^ (f.reversed ? 1 : 0);
@@ -163,6 +234,10 @@ void AppLayer::process(const std::vector<StreamChunk>& chunks, const std::vector
       const int dir = wire_dir ^ (f.reversed ? 1 : 0);
       if (c.len && !conflict) f.http->feed(dir, p, c.len, c.gap != 0);
       else if (conflict) f.http->feed(dir, nullptr, 0, true);
+    } else if (f.proto == AppProto::dns && f.dns) {
+      const int dir = wire_dir ^ (f.reversed ? 1 : 0);
+      if (c.len && !conflict) f.dns->feed(dir, p, c.len, c.gap != 0);
+      else if (conflict) f.dns->feed(dir, nullptr, 0, true);
     }
     // The parser's roles: a turned-around flow's client is the key's other endpoint.
     const int dir = wire_dir ^ (f.reversed ? 1 : 0);
@@ -177,6 +252,11 @@ void AppLayer::process(const std::vector<StreamChunk>& chunks, const std::vector
       for (HttpTx* t : f.http->touched())
         out.push_back(AppUpdate{c.flow_id, c.packet, uint8_t(dir), client_lo, c.key, AppProto::http, t});
       f.http->clear_touched();
+    }
+    if (f.dns) {
+      for (DnsTx* t : f.dns->touched())
+        out.push_back(AppUpdate{c.flow_id, c.packet, uint8_t(t->request ? 0 : 1), client_lo, c.key, AppProto::dns, t});
+      f.dns->clear_touched();
     }
     if (f.tls && f.tls->changed()) {
       stats_.tls_hellos++;
@@ -203,6 +283,15 @@ void AppLayer::report(std::map<std::string, uint64_t>& r) const {
   r["app_flows"] = stats_.flows;
   r["app_flows_http"] = stats_.flows_http;
   r["app_flows_tls"] = stats_.flows_tls;
+  r["app_flows_dns"] = stats_.flows_dns;
+  const DnsStats& d = stats_.dns;
+  r["dns_requests"] = d.requests;
+  r["dns_responses"] = d.responses;
+  r["dns_not_request"] = d.not_request;
+  r["dns_header_invalid"] = d.header_invalid;
+  r["dns_malformed"] = d.malformed;
+  r["dns_gaps"] = d.gaps;
+  r["dns_txs_dropped"] = d.txs_dropped;
   r["tls_hellos"] = stats_.tls_hellos;
   r["tls_malformed"] = stats_.tls_malformed;
   r["app_flows_failed"] = stats_.flows_failed;

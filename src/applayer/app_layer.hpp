@@ -12,10 +12,18 @@
 // Protocol detection is by content, not by port (Suricata's app-layer probing): a flow is HTTP/1
 // when its first client data starts with one of Suricata's probe methods (GET, POST, ..., 28 of
 // them) and a space or tab, or its first server data with "HTTP/"; TLS when a direction starts
-// with a handshake record (0x16 0x03 0x00..0x04). When a direction starts with the other role's data (a flow picked up at the
-// server's response) the flow is turned around: the parser's client is the key's other endpoint,
-// and updates carry the parser's direction and client. A flow whose first data is neither is not
-// parsed. Names are Suricata's app_proto values ("http", "failed" when detection found nothing).
+// with a handshake record (0x16 0x03 0x00..0x04); DNS over TCP when a port is 53 (Suricata's
+// detection port) and the data is a length-prefixed DNS message (dns_probe_tcp). When a direction
+// starts with the other role's data (a flow picked up at the server's response) the flow is turned
+// around: the parser's client is the key's other endpoint, and updates carry the parser's
+// direction and client. A flow whose first data is none of these is not parsed. Names are
+// Suricata's app_proto values ("http", "tls", "dns", "failed" when detection found nothing).
+//
+// UDP: DNS datagrams (AppDatagram: the payload of a packet to or from port 53, which the app-udp
+// module brings to the host) are probed as Suricata probes them; the first that is DNS decides the
+// flow (a response in the flow's first direction turns it around, so that requests go to the
+// server); a flow whose datagrams in both directions failed the probe is "failed". Every message is
+// a transaction (applayer/dns.hpp).
 //
 // Parsing runs on the host, after the batch, over the chunks the backend returns (both backends
 // return the same chunks). State: per flow id, at most max_flows flows (more are counted as
@@ -29,6 +37,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "applayer/dns.hpp"
 #include "applayer/http1.hpp"
 #include "applayer/tls.hpp"
 #include "gaspp/stream_chunk.hpp"
@@ -42,7 +51,7 @@ struct AppLayerConfig {
   size_t max_flows = 1u << 20;
 };
 
-enum class AppProto : uint8_t { unknown, http, tls, failed };
+enum class AppProto : uint8_t { unknown, http, tls, dns, failed };
 const char* app_proto_name(AppProto p);
 
 // A transaction some chunk changed: the chunk's flow, direction and delivering packet.
@@ -52,22 +61,38 @@ struct AppUpdate {
   uint8_t dir;       // 0 client → server, 1 server → client (the parser's roles)
   uint8_t client_lo; // key endpoint 0 is the client (the parser's)
   FlowKey key;
-  AppProto proto;    // http: tx is an HttpTx; tls: a TlsTx
+  AppProto proto;    // http: tx is an HttpTx; tls: a TlsTx; dns: a DnsTx
   AppTx* tx;         // valid until the next process() or forget()
   HttpTx* http() const { return proto == AppProto::http ? static_cast<HttpTx*>(tx) : nullptr; }
   TlsTx* tls() const { return proto == AppProto::tls ? static_cast<TlsTx*>(tx) : nullptr; }
+  DnsTx* dns() const { return proto == AppProto::dns ? static_cast<DnsTx*>(tx) : nullptr; }
+};
+
+// A UDP packet's payload for the application layer: its flow, batch packet index, whether it
+// goes to the flow's client (the flow's first packet came from the client), its key and which
+// key endpoint sent it; the payload is at bytes + data.
+struct AppDatagram {
+  uint64_t flow_id;
+  uint32_t packet;
+  bool to_client, from_lo;
+  FlowKey key;
+  size_t data, len;
 };
 
 struct AppLayerStats {
   HttpStats http;
-  uint64_t flows = 0, flows_http = 0, flows_tls = 0, flows_failed = 0, flows_full = 0;
+  DnsStats dns;
+  uint64_t flows = 0, flows_http = 0, flows_tls = 0, flows_dns = 0, flows_failed = 0, flows_full = 0;
   uint64_t tls_hellos = 0, tls_malformed = 0;
 };
 
 class AppLayer {
  public:
   explicit AppLayer(const AppLayerConfig& cfg = {}) : cfg_(cfg) {}
-  void process(const std::vector<StreamChunk>& chunks, const std::vector<uint8_t>& bytes, std::vector<AppUpdate>& out);
+  // A batch's stream chunks (their bytes in `bytes`) and UDP datagrams (theirs in `dgram_bytes`),
+  // in capture order; the updates of the previous call are no longer valid.
+  void process(const std::vector<StreamChunk>& chunks, const std::vector<uint8_t>& bytes, std::vector<AppUpdate>& out,
+               const std::vector<AppDatagram>& datagrams = {}, const std::vector<uint8_t>& dgram_bytes = {});
   // The flows that left the flow table: their state goes; unlogged(flow id, key, client_lo, tx)
   // is called first for each transaction no output logged yet (the flow's last word on it).
   using Unlogged = std::function<void(uint64_t, const FlowKey&, bool, AppProto, AppTx&)>;
@@ -82,15 +107,21 @@ class AppLayer {
     std::string probe[2];  // the first bytes of each direction while detection waits for more
     std::unique_ptr<Http1Conn> http;
     std::unique_ptr<TlsConn> tls;
+    std::unique_ptr<DnsConn> dns;
     bool ended[2] = {false, false};
+    bool udp_failed[2] = {false, false};  // a datagram of this direction failed the DNS probe
     bool reversed = false;  // the flow's first packet came from the server: roles turned around
     FlowKey key{};
     bool client_lo = false;  // the parser's client is key endpoint 0
   };
   void detect(FlowApp& f, int dir, const uint8_t* p, size_t n);
+  FlowApp* flow_for(uint64_t flow_id);  // null: the table is full (counted)
+  void datagram(const AppDatagram& d, const uint8_t* p, std::vector<AppUpdate>& out);
+  void release_touched();
   AppLayerConfig cfg_;
   AppLayerStats stats_;
   std::unordered_map<uint64_t, FlowApp> flows_;
+  std::vector<uint64_t> touched_;  // flows the last process() fed: their handed-out state is released
 };
 
 }  // namespace gaspp

@@ -1,7 +1,9 @@
 // core/app_eve.cpp — see app_eve.hpp.
 #include "core/app_eve.hpp"
 
+#include <algorithm>
 #include <cctype>
+#include <cstdio>
 
 #include "core/eve_event.hpp"
 
@@ -73,6 +75,196 @@ std::string eve_tls_object(const TlsTx& t) {
 std::string eve_tls_event(uint64_t ts_ns, uint64_t flow_id, uint64_t pcap_cnt, const FlowKey& key, bool client_lo,
                           const TlsTx& t) {
   return app_event_head(ts_ns, flow_id, pcap_cnt, "tls", key, client_lo) + "," + eve_tls_object(t) + "}";
+}
+
+namespace {
+void sep(std::string& j) {
+  if (j.back() != '{' && j.back() != '[') j += ',';
+}
+void num(std::string& j, const char* name, uint64_t v) {
+  sep(j);
+  j += std::string("\"") + name + "\":" + std::to_string(v);
+}
+void yes(std::string& j, const char* name) {
+  sep(j);
+  j += std::string("\"") + name + "\":true";
+}
+std::string quoted(const std::string& v) { return "\"" + json_escape(v) + "\""; }
+
+std::string hex_of(const std::string& b, const char* between) {
+  static const char kHex[] = "0123456789abcdef";
+  std::string h;
+  for (size_t i = 0; i < b.size(); ++i) {
+    if (i) h += between;
+    h += kHex[uint8_t(b[i]) >> 4];
+    h += kHex[uint8_t(b[i]) & 15];
+  }
+  return h;
+}
+
+// Suricata's dns_print_addr: dotted IPv4; IPv6 as eight groups of four hex digits; else "".
+std::string dns_addr(const std::string& a) {
+  if (a.size() == 4)
+    return std::to_string(uint8_t(a[0])) + "." + std::to_string(uint8_t(a[1])) + "." + std::to_string(uint8_t(a[2])) +
+           "." + std::to_string(uint8_t(a[3]));
+  if (a.size() != 16) return "";
+  std::string s;
+  for (size_t i = 0; i < 16; i += 2) {
+    if (i) s += ':';
+    s += hex_of(a.substr(i, 2), "");
+  }
+  return s;
+}
+
+std::string soa_object(const DnsRecord::Soa& s) {
+  std::string j = "{";
+  str(j, "mname", s.mname);
+  if (s.mname_truncated) yes(j, "mname_truncated");
+  str(j, "rname", s.rname);
+  if (s.rname_truncated) yes(j, "rname_truncated");
+  num(j, "serial", s.serial);
+  num(j, "refresh", s.refresh);
+  num(j, "retry", s.retry);
+  num(j, "expire", s.expire);
+  num(j, "minimum", s.minimum);
+  return j + "}";
+}
+std::string sshfp_object(const DnsRecord& r) {
+  std::string j = "{";
+  str(j, "fingerprint", hex_of(r.data, ":"));
+  num(j, "algo", r.algo);
+  num(j, "type", r.fp_type);
+  return j + "}";
+}
+std::string srv_object(const DnsRecord& r) {
+  std::string j = "{";
+  num(j, "priority", r.priority);
+  num(j, "weight", r.weight);
+  num(j, "port", r.port);
+  str(j, "name", r.data);
+  return j + "}";
+}
+
+// dns_log_json_answer_detail: one object (TXT: one per string, i its index).
+std::string record_detail(const DnsRecord& r, size_t i) {
+  std::string j = "{";
+  str(j, "rrname", r.name);
+  if (r.name_truncated) yes(j, "rrname_truncated");
+  str(j, "rrtype", dns_rrtype_name(r.rrtype));
+  num(j, "ttl", r.ttl);
+  switch (r.kind) {
+    case DnsRecord::kAddr: str(j, "rdata", dns_addr(r.data)); break;
+    case DnsRecord::kName:
+      str(j, "rdata", r.data);
+      if (r.data_truncated) yes(j, "rdata_truncated");
+      break;
+    case DnsRecord::kTxt: str(j, "rdata", r.txt[i]); break;
+    case DnsRecord::kNull: str(j, "rdata", r.data); break;
+    case DnsRecord::kSoa: j += ",\"soa\":" + soa_object(r.soa); break;
+    case DnsRecord::kSshfp: j += ",\"sshfp\":" + sshfp_object(r); break;
+    case DnsRecord::kSrv: j += ",\"srv\":" + srv_object(r); break;
+    case DnsRecord::kOpt: {
+      j += ",\"opt\":[";
+      for (size_t k = 0; k < r.opt.size(); ++k)
+        j += std::string(k ? "," : "") + "{\"code\":" + std::to_string(r.opt[k].first) + ",\"data\":\"" +
+             hex_of(r.opt[k].second, "") + "\"}";
+      j += "]";
+      break;
+    }
+    default: break;
+  }
+  return j + "}";
+}
+
+// A section's records, TXT records expanded to one entry per string.
+void records_array(std::string& j, const char* name, const std::vector<DnsRecord>& rs, bool skip_empty_opt) {
+  std::string a;
+  for (const DnsRecord& r : rs) {
+    if (skip_empty_opt && r.kind == DnsRecord::kOpt && r.opt.empty()) continue;
+    if (r.kind == DnsRecord::kTxt) {
+      for (size_t i = 0; i < r.txt.size(); ++i) a += (a.empty() ? "" : ",") + record_detail(r, i);
+    } else {
+      a += (a.empty() ? "" : ",") + record_detail(r, 0);
+    }
+  }
+  if (a.empty() && skip_empty_opt) return;
+  sep(j);
+  j += std::string("\"") + name + "\":[" + a + "]";
+}
+
+// dns_log_json_answers' grouped format: the answers' data by type, types in order of appearance.
+std::string grouped(const std::vector<DnsRecord>& rs) {
+  std::vector<std::pair<std::string, std::string>> g;  // type → items
+  const auto add = [&](const std::string& type, const std::string& item) {
+    auto it = std::find_if(g.begin(), g.end(), [&](const auto& e) { return e.first == type; });
+    if (it == g.end()) {
+      g.emplace_back(type, "");
+      it = g.end() - 1;
+    }
+    it->second += (it->second.empty() ? "" : ",") + item;
+  };
+  for (const DnsRecord& r : rs) {
+    const std::string type = dns_rrtype_name(r.rrtype);
+    switch (r.kind) {
+      case DnsRecord::kAddr: add(type, quoted(dns_addr(r.data))); break;
+      case DnsRecord::kName:
+      case DnsRecord::kNull: add(type, quoted(r.data)); break;
+      case DnsRecord::kTxt:
+        for (const std::string& t : r.txt) add(type, quoted(t));
+        break;
+      case DnsRecord::kSoa: add(type, soa_object(r.soa)); break;
+      case DnsRecord::kSshfp: add(type, sshfp_object(r)); break;
+      case DnsRecord::kSrv: add(type, srv_object(r)); break;
+      default: break;
+    }
+  }
+  std::string j = "{";
+  for (const auto& [type, items] : g) j += std::string(j.size() > 1 ? "," : "") + quoted(type) + ":[" + items + "]";
+  return j + "}";
+}
+}  // namespace
+
+std::string eve_dns_object(const DnsTx& t, bool with_grouped) {
+  const DnsMessage& m = t.msg;
+  std::string j = "\"dns\":{\"version\":3";
+  str(j, "type", t.request ? "request" : "response");
+  num(j, "tx_id", t.id);
+  num(j, "id", m.id);
+  char flags[8];
+  std::snprintf(flags, sizeof flags, "%x", unsigned(m.flags));
+  str(j, "flags", flags);
+  if (m.flags & 0x8000) yes(j, "qr");
+  if (m.flags & 0x0400) yes(j, "aa");
+  if (m.flags & 0x0200) yes(j, "tc");
+  if (m.flags & 0x0100) yes(j, "rd");
+  if (m.flags & 0x0080) yes(j, "ra");
+  if (m.flags & 0x0040) yes(j, "z");
+  num(j, "opcode", m.opcode());
+  str(j, "rcode", dns_rcode_name(m.rcode()));
+  if (!m.queries.empty()) {
+    j += ",\"queries\":[";
+    for (size_t i = 0; i < m.queries.size(); ++i) {
+      const DnsQuery& q = m.queries[i];
+      j += std::string(i ? "," : "") + "{\"rrname\":" + quoted(q.name) + ",\"rrtype\":" + quoted(dns_rrtype_name(q.rrtype));
+      if (q.truncated) j += ",\"rrname_truncated\":true";
+      j += "}";
+    }
+    j += "]";
+  }
+  if (!m.answers.empty()) {
+    records_array(j, "answers", m.answers, false);
+    if (with_grouped) j += ",\"grouped\":" + grouped(m.answers);
+  }
+  if (!m.authorities.empty()) records_array(j, "authorities", m.authorities, false);
+  if (!m.additionals.empty()) records_array(j, "additionals", m.additionals, true);
+  return j + "}";
+}
+
+std::string eve_dns_event(uint64_t ts_ns, uint64_t flow_id, uint64_t pcap_cnt, const FlowKey& key, bool client_lo,
+                          const DnsTx& t) {
+  // src: the message's sender. app_event_head's client_lo names the src endpoint as key endpoint 0.
+  const bool src_lo = t.request ? client_lo : !client_lo;
+  return app_event_head(ts_ns, flow_id, pcap_cnt, "dns", key, src_lo) + "," + eve_dns_object(t) + "}";
 }
 
 }  // namespace gaspp

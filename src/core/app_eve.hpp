@@ -1,4 +1,4 @@
-// core/app_eve.hpp — EVE `http` and `tls` events (Suricata's eve-log types) of the application
+// core/app_eve.hpp — EVE `http`, `tls` and `dns` events (Suricata's eve-log types) of the application
 // layer's transactions (applayer/http1.hpp, applayer/tls.hpp).
 //
 // One event per transaction, when its response has finished (or, for one that never got a
@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <string>
 
+#include "applayer/dns.hpp"
 #include "applayer/http1.hpp"
 #include "applayer/tls.hpp"
 #include "gaspp/flow.hpp"
@@ -31,5 +32,15 @@ std::string eve_http_event(uint64_t ts_ns, uint64_t flow_id, uint64_t pcap_cnt, 
 std::string eve_tls_object(const TlsTx& t);
 std::string eve_tls_event(uint64_t ts_ns, uint64_t flow_id, uint64_t pcap_cnt, const FlowKey& key, bool client_lo,
                           const TlsTx& t);
+
+// EVE `dns` events in Suricata 8's format (version 3, its default), one per message: src is the
+// message's sender (a request's client, a response's server), and `"dns":{"version":3,"type":
+// "request"|"response","tx_id","id","flags" (hex),"qr","aa","tc","rd","ra","z" (when set),"opcode",
+// "rcode","queries":[{"rrname","rrtype"}],"answers":[...],"grouped":{...},"authorities":[...],
+// "additionals":[...]}` with every record type logged and both answer formats (detailed, grouped).
+// grouped: with the `grouped` answers (events); alerts' dns object has the detailed ones only.
+std::string eve_dns_object(const DnsTx& t, bool grouped = true);
+std::string eve_dns_event(uint64_t ts_ns, uint64_t flow_id, uint64_t pcap_cnt, const FlowKey& key, bool client_lo,
+                          const DnsTx& t);
 
 }  // namespace gaspp

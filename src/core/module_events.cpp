@@ -62,10 +62,37 @@ void ModuleSet::hand_flow_only(std::vector<ModuleEvent>::const_iterator begin,
   }
 }
 
+void ModuleSet::gather_datagrams(const PacketBatch& b) {
+  datagrams_.clear();
+  dgram_bytes_.clear();
+  if (app_udp_ < 0) return;
+  const uint16_t mod = uint16_t(app_udp_);
+  DecodedPacket d;
+  for (const ModuleEvent& e : sorted_) {
+    if (e.module != mod || e.packet >= b.count) continue;
+    if (b.h_verdict[e.packet] & kVerdictFlowDecided) continue;  // its flow's decision came first
+    decode_packet(b, e.packet, d);
+    const uint64_t off = b.h_rec_off[e.packet];
+    const RecordHeader rh = read_record_header(b.h_span + off, b.fmt);
+    const uint8_t* frame = b.h_span + off + kRecordHeaderBytes;
+    const uint32_t at = d.payload_off[0];
+    if (at >= rh.cap_len) continue;
+    const size_t len = std::min<size_t>(d.payload_len[0], rh.cap_len - at);
+    AppDatagram g{e.flow_id, e.packet, e.to_client != 0, false, FlowKey{}, dgram_bytes_.size(), len};
+    if (!dropped_flow_key(d, g.key, g.from_lo)) continue;
+    dgram_bytes_.insert(dgram_bytes_.end(), frame + at, frame + at + len);
+    datagrams_.push_back(g);
+  }
+  // Capture order (events come in any order).
+  std::sort(datagrams_.begin(), datagrams_.end(), [](const AppDatagram& x, const AppDatagram& y) { return x.packet < y.packet; });
+  std::erase_if(sorted_, [mod](const ModuleEvent& e) { return e.module == mod; });
+}
+
 void ModuleSet::app_events(const std::vector<StreamChunk>& chunks, const std::vector<uint8_t>& bytes) {
-  if (!app_ || chunks.empty()) return;
+  if (!app_ || (chunks.empty() && datagrams_.empty())) return;
   updates_.clear();
-  app_->process(chunks, bytes, updates_);
+  app_->process(chunks, bytes, updates_, datagrams_, dgram_bytes_);
+  datagrams_.clear();
   if (updates_.empty()) return;
   for (size_t k = 0; k < mods_.size(); ++k) {
     if (!mods_[k]->wants_app_layer()) continue;
@@ -76,8 +103,8 @@ void ModuleSet::app_events(const std::vector<StreamChunk>& chunks, const std::ve
   if (!app_log_) return;
   for (const AppUpdate& u : updates_) {
     AppTx& t = *u.tx;
-    // HTTP: when the response finished; TLS: when the server's hello came.
-    const bool done = u.http() ? u.http()->resp_done : u.tls() ? u.tls()->server_hello : false;
+    // HTTP: when the response finished; TLS: when the server's hello came; DNS: each message.
+    const bool done = u.http() ? u.http()->resp_done : u.tls() ? u.tls()->server_hello : u.dns() != nullptr;
     if (t.logged || !done) continue;
     t.logged = true;
     sorted_.push_back(ModuleEvent{u.flow_id, u.packet, uint32_t(app_logs_.size()), kAppLogModule, 0, u.dir});
@@ -89,6 +116,7 @@ namespace {
 std::string app_event(AppProto proto, uint64_t ts, uint64_t flow_id, uint64_t cnt, const FlowKey& key, bool client_lo,
                       const AppTx& t) {
   if (proto == AppProto::tls) return eve_tls_event(ts, flow_id, cnt, key, client_lo, static_cast<const TlsTx&>(t));
+  if (proto == AppProto::dns) return eve_dns_event(ts, flow_id, cnt, key, client_lo, static_cast<const DnsTx&>(t));
   return eve_http_event(ts, flow_id, cnt, key, client_lo, static_cast<const HttpTx&>(t));
 }
 }  // namespace
@@ -117,6 +145,7 @@ void ModuleSet::finish_batch(const PacketBatch& b, ModuleOutput& out) {
   add_counts(b.module_counts);
   app_logs_.clear();
   sorted_.assign(b.events.begin(), b.events.end());
+  gather_datagrams(b);
   app_events(b.stream_chunks, b.stream_bytes);
   sort_events(sorted_);
   // Events with no packet sort last: stream pieces no packet of the batch delivered, data held

@@ -114,8 +114,24 @@ void ModuleSet::add(std::unique_ptr<ModuleInstance> m) {
   state_bytes_ += (m->flow_state_bytes() + 15) & ~15u;
   stream_modules_ = stream_modules_ || m->has_stream_hook();
   if (m->wants_app_layer() && !app_) app_ = std::make_shared<AppLayer>();
+  if (std::string(m->name()) == AppUdpModule::kName) app_udp_ = int(mods_.size());
   mods_.push_back(std::move(m));
   counts_.push_back(Counts{});
+}
+
+void ModuleSet::set_app_layer_config(const AppLayerConfig& c, bool on) {
+  if (!app_ && !on) return;
+  app_ = std::make_shared<AppLayer>(c);
+  if (app_udp_ >= 0) return;
+  // app-udp goes first, as Suricata parses the application layer before detection: a packet a
+  // later module drops is still parsed (and logged).
+  std::vector<std::unique_ptr<ModuleInstance>> rest = std::move(mods_);
+  mods_.clear();
+  counts_.clear();
+  state_bytes_ = 0;
+  stream_modules_ = false;
+  add(make_module(AppUdpModule::kName, {}));
+  for (auto& m : rest) add(std::move(m));
 }
 
 std::vector<ModuleInstance*> ModuleSet::pointers() const {

@@ -116,11 +116,10 @@ class ModuleSet {
   // Some module inspects application-layer transactions: the pipeline must gather stream data
   // (RunOptions::want_streams) and the batch's chunks go through the application layer.
   bool wants_app_layer() const { return app_ != nullptr; }
-  // The application layer's limits (before the run).
-  // on: run it even when no module asks for it (gaspp --app-layer).
-  void set_app_layer_config(const AppLayerConfig& c, bool on = false) {
-    if (app_ || on) app_ = std::make_shared<AppLayer>(c);
-  }
+  // The application layer's limits (before the run, after the modules are added).
+  // on: run it even when no module asks for it (gaspp --app-layer). When it runs, the app-udp
+  // module (modules/app_udp) is put first, to bring its UDP datagrams to the host.
+  void set_app_layer_config(const AppLayerConfig& c, bool on = false);
   // Write an EVE `http` event per transaction (core/app_eve.hpp) through the module output.
   void set_app_log(bool on) { app_log_ = on; }
   const AppLayer* app_layer() const { return app_.get(); }
@@ -172,6 +171,11 @@ class ModuleSet {
   void app_events(const std::vector<StreamChunk>& chunks, const std::vector<uint8_t>& bytes);
   std::shared_ptr<AppLayer> app_;
   std::vector<AppUpdate> updates_;
+  int app_udp_ = -1;  // the app-udp module's position
+  std::vector<AppDatagram> datagrams_;
+  std::vector<uint8_t> dgram_bytes_;
+  // The batch's app-udp events become datagrams (payloads re-decoded on the host); they leave sorted_.
+  void gather_datagrams(const PacketBatch& b);
   // EVE http events: finished transactions of the batch, handed out in capture order as events
   // of the pseudo-module kAppLogModule (value: index here).
   static constexpr uint16_t kAppLogModule = 0xfffe;

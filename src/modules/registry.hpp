@@ -2,6 +2,7 @@
 // pipeline (both backends instantiate its stage from this list): to add one, include its header
 // and add it to GASPP_MODULE_TYPES. Names (M::kName) must be unique.
 #pragma once
+#include "modules/app_udp/app_udp.hpp"
 #include "modules/examples/pass.hpp"
 #include "modules/examples/probe.hpp"
 #include "modules/examples/stream_match.hpp"
@@ -13,4 +14,5 @@
   X(DetectModule)             \
   X(PassModule)               \
   X(ProbeModule)               \
-  X(StreamMatchModule)
+  X(StreamMatchModule)        \
+  X(AppUdpModule)

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""EVE http and tls events against tshark: every capture under DATA_DIR/pcaps is run with `--app-layer -l`,
+"""EVE http, tls and dns events against tshark: every capture under DATA_DIR/pcaps is run with `--app-layer -l`,
 and for each TCP connection gaspp parsed as HTTP, its events' (method, url) in order must
 equal what tshark's HTTP dissector finds in that connection (http.request.method,
 http.request.uri). Connections whose requests name another protocol (RTSP: Suricata's probe
@@ -14,7 +14,11 @@ detection yet).
 TLS: for each connection with a tls event, its `sni` must equal tshark's
 tls.handshake.extensions_server_name of the connection's ClientHello (connections tshark sees a
 server name in and gaspp has no event for are listed as above).
-Every http and tls event must also carry the fields the EVE schema requires of it (checked by
+DNS: for each dns event (UDP or TCP, port 53), its queries' names must equal tshark's dns.qry.name
+of the same frame, and the message kind (request/response) its dns.flags.response; DNS messages
+tshark finds on port 53 that have no event are failures too, unless tshark marks the frame
+malformed (gaspp counts those as dns_malformed / dns_header_invalid, as Suricata does).
+Every http, tls and dns event must also carry the fields the EVE schema requires of it (checked by
 e2e_eve_schema for the captures there).
 
 usage: http_vs_tshark.py GASPP DATA_DIR
@@ -40,11 +44,15 @@ def gaspp_txs(gaspp, pcap):
             return None, p.stderr.strip().splitlines()[-1] if p.stderr.strip() else str(p.returncode)
         txs = collections.defaultdict(list)
         snis = {}
+        dns = {}
         with open(os.path.join(d, "eve.json")) as f:
             for line in f:
                 e = json.loads(line)
                 if e.get("event_type") == "tls":
                     snis[flow_key(e["src_ip"], e["src_port"], e["dest_ip"], e["dest_port"])] = e["tls"].get("sni", "")
+                if e.get("event_type") == "dns":
+                    q = e["dns"].get("queries", [])
+                    dns.setdefault(e["pcap_cnt"], []).append((e["dns"]["type"], [x["rrname"] for x in q]))
                 if e.get("event_type") != "http":
                     continue
                 h = e["http"]
@@ -54,6 +62,7 @@ def gaspp_txs(gaspp, pcap):
         for k in txs:
             txs[k].sort()
         txs["__tls__"] = snis
+        txs["__dns__"] = dns
         return txs, ""
 
 
@@ -101,18 +110,57 @@ def tshark_snis(pcap):
     return out
 
 
+def tshark_dns(pcap):
+    """frame number -> [(kind, [names])] of the DNS messages on port 53, and the malformed frames."""
+    p = subprocess.run(["tshark", "-r", pcap, "-Y", "dns && (udp.port == 53 || tcp.port == 53)", "-T", "fields",
+                        "-E", "separator=\t", "-E", "occurrence=a", "-e", "frame.number", "-e", "dns.flags.response",
+                        "-e", "dns.qry.name", "-e", "_ws.malformed", "-e", "dns.count.queries"],
+                       capture_output=True, text=True)
+    out, bad = {}, set()
+    for line in p.stdout.splitlines():
+        f = line.split("\t")
+        if len(f) < 5:
+            continue
+        frame = int(f[0])
+        if f[3]:
+            bad.add(frame)
+            continue
+        kinds = f[1].split(",")
+        counts = [int(c) for c in f[4].split(",") if c]
+        names = f[2].split(",") if f[2] else []
+        msgs, at = [], 0
+        for kind, n in zip(kinds, counts):  # a TCP segment may complete several messages
+            msgs.append(("response" if kind in ("1", "True") else "request", names[at:at + n]))
+            at += n
+        out[frame] = msgs
+    return out, bad
+
+
 def main():
     gaspp, data = sys.argv[1:3]
     pcaps = sorted(glob.glob(os.path.join(data, "pcaps", "**", "*.pcap*"), recursive=True))
     pcaps = [p for p in pcaps if not p.endswith(".out")]
     fails, compared, flows, left = [], 0, 0, []
     tls_flows = [0]
+    dns_msgs = [0]
     for pcap in pcaps:
         ours, why = gaspp_txs(gaspp, pcap)
         if ours is None:
             fails.append(f"{pcap}: gaspp failed: {why}")
             continue
         snis = ours.pop("__tls__")
+        dns = ours.pop("__dns__")
+        their_dns, malformed = tshark_dns(pcap)
+        for frame, msgs in dns.items():
+            dns_msgs[0] += len(msgs)
+            want = their_dns.get(frame)
+            if want is None and frame in malformed:
+                continue
+            if sorted(msgs) != sorted(want or []):
+                fails.append(f"{os.path.relpath(pcap, data)} frame {frame}: gaspp dns {msgs}, tshark {want}")
+        for frame, want in their_dns.items():
+            if frame not in dns:
+                fails.append(f"{os.path.relpath(pcap, data)} frame {frame}: tshark dns {want}, gaspp no dns event")
         their_snis = tshark_snis(pcap)
         for k, sni in snis.items():
             tls_flows[0] += 1
@@ -142,7 +190,8 @@ def main():
         print("NOT PARSED", l)
     for f in fails:
         print("FAIL", f)
-    print(f"{compared} captures, {flows} HTTP connections and {tls_flows[0]} TLS ones compared with tshark, {len(fails)} differ, "
+    print(f"{compared} captures, {flows} HTTP connections, {tls_flows[0]} TLS ones and {dns_msgs[0]} DNS messages "
+          f"compared with tshark, {len(fails)} differ, "
           f"{len(left)} connections tshark dissects that gaspp did not parse")
     return 1 if fails else 0
 

@@ -105,10 +105,12 @@ std::string normalize_uri(const std::string& raw) {
 struct TxBuffers {
   const HttpTx& t;
   const TlsTx* tls;  // a TLS transaction (t is then an empty HttpTx: no HTTP buffer exists)
+  const DnsTx* dns;  // a DNS transaction (likewise)
+  size_t index;      // a multi-buffer's instance: the DNS question
   std::string val[2 * kBufCount];
   int8_t state[2 * kBufCount] = {};  // 0 not computed, 1 present, -1 absent
 
-  TxBuffers(const HttpTx& tx, const TlsTx* tl) : t(tx), tls(tl) {}
+  TxBuffers(const HttpTx& tx, const TlsTx* tl, const DnsTx* dn, size_t i) : t(tx), tls(tl), dns(dn), index(i) {}
 
   // side * kBufCount + buf -> the bytes, or null when the transaction does not have it (yet).
   const std::string* get(uint16_t key) {
@@ -124,7 +126,13 @@ struct TxBuffers {
       out = tls->sni;
       return true;
     }
-    if (b == kBufTlsSni) return false;
+    if (dns) {
+      // dns.query: a request's questions, one instance each (empty names are not inspected).
+      if (b != kBufDnsQuery || !dns->request || index >= dns->msg.queries.size()) return false;
+      out = dns->msg.queries[index].name;
+      return !out.empty();
+    }
+    if (b == kBufTlsSni || b == kBufDnsQuery) return false;
     const bool req_line = t.req_line, req_hdr = t.req_headers_done;
     const bool resp_line = t.resp_line, resp_hdr = t.resp_headers_done;
     const bool hdr = side ? resp_hdr : req_hdr;
@@ -332,8 +340,12 @@ void DetectModule::Host::on_app(const std::vector<AppUpdate>& updates, std::vect
     ++app_updates_;
     static const HttpTx kNoHttp;
     AppTx& t = *u.tx;
-    TxBuffers bufs(u.http() ? *u.http() : kNoHttp, u.tls());
-    const uint8_t proto = u.tls() ? 2 : 1;
+    const uint8_t proto = u.tls() ? 2 : u.dns() ? 3 : 1;
+    // A multi-buffer (dns.query) is inspected per instance; a signature matches on any of them.
+    const size_t instances = u.dns() ? std::max<size_t>(1, u.dns()->msg.queries.size()) : 1;
+    for (size_t inst = 0; inst < instances; ++inst) {
+    if (inst) t.scans.clear();  // the cached scans were of another instance's bytes
+    TxBuffers bufs(u.http() ? *u.http() : kNoHttp, u.tls(), u.dns(), inst);
     cand.assign(app_pf_->nofp.begin(), app_pf_->nofp.end());
     for (const uint16_t key : app_pf_->keys) {
       // A request update concerns signatures inspected on requests, whose patterns are on
@@ -398,9 +410,11 @@ void DetectModule::Host::on_app(const std::vector<AppUpdate>& updates, std::vect
       ++app_matches_;
       app_alerts_[{u.flow_id, u.packet, a.sig}] =
           ",\"tx_id\":" + std::to_string(t.id) + "," +
-          (u.tls() ? eve_tls_object(*u.tls()) + ",\"app_proto\":\"tls\""
-                   : eve_http_object(*u.http()) + ",\"app_proto\":\"http\"");
+          (u.tls()   ? eve_tls_object(*u.tls()) + ",\"app_proto\":\"tls\""
+           : u.dns() ? eve_dns_object(*u.dns(), false) + ",\"app_proto\":\"dns\""
+                     : eve_http_object(*u.http()) + ",\"app_proto\":\"http\"");
       out.push_back(ModuleEvent{u.flow_id, u.packet, (a.sig << 2) | 2u, 0, kMatch, u.dir});
+    }
     }
   }
 }

@@ -121,7 +121,7 @@ const BufName kStickyBuffers[] = {
     {"http.accept_enc", kBufHttpAcceptEnc}, {"http_accept_enc", kBufHttpAcceptEnc},
     {"http.accept_lang", kBufHttpAcceptLang}, {"http_accept_lang", kBufHttpAcceptLang},
     {"http.connection", kBufHttpConnection}, {"http_connection", kBufHttpConnection},
-    {"tls.sni", kBufTlsSni}, {"tls_sni", kBufTlsSni},
+    {"tls.sni", kBufTlsSni}, {"tls_sni", kBufTlsSni}, {"dns.query", kBufDnsQuery}, {"dns_query", kBufDnsQuery},
 };
 // Content modifiers: the content right before them inspects the buffer.
 const BufName kContentModifiers[] = {
@@ -468,20 +468,25 @@ std::string finish(Signature& s) {
     if (s.dsize.on || s.has_flags || s.itype.on || s.icode.on || s.only_stream || s.no_stream || s.rule.tcp_pkt ||
         s.rule.tcp_stream)
       return "skip:app-layer:http rule with packet conditions";
-    if (s.rule.proto != 6 && s.rule.proto != 0) return "error:an http rule that is not TCP";
     // The protocol the buffers belong to must agree with the header's.
+    const auto proto_of = [](uint8_t b) -> uint8_t { return b == kBufTlsSni ? 2 : b == kBufDnsQuery ? 3 : 1; };
     for (const SigOp& o : s.ops) {
-      const uint8_t p = o.buf == kBufPayload ? 0 : o.buf == kBufTlsSni ? 2 : 1;
+      const uint8_t p = o.buf == kBufPayload ? 0 : proto_of(o.buf);
       if (p && s.app_proto && p != s.app_proto) return "error:buffers of another protocol than the rule's (" + std::string(sig_buf_name(o.buf)) + ")";
       if (p) s.app_proto = p;
     }
     for (const auto& [b, c] : s.bsize) {
-      const uint8_t p = b == kBufTlsSni ? 2 : 1;
+      const uint8_t p = proto_of(b);
       if (s.app_proto && p != s.app_proto) return "error:bsize on a buffer of another protocol than the rule's";
       s.app_proto = p;
     }
     if (!s.app_proto) s.app_proto = 1;
-    s.rule.proto = 6;
+    if (s.app_proto != 3) {
+      if (s.rule.proto != 6 && s.rule.proto != 0) return "error:an http or tls rule that is not TCP";
+      s.rule.proto = 6;
+    } else if (s.rule.proto != 6 && s.rule.proto != 17 && s.rule.proto != 0) {
+      return "error:a dns rule that is neither UDP nor TCP";
+    }
     s.mode = 0;
     s.ip_only = false;
     return "";
@@ -546,6 +551,10 @@ std::string parse_signature(const std::string& text, const RuleVars& vars, Signa
     out.app = true;
     out.app_proto = out.rule.app_proto == "tls" ? 2 : 1;
     out.rule.proto = 6;
+  } else if (out.rule.app_proto == "dns") {
+    out.app = true;
+    out.app_proto = 3;
+    out.rule.proto = 0;  // UDP and TCP
   } else if (!out.rule.app_proto.empty()) {
     return "skip:app-layer:protocol " + out.rule.app_proto;
   }
