@@ -40,6 +40,8 @@ alert dns any any -> any any (msg:"pcre"; dns.query; pcre:"/^three\.[a-z]+$/"; s
 alert dns any any -> any any (msg:"tcp"; dns.query; content:"tcp-name"; sid:5;)
 alert dns any any -> any any (msg:"bsize"; dns.query; bsize:>20; sid:6;)
 alert dns any any -> any any (msg:"on another port"; dns.query; content:"port5300"; sid:7;)
+alert dns any any -> any any (msg:"dotprefix"; dns.query; dotprefix; content:".example.net"; endswith; sid:8;)
+alert dns any any -> any any (msg:"plain then dotprefix"; dns.query; content:"x"; startswith; dotprefix; content:".example.net"; endswith; sid:9;)
 '''
 
 
@@ -60,6 +62,10 @@ def reference(name):
         s.add(6)
     if "port5300" in name:
         s.add(7)
+    if ("." + name).endswith(".example.net"):
+        s.add(8)
+        if name.startswith("x"):
+            s.add(9)
     return s
 
 
@@ -100,6 +106,10 @@ def build(path):
     # DNS on port 5300: not detected (not a detection port).
     add(Ether() / IP(src=CLIENT, dst=SERVER) / UDP(sport=40005, dport=5300) /
         DNS(id=5, rd=1, qd=DNSQR(qname="port5300.example")))
+    # dotprefix: the domain and its subdomains, not a name that merely ends the same.
+    udp(40007, 53, DNS(id=7, rd=1, qd=DNSQR(qname="example.net")))
+    udp(40008, 53, DNS(id=8, rd=1, qd=DNSQR(qname="badexample.net")))
+    udp(40009, 53, DNS(id=9, rd=1, qd=DNSQR(qname="x.example.net")))
     # A long name.
     udp(40006, 53, DNS(id=6, rd=1, qd=DNSQR(qname="a-rather-long-label.example.org", qtype="TXT")))
     # TCP: a query cut in two segments, then two queries in one segment, and the answers.

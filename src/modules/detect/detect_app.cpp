@@ -121,6 +121,14 @@ struct TxBuffers {
   bool header(int side, const char* name, std::string& out) const { return t.header(side, name, out); }
 
   bool compute(uint8_t b, int side, std::string& out) const {
+    // dotprefix (signature.hpp): the name buffer with a "." before it.
+    const uint8_t base = b == kBufDnsQueryDot ? kBufDnsQuery : b == kBufTlsSniDot ? kBufTlsSni
+                         : b == kBufHttpHostDot ? kBufHttpHost : b;
+    if (base != b) {
+      if (!compute(base, side, out)) return false;
+      out.insert(out.begin(), '.');
+      return true;
+    }
     if (tls) {
       if (b != kBufTlsSni || !tls->client_hello || tls->sni.empty()) return false;
       out = tls->sni;

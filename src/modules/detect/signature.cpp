@@ -132,6 +132,16 @@ const BufName kContentModifiers[] = {
     {"http_stat_code", kBufHttpStatCode}, {"http_stat_msg", kBufHttpStatMsg},
 };
 
+// The dotprefix variant of a buffer; kBufPayload: the transform is not supported on it.
+uint8_t dotprefix_buf(uint8_t b) {
+  switch (b) {
+    case kBufDnsQuery: return kBufDnsQueryDot;
+    case kBufTlsSni: return kBufTlsSniDot;
+    case kBufHttpHost: return kBufHttpHostDot;
+    default: return kBufPayload;
+  }
+}
+
 int find_buf(const BufName* t, size_t n, const std::string& k) {
   for (size_t i = 0; i < n; ++i)
     if (k == t[i].name) return t[i].buf;
@@ -469,7 +479,9 @@ std::string finish(Signature& s) {
         s.rule.tcp_stream)
       return "skip:app-layer:http rule with packet conditions";
     // The protocol the buffers belong to must agree with the header's.
-    const auto proto_of = [](uint8_t b) -> uint8_t { return b == kBufTlsSni ? 2 : b == kBufDnsQuery ? 3 : 1; };
+    const auto proto_of = [](uint8_t b) -> uint8_t {
+      return b == kBufTlsSni || b == kBufTlsSniDot ? 2 : b == kBufDnsQuery || b == kBufDnsQueryDot ? 3 : 1;
+    };
     for (const SigOp& o : s.ops) {
       const uint8_t p = o.buf == kBufPayload ? 0 : proto_of(o.buf);
       if (p && s.app_proto && p != s.app_proto) return "error:buffers of another protocol than the rule's (" + std::string(sig_buf_name(o.buf)) + ")";
@@ -517,6 +529,9 @@ std::string finish(Signature& s) {
 
 const char* sig_buf_name(uint8_t b) {
   if (b == kBufPayload) return "payload";
+  if (b == kBufDnsQueryDot) return "dns.query|dotprefix";
+  if (b == kBufTlsSniDot) return "tls.sni|dotprefix";
+  if (b == kBufHttpHostDot) return "http.host|dotprefix";
   for (const BufName& n : kStickyBuffers)
     if (n.buf == b && std::strchr(n.name, '.')) return n.name;
   return "?";
@@ -571,6 +586,15 @@ std::string parse_signature(const std::string& text, const RuleVars& vars, Signa
       if (out.ops.empty() || out.ops.back().type != SigOpType::content) return "error:" + k + " without a content right before it";
       out.ops.back().buf = uint8_t(b);
       out.app = true;
+      continue;
+    }
+    if (k == "dotprefix") {
+      // A transform of the sticky buffer: the options after it inspect the transformed buffer, a
+      // buffer of its own (options before it stay on the plain one, as Suricata starts a new
+      // buffer instance when a transform follows matches).
+      const uint8_t dot = dotprefix_buf(cur_buf);
+      if (dot == kBufPayload) return "skip:app-layer:dotprefix on " + std::string(sig_buf_name(cur_buf));
+      cur_buf = dot;
       continue;
     }
     if (k == "bsize") {

@@ -26,6 +26,9 @@
 //   TLS                tls.sni (tls_sni); the protocol `tls` in the header
 //   DNS                dns.query (dns_query: each question's name of a request, a multi-buffer);
 //                      the protocol `dns` in the header (UDP and TCP)
+//   transforms         dotprefix right after dns.query, tls.sni or http.host (the buffer with a
+//                      "." before it, so that content:".example.com"; endswith; matches the
+//                      domain and its subdomains only)
 //   dsize:N | <N | >N | <=N | >=N | N<>M | N-M | !N; itype, icode (ICMP) the same way
 //   flags:[+*!]FSRPAUCE0[,IGNORED] (TCP flags; C/1 CWR, E/2 ECE, 0 none)
 //   flow:to_server|to_client|from_client|from_server|established|not_established|stateless|
@@ -34,7 +37,7 @@
 //   flowint:NAME,OP[,VALUE] (FlowintCmd)
 //   threshold / detection_filter, and the naming options of the firewall's parser
 // Anything else skips the rule, counted by reason: "app-layer:<keyword>" for what the application
-// layer does not bring yet (dns.* but dns.query, tls.* but tls.sni, other app-layer protocols in the header, an http rule
+// layer does not bring yet (dns.* but dns.query, tls.* but tls.sni, other transforms, other app-layer protocols in the header, an http rule
 // with payload options, ...), "keyword <k>" for the rest. A line that does not parse is an error with file and line.
 //
 // Where a rule's payload is inspected (Suricata's SIG_FLAG_REQUIRE_PACKET/STREAM): on TCP, a rule
@@ -69,6 +72,8 @@ enum SigBuf : uint8_t {
   kBufHttpUri, kBufHttpUriRaw, kBufHttpMethod, kBufHttpProtocol, kBufHttpRequestLine, kBufHttpHost, kBufHttpHostRaw,
   kBufHttpUserAgent, kBufHttpRequestBody, kBufHttpReferer, kBufHttpAccept, kBufHttpAcceptEnc, kBufHttpAcceptLang,
   kBufHttpConnection, kBufTlsSni, kBufDnsQuery,
+  // the dotprefix transform over a name buffer: "." then the buffer
+  kBufTlsSniDot, kBufDnsQueryDot, kBufHttpHostDot,
   // either side (by flow direction)
   kBufHttpHeader, kBufHttpHeaderRaw, kBufHttpCookie, kBufHttpContentType, kBufHttpContentLen, kBufHttpStart,
   kBufHttpHeaderNames,
