@@ -261,7 +261,10 @@ int main(int argc, char** argv) {
       rows = OutFile(decode_out, "w");
       rows.write(std::string(decode_rows_header()));
     }
-    if (!eve_dir.empty()) eve = std::make_unique<EveWriter>(eve_dir);
+    if (!eve_dir.empty()) {
+      eve = std::make_unique<EveWriter>(eve_dir);
+      if (modules.wants_app_layer()) eve->set_app_proto_lookup([&modules](uint64_t id) { return modules.app_proto_of(id); });
+    }
     if (o.fast_log) fast = OutFile(eve_dir + "/fast.log", "w");
   } catch (const std::exception& e) {
     std::fprintf(stderr, "gaspp: %s\n", e.what());

@@ -64,7 +64,9 @@ const char* app_proto_name(AppProto p) {
 
 AppProto AppLayer::proto(uint64_t flow_id) const {
   const auto it = flows_.find(flow_id);
-  return it == flows_.end() ? AppProto::unknown : it->second.proto;
+  if (it != flows_.end()) return it->second.proto;
+  const auto g = gone_.find(flow_id);
+  return g == gone_.end() ? AppProto::unknown : g->second;
 }
 
 void AppLayer::detect(FlowApp& f, int dir, const uint8_t* p, size_t n) {
@@ -267,9 +269,12 @@ void AppLayer::process(const std::vector<StreamChunk>& chunks, const std::vector
 }
 
 void AppLayer::forget(const std::vector<FlowRecordOut>& flows, const Unlogged& unlogged) {
+  gone_.clear();
   for (const FlowRecordOut& r : flows) {
     const auto it = flows_.find(r.rec.flow_id);
     if (it == flows_.end()) continue;
+    // Still undecided at the flow's end (too few bytes to tell): detection failed.
+    gone_[r.rec.flow_id] = it->second.proto == AppProto::unknown ? AppProto::failed : it->second.proto;
     if (unlogged && it->second.http)
       for (const auto& t : it->second.http->txs())
         if (!t->logged && t->req_line) unlogged(r.rec.flow_id, it->second.key, it->second.client_lo, AppProto::http, *t);

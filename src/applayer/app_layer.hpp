@@ -97,6 +97,8 @@ class AppLayer {
   // is called first for each transaction no output logged yet (the flow's last word on it).
   using Unlogged = std::function<void(uint64_t, const FlowKey&, bool, AppProto, AppTx&)>;
   void forget(const std::vector<FlowRecordOut>& flows, const Unlogged& unlogged = nullptr);
+  // A flow's protocol; a flow the last forget() released is still answered for (its flow record
+  // is written after it). unknown: the flow had no data the application layer saw.
   AppProto proto(uint64_t flow_id) const;
   const AppLayerStats& stats() const { return stats_; }
   void report(std::map<std::string, uint64_t>& r) const;
@@ -122,6 +124,7 @@ class AppLayer {
   AppLayerStats stats_;
   std::unordered_map<uint64_t, FlowApp> flows_;
   std::vector<uint64_t> touched_;  // flows the last process() fed: their handed-out state is released
+  std::unordered_map<uint64_t, AppProto> gone_;  // the protocols of the flows the last forget() released
 };
 
 }  // namespace gaspp

@@ -123,6 +123,13 @@ class ModuleSet {
   // Write an EVE `http` event per transaction (core/app_eve.hpp) through the module output.
   void set_app_log(bool on) { app_log_ = on; }
   const AppLayer* app_layer() const { return app_.get(); }
+  // The flow's app_proto for its EVE flow record (eve.hpp), null when the application layer is off
+  // or saw no data of the flow.
+  const char* app_proto_of(uint64_t flow_id) const {
+    if (!app_) return nullptr;
+    const AppProto p = app_->proto(flow_id);
+    return p == AppProto::unknown ? nullptr : app_proto_name(p);
+  }
   // vlan_in_key, defrag: as the flow table's (FlowConfig), so that a drop event of a packet its
   // flow's earlier decision dropped finds the flow (see dropped_flows_).
   void set_drop_events(bool on, bool vlan_in_key = true, bool defrag = true) {

@@ -23,7 +23,7 @@ std::string hex_flags(uint16_t f) {
 
 }  // namespace
 
-std::string eve_flow_json(const FlowRecordOut& o) {
+std::string eve_flow_json(const FlowRecordOut& o, const char* app_proto) {
   const FlowRecord& r = o.rec;
   const FlowKey& k = r.key;
   const int ci = r.client_lo ? 0 : 1;  // key endpoint of the client
@@ -39,6 +39,7 @@ std::string eve_flow_json(const FlowRecordOut& o) {
     j += ",\"icmp_type\":" + u((ct >> 8) & 0xff) + ",\"icmp_code\":" + u(ct & 0xff);
     if (s.isn & kIcmpSeen) j += ",\"response_icmp_type\":" + u((s.isn >> 8) & 0xff) + ",\"response_icmp_code\":" + u(s.isn & 0xff);
   }
+  if (app_proto && *app_proto) j += ",\"app_proto\":\"" + std::string(app_proto) + "\"";
   const uint64_t age = r.last_ts / 1'000'000'000ull - r.first_ts / 1'000'000'000ull;
   const FlowState st = r.state == uint8_t(FlowState::fresh) ? FlowState::new_ : FlowState(r.state);
   j += ",\"flow\":{\"pkts_toserver\":" + u(c.pkts) + ",\"pkts_toclient\":" + u(s.pkts) + ",\"bytes_toserver\":" +
@@ -73,7 +74,7 @@ void EveWriter::write_line(const std::string& json) {
 }
 
 void EveWriter::write_flows(const std::vector<FlowRecordOut>& v) {
-  for (const auto& r : v) write_line(eve_flow_json(r));
+  for (const auto& r : v) write_line(eve_flow_json(r, app_proto_ ? app_proto_(r.rec.flow_id) : nullptr));
 }
 
 // Suricata's stats names (the EVE schema's), for what gaspp counts; every counter of its own is in

@@ -2,7 +2,7 @@
 //
 // Flow events carry Suricata's field names: timestamp (the flow's last packet), flow_id,
 // event_type "flow", src_ip/src_port (the client), dest_ip/dest_port, proto, vlan (when tagged),
-// icmp_type/icmp_code for ICMP, and
+// icmp_type/icmp_code for ICMP, app_proto (with the application layer on: what it detected), and
 //   flow: pkts_toserver, pkts_toclient, bytes_toserver, bytes_toclient, start, end, age, state
 //         (new/established/closed), reason (timeout/forced/shutdown), alerted
 //   tcp:  tcp_flags, tcp_flags_ts, tcp_flags_tc (hex, as Suricata), syn/fin/rst/psh/ack/urg/ecn/cwr
@@ -17,6 +17,7 @@
 // alert flow object, timestamps, addresses and escaping are in core/eve_event.hpp.
 #pragma once
 #include <cstdio>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -30,7 +31,10 @@
 
 namespace gaspp {
 
-std::string eve_flow_json(const FlowRecordOut& r);
+// app_proto: the flow's application protocol as Suricata names it ("http", "tls", "dns", "failed"),
+// written before the flow object as Suricata does; null or "": none (no application layer ran on
+// the flow, or it had no data to detect).
+std::string eve_flow_json(const FlowRecordOut& r, const char* app_proto = nullptr);
 
 class EveWriter {
  public:
@@ -40,6 +44,8 @@ class EveWriter {
   EveWriter(const EveWriter&) = delete;
   EveWriter& operator=(const EveWriter&) = delete;
   void write_flows(const std::vector<FlowRecordOut>& v);
+  // Where write_flows() finds a flow's app_proto (the application layer, ModuleSet::app_proto_of).
+  void set_app_proto_lookup(std::function<const char*(uint64_t flow_id)> f) { app_proto_ = std::move(f); }
   // extra: more members of the stats object (the modules' verdict accounting), or "".
   // `extra`: members added to the stats object (the modules' ips / firewall accounting).
   void write_stats(const RunReport& r, const nlohmann::ordered_json& extra = nlohmann::ordered_json::object());
@@ -52,6 +58,7 @@ class EveWriter {
  private:
   OutFile f_;
   uint64_t events_ = 0;
+  std::function<const char*(uint64_t)> app_proto_;
 };
 
 }  // namespace gaspp

@@ -13,6 +13,8 @@ Checked:
   dns object naming the question.
 - The counters: dns_requests and dns_responses equal the messages built; the garbage on port 53
   is no DNS.
+- Flow events' app_proto: "dns" for the flows with DNS (UDP and TCP), "failed" for the garbage on
+  port 53, none for the flow on port 5300 (no detection port: nothing detected there).
 - With DATA_DIR: every event validates against Suricata's EVE schema (DATA_DIR/eve/schema.json).
 
 usage: dns_cases.py GASPP [DATA_DIR]
@@ -249,6 +251,16 @@ def main():
     if app["dns_requests"] != n_req or app["dns_responses"] != n_responses:
         fails.append(f"counters: dns_requests {app['dns_requests']} (built {n_req}), dns_responses "
                      f"{app['dns_responses']} (built {n_responses})")
+    protos = {}
+    for e in events:
+        if e["event_type"] == "flow":
+            ports = tuple(sorted((e["src_port"], e["dest_port"])))
+            protos[ports] = e.get("app_proto")
+    want_protos = {(53, 40001): "dns", (53, 40002): "dns", (53, 40003): "dns", (53, 40004): "failed",
+                   (5300, 40005): None, (53, 40010): "dns"}
+    for ports, proto in want_protos.items():
+        if protos.get(ports, "no flow") != proto:
+            fails.append(f"flow {ports}: app_proto {protos.get(ports, 'no flow')!r}, want {proto!r}")
     if len(sys.argv) > 2:
         import jsonschema
         schema = json.load(open(os.path.join(sys.argv[2], "eve", "schema.json")))
