@@ -222,6 +222,8 @@ detect)
   step "detection tests (suricata-verify), CUDA backend"
   python3 tests/e2e/detect_verify.py $B/gaspp bundle/data --backend cuda --prefilter device | tail -4; check "detect verify (cuda)"
   detect_split
+  step "DNS (UDP datagrams through the app-udp module's stage) on CUDA against the reference matcher"
+  python3 tests/e2e/dns_cases.py $B/gaspp bundle/data --backend cuda | tail -4; check "dns cases (cuda)"
   step "ET Open on every capture: CPU backend against CUDA"
   python3 tests/e2e/detect_equivalence.py $B/gaspp bundle/data cpu cuda | tail -12; check "detect equivalence (cpu, cuda)"
   ;;
