@@ -209,9 +209,12 @@ int main(int argc, char** argv) {
     return 1;
   }
   if (modules.wants_app_layer()) {
-    // HTTP signatures read transactions: the application layer parses the reassembled streams.
-    if (!bc.flow.enabled || !bc.stream.enabled)
-      std::fprintf(stderr, "gaspp: warning: HTTP signatures need flow tracking and reassembly; without them they match nothing\n");
+    // Application-layer signatures read transactions: the application layer parses the reassembled
+    // streams (HTTP, TLS, DNS over TCP) and the flows' datagrams (DNS over UDP).
+    if (!bc.flow.enabled)
+      std::fprintf(stderr, "gaspp: warning: the application layer needs flow tracking; without it, it sees nothing\n");
+    else if (!bc.stream.enabled)
+      std::fprintf(stderr, "gaspp: warning: without reassembly the application layer sees UDP only (HTTP, TLS and DNS over TCP need streams)\n");
     else ro.want_streams = true;
   }
   bc.drop_invalid = modules.firewall_mode();

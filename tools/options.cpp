@@ -403,7 +403,7 @@ int parse_command_line(int argc, char** argv, Options& o) {
        kMods, [&] { o.eve_packet = true; });
   flag("--eve-verdict", "alerts carry the packet's final verdict (verdict.action: alert, drop or pass), as Suricata's",
        kMods, [&] { o.eve_verdict = true; });
-  flag("--app-layer", "parse HTTP on the reassembled streams even without HTTP rules, and write EVE http events (with -l)",
+  flag("--app-layer", "run the application layer (HTTP/1, TLS, DNS) even without rules that need it, and write EVE http, tls and dns events and flows' app_proto (with -l)",
        kMods, [&] { o.app_layer_on = true; });
   flag("--fast-log", "write Suricata's fast.log (one line per alert) beside eve.json (with -l)", kMods,
        [&] { o.fast_log = true; });

@@ -7,6 +7,7 @@
 #pragma once
 #include <cstddef>
 #include <cstdint>
+#include <string>
 #include <unordered_map>
 #include <unordered_set>
 #include <vector>
@@ -18,9 +19,21 @@ struct AppTx {
   std::unordered_set<uint32_t> matched;  // signatures that matched this transaction
   struct Scan {
     size_t size = ~size_t(0);
+    bool append_only = false;  // when scanned, the buffer could only grow by appending
     std::vector<uint32_t> hits;
   };
   std::unordered_map<uint16_t, Scan> scans;  // per buffer: the size last scanned and the hits then
+  // Buffers built from the transaction that only grow once built (an HTTP message once its
+  // headers are done: start line, headers, then the body as it comes), kept between updates so
+  // that each update appends what is new instead of copying the whole again; and the buffers of
+  // a finished request, which later (response) updates read again.
+  struct Built {
+    std::string bytes;
+    size_t tail = 0;      // how much of the growing part (the body) bytes holds
+    bool stable = false;  // the part before it is final
+    bool present = true;  // a final buffer the transaction does not have
+  };
+  std::unordered_map<uint16_t, Built> built;
   bool logged = false;  // an output wrote its event
 };
 

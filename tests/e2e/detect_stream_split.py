@@ -12,6 +12,11 @@ do not use). gaspp runs with batches of 1, 7 and 65536 packets (a pattern then a
 boundaries) on each path given (cpu: Hyperscan; cpu-device: the device's whole path on the CPU;
 cuda), and every (connection, sid) alert count must equal the reference's.
 
+The same again with HTTP: each connection is one POST whose body is the stream (the patterns
+planted in the body, cut into the same random segments), and one `http.request_body` rule per
+pattern: the body grows over many updates, so a pattern also crosses the point where the
+application layer's prefilter resumes its scan of a grown body.
+
 usage: detect_stream_split.py GASPP [PATH ...]   (default paths: cpu cpu-device)
 """
 import json
@@ -31,16 +36,20 @@ FLOWS = 24
 PATTERNS = 40
 
 
-def build(d, rng):
+def build(d, rng, http=False):
     pats = []
     for k in range(PATTERNS):
         n = rng.randint(4, 60)
         pats.append(("".join(rng.choice("ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789") for _ in range(n)), rng.random() < 0.3))
-    rules = os.path.join(d, "split.rules")
+    rules = os.path.join(d, "split-http.rules" if http else "split.rules")
     with open(rules, "w") as f:
         for k, (p, nocase) in enumerate(pats):
-            f.write('alert tcp any any -> any any (msg:"split %d"; flow:to_server,established,only_stream; '
-                    'content:"%s";%s sid:%d; rev:1;)\n' % (k, p, " nocase;" if nocase else "", 100 + k))
+            if http:
+                f.write('alert http any any -> any any (msg:"body %d"; flow:to_server; http.request_body; '
+                        'content:"%s";%s sid:%d; rev:1;)\n' % (k, p, " nocase;" if nocase else "", 100 + k))
+            else:
+                f.write('alert tcp any any -> any any (msg:"split %d"; flow:to_server,established,only_stream; '
+                        'content:"%s";%s sid:%d; rev:1;)\n' % (k, p, " nocase;" if nocase else "", 100 + k))
     pkts, expect = [], {}
     t = 1700000000.0
     for fl in range(FLOWS):
@@ -59,6 +68,8 @@ def build(d, rng):
             stream[a:a + len(p)] = b
             pos = a + len(p)
             expect[(fl, 100 + k)] = 1
+        if http:
+            stream = (b"POST /upload HTTP/1.1\r\nHost: example\r\nContent-Length: %d\r\n\r\n" % len(stream)) + stream
         c, s = Ether() / IP(src=cli, dst=srv), Ether() / IP(src=srv, dst=cli)
         isn, rsn = 1000 + fl * 7, 50000 + fl * 11
 
@@ -80,7 +91,7 @@ def build(d, rng):
         add(c / TCP(sport=sport, dport=80, flags="FA", seq=isn + 1 + off, ack=rsn + 1))
         add(s / TCP(sport=80, dport=sport, flags="FA", seq=rsn + 1, ack=isn + 2 + off))
         add(c / TCP(sport=sport, dport=80, flags="A", seq=isn + 2 + off, ack=rsn + 2))
-    pcap = os.path.join(d, "split.pcap")
+    pcap = os.path.join(d, "split-http.pcap" if http else "split.pcap")
     wrpcap(pcap, pkts)
     return pcap, rules, expect
 
@@ -88,7 +99,7 @@ def build(d, rng):
 def run(gaspp, pcap, rules, path, batch, d):
     backend = "cuda" if path == "cuda" else "cpu"
     pf = "device" if path == "cpu-device" else "hyperscan"
-    out = os.path.join(d, "%s-%d" % (path, batch))
+    out = os.path.join(d, "%s-%d-%s" % (path, batch, os.path.basename(rules)))
     os.makedirs(out, exist_ok=True)
     cmd = [gaspp, "-r", pcap, "--backend", backend, "-l", out, "--flow-capacity", "4096", "--batch", str(batch),
            "--detect-prefilter", pf, "-s", rules]
@@ -115,7 +126,8 @@ def main():
     rng = random.Random(23)
     failed = 0
     with tempfile.TemporaryDirectory() as d:
-        pcap, rules, expect = build(d, rng)
+      for http in (False, True):
+        pcap, rules, expect = build(d, rng, http)
         for path in paths:
             for batch in (1, 7, 65536):
                 got, err = run(gaspp, pcap, rules, path, batch, d)
@@ -128,8 +140,8 @@ def main():
                     print("FAIL %s batch %d: connection %d sid %d: %d alerts, the reference %d" %
                           (path, batch, k[0], k[1], got.get(k, 0), expect.get(k, 0)))
                 failed += bool(wrong)
-                print("%s batch %d: %d planted, %d alerts, %d wrong" % (path, batch, len(expect), sum(got.values()),
-                                                                          len(wrong)))
+                print("%s%s batch %d: %d planted, %d alerts, %d wrong" % (path, " http" if http else "", batch,
+                                                                            len(expect), sum(got.values()), len(wrong)))
     print("%d failed" % failed)
     return 1 if failed else 0
 

@@ -110,54 +110,95 @@ struct TxBuffers {
   std::string val[2 * kBufCount];
   int8_t state[2 * kBufCount] = {};  // 0 not computed, 1 present, -1 absent
 
-  TxBuffers(const HttpTx& tx, const TlsTx* tl, const DnsTx* dn, size_t i) : t(tx), tls(tl), dns(dn), index(i) {}
+  AppTx* owner;      // where buffers kept between updates live (AppTx::built)
 
-  // side * kBufCount + buf -> the bytes, or null when the transaction does not have it (yet).
+  TxBuffers(const HttpTx& tx, const TlsTx* tl, const DnsTx* dn, size_t i, AppTx* o)
+      : t(tx), tls(tl), dns(dn), index(i), owner(o) {}
+
+  const std::string* ptr[2 * kBufCount] = {};
+
+  // side * kBufCount + buf -> the bytes, or null when the transaction does not have it (yet). A
+  // buffer the transaction holds as it is (a body, a line) is not copied: bodies are up to their
+  // limits and inspected at every update.
   const std::string* get(uint16_t key) {
-    if (state[key] == 0) state[key] = compute(key % kBufCount, key / kBufCount, val[key]) ? 1 : -1;
-    return state[key] > 0 ? &val[key] : nullptr;
+    if (state[key] != 0) return ptr[key];
+    // A finished request's buffers are final: built once, kept in the transaction for the
+    // response's updates (which inspect signatures reading both sides).
+    const bool final = !tls && !dns && key < kBufCount && key != kBufPayload && t.req_done;
+    if (final) {
+      const auto it = owner->built.find(uint16_t(kFinal + key));
+      if (it != owner->built.end()) {
+        state[key] = it->second.present ? 1 : -1;
+        return ptr[key] = it->second.present ? &it->second.bytes : nullptr;
+      }
+    }
+    const std::string* held = nullptr;
+    const bool ok = compute(key % kBufCount, key / kBufCount, val[key], held);
+    state[key] = ok ? 1 : -1;
+    ptr[key] = ok ? (held ? held : &val[key]) : nullptr;
+    if (final && !held) {
+      AppTx::Built& b = owner->built[uint16_t(kFinal + key)];
+      b.present = ok;
+      b.bytes = std::move(val[key]);
+      ptr[key] = ok ? &b.bytes : nullptr;
+    }
+    return ptr[key];
   }
+  static constexpr uint16_t kFinal = 0x4000;  // AppTx::built ids of final request buffers
 
   bool header(int side, const char* name, std::string& out) const { return t.header(side, name, out); }
 
-  bool compute(uint8_t b, int side, std::string& out) const {
+  // The buffer into out, or, when the transaction holds it as it is, *held pointing at it.
+  bool compute(uint8_t b, int side, std::string& out, const std::string*& held) const {
     // dotprefix (signature.hpp): the name buffer with a "." before it.
     const uint8_t base = b == kBufDnsQueryDot ? kBufDnsQuery : b == kBufTlsSniDot ? kBufTlsSni
                          : b == kBufHttpHostDot ? kBufHttpHost : b;
     if (base != b) {
-      if (!compute(base, side, out)) return false;
+      if (!compute(base, side, out, held)) return false;
+      if (held) out = *held;
+      held = nullptr;
       out.insert(out.begin(), '.');
       return true;
     }
+    const auto hold = [&](const std::string& v, bool present) {
+      held = &v;
+      return present;
+    };
     if (tls) {
       if (b != kBufTlsSni || !tls->client_hello || tls->sni.empty()) return false;
-      out = tls->sni;
-      return true;
+      return hold(tls->sni, true);
     }
     if (dns) {
       // dns.query: a request's questions, one instance each (empty names are not inspected).
       if (b != kBufDnsQuery || !dns->request || index >= dns->msg.queries.size()) return false;
-      out = dns->msg.queries[index].name;
-      return !out.empty();
+      return hold(dns->msg.queries[index].name, !dns->msg.queries[index].name.empty());
     }
     if (b == kBufTlsSni || b == kBufDnsQuery) return false;
     const bool req_line = t.req_line, req_hdr = t.req_headers_done;
     const bool resp_line = t.resp_line, resp_hdr = t.resp_headers_done;
     const bool hdr = side ? resp_hdr : req_hdr;
     switch (b) {
-      case kBufPayload:
-        // The message as sent: start line, header block, body (dechunked, decoded).
-        if (side) {
-          out = t.response_line + "\r\n" + t.resp_headers_raw + t.response_body;
-          return resp_line;
+      case kBufPayload: {
+        // The message as sent: start line, header block, body (dechunked, decoded). Once the
+        // headers are done only the body grows: the kept message gets the new body bytes.
+        const std::string& body = side ? t.response_body : t.request_body;
+        AppTx::Built& m = owner->built[uint16_t(side * kBufCount + kBufPayload)];
+        if (m.stable && body.size() >= m.tail) {
+          m.bytes.append(body, m.tail, std::string::npos);
+        } else if (side) {
+          m.bytes = t.response_line + "\r\n" + t.resp_headers_raw + body;
+        } else {
+          m.bytes = t.request_line + "\r\n" + t.req_headers_raw + (req_hdr ? "\r\n" : "") + body;
         }
-        out = t.request_line + "\r\n" + t.req_headers_raw + (req_hdr ? "\r\n" : "") + t.request_body;
-        return req_line;
+        m.tail = body.size();
+        m.stable = side ? resp_hdr : req_hdr;
+        return hold(m.bytes, side ? resp_line : req_line);
+      }
       case kBufHttpUri: out = normalize_uri(t.uri_raw); return req_line;
-      case kBufHttpUriRaw: out = t.uri_raw; return req_line;
-      case kBufHttpMethod: out = t.method; return req_line;
-      case kBufHttpProtocol: out = side ? t.resp_protocol : t.protocol; return side ? resp_line : req_line;
-      case kBufHttpRequestLine: out = t.request_line; return req_line;
+      case kBufHttpUriRaw: return hold(t.uri_raw, req_line);
+      case kBufHttpMethod: return hold(t.method, req_line);
+      case kBufHttpProtocol: return hold(side ? t.resp_protocol : t.protocol, side ? resp_line : req_line);
+      case kBufHttpRequestLine: return hold(t.request_line, req_line);
       case kBufHttpHost: out = t.hostname(); return req_hdr && !out.empty();
       case kBufHttpHostRaw: return req_hdr && header(0, "host", out);
       case kBufHttpUserAgent: return req_hdr && header(0, "user-agent", out);
@@ -166,7 +207,7 @@ struct TxBuffers {
       case kBufHttpAcceptEnc: return req_hdr && header(0, "accept-encoding", out);
       case kBufHttpAcceptLang: return req_hdr && header(0, "accept-language", out);
       case kBufHttpConnection: return req_hdr && header(0, "connection", out);
-      case kBufHttpRequestBody: out = t.request_body; return req_hdr && !out.empty();
+      case kBufHttpRequestBody: return hold(t.request_body, req_hdr && !t.request_body.empty());
       case kBufHttpHeader: {
         if (!hdr) return false;
         for (const HttpHeader& h : side ? t.resp_headers : t.req_headers) {
@@ -175,7 +216,10 @@ struct TxBuffers {
         }
         return !out.empty();
       }
-      case kBufHttpHeaderRaw: out = side ? t.resp_headers_raw : t.req_headers_raw; return hdr && !out.empty();
+      case kBufHttpHeaderRaw: {
+        const std::string& raw = side ? t.resp_headers_raw : t.req_headers_raw;
+        return hold(raw, hdr && !raw.empty());
+      }
       case kBufHttpCookie: return hdr && header(side, side ? "set-cookie" : "cookie", out);
       case kBufHttpContentType: return hdr && header(side, "content-type", out);
       case kBufHttpContentLen: return hdr && header(side, "content-length", out);
@@ -191,10 +235,10 @@ struct TxBuffers {
         for (const HttpHeader& h : side ? t.resp_headers : t.req_headers) out += h.name + "\r\n";
         out += "\r\n";
         return true;
-      case kBufHttpStatCode: out = t.stat_code; return resp_line && !out.empty();
-      case kBufHttpStatMsg: out = t.stat_msg; return resp_line && !out.empty();
-      case kBufHttpResponseLine: out = t.response_line; return resp_line && !out.empty();
-      case kBufHttpResponseBody: out = t.response_body; return resp_hdr && !out.empty();
+      case kBufHttpStatCode: return hold(t.stat_code, resp_line && !t.stat_code.empty());
+      case kBufHttpStatMsg: return hold(t.stat_msg, resp_line && !t.stat_msg.empty());
+      case kBufHttpResponseLine: return hold(t.response_line, resp_line && !t.response_line.empty());
+      case kBufHttpResponseBody: return hold(t.response_body, resp_hdr && !t.response_body.empty());
       case kBufHttpServer: return resp_hdr && header(1, "server", out);
       case kBufHttpLocation: return resp_hdr && header(1, "location", out);
       default: return false;
@@ -218,6 +262,7 @@ struct DetectModule::Host::AppPrefilter {
   std::vector<std::vector<std::pair<uint16_t, uint32_t>>> pat_sigs;  // pattern id -> (buffer key, app signature)
   std::vector<uint16_t> keys;    // the buffer keys some pattern is on
   std::vector<uint32_t> nofp;    // app signatures without a fast pattern
+  size_t max_len = 0;            // the longest pattern
   ~AppPrefilter() {
     if (scratch) hs_free_scratch(scratch);
     if (db) hs_free_database(db);
@@ -329,6 +374,7 @@ void DetectModule::Host::build_app_prefilter() {
     ids.push_back(unsigned(app_pf_->pat_sigs.size()));
     app_pf_->pat_sigs.push_back(sigs);
     ptr.push_back(lit.first);
+    app_pf_->max_len = std::max(app_pf_->max_len, lit.first.size());
     flags.push_back(HS_FLAG_SINGLEMATCH | (lit.second ? HS_FLAG_CASELESS : 0));
   }
   try {
@@ -353,7 +399,7 @@ void DetectModule::Host::on_app(const std::vector<AppUpdate>& updates, std::vect
     const size_t instances = u.dns() ? std::max<size_t>(1, u.dns()->msg.queries.size()) : 1;
     for (size_t inst = 0; inst < instances; ++inst) {
     if (inst) t.scans.clear();  // the cached scans were of another instance's bytes
-    TxBuffers bufs(u.http() ? *u.http() : kNoHttp, u.tls(), u.dns(), inst);
+    TxBuffers bufs(u.http() ? *u.http() : kNoHttp, u.tls(), u.dns(), inst, &t);
     cand.assign(app_pf_->nofp.begin(), app_pf_->nofp.end());
     for (const uint16_t key : app_pf_->keys) {
       // A request update concerns signatures inspected on requests, whose patterns are on
@@ -364,13 +410,27 @@ void DetectModule::Host::on_app(const std::vector<AppUpdate>& updates, std::vect
       // A buffer scanned before at the same size (a finished header, say) has the same hits.
       AppTx::Scan& sc = t.scans[key];
       if (sc.size != b->size()) {
+        // Bodies only grow (appended as they are decoded), and so does a message once its headers
+        // are done: a grown one is scanned from where a pattern ending in the new bytes can
+        // start, and its hits join the earlier ones. Other buffers are scanned whole.
+        const uint8_t base = uint8_t(key % kBufCount);
+        const bool grows = sc.append_only && b->size() > sc.size;
+        const size_t from = grows && sc.size + 1 > app_pf_->max_len ? sc.size + 1 - app_pf_->max_len : 0;
+        if (!grows) sc.hits.clear();
         sc.size = b->size();
-        sc.hits.clear();
+        const HttpTx* h = u.http();
+        sc.append_only = base == kBufHttpResponseBody || base == kBufHttpRequestBody ||
+                         (base == kBufPayload && h && (key >= kBufCount ? h->resp_headers_done : h->req_headers_done));
         hits.clear();
-        if (hs_scan(app_pf_->db, b->data(), unsigned(b->size()), 0, app_pf_->scratch, on_app_match, &hits) == HS_SUCCESS)
+        if (hs_scan(app_pf_->db, b->data() + from, unsigned(b->size() - from), 0, app_pf_->scratch, on_app_match,
+                    &hits) == HS_SUCCESS)
           for (uint32_t id : hits)
             for (const auto& [k, a] : app_pf_->pat_sigs[id])
               if (k == key) sc.hits.push_back(a);
+        if (grows) {
+          std::sort(sc.hits.begin(), sc.hits.end());
+          sc.hits.erase(std::unique(sc.hits.begin(), sc.hits.end()), sc.hits.end());
+        }
       }
       cand.insert(cand.end(), sc.hits.begin(), sc.hits.end());
     }
