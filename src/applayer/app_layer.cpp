@@ -93,7 +93,7 @@ void AppLayer::detect(FlowApp& f, int dir, const uint8_t* p, size_t n) {
     f.reversed = dir == 1;
     f.proto = AppProto::tls;
     ++stats_.flows_tls;
-    f.tls = std::make_unique<TlsConn>();
+    f.tls = std::make_unique<TlsConn>(&stats_.tls_certs_undecoded);
     return;
   }
   int r = dir == 0 ? looks_like_request(pr) : looks_like_response(pr);
@@ -261,7 +261,11 @@ void AppLayer::process(const std::vector<StreamChunk>& chunks, const std::vector
       f.dns->clear_touched();
     }
     if (f.tls && f.tls->changed()) {
-      stats_.tls_hellos++;
+      stats_.tls_updates++;
+      if (f.tls->tx().certificate && !f.tls_cert_counted) {
+        f.tls_cert_counted = true;
+        ++stats_.tls_certs;
+      }
       out.push_back(AppUpdate{c.flow_id, c.packet, uint8_t(dir), client_lo, c.key, AppProto::tls, &f.tls->tx()});
       f.tls->clear_changed();
     }
@@ -297,8 +301,10 @@ void AppLayer::report(std::map<std::string, uint64_t>& r) const {
   r["dns_malformed"] = d.malformed;
   r["dns_gaps"] = d.gaps;
   r["dns_txs_dropped"] = d.txs_dropped;
-  r["tls_hellos"] = stats_.tls_hellos;
+  r["tls_updates"] = stats_.tls_updates;
   r["tls_malformed"] = stats_.tls_malformed;
+  r["tls_certs"] = stats_.tls_certs;
+  r["tls_certs_undecoded"] = stats_.tls_certs_undecoded;
   r["app_flows_failed"] = stats_.flows_failed;
   r["app_flows_full"] = stats_.flows_full;
   const HttpStats& h = stats_.http;

@@ -83,7 +83,7 @@ struct AppLayerStats {
   HttpStats http;
   DnsStats dns;
   uint64_t flows = 0, flows_http = 0, flows_tls = 0, flows_dns = 0, flows_failed = 0, flows_full = 0;
-  uint64_t tls_hellos = 0, tls_malformed = 0;
+  uint64_t tls_updates = 0, tls_malformed = 0, tls_certs = 0, tls_certs_undecoded = 0;
 };
 
 class AppLayer {
@@ -112,6 +112,7 @@ class AppLayer {
     std::unique_ptr<DnsConn> dns;
     bool ended[2] = {false, false};
     bool udp_failed[2] = {false, false};  // a datagram of this direction failed the DNS probe
+    bool tls_cert_counted = false;
     bool reversed = false;  // the flow's first packet came from the server: roles turned around
     FlowKey key{};
     bool client_lo = false;  // the parser's client is key endpoint 0

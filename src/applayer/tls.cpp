@@ -1,7 +1,13 @@
 // applayer/tls.cpp — see tls.hpp.
 #include "applayer/tls.hpp"
 
+#include <openssl/asn1.h>
+#include <openssl/bio.h>
+#include <openssl/sha.h>
+#include <openssl/x509.h>
+
 #include <algorithm>
+#include <memory>
 
 namespace gaspp {
 
@@ -37,6 +43,89 @@ struct Reader {
   }
 };
 }  // namespace
+
+namespace {
+// A name as Suricata's X.509 parser prints it: the RDNs in encoding order, "SN=value" joined with
+// ", " (several in one RDN with " + "), values as they are (UTF-8), no escaping.
+std::string name_text(const X509_NAME* name) {
+  std::unique_ptr<BIO, decltype(&BIO_free)> b(BIO_new(BIO_s_mem()), BIO_free);
+  if (!b) return "";
+  X509_NAME_print_ex(b.get(), name, 0, XN_FLAG_SEP_CPLUS_SPC | XN_FLAG_FN_SN | ASN1_STRFLGS_UTF8_CONVERT);
+  char* data = nullptr;
+  const long n = BIO_get_mem_data(b.get(), &data);
+  return n > 0 ? std::string(data, size_t(n)) : std::string();
+}
+
+std::string hex_colons(const uint8_t* p, size_t n, bool upper) {
+  const char* digits = upper ? "0123456789ABCDEF" : "0123456789abcdef";
+  std::string s;
+  for (size_t i = 0; i < n; ++i) {
+    if (i) s += ':';
+    s += digits[p[i] >> 4];
+    s += digits[p[i] & 15];
+  }
+  return s;
+}
+
+int64_t epoch_of(const ASN1_TIME* t) {
+  struct tm tm {};
+  if (!t || ASN1_TIME_to_tm(t, &tm) != 1) return 0;
+  return int64_t(timegm(&tm));
+}
+}  // namespace
+
+// The Certificate message (without its header): the chain, the first certificate decoded.
+int TlsConn::parse_certificate(const uint8_t* p, size_t n) {
+  Reader r{p, n};
+  const size_t total = r.u(3);
+  if (!r.ok || total > n - 3) return -1;
+  const size_t end = 3 + total;
+  while (r.ok && r.at + 3 <= end) {
+    const size_t len = r.u(3);
+    if (r.at + len > end) return -1;
+    tx_.certs.emplace_back(reinterpret_cast<const char*>(p + r.at), len);
+    r.at += len;
+  }
+  tx_.certificate = true;
+  if (!tx_.certs.empty()) {
+    const std::string& der = tx_.certs.front();
+    const unsigned char* q = reinterpret_cast<const unsigned char*>(der.data());
+    std::unique_ptr<X509, decltype(&X509_free)> x(d2i_X509(nullptr, &q, long(der.size())), X509_free);
+    if (x) {
+      tx_.cert_decoded = true;
+      tx_.subject = name_text(X509_get_subject_name(x.get()));
+      tx_.issuer = name_text(X509_get_issuer_name(x.get()));
+      // The serial's content octets as encoded (Suricata's raw_serial), not the integer's value.
+      const ASN1_INTEGER* sn = X509_get0_serialNumber(x.get());
+      unsigned char* enc = nullptr;
+      const int el = sn ? i2d_ASN1_INTEGER(sn, &enc) : -1;
+      if (el > 2) {
+        // Past the tag and the length (short or long form): the content octets.
+        size_t h = 2;
+        if (enc[1] & 0x80) h += enc[1] & 0x7f;
+        if (size_t(el) > h) tx_.serial = hex_colons(enc + h, size_t(el) - h, true);
+      }
+      OPENSSL_free(enc);
+      tx_.not_before = epoch_of(X509_get0_notBefore(x.get()));
+      tx_.not_after = epoch_of(X509_get0_notAfter(x.get()));
+    } else if (undecoded_) {
+      ++*undecoded_;
+    }
+    uint8_t sha[SHA_DIGEST_LENGTH];
+    SHA1(reinterpret_cast<const unsigned char*>(der.data()), der.size(), sha);
+    tx_.fingerprint = hex_colons(sha, sizeof sha, false);
+  }
+  changed_ = true;
+  return 1;
+}
+
+int TlsConn::finish(int dir, int state) {
+  if (dir == 1 && tx_.server_hello && !tx_.handshake_done) {
+    tx_.handshake_done = true;
+    changed_ = true;
+  }
+  return state_[dir] = state;
+}
 
 // One hello (handshake message type 1 or 2, without its 4-byte header): 1 when read, -1 malformed.
 int TlsConn::parse_hello(int dir, const uint8_t* p, size_t n) {
@@ -88,9 +177,10 @@ int TlsConn::parse_hello(int dir, const uint8_t* p, size_t n) {
 
 int TlsConn::feed(int dir, const uint8_t* p, size_t n, bool gap) {
   if (state_[dir]) return state_[dir];
-  if (gap) return state_[dir] = -1;
+  if (gap) return finish(dir, -1);
   std::string& rec = rec_[dir];
   std::string& hs = buf_[dir];
+  const size_t max_msg = dir == 1 && tx_.server_hello ? kTlsMaxChain : kTlsMaxHello;
   size_t i = 0;
   while (i < n) {
     // Record header (5 bytes), then the body.
@@ -100,7 +190,7 @@ int TlsConn::feed(int dir, const uint8_t* p, size_t n, bool gap) {
       i += k;
       if (rec.size() < 5) return 0;
       const uint8_t type = uint8_t(rec[0]);
-      if (type != 22) return state_[dir] = (type >= 20 && type <= 23) ? 1 : -1;  // not a handshake: done
+      if (type != 22) return finish(dir, (type >= 20 && type <= 23) ? 1 : -1);  // not a handshake: done
     }
     const size_t len = size_t(uint8_t(rec[3])) << 8 | uint8_t(rec[4]);
     const size_t have = rec.size() - 5;
@@ -110,16 +200,23 @@ int TlsConn::feed(int dir, const uint8_t* p, size_t n, bool gap) {
     i += k;
     if (rec.size() - 5 < len) return 0;
     rec.clear();
-    if (hs.size() > kTlsMaxHello) return state_[dir] = -1;
+    if (hs.size() > max_msg + 4) return finish(dir, -1);
     // Handshake messages: 1-byte type, 3-byte length.
     while (hs.size() >= 4) {
       const uint8_t mt = uint8_t(hs[0]);
       const size_t ml = size_t(uint8_t(hs[1])) << 16 | size_t(uint8_t(hs[2])) << 8 | uint8_t(hs[3]);
-      if (ml > kTlsMaxHello) return state_[dir] = -1;
+      if (ml > (dir == 1 && tx_.server_hello ? kTlsMaxChain : kTlsMaxHello)) return finish(dir, -1);
       if (hs.size() < 4 + ml) break;
-      if ((dir == 0 && mt == 1) || (dir == 1 && mt == 2)) {
-        const int r = parse_hello(dir, reinterpret_cast<const uint8_t*>(hs.data()) + 4, ml);
-        return state_[dir] = r;
+      const uint8_t* m = reinterpret_cast<const uint8_t*>(hs.data()) + 4;
+      if (dir == 0 && mt == 1) return state_[0] = parse_hello(0, m, ml);
+      if (dir == 1 && mt == 2 && !tx_.server_hello) {
+        if (parse_hello(1, m, ml) < 0) return finish(1, -1);
+        // TLS 1.3 encrypts the rest of the server's handshake.
+        if (tx_.server_version >= 0x0304) return finish(1, 1);
+      } else if (dir == 1 && mt == 11 && tx_.server_hello) {
+        return finish(1, parse_certificate(m, ml));
+      } else if (dir == 1 && mt == 14) {
+        return finish(1, 1);  // ServerHelloDone: no certificate came
       }
       hs.erase(0, 4 + ml);
     }

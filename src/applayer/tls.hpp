@@ -1,11 +1,17 @@
 // applayer/tls.hpp — the TLS handshake's clear part over the reassembled directions of a TCP
-// connection: the ClientHello's server name (SNI) and version, the ServerHello's version.
+// connection: the ClientHello's server name (SNI) and version, the ServerHello's version, and the
+// server's certificate chain (TLS 1.2 and earlier: 1.3 encrypts it).
 //
-// TlsConn reads each direction's records (any split) until it has seen the direction's hello, or
-// a record that is not a handshake (ChangeCipherSpec, application data: what follows is
-// encrypted); then it stops reading that direction. One transaction per connection (Suricata's
-// tls has one too). SSLv2-framed hellos are not read. A hello longer than kTlsMaxHello (64 KiB),
-// a malformed hello or a gap stops the direction (counted by the application layer).
+// TlsConn reads each direction's records (any split): the client's until its hello; the server's
+// until its Certificate message or ServerHelloDone (right after the ServerHello for TLS 1.3), or a
+// record that is not a handshake (ChangeCipherSpec, application data: what follows is
+// encrypted); then it stops reading that direction. The first certificate is decoded with
+// OpenSSL as Suricata logs and matches it: subject and issuer ("C=US, O=..., CN=..."), serial
+// (hex bytes, colon-separated, uppercase), SHA-1 fingerprint of the DER (lowercase, colons),
+// validity. One transaction per connection (Suricata's tls has one too). SSLv2-framed hellos are
+// not read. A handshake message longer than kTlsMaxHello (64 KiB; a certificate chain,
+// kTlsMaxChain, 256 KiB), a malformed hello or a gap stops the direction (counted by the
+// application layer); a certificate OpenSSL cannot decode is kept as bytes (tls.certs) and counted.
 //
 // Example:
 //   TlsConn c;
@@ -14,18 +20,26 @@
 #pragma once
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "applayer/app_tx.hpp"
 
 namespace gaspp {
 
 constexpr uint32_t kTlsMaxHello = 64 * 1024;
+constexpr uint32_t kTlsMaxChain = 256 * 1024;
 
 struct TlsTx : AppTx {
   bool client_hello = false, server_hello = false;
   uint16_t client_version = 0;  // ClientHello.legacy_version
   uint16_t server_version = 0;  // ServerHello's version (supported_versions when present)
   std::string sni;              // the server_name extension's host_name
+  // The server's Certificate message: the chain as sent (DER), and the first one's fields.
+  bool certificate = false, cert_decoded = false;
+  std::vector<std::string> certs;
+  std::string subject, issuer, serial, fingerprint;
+  int64_t not_before = 0, not_after = 0;  // seconds since the epoch
+  bool handshake_done = false;  // the server's side of the handshake has been read (logged then)
 };
 
 // Suricata's names of the versions: "SSLv3", "TLSv1", "TLS 1.1", "TLS 1.2", "TLS 1.3", else
@@ -34,6 +48,7 @@ const char* tls_version_name(uint16_t v);
 
 class TlsConn {
  public:
+  explicit TlsConn(uint64_t* certs_undecoded = nullptr) : undecoded_(certs_undecoded) {}
   // 0: still reading, 1: done with the direction (hello seen or encrypted data), -1: malformed.
   int feed(int dir, const uint8_t* p, size_t n, bool gap = false);
   TlsTx& tx() { return tx_; }
@@ -43,11 +58,14 @@ class TlsConn {
 
  private:
   int parse_hello(int dir, const uint8_t* p, size_t n);
+  int parse_certificate(const uint8_t* p, size_t n);
+  int finish(int dir, int state);  // the direction ends with state (1 done, -1 malformed)
   TlsTx tx_;
   std::string buf_[2];  // handshake bytes gathered (record headers removed)
   std::string rec_[2];  // a record header or body not complete yet
   int state_[2] = {0, 0};
   bool changed_ = false;
+  uint64_t* undecoded_;  // where certificates OpenSSL could not decode are counted
 };
 
 }  // namespace gaspp

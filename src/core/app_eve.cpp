@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cstdio>
+#include <ctime>
 
 #include "core/eve_event.hpp"
 
@@ -64,11 +65,33 @@ std::string eve_http_event(uint64_t ts_ns, uint64_t flow_id, uint64_t pcap_cnt, 
          eve_http_object(t) + "}";
 }
 
+namespace {
+// An X.509 time as Suricata logs it: ISO 8601, UTC, no offset ("2024-05-01T12:00:00").
+std::string x509_time(int64_t t) {
+  const time_t tt = time_t(t);
+  struct tm tm {};
+  gmtime_r(&tt, &tm);
+  char b[32];
+  std::strftime(b, sizeof b, "%Y-%m-%dT%H:%M:%S", &tm);
+  return b;
+}
+}  // namespace
+
 std::string eve_tls_object(const TlsTx& t) {
+  // Suricata's order (output-json-tls.c): subject, issuerdn, serial, fingerprint, sni, version,
+  // notbefore, notafter.
   std::string j = "\"tls\":{";
+  if (t.cert_decoded) {
+    str(j, "subject", t.subject);
+    str(j, "issuerdn", t.issuer);
+    str(j, "serial", t.serial);
+  }
+  if (!t.fingerprint.empty()) str(j, "fingerprint", t.fingerprint);
   if (!t.sni.empty()) str(j, "sni", t.sni);
   const uint16_t v = t.server_hello ? t.server_version : t.client_version;
   str(j, "version", tls_version_name(v));
+  if (t.cert_decoded && t.not_before) str(j, "notbefore", x509_time(t.not_before));
+  if (t.cert_decoded && t.not_after) str(j, "notafter", x509_time(t.not_after));
   return j + "}";
 }
 

@@ -103,8 +103,9 @@ void ModuleSet::app_events(const std::vector<StreamChunk>& chunks, const std::ve
   if (!app_log_) return;
   for (const AppUpdate& u : updates_) {
     AppTx& t = *u.tx;
-    // HTTP: when the response finished; TLS: when the server's hello came; DNS: each message.
-    const bool done = u.http() ? u.http()->resp_done : u.tls() ? u.tls()->server_hello : u.dns() != nullptr;
+    // HTTP: when the response finished; TLS: when the server's side of the handshake was read
+    // (its certificate); DNS: each message.
+    const bool done = u.http() ? u.http()->resp_done : u.tls() ? u.tls()->handshake_done : u.dns() != nullptr;
     if (t.logged || !done) continue;
     t.logged = true;
     sorted_.push_back(ModuleEvent{u.flow_id, u.packet, uint32_t(app_logs_.size()), kAppLogModule, 0, u.dir});

@@ -13,7 +13,9 @@ detection yet).
 
 TLS: for each connection with a tls event, its `sni` must equal tshark's
 tls.handshake.extensions_server_name of the connection's ClientHello (connections tshark sees a
-server name in and gaspp has no event for are listed as above).
+server name in and gaspp has no event for are listed as above); where tshark sees the server's
+Certificate, the event's `fingerprint` must be the SHA-1 of tshark's first certificate
+(tls.handshake.certificate, hashed here with hashlib) and its `serial` tshark's x509af.serialNumber.
 DNS: for each dns event (UDP or TCP, port 53), its queries' names must equal tshark's dns.qry.name
 of the same frame, and the message kind (request/response) its dns.flags.response; DNS messages
 tshark finds on port 53 that have no event are failures too, unless tshark marks the frame
@@ -49,7 +51,9 @@ def gaspp_txs(gaspp, pcap):
             for line in f:
                 e = json.loads(line)
                 if e.get("event_type") == "tls":
-                    snis[flow_key(e["src_ip"], e["src_port"], e["dest_ip"], e["dest_port"])] = e["tls"].get("sni", "")
+                    k = flow_key(e["src_ip"], e["src_port"], e["dest_ip"], e["dest_port"])
+                    snis[k] = e["tls"].get("sni", "")
+                    snis[("cert",) + k] = (e["tls"].get("fingerprint"), e["tls"].get("serial"))
                 if e.get("event_type") == "dns":
                     q = e["dns"].get("queries", [])
                     dns.setdefault(e["pcap_cnt"], []).append((e["dns"]["type"], [x["rrname"] for x in q]))
@@ -136,6 +140,29 @@ def tshark_dns(pcap):
     return out, bad
 
 
+def tshark_certs(pcap):
+    """connection -> (SHA-1 of the first certificate, its serial as EVE writes it)."""
+    import hashlib
+    p = subprocess.run(["tshark", "-r", pcap, "-Y", "tls.handshake.type == 11", "-T", "fields", "-E", "separator=\t",
+                        "-E", "occurrence=f", "-e", "ip.src", "-e", "ipv6.src", "-e", "tcp.srcport", "-e", "ip.dst",
+                        "-e", "ipv6.dst", "-e", "tcp.dstport", "-e", "tls.handshake.certificate",
+                        "-e", "x509af.serialNumber"], capture_output=True, text=True)
+    out = {}
+    for line in p.stdout.splitlines():
+        f = line.split("\t")
+        if len(f) < 8 or not f[6]:
+            continue
+        src = (f[0] or f[1]).split(",")[-1]
+        dst = (f[3] or f[4]).split(",")[-1]
+        der = bytes.fromhex(f[6].replace(":", ""))
+        sha = hashlib.sha1(der).hexdigest()
+        fp = ":".join(sha[i:i + 2] for i in range(0, len(sha), 2))
+        serial = f[7].replace(":", "").upper()
+        serial = ":".join(serial[i:i + 2] for i in range(0, len(serial), 2))
+        out.setdefault(flow_key(norm_addr(src), f[2], norm_addr(dst), f[5]), (fp, serial))
+    return out
+
+
 def main():
     gaspp, data = sys.argv[1:3]
     pcaps = sorted(glob.glob(os.path.join(data, "pcaps", "**", "*.pcap*"), recursive=True))
@@ -143,12 +170,21 @@ def main():
     fails, compared, flows, left = [], 0, 0, []
     tls_flows = [0]
     dns_msgs = [0]
+    tls_certs = [0]
     for pcap in pcaps:
         ours, why = gaspp_txs(gaspp, pcap)
         if ours is None:
             fails.append(f"{pcap}: gaspp failed: {why}")
             continue
         snis = ours.pop("__tls__")
+        certs = {k[1:]: v for k, v in snis.items() if k[0] == "cert"}
+        snis = {k: v for k, v in snis.items() if k[0] != "cert"}
+        for k, want in tshark_certs(pcap).items():
+            if k in certs:
+                tls_certs[0] += 1
+                if certs[k] != want:
+                    fails.append(f"{os.path.relpath(pcap, data)} {k}: gaspp certificate (fingerprint, serial) "
+                                 f"{certs[k]}, tshark {want}")
         dns = ours.pop("__dns__")
         their_dns, malformed = tshark_dns(pcap)
         for frame, msgs in dns.items():
@@ -190,7 +226,8 @@ def main():
         print("NOT PARSED", l)
     for f in fails:
         print("FAIL", f)
-    print(f"{compared} captures, {flows} HTTP connections, {tls_flows[0]} TLS ones and {dns_msgs[0]} DNS messages "
+    print(f"{compared} captures, {flows} HTTP connections, {tls_flows[0]} TLS ones ({tls_certs[0]} certificates) and "
+          f"{dns_msgs[0]} DNS messages "
           f"compared with tshark, {len(fails)} differ, "
           f"{len(left)} connections tshark dissects that gaspp did not parse")
     return 1 if fails else 0

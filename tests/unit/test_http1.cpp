@@ -2,6 +2,9 @@
 // (every split position, and 1-, 7- and 65536-byte pieces); bodies dechunked and decoded equal
 // the original (compressed here with zlib, the oracle); libhtp's leniencies that evasions probe.
 #include <gtest/gtest.h>
+#include <openssl/bn.h>
+#include <openssl/evp.h>
+#include <openssl/x509.h>
 #include <zlib.h>
 
 #include <string>
@@ -252,6 +255,105 @@ TEST(Tls, ServerNameAndVersionAtEverySplit) {
   const std::string app = std::string("\x17\x03\x03\x00\x02zz", 7);
   EXPECT_EQ(d.feed(0, reinterpret_cast<const uint8_t*>(app.data()), app.size()), 1);
   EXPECT_FALSE(d.tx().client_hello);
+}
+
+// A certificate made here (OpenSSL: key, names, serial, validity, self-signed by an issuer name of
+// its own), sent in a TLS 1.2 server flight (ServerHello, Certificate with a chain of two,
+// ServerHelloDone) cut at every byte: the first certificate's fields equal what it was made with
+// (names in Suricata's "C=.., O=.., CN=.." form, the serial's content octets, SHA-1 of the DER).
+std::string make_cert(const unsigned char* serial, int serial_len, const char* cn, const char* issuer_cn) {
+  EVP_PKEY* key = EVP_PKEY_Q_keygen(nullptr, nullptr, "EC", "P-256");
+  X509* x = X509_new();
+  X509_set_version(x, 2);
+  ASN1_INTEGER* sn = ASN1_INTEGER_new();
+  BIGNUM* bn = BN_bin2bn(serial, serial_len, nullptr);
+  BN_to_ASN1_INTEGER(bn, sn);
+  X509_set_serialNumber(x, sn);
+  ASN1_TIME_set(X509_getm_notBefore(x), 1700000000);
+  ASN1_TIME_set(X509_getm_notAfter(x), 1800000000);
+  X509_NAME* subj = X509_get_subject_name(x);
+  X509_NAME_add_entry_by_txt(subj, "C", MBSTRING_ASC, reinterpret_cast<const unsigned char*>("US"), -1, -1, 0);
+  X509_NAME_add_entry_by_txt(subj, "O", MBSTRING_ASC, reinterpret_cast<const unsigned char*>("Example Org"), -1, -1, 0);
+  X509_NAME_add_entry_by_txt(subj, "CN", MBSTRING_ASC, reinterpret_cast<const unsigned char*>(cn), -1, -1, 0);
+  X509_NAME* iss = X509_get_issuer_name(x);
+  X509_NAME_add_entry_by_txt(iss, "C", MBSTRING_ASC, reinterpret_cast<const unsigned char*>("DE"), -1, -1, 0);
+  X509_NAME_add_entry_by_txt(iss, "CN", MBSTRING_ASC, reinterpret_cast<const unsigned char*>(issuer_cn), -1, -1, 0);
+  X509_set_pubkey(x, key);
+  X509_sign(x, key, EVP_sha256());
+  unsigned char* der = nullptr;
+  const int n = i2d_X509(x, &der);
+  std::string out(reinterpret_cast<const char*>(der), size_t(n));
+  OPENSSL_free(der);
+  BN_free(bn);
+  ASN1_INTEGER_free(sn);
+  X509_free(x);
+  EVP_PKEY_free(key);
+  return out;
+}
+
+TEST(Tls, ServerCertificateAtEverySplit) {
+  const unsigned char serial[] = {0x80, 0x01, 0xab};  // high bit set: DER puts a 00 before it
+  const std::string cert = make_cert(serial, 3, "www.example.org", "Example CA");
+  const unsigned char serial2[] = {0x05};
+  const std::string ca = make_cert(serial2, 1, "Example CA", "Example Root");
+  std::string sh_body = "\x03\x03" + std::string(32, 's');
+  sh_body += '\0';
+  sh_body += std::string("\xc0\x2f\x00", 3);  // a TLS 1.2 suite, no extensions
+  const auto u24 = [](size_t n) { return std::string{char(n >> 16), char(n >> 8), char(n)}; };
+  const std::string chain = u24(cert.size()) + cert + u24(ca.size()) + ca;
+  const std::string cert_msg = u24(chain.size()) + chain;
+  // One record holding ServerHello; the Certificate message over two records; ServerHelloDone.
+  std::string flight = tls_record(2, sh_body);
+  const std::string whole = tls_record(11, cert_msg);  // header + message, split across records below
+  const std::string msg = whole.substr(5);
+  const size_t half = msg.size() / 2;
+  for (const std::string& part : {msg.substr(0, half), msg.substr(half)})
+    flight += std::string("\x16\x03\x03", 3) + char(part.size() >> 8) + char(part.size()) + part;
+  flight += tls_record(14, "");
+  unsigned char sha[EVP_MAX_MD_SIZE];
+  unsigned int sha_len = 0;
+  EVP_Digest(cert.data(), cert.size(), sha, &sha_len, EVP_sha1(), nullptr);
+  std::string fp;
+  for (unsigned i = 0; i < sha_len; ++i) {
+    char b[4];
+    std::snprintf(b, sizeof b, "%s%02x", i ? ":" : "", sha[i]);
+    fp += b;
+  }
+  const std::string ch = client_hello("www.example.org");
+  for (size_t k = 0; k <= flight.size(); ++k) {
+    uint64_t undecoded = 0;
+    TlsConn c(&undecoded);
+    c.feed(0, reinterpret_cast<const uint8_t*>(ch.data()), ch.size());
+    c.feed(1, reinterpret_cast<const uint8_t*>(flight.data()), k);
+    c.feed(1, reinterpret_cast<const uint8_t*>(flight.data()) + k, flight.size() - k);
+    const TlsTx& t = c.tx();
+    ASSERT_TRUE(t.certificate) << "split at " << k;
+    ASSERT_TRUE(t.cert_decoded);
+    EXPECT_TRUE(t.handshake_done);
+    EXPECT_EQ(t.server_version, 0x0303);
+    ASSERT_EQ(t.certs.size(), 2u);
+    EXPECT_EQ(t.certs[0], cert);
+    EXPECT_EQ(t.certs[1], ca);
+    EXPECT_EQ(t.subject, "C=US, O=Example Org, CN=www.example.org");
+    EXPECT_EQ(t.issuer, "C=DE, CN=Example CA");
+    EXPECT_EQ(t.serial, "00:80:01:AB");
+    EXPECT_EQ(t.fingerprint, fp);
+    EXPECT_EQ(t.not_before, 1700000000);
+    EXPECT_EQ(t.not_after, 1800000000);
+    EXPECT_EQ(undecoded, 0u);
+  }
+  // A certificate that is not DER: kept as bytes, counted, no fields.
+  const std::string junk = "not a certificate";
+  const std::string bad_chain = u24(junk.size()) + junk;
+  const std::string bad = tls_record(2, sh_body) + tls_record(11, u24(bad_chain.size()) + bad_chain);
+  uint64_t undecoded = 0;
+  TlsConn d(&undecoded);
+  d.feed(1, reinterpret_cast<const uint8_t*>(bad.data()), bad.size());
+  EXPECT_TRUE(d.tx().certificate);
+  EXPECT_FALSE(d.tx().cert_decoded);
+  EXPECT_EQ(d.tx().certs.at(0), junk);
+  EXPECT_EQ(undecoded, 1u);
+  EXPECT_TRUE(d.tx().handshake_done);
 }
 
 }  // namespace

@@ -165,15 +165,25 @@ struct TxBuffers {
       return present;
     };
     if (tls) {
-      if (b != kBufTlsSni || !tls->client_hello || tls->sni.empty()) return false;
-      return hold(tls->sni, true);
+      if (b == kBufTlsSni) return hold(tls->sni, tls->client_hello && !tls->sni.empty());
+      // The server's certificate: to the client (Suricata's client certificates are not read).
+      if (side != 1) return false;
+      switch (b) {
+        case kBufTlsCertSubject: return hold(tls->subject, tls->cert_decoded);
+        case kBufTlsCertIssuer: return hold(tls->issuer, tls->cert_decoded);
+        case kBufTlsCertSerial: return hold(tls->serial, tls->cert_decoded && !tls->serial.empty());
+        case kBufTlsCertFingerprint: return hold(tls->fingerprint, !tls->fingerprint.empty());
+        case kBufTlsCerts:  // each certificate of the chain, one instance each
+          return index < tls->certs.size() && hold(tls->certs[index], !tls->certs[index].empty());
+        default: return false;
+      }
     }
     if (dns) {
       // dns.query: a request's questions, one instance each (empty names are not inspected).
       if (b != kBufDnsQuery || !dns->request || index >= dns->msg.queries.size()) return false;
       return hold(dns->msg.queries[index].name, !dns->msg.queries[index].name.empty());
     }
-    if (b == kBufTlsSni || b == kBufDnsQuery) return false;
+    if (b == kBufTlsSni || b == kBufDnsQuery || b >= kBufTlsCertSubject) return false;
     const bool req_line = t.req_line, req_hdr = t.req_headers_done;
     const bool resp_line = t.resp_line, resp_hdr = t.resp_headers_done;
     const bool hdr = side ? resp_hdr : req_hdr;
@@ -395,8 +405,11 @@ void DetectModule::Host::on_app(const std::vector<AppUpdate>& updates, std::vect
     static const HttpTx kNoHttp;
     AppTx& t = *u.tx;
     const uint8_t proto = u.tls() ? 2 : u.dns() ? 3 : 1;
-    // A multi-buffer (dns.query) is inspected per instance; a signature matches on any of them.
-    const size_t instances = u.dns() ? std::max<size_t>(1, u.dns()->msg.queries.size()) : 1;
+    // A multi-buffer (dns.query, tls.certs) is inspected per instance; a signature matches on any of
+    // them (the other buffers are the same in every instance).
+    const size_t instances = u.dns()   ? std::max<size_t>(1, u.dns()->msg.queries.size())
+                             : u.tls() ? std::max<size_t>(1, u.tls()->certs.size())
+                                       : 1;
     for (size_t inst = 0; inst < instances; ++inst) {
     if (inst) t.scans.clear();  // the cached scans were of another instance's bytes
     TxBuffers bufs(u.http() ? *u.http() : kNoHttp, u.tls(), u.dns(), inst, &t);

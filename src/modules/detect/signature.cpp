@@ -122,6 +122,11 @@ const BufName kStickyBuffers[] = {
     {"http.accept_lang", kBufHttpAcceptLang}, {"http_accept_lang", kBufHttpAcceptLang},
     {"http.connection", kBufHttpConnection}, {"http_connection", kBufHttpConnection},
     {"tls.sni", kBufTlsSni}, {"tls_sni", kBufTlsSni}, {"dns.query", kBufDnsQuery}, {"dns_query", kBufDnsQuery},
+    {"tls.cert_subject", kBufTlsCertSubject}, {"tls_cert_subject", kBufTlsCertSubject},
+    {"tls.cert_issuer", kBufTlsCertIssuer}, {"tls_cert_issuer", kBufTlsCertIssuer},
+    {"tls.cert_serial", kBufTlsCertSerial}, {"tls_cert_serial", kBufTlsCertSerial},
+    {"tls.cert_fingerprint", kBufTlsCertFingerprint}, {"tls_cert_fingerprint", kBufTlsCertFingerprint},
+    {"tls.certs", kBufTlsCerts},
 };
 // Content modifiers: the content right before them inspects the buffer.
 const BufName kContentModifiers[] = {
@@ -480,7 +485,9 @@ std::string finish(Signature& s) {
       return "skip:app-layer:http rule with packet conditions";
     // The protocol the buffers belong to must agree with the header's.
     const auto proto_of = [](uint8_t b) -> uint8_t {
-      return b == kBufTlsSni || b == kBufTlsSniDot ? 2 : b == kBufDnsQuery || b == kBufDnsQueryDot ? 3 : 1;
+      return b == kBufTlsSni || b == kBufTlsSniDot || (b >= kBufTlsCertSubject && b <= kBufTlsCerts) ? 2
+             : b == kBufDnsQuery || b == kBufDnsQueryDot                                                ? 3
+                                                                                                        : 1;
     };
     for (const SigOp& o : s.ops) {
       const uint8_t p = o.buf == kBufPayload ? 0 : proto_of(o.buf);

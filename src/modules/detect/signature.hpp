@@ -23,7 +23,10 @@
 //                      http_stat_code, http_stat_msg), uricontent, urilen, and pcre's buffer flags
 //                      (U I M H D C V W Z P Q S Y), bsize (on the sticky buffer); the protocol
 //                      `http` in the header
-//   TLS                tls.sni (tls_sni); the protocol `tls` in the header
+//   TLS                tls.sni (tls_sni); the server certificate's tls.cert_subject,
+//                      tls.cert_issuer, tls.cert_serial, tls.cert_fingerprint (and their
+//                      underscore forms), tls.certs (each certificate of the chain, DER, a
+//                      multi-buffer); the protocol `tls` in the header
 //   DNS                dns.query (dns_query: each question's name of a request, a multi-buffer);
 //                      the protocol `dns` in the header (UDP and TCP)
 //   transforms         dotprefix right after dns.query, tls.sni or http.host (the buffer with a
@@ -79,6 +82,8 @@ enum SigBuf : uint8_t {
   kBufHttpHeaderNames,
   // response
   kBufHttpStatCode, kBufHttpStatMsg, kBufHttpResponseLine, kBufHttpResponseBody, kBufHttpServer, kBufHttpLocation,
+  // the server's certificate (TLS, to the client)
+  kBufTlsCertSubject, kBufTlsCertIssuer, kBufTlsCertSerial, kBufTlsCertFingerprint, kBufTlsCerts,
   kBufCount
 };
 const char* sig_buf_name(uint8_t b);

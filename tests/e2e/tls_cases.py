@@ -1,0 +1,187 @@
+#!/usr/bin/env python3
+"""TLS certificates end to end: a CA and a server certificate made with the openssl command, sent
+in a TLS 1.2 handshake (ClientHello with a server name; ServerHello, Certificate with the chain of
+two cut over two records, ServerHelloDone) on a TCP connection built with scapy, segments cut at
+random sizes.
+
+Checked:
+- the EVE tls event's subject, issuerdn, serial, notbefore and notafter equal what `openssl x509`
+  prints of the server certificate (names as "C=US, O=..., CN=..."), its fingerprint the SHA-1
+  of the DER (hashlib), sni the name sent;
+- alerts of the certificate buffers (tls.cert_subject, tls.cert_issuer, tls.cert_serial,
+  tls.cert_fingerprint, tls.certs: bytes only the CA's certificate holds, the multi-buffer's
+  second instance) and of tls.sni with dotprefix: each once, at the connection; signatures whose
+  content is not there: none.
+
+usage: tls_cases.py GASPP [--backend cpu|cuda]
+"""
+import datetime
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+
+try:
+    from scapy.all import IP, TCP, Ether, Raw, wrpcap
+except ImportError:
+    print("scapy is not installed (scripts/setup.sh installs it); skipping")
+    sys.exit(0)
+
+
+def sh(*args, cwd=None):
+    return subprocess.run(args, cwd=cwd, capture_output=True, check=True).stdout
+
+
+def make_certs(d):
+    """The CA's and the server's certificates (DER) and the server certificate's PEM."""
+    sh("openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-keyout",
+       "ca.key", "-out", "ca.pem", "-subj", "/C=DE/O=Example Trust/CN=Example Root CA", "-days", "3650",
+       "-set_serial", "5", cwd=d)
+    sh("openssl", "req", "-new", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-keyout",
+       "srv.key", "-out", "srv.csr", "-subj", "/C=US/ST=California/O=Example Org/CN=www.example.org", cwd=d)
+    sh("openssl", "x509", "-req", "-in", "srv.csr", "-CA", "ca.pem", "-CAkey", "ca.key", "-set_serial",
+       "0x8001AB", "-days", "30", "-out", "srv.pem", cwd=d)
+    srv = sh("openssl", "x509", "-in", "srv.pem", "-outform", "DER", cwd=d)
+    ca = sh("openssl", "x509", "-in", "ca.pem", "-outform", "DER", cwd=d)
+    return srv, ca, os.path.join(d, "srv.pem")
+
+
+def u16(n):
+    return n.to_bytes(2, "big")
+
+
+def u24(n):
+    return n.to_bytes(3, "big")
+
+
+def record(body):
+    return b"\x16\x03\x03" + u16(len(body)) + body
+
+
+def handshake(t, body):
+    return bytes([t]) + u24(len(body)) + body
+
+
+def build(path, srv, ca, sni):
+    name = b"\x00" + u16(len(sni)) + sni
+    sni_ext = b"\x00\x00" + u16(len(name) + 2) + u16(len(name)) + name
+    ch = b"\x03\x03" + b"r" * 32 + b"\x00" + b"\x00\x02\xc0\x2f" + b"\x01\x00" + u16(len(sni_ext)) + sni_ext
+    client = record(handshake(1, ch))
+    sh_msg = handshake(2, b"\x03\x03" + b"s" * 32 + b"\x00" + b"\xc0\x2f\x00")
+    chain = u24(len(srv)) + srv + u24(len(ca)) + ca
+    cert_msg = handshake(11, u24(len(chain)) + chain)
+    half = len(cert_msg) // 2
+    server = record(sh_msg) + record(cert_msg[:half]) + record(cert_msg[half:]) + record(handshake(14, b""))
+    pkts, t = [], [1700000000.0]
+
+    def add(p):
+        t[0] += 0.001
+        p.time = t[0]
+        pkts.append(p)
+
+    c, s = Ether() / IP(src="10.3.0.1", dst="10.3.0.2"), Ether() / IP(src="10.3.0.2", dst="10.3.0.1")
+    isn, rsn = 7000, 90000
+    add(c / TCP(sport=50000, dport=443, flags="S", seq=isn))
+    add(s / TCP(sport=443, dport=50000, flags="SA", seq=rsn, ack=isn + 1))
+    add(c / TCP(sport=50000, dport=443, flags="A", seq=isn + 1, ack=rsn + 1))
+    add(c / TCP(sport=50000, dport=443, flags="PA", seq=isn + 1, ack=rsn + 1) / Raw(client))
+    cseq = isn + 1 + len(client)
+    add(s / TCP(sport=443, dport=50000, flags="A", seq=rsn + 1, ack=cseq))
+    off = 0
+    for n in (7, 1, 100, 300, 5, 4000):  # the rest in one
+        seg = server[off:off + n] if n != 4000 else server[off:]
+        if not seg:
+            break
+        add(s / TCP(sport=443, dport=50000, flags="PA", seq=rsn + 1 + off, ack=cseq) / Raw(seg))
+        off += len(seg)
+        add(c / TCP(sport=50000, dport=443, flags="A", seq=cseq, ack=rsn + 1 + off))
+    while off < len(server):
+        seg = server[off:off + 1400]
+        add(s / TCP(sport=443, dport=50000, flags="PA", seq=rsn + 1 + off, ack=cseq) / Raw(seg))
+        off += len(seg)
+        add(c / TCP(sport=50000, dport=443, flags="A", seq=cseq, ack=rsn + 1 + off))
+    add(c / TCP(sport=50000, dport=443, flags="FA", seq=cseq, ack=rsn + 1 + off))
+    add(s / TCP(sport=443, dport=50000, flags="FA", seq=rsn + 1 + off, ack=cseq + 1))
+    add(c / TCP(sport=50000, dport=443, flags="A", seq=cseq + 1, ack=rsn + 2 + off))
+    wrpcap(path, pkts)
+
+
+def openssl_fields(pem):
+    out = sh("openssl", "x509", "-in", pem, "-noout", "-subject", "-issuer", "-serial", "-startdate", "-enddate",
+             "-nameopt", "sep_comma_plus_space,sname,utf8").decode()
+    f = {}
+    for line in out.splitlines():
+        k, v = line.split("=", 1)
+        f[k.strip()] = v.strip()
+    serial = f["serial"]
+    if len(serial) % 2:
+        serial = "0" + serial
+    if int(serial[0], 16) >= 8:
+        serial = "00" + serial  # the DER content octets of a positive integer with its high bit set
+    when = lambda v: datetime.datetime.strptime(v, "%b %d %H:%M:%S %Y %Z").strftime("%Y-%m-%dT%H:%M:%S")
+    return {"subject": f["subject"], "issuerdn": f["issuer"],
+            "serial": ":".join(serial[i:i + 2] for i in range(0, len(serial), 2)),
+            "notbefore": when(f["notBefore"]), "notafter": when(f["notAfter"])}
+
+
+def main():
+    gaspp = sys.argv[1]
+    backend = sys.argv[sys.argv.index("--backend") + 1] if "--backend" in sys.argv else "cpu"
+    if not shutil.which("openssl"):
+        print("the openssl command is not installed; skipping")
+        return 0
+    fails = []
+    with tempfile.TemporaryDirectory() as d:
+        srv, ca, pem = make_certs(d)
+        want = openssl_fields(pem)
+        sha = hashlib.sha1(srv).hexdigest()
+        want["fingerprint"] = ":".join(sha[i:i + 2] for i in range(0, len(sha), 2))
+        want["sni"] = "www.example.org"
+        pcap = os.path.join(d, "tls.pcap")
+        build(pcap, srv, ca, want["sni"].encode())
+        rules = os.path.join(d, "tls.rules")
+        cn = want["subject"].split("CN=")[-1]
+        with open(rules, "w") as f:
+            f.write(f'alert tls any any -> any any (msg:"subject"; tls.cert_subject; content:"CN={cn}"; sid:1;)\n')
+            f.write('alert tls any any -> any any (msg:"issuer"; tls.cert_issuer; content:"Example Root CA"; sid:2;)\n')
+            f.write(f'alert tls any any -> any any (msg:"serial"; tls.cert_serial; content:"{want["serial"]}"; sid:3;)\n')
+            f.write(f'alert tls any any -> any any (msg:"fingerprint"; tls.cert_fingerprint; '
+                    f'content:"{want["fingerprint"]}"; sid:4;)\n')
+            # 16 bytes of the CA's certificate (its key) that the server's does not hold.
+            only_ca = next(ca[i:i + 16] for i in range(len(ca) - 40, 0, -1) if ca[i:i + 16] not in srv)
+            f.write('alert tls any any -> any any (msg:"chain"; flow:to_client; tls.certs; content:"|%s|"; sid:5;)\n'
+                    % only_ca.hex(" "))
+            f.write('alert tls any any -> any any (msg:"sni dotprefix"; tls.sni; dotprefix; content:".example.org"; '
+                    'endswith; sid:6;)\n')
+            f.write('alert tls any any -> any any (msg:"not there"; tls.cert_subject; content:"CN=other"; sid:7;)\n')
+            f.write('alert tls any any -> any any (msg:"not a subdomain"; tls.sni; dotprefix; content:".ample.org"; '
+                    'endswith; sid:8;)\n')
+        out = os.path.join(d, "out")
+        os.mkdir(out)
+        p = subprocess.run([gaspp, "-r", pcap, "--backend", backend, "-S", rules, "-l", out, "-q"],
+                           capture_output=True, text=True)
+        if p.returncode != 0:
+            print(p.stderr)
+            return 1
+        events = [json.loads(l) for l in open(os.path.join(out, "eve.json"))]
+    tls = [e for e in events if e["event_type"] == "tls"]
+    if len(tls) != 1:
+        fails.append(f"{len(tls)} tls events, want 1")
+    else:
+        for k, v in want.items():
+            if tls[0]["tls"].get(k) != v:
+                fails.append(f"tls.{k}: gaspp {tls[0]['tls'].get(k)!r}, openssl {v!r}")
+    alerts = sorted(e["alert"]["signature_id"] for e in events if e["event_type"] == "alert")
+    if alerts != [1, 2, 3, 4, 5, 6]:
+        fails.append(f"alerts {alerts}, want [1, 2, 3, 4, 5, 6]")
+    for f in fails:
+        print("FAIL", f)
+    print(f"tls event fields compared with openssl: {len(want)}, alerts {alerts}, {len(fails)} problems")
+    return 1 if fails else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
