@@ -338,6 +338,9 @@ struct HostPacket {
   // module alerted on (kVerdictAlerted); null otherwise, or without flow tracking.
   const FlowCountsAt* flow_counts = nullptr;
   uint8_t verdict = 0;  // the packet's final verdict (kVerdict* bits), when the handler sees a packet
+  // The flow's application protocol as of this packet ("http", "tls", "dns", "failed"), when the
+  // application layer runs and had decided it by then; null otherwise (alerts write it).
+  const char* app_proto = nullptr;
 };
 
 // Where host handlers write what they produce.

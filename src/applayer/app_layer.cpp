@@ -117,6 +117,17 @@ void AppLayer::detect(FlowApp& f, int dir, const uint8_t* p, size_t n) {
   f.http = std::make_unique<Http1Conn>(cfg_.http, stats_.http);
 }
 
+AppProto AppLayer::proto_at(uint64_t flow_id, uint32_t packet) const {
+  const auto it = flows_.find(flow_id);
+  if (it == flows_.end()) return AppProto::unknown;
+  const FlowApp& f = it->second;
+  if (f.proto == AppProto::unknown) return AppProto::unknown;
+  if (f.decided_batch < batch_) return f.proto;
+  // Decided in this batch: from its packet on (data released with no packet: at the batch's end).
+  if (f.decided_packet == kNoFlow) return packet == kNoFlow ? f.proto : AppProto::unknown;
+  return packet >= f.decided_packet ? f.proto : AppProto::unknown;
+}
+
 AppLayer::FlowApp* AppLayer::flow_for(uint64_t flow_id) {
   auto it = flows_.find(flow_id);
   if (it == flows_.end()) {
@@ -159,6 +170,7 @@ void AppLayer::datagram(const AppDatagram& d, const uint8_t* p, std::vector<AppU
       if (f.udp_failed[0] && f.udp_failed[1]) {
         f.proto = AppProto::failed;
         ++stats_.flows_failed;
+        decided(f, d.packet);
       }
       return;
     }
@@ -167,6 +179,7 @@ void AppLayer::datagram(const AppDatagram& d, const uint8_t* p, std::vector<AppU
     ++stats_.flows_dns;
     f.dns = std::make_unique<DnsConn>(stats_.dns, cfg_.http.max_txs);
   }
+  decided(f, d.packet);
   const int dir = wire_dir ^ (f.reversed ? 1 : 0);
   // The sender is the client when the datagram goes to the server.
   f.client_lo = d.from_lo == (dir == 0);
@@ -181,6 +194,7 @@ void AppLayer::process(const std::vector<StreamChunk>& chunks, const std::vector
                        std::vector<AppUpdate>& out, const std::vector<AppDatagram>& datagrams,
                        const std::vector<uint8_t>& dgram_bytes) {
   release_touched();
+  ++batch_;
   for (const AppDatagram& d : datagrams) datagram(d, dgram_bytes.data() + d.data, out);
   // Chunks come grouped by flow and direction; a flow's two directions are interleaved again in
   // the order their packets arrived (stream order within a direction is kept: a later piece of a
@@ -241,6 +255,7 @@ void AppLayer::process(const std::vector<StreamChunk>& chunks, const std::vector
       if (c.len && !conflict) f.dns->feed(dir, p, c.len, c.gap != 0);
       else if (conflict) f.dns->feed(dir, nullptr, 0, true);
     }
+    decided(f, c.packet);
     // The parser's roles: a turned-around flow's client is the key's other endpoint.
     const int dir = wire_dir ^ (f.reversed ? 1 : 0);
     const uint8_t client_lo = uint8_t(((c.flags & kChunkClientLo) ? 1 : 0) ^ (f.reversed ? 1 : 0));

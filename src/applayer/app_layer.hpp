@@ -100,6 +100,9 @@ class AppLayer {
   // A flow's protocol; a flow the last forget() released is still answered for (its flow record
   // is written after it). unknown: the flow had no data the application layer saw.
   AppProto proto(uint64_t flow_id) const;
+  // The flow's protocol as of batch packet `packet` of the last process(): unknown when it was
+  // decided by a later packet of that batch (kNoFlow: as of the batch's end).
+  AppProto proto_at(uint64_t flow_id, uint32_t packet) const;
   const AppLayerStats& stats() const { return stats_; }
   void report(std::map<std::string, uint64_t>& r) const;
 
@@ -113,6 +116,8 @@ class AppLayer {
     bool ended[2] = {false, false};
     bool udp_failed[2] = {false, false};  // a datagram of this direction failed the DNS probe
     bool tls_cert_counted = false;
+    uint64_t decided_batch = ~0ull;  // when proto stopped being unknown: process() call, packet
+    uint32_t decided_packet = 0;
     bool reversed = false;  // the flow's first packet came from the server: roles turned around
     FlowKey key{};
     bool client_lo = false;  // the parser's client is key endpoint 0
@@ -126,6 +131,13 @@ class AppLayer {
   std::unordered_map<uint64_t, FlowApp> flows_;
   std::vector<uint64_t> touched_;  // flows the last process() fed: their handed-out state is released
   std::unordered_map<uint64_t, AppProto> gone_;  // the protocols of the flows the last forget() released
+  uint64_t batch_ = 0;  // process() calls
+  void decided(FlowApp& f, uint32_t packet) {
+    if (f.proto != AppProto::unknown && f.decided_batch == ~0ull) {
+      f.decided_batch = batch_;
+      f.decided_packet = packet;
+    }
+  }
 };
 
 }  // namespace gaspp

@@ -56,7 +56,8 @@ void ModuleSet::hand_flow_only(std::vector<ModuleEvent>::const_iterator begin,
       write_app_log(*e, r.last_ts, 0, out);
       continue;
     }
-    const HostPacket hp{0, r.last_ts, nullptr, 0, 0, nullptr, e->flow_id, e->to_client != 0, &r};
+    HostPacket hp{0, r.last_ts, nullptr, 0, 0, nullptr, e->flow_id, e->to_client != 0, &r};
+    hp.app_proto = app_proto_of(e->flow_id);
     ++flow_only_;
     mods_[e->module]->on_event(*e, hp, out);
   }
@@ -179,6 +180,7 @@ void ModuleSet::finish_batch(const PacketBatch& b, ModuleOutput& out) {
     hp.flow_id = e.flow_id;
     hp.to_client = e.to_client != 0;
     hp.verdict = b.h_verdict[e.packet];
+    hp.app_proto = app_proto_at(e.flow_id, e.packet);
     // The flow's counters at an alerted packet, when the verdict walk worked them out.
     const FlowCountsAt* fc = b.h_pkt_counts ? &b.h_pkt_counts[e.packet] : nullptr;
     hp.flow_counts = e.flow_id && fc && (b.h_verdict[e.packet] & kVerdictAlerted) && fc->first_ts ? fc : nullptr;

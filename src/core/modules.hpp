@@ -130,6 +130,12 @@ class ModuleSet {
     const AppProto p = app_->proto(flow_id);
     return p == AppProto::unknown ? nullptr : app_proto_name(p);
   }
+  // As of the batch's packet (HostPacket::app_proto of an event's packet).
+  const char* app_proto_at(uint64_t flow_id, uint32_t packet) const {
+    if (!app_ || !flow_id) return nullptr;
+    const AppProto p = app_->proto_at(flow_id, packet);
+    return p == AppProto::unknown ? nullptr : app_proto_name(p);
+  }
   // vlan_in_key, defrag: as the flow table's (FlowConfig), so that a drop event of a packet its
   // flow's earlier decision dropped finds the flow (see dropped_flows_).
   void set_drop_events(bool on, bool vlan_in_key = true, bool defrag = true) {

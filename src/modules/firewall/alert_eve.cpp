@@ -65,7 +65,10 @@ std::string eve_alert_line(const Rule& r, const Classifications& classes_, const
     j += "}";
   }
   j += "}";
+  // A transaction's alert carries its app_proto with its object; any other alert the flow's, as
+  // Suricata writes it for every alert on a flow whose protocol it knows.
   j += x.app;
+  if (x.app.empty() && p.app_proto) j += ",\"app_proto\":\"" + std::string(p.app_proto) + "\"";
   j += eve_tunnel_json(p);
   j += eve_alert_flow_json(p);
   if (x.payload) {
