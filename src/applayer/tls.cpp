@@ -3,6 +3,7 @@
 
 #include <openssl/asn1.h>
 #include <openssl/bio.h>
+#include <openssl/evp.h>
 #include <openssl/sha.h>
 #include <openssl/x509.h>
 
@@ -65,6 +66,19 @@ std::string hex_colons(const uint8_t* p, size_t n, bool upper) {
     s += digits[p[i] & 15];
   }
   return s;
+}
+
+std::string md5_hex(const std::string& s) {
+  unsigned char d[EVP_MAX_MD_SIZE];
+  unsigned int n = 0;
+  if (EVP_Digest(s.data(), s.size(), d, &n, EVP_md5(), nullptr) != 1) return "";
+  static const char kHex[] = "0123456789abcdef";
+  std::string h;
+  for (unsigned i = 0; i < n; ++i) {
+    h += kHex[d[i] >> 4];
+    h += kHex[d[i] & 15];
+  }
+  return h;
 }
 
 int64_t epoch_of(const ASN1_TIME* t) {
@@ -133,14 +147,25 @@ int TlsConn::parse_hello(int dir, const uint8_t* p, size_t n) {
   const uint16_t version = uint16_t(r.u(2));
   r.skip(32);                 // random
   r.skip(r.u(1));             // session id
+  // JA3 (client) / JA3S (server): version, ciphers, extensions[, groups, point formats], decimal,
+  // '-' within a field, ',' between; GREASE values (RFC 8701) left out.
+  const auto grease = [](uint32_t v) { return (v & 0x0f0f) == 0x0a0a && (v >> 8) == (v & 0xff); };
+  const auto add = [](std::string& f, uint32_t v) { f += (f.empty() ? "" : "-") + std::to_string(v); };
+  std::string ciphers, exts, groups, formats;
   if (dir == 0) {
-    r.skip(r.u(2));           // cipher suites
+    const size_t cl = r.u(2);
+    const size_t end = r.at + cl;
+    while (r.ok && r.at + 2 <= end) {
+      const uint32_t c = r.u(2);
+      if (!grease(c)) add(ciphers, c);
+    }
+    r.at = end;
     r.skip(r.u(1));           // compression methods
   } else {
-    r.skip(2);                // cipher suite
+    add(ciphers, r.u(2));     // cipher suite
     r.skip(1);                // compression method
   }
-  if (!r.ok) return -1;
+  if (!r.ok || r.at > n) return -1;
   uint16_t supported = 0;
   if (r.at + 2 <= n) {
     const size_t end = std::min(n, r.at + 2 + r.u(2));
@@ -148,6 +173,7 @@ int TlsConn::parse_hello(int dir, const uint8_t* p, size_t n) {
       const uint32_t type = r.u(2), len = r.u(2);
       const size_t next = r.at + len;
       if (next > end) return -1;
+      if (!grease(type)) add(exts, type);
       if (dir == 0 && type == 0) {
         // server_name: a list of (type, name); host_name is type 0.
         Reader s{p, next, r.at};
@@ -158,12 +184,26 @@ int TlsConn::parse_hello(int dir, const uint8_t* p, size_t n) {
           if (kind == 0 && tx_.sni.empty()) tx_.sni.assign(reinterpret_cast<const char*>(p + s.at), nlen);
           s.at += nlen;
         }
+      } else if (dir == 0 && type == 10) {
+        Reader g{p, next, r.at};  // supported_groups
+        const size_t gend = std::min(next, g.at + 2 + g.u(2));
+        while (g.ok && g.at + 2 <= gend) {
+          const uint32_t v = g.u(2);
+          if (!grease(v)) add(groups, v);
+        }
+      } else if (dir == 0 && type == 11) {
+        Reader f{p, next, r.at};  // ec_point_formats
+        const size_t fend = std::min(next, f.at + 1 + f.u(1));
+        while (f.ok && f.at + 1 <= fend) add(formats, f.u(1));
       } else if (dir == 1 && type == 43 && len == 2) {
         supported = uint16_t(p[r.at] << 8 | p[r.at + 1]);  // supported_versions: the one chosen
       }
       r.at = next;
     }
   }
+  std::string& ja = dir == 0 ? tx_.ja3_string : tx_.ja3s_string;
+  ja = std::to_string(version) + "," + ciphers + "," + exts + (dir == 0 ? "," + groups + "," + formats : "");
+  (dir == 0 ? tx_.ja3_hash : tx_.ja3s_hash) = md5_hex(ja);
   if (dir == 0) {
     tx_.client_hello = true;
     tx_.client_version = version;

@@ -1,5 +1,6 @@
 // applayer/tls.hpp — the TLS handshake's clear part over the reassembled directions of a TCP
-// connection: the ClientHello's server name (SNI) and version, the ServerHello's version, and the
+// connection: the ClientHello's server name (SNI), version and JA3, the ServerHello's version and
+// JA3S, and the
 // server's certificate chain (TLS 1.2 and earlier: 1.3 encrypts it).
 //
 // TlsConn reads each direction's records (any split): the client's until its hello; the server's
@@ -34,6 +35,8 @@ struct TlsTx : AppTx {
   uint16_t client_version = 0;  // ClientHello.legacy_version
   uint16_t server_version = 0;  // ServerHello's version (supported_versions when present)
   std::string sni;              // the server_name extension's host_name
+  // JA3 of the ClientHello, JA3S of the ServerHello: the string and its MD5 (lowercase hex).
+  std::string ja3_string, ja3_hash, ja3s_string, ja3s_hash;
   // The server's Certificate message: the chain as sent (DER), and the first one's fields.
   bool certificate = false, cert_decoded = false;
   std::vector<std::string> certs;

@@ -8,6 +8,9 @@ Checked:
 - the EVE tls event's subject, issuerdn, serial, notbefore and notafter equal what `openssl x509`
   prints of the server certificate (names as "C=US, O=..., CN=..."), its fingerprint the SHA-1
   of the DER (hashlib), sni the name sent;
+- JA3 and JA3S: signatures on ja3.hash / ja3.string / ja3s.hash / ja3s.string with the values
+  tshark computes (tls.handshake.ja3, ja3_full, ja3s, ja3s_full) alert (where tshark is installed);
+  the ClientHello carries GREASE values, supported groups and point formats;
 - alerts of the certificate buffers (tls.cert_subject, tls.cert_issuer, tls.cert_serial,
   tls.cert_fingerprint, tls.certs: bytes only the CA's certificate holds, the multi-buffer's
   second instance) and of tls.sni with dotprefix: each once, at the connection; signatures whose
@@ -67,10 +70,15 @@ def handshake(t, body):
 
 def build(path, srv, ca, sni):
     name = b"\x00" + u16(len(sni)) + sni
-    sni_ext = b"\x00\x00" + u16(len(name) + 2) + u16(len(name)) + name
-    ch = b"\x03\x03" + b"r" * 32 + b"\x00" + b"\x00\x02\xc0\x2f" + b"\x01\x00" + u16(len(sni_ext)) + sni_ext
+    exts = b"\x2a\x2a\x00\x00"                                             # GREASE, empty
+    exts += b"\x00\x00" + u16(len(name) + 2) + u16(len(name)) + name          # server_name
+    exts += b"\x00\x0a\x00\x08\x00\x06\x3a\x3a\x00\x1d\x00\x17"            # groups: GREASE, x25519, P-256
+    exts += b"\x00\x0b\x00\x02\x01\x00"                                     # point formats: uncompressed
+    suites = b"\x0a\x0a\xc0\x2f\xc0\x30\x00\x9c"                             # GREASE and three suites
+    ch = b"\x03\x03" + b"r" * 32 + b"\x00" + u16(len(suites)) + suites + b"\x01\x00" + u16(len(exts)) + exts
     client = record(handshake(1, ch))
-    sh_msg = handshake(2, b"\x03\x03" + b"s" * 32 + b"\x00" + b"\xc0\x2f\x00")
+    sh_ext = b"\xff\x01\x00\x01\x00"                                          # renegotiation_info
+    sh_msg = handshake(2, b"\x03\x03" + b"s" * 32 + b"\x00" + b"\xc0\x2f\x00" + u16(len(sh_ext)) + sh_ext)
     chain = u24(len(srv)) + srv + u24(len(ca)) + ca
     cert_msg = handshake(11, u24(len(chain)) + chain)
     half = len(cert_msg) // 2
@@ -159,6 +167,21 @@ def main():
             f.write('alert tls any any -> any any (msg:"not there"; tls.cert_subject; content:"CN=other"; sid:7;)\n')
             f.write('alert tls any any -> any any (msg:"not a subdomain"; tls.sni; dotprefix; content:".ample.org"; '
                     'endswith; sid:8;)\n')
+        ja3 = {}
+        if shutil.which("tshark"):
+            t = subprocess.run(["tshark", "-r", pcap, "-Y", "tls.handshake.type == 1 || tls.handshake.type == 2", "-T",
+                                "fields", "-e", "tls.handshake.ja3", "-e", "tls.handshake.ja3_full",
+                                "-e", "tls.handshake.ja3s", "-e", "tls.handshake.ja3s_full"],
+                               capture_output=True, text=True).stdout
+            for line in t.splitlines():
+                f = line.split("\t")
+                if f[0]:
+                    ja3["ja3.hash"], ja3["ja3.string"] = f[0], f[1]
+                if len(f) > 2 and f[2]:
+                    ja3["ja3s.hash"], ja3["ja3s.string"] = f[2], f[3]
+        with open(rules, "a") as f:
+            for k, (buf, v) in enumerate(sorted(ja3.items())):
+                f.write(f'alert tls any any -> any any (msg:"{buf}"; {buf}; content:"{v}"; bsize:{len(v)}; sid:{20 + k};)\n')
         out = os.path.join(d, "out")
         os.mkdir(out)
         p = subprocess.run([gaspp, "-r", pcap, "--backend", backend, "-S", rules, "-l", out, "-q"],
@@ -175,8 +198,9 @@ def main():
             if tls[0]["tls"].get(k) != v:
                 fails.append(f"tls.{k}: gaspp {tls[0]['tls'].get(k)!r}, openssl {v!r}")
     alerts = sorted(e["alert"]["signature_id"] for e in events if e["event_type"] == "alert")
-    if alerts != [1, 2, 3, 4, 5, 6]:
-        fails.append(f"alerts {alerts}, want [1, 2, 3, 4, 5, 6]")
+    want_alerts = [1, 2, 3, 4, 5, 6] + [20 + k for k in range(len(ja3))]
+    if alerts != want_alerts:
+        fails.append(f"alerts {alerts}, want {want_alerts} (20 and up: JA3/JA3S as tshark computes them: {ja3})")
     for f in fails:
         print("FAIL", f)
     print(f"tls event fields compared with openssl: {len(want)}, alerts {alerts}, {len(fails)} problems")

@@ -166,6 +166,10 @@ struct TxBuffers {
     };
     if (tls) {
       if (b == kBufTlsSni) return hold(tls->sni, tls->client_hello && !tls->sni.empty());
+      if (b == kBufJa3Hash) return hold(tls->ja3_hash, tls->client_hello);
+      if (b == kBufJa3String) return hold(tls->ja3_string, tls->client_hello);
+      if (b == kBufJa3sHash) return hold(tls->ja3s_hash, side == 1 && tls->server_hello);
+      if (b == kBufJa3sString) return hold(tls->ja3s_string, side == 1 && tls->server_hello);
       // The server's certificate: to the client (Suricata's client certificates are not read).
       if (side != 1) return false;
       switch (b) {
@@ -183,7 +187,8 @@ struct TxBuffers {
       if (b != kBufDnsQuery || !dns->request || index >= dns->msg.queries.size()) return false;
       return hold(dns->msg.queries[index].name, !dns->msg.queries[index].name.empty());
     }
-    if (b == kBufTlsSni || b == kBufDnsQuery || b >= kBufTlsCertSubject) return false;
+    if (b == kBufTlsSni || b == kBufDnsQuery || b >= kBufTlsCertSubject || b == kBufJa3Hash || b == kBufJa3String)
+      return false;
     const bool req_line = t.req_line, req_hdr = t.req_headers_done;
     const bool resp_line = t.resp_line, resp_hdr = t.resp_headers_done;
     const bool hdr = side ? resp_hdr : req_hdr;

@@ -126,7 +126,8 @@ const BufName kStickyBuffers[] = {
     {"tls.cert_issuer", kBufTlsCertIssuer}, {"tls_cert_issuer", kBufTlsCertIssuer},
     {"tls.cert_serial", kBufTlsCertSerial}, {"tls_cert_serial", kBufTlsCertSerial},
     {"tls.cert_fingerprint", kBufTlsCertFingerprint}, {"tls_cert_fingerprint", kBufTlsCertFingerprint},
-    {"tls.certs", kBufTlsCerts},
+    {"tls.certs", kBufTlsCerts}, {"ja3.hash", kBufJa3Hash}, {"ja3_hash", kBufJa3Hash},
+    {"ja3.string", kBufJa3String}, {"ja3s.hash", kBufJa3sHash}, {"ja3s.string", kBufJa3sString},
 };
 // Content modifiers: the content right before them inspects the buffer.
 const BufName kContentModifiers[] = {
@@ -485,7 +486,9 @@ std::string finish(Signature& s) {
       return "skip:app-layer:http rule with packet conditions";
     // The protocol the buffers belong to must agree with the header's.
     const auto proto_of = [](uint8_t b) -> uint8_t {
-      return b == kBufTlsSni || b == kBufTlsSniDot || (b >= kBufTlsCertSubject && b <= kBufTlsCerts) ? 2
+      return b == kBufTlsSni || b == kBufTlsSniDot || (b >= kBufTlsCertSubject && b <= kBufJa3sString) ||
+                     b == kBufJa3Hash || b == kBufJa3String
+                 ? 2
              : b == kBufDnsQuery || b == kBufDnsQueryDot                                                ? 3
                                                                                                         : 1;
     };

@@ -26,7 +26,8 @@
 //   TLS                tls.sni (tls_sni); the server certificate's tls.cert_subject,
 //                      tls.cert_issuer, tls.cert_serial, tls.cert_fingerprint (and their
 //                      underscore forms), tls.certs (each certificate of the chain, DER, a
-//                      multi-buffer); the protocol `tls` in the header
+//                      multi-buffer); ja3.hash (ja3_hash), ja3.string, ja3s.hash, ja3s.string;
+//                      the protocol `tls` in the header
 //   DNS                dns.query (dns_query: each question's name of a request, a multi-buffer);
 //                      the protocol `dns` in the header (UDP and TCP)
 //   transforms         dotprefix right after dns.query, tls.sni or http.host (the buffer with a
@@ -77,6 +78,7 @@ enum SigBuf : uint8_t {
   kBufHttpConnection, kBufTlsSni, kBufDnsQuery,
   // the dotprefix transform over a name buffer: "." then the buffer
   kBufTlsSniDot, kBufDnsQueryDot, kBufHttpHostDot,
+  kBufJa3Hash, kBufJa3String,
   // either side (by flow direction)
   kBufHttpHeader, kBufHttpHeaderRaw, kBufHttpCookie, kBufHttpContentType, kBufHttpContentLen, kBufHttpStart,
   kBufHttpHeaderNames,
@@ -84,6 +86,7 @@ enum SigBuf : uint8_t {
   kBufHttpStatCode, kBufHttpStatMsg, kBufHttpResponseLine, kBufHttpResponseBody, kBufHttpServer, kBufHttpLocation,
   // the server's certificate (TLS, to the client)
   kBufTlsCertSubject, kBufTlsCertIssuer, kBufTlsCertSerial, kBufTlsCertFingerprint, kBufTlsCerts,
+  kBufJa3sHash, kBufJa3sString,
   kBufCount
 };
 const char* sig_buf_name(uint8_t b);
