@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Sets up, builds both backends (the CUDA one compiles and links wherever nvcc is; it runs only
 # where a GPU is) and runs every test: unit tests, end-to-end tests on ../shared/data against
-# tshark, and the capture/decoder fuzz target under ASan+UBSan for FUZZ_SECONDS (default 60).
+# tshark, and the capture/decoder fuzz target under ASan+UBSan for FUZZ_SECONDS (default 30).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
@@ -17,9 +17,9 @@ corpus=$(mktemp -d)
 seeds=$(mktemp -d)
 # Seed with the real captures (small ones) so the fuzzer starts from valid structure.
 find ../shared/data/pcaps -type f -size -64k \( -name '*.pcap' -o -name '*.pcapng' \) -exec cp {} "$seeds/" \; 2>/dev/null || true
-echo "fuzz: fuzz_capture for ${FUZZ_SECONDS:-60} s"
+echo "fuzz: fuzz_capture for ${FUZZ_SECONDS:-30} s"
 rc=0
-./build-fuzz/tests/fuzz/fuzz_capture -max_total_time="${FUZZ_SECONDS:-60}" -max_len=65536 -print_final_stats=1 \
+./build-fuzz/tests/fuzz/fuzz_capture -max_total_time="${FUZZ_SECONDS:-30}" -max_len=65536 -print_final_stats=1 \
   "$corpus" "$seeds" >"$corpus.log" 2>&1 || rc=$?
 grep -E "^(stat::number_of_executed_units|Done|==[0-9]+==ERROR|SUMMARY)" "$corpus.log" || true
 if [ $rc -ne 0 ]; then tail -50 "$corpus.log"; echo "fuzz: failed (exit $rc)"; exit 1; fi

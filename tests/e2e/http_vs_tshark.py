@@ -98,69 +98,52 @@ def tshark_txs(pcap, ports):
     return txs
 
 
-def tshark_snis(pcap):
-    p = subprocess.run(["tshark", "-r", pcap, "-Y", "tls.handshake.type == 1", "-T", "fields", "-E", "separator=\t",
-                        "-e", "ip.src", "-e", "ipv6.src", "-e", "tcp.srcport", "-e", "ip.dst", "-e", "ipv6.dst",
-                        "-e", "tcp.dstport", "-e", "tls.handshake.extensions_server_name"],
-                       capture_output=True, text=True)
-    out = {}
-    for line in p.stdout.splitlines():
-        f = line.split("\t")
-        if len(f) < 7 or not f[2]:
-            continue
-        src = (f[0] or f[1]).split(",")[-1]
-        dst = (f[3] or f[4]).split(",")[-1]
-        out.setdefault(flow_key(norm_addr(src), f[2], norm_addr(dst), f[5]), f[6].split(",")[0])
-    return out
-
-
-def tshark_dns(pcap):
-    """frame number -> [(kind, [names])] of the DNS messages on port 53, and the malformed frames."""
-    p = subprocess.run(["tshark", "-r", pcap, "-Y", "dns && (udp.port == 53 || tcp.port == 53)", "-T", "fields",
-                        "-E", "separator=\t", "-E", "occurrence=a", "-e", "frame.number", "-e", "dns.flags.response",
-                        "-e", "dns.qry.name", "-e", "_ws.malformed", "-e", "dns.count.queries"],
-                       capture_output=True, text=True)
-    out, bad = {}, set()
-    for line in p.stdout.splitlines():
-        f = line.split("\t")
-        if len(f) < 5:
-            continue
-        frame = int(f[0])
-        if f[3]:
-            bad.add(frame)
-            continue
-        kinds = f[1].split(",")
-        counts = [int(c) for c in f[4].split(",") if c]
-        names = f[2].split(",") if f[2] else []
-        msgs, at = [], 0
-        for kind, n in zip(kinds, counts):  # a TCP segment may complete several messages
-            msgs.append(("response" if kind in ("1", "True") else "request", names[at:at + n]))
-            at += n
-        out[frame] = msgs
-    return out, bad
-
-
-def tshark_certs(pcap):
-    """connection -> (SHA-1 of the first certificate, its serial as EVE writes it)."""
+def tshark_other(pcap):
+    """One tshark pass for TLS and DNS: ClientHello server names and the server's first certificate
+    (SHA-1, serial as EVE writes it) per connection; DNS messages on port 53 per frame, and the
+    frames tshark marks malformed."""
     import hashlib
-    p = subprocess.run(["tshark", "-r", pcap, "-Y", "tls.handshake.type == 11", "-T", "fields", "-E", "separator=\t",
-                        "-E", "occurrence=f", "-e", "ip.src", "-e", "ipv6.src", "-e", "tcp.srcport", "-e", "ip.dst",
-                        "-e", "ipv6.dst", "-e", "tcp.dstport", "-e", "tls.handshake.certificate",
-                        "-e", "x509af.serialNumber"], capture_output=True, text=True)
-    out = {}
+    p = subprocess.run(["tshark", "-r", pcap, "-Y",
+                        "tls.handshake.type == 1 || tls.handshake.type == 11 || (dns && (udp.port == 53 || tcp.port == 53))",
+                        "-T", "fields", "-E", "separator=\t", "-E", "occurrence=a",
+                        "-e", "ip.src", "-e", "ipv6.src", "-e", "tcp.srcport", "-e", "ip.dst", "-e", "ipv6.dst",
+                        "-e", "tcp.dstport", "-e", "tls.handshake.type", "-e", "tls.handshake.extensions_server_name",
+                        "-e", "tls.handshake.certificate", "-e", "x509af.serialNumber", "-e", "frame.number",
+                        "-e", "dns.flags.response", "-e", "dns.qry.name", "-e", "_ws.malformed",
+                        "-e", "dns.count.queries"], capture_output=True, text=True)
+    snis, certs, dns, bad = {}, {}, {}, set()
     for line in p.stdout.splitlines():
         f = line.split("\t")
-        if len(f) < 8 or not f[6]:
+        if len(f) < 15:
+            continue
+        if f[11]:  # a DNS message
+            frame = int(f[10])
+            if f[13]:
+                bad.add(frame)
+                continue
+            counts = [int(c) for c in f[14].split(",") if c]
+            names = f[12].split(",") if f[12] else []
+            msgs, at = [], 0
+            for kind, n in zip(f[11].split(","), counts):  # a TCP segment may complete several messages
+                msgs.append(("response" if kind in ("1", "True") else "request", names[at:at + n]))
+                at += n
+            dns[frame] = msgs
+            continue
+        if not f[2]:
             continue
         src = (f[0] or f[1]).split(",")[-1]
         dst = (f[3] or f[4]).split(",")[-1]
-        der = bytes.fromhex(f[6].replace(":", ""))
-        sha = hashlib.sha1(der).hexdigest()
-        fp = ":".join(sha[i:i + 2] for i in range(0, len(sha), 2))
-        serial = f[7].replace(":", "").upper()
-        serial = ":".join(serial[i:i + 2] for i in range(0, len(serial), 2))
-        out.setdefault(flow_key(norm_addr(src), f[2], norm_addr(dst), f[5]), (fp, serial))
-    return out
+        k = flow_key(norm_addr(src.split(",")[0]), f[2].split(",")[0], norm_addr(dst.split(",")[0]), f[5].split(",")[0])
+        types = f[6].split(",")
+        if "1" in types:
+            snis.setdefault(k, f[7].split(",")[0])
+        if "11" in types and f[8]:
+            der = bytes.fromhex(f[8].split(",")[0].replace(":", ""))
+            sha = hashlib.sha1(der).hexdigest()
+            serial = f[9].split(",")[0].replace(":", "").upper()
+            certs.setdefault(k, (":".join(sha[i:i + 2] for i in range(0, len(sha), 2)),
+                                 ":".join(serial[i:i + 2] for i in range(0, len(serial), 2))))
+    return snis, certs, dns, bad
 
 
 def main():
@@ -179,14 +162,14 @@ def main():
         snis = ours.pop("__tls__")
         certs = {k[1:]: v for k, v in snis.items() if k[0] == "cert"}
         snis = {k: v for k, v in snis.items() if k[0] != "cert"}
-        for k, want in tshark_certs(pcap).items():
+        their_snis, their_certs, their_dns, malformed = tshark_other(pcap)
+        for k, want in their_certs.items():
             if k in certs:
                 tls_certs[0] += 1
                 if certs[k] != want:
                     fails.append(f"{os.path.relpath(pcap, data)} {k}: gaspp certificate (fingerprint, serial) "
                                  f"{certs[k]}, tshark {want}")
         dns = ours.pop("__dns__")
-        their_dns, malformed = tshark_dns(pcap)
         for frame, msgs in dns.items():
             dns_msgs[0] += len(msgs)
             want = their_dns.get(frame)
@@ -197,7 +180,6 @@ def main():
         for frame, want in their_dns.items():
             if frame not in dns:
                 fails.append(f"{os.path.relpath(pcap, data)} frame {frame}: tshark dns {want}, gaspp no dns event")
-        their_snis = tshark_snis(pcap)
         for k, sni in snis.items():
             tls_flows[0] += 1
             if k in their_snis and their_snis[k] != sni:
