@@ -1,5 +1,5 @@
-// bench/bench_util.hpp — what every benchmark program shares: stopping on a failed CUDA call, the
-// median of timed runs, and writing the JSON result.
+// bench/bench_util.hpp — what the CUDA benchmark programs share: stopping on a failed CUDA call,
+// and what every benchmark shares (bench_host.hpp).
 #pragma once
 #include <cuda_runtime.h>
 
@@ -8,6 +8,8 @@
 #include <cstdlib>
 #include <string>
 #include <vector>
+
+#include "bench_host.hpp"
 
 #define CK(call)                                                                                   \
   do {                                                                                             \
@@ -18,23 +20,3 @@
     }                                                                                              \
   } while (0)
 
-namespace gaspp::bench {
-
-inline double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
-
-// Writes `text` to `path` (nothing when path is empty); false after printing why if it cannot.
-inline bool write_file(const std::string& path, const std::string& text) {
-  if (path.empty()) return true;
-  std::FILE* f = std::fopen(path.c_str(), "w");
-  if (!f) {
-    std::perror(path.c_str());
-    return false;
-  }
-  std::fputs(text.c_str(), f);
-  return std::fclose(f) == 0;
-}
-
-}  // namespace gaspp::bench

@@ -77,7 +77,10 @@ void apply_file_config(const FileConfig& fc, Options& o) {
   BackendConfig& bc = o.backend_config;
   RunOptions& ro = o.run;
   if (fc.backend) o.backend = *fc.backend;
-  if (fc.batch) bc.batch_packets = ro.policy.max_packets = *fc.batch;
+  if (fc.batch) {
+    bc.batch_packets = ro.policy.max_packets = *fc.batch;
+    o.batch_given = true;
+  }
   if (fc.threads) bc.threads = *fc.threads;
   if (fc.schedule)
     bc.schedule = *fc.schedule == "on" ? BackendConfig::Schedule::on
@@ -260,10 +263,11 @@ int parse_command_line(int argc, char** argv, Options& o) {
       ->group(kRun);
   opt("--backend", "auto|cuda|cpu", "where packets are processed (auto: CUDA if a device is present)", kRun,
       [&](const std::string& v) { backend_name = v; return true; });
-  opt("--batch", "N", "packets per batch (default 65536)", kRun, [&](const std::string& v) {
+  opt("--batch", "N", "packets per batch (default 65536 on CUDA, 8192 on the CPU)", kRun, [&](const std::string& v) {
     const uint64_t n = parse_u64("--batch", v.c_str());
     if (n < 1 || n > (1u << 24)) return fail("--batch must be 1..16777216");
     bc.batch_packets = ro.policy.max_packets = uint32_t(n);
+    o.batch_given = true;
     return true;
   });
   opt("--batch-bytes", "B", "record bytes per batch (default 67108864)", kRun, [&](const std::string& v) {

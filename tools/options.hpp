@@ -26,6 +26,7 @@ struct Options {
   uint32_t rings = 1;                  // --af-packet-rings: sockets (rings) per interface, one fanout group
   std::string backend = "auto";        // --backend, backend:
   BackendConfig backend_config;        // batch, flow table, reassembly, transfers, device ...
+  bool batch_given = false;            // --batch or batch: (else the backend's default size)
   RunOptions run;                      // batch policy, indexing, defragmentation ...
   // Modules in the order given: (name, options); --rules, -s, -S and --firewall-rules add to the one
   // firewall, -c's modules come where -c stands.

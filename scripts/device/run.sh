@@ -30,6 +30,9 @@
 #                  CLI on CUDA, and bench_eve
 #   run.sh bench-stream  bench_stream: decode / +flow / +reassembly, CUDA vs CPU vs libnids; then
 #                  bench_eve: EVE flow lines, the streaming writer against nlohmann-json
+#   run.sh bench-cpu  bench_cpu: the CPU backend's decode / +flow / +reassembly with 1..16 threads on
+#                  the generator's HTTP and mix and the largest real capture, libnids on one core,
+#                  the host's memory-read limit, gaspp end to end; JSON in $OUT/bench_cpu.json
 #   run.sh bench-firewall  bench_firewall: decode+flow with and without the firewall (10k random
 #                  rules, ET IP lists), mix and 64-byte frames, CUDA vs CPU; then bench_modules:
 #                  scheduling on/off with 1..64 modules, its cost for a light module, consolidation;
@@ -262,6 +265,13 @@ RULES
   done
   [ "$(grep -c '"event_type":"alert"' "$OUT/retry-cpu/eve.json")" = "$(grep -c '"event_type":"alert"' "$OUT/retry-cuda/eve.json")" ]
   check "retry alerts cpu = cuda"
+  ;;
+bench-cpu)
+  step "bench_cpu (captures in /dev/shm)"
+  big=$(ls -S $(find bundle/data/pcaps -type f -name '*.pcap') | head -1)
+  $B/bench_cpu --json "$OUT/bench_cpu.json" --reps 3 --packets 2000000 --tmp /dev/shm --nids $B/peer_libnids \
+    --gaspp $B/gaspp --capture "$big" --commit "$(head -1 bundle/COMMIT)"
+  check "bench_cpu"
   ;;
 bench-app)
   step "application layer end to end (HTTP workload in /dev/shm)"

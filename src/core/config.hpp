@@ -4,7 +4,7 @@
 // Command-line flags given after -c override its settings and add modules after its modules.
 //
 //   backend: auto                # auto | cuda | cpu
-//   batch: 65536                 # packets per batch
+//   batch: 65536                 # packets per batch (default 65536 on CUDA, 8192 on the CPU)
 //   threads: 0                   # CPU backend threads (0: all)
 //   schedule: auto               # on | off | auto: regroup packets between module stages
 //   slice: auto                  # on | off | auto: header-only slicing on CUDA (docs/usage.md)

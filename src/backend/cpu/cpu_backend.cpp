@@ -9,14 +9,19 @@
 //   flow lookup   every packet finds or claims its flow slot in parallel (flow/host_lookup.hpp,
 //                 prefetching); packets that found no room retry in capture order on one thread;
 //   flow walk     worker w takes the items (packets, and segments held in the out-of-order buffer)
-//                 whose hashed slot % workers == w, sorts them by (slot, item) — a flow's items
-//                 become a run, held segments first, then packets in capture order — and walks
-//                 each run (hashed: in a sparse table most flows sit in the first slot of their
-//                 bucket, so plain slot numbers would share out badly);
+//                 whose hashed slot % workers == w (the shard of each packet computed once, in
+//                 parallel), groups them by slot in linear time — a flow's items become a run,
+//                 held segments first, then packets in capture order; runs in order of first
+//                 appearance, with a slot-indexed scratch array, where a sort of (slot, item) pairs
+//                 was a tenth of the time — and walks each run (hashed: in a sparse table most
+//                 flows sit in the first slot of their bucket, so plain slot numbers would share
+//                 out badly);
 //   module stage  the module's run_cpu() over ranges of packets (core/module_stage.hpp); regroup:
 //                 std::sort by schedule_key;
 //   verdict walk  the walk's sorted runs again, shard by shard;
 //   sweep         over ranges of table slots.
+// decode prefetches the records a few packets ahead: each is a new cache line (packets are far
+// apart in the batch), and waiting on it was most of decode's time.
 // The out-of-order buffer: two sets of segment descriptions used in turn (a batch reads what the
 // previous one held) and two byte pools where held bytes stay while they wait (StreamCounts).
 // Module tables stay in the modules' host memory.
@@ -44,8 +49,8 @@ class CpuBackend final : public Backend, private StageExecutor {
   explicit CpuBackend(const BackendConfig& cfg)
       : cfg_(cfg), plan_(cfg), pool_(cfg.threads > 0 ? cfg.threads : int(std::max(1u, std::thread::hardware_concurrency()))),
         slots_(size_t(std::max(cfg.slots, 3))), per_thread_(size_t(pool_.size())), failed_(size_t(pool_.size())),
-        shard_items_(size_t(pool_.size())), shard_vals_(size_t(pool_.size())), shard_pend_(size_t(pool_.size())),
-        table_(cfg.flow) {
+        groups_(size_t(pool_.size())), shard_pend_(size_t(pool_.size())), table_(cfg.flow) {
+    if (cfg.flow.enabled) run_of_slot_.assign(table_.shape().slots(), kNoRun);
     record_capacity_ = flow_record_capacity(cfg);
     records_.reset(record_capacity_);
     streams_ = cfg.flow.enabled && cfg.stream.enabled;
@@ -83,6 +88,7 @@ class CpuBackend final : public Backend, private StageExecutor {
       s.rec_off.resize(cfg.batch_packets);
       s.verdict.resize(cfg.batch_packets);
       s.decoded.resize(cfg.batch_packets);
+      if (cfg.flow.enabled) s.shard.resize(cfg.batch_packets);
       s.batch.capacity = cfg.batch_packets;
       s.batch.h_rec_off = s.rec_off.data();
       s.batch.h_verdict = s.verdict.data();
@@ -168,7 +174,13 @@ class CpuBackend final : public Backend, private StageExecutor {
     pool_.parallel_for(b.count, [&](uint64_t begin, uint64_t end, int w) {
       HostCounterSink sink{per_thread_[size_t(w)]};
       DecodedPacket p;
+      constexpr uint64_t kAhead = 6;  // records in flight: enough to cover a miss at ~1 KB a packet
       for (uint64_t i = begin; i < end; ++i) {
+        if (i + kAhead < end) {
+          const uint8_t* r = v_.data + v_.rec_off[i + kAhead];
+          __builtin_prefetch(r);
+          __builtin_prefetch(r + 64);
+        }
         decode_batch_packet(v_, uint32_t(i), p);
         store(v_.dec, uint32_t(i), p);
         v_.verdict[i] = kVerdictPass;
@@ -291,19 +303,13 @@ class CpuBackend final : public Backend, private StageExecutor {
     Slot& s = *cur_;
     const FlowTableRef t = table_.ref();
     const uint32_t base = streams_ ? held_cap_ : 0;
-    pool_.parallel_for(shard_items_.size(), [&](uint64_t begin, uint64_t end, int w) {
+    pool_.parallel_for(groups_.size(), [&](uint64_t begin, uint64_t end, int w) {
       HostCounterSink sink{per_thread_[size_t(w)]};
       for (uint64_t shard = begin; shard < end; ++shard) {
-        const auto& items = shard_items_[shard];
-        const uint32_t* vals = shard_vals_[shard].data();
-        for (uint32_t j = 0; j < items.size();) {
-          const uint32_t sl = uint32_t(items[j] >> 32);
-          uint32_t m = j + 1;
-          while (m < items.size() && uint32_t(items[m] >> 32) == sl) ++m;
-          verdict_walk_run(t, vals, j, m, sl, base, s.flow_flags.data(), v_.verdict, cfg_.drop_invalid, v_.dec.cap_len,
-                           s.pkt_counts.empty() ? nullptr : s.pkt_counts.data(), sink);
-          j = m;
-        }
+        const Group& g = groups_[shard];
+        for (const Run& r : g.runs)
+          verdict_walk_run(t, g.vals.data(), r.start, r.start + r.n, r.slot, base, s.flow_flags.data(), v_.verdict,
+                           cfg_.drop_invalid, v_.dec.cap_len, s.pkt_counts.empty() ? nullptr : s.pkt_counts.data(), sink);
       }
     });
   }
@@ -403,37 +409,61 @@ class CpuBackend final : public Backend, private StageExecutor {
     const uint32_t workers = uint32_t(pool_.size());
     const uint32_t held_n = sr ? *sr->held_in_n : 0;  // clamped by stream_begin
     const uint32_t base = sr ? sr->held_cap : 0;  // item number of packet 0
+    uint16_t* shard_of = cur_ && n ? cur_->shard.data() : nullptr;
+    if (n) {
+      pool_.parallel_for(n, [&](uint64_t begin, uint64_t end, int) {
+        for (uint64_t i = begin; i < end; ++i)
+          shard_of[i] = slot[i] == kNoFlow ? kNoShard : uint16_t(mix32(slot[i]) % workers);
+      });
+    }
     pool_.parallel_for(workers, [&](uint64_t begin, uint64_t end, int w) {
       HostCounterSink sink{per_thread_[size_t(w)]};
       for (uint64_t shard = begin; shard < end; ++shard) {
-        auto& items = shard_items_[shard];
-        items.clear();
+        Group& g = groups_[shard];
+        g.runs.clear();
+        g.items.clear();
+        auto add = [&](uint32_t s, uint32_t item) {
+          uint32_t& r = run_of_slot_[s];  // shards hold disjoint slots: no other worker touches it
+          if (r == kNoRun) {
+            r = uint32_t(g.runs.size());
+            g.runs.push_back(Run{s, 0, 0});
+          }
+          ++g.runs[r].n;
+          g.items.push_back(uint64_t(r) << 32 | item);
+        };
         for (uint32_t h = 0; h < held_n; ++h)
-          if (mix32(sr->held_in[h].slot) % workers == shard) items.push_back(uint64_t(sr->held_in[h].slot) << 32 | h);
+          if (mix32(sr->held_in[h].slot) % workers == shard) add(sr->held_in[h].slot, h);
         for (uint32_t i = 0; i < n; ++i)
-          if (slot[i] != kNoFlow && mix32(slot[i]) % workers == shard) items.push_back(uint64_t(slot[i]) << 32 | (base + i));
-        std::sort(items.begin(), items.end());
-        auto& vals = shard_vals_[shard];
-        vals.resize(items.size());
-        for (size_t k = 0; k < items.size(); ++k) vals[k] = uint32_t(items[k]);
+          if (shard_of[i] == shard) add(slot[i], base + i);
+        // Each run's place, then its items in the order they came (held first, then capture order).
+        uint32_t at = 0;
+        for (Run& r : g.runs) {
+          r.start = at;
+          at += r.n;
+          r.n = 0;
+          run_of_slot_[r.slot] = kNoRun;
+        }
+        g.vals.resize(at);
+        for (const uint64_t x : g.items) {
+          Run& r = g.runs[x >> 32];
+          g.vals[r.start + r.n++] = uint32_t(x);
+        }
         StreamRef mine;
         if (sr) {
-          shard_pend_[shard].resize(items.size());
+          shard_pend_[shard].resize(at);
           mine = *sr;
           mine.pend = shard_pend_[shard].data();
         }
-        for (uint32_t j = 0; j < items.size();) {
-          const uint32_t s = uint32_t(items[j] >> 32);
-          uint32_t m = j + 1;
-          while (m < items.size() && uint32_t(items[m] >> 32) == s) ++m;
+        for (const Run& r : g.runs) {
           if (sr) {
             StreamHookSink<HostCounterSink> walk_sink{sink};
-            flow_walk_run(t, dec, vals.data(), j, m, s, flags, prm, emergency, out, &mine, final, walk_sink);
+            flow_walk_run(t, dec, g.vals.data(), r.start, r.start + r.n, r.slot, flags, prm, emergency, out, &mine, final,
+                          walk_sink);
           } else {
             NoStreamModules<HostCounterSink> walk_sink{sink};
-            flow_walk_run(t, dec, vals.data(), j, m, s, flags, prm, emergency, out, nullptr, final, walk_sink);
+            flow_walk_run(t, dec, g.vals.data(), r.start, r.start + r.n, r.slot, flags, prm, emergency, out, nullptr,
+                          final, walk_sink);
           }
-          j = m;
         }
       }
     });
@@ -480,7 +510,19 @@ class CpuBackend final : public Backend, private StageExecutor {
   }
 
  private:
+  // The walk's grouping of one shard: runs of one flow slot each, their items consecutive in vals.
+  static constexpr uint32_t kNoRun = ~0u;
+  static constexpr uint16_t kNoShard = 0xffff;  // a packet with no flow (thread pools stay below it)
+  struct Run {
+    uint32_t slot, start, n;
+  };
+  struct Group {
+    std::vector<Run> runs;
+    std::vector<uint32_t> vals;    // item numbers, run after run
+    std::vector<uint64_t> items;   // scratch: (run << 32 | item) in arrival order
+  };
   struct Slot {
+    std::vector<uint16_t> shard;           // the walk: each packet's shard (kNoShard: no flow)
     std::vector<FlowCountsAt> pkt_counts;  // modules with flows: counters at alerted packets
     std::vector<uint32_t> flow_slot;
     std::vector<uint8_t> flow_flags;
@@ -495,8 +537,8 @@ class CpuBackend final : public Backend, private StageExecutor {
   std::vector<Slot> slots_;
   std::vector<Counters> per_thread_;
   std::vector<std::vector<uint32_t>> failed_;
-  std::vector<std::vector<uint64_t>> shard_items_;        // per shard: (slot << 32 | item), sorted
-  std::vector<std::vector<uint32_t>> shard_vals_;         // per shard: the items alone
+  std::vector<Group> groups_;                             // per shard: the walk's runs
+  std::vector<uint32_t> run_of_slot_;                     // the grouping's scratch, kNoRun between walks
   std::vector<std::vector<StreamPending>> shard_pend_;    // per shard: the walk's scratch
   HostFlowTable table_;
   bool streams_ = false;

@@ -1,0 +1,249 @@
+// bench/bench_cpu.cpp — the CPU backend's scaling, in one run on the machine it runs on (no GPU
+// needed):
+//   * the host's memory-read limit (GB/s, one thread and all threads summing a 1 GiB buffer);
+//   * the generator's HTTP workload (1,000 connections) and mix (10,000 flows), and each capture
+//     given with --capture: Mpps of the backend stage (records indexed beforehand, capture in
+//     memory) for decode alone, + flow tracking, + reassembly, with 1, 2, 4, ... threads up to all
+//     of them, at the CPU's batch size (kCpuBatchPackets) and, for reference, at the CUDA batch size
+//     (65,536) with one thread and all threads. Every timed pass starts from an empty flow table
+//     (a fresh backend, built outside the timing); median of --reps passes after a warm-up;
+//   * the peer: libnids on one core (peer_libnids, --nids PATH; its callback does no per-byte work);
+//   * gaspp end to end (--gaspp PATH: `gaspp -r` with the capture in the page cache, one thread and
+//     all threads), so the reader's share shows.
+// Prints a table and writes JSON (--json PATH) with every figure and the issue's ratios.
+//
+// usage: bench_cpu [--json PATH] [--reps N] [--packets N] [--tmp DIR] [--nids PATH] [--gaspp PATH]
+//                  [--capture PATH]... [--commit SHA] [--max-threads N]
+#include <unistd.h>
+
+#include <atomic>
+#include <cstdio>
+#include <fstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "bench_host.hpp"
+#include "core/engine_config.hpp"
+#include "tools/gen/generator.hpp"
+
+using namespace gaspp;
+using namespace gaspp::bench;
+
+namespace {
+
+enum class Stages { decode, flow, stream };
+const char* const kStageNames[] = {"decode", "flow", "stream"};
+
+double measure(Stages st, const CaptureFile& cap, uint32_t batch, uint64_t packets, int reps, int threads) {
+  const auto batches = index_batches(cap, batch);
+  std::vector<double> t;
+  for (int rep = 0; rep < reps + 1; ++rep) {
+    BackendConfig bc;
+    bc.batch_packets = batch;
+    bc.threads = threads;
+    bc.flow.enabled = st != Stages::decode;
+    bc.stream.enabled = st == Stages::stream;
+    auto be = make_cpu_backend(bc);
+    const double s = checked_pass(*be, cap, batches, packets, "bench_cpu");
+    if (rep) t.push_back(s);  // the first pass warms caches and pages
+  }
+  return double(packets) / median(t) / 1e6;
+}
+
+std::atomic<uint64_t> g_sum{0};  // the read loops' sums land here, so the reads are not dropped
+
+// GB/s of `threads` threads summing their share of a buffer (each 8 bytes read once), median.
+double read_gbps(const std::vector<uint64_t>& buf, int threads, int reps) {
+  std::vector<double> t;
+  for (int rep = 0; rep < reps + 1; ++rep) {
+    const auto t0 = std::chrono::steady_clock::now();
+    std::vector<std::thread> th;
+    const size_t per = buf.size() / size_t(threads);
+    for (int k = 0; k < threads; ++k)
+      th.emplace_back([&, k] {
+        const uint64_t* p = buf.data() + per * size_t(k);
+        uint64_t a = 0, b = 0, c = 0, d = 0;
+        for (size_t i = 0; i + 4 <= per; i += 4) {
+          a += p[i];
+          b += p[i + 1];
+          c += p[i + 2];
+          d += p[i + 3];
+        }
+        g_sum += a + b + c + d;
+      });
+    for (auto& x : th) x.join();
+    if (rep) t.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+  }
+  return double(buf.size() / size_t(threads) * size_t(threads) * 8) / median(t) / 1e9;
+}
+
+// The first line a command prints (empty when it cannot run).
+std::string first_line(const std::string& cmd) {
+  std::string line;
+  if (std::FILE* p = ::popen(cmd.c_str(), "r")) {
+    char buf[1024] = {};
+    if (std::fgets(buf, sizeof buf, p)) line = buf;
+    ::pclose(p);
+  }
+  while (!line.empty() && (line.back() == '\n' || line.back() == '\r')) line.pop_back();
+  return line;
+}
+
+double json_number(const std::string& text, const std::string& key) {
+  const auto at = text.find("\"" + key + "\":");
+  return at == std::string::npos ? 0 : std::atof(text.c_str() + at + key.size() + 3);
+}
+
+// gaspp -r end to end on the CPU: Mpps from its --stats-json, median of reps after a warm-up.
+double gaspp_mpps(const std::string& gaspp, const std::string& path, int threads, int reps, const std::string& tmp) {
+  std::vector<double> v;
+  const std::string stats = tmp + "/bench-cpu-stats.json";
+  for (int rep = 0; rep < reps + 1; ++rep) {
+    const std::string cmd = gaspp + " -r " + path + " --backend cpu -q --threads " + std::to_string(threads) +
+                            " --stats-json " + stats + " >/dev/null 2>&1";
+    if (std::system(cmd.c_str()) != 0) return 0;
+    std::ifstream in(stats);
+    const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    if (rep) v.push_back(json_number(text, "pps") / 1e6);
+  }
+  ::unlink(stats.c_str());
+  return median(v);
+}
+
+std::string device_name() {
+  std::ifstream in("/proc/cpuinfo");
+  std::string line;
+  while (std::getline(in, line))
+    if (line.rfind("model name", 0) == 0) return line.substr(line.find(':') + 2);
+  return "unknown CPU";
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::string json_path, tmp = "/tmp", nids, gaspp, commit = "unknown";
+  std::vector<std::string> captures;
+  int reps = 5, max_threads = int(std::thread::hardware_concurrency());
+  uint64_t npk = 2'000'000;
+  for (int i = 1; i < argc; ++i) {
+    const std::string o = argv[i];
+    const bool value = i + 1 < argc;
+    if (value && o == "--json") json_path = argv[++i];
+    else if (value && o == "--reps") reps = std::max(1, std::atoi(argv[++i]));
+    else if (value && o == "--packets") npk = std::strtoull(argv[++i], nullptr, 10);
+    else if (value && o == "--tmp") tmp = argv[++i];
+    else if (value && o == "--nids") nids = argv[++i];
+    else if (value && o == "--gaspp") gaspp = argv[++i];
+    else if (value && o == "--capture") captures.push_back(argv[++i]);
+    else if (value && o == "--commit") commit = argv[++i];
+    else if (value && o == "--max-threads") max_threads = std::max(1, std::atoi(argv[++i]));
+    else {
+      std::fprintf(stderr,
+                   "usage: bench_cpu [--json PATH] [--reps N] [--packets N] [--tmp DIR] [--nids PATH] [--gaspp PATH] "
+                   "[--capture PATH]... [--commit SHA] [--max-threads N]\n");
+      return 1;
+    }
+  }
+  std::vector<int> counts;
+  for (int t = 1; t < max_threads; t *= 2) counts.push_back(t);
+  counts.push_back(max_threads);
+  const std::string device = device_name();
+  std::printf("host: %s, %d threads used at most\n", device.c_str(), max_threads);
+
+  std::vector<uint64_t> buf((1ull << 30) / 8);
+  for (size_t i = 0; i < buf.size(); ++i) buf[i] = i * 0x9e3779b97f4a7c15ull;
+  const double read1 = read_gbps(buf, 1, reps), readn = read_gbps(buf, max_threads, reps);
+  buf = {};
+  std::printf("memory read: %.1f GB/s one thread, %.1f GB/s %d threads\n", read1, readn, max_threads);
+
+  struct Work {
+    std::string name, path;
+    bool generated;
+  };
+  std::vector<Work> works;
+  for (const char* mode : {"http", "mix"}) {
+    GenConfig g;
+    g.mode = parse_gen_mode(mode);
+    g.packets = npk;
+    g.flows = g.mode == GenMode::http ? 1000 : 10000;
+    g.seed = 7;
+    if (g.mode == GenMode::mix) g.ipv6_share = g.vlan_share = 0.1;
+    const std::string path = tmp + "/gaspp-bench-cpu-" + mode + ".pcap";
+    generate_pcap(g, path);
+    works.push_back({mode, path, true});
+  }
+  for (const std::string& c : captures) works.push_back({c.substr(c.find_last_of('/') + 1), c, false});
+
+  std::string json = "{\"device\":\"" + device + "\",\"commit\":\"" + commit +
+                     "\",\"command\":\"scripts/device/run.sh bench-cpu\",\"host_threads\":" +
+                     std::to_string(std::thread::hardware_concurrency()) + ",\"reps\":" + std::to_string(reps) +
+                     ",\"cpu_batch_packets\":" + std::to_string(kCpuBatchPackets) + ",";
+  char b[512];
+  std::snprintf(b, sizeof b, "\"memory_read_gbs\":{\"1t\":%.2f,\"%dt\":%.2f},", read1, max_threads, readn);
+  json += b;
+  json += "\"workloads\":[";
+  double http1 = 0, httpn = 0, nids_http = 0;
+  for (size_t w = 0; w < works.size(); ++w) {
+    const Work& wk = works[w];
+    const CaptureFile cap = CaptureFile::open(wk.path);
+    const CaptureSize size = capture_size(cap);
+    std::printf("\n%s: %llu packets, %.0f bytes a record\n", wk.name.c_str(), (unsigned long long)size.packets,
+                size.mean_record());
+    std::printf("%-8s %7s %9s %9s %9s\n", "threads", "batch", "decode", "+flow", "+stream");
+    json += std::string(w ? "," : "") + "{\"workload\":\"" + wk.name + "\",\"packets\":" + std::to_string(size.packets) +
+            ",\"runs\":[";
+    bool first = true;
+    double stream1 = 0, streamn = 0;
+    for (uint32_t batch : {kCpuBatchPackets, 65536u}) {
+      for (int t : counts) {
+        if (batch != kCpuBatchPackets && t != 1 && t != max_threads) continue;
+        double m[3];
+        for (Stages st : {Stages::decode, Stages::flow, Stages::stream})
+          m[int(st)] = measure(st, cap, batch, size.packets, reps, t);
+        if (batch == kCpuBatchPackets && t == 1) stream1 = m[2];
+        if (batch == kCpuBatchPackets && t == max_threads) streamn = m[2];
+        std::printf("%-8d %7u %9.3f %9.3f %9.3f\n", t, batch, m[0], m[1], m[2]);
+        std::snprintf(b, sizeof b, "%s{\"threads\":%d,\"batch\":%u,\"mpps\":{\"%s\":%.4f,\"%s\":%.4f,\"%s\":%.4f}}",
+                      first ? "" : ",", t, batch, kStageNames[0], m[0], kStageNames[1], m[1], kStageNames[2], m[2]);
+        json += b;
+        first = false;
+      }
+    }
+    json += "]";
+    double nids_mpps = 0;
+    if (!nids.empty()) {
+      const std::string peer = first_line(nids + " " + wk.path + " " + std::to_string(reps));
+      nids_mpps = json_number(peer, "mpps");
+      std::printf("libnids (one core): %.3f Mpps\n", nids_mpps);
+      json += ",\"libnids\":" + (peer.empty() ? std::string("null") : peer);
+    }
+    std::snprintf(b, sizeof b, ",\"libnids_1t_mpps\":%.4f,\"stream_1t_over_libnids\":%.3f,\"stream_scaling_%dt\":%.3f",
+                  nids_mpps, nids_mpps > 0 ? stream1 / nids_mpps : 0.0, max_threads, stream1 > 0 ? streamn / stream1 : 0.0);
+    json += b;
+    if (!gaspp.empty()) {
+      const double e1 = gaspp_mpps(gaspp, wk.path, 1, std::max(1, reps / 2), tmp);
+      const double en = gaspp_mpps(gaspp, wk.path, max_threads, std::max(1, reps / 2), tmp);
+      std::printf("gaspp -r end to end: %.3f Mpps one thread, %.3f Mpps %d threads\n", e1, en, max_threads);
+      std::snprintf(b, sizeof b, ",\"gaspp_end_to_end_mpps\":{\"1t\":%.4f,\"%dt\":%.4f}", e1, max_threads, en);
+      json += b;
+    }
+    json += "}";
+    if (wk.name == "http") {
+      http1 = stream1;
+      httpn = streamn;
+      nids_http = nids_mpps;
+    }
+    if (wk.generated) ::unlink(wk.path.c_str());
+  }
+  std::snprintf(b, sizeof b,
+                "],\"http_reassembly_1t_mpps\":%.4f,\"http_reassembly_%dt_mpps\":%.4f,\"libnids_1t_mpps\":%.4f,"
+                "\"targets\":{\"http_1t_over_libnids\":{\"target\":2,\"measured\":%.3f},"
+                "\"http_scaling\":{\"threads\":%d,\"target\":12,\"measured\":%.3f}}}\n",
+                http1, max_threads, httpn, nids_http, nids_http > 0 ? http1 / nids_http : 0.0, max_threads,
+                http1 > 0 ? httpn / http1 : 0.0);
+  json += b;
+  std::printf("\nhttp with reassembly: %.3f Mpps one thread (%.2fx libnids), %.3f Mpps %d threads (%.1fx one)\n", http1,
+              nids_http > 0 ? http1 / nids_http : 0.0, httpn, max_threads, http1 > 0 ? httpn / http1 : 0.0);
+  return write_file(json_path, json) ? 0 : 1;
+}
