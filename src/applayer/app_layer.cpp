@@ -93,7 +93,7 @@ void AppLayer::detect(FlowApp& f, int dir, const uint8_t* p, size_t n) {
     f.reversed = dir == 1;
     f.proto = AppProto::tls;
     ++stats_.flows_tls;
-    f.tls = std::make_unique<TlsConn>(&stats_.tls_certs_undecoded);
+    f.tls = std::make_unique<TlsConn>(&stats_.tls_certs_undecoded, &stats_.tls_raw_cut);
     return;
   }
   int r = dir == 0 ? looks_like_request(pr) : looks_like_response(pr);
@@ -320,6 +320,7 @@ void AppLayer::report(std::map<std::string, uint64_t>& r) const {
   r["tls_malformed"] = stats_.tls_malformed;
   r["tls_certs"] = stats_.tls_certs;
   r["tls_certs_undecoded"] = stats_.tls_certs_undecoded;
+  r["tls_raw_cut"] = stats_.tls_raw_cut;
   r["app_flows_failed"] = stats_.flows_failed;
   r["app_flows_full"] = stats_.flows_full;
   const HttpStats& h = stats_.http;

@@ -83,7 +83,7 @@ struct AppLayerStats {
   HttpStats http;
   DnsStats dns;
   uint64_t flows = 0, flows_http = 0, flows_tls = 0, flows_dns = 0, flows_failed = 0, flows_full = 0;
-  uint64_t tls_updates = 0, tls_malformed = 0, tls_certs = 0, tls_certs_undecoded = 0;
+  uint64_t tls_updates = 0, tls_malformed = 0, tls_certs = 0, tls_certs_undecoded = 0, tls_raw_cut = 0;
 };
 
 class AppLayer {

@@ -301,6 +301,8 @@ void DnsConn::message(int dir, const uint8_t* p, size_t n, bool tcp) {
     return;
   }
   t->request = dir == 0;
+  // p points into the direction's buffer on TCP, just past the message's length.
+  t->raw.assign(reinterpret_cast<const char*>(tcp ? p - 2 : p), tcp ? n + 2 : n);
   ++(dir == 0 ? stats_.requests : stats_.responses);
   t->id = next_id_++;
   if (txs_.size() >= max_txs_) {

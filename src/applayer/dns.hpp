@@ -97,6 +97,9 @@ std::string dns_rcode_name(uint8_t rcode);
 struct DnsTx : AppTx {
   bool request = true;  // false: a response
   DnsMessage msg;
+  // The message as sent (on TCP with its two-byte length): what the payload contents of an
+  // `alert dns` signature inspect, as Suricata inspects the packet (or stream) of a DNS flow.
+  std::string raw;
 };
 
 struct DnsStats {

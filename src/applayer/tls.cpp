@@ -23,6 +23,12 @@ const char* tls_version_name(uint16_t v) {
   }
 }
 
+bool tls_version_known(uint16_t v) {
+  if (v >= 0x0300 && v <= 0x0304) return true;
+  if ((v >= 0x7f10 && v <= 0x7f1c) || v == 0x7f01) return true;  // TLS 1.3 drafts 16-28, pre-16
+  return v == 0xfb14 || v == 0xfb15 || v == 0xfb16 || v == 0xfb17 || v == 0xfb1a;  // Facebook's drafts
+}
+
 namespace {
 // A bounds-checked reader over one handshake message.
 struct Reader {
@@ -195,6 +201,16 @@ int TlsConn::parse_hello(int dir, const uint8_t* p, size_t n) {
         Reader f{p, next, r.at};  // ec_point_formats
         const size_t fend = std::min(next, f.at + 1 + f.u(1));
         while (f.ok && f.at + 1 <= fend) add(formats, f.u(1));
+      } else if (dir == 0 && type == 43 && !tx_.client_offered) {
+        Reader v{p, next, r.at};  // supported_versions: a 1-byte length, then the versions
+        const size_t vend = std::min(next, v.at + 1 + v.u(1));
+        while (v.ok && v.at + 2 <= vend) {
+          const uint16_t ver = uint16_t(v.u(2));
+          if (tls_version_known(ver)) {
+            tx_.client_offered = ver;
+            break;
+          }
+        }
       } else if (dir == 1 && type == 43 && len == 2) {
         supported = uint16_t(p[r.at] << 8 | p[r.at + 1]);  // supported_versions: the one chosen
       }
@@ -218,6 +234,12 @@ int TlsConn::parse_hello(int dir, const uint8_t* p, size_t n) {
 int TlsConn::feed(int dir, const uint8_t* p, size_t n, bool gap) {
   if (state_[dir]) return state_[dir];
   if (gap) return finish(dir, -1);
+  std::string& raw = tx_.raw[dir];
+  if (raw.size() < kTlsMaxRaw) {
+    const size_t k = std::min(n, size_t(kTlsMaxRaw) - raw.size());
+    raw.append(reinterpret_cast<const char*>(p), k);
+    if (k < n && raw_cut_) ++*raw_cut_;
+  }
   std::string& rec = rec_[dir];
   std::string& hs = buf_[dir];
   const size_t max_msg = dir == 1 && tx_.server_hello ? kTlsMaxChain : kTlsMaxHello;

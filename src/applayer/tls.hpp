@@ -13,6 +13,9 @@
 // not read. A handshake message longer than kTlsMaxHello (64 KiB; a certificate chain,
 // kTlsMaxChain, 256 KiB), a malformed hello or a gap stops the direction (counted by the
 // application layer); a certificate OpenSSL cannot decode is kept as bytes (tls.certs) and counted.
+// Each direction's bytes as sent while it is read (record headers included) are kept for the
+// payload contents of `alert tls` signatures, as Suricata inspects the stream of a TLS flow: up to
+// kTlsMaxRaw bytes a direction; what a limit cuts is counted (tls_raw_cut).
 //
 // Example:
 //   TlsConn c;
@@ -29,11 +32,15 @@ namespace gaspp {
 
 constexpr uint32_t kTlsMaxHello = 64 * 1024;
 constexpr uint32_t kTlsMaxChain = 256 * 1024;
+constexpr uint32_t kTlsMaxRaw = 64 * 1024;  // TlsTx::raw, a direction
 
 struct TlsTx : AppTx {
   bool client_hello = false, server_hello = false;
   uint16_t client_version = 0;  // ClientHello.legacy_version
   uint16_t server_version = 0;  // ServerHello's version (supported_versions when present)
+  // The ClientHello's supported_versions: the first version Suricata knows (GREASE and other
+  // values skipped), 0 without one. tls.version to the server sees it, else client_version.
+  uint16_t client_offered = 0;
   std::string sni;              // the server_name extension's host_name
   // JA3 of the ClientHello, JA3S of the ServerHello: the string and its MD5 (lowercase hex).
   std::string ja3_string, ja3_hash, ja3s_string, ja3s_hash;
@@ -43,15 +50,20 @@ struct TlsTx : AppTx {
   std::string subject, issuer, serial, fingerprint;
   int64_t not_before = 0, not_after = 0;  // seconds since the epoch
   bool handshake_done = false;  // the server's side of the handshake has been read (logged then)
+  std::string raw[2];           // each direction's bytes as sent while read, up to kTlsMaxRaw
 };
 
 // Suricata's names of the versions: "SSLv3", "TLSv1", "TLS 1.1", "TLS 1.2", "TLS 1.3", else
 // "UNDETERMINED".
 const char* tls_version_name(uint16_t v);
 
+// Whether v is a version Suricata's TLS parser knows (SSLv3 to TLS 1.3 and its drafts, not SSLv2).
+bool tls_version_known(uint16_t v);
+
 class TlsConn {
  public:
-  explicit TlsConn(uint64_t* certs_undecoded = nullptr) : undecoded_(certs_undecoded) {}
+  explicit TlsConn(uint64_t* certs_undecoded = nullptr, uint64_t* raw_cut = nullptr)
+      : undecoded_(certs_undecoded), raw_cut_(raw_cut) {}
   // 0: still reading, 1: done with the direction (hello seen or encrypted data), -1: malformed.
   int feed(int dir, const uint8_t* p, size_t n, bool gap = false);
   TlsTx& tx() { return tx_; }
@@ -69,6 +81,7 @@ class TlsConn {
   int state_[2] = {0, 0};
   bool changed_ = false;
   uint64_t* undecoded_;  // where certificates OpenSSL could not decode are counted
+  uint64_t* raw_cut_;    // where directions whose raw bytes kTlsMaxRaw cut are counted
 };
 
 }  // namespace gaspp

@@ -11,6 +11,9 @@ Checked:
   endswith, bsize, pcre, a multi-question request) equal a reference evaluated here over the
   questions the capture was built with: (frame, sid) pairs, and each alert's app_proto "dns" and
   dns object naming the question.
+- Alerts of `alert dns` signatures with payload contents (no buffer: Suricata inspects the packet,
+  or on TCP the stream, of a DNS flow): a reference evaluated over each message's bytes as sent
+  (on TCP with its two-byte length), requests and responses, offset and depth included.
 - The counters: dns_requests and dns_responses equal the messages built; the garbage on port 53
   is no DNS.
 - Flow events' app_proto: "dns" for the flows with DNS (UDP and TCP), "failed" for the garbage on
@@ -44,6 +47,10 @@ alert dns any any -> any any (msg:"bsize"; dns.query; bsize:>20; sid:6;)
 alert dns any any -> any any (msg:"on another port"; dns.query; content:"port5300"; sid:7;)
 alert dns any any -> any any (msg:"dotprefix"; dns.query; dotprefix; content:".example.net"; endswith; sid:8;)
 alert dns any any -> any any (msg:"plain then dotprefix"; dns.query; content:"x"; startswith; dotprefix; content:".example.net"; endswith; sid:9;)
+alert dns any any -> any any (msg:"payload: a TXT question"; flow:to_server; content:"|00 10 00 01|"; sid:10;)
+alert dns any any -> any any (msg:"payload: a label, both ways"; content:"|0c|evil-example"; sid:11;)
+alert dns any any -> any any (msg:"payload: one question, at its offset"; content:"|00 01|"; offset:4; depth:2; sid:12;)
+alert dns any any -> any any (msg:"payload: not there"; content:"|0c|evil-examplf"; sid:13;)
 '''
 
 
@@ -71,10 +78,21 @@ def reference(name):
     return s
 
 
+def payload_reference(raw):
+    """The payload signatures' sids that hold for one DNS message's bytes as sent."""
+    s = set()
+    if b"\x0cevil-example" in raw:
+        s.add(11)
+    if b"\x00\x01" in raw[4:6]:
+        s.add(12)
+    return s
+
+
 def build(path):
     pkts, t = [], [1700000000.0]
     requests = []  # (frame, [names], dport) of every request built
     responses = [0]
+    raws = []      # (frame, is a request, bytes as sent) of every DNS message to or from port 53
 
     def add(p):
         t[0] += 0.01
@@ -83,6 +101,8 @@ def build(path):
 
     def udp(sport, dport, dns, src=CLIENT, dst=SERVER):
         add(Ether() / IP(src=src, dst=dst) / UDP(sport=sport, dport=dport) / dns)
+        if 53 in (sport, dport):
+            raws.append((len(pkts), dns.qr == 0, bytes(dns)))
         if dns.qr == 0:
             requests.append((len(pkts), [q.qname.decode().rstrip(".") for q in dns.qd], dport))
         else:
@@ -127,19 +147,31 @@ def build(path):
         b = bytes(dns)
         return len(b).to_bytes(2, "big") + b
 
-    def seg_c(data):
+    def messages(data):  # the framed messages in data, each with its length
+        out = []
+        while data:
+            n = 2 + int.from_bytes(data[:2], "big")
+            out.append(data[:n])
+            data = data[n:]
+        return out
+
+    def seg_c(data, whole=True):
         nonlocal seq_c
         add(Ether() / ip_c / TCP(sport=sport, dport=53, flags="PA", seq=seq_c, ack=seq_s) / Raw(data))
         seq_c += len(data)
+        if whole:
+            raws.extend((len(pkts), True, m) for m in messages(data))
 
     def seg_s(data):
         nonlocal seq_s
         add(Ether() / ip_s / TCP(sport=53, dport=sport, flags="PA", seq=seq_s, ack=seq_c) / Raw(data))
         seq_s += len(data)
+        raws.extend((len(pkts), False, m) for m in messages(data))
 
     m1 = framed(DNS(id=10, rd=1, qd=DNSQR(qname="first.tcp-name.example")))
-    seg_c(m1[:9])
-    seg_c(m1[9:])
+    seg_c(m1[:9], False)
+    seg_c(m1[9:], False)
+    raws.append((len(pkts), True, m1))
     requests.append((len(pkts), ["first.tcp-name.example"], 53))
     seg_s(framed(DNS(id=10, qr=1, qd=DNSQR(qname="first.tcp-name.example"),
                      an=DNSRR(rrname="first.tcp-name.example", type="A", rdata="198.51.100.1"))))
@@ -156,7 +188,7 @@ def build(path):
     add(Ether() / ip_s / TCP(sport=53, dport=sport, flags="FA", seq=seq_s, ack=seq_c + 1))
     add(Ether() / ip_c / TCP(sport=sport, dport=53, flags="A", seq=seq_c + 1, ack=seq_s + 1))
     wrpcap(path, pkts)
-    return requests, responses[0]
+    return requests, responses[0], raws
 
 
 def tshark_dns(pcap):
@@ -195,7 +227,7 @@ def main():
     fails = []
     with tempfile.TemporaryDirectory() as d:
         pcap = os.path.join(d, "dns.pcap")
-        requests, n_responses = build(pcap)
+        requests, n_responses, raws = build(pcap)
         rules = os.path.join(d, "dns.rules")
         with open(rules, "w") as f:
             f.write(RULES)
@@ -245,6 +277,11 @@ def main():
         for n in names:
             for sid in reference(n):
                 want.add((frame, sid))
+    for frame, request, raw in raws:
+        for sid in payload_reference(raw):
+            want.add((frame, sid))
+        if request and b"\x00\x10\x00\x01" in raw:
+            want.add((frame, 10))
     got = set()
     for e in events:
         if e["event_type"] != "alert":

@@ -14,7 +14,12 @@ Checked:
 - alerts of the certificate buffers (tls.cert_subject, tls.cert_issuer, tls.cert_serial,
   tls.cert_fingerprint, tls.certs: bytes only the CA's certificate holds, the multi-buffer's
   second instance) and of tls.sni with dotprefix: each once, at the connection; signatures whose
-  content is not there: none.
+  content is not there: none;
+- tls.version per direction (the ClientHello's version to the server, the ServerHello's to the
+  client; 1.2 and the raw 0x0303 match, 1.3 does not);
+- payload contents on `alert tls` signatures (no buffer) inspect each direction's bytes as sent,
+  record headers included: bytes across the Certificate's two records with the second record's
+  header between them match, the same handshake bytes without that header do not.
 
 usage: tls_cases.py GASPP [--backend cpu|cuda]
 """
@@ -115,6 +120,7 @@ def build(path, srv, ca, sni):
     add(s / TCP(sport=443, dport=50000, flags="FA", seq=rsn + 1 + off, ack=cseq + 1))
     add(c / TCP(sport=50000, dport=443, flags="A", seq=cseq + 1, ack=rsn + 2 + off))
     wrpcap(path, pkts)
+    return cert_msg, half, server
 
 
 def openssl_fields(pem):
@@ -149,7 +155,7 @@ def main():
         want["fingerprint"] = ":".join(sha[i:i + 2] for i in range(0, len(sha), 2))
         want["sni"] = "www.example.org"
         pcap = os.path.join(d, "tls.pcap")
-        build(pcap, srv, ca, want["sni"].encode())
+        cert_msg, half, server = build(pcap, srv, ca, want["sni"].encode())
         rules = os.path.join(d, "tls.rules")
         cn = want["subject"].split("CN=")[-1]
         with open(rules, "w") as f:
@@ -167,6 +173,24 @@ def main():
             f.write('alert tls any any -> any any (msg:"not there"; tls.cert_subject; content:"CN=other"; sid:7;)\n')
             f.write('alert tls any any -> any any (msg:"not a subdomain"; tls.sni; dotprefix; content:".ample.org"; '
                     'endswith; sid:8;)\n')
+            f.write('alert tls any any -> any any (msg:"client version"; flow:to_server; tls.version:1.2; sid:9;)\n')
+            f.write('alert tls any any -> any any (msg:"server version"; flow:to_client; tls.version:1.2; sid:10;)\n')
+            f.write('alert tls any any -> any any (msg:"not 1.3"; tls.version:1.3; sid:11;)\n')
+            f.write('alert tls any any -> any any (msg:"raw version"; flow:to_server; tls.version:0x0303; sid:12;)\n')
+            f.write('alert tls any any -> any any (msg:"server hello suite"; flow:to_client; content:"|00 c0 2f 00|"; '
+                    'sid:13;)\n')
+            across = cert_msg[half - 4:half] + b"\x16\x03\x03"
+            f.write('alert tls any any -> any any (msg:"across records"; flow:to_client; content:"|%s|"; sid:14;)\n'
+                    % across.hex(" "))
+            # Handshake bytes around the cut that occur nowhere in the bytes as sent (the server's
+            # certificate repeats the CA's name, so the window widens until they are unique).
+            w = 4
+            while cert_msg[half - w:half + w] in server:
+                w += 4
+            f.write('alert tls any any -> any any (msg:"handshake bytes only"; content:"|%s|"; sid:15;)\n'
+                    % cert_msg[half - w:half + w].hex(" "))
+            f.write('alert tls any any -> any any (msg:"client suites"; flow:to_server; content:"|0a 0a c0 2f c0 30|"; '
+                    'sid:16;)\n')
         ja3 = {}
         if shutil.which("tshark"):
             t = subprocess.run(["tshark", "-r", pcap, "-Y", "tls.handshake.type == 1 || tls.handshake.type == 2", "-T",
@@ -198,7 +222,7 @@ def main():
             if tls[0]["tls"].get(k) != v:
                 fails.append(f"tls.{k}: gaspp {tls[0]['tls'].get(k)!r}, openssl {v!r}")
     alerts = sorted(e["alert"]["signature_id"] for e in events if e["event_type"] == "alert")
-    want_alerts = [1, 2, 3, 4, 5, 6] + [20 + k for k in range(len(ja3))]
+    want_alerts = [1, 2, 3, 4, 5, 6, 9, 10, 12, 13, 14, 16] + [20 + k for k in range(len(ja3))]
     if alerts != want_alerts:
         fails.append(f"alerts {alerts}, want {want_alerts} (20 and up: JA3/JA3S as tshark computes them: {ja3})")
     for f in fails:

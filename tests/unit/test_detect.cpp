@@ -182,8 +182,9 @@ TEST(Signatures, InspectionMatchesARecursiveReferenceOnRandomChains) {
         c.off = pick(5);
         if (c.offset) text += "offset:" + std::to_string(c.off) + "; ";
         c.depth = true;
-        c.dep = int32_t(c.pat.size()) + c.off + pick(8);
-        text += "depth:" + std::to_string(c.dep) + "; ";
+        c.dep = int32_t(c.pat.size()) + c.off + pick(8);  // the window's end from the buffer's start
+        // The rule's depth counts from the offset (Suricata's).
+        text += "depth:" + std::to_string(c.dep - (c.offset ? c.off : 0)) + "; ";
       }
     }
     text += "sid:1;)";

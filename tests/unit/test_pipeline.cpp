@@ -17,6 +17,11 @@
 #include <sstream>
 #include <string>
 
+#include <atomic>
+#include <chrono>
+#include <thread>
+
+#include "core/thread_pool.hpp"
 #include "tools/gen/generator.hpp"
 #include "pipeline/pipeline.hpp"
 #include "output/decode_rows.hpp"
@@ -665,5 +670,29 @@ TEST(Pipeline, CudaBackendIsBoundToItsDevice) {
     ADD_FAILURE() << "device 1000 accepted";
   } catch (const std::invalid_argument& e) {
     EXPECT_NE(std::string(e.what()).find("cuda device 1000 does not exist"), std::string::npos) << e.what();
+  }
+}
+
+// Every index of every job is visited once, by the worker that owns its range, whether the next job
+// comes while the workers spin (no pause) or after they went to sleep (a pause past kSpinMicros).
+TEST(ThreadPool, EveryJobCoversItsRangeOnceAwakeOrAsleep) {
+  struct Case {
+    int threads;
+    int pause_us;
+  };
+  for (const Case c : {Case{1, 0}, Case{2, 0}, Case{5, 0}, Case{3, 1000}, Case{8, 50}, Case{16, 0}}) {
+    ThreadPool pool(c.threads);
+    for (int job = 0; job < 200; ++job) {
+      const uint64_t n = uint64_t(job * 37 % 1000);
+      std::vector<std::atomic<int>> hits(n);
+      std::atomic<int> bad_worker{0};
+      pool.parallel_for(n, [&](uint64_t b, uint64_t e, int w) {
+        if (w < 0 || w >= pool.size()) ++bad_worker;
+        for (uint64_t i = b; i < e; ++i) ++hits[i];
+      });
+      for (uint64_t i = 0; i < n; ++i) ASSERT_EQ(hits[i].load(), 1) << "threads " << c.threads << " job " << job;
+      ASSERT_EQ(bad_worker.load(), 0);
+      if (c.pause_us && job % 20 == 0) std::this_thread::sleep_for(std::chrono::microseconds(c.pause_us));
+    }
   }
 }

@@ -415,6 +415,8 @@ struct DetectModule {
       uint8_t side;
       DetCond urilen;
       bool urilen_raw;
+      bool tls_version_on, tls_version_raw;  // Signature's tls.version
+      uint16_t tls_version;
       struct Size {
         uint16_t key;
         bool either;

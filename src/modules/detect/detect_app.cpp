@@ -165,6 +165,8 @@ struct TxBuffers {
       return present;
     };
     if (tls) {
+      // Payload contents of an `alert tls` signature: the direction's bytes as sent (TlsTx::raw).
+      if (b == kBufPayload) return hold(tls->raw[side], !tls->raw[side].empty());
       if (b == kBufTlsSni) return hold(tls->sni, tls->client_hello && !tls->sni.empty());
       if (b == kBufJa3Hash) return hold(tls->ja3_hash, tls->client_hello);
       if (b == kBufJa3String) return hold(tls->ja3_string, tls->client_hello);
@@ -183,6 +185,8 @@ struct TxBuffers {
       }
     }
     if (dns) {
+      // Payload contents of an `alert dns` signature: the message as sent (DnsTx::raw).
+      if (b == kBufPayload) return hold(dns->raw, !dns->raw.empty());
       // dns.query: a request's questions, one instance each (empty names are not inspected).
       if (b != kBufDnsQuery || !dns->request || index >= dns->msg.queries.size()) return false;
       return hold(dns->msg.queries[index].name, !dns->msg.queries[index].name.empty());
@@ -292,6 +296,9 @@ void DetectModule::Host::add_app_sig(uint32_t i) {
   a.urilen = DetCond{uint8_t(s.urilen.on ? (s.urilen.range ? 2 : 1) : 0), s.urilen.cmp, uint8_t(s.urilen.neg ? 1 : 0),
                      0, s.urilen.lo, s.urilen.hi};
   a.urilen_raw = s.urilen_raw;
+  a.tls_version_on = s.tls_version_on;
+  a.tls_version_raw = s.tls_version_raw;
+  a.tls_version = s.tls_version;
   // Resolve each option's buffer to a side, then group the options by buffer in rule order.
   std::vector<uint16_t> key(s.ops.size());
   std::vector<bool> either(s.ops.size(), false);
@@ -470,6 +477,13 @@ void DetectModule::Host::on_app(const std::vector<AppUpdate>& updates, std::vect
       if (a.proto != proto || (a.side != 2 && a.side != u.dir) || t.matched.count(a.sig)) continue;
       ++app_candidates_;
       if (!sig_applies(host_view_, a.sig, pk, true, u.dir == 1, true, PacketFacts{})) continue;
+      if (a.tls_version_on) {
+        // The inspected direction's hello (Suricata's DetectTlsVersionMatch).
+        const TlsTx* tl = u.tls();
+        uint16_t v = !tl ? 0 : u.dir ? tl->server_version : tl->client_offered ? tl->client_offered : tl->client_version;
+        if (!a.tls_version_raw && (v >> 8) == 0x7f) v = 0x0304;  // the 1.3 drafts
+        if (!tl || v != a.tls_version) continue;
+      }
       if (a.urilen.kind) {
         const std::string* uri = bufs.get(a.urilen_raw ? kBufHttpUriRaw : kBufHttpUri);
         if (!uri || !det_cond_holds(a.urilen, uri->size())) continue;

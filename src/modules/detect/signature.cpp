@@ -460,6 +460,10 @@ std::string finish(Signature& s) {
       o.depth = len;
     }
     if (o.has_depth && o.depth_var < 0 && o.depth < len) return "error:depth smaller than the content";
+    // depth counts from the offset (Suricata's DetectDepthSetup / DetectOffsetSetup): the matcher
+    // takes it as the end of the window from the buffer's start. With a variable on either side
+    // the matcher adds them when it runs (inspect.hpp).
+    if (o.has_depth && o.has_offset && o.depth_var < 0 && o.offset_var < 0) o.depth += o.offset;
     if (o.has_within && o.within_var < 0 && o.within < len) return "error:within smaller than the content";
     if (o.relative && (o.has_depth || o.has_offset)) return "error:content with both absolute (depth/offset) and relative (distance/within) modifiers";
     if (o.fp_chop && size_t(o.fp_off) + o.fp_len > o.bytes.size()) return "error:fast_pattern chop beyond the content";
@@ -614,6 +618,26 @@ std::string parse_signature(const std::string& text, const RuleVars& vars, Signa
       if (!r.empty()) return r;
       out.bsize.push_back({cur_buf, c});
       out.app = true;
+      continue;
+    }
+    if (k == "tls.version") {
+      std::string t = trim(v);
+      if (t.size() >= 2 && t.front() == '"' && t.back() == '"') t = t.substr(1, t.size() - 2);
+      static const std::pair<const char*, uint16_t> kNames[] = {
+          {"1.0", 0x0301}, {"1.1", 0x0302}, {"1.2", 0x0303}, {"1.3", 0x0304}};
+      out.tls_version_on = true;
+      bool named = false;
+      for (const auto& [name, ver] : kNames)
+        if (t == name) out.tls_version = ver, named = true;
+      if (!named) {
+        if (t.size() != 6 || t.compare(0, 2, "0x") != 0 || t.find_first_not_of("0123456789abcdefABCDEF", 2) != std::string::npos)
+          return "error:tls.version: 1.0, 1.1, 1.2, 1.3 or 0xNNNN, not '" + t + "'";
+        out.tls_version = uint16_t(std::stoul(t, nullptr, 16));
+        out.tls_version_raw = true;
+      }
+      if (out.app_proto && out.app_proto != 2) return "error:tls.version on a signature of another protocol";
+      out.app = true;
+      out.app_proto = 2;
       continue;
     }
     if (k == "urilen") {

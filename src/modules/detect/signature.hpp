@@ -189,6 +189,11 @@ struct Signature {
   uint8_t app_proto = 0;           // 1 http, 2 tls (from the header's protocol or the buffers)
   NumCond urilen;                  // urilen (on the normalized URI, or the raw one with urilen_raw)
   bool urilen_raw = false;
+  // tls.version: the hello version of the inspected direction (Suricata's: to the server the
+  // ClientHello's, supported_versions first; to the client the ServerHello's), TLS 1.3 drafts
+  // counting as 1.3 unless the value is raw (0xNNNN).
+  bool tls_version_on = false, tls_version_raw = false;
+  uint16_t tls_version = 0;
   std::vector<std::pair<uint8_t, NumCond>> bsize;  // bsize: (the sticky buffer, its size condition)
 };
 
