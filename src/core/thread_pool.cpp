@@ -1,7 +1,5 @@
 #include "core/thread_pool.hpp"
 
-#include <chrono>
-
 namespace gaspp {
 
 namespace {
@@ -12,24 +10,14 @@ inline void cpu_relax() {
 #endif
 }
 
-// Waits until done() holds, spinning then yielding for up to ThreadPool::kSpinMicros; returns
-// whether it holds (false: the caller goes to sleep).
-template <class Done>
-bool spin_until(Done done) {
-  for (int i = 0; i < 256; ++i) {
-    if (done()) return true;
+// Waits until a no longer holds `old`: a short spin, then the futex (atomic wait).
+template <class T>
+void wait_change(const std::atomic<T>& a, T old) {
+  for (int i = 0; i < ThreadPool::kSpin; ++i) {
+    if (a.load(std::memory_order_acquire) != old) return;
     cpu_relax();
   }
-  const auto until = std::chrono::steady_clock::now() + std::chrono::microseconds(ThreadPool::kSpinMicros);
-  for (;;) {
-    for (int i = 0; i < 64; ++i) {
-      if (done()) return true;
-      cpu_relax();
-    }
-    // Yielding lets a thread with work run where threads outnumber cores.
-    std::this_thread::yield();
-    if (std::chrono::steady_clock::now() > until) return done();
-  }
+  while (a.load(std::memory_order_acquire) == old) a.wait(old, std::memory_order_acquire);
 }
 
 }  // namespace
@@ -40,11 +28,9 @@ ThreadPool::ThreadPool(int threads) {
 }
 
 ThreadPool::~ThreadPool() {
-  {
-    std::lock_guard<std::mutex> g(mu_);
-    stop_ = true;
-  }
-  cv_start_.notify_all();
+  stop_.store(true);
+  generation_.fetch_add(1);
+  generation_.notify_all();
   for (auto& t : workers_) t.join();
 }
 
@@ -61,48 +47,26 @@ void ThreadPool::parallel_for(uint64_t n, const RangeFn& fn) {
   }
   job_ = &fn;
   n_ = n;
-  pending_.store(parts - 1);
-  generation_.fetch_add(1);  // seq_cst: ordered before the read of sleepers_ below
-  // A worker counts itself a sleeper before it checks generation_ under mu_, so it either sees
-  // the new job or is waiting when the notification comes.
-  if (sleepers_.load() > 0) {
-    std::lock_guard<std::mutex> g(mu_);
-    cv_start_.notify_all();
-  }
+  pending_.store(parts - 1, std::memory_order_relaxed);
+  generation_.fetch_add(1, std::memory_order_release);  // publishes job_, n_ and pending_
+  generation_.notify_all();
   uint64_t b, e;
   range_of(n, parts, 0, b, e);
   fn(b, e, 0);
-  if (!spin_until([this] { return pending_.load(std::memory_order_acquire) == 0; })) {
-    std::unique_lock<std::mutex> lk(mu_);
-    caller_sleeps_ = true;
-    cv_done_.wait(lk, [this] { return pending_.load() == 0; });
-    caller_sleeps_ = false;
-  }
+  for (int left; (left = pending_.load(std::memory_order_acquire)) != 0;) wait_change(pending_, left);
   job_ = nullptr;
 }
 
 void ThreadPool::worker_main(int id) {
-  uint64_t seen = 0;
+  uint32_t seen = 0;
   for (;;) {
-    const auto fresh = [&] { return stop_.load(std::memory_order_acquire) || generation_.load(std::memory_order_acquire) != seen; };
-    if (!spin_until(fresh)) {
-      std::unique_lock<std::mutex> lk(mu_);
-      sleepers_.fetch_add(1);
-      cv_start_.wait(lk, [&] { return stop_.load() || generation_.load() != seen; });
-      sleepers_.fetch_sub(1);
-    }
-    if (stop_.load()) return;
+    wait_change(generation_, seen);
     seen = generation_.load(std::memory_order_acquire);
-    const RangeFn* job = job_;
-    const uint64_t n = n_;
+    if (stop_.load()) return;
     uint64_t b, e;
-    range_of(n, size(), id, b, e);
-    (*job)(b, e, id);
-    // The last range done wakes the caller if it went to sleep; it checks pending_ under mu_.
-    if (pending_.fetch_sub(1) == 1 && caller_sleeps_.load()) {
-      std::lock_guard<std::mutex> g(mu_);
-      cv_done_.notify_one();
-    }
+    range_of(n_, size(), id, b, e);
+    (*job_)(b, e, id);
+    if (pending_.fetch_sub(1, std::memory_order_acq_rel) == 1) pending_.notify_one();
   }
 }
 

@@ -4,18 +4,16 @@
 // fn(begin, end, worker) on each, the calling thread taking range 0; it returns when all ranges
 // are done (it waits). No allocation per job.
 //
-// Between jobs a worker spins on the job counter for up to kSpin (then yields, then sleeps on a
-// condition variable), and the caller spins on the count of ranges left the same way. A CPU batch
-// runs several jobs a few hundred microseconds apart: waking sleeping workers through the mutex
-// and condition variable, one after another, took tens of microseconds a job with 16 threads, a
-// share of the batch that grew with the threads. Spinning costs idle cores only while jobs come
-// close together; past kSpin a quiet pool sleeps.
+// Workers wait for a job on the job counter itself (C++20 atomic wait: a futex on Linux) after a
+// short spin, and the caller waits on the count of ranges left the same way. A CPU batch runs
+// several jobs a few hundred microseconds apart; with a mutex and condition variable every woken
+// worker took the mutex in turn to read the job, tens of microseconds a job with 16 threads, a
+// share of the batch that grew with the threads. A longer spin helped on idle cores and cost a
+// lot where threads outnumber cores (the waiting thread held the core the worker needed).
 #pragma once
 #include <atomic>
-#include <condition_variable>
 #include <cstdint>
 #include <functional>
-#include <mutex>
 #include <thread>
 #include <vector>
 
@@ -30,19 +28,15 @@ class ThreadPool {
   using RangeFn = std::function<void(uint64_t begin, uint64_t end, int worker)>;
   void parallel_for(uint64_t n, const RangeFn& fn);
 
-  static constexpr int kSpinMicros = 200;  // busy-waiting, then yielding, before sleeping
+  static constexpr int kSpin = 1000;  // pause instructions before a wait sleeps (~10-40 us)
 
  private:
   void worker_main(int id);
   std::vector<std::thread> workers_;
-  std::mutex mu_;
-  std::condition_variable cv_start_, cv_done_;
-  const RangeFn* job_ = nullptr;          // written before generation_ is bumped
+  const RangeFn* job_ = nullptr;           // written before generation_ is bumped
   uint64_t n_ = 0;
-  std::atomic<uint64_t> generation_{0};   // bumped for each job
-  std::atomic<int> pending_{0};           // worker ranges of the current job not done yet
-  std::atomic<int> sleepers_{0};          // workers waiting on cv_start_
-  std::atomic<bool> caller_sleeps_{false};
+  std::atomic<uint32_t> generation_{0};    // bumped for each job (and to stop)
+  std::atomic<int> pending_{0};            // worker ranges of the current job not done yet
   std::atomic<bool> stop_{false};
 };
 

@@ -89,7 +89,16 @@ template <class Sink>
 GASPP_HD inline void emit(Run& run, const Owner& o, int dir, uint64_t off, uint32_t len, uint32_t src,
                           uint32_t src_off, uint8_t flags, Sink& c) {
   const StreamRef& s = *run.s;
-  const uint32_t k = atomic_add(s.chunk_n, 1);
+  uint32_t k;
+  if (s.block) {  // the CPU (StreamRef::block)
+    if (s.block->next == s.block->end) {
+      s.block->next = atomic_add(s.chunk_n, kChunkBlock);
+      s.block->end = s.block->next + kChunkBlock;
+    }
+    k = s.block->next++;
+  } else {
+    k = atomic_add(s.chunk_n, 1);
+  }
   if (run.last_flow != o.flow_id) {
     run.last_flow = o.flow_id;
     run.last[0] = run.last[1] = kChunkNoPrev;

@@ -151,6 +151,13 @@ struct StreamRef {
   StreamChunk* chunks;
   uint32_t* chunk_n;            // zero before the walk
   uint32_t chunk_cap;
+  // The CPU: each walking worker takes chunk places kChunkBlock at a time from chunk_n into its
+  // own block (null on the GPU, whose atomics are cheap: one place at a time). On 16 cores one
+  // shared counter bumped for every chunk was the walk's bottleneck; the backend closes the
+  // blocks' unused ends after the walk (cpu_backend.cpp).
+  struct ChunkBlock {
+    uint32_t next, end;
+  }* block;
   uint32_t* bytes_used;         // chunk bytes assigned so far (when gather)
   bool gather;                  // assign each chunk a place in the byte buffer
   StreamHooks hooks;            // stream modules to call for each piece (hooks.n = 0: none)
@@ -159,6 +166,8 @@ struct StreamRef {
   GASPP_HD uint32_t item_packet(uint32_t v) const { return v - held_cap; }
 };
 static_assert(std::is_trivially_copyable_v<StreamRef>, "StreamRef is passed to kernels by value");
+
+constexpr uint32_t kChunkBlock = 64;
 
 // Bytes of a chunk's source: a packet's payload or a held segment's copy.
 GASPP_HD GASPP_FORCEINLINE const uint8_t* stream_item_bytes(const StreamRef& s, const DecodedView& d, uint32_t v) {

@@ -49,7 +49,8 @@ class CpuBackend final : public Backend, private StageExecutor {
   explicit CpuBackend(const BackendConfig& cfg)
       : cfg_(cfg), plan_(cfg), pool_(cfg.threads > 0 ? cfg.threads : int(std::max(1u, std::thread::hardware_concurrency()))),
         slots_(size_t(std::max(cfg.slots, 3))), per_thread_(size_t(pool_.size())), failed_(size_t(pool_.size())),
-        groups_(size_t(pool_.size())), shard_pend_(size_t(pool_.size())), table_(cfg.flow) {
+        groups_(size_t(pool_.size())), chunk_blocks_(size_t(pool_.size()), StreamRef::ChunkBlock{0, 0}),
+        shard_pend_(size_t(pool_.size())), table_(cfg.flow) {
     if (cfg.flow.enabled) run_of_slot_.assign(table_.shape().slots(), kNoRun);
     record_capacity_ = flow_record_capacity(cfg);
     records_.reset(record_capacity_);
@@ -453,6 +454,7 @@ class CpuBackend final : public Backend, private StageExecutor {
           shard_pend_[shard].resize(at);
           mine = *sr;
           mine.pend = shard_pend_[shard].data();
+          mine.block = &chunk_blocks_[shard];
         }
         for (const Run& r : g.runs) {
           if (sr) {
@@ -467,6 +469,38 @@ class CpuBackend final : public Backend, private StageExecutor {
         }
       }
     });
+    if (sr) close_chunk_blocks(*sr);
+  }
+
+  // After a walk: the chunk places each worker took in blocks (StreamRef::block) and left unused
+  // at the end of its last block are taken out, the chunks after them moved down and the links
+  // between chunks (prev) renumbered, so the chunks are [0, chunk_n) as with one counter.
+  void close_chunk_blocks(const StreamRef& sr) {
+    const uint32_t taken = std::min(*sr.chunk_n, sr.chunk_cap);
+    hole_.clear();
+    for (StreamRef::ChunkBlock& b : chunk_blocks_) {
+      if (b.next < b.end && b.next < taken) hole_.push_back({b.next, std::min(b.end, taken)});
+      b = StreamRef::ChunkBlock{0, 0};
+    }
+    if (hole_.empty()) return;
+    std::sort(hole_.begin(), hole_.end());
+    const uint32_t first = hole_.front().first;
+    renumber_.resize(taken);
+    uint32_t j = first;
+    size_t h = 0;
+    for (uint32_t i = first; i < taken; ++i) {
+      if (h < hole_.size() && i == hole_[h].first) {
+        i = hole_[h++].second - 1;
+        continue;
+      }
+      renumber_[i] = j;
+      sr.chunks[j++] = sr.chunks[i];
+    }
+    for (uint32_t k = 0; k < j; ++k) {
+      uint32_t& p = sr.chunks[k].prev;
+      if (p < kChunkPrevLost && p >= first) p = renumber_[p];
+    }
+    *sr.chunk_n = j;
   }
 
   // After a walk with bulk stream modules: their hooks over every chunk, then the tails
@@ -538,6 +572,9 @@ class CpuBackend final : public Backend, private StageExecutor {
   std::vector<Counters> per_thread_;
   std::vector<std::vector<uint32_t>> failed_;
   std::vector<Group> groups_;                             // per shard: the walk's runs
+  std::vector<StreamRef::ChunkBlock> chunk_blocks_;        // per shard: its chunk places (StreamRef::block)
+  std::vector<std::pair<uint32_t, uint32_t>> hole_;       // close_chunk_blocks' scratch
+  std::vector<uint32_t> renumber_;
   std::vector<uint32_t> run_of_slot_;                     // the grouping's scratch, kNoRun between walks
   std::vector<std::vector<StreamPending>> shard_pend_;    // per shard: the walk's scratch
   HostFlowTable table_;
