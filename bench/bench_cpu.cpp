@@ -4,9 +4,10 @@
 //   * the generator's HTTP workload (1,000 connections) and mix (10,000 flows), and each capture
 //     given with --capture: Mpps of the backend stage (records indexed beforehand, capture in
 //     memory) for decode alone, + flow tracking, + reassembly, with 1, 2, 4, ... threads up to all
-//     of them, at the CPU's batch size (kCpuBatchPackets) and, for reference, at the CUDA batch size
-//     (65,536) with one thread and all threads. Every timed pass starts from an empty flow table
-//     (a fresh backend, built outside the timing); median of --reps passes after a warm-up;
+//     of them, at the CPU's batch size (kCpuBatchPackets) and, for reference, at 16,384 and 32,768
+//     with all threads and at the CUDA batch size (65,536) with one thread and all threads. Every
+//     timed pass starts from an empty flow table (a fresh backend, built outside the timing);
+//     median of --reps passes after a warm-up;
 //   * the peer: libnids on one core (peer_libnids, --nids PATH; its callback does no per-byte work);
 //   * gaspp end to end (--gaspp PATH: `gaspp -r` with the capture in the page cache, one thread and
 //     all threads), so the reader's share shows.
@@ -195,9 +196,10 @@ int main(int argc, char** argv) {
             ",\"runs\":[";
     bool first = true;
     double stream1 = 0, streamn = 0;
-    for (uint32_t batch : {kCpuBatchPackets, 65536u}) {
+    for (uint32_t batch : {kCpuBatchPackets, 16384u, 32768u, 65536u}) {
       for (int t : counts) {
-        if (batch != kCpuBatchPackets && t != 1 && t != max_threads) continue;
+        // Other batch sizes: one thread and all threads only (at 16384 and 32768 all threads only).
+        if (batch != kCpuBatchPackets && t != max_threads && !(t == 1 && batch == 65536u)) continue;
         double m[3];
         for (Stages st : {Stages::decode, Stages::flow, Stages::stream})
           m[int(st)] = measure(st, cap, batch, size.packets, reps, t);

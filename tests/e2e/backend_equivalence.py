@@ -88,6 +88,11 @@ def run(gaspp, backend, path, d, extra):
         for f in os.listdir(streams):
             os.remove(os.path.join(streams, f))
     dump = [] if "--no-reassembly" in extra else ["--dump-streams", streams]
+    # The same batch size on both: their defaults differ (CUDA 65536, the CPU 8192), and what a
+    # batch boundary decides (the out-of-order buffer's peak, packets that reach a module after
+    # their flow was dropped earlier in the batch) is counted in the summary.
+    if "--batch" not in extra:
+        extra = extra + ["--batch", "65536"]
     p = subprocess.run([gaspp, "-r", path, "--backend", backend, "--decode-out", rows, "--stats-json", js, "-q",
                         "-l", eve] + dump + extra, capture_output=True, text=True)
     if p.returncode not in (0, 2):
