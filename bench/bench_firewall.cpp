@@ -76,55 +76,6 @@ Result measure(bool cuda, bool slice, const std::string& rules, const CaptureFil
   return r;
 }
 
-std::string v4(uint32_t a) {
-  return std::to_string(a >> 24) + "." + std::to_string((a >> 16) & 255) + "." + std::to_string((a >> 8) & 255) + "." +
-         std::to_string(a & 255);
-}
-
-// 10k random rules; every 32nd uses an endpoint of the traffic.
-std::string random_rules(const std::string& path, const CaptureFile& cap, uint32_t n) {
-  std::vector<uint32_t> seen;
-  {
-    RecordWalker w(cap);
-    RecordInfo ri;
-    DecodedPacket d;
-    while (w.next(ri) && seen.size() < 4096) {
-      decode_record(cap.data() + ri.offset, cap.size() - ri.offset, cap.format(), cap.link(), d);
-      if (d.l3[0] == uint8_t(L3::ipv4)) seen.push_back(__builtin_bswap32(d.dst_ip[0]));
-    }
-  }
-  std::mt19937_64 rng(42);
-  std::FILE* f = std::fopen(path.c_str(), "w");
-  if (!f) return "";
-  const char* acts[] = {"alert", "drop", "pass", "alert"};
-  const char* protos[] = {"tcp", "udp", "ip", "tcp"};
-  for (uint32_t k = 0; k < n; ++k) {
-    auto addr = [&]() -> std::string {
-      const uint64_t c = rng() % 16;
-      if (c < 3) return "any";
-      if (c == 3) {
-        char b[64];
-        std::snprintf(b, sizeof b, "2001:db8:%x:%x::/%d", unsigned(rng() & 0xffff), unsigned(rng() & 0xffff), int(32 + rng() % 97));
-        return b;
-      }
-      const uint32_t a = (k % 32 == 0 && !seen.empty()) ? seen[rng() % seen.size()] : uint32_t(rng());
-      return c < 10 ? v4(a) : v4(a) + "/" + std::to_string(16 + rng() % 17);
-    };
-    auto port = [&]() -> std::string {
-      const uint64_t c = rng() % 4;
-      const uint32_t p = uint32_t(rng() % 65536);
-      if (c == 0) return "any";
-      if (c == 1) return std::to_string(p);
-      return std::to_string(p) + ":" + std::to_string(std::min<uint32_t>(65535, p + uint32_t(rng() % 2048)));
-    };
-    const char* proto = protos[rng() % 4];
-    std::fprintf(f, "%s %s %s %s %s %s %s (msg:\"random %u\"; sid:%u;)\n", acts[rng() % 4], proto, addr().c_str(),
-                 port().c_str(), rng() % 8 ? "->" : "<>", addr().c_str(), port().c_str(), k + 1, k + 1);
-  }
-  std::fclose(f);
-  return path;
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {

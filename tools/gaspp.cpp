@@ -30,10 +30,12 @@
 #include <map>
 #include <stdexcept>
 #include <string>
+#include <thread>
 
 #include <CLI/CLI.hpp>
 
 #include "backend/backend.hpp"
+#include "backend/sharded/sharded_backend.hpp"
 #include "capture/capture_file.hpp"
 #include "capture/af_packet_source.hpp"
 #include "capture/filtered_source.hpp"
@@ -251,9 +253,45 @@ int main(int argc, char** argv) {
   if (ro.defrag.enabled) size_backend_for_defrag(ro.policy, bc.batch_packets, bc.batch_bytes);
   std::unique_ptr<Backend> backend;
   try {
-    if (on_cpu) backend = make_cpu_backend(bc);
-    else if (backend_name == "cuda" || backend_name == "auto") backend = make_cuda_backend(bc);
-    else { std::fprintf(stderr, "gaspp: --backend: auto, cuda or cpu, not '%s'\n", backend_name.c_str()); return 1; }
+    if (!on_cpu && backend_name != "cuda" && backend_name != "auto") {
+      std::fprintf(stderr, "gaspp: --backend: auto, cuda or cpu, not '%s'\n", backend_name.c_str());
+      return 1;
+    }
+    // Several GPUs, or several shards: one backend each, the flows sharded over them
+    // (backend/sharded/sharded_backend.hpp).
+    int gpus = o.gpus;
+    if (on_cpu && gpus != 1) {
+      std::fprintf(stderr, "gaspp: --gpus: the CPU backend runs no GPU (--shards N shards it)\n");
+      return 1;
+    }
+    if (!on_cpu) {
+      const int present = cuda_device_count() - bc.device;
+      if (gpus == -1) gpus = std::max(present, 1);
+      if (gpus > present) {
+        std::fprintf(stderr, "gaspp: --gpus %d: only %d CUDA device(s) from device %d on\n", gpus, std::max(present, 0), bc.device);
+        return 1;
+      }
+    }
+    const int shards = o.shards > 0 ? o.shards : on_cpu ? 1 : gpus;
+    if (shards == 1) {
+      backend = on_cpu ? make_cpu_backend(bc) : make_cuda_backend(bc);
+    } else {
+      std::vector<std::unique_ptr<Backend>> parts;
+      const int threads = bc.threads > 0 ? bc.threads : int(std::max(1u, std::thread::hardware_concurrency()));
+      for (int k = 0; k < shards; ++k) {
+        BackendConfig sc = bc;
+        // CPU shards share the host's memory: the configured table is split between them (flows
+        // spread evenly by the shard hash). A GPU's shard has the whole table in its own memory.
+        if (on_cpu) {
+          sc.threads = std::max(1, threads / shards);
+          sc.flow.capacity = std::max<uint32_t>(bc.flow.capacity / uint32_t(shards), 64u);
+        } else {
+          sc.device = bc.device + k % gpus;
+        }
+        parts.push_back(on_cpu ? make_cpu_backend(sc) : make_cuda_backend(sc));
+      }
+      backend = make_sharded_backend(std::move(parts), bc, bc.threads);
+    }
   } catch (const std::exception& e) {
     std::fprintf(stderr, "gaspp: cannot start the %s backend: %s\n", backend_name.c_str(), e.what());
     return 1;

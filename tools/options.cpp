@@ -90,6 +90,8 @@ void apply_file_config(const FileConfig& fc, Options& o) {
                : *fc.slice == "off" ? BackendConfig::Slice::off : BackendConfig::Slice::automatic;
   if (fc.gather_sms) bc.gather_sms = *fc.gather_sms;
   if (fc.cuda_device) bc.device = *fc.cuda_device;
+  if (fc.gpus) o.gpus = *fc.gpus;
+  if (fc.shards) o.shards = *fc.shards;
   if (fc.flow_timeouts) bc.flow.timeouts = *fc.flow_timeouts;
   if (fc.urgent) bc.stream.urgent = *fc.urgent;
   if (fc.defrag) {
@@ -476,6 +478,28 @@ int parse_command_line(int argc, char** argv, Options& o) {
         const long n = std::strtol(v.c_str(), &end, 10);
         if (v.empty() || *end || n < 0 || n > 1023) return fail("--cuda-device: a device ordinal, not '" + v + "'");
         bc.device = int(n);
+        return true;
+      });
+  opt("--gpus", "N|all",
+      "CUDA: shard the flows over N devices (from --cuda-device on), each with its own flow table; outputs "
+      "as with one (docs/multi-gpu.md)", kMods, [&](const std::string& v) {
+        if (v == "all") {
+          o.gpus = -1;
+          return true;
+        }
+        char* end = nullptr;
+        const long n = std::strtol(v.c_str(), &end, 10);
+        if (v.empty() || *end || n < 1 || n > 1024) return fail("--gpus: a number of devices or all, not '" + v + "'");
+        o.gpus = int(n);
+        return true;
+      });
+  opt("--shards", "N",
+      "backends the flows are sharded over (default: one per GPU; on the CPU each gets --threads / N threads; "
+      "on CUDA shard k runs on GPU k mod --gpus)", kMods, [&](const std::string& v) {
+        char* end = nullptr;
+        const long n = std::strtol(v.c_str(), &end, 10);
+        if (v.empty() || *end || n < 1 || n > 1024) return fail("--shards: a number of shards (1 or more), not '" + v + "'");
+        o.shards = int(n);
         return true;
       });
   flag("--stage-times",

@@ -27,6 +27,8 @@ struct Options {
   std::string backend = "auto";        // --backend, backend:
   BackendConfig backend_config;        // batch, flow table, reassembly, transfers, device ...
   bool batch_given = false;            // --batch or batch: (else the backend's default size)
+  int gpus = 1;                        // --gpus, gpus: CUDA devices the flows are sharded over (-1: all)
+  int shards = 0;                      // --shards, shards: backends sharding the flows (0: one per GPU)
   RunOptions run;                      // batch policy, indexing, defragmentation ...
   // Modules in the order given: (name, options); --rules, -s, -S and --firewall-rules add to the one
   // firewall, -c's modules come where -c stands.

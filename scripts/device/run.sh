@@ -33,6 +33,13 @@
 #   run.sh bench-cpu  bench_cpu: the CPU backend's decode / +flow / +reassembly with 1..16 threads on
 #                  the generator's HTTP and mix and the largest real capture, libnids on one core,
 #                  the host's memory-read limit, gaspp end to end; JSON in $OUT/bench_cpu.json
+#   run.sh shards | shards-1 | shards-2  the sharded backend (backend/sharded/) on CUDA: its unit
+#                  tests, then the CLI's outputs with the flows sharded against one GPU and the CPU
+#                  backend on every capture and the generator's workloads (--gpus 2 where two GPUs
+#                  are present, else two shards on one GPU); shards-1/-2: the halves of the captures
+#   run.sh bench-multi  bench_multi_gpu: one GPU against the flows sharded over every GPU (two
+#                  shards on one GPU where there is one), with each link's H2D limit alone and
+#                  together; JSON in $OUT/multi-gpu.json
 #   run.sh bench-firewall  bench_firewall: decode+flow with and without the firewall (10k random
 #                  rules, ET IP lists), mix and 64-byte frames, CUDA vs CPU; then bench_modules:
 #                  scheduling on/off with 1..64 modules, its cost for a light module, consolidation;
@@ -101,6 +108,26 @@ equivalence|equivalence-1|equivalence-2)
   step "CPU/CUDA equivalence ${part}"
   python3 tests/e2e/backend_equivalence.py $B/gaspp --generate $part bundle/data/pcaps > "$OUT/$cmd.log" 2>&1
   check "equivalence"; grep -v "^ok " "$OUT/$cmd.log" | tail -20; grep -c "^ok " "$OUT/$cmd.log"
+  ;;
+shards|shards-1|shards-2)
+  gpus=$(nvidia-smi -L | wc -l)
+  if [ "$cmd" != shards-2 ]; then
+    step "sharded backend unit tests on CUDA"
+    GASPP_TEST_BACKEND=cuda $B/gaspp_unit_tests --gtest_filter='*Sharded*:ShardOfPacket*' 2>&1 | tail -3
+    check "sharded unit tests"
+  fi
+  if [ "$gpus" -ge 2 ]; then sides="--backend cuda;--backend cuda --gpus 2;--backend cuda --gpus 2 --shards 3;--backend cpu --shards 2"
+  else sides="--backend cuda;--backend cuda --shards 2;--backend cpu --shards 3"; fi
+  part=""; [ "$cmd" != shards ] && part="--part ${cmd#shards-}/2"
+  step "sharded outputs against one backend ($gpus GPU(s)): $sides $part"
+  python3 tests/e2e/backend_equivalence.py $B/gaspp --generate $part --sides "$sides" bundle/data/pcaps > "$OUT/$cmd.log" 2>&1
+  check "shard equivalence"; grep -v "^ok " "$OUT/$cmd.log" | tail -20; grep -c "^ok " "$OUT/$cmd.log"
+  ;;
+bench-multi)
+  step "bench_multi_gpu (captures in /dev/shm)"
+  $B/bench_multi_gpu --json "$OUT/multi-gpu.json" --reps 3 --packets 8000000 --batch 262144 --tmp /dev/shm \
+    --et bundle/data/rules/et-open --commit "$(head -1 bundle/COMMIT)"
+  check "bench_multi_gpu"
   ;;
 sanitize)
   step "compute-sanitizer memcheck"

@@ -123,5 +123,7 @@ std::unique_ptr<Backend> make_cpu_backend(const BackendConfig& cfg);
 std::unique_ptr<Backend> make_cuda_backend(const BackendConfig& cfg);
 // Whether make_cuda_backend can succeed (built in and a device present); `why` says why not.
 bool cuda_usable(std::string* why);
+// CUDA devices present (0 without CUDA or without a device).
+int cuda_device_count();
 
 }  // namespace gaspp

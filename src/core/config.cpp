@@ -329,6 +329,13 @@ FileConfig read_config(const std::string& path, const YAML::Node& root) {
       c.gather_sms = t == "-1" ? -1 : int(number(path, v, key, 4096));
     } else if (key == "cuda_device") {
       c.cuda_device = int(number(path, v, key, 1023));
+    } else if (key == "gpus") {
+      const std::string t = scalar(path, v, key);
+      c.gpus = t == "all" ? -1 : int(number(path, v, key, 1024));
+      if (*c.gpus == 0) fail(path, v, "gpus: a number of devices (1 or more) or all");
+    } else if (key == "shards") {
+      c.shards = int(number(path, v, key, 1024));
+      if (*c.shards == 0) fail(path, v, "shards: 1 or more");
     } else if (key == "vars") {
       if (!v.IsMap()) fail(path, v, "vars: expected address-groups and port-groups");
       for (const auto& g : v) {
@@ -394,7 +401,7 @@ FileConfig read_config(const std::string& path, const YAML::Node& root) {
     } else if (is_suricata_section(key)) {
       c.ignored.push_back(key);
     } else {
-      fail(path, kv.first, "unknown setting '" + key + "' (backend, batch, threads, schedule, slice, gather_sms, cuda_device, vars, modules, classes, flow-timeouts, or a suricata.yaml section)");
+      fail(path, kv.first, "unknown setting '" + key + "' (backend, batch, threads, schedule, slice, gather_sms, cuda_device, gpus, shards, vars, modules, classes, flow-timeouts, or a suricata.yaml section)");
     }
   }
   return c;

@@ -9,7 +9,9 @@
 //   schedule: auto               # on | off | auto: regroup packets between module stages
 //   slice: auto                  # on | off | auto: header-only slicing on CUDA (docs/usage.md)
 //   gather_sms: 0                # CUDA slicing: SMs of the gather's own (0: smallest; -1: none)
-//   cuda_device: 0               # CUDA: the device to run on (its ordinal)
+//   cuda_device: 0               # CUDA: the device to run on (its ordinal; with gpus, the first)
+//   gpus: 1                      # CUDA: devices to shard the flows over (N or all; docs/multi-gpu.md)
+//   shards: 0                    # backends the flows are sharded over (0: one per GPU; CPU: 1)
 //   vars:                        # Suricata's names; given to the firewall
 //     address-groups:
 //       HOME_NET: "[10.0.0.0/8,192.168.0.0/16]"
@@ -63,6 +65,8 @@ struct FileConfig {
   std::optional<std::string> slice;
   std::optional<int> gather_sms;
   std::optional<int> cuda_device;
+  std::optional<int> gpus;                     // gpus: N, or all (-1)
+  std::optional<int> shards;
   std::vector<std::pair<std::string, ModuleOptions>> modules;
   std::vector<std::vector<uint16_t>> classes;
   ModuleOptions vars;                          // "address.NAME" / "port.NAME", "action-order": given to every firewall and detect

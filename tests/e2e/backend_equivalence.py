@@ -16,8 +16,19 @@ The firewall-mode rules use the packet hooks (pre_stream, flow_start) and flow c
 (flow:established and direction, tcp.session), and the compacted setting takes urgent data out of
 band (stream.reassembly.urgent.policy oob).
 
-usage: backend_equivalence.py GASPP [--generate] [--part K/N] CAPTURE_OR_DIR...
-  --part K/N   only every N-th capture from the K-th (1-based), to split a run in parts
+With --sides the runs compared are others: each side is a list of gaspp arguments, the first the
+reference, e.g. the sharded CPU backend (backend/sharded/) against one shard:
+  --sides "--backend cpu;--backend cpu --shards 2;--backend cpu --shards 7"
+Sides that shard the flows (--shards, --gpus) report the flow table's and the out-of-order buffer's
+gauges for all shards together (capacities summed, peaks the sum of each shard's peak): those
+gauges (SHARD_GAUGES) are left out of the comparison then; every count is compared.
+
+usage: backend_equivalence.py GASPP [--generate] [--part K/N] [--sides A;B...] [--settings I,J...]
+                              [--gen-scale F] CAPTURE_OR_DIR...
+  --part K/N     only every N-th capture from the K-th (1-based), to split a run in parts
+  --settings     only the settings with these indices (0: defaults, 1: small batches with a firewall,
+                 2: compacted with modules and classes, 3: slicing, 4: firewall mode, 5: no reassembly)
+  --gen-scale F  the generated workloads with F times their packets
 """
 import hashlib
 import json
@@ -36,6 +47,9 @@ GENERATED = {
     "gen-fixed64": ["--mode", "fixed", "--size", "64", "--packets", "300000"],
 }
 VOLATILE = {"backend", "elapsed_s", "pps", "gbps", "batches"}
+SHARD_GAUGES = {"flows": {"capacity", "slots", "table_bytes", "active", "peak"},
+                "streams": {"ooo_segments_capacity", "ooo_bytes_capacity", "ooo_peak_segments", "ooo_peak_bytes",
+                           "ooo_compactions"}}
 # Rules that hit ordinary traffic in every way: drops (flows stay dropped), passes (flows pass),
 # alerts, <>, lists, negation, ranges, IPv6.
 # Firewall mode: packet hooks with default drop, and HTTP/1 hooks (GET and HEAD requests only,
@@ -75,7 +89,8 @@ pass tcp any 443 -> any any (msg:"tls replies"; sid:8;)
 """
 
 
-def run(gaspp, backend, path, d, extra):
+def run(gaspp, side, path, d, extra, label, sharded=False, cuda_involved=True):
+    backend = label
     passed = os.path.join(d, f"passed-{backend}.pcap")
     if "--rules" in extra or "--firewall-rules" in extra:
         extra = extra + ["-w", passed]
@@ -91,13 +106,17 @@ def run(gaspp, backend, path, d, extra):
     # The same batch size on both: their defaults differ (CUDA 65536, the CPU 8192), and what a
     # batch boundary decides (the out-of-order buffer's peak, packets that reach a module after
     # their flow was dropped earlier in the batch) is counted in the summary.
-    if "--batch" not in extra:
+    if "--batch" not in extra and "--batch" not in side and (not sharded or cuda_involved):
         extra = extra + ["--batch", "65536"]
-    p = subprocess.run([gaspp, "-r", path, "--backend", backend, "--decode-out", rows, "--stats-json", js, "-q",
-                        "-l", eve] + dump + extra, capture_output=True, text=True)
+    p = subprocess.run([gaspp, "-r", path, "--decode-out", rows, "--stats-json", js, "-q",
+                        "-l", eve] + side + dump + extra, capture_output=True, text=True)
     if p.returncode not in (0, 2):
-        raise SystemExit(f"gaspp --backend {backend} failed on {path}: {p.stderr}")
+        raise SystemExit(f"gaspp {' '.join(side)} failed on {path}: {p.stderr}")
     summary = {k: v for k, v in json.load(open(js)).items() if k not in VOLATILE}
+    if sharded:
+        for section, keys in SHARD_GAUGES.items():
+            if isinstance(summary.get(section), dict):
+                summary[section] = {k: v for k, v in summary[section].items() if k not in keys}
     h = hashlib.sha256(open(rows, "rb").read())
     # The EVE file without its last line: the stats event carries the wall-clock time.
     h.update(b"".join(open(os.path.join(eve, "eve.json"), "rb").readlines()[:-1]))
@@ -114,6 +133,23 @@ def main():
     generate = "--generate" in args
     args = [a for a in args if a != "--generate"]
     part, parts = 1, 1
+    sides = [["--backend", "cpu"], ["--backend", "cuda"]]
+    if "--sides" in args:
+        k = args.index("--sides")
+        sides = [x.split() for x in args[k + 1].split(";")]
+        del args[k:k + 2]
+    sharded = any("--shards" in x or "--gpus" in x for x in sides)
+    only = None
+    if "--settings" in args:
+        k = args.index("--settings")
+        only = [int(x) for x in args[k + 1].split(",")]
+        del args[k:k + 2]
+    scale = 1.0
+    if "--gen-scale" in args:
+        k = args.index("--gen-scale")
+        scale = float(args[k + 1])
+        del args[k:k + 2]
+    cuda = any("cuda" in x for x in sides)
     if "--part" in args:
         k = args.index("--part")
         part, parts = (int(x) for x in args[k + 1].split("/"))
@@ -132,6 +168,8 @@ def main():
         if generate:
             for name, gen_args in GENERATED.items():
                 path = os.path.join(d, name + ".pcap")
+                k = gen_args.index("--packets")
+                gen_args = gen_args[:k + 1] + [str(max(1000, int(int(gen_args[k + 1]) * scale)))] + gen_args[k + 2:]
                 subprocess.run([gaspp, "gen", "-o", path, "--seed", "5"] + gen_args, check=True, capture_output=True)
                 captures.append(path)
         captures = captures[part - 1::parts]
@@ -152,18 +190,21 @@ def main():
             header_only = ["--no-reassembly", "--batch", "512", "--module", "probe:dport=443,action=drop_flow"] + fw
             settings = ([], small + fw, ["--force-compact"] + fw + classes, ["--slice", "on"] + fw, small + fwmode,
                         header_only)
+            if only is not None:
+                settings = tuple(settings[i] for i in only)
             for extra in settings:
-                h_cpu, s_cpu, rc_cpu = run(gaspp, "cpu", c, d, extra)
-                h_gpu, s_gpu, rc_gpu = run(gaspp, "cuda", c, d, extra)
-                ok = h_cpu == h_gpu and s_cpu == s_gpu and rc_cpu == rc_gpu
-                if not ok or not extra:
-                    print(f"{'ok' if ok else 'DIFFER':7} {s_cpu['packets']:8} packets {' '.join(x for x in extra if x not in (rules, policy)):16} {os.path.basename(os.path.dirname(c))}/{os.path.basename(c)} rows {h_cpu[:12]}")
-                if not ok:
-                    for k in s_cpu:
-                        if s_cpu[k] != s_gpu.get(k):
-                            print(f"        {k}: cpu {s_cpu[k]} cuda {s_gpu.get(k)}")
-                failed += not ok
-        print(f"{len(captures)} captures x {len(settings)} settings, {failed} differ")
+                h_ref, s_ref, rc_ref = run(gaspp, sides[0], c, d, extra, "side0", sharded, cuda)
+                for n, side in enumerate(sides[1:], 1):
+                    h_o, s_o, rc_o = run(gaspp, side, c, d, extra, f"side{n}", sharded, cuda)
+                    ok = h_ref == h_o and s_ref == s_o and rc_ref == rc_o
+                    if not ok or not extra:
+                        print(f"{'ok' if ok else 'DIFFER':7} {s_ref['packets']:8} packets [{' '.join(side)}] {' '.join(x for x in extra if x not in (rules, policy)):16} {os.path.basename(os.path.dirname(c))}/{os.path.basename(c)} rows {h_ref[:12]}")
+                    if not ok:
+                        for k in s_ref:
+                            if s_ref[k] != s_o.get(k):
+                                print(f"        {k}: [{' '.join(sides[0])}] {s_ref[k]} [{' '.join(side)}] {s_o.get(k)}")
+                    failed += not ok
+        print(f"{len(captures)} captures x {len(settings)} settings x {len(sides) - 1} comparisons, {failed} differ")
     return 1 if failed else 0
 
 

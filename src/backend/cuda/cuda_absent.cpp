@@ -10,6 +10,8 @@ bool cuda_usable(std::string* why) {
   return false;
 }
 
+int cuda_device_count() { return 0; }
+
 std::unique_ptr<Backend> make_cuda_backend(const BackendConfig&) {
   throw std::runtime_error("this build has no CUDA backend (configured with GASPP_CUDA=OFF or no nvcc)");
 }

@@ -143,7 +143,11 @@ class CudaBackend final : public Backend, private StageExecutor {
     gather_blocks_cap_ = part_ ? int(part_->small_sms()) * DecodePolicy::kGatherBlocksPerOwnSm
                                : prop_.multiProcessorCount * DecodePolicy::kGatherBlocksPerSm;
     if (!cfg.modules.empty()) {
-      for (ModuleInstance* m : cfg.modules) m->upload(tables_);
+      for (ModuleInstance* m : cfg.modules) {
+        m->upload(tables_);
+        const auto* v = static_cast<const uint8_t*>(m->view());
+        views_.emplace_back(v, v + m->view_bytes());  // this backend's copy (module_kernels.cuh)
+      }
       event_cap_ = event_capacity_of(cfg);
       hooks_ = stream_hooks_of(cfg.modules, &tables_);
       if (hooks_.bulk_n && streams_) {
@@ -464,7 +468,7 @@ class CudaBackend final : public Backend, private StageExecutor {
     a_.first = st == 0;
     a_.module = k;
     a_.state_off = m.state_off;
-    launch_module_stage(m, a_, grid_blocks(a_.count, blocks_cap_, ModulePolicy::kThreads), s.stream,
+    launch_module_stage(m, views_[k].data(), a_, grid_blocks(a_.count, blocks_cap_, ModulePolicy::kThreads), s.stream,
                         s.d_module_counts.get() + size_t(k) * kModuleCounters);
     mark(s, s.stream, m.name());
   }
@@ -666,6 +670,7 @@ class CudaBackend final : public Backend, private StageExecutor {
   uint32_t held_cap_ = 0;
   DeviceStreamBuffer sbuf_;               // reassembly's state (with streams_)
   DeviceTables tables_;                   // module tables
+  std::vector<std::vector<uint8_t>> views_;  // each module's View as uploaded to tables_
   uint32_t event_cap_ = 0;
   StreamHooks hooks_{};                   // modules with on_stream (views in device memory)
   const uint16_t* d_class_order_ = nullptr;
@@ -710,6 +715,15 @@ bool cuda_usable(std::string* why) {
     return false;
   }
   return true;
+}
+
+int cuda_device_count() {
+  int n = 0;
+  if (cudaGetDeviceCount(&n) != cudaSuccess) {
+    cudaGetLastError();
+    return 0;
+  }
+  return n;
 }
 
 std::unique_ptr<Backend> make_cuda_backend(const BackendConfig& cfg) {

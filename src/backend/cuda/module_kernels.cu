@@ -72,12 +72,12 @@ schedule_keys_kernel(StageArgs a, uint16_t next_stage, uint32_t* keys, uint32_t*
 
 }  // namespace
 
-void launch_module_stage(const ModuleInstance& m, const StageArgs& a, int blocks, cudaStream_t st,
+void launch_module_stage(const ModuleInstance& m, const void* view, const StageArgs& a, int blocks, cudaStream_t st,
                          unsigned long long* d_counts) {
   int type = 0;
 #define GASPP_X(M)                                                                                      \
   if (m.type() == type++) {                                                                             \
-    launch_stage_of<M>(a, *static_cast<const typename M::View*>(m.view()), blocks, st, d_counts);        \
+    launch_stage_of<M>(a, *static_cast<const typename M::View*>(view), blocks, st, d_counts);             \
     return;                                                                                             \
   }
   GASPP_MODULE_TYPES(GASPP_X)

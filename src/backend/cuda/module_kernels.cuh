@@ -16,8 +16,10 @@ struct ModulePolicy {
 };
 
 // Launches the stage of module m over a.count packets (its type picks the kernel instantiation;
-// std::logic_error for a type not built in); module counters go to d_counts.
-void launch_module_stage(const ModuleInstance& m, const StageArgs& a, int blocks, cudaStream_t st,
+// std::logic_error for a type not built in); module counters go to d_counts. view: m's View as this
+// backend placed it (the instance keeps only its latest upload, and backends on several devices
+// each upload their own).
+void launch_module_stage(const ModuleInstance& m, const void* view, const StageArgs& a, int blocks, cudaStream_t st,
                          unsigned long long* d_counts);
 // Scheduling: each packet's key for stage next_stage (schedule_key) and its index.
 void launch_schedule_keys(int blocks, cudaStream_t st, const StageArgs& a, uint16_t next_stage, uint32_t* keys,

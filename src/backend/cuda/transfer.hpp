@@ -31,14 +31,20 @@ class HostRegistration {
   HostRegistration& operator=(const HostRegistration&) = delete;
   ~HostRegistration() { detach(); }
   // Registers [base, base + len); false (and nothing registered) when the driver refuses, in which
-  // case every batch is staged. Registering the same region again is a no-op.
+  // case every batch is staged. Registering the same region again is a no-op. A region another
+  // backend of the process registered already (several backends sharding the flows: the
+  // registration is portable, valid for every device) is used as it is and left registered at
+  // detach: its owner unregisters it, after the others have detached.
   bool attach(const uint8_t* base, uint64_t len) {
     if (base_ && base == base_ && len == len_) return true;
     detach();
     if (!base || len == 0) return false;
     const cudaError_t e = cudaHostRegister(const_cast<uint8_t*>(base), len,
                                            cudaHostRegisterReadOnly | cudaHostRegisterPortable | cudaHostRegisterMapped);
-    if (e != cudaSuccess) {
+    owned_ = e == cudaSuccess;
+    if (e == cudaErrorHostMemoryAlreadyRegistered) {
+      cudaGetLastError();
+    } else if (e != cudaSuccess) {
       cudaGetLastError();  // clear it: staging works without registration
       return false;
     }
@@ -54,7 +60,8 @@ class HostRegistration {
     return true;
   }
   void detach() {
-    if (base_) cudaHostUnregister(const_cast<uint8_t*>(base_));
+    if (base_ && owned_) cudaHostUnregister(const_cast<uint8_t*>(base_));
+    owned_ = false;
     base_ = alias_ = nullptr;
     len_ = 0;
   }
@@ -69,6 +76,7 @@ class HostRegistration {
   const uint8_t* base_ = nullptr;
   const uint8_t* alias_ = nullptr;
   uint64_t len_ = 0;
+  bool owned_ = false;  // this object registered it (else another backend did)
 };
 
 enum class TransferPath : uint8_t { sliced, direct, compacted };
