@@ -8,6 +8,9 @@
 //     with all threads and at the CUDA batch size (65,536) with one thread and all threads. Every
 //     timed pass starts from an empty flow table (a fresh backend, built outside the timing);
 //     median of --reps passes after a warm-up;
+//   * the flows sharded (backend/sharded/): all threads as N backends of threads/N threads each
+//     (N = all threads: one thread a backend, each walking only its own flows), the packets placed
+//     by a host decode on all threads first; + reassembly, at the CPU's batch size;
 //   * the peer: libnids on one core (peer_libnids, --nids PATH; its callback does no per-byte work);
 //   * gaspp end to end (--gaspp PATH: `gaspp -r` with the capture in the page cache, one thread and
 //     all threads), so the reader's share shows.
@@ -24,6 +27,7 @@
 #include <thread>
 #include <vector>
 
+#include "backend/sharded/sharded_backend.hpp"
 #include "bench_host.hpp"
 #include "core/engine_config.hpp"
 #include "tools/gen/generator.hpp"
@@ -36,7 +40,9 @@ namespace {
 enum class Stages { decode, flow, stream };
 const char* const kStageNames[] = {"decode", "flow", "stream"};
 
-double measure(Stages st, const CaptureFile& cap, uint32_t batch, uint64_t packets, int reps, int threads) {
+// shards > 1: that many CPU backends of threads / shards threads each behind make_sharded_backend.
+double measure(Stages st, const CaptureFile& cap, uint32_t batch, uint64_t packets, int reps, int threads,
+               int shards = 1) {
   const auto batches = index_batches(cap, batch);
   std::vector<double> t;
   for (int rep = 0; rep < reps + 1; ++rep) {
@@ -45,7 +51,19 @@ double measure(Stages st, const CaptureFile& cap, uint32_t batch, uint64_t packe
     bc.threads = threads;
     bc.flow.enabled = st != Stages::decode;
     bc.stream.enabled = st == Stages::stream;
-    auto be = make_cpu_backend(bc);
+    std::unique_ptr<Backend> be;
+    if (shards <= 1) {
+      be = make_cpu_backend(bc);
+    } else {
+      std::vector<std::unique_ptr<Backend>> parts;
+      for (int k = 0; k < shards; ++k) {
+        BackendConfig sc = bc;
+        sc.threads = std::max(1, threads / shards);
+        sc.flow.capacity = std::max<uint32_t>(bc.flow.capacity / uint32_t(shards), 64u);
+        parts.push_back(make_cpu_backend(sc));
+      }
+      be = make_sharded_backend(std::move(parts), bc, threads);
+    }
     const double s = checked_pass(*be, cap, batches, packets, "bench_cpu");
     if (rep) t.push_back(s);  // the first pass warms caches and pages
   }
@@ -184,7 +202,7 @@ int main(int argc, char** argv) {
   std::snprintf(b, sizeof b, "\"memory_read_gbs\":{\"1t\":%.2f,\"%dt\":%.2f},", read1, max_threads, readn);
   json += b;
   json += "\"workloads\":[";
-  double http1 = 0, httpn = 0, nids_http = 0;
+  double http1 = 0, httpn = 0, nids_http = 0, http_sharded = 0;
   for (size_t w = 0; w < works.size(); ++w) {
     const Work& wk = works[w];
     const CaptureFile cap = CaptureFile::open(wk.path);
@@ -211,6 +229,21 @@ int main(int argc, char** argv) {
         json += b;
         first = false;
       }
+    }
+    json += "]";
+    // The flows sharded over backends: N x 1 thread and N/4 x 4 threads (all threads in all).
+    json += ",\"sharded\":[";
+    bool first_sh = true;
+    for (int per : {1, 4}) {
+      const int shards = std::max(1, max_threads / per);
+      if (shards < 2) continue;
+      const double m = measure(Stages::stream, cap, kCpuBatchPackets, size.packets, reps, max_threads, shards);
+      std::printf("sharded: %d backends x %d thread(s), +stream: %.3f Mpps\n", shards, per, m);
+      std::snprintf(b, sizeof b, "%s{\"shards\":%d,\"threads_each\":%d,\"stream_mpps\":%.4f}", first_sh ? "" : ",",
+                    shards, per, m);
+      json += b;
+      first_sh = false;
+      if (per == 1 && wk.name == "http") http_sharded = m;
     }
     json += "]";
     double nids_mpps = 0;
@@ -240,12 +273,15 @@ int main(int argc, char** argv) {
   }
   std::snprintf(b, sizeof b,
                 "],\"http_reassembly_1t_mpps\":%.4f,\"http_reassembly_%dt_mpps\":%.4f,\"libnids_1t_mpps\":%.4f,"
+                "\"http_reassembly_sharded_1t_each_mpps\":%.4f,"
                 "\"targets\":{\"http_1t_over_libnids\":{\"target\":2,\"measured\":%.3f},"
                 "\"http_scaling\":{\"threads\":%d,\"target\":12,\"measured\":%.3f}}}\n",
-                http1, max_threads, httpn, nids_http, nids_http > 0 ? http1 / nids_http : 0.0, max_threads,
+                http1, max_threads, httpn, nids_http, http_sharded, nids_http > 0 ? http1 / nids_http : 0.0, max_threads,
                 http1 > 0 ? httpn / http1 : 0.0);
   json += b;
-  std::printf("\nhttp with reassembly: %.3f Mpps one thread (%.2fx libnids), %.3f Mpps %d threads (%.1fx one)\n", http1,
-              nids_http > 0 ? http1 / nids_http : 0.0, httpn, max_threads, http1 > 0 ? httpn / http1 : 0.0);
+  std::printf("\nhttp with reassembly: %.3f Mpps one thread (%.2fx libnids), %.3f Mpps %d threads (%.1fx one); "
+              "sharded, one thread a backend: %.3f Mpps (%.1fx one)\n",
+              http1, nids_http > 0 ? http1 / nids_http : 0.0, httpn, max_threads, http1 > 0 ? httpn / http1 : 0.0,
+              http_sharded, http1 > 0 ? http_sharded / http1 : 0.0);
   return write_file(json_path, json) ? 0 : 1;
 }
