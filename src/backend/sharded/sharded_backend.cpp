@@ -76,13 +76,18 @@ class ShardedBackend final : public Backend {
     for (auto it = shards_.rbegin(); it != shards_.rend(); ++it) (*it)->detach_source();
   }
 
+  // Placement on all host threads; then each shard's thread lists its packets, fills its batch and
+  // submits it, all shards at once (the per-packet host work never runs on one thread for all).
   void submit(int k) override {
     Slot& sl = slots_[size_t(k)];
-    PacketBatch& b = sl.batch;
+    const PacketBatch& b = sl.batch;
     place(sl);
-    for (uint32_t s = 0; s < n_; ++s) {
+    on_shards([&](uint32_t s) {
+      std::vector<uint32_t>& idx = sl.idx[s];
+      idx.clear();
+      for (uint32_t i = 0; i < b.count; ++i)
+        if (sl.owner[i] == s) idx.push_back(i);
       PacketBatch& ib = shards_[s]->batch(k);
-      const std::vector<uint32_t>& idx = sl.idx[s];
       ib.count = uint32_t(idx.size());
       ib.first_index = b.first_index;
       ib.h_span = b.h_span;
@@ -104,13 +109,18 @@ class ShardedBackend final : public Backend {
         if (b.is_reassembled(i)) ib.reassembled.push_back(j);
       }
       ib.record_bytes = bytes;
-    }
-    on_shards([&](uint32_t s) { shards_[s]->submit(k); });
+      shards_[s]->submit(k);
+    });
   }
 
   void wait(int k) override {
-    on_shards([&](uint32_t s) { shards_[s]->wait(k); });
-    merge(slots_[size_t(k)], k);
+    Slot& sl = slots_[size_t(k)];
+    prepare_merge(sl);
+    on_shards([&](uint32_t s) {
+      shards_[s]->wait(k);
+      scatter(sl, k, s);
+    });
+    merge(sl, k);
   }
 
   TransferStats transfer_stats() const override {
@@ -210,7 +220,7 @@ class ShardedBackend final : public Backend {
     bool decoded_sized = false;  // batch.decoded holds `capacity` packets
   };
 
-  // Finds each packet's shard (in parallel) and lists each shard's packets in capture order.
+  // Finds each packet's shard, in parallel.
   void place(Slot& sl) {
     const PacketBatch& b = sl.batch;
     const uint32_t n = b.count;
@@ -219,7 +229,13 @@ class ShardedBackend final : public Backend {
     split_pool_.parallel_for(n, [&](uint64_t lo, uint64_t hi, int) {
       DecodedPacket p;
       const DecodedView one = view_of(p);
+      constexpr uint64_t kAhead = 6;  // records in flight, as the CPU backend's decode keeps
       for (uint64_t i = lo; i < hi; ++i) {
+        if (i + kAhead < hi) {
+          const uint8_t* r = b.h_span + b.h_rec_off[i + kAhead];
+          __builtin_prefetch(r);
+          __builtin_prefetch(r + 64);
+        }
         decode_batch_packet(v, uint32_t(i), p);
         sl.owner[i] = shard_of_packet(one, uint32_t(i), n_, cfg_.flow.vlan_in_key, cfg_.flow.defrag);
         const uint64_t room = b.span_len - b.h_rec_off[i];
@@ -227,8 +243,6 @@ class ShardedBackend final : public Backend {
         sl.rec_bytes[i] = uint32_t(kRecordHeaderBytes + std::min<uint64_t>(cap, room >= 16 ? room - 16 : 0));
       }
     });
-    for (auto& x : sl.idx) x.clear();
-    for (uint32_t i = 0; i < n; ++i) sl.idx[sl.owner[i]].push_back(i);
   }
 
   // Runs fn(shard) for every shard at once, one host thread each; rethrows the first failure.
@@ -277,6 +291,44 @@ class ShardedBackend final : public Backend {
     bytes.insert(bytes.end(), b.begin(), b.end());
   }
 
+  // Before the shards' results are scattered back: the batch's per-packet outputs sized.
+  void prepare_merge(Slot& sl) {
+    PacketBatch& b = sl.batch;
+    if (b.want_decoded) {
+      if (!sl.decoded_sized) {
+        b.decoded.resize(b.capacity);
+        sl.decoded_sized = true;
+      }
+      b.flow_slot.assign(b.count, kNoFlow);
+      b.flow_flags.assign(b.count, 0);
+    }
+    if (sl.pkt_counts.size() < b.capacity) sl.pkt_counts.resize(b.capacity);
+  }
+
+  // Shard s's per-packet results back to each packet's index (shards write disjoint packets, so
+  // they do this at once, each on its own thread).
+  void scatter(Slot& sl, int k, uint32_t s) {
+    PacketBatch& b = sl.batch;
+    const PacketBatch& ib = shards_[s]->batch(k);
+    const std::vector<uint32_t>& idx = sl.idx[s];
+    for (uint32_t j = 0; j < ib.count; ++j) b.h_verdict[idx[j]] = ib.h_verdict[j];
+    if (ib.h_pkt_counts)
+      for (uint32_t j = 0; j < ib.count; ++j) sl.pkt_counts[idx[j]] = ib.h_pkt_counts[j];
+    if (!b.want_decoded) return;
+    DecodedView to = b.decoded.view();
+    DecodedView from = const_cast<PacketBatch&>(ib).decoded.view();
+    for (uint32_t j = 0; j < ib.count; ++j) {
+      const uint64_t i = idx[j];
+#define GASPP_X(type, name, n) \
+  for (int c = 0; c < (n); ++c) to.name[i * (n) + c] = from.name[uint64_t(j) * (n) + c];
+      GASPP_DECODED_FIELDS(GASPP_X)
+#undef GASPP_X
+      if (j < ib.flow_slot.size()) b.flow_slot[i] = slot_of(ib.flow_slot[j], s);
+      if (j < ib.flow_flags.size()) b.flow_flags[i] = ib.flow_flags[j];
+    }
+  }
+
+  // What is not per packet: summed or concatenated in shard order, then sorted as one backend sorts.
   void merge(Slot& sl, int k) {
     PacketBatch& b = sl.batch;
     b.counters = Counters{};
@@ -287,26 +339,12 @@ class ShardedBackend final : public Backend {
     b.events.clear();
     b.module_counts.clear();
     b.h_pkt_counts = nullptr;
-    const bool decoded = b.want_decoded;
-    if (decoded) {
-      if (!sl.decoded_sized) {
-        b.decoded.resize(b.capacity);
-        sl.decoded_sized = true;
-      }
-      b.flow_slot.assign(b.count, kNoFlow);
-      b.flow_flags.assign(b.count, 0);
-    }
     for (uint32_t s = 0; s < n_; ++s) {
       PacketBatch& ib = shards_[s]->batch(k);
       const std::vector<uint32_t>& idx = sl.idx[s];
       for (int j = 0; j < c_count_; ++j) b.counters.v[j] += ib.counters.v[j];
       b.compacted = b.compacted || ib.compacted;
-      for (uint32_t j = 0; j < ib.count; ++j) b.h_verdict[idx[j]] = ib.h_verdict[j];
-      if (ib.h_pkt_counts) {
-        if (sl.pkt_counts.size() < b.capacity) sl.pkt_counts.resize(b.capacity);
-        for (uint32_t j = 0; j < ib.count; ++j) sl.pkt_counts[idx[j]] = ib.h_pkt_counts[j];
-        b.h_pkt_counts = sl.pkt_counts.data();
-      }
+      if (ib.h_pkt_counts) b.h_pkt_counts = sl.pkt_counts.data();
       b.flow_records.insert(b.flow_records.end(), ib.flow_records.begin(), ib.flow_records.end());
       append_chunks(b.stream_chunks, b.stream_bytes, ib.stream_chunks, ib.stream_bytes, s, &idx);
       for (ModuleEvent e : ib.events) {
@@ -314,19 +352,6 @@ class ShardedBackend final : public Backend {
         b.events.push_back(e);
       }
       add_counts(b.module_counts, ib.module_counts);
-      if (decoded) {
-        DecodedView to = b.decoded.view();
-        DecodedView from = ib.decoded.view();
-        for (uint32_t j = 0; j < ib.count; ++j) {
-          const uint64_t i = idx[j];
-#define GASPP_X(type, name, n) \
-  for (int c = 0; c < (n); ++c) to.name[i * (n) + c] = from.name[uint64_t(j) * (n) + c];
-          GASPP_DECODED_FIELDS(GASPP_X)
-#undef GASPP_X
-          if (j < ib.flow_slot.size()) b.flow_slot[i] = slot_of(ib.flow_slot[j], s);
-          if (j < ib.flow_flags.size()) b.flow_flags[i] = ib.flow_flags[j];
-        }
-      }
     }
     sort_flow_records(b.flow_records);
     sort_stream_chunks(b.stream_chunks);

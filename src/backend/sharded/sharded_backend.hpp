@@ -8,12 +8,14 @@
 // reassembly and module state, so a flow is processed exactly as with one backend, in capture
 // order within the flow.
 //
-// Per batch: submit(k) decodes every record's headers on the host (the shared decoder, in
-// parallel) to find its shard, gives each backend the batch's span with the record offsets of its
-// packets, and submits all of them at once (one host thread per shard: a CPU backend does its work
-// in submit, a CUDA backend queues it). Every shard gets the batch's capture time, so flows expire
-// in the same batch as with one backend, and shards with no packet in the batch still run it.
-// wait(k) waits for every shard and merges their results back into the batch in capture order:
+// Per batch: submit(k) decodes every record's headers on the host (the shared decoder, on all
+// host threads, prefetching records ahead) to find its shard; then one host thread per shard
+// lists its packets, gives its backend the batch's span with their record offsets and submits it
+// (a CPU backend does its work in submit, a CUDA backend queues it), all shards at once. Every
+// shard gets the batch's capture time, so flows expire in the same batch as with one backend, and
+// shards with no packet in the batch still run it. wait(k) waits for every shard (each shard's
+// thread scatters its per-packet results back as soon as its shard is done) and merges the rest
+// back into the batch in capture order:
 //   verdicts, per-packet flow counters, decoded fields    scattered back to each packet's index
 //   counters, module counters                              summed
 //   module events                                          packet index mapped back (ModuleSet sorts)
