@@ -264,11 +264,15 @@ int main(int argc, char** argv) {
       std::fprintf(stderr, "gaspp: --gpus: the CPU backend runs no GPU (--shards N shards it)\n");
       return 1;
     }
-    if (!on_cpu) {
+    if (!on_cpu && gpus != 1) {  // one GPU: make_cuda_backend says what is wrong with the device
       const int present = cuda_device_count() - bc.device;
       if (gpus == -1) gpus = std::max(present, 1);
+      if (present <= 0) {
+        std::fprintf(stderr, "gaspp: --gpus: no CUDA device from device %d on\n", bc.device);
+        return 1;
+      }
       if (gpus > present) {
-        std::fprintf(stderr, "gaspp: --gpus %d: only %d CUDA device(s) from device %d on\n", gpus, std::max(present, 0), bc.device);
+        std::fprintf(stderr, "gaspp: --gpus %d: only %d CUDA device(s) from device %d on\n", gpus, present, bc.device);
         return 1;
       }
     }

@@ -83,6 +83,13 @@ def main():
             # The CPU backend runs wherever a CUDA device is asked for: the choice is CUDA's alone.
             ("device ordinal on cpu", ["-r", CAPTURE, "-q", "--backend", "cpu", "--cuda-device", "3"], 0, "",
              lambda s: s["packets"] == packets),
+            # Sharding the flows (docs/multi-gpu.md): bad counts are refused naming the option; GPUs
+            # asked of the CPU backend are an error (it has none), shards run and count every packet.
+            ("--shards 0", ["-r", CAPTURE, "--shards", "0"], 1, "--shards", None),
+            ("--gpus not a number", ["-r", CAPTURE, "--gpus", "two"], 1, "--gpus", None),
+            ("--gpus on cpu", ["-r", CAPTURE, "-q", "--backend", "cpu", "--gpus", "2"], 1, "--gpus", None),
+            ("--shards on cpu", ["-r", CAPTURE, "-q", "--backend", "cpu", "--shards", "3", "--batch", "7"], 0, "",
+             lambda s: s["packets"] == packets and s["batches"]["count"] == batches[7]),
             ("rules in order", ["-r", CAPTURE, "-q", "-s", rules_a, "-s", rules_b], 0, "",
              lambda s: s["modules"]["modules"][0]["rules"] == 3),
             ("-S drops earlier rule files", ["-r", CAPTURE, "-q", "-s", rules_a, "-S", rules_b], 0, "",
