@@ -135,7 +135,7 @@ TEST(Source, ScatteredRecordsBatchAsTheFileDoes) {
   g.ipv6_share = 0.3;
   const CaptureFile cap = test::generated_capture(g);
   const uint64_t swap_from = 1234;
-  for (const auto [batch, block] : {std::pair{1u, 1u}, {7u, 1u}, {256u, 1u}, {65536u, 1u}, {7u, 100u}, {256u, 500u}}) {
+  for (const auto& [batch, block] : {std::pair{1u, 1u}, {7u, 1u}, {256u, 1u}, {65536u, 1u}, {7u, 100u}, {256u, 500u}}) {
     SCOPED_TRACE("batch " + std::to_string(batch) + ", block " + std::to_string(block));
     FileSource file(cap);
     const Outcome want = run_on(file, batch);
