@@ -255,6 +255,7 @@ int parse_command_line(int argc, char** argv, Options& o) {
         return true;
       });
   // A BPF filter as tcpdump takes it: -f EXPR, or the words after the options.
+  std::string adaptive_flag;  // --batch-adaptive as given ("": the default for the input)
   std::string filter_flag;
   std::vector<std::string> filter_words;
   app.add_option("-f", filter_flag, "BPF filter (tcpdump syntax): only the packets it accepts are processed")
@@ -286,6 +287,18 @@ int parse_command_line(int argc, char** argv, Options& o) {
         ro.policy.timeout_ns = parse_bounded("--batch-timeout-ms", v.c_str(), 0, 86'400'000) * 1000000ull;
         return true;
       });
+  opt("--batch-adaptive", "on|off",
+      "live traffic: batches close at a size that doubles under load and halves when the link is quiet, "
+      "between --batch-min and --batch (default on with -i and --inline, off for files)", kRun,
+      [&](const std::string& v) {
+        if (v != "on" && v != "off") return fail("--batch-adaptive: on or off, not '" + v + "'");
+        adaptive_flag = v;
+        return true;
+      });
+  opt("--batch-min", "N", "the adaptive batch size's smallest value (default 256)", kRun, [&](const std::string& v) {
+    ro.policy.adaptive_min_packets = uint32_t(parse_bounded("--batch-min", v.c_str(), 1, 1u << 24));
+    return true;
+  });
   opt("--threads", "N", "CPU backend threads (default: all hardware threads)", kRun, [&](const std::string& v) {
     bc.threads = int(parse_bounded("--threads", v.c_str(), 0, 1024));
     return true;
@@ -538,6 +551,7 @@ int parse_command_line(int argc, char** argv, Options& o) {
     o.inline_ips = true;
     o.live.ignore_outgoing = true;  // what gaspp forwards is not captured again
   }
+  ro.policy.adaptive = adaptive_flag.empty() ? !o.ifaces.empty() : adaptive_flag == "on";
   if (input.empty() && o.ifaces.empty()) {
     std::fputs(app.help().c_str(), stderr);
     return 1;

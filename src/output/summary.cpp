@@ -71,6 +71,10 @@ void print_summary(std::FILE* o, const RunReport& r) {
                (unsigned long long)r.batches, (unsigned long long)r.transfer.batches_direct,
                (unsigned long long)r.transfer.batches_compacted, (unsigned long long)r.transfer.batches_sliced,
                double(r.transfer.bytes_h2d) / 1e6, double(r.transfer.bytes_d2h) / 1e6);
+  if (r.adaptive)
+    std::fprintf(o, "batch size   adaptive %u..%u: %u at the end, peak %u; doubled %llu times, halved %llu\n",
+                 r.batch_size.min, r.batch_size.max, r.batch_size.target, r.batch_size.peak,
+                 (unsigned long long)r.batch_size.grown, (unsigned long long)r.batch_size.shrunk);
   if (r.defrag_config.enabled) {
     const DefragStats& d = r.defrag;
     std::fprintf(o, "defrag       ipv4 %llu fragments, %llu reassembled  ipv6 %llu fragments, %llu reassembled  "
@@ -186,6 +190,10 @@ nlohmann::ordered_json summary_json(const RunReport& r) {
   const TransferStats& tr = r.transfer;
   j["batches"] = {{"count", r.batches},         {"direct", tr.batches_direct}, {"compacted", tr.batches_compacted},
                   {"sliced", tr.batches_sliced}, {"bytes_h2d", tr.bytes_h2d},   {"bytes_d2h", tr.bytes_d2h}};
+  if (r.adaptive)
+    j["batches"]["adaptive"] = {{"min", r.batch_size.min},       {"max", r.batch_size.max},
+                                {"target", r.batch_size.target}, {"peak", r.batch_size.peak},
+                                {"doubled", r.batch_size.grown}, {"halved", r.batch_size.shrunk}};
   if (r.defrag_config.enabled) {
     const DefragStats& d = r.defrag;
     auto& df = j["defrag"];

@@ -81,6 +81,7 @@ RunReport run_source(Source& src, Backend& backend, const RunOptions& opt, const
   const auto have_pending = [&] { return st == SourceStatus::record; };
   uint64_t packet_index = 0;
   int slot = 0;
+  AdaptiveBatchSize adaptive(opt.policy.adaptive_min_packets, opt.policy.max_packets);
   Defragmenter defrag(opt.defrag);
   std::vector<uint8_t> datagram;  // a reassembled datagram's record, waiting for room when not empty
 
@@ -141,7 +142,7 @@ RunReport run_source(Source& src, Backend& backend, const RunOptions& opt, const
     }
     if (busy[size_t(slot)]) finish(slot);
     PacketBatch& b = backend.batch(slot);
-    const uint32_t cap_pk = std::min(b.capacity, opt.policy.max_packets);
+    const uint32_t cap_pk = std::min(b.capacity, opt.policy.adaptive ? adaptive.target : opt.policy.max_packets);
     b.count = 0;
     b.first_index = packet_index;
     b.fmt = have_pending() ? r.fmt : b.fmt;  // a datagram alone keeps the format it was made in
@@ -218,6 +219,7 @@ RunReport run_source(Source& src, Backend& backend, const RunOptions& opt, const
       b.span_len = uint64_t(span_end - span_start);
     }
     packet_index += b.count - b.reassembled.size();
+    if (opt.policy.adaptive) adaptive.after_batch(b.count, b.count >= cap_pk);
     defrag.tick(b.max_ts_ns);  // datagrams whose fragments stopped coming time out with capture time
     backend.submit(slot);
     busy[size_t(slot)] = true;
@@ -225,6 +227,8 @@ RunReport run_source(Source& src, Backend& backend, const RunOptions& opt, const
     progress.tick(packet_index, src.position(), false);
   }
   finish_all();
+  rep.adaptive = opt.policy.adaptive;
+  rep.batch_size = adaptive;
   defrag.finish();
   rep.defrag_config = opt.defrag;
   rep.defrag = defrag.stats();

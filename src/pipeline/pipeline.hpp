@@ -41,6 +41,35 @@ struct BatchPolicy {
   // max_packets + 1 packets (size_backend_for_defrag does both). Without that room a datagram that
   // does not fit goes to the next batch, and the fragment does not share its verdict.
   uint64_t datagram_room_bytes = 0;
+  // Adaptive batch size (live traffic; FlowShader §IV): batches close at a target size that
+  // AdaptiveBatchSize moves between adaptive_min_packets and max_packets with the load, so that a
+  // quiet link's packets are not held for a large batch to fill. Off: every batch may take
+  // max_packets.
+  bool adaptive = false;
+  uint32_t adaptive_min_packets = 256;
+};
+
+// The adaptive target: it starts at the minimum; a batch that filled it doubles it (the link
+// delivers at least that much between batches: larger batches keep the device busy), and a batch
+// closed by the source's idleness or the timeout at less than half of it halves it (a quiet link:
+// smaller batches go out sooner). Always within [min, max].
+struct AdaptiveBatchSize {
+  uint32_t min = 256, max = 65536, target = 256;
+  uint64_t grown = 0, shrunk = 0;  // times it doubled, halved
+  uint32_t peak = 256;             // largest target reached
+  AdaptiveBatchSize() = default;
+  AdaptiveBatchSize(uint32_t lo, uint32_t hi) : min(lo < 1 ? 1 : (lo > hi ? hi : lo)), max(hi), target(min), peak(min) {}
+  // After a batch of `count` packets; full: it closed because it held `target`.
+  void after_batch(uint32_t count, bool full) {
+    if (full && target < max) {
+      target = target > max / 2 ? max : target * 2;
+      ++grown;
+      if (target > peak) peak = target;
+    } else if (!full && count < target / 2 && target > min) {
+      target = target / 2 < min ? min : target / 2;
+      ++shrunk;
+    }
+  }
 };
 
 // The largest record a reassembled datagram makes: a 65,535-byte IP datagram behind headers of
@@ -78,6 +107,8 @@ struct RunReport {
   uint64_t flow_records = 0;        // flow records delivered (expired, evicted, and at shutdown)
   DefragConfig defrag_config;       // IP fragment reassembly (defrag/defrag.hpp): as run ...
   DefragStats defrag;               // ... and what it did
+  bool adaptive = false;            // BatchPolicy::adaptive: the target at the end, its peak, its moves
+  AdaptiveBatchSize batch_size;
 };
 
 struct RunOptions {

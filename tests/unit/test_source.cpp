@@ -52,9 +52,15 @@ class ScatteredSource final : public Source {
       }
     }
   }
+  // Answers idle once before each of these record positions (a burst of traffic ends there).
+  void idle_before(std::vector<uint64_t> at) { idle_at_ = std::move(at); }
   SourceStatus next(SourceRecord& r, uint64_t) override {
     if (at_ == recs_.size()) return SourceStatus::end;
     if (idle_every_ && ++calls_ % idle_every_ == 0) return SourceStatus::idle;
+    if (next_idle_ < idle_at_.size() && idle_at_[next_idle_] == at_) {
+      ++next_idle_;
+      return SourceStatus::idle;
+    }
     r.rec = recs_[at_];
     r.seq = at_;
     r.ts_ns = info_[at_].ts_ns;
@@ -89,6 +95,8 @@ class ScatteredSource final : public Source {
   std::vector<RecordInfo> info_;
   std::vector<bool> swapped_;
   uint64_t at_ = 0, calls_ = 0, released_ = 0;
+  std::vector<uint64_t> idle_at_;
+  size_t next_idle_ = 0;
 };
 
 struct Outcome {
@@ -166,5 +174,99 @@ TEST(Source, ScatteredRecordsBatchAsTheFileDoes) {
       EXPECT_EQ(got.swapped[k] != cap.format().swapped, first > swap_from) << "batch " << k;
     }
     EXPECT_TRUE(starts_there);
+  }
+}
+
+// Adaptive batching (BatchPolicy::adaptive, live traffic): batch sizes follow the rule — start at
+// the minimum, double after a batch that filled the target, halve after one the source's idleness
+// closed at less than half of it, within [min, max] — computed here from the bursts the source
+// delivers; the packets and their decoding are those of a run without it.
+TEST(Source, AdaptiveBatchSizeFollowsTheLoad) {
+  GenConfig g;
+  g.mode = GenMode::mix;
+  g.packets = 6000;
+  g.flows = 40;
+  const CaptureFile cap = test::generated_capture(g);
+  struct Case {
+    const char* name;
+    std::vector<uint64_t> bursts;  // records between idles; the rest after the last
+    uint32_t min, max;
+  };
+  const std::vector<Case> cases = {
+      {"load then quiet then load", {3000, 20, 20, 20, 5, 1}, 64, 1024},
+      {"steady quiet", {10, 10, 10, 10, 10, 10, 10, 10}, 4, 4096},
+      {"one burst to the maximum", {}, 1, 512},
+      {"minimum above the bursts", {3, 3, 3}, 16, 16},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    ScatteredSource src(cap, 1u << 20, ~0ull, 0);
+    std::vector<uint64_t> idle_at;
+    uint64_t at = 0;
+    for (uint64_t n : c.bursts) idle_at.push_back(at += n);
+    src.idle_before(idle_at);
+    // The expected sizes: the rule over each burst (the last burst: the records left).
+    std::vector<uint64_t> bursts = c.bursts;
+    bursts.push_back(src.records() - at);
+    std::vector<uint32_t> want;
+    uint32_t target = c.min;
+    for (uint64_t left : bursts) {
+      while (left) {
+        const uint32_t take = uint32_t(std::min<uint64_t>(left, target));
+        want.push_back(take);
+        left -= take;
+        if (take == target) target = std::min(c.max, target * 2);
+        else if (take < target / 2) target = std::max(c.min, target / 2);
+      }
+    }
+    BackendConfig bc;
+    bc.batch_packets = c.max;
+    auto be = test::make_backend(bc);
+    RunOptions ro;
+    ro.policy.max_packets = c.max;
+    ro.policy.timeout_ns = 0;
+    ro.policy.adaptive = true;
+    ro.policy.adaptive_min_packets = c.min;
+    ro.want_decoded = true;
+    std::vector<uint32_t> got;
+    std::vector<std::string> rows;
+    DecodedPacket p;
+    const RunReport rep = run_source(src, *be, ro, [&](const PacketBatch& b) {
+      got.push_back(b.count);
+      DecodedView v = const_cast<PacketBatch&>(b).decoded.view();
+      for (uint32_t i = 0; i < b.count; ++i) {
+        load(v, i, p);
+        std::string row;
+        format_decode_row(b.first_index + i + 1, p, row);
+        rows.push_back(row);
+      }
+    });
+    EXPECT_EQ(got, want);
+    EXPECT_TRUE(rep.adaptive);
+    EXPECT_EQ(rep.totals.v[c_packets], src.records());
+    FileSource file(cap);
+    const Outcome plain = run_on(file, c.max);
+    EXPECT_EQ(rows, plain.rows);
+  }
+}
+
+TEST(Source, AdaptiveBatchSizeStaysInItsBounds) {
+  // The rule alone, table-driven: (min, max, [(count, full)...]) -> the targets after each batch.
+  struct Step { uint32_t count; bool full; uint32_t target_after; };
+  struct Case { uint32_t min, max; std::vector<Step> steps; };
+  const std::vector<Case> cases = {
+      {4, 16, {{4, true, 8}, {8, true, 16}, {16, true, 16}, {9, false, 16}, {7, false, 8}, {3, false, 4}, {1, false, 4}}},
+      {5, 12, {{5, true, 10}, {10, true, 12}, {12, true, 12}, {5, false, 6}, {2, false, 5}}},
+      {100, 50, {{50, true, 50}, {1, false, 50}}},  // a minimum above the maximum is the maximum
+      {0, 3, {{1, true, 2}, {2, true, 3}, {1, false, 3}, {0, false, 1}}},
+  };
+  for (const Case& c : cases) {
+    AdaptiveBatchSize a(c.min, c.max);
+    for (const Step& s : c.steps) {
+      a.after_batch(s.count, s.full);
+      EXPECT_EQ(a.target, s.target_after) << "min " << c.min << " max " << c.max << " count " << s.count;
+      EXPECT_GE(a.target, std::min(std::max(c.min, 1u), c.max));
+      EXPECT_LE(a.target, c.max);
+    }
   }
 }
