@@ -111,6 +111,8 @@ void apply_file_config(const FileConfig& fc, Options& o) {
   if (fc.http_request_body_limit) o.app_layer.http.request_body_limit = *fc.http_request_body_limit;
   if (fc.http_response_body_limit) o.app_layer.http.response_body_limit = *fc.http_response_body_limit;
   if (fc.http_decompress_layer_limit) o.app_layer.http.decompress_layer_limit = *fc.http_decompress_layer_limit;
+  if (fc.http_lzma_enabled) o.app_layer.http.lzma_enabled = *fc.http_lzma_enabled;
+  if (fc.http_lzma_memlimit) o.app_layer.http.lzma_memlimit = *fc.http_lzma_memlimit;
 }
 
 int parse_command_line(int argc, char** argv, Options& o) {

@@ -547,8 +547,8 @@ void Http1Conn::end_headers(int dir) {
     // Request bodies are decoded too (Suricata turns libhtp's request decompression on).
     const HttpHeader* ce = find_header(t.req_headers, "content-encoding");
     std::vector<HttpCoding> codings;
-    if (ce) parse_content_codings_htp(ce->value, lim_.decompress_layer_limit, codings);
-    d.dec = codings.empty() ? nullptr : std::make_unique<HttpBodyDecoder>(codings, 0);
+    if (ce) parse_content_codings_htp(ce->value, lim_.decompress_layer_limit, codings, lim_.lzma_enabled);
+    d.dec = codings.empty() ? nullptr : std::make_unique<HttpBodyDecoder>(codings, 0, lim_.lzma_memlimit);
     if (te && contains_nocase(te->value, "chunked")) d.phase = kChunkSize;
     else if (len > 0) d.phase = kBodyLen, d.remain = uint64_t(len);
     else finish_message(dir);
@@ -696,8 +696,8 @@ void Http1Conn::response_headers_done(size_t) {
   // Content-Encoding: the codings of the first header (repeats joined).
   const HttpHeader* ce = find_header(t.resp_headers, "content-encoding");
   std::vector<HttpCoding> codings;
-  if (ce) parse_content_codings_htp(ce->value, lim_.decompress_layer_limit, codings);
-  d.dec = codings.empty() ? nullptr : std::make_unique<HttpBodyDecoder>(codings, 0);
+  if (ce) parse_content_codings_htp(ce->value, lim_.decompress_layer_limit, codings, lim_.lzma_enabled);
+  d.dec = codings.empty() ? nullptr : std::make_unique<HttpBodyDecoder>(codings, 0, lim_.lzma_memlimit);
   if (t.method == "HEAD" || ((code / 100 == 1 || code == 204 || code == 304) && !te && !cl)) {
     finish_message(1);
   } else if (chunked) {

@@ -38,6 +38,8 @@ struct HttpLimits {
   uint32_t response_body_limit = 100 * 1024;  // response-body-limit
   uint32_t header_limit = 18000;              // libhtp's field limit: a line, a header block
   uint32_t decompress_layer_limit = 2;        // response-body-decompress-layer-limit
+  bool lzma_enabled = false;                  // lzma-enabled: lzma bodies decoded (else inspected as sent)
+  uint64_t lzma_memlimit = 1u << 20;          // lzma-memlimit
   uint32_t max_txs = 512;                     // unfinished transactions kept per connection
 };
 

@@ -1,6 +1,7 @@
 // applayer/http_body.cpp — see http_body.hpp.
 #include "applayer/http_body.hpp"
 
+#include <lzma.h>
 #include <zlib.h>
 
 #include <algorithm>
@@ -18,7 +19,8 @@ std::string lower_nonul(const std::string& s) {
 }
 }  // namespace
 
-void parse_content_codings_htp(const std::string& value, uint32_t layer_limit, std::vector<HttpCoding>& out) {
+void parse_content_codings_htp(const std::string& value, uint32_t layer_limit, std::vector<HttpCoding>& out,
+                               bool lzma) {
   out.clear();
   std::string v = lower_nonul(value);
   size_t a = 0, z = v.size();
@@ -27,7 +29,12 @@ void parse_content_codings_htp(const std::string& value, uint32_t layer_limit, s
   v = v.substr(a, z - a);
   if (v == "gzip" || v == "x-gzip") return out.push_back(HttpCoding::gzip);
   if (v == "deflate" || v == "x-deflate") return out.push_back(HttpCoding::deflate);
-  if (v == "lzma" || v == "br" || v == "inflate" || v == "none") return;
+  if (v == "lzma") {
+    if (lzma) out.push_back(HttpCoding::lzma);
+    return;
+  }
+  if (v == "br" || v == "inflate" || v == "none") return;
+  bool lzma_used = false;
   uint32_t layers = 0;
   size_t i = 0;
   while (i < v.size()) {
@@ -40,6 +47,10 @@ void parse_content_codings_htp(const std::string& value, uint32_t layer_limit, s
     if (layer_limit && ++layers > layer_limit) break;
     if (t.find("gzip") != std::string::npos) out.push_back(HttpCoding::gzip);
     else if (t.find("deflate") != std::string::npos) out.push_back(HttpCoding::deflate);
+    else if (lzma && !lzma_used && t.find("lzma") != std::string::npos) {
+      out.push_back(HttpCoding::lzma);
+      lzma_used = true;
+    }
   }
 }
 
@@ -47,8 +58,12 @@ void parse_content_codings_htp(const std::string& value, uint32_t layer_limit, s
 // (gzip -> raw deflate -> zlib -> gzip, deflate -> zlib -> gzip -> deflate) on the current piece,
 // at most 3 times, then passes the data through; an error after output ends the layer.
 struct HttpBodyDecoder::Layer {
-  enum Kind { kGzip, kDeflate, kZlib } kind;
+  enum Kind { kGzip, kDeflate, kZlib, kLzma } kind;
   z_stream z{};
+  lzma_stream xz = LZMA_STREAM_INIT;  // kLzma
+  uint64_t memlimit = 1u << 20;
+  bool capped = false;  // the header's dictionary was past memlimit: output held to it
+  uint64_t made = 0;    // bytes the lzma decoder produced
   bool init = false;
   bool ended = false;        // the stream ended: later input is dropped
   bool dead = false;         // failed after output: later input is dropped
@@ -57,17 +72,86 @@ struct HttpBodyDecoder::Layer {
   std::string head;          // gzip: header bytes gathered so far
   bool head_done = false;
 
-  explicit Layer(HttpCoding c) : kind(c == HttpCoding::gzip ? kGzip : kDeflate) {}
-  ~Layer() {
-    if (init) inflateEnd(&z);
+  Layer(HttpCoding c, uint64_t lzma_memlimit)
+      : kind(c == HttpCoding::gzip ? kGzip : c == HttpCoding::lzma ? kLzma : kDeflate), memlimit(lzma_memlimit) {}
+  ~Layer() { end(); }
+
+  void end() {
+    if (!init) return;
+    if (kind == kLzma) lzma_end(&xz);
+    else inflateEnd(&z);
+    init = false;
   }
 
   void reset() {
-    if (init) inflateEnd(&z);
+    end();
+    head.clear();
+    head_done = kind != kGzip && kind != kLzma;
+    if (kind == kLzma) {
+      xz = LZMA_STREAM_INIT;
+      capped = false;
+      made = 0;
+      init = true;  // the decoder starts once the header is in (run_lzma)
+      return;
+    }
     z = z_stream{};
     init = inflateInit2(&z, kind == kZlib ? 15 : -15) == Z_OK;
-    head.clear();
-    head_done = kind != kGzip;
+  }
+
+  // lzma: the 13-byte header gathered, its size field made "unknown" (libhtp decodes to the end
+  // marker or the data's end whatever it says), then liblzma's .lzma decoder over the rest.
+  bool run_lzma(const uint8_t* p, size_t n, std::string& got, size_t room) {
+    constexpr size_t kHead = 13;
+    std::string tmp;
+    if (!head_done) {
+      const size_t take = std::min(n, kHead - head.size());
+      head.append(reinterpret_cast<const char*>(p), take);
+      p += take;
+      n -= take;
+      if (head.size() < kHead) return true;
+      head_done = true;
+      std::memset(head.data() + 5, 0xff, 8);
+      // libhtp grows the dictionary with the output, up to the memory limit: a stream may declare
+      // a larger dictionary than the limit and still decode while its output stays under it.
+      // liblzma allocates the declared dictionary, so the header's is cut to the limit (a power of
+      // two, as the format wants) and the output is held to the limit instead.
+      uint32_t dict = 0;
+      for (int k = 0; k < 4; ++k) dict |= uint32_t(uint8_t(head[1 + k])) << (8 * k);
+      capped = dict > memlimit;
+      if (capped) {
+        uint32_t d = 4096;
+        while (uint64_t(d) * 2 <= memlimit && d < (1u << 30)) d *= 2;
+        for (int k = 0; k < 4; ++k) head[1 + k] = char((d >> (8 * k)) & 0xff);
+      }
+      if (lzma_alone_decoder(&xz, UINT64_MAX) != LZMA_OK) return false;
+      tmp = head + std::string(reinterpret_cast<const char*>(p), n);
+      p = reinterpret_cast<const uint8_t*>(tmp.data());
+      n = tmp.size();
+    }
+    uint8_t buf[16384];
+    xz.next_in = p;
+    xz.avail_in = n;
+    while (xz.avail_in > 0 && got.size() < room) {
+      xz.next_out = buf;
+      xz.avail_out = sizeof buf;
+      const lzma_ret rc = lzma_code(&xz, LZMA_RUN);
+      size_t k = sizeof buf - xz.avail_out;
+      if (capped && made + k > memlimit) {  // past the limit: what fits, then an error
+        k = size_t(memlimit - made);
+        got.append(reinterpret_cast<const char*>(buf), std::min(k, room - got.size()));
+        made += k;
+        return false;
+      }
+      made += k;
+      got.append(reinterpret_cast<const char*>(buf), std::min(k, room - got.size()));
+      if (rc == LZMA_STREAM_END) {
+        ended = true;
+        return true;
+      }
+      if (rc == LZMA_BUF_ERROR && k == 0) return true;
+      if (rc != LZMA_OK) return false;  // data or header error, or past memlimit
+    }
+    return true;
   }
 
   // The gzip header at the start of head: its length, 0 while more is needed, -1 not gzip.
@@ -98,6 +182,7 @@ struct HttpBodyDecoder::Layer {
   bool run(const uint8_t* p, size_t n, std::string& got, size_t room) {
     if (!init) reset();
     if (!init) return false;
+    if (kind == kLzma) return run_lzma(p, n, got, room);
     std::string tmp;
     if (kind == kGzip && !head_done) {
       head.append(reinterpret_cast<const char*>(p), n);
@@ -146,7 +231,7 @@ struct HttpBodyDecoder::Layer {
         dead = true;
         return;
       }
-      if (++restarts > 3) {
+      if (kind == kLzma || ++restarts > 3) {  // lzma: no other format to try
         passthrough = true;
         out.append(reinterpret_cast<const char*>(p), std::min(n, limit - out.size()));
         return;
@@ -157,10 +242,10 @@ struct HttpBodyDecoder::Layer {
   }
 };
 
-HttpBodyDecoder::HttpBodyDecoder(const std::vector<HttpCoding>& codings, uint32_t layer_limit) {
+HttpBodyDecoder::HttpBodyDecoder(const std::vector<HttpCoding>& codings, uint32_t layer_limit, uint64_t lzma_memlimit) {
   // The last coding applied is undone first.
   for (auto it = codings.rbegin(); it != codings.rend() && (!layer_limit || layers_.size() < layer_limit); ++it)
-    layers_.push_back(std::make_unique<Layer>(*it));
+    layers_.push_back(std::make_unique<Layer>(*it, lzma_memlimit));
 }
 
 HttpBodyDecoder::~HttpBodyDecoder() = default;

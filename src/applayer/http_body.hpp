@@ -1,8 +1,10 @@
-// applayer/http_body.hpp — Content-Encoding of HTTP bodies: gzip and deflate, layered, with zlib.
+// applayer/http_body.hpp — Content-Encoding of HTTP bodies: gzip and deflate (zlib) and lzma
+// (liblzma), layered.
 //
 // A body declared `Content-Encoding: gzip, deflate` (or in several headers) was compressed with
 // each coding in turn; decoding runs them backwards. Which codings count, as libhtp does:
-// gzip/x-gzip and deflate/x-deflate; `identity` and empty tokens are skipped; any other token
+// gzip/x-gzip and deflate/x-deflate, and lzma when enabled (Suricata's lzma-enabled, off by
+// default: an lzma body is then inspected as sent); `identity` and empty tokens are skipped; any other token
 // ends the list (what follows it is not decoded). At most `layer_limit` layers are decoded
 // (Suricata's response-body-decompress-layer-limit, default 2), the outer ones first.
 //
@@ -13,6 +15,13 @@
 // inspection; an error right after the first output ends the layer (later data is dropped). Data
 // after the end of a compressed stream is dropped. Output is bounded by the caller's limit:
 // decoding stops once `limit` bytes came out (counted by the caller as a body cut short).
+//
+// lzma, as libhtp: the 13-byte header of the .lzma format (5 bytes of properties, 8 of size), then
+// the LZMA stream decoded until its end marker or the body's end, whatever the header's size says;
+// the decoder's dictionary is bounded by lzma_memlimit (Suricata's lzma-memlimit, 1 MiB by
+// default) as libhtp bounds it: its dictionary grows with the output, so a stream that declares a
+// larger one decodes until its output reaches the limit, and then fails. An lzma layer that fails
+// before any output passes its data through; after output it ends (what it made is kept).
 #pragma once
 #include <cstdint>
 #include <memory>
@@ -21,18 +30,21 @@
 
 namespace gaspp {
 
-enum class HttpCoding : uint8_t { gzip, deflate };
+enum class HttpCoding : uint8_t { gzip, deflate, lzma };
 
 // A Content-Encoding value (repeated headers joined with ", ") as libhtp reads it: the whole value
 // gzip, x-gzip, deflate or x-deflate; else split on ',' and ' ', each token a layer (at most
 // layer_limit, 0: no limit, unknown tokens count), one that contains "gzip" or "deflate" that
-// coding. out: the codings in the order they were applied (the last is undone first).
-void parse_content_codings_htp(const std::string& value, uint32_t layer_limit, std::vector<HttpCoding>& out);
+// coding (one that contains "lzma": lzma when `lzma`, at most one such layer). out: the codings in
+// the order they were applied (the last is undone first).
+void parse_content_codings_htp(const std::string& value, uint32_t layer_limit, std::vector<HttpCoding>& out,
+                               bool lzma = false);
 
 class HttpBodyDecoder {
  public:
-  // codings: as parse_content_codings_htp gave them (first applied first); layer_limit: 0 none.
-  HttpBodyDecoder(const std::vector<HttpCoding>& codings, uint32_t layer_limit);
+  // codings: as parse_content_codings_htp gave them (first applied first); layer_limit: 0 none;
+  // lzma_memlimit: bytes an lzma layer's decoder may use.
+  HttpBodyDecoder(const std::vector<HttpCoding>& codings, uint32_t layer_limit, uint64_t lzma_memlimit = 1u << 20);
   ~HttpBodyDecoder();
   HttpBodyDecoder(const HttpBodyDecoder&) = delete;
   HttpBodyDecoder& operator=(const HttpBodyDecoder&) = delete;

@@ -93,6 +93,15 @@ uint64_t size_value(const std::string& path, const YAML::Node& n, const std::str
   return v * mult;
 }
 
+// A yes/no switch as suricata.yaml writes them (yes/no, true/false, on/off, 1/0).
+bool yes_no(const std::string& path, const YAML::Node& n, const std::string& key) {
+  const std::string t = scalar(path, n, key);
+  if (t == "yes" || t == "true" || t == "on" || t == "1") return true;
+  if (t == "no" || t == "false" || t == "off" || t == "0") return false;
+  fail(path, n, key + ": yes or no, not '" + t + "'");
+  return false;
+}
+
 // app-layer: the HTTP parser's limits from protocols.http.libhtp.default-config; the rest is
 // listed as ignored.
 void app_layer_section(const std::string& path, const YAML::Node& v, FileConfig& c) {
@@ -111,10 +120,12 @@ void app_layer_section(const std::string& path, const YAML::Node& v, FileConfig&
       if (k == "request-body-limit") c.http_request_body_limit = uint32_t(std::min<uint64_t>(size_value(path, kv.second, k), 0xffffffffu));
       else if (k == "response-body-limit") c.http_response_body_limit = uint32_t(std::min<uint64_t>(size_value(path, kv.second, k), 0xffffffffu));
       else if (k == "response-body-decompress-layer-limit") c.http_decompress_layer_limit = uint32_t(std::min<uint64_t>(size_value(path, kv.second, k), 0xffffffffu));
+      else if (k == "lzma-enabled") c.http_lzma_enabled = yes_no(path, kv.second, k);
+      else if (k == "lzma-memlimit") c.http_lzma_memlimit = size_value(path, kv.second, k);
       else other = true;
     }
   }
-  if (other || !d || !v.IsMap() || v.size() > 1 || !protocols || protocols.size() > 1) c.ignored.push_back("app-layer (all but the HTTP body and decompression limits)");
+  if (other || !d || !v.IsMap() || v.size() > 1 || !protocols || protocols.size() > 1) c.ignored.push_back("app-layer (all but the HTTP body and decompression limits and lzma)");
 }
 
 // suricata.yaml's defrag section (defrag/defrag.hpp): memcap, trackers, max-frags and timeout are
@@ -193,13 +204,7 @@ void stream_section(const std::string& path, const YAML::Node& v, FileConfig& c)
 // switches are read (yes/no, true/false); everything else in the section is listed as ignored.
 void outputs_section(const std::string& path, const YAML::Node& v, FileConfig& c) {
   if (!v.IsSequence()) fail(path, v, "outputs: expected a list of outputs");
-  const auto yes = [&](const YAML::Node& n, const std::string& key) {
-    const std::string t = scalar(path, n, key);
-    if (t == "yes" || t == "true" || t == "on" || t == "1") return true;
-    if (t == "no" || t == "false" || t == "off" || t == "0") return false;
-    fail(path, n, key + ": yes or no, not '" + t + "'");
-    return false;
-  };
+  const auto yes = [&](const YAML::Node& n, const std::string& key) { return yes_no(path, n, key); };
   for (const auto& out : v) {
     if (!out.IsMap()) continue;
     for (const auto& kv : out) {

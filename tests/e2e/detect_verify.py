@@ -55,7 +55,6 @@ KNOWN_FAILURES = {
     "bug-5929-02": "HTTP/2 (the test enables HTTP/2 with `http1-rules`: HTTP/1 signatures on HTTP/2 requests); gaspp has no HTTP/2 parser",
     "http2-long-frame": "HTTP/2 is not parsed",
     "eve-metadata": "the checks want alerts' metadata from flowbits named traffic/id/... and traffic/label/..., and pcre captures into pkt/flow variables (skipped rules); neither is supported",
-    "http-evader/http-evader-116-lzma": "lzma Content-Encoding is not decoded",
     "http-evader/http-evader-405": "a deformed end of the header block (CR/LF mixes): where libhtp's headers end differs from gaspp's",
 }
 

@@ -151,7 +151,7 @@ TEST(Config, RealSuricataYaml) {
       EXPECT_EQ(c.flow_timeouts->normal[p][s], d.normal[p][s]);
       EXPECT_EQ(c.flow_timeouts->emergency[p][s], d.emergency[p][s]);
     }
-  for (const char* s : {"outputs (all but eve-log's alert payload, packet and verdict)", "af-packet", "app-layer (all but the HTTP body and decompression limits)",
+  for (const char* s : {"outputs (all but eve-log's alert payload, packet and verdict)", "af-packet", "app-layer (all but the HTTP body and decompression limits and lzma)",
                         "stream (all but reassembly.urgent)", "detect"})
     EXPECT_NE(std::find(c.ignored.begin(), c.ignored.end(), s), c.ignored.end()) << s;
   // Its defrag section, in Suricata's size syntax ("32 MiB"): the defaults, which are ours.

@@ -5,6 +5,7 @@
 #include <openssl/bn.h>
 #include <openssl/evp.h>
 #include <openssl/x509.h>
+#include <lzma.h>
 #include <zlib.h>
 
 #include <string>
@@ -181,6 +182,96 @@ TEST(Http1, BodyLimitCutsAndCounts) {
   EXPECT_EQ(st.bodies_truncated, 1u);
 }
 
+// lzma (lzma-enabled): the body compressed here with liblzma's .lzma encoder (the oracle) decodes
+// to the original at every piece size; with lzma off (Suricata's default) the body is inspected as
+// sent, and with a memory limit under the stream's dictionary it passes through from the piece
+// where decoding failed.
+std::string lzma_alone(const std::string& in, uint32_t dict_size, bool size_known) {
+  lzma_options_lzma o;
+  EXPECT_FALSE(lzma_lzma_preset(&o, 6));
+  o.dict_size = dict_size;
+  lzma_stream z = LZMA_STREAM_INIT;
+  EXPECT_EQ(lzma_alone_encoder(&z, &o), LZMA_OK);
+  std::string out(in.size() + 4096, '\0');
+  z.next_in = reinterpret_cast<const uint8_t*>(in.data());
+  z.avail_in = in.size();
+  z.next_out = reinterpret_cast<uint8_t*>(out.data());
+  z.avail_out = out.size();
+  EXPECT_EQ(lzma_code(&z, LZMA_FINISH), LZMA_STREAM_END);
+  out.resize(z.total_out);
+  lzma_end(&z);
+  if (size_known)  // the .lzma header's size field (the encoder writes "unknown"): libhtp ignores it
+    for (int k = 0; k < 8; ++k) out[5 + k] = char(k < 4 ? (in.size() >> (8 * k)) & 0xff : 0);
+  return out;
+}
+
+// The first response's body after the request and the response went through a connection in
+// pieces of `piece` bytes, with lzma on or off; "<no transaction>" when none came out.
+std::string lzma_response_body(bool enabled, uint64_t memlimit, const std::string& req, const std::string& resp,
+                               size_t piece, HttpStats& st) {
+  HttpLimits lim;
+  lim.lzma_enabled = enabled;
+  lim.lzma_memlimit = memlimit;
+  lim.response_body_limit = 1u << 20;
+  Http1Conn conn(lim, st);
+  conn.feed(0, reinterpret_cast<const uint8_t*>(req.data()), req.size());
+  for (size_t at = 0; at < resp.size(); at += piece)
+    conn.feed(1, reinterpret_cast<const uint8_t*>(resp.data()) + at, std::min(piece, resp.size() - at));
+  conn.end(0);
+  conn.end(1);
+  return conn.txs().size() == 1 ? conn.txs()[0]->response_body : "<no transaction>";
+}
+
+TEST(Http1, LzmaBodiesAsLibhtp) {
+  std::string body;
+  for (int i = 0; i < 400; ++i) body += "line " + std::to_string(i) + " of the EICAR-like test body\n";
+  const std::string req = "GET /x HTTP/1.1\r\nHost: example.com\r\n\r\n";
+  struct Case {
+    const char* name;
+    bool enabled;
+    uint64_t memlimit;
+    uint32_t dict;
+    bool size_known;
+    std::string coding;
+    bool decoded;  // else the body as sent
+  };
+  const std::vector<Case> cases = {
+      {"lzma", true, 1u << 20, 1u << 16, false, "lzma", true},
+      {"lzma with its size in the header", true, 1u << 20, 1u << 16, true, "lzma", true},
+      {"lzma as a token", true, 1u << 20, 1u << 16, false, "identity, lzma", true},
+      {"lzma off (the default)", false, 1u << 20, 1u << 16, false, "lzma", false},
+      {"declared dictionary past the memory limit, output under it", true, 1u << 20, 8u << 20, false, "lzma", true},
+      {"a memory limit of exactly the dictionary", true, 1u << 16, 1u << 16, false, "lzma", true},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    const std::string z = lzma_alone(body, c.dict, c.size_known);
+    const std::string resp = "HTTP/1.1 200 OK\r\nContent-Encoding: " + c.coding +
+                             "\r\nContent-Length: " + std::to_string(z.size()) + "\r\n\r\n" + z;
+    for (size_t piece : {size_t(1), size_t(7), size_t(13), size_t(100), resp.size()}) {
+      HttpStats st;
+      EXPECT_EQ(lzma_response_body(c.enabled, c.memlimit, req, resp, piece, st), c.decoded ? body : z)
+          << "piece " << piece;
+    }
+  }
+}
+
+TEST(Http1, LzmaOutputHeldToTheMemoryLimit) {
+  // A stream whose dictionary is past lzma-memlimit decodes until its output reaches the limit,
+  // then the layer ends with what it made (libhtp: its dictionary cannot grow further).
+  std::string body;
+  for (int i = 0; i < 800; ++i) body += "line " + std::to_string(i) + " of a body longer than the limit\n";
+  const std::string z = lzma_alone(body, 1u << 16, false);
+  const std::string req = "GET /x HTTP/1.1\r\nHost: example.com\r\n\r\n";
+  const std::string resp = "HTTP/1.1 200 OK\r\nContent-Encoding: lzma\r\nContent-Length: " + std::to_string(z.size()) +
+                           "\r\n\r\n" + z;
+  for (size_t piece : {size_t(1), size_t(64), resp.size()}) {
+    HttpStats st;
+    EXPECT_EQ(lzma_response_body(true, 8192, req, resp, piece, st), body.substr(0, 8192)) << "piece " << piece;
+    EXPECT_EQ(st.decode_failures, 1u) << "piece " << piece;
+  }
+}
+
 TEST(Http1, ContentCodingTokensAsLibhtp) {
   struct T {
     const char* value;
@@ -200,6 +291,20 @@ TEST(Http1, ContentCodingTokensAsLibhtp) {
     std::vector<HttpCoding> got;
     parse_content_codings_htp(t.value, t.limit, got);
     EXPECT_EQ(got, t.want) << t.value << " limit " << t.limit;
+  }
+  // lzma only when enabled, one layer at most.
+  const T lz[] = {
+      {"lzma", 2, {HttpCoding::lzma}},
+      {"LZMA", 2, {HttpCoding::lzma}},
+      {"lzma, gzip", 2, {HttpCoding::lzma, HttpCoding::gzip}},
+      {"lzma, lzma", 2, {HttpCoding::lzma}},
+  };
+  for (const T& t : lz) {
+    std::vector<HttpCoding> got, off;
+    parse_content_codings_htp(t.value, t.limit, got, true);
+    EXPECT_EQ(got, t.want) << t.value;
+    parse_content_codings_htp(t.value, t.limit, off, false);
+    for (HttpCoding c : off) EXPECT_NE(c, HttpCoding::lzma) << t.value;
   }
 }
 
