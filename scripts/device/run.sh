@@ -34,10 +34,12 @@
 #                  the generator's HTTP and mix and the largest real capture, the flows sharded
 #                  over backends of 1 and 4 threads, libnids on one core, the host's memory-read
 #                  limit, gaspp end to end; JSON in $OUT/bench_cpu.json
-#   run.sh shards | shards-1 | shards-2  the sharded backend (backend/sharded/) on CUDA: its unit
-#                  tests, then the CLI's outputs with the flows sharded against one GPU and the CPU
-#                  backend on every capture and the generator's workloads (--gpus 2 where two GPUs
-#                  are present, else two shards on one GPU); shards-1/-2: the halves of the captures
+#   run.sh shards | shards-1 .. shards-4  the sharded backend (backend/sharded/) on CUDA: its unit
+#                  tests and a memcheck of the sharded CLI (shards-1), then the CLI's outputs with the
+#                  flows sharded against one GPU and the CPU backend on every capture and the
+#                  generator's workloads (--gpus 2 where two GPUs are present, else two shards on one
+#                  GPU); shards-1..4: a quarter of the captures each (a half took over 10 minutes on
+#                  two H100s)
 #   run.sh bench-multi  bench_multi_gpu: one GPU against the flows sharded over every GPU (two
 #                  shards on one GPU where there is one), with each link's H2D limit alone and
 #                  together; JSON in $OUT/multi-gpu.json
@@ -110,9 +112,9 @@ equivalence|equivalence-1|equivalence-2)
   python3 tests/e2e/backend_equivalence.py $B/gaspp --generate $part bundle/data/pcaps > "$OUT/$cmd.log" 2>&1
   check "equivalence"; grep -v "^ok " "$OUT/$cmd.log" | tail -20; grep -c "^ok " "$OUT/$cmd.log"
   ;;
-shards|shards-1|shards-2)
+shards|shards-1|shards-2|shards-3|shards-4)
   gpus=$(nvidia-smi -L | wc -l)
-  if [ "$cmd" != shards-2 ]; then
+  if [ "$cmd" = shards ] || [ "$cmd" = shards-1 ]; then
     step "sharded backend unit tests on CUDA"
     GASPP_TEST_BACKEND=cuda $B/gaspp_unit_tests --gtest_filter='*Sharded*:ShardOfPacket*' 2>&1 | tail -3
     check "sharded unit tests"
@@ -133,7 +135,7 @@ shards|shards-1|shards-2)
   fi
   if [ "$gpus" -ge 2 ]; then sides="--backend cuda;--backend cuda --gpus 2;--backend cuda --gpus 2 --shards 3;--backend cpu --shards 2"
   else sides="--backend cuda;--backend cuda --shards 2;--backend cpu --shards 3"; fi
-  part=""; [ "$cmd" != shards ] && part="--part ${cmd#shards-}/2"
+  part=""; [ "$cmd" != shards ] && part="--part ${cmd#shards-}/4"
   step "sharded outputs against one backend ($gpus GPU(s)): $sides $part"
   python3 tests/e2e/backend_equivalence.py $B/gaspp --generate $part --sides "$sides" bundle/data/pcaps > "$OUT/$cmd.log" 2>&1
   check "shard equivalence"; grep -v "^ok " "$OUT/$cmd.log" | tail -20; grep -c "^ok " "$OUT/$cmd.log"
