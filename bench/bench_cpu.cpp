@@ -56,12 +56,7 @@ double measure(Stages st, const CaptureFile& cap, uint32_t batch, uint64_t packe
       be = make_cpu_backend(bc);
     } else {
       std::vector<std::unique_ptr<Backend>> parts;
-      for (int k = 0; k < shards; ++k) {
-        BackendConfig sc = bc;
-        sc.threads = std::max(1, threads / shards);
-        sc.flow.capacity = std::max<uint32_t>(bc.flow.capacity / uint32_t(shards), 64u);
-        parts.push_back(make_cpu_backend(sc));
-      }
+      for (int k = 0; k < shards; ++k) parts.push_back(make_cpu_backend(shard_config(bc, k, shards, false, 1)));
       be = make_sharded_backend(std::move(parts), bc, threads);
     }
     const double s = checked_pass(*be, cap, batches, packets, "bench_cpu");

@@ -62,11 +62,7 @@ Result measure(int gpus, int shards, Stage stage, bool slice, const std::string&
       be = make_cuda_backend(bc);
     } else {
       std::vector<std::unique_ptr<Backend>> parts;
-      for (int k = 0; k < shards; ++k) {
-        BackendConfig sc = bc;
-        sc.device = k % gpus;
-        parts.push_back(make_cuda_backend(sc));
-      }
+      for (int k = 0; k < shards; ++k) parts.push_back(make_cuda_backend(shard_config(bc, k, shards, true, gpus)));
       be = make_sharded_backend(std::move(parts), bc, 0);
     }
     std::vector<uint64_t> counts;
@@ -119,13 +115,9 @@ double placement_mpps(const CaptureFile& cap, const std::vector<BatchDesc>& batc
                         cap.link(), 0, DecodedView{}, nullptr, false, false};
       pool.parallel_for(d.rec_off.size(), [&](uint64_t lo, uint64_t hi, int) {
         DecodedPacket p;
-        DecodedView one;
-#define GASPP_X(type, name, n) one.name = p.name;
-        GASPP_DECODED_FIELDS(GASPP_X)
-#undef GASPP_X
         for (uint64_t i = lo; i < hi; ++i) {
           decode_batch_packet(v, uint32_t(i), p);
-          owner[i] = shard_of_packet(one, uint32_t(i), uint32_t(shards), false, false);
+          owner[i] = shard_of_packet(p, uint32_t(i), uint32_t(shards), false, false);
         }
       });
     }

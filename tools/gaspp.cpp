@@ -30,7 +30,6 @@
 #include <map>
 #include <stdexcept>
 #include <string>
-#include <thread>
 
 #include <CLI/CLI.hpp>
 
@@ -281,17 +280,8 @@ int main(int argc, char** argv) {
       backend = on_cpu ? make_cpu_backend(bc) : make_cuda_backend(bc);
     } else {
       std::vector<std::unique_ptr<Backend>> parts;
-      const int threads = bc.threads > 0 ? bc.threads : int(std::max(1u, std::thread::hardware_concurrency()));
       for (int k = 0; k < shards; ++k) {
-        BackendConfig sc = bc;
-        // CPU shards share the host's memory: the configured table is split between them (flows
-        // spread evenly by the shard hash). A GPU's shard has the whole table in its own memory.
-        if (on_cpu) {
-          sc.threads = std::max(1, threads / shards);
-          sc.flow.capacity = std::max<uint32_t>(bc.flow.capacity / uint32_t(shards), 64u);
-        } else {
-          sc.device = bc.device + k % gpus;
-        }
+        const BackendConfig sc = shard_config(bc, k, shards, !on_cpu, gpus);
         parts.push_back(on_cpu ? make_cpu_backend(sc) : make_cuda_backend(sc));
       }
       backend = make_sharded_backend(std::move(parts), bc, bc.threads);

@@ -216,7 +216,7 @@ TEST(ShardOfPacket, BothDirectionsOfAFlowShareAShard) {
   uint32_t i = 0;
   while (w.next(r)) {
     decode_record(cap.data() + r.offset, cap.size() - r.offset, cap.format(), cap.link(), p);
-    const uint32_t s = shard_of_packet(one, i++, 5, false, false);
+    const uint32_t s = shard_of_packet(p, i++, 5, false, false);
     ASSERT_LT(s, 5u);
     ++per_shard[s];
     FlowKey k;

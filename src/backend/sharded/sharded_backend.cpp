@@ -13,8 +13,18 @@
 
 namespace gaspp {
 
-uint32_t shard_of_packet(const DecodedView& one, uint32_t index, uint32_t n, bool vlan_in_key, bool defrag) {
+namespace {
+int hardware_threads() { return int(std::max(1u, std::thread::hardware_concurrency())); }
+}  // namespace
+
+uint32_t shard_of_packet(const DecodedPacket& p, uint32_t index, uint32_t n, bool vlan_in_key, bool defrag) {
   if (n <= 1) return 0;
+  // The packet as a one-packet view (flow_key_of reads views; it writes nothing).
+  DecodedPacket& q = const_cast<DecodedPacket&>(p);
+  DecodedView one;
+#define GASPP_X(type, name, n) one.name = q.name;
+  GASPP_DECODED_FIELDS(GASPP_X)
+#undef GASPP_X
   FlowKey k;
   bool from_lo = false;
   if (flow_key_of(one, 0, vlan_in_key, defrag, k, from_lo) != FlowSkip::none) return index % n;
@@ -23,17 +33,19 @@ uint32_t shard_of_packet(const DecodedView& one, uint32_t index, uint32_t n, boo
   return uint32_t((uint64_t(mix32(flow_key_hash(k) ^ 0x85ebca6bu)) * n) >> 32);
 }
 
-namespace {
-
-DecodedView view_of(DecodedPacket& p) {
-  DecodedView v;
-#define GASPP_X(type, name, n) v.name = p.name;
-  GASPP_DECODED_FIELDS(GASPP_X)
-#undef GASPP_X
-  return v;
+BackendConfig shard_config(const BackendConfig& cfg, int k, int n, bool cuda, int gpus) {
+  BackendConfig sc = cfg;
+  if (cuda) {
+    sc.device = cfg.device + k % std::max(gpus, 1);
+  } else {
+    const int threads = cfg.threads > 0 ? cfg.threads : hardware_threads();
+    sc.threads = std::max(1, threads / n);
+    sc.flow.capacity = std::max<uint32_t>(cfg.flow.capacity / uint32_t(n), 64u);
+  }
+  return sc;
 }
 
-int hardware_threads() { return int(std::max(1u, std::thread::hardware_concurrency())); }
+namespace {
 
 class ShardedBackend final : public Backend {
  public:
@@ -228,7 +240,6 @@ class ShardedBackend final : public Backend {
                       cfg_.flow.defrag};
     split_pool_.parallel_for(n, [&](uint64_t lo, uint64_t hi, int) {
       DecodedPacket p;
-      const DecodedView one = view_of(p);
       constexpr uint64_t kAhead = 6;  // records in flight, as the CPU backend's decode keeps
       for (uint64_t i = lo; i < hi; ++i) {
         if (i + kAhead < hi) {
@@ -237,10 +248,8 @@ class ShardedBackend final : public Backend {
           __builtin_prefetch(r + 64);
         }
         decode_batch_packet(v, uint32_t(i), p);
-        sl.owner[i] = shard_of_packet(one, uint32_t(i), n_, cfg_.flow.vlan_in_key, cfg_.flow.defrag);
-        const uint64_t room = b.span_len - b.h_rec_off[i];
-        const uint64_t cap = room >= kRecordHeaderBytes ? read_record_header(b.h_span + b.h_rec_off[i], b.fmt).cap_len : 0;
-        sl.rec_bytes[i] = uint32_t(kRecordHeaderBytes + std::min<uint64_t>(cap, room >= 16 ? room - 16 : 0));
+        sl.owner[i] = shard_of_packet(p, uint32_t(i), n_, cfg_.flow.vlan_in_key, cfg_.flow.defrag);
+        sl.rec_bytes[i] = uint32_t(kRecordHeaderBytes + p.cap_len[0]);  // the decoder clipped it to the span
       }
     });
   }

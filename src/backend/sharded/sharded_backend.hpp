@@ -41,9 +41,14 @@
 
 namespace gaspp {
 
-// The shard (0..n-1) of packet `index` of a batch, from its decoded fields (one packet at 0).
-// vlan_in_key and defrag as in FlowConfig.
-uint32_t shard_of_packet(const DecodedView& one, uint32_t index, uint32_t n, bool vlan_in_key, bool defrag);
+// The shard (0..n-1) of packet `index` of a batch, from its decoded fields. vlan_in_key and
+// defrag as in FlowConfig.
+uint32_t shard_of_packet(const DecodedPacket& p, uint32_t index, uint32_t n, bool vlan_in_key, bool defrag);
+
+// The configuration of shard k of n, from the one the run was given: CPU shards share the host, so
+// they split its threads (cfg.threads, 0: all hardware threads) and the flow table between them;
+// a CUDA shard runs on device cfg.device + k mod gpus, with the whole table in its own memory.
+BackendConfig shard_config(const BackendConfig& cfg, int k, int n, bool cuda, int gpus);
 
 // shards: at least one backend, built from the same configuration (but for the device and the
 // threads). split_threads: host threads that place packets (0: all hardware threads).
