@@ -125,14 +125,6 @@ double gaspp_mpps(const std::string& gaspp, const std::string& path, int threads
   return median(v);
 }
 
-std::string device_name() {
-  std::ifstream in("/proc/cpuinfo");
-  std::string line;
-  while (std::getline(in, line))
-    if (line.rfind("model name", 0) == 0) return line.substr(line.find(':') + 2);
-  return "unknown CPU";
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -162,7 +154,7 @@ int main(int argc, char** argv) {
   std::vector<int> counts;
   for (int t = 1; t < max_threads; t *= 2) counts.push_back(t);
   counts.push_back(max_threads);
-  const std::string device = device_name();
+  const std::string device = cpu_model_name();
   std::printf("host: %s, %d threads used at most\n", device.c_str(), max_threads);
 
   std::vector<uint64_t> buf((1ull << 30) / 8);

@@ -22,6 +22,23 @@ inline double median(std::vector<double> v) {
   return v[v.size() / 2];
 }
 
+// The host CPU's model name (/proc/cpuinfo).
+inline std::string cpu_model_name() {
+  std::FILE* f = std::fopen("/proc/cpuinfo", "r");
+  char line[512];
+  std::string name = "unknown CPU";
+  while (f && std::fgets(line, sizeof line, f)) {
+    const std::string l = line;
+    if (l.rfind("model name", 0) == 0 && l.find(':') != std::string::npos) {
+      name = l.substr(l.find(':') + 2);
+      while (!name.empty() && name.back() == '\n') name.pop_back();
+      break;
+    }
+  }
+  if (f) std::fclose(f);
+  return name;
+}
+
 // Writes `text` to `path` (nothing when path is empty); false after printing why if it cannot.
 inline bool write_file(const std::string& path, const std::string& text) {
   if (path.empty()) return true;

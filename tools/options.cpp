@@ -258,6 +258,7 @@ int parse_command_line(int argc, char** argv, Options& o) {
       });
   // A BPF filter as tcpdump takes it: -f EXPR, or the words after the options.
   std::string adaptive_flag;  // --batch-adaptive as given ("": the default for the input)
+  int64_t linger_us = 0;      // --batch-linger-us
   std::string filter_flag;
   std::vector<std::string> filter_words;
   app.add_option("-f", filter_flag, "BPF filter (tcpdump syntax): only the packets it accepts are processed")
@@ -295,6 +296,13 @@ int parse_command_line(int argc, char** argv, Options& o) {
       [&](const std::string& v) {
         if (v != "on" && v != "off") return fail("--batch-adaptive: on or off, not '" + v + "'");
         adaptive_flag = v;
+        return true;
+      });
+  opt("--batch-linger-us", "US",
+      "live traffic: how long an open batch waits for the next packet once the ring has none ready, before it "
+      "goes out as it is (default 0: at once; under load the ring always has more)", kRun,
+      [&](const std::string& v) {
+        linger_us = int64_t(parse_bounded("--batch-linger-us", v.c_str(), 0, 10'000'000));
         return true;
       });
   opt("--batch-min", "N", "the adaptive batch size's smallest value (default 256)", kRun, [&](const std::string& v) {
@@ -554,6 +562,10 @@ int parse_command_line(int argc, char** argv, Options& o) {
     o.live.ignore_outgoing = true;  // what gaspp forwards is not captured again
   }
   ro.policy.adaptive = adaptive_flag.empty() ? !o.ifaces.empty() : adaptive_flag == "on";
+  if (!o.ifaces.empty()) {  // live: batches go out when the ring runs dry; latency is measured
+    ro.policy.linger_ns = uint64_t(linger_us) * 1000ull;
+    ro.measure_latency = true;
+  }
   if (input.empty() && o.ifaces.empty()) {
     std::fputs(app.help().c_str(), stderr);
     return 1;

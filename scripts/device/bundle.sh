@@ -11,7 +11,7 @@ cmake --build build
 rm -rf bundle
 mkdir -p bundle/bin bundle/lib bundle/data
 cp build/gaspp build/tests/gaspp_unit_tests build/bench/bench_decode build/bench/bench_flow build/bench/bench_stream \
-  build/bench/bench_firewall build/bench/bench_detect build/bench/bench_modules build/bench/bench_head_limits build/bench/bench_eve build/bench/bench_cpu build/bench/bench_multi_gpu \
+  build/bench/bench_firewall build/bench/bench_detect build/bench/bench_modules build/bench/bench_head_limits build/bench/bench_eve build/bench/bench_cpu build/bench/bench_multi_gpu build/bench/bench_live \
   build/bench/peer_libnids bundle/bin/
 # iproute2's ip, which the device lacks: the live capture test makes namespaces and veth pairs.
 cp /usr/sbin/ip bundle/bin/

@@ -43,6 +43,11 @@
 #   run.sh bench-multi  bench_multi_gpu: one GPU against the flows sharded over every GPU (two
 #                  shards on one GPU where there is one), with each link's H2D limit alone and
 #                  together; JSON in $OUT/multi-gpu.json
+#   run.sh bench-live  bench_live: frames sent into a veth pair in a namespace of its own, captured
+#                  by a bare AF_PACKET reader (the kernel path's limit) and by gaspp -i on the CPU
+#                  and CUDA backends (decode, flow, the firewall on ET's IP lists) at 1%, 10% and
+#                  100% of that limit, with the default ring and with a 1 ms block timeout; JSON in
+#                  $OUT/bench_live*.json
 #   run.sh bench-firewall  bench_firewall: decode+flow with and without the firewall (10k random
 #                  rules, ET IP lists), mix and 64-byte frames, CUDA vs CPU; then bench_modules:
 #                  scheduling on/off with 1..64 modules, its cost for a light module, consolidation;
@@ -316,6 +321,26 @@ bench-cpu)
   $B/bench_cpu --json "$OUT/bench_cpu.json" --reps 3 --packets 2000000 --tmp /dev/shm --nids $B/peer_libnids \
     --gaspp $B/gaspp --capture "$big" --commit "$(head -1 bundle/COMMIT)"
   check "bench_cpu"
+  ;;
+bench-live)
+  step "bench_live: veth pair in a namespace, bare reader against gaspp -i (CPU, CUDA)"
+  ns=gaspp-bench-live
+  ip netns del $ns 2>/dev/null
+  ip netns add $ns && ip netns exec $ns sh -c 'ip link add blt type veth peer name blr &&
+    sysctl -qw net.ipv6.conf.all.disable_ipv6=1 && sysctl -qw net.ipv6.conf.default.disable_ipv6=1 &&
+    ip link set lo up && ip link set blt up && ip link set blr up'
+  check "veth pair"
+  R=bundle/data/rules/et-open
+  fw="--rules $R/drop.rules --rules $R/compromised.rules --rules $R/tor.rules --no-reassembly"
+  ip netns exec $ns $B/bench_live --tx blt --rx blr --gaspp $B/gaspp --backend cpu,cuda --seconds 3 --reps 3 \
+    --threads 8 --json "$OUT/bench_live.json" --commit "$(head -1 bundle/COMMIT)" \
+    --device "$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)" -- $fw
+  check "bench_live"
+  ip netns exec $ns $B/bench_live --tx blt --rx blr --gaspp $B/gaspp --backend cpu,cuda --seconds 3 --reps 1 \
+    --threads 8 --json "$OUT/bench_live_1ms.json" --commit "$(head -1 bundle/COMMIT)" \
+    --device "$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)" -- $fw --af-packet-block-timeout 1
+  check "bench_live (1 ms block timeout)"
+  ip netns del $ns
   ;;
 bench-app)
   step "application layer end to end (HTTP workload in /dev/shm)"

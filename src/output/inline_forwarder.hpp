@@ -3,20 +3,24 @@
 // in capture order, frame for frame; packets the modules dropped do not.
 //
 // The capture sockets of both sides leave out what this host sends (PACKET_IGNORE_OUTGOING), so
-// forwarded frames are not captured again. Frames go out through a packet socket bound to the peer
-// (send(), one call a frame). A frame the kernel refuses to send (a full queue, a frame over the
-// peer's MTU) is counted as a send error and not retried: the packet is lost, as on a congested
-// link (fail-closed). Counted: forwarded, dropped (a verdict), send errors.
+// forwarded frames are not captured again. Frames go out through a transmit ring on the peer
+// (output/packet_tx_ring.hpp): a batch's passing frames are queued, then sent with one call, which
+// returns when they have left. A frame the kernel refuses to send (a full queue, a frame over the
+// peer's MTU: a capture side that aggregates segments, GRO/LRO, makes those) is counted as a send
+// error and not retried: the packet is lost, as on a congested link (fail-closed). Counted:
+// forwarded, dropped (a verdict), send errors.
 //
 // Example:
 //   InlineForwarder fwd({"a", "b"});              // input 0 forwards to b, input 1 to a
 //   ... on each finished batch: fwd.forward(batch);
 #pragma once
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "core/packet_batch.hpp"
+#include "output/packet_tx_ring.hpp"
 
 namespace gaspp {
 
@@ -33,15 +37,16 @@ class InlineForwarder {
   // Sends the packets of b that passed out of the other side's interface.
   void forward(const PacketBatch& b);
 
-  uint64_t forwarded() const { return forwarded_; }
+  uint64_t forwarded() const { return tx_[0]->sent() + tx_[1]->sent(); }
   uint64_t dropped() const { return dropped_; }
-  uint64_t send_errors() const { return send_errors_; }
+  uint64_t send_errors() const {
+    return tx_[0]->send_errors() + tx_[0]->too_large() + tx_[1]->send_errors() + tx_[1]->too_large();
+  }
 
  private:
-  std::vector<std::string> ifaces_;
-  std::vector<int> fd_;  // per side: the socket that sends out of it
+  std::vector<std::unique_ptr<PacketTxRing>> tx_;  // per side: the ring that sends out of it
   uint32_t rings_ = 1;
-  uint64_t forwarded_ = 0, dropped_ = 0, send_errors_ = 0;
+  uint64_t dropped_ = 0;
 };
 
 }  // namespace gaspp

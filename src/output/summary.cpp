@@ -75,6 +75,12 @@ void print_summary(std::FILE* o, const RunReport& r) {
     std::fprintf(o, "batch size   adaptive %u..%u: %u at the end, peak %u; doubled %llu times, halved %llu\n",
                  r.batch_size.min, r.batch_size.max, r.batch_size.target, r.batch_size.peak,
                  (unsigned long long)r.batch_size.grown, (unsigned long long)r.batch_size.shrunk);
+  if (r.latency.count) {
+    const LatencyHistogram& h = r.latency;
+    std::fprintf(o, "latency      capture to verdict: median %.3f ms  p99 %.3f ms  max %.3f ms  (%llu packets)\n",
+                 double(h.quantile_ns(0.5)) / 1e6, double(h.quantile_ns(0.99)) / 1e6, double(h.max_ns) / 1e6,
+                 (unsigned long long)h.count);
+  }
   if (r.defrag_config.enabled) {
     const DefragStats& d = r.defrag;
     std::fprintf(o, "defrag       ipv4 %llu fragments, %llu reassembled  ipv6 %llu fragments, %llu reassembled  "
@@ -194,6 +200,11 @@ nlohmann::ordered_json summary_json(const RunReport& r) {
     j["batches"]["adaptive"] = {{"min", r.batch_size.min},       {"max", r.batch_size.max},
                                 {"target", r.batch_size.target}, {"peak", r.batch_size.peak},
                                 {"doubled", r.batch_size.grown}, {"halved", r.batch_size.shrunk}};
+  if (r.latency.count)
+    j["latency"] = {{"packets", r.latency.count},
+                    {"median_us", double(r.latency.quantile_ns(0.5)) / 1e3},
+                    {"p99_us", double(r.latency.quantile_ns(0.99)) / 1e3},
+                    {"max_us", double(r.latency.max_ns) / 1e3}};
   if (r.defrag_config.enabled) {
     const DefragStats& d = r.defrag;
     auto& df = j["defrag"];

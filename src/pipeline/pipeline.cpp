@@ -2,6 +2,7 @@
 
 #include <chrono>
 #include <cstdio>
+#include <ctime>
 #include <memory>
 
 #include "capture/filtered_source.hpp"
@@ -108,6 +109,16 @@ RunReport run_source(Source& src, Backend& backend, const RunOptions& opt, const
     rep.passed += b.count - b.reassembled.size() - dropped;
     ++rep.batches;
     rep.flow_records += b.flow_records.size();
+    if (opt.measure_latency) {
+      timespec now{};
+      clock_gettime(CLOCK_REALTIME, &now);
+      const uint64_t now_ns = uint64_t(now.tv_sec) * 1000000000ull + uint64_t(now.tv_nsec);
+      for (uint32_t i = 0; i < b.count; ++i) {
+        if (b.is_reassembled(i)) continue;
+        const uint64_t ts = read_record_header(b.h_span + b.h_rec_off[i], b.fmt).ts_ns;
+        rep.latency.add(now_ns > ts ? now_ns - ts : 0);
+      }
+    }
     // The batch's packets (module events: alerts) before the flows that ended in it.
     if (on_batch) on_batch(b);
     if (on_flows && !b.flow_records.empty()) on_flows(b.flow_records);
@@ -203,7 +214,7 @@ RunReport run_source(Source& src, Backend& backend, const RunOptions& opt, const
       last_seq[size_t(slot)] = r.seq;
       const bool completed = opt.defrag.enabled && may_be_fragment(r.rec + kRecordHeaderBytes, r.cap_len, r.link) &&
                              defrag.add(r.rec, rec_bytes, r.fmt, r.link, datagram);
-      st = src.next(r, opt.policy.idle_wait_ns);
+      st = src.next(r, opt.policy.linger_ns);
       if (completed) {
         copy_span();
         if (b.count >= b.capacity || rebuilt.size() + datagram.size() > opt.policy.max_bytes + opt.policy.datagram_room_bytes)

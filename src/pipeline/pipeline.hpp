@@ -3,8 +3,8 @@
 // run_source() takes a Source's records (capture/source.hpp) in order, closes a batch when it holds
 // `max_packets` packets or `max_bytes` record bytes, when the next packet is more than `timeout_ns`
 // (capture time) newer than the batch's oldest, when the record format or link type changes, or
-// when the source is idle (a live source with nothing for `idle_wait_ns`), and hands batches to
-// the backend's slots in turn. Records that lie back to back are batched as one span of the
+// when the source is idle (a live source with nothing for `linger_ns` while a batch is open), and
+// hands batches to the backend's slots in turn. Records that lie back to back are batched as one span of the
 // source's memory; others are copied together first. A batch's records are released to the
 // source once the backend has finished it. run_capture() is run_source() over a FileSource. With three slots,
 // filling batch N+1, the device working on batch N and the host finishing batch N-1 overlap.
@@ -33,9 +33,13 @@ struct BatchPolicy {
   uint32_t max_packets = 65536;
   uint64_t max_bytes = 64ull << 20;
   uint64_t timeout_ns = 1'000'000'000ull;  // 0 = no time limit
-  // How long the batcher waits for a record (Source::next) before a live source counts as idle
-  // and the batch it has goes out.
+  // How long the batcher waits for a live source's next record (Source::next) with no batch open,
+  // before it looks at the time again (stats, the stop flag) ...
   uint64_t idle_wait_ns = 100'000'000ull;
+  // ... and with a batch open, before the batch goes out as it is. 0: a batch goes out as soon as
+  // the source has nothing more ready (an AF_PACKET ring: no further block retired), so packets do
+  // not wait on a quiet link; under load the ring always has more and batches fill up.
+  uint64_t linger_ns = 100'000'000ull;
   // Room beyond max_bytes for reassembled datagrams (defrag/defrag.hpp), which join the batch of
   // the fragment that completed them; the backend must hold max_bytes + datagram_room_bytes, and
   // max_packets + 1 packets (size_backend_for_defrag does both). Without that room a datagram that
@@ -84,6 +88,42 @@ inline void size_backend_for_defrag(BatchPolicy& policy, uint32_t& backend_packe
   backend_bytes = policy.max_bytes + kDatagramRecordBytes;
 }
 
+// Latency of live packets, from the kernel's receive timestamp (the record's time, CLOCK_REALTIME)
+// to the moment the pipeline has the batch's verdicts (before on_batch: outputs, inline forwarding).
+// Log-linear buckets: exact below 8 ns, then 8 per power of two (within 12.5%); quantiles are the
+// upper edge of their bucket, so they never understate.
+struct LatencyHistogram {
+  static constexpr int kSub = 8;
+  static constexpr int kBuckets = 62 * kSub;
+  uint64_t n[kBuckets] = {};
+  uint64_t count = 0, max_ns = 0;
+  static int bucket(uint64_t ns) {
+    if (ns < kSub) return int(ns);
+    const int k = 63 - __builtin_clzll(ns);  // >= 3
+    return (k - 2) * kSub + int((ns >> (k - 3)) & (kSub - 1));
+  }
+  static uint64_t upper_edge(int b) {
+    if (b < kSub) return uint64_t(b);
+    const int k = b / kSub + 2, sub = b % kSub;
+    return ((uint64_t(kSub + sub) << (k - 3)) + (uint64_t(1) << (k - 3))) - 1;
+  }
+  void add(uint64_t ns) {
+    const int b = bucket(ns);
+    ++n[b < kBuckets ? b : kBuckets - 1];
+    ++count;
+    if (ns > max_ns) max_ns = ns;
+  }
+  // The q-quantile (0 < q <= 1), 0 when empty.
+  uint64_t quantile_ns(double q) const {
+    if (!count) return 0;
+    const uint64_t want = uint64_t(q * double(count) + 0.999999);
+    uint64_t seen = 0;
+    for (int b = 0; b < kBuckets; ++b)
+      if ((seen += n[b]) >= want) return upper_edge(b) < max_ns ? upper_edge(b) : max_ns;
+    return max_ns;
+  }
+};
+
 struct RunReport {
   std::string path, container, link, backend;
   uint32_t raw_link = 0;
@@ -109,6 +149,7 @@ struct RunReport {
   DefragStats defrag;               // ... and what it did
   bool adaptive = false;            // BatchPolicy::adaptive: the target at the end, its peak, its moves
   AdaptiveBatchSize batch_size;
+  LatencyHistogram latency;         // with RunOptions::measure_latency
 };
 
 struct RunOptions {
@@ -131,6 +172,8 @@ struct RunOptions {
   // start; the flows and streams still in the tables are not in it (--stats-interval: EVE stats).
   uint64_t stats_interval_ns = 0;
   std::function<void(const RunReport&)> on_stats;
+  // Fill RunReport::latency (live sources: record times are the kernel's receive times).
+  bool measure_latency = false;
   // IP fragments reassembled before the backend (defrag/defrag.hpp); the backend's
   // FlowConfig::defrag must say the same, so that the fragments themselves key no flow.
   DefragConfig defrag;
