@@ -107,7 +107,9 @@ SendResult send_for(const Workload& w, const std::string& iface, int threads, do
       const size_t n = w.off.size();
       size_t i = size_t(t);
       uint64_t mine = 0;
-      constexpr uint32_t kChunk = 64;
+      // Frames a send call takes: bursts of 64 at full rate, of 4 when paced (a paced sender's
+      // bursts would otherwise be the latency it measures).
+      const uint32_t kChunk = pps > 0 ? 4 : 64;
       while (Clock::now() < end) {
         for (uint32_t k = 0; k < kChunk; ++k) {
           tx.queue(w.bytes.data() + w.off[i], w.len[i]);

@@ -235,6 +235,14 @@ int parse_command_line(int argc, char** argv, Options& o) {
         o.live.block_timeout_ms = uint32_t(parse_bounded("--af-packet-block-timeout", v.c_str(), 1, 60000));
         return true;
       });
+  opt("--af-packet-version", "2|3",
+      "-i: TPACKET_V3 (blocks of frames, the default: a busy link) or TPACKET_V2 (a slot per frame, read as soon as "
+      "it arrives: a quiet link's latency, an IPS; af-packet tpacket-v3: no)",
+      kRun, [&](const std::string& v) {
+        if (v != "2" && v != "3") return fail("--af-packet-version: 2 or 3, not '" + v + "'");
+        o.live.version = v == "2" ? 2 : 3;
+        return true;
+      });
   opt("--af-packet-snaplen", "BYTES", "-i: bytes kept of each frame, the rest cut as tcpdump -s does (default 262144)",
       kRun, [&](const std::string& v) {
         o.live.snaplen = uint32_t(parse_bounded("--af-packet-snaplen", v.c_str(), 64, 262144));

@@ -46,8 +46,8 @@
 #   run.sh bench-live  bench_live: frames sent into a veth pair in a namespace of its own, captured
 #                  by a bare AF_PACKET reader (the kernel path's limit) and by gaspp -i on the CPU
 #                  and CUDA backends (decode, flow, the firewall on ET's IP lists) at 1%, 10% and
-#                  100% of that limit, with the default ring and with a 1 ms block timeout; JSON in
-#                  $OUT/bench_live*.json
+#                  100% of that limit, with the default ring, with a 1 ms block timeout and with
+#                  TPACKET_V2; JSON in $OUT/bench_live*.json
 #   run.sh bench-firewall  bench_firewall: decode+flow with and without the firewall (10k random
 #                  rules, ET IP lists), mix and 64-byte frames, CUDA vs CPU; then bench_modules:
 #                  scheduling on/off with 1..64 modules, its cost for a light module, consolidation;
@@ -331,7 +331,8 @@ bench-live)
     ip link set lo up && ip link set blt up && ip link set blr up'
   check "veth pair"
   R=bundle/data/rules/et-open
-  fw="--rules $R/drop.rules --rules $R/compromised.rules --rules $R/tor.rules --no-reassembly"
+  # The sender takes 8 of the 16 cores (a veth delivers on the sending CPU); gaspp gets the other 8.
+  fw="--rules $R/drop.rules --rules $R/compromised.rules --rules $R/tor.rules --no-reassembly --threads 8"
   ip netns exec $ns $B/bench_live --tx blt --rx blr --gaspp $B/gaspp --backend cpu,cuda --seconds 3 --reps 3 \
     --threads 8 --json "$OUT/bench_live.json" --commit "$(head -1 bundle/COMMIT)" \
     --device "$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)" -- $fw
@@ -340,6 +341,10 @@ bench-live)
     --threads 8 --json "$OUT/bench_live_1ms.json" --commit "$(head -1 bundle/COMMIT)" \
     --device "$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)" -- $fw --af-packet-block-timeout 1
   check "bench_live (1 ms block timeout)"
+  ip netns exec $ns $B/bench_live --tx blt --rx blr --gaspp $B/gaspp --backend cpu,cuda --seconds 3 --reps 1 \
+    --threads 8 --json "$OUT/bench_live_v2.json" --commit "$(head -1 bundle/COMMIT)" \
+    --device "$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)" -- $fw --af-packet-version 2
+  check "bench_live (TPACKET_V2)"
   ip netns del $ns
   ;;
 bench-app)

@@ -73,8 +73,10 @@ AfPacketSource::AfPacketSource(const AfPacketOptions& opt) : opt_(opt) {
       fail(name, "hardware type " + std::to_string(hw) + " is not Ethernet (only Ethernet-framed interfaces are read)");
     raw_link_ = 1;
     link_ = LinkType::ethernet;
-    int v = TPACKET_V3;
-    if (setsockopt(fd_, SOL_PACKET, PACKET_VERSION, &v, sizeof v) < 0) fail(name, "TPACKET_V3: " + errno_text());
+    if (opt_.version != 2 && opt_.version != 3) fail(name, "TPACKET_V" + std::to_string(opt_.version) + ": only 2 and 3");
+    int v = opt_.version == 3 ? TPACKET_V3 : TPACKET_V2;
+    if (setsockopt(fd_, SOL_PACKET, PACKET_VERSION, &v, sizeof v) < 0)
+      fail(name, "TPACKET_V" + std::to_string(opt_.version) + ": " + errno_text());
     int reserve = int(kReserve);
     if (setsockopt(fd_, SOL_PACKET, PACKET_RESERVE, &reserve, sizeof reserve) < 0)
       fail(name, "PACKET_RESERVE: " + errno_text());
@@ -93,10 +95,23 @@ AfPacketSource::AfPacketSource(const AfPacketOptions& opt) : opt_(opt) {
     req.tp_block_size = opt_.block_size;
     req.tp_block_nr = opt_.block_count;
     req.tp_frame_size = TPACKET_ALIGNMENT << 7;  // only sizes the frame count for V3
+    if (opt_.version == 2) {
+      if (opt_.frame_size == 0) {  // the largest frame, tagged, behind the slot header and the reserve
+        if (ioctl(fd_, SIOCGIFMTU, &ifr) < 0) fail(name, "cannot read its MTU (" + errno_text() + ")");
+        const uint32_t need = uint32_t(TPACKET2_HDRLEN) + kReserve + 16 + uint32_t(ifr.ifr_mtu) + 14 + 4;
+        opt_.frame_size = 256;
+        while (opt_.frame_size < need && opt_.frame_size < opt_.block_size) opt_.frame_size *= 2;
+      }
+      if (opt_.frame_size < 256 || (opt_.frame_size & (opt_.frame_size - 1)) || opt_.frame_size > opt_.block_size)
+        fail(name, "slot size " + std::to_string(opt_.frame_size) + " is not a power of two from 256 to the block size");
+      req.tp_frame_size = opt_.frame_size;
+    }
     req.tp_frame_nr = uint32_t(uint64_t(opt_.block_size) / req.tp_frame_size * opt_.block_count);
-    req.tp_retire_blk_tov = opt_.block_timeout_ms;
+    frames_ = req.tp_frame_nr;
+    req.tp_retire_blk_tov = opt_.version == 3 ? opt_.block_timeout_ms : 0;
     req.tp_feature_req_word = 0;
-    if (setsockopt(fd_, SOL_PACKET, PACKET_RX_RING, &req, sizeof req) < 0)
+    // V2 reads the first fields of tpacket_req3, which are tpacket_req's.
+    if (setsockopt(fd_, SOL_PACKET, PACKET_RX_RING, &req, opt_.version == 3 ? sizeof req : sizeof(tpacket_req)) < 0)
       fail(name, "the kernel refused a ring of " + std::to_string(opt_.block_count) + " blocks of " +
                      std::to_string(opt_.block_size) + " bytes (" + errno_text() + ")");
     ring_bytes_ = size_t(opt_.block_size) * opt_.block_count;
@@ -132,44 +147,83 @@ AfPacketSource::~AfPacketSource() {
   if (fd_ >= 0) close(fd_);
 }
 
+void AfPacketSource::make_record(SourceRecord& r, uint8_t* frame, uint32_t cap, uint32_t wire, uint32_t sec,
+                                 uint32_t nsec, uint32_t status, uint16_t tci, uint16_t tpid) {
+  if ((status & TP_STATUS_VLAN_VALID) && cap >= 12) {
+    // The tag the kernel took out goes back where it was: the MAC addresses move 4 bytes into the
+    // reserved room, the tag follows them.
+    if (!(status & TP_STATUS_VLAN_TPID_VALID)) tpid = uint16_t(ETH_P_8021Q);
+    std::memmove(frame - 4, frame, 12);
+    frame -= 4;
+    frame[12] = uint8_t(tpid >> 8);
+    frame[13] = uint8_t(tpid);
+    frame[14] = uint8_t(tci >> 8);
+    frame[15] = uint8_t(tci);
+    cap += 4;
+    wire += 4;
+    ++vlan_restored_;
+  }
+  if (cap > opt_.snaplen) cap = opt_.snaplen;  // the rest is cut, as tcpdump -s does (wire stays)
+  uint8_t* rec = frame - kRecordHeaderBytes;
+  put_u32(rec, sec);
+  put_u32(rec + 4, nsec);
+  put_u32(rec + 8, cap);
+  put_u32(rec + 12, wire);
+  r.rec = rec;
+  r.seq = seq_++;
+  r.ts_ns = uint64_t(sec) * 1000000000ull + nsec;
+  r.cap_len = cap;
+  r.wire_len = wire;
+  r.fmt = kFormat;
+  r.link = link_;
+  r.interface = 0;
+}
+
+bool AfPacketSource::wait_ring(uint64_t& deadline, uint64_t wait_ns, const volatile uint32_t* status_word) {
+  // poll() also reports readable while the frame or block the kernel wrote last is still ours, so
+  // it is a hint, not a promise: the caller looks again after each wake, and it sleeps in short
+  // steps when it woke for nothing.
+  const uint64_t now = monotonic_ns();
+  if (!deadline) deadline = now + wait_ns;
+  if (now >= deadline) return false;
+  const int ms = int(std::min<uint64_t>((deadline - now + 999999) / 1000000, 1000));
+  pollfd p{fd_, POLLIN | POLLERR, 0};
+  const int rc = poll(&p, 1, ms);
+  if (rc < 0 && errno != EINTR) {
+    socket_error_ = errno;
+    return false;
+  }
+  if (rc > 0 && !(__atomic_load_n(status_word, __ATOMIC_ACQUIRE) & TP_STATUS_USER)) {
+    timespec ts{0, 200000};  // readable for a frame or block that is ours: nothing new yet
+    nanosleep(&ts, nullptr);
+  }
+  return true;
+}
+
+SourceStatus AfPacketSource::next_v2(SourceRecord& r, uint64_t wait_ns) {
+  uint64_t deadline = 0;
+  for (;;) {
+    if (seq_ - released_ == frames_) return SourceStatus::idle;  // every slot waits for a batch to finish
+    uint8_t* s = slot(seq_);
+    auto* h = reinterpret_cast<tpacket2_hdr*>(s);
+    const uint32_t status = __atomic_load_n(&h->tp_status, __ATOMIC_ACQUIRE);
+    if (status & TP_STATUS_USER) {
+      make_record(r, s + h->tp_mac, h->tp_snaplen, h->tp_len, h->tp_sec, h->tp_nsec, status, h->tp_vlan_tci,
+                  h->tp_vlan_tpid);
+      return SourceStatus::record;
+    }
+    if (!wait_ring(deadline, wait_ns, &h->tp_status)) return socket_error_ ? SourceStatus::end : SourceStatus::idle;
+  }
+}
+
 SourceStatus AfPacketSource::next(SourceRecord& r, uint64_t wait_ns) {
+  if (opt_.version == 2) return next_v2(r, wait_ns);
   uint64_t deadline = 0;  // set when the first wait starts
   for (;;) {
     if (open_ && left_ > 0) {
       auto* h = reinterpret_cast<tpacket3_hdr*>(pkt_);
-      uint8_t* frame = pkt_ + h->tp_mac;
-      uint32_t cap = h->tp_snaplen, wire = h->tp_len;
-      if (h->tp_status & TP_STATUS_VLAN_VALID) {
-        // The tag the kernel took out goes back where it was: the MAC addresses move 4 bytes into
-        // the reserved room, the tag follows them.
-        const uint16_t tpid = (h->tp_status & TP_STATUS_VLAN_TPID_VALID) ? h->hv1.tp_vlan_tpid : uint16_t(ETH_P_8021Q);
-        const uint16_t tci = h->hv1.tp_vlan_tci;
-        if (cap >= 12) {
-          std::memmove(frame - 4, frame, 12);
-          frame -= 4;
-          frame[12] = uint8_t(tpid >> 8);
-          frame[13] = uint8_t(tpid);
-          frame[14] = uint8_t(tci >> 8);
-          frame[15] = uint8_t(tci);
-          cap += 4;
-          wire += 4;
-          ++vlan_restored_;
-        }
-      }
-      if (cap > opt_.snaplen) cap = opt_.snaplen;  // the rest is cut, as tcpdump -s does (wire stays)
-      uint8_t* rec = frame - kRecordHeaderBytes;
-      put_u32(rec, h->tp_sec);
-      put_u32(rec + 4, h->tp_nsec);
-      put_u32(rec + 8, cap);
-      put_u32(rec + 12, wire);
-      r.rec = rec;
-      r.seq = seq_++;
-      r.ts_ns = uint64_t(h->tp_sec) * 1000000000ull + h->tp_nsec;
-      r.cap_len = cap;
-      r.wire_len = wire;
-      r.fmt = kFormat;
-      r.link = link_;
-      r.interface = 0;
+      make_record(r, pkt_ + h->tp_mac, h->tp_snaplen, h->tp_len, h->tp_sec, h->tp_nsec, h->tp_status,
+                  h->hv1.tp_vlan_tci, h->hv1.tp_vlan_tpid);
       if (--left_ > 0) pkt_ += h->tp_next_offset;
       return SourceStatus::record;
     }
@@ -195,27 +249,19 @@ SourceStatus AfPacketSource::next(SourceRecord& r, uint64_t wait_ns) {
       continue;
     }
     if (ours) return SourceStatus::idle;  // every block waits for a batch to finish: let it go out
-    // Wait for the kernel, at most until the deadline. poll() also reports readable while the
-    // block the kernel retired last is still ours, so it is a hint, not a promise: look at the
-    // block again after each wake, and sleep in short steps when it woke for nothing.
-    const uint64_t now = monotonic_ns();
-    if (!deadline) deadline = now + wait_ns;
-    if (now >= deadline) return SourceStatus::idle;
-    const int ms = int(std::min<uint64_t>((deadline - now + 999999) / 1000000, 1000));
-    pollfd p{fd_, POLLIN | POLLERR, 0};
-    const int rc = poll(&p, 1, ms);
-    if (rc < 0 && errno != EINTR) {
-      socket_error_ = errno;
-      return SourceStatus::end;  // the socket failed: report() says so
-    }
-    if (rc > 0 && !(__atomic_load_n(&bd->hdr.bh1.block_status, __ATOMIC_ACQUIRE) & TP_STATUS_USER)) {
-      timespec ts{0, 200000};  // readable for a block that is ours: nothing new yet
-      nanosleep(&ts, nullptr);
-    }
+    // Wait for the kernel, at most until the deadline; a failed socket ends the capture (report()
+    // says so).
+    if (!wait_ring(deadline, wait_ns, &bd->hdr.bh1.block_status)) return socket_error_ ? SourceStatus::end : SourceStatus::idle;
   }
 }
 
 void AfPacketSource::release(uint64_t seq) {
+  if (opt_.version == 2) {  // slot by slot, in ring order
+    for (; released_ <= seq && released_ < seq_; ++released_)
+      __atomic_store_n(&reinterpret_cast<tpacket2_hdr*>(slot(released_))->tp_status, uint32_t(TP_STATUS_KERNEL),
+                       __ATOMIC_RELEASE);
+    return;
+  }
   while (!held_.empty() && held_.front().second <= seq) {
     auto* bd = reinterpret_cast<tpacket_block_desc*>(block(held_.front().first));
     std::atomic_thread_fence(std::memory_order_release);

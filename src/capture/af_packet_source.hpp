@@ -9,6 +9,13 @@
 // next is still ours the kernel drops what arrives, and counts it: PACKET_STATISTICS, read at the
 // end (report(): kernel_packets, kernel_drops — Suricata's capture.kernel_packets/kernel_drops).
 //
+// TPACKET_V2 (AfPacketOptions::version 2, Suricata's `tpacket-v3: no`) is the other ring: a slot per
+// frame, each ours as soon as the kernel has written it, so a packet is read at once instead of when
+// its block is full or times out (the block timeout is whole milliseconds: the floor of V3's latency
+// on a quiet link), at the cost of one status word per frame and slots of a fixed size
+// (AfPacketOptions::frame_size; frames longer than a slot are cut and counted as cut by the snap
+// length). Slots go back to the kernel one by one, in ring order, as their records are released.
+//
 // Records are written in place: the socket reserves room before each frame (PACKET_RESERVE), where
 // the source writes the 16-byte pcap record header (nanosecond times, host byte order). A frame
 // whose 802.1Q tag the kernel took out (VLAN offload: TP_STATUS_VLAN_VALID) gets it back, as it
@@ -47,6 +54,10 @@ struct AfPacketOptions {
   int fanout_group = -1;            // PACKET_FANOUT group id, -1 = none (af-packet cluster-id)
   bool ignore_outgoing = false;     // leave out frames this host sends (inline: what gaspp forwards)
   std::string cluster_type = "cluster_flow";  // cluster_flow, cluster_cpu, cluster_qm
+  int version = 3;                  // TPACKET_V3 (blocks) or TPACKET_V2 (a slot per frame)
+  // V2: bytes per slot, a power of two of at least 256; 0: the smallest that holds the interface's
+  // largest frame (its MTU, a tag) and the room in front of it. The ring keeps its total size.
+  uint32_t frame_size = 0;
 };
 
 class AfPacketSource final : public Source {
@@ -71,7 +82,16 @@ class AfPacketSource final : public Source {
 
  private:
   uint8_t* block(uint32_t k) const { return ring_ + size_t(k) * opt_.block_size; }
+  uint8_t* slot(uint64_t seq) const { return ring_ + size_t(seq % frames_) * opt_.frame_size; }
   void read_kernel_stats();
+  SourceStatus next_v2(SourceRecord& r, uint64_t wait_ns);
+  // Writes the record header in front of the frame at `frame` (putting back a VLAN tag the kernel
+  // took out) and fills r.
+  void make_record(SourceRecord& r, uint8_t* frame, uint32_t cap, uint32_t wire, uint32_t sec, uint32_t nsec,
+                   uint32_t status, uint16_t tci, uint16_t tpid);
+  // Waits for the kernel until the deadline (0: starts it now); false once it passed, or on a
+  // socket error (socket_error_ set).
+  bool wait_ring(uint64_t& deadline, uint64_t wait_ns, const volatile uint32_t* status_word);
 
   AfPacketOptions opt_;
   int fd_ = -1;
@@ -87,6 +107,8 @@ class AfPacketSource final : public Source {
   // Blocks read to their end and not yet handed back: (block, its last record's seq), in ring order.
   std::deque<std::pair<uint32_t, uint64_t>> held_;
   uint64_t seq_ = 0;
+  // V2: slots in the ring; records below `released_` have gone back to the kernel.
+  uint64_t frames_ = 0, released_ = 0;
   uint64_t kernel_packets_ = 0, kernel_drops_ = 0, vlan_restored_ = 0;
   int socket_error_ = 0;  // errno of a failed poll: the capture ended there
 };

@@ -42,9 +42,20 @@ PASSED's frames, M = the capture's packets - N and K = 0; the rule must drop som
 and pass some; and the eve.json flow records and decoder counters must be the offline run's, as
 above. The receivers' own drop counters and the veth pairs' are checked as the sender's are.
 
+Three cases read through a TPACKET_V2 ring (`--af-packet-version 2`: a slot per frame): the
+capture with the largest frame, the one with the most packets, and the tagged one. The cases with
+a stats JSON (snap length, V2) also check its latency (capture to verdict): one sample per packet
+read, 0 < median <= p99 <= max.
+
+With --restarts ASAN_GASPP (scripts/test.sh, with the address-sanitizer build), only one case runs:
+that build is started and stopped three times on one link with the capture sent each time; every
+run must exit cleanly (a leak makes it exit non-zero), count each frame once (the kernel's received
+= packets = passed + dropped, no kernel drops) and give the offline run's flow records.
+
 Skipped (exit 77) when not run as root or when a namespace or veth pair cannot be created.
 
 usage: live_capture.py GASPP DATA_DIR [--backend cpu|cuda]   (the live runs' backend; the oracle runs on the CPU)
+       live_capture.py GASPP DATA_DIR --restarts ASAN_GASPP      (only the restart case, below)
        (live_capture.py --send IFACE FILE: the sender, run inside the namespace)
        (live_capture.py --receive IFACE FILE: the receiver, run inside the namespace)
 """
@@ -601,6 +612,47 @@ def compare_cut(live_dir, off_dir):
     return None
 
 
+def restarts(asan, gaspp, ns, cap, tmp, rounds=3):
+    """gaspp (an ASan build: a leak makes it exit non-zero) started and stopped `rounds` times on one
+    link, the capture sent in each: every run must exit cleanly, count every frame once (the kernel's
+    received = packets = passed + dropped, no kernel drops), match the offline run's flows and report
+    a latency for every packet. Returns a failure reason or None."""
+    off_dir = os.path.join(tmp, "restart-offline")
+    why = offline(gaspp, cap, off_dir, [])
+    if why:
+        return why
+    for k in range(rounds):
+        d = os.path.join(tmp, f"restart-{k}")
+        why = live(asan, ns, cap, d, ["--stats-json", "STATS"], tmp)
+        if not why:
+            why, _, _ = compare(d, off_dir)
+        if not why:
+            with open(os.path.join(d, "stats.json")) as f:
+                st = json.load(f)
+            kp, kd = st["capture"]["kernel_packets"], st["capture"]["kernel_drops"]
+            out = st["outcome"]
+            if kd or kp != cap["n"] or st["packets"] != cap["n"] or out["passed"] + out["dropped"] != cap["n"]:
+                why = (f"kernel received {kp}, dropped {kd}; packets {st['packets']}, passed {out['passed']}, "
+                       f"dropped {out['dropped']}; sent {cap['n']}")
+            else:
+                why = latency_problem(st, cap["n"])
+        if why:
+            return f"run {k + 1} of {rounds}: {why}"
+    return None
+
+
+def latency_problem(st, n):
+    """Why the stats JSON's latency block is wrong for a live run of n packets, or None."""
+    lat = st.get("latency")
+    if not lat:
+        return "no latency in the stats JSON of a live run"
+    if lat["packets"] != n:
+        return f"latency of {lat['packets']} packets, {n} were read"
+    if not 0 < lat["median_us"] <= lat["p99_us"] <= lat["max_us"] < 60e6:
+        return f"latency out of order or range: {lat}"
+    return None
+
+
 def main():
     if len(sys.argv) >= 2 and sys.argv[1] == "--send":
         return send(sys.argv[2], sys.argv[3])
@@ -611,8 +663,17 @@ def main():
         return 2
     gaspp, data = sys.argv[1], sys.argv[2]
     global BACKEND
-    if len(sys.argv) >= 5 and sys.argv[3] == "--backend":
-        BACKEND = sys.argv[4]
+    asan = None
+    rest = sys.argv[3:]
+    while len(rest) >= 2 and rest[0] in ("--backend", "--restarts"):
+        if rest[0] == "--backend":
+            BACKEND = rest[1]
+        else:
+            asan = os.path.abspath(rest[1])
+        rest = rest[2:]
+    if rest:
+        print(__doc__)
+        return 2
     if os.sep in gaspp:
         gaspp = os.path.abspath(gaspp)
     if os.geteuid() != 0:
@@ -634,6 +695,13 @@ def main():
                   f"within MTU {mtu}, <= {MAX_PACKETS} records over < {MAX_SPAN_S:.0f} s)")
             print("live capture: 0 captures, 1 failures")
             return 1
+        if asan:  # only the restarts, with the given (sanitizer) build
+            c = max(picks, key=lambda c: (c["tcp"] > 0 and c["udp"] > 0, c["n"]))
+            with tempfile.TemporaryDirectory(prefix="gaspp-live-") as tmp:
+                why = restarts(asan, gaspp, ns, c, tmp)
+            print(f"FAIL restarts {c['name']}: {why}" if why else f"ok   restarts {c['name']}: 3 runs of {c['n']} packets")
+            print(f"live capture: 1 case, {1 if why else 0} failures")
+            return 1 if why else 0
         for c in picks:
             print(f"capture {c['name']}: {c['n']} packets (tcp {c['tcp']}, udp {c['udp']}), largest frame "
                   f"{c['largest']} bytes")
@@ -646,6 +714,9 @@ def main():
         # Several rings in one fanout group: the kernel spreads flows over them, each flow on one.
         many = max(picks, key=lambda c: (c["tcp"] > 0 and c["udp"] > 0, c["n"]))
         cases.append((many, ["--af-packet-rings", "4", "--decode-out", "ROWS"]))
+        # TPACKET_V2: a slot per frame, read at once; the largest frames and the most packets.
+        cases.append((max(picks, key=lambda c: (c["largest"], c["name"])), ["--af-packet-version", "2"]))
+        cases.append((many, ["--af-packet-version", "2", "--stats-json", "STATS"]))
         # A snap length: frames cut to 128 bytes live, against the capture cut by editcap.
         if shutil.which("editcap"):
             cases.append((max(picks, key=lambda c: (c["largest"], c["name"])),
@@ -658,6 +729,7 @@ def main():
         if tagged:
             print(f"capture {tagged[0]['name']}: {tagged[0]['n']} packets, 802.1Q-tagged")
             cases.append((tagged[0], []))
+            cases.append((tagged[0], ["--af-packet-version", "2"]))
         else:
             print("FAIL no 802.1Q-tagged capture qualifies")
             failures += 1
@@ -670,8 +742,11 @@ def main():
                 pkts = flows = 0
                 if not why:
                     why, pkts, flows = compare(live_dir, off_dir)
-                if not why and "STATS" in extra:
+                if not why and "--af-packet-snaplen" in extra:
                     why = compare_cut(live_dir, off_dir)
+                if not why and "STATS" in extra:
+                    with open(os.path.join(live_dir, "stats.json")) as f:
+                        why = why or latency_problem(json.load(f), c["n"])
                 if why:
                     print(f"FAIL {label}: {why}")
                     failures += 1

@@ -7,6 +7,8 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
+#include <random>
 #include <cstring>
 #include <memory>
 #include <string>
@@ -269,4 +271,39 @@ TEST(Source, AdaptiveBatchSizeStaysInItsBounds) {
       EXPECT_LE(a.target, c.max);
     }
   }
+}
+
+// The latency histogram's quantiles against the exact ones of the sorted samples: never below them,
+// above by at most one bucket (an eighth of the value's power of two), on spreads from nanoseconds
+// to seconds.
+TEST(Source, LatencyQuantilesBoundTheExactOnes) {
+  struct Case {
+    const char* name;
+    uint64_t lo, hi;
+    int n;
+  };
+  const Case cases[] = {{"tiny", 0, 20, 1000}, {"microseconds", 1'000, 900'000, 5000},
+                        {"milliseconds", 100'000, 50'000'000, 20000}, {"seconds", 1'000'000'000, 9'000'000'000, 300},
+                        {"one", 123456, 123456, 1}};
+  for (const Case& c : cases) {
+    std::mt19937_64 rng(uint64_t(c.n) * 7 + c.lo);
+    std::uniform_int_distribution<uint64_t> d(c.lo, c.hi);
+    LatencyHistogram h;
+    std::vector<uint64_t> v;
+    for (int i = 0; i < c.n; ++i) {
+      const uint64_t x = (i % 3 == 0) ? c.lo + (c.hi - c.lo) / 4 : d(rng);  // ties too
+      v.push_back(x);
+      h.add(x);
+    }
+    std::sort(v.begin(), v.end());
+    EXPECT_EQ(h.count, uint64_t(c.n)) << c.name;
+    EXPECT_EQ(h.max_ns, v.back()) << c.name;
+    for (const double q : {0.01, 0.5, 0.9, 0.99, 1.0}) {
+      const uint64_t exact = v[size_t(std::ceil(q * c.n)) - 1];
+      const uint64_t got = h.quantile_ns(q);
+      EXPECT_GE(got, exact) << c.name << " q=" << q;
+      EXPECT_LE(got, exact + exact / 8 + 1) << c.name << " q=" << q;
+    }
+  }
+  EXPECT_EQ(LatencyHistogram{}.quantile_ns(0.5), 0u);
 }
