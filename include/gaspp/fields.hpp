@@ -132,6 +132,8 @@ enum TcpOpt : uint8_t {
   X(gtp_truncated, "gtp_truncated")            \
   X(gtp_bad_extension, "gtp_bad_extension")    \
   X(ip_in_ip_truncated, "ip_in_ip_truncated")  \
+  X(gre_truncated, "gre_truncated")            \
+  X(gre_bad_header, "gre_bad_header")          \
   X(nsh_truncated, "nsh_truncated")            \
   X(nsh_bad_length, "nsh_bad_length")
 
@@ -147,6 +149,7 @@ enum TcpOpt : uint8_t {
   X(ppp_protocol, "ppp_protocol")        /* PPP control or non-IP protocol (LCP, IPCP, ...) */ \
   X(mpls_payload, "mpls_payload")        /* MPLS payload not IP (pseudowire, control word) */ \
   X(gtp_payload, "gtp_payload")          /* GTP-U G-PDU whose payload is not IPv4/IPv6 */    \
+  X(gre_payload, "gre_payload")          /* GRE carrying MPLS, a non-IP PPP protocol, ... */ \
   X(tunnel_too_deep, "tunnel_too_deep")  /* more nested tunnels than kMaxTunnelDepth */     \
   X(nsh_unsupported, "nsh_unsupported")  /* NSH of another version or MD type, or carrying NSH or an unknown protocol */
 

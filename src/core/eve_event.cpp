@@ -120,10 +120,12 @@ std::string eve_packet_head(const HostPacket& p, const char* event_type) {
       j += ",\"icmp_type\":" + u(d.icmp_type[0]) + ",\"icmp_code\":" + u(d.icmp_code[0]);
   }
   if (p.flow_id) j += std::string(",\"direction\":\"") + (p.to_client ? "to_client" : "to_server") + "\"";
-  // A packet decoded out of a tunnel is, as Suricata names its tunnel pseudo-packets, an "ipv4
-  // tunnel" or "ipv6 tunnel" packet after the IP version of the packet that carried it.
+  // A packet decoded out of a tunnel is, as Suricata names its tunnel pseudo-packets, a "gre
+  // tunnel" packet when GRE carried it, else an "ipv4 tunnel" or "ipv6 tunnel" packet after the IP
+  // version of the packet that carried it.
   if (d.tunnel_depth[0] && p.frame) {
     const DecodedPacket carrier = carrier_of(p, d, int(d.tunnel_depth[0]) - 1);
+    if (carrier.ip_proto[0] == 47) return j + ",\"pkt_src\":\"gre tunnel\"";
     return j + (carrier.l3[0] == uint8_t(L3::ipv6) ? ",\"pkt_src\":\"ipv6 tunnel\"" : ",\"pkt_src\":\"ipv4 tunnel\"");
   }
   return j + ",\"pkt_src\":\"wire/pcap\"";

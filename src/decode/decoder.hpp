@@ -367,44 +367,6 @@ GASPP_HD GASPP_FORCEINLINE uint32_t ip_in_ip_inner(const uint8_t* f, uint32_t ca
   return (f[off] >> 4) == (p.ip_proto[0] == 4 ? 4 : 6) ? off : 0;
 }
 
-// Clears what an outer IP packet's decoding set, before its tunnel's inner packet is decoded.
-GASPP_HD GASPP_FORCEINLINE void clear_l3_up(DecodedPacket& p) {
-  for (int k = 0; k < 4; ++k) p.src_ip[k] = p.dst_ip[k] = 0;
-  p.ip_proto[0] = p.ip_ttl[0] = p.ip_frag[0] = 0;
-  p.l4[0] = 0;
-  p.sport[0] = p.dport[0] = p.icmp_id[0] = 0;
-  p.icmp_type[0] = p.icmp_code[0] = 0;
-  p.payload_len[0] = 0;
-  p.l4_off[0] = p.payload_off[0] = kNoOffset;
-}
-
-// The IP layer at f[off] by p.ethertype, then any tunnel inside it, iteratively (no recursion on
-// the device): each tunnel's inner packet (GTP-U G-PDU, IP in IP) replaces the outer one's fields.
-// max_depth < kMaxTunnelDepth stops at that many tunnel levels and leaves the carrier's fields
-// (the host reads the outer headers of a tunneled packet this way).
-GASPP_HD inline void decode_l3(const uint8_t* f, uint32_t caplen, uint32_t off, DecodedPacket& p,
-                               int max_depth = kMaxTunnelDepth) {
-  for (int depth = 0;; ++depth) {
-    switch (p.ethertype[0]) {
-      case 0x0800: decode_ipv4(f, caplen, off, p); break;
-      case 0x86dd: decode_ipv6(f, caplen, off, p); break;
-      case 0x0806: p.l3[0] = uint8_t(L3::arp); p.l3_off[0] = static_cast<uint16_t>(off); return;
-      default: undecoded(p, UndecodedReason::ethertype, off); return;
-    }
-    uint32_t inner = gtp_u_inner(f, caplen, p);
-    if (inner == 0) inner = ip_in_ip_inner(f, caplen, p);
-    if (inner == 0) return;
-    if (depth == max_depth && max_depth < kMaxTunnelDepth) return;
-    if (depth == kMaxTunnelDepth) { p.undecoded[0] = uint8_t(UndecodedReason::tunnel_too_deep); return; }
-    const int v = f[inner] >> 4;
-    if (v != 4 && v != 6) { p.undecoded[0] = uint8_t(UndecodedReason::gtp_payload); return; }
-    clear_l3_up(p);
-    p.tunnel_depth[0] = static_cast<uint8_t>(depth + 1);
-    p.ethertype[0] = v == 4 ? 0x0800 : 0x86dd;
-    off = inner;
-  }
-}
-
 // The ethertype of what a PPP frame of `protocol` carries (IPv4, IPv6, MPLS); 0 for the rest (LCP,
 // IPCP and PPP's other control and non-IP protocols).
 GASPP_HD GASPP_FORCEINLINE uint16_t ethertype_of_ppp(uint16_t protocol) {
@@ -434,6 +396,171 @@ GASPP_HD GASPP_FORCEINLINE uint32_t ppp_header(const uint8_t* f, uint32_t caplen
   return off + 2;
 }
 
+constexpr int kMaxGreRoutes = 16;  // RFC 1701 source route entries walked in a GRE header
+
+// The offset of what a GRE packet carries (IP protocol 47, packet p's IPv4 or IPv6 header just
+// decoded), as Suricata's decoder reads GRE: version 0 (RFC 2784 and 2890: checksum, key and
+// sequence number when flagged; RFC 1701's source route entries walked to the null one) or version
+// 1 (PPTP, RFC 2637: a key, no checksum, routing or recursion, PPP inside). `et` gets what it
+// carries: 0x0800 / 0x86dd (IP), 0x0806 (ARP), 0x8100 / 0x88a8 (a VLAN tag), 0x6558 (an Ethernet
+// frame: transparent Ethernet bridging, ERSPAN types I, II and III, whose headers are skipped) or,
+// for PPP, its protocol's ethertype. 0 when p is not GRE or is a fragment; when the header is cut
+// off (gre_truncated) or breaks the rules (gre_bad_header: p is malformed); when it carries
+// anything else (undecoded gre_payload, or ppp_protocol for PPP control traffic); and for a PPTP
+// acknowledgement without payload (nothing inside).
+GASPP_HD inline uint32_t gre_inner(const uint8_t* f, uint32_t caplen, DecodedPacket& p, uint16_t& et) {
+  if (p.l4[0] != uint8_t(L4::other) || p.ip_proto[0] != 47) return 0;
+  if ((p.ip_frag[0] & kFragIsFragment) || p.malformed[0] || p.payload_off[0] == kNoOffset) return 0;
+  const uint32_t base = p.payload_off[0], end = base + p.payload_len[0];
+  // A field the header announces must lie within the IP payload (else a bad header) and within
+  // the capture (else cut off).
+  const auto have = [&](uint32_t upto) {
+    if (upto > end) { fail(p, MalformedReason::gre_bad_header); return false; }
+    if (upto > caplen) { fail(p, MalformedReason::gre_truncated); return false; }
+    return true;
+  };
+  if (!have(base + 4)) return 0;
+  const uint8_t flags = f[base], ver = f[base + 1];
+  const uint16_t proto = load_be16(f + base + 2);
+  uint32_t o = base + 4;
+  if ((ver & 0x07) == 0) {
+    if ((flags & 0x07) || (ver & 0xf8)) { fail(p, MalformedReason::gre_bad_header); return 0; }  // recursion, flags
+    if (flags & 0xc0) o += 4;  // checksum and offset (present with either bit)
+    if (flags & 0x20) o += 4;  // key
+    if (flags & 0x10) o += 4;  // sequence number
+    if (!have(o)) return 0;
+    if (flags & 0x40) {  // source route entries: address family, offset, length, then `length` bytes
+      for (int n = 0;; ++n) {
+        if (n == kMaxGreRoutes) { fail(p, MalformedReason::gre_bad_header); return 0; }
+        if (!have(o + 4)) return 0;
+        const uint16_t af = load_be16(f + o);
+        const uint8_t len = f[o + 3];
+        o += 4;
+        if (af == 0 && len == 0) break;
+        o += len;
+        if (!have(o)) return 0;
+      }
+    }
+  } else if ((ver & 0x07) == 1) {
+    // PPTP: checksum, routing, strict source route, recursion and the other flags must be clear,
+    // the key present, the protocol PPP.
+    if ((flags & 0xcf) || (ver & 0x78) || !(flags & 0x20) || proto != 0x880b) {
+      fail(p, MalformedReason::gre_bad_header);
+      return 0;
+    }
+    o += 4;                     // key: payload length, call id
+    if (flags & 0x10) o += 4;   // sequence number
+    if (ver & 0x80) o += 4;     // acknowledgement number
+    if (!have(o)) return 0;
+    if (load_be16(f + base + 4) == 0) return 0;  // an acknowledgement alone: nothing inside
+  } else {
+    fail(p, MalformedReason::gre_bad_header);
+    return 0;
+  }
+  switch (proto) {
+    case 0x0800: case 0x86dd: case 0x0806: case 0x8100: case 0x88a8: case 0x6558:
+      et = proto;
+      return o;
+    case 0x88be:  // ERSPAN type II (sequence number present: an 8-byte header first) or type I (none)
+      if (flags & 0x10) {
+        if (!have(o + 8)) return 0;
+        if ((f[o] >> 4) != 1) { p.undecoded[0] = uint8_t(UndecodedReason::gre_payload); return 0; }
+        o += 8;
+      }
+      et = 0x6558;
+      return o;
+    case 0x22eb:  // ERSPAN type III: a 12-byte header, 8 more with the platform subheader (bit O)
+      if (!have(o + 12)) return 0;
+      if ((f[o] >> 4) != 2) { p.undecoded[0] = uint8_t(UndecodedReason::gre_payload); return 0; }
+      o += (f[o + 11] & 0x01) ? 20 : 12;
+      if (!have(o)) return 0;
+      et = 0x6558;
+      return o;
+    case 0x880b: {  // PPP: address and control optional, then its protocol
+      uint16_t ppp = 0;
+      const uint32_t hl = o < caplen ? ppp_header(f + o, caplen - o, ppp) : 0;
+      if (hl == 0) { fail(p, MalformedReason::gre_truncated); return 0; }
+      et = ethertype_of_ppp(ppp);
+      if (et == 0 || et == 0x8847 || et == 0x8848) {  // control traffic, or MPLS (not read inside GRE)
+        p.undecoded[0] = uint8_t(et ? UndecodedReason::gre_payload : UndecodedReason::ppp_protocol);
+        return 0;
+      }
+      return o + hl;
+    }
+    default:  // the carrier stays as it is, counted
+      p.undecoded[0] = uint8_t(UndecodedReason::gre_payload);
+      return 0;
+  }
+}
+
+GASPP_HD GASPP_FORCEINLINE bool is_vlan_tpid(uint16_t et) { return et == 0x8100 || et == 0x88a8 || et == 0x9100; }
+
+// A VLAN tag (802.1Q, 802.1ad, or QinQ's 0x9100) at f[off]: its id joins the packet's, `et` becomes
+// the type after it and off moves past it. false when p became malformed: `cut` when the tag is
+// cut off, vlan_too_deep past kMaxVlanTags tags.
+GASPP_HD GASPP_FORCEINLINE bool read_vlan_tag(const uint8_t* f, uint32_t caplen, uint32_t& off, uint16_t& et,
+                                              DecodedPacket& p, MalformedReason cut) {
+  if (p.vlan_count[0] == kMaxVlanTags) { fail(p, MalformedReason::vlan_too_deep); return false; }
+  if (caplen < off + 4) { fail(p, cut); return false; }
+  p.vlan_id[p.vlan_count[0]++] = load_be16(f + off) & 0x0fff;
+  et = load_be16(f + off + 2);
+  off += 4;
+  return true;
+}
+
+// Clears what an outer IP packet's decoding set, before its tunnel's inner packet is decoded.
+GASPP_HD GASPP_FORCEINLINE void clear_l3_up(DecodedPacket& p) {
+  for (int k = 0; k < 4; ++k) p.src_ip[k] = p.dst_ip[k] = 0;
+  p.ip_proto[0] = p.ip_ttl[0] = p.ip_frag[0] = 0;
+  p.l4[0] = 0;
+  p.sport[0] = p.dport[0] = p.icmp_id[0] = 0;
+  p.icmp_type[0] = p.icmp_code[0] = 0;
+  p.payload_len[0] = 0;
+  p.l4_off[0] = p.payload_off[0] = kNoOffset;
+}
+
+// The IP layer at f[off] by p.ethertype, then any tunnel inside it, iteratively (no recursion on
+// the device): each tunnel's inner packet (GTP-U G-PDU, IP in IP, GRE) replaces the outer one's
+// fields. An Ethernet frame inside GRE (bridging, ERSPAN) is read down to its ethertype, its VLAN
+// tags joining the packet's (as Suricata's tunnel packets keep their carrier's tags and add their
+// own). max_depth < kMaxTunnelDepth stops at that many tunnel levels and leaves the carrier's
+// fields (the host reads the outer headers of a tunneled packet this way).
+GASPP_HD inline void decode_l3(const uint8_t* f, uint32_t caplen, uint32_t off, DecodedPacket& p,
+                               int max_depth = kMaxTunnelDepth) {
+  for (int depth = 0;; ++depth) {
+    switch (p.ethertype[0]) {
+      case 0x0800: decode_ipv4(f, caplen, off, p); break;
+      case 0x86dd: decode_ipv6(f, caplen, off, p); break;
+      case 0x0806: p.l3[0] = uint8_t(L3::arp); p.l3_off[0] = static_cast<uint16_t>(off); return;
+      default: undecoded(p, UndecodedReason::ethertype, off); return;
+    }
+    uint16_t et = 0;
+    uint32_t inner = gtp_u_inner(f, caplen, p);
+    if (inner == 0) inner = ip_in_ip_inner(f, caplen, p);
+    if (inner != 0) {
+      const int v = f[inner] >> 4;
+      et = v == 4 ? 0x0800 : v == 6 ? 0x86dd : 0;
+    } else {
+      inner = gre_inner(f, caplen, p, et);
+    }
+    if (inner == 0) return;
+    if (depth == max_depth && max_depth < kMaxTunnelDepth) return;
+    if (depth == kMaxTunnelDepth) { p.undecoded[0] = uint8_t(UndecodedReason::tunnel_too_deep); return; }
+    if (et == 0) { p.undecoded[0] = uint8_t(UndecodedReason::gtp_payload); return; }
+    if (et == 0x6558) {  // an Ethernet frame: its addresses, then its type
+      if (caplen < inner + 14) { fail(p, MalformedReason::gre_truncated); return; }
+      et = load_be16(f + inner + 12);
+      inner += 14;
+    }
+    while (is_vlan_tpid(et))
+      if (!read_vlan_tag(f, caplen, inner, et, p, MalformedReason::gre_truncated)) return;
+    clear_l3_up(p);
+    p.tunnel_depth[0] = static_cast<uint8_t>(depth + 1);
+    p.ethertype[0] = et;
+    off = inner;
+  }
+}
+
 // The layers between the link header and IP, from the ethertype `et` at f[off]: VLAN tags
 // (802.1Q, 802.1ad, QinQ), PPPoE sessions, MPLS label stacks and the Ethernet pseudowires behind
 // them, NSH, in any order they nest; then decode_l3.
@@ -441,12 +568,8 @@ GASPP_HD inline void decode_network(const uint8_t* f, uint32_t caplen, uint32_t 
                                     int max_depth = kMaxTunnelDepth) {
   for (;;) {
     p.ethertype[0] = et;
-    if (et == 0x8100 || et == 0x88a8 || et == 0x9100) {
-      if (p.vlan_count[0] == kMaxVlanTags) { fail(p, MalformedReason::vlan_too_deep); return; }
-      if (caplen < off + 4) { fail(p, MalformedReason::l2_truncated); return; }
-      p.vlan_id[p.vlan_count[0]++] = load_be16(f + off) & 0x0fff;
-      et = load_be16(f + off + 2);
-      off += 4;
+    if (is_vlan_tpid(et)) {
+      if (!read_vlan_tag(f, caplen, off, et, p, MalformedReason::l2_truncated)) return;
     } else if (et < 0x0600) {  // 802.3 length field (or an SLL protocol below it): LLC, not decoded
       p.ethertype[0] = 0;
       undecoded(p, UndecodedReason::llc, off);

@@ -10,7 +10,7 @@ puts right after the outer IP layer), TCP/UDP ports, TCP seq/ack/flags/window/pa
 MSS, window-scale and timestamp options, UDP payload length, ICMP/ICMPv6 type and code.
 Where tshark shows several values (tunnels, ICMP errors quoting a packet), the value of the layer
 our decoder reports is taken: the outermost IP layer, or for a packet decoded inside N tunnels
-(GTP-U; the `tunnel` column) the (N+1)-th IP layer and the transport layer after it, each field
+(GTP-U, GRE; the `tunnel` column) the (N+1)-th IP layer and the transport layer after it, each field
 picked by how many layers of its protocol come before that one in tshark's frame.protocols. Fields after a point where our decoder flagged the
 packet malformed are not compared; such packets are listed. Exit 0 when every compared field agrees.
 """
@@ -128,7 +128,7 @@ def compare(g, t, problems):
     depth = int(g.get("tunnel", "0"))
     l3, l4, i3, i4 = tshark_layers(t, depth)
     if depth and g["undecoded"] == "none":
-        check("tunnel layers", depth, sum(1 for n in t["frame.protocols"].split(":") if n in ("gtp",)))
+        check("tunnel layers", depth, sum(1 for n in t["frame.protocols"].split(":") if n in ("gtp", "gre")))
     ours_l3 = g["l3"] if g["l3"] in ("ipv4", "ipv6", "arp") else "other"
     check("l3", ours_l3, l3)
     if l3 != ours_l3 or l3 not in ("ipv4", "ipv6"):

@@ -3,7 +3,7 @@
 three ways:
 
   * every packet's decoded fields against tshark (decode_vs_tshark.compare: for a packet decoded
-    inside a GTP-U tunnel, against tshark's inner IP and transport layers);
+    inside a GTP-U or GRE tunnel, against tshark's inner IP and transport layers);
   * flows: EVE flow records are keyed on the inner packet of a GTP-U tunnel (as Zeek and nDPI key
     them), so the two directions of one inner connection carried by different outer tunnels are
     one flow, with the packet counts the builder wrote;
@@ -28,6 +28,8 @@ try:
     from scapy.contrib.gtp import GTP_U_Header, GTPPDUSessionContainer
     from scapy.contrib.mpls import MPLS
     from scapy.layers.ppp import PPPoE, PPP, PPP_LCP, PPPoED
+    from scapy.all import GRE
+    from scapy.contrib.erspan import ERSPAN_II, ERSPAN_III
 except ImportError as e:  # scapy is installed by scripts/setup.sh
     print(f"scapy is missing ({e}); run scripts/setup.sh")
     sys.exit(1)
@@ -106,6 +108,38 @@ def captures():
         b"\x8f\x00\x80\x35" + b"\x00\x00\x00\x02" + b"\x00" * 14,
     ]
     c["cisco_hdlc"] = (104, pkts, {("TCP", "2.2.2.2", 179, "4.4.4.4", 63535): (2, 0)}, 0, {"ethertype": 1})
+    # GRE (IP protocol 47): IPv4 and IPv6 inside, with key, sequence number and checksum; Ethernet
+    # inside (transparent bridging) with a VLAN tag of its own; ERSPAN types II and III; PPTP's
+    # enhanced GRE carrying PPP; over IPv6; and, left undecoded as Suricata does, MPLS inside GRE.
+    # One inner TCP connection crosses three encapsulations: one flow.
+    out4 = lambda: Ether() / IP(src="192.0.2.10", dst="192.0.2.20")
+    syn = IP(src="10.9.0.1", dst="10.9.0.2") / TCP(sport=33000, dport=22, flags="S", seq=1)
+    synack = IP(src="10.9.0.2", dst="10.9.0.1") / TCP(sport=22, dport=33000, flags="SA", seq=9, ack=2)
+    ack = IP(src="10.9.0.1", dst="10.9.0.2") / TCP(sport=33000, dport=22, flags="A", seq=2, ack=10)
+    frame = lambda inner, **kw: Ether(src="00:00:5e:00:53:01", dst="00:00:5e:00:53:02", **kw) / inner
+    pkts = [
+        out4() / GRE(proto=0x0800) / syn,
+        out4() / GRE(proto=0x6558, key_present=1, key=7) / frame(synack),
+        out4() / GRE(proto=0x88be, seqnum_present=1, seqence_number=3) / ERSPAN_II(session_id=5) / frame(ack),
+        out4() / GRE(proto=0x86dd, chksum_present=1) / IPv6(src="2001:db8:9::1", dst="2001:db8:9::2") / UDP(sport=5000, dport=5001),
+        out4() / GRE(proto=0x6558) / Ether(src="00:00:5e:00:53:03", dst="00:00:5e:00:53:04") / Dot1Q(vlan=42) /
+        IP(src="10.9.1.1", dst="10.9.1.2") / UDP(sport=53, dport=53),
+        out4() / GRE(proto=0x22eb) / ERSPAN_III(session_id=6) / frame(IP(src="10.9.2.1", dst="10.9.2.2") / ICMP(id=3)),
+        out4() / GRE(version=1, key_present=1, proto=0x880b, key=(2 << 16) | 9) / Raw(b"\xff\x03\x00\x21") /
+        IP(src="10.9.3.1", dst="10.9.3.2") / UDP(sport=1723, dport=1723),
+        Ether() / IPv6(src="2001:db8:1::10", dst="2001:db8:1::20") / GRE(proto=0x0800) /
+        IP(src="10.9.4.1", dst="10.9.4.2") / UDP(sport=9, dport=9),
+        out4() / GRE(proto=0x8847) / MPLS(label=5, s=1) / IP(src="10.9.5.1", dst="10.9.5.2") / UDP(sport=1, dport=2),
+    ]
+    c["gre"] = (1, pkts, {
+        ("TCP", "10.9.0.1", 33000, "10.9.0.2", 22): (2, 1),
+        ("UDP", "2001:db8:9::1", 5000, "2001:db8:9::2", 5001): (1, 0),
+        ("UDP", "10.9.1.1", 53, "10.9.1.2", 53): (1, 0),
+        ("ICMP", "10.9.2.1", 0, "10.9.2.2", 0): (1, 0),
+        ("UDP", "10.9.3.1", 1723, "10.9.3.2", 1723): (1, 0),
+        ("UDP", "10.9.4.1", 9, "10.9.4.2", 9): (1, 0),
+        ("GRE", "192.0.2.10", 0, "192.0.2.20", 0): (1, 0),
+    }, 8, {"gre_payload": 1})
     return c
 
 

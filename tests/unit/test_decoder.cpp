@@ -125,6 +125,12 @@ Bytes ip6_tcp() {
   return Bytes(f.begin() + 14, f.end());
 }
 
+// A GRE header: flags byte, version byte, protocol, then `rest` (checksum and offset, key,
+// sequence and acknowledgement numbers, source routes, as the flags say).
+Bytes gre(uint8_t flags, uint8_t ver, uint16_t proto, const Bytes& rest = {}) {
+  return cat({{flags, ver, uint8_t(proto >> 8), uint8_t(proto)}, rest});
+}
+
 struct LayerCase {
   const char* name;
   Bytes frame;
@@ -199,6 +205,26 @@ std::vector<LayerCase> layer_cases() {
       {"nsh version 1", cat({eth(0x894f), nsh(1, 1, 1), tcp}), LinkType::ethernet, MalformedReason::none, UndecodedReason::nsh_unsupported, L3::other, L4::none, 0, 0},
       {"nsh carrying nsh", cat({eth(0x894f), nsh(4), nsh(1), tcp}), LinkType::ethernet, MalformedReason::none, UndecodedReason::nsh_unsupported, L3::other, L4::none, 0, 0},
       {"protocol 41 without payload", cat({eth(0x0800), ip4_around(41, {})}), LinkType::ethernet, MalformedReason::none, UndecodedReason::none, L3::ipv4, L4::other, 0, 0},
+      {"gre ipv4", cat({eth(0x0800), ip4_around(47, cat({gre(0, 0, 0x0800), tcp}))}), LinkType::ethernet, MalformedReason::none, UndecodedReason::none, L3::ipv4, L4::tcp, 1, 80},
+      {"gre checksum key sequence ipv6", cat({eth(0x0800), ip4_around(47, cat({gre(0xb0, 0, 0x86dd, Bytes(12, 0)), ip6_tcp()}))}), LinkType::ethernet, MalformedReason::none, UndecodedReason::none, L3::ipv6, L4::tcp, 1, 80},
+      {"gre over ipv6", cat({eth(0x86dd), ip6_around(47, cat({gre(0x20, 0, 0x0800, Bytes(4, 7)), tcp}))}), LinkType::ethernet, MalformedReason::none, UndecodedReason::none, L3::ipv4, L4::tcp, 1, 80},
+      {"gre ethernet with a vlan tag", cat({eth(0x0800), ip4_around(47, cat({gre(0, 0, 0x6558), eth_no_type(), vlan(0x8100, 9, 0x0800), tcp}))}), LinkType::ethernet, MalformedReason::none, UndecodedReason::none, L3::ipv4, L4::tcp, 1, 80},
+      {"gre vlan", cat({eth(0x0800), ip4_around(47, cat({gre(0, 0, 0x8100), {0, 9, 0x08, 0x00}, tcp}))}), LinkType::ethernet, MalformedReason::none, UndecodedReason::none, L3::ipv4, L4::tcp, 1, 80},
+      {"gre erspan type i", cat({eth(0x0800), ip4_around(47, cat({gre(0, 0, 0x88be), eth(0x0800), tcp}))}), LinkType::ethernet, MalformedReason::none, UndecodedReason::none, L3::ipv4, L4::tcp, 1, 80},
+      {"gre erspan type ii", cat({eth(0x0800), ip4_around(47, cat({gre(0x10, 0, 0x88be, Bytes(4, 0)), {0x10, 1, 0, 5, 0, 0, 0, 0}, eth(0x0800), tcp}))}), LinkType::ethernet, MalformedReason::none, UndecodedReason::none, L3::ipv4, L4::tcp, 1, 80},
+      {"gre erspan type ii of version 2", cat({eth(0x0800), ip4_around(47, cat({gre(0x10, 0, 0x88be, Bytes(4, 0)), {0x20, 1, 0, 5, 0, 0, 0, 0}, eth(0x0800), tcp}))}), LinkType::ethernet, MalformedReason::none, UndecodedReason::gre_payload, L3::ipv4, L4::other, 0, 0},
+      {"gre erspan type iii with platform subheader", cat({eth(0x0800), ip4_around(47, cat({gre(0, 0, 0x22eb), {0x20, 0, 0, 6, 0, 0, 0, 0, 0, 0, 0, 1}, Bytes(8, 0), eth(0x0800), tcp}))}), LinkType::ethernet, MalformedReason::none, UndecodedReason::none, L3::ipv4, L4::tcp, 1, 80},
+      {"gre source routes", cat({eth(0x0800), ip4_around(47, cat({gre(0x40, 0, 0x0800, cat({Bytes(4, 0), {0x08, 0x00, 0, 4}, Bytes(4, 1), Bytes(4, 0)})), tcp}))}), LinkType::ethernet, MalformedReason::none, UndecodedReason::none, L3::ipv4, L4::tcp, 1, 80},
+      {"pptp ppp ipv4", cat({eth(0x0800), ip4_around(47, cat({gre(0x30, 0x81, 0x880b, {0, 0x2e, 0, 1, 0, 0, 0, 1, 0, 0, 0, 2}), {0xff, 0x03, 0x00, 0x21}, tcp}))}), LinkType::ethernet, MalformedReason::none, UndecodedReason::none, L3::ipv4, L4::tcp, 1, 80},
+      {"pptp acknowledgement alone", cat({eth(0x0800), ip4_around(47, gre(0x20, 0x81, 0x880b, {0, 0, 0, 1, 0, 0, 0, 2}))}), LinkType::ethernet, MalformedReason::none, UndecodedReason::none, L3::ipv4, L4::other, 0, 0},
+      {"pptp lcp", cat({eth(0x0800), ip4_around(47, cat({gre(0x20, 0x01, 0x880b, {0, 8, 0, 1}), {0xff, 0x03, 0xc0, 0x21}, Bytes(4, 1)}))}), LinkType::ethernet, MalformedReason::none, UndecodedReason::ppp_protocol, L3::ipv4, L4::other, 0, 0},
+      {"pptp without its key", cat({eth(0x0800), ip4_around(47, cat({gre(0x00, 0x01, 0x880b), {0xff, 0x03, 0x00, 0x21}, tcp}))}), LinkType::ethernet, MalformedReason::gre_bad_header, UndecodedReason::none, L3::ipv4, L4::other, 0, 0},
+      {"gre mpls is left undecoded", cat({eth(0x0800), ip4_around(47, cat({gre(0, 0, 0x8847), mpls(5, true), tcp}))}), LinkType::ethernet, MalformedReason::none, UndecodedReason::gre_payload, L3::ipv4, L4::other, 0, 0},
+      {"gre version 2", cat({eth(0x0800), ip4_around(47, cat({gre(0, 2, 0x0800), tcp}))}), LinkType::ethernet, MalformedReason::gre_bad_header, UndecodedReason::none, L3::ipv4, L4::other, 0, 0},
+      {"gre recursion", cat({eth(0x0800), ip4_around(47, cat({gre(0x01, 0, 0x0800), tcp}))}), LinkType::ethernet, MalformedReason::gre_bad_header, UndecodedReason::none, L3::ipv4, L4::other, 0, 0},
+      {"gre key beyond the ip payload", cat({eth(0x0800), ip4_around(47, gre(0x20, 0, 0x0800))}), LinkType::ethernet, MalformedReason::gre_bad_header, UndecodedReason::none, L3::ipv4, L4::other, 0, 0},
+      {"gre three deep", cat({eth(0x0800), ip4_around(47, cat({gre(0, 0, 0x0800), ip4_around(47, cat({gre(0, 0, 0x0800), ip4_around(47, cat({gre(0, 0, 0x0800), tcp}))}))}))}), LinkType::ethernet, MalformedReason::none, UndecodedReason::tunnel_too_deep, L3::ipv4, L4::other, 2, 0},
+      {"gre inside gtp-u", cat({eth(0x0800), ip4_udp(40000, 2152, gtp(ip4_around(47, cat({gre(0, 0, 0x0800), tcp}))))}), LinkType::ethernet, MalformedReason::none, UndecodedReason::none, L3::ipv4, L4::tcp, 2, 80},
   };
 }
 
@@ -226,6 +252,10 @@ TEST(Decoder, LinkAndTunnelLayers) {
     }
     if (c.tunnel_depth && c.l3 == L3::ipv4 && c.undecoded == UndecodedReason::none) {
       EXPECT_EQ(p.src_ip[0], 0x0100000au) << c.name << ": inner 10.0.0.1";
+    }
+    if (std::string(c.name).find("vlan") != std::string::npos && c.tunnel_depth) {
+      ASSERT_EQ(p.vlan_count[0], 1) << c.name << ": the tag inside the tunnel";
+      EXPECT_EQ(p.vlan_id[0], 9) << c.name;
     }
   }
 }

@@ -111,7 +111,8 @@ TEST(MultiSource, MergesEveryRecordOnceAndReleasesPerInput) {
       ASSERT_FALSE(released[i].empty());
       EXPECT_EQ(released[i].back(), next_local[i] - 1) << "input " << i << ": all released at the end";
     }
-    if (std::string(c.name) == "two busy")
+    if (std::string(c.name) == "two busy") {
       EXPECT_EQ(longest_run_with_others_waiting, MultiSource::kRun) << "a busy input yields after kRun";
+    }
   }
 }

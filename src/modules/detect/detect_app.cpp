@@ -151,8 +151,10 @@ struct TxBuffers {
   // The buffer into out, or, when the transaction holds it as it is, *held pointing at it.
   bool compute(uint8_t b, int side, std::string& out, const std::string*& held) const {
     // dotprefix (signature.hpp): the name buffer with a "." before it.
-    const uint8_t base = b == kBufDnsQueryDot ? kBufDnsQuery : b == kBufTlsSniDot ? kBufTlsSni
-                         : b == kBufHttpHostDot ? kBufHttpHost : b;
+    const uint8_t base = b == kBufDnsQueryDot    ? uint8_t(kBufDnsQuery)
+                         : b == kBufTlsSniDot    ? uint8_t(kBufTlsSni)
+                         : b == kBufHttpHostDot ? uint8_t(kBufHttpHost)
+                                                : b;
     if (base != b) {
       if (!compute(base, side, out, held)) return false;
       if (held) out = *held;
@@ -307,6 +309,16 @@ void DetectModule::Host::add_app_sig(uint32_t i) {
   for (const auto& [b, c] : s.bsize) fixed = fixed || sig_buf_side(b) != 2;
   a.side = s.flow_dir == 2 ? 1 : 0;
   if (!fixed && s.flow_dir == 0) a.side = 2;
+  // A response buffer anywhere makes it a response signature: decided before the buffers of either
+  // side (the payload, say) are given one, so that options before the response buffer read the
+  // response too.
+  const auto reads_response = [&](uint8_t b) {
+    return sig_buf_side(b) == 1 && !(b == kBufHttpResponseBody && s.flow_dir == 1);  // file_data to_server: request body
+  };
+  for (const SigOp& o : s.ops)
+    if (reads_response(o.buf)) a.side = 1;
+  for (const auto& [b, c] : s.bsize)
+    if (reads_response(b)) a.side = 1;
   for (const auto& [b0, c] : s.bsize) {
     uint8_t b = b0;
     int side = sig_buf_side(b);
@@ -314,7 +326,7 @@ void DetectModule::Host::add_app_sig(uint32_t i) {
     AppSig::Size z{};
     if (side == 2) {
       z.either = a.side == 2;
-      side = s.flow_dir == 2 ? 1 : 0;
+      side = a.side == 1 || s.flow_dir == 2 ? 1 : 0;
     }
     if (side == 1) a.side = 1;
     z.key = uint16_t(side * kBufCount + b);
@@ -327,7 +339,7 @@ void DetectModule::Host::add_app_sig(uint32_t i) {
     if (b == kBufHttpResponseBody && s.flow_dir == 1) b = kBufHttpRequestBody, side = 0;  // file_data to_server
     if (side == 2) {
       either[k] = a.side == 2;
-      side = s.flow_dir == 2 ? 1 : 0;
+      side = a.side == 1 || s.flow_dir == 2 ? 1 : 0;
     }
     key[k] = uint16_t(side * kBufCount + b);
     if (side == 1) a.side = 1;
