@@ -1,14 +1,17 @@
 // bench/bench_live.cpp — live capture throughput and latency, in one run on one machine: frames sent
 // into one end of a veth pair are captured at the other end by
-//   * a bare AF_PACKET reader that does nothing (TPACKET_V3 ring of gaspp's default shape: it counts
-//     each block's frames and hands the block back) — the limit of the kernel path here;
+//   * a bare AF_PACKET reader that does nothing (rings of gaspp's default shape and of the version
+//     gaspp is given, --af-packet-version; --rings N of them in one fanout group, gaspp then reading
+//     N rings too: it counts each block's or slot's frames and hands it back) — the limit of the
+//     kernel path here;
 //   * `gaspp -i` on each backend asked for (--backend cpu,cuda), with the modules given after --
 //     (decode + flow + the firewall on ET's IP lists, say), at 1%, 10% and 100% of the limit.
 // The sender (--threads threads, each a PACKET_TX_RING socket that bypasses the queueing
 // discipline, output/packet_tx_ring.hpp) replays a workload of the generator, 64-byte frames over
 // 10,000 flows or the mix, for --seconds, paced to a rate or as fast as it goes. A veth delivers
-// on the sending CPU, so the sender's threads also run the kernel's receive path; the bare reader's
-// rate is what that path delivers with nothing behind it.
+// on the sending CPU, so the sender's threads also run the kernel's receive path (into one ring,
+// under its lock, unless there are several); the bare reader's rate is what that path delivers
+// with nothing behind it.
 //
 // Per run: frames sent, frames the ring took (the kernel's count less its drops), kernel drops,
 // Mpps delivered (taken / seconds of sending) and, for gaspp, the latency from the kernel's receive
@@ -20,7 +23,7 @@
 // makes one in a namespace of its own.
 //
 // usage: bench_live --tx IFACE --rx IFACE --gaspp PATH [--backend cpu,cuda] [--seconds S] [--reps N]
-//                   [--threads N] [--json PATH] [--commit SHA] [--device TEXT] [-- GASPP ARGS...]
+//                   [--threads N] [--rings N] [--json PATH] [--commit SHA] [--device TEXT] [-- GASPP ARGS...]
 #include <linux/if_packet.h>
 #include <net/ethernet.h>
 #include <net/if.h>
@@ -36,6 +39,7 @@
 #include <arpa/inet.h>
 #include <atomic>
 #include <chrono>
+#include <deque>
 #include <cstdio>
 #include <cstring>
 #include <fcntl.h>
@@ -139,80 +143,114 @@ SendResult send_for(const Workload& w, const std::string& iface, int threads, do
   return r;
 }
 
-// The bare reader: a TPACKET_V3 ring (1 MiB blocks, 128 of them, 10 ms block timeout: gaspp's
-// defaults) on iface; counts frames until stop, then reads the kernel's counters.
+// The bare reader: `rings` packet sockets on iface (several: one PACKET_FANOUT group, flows
+// spread by hash, as gaspp's --af-packet-rings), each with its own thread and a ring of gaspp's
+// default shape (1 MiB blocks, 128 of them; TPACKET_V3 with a 10 ms block timeout, or TPACKET_V2
+// slots of 2 KiB when version is 2). It counts frames and hands each block or slot straight back,
+// until stop; then reads the kernel's counters.
 struct ReadResult {
   uint64_t frames = 0, kernel_packets = 0, kernel_drops = 0;
 };
 class BareReader {
  public:
-  explicit BareReader(const std::string& iface) {
-    fd_ = socket(AF_PACKET, SOCK_RAW, htons(ETH_P_ALL));
-    if (fd_ < 0) throw std::runtime_error("bare reader: socket: " + std::string(std::strerror(errno)));
-    int v = TPACKET_V3;
-    setsockopt(fd_, SOL_PACKET, PACKET_VERSION, &v, sizeof v);
-    tpacket_req3 req{};
-    req.tp_block_size = kBlock;
-    req.tp_block_nr = kBlocks;
-    req.tp_frame_size = 2048;
-    req.tp_frame_nr = kBlock / 2048 * kBlocks;
-    req.tp_retire_blk_tov = 10;
-    if (setsockopt(fd_, SOL_PACKET, PACKET_RX_RING, &req, sizeof req) < 0)
-      throw std::runtime_error("bare reader: ring: " + std::string(std::strerror(errno)));
-    void* m = mmap(nullptr, size_t(kBlock) * kBlocks, PROT_READ | PROT_WRITE, MAP_SHARED, fd_, 0);
-    if (m == MAP_FAILED) throw std::runtime_error("bare reader: mmap: " + std::string(std::strerror(errno)));
-    ring_ = static_cast<uint8_t*>(m);
-    sockaddr_ll sll{};
-    sll.sll_family = AF_PACKET;
-    sll.sll_protocol = htons(ETH_P_ALL);
-    sll.sll_ifindex = int(if_nametoindex(iface.c_str()));
-    if (bind(fd_, reinterpret_cast<sockaddr*>(&sll), sizeof sll) < 0)
-      throw std::runtime_error("bare reader: bind " + iface + ": " + std::strerror(errno));
-    stats();  // from zero
-    th_ = std::thread([this] { loop(); });
+  BareReader(const std::string& iface, int version, int rings) : version_(version) {
+    const int group = int(getpid() & 0xffff);
+    for (int k = 0; k < rings; ++k) {
+      Ring& r = rings_.emplace_back();
+      r.fd = socket(AF_PACKET, SOCK_RAW, htons(ETH_P_ALL));
+      if (r.fd < 0) throw std::runtime_error("bare reader: socket: " + std::string(std::strerror(errno)));
+      int v = version == 2 ? TPACKET_V2 : TPACKET_V3;
+      setsockopt(r.fd, SOL_PACKET, PACKET_VERSION, &v, sizeof v);
+      tpacket_req3 req{};
+      req.tp_block_size = kBlock;
+      req.tp_block_nr = kBlocks;
+      req.tp_frame_size = kSlot;
+      req.tp_frame_nr = kBlock / kSlot * kBlocks;
+      req.tp_retire_blk_tov = version == 2 ? 0 : 10;
+      if (setsockopt(r.fd, SOL_PACKET, PACKET_RX_RING, &req, version == 2 ? sizeof(tpacket_req) : sizeof req) < 0)
+        throw std::runtime_error("bare reader: ring: " + std::string(std::strerror(errno)));
+      void* m = mmap(nullptr, size_t(kBlock) * kBlocks, PROT_READ | PROT_WRITE, MAP_SHARED, r.fd, 0);
+      if (m == MAP_FAILED) throw std::runtime_error("bare reader: mmap: " + std::string(std::strerror(errno)));
+      r.ring = static_cast<uint8_t*>(m);
+      sockaddr_ll sll{};
+      sll.sll_family = AF_PACKET;
+      sll.sll_protocol = htons(ETH_P_ALL);
+      sll.sll_ifindex = int(if_nametoindex(iface.c_str()));
+      if (bind(r.fd, reinterpret_cast<sockaddr*>(&sll), sizeof sll) < 0)
+        throw std::runtime_error("bare reader: bind " + iface + ": " + std::strerror(errno));
+      if (rings > 1) {
+        const int arg = group | (PACKET_FANOUT_HASH << 16);
+        if (setsockopt(r.fd, SOL_PACKET, PACKET_FANOUT, &arg, sizeof arg) < 0)
+          throw std::runtime_error("bare reader: fanout: " + std::string(std::strerror(errno)));
+      }
+      stats(r);  // from zero
+    }
+    for (Ring& r : rings_) r.th = std::thread([this, &r] { version_ == 2 ? loop_v2(r) : loop_v3(r); });
   }
   ReadResult finish() {
     stop_ = true;
-    th_.join();
-    ReadResult r = stats();
-    r.frames = frames_;
-    munmap(ring_, size_t(kBlock) * kBlocks);
-    close(fd_);
-    return r;
+    ReadResult out;
+    for (Ring& r : rings_) {
+      r.th.join();
+      stats(r);
+      out.frames += r.frames;
+      out.kernel_packets += r.kp;
+      out.kernel_drops += r.kd;
+      munmap(r.ring, size_t(kBlock) * kBlocks);
+      close(r.fd);
+    }
+    return out;
   }
 
  private:
-  static constexpr uint32_t kBlock = 1u << 20, kBlocks = 128;
-  ReadResult stats() {
+  static constexpr uint32_t kBlock = 1u << 20, kBlocks = 128, kSlot = 2048;
+  struct Ring {
+    int fd = -1;
+    uint8_t* ring = nullptr;
+    std::thread th;
+    uint64_t frames = 0, kp = 0, kd = 0;
+  };
+  static void stats(Ring& r) {
     tpacket_stats_v3 st{};
     socklen_t l = sizeof st;
-    getsockopt(fd_, SOL_PACKET, PACKET_STATISTICS, &st, &l);  // since the last read; packets include drops
-    kp_ += st.tp_packets;
-    kd_ += st.tp_drops;
-    ReadResult r;
-    r.kernel_packets = kp_;
-    r.kernel_drops = kd_;
-    return r;
+    getsockopt(r.fd, SOL_PACKET, PACKET_STATISTICS, &st, &l);  // since the last read; packets include drops
+    r.kp += st.tp_packets;
+    r.kd += st.tp_drops;
   }
-  void loop() {
+  void wait(const Ring& r) const {
+    pollfd p{r.fd, POLLIN | POLLERR, 0};
+    poll(&p, 1, 50);
+  }
+  void loop_v3(Ring& r) {
     uint32_t cur = 0;
     while (!stop_) {
-      auto* bd = reinterpret_cast<tpacket_block_desc*>(ring_ + size_t(cur) * kBlock);
+      auto* bd = reinterpret_cast<tpacket_block_desc*>(r.ring + size_t(cur) * kBlock);
       if (__atomic_load_n(&bd->hdr.bh1.block_status, __ATOMIC_ACQUIRE) & TP_STATUS_USER) {
-        frames_ += bd->hdr.bh1.num_pkts;
+        r.frames += bd->hdr.bh1.num_pkts;
         __atomic_store_n(&bd->hdr.bh1.block_status, TP_STATUS_KERNEL, __ATOMIC_RELEASE);
         cur = (cur + 1) % kBlocks;
         continue;
       }
-      pollfd p{fd_, POLLIN | POLLERR, 0};
-      poll(&p, 1, 50);
+      wait(r);
     }
   }
-  int fd_ = -1;
-  uint8_t* ring_ = nullptr;
-  std::thread th_;
+  void loop_v2(Ring& r) {
+    const uint32_t n = kBlock / kSlot * kBlocks;
+    uint32_t cur = 0;
+    while (!stop_) {
+      auto* h = reinterpret_cast<tpacket2_hdr*>(r.ring + size_t(cur) * kSlot);
+      if (__atomic_load_n(&h->tp_status, __ATOMIC_ACQUIRE) & TP_STATUS_USER) {
+        ++r.frames;
+        __atomic_store_n(&h->tp_status, uint32_t(TP_STATUS_KERNEL), __ATOMIC_RELEASE);
+        cur = (cur + 1) % n;
+        continue;
+      }
+      wait(r);
+    }
+  }
+  int version_ = 3;
+  std::deque<Ring> rings_;
   std::atomic<bool> stop_{false};
-  uint64_t frames_ = 0, kp_ = 0, kd_ = 0;
 };
 
 // gaspp -i rx with the given arguments, stopped with SIGINT; its stats JSON.
@@ -293,8 +331,9 @@ class GasppRun {
   std::string err_;
 };
 
-json run_bare(const Workload& w, const std::string& tx, const std::string& rx, int threads, double seconds) {
-  BareReader rd(rx);
+json run_bare(const Workload& w, const std::string& tx, const std::string& rx, int threads, double seconds, int version,
+             int rings) {
+  BareReader rd(rx, version, rings);
   const SendResult s = send_for(w, tx, threads, seconds, 0);
   std::this_thread::sleep_for(std::chrono::milliseconds(300));  // the last blocks retire
   const ReadResult r = rd.finish();
@@ -342,7 +381,7 @@ int main(int argc, char** argv) {
   std::string tx, rx, gaspp, json_path, commit = "unknown", device;
   std::vector<std::string> backends = {"cpu"}, extra;
   double seconds = 3;
-  int reps = 3, threads = std::max(1, int(std::thread::hardware_concurrency()) / 2);
+  int reps = 3, threads = std::max(1, int(std::thread::hardware_concurrency()) / 2), rings = 1;
   for (int i = 1; i < argc; ++i) {
     const std::string o = argv[i];
     const bool value = i + 1 < argc;
@@ -359,6 +398,7 @@ int main(int argc, char** argv) {
     else if (value && o == "--seconds") seconds = std::atof(argv[++i]);
     else if (value && o == "--reps") reps = std::max(1, std::atoi(argv[++i]));
     else if (value && o == "--threads") threads = std::max(1, std::atoi(argv[++i]));
+    else if (value && o == "--rings") rings = std::max(1, std::atoi(argv[++i]));
     else if (value && o == "--backend") {
       backends.clear();
       std::stringstream ss(argv[++i]);
@@ -368,9 +408,17 @@ int main(int argc, char** argv) {
       return 2;
     }
   }
+  // The bare reader reads the ring gaspp reads: its version, and as many rings (a fanout group).
+  int version = 3;
+  for (size_t k = 0; k + 1 < extra.size(); ++k)
+    if (extra[k] == "--af-packet-version") version = std::atoi(extra[k + 1].c_str());
+  if (rings > 1) {
+    extra.push_back("--af-packet-rings");
+    extra.push_back(std::to_string(rings));
+  }
   if (tx.empty() || rx.empty() || gaspp.empty()) {
     std::fprintf(stderr, "usage: bench_live --tx IFACE --rx IFACE --gaspp PATH [--backend cpu,cuda] [--seconds S] "
-                         "[--reps N] [--threads N] [--json PATH] [--commit SHA] [--device TEXT] [-- GASPP ARGS...]\n");
+                         "[--reps N] [--threads N] [--rings N] [--json PATH] [--commit SHA] [--device TEXT] [-- GASPP ARGS...]\n");
     return 2;
   }
   json out = {{"bench", "live"},
@@ -379,6 +427,8 @@ int main(int argc, char** argv) {
               {"host_cpu", cpu_model_name()},
               {"cores", std::thread::hardware_concurrency()},
               {"sender_threads", threads},
+              {"rings", rings},
+              {"ring_version", version},
               {"seconds_per_run", seconds},
               {"reps_full_rate", reps},
               {"gaspp_args", extra}};
@@ -396,7 +446,7 @@ int main(int argc, char** argv) {
     std::vector<double> lim;
     send_for(w, tx, threads, 0.5, 0);  // warm-up (nobody reads: the veth delivers to no socket)
     for (int k = 0; k < reps; ++k) {
-      json r = run_bare(w, tx, rx, threads, seconds);
+      json r = run_bare(w, tx, rx, threads, seconds, version, rings);
       std::printf("  bare reader: sent %.2f Mpps, taken %.2f Mpps, kernel drops %llu\n",
                   double(r["sent"].get<uint64_t>()) / r["seconds"].get<double>() / 1e6, r["mpps"].get<double>(),
                   (unsigned long long)r["kernel_drops"].get<uint64_t>());

@@ -46,8 +46,8 @@
 #   run.sh bench-live  bench_live: frames sent into a veth pair in a namespace of its own, captured
 #                  by a bare AF_PACKET reader (the kernel path's limit) and by gaspp -i on the CPU
 #                  and CUDA backends (decode, flow, the firewall on ET's IP lists) at 1%, 10% and
-#                  100% of that limit, with the default ring, with a 1 ms block timeout and with
-#                  TPACKET_V2; JSON in $OUT/bench_live*.json
+#                  100% of that limit, with the default ring, with a 1 ms block timeout, with
+#                  TPACKET_V2 and with 4 rings in a fanout group; JSON in $OUT/bench_live*.json
 #   run.sh bench-firewall  bench_firewall: decode+flow with and without the firewall (10k random
 #                  rules, ET IP lists), mix and 64-byte frames, CUDA vs CPU; then bench_modules:
 #                  scheduling on/off with 1..64 modules, its cost for a light module, consolidation;
@@ -345,6 +345,10 @@ bench-live)
     --threads 8 --json "$OUT/bench_live_v2.json" --commit "$(head -1 bundle/COMMIT)" \
     --device "$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)" -- $fw --af-packet-version 2
   check "bench_live (TPACKET_V2)"
+  ip netns exec $ns $B/bench_live --tx blt --rx blr --gaspp $B/gaspp --backend cpu,cuda --seconds 3 --reps 1 \
+    --threads 8 --rings 4 --json "$OUT/bench_live_rings4.json" --commit "$(head -1 bundle/COMMIT)" \
+    --device "$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)" -- $fw
+  check "bench_live (4 rings)"
   ip netns del $ns
   ;;
 bench-app)
