@@ -16,6 +16,9 @@ CC=clang CXX=clang++ cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=None -
   -DGASPP_TESTS=OFF -DGASPP_BENCH=OFF -DGASPP_FUZZ=ON \
   "-DCMAKE_CXX_FLAGS=-O1 -gline-tables-only -fsanitize=address,undefined -fno-sanitize-recover=undefined -fsanitize=fuzzer-no-link" >/dev/null
 cmake --build build-fuzz --target fuzz_capture
+# gaspp from the same tree (for the live restarts below) builds while the fuzzer runs.
+cmake --build build-fuzz --target gaspp >build-fuzz/gaspp-build.log 2>&1 &
+gaspp_build=$!
 corpus=$(mktemp -d)
 seeds=$(mktemp -d)
 # Seed with the real captures (small ones) so the fuzzer starts from valid structure.
@@ -30,7 +33,7 @@ rm -rf "$corpus" "$seeds" "$corpus.log"
 
 # Live capture stopped and restarted under the same sanitizers (a leak fails the run): gaspp from
 # the sanitizer build, three runs on one veth link (root; exit 77 without it: skipped, said).
-cmake --build build-fuzz --target gaspp
+if ! wait $gaspp_build; then cat build-fuzz/gaspp-build.log; echo "live restarts: the sanitizer build of gaspp failed"; exit 1; fi
 rc=0
 python3 tests/e2e/live_capture.py build/gaspp ../shared/data --restarts build-fuzz/gaspp || rc=$?
 if [ $rc -eq 77 ]; then echo "live restarts: skipped (not root, or no namespaces)";
