@@ -11,6 +11,8 @@
 //   * the flows sharded (backend/sharded/): all threads as N backends of threads/N threads each
 //     (N = all threads: one thread a backend, each walking only its own flows), the packets placed
 //     by a host decode on all threads first; + reassembly, at the CPU's batch size;
+//   * where a +reassembly batch's time goes with one thread and all threads (stage times: each
+//     stage's mean and how busy it kept the threads), one untimed pass each;
 //   * the peer: libnids on one core (peer_libnids, --nids PATH; its callback does no per-byte work);
 //   * gaspp end to end (--gaspp PATH: `gaspp -r` with the capture in the page cache, one thread and
 //     all threads), so the reader's share shows.
@@ -63,6 +65,31 @@ double measure(Stages st, const CaptureFile& cap, uint32_t batch, uint64_t packe
     if (rep) t.push_back(s);  // the first pass warms caches and pages
   }
   return double(packets) / median(t) / 1e6;
+}
+
+// One pass of the backend with reassembly and BackendConfig::stage_times (after the timed passes,
+// so the clocks do not weigh on their figures): each stage's mean a batch and how busy it kept
+// the threads. Written as a JSON array.
+std::string stage_profile(const CaptureFile& cap, uint32_t batch, uint64_t packets, int threads) {
+  const auto batches = index_batches(cap, batch);
+  BackendConfig bc;
+  bc.batch_packets = batch;
+  bc.threads = threads;
+  bc.flow.enabled = bc.stream.enabled = true;
+  bc.stage_times = true;
+  auto be = make_cpu_backend(bc);
+  checked_pass(*be, cap, batches, packets, "bench_cpu");
+  std::printf("  stages, +stream, %d thread(s), us a batch (threads busy):", threads);
+  std::string json = "[";
+  char b[256];
+  for (const StageTime& t : be->stage_times()) {
+    std::printf(" %s %.1f (%.0f%%);", t.name.c_str(), t.mean_us(), 100.0 * t.busy_share());
+    std::snprintf(b, sizeof b, "%s{\"stage\":\"%s\",\"mean_us\":%.2f,\"busy_share\":%.3f}", json.size() > 1 ? "," : "",
+                  t.name.c_str(), t.mean_us(), t.busy_share());
+    json += b;
+  }
+  std::printf("\n");
+  return json + "]";
 }
 
 std::atomic<uint64_t> g_sum{0};  // the read loops' sums land here, so the reads are not dropped
@@ -218,6 +245,13 @@ int main(int argc, char** argv) {
       }
     }
     json += "]";
+    // Where a batch's time goes, one thread against all of them.
+    json += ",\"stage_times\":{";
+    for (int t : {1, max_threads}) {
+      json += (t == 1 ? "\"" : ",\"") + std::to_string(t) + "t\":" + stage_profile(cap, kCpuBatchPackets, size.packets, t);
+      if (max_threads == 1) break;
+    }
+    json += "}";
     // The flows sharded over backends: N x 1 thread and N/4 x 4 threads (all threads in all).
     json += ",\"sharded\":[";
     bool first_sh = true;

@@ -93,7 +93,11 @@ inline void print_stage_times(const Backend& be, const std::string& label) {
   const std::vector<StageTime> st = be.stage_times();
   if (st.empty()) return;
   std::printf("  stage times, %s (mean us a batch):", label.c_str());
-  for (const StageTime& t : st) std::printf(" %s %.1f;", t.name.c_str(), t.mean_us());
+  for (const StageTime& t : st) {
+    std::printf(" %s %.1f", t.name.c_str(), t.mean_us());
+    if (t.threads) std::printf(" (%.0f%% busy)", 100.0 * t.busy_share());
+    std::printf(";");
+  }
   std::printf("\n");
 }
 

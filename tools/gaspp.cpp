@@ -459,9 +459,12 @@ int main(int argc, char** argv) {
   for (const auto& is : rep.issues) std::fprintf(stderr, "gaspp: %s: %s\n", is.fatal ? "error" : "warning", is.message.c_str());
   if (rep.suppressed_issues)
     std::fprintf(stderr, "gaspp: %llu more warnings not shown\n", (unsigned long long)rep.suppressed_issues);
-  for (const StageTime& st : backend->stage_times())
-    std::fprintf(stderr, "gaspp: stage %-34s %9.1f us a batch, %llu batches\n", st.name.c_str(), st.mean_us(),
+  for (const StageTime& st : backend->stage_times()) {
+    std::fprintf(stderr, "gaspp: stage %-34s %9.1f us a batch, %llu batches", st.name.c_str(), st.mean_us(),
                  (unsigned long long)st.batches);
+    if (st.threads) std::fprintf(stderr, ", threads %3.0f%% busy", 100.0 * st.busy_share());
+    std::fprintf(stderr, "\n");
+  }
   try {
     if (!quiet) {
       print_summary(stdout, rep);

@@ -534,8 +534,8 @@ int parse_command_line(int argc, char** argv, Options& o) {
         return true;
       });
   flag("--stage-times",
-       "CUDA: time each stage of every batch and print the means on stderr at the end (a diagnostic: it costs a "
-       "few microseconds a batch)", kMods, [&] { bc.stage_times = true; });
+       "Time each stage of every batch and print the means on stderr at the end, with how busy the CPU "
+       "backend's threads kept in each (a diagnostic: it costs a few microseconds a batch)", kMods, [&] { bc.stage_times = true; });
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

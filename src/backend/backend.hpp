@@ -37,12 +37,18 @@ namespace gaspp {
 // Where batches spent their time (BackendConfig::stage_times): for each stage, in the order the
 // stages run, the summed time from the end of the stage before it to its own end, and how many
 // batches ran it. With batches in flight on several streams a stage's time includes waiting for
-// what it depends on (the previous batch's flow stage, the gather).
+// what it depends on (the previous batch's flow stage, the gather). On the CPU, busy_us is the time
+// the backend's threads spent working in the stage, summed over `threads` threads: a stage that
+// scales keeps busy_us near threads x total_us.
 struct StageTime {
   std::string name;
   double total_us = 0;
   uint64_t batches = 0;
+  double busy_us = 0;  // CPU only (0 elsewhere)
+  int threads = 0;     // CPU only
   double mean_us() const { return batches ? total_us / double(batches) : 0.0; }
+  // The share of the threads' time the stage kept busy (CPU; 0 when not known).
+  double busy_share() const { return threads && total_us > 0 ? busy_us / (total_us * threads) : 0.0; }
 };
 
 // What the summary reports about reassembly's out-of-order buffer.

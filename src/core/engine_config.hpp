@@ -65,8 +65,9 @@ struct BackendConfig {
   // (backend/cuda/sm_partition.hpp). 0: the device's smallest partition (8 SMs on an H100);
   // -1: no partition, the gather shares every SM. Ignored where the driver cannot partition.
   int gather_sms = 0;
-  // CUDA: time every stage of every batch with events on its streams (Backend::stage_times); a
-  // diagnostic for finding where a batch's time goes, it costs a few microseconds a batch.
+  // Time every stage of every batch (Backend::stage_times): CUDA with events on its streams, the
+  // CPU with the clock and its pool's busy time; a diagnostic for finding where a batch's time
+  // goes, it costs a few microseconds a batch.
   bool stage_times = false;
   // CUDA: the device this backend runs on (its ordinal). A backend is bound to one device for its
   // life; several devices are several backends (docs/architecture.md, "Several devices").

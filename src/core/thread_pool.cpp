@@ -1,5 +1,7 @@
 #include "core/thread_pool.hpp"
 
+#include <chrono>
+
 namespace gaspp {
 
 namespace {
@@ -24,6 +26,7 @@ void wait_change(const std::atomic<T>& a, T old) {
 
 ThreadPool::ThreadPool(int threads) {
   if (threads < 1) threads = 1;
+  busy_.resize(size_t(threads));
   for (int i = 1; i < threads; ++i) workers_.emplace_back([this, i] { worker_main(i); });
 }
 
@@ -39,10 +42,29 @@ static void range_of(uint64_t n, int parts, int i, uint64_t& b, uint64_t& e) {
   e = n * uint64_t(i + 1) / uint64_t(parts);
 }
 
+void ThreadPool::run_range(const RangeFn& fn, int id, uint64_t b, uint64_t e) {
+  if (!timing_) {
+    fn(b, e, id);
+    return;
+  }
+  const auto t0 = std::chrono::steady_clock::now();
+  fn(b, e, id);
+  busy_[size_t(id)].ns += uint64_t(std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0).count());
+}
+
+uint64_t ThreadPool::take_busy_ns() {
+  uint64_t sum = 0;
+  for (Busy& b : busy_) {
+    sum += b.ns;
+    b.ns = 0;
+  }
+  return sum;
+}
+
 void ThreadPool::parallel_for(uint64_t n, const RangeFn& fn) {
   const int parts = size();
   if (parts == 1 || n < 2) {
-    fn(0, n, 0);
+    run_range(fn, 0, 0, n);
     return;
   }
   job_ = &fn;
@@ -52,7 +74,7 @@ void ThreadPool::parallel_for(uint64_t n, const RangeFn& fn) {
   generation_.notify_all();
   uint64_t b, e;
   range_of(n, parts, 0, b, e);
-  fn(b, e, 0);
+  run_range(fn, 0, b, e);
   for (int left; (left = pending_.load(std::memory_order_acquire)) != 0;) wait_change(pending_, left);
   job_ = nullptr;
 }
@@ -65,7 +87,7 @@ void ThreadPool::worker_main(int id) {
     if (stop_.load()) return;
     uint64_t b, e;
     range_of(n_, size(), id, b, e);
-    (*job_)(b, e, id);
+    run_range(*job_, id, b, e);
     if (pending_.fetch_sub(1, std::memory_order_acq_rel) == 1) pending_.notify_one();
   }
 }

@@ -696,3 +696,22 @@ TEST(ThreadPool, EveryJobCoversItsRangeOnceAwakeOrAsleep) {
     }
   }
 }
+
+// With timing on, the busy time is every range's time summed over the threads (each range here
+// sleeps a known time), and taking it clears it; with timing off nothing is counted.
+TEST(ThreadPool, BusyTimeIsTheRangesTimeSummed) {
+  for (const int threads : {1, 3}) {
+    ThreadPool pool(threads);
+    const auto job = [&](uint64_t b, uint64_t e, int) {
+      if (b < e) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    };
+    pool.parallel_for(uint64_t(threads), job);
+    EXPECT_EQ(pool.take_busy_ns(), 0u) << "timing off";
+    pool.set_timing(true);
+    pool.parallel_for(uint64_t(threads), job);
+    const uint64_t busy = pool.take_busy_ns();
+    EXPECT_GE(busy, uint64_t(threads) * 5'000'000u) << threads << " threads";
+    EXPECT_LT(busy, uint64_t(threads) * 500'000'000u) << threads << " threads";
+    EXPECT_EQ(pool.take_busy_ns(), 0u) << "taken once";
+  }
+}

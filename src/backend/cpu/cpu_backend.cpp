@@ -25,7 +25,10 @@
 // The out-of-order buffer: two sets of segment descriptions used in turn (a batch reads what the
 // previous one held) and two byte pools where held bytes stay while they wait (StreamCounts).
 // Module tables stay in the modules' host memory.
+// With BackendConfig::stage_times each stage's wall time and the pool's busy time in it are kept
+// (Backend::stage_times): where a batch's time goes, and which stage does not scale with threads.
 #include <algorithm>
+#include <chrono>
 #include <cstring>
 #include <thread>
 #include <vector>
@@ -51,6 +54,7 @@ class CpuBackend final : public Backend, private StageExecutor {
         slots_(size_t(std::max(cfg.slots, 3))), per_thread_(size_t(pool_.size())), failed_(size_t(pool_.size())),
         groups_(size_t(pool_.size())), chunk_blocks_(size_t(pool_.size()), StreamRef::ChunkBlock{0, 0}),
         shard_pend_(size_t(pool_.size())), table_(cfg.flow) {
+    pool_.set_timing(cfg.stage_times);
     if (cfg.flow.enabled) run_of_slot_.assign(table_.shape().slots(), kNoRun);
     record_capacity_ = flow_record_capacity(cfg);
     records_.reset(record_capacity_);
@@ -158,8 +162,39 @@ class CpuBackend final : public Backend, private StageExecutor {
     return streams_ ? stream_gauges_of(counts_, cfg_.stream, held_cap_) : StreamGauges{};
   }
 
+  std::vector<StageTime> stage_times() const override { return stage_times_; }
+
 
  private:
+  // Times one stage while it is in scope (BackendConfig::stage_times; nothing when off). `name`
+  // must outlive the backend (a literal or a module's name).
+  class StageClock {
+   public:
+    StageClock(CpuBackend& b, const char* name) : b_(b.cfg_.stage_times ? &b : nullptr), name_(name) {
+      if (!b_) return;
+      b_->pool_.take_busy_ns();  // what ran between stages is not this stage's
+      t0_ = std::chrono::steady_clock::now();
+    }
+    ~StageClock() {
+      if (!b_) return;
+      const double wall = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0_).count();
+      const double busy = double(b_->pool_.take_busy_ns()) / 1e3;
+      auto& all = b_->stage_times_;
+      auto it = std::find_if(all.begin(), all.end(), [&](const StageTime& t) { return t.name == name_; });
+      if (it == all.end()) it = all.insert(all.end(), StageTime{name_, 0, 0, 0, b_->pool_.size()});
+      it->total_us += wall;
+      it->busy_us += busy;
+      ++it->batches;
+    }
+    StageClock(const StageClock&) = delete;
+    StageClock& operator=(const StageClock&) = delete;
+
+   private:
+    CpuBackend* b_;
+    const char* name_;
+    std::chrono::steady_clock::time_point t0_{};
+  };
+
   class InPlaceTables final : public TableMemory {
    public:
     const void* place(const void* host, size_t) override { return host; }
@@ -167,6 +202,7 @@ class CpuBackend final : public Backend, private StageExecutor {
 
   // The stages (core/stage_plan.hpp), for the batch in cur_.
   void decode() override {
+    StageClock clock(*this, "decode");
     Slot& s = *cur_;
     PacketBatch& b = s.batch;
     v_ = BatchView{b.h_span, b.span_len, b.h_rec_off,  b.count, b.fmt, b.link, b.source, s.decoded.view(),
@@ -231,15 +267,19 @@ class CpuBackend final : public Backend, private StageExecutor {
     uint32_t* slot = s.flow_slot.data();
     uint8_t* flags = s.flow_flags.data();
     for (auto& f : failed_) f.clear();
-    pool_.parallel_for(v_.count, [&](uint64_t begin, uint64_t end, int w) {
-      HostCounterSink sink{per_thread_[size_t(w)]};
-      flow_lookup_range(t, dec, begin, end, prm_, slot, flags, [&](FlowSkip why) { count_skip(sink, why); },
-                        [&](uint32_t i) {
-                          atomic_add(&t.state->failed, 1);
-                          failed_[size_t(w)].push_back(i);
-                        });
-    });
+    {
+      StageClock clock(*this, "flow lookup");
+      pool_.parallel_for(v_.count, [&](uint64_t begin, uint64_t end, int w) {
+        HostCounterSink sink{per_thread_[size_t(w)]};
+        flow_lookup_range(t, dec, begin, end, prm_, slot, flags, [&](FlowSkip why) { count_skip(sink, why); },
+                          [&](uint32_t i) {
+                            atomic_add(&t.state->failed, 1);
+                            failed_[size_t(w)].push_back(i);
+                          });
+      });
+    }
     // Each worker's list is in capture order and workers hold consecutive ranges.
+    StageClock retries(*this, "flow lookup: retries");
     const FlowRecordSink out = record_sink();
     HostCounterSink sink{per_thread_[0]};
     for (auto& f : failed_)
@@ -250,6 +290,7 @@ class CpuBackend final : public Backend, private StageExecutor {
   }
 
   void flow_tick() override {
+    StageClock clock(*this, "flow tick");
     HostCounterSink sink{per_thread_[0]};
     FlowTableRef t = table_.ref();
     gaspp::flow_tick(*t.state, t.capacity, cfg_.flow.emergency_enter_pct, cfg_.flow.emergency_recover_pct, sink);
@@ -264,11 +305,17 @@ class CpuBackend final : public Backend, private StageExecutor {
     if (streams_) {
       StreamRef sr = stream_ref(v_.data, v_.rec_off, false);
       walk(t, v_.dec, v_.count, s.flow_slot.data(), s.flow_flags.data(), prm_, emergency_, out, &sr, false);
-      if (sr.hooks.bulk_n) bulk_pass(sr, v_.dec);
+      if (sr.hooks.bulk_n) {
+        StageClock clock(*this, "stream bulk hooks");
+        bulk_pass(sr, v_.dec);
+      }
       in_ ^= 1;  // what this batch held is what the next one reads
       // Chunks from held segments name descriptions of the set this batch read (sr.held_in), whose
       // bytes are untouched until the next batch.
-      if (b.want_streams) collect_chunks(sr, v_.dec, b.stream_chunks, b.stream_bytes);
+      if (b.want_streams) {
+        StageClock clock(*this, "stream chunks out");
+        collect_chunks(sr, v_.dec, b.stream_chunks, b.stream_bytes);
+      }
     } else {
       walk(t, v_.dec, v_.count, s.flow_slot.data(), s.flow_flags.data(), prm_, emergency_, out, nullptr, false);
     }
@@ -276,6 +323,7 @@ class CpuBackend final : public Backend, private StageExecutor {
 
   void module_stage(uint16_t st, uint16_t k) override {
     const ModuleInstance* m = cfg_.modules[k];
+    StageClock clock(*this, m->name());
     a_.stage = st;
     a_.first = st == 0;
     a_.module = k;
@@ -293,6 +341,7 @@ class CpuBackend final : public Backend, private StageExecutor {
   }
 
   void regroup(uint16_t next_st) override {
+    StageClock clock(*this, "regroup");
     for (uint32_t i = 0; i < v_.count; ++i) sched_[i] = {schedule_key(a_, i, next_st), i};
     std::sort(sched_.begin(), sched_.begin() + v_.count);
     for (uint32_t k = 0; k < v_.count; ++k) order_[k] = sched_[k].second;
@@ -301,6 +350,7 @@ class CpuBackend final : public Backend, private StageExecutor {
 
   // Over the walk's sorted runs again, shard by shard.
   void verdict_walk() override {
+    StageClock clock(*this, "verdict walk");
     Slot& s = *cur_;
     const FlowTableRef t = table_.ref();
     const uint32_t base = streams_ ? held_cap_ : 0;
@@ -316,6 +366,7 @@ class CpuBackend final : public Backend, private StageExecutor {
   }
 
   void sweep(uint64_t now, bool due) override {
+    StageClock clock(*this, "sweep");
     PacketBatch& b = cur_->batch;
     b.flow_records.assign(records_.begin(), records_.begin() + std::min(out_count_, record_capacity_));
     if (!due && !emergency_) return;
@@ -324,6 +375,7 @@ class CpuBackend final : public Backend, private StageExecutor {
   }
 
   void results() override {
+    StageClock clock(*this, "results");
     Slot& s = *cur_;
     PacketBatch& b = s.batch;
     if (cfg_.flow.enabled) sort_flow_records(b.flow_records);
@@ -362,8 +414,24 @@ class CpuBackend final : public Backend, private StageExecutor {
     FlowRecordSink out{records_.data(), &count, record_capacity_};
     pool_.parallel_for(t.slots(), [&](uint64_t begin, uint64_t end, int w) {
       HostCounterSink sink{per_thread_[size_t(w)]};
-      for (uint64_t s = begin; s < end; ++s)
-        flow_sweep_slot(t, uint32_t(s), now, cfg_.flow.timeouts, emergency, shutdown, out, sink);
+      // Most of a table is empty and a sweep comes every second of capture time, every batch on a
+      // slow capture: a block of 64 tags without a live one (tags 0 and 1 are empty and being
+      // claimed) is passed over with one vectorized test instead of 64 branches.
+      constexpr uint64_t kBlock = 64;
+      for (uint64_t s = begin; s < end;) {
+        const uint64_t block_end = std::min(end, (s / kBlock + 1) * kBlock);
+        uint32_t live = 0;
+        if (block_end - s == kBlock) {  // a fixed count: the compiler vectorizes it
+          const uint32_t* tag = t.tags + s;
+          for (uint64_t k = 0; k < kBlock; ++k) live |= tag[k] & ~1u;
+        } else {
+          for (uint64_t k = s; k < block_end; ++k) live |= t.tags[k] & ~1u;
+        }
+        if (live)
+          for (uint64_t k = s; k < block_end; ++k)
+            flow_sweep_slot(t, uint32_t(k), now, cfg_.flow.timeouts, emergency, shutdown, out, sink);
+        s = block_end;
+      }
     });
     return std::min(count, record_capacity_);
   }
@@ -411,6 +479,7 @@ class CpuBackend final : public Backend, private StageExecutor {
     const uint32_t held_n = sr ? *sr->held_in_n : 0;  // clamped by stream_begin
     const uint32_t base = sr ? sr->held_cap : 0;  // item number of packet 0
     uint16_t* shard_of = cur_ && n ? cur_->shard.data() : nullptr;
+    StageClock clock(*this, final ? "stream flush" : "flow walk");
     if (n) {
       pool_.parallel_for(n, [&](uint64_t begin, uint64_t end, int) {
         for (uint64_t i = begin; i < end; ++i)
@@ -597,6 +666,7 @@ class CpuBackend final : public Backend, private StageExecutor {
   std::vector<ModuleEvent> events_;                 // modules: the batch's events (bounded)
   uint32_t event_n_ = 0;
   std::vector<std::vector<unsigned long long>> mod_counts_;  // per thread: modules x counters
+  std::vector<StageTime> stage_times_;              // BackendConfig::stage_times
 
   ZeroFilledArray<FlowRecordOut> records_;
   uint32_t record_capacity_ = 0;

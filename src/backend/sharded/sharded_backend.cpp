@@ -213,6 +213,8 @@ class ShardedBackend final : public Backend {
           all.push_back(t);
         } else {
           it->total_us += t.total_us;
+          it->busy_us += t.busy_us;
+          it->threads += t.threads;
           it->batches = std::max(it->batches, t.batches);
         }
       }
