@@ -317,6 +317,8 @@ RULES
   ;;
 bench-cpu)
   step "bench_cpu (captures in /dev/shm)"
+  # The host's topology: hardware threads that share a core do not add up as cores do.
+  lscpu | grep -E "^(Model name|Socket|Core|Thread|NUMA node\(s\)|L2|L3)" || true
   big=$(ls -S $(find bundle/data/pcaps -type f -name '*.pcap') | head -1)
   $B/bench_cpu --json "$OUT/bench_cpu.json" --reps 3 --packets 2000000 --tmp /dev/shm --nids $B/peer_libnids \
     --gaspp $B/gaspp --capture "$big" --commit "$(head -1 bundle/COMMIT)"

@@ -465,10 +465,15 @@ GASPP_HD inline void end_all(Run& run, const Owner& o, Sink& c) {
 // Walks sorted items [j, m) of slot `slot` (see StreamRef for what an item is; without
 // reassembly `s` is null and every item is a packet): tracks each packet, reassembles TCP.
 // `final`: the end of the run; the items are held segments only and are all flushed.
+// Each packet's flags are read from pkt_flags[packet] (the lookup's) and its new flags written
+// there, or, when flags_at is given, at flags_at[q] for item q: the CPU's workers walk different
+// flows whose packets share cache lines of pkt_flags, and writes there would bounce the lines
+// between cores; it writes them back by packet afterwards.
 template <class Sink>
 GASPP_HD inline void flow_walk_run(const FlowTableRef& t, const DecodedView& d, const uint32_t* vals, uint32_t j,
                                    uint32_t m, uint32_t slot, uint8_t* pkt_flags, const FlowTrackParams& prm,
-                                   bool emergency, const FlowRecordSink& out, const StreamRef* s, bool final, Sink& c) {
+                                   bool emergency, const FlowRecordSink& out, const StreamRef* s, bool final, Sink& c,
+                                   uint8_t* flags_at = nullptr) {
   using namespace stream_detail;
   FlowRecord& r = t.recs[slot];
   if (!s) {
@@ -490,7 +495,7 @@ GASPP_HD inline void flow_walk_run(const FlowTableRef& t, const DecodedView& d, 
       }
       // A restart leaves the ended connection's counters at the packet's entry (rare; see
       // FlowTrackParams::restart_counts).
-      pkt_flags[cur] = flow_track_packet(t, slot, rec, pc, fc, prm, emergency, out, c, [&](FlowRecord& old) {
+      (flags_at ? flags_at[q] : pkt_flags[cur]) = flow_track_packet(t, slot, rec, pc, fc, prm, emergency, out, c, [&](FlowRecord& old) {
         if (prm.restart_counts) prm.restart_counts[cur] = flow_counts_at(old);
       });
     }
@@ -541,10 +546,11 @@ GASPP_HD inline void flow_walk_run(const FlowTableRef& t, const DecodedView& d, 
       run.cur = cur;
     };
     run.cur = i;
-    pkt_flags[i] = flow_track_packet(t, slot, r, tracked_packet(d, i), pkt_flags[i], prm, emergency, out, c, on_end);
-    if (r.proto_class != uint8_t(FlowProto::tcp) || (r.misc & kFlowNoSession) || (pkt_flags[i] & kPktTcpIgnored)) continue;
+    uint8_t& f = flags_at ? flags_at[q] : pkt_flags[i];
+    f = flow_track_packet(t, slot, r, tracked_packet(d, i), pkt_flags[i], prm, emergency, out, c, on_end);
+    if (r.proto_class != uint8_t(FlowProto::tcp) || (r.misc & kFlowNoSession) || (f & kPktTcpIgnored)) continue;
     Owner o{&r.key, r.flow_id, r.client_lo, r.stream, slot};
-    if (packet(run, o, r, (pkt_flags[i] & kPktToClient) ? 1 : 0, i, v, c)) pkt_flags[i] |= kPktTcpInvalid;
+    if (packet(run, o, r, (f & kPktToClient) ? 1 : 0, i, v, c)) f |= kPktTcpInvalid;
     if (r.state == uint8_t(FlowState::closed)) end_all(run, o, c);
   }
   run.cur = kNoFlow;

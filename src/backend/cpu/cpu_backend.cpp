@@ -15,7 +15,10 @@
 //                 appearance, with a slot-indexed scratch array, where a sort of (slot, item) pairs
 //                 was a tenth of the time — and walks each run (hashed: in a sparse table most
 //                 flows sit in the first slot of their bucket, so plain slot numbers would share
-//                 out badly);
+//                 out badly). A worker writes its packets' new flags to an array of its own, and
+//                 each range's worker copies them back by packet afterwards: written in place by
+//                 flow, the flags of neighbouring packets (other workers' flows) share cache lines,
+//                 which bounced between cores on every packet;
 //   module stage  the module's run_cpu() over ranges of packets (core/module_stage.hpp); regroup:
 //                 std::sort by schedule_key;
 //   verdict walk  the walk's sorted runs again, shard by shard;
@@ -56,6 +59,9 @@ class CpuBackend final : public Backend, private StageExecutor {
         shard_pend_(size_t(pool_.size())), table_(cfg.flow) {
     pool_.set_timing(cfg.stage_times);
     if (cfg.flow.enabled) run_of_slot_.assign(table_.shape().slots(), kNoRun);
+    // Each worker's counters a cache line apart from the next one's, whatever the vector's alignment.
+    stride_ = (uint32_t(pool_.size()) + 15) / 16 * 16 + 16;
+    range_next_.resize(size_t(pool_.size()) * stride_);
     record_capacity_ = flow_record_capacity(cfg);
     records_.reset(record_capacity_);
     streams_ = cfg.flow.enabled && cfg.stream.enabled;
@@ -145,7 +151,7 @@ class CpuBackend final : public Backend, private StageExecutor {
     event_n_ = 0;
     std::fill(stream_counts_.begin(), stream_counts_.end(), 0ull);
     StreamRef sr = stream_ref(nullptr, nullptr, true);
-    for (auto& c : per_thread_) c = Counters{};
+    for (auto& c : per_thread_) c = ThreadCounters{};
     walk(table_.ref(), DecodedView{}, 0, nullptr, nullptr, FlowTrackParams{}, false, FlowRecordSink{}, &sr, true);
     if (sr.hooks.bulk_n) bulk_pass(sr, DecodedView{});
     collect_chunks(sr, DecodedView{}, chunks, bytes);
@@ -207,7 +213,7 @@ class CpuBackend final : public Backend, private StageExecutor {
     PacketBatch& b = s.batch;
     v_ = BatchView{b.h_span, b.span_len, b.h_rec_off,  b.count, b.fmt, b.link, b.source, s.decoded.view(),
                    b.h_verdict, cfg_.validate_checksums, cfg_.flow.defrag};
-    for (auto& c : per_thread_) c = Counters{};
+    for (auto& c : per_thread_) c = ThreadCounters{};
     pool_.parallel_for(b.count, [&](uint64_t begin, uint64_t end, int w) {
       HostCounterSink sink{per_thread_[size_t(w)]};
       DecodedPacket p;
@@ -480,10 +486,15 @@ class CpuBackend final : public Backend, private StageExecutor {
     const uint32_t base = sr ? sr->held_cap : 0;  // item number of packet 0
     uint16_t* shard_of = cur_ && n ? cur_->shard.data() : nullptr;
     StageClock clock(*this, final ? "stream flush" : "flow walk");
+    // Range w's packets of each shard (ranges as parallel_for splits n, the same in every pass).
+    range_shard_n_.assign(size_t(workers) * stride_, 0);
     if (n) {
-      pool_.parallel_for(n, [&](uint64_t begin, uint64_t end, int) {
-        for (uint64_t i = begin; i < end; ++i)
+      pool_.parallel_for(n, [&](uint64_t begin, uint64_t end, int w) {
+        uint32_t* count = &range_shard_n_[size_t(w) * stride_];
+        for (uint64_t i = begin; i < end; ++i) {
           shard_of[i] = slot[i] == kNoFlow ? kNoShard : uint16_t(mix32(slot[i]) % workers);
+          if (shard_of[i] != kNoShard) ++count[shard_of[i]];
+        }
       });
     }
     pool_.parallel_for(workers, [&](uint64_t begin, uint64_t end, int w) {
@@ -514,9 +525,14 @@ class CpuBackend final : public Backend, private StageExecutor {
           run_of_slot_[r.slot] = kNoRun;
         }
         g.vals.resize(at);
+        g.ord.resize(at);
+        g.flags_at.resize(at);
+        uint32_t packets = 0;
         for (const uint64_t x : g.items) {
           Run& r = g.runs[x >> 32];
-          g.vals[r.start + r.n++] = uint32_t(x);
+          const uint32_t pos = r.start + r.n++;
+          g.vals[pos] = uint32_t(x);
+          g.ord[pos] = uint32_t(x) < base ? kHeldItem : packets++;
         }
         StreamRef mine;
         if (sr) {
@@ -529,16 +545,33 @@ class CpuBackend final : public Backend, private StageExecutor {
           if (sr) {
             StreamHookSink<HostCounterSink> walk_sink{sink};
             flow_walk_run(t, dec, g.vals.data(), r.start, r.start + r.n, r.slot, flags, prm, emergency, out, &mine, final,
-                          walk_sink);
+                          walk_sink, g.flags_at.data());
           } else {
             NoStreamModules<HostCounterSink> walk_sink{sink};
             flow_walk_run(t, dec, g.vals.data(), r.start, r.start + r.n, r.slot, flags, prm, emergency, out, nullptr,
-                          final, walk_sink);
+                          final, walk_sink, g.flags_at.data());
           }
         }
+        g.flags.resize(packets);
+        for (uint32_t pos = 0; pos < at; ++pos)
+          if (g.ord[pos] != kHeldItem) g.flags[g.ord[pos]] = g.flags_at[pos];
       }
     });
     if (sr) close_chunk_blocks(*sr);
+    // The walk's flags back by packet, each range by the worker that owns it: range w's first
+    // packet of shard h is that shard's packet number sum(range_shard_n_[v][h], v < w).
+    if (n) {
+      pool_.parallel_for(n, [&](uint64_t begin, uint64_t end, int w) {
+        uint32_t* next = &range_next_[size_t(w) * stride_];
+        for (uint32_t h = 0; h < workers; ++h) {
+          uint32_t before = 0;
+          for (int v = 0; v < w; ++v) before += range_shard_n_[size_t(v) * stride_ + h];
+          next[h] = before;
+        }
+        for (uint64_t i = begin; i < end; ++i)
+          if (shard_of[i] != kNoShard) flags[i] = groups_[shard_of[i]].flags[next[shard_of[i]]++];
+      });
+    }
   }
 
   // After a walk: the chunk places each worker took in blocks (StreamRef::block) and left unused
@@ -616,6 +649,7 @@ class CpuBackend final : public Backend, private StageExecutor {
   // The walk's grouping of one shard: runs of one flow slot each, their items consecutive in vals.
   static constexpr uint32_t kNoRun = ~0u;
   static constexpr uint16_t kNoShard = 0xffff;  // a packet with no flow (thread pools stay below it)
+  static constexpr uint32_t kHeldItem = ~0u;  // Group::ord of a held segment
   struct Run {
     uint32_t slot, start, n;
   };
@@ -623,7 +657,12 @@ class CpuBackend final : public Backend, private StageExecutor {
     std::vector<Run> runs;
     std::vector<uint32_t> vals;    // item numbers, run after run
     std::vector<uint64_t> items;   // scratch: (run << 32 | item) in arrival order
+    std::vector<uint32_t> ord;     // per vals entry: the packet's place among the shard's packets in capture order
+    std::vector<uint8_t> flags_at;  // per vals entry: the walk's packet flags (flow_walk_run's flags_at)
+    std::vector<uint8_t> flags;    // the same by ord: the shard's packets' flags in capture order
   };
+  // Per-thread counters on cache lines of their own (workers add to them for every packet).
+  struct alignas(64) ThreadCounters : Counters {};
   struct Slot {
     std::vector<uint16_t> shard;           // the walk: each packet's shard (kNoShard: no flow)
     std::vector<FlowCountsAt> pkt_counts;  // modules with flows: counters at alerted packets
@@ -638,13 +677,16 @@ class CpuBackend final : public Backend, private StageExecutor {
   StagePlan plan_;
   ThreadPool pool_;
   std::vector<Slot> slots_;
-  std::vector<Counters> per_thread_;
+  std::vector<ThreadCounters> per_thread_;
   std::vector<std::vector<uint32_t>> failed_;
   std::vector<Group> groups_;                             // per shard: the walk's runs
   std::vector<StreamRef::ChunkBlock> chunk_blocks_;        // per shard: its chunk places (StreamRef::block)
   std::vector<std::pair<uint32_t, uint32_t>> hole_;       // close_chunk_blocks' scratch
   std::vector<uint32_t> renumber_;
   std::vector<uint32_t> run_of_slot_;                     // the grouping's scratch, kNoRun between walks
+  std::vector<uint32_t> range_shard_n_;                   // the walk: packets of range w in shard h, [w * stride_ + h]
+  std::vector<uint32_t> range_next_;                      // the walk's write-back: each range's place in each shard
+  uint32_t stride_ = 0;                                   // of the two above: a line or more past the workers
   std::vector<std::vector<StreamPending>> shard_pend_;    // per shard: the walk's scratch
   HostFlowTable table_;
   bool streams_ = false;
