@@ -181,7 +181,9 @@ class CpuBackend final : public Backend, private StageExecutor {
       b_->pool_.take_busy_ns();  // what ran between stages is not this stage's
       t0_ = std::chrono::steady_clock::now();
     }
-    ~StageClock() {
+    ~StageClock() { stop(); }
+    // Ends the timing before the scope does (once).
+    void stop() {
       if (!b_) return;
       const double wall = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0_).count();
       const double busy = double(b_->pool_.take_busy_ns()) / 1e3;
@@ -191,6 +193,7 @@ class CpuBackend final : public Backend, private StageExecutor {
       it->total_us += wall;
       it->busy_us += busy;
       ++it->batches;
+      b_ = nullptr;
     }
     StageClock(const StageClock&) = delete;
     StageClock& operator=(const StageClock&) = delete;
@@ -485,10 +488,10 @@ class CpuBackend final : public Backend, private StageExecutor {
     const uint32_t held_n = sr ? *sr->held_in_n : 0;  // clamped by stream_begin
     const uint32_t base = sr ? sr->held_cap : 0;  // item number of packet 0
     uint16_t* shard_of = cur_ && n ? cur_->shard.data() : nullptr;
-    StageClock clock(*this, final ? "stream flush" : "flow walk");
     // Range w's packets of each shard (ranges as parallel_for splits n, the same in every pass).
     range_shard_n_.assign(size_t(workers) * stride_, 0);
     if (n) {
+      StageClock clock(*this, "flow walk: shards");
       pool_.parallel_for(n, [&](uint64_t begin, uint64_t end, int w) {
         uint32_t* count = &range_shard_n_[size_t(w) * stride_];
         for (uint64_t i = begin; i < end; ++i) {
@@ -497,8 +500,8 @@ class CpuBackend final : public Backend, private StageExecutor {
         }
       });
     }
-    pool_.parallel_for(workers, [&](uint64_t begin, uint64_t end, int w) {
-      HostCounterSink sink{per_thread_[size_t(w)]};
+    StageClock group_clock(*this, final ? "stream flush: grouping" : "flow walk: grouping");
+    pool_.parallel_for(workers, [&](uint64_t begin, uint64_t end, int) {
       for (uint64_t shard = begin; shard < end; ++shard) {
         Group& g = groups_[shard];
         g.runs.clear();
@@ -534,6 +537,17 @@ class CpuBackend final : public Backend, private StageExecutor {
           g.vals[pos] = uint32_t(x);
           g.ord[pos] = uint32_t(x) < base ? kHeldItem : packets++;
         }
+        g.flags.resize(packets);
+      }
+    });
+    group_clock.stop();
+    // The walk itself, a worker's shards' runs one after the other.
+    StageClock walk_clock(*this, final ? "stream flush: runs" : "flow walk: runs");
+    pool_.parallel_for(workers, [&](uint64_t begin, uint64_t end, int w) {
+      HostCounterSink sink{per_thread_[size_t(w)]};
+      for (uint64_t shard = begin; shard < end; ++shard) {
+        Group& g = groups_[shard];
+        const uint32_t at = uint32_t(g.vals.size());
         StreamRef mine;
         if (sr) {
           shard_pend_[shard].resize(at);
@@ -552,15 +566,19 @@ class CpuBackend final : public Backend, private StageExecutor {
                           final, walk_sink, g.flags_at.data());
           }
         }
-        g.flags.resize(packets);
         for (uint32_t pos = 0; pos < at; ++pos)
           if (g.ord[pos] != kHeldItem) g.flags[g.ord[pos]] = g.flags_at[pos];
       }
     });
-    if (sr) close_chunk_blocks(*sr);
+    walk_clock.stop();
+    if (sr) {
+      StageClock close_clock(*this, final ? "stream flush: chunk blocks" : "flow walk: chunk blocks");
+      close_chunk_blocks(*sr);
+    }
     // The walk's flags back by packet, each range by the worker that owns it: range w's first
     // packet of shard h is that shard's packet number sum(range_shard_n_[v][h], v < w).
     if (n) {
+      StageClock back_clock(*this, "flow walk: flags back");
       pool_.parallel_for(n, [&](uint64_t begin, uint64_t end, int w) {
         uint32_t* next = &range_next_[size_t(w) * stride_];
         for (uint32_t h = 0; h < workers; ++h) {
