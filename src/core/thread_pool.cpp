@@ -1,5 +1,6 @@
 #include "core/thread_pool.hpp"
 
+#include <algorithm>
 #include <chrono>
 
 namespace gaspp {
@@ -12,12 +13,18 @@ inline void cpu_relax() {
 #endif
 }
 
-// Waits until a no longer holds `old`: a short spin, then the futex (atomic wait).
+// Waits until a no longer holds `old`: a short spin, then yielding the core for up to kYieldNs,
+// then the futex (atomic wait).
 template <class T>
-void wait_change(const std::atomic<T>& a, T old) {
+void wait_change(const std::atomic<T>& a, T old, long yield_ns) {
   for (int i = 0; i < ThreadPool::kSpin; ++i) {
     if (a.load(std::memory_order_acquire) != old) return;
     cpu_relax();
+  }
+  const auto until = std::chrono::steady_clock::now() + std::chrono::nanoseconds(yield_ns);
+  for (int i = 0; yield_ns > 0 && a.load(std::memory_order_acquire) == old; ++i) {
+    if ((i & 15) == 15 && std::chrono::steady_clock::now() >= until) break;
+    std::this_thread::yield();
   }
   while (a.load(std::memory_order_acquire) == old) a.wait(old, std::memory_order_acquire);
 }
@@ -27,6 +34,8 @@ void wait_change(const std::atomic<T>& a, T old) {
 ThreadPool::ThreadPool(int threads) {
   if (threads < 1) threads = 1;
   busy_.resize(size_t(threads));
+  // More threads than cores: a yielding waiter takes turns with the worker it waits for.
+  yield_ns_ = unsigned(threads) <= std::max(1u, std::thread::hardware_concurrency()) ? kYieldNs : 0;
   for (int i = 1; i < threads; ++i) workers_.emplace_back([this, i] { worker_main(i); });
 }
 
@@ -75,14 +84,14 @@ void ThreadPool::parallel_for(uint64_t n, const RangeFn& fn) {
   uint64_t b, e;
   range_of(n, parts, 0, b, e);
   run_range(fn, 0, b, e);
-  for (int left; (left = pending_.load(std::memory_order_acquire)) != 0;) wait_change(pending_, left);
+  for (int left; (left = pending_.load(std::memory_order_acquire)) != 0;) wait_change(pending_, left, yield_ns_);
   job_ = nullptr;
 }
 
 void ThreadPool::worker_main(int id) {
   uint32_t seen = 0;
   for (;;) {
-    wait_change(generation_, seen);
+    wait_change(generation_, seen, yield_ns_);
     seen = generation_.load(std::memory_order_acquire);
     if (stop_.load()) return;
     uint64_t b, e;

@@ -9,7 +9,12 @@
 // several jobs a few hundred microseconds apart; with a mutex and condition variable every woken
 // worker took the mutex in turn to read the job, tens of microseconds a job with 16 threads, a
 // share of the batch that grew with the threads. A longer spin helped on idle cores and cost a
-// lot where threads outnumber cores (the waiting thread held the core the worker needed).
+// lot where threads outnumber cores (the waiting thread held the core the worker needed). So after
+// the spin a waiting thread yields its core (sched_yield: another runnable thread gets it, an idle
+// core comes straight back) for up to kYieldNs before it sleeps (when the pool has no more
+// threads than the host has cores; beyond, it sleeps after the spin): a job that follows a serial
+// phase of the batch (tens of microseconds) found its workers asleep, and waking them cost 15-30
+// microseconds a job on 16 cores.
 //
 // With timing on (set_timing), each range's time is added to its thread's busy total, which
 // take_busy_ns() sums and clears: a job whose threads are busy well under threads x its wall time
@@ -36,7 +41,8 @@ class ThreadPool {
   void set_timing(bool on) { timing_ = on; }
   uint64_t take_busy_ns();
 
-  static constexpr int kSpin = 1000;  // pause instructions before a wait sleeps (~10-40 us)
+  static constexpr int kSpin = 1000;  // pause instructions before a wait yields (~10-40 us)
+  static constexpr long kYieldNs = 300'000;  // then yielding the core, before the wait sleeps
 
  private:
   void worker_main(int id);
@@ -47,6 +53,7 @@ class ThreadPool {
   std::vector<std::thread> workers_;
   std::vector<Busy> busy_;
   bool timing_ = false;
+  long yield_ns_ = 0;  // kYieldNs, or 0 where threads outnumber cores
   const RangeFn* job_ = nullptr;           // written before generation_ is bumped
   uint64_t n_ = 0;
   std::atomic<uint32_t> generation_{0};    // bumped for each job (and to stop)

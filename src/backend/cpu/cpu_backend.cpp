@@ -572,8 +572,14 @@ class CpuBackend final : public Backend, private StageExecutor {
     });
     walk_clock.stop();
     if (sr) {
-      StageClock close_clock(*this, final ? "stream flush: chunk blocks" : "flow walk: chunk blocks");
-      close_chunk_blocks(*sr);
+      // Only what reads chunks by number needs them back to back: the bulk hooks and the chunks
+      // handed out (a stream hook saw each chunk as the walk made it).
+      if (final || sr->hooks.bulk_n || (cur_ && cur_->batch.want_streams)) {
+        StageClock close_clock(*this, final ? "stream flush: chunk blocks" : "flow walk: chunk blocks");
+        close_chunk_blocks(*sr);
+      } else {
+        for (StreamRef::ChunkBlock& b : chunk_blocks_) b = StreamRef::ChunkBlock{0, 0};
+      }
     }
     // The walk's flags back by packet, each range by the worker that owns it: range w's first
     // packet of shard h is that shard's packet number sum(range_shard_n_[v][h], v < w).
