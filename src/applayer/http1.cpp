@@ -306,9 +306,10 @@ std::string HttpTx::hostname(int* port) const {
   }
   if (colon != std::string::npos) {
     const std::string p = trim(h.substr(colon + 1));
-    if (port && !p.empty() && p.size() <= 5 && p.find_first_not_of("0123456789") == std::string::npos &&
-        std::stoi(p) <= 65535)
-      *port = std::stoi(p);
+    if (port && !p.empty() && p.size() <= 5 && p.find_first_not_of("0123456789") == std::string::npos) {
+      const int n = std::stoi(p);  // at most 5 digits: no overflow
+      if (n <= 65535) *port = n;
+    }
     h.resize(colon);
   }
   while (!h.empty() && h.back() == '.') h.pop_back();

@@ -110,7 +110,15 @@ void PacketTxRing::queue(const uint8_t* frame, uint32_t len) {
   }
   if (pending_ == opt_.frame_count) flush();
   uint8_t* s = slot(head_);
-  if (status_of(s) != TP_STATUS_AVAILABLE) flush();  // cannot be after a flush; kept for safety
+  if (status_of(s) != TP_STATUS_AVAILABLE) {
+    // Not ours though nothing of ours is pending there (the kernel has not given it back): never
+    // write into a slot the kernel owns; the frame is counted as not sent.
+    flush();
+    if (status_of(s) != TP_STATUS_AVAILABLE) {
+      ++send_errors_;
+      return;
+    }
+  }
   std::memcpy(s + kDataOffset, frame, len);
   hdr(s)->tp_len = len;
   set_status(s, TP_STATUS_SEND_REQUEST);

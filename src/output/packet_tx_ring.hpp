@@ -15,7 +15,8 @@
 //   * send_errors: frames the kernel took but could not transmit (a queue that refused it: ENOBUFS
 //     and the like), one per failed send() call — the kernel stops at the frame that failed — and
 //     frames left unsent when the interface stops taking any (then the ring starts over from the
-//     first one the kernel did not take).
+//     first one the kernel did not take), and a frame whose slot the kernel still holds after a
+//     flush (it is never written over).
 // A frame longer than a ring slot (TxRingOptions::frame_size less the slot header) but within the
 // MTU goes out with its own send() call on a plain socket, after the frames queued before it.
 //

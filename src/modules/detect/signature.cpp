@@ -552,9 +552,26 @@ const char* sig_buf_name(uint8_t b) {
 }
 
 int sig_buf_side(uint8_t b) {
-  if (b == kBufPayload) return 2;
-  if (b >= kBufHttpStatCode) return 1;
-  if (b >= kBufHttpHeader) return 2;
+  // Every buffer named (no default): a buffer added to SigBuf without a side is a compile warning.
+  switch (SigBuf(b)) {
+    case kBufPayload:
+    case kBufHttpHeader: case kBufHttpHeaderRaw: case kBufHttpCookie: case kBufHttpContentType:
+    case kBufHttpContentLen: case kBufHttpStart: case kBufHttpHeaderNames:
+      return 2;
+    case kBufHttpStatCode: case kBufHttpStatMsg: case kBufHttpResponseLine: case kBufHttpResponseBody:
+    case kBufHttpServer: case kBufHttpLocation:
+    case kBufTlsCertSubject: case kBufTlsCertIssuer: case kBufTlsCertSerial: case kBufTlsCertFingerprint:
+    case kBufTlsCerts: case kBufJa3sHash: case kBufJa3sString:
+      return 1;
+    case kBufHttpUri: case kBufHttpUriRaw: case kBufHttpMethod: case kBufHttpProtocol: case kBufHttpRequestLine:
+    case kBufHttpHost: case kBufHttpHostRaw: case kBufHttpUserAgent: case kBufHttpRequestBody: case kBufHttpReferer:
+    case kBufHttpAccept: case kBufHttpAcceptEnc: case kBufHttpAcceptLang: case kBufHttpConnection: case kBufTlsSni:
+    case kBufDnsQuery: case kBufTlsSniDot: case kBufDnsQueryDot: case kBufHttpHostDot: case kBufJa3Hash:
+    case kBufJa3String:
+      return 0;
+    case kBufCount:
+      break;
+  }
   return 0;
 }
 
