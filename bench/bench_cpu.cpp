@@ -79,16 +79,14 @@ std::string stage_profile(const CaptureFile& cap, uint32_t batch, uint64_t packe
   bc.stage_times = true;
   auto be = make_cpu_backend(bc);
   checked_pass(*be, cap, batches, packets, "bench_cpu");
-  std::printf("  stages, +stream, %d thread(s), us a batch (threads busy):", threads);
+  print_stage_times(*be, "+stream, " + std::to_string(threads) + " thread(s)");
   std::string json = "[";
   char b[256];
   for (const StageTime& t : be->stage_times()) {
-    std::printf(" %s %.1f (%.0f%%);", t.name.c_str(), t.mean_us(), 100.0 * t.busy_share());
     std::snprintf(b, sizeof b, "%s{\"stage\":\"%s\",\"mean_us\":%.2f,\"busy_share\":%.3f}", json.size() > 1 ? "," : "",
                   t.name.c_str(), t.mean_us(), t.busy_share());
     json += b;
   }
-  std::printf("\n");
   return json + "]";
 }
 

@@ -51,6 +51,15 @@ struct StageTime {
   double busy_share() const { return threads && total_us > 0 ? busy_us / (total_us * threads) : 0.0; }
 };
 
+// The entry of stage `name` in totals, added (zero, at the end: stages keep the order they first
+// ran in) when there is none.
+inline StageTime& stage_time_named(std::vector<StageTime>& totals, const std::string& name) {
+  for (StageTime& t : totals)
+    if (t.name == name) return t;
+  totals.push_back(StageTime{name});
+  return totals.back();
+}
+
 // What the summary reports about reassembly's out-of-order buffer.
 struct StreamGauges {
   bool enabled = false;

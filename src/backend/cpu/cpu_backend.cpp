@@ -187,12 +187,11 @@ class CpuBackend final : public Backend, private StageExecutor {
       if (!b_) return;
       const double wall = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0_).count();
       const double busy = double(b_->pool_.take_busy_ns()) / 1e3;
-      auto& all = b_->stage_times_;
-      auto it = std::find_if(all.begin(), all.end(), [&](const StageTime& t) { return t.name == name_; });
-      if (it == all.end()) it = all.insert(all.end(), StageTime{name_, 0, 0, 0, b_->pool_.size()});
-      it->total_us += wall;
-      it->busy_us += busy;
-      ++it->batches;
+      StageTime& st = stage_time_named(b_->stage_times_, name_);
+      st.threads = b_->pool_.size();
+      st.total_us += wall;
+      st.busy_us += busy;
+      ++st.batches;
       b_ = nullptr;
     }
     StageClock(const StageClock&) = delete;

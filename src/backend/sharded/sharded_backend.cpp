@@ -208,15 +208,11 @@ class ShardedBackend final : public Backend {
     std::vector<StageTime> all;
     for (auto& s : shards_) {
       for (const StageTime& t : s->stage_times()) {
-        auto it = std::find_if(all.begin(), all.end(), [&](const StageTime& x) { return x.name == t.name; });
-        if (it == all.end()) {
-          all.push_back(t);
-        } else {
-          it->total_us += t.total_us;
-          it->busy_us += t.busy_us;
-          it->threads += t.threads;
-          it->batches = std::max(it->batches, t.batches);
-        }
+        StageTime& sum = stage_time_named(all, t.name);
+        sum.total_us += t.total_us;
+        sum.busy_us += t.busy_us;
+        sum.threads += t.threads;
+        sum.batches = std::max(sum.batches, t.batches);
       }
     }
     return all;
