@@ -50,6 +50,107 @@ int looks_like_response(const std::string& s) {
   }
   return 1;
 }
+
+// Whether s starts with `want` (case-insensitive unless `cs`): 1, 0 not, -1 too few bytes yet.
+int starts(const std::string& s, const char* want, bool cs = false) {
+  const size_t n = std::strlen(want);
+  for (size_t i = 0; i < n; ++i) {
+    if (i == s.size()) return -1;
+    const unsigned char a = static_cast<unsigned char>(s[i]), b = static_cast<unsigned char>(want[i]);
+    if (cs ? a != b : std::toupper(a) != std::toupper(b)) return 0;
+  }
+  return 1;
+}
+
+bool has_port(const FlowKey& k, uint16_t p) { return k.port[0] == p || k.port[1] == p; }
+
+// What a direction's first bytes say (Suricata's detection patterns and probing parsers for the
+// protocols gaspp knows; see app_layer.hpp).
+struct Probe {
+  enum State : uint8_t { wait, none, banner, found } state;
+  AppProto proto = AppProto::unknown;
+  bool turn = false;  // the bytes are the other role's: the flow is turned around
+};
+
+// SMB over NetBIOS: a session message whose record starts with \xffSMB, \xfeSMB or \xfdSMB. The
+// header says whether it is a request or a response (SMB1: flags bit 0x80 at byte 9; SMB2: flags
+// bit SERVER_TO_REDIR at bytes 16..19), which turns the flow around when it is the other role's.
+Probe probe_smb(const std::string& s, int dir) {
+  const auto b = [&](size_t i) { return static_cast<uint8_t>(s[i]); };
+  if (!s.empty() && b(0) != 0x00) return {Probe::none};
+  if (s.size() < 8) return {Probe::wait};
+  if ((b(4) != 0xff && b(4) != 0xfe && b(4) != 0xfd) || s.compare(5, 3, "SMB") != 0) return {Probe::none};
+  bool response = false;
+  if (b(4) == 0xff) {
+    if (s.size() < 14) return {Probe::wait};
+    response = (b(13) & 0x80) != 0;
+  } else if (b(4) == 0xfe) {
+    if (s.size() < 21) return {Probe::wait};
+    response = (b(20) & 0x01) != 0;
+  } else {
+    return {Probe::found, AppProto::smb, false};  // SMB3 transform: no direction in the header
+  }
+  return {Probe::found, AppProto::smb, response == (dir == 0)};
+}
+
+// The client role's first bytes: an HTTP request, or SMTP's and FTP's commands.
+Probe probe_client(const std::string& s, const FlowKey& k) {
+  const int r = looks_like_request(s);
+  if (r > 0) return {Probe::found, AppProto::http};
+  bool wait = r < 0;
+  const auto is = [&](const char* w, AppProto p, bool cs = false) {
+    const int m = starts(s, w, cs);
+    wait = wait || m < 0;
+    return m > 0 ? p : AppProto::unknown;
+  };
+  for (AppProto p : {is("EHLO", AppProto::smtp), is("HELO", AppProto::smtp), is("FEAT", AppProto::ftp),
+                     is("USER ", AppProto::ftp, true), is("PORT ", AppProto::ftp),
+                     // QUIT: FTP on FTP's port, SMTP elsewhere (SMTPClientProbingParserCheckPort)
+                     is("QUIT", has_port(k, 21) ? AppProto::ftp : AppProto::smtp)})
+    if (p != AppProto::unknown) return {Probe::found, p};
+  return {wait ? Probe::wait : Probe::none};
+}
+
+// The server role's first bytes: an HTTP response, a TLS record, FTP's "220 (" greeting. Another
+// "220 " or "220-" greeting leaves the protocol to the client's first bytes (banner), as SMTP's
+// and FTP's probing parsers wait for the client's.
+Probe probe_server(const std::string& s) {
+  const int r = looks_like_response(s);
+  if (r > 0) return {Probe::found, AppProto::http};
+  // A TLS alert or application data record (Suricata's TLS patterns to the client): a flow picked
+  // up after its handshake.
+  const auto u = [&](size_t i) { return static_cast<uint8_t>(s[i]); };
+  const bool tls_rec = (s.empty() || u(0) == 0x15 || u(0) == 0x17) && (s.size() < 2 || u(1) == 0x03) &&
+                       (s.size() < 3 || u(2) <= 0x03);
+  if (tls_rec && s.size() >= 3) return {Probe::found, AppProto::tls};
+  const int ftp = starts(s, "220 (");
+  if (ftp > 0) return {Probe::found, AppProto::ftp};
+  const int g = starts(s, "220");
+  if (g > 0 && s.size() < 4) return {Probe::wait};
+  if (g > 0 && (s[3] == ' ' || s[3] == '-')) return {ftp < 0 ? Probe::wait : Probe::banner};
+  return {r < 0 || g < 0 || tls_rec ? Probe::wait : Probe::none};
+}
+
+// Direction dir's first bytes (0: the flow's first sender's).
+Probe probe_direction(const std::string& s, int dir, const FlowKey& k) {
+  const int t = looks_like_tls(s);
+  if (t > 0) return {Probe::found, AppProto::tls, dir == 1};  // a server's handshake: turned around
+  const int ssh = starts(s, "SSH-");
+  if (ssh > 0) return {Probe::found, AppProto::ssh};
+  const Probe smb = probe_smb(s, dir);
+  if (smb.state == Probe::found) return smb;
+  Probe own = dir == 0 ? probe_client(s, k) : probe_server(s);
+  if (own.state == Probe::found || own.state == Probe::banner) return own;
+  // The other role's start: a flow picked up the other way round (midstream, or its first packet
+  // lost). It is turned around, as Suricata's protocol detection does.
+  Probe other = dir == 0 ? probe_server(s) : probe_client(s, k);
+  if (other.state == Probe::found) {
+    other.turn = true;
+    return other;
+  }
+  const bool wait = t < 0 || ssh < 0 || smb.state == Probe::wait || own.state == Probe::wait || other.state == Probe::wait;
+  return {wait ? Probe::wait : Probe::none};
+}
 }  // namespace
 
 const char* app_proto_name(AppProto p) {
@@ -57,6 +158,10 @@ const char* app_proto_name(AppProto p) {
     case AppProto::http: return "http";
     case AppProto::tls: return "tls";
     case AppProto::dns: return "dns";
+    case AppProto::smtp: return "smtp";
+    case AppProto::ftp: return "ftp";
+    case AppProto::ssh: return "ssh";
+    case AppProto::smb: return "smb";
     case AppProto::failed: return "failed";
     default: return "unknown";
   }
@@ -70,6 +175,12 @@ AppProto AppLayer::proto(uint64_t flow_id) const {
 }
 
 void AppLayer::detect(FlowApp& f, int dir, const uint8_t* p, size_t n) {
+  if (f.settled[dir]) {
+    // Its start said nothing: later bytes of this direction are not held (the parser, should the
+    // other direction find one, sees a gap there).
+    f.lost[dir] = true;
+    return;
+  }
   std::string& pr = f.probe[dir];
   pr.append(reinterpret_cast<const char*>(p), std::min(n, kProbeBytes - std::min(kProbeBytes, pr.size())));
   if (f.key.port[0] == 53 || f.key.port[1] == 53) {
@@ -86,35 +197,48 @@ void AppLayer::detect(FlowApp& f, int dir, const uint8_t* p, size_t n) {
       return;
     }
   }
-  const int t = looks_like_tls(pr);
-  if (t != 0) {
-    if (t < 0) return;
-    // A server that speaks first with a handshake is taken as the client's (turned around).
-    f.reversed = dir == 1;
-    f.proto = AppProto::tls;
-    ++stats_.flows_tls;
-    f.tls = std::make_unique<TlsConn>(&stats_.tls_certs_undecoded, &stats_.tls_raw_cut);
+  const Probe pb = probe_direction(pr, int(dir), f.key);
+  Probe::State st = pb.state;
+  if (st == Probe::wait && pr.size() >= kProbeBytes) st = Probe::none;  // no protocol's start
+  if (st == Probe::wait) return;
+  if (st == Probe::found) {
+    decide(f, pb.proto, pb.turn);
     return;
   }
-  int r = dir == 0 ? looks_like_request(pr) : looks_like_response(pr);
-  if (r == 0) {
-    // The other role's start: a flow picked up the other way round (midstream, or its first
-    // packet lost). The flow is turned around, as Suricata's protocol detection does.
-    const int o = dir == 0 ? looks_like_response(pr) : looks_like_request(pr);
-    if (o != 0) f.reversed = true;
-    r = o;
+  // This direction's start is no protocol's (or a greeting that leaves it to the client): the
+  // other direction's first bytes decide. When neither did, a greeting still decides on FTP's port
+  // (21) and SMTP's (25, 465), as their probing parsers do; otherwise detection failed.
+  f.settled[dir] = uint8_t(st);
+  if (!f.settled[1 - dir]) return;
+  const bool greeting = f.settled[1] == Probe::banner;
+  if (greeting && has_port(f.key, 21)) decide(f, AppProto::ftp, false);
+  else if (greeting && (has_port(f.key, 25) || has_port(f.key, 465))) decide(f, AppProto::smtp, false);
+  else decide(f, AppProto::failed, false);
+}
+
+void AppLayer::decide(FlowApp& f, AppProto proto, bool turn) {
+  f.reversed = turn;
+  f.proto = proto;
+  switch (proto) {
+    case AppProto::tls:
+      ++stats_.flows_tls;
+      f.tls = std::make_unique<TlsConn>(&stats_.tls_certs_undecoded, &stats_.tls_raw_cut);
+      break;
+    case AppProto::http:
+      ++stats_.flows_http;
+      f.http = std::make_unique<Http1Conn>(cfg_.http, stats_.http);
+      break;
+    case AppProto::smtp: ++stats_.flows_smtp; break;
+    case AppProto::ftp: ++stats_.flows_ftp; break;
+    case AppProto::ssh: ++stats_.flows_ssh; break;
+    case AppProto::smb: ++stats_.flows_smb; break;
+    case AppProto::failed:
+      ++stats_.flows_failed;
+      f.probe[0].clear();
+      f.probe[1].clear();
+      break;
+    default: break;
   }
-  if (r < 0) return;
-  if (r == 0) {
-    f.proto = AppProto::failed;
-    ++stats_.flows_failed;
-    f.probe[0].clear();
-    f.probe[1].clear();
-    return;
-  }
-  f.proto = AppProto::http;
-  ++stats_.flows_http;
-  f.http = std::make_unique<Http1Conn>(cfg_.http, stats_.http);
 }
 
 AppProto AppLayer::proto_at(uint64_t flow_id, uint32_t packet) const {
@@ -218,7 +342,7 @@ void AppLayer::process(const std::vector<StreamChunk>& chunks, const std::vector
     const bool conflict = c.flags & kChunkConflict;
     if (f.proto == AppProto::unknown && c.len && !conflict) {
       const int dir = wire_dir;
-      if (c.gap || c.off > f.probe[dir].size()) {
+      if (!f.settled[dir] && (c.gap || c.off > f.probe[dir].size())) {
         // Picked up past the start of a direction: its first bytes are not known.
         f.proto = AppProto::failed;
         ++stats_.flows_failed;
@@ -231,6 +355,7 @@ void AppLayer::process(const std::vector<StreamChunk>& chunks, const std::vector
           const int o = 1 - dir;
           const int r = f.reversed ? 1 : 0;
           if (!f.probe[o].empty()) conn.feed(o ^ r, reinterpret_cast<const uint8_t*>(f.probe[o].data()), f.probe[o].size());
+          if (f.lost[o]) conn.feed(o ^ r, nullptr, 0, true);
           conn.feed(dir ^ r, reinterpret_cast<const uint8_t*>(f.probe[dir].data()), had);
           f.probe[0].clear();
           f.probe[1].clear();
@@ -308,6 +433,10 @@ void AppLayer::report(std::map<std::string, uint64_t>& r) const {
   r["app_flows_http"] = stats_.flows_http;
   r["app_flows_tls"] = stats_.flows_tls;
   r["app_flows_dns"] = stats_.flows_dns;
+  r["app_flows_smtp"] = stats_.flows_smtp;
+  r["app_flows_ftp"] = stats_.flows_ftp;
+  r["app_flows_ssh"] = stats_.flows_ssh;
+  r["app_flows_smb"] = stats_.flows_smb;
   const DnsStats& d = stats_.dns;
   r["dns_requests"] = d.requests;
   r["dns_responses"] = d.responses;

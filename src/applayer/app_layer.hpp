@@ -9,15 +9,24 @@
 // changed, attributed to the packet that delivered the chunk (none for data released at a flow's
 // end: those updates are flow-only).
 //
-// Protocol detection is by content, not by port (Suricata's app-layer probing): a flow is HTTP/1
-// when its first client data starts with one of Suricata's probe methods (GET, POST, ..., 28 of
-// them) and a space or tab, or its first server data with "HTTP/"; TLS when a direction starts
-// with a handshake record (0x16 0x03 0x00..0x04); DNS over TCP when a port is 53 (Suricata's
-// detection port) and the data is a length-prefixed DNS message (dns_probe_tcp). When a direction
-// starts with the other role's data (a flow picked up at the server's response) the flow is turned
-// around: the parser's client is the key's other endpoint, and updates carry the parser's
-// direction and client. A flow whose first data is none of these is not parsed. Names are
-// Suricata's app_proto values ("http", "tls", "dns", "failed" when detection found nothing).
+// Protocol detection is by content, not by port (Suricata's app-layer patterns and probing
+// parsers), on the first 32 bytes of each direction: a flow is HTTP/1 when its first client data
+// starts with one of Suricata's probe methods (GET, POST, ..., 28 of them) and a space or tab, or
+// its first server data with "HTTP/"; TLS when a direction starts with a handshake record (0x16
+// 0x03 0x00..0x04); DNS over TCP when a port is 53 (Suricata's detection port) and the data is a
+// length-prefixed DNS message (dns_probe_tcp); SSH when a direction starts with "SSH-"; SMB when
+// one starts with a NetBIOS session message holding an SMB1, SMB2 or SMB3-transform header; SMTP
+// when the client starts with EHLO or HELO (QUIT: SMTP, FTP where a port is 21); FTP when it
+// starts with FEAT, "USER " or "PORT ", or the server with "220 (". Another server greeting "220 "
+// or "220-" leaves the protocol to the client's first bytes; when those say nothing, it is FTP's
+// where a port is 21, SMTP's where one is 25 or 465 (their probing parsers' ports), else failed. When a direction starts with the other role's data (an
+// HTTP response from the flow's first sender, an SMB response header, a flow picked up midstream
+// or its first packet lost) the flow is turned around: the parser's client is the key's other
+// endpoint, and updates carry the parser's direction and client. A direction whose start says
+// nothing leaves the decision to the other one (Suricata waits for both directions); when neither
+// says anything, detection failed, and a flow still undecided at its end is "failed" too. Names
+// are Suricata's app_proto values. HTTP, TLS and DNS flows are parsed; SMTP, FTP, SSH and SMB are
+// detected only (flow records, and signatures of those protocols: docs/rules.md).
 //
 // UDP: DNS datagrams (AppDatagram: the payload of a packet to or from port 53, which the app-udp
 // module brings to the host) are probed as Suricata probes them; the first that is DNS decides the
@@ -51,7 +60,9 @@ struct AppLayerConfig {
   size_t max_flows = 1u << 20;
 };
 
-enum class AppProto : uint8_t { unknown, http, tls, dns, failed };
+// Suricata's app_proto values. smtp, ftp, ssh and smb are detected (for flow records and the
+// signatures of those protocols) but not parsed.
+enum class AppProto : uint8_t { unknown, http, tls, dns, smtp, ftp, ssh, smb, failed };
 const char* app_proto_name(AppProto p);
 
 // A transaction some chunk changed: the chunk's flow, direction and delivering packet.
@@ -83,6 +94,7 @@ struct AppLayerStats {
   HttpStats http;
   DnsStats dns;
   uint64_t flows = 0, flows_http = 0, flows_tls = 0, flows_dns = 0, flows_failed = 0, flows_full = 0;
+  uint64_t flows_smtp = 0, flows_ftp = 0, flows_ssh = 0, flows_smb = 0;
   uint64_t tls_updates = 0, tls_malformed = 0, tls_certs = 0, tls_certs_undecoded = 0, tls_raw_cut = 0;
 };
 
@@ -114,6 +126,10 @@ class AppLayer {
     std::unique_ptr<TlsConn> tls;
     std::unique_ptr<DnsConn> dns;
     bool ended[2] = {false, false};
+    // A direction whose first bytes said nothing (1) or were a greeting that leaves the protocol
+    // to the client (2): the other direction decides; lost: its later bytes were not held.
+    uint8_t settled[2] = {0, 0};
+    bool lost[2] = {false, false};
     bool udp_failed[2] = {false, false};  // a datagram of this direction failed the DNS probe
     bool tls_cert_counted = false;
     uint64_t decided_batch = ~0ull;  // when proto stopped being unknown: process() call, packet
@@ -123,6 +139,7 @@ class AppLayer {
     bool client_lo = false;  // the parser's client is key endpoint 0
   };
   void detect(FlowApp& f, int dir, const uint8_t* p, size_t n);
+  void decide(FlowApp& f, AppProto proto, bool turn);  // the flow's protocol found (turn: roles turned around)
   FlowApp* flow_for(uint64_t flow_id);  // null: the table is full (counted)
   void datagram(const AppDatagram& d, const uint8_t* p, std::vector<AppUpdate>& out);
   void release_touched();

@@ -42,9 +42,11 @@
 // Actions, in rank order (the action order first: rules.hpp ActionOrder): the first drop or pass
 // among a buffer's matches decides (DetVerdict, detect_tables.hpp) — an IP-only signature's for
 // the flow, a payload signature's for the packet it matched, or for the flow on a stream match
-// (Suricata's SignatureProperties). A signature that reads flowbits, or has a pcre that did not
-// compile for the device's regex search, is decided on the host, after the verdicts: it only alerts
-// (drop, action "allowed") or ends the packet's alerts (pass).
+// (Suricata's SignatureProperties). A signature that reads flowbits, has a pcre that did not
+// compile for the device's regex search, or names a protocol the application layer only detects
+// (`alert smtp`, ftp, ssh, smb: it matches only where the flow's app_proto is that protocol as of
+// the packet, counted as app_proto_rejected otherwise), is decided on the host, after the
+// verdicts: it only alerts (drop, action "allowed") or ends the packet's alerts (pass).
 //
 // State: per flow, the engine's StreamTail of both directions (2 x kDetStreamCarry bytes); on
 // the host, flowbits and flowints per flow id (at most kDetFlowbitFlows flows; more are counted as
@@ -390,7 +392,8 @@ struct DetectModule {
     const std::vector<std::pair<std::string, bool>>& fast_patterns() const { return patterns_; }
     // HTTP transactions (detect_app.cpp): the application-layer signatures, matched on the host
     // per transaction update (applayer/app_layer.hpp); their matches are events of this module.
-    bool wants_app_layer() const { return !app_sigs_.empty(); }
+    // Also the signatures of the protocols it only detects (Signature::gate_proto).
+    bool wants_app_layer() const { return !app_sigs_.empty() || gated_sigs_ > 0; }
     void on_app(const std::vector<AppUpdate>& updates, std::vector<ModuleEvent>& out);
     // No signature: no hook runs and no state is kept (a rule set of IP lists costs nothing here).
     uint32_t layers() const { return sigs_.empty() ? 0u : kLayers; }
@@ -477,6 +480,7 @@ struct DetectModule {
     uint32_t last_sig_ = ~0u, packet_alerts_ = 0;
     bool packet_passed_ = false;  // a pass signature matched the current packet
     uint64_t pass_matches_ = 0, after_pass_ = 0;
+    uint64_t gated_sigs_ = 0, app_proto_rejected_ = 0;  // signatures with gate_proto; their matches on other flows
     uint64_t host_rechecks_ = 0, host_recheck_matches_ = 0, stream_unresolved_ = 0;
     uint64_t alerts_ = 0, alerts_blocked_ = 0, alert_overflow_ = 0, matches_ = 0, flowbits_rejected_ = 0,
              noalert_ = 0, flowbit_flows_full_ = 0, threshold_suppressed_ = 0;

@@ -271,7 +271,10 @@ DetectModule::Host::Host(const ModuleOptions& opt) : ModuleHost<DetectModule>({}
       host_pcre = host_pcre || rx[k] < 0;
       ++(rx[k] < 0 ? pcre_host_only_ : pcre_device_);
     }
-    const bool final_here = !reads_flowbits(s) && !host_pcre;
+    // A signature of a detected-only protocol (smtp, ...) waits for the flow's app_proto, which
+    // the application layer decides on the host after the batch.
+    const bool final_here = !reads_flowbits(s) && !host_pcre && s.gate_proto.empty();
+    gated_sigs_ += !s.gate_proto.empty();
     if (final_here && (s.rule.action == RuleAction::drop || s.rule.action == RuleAction::reject)) d.verdict |= kDetDrop;
     if (final_here && s.rule.action == RuleAction::pass) d.verdict |= kDetPass;
     if (s.ip_only) d.verdict |= kDetFlowScope;
@@ -604,6 +607,11 @@ void DetectModule::Host::on_event(const ModuleEvent& ev, const HostPacket& p, Mo
   last_sig_ = e.value;
   ++matches_;
   const Signature& s = set_.sigs[e.value];
+  if (!s.gate_proto.empty() && (!p.app_proto || s.gate_proto != p.app_proto)) {
+    // Suricata: a signature's app_proto must be the flow's (as of this packet) before it inspects.
+    ++app_proto_rejected_;
+    return;
+  }
   if (!flow_conditions_hold(s, e.flow_id)) {
     ++flowbits_rejected_;
     return;
@@ -688,6 +696,8 @@ void DetectModule::Host::report(std::map<std::string, uint64_t>& r) const {
   r["app_tx_updates"] = app_updates_;
   r["app_candidates"] = app_candidates_;
   r["app_matches"] = app_matches_;
+  r["app_proto_signatures"] = gated_sigs_;
+  r["app_proto_not_matched"] = app_proto_rejected_;
 }
 
 }  // namespace gaspp

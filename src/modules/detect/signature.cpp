@@ -482,6 +482,13 @@ std::string finish(Signature& s) {
           (fp < 0 || s.ops[i].bytes.size() > s.ops[size_t(fp)].bytes.size()))
         fp = int(i);
   s.fast_pattern = fp;
+  if (!s.gate_proto.empty() && s.app) {
+    // No parser for the protocol: none of its buffers (file.data of an e-mail, ...) exists.
+    for (const SigOp& o : s.ops)
+      if (o.buf != kBufPayload)
+        return "skip:app-layer:" + s.gate_proto + " " + (o.buf == kBufHttpResponseBody ? "file.data" : sig_buf_name(o.buf));
+    return "skip:app-layer:" + s.gate_proto + " buffer";
+  }
   if (s.app) {
     // Matched per transaction (detect.hpp); payload options inspect the transaction's message
     // (detect_app.cpp). Packet-only conditions are not matched there.
@@ -535,7 +542,8 @@ std::string finish(Signature& s) {
   s.mode = m;
   s.ip_only = s.ops.empty() && !s.flow_keyword && !s.dsize.on && !s.has_flags && !s.itype.on && !s.icode.on &&
               s.flowints.empty() && !s.rule.tcp_stream &&
-              std::all_of(s.flowbits.begin(), s.flowbits.end(), [](const FlowbitCmd& c) { return c.cmd == FlowbitCmd::set; });
+              std::all_of(s.flowbits.begin(), s.flowbits.end(), [](const FlowbitCmd& c) { return c.cmd == FlowbitCmd::set; }) &&
+              s.gate_proto.empty();  // Suricata: a signature with an app_proto is never IP-only
   return "";
 }
 
@@ -601,6 +609,10 @@ std::string parse_signature(const std::string& text, const RuleVars& vars, Signa
     out.app = true;
     out.app_proto = 3;
     out.rule.proto = 0;  // UDP and TCP
+  } else if (out.rule.app_proto == "smtp" || out.rule.app_proto == "ftp" || out.rule.app_proto == "ssh" ||
+             out.rule.app_proto == "smb") {
+    out.gate_proto = out.rule.app_proto;
+    out.rule.proto = 6;
   } else if (!out.rule.app_proto.empty()) {
     return "skip:app-layer:protocol " + out.rule.app_proto;
   }

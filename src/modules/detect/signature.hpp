@@ -186,6 +186,10 @@ struct Signature {
   // An application-layer signature (protocol http, or an option on an HTTP buffer): matched per
   // HTTP transaction on the host (detect.hpp), never on packets or stream pieces.
   bool app = false;
+  // A header protocol that the application layer detects but does not parse (smtp, ftp, ssh,
+  // smb; Suricata's app_proto name): a packet or stream signature that matches only on flows
+  // detected as that protocol, as of the matching packet (decided on the host, detect.hpp).
+  std::string gate_proto;
   uint8_t app_proto = 0;           // 1 http, 2 tls (from the header's protocol or the buffers)
   NumCond urilen;                  // urilen (on the normalized URI, or the raw one with urilen_raw)
   bool urilen_raw = false;

@@ -1,0 +1,181 @@
+// Protocol detection by content (applayer/app_layer.hpp), table-driven over the first bytes of each
+// direction as Suricata's detection patterns and probing parsers define them (app-layer-smtp.c,
+// app-layer-ftp.c, app-layer-ssh.c, app-layer-ssl.c, app-layer-htp.c, rust/src/smb/smb.rs): each
+// case is fed with the first direction's bytes cut at every position, in one batch and in two,
+// and must come out the same; the reversal a case implies is checked through the HTTP parser's
+// roles where the protocol has one.
+#include <gtest/gtest.h>
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "applayer/app_layer.hpp"
+
+namespace gaspp {
+namespace {
+
+struct Case {
+  const char* name;
+  uint16_t client_port, server_port;
+  std::string first;   // the bytes of the direction that speaks first
+  bool server_first;   // the server (the flow's responder) speaks first
+  std::string second;  // then the other direction's (may be empty)
+  AppProto want;
+};
+
+std::string smb1(uint8_t flags) {
+  std::string s("\x00\x00\x00\x2f\xffSMB\x72\x00\x00\x00\x00", 13);
+  s.push_back(char(flags));
+  s.append(20, '\0');
+  return s;
+}
+std::string smb2(uint8_t flags0) {
+  std::string s("\x00\x00\x00\x44\xfeSMB\x40\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00", 20);
+  s.push_back(char(flags0));
+  s.append(40, '\0');
+  return s;
+}
+
+const std::vector<Case>& cases() {
+  static const std::vector<Case> c = {
+      {"http request", 40000, 80, "GET / HTTP/1.1\r\nHost: a\r\n\r\n", false, "HTTP/1.1 200 OK\r\n\r\n", AppProto::http},
+      {"http response first (turned around)", 80, 40000, "HTTP/1.1 200 OK\r\n", false, "", AppProto::http},
+      {"tls client hello", 40000, 443, std::string("\x16\x03\x01\x00\x05\x01\x00\x00\x01\x00", 10), false, "", AppProto::tls},
+      {"tls application data from the server", 40000, 443, std::string("\x17\x03\x03\x00\x10", 5), true,
+       std::string("\x17\x03\x03\x00\x10", 5), AppProto::tls},
+      {"tls alert picked up at the client (turned around)", 40000, 443, std::string("\x15\x03\x03\x00\x02\x01\x00", 7),
+       false, "", AppProto::tls},
+      {"ssh client", 40000, 22, "SSH-2.0-OpenSSH_9.6\r\n", false, "", AppProto::ssh},
+      {"ssh server first", 40000, 2222, "SSH-2.0-dropbear_2020.81\r\n", true, "", AppProto::ssh},
+      {"smtp greeting then EHLO", 40000, 25, "220 mail.example.com ESMTP\r\n", true, "EHLO client.example.com\r\n",
+       AppProto::smtp},
+      {"smtp greeting then helo, another port", 40000, 2525, "220-mail.example.com\r\n", true, "helo x\r\n",
+       AppProto::smtp},
+      {"smtp EHLO first", 40000, 587, "EHLO x\r\n", false, "", AppProto::smtp},
+      {"QUIT away from port 21 is smtp", 40000, 2525, "QUIT\r\n", false, "", AppProto::smtp},
+      {"QUIT on port 21 is ftp", 40000, 21, "QUIT\r\n", false, "", AppProto::ftp},
+      {"ftp greeting then USER", 40000, 2121, "220 ProFTPD Server\r\n", true, "USER anonymous\r\n", AppProto::ftp},
+      {"ftp greeting with a parenthesis", 40000, 2121, "220 (vsFTPd 3.0.3)\r\n", true, "", AppProto::ftp},
+      {"FEAT", 40000, 21, "FEAT\r\n", false, "", AppProto::ftp},
+      {"PORT", 40000, 21, "PORT 10,0,0,1,4,1\r\n", false, "", AppProto::ftp},
+      {"user in lower case is no FTP command (case-sensitive)", 40000, 2121, "user x\r\n", false, "", AppProto::unknown},
+      {"greeting on port 21, client unknown", 40000, 21, "220 hello\r\n", true, "SYST\r\n", AppProto::ftp},
+      {"greeting on port 25, client unknown", 40000, 25, "220 hello\r\n", true, "XYZZY\r\n", AppProto::smtp},
+      {"greeting elsewhere, client unknown", 40000, 8025, "220 hello\r\n", true, "XYZZY\r\n", AppProto::failed},
+      {"smb1 request", 40000, 445, smb1(0x18), false, "", AppProto::smb},
+      {"smb1 response first (turned around)", 445, 40000, smb1(0x98), false, "", AppProto::smb},
+      {"smb2 request", 40000, 445, smb2(0x00), false, "", AppProto::smb},
+      {"smb2 response first (turned around)", 445, 40000, smb2(0x01), false, "", AppProto::smb},
+      {"netbios session request is not smb", 40000, 139, std::string("\x81\x00\x00\x44 CKFDENECFDEFFCFGEFFCCACACACACACA\x00", 38),
+       false, std::string("\x82\x00\x00\x00", 4), AppProto::failed},
+      {"both directions unknown", 40000, 6667, "NICK someone\r\n", false, ":irc.example NOTICE * :hi\r\n", AppProto::failed},
+      {"server speaks first, unknown, then a request", 40000, 8080, "* hello\r\n", true, "GET / HTTP/1.0\r\n\r\n",
+       AppProto::http},
+  };
+  return c;
+}
+
+FlowKey key_of(const Case& c) {
+  FlowKey k{};
+  k.family = 4;
+  k.proto = 6;
+  k.addr[0][0] = 0x0a000001;
+  k.addr[1][0] = 0x0a000002;
+  k.port[0] = c.client_port;  // endpoint 0 is the client (kChunkClientLo)
+  k.port[1] = c.server_port;
+  return k;
+}
+
+// One direction's bytes [from, to) as a chunk at stream offset `from`.
+void add_chunk(std::vector<StreamChunk>& chunks, std::vector<uint8_t>& bytes, const FlowKey& k, int dir,
+               const std::string& s, size_t from, size_t to, uint32_t packet) {
+  StreamChunk c{};
+  c.key = k;
+  c.flow_id = 7;
+  c.off = from;
+  c.data = uint32_t(bytes.size());
+  c.len = uint32_t(to - from);
+  c.dir = uint8_t(dir);
+  c.flags = kChunkClientLo;
+  c.prev = kChunkNoPrev;
+  c.slot = 0;
+  c.packet = packet;
+  bytes.insert(bytes.end(), s.begin() + long(from), s.begin() + long(to));
+  chunks.push_back(c);
+}
+
+// Feeds a case with the first direction cut at `cut`, in one batch or two; returns the protocol at
+// the end (before the flow ends: unknown while undecided) and the HTTP updates' client_lo.
+AppProto run_case(const Case& c, size_t cut, bool two_batches, std::vector<uint8_t>* client_lo) {
+  AppLayer app;
+  const FlowKey k = key_of(c);
+  const int d1 = c.server_first ? 1 : 0;
+  std::vector<StreamChunk> chunks;
+  std::vector<uint8_t> bytes;
+  std::vector<AppUpdate> out;
+  uint32_t packet = 0;
+  if (cut) add_chunk(chunks, bytes, k, d1, c.first, 0, cut, packet++);
+  if (two_batches) {
+    app.process(chunks, bytes, out);
+    for (const AppUpdate& u : out) client_lo->push_back(u.client_lo);
+    chunks.clear();
+    bytes.clear();
+  }
+  if (cut < c.first.size()) add_chunk(chunks, bytes, k, d1, c.first, cut, c.first.size(), packet++);
+  if (!c.second.empty()) add_chunk(chunks, bytes, k, 1 - d1, c.second, 0, c.second.size(), packet++);
+  app.process(chunks, bytes, out);
+  for (const AppUpdate& u : out) client_lo->push_back(u.client_lo);
+  return app.proto(7);
+}
+
+TEST(AppDetect, FirstBytesDecideAsSuricatasPatternsAtEveryCut) {
+  for (const Case& c : cases()) {
+    for (size_t cut = 0; cut <= c.first.size(); ++cut) {
+      for (bool two : {false, true}) {
+        std::vector<uint8_t> lo;
+        const AppProto got = run_case(c, cut, two, &lo);
+        ASSERT_EQ(app_proto_name(got), std::string(app_proto_name(c.want)))
+            << c.name << " (cut at " << cut << (two ? ", two batches)" : ", one batch)");
+        // HTTP has a parser: its updates name the client. A response first turns the flow around
+        // (the parser's client is key endpoint 1).
+        if (c.want == AppProto::http) {
+          ASSERT_FALSE(lo.empty()) << c.name;
+          const bool turned = c.first.rfind("HTTP/", 0) == 0;
+          for (uint8_t v : lo) ASSERT_EQ(v, turned ? 0 : 1) << c.name << " cut " << cut;
+        }
+      }
+    }
+  }
+}
+
+TEST(AppDetect, DetectedOnlyProtocolsAreNamedAndCounted) {
+  EXPECT_STREQ(app_proto_name(AppProto::smtp), "smtp");
+  EXPECT_STREQ(app_proto_name(AppProto::ftp), "ftp");
+  EXPECT_STREQ(app_proto_name(AppProto::ssh), "ssh");
+  EXPECT_STREQ(app_proto_name(AppProto::smb), "smb");
+  // One flow per case through one AppLayer: each protocol's counter counts its cases' flows.
+  AppLayer app;
+  std::vector<AppUpdate> out;
+  std::map<std::string, uint64_t> want;
+  uint64_t id = 100;
+  for (const Case& c : cases()) {
+    std::vector<StreamChunk> chunks;
+    std::vector<uint8_t> bytes;
+    const FlowKey k = key_of(c);
+    const int d1 = c.server_first ? 1 : 0;
+    add_chunk(chunks, bytes, k, d1, c.first, 0, c.first.size(), 0);
+    if (!c.second.empty()) add_chunk(chunks, bytes, k, 1 - d1, c.second, 0, c.second.size(), 1);
+    for (StreamChunk& ch : chunks) ch.flow_id = id;
+    ++id;
+    app.process(chunks, bytes, out);
+    if (c.want != AppProto::unknown) ++want[std::string("app_flows_") + app_proto_name(c.want)];
+  }
+  std::map<std::string, uint64_t> r;
+  app.report(r);
+  for (const char* p : {"http", "tls", "ssh", "smtp", "ftp", "smb", "failed"})
+    EXPECT_EQ(r[std::string("app_flows_") + p], want[std::string("app_flows_") + p]) << p;
+}
+
+}  // namespace
+}  // namespace gaspp
