@@ -50,7 +50,9 @@
 //
 // State: per flow, the engine's StreamTail of both directions (2 x kDetStreamCarry bytes); on
 // the host, flowbits and flowints per flow id (at most kDetFlowbitFlows flows; more are counted as
-// flowbit_flows_full and their variables not kept).
+// flowbit_flows_full and their variables not kept), and xbits per host or address pair (at most
+// kDetXbitKeys keys: when full, the keys whose bits all expired are dropped, and a bit that still
+// finds no room is not kept, counted as xbits_full).
 //
 // pcre on the device: the expression's program for the regex search (regex.hpp, exactly PCRE2's
 // match), compiled at load for the expressions that are regular (counted: pcre_device,
@@ -88,6 +90,7 @@ namespace gaspp {
 
 constexpr uint32_t kDetStreamCarry = 120;
 constexpr size_t kDetFlowbitFlows = 1u << 20;
+constexpr size_t kDetXbitKeys = 1u << 20;  // hosts and address pairs with xbits (then xbits_full)
 
 // The CPU's candidate list for one buffer (detect_host.cpp): the signatures whose fast pattern
 // occurs in buf, in rank order, without repeats (those without one: DetectModule::for_nofp).
@@ -447,6 +450,22 @@ struct DetectModule {
       std::vector<std::pair<uint32_t, uint32_t>> ints;  // (flowint id, value)
     };
     FlowVars* flow_vars(uint64_t flow_id, bool create);
+    // xbits (signature.hpp XbitCmd): per host or address pair, at most kDetXbitKeys keys.
+    struct PacketAddrs {
+      uint8_t src[16] = {}, dst[16] = {};
+      uint8_t fam = 4;
+    };
+    struct XbitEntry {
+      uint32_t id;
+      uint64_t expire_ns;  // capture time after which the bit is not set
+    };
+    static PacketAddrs packet_addrs(const HostPacket& p);
+    static std::string xbit_key(const XbitCmd& c, const PacketAddrs& a);
+    bool xbits_hold(const Signature& s, const PacketAddrs& a, uint64_t ts_ns);
+    void xbits_apply(const Signature& s, const PacketAddrs& a, uint64_t ts_ns);
+    std::map<std::string, uint32_t> xbit_ids_;
+    std::unordered_map<std::string, std::vector<XbitEntry>> xbits_;
+    uint64_t xbits_rejected_ = 0, xbits_full_ = 0;
     bool flow_conditions_hold(const Signature& s, uint64_t flow_id);
     void flow_effects_apply(const Signature& s, uint64_t flow_id);
     SignatureSet set_;                       // in rank order after construction

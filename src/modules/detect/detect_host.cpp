@@ -96,8 +96,19 @@ int flowint_order(const Signature& s) {
   return 3;
 }
 
-// Whether the match depends on per-flow variables only the host keeps (flowbits, flowints).
+// The xbits role in Suricata's order (SCSigOrderByHostbitsCompare, then ...IPPairbits): signatures
+// that test a bit of that kind first. Suricata counts only the tests of xbits there (its count of
+// writers looks for the hostbits keyword), so xbits setters rank with the signatures without any.
+int xbits_order(const Signature& s, bool pair) {
+  for (const XbitCmd& c : s.xbits)
+    if (c.condition() && (c.track == XbitCmd::ip_pair) == pair) return 0;
+  return 1;
+}
+
+// Whether the match depends on variables only the host keeps (flowbits, flowints, xbits).
 bool reads_flowbits(const Signature& s) {
+  for (const XbitCmd& c : s.xbits)
+    if (c.condition()) return true;
   for (const FlowbitCmd& c : s.flowbits)
     if (c.cmd == FlowbitCmd::isset || c.cmd == FlowbitCmd::isnotset) return true;
   for (const FlowintCmd& c : s.flowints)
@@ -209,8 +220,8 @@ DetectModule::Host::Host(const ModuleOptions& opt) : ModuleHost<DetectModule>({}
   for (Signature& s : set_.sigs) rules.push_back(s.rule);
   apply_class_priorities(classes_, rules);
   for (size_t i = 0; i < rules.size(); ++i) set_.sigs[i].rule.priority = rules[i].priority;
-  // Suricata's evaluation order (detect-engine-sigorder.c): action, flowbits role, priority, then
-  // load order.
+  // Suricata's evaluation order (detect-engine-sigorder.c): action, flowbits role, flowint role,
+  // host and address-pair xbits roles, priority, then load order.
   std::stable_sort(set_.sigs.begin(), set_.sigs.end(), [&](const Signature& a, const Signature& b) {
     const int aa = action_order.rank(a.rule.action), ab = action_order.rank(b.rule.action);
     if (aa != ab) return aa < ab;
@@ -218,6 +229,10 @@ DetectModule::Host::Host(const ModuleOptions& opt) : ModuleHost<DetectModule>({}
     if (fa != fb) return fa < fb;
     const int ia = flowint_order(a), ib = flowint_order(b);
     if (ia != ib) return ia < ib;
+    const int ha = xbits_order(a, false), hb = xbits_order(b, false);
+    if (ha != hb) return ha < hb;
+    const int pa = xbits_order(a, true), pb = xbits_order(b, true);
+    if (pa != pb) return pa < pb;
     return rule_priority(a.rule) < rule_priority(b.rule);
   });
   rules.clear();
@@ -335,6 +350,7 @@ DetectModule::Host::Host(const ModuleOptions& opt) : ModuleHost<DetectModule>({}
     thresholds_.push_back(t);
     for (const FlowbitCmd& c : s.flowbits)
       for (const std::string& n : c.names) flowbit_ids_.try_emplace(n, uint32_t(flowbit_ids_.size()));
+    for (const XbitCmd& c : s.xbits) xbit_ids_.try_emplace(c.name, uint32_t(xbit_ids_.size()));
     for (const FlowintCmd& c : s.flowints) {
       flowint_ids_.try_emplace(c.name, uint32_t(flowint_ids_.size()));
       if (!c.value_var.empty()) flowint_ids_.try_emplace(c.value_var, uint32_t(flowint_ids_.size()));
@@ -572,6 +588,95 @@ void DetectModule::Host::flow_effects_apply(const Signature& s, uint64_t flow_id
   }
 }
 
+DetectModule::Host::PacketAddrs DetectModule::Host::packet_addrs(const HostPacket& p) {
+  PacketAddrs a;
+  if (p.decoded) {
+    const DecodedPacket& d = *static_cast<const DecodedPacket*>(p.decoded);
+    std::memcpy(a.src, d.src_ip, 16);
+    std::memcpy(a.dst, d.dst_ip, 16);
+    a.fam = d.l3[0] == uint8_t(L3::ipv6) ? 6 : 4;
+  } else if (p.flow) {
+    // A flow-only event (data released at the flow's end) has no packet: the key's endpoints.
+    std::memcpy(a.src, p.flow->key.addr[0], 16);
+    std::memcpy(a.dst, p.flow->key.addr[1], 16);
+    a.fam = p.flow->key.family;
+  }
+  return a;
+}
+
+std::string DetectModule::Host::xbit_key(const XbitCmd& c, const PacketAddrs& a) {
+  // A host's key is its address; a pair's, both addresses in order (either direction is the pair).
+  std::string k(1, char(c.track == XbitCmd::ip_pair ? 'p' : 'h'));
+  k.push_back(char(a.fam));
+  const uint8_t* x = c.track == XbitCmd::ip_dst ? a.dst : a.src;
+  if (c.track != XbitCmd::ip_pair) {
+    k.append(reinterpret_cast<const char*>(x), 16);
+    return k;
+  }
+  const bool lo_src = std::memcmp(a.src, a.dst, 16) <= 0;
+  k.append(reinterpret_cast<const char*>(lo_src ? a.src : a.dst), 16);
+  k.append(reinterpret_cast<const char*>(lo_src ? a.dst : a.src), 16);
+  return k;
+}
+
+bool DetectModule::Host::xbits_hold(const Signature& s, const PacketAddrs& a, uint64_t ts_ns) {
+  for (const XbitCmd& c : s.xbits) {
+    if (!c.condition()) continue;
+    bool set = false;
+    const auto it = xbits_.find(xbit_key(c, a));
+    if (it != xbits_.end()) {
+      const uint32_t id = xbit_ids_.at(c.name);
+      auto& bits = it->second;
+      const auto b = std::find_if(bits.begin(), bits.end(), [&](const XbitEntry& x) { return x.id == id; });
+      if (b != bits.end()) {
+        // Suricata (HostBitIsset, IPPairBitIsset): expired when expire < now, and then removed.
+        set = b->expire_ns >= ts_ns;
+        if (!set) bits.erase(b);
+        if (bits.empty()) xbits_.erase(it);
+      }
+    }
+    if (set != (c.cmd == XbitCmd::isset)) return false;
+  }
+  return true;
+}
+
+void DetectModule::Host::xbits_apply(const Signature& s, const PacketAddrs& a, uint64_t ts_ns) {
+  for (const XbitCmd& c : s.xbits) {
+    if (c.condition()) continue;
+    const std::string key = xbit_key(c, a);
+    auto it = xbits_.find(key);
+    if (it == xbits_.end()) {
+      if (c.cmd == XbitCmd::unset) continue;
+      if (xbits_.size() >= kDetXbitKeys) {
+        // Full: the keys whose bits all expired go first; when none did, the bit is not kept.
+        std::erase_if(xbits_, [&](const auto& kv) {
+          return std::all_of(kv.second.begin(), kv.second.end(), [&](const XbitEntry& b) { return b.expire_ns < ts_ns; });
+        });
+        if (xbits_.size() >= kDetXbitKeys) {
+          ++xbits_full_;
+          continue;
+        }
+      }
+      it = xbits_.emplace(key, std::vector<XbitEntry>{}).first;
+    }
+    const uint32_t id = xbit_ids_.at(c.name);
+    auto& bits = it->second;
+    const auto b = std::find_if(bits.begin(), bits.end(), [&](const XbitEntry& x) { return x.id == id; });
+    const uint64_t expire = ts_ns + uint64_t(c.expire) * 1000000000ull;
+    // Suricata's HostBitSet/Unset/Toggle: set renews the expiry; toggle removes a present bit (an
+    // expired one too) or adds it.
+    if (c.cmd == XbitCmd::set) {
+      if (b != bits.end()) b->expire_ns = expire;
+      else bits.push_back({id, expire});
+    } else if (c.cmd == XbitCmd::unset || b != bits.end()) {
+      if (b != bits.end()) bits.erase(b);
+    } else {
+      bits.push_back({id, expire});
+    }
+    if (bits.empty()) xbits_.erase(it);
+  }
+}
+
 void DetectModule::Host::on_event(const ModuleEvent& ev, const HostPacket& p, ModuleOutput& out) {
   if (ev.kind == kStreamNeedsHost) {
     ++stream_unresolved_;
@@ -616,9 +721,17 @@ void DetectModule::Host::on_event(const ModuleEvent& ev, const HostPacket& p, Mo
     ++flowbits_rejected_;
     return;
   }
-  // Flowbits and flowints change with every match (Suricata applies them while it inspects, before
-  // it orders the actions); a pass ends the packet's alerts: those ranked after it are not written.
+  PacketAddrs addrs;
+  if (!s.xbits.empty() || thresholds_[e.value].kind != ThresholdSpec::none) addrs = packet_addrs(p);
+  if (!s.xbits.empty() && !xbits_hold(s, addrs, p.ts_ns)) {
+    ++xbits_rejected_;
+    return;
+  }
+  // Flowbits, flowints and xbits change with every match (Suricata applies them while it inspects,
+  // before it orders the actions); a pass ends the packet's alerts: those ranked after it are not
+  // written.
   flow_effects_apply(s, e.flow_id);
+  if (!s.xbits.empty()) xbits_apply(s, addrs, p.ts_ns);
   if (packet_passed_) {
     ++after_pass_;
     return;
@@ -633,19 +746,7 @@ void DetectModule::Host::on_event(const ModuleEvent& ev, const HostPacket& p, Mo
     return;
   }
   if (thresholds_[e.value].kind != ThresholdSpec::none) {
-    uint8_t src[16] = {}, dst[16] = {};
-    uint8_t fam = 4;
-    if (p.decoded) {
-      const DecodedPacket& d = *static_cast<const DecodedPacket*>(p.decoded);
-      std::memcpy(src, d.src_ip, 16);
-      std::memcpy(dst, d.dst_ip, 16);
-      fam = d.l3[0] == uint8_t(L3::ipv6) ? 6 : 4;
-    } else if (p.flow) {
-      std::memcpy(src, p.flow->key.addr[0], 16);
-      std::memcpy(dst, p.flow->key.addr[1], 16);
-      fam = p.flow->key.family;
-    }
-    if (!threshold_table_.alert(thresholds_[e.value], e.value, src, dst, fam, p.ts_ns)) {
+    if (!threshold_table_.alert(thresholds_[e.value], e.value, addrs.src, addrs.dst, addrs.fam, p.ts_ns)) {
       ++threshold_suppressed_;
       return;
     }
@@ -681,6 +782,9 @@ void DetectModule::Host::report(std::map<std::string, uint64_t>& r) const {
   r["matches_after_pass"] = after_pass_;
   r["alerts_over_packet_max"] = alert_overflow_;
   r["flowbits_not_matched"] = flowbits_rejected_;
+  r["xbits_not_matched"] = xbits_rejected_;
+  r["xbits_keys"] = xbits_.size();
+  r["xbits_full"] = xbits_full_;
   r["noalert"] = noalert_;
   r["threshold_suppressed"] = threshold_suppressed_;
   r["flowbit_flows_full"] = flowbit_flows_full_;

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cstdlib>
 #include <cstring>
 #include <sstream>
 
@@ -409,6 +410,45 @@ std::string parse_flowbits(const std::string& v, Signature& s) {
     }
   }
   s.flowbits.push_back(c);
+  return "";
+}
+
+std::string parse_xbits(const std::string& v, Signature& s) {
+  const std::vector<std::string> a = split_commas(v);
+  if (a.size() < 3) return "error:xbits needs a command, a name and track";
+  XbitCmd c;
+  if (a[0] == "set") c.cmd = XbitCmd::set;
+  else if (a[0] == "unset") c.cmd = XbitCmd::unset;
+  else if (a[0] == "toggle") c.cmd = XbitCmd::toggle;
+  else if (a[0] == "isset") c.cmd = XbitCmd::isset;
+  else if (a[0] == "isnotset") c.cmd = XbitCmd::isnotset;
+  else return "error:unknown xbits command '" + a[0] + "'";
+  c.name = a[1];
+  if (c.name.empty()) return "error:xbits: empty name";
+  bool track = false, expire = false;
+  for (size_t k = 2; k < a.size(); ++k) {
+    const std::string t = trim(a[k]);
+    const size_t sp = t.find_first_of(" \t");
+    const std::string key = t.substr(0, sp), val = sp == std::string::npos ? "" : trim(t.substr(sp));
+    if (key == "track" && !track) {
+      track = true;
+      if (val == "ip_src") c.track = XbitCmd::ip_src;
+      else if (val == "ip_dst") c.track = XbitCmd::ip_dst;
+      else if (val == "ip_pair") c.track = XbitCmd::ip_pair;
+      else if (val == "tx") return "skip:keyword xbits track tx";
+      else return "error:xbits: track '" + val + "' (ip_src, ip_dst or ip_pair)";
+    } else if (key == "expire" && !expire) {
+      expire = true;
+      char* end = nullptr;
+      const unsigned long e = std::strtoul(val.c_str(), &end, 10);
+      if (val.empty() || *end || e == 0 || e > 0xffffffffu) return "error:xbits: expire '" + val + "' (seconds, > 0)";
+      c.expire = uint32_t(e);
+    } else {
+      return "error:xbits: '" + t + "' (track and expire, once each)";
+    }
+  }
+  if (!track) return "error:xbits needs track";
+  s.xbits.push_back(c);
   return "";
 }
 
@@ -829,6 +869,11 @@ std::string parse_signature(const std::string& text, const RuleVars& vars, Signa
     }
     if (k == "flowbits") {
       const std::string r = parse_flowbits(v, out);
+      if (!r.empty()) return r;
+      continue;
+    }
+    if (k == "xbits") {
+      const std::string r = parse_xbits(v, out);
       if (!r.empty()) return r;
       continue;
     }

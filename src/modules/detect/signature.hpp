@@ -39,6 +39,7 @@
 //        only_stream|no_stream
 //   flowbits:set|unset|toggle|isset|isnotset,NAME (NAME a|b: any of them; a&b: all) | noalert
 //   flowint:NAME,OP[,VALUE] (FlowintCmd)
+//   xbits:set|unset|toggle|isset|isnotset,NAME,track ip_src|ip_dst|ip_pair[,expire N] (XbitCmd)
 //   threshold / detection_filter, and the naming options of the firewall's parser
 // Anything else skips the rule, counted by reason: "app-layer:<keyword>" for what the application
 // layer does not bring yet (dns.* but dns.query, tls.* but tls.sni, other transforms, other app-layer protocols in the header, an http rule
@@ -156,6 +157,18 @@ struct FlowintCmd {
   bool condition() const { return op != set && op != add && op != sub; }
 };
 
+// xbits:CMD,NAME,track ip_src|ip_dst|ip_pair[,expire SECONDS] (Suricata's): a bit kept per host
+// (the packet's source or destination address) or per address pair (either order), set, unset
+// or toggled after a match, tested (isset, isnotset) as a condition; a bit lives `expire` seconds
+// (default 30) of capture time from its last set.
+struct XbitCmd {
+  enum Cmd : uint8_t { set, unset, toggle, isset, isnotset } cmd = set;
+  enum Track : uint8_t { ip_src, ip_dst, ip_pair } track = ip_src;
+  std::string name;
+  uint32_t expire = 30;
+  bool condition() const { return cmd == isset || cmd == isnotset; }
+};
+
 enum SigMode : uint8_t {
   kSigPacket = 1,      // inspect packet payloads
   kSigStream = 2,      // inspect the reassembled stream (TCP)
@@ -175,6 +188,7 @@ struct Signature {
   uint16_t flags_want = 0, flags_ignore = 0;
   std::vector<FlowbitCmd> flowbits;
   std::vector<FlowintCmd> flowints;
+  std::vector<XbitCmd> xbits;
   bool noalert = false;
   bool flow_keyword = false;       // a `flow` option was given (any of its values)
   // Suricata's IP-only (and like-IP-only) signature: nothing but the header, thresholds and
