@@ -100,6 +100,7 @@ enum TcpOpt : uint8_t {
   kOptSackPerm = 4,
   kOptSack = 8,
   kOptTimestamp = 16,
+  kOptTfo = 32,  // TCP Fast Open (kind 34, or the experimental 253/254 with magic 0xf989)
 };
 
 // Why a packet could not be decoded completely. Listed once with the summary's name for each.

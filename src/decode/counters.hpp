@@ -54,6 +54,8 @@ namespace gaspp {
   X(tcp_synack_bad_ack, "tcp_synack_bad_ack")                                         \
   X(tcp_handshake_bad_seq, "tcp_handshake_bad_seq") /* 3rd segment's seq not the ISN+1: ignored */ \
   X(tcp_syn_unexpected, "tcp_syn_unexpected")                                         \
+  X(tcp_handshake_no_synack, "tcp_handshake_no_synack") /* no SYN where a SYN-ACK is due: ignored */ \
+  X(tcp_syn_data_ignored, "tcp_syn_data_ignored") /* data on a SYN without TCP Fast Open: not stream data */ \
   X(tcp_rst_invalid, "tcp_rst_invalid")                                               \
   X(tcp_bad_timestamp, "tcp_bad_timestamp")       /* invalid timestamp option (PAWS, bad echo): ignored */ \
   X(tcp_out_of_window, "tcp_out_of_window")       /* data beyond the receiver's window: ignored */ \

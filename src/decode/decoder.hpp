@@ -130,6 +130,16 @@ GASPP_HD inline void decode_tcp_options(const uint8_t* f, uint32_t off, uint32_t
           fail(p, MalformedReason::tcp_bad_options);
         }
         break;
+      case 34:
+        // TCP Fast Open: a cookie request (2) or a cookie of 4 to 16 bytes, even (Suricata's check).
+        if (len == 2 || (len >= 6 && len <= 18 && (len - 2) % 2 == 0)) p.tcp_opts[0] |= kOptTfo;
+        else fail(p, MalformedReason::tcp_bad_options);
+        break;
+      case 253:
+      case 254:
+        // Experimental options: TCP Fast Open's before kind 34 (magic 0xf989, RFC 7413 draft).
+        if ((len == 4 || len == 12) && load_be16(o + 2) == 0xf989) p.tcp_opts[0] |= kOptTfo;
+        break;
       default:
         break;  // unknown options are skipped by their length, as a TCP stack does
     }

@@ -7,7 +7,9 @@
 // and different flows run in parallel. The result does not depend on how packets were batched.
 //
 // TCP, per side (the side that sends the packet is S, the other O):
-//   SYN          S none → syn_sent (isn = seq). Same seq again: a retransmission (counted); another
+//   SYN          S none → syn_sent (isn = seq). Data on it is the session's only with the TCP Fast
+//                Open option (else counted as tcp_syn_data_ignored, kept out of the stream and
+//                inspected as the packet's, as Suricata). Same seq again: a retransmission (counted); another
 //                seq: a new attempt (isn replaced). S none while O syn_sent: simultaneous open.
 //                SYN on a closed flow: port reuse — the old flow is written out (reason
 //                tcp_reuse, as Suricata's EVE says; counted as timed out and port_reuse) and a new
@@ -21,6 +23,10 @@
 //                both established. First packet of a flow (midstream on): the receiver is the
 //                client, S syn_recv, O syn_sent with its seq taken from the ack.
 //   ACK          S syn_sent, O syn_recv, ack == O's isn+1 → both established (flow established).
+//                Both sides syn_sent (two SYNs): a segment without SYN (or FIN) is counted
+//                (tcp_handshake_no_synack) and ignored, as Suricata's SYN_SENT state does; so is
+//                a bare ACK (no data, no FIN) from S none to O's SYN (a split handshake's first
+//                answer: the session then goes on with S's SYN).
 //                Its seq must be S's isn+1: another seq is counted (tcp_handshake_bad_seq) and the
 //                segment ignored, for state and streams, as Suricata does.
 //   no SYN seen  first packet without SYN (midstream on, like Suricata's stream.midstream): the
@@ -230,9 +236,9 @@ GASPP_HD inline bool tcp_update(FlowRecord& r, int sender, const TrackedPacket& 
     return true;
   }
   if (syn && !has_ack) {
-    // A SYN may carry data (TCP Fast Open): next_seq counts it, and the SYN-ACK may acknowledge it
-    // or not (below).
-    const uint32_t syn_end = seq + 1 + p.payload_len;
+    // A SYN with TCP Fast Open may carry data: next_seq counts it, and the SYN-ACK may acknowledge
+    // it or not (below). Data on a SYN without the option is not the session's (as Suricata).
+    const uint32_t syn_end = seq + 1 + ((p.opts & kOptTfo) ? p.payload_len : 0u);
     if (S.tcp == none && O.tcp == none) {
       start_side(S, TcpSide::syn_sent, seq, syn_end, ws);
     } else if (S.tcp == syn_sent) {
@@ -281,6 +287,14 @@ GASPP_HD inline bool tcp_update(FlowRecord& r, int sender, const TrackedPacket& 
     return true;
   }
   // No SYN from here on.
+  if (S.tcp == none && O.tcp == syn_sent && p.payload_len == 0 && !(p.flags & kTcpFin)) {
+    // A bare ACK to a SYN, without SYN: Suricata's SYN_SENT state takes it as invalid and the
+    // session goes on waiting for a SYN-ACK (a split handshake sends the SYN next). Counted and
+    // ignored; it carries no data, so a capture that lost the SYN-ACK loses nothing here (the
+    // first data picks the session up, midstream on).
+    c.add(c_tcp_handshake_no_synack, 1);
+    return false;
+  }
   if (S.tcp == none && (O.tcp == none || O.tcp == syn_sent || O.tcp == syn_recv)) {
     // No handshake seen for this side (first packet, or the SYN / SYN-ACK was not captured).
     if (!midstream) {
@@ -298,6 +312,14 @@ GASPP_HD inline bool tcp_update(FlowRecord& r, int sender, const TrackedPacket& 
     r.misc |= kFlowMidstream;
     r.state = uint8_t(FlowState::established);
     c.add(c_tcp_midstream, 1);
+  } else if (S.tcp == syn_sent && O.tcp == syn_sent) {
+    // Both sides sent a SYN (simultaneous open, Suricata's 4-way handshake): a SYN-ACK comes
+    // next. A segment without SYN is invalid there (Suricata's SYN_SENT state without
+    // async-oneside): counted and ignored, for state and streams.
+    if (!(p.flags & kTcpFin)) {
+      c.add(c_tcp_handshake_no_synack, 1);
+      return false;
+    }
   } else if (S.tcp == syn_sent && O.tcp == syn_recv && S.have_seq && seq != S.next_seq) {
     // The handshake's third segment must carry the client's ISN + 1 (Suricata's
     // 3whs_wrong_seq_wrong_ack): another is injected or broken, counted and ignored.
@@ -463,6 +485,11 @@ GASPP_HD inline uint8_t flow_track_packet(const FlowTableRef& t, uint32_t slot, 
       flags |= kPktTcpIgnored | kPktTcpInvalid;
     } else if (!flow_detail::tcp_update(r, sender, p, prm.midstream, c)) {
       flags |= kPktTcpIgnored | kPktTcpInvalid;
+    } else if ((p.flags & (kTcpSyn | kTcpAck)) == kTcpSyn && p.payload_len && !(p.opts & kOptTfo)) {
+      // Data on a SYN without TCP Fast Open: Suricata's stream (and a receiver without TFO) does
+      // not take it; the segment stays valid, and its payload is inspected as a packet's.
+      c.add(c_tcp_syn_data_ignored, 1);
+      flags |= kPktTcpIgnored;
     }
   } else {
     if (r.proto_class == uint8_t(FlowProto::icmp) && S.pkts == 1)

@@ -388,6 +388,36 @@ TEST(Decoder, TcpOptions) {
   EXPECT_EQ(reason(decode(g)), MalformedReason::tcp_bad_options);
 }
 
+// TCP Fast Open (Suricata's DecodeTCPOptions): kind 34 with no cookie or an even cookie of 4 to
+// 16 bytes, or the experimental kinds 253/254 of length 4 or 12 with magic 0xf989.
+TEST(Decoder, TcpFastOpenOption) {
+  struct Case {
+    std::vector<uint8_t> opt;
+    bool tfo, malformed;
+  };
+  const Case cases[] = {
+      {{34, 2, 1, 1}, true, false},                          // cookie request
+      {{34, 10, 1, 2, 3, 4, 5, 6, 7, 8}, true, false},       // 8-byte cookie
+      {{34, 5, 1, 2, 3, 1, 1, 1}, false, true},              // odd cookie length
+      {{34, 4, 1, 2}, false, true},                          // too short a cookie
+      {{254, 4, 0xf9, 0x89}, true, false},                   // experimental, request
+      {{253, 12, 0xf9, 0x89, 1, 2, 3, 4, 5, 6, 7, 8}, true, false},
+      {{254, 4, 0x12, 0x34}, false, false},                  // another experiment: skipped
+  };
+  for (const Case& c : cases) {
+    auto f = tcp4_frame(1, 0, 0x02);
+    std::vector<uint8_t> opts = c.opt;
+    while (opts.size() % 4) opts.push_back(0);
+    f.insert(f.end(), opts.begin(), opts.end());
+    f[46] = uint8_t((20 + opts.size()) / 4) << 4;
+    f[17] = uint8_t(40 + opts.size());
+    const auto p = decode(f);
+    SCOPED_TRACE(int(c.opt[0]) * 100 + c.opt[1]);
+    EXPECT_EQ(reason(p) == MalformedReason::tcp_bad_options, c.malformed);
+    if (!c.malformed) EXPECT_EQ((p.tcp_opts[0] & kOptTfo) != 0, c.tfo);
+  }
+}
+
 TEST(Decoder, EveryLinkType) {
   const auto eth = tcp4_frame(9, 2);
   const std::vector<uint8_t> ip(eth.begin() + 14, eth.end());

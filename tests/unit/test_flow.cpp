@@ -539,6 +539,7 @@ TEST(TcpStateMachine, Transitions) {
     int from;  // 0: the flow's first sender's side (client), 1: the other
     uint16_t flags;
     uint32_t seq, ack, len;
+    uint8_t opts = 0;  // TcpOpt bits (kOptTfo: TCP Fast Open)
   };
   using T = TcpSide;
   struct Row {
@@ -559,9 +560,13 @@ TEST(TcpStateMachine, Transitions) {
       {"third ack with a wrong seq: ignored", true, {{0, S, 100, 0, 0}, {1, S | A, 500, 101, 0}, {0, A, 5000, 501, 0}}, T::syn_sent, T::syn_recv, FlowState::new_, c_tcp_handshake_bad_seq},
       {"wrong-seq ack, then the right one", true, {{0, S, 100, 0, 0}, {1, S | A, 500, 101, 0}, {0, A, 99, 501, 0}, {0, A, 101, 501, 0}}, T::established, T::established, FlowState::established, c_tcp_handshake_bad_seq},
       {"third ack with a wrong ack", true, {{0, S, 100, 0, 0}, {1, S | A, 500, 101, 0}, {0, A, 101, 400, 0}}, T::syn_sent, T::syn_recv, FlowState::new_, c_count_},
-      {"fast open: the syn-ack acknowledges the syn's data", true, {{0, S, 100, 0, 10}, {1, S | A, 500, 111, 0}, {0, A, 111, 501, 0}}, T::established, T::established, FlowState::established, c_tcp_established},
-      {"fast open: the syn-ack acknowledges the syn only", true, {{0, S, 100, 0, 10}, {1, S | A, 500, 101, 0}, {0, A, 101, 501, 0}}, T::established, T::established, FlowState::established, c_tcp_established},
-      {"fast open: an ack inside the syn's data is wrong", true, {{0, S, 100, 0, 10}, {1, S | A, 500, 105, 0}}, T::syn_sent, T::none, FlowState::new_, c_tcp_synack_bad_ack},
+      {"fast open: the syn-ack acknowledges the syn's data", true, {{0, S, 100, 0, 10, kOptTfo}, {1, S | A, 500, 111, 0}, {0, A, 111, 501, 0}}, T::established, T::established, FlowState::established, c_tcp_established},
+      {"fast open: the syn-ack acknowledges the syn only", true, {{0, S, 100, 0, 10, kOptTfo}, {1, S | A, 500, 101, 0}, {0, A, 101, 501, 0}}, T::established, T::established, FlowState::established, c_tcp_established},
+      {"fast open: an ack inside the syn's data is wrong", true, {{0, S, 100, 0, 10, kOptTfo}, {1, S | A, 500, 105, 0}}, T::syn_sent, T::none, FlowState::new_, c_tcp_synack_bad_ack},
+      {"syn data without fast open is not the session's: a syn-ack acknowledging it is wrong", true, {{0, S, 100, 0, 10}, {1, S | A, 500, 111, 0}}, T::syn_sent, T::none, FlowState::new_, c_tcp_synack_bad_ack},
+      {"syn data without fast open: the syn-ack acknowledges the syn", true, {{0, S, 100, 0, 10}, {1, S | A, 500, 101, 0}, {0, A, 101, 501, 0}}, T::established, T::established, FlowState::established, c_tcp_established},
+      {"two syns, then a bare ack: ignored, a syn-ack is due", true, {{0, S, 100, 0, 0}, {1, S, 500, 0, 0}, {0, A, 100, 0, 0}}, T::syn_sent, T::syn_sent, FlowState::new_, c_tcp_handshake_no_synack},
+      {"split handshake: a bare ack to the syn, then the server's syn (5 packets)", false, {{0, S, 1000, 0, 0}, {1, A, 2000, 1001, 0}, {1, S, 3000, 0, 0}, {0, S | A, 1000, 3001, 0}, {1, A, 3001, 1001, 0}}, T::established, T::established, FlowState::established, c_tcp_handshake_no_synack},
       {"simultaneous open", true, {{0, S, 100, 0, 0}, {1, S, 500, 0, 0}, {1, S | A, 500, 101, 0}, {0, S | A, 100, 501, 0}}, T::established, T::established, FlowState::established, c_tcp_established},
       {"midstream data", true, {{0, PA, 100, 500, 10}}, T::established, T::established, FlowState::established, c_tcp_midstream},
       {"midstream off", false, {{0, PA, 100, 500, 10}}, T::none, T::none, FlowState::new_, c_tcp_no_session},
@@ -582,6 +587,7 @@ TEST(TcpStateMachine, Transitions) {
     HostCounterSink sink{c};
     for (const P& p : row.pkts) {
       TrackedPacket t = tcp_segment(p.flags, p.seq, p.ack, p.len, 65535);
+      t.opts = p.opts;
       // Side 0 of the record is the client: the first packet's sender, except a lone SYN-ACK's.
       const uint16_t f0 = row.pkts[0].flags;
       const int client_sender = (f0 & kTcpSyn) && (f0 & kTcpAck) ? 1 : 0;
