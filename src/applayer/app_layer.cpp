@@ -230,7 +230,10 @@ void AppLayer::decide(FlowApp& f, AppProto proto, bool turn) {
       break;
     case AppProto::smtp: ++stats_.flows_smtp; break;
     case AppProto::ftp: ++stats_.flows_ftp; break;
-    case AppProto::ssh: ++stats_.flows_ssh; break;
+    case AppProto::ssh:
+      ++stats_.flows_ssh;
+      f.ssh = std::make_unique<SshConn>(&stats_.ssh_banners_bad);
+      break;
     case AppProto::smb: ++stats_.flows_smb; break;
     case AppProto::failed:
       ++stats_.flows_failed;
@@ -364,6 +367,7 @@ void AppLayer::process(const std::vector<StreamChunk>& chunks, const std::vector
         if (f.proto == AppProto::tls) feed_held(*f.tls);
         if (f.proto == AppProto::http) feed_held(*f.http);
         if (f.proto == AppProto::dns) feed_held(*f.dns);
+        if (f.proto == AppProto::ssh) feed_held(*f.ssh);
       }
     } else if (f.proto == AppProto::tls) {
       const int dir = wire_dir ^ (f.reversed ? 1 : 0);
@@ -375,6 +379,9 @@ void AppLayer::process(const std::vector<StreamChunk>& chunks, const std::vector
       const int dir = wire_dir ^ (f.reversed ? 1 : 0);
       if (c.len && !conflict) f.http->feed(dir, p, c.len, c.gap != 0);
       else if (conflict) f.http->feed(dir, nullptr, 0, true);
+    } else if (f.proto == AppProto::ssh) {
+      const int dir = wire_dir ^ (f.reversed ? 1 : 0);
+      if (!f.ssh->done(dir) && (c.len || conflict)) f.ssh->feed(dir, p, conflict ? 0 : c.len, c.gap != 0 || conflict);
     } else if (f.proto == AppProto::dns && f.dns) {
       const int dir = wire_dir ^ (f.reversed ? 1 : 0);
       if (c.len && !conflict) f.dns->feed(dir, p, c.len, c.gap != 0);
@@ -400,6 +407,10 @@ void AppLayer::process(const std::vector<StreamChunk>& chunks, const std::vector
         out.push_back(AppUpdate{c.flow_id, c.packet, uint8_t(t->request ? 0 : 1), client_lo, c.key, AppProto::dns, t});
       f.dns->clear_touched();
     }
+    if (f.ssh && f.ssh->changed()) {
+      out.push_back(AppUpdate{c.flow_id, c.packet, uint8_t(dir), client_lo, c.key, AppProto::ssh, &f.ssh->tx()});
+      f.ssh->clear_changed();
+    }
     if (f.tls && f.tls->changed()) {
       stats_.tls_updates++;
       if (f.tls->tx().certificate && !f.tls_cert_counted) {
@@ -424,6 +435,9 @@ void AppLayer::forget(const std::vector<FlowRecordOut>& flows, const Unlogged& u
         if (!t->logged && t->req_line) unlogged(r.rec.flow_id, it->second.key, it->second.client_lo, AppProto::http, *t);
     if (unlogged && it->second.tls && !it->second.tls->tx().logged && it->second.tls->tx().client_hello)
       unlogged(r.rec.flow_id, it->second.key, it->second.client_lo, AppProto::tls, it->second.tls->tx());
+    if (unlogged && it->second.ssh && !it->second.ssh->tx().logged &&
+        (it->second.ssh->tx().banner[0] || it->second.ssh->tx().banner[1]))
+      unlogged(r.rec.flow_id, it->second.key, it->second.client_lo, AppProto::ssh, it->second.ssh->tx());
     flows_.erase(it);
   }
 }
@@ -450,6 +464,7 @@ void AppLayer::report(std::map<std::string, uint64_t>& r) const {
   r["tls_certs"] = stats_.tls_certs;
   r["tls_certs_undecoded"] = stats_.tls_certs_undecoded;
   r["tls_raw_cut"] = stats_.tls_raw_cut;
+  r["ssh_banners_bad"] = stats_.ssh_banners_bad;
   r["app_flows_failed"] = stats_.flows_failed;
   r["app_flows_full"] = stats_.flows_full;
   const HttpStats& h = stats_.http;

@@ -100,6 +100,25 @@ std::string eve_tls_event(uint64_t ts_ns, uint64_t flow_id, uint64_t pcap_cnt, c
   return app_event_head(ts_ns, flow_id, pcap_cnt, "tls", key, client_lo) + "," + eve_tls_object(t) + "}";
 }
 
+std::string eve_ssh_object(const SshTx& t) {
+  std::string j = "\"ssh\":{";
+  const char* side[2] = {"client", "server"};
+  bool first = true;
+  for (int d = 0; d < 2; ++d) {
+    if (!t.banner[d]) continue;
+    if (!first) j += ",";
+    first = false;
+    j += std::string("\"") + side[d] + "\":{\"proto_version\":\"" + json_escape(t.proto[d]) +
+         "\",\"software_version\":\"" + json_escape(t.software[d]) + "\"}";
+  }
+  return j + "}";
+}
+
+std::string eve_ssh_event(uint64_t ts_ns, uint64_t flow_id, uint64_t pcap_cnt, const FlowKey& key, bool client_lo,
+                          const SshTx& t) {
+  return app_event_head(ts_ns, flow_id, pcap_cnt, "ssh", key, client_lo) + "," + eve_ssh_object(t) + "}";
+}
+
 namespace {
 void sep(std::string& j) {
   if (j.back() != '{' && j.back() != '[') j += ',';

@@ -15,6 +15,7 @@
 #include "applayer/dns.hpp"
 #include "applayer/http1.hpp"
 #include "applayer/tls.hpp"
+#include "applayer/ssh.hpp"
 #include "gaspp/flow.hpp"
 
 namespace gaspp {
@@ -44,5 +45,12 @@ std::string eve_tls_event(uint64_t ts_ns, uint64_t flow_id, uint64_t pcap_cnt, c
 std::string eve_dns_object(const DnsTx& t, bool grouped = true);
 std::string eve_dns_event(uint64_t ts_ns, uint64_t flow_id, uint64_t pcap_cnt, const FlowKey& key, bool client_lo,
                           const DnsTx& t);
+
+// EVE `ssh` events (Suricata's eve-log type ssh), one per connection once both identification
+// strings were read (or when the flow leaves the table with one): `"ssh":{"client":{"proto_version",
+// "software_version"},"server":{...}}`, a side present when its banner was read.
+std::string eve_ssh_object(const SshTx& t);
+std::string eve_ssh_event(uint64_t ts_ns, uint64_t flow_id, uint64_t pcap_cnt, const FlowKey& key, bool client_lo,
+                          const SshTx& t);
 
 }  // namespace gaspp

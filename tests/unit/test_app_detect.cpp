@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "applayer/app_layer.hpp"
+#include "applayer/ssh.hpp"
 
 namespace gaspp {
 namespace {
@@ -175,6 +176,49 @@ TEST(AppDetect, DetectedOnlyProtocolsAreNamedAndCounted) {
   app.report(r);
   for (const char* p : {"http", "tls", "ssh", "smtp", "ftp", "smb", "failed"})
     EXPECT_EQ(r[std::string("app_flows_") + p], want[std::string("app_flows_") + p]) << p;
+}
+
+// SSH identification strings (applayer/ssh.hpp), against the fields RFC 4253 §4.2 defines
+// (SSH-protoversion-softwareversion SP comments CR LF), at every split of the direction's bytes.
+TEST(SshBanner, ReadAsSuricataAtEverySplit) {
+  struct Case {
+    const char* name;
+    std::string bytes;
+    bool banner;
+    const char *proto, *software;
+  };
+  const Case cases[] = {
+      {"plain", "SSH-2.0-OpenSSH_9.6\r\n", true, "2.0", "OpenSSH_9.6"},
+      {"comments after a space", "SSH-2.0-OpenSSH_7.6p1 Ubuntu-4ubuntu0.3\r\n", true, "2.0", "OpenSSH_7.6p1"},
+      {"LF only", "SSH-1.99-Cisco-1.25\n", true, "1.99", "Cisco-1.25"},
+      {"lines before the banner", "Welcome\r\nto here\r\nSSH-2.0-dropbear_2020.81\r\n", true, "2.0",
+       "dropbear_2020.81"},
+      {"then binary key exchange", std::string("SSH-2.0-x\r\n\x00\x00\x01\x2c\x0a\x14", 17), true, "2.0", "x"},
+      {"no line end yet", "SSH-2.0-OpenSSH", false, "", ""},
+      {"a line too long", std::string(300, 'a') + "\r\nSSH-2.0-late\r\n", false, "", ""},
+  };
+  for (const Case& c : cases) {
+    for (size_t cut = 0; cut <= c.bytes.size(); ++cut) {
+      uint64_t bad = 0;
+      SshConn conn(&bad);
+      const auto* p = reinterpret_cast<const uint8_t*>(c.bytes.data());
+      conn.feed(1, p, cut);
+      conn.feed(1, p + cut, c.bytes.size() - cut);
+      ASSERT_EQ(conn.tx().banner[1], c.banner) << c.name << " cut " << cut;
+      EXPECT_EQ(conn.tx().proto[1], c.proto) << c.name << " cut " << cut;
+      EXPECT_EQ(conn.tx().software[1], c.software) << c.name << " cut " << cut;
+      EXPECT_FALSE(conn.tx().banner[0]);
+      EXPECT_EQ(bad, std::string(c.name) == "a line too long" ? 1u : 0u) << c.name;
+    }
+  }
+  // A gap before the banner: the direction gives up, counted.
+  uint64_t bad = 0;
+  SshConn g(&bad);
+  g.feed(0, nullptr, 0, true);
+  const std::string b = "SSH-2.0-x\r\n";
+  g.feed(0, reinterpret_cast<const uint8_t*>(b.data()), b.size());
+  EXPECT_FALSE(g.tx().banner[0]);
+  EXPECT_EQ(bad, 1u);
 }
 
 }  // namespace

@@ -425,6 +425,7 @@ void DetectModule::Host::on_app(const std::vector<AppUpdate>& updates, std::vect
   if (app_sigs_.empty() || !host_view_.sigs) return;
   std::vector<uint32_t> hits, cand;
   for (const AppUpdate& u : updates) {
+    if (!u.http() && !u.tls() && !u.dns()) continue;  // no signature buffers of its protocol (ssh)
     ++app_updates_;
     static const HttpTx kNoHttp;
     AppTx& t = *u.tx;

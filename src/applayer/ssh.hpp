@@ -1,0 +1,51 @@
+// applayer/ssh.hpp — the SSH identification strings ("SSH-protoversion-softwareversion comments")
+// of both directions of a TCP connection, as Suricata's SSH parser reads them for its EVE `ssh`
+// event (client and server proto_version, software_version).
+//
+// SshConn reads each direction's lines until one starts with "SSH-" (a server may send other lines
+// first, RFC 4253 §4.2); the version is what lies between "SSH-" and the next '-', the software
+// version what follows up to a space, CR or LF. A line longer than kSshMaxBanner (255 bytes, as
+// Suricata) or a gap before the banner ends the direction without one (counted by the
+// application layer: ssh_banners_bad). What follows the banner (key exchange, then encrypted data)
+// is not read. One transaction per connection.
+//
+// Example:
+//   SshConn c;
+//   c.feed(0, data, n);  // client → server bytes
+//   if (c.tx().banner[0]) ... c.tx().software[0]
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+#include "applayer/app_tx.hpp"
+
+namespace gaspp {
+
+constexpr size_t kSshMaxBanner = 255;
+
+struct SshTx : AppTx {
+  bool banner[2] = {false, false};  // the direction's identification string was read
+  std::string proto[2], software[2];
+  bool done() const { return banner[0] && banner[1]; }
+};
+
+class SshConn {
+ public:
+  explicit SshConn(uint64_t* bad = nullptr) : bad_(bad) {}
+  void feed(int dir, const uint8_t* p, size_t n, bool gap = false);
+  SshTx& tx() { return tx_; }
+  bool changed() const { return changed_; }
+  void clear_changed() { changed_ = false; }
+  bool done(int dir) const { return state_[dir] != 0; }
+
+ private:
+  void line(int dir, const std::string& l);
+  SshTx tx_;
+  std::string buf_[2];  // the current line, not complete yet
+  int state_[2] = {0, 0};  // 0 reading lines, 1 banner read, -1 given up
+  bool changed_ = false;
+  uint64_t* bad_;
+};
+
+}  // namespace gaspp
