@@ -35,6 +35,8 @@ if ! command -v nvcc >/dev/null && [ -x /usr/local/cuda/bin/nvcc ]; then export 
 # can. GASPP_CUDA_ARCHS overrides (scripts/device/bundle.sh always builds sm_90 machine code).
 archs="90-real;90-virtual"
 nvidia-smi -L >/dev/null 2>&1 || archs="90-virtual"
+# GASPP_BENCH=OFF (scripts/test.sh): the benchmarks are not built; no test runs them, and the
+# device bundle (scripts/device/bundle.sh) builds them where they run.
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DGASPP_CUDA="${GASPP_CUDA:-AUTO}" \
-  -DCMAKE_CUDA_ARCHITECTURES="${GASPP_CUDA_ARCHS:-$archs}" >/dev/null
+  -DGASPP_BENCH="${GASPP_BENCH:-ON}" -DCMAKE_CUDA_ARCHITECTURES="${GASPP_CUDA_ARCHS:-$archs}" >/dev/null
 cmake --build build

@@ -6,7 +6,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 if ! command -v nvcc >/dev/null && [ -x /usr/local/cuda/bin/nvcc ]; then export PATH=/usr/local/cuda/bin:$PATH; fi
-cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DGASPP_CUDA=ON "-DCMAKE_CUDA_ARCHITECTURES=90-real;90-virtual" >/dev/null
+cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DGASPP_CUDA=ON -DGASPP_BENCH=ON "-DCMAKE_CUDA_ARCHITECTURES=90-real;90-virtual" >/dev/null
 cmake --build build
 rm -rf bundle
 mkdir -p bundle/bin bundle/lib bundle/data

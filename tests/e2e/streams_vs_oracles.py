@@ -54,10 +54,23 @@ def endpoint(addr, port):
     return f"{a.compressed}.{int(port):05d}"
 
 
-def tshark_follow(pcap):
-    ids = subprocess.run(["tshark", "-r", pcap, "-T", "fields", "-e", "tcp.stream"], capture_output=True,
-                         text=True).stdout.split()
-    ids = sorted({int(x) for x in ids if x})
+def tshark_follow(pcap, syn_data=None):
+    """tshark's "follow tcp" of every connection; syn_data (a set), when given, receives the senders
+    (endpoint names) of a SYN without ACK carrying data and no TCP Fast Open option: tshark follows
+    that data, Suricata's stream engine (and gaspp, as it) does not take it."""
+    rows = subprocess.run(["tshark", "-r", pcap, "-T", "fields", "-e", "tcp.stream", "-e", "tcp.flags.syn", "-e",
+                           "tcp.flags.ack", "-e", "tcp.len", "-e", "tcp.options.tfo", "-e", "ip.src", "-e", "ipv6.src", "-e",
+                           "tcp.srcport"], capture_output=True, text=True).stdout.splitlines()
+    ids = set()
+    for row in rows:
+        f = row.split("\t")
+        if not f[0]:
+            continue
+        ids.add(int(f[0]))
+        if syn_data is not None and len(f) >= 8 and f[1] in ("1", "True") and f[2] in ("0", "False") and \
+                f[3] not in ("", "0") and not f[4] and f[7]:
+            syn_data.add(endpoint((f[5] or f[6]).split(",")[-1], f[7]))
+    ids = sorted(ids)
     if not ids:
         return []
     args = ["tshark", "-r", pcap, "-q"]
@@ -98,27 +111,14 @@ KNOWN = {
 }
 
 
-def syn_data_senders(pcap):
-    """Senders (endpoint names) of a SYN without ACK carrying data and no TCP Fast Open option:
-    tshark follows that data, Suricata's stream engine (and gaspp, as it) does not take it."""
-    out = subprocess.run(["tshark", "-r", pcap, "-Y", "tcp.flags.syn == 1 && tcp.flags.ack == 0 && tcp.len > 0 && "
-                          "!tcp.options.tfo", "-T", "fields", "-e", "ip.src", "-e", "ipv6.src", "-e", "tcp.srcport"],
-                         capture_output=True, text=True).stdout
-    res = set()
-    for line in out.splitlines():
-        f = line.split("\t")
-        if len(f) >= 3 and f[2]:
-            res.add(endpoint((f[0] or f[1]).split(",")[-1], f[2]))
-    return res
-
-
 def check_tshark(gaspp, data, backend, errors):
     compared = skipped = 0
     pcaps = []
     for root, _, fs in os.walk(os.path.join(data, "pcaps")):
         pcaps += [os.path.join(root, f) for f in fs if f.endswith((".pcap", ".pcapng"))]
     for pcap in sorted(pcaps):
-        streams = tshark_follow(pcap)
+        syn_data = set()
+        streams = tshark_follow(pcap, syn_data)
         if not streams:
             continue
         with tempfile.TemporaryDirectory() as d:
@@ -127,7 +127,6 @@ def check_tshark(gaspp, data, backend, errors):
         for n, b in files.items():
             ours.setdefault(base_name(n), []).append(n)
         tuples = [s[0] for s in streams]
-        syn_data = syn_data_senders(pcap)
         for (n0, n1), d0, d1 in streams:
             if tuples.count((n0, n1)) + tuples.count((n1, n0)) > 1:
                 skipped += 2  # the same 5-tuple reused: tshark and we number connections differently
