@@ -190,10 +190,7 @@ void AppLayer::detect(FlowApp& f, int dir, const uint8_t* p, size_t n) {
     const int d = dns_probe_tcp(reinterpret_cast<const uint8_t*>(pr.data()), pr.size(), &request);
     if (d < 0 && pr.size() < kProbeBytes) return;
     if (d > 0) {
-      f.reversed = (dir == 0) != request;
-      f.proto = AppProto::dns;
-      ++stats_.flows_dns;
-      f.dns = std::make_unique<DnsConn>(stats_.dns, cfg_.http.max_txs);
+      decide(f, AppProto::dns, (dir == 0) != request);
       return;
     }
   }
@@ -230,6 +227,10 @@ void AppLayer::decide(FlowApp& f, AppProto proto, bool turn) {
       break;
     case AppProto::smtp: ++stats_.flows_smtp; break;
     case AppProto::ftp: ++stats_.flows_ftp; break;
+    case AppProto::dns:
+      ++stats_.flows_dns;
+      f.dns = std::make_unique<DnsConn>(stats_.dns, cfg_.http.max_txs);
+      break;
     case AppProto::ssh:
       ++stats_.flows_ssh;
       f.ssh = std::make_unique<SshConn>(&stats_.ssh_banners_bad);
@@ -295,16 +296,12 @@ void AppLayer::datagram(const AppDatagram& d, const uint8_t* p, std::vector<AppU
     if (dns_probe(p, d.len, d.len, &request) <= 0) {
       f.udp_failed[wire_dir] = true;
       if (f.udp_failed[0] && f.udp_failed[1]) {
-        f.proto = AppProto::failed;
-        ++stats_.flows_failed;
+        decide(f, AppProto::failed, false);
         decided(f, d.packet);
       }
       return;
     }
-    f.reversed = (wire_dir == 0) != request;  // requests go to the server
-    f.proto = AppProto::dns;
-    ++stats_.flows_dns;
-    f.dns = std::make_unique<DnsConn>(stats_.dns, cfg_.http.max_txs);
+    decide(f, AppProto::dns, (wire_dir == 0) != request);  // requests go to the server
   }
   decided(f, d.packet);
   const int dir = wire_dir ^ (f.reversed ? 1 : 0);
@@ -347,8 +344,7 @@ void AppLayer::process(const std::vector<StreamChunk>& chunks, const std::vector
       const int dir = wire_dir;
       if (!f.settled[dir] && (c.gap || c.off > f.probe[dir].size())) {
         // Picked up past the start of a direction: its first bytes are not known.
-        f.proto = AppProto::failed;
-        ++stats_.flows_failed;
+        decide(f, AppProto::failed, false);
       } else {
         const size_t had = f.probe[dir].size();
         detect(f, dir, p, c.len);
