@@ -203,7 +203,7 @@ int main(int argc, char** argv) {
     modules.set_drop_events(eve_drops, bc.flow.vlan_in_key, bc.flow.defrag);
     // The application layer runs for HTTP rules or --app-layer; with -l its transactions are EVE
     // http events.
-    modules.set_app_layer_config(o.app_layer, o.app_layer_on);
+    modules.set_app_layer_config(o.app_layer, o.app_layer_on, bc.threads);
     modules.set_app_log(!eve_dir.empty());
   } catch (const std::exception& e) {
     std::fprintf(stderr, "gaspp: %s\n", e.what());

@@ -376,9 +376,13 @@ def gbps(args):
             vals.append(s["gbps"])
     return statistics.median(vals), s
 res = {}
+# --threads 1 on CUDA: the application layer and its signatures on one host thread (the
+# backend itself does not use --threads), against all of them in the runs without it.
 for name, args in [("cuda", ["--backend", "cuda"]), ("cuda_app_layer", ["--backend", "cuda", "--app-layer"]),
+                   ("cuda_app_layer_1thread", ["--backend", "cuda", "--app-layer", "--threads", "1"]),
                    ("cpu", ["--backend", "cpu"]), ("cpu_app_layer", ["--backend", "cpu", "--app-layer"]),
-                   ("cuda_et_open", ["--backend", "cuda"] + rules), ("cpu_et_open", ["--backend", "cpu"] + rules)]:
+                   ("cuda_et_open", ["--backend", "cuda"] + rules), ("cuda_et_open_1thread", ["--backend", "cuda", "--threads", "1"] + rules),
+                   ("cpu_et_open", ["--backend", "cpu"] + rules)]:
     g, s = gbps(args)
     res[name + "_gbps"] = round(g, 2)
     print(f"{name:16s} {g:8.2f} Gbit/s  {s.get('packets')} packets", flush=True)

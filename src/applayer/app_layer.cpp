@@ -420,22 +420,24 @@ void AppLayer::process(const std::vector<StreamChunk>& chunks, const std::vector
 }
 
 void AppLayer::forget(const std::vector<FlowRecordOut>& flows, const Unlogged& unlogged) {
-  gone_.clear();
-  for (const FlowRecordOut& r : flows) {
-    const auto it = flows_.find(r.rec.flow_id);
-    if (it == flows_.end()) continue;
-    // Still undecided at the flow's end (too few bytes to tell): detection failed.
-    gone_[r.rec.flow_id] = it->second.proto == AppProto::unknown ? AppProto::failed : it->second.proto;
-    if (unlogged && it->second.http)
-      for (const auto& t : it->second.http->txs())
-        if (!t->logged && t->req_line) unlogged(r.rec.flow_id, it->second.key, it->second.client_lo, AppProto::http, *t);
-    if (unlogged && it->second.tls && !it->second.tls->tx().logged && it->second.tls->tx().client_hello)
-      unlogged(r.rec.flow_id, it->second.key, it->second.client_lo, AppProto::tls, it->second.tls->tx());
-    if (unlogged && it->second.ssh && !it->second.ssh->tx().logged &&
-        (it->second.ssh->tx().banner[0] || it->second.ssh->tx().banner[1]))
-      unlogged(r.rec.flow_id, it->second.key, it->second.client_lo, AppProto::ssh, it->second.ssh->tx());
-    flows_.erase(it);
-  }
+  forget_begin();
+  for (const FlowRecordOut& r : flows) forget_flow(r.rec.flow_id, unlogged);
+}
+
+void AppLayer::forget_flow(uint64_t flow_id, const Unlogged& unlogged) {
+  const auto it = flows_.find(flow_id);
+  if (it == flows_.end()) return;
+  // Still undecided at the flow's end (too few bytes to tell): detection failed.
+  gone_[flow_id] = it->second.proto == AppProto::unknown ? AppProto::failed : it->second.proto;
+  if (unlogged && it->second.http)
+    for (const auto& t : it->second.http->txs())
+      if (!t->logged && t->req_line) unlogged(flow_id, it->second.key, it->second.client_lo, AppProto::http, *t);
+  if (unlogged && it->second.tls && !it->second.tls->tx().logged && it->second.tls->tx().client_hello)
+    unlogged(flow_id, it->second.key, it->second.client_lo, AppProto::tls, it->second.tls->tx());
+  if (unlogged && it->second.ssh && !it->second.ssh->tx().logged &&
+      (it->second.ssh->tx().banner[0] || it->second.ssh->tx().banner[1]))
+    unlogged(flow_id, it->second.key, it->second.client_lo, AppProto::ssh, it->second.ssh->tx());
+  flows_.erase(it);
 }
 
 void AppLayer::report(std::map<std::string, uint64_t>& r) const {

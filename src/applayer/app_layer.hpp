@@ -36,8 +36,10 @@
 // a transaction (applayer/dns.hpp).
 //
 // Parsing runs on the host, after the batch, over the chunks the backend returns (both backends
-// return the same chunks). State: per flow id, at most max_flows flows (more are counted as
-// flows_full and not parsed); a flow's state goes when the flow leaves the flow table (forget()).
+// return the same chunks); an AppLayer is one thread's, and the pipeline runs 64 of them, the
+// flows split by flow id (core/app_shards.hpp). State: per flow id, at most max_flows flows (more
+// are counted as flows_full and not parsed); a flow's state goes when the flow leaves the flow
+// table (forget()).
 #pragma once
 #include <cstdint>
 #include <functional>
@@ -113,6 +115,10 @@ class AppLayer {
   // is called first for each transaction no output logged yet (the flow's last word on it).
   using Unlogged = std::function<void(uint64_t, const FlowKey&, bool, AppProto, AppTx&)>;
   void forget(const std::vector<FlowRecordOut>& flows, const Unlogged& unlogged = nullptr);
+  // forget() one flow at a time: forget_begin(), then forget_flow() for each (a caller that splits
+  // flows over several AppLayers keeps the unlogged transactions in the flows' order).
+  void forget_begin() { gone_.clear(); }
+  void forget_flow(uint64_t flow_id, const Unlogged& unlogged = nullptr);
   // A flow's protocol; a flow the last forget() released is still answered for (its flow record
   // is written after it). unknown: the flow had no data the application layer saw.
   AppProto proto(uint64_t flow_id) const;

@@ -91,31 +91,37 @@ void ModuleSet::gather_datagrams(const PacketBatch& b) {
 
 void ModuleSet::app_events(const std::vector<StreamChunk>& chunks, const std::vector<uint8_t>& bytes) {
   if (!app_ || (chunks.empty() && datagrams_.empty())) return;
-  updates_.clear();
-  app_->process(chunks, bytes, updates_, datagrams_, dgram_bytes_);
+  // Each shard's modules inspect its updates on the thread that parsed them.
+  for (auto& ev : shard_events_) ev.clear();
+  app_->process(chunks, bytes, datagrams_, dgram_bytes_, [&](size_t shard, int worker, std::vector<AppUpdate>& updates) {
+    std::vector<ModuleEvent>& ev = shard_events_[shard];
+    for (size_t k = 0; k < mods_.size(); ++k) {
+      if (!mods_[k]->wants_app_layer()) continue;
+      const size_t at = ev.size();
+      mods_[k]->on_app(updates, ev, worker);
+      for (size_t i = at; i < ev.size(); ++i) ev[i].module = uint16_t(k);
+    }
+  });
   datagrams_.clear();
-  if (updates_.empty()) return;
-  for (size_t k = 0; k < mods_.size(); ++k) {
-    if (!mods_[k]->wants_app_layer()) continue;
-    const size_t at = sorted_.size();
-    mods_[k]->on_app(updates_, sorted_);
-    for (size_t i = at; i < sorted_.size(); ++i) sorted_[i].module = uint16_t(k);
-  }
+  for (auto& m : mods_)
+    if (m->wants_app_layer()) m->on_app_end();
+  for (const auto& ev : shard_events_) sorted_.insert(sorted_.end(), ev.begin(), ev.end());
   if (!app_log_) return;
-  for (const AppUpdate& u : updates_) {
-    AppTx& t = *u.tx;
-    // HTTP: when the response finished; TLS: when the server's side of the handshake was read
-    // (its certificate); DNS: each message.
-    // SSH: when both identification strings were read.
-    const bool done = u.http()  ? u.http()->resp_done
-                      : u.tls() ? u.tls()->handshake_done
-                      : u.ssh() ? u.ssh()->done()
-                                : u.dns() != nullptr;
-    if (t.logged || !done) continue;
-    t.logged = true;
-    sorted_.push_back(ModuleEvent{u.flow_id, u.packet, uint32_t(app_logs_.size()), kAppLogModule, 0, u.dir});
-    app_logs_.push_back(AppLog{u.proto, &t, u.key, u.client_lo != 0});
-  }
+  for (size_t s = 0; s < AppShards::kShards; ++s)
+    for (const AppUpdate& u : app_->updates(s)) {
+      AppTx& t = *u.tx;
+      // HTTP: when the response finished; TLS: when the server's side of the handshake was read
+      // (its certificate); DNS: each message.
+      // SSH: when both identification strings were read.
+      const bool done = u.http()  ? u.http()->resp_done
+                        : u.tls() ? u.tls()->handshake_done
+                        : u.ssh() ? u.ssh()->done()
+                                  : u.dns() != nullptr;
+      if (t.logged || !done) continue;
+      t.logged = true;
+      sorted_.push_back(ModuleEvent{u.flow_id, u.packet, uint32_t(app_logs_.size()), kAppLogModule, 0, u.dir});
+      app_logs_.push_back(AppLog{u.proto, &t, u.key, u.client_lo != 0});
+    }
 }
 
 namespace {

@@ -63,8 +63,14 @@ class ModuleOf final : public ModuleInstance {
     if constexpr (requires { host_.wants_app_layer(); }) return host_.wants_app_layer();
     else return false;
   }
-  void on_app(const std::vector<AppUpdate>& u, std::vector<ModuleEvent>& out) override {
-    if constexpr (requires { host_.on_app(u, out); }) host_.on_app(u, out);
+  void set_app_workers(int n) override {
+    if constexpr (requires { host_.set_app_workers(n); }) host_.set_app_workers(n);
+  }
+  void on_app(const std::vector<AppUpdate>& u, std::vector<ModuleEvent>& out, int worker) override {
+    if constexpr (requires { host_.on_app(u, out, worker); }) host_.on_app(u, out, worker);
+  }
+  void on_app_end() override {
+    if constexpr (requires { host_.on_app_end(); }) host_.on_app_end();
   }
 
  private:
@@ -113,15 +119,22 @@ void ModuleSet::add(std::unique_ptr<ModuleInstance> m) {
   m->state_off = state_bytes_;
   state_bytes_ += (m->flow_state_bytes() + 15) & ~15u;
   stream_modules_ = stream_modules_ || m->has_stream_hook();
-  if (m->wants_app_layer() && !app_) app_ = std::make_shared<AppLayer>();
+  if (m->wants_app_layer() && !app_) start_app_layer(AppLayerConfig{}, 0);
+  if (app_) m->set_app_workers(app_->workers());
   if (std::string(m->name()) == AppUdpModule::kName) app_udp_ = int(mods_.size());
   mods_.push_back(std::move(m));
   counts_.push_back(Counts{});
 }
 
-void ModuleSet::set_app_layer_config(const AppLayerConfig& c, bool on) {
+void ModuleSet::start_app_layer(const AppLayerConfig& c, int threads) {
+  app_ = std::make_shared<AppShards>(c, threads);
+  shard_events_.assign(AppShards::kShards, {});
+  for (auto& m : mods_) m->set_app_workers(app_->workers());
+}
+
+void ModuleSet::set_app_layer_config(const AppLayerConfig& c, bool on, int threads) {
   if (!app_ && !on) return;
-  app_ = std::make_shared<AppLayer>(c);
+  start_app_layer(c, threads);
   if (app_udp_ >= 0) return;
   // app-udp goes first, as Suricata parses the application layer before detection: a packet a
   // later module drops is still parsed (and logged).

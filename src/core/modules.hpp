@@ -34,6 +34,7 @@
 #include <vector>
 
 #include "applayer/app_layer.hpp"
+#include "core/app_shards.hpp"
 #include "flow/flow_record.hpp"
 #include "gaspp/module.hpp"
 #include "gaspp/stream_chunk.hpp"
@@ -68,10 +69,16 @@ class ModuleInstance {
   virtual void on_event(const ModuleEvent& e, const HostPacket& p, ModuleOutput& out) = 0;
   virtual void report(std::map<std::string, uint64_t>& r) const = 0;
   // The application layer (applayer/app_layer.hpp): M::Host::wants_app_layer() and
-  // on_app(updates, events) — the module's host side inspects transactions and raises events
-  // (their module field is set by ModuleSet), handled with the batch's others.
+  // on_app(updates, events, worker) — the module's host side inspects transactions and raises
+  // events (their module field is set by ModuleSet), handled with the batch's others. on_app runs
+  // on several threads at once (core/app_shards.hpp), each call with the updates of flows no
+  // other call has, worker < the n of set_app_workers(n) (called before the run) telling the
+  // calls of one batch apart; after a batch's calls, on_app_end() runs on the calling thread
+  // (to merge what the workers kept apart).
   virtual bool wants_app_layer() const = 0;
-  virtual void on_app(const std::vector<AppUpdate>& updates, std::vector<ModuleEvent>& out) = 0;
+  virtual void set_app_workers(int n) = 0;
+  virtual void on_app(const std::vector<AppUpdate>& updates, std::vector<ModuleEvent>& out, int worker) = 0;
+  virtual void on_app_end() = 0;
   uint16_t index = 0;       // position in the pipeline
   uint32_t state_off = 0;   // its slice of the per-flow module state
 };
@@ -119,10 +126,10 @@ class ModuleSet {
   // The application layer's limits (before the run, after the modules are added).
   // on: run it even when no module asks for it (gaspp --app-layer). When it runs, the app-udp
   // module (modules/app_udp) is put first, to bring its UDP datagrams to the host.
-  void set_app_layer_config(const AppLayerConfig& c, bool on = false);
+  // threads: the host threads it and the modules' on_app run on (core/app_shards.hpp), 0 = all.
+  void set_app_layer_config(const AppLayerConfig& c, bool on = false, int threads = 0);
   // Write an EVE `http` event per transaction (core/app_eve.hpp) through the module output.
   void set_app_log(bool on) { app_log_ = on; }
-  const AppLayer* app_layer() const { return app_.get(); }
   // The flow's app_proto for its EVE flow record (eve.hpp), null when the application layer is off
   // or saw no data of the flow.
   const char* app_proto_of(uint64_t flow_id) const {
@@ -182,8 +189,10 @@ class ModuleSet {
   void account_verdicts(const PacketBatch& b, ModuleOutput& out);
   // Runs the chunks through the application layer and appends the modules' events on them.
   void app_events(const std::vector<StreamChunk>& chunks, const std::vector<uint8_t>& bytes);
-  std::shared_ptr<AppLayer> app_;
-  std::vector<AppUpdate> updates_;
+  // Starts the application layer (threads: AppShards') and tells the modules its workers.
+  void start_app_layer(const AppLayerConfig& c, int threads);
+  std::shared_ptr<AppShards> app_;
+  std::vector<std::vector<ModuleEvent>> shard_events_;  // per shard: its modules' events of the batch
   int app_udp_ = -1;  // the app-udp module's position
   std::vector<AppDatagram> datagrams_;
   std::vector<uint8_t> dgram_bytes_;

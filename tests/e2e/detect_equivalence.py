@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """The signature engine gives the same alerts on two paths: all of ET Open loaded, every capture
-under DATA_DIR/pcaps, alerts compared as (pcap_cnt, signature_id, flow_id, action). The captures
+under DATA_DIR/pcaps, alerts compared as (pcap_cnt, signature_id, flow_id, action), and the
+application layer's EVE events (http, tls, dns, ssh) line for line, in order. The captures
 are read in groups (one run per path over a directory of links to a dozen of them); a group that
 differs is compared again capture by capture.
 
@@ -26,17 +27,25 @@ def run(gaspp, pcap, rules, path, d):
     pf = "device" if path == "cpu-device" else "hyperscan"
     cmd = [gaspp, "-r", pcap, "--backend", backend, "-l", d, "--flow-capacity", "65536", "--stats-json",
            os.path.join(d, "stats.json"), "--detect-prefilter", pf]
+    # The device's path on the CPU runs on one thread, the other CPU path on all of them: the
+    # application layer and its signatures run sharded over the threads (core/app_shards.hpp) and
+    # must give the same events either way.
+    if path == "cpu-device":
+        cmd += ["--threads", "1"]
     for r in rules:
         cmd += ["-s", r]
     p = subprocess.run(cmd, capture_output=True, text=True)
     if p.returncode != 0:
         return None, 0, p.stderr.strip().splitlines()[-1] if p.stderr.strip() else str(p.returncode)
     alerts = []
+    app = []  # the application layer's events, whole and in order
     with open(os.path.join(d, "eve.json")) as f:
         for line in f:
             e = json.loads(line)
             if e.get("event_type") == "alert":
                 alerts.append((e.get("pcap_cnt", 0), e["alert"]["signature_id"], e.get("flow_id", 0), e["alert"]["action"]))
+            elif e.get("event_type") in ("http", "tls", "dns", "ssh"):
+                app.append(line.strip())
     undecided = 0
     try:
         with open(os.path.join(d, "stats.json")) as f:
@@ -46,7 +55,7 @@ def run(gaspp, pcap, rules, path, d):
                 undecided += int(m.get("stream_pcre_undecided", 0))
     except (OSError, ValueError):
         pass
-    return sorted(alerts), undecided, None
+    return (sorted(alerts), app), undecided, None
 
 
 def main():
@@ -60,11 +69,11 @@ def main():
     rules = sorted(glob.glob(os.path.join(data, "rules", "et-open", "*.rules")))
     caps = sorted(c for c in glob.glob(os.path.join(data, "pcaps", "**", "*.pcap*"), recursive=True)
                   if c.endswith((".pcap", ".pcapng")))
-    differ = failed = undecided_caps = total_alerts = 0
+    differ = failed = undecided_caps = total_alerts = total_app = 0
     start = time.monotonic()
 
     def compare(name, target):
-        nonlocal differ, failed, undecided_caps, total_alerts
+        nonlocal differ, failed, undecided_caps, total_alerts, total_app
         res = []
         for path in (a, b):
             with tempfile.TemporaryDirectory() as d:
@@ -76,6 +85,13 @@ def main():
                 failed += 1
                 return False
             print(f"not compared {name}: both paths: {ea}")
+            return False
+        (xa, app_a), (xb, app_b) = xa, xb
+        if app_a != app_b:
+            failed += 1
+            at = next((i for i, (p, q) in enumerate(zip(app_a, app_b)) if p != q), min(len(app_a), len(app_b)))
+            print(f"FAIL {name}: application-layer events differ ({len(app_a)} vs {len(app_b)}), first at {at}:\n"
+                  f"  {a}: {app_a[at] if at < len(app_a) else None}\n  {b}: {app_b[at] if at < len(app_b) else None}")
             return False
         if xa != xb:
             differ += 1
@@ -89,6 +105,7 @@ def main():
             print(f"FAIL {name}: {len(xa)} vs {len(xb)} alerts; only {a}: {only_a}; only {b}: {only_b}")
             return False
         total_alerts += len(xa)
+        total_app += len(app_a)
         return True
 
     # The captures go in groups of kGroup, each group one run per path over a directory of links to
@@ -105,19 +122,19 @@ def main():
         with tempfile.TemporaryDirectory() as links:
             for k, cap in enumerate(group):
                 os.symlink(os.path.abspath(cap), os.path.join(links, f"{k:03d}-{os.path.basename(cap)}"))
-            before = (differ, failed, undecided_caps, total_alerts)
+            before = (differ, failed, undecided_caps, total_alerts, total_app)
             import io, contextlib
             quiet = io.StringIO()
             with contextlib.redirect_stdout(quiet):
                 whole = compare(f"group {g // kGroup}", links)
             if not whole or failed != before[1]:
-                differ, failed, undecided_caps, total_alerts = before
+                differ, failed, undecided_caps, total_alerts, total_app = before
                 for cap in group:
                     compare(os.path.relpath(cap, data), cap)
             else:
                 print(quiet.getvalue(), end="")
         done += len(group)
-    print(f"{len(caps)} captures, {total_alerts} alerts ({a}), {differ} differ "
+    print(f"{len(caps)} captures, {total_alerts} alerts ({a}), {total_app} application-layer events, {differ} differ "
           f"({undecided_caps} where the device path left pcre stream matches undecided), {failed} failures")
     return 1 if failed else 0
 

@@ -397,7 +397,11 @@ struct DetectModule {
     // per transaction update (applayer/app_layer.hpp); their matches are events of this module.
     // Also the signatures of the protocols it only detects (Signature::gate_proto).
     bool wants_app_layer() const { return !app_sigs_.empty() || gated_sigs_ > 0; }
-    void on_app(const std::vector<AppUpdate>& updates, std::vector<ModuleEvent>& out);
+    // on_app runs on several threads at once (ModuleInstance::on_app): each worker has its own
+    // Hyperscan scratch, counters and alerts, merged by on_app_end.
+    void set_app_workers(int n);
+    void on_app(const std::vector<AppUpdate>& updates, std::vector<ModuleEvent>& out, int worker);
+    void on_app_end();
     // No signature: no hook runs and no state is kept (a rule set of IP lists costs nothing here).
     uint32_t layers() const { return sigs_.empty() ? 0u : kLayers; }
     uint32_t flow_state_bytes() const { return has_stream_sigs_ ? uint32_t(sizeof(FlowState)) : 0u; }
@@ -438,8 +442,16 @@ struct DetectModule {
     std::shared_ptr<AppPrefilter> app_pf_;  // shared: its type is complete in detect_app.cpp only
     uint64_t app_updates_ = 0, app_candidates_ = 0, app_matches_ = 0;
     // The transactions of this batch's app-layer matches, for their alerts (tx_id, http object):
-    // (flow id, packet index, signature) -> the alert's app members; filled by on_app.
-    std::map<std::tuple<uint64_t, uint32_t, uint32_t>, std::string> app_alerts_;
+    // (flow id, packet index, signature) -> the alert's app members; filled by on_app_end.
+    using AppAlerts = std::map<std::tuple<uint64_t, uint32_t, uint32_t>, std::string>;
+    AppAlerts app_alerts_;
+    // What one on_app worker keeps apart from the others (its scratch: AppPrefilter::scratch).
+    struct alignas(64) AppWorker {
+      std::vector<uint32_t> hits, cand;
+      uint64_t updates = 0, candidates = 0, matches = 0;
+      AppAlerts alerts;
+    };
+    std::vector<AppWorker> app_workers_;
     std::string hs_cache_dir_ = hs_cache_default_dir();  // mpm-cache (hs_cache.hpp)
     HsCacheStats hs_cache_;
 

@@ -279,16 +279,38 @@ int on_app_match(unsigned int id, unsigned long long, unsigned long long, unsign
 // for the signatures whose pattern is on the buffer scanned.
 struct DetectModule::Host::AppPrefilter {
   hs_database_t* db = nullptr;
-  hs_scratch_t* scratch = nullptr;
+  std::vector<hs_scratch_t*> scratch;  // one per on_app worker
   std::vector<std::vector<std::pair<uint16_t, uint32_t>>> pat_sigs;  // pattern id -> (buffer key, app signature)
   std::vector<uint16_t> keys;    // the buffer keys some pattern is on
   std::vector<uint32_t> nofp;    // app signatures without a fast pattern
   size_t max_len = 0;            // the longest pattern
   ~AppPrefilter() {
-    if (scratch) hs_free_scratch(scratch);
+    for (hs_scratch_t* sc : scratch) hs_free_scratch(sc);
     if (db) hs_free_database(db);
   }
 };
+
+void DetectModule::Host::set_app_workers(int n) {
+  app_workers_ = std::vector<AppWorker>(size_t(std::max(1, n)));
+  if (!app_pf_ || !app_pf_->db) return;
+  while (app_pf_->scratch.size() < app_workers_.size()) {
+    hs_scratch_t* sc = nullptr;
+    if (hs_alloc_scratch(app_pf_->db, &sc) != HS_SUCCESS) throw std::runtime_error("detect: Hyperscan scratch allocation failed");
+    app_pf_->scratch.push_back(sc);
+  }
+}
+
+void DetectModule::Host::on_app_end() {
+  app_alerts_.clear();
+  for (AppWorker& w : app_workers_) {
+    app_alerts_.merge(w.alerts);
+    w.alerts.clear();
+    app_updates_ += w.updates;
+    app_candidates_ += w.candidates;
+    app_matches_ += w.matches;
+    w.updates = w.candidates = w.matches = 0;
+  }
+}
 
 void DetectModule::Host::add_app_sig(uint32_t i) {
   const Signature& s = set_.sigs[i];
@@ -416,17 +438,17 @@ void DetectModule::Host::build_app_prefilter() {
   } catch (const std::runtime_error& e) {
     throw std::runtime_error(std::string("detect: Hyperscan could not compile the HTTP buffers' fast patterns: ") + e.what());
   }
-  if (hs_alloc_scratch(app_pf_->db, &app_pf_->scratch) != HS_SUCCESS)
-    throw std::runtime_error("detect: Hyperscan scratch allocation failed");
+  set_app_workers(int(std::max<size_t>(1, app_workers_.size())));
 }
 
-void DetectModule::Host::on_app(const std::vector<AppUpdate>& updates, std::vector<ModuleEvent>& out) {
-  app_alerts_.clear();
+void DetectModule::Host::on_app(const std::vector<AppUpdate>& updates, std::vector<ModuleEvent>& out, int worker) {
   if (app_sigs_.empty() || !host_view_.sigs) return;
-  std::vector<uint32_t> hits, cand;
+  AppWorker& w = app_workers_.at(size_t(worker));
+  std::vector<uint32_t>& hits = w.hits;
+  std::vector<uint32_t>& cand = w.cand;
   for (const AppUpdate& u : updates) {
     if (!u.http() && !u.tls() && !u.dns()) continue;  // no signature buffers of its protocol (ssh)
-    ++app_updates_;
+    ++w.updates;
     static const HttpTx kNoHttp;
     AppTx& t = *u.tx;
     const uint8_t proto = u.tls() ? 2 : u.dns() ? 3 : 1;
@@ -460,7 +482,7 @@ void DetectModule::Host::on_app(const std::vector<AppUpdate>& updates, std::vect
         sc.append_only = base == kBufHttpResponseBody || base == kBufHttpRequestBody ||
                          (base == kBufPayload && h && (key >= kBufCount ? h->resp_headers_done : h->req_headers_done));
         hits.clear();
-        if (hs_scan(app_pf_->db, b->data() + from, unsigned(b->size() - from), 0, app_pf_->scratch, on_app_match,
+        if (hs_scan(app_pf_->db, b->data() + from, unsigned(b->size() - from), 0, app_pf_->scratch[size_t(worker)], on_app_match,
                     &hits) == HS_SUCCESS)
           for (uint32_t id : hits)
             for (const auto& [k, a] : app_pf_->pat_sigs[id])
@@ -488,7 +510,7 @@ void DetectModule::Host::on_app(const std::vector<AppUpdate>& updates, std::vect
     for (uint32_t ai : cand) {
       const AppSig& a = app_sigs_[ai];
       if (a.proto != proto || (a.side != 2 && a.side != u.dir) || t.matched.count(a.sig)) continue;
-      ++app_candidates_;
+      ++w.candidates;
       if (!sig_applies(host_view_, a.sig, pk, true, u.dir == 1, true, PacketFacts{})) continue;
       if (a.tls_version_on) {
         // The inspected direction's hello (Suricata's DetectTlsVersionMatch).
@@ -520,8 +542,8 @@ void DetectModule::Host::on_app(const std::vector<AppUpdate>& updates, std::vect
       }
       if (!all) continue;
       t.matched.insert(a.sig);
-      ++app_matches_;
-      app_alerts_[{u.flow_id, u.packet, a.sig}] =
+      ++w.matches;
+      w.alerts[{u.flow_id, u.packet, a.sig}] =
           ",\"tx_id\":" + std::to_string(t.id) + "," +
           (u.tls()   ? eve_tls_object(*u.tls()) + ",\"app_proto\":\"tls\""
            : u.dns() ? eve_dns_object(*u.dns(), false) + ",\"app_proto\":\"dns\""

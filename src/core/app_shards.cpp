@@ -1,0 +1,50 @@
+// core/app_shards.cpp — see app_shards.hpp.
+#include "core/app_shards.hpp"
+
+#include <thread>
+
+#include "flow/flow_record.hpp"
+
+namespace gaspp {
+
+AppShards::AppShards(const AppLayerConfig& cfg, int threads)
+    : part_(kShards), pool_(threads > 0 ? threads : int(std::max(1u, std::thread::hardware_concurrency()))) {
+  AppLayerConfig c = cfg;
+  c.max_flows = (cfg.max_flows + kShards - 1) / kShards;
+  for (size_t s = 0; s < kShards; ++s) shards_.push_back(std::make_unique<AppLayer>(c));
+}
+
+void AppShards::process(const std::vector<StreamChunk>& chunks, const std::vector<uint8_t>& bytes,
+                        const std::vector<AppDatagram>& datagrams, const std::vector<uint8_t>& dgram_bytes,
+                        const ShardFn& then) {
+  for (Part& p : part_) {
+    p.chunks.clear();
+    p.datagrams.clear();
+  }
+  for (const StreamChunk& c : chunks) part_[shard_of(c.flow_id)].chunks.push_back(c);
+  for (const AppDatagram& d : datagrams) part_[shard_of(d.flow_id)].datagrams.push_back(d);
+  // Every shard runs, with nothing too: process() releases what the last one handed out.
+  pool_.parallel_for(kShards, [&](uint64_t begin, uint64_t end, int worker) {
+    for (uint64_t s = begin; s < end; ++s) {
+      Part& p = part_[s];
+      p.updates.clear();
+      shards_[s]->process(p.chunks, bytes, p.updates, p.datagrams, dgram_bytes);
+      if (then && !p.updates.empty()) then(size_t(s), worker, p.updates);
+    }
+  });
+}
+
+void AppShards::forget(const std::vector<FlowRecordOut>& flows, const AppLayer::Unlogged& unlogged) {
+  for (auto& s : shards_) s->forget_begin();
+  for (const FlowRecordOut& r : flows) shards_[shard_of(r.rec.flow_id)]->forget_flow(r.rec.flow_id, unlogged);
+}
+
+void AppShards::report(std::map<std::string, uint64_t>& r) const {
+  for (const auto& s : shards_) {
+    std::map<std::string, uint64_t> one;
+    s->report(one);
+    for (const auto& [k, v] : one) r[k] += v;
+  }
+}
+
+}  // namespace gaspp
