@@ -12,6 +12,7 @@
 
 #include "core/modules.hpp"
 #include "decode/decoder.hpp"
+#include "modules/detect/base64.hpp"
 #include "modules/detect/detect.hpp"
 #include "modules/detect/signature.hpp"
 #include "pipeline/pipeline.hpp"
@@ -570,6 +571,47 @@ TEST(Signatures, ModeFollowsProtocolAndOptions) {
 }
 
 // action-order takes each of the four actions once.
+// base64_decode's decoder (Suricata's RFC 4648 mode, base64.hpp): its corner cases written out
+// from Suricata's decoder, and random bytes encoded by a standard encoder written here.
+TEST(Signatures, Base64DecodesAsSuricatasRfc4648Mode) {
+  struct Case {
+    const char* in;
+    std::string out;
+  };
+  const Case cases[] = {
+      {"QUJD", "ABC"},         {"QUJDRA==", "ABCD"},  {"QUJDRA", "ABCD"},   {"QQ", "A"},
+      {"QUI", "AB"},           {"Q", ""},             {"QUJDQ", ""},        {"QUJD=QUJD", ""},
+      {"QQ==QUE=", "AAA"},     {"QU=D", "A"},         {"QUJD\r\nQUJD", "ABC"}, {"QUJD&x", "ABC"},
+      {"", ""},                {"&QUJD", ""},         {"====", ""},         {"QUJDQQ=", "ABCA"},
+  };
+  for (const Case& c : cases) {
+    const std::string in = c.in;
+    std::vector<uint8_t> out(in.size() + 1);
+    const size_t n = base64_decode_rfc4648(reinterpret_cast<const uint8_t*>(in.data()), in.size(), out.data());
+    EXPECT_EQ(std::string(reinterpret_cast<const char*>(out.data()), n), c.out) << in;
+  }
+  static const char kAlpha[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+  std::mt19937 rng(7);
+  for (int t = 0; t < 2000; ++t) {
+    std::string raw(rng() % 64, '\0');
+    for (char& ch : raw) ch = char(rng());
+    std::string enc;
+    for (size_t i = 0; i < raw.size(); i += 3) {
+      const uint32_t b0 = uint8_t(raw[i]), b1 = i + 1 < raw.size() ? uint8_t(raw[i + 1]) : 0,
+                     b2 = i + 2 < raw.size() ? uint8_t(raw[i + 2]) : 0;
+      const uint32_t w = b0 << 16 | b1 << 8 | b2;
+      enc += kAlpha[w >> 18];
+      enc += kAlpha[(w >> 12) & 63];
+      enc += i + 1 < raw.size() ? kAlpha[(w >> 6) & 63] : '=';
+      enc += i + 2 < raw.size() ? kAlpha[w & 63] : '=';
+    }
+    enc += (t % 3 == 0) ? "\"" : "";  // a stop byte after it changes nothing
+    std::vector<uint8_t> out(enc.size() + 1);
+    const size_t n = base64_decode_rfc4648(reinterpret_cast<const uint8_t*>(enc.data()), enc.size(), out.data());
+    ASSERT_EQ(std::string(reinterpret_cast<const char*>(out.data()), n), raw) << enc;
+  }
+}
+
 TEST(Signatures, ActionOrderParsesAndRefusesBadLists) {
   ActionOrder o;
   EXPECT_EQ(parse_action_order("drop, pass,reject,alert", o), "");

@@ -437,6 +437,9 @@ struct DetectModule {
     };
     struct AppPrefilter;  // Hyperscan databases of the parts' fast patterns, per buffer
     void add_app_sig(uint32_t i);
+    // Signature s's base64_data options (which) compiled as a list of their own: its index in the
+    // host's table (DetOp::pat_off of the base64_decode op).
+    uint32_t add_base64_list(const Signature& s, const std::vector<size_t>& which);
     void build_app_prefilter();
     std::vector<AppSig> app_sigs_;
     std::shared_ptr<AppPrefilter> app_pf_;  // shared: its type is complete in detect_app.cpp only

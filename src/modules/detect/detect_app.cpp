@@ -355,8 +355,13 @@ void DetectModule::Host::add_app_sig(uint32_t i) {
     z.cond = DetCond{uint8_t(c.range ? 2 : 1), c.cmp, uint8_t(c.neg ? 1 : 0), 0, c.lo, c.hi};
     a.bsize.push_back(z);
   }
+  // The base64_data options: a list of their own, inspected by the base64_decode op of a part.
+  std::vector<size_t> b64;
+  for (size_t k = 0; k < s.ops.size(); ++k)
+    if (s.ops[k].buf == kBufBase64) b64.push_back(k);
   for (size_t k = 0; k < s.ops.size(); ++k) {
     uint8_t b = s.ops[k].buf;
+    if (b == kBufBase64) continue;
     int side = sig_buf_side(b);
     if (b == kBufHttpResponseBody && s.flow_dir == 1) b = kBufHttpRequestBody, side = 0;  // file_data to_server
     if (side == 2) {
@@ -368,11 +373,12 @@ void DetectModule::Host::add_app_sig(uint32_t i) {
   }
   std::vector<uint16_t> seen;
   for (size_t k = 0; k < s.ops.size(); ++k)
-    if (std::find(seen.begin(), seen.end(), key[k]) == seen.end()) seen.push_back(key[k]);
+    if (s.ops[k].buf != kBufBase64 && std::find(seen.begin(), seen.end(), key[k]) == seen.end()) seen.push_back(key[k]);
+  const uint32_t b64_list = b64.empty() ? ~0u : add_base64_list(s, b64);
   for (uint16_t kb : seen) {
     std::vector<size_t> which;
     for (size_t k = 0; k < s.ops.size(); ++k)
-      if (key[k] == kb) which.push_back(k);
+      if (s.ops[k].buf != kBufBase64 && key[k] == kb) which.push_back(k);
     AppPart p{};
     p.key = kb;
     for (size_t k = 0; k < s.ops.size(); ++k)
@@ -380,6 +386,8 @@ void DetectModule::Host::add_app_sig(uint32_t i) {
     p.d = sigs_[i];
     p.d.mode = 0;
     add_ops(s, which, std::vector<int>(s.ops.size(), -1), p.d);
+    for (uint32_t k = 0; k < p.d.op_n; ++k)
+      if (ops_[p.d.op_off + k].type == kOpBase64) ops_[p.d.op_off + k].pat_off = b64_list;
     a.parts.push_back(p);
   }
   app_sigs_.push_back(std::move(a));
@@ -394,7 +402,7 @@ void DetectModule::Host::build_app_prefilter() {
     int fp = -1;
     for (size_t k = 0; k < s.ops.size(); ++k) {
       const SigOp& o = s.ops[k];
-      if (o.type != SigOpType::content || o.negated) continue;
+      if (o.type != SigOpType::content || o.negated || o.buf == kBufBase64) continue;
       if (o.fast_pattern) {
         fp = int(k);
         break;

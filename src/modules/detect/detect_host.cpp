@@ -18,6 +18,7 @@
 
 #include "decode/decoder.hpp"
 #include "modules/detect/detect.hpp"
+#include "modules/detect/base64.hpp"
 #include "modules/firewall/alert_eve.hpp"
 
 namespace gaspp {
@@ -32,6 +33,7 @@ struct DetectHostMatchers {
   // never run on a given capture, and compiling them all up front was most of the load time.
   std::vector<std::unique_ptr<std::once_flag>> jit;
   uint64_t generation = 0;  // which matchers a thread's scratch was made for
+  std::vector<DetSig> base64_lists;  // the base64_data lists (DetOp::pat_off of a kOpBase64)
   ~DetectHostMatchers() {
     if (proto_scratch) hs_free_scratch(proto_scratch);
     if (db) hs_free_database(db);
@@ -126,6 +128,18 @@ uint8_t trailing_zeros(uint64_t m) {
 }
 
 }  // namespace
+
+int detect_host_base64(const DetectView& v, const DetOp& o, const uint8_t* data, uint32_t n) {
+  if (!v.host || o.pat_off >= v.host->base64_lists.size()) return kInspectNoMatch;  // no base64_data
+  thread_local std::vector<uint8_t> decoded;
+  if (decoded.size() < n) decoded.resize(n);
+  const size_t got = base64_decode_rfc4648(data, n, decoded.data());
+  if (!got) return kInspectNoMatch;
+  // No nesting: a base64_data list has no base64_decode (the parser refuses one).
+  return detect_inspect(v, v.host->base64_lists[o.pat_off], decoded.data(), uint32_t(got)) == kInspectMatch
+             ? kInspectMatch
+             : kInspectNoMatch;
+}
 
 int detect_host_pcre(const DetectHostMatchers* m, uint32_t id, const uint8_t* subject, uint32_t len, uint32_t start,
                      uint32_t& ov0, uint32_t& ov1) {
@@ -446,6 +460,14 @@ void DetectModule::Host::add_ops(const Signature& s, const std::vector<size_t>& 
   }
 }
 
+
+uint32_t DetectModule::Host::add_base64_list(const Signature& s, const std::vector<size_t>& which) {
+  DetSig d{};
+  d.sid = s.rule.sid;
+  add_ops(s, which, std::vector<int>(s.ops.size(), -1), d);
+  matchers_->base64_lists.push_back(d);
+  return uint32_t(matchers_->base64_lists.size() - 1);
+}
 
 DetectModule::View DetectModule::Host::upload(TableMemory& mem) {
   struct InPlace final : TableMemory {

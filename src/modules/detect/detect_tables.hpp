@@ -22,7 +22,9 @@
 
 namespace gaspp {
 
-enum DetOpType : uint8_t { kOpContent, kOpPcre, kOpIsdataat, kOpByteTest, kOpByteJump, kOpByteExtract };
+// kOpBase64 (base64_decode): decodes and inspects the base64_data list (its DetSig in the host's
+// table, pat_off); host only (application-layer signatures).
+enum DetOpType : uint8_t { kOpContent, kOpPcre, kOpIsdataat, kOpByteTest, kOpByteJump, kOpByteExtract, kOpBase64 };
 
 enum DetOpFlags : uint32_t {
   kOpNegated = 1u << 0,
@@ -48,12 +50,13 @@ struct DetOp {
   uint8_t base;        // byte_*: 0 binary, else the string base
   uint8_t cmp;         // byte_test: SigCmp
   uint32_t flags;      // DetOpFlags
-  int32_t offset, depth, distance, within;  // content; isdataat: offset = N; byte_*: offset
+  int32_t offset, depth, distance, within;  // content; isdataat: offset = N; byte_*: offset; base64: offset, bytes
   int8_t offset_var, depth_var, distance_var, within_var;  // byte_extract variables, -1: the number
   int8_t value_var, var;                                    // byte_test value; byte_extract target
   uint8_t mask_shift;
   uint8_t pad_ = 0;
-  uint32_t pat_off, pat_len;   // content: its bytes in DetectView::bytes; pcre: id in the host's table
+  uint32_t pat_off, pat_len;   // content: its bytes in DetectView::bytes; pcre: id in the host's table;
+                               // base64: its base64_data list in the host's table (~0u: none)
   uint64_t value, mask;
   uint32_t multiplier, align;
   int32_t post_offset;

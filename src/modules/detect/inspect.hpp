@@ -37,6 +37,9 @@ constexpr uint32_t kInspectAnywhere = 0xffffffffu;
 // PCRE2 on the host: 1 match (ov0/ov1: start/end, relative to subject), 0 none.
 int detect_host_pcre(const DetectHostMatchers* m, uint32_t id, const uint8_t* subject, uint32_t len, uint32_t start,
                      uint32_t& ov0, uint32_t& ov1);
+// base64_decode on the host: decodes data[0..n) (already past the op's offset, at most its bytes)
+// and inspects op o's base64_data list on the result: kInspectMatch or kInspectNoMatch.
+int detect_host_base64(const DetectView& v, const DetOp& o, const uint8_t* data, uint32_t n);
 
 GASPP_HD GASPP_FORCEINLINE uint8_t det_lower(uint8_t c) { return (c >= 'A' && c <= 'Z') ? uint8_t(c + 32) : c; }
 
@@ -264,6 +267,24 @@ GASPP_HD inline int detect_inspect(const DetectView& v, const DetSig& s, const u
           }
         }
       }
+    } else if (o.type == kOpBase64) {
+      // Suricata's DetectBase64DecodeDoMatch, then the base64_data list over what it decoded: the
+      // decode ends the list (a match of that list is the signature's, else this path fails).
+#if defined(__CUDA_ARCH__)
+      return kInspectNeedsHost;  // application-layer signatures only: never on the device
+#else
+      uint32_t base = (o.flags & kOpRelative) ? pos : 0;
+      uint32_t avail = base <= len ? len - base : 0;
+      bool ok = true;
+      if (o.offset) {
+        if (uint32_t(o.offset) >= avail) ok = false;
+        base += uint32_t(o.offset);
+        avail -= ok ? uint32_t(o.offset) : avail;
+      }
+      const uint32_t n = avail < uint32_t(o.depth) ? avail : uint32_t(o.depth);
+      if (ok && n && detect_host_base64(v, o, buf + base, n) == kInspectMatch && counts(hi, lo)) return kInspectMatch;
+      r = 0;
+#endif
     } else if (o.type == kOpIsdataat) {
       const bool var = o.offset_var >= 0;
       const uint64_t at = var ? vals[o.offset_var] : uint64_t(o.offset);

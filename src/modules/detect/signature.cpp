@@ -510,18 +510,28 @@ std::string finish(Signature& s) {
   }
   // Fast pattern (the prefilter's literal): the one marked, else the longest non-negated content
   // (first on ties). Which one only changes speed: every content is verified.
+  // Not one of the decoded bytes (base64_data): they are not a buffer the prefilter scans.
   int fp = -1;
   for (size_t i = 0; i < s.ops.size(); ++i)
     if (s.ops[i].type == SigOpType::content && s.ops[i].fast_pattern) {
       if (s.ops[i].negated) return "error:fast_pattern on a negated content";
-      fp = int(i);
+      if (s.ops[i].buf == kBufBase64) s.ops[i].fast_pattern = false;
+      else fp = int(i);
     }
   if (fp < 0)
     for (size_t i = 0; i < s.ops.size(); ++i)
-      if (s.ops[i].type == SigOpType::content && !s.ops[i].negated &&
+      if (s.ops[i].type == SigOpType::content && !s.ops[i].negated && s.ops[i].buf != kBufBase64 &&
           (fp < 0 || s.ops[i].bytes.size() > s.ops[size_t(fp)].bytes.size()))
         fp = int(i);
   s.fast_pattern = fp;
+  for (const SigOp& o : s.ops) {
+    if (o.type == SigOpType::base64_decode && !s.app)
+      return "skip:app-layer:base64_decode on packet or stream data (it is read on the application layer's buffers)";
+    // The decoded bytes are inspected as a list of their own, without the variables of the rest.
+    if (o.buf == kBufBase64 && (o.offset_var >= 0 || o.depth_var >= 0 || o.distance_var >= 0 || o.within_var >= 0 ||
+                                o.value_var >= 0 || o.var >= 0))
+      return "skip:keyword base64_data with byte_extract variables";
+  }
   if (!s.gate_proto.empty() && s.app) {
     // No parser for the protocol: none of its buffers (file.data of an e-mail, ...) exists.
     for (const SigOp& o : s.ops)
@@ -544,7 +554,7 @@ std::string finish(Signature& s) {
                                                                                                         : 1;
     };
     for (const SigOp& o : s.ops) {
-      const uint8_t p = o.buf == kBufPayload ? 0 : proto_of(o.buf);
+      const uint8_t p = o.buf == kBufPayload || o.buf == kBufBase64 ? 0 : proto_of(o.buf);
       if (p && s.app_proto && p != s.app_proto) return "error:buffers of another protocol than the rule's (" + std::string(sig_buf_name(o.buf)) + ")";
       if (p) s.app_proto = p;
     }
@@ -594,6 +604,7 @@ const char* sig_buf_name(uint8_t b) {
   if (b == kBufDnsQueryDot) return "dns.query|dotprefix";
   if (b == kBufTlsSniDot) return "tls.sni|dotprefix";
   if (b == kBufHttpHostDot) return "http.host|dotprefix";
+  if (b == kBufBase64) return "base64_data";
   for (const BufName& n : kStickyBuffers)
     if (n.buf == b && std::strchr(n.name, '.')) return n.name;
   return "?";
@@ -603,6 +614,7 @@ int sig_buf_side(uint8_t b) {
   // Every buffer named (no default): a buffer added to SigBuf without a side is a compile warning.
   switch (SigBuf(b)) {
     case kBufPayload:
+    case kBufBase64:  // inspected where its base64_decode is (its own side)
     case kBufHttpHeader: case kBufHttpHeaderRaw: case kBufHttpCookie: case kBufHttpContentType:
     case kBufHttpContentLen: case kBufHttpStart: case kBufHttpHeaderNames:
       return 2;
@@ -838,6 +850,40 @@ std::string parse_signature(const std::string& text, const RuleVars& vars, Signa
     }
     if (k == "pkt_data") {
       cur_buf = kBufPayload;
+      continue;
+    }
+    if (k == "base64_decode") {
+      if (cur_buf == kBufBase64) return "error:base64_decode after base64_data";
+      for (const SigOp& o : out.ops)
+        if (o.type == SigOpType::base64_decode) return "error:more than one base64_decode";
+      SigOp op;
+      op.type = SigOpType::base64_decode;
+      op.depth = 65535;
+      for (const std::string& a : split_commas(v)) {
+        const size_t sp = a.find_first_of(" \t");
+        const std::string name = a.substr(0, sp), num = sp == std::string::npos ? "" : trim(a.substr(sp));
+        if (name == "relative" && num.empty()) {
+          op.relative = true;
+        } else if (name == "bytes" || name == "offset") {
+          char* end = nullptr;
+          const unsigned long n = std::strtoul(num.c_str(), &end, 10);
+          if (num.empty() || *end || n > (name == "bytes" ? 65535ul : 0xffffffful))
+            return "error:base64_decode: bad " + name + " '" + num + "'";
+          if (name == "bytes") op.depth = n ? int32_t(n) : 65535;
+          else op.offset = int32_t(n);
+        } else {
+          return "error:base64_decode: unknown argument '" + a + "'";
+        }
+      }
+      op.buf = relative_buf(out, op, cur_buf);
+      out.ops.push_back(op);
+      continue;
+    }
+    if (k == "base64_data") {
+      bool decoded = false;
+      for (const SigOp& o : out.ops) decoded = decoded || o.type == SigOpType::base64_decode;
+      if (!decoded) return "error:base64_data without base64_decode before it";
+      cur_buf = kBufBase64;
       continue;
     }
     if (k == "dsize" || k == "itype" || k == "icode") {

@@ -11,6 +11,13 @@
 //   byte_test, byte_jump, byte_extract   Suricata's arguments (endianness, string bases, bitmask,
 //                      multiplier, align, from_beginning/from_end, post_offset); dce is refused
 //   pkt_data           back to the packet payload buffer
+//   base64_decode[:bytes N][, offset M][, relative]   decodes base64 (Suricata's RFC 4648 mode)
+//                      from the buffer's start, or the previous match's end with relative, plus
+//                      offset, at most N bytes (default 65535); base64_data: the options after it
+//                      inspect the decoded bytes. As Suricata's, the decode ends its buffer's list:
+//                      the signature matches there when the base64_data options match the decoded
+//                      bytes (never without base64_data). On the application layer's buffers only
+//                      (an HTTP, TLS or DNS signature; others are skipped)
 //   HTTP buffers       sticky (http.uri, http.uri.raw, http.method, http.protocol, http.request_line,
 //                      http.header, http.header.raw, http.host, http.host.raw, http.user_agent,
 //                      http.cookie, http.content_type, http.content_len, http.request_body,
@@ -64,7 +71,7 @@
 
 namespace gaspp {
 
-enum class SigOpType : uint8_t { content, pcre, isdataat, byte_test, byte_jump, byte_extract };
+enum class SigOpType : uint8_t { content, pcre, isdataat, byte_test, byte_jump, byte_extract, base64_decode };
 
 // The buffer an option inspects: the packet payload or stream (kBufPayload), or an HTTP
 // transaction's buffer (applayer/http1.hpp), by Suricata's sticky-buffer names and the legacy
@@ -88,6 +95,8 @@ enum SigBuf : uint8_t {
   // the server's certificate (TLS, to the client)
   kBufTlsCertSubject, kBufTlsCertIssuer, kBufTlsCertSerial, kBufTlsCertFingerprint, kBufTlsCerts,
   kBufJa3sHash, kBufJa3sString,
+  // base64_data: what the signature's base64_decode decoded (not a transaction's buffer)
+  kBufBase64,
   kBufCount
 };
 const char* sig_buf_name(uint8_t b);
@@ -115,6 +124,7 @@ struct SigOp {
   // pcre
   uint32_t pcre_options = 0;     // PCRE2 compile options
   // isdataat: `offset` is N (offset_var its variable)
+  // base64_decode: `offset` is the offset, `depth` the bytes (65535 when not given)
   // byte_test / byte_jump / byte_extract
   uint8_t nbytes = 0;
   uint8_t base = 0;              // 0: binary; 8, 10, 16: a string number
