@@ -205,6 +205,7 @@ int main(int argc, char** argv) {
     // http events.
     modules.set_app_layer_config(o.app_layer, o.app_layer_on, bc.threads);
     modules.set_app_log(!eve_dir.empty());
+    modules.set_host_times(bc.stage_times);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "gaspp: %s\n", e.what());
     return 1;
@@ -465,6 +466,9 @@ int main(int argc, char** argv) {
     if (st.threads) std::fprintf(stderr, ", threads %3.0f%% busy", 100.0 * st.busy_share());
     std::fprintf(stderr, "\n");
   }
+  for (const ModuleSet::HostTime& h : modules.host_times())
+    std::fprintf(stderr, "gaspp: host  %-34s %9.1f us a batch, %llu batches\n", h.name,
+                 h.batches ? double(h.ns) / 1e3 / double(h.batches) : 0.0, (unsigned long long)h.batches);
   try {
     if (!quiet) {
       print_summary(stdout, rep);

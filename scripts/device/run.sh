@@ -17,6 +17,8 @@
 #   run.sh bench-app  the application layer end to end (gaspp -r, median of 3 after a warm-up) on the
 #                  generator's HTTP: with and without --app-layer, with and without ET Open, CUDA and
 #                  CPU (all cores); JSON in $OUT/bench-app.json
+#   run.sh app-stages  gaspp --stage-times on the HTTP workload, each backend without, with the
+#                  application layer and with ET Open: the backend's stages and the host's phases
 #   run.sh detect-quick  the split-pattern test on CUDA, bench_detect, then ET Open CPU against CUDA
 #                  on as many captures as DETECT_SECONDS (150) allow
 #   run.sh bench-detect  bench_detect: ET Open on HTTP and the mix with planted matches, CUDA vs
@@ -408,6 +410,21 @@ detect-stages)
       step "$m ${rules:+with ET Open}"
       $B/gaspp -r /dev/shm/st-$m.pcap --backend cuda --stage-times -l "$OUT" $rules 2>&1 | grep -vE "^(flow|tcp|streams|stream data|ooo) "
       check "stages $m"
+    done
+  done
+  ;;
+app-stages)
+  # Where a batch's time goes with the application layer on: the backend's stages and the host's
+  # phases (gaspp --stage-times), on the HTTP workload, each backend, alone and with ET Open.
+  R=""; for f in bundle/data/rules/et-open/*.rules; do R="$R -s $f"; done
+  $B/gaspp gen -o /dev/shm/app-http.pcap --mode http --packets 2000000 --flows 2000 >/dev/null 2>&1
+  for be in cuda cpu; do
+    for args in "" "--app-layer" "$R"; do
+      step "$be ${args:0:12}"
+      $B/gaspp -r /dev/shm/app-http.pcap --backend $be --stage-times -q $args 2>&1 | grep -E "^gaspp: (stage|host)|elapsed"
+      $B/gaspp -r /dev/shm/app-http.pcap --backend $be -q --stats-json /tmp/st.json $args >/dev/null 2>&1
+      python3 -c "import json; print('gbit/s', round(json.load(open('/tmp/st.json'))['gbps'], 2))"
+      check "app stages $be"
     done
   done
   ;;

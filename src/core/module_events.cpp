@@ -7,6 +7,8 @@
 #include "core/app_eve.hpp"
 
 #include <algorithm>
+#include <cstring>
+#include <ctime>
 #include <stdexcept>
 
 #include "core/eve_event.hpp"
@@ -31,7 +33,25 @@ void sort_events(std::vector<ModuleEvent>& ev) {
   });
 }
 
+uint64_t now_ns() {
+  timespec t{};
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return uint64_t(t.tv_sec) * 1000000000ull + uint64_t(t.tv_nsec);
+}
+
 }  // namespace
+
+void ModuleSet::host_time(const char* name, uint64_t& since) {
+  if (!host_times_on_) return;
+  const uint64_t t = now_ns();
+  HostTime* h = nullptr;
+  for (HostTime& x : host_times_)
+    if (std::strcmp(x.name, name) == 0) h = &x;
+  if (!h) h = &host_times_.emplace_back(HostTime{name});
+  h->ns += t - since;
+  ++h->batches;
+  since = t;
+}
 
 void ModuleSet::add_counts(const std::vector<uint64_t>& c) {
   for (size_t k = 0; k < mods_.size() && (k + 1) * kModuleCounters <= c.size(); ++k)
@@ -91,6 +111,7 @@ void ModuleSet::gather_datagrams(const PacketBatch& b) {
 
 void ModuleSet::app_events(const std::vector<StreamChunk>& chunks, const std::vector<uint8_t>& bytes) {
   if (!app_ || (chunks.empty() && datagrams_.empty())) return;
+  uint64_t clock = host_times_on_ ? now_ns() : 0;
   // Each shard's modules inspect its updates on the thread that parsed them.
   for (auto& ev : shard_events_) ev.clear();
   app_->process(chunks, bytes, datagrams_, dgram_bytes_, [&](size_t shard, int worker, std::vector<AppUpdate>& updates) {
@@ -103,10 +124,14 @@ void ModuleSet::app_events(const std::vector<StreamChunk>& chunks, const std::ve
     }
   });
   datagrams_.clear();
+  host_time("app layer: split, parse, inspect", clock);
   for (auto& m : mods_)
     if (m->wants_app_layer()) m->on_app_end();
   for (const auto& ev : shard_events_) sorted_.insert(sorted_.end(), ev.begin(), ev.end());
-  if (!app_log_) return;
+  if (!app_log_) {
+    host_time("app layer: merge", clock);
+    return;
+  }
   for (size_t s = 0; s < AppShards::kShards; ++s)
     for (const AppUpdate& u : app_->updates(s)) {
       AppTx& t = *u.tx;
@@ -122,6 +147,7 @@ void ModuleSet::app_events(const std::vector<StreamChunk>& chunks, const std::ve
       sorted_.push_back(ModuleEvent{u.flow_id, u.packet, uint32_t(app_logs_.size()), kAppLogModule, 0, u.dir});
       app_logs_.push_back(AppLog{u.proto, &t, u.key, u.client_lo != 0});
     }
+  host_time("app layer: merge", clock);
 }
 
 namespace {
@@ -155,12 +181,16 @@ void ModuleSet::forget_app_flows(const std::vector<FlowRecordOut>& flows, Module
 }
 
 void ModuleSet::finish_batch(const PacketBatch& b, ModuleOutput& out) {
+  uint64_t clock = host_times_on_ ? now_ns() : 0;
   add_counts(b.module_counts);
   app_logs_.clear();
   sorted_.assign(b.events.begin(), b.events.end());
   gather_datagrams(b);
+  host_time("events in, datagrams", clock);
   app_events(b.stream_chunks, b.stream_bytes);
+  if (host_times_on_) clock = now_ns();
   sort_events(sorted_);
+  host_time("events sorted", clock);
   // Events with no packet sort last: stream pieces no packet of the batch delivered, data held
   // for a flow that left the table (expired, evicted) in this batch or the one before, whose walk
   // put the data back in the out-of-order buffer before the sweep removed the flow; this batch's
@@ -203,8 +233,10 @@ void ModuleSet::finish_batch(const PacketBatch& b, ModuleOutput& out) {
   }
   hand_flow_only(flow_only, sorted_.cend(), b.flow_records, out);
   forget_app_flows(b.flow_records, out);
+  host_time("events handled", clock);
   account_verdicts(b, out);
   if (stream_modules_) prev_flows_.assign(b.flow_records.begin(), b.flow_records.end());
+  host_time("verdicts counted", clock);
 }
 
 void ModuleSet::finish_flush(const std::vector<ModuleEvent>& events, const std::vector<uint64_t>& module_counts,

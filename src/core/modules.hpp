@@ -130,6 +130,14 @@ class ModuleSet {
   void set_app_layer_config(const AppLayerConfig& c, bool on = false, int threads = 0);
   // Write an EVE `http` event per transaction (core/app_eve.hpp) through the module output.
   void set_app_log(bool on) { app_log_ = on; }
+  // Time the host's share of each batch (gaspp --stage-times): each phase of finish_batch and
+  // finish_flush, summed over the batches that ran it, in the order the phases first ran.
+  struct HostTime {
+    const char* name;
+    uint64_t ns = 0, batches = 0;
+  };
+  void set_host_times(bool on) { host_times_on_ = on; }
+  const std::vector<HostTime>& host_times() const { return host_times_; }
   // The flow's app_proto for its EVE flow record (eve.hpp), null when the application layer is off
   // or saw no data of the flow.
   const char* app_proto_of(uint64_t flow_id) const {
@@ -208,6 +216,10 @@ class ModuleSet {
     bool client_lo;
   };
   bool app_log_ = false;
+  bool host_times_on_ = false;
+  std::vector<HostTime> host_times_;
+  // With host times on: adds the time since `since` to phase `name` and restarts `since`.
+  void host_time(const char* name, uint64_t& since);
   std::vector<AppLog> app_logs_;
   void write_app_log(const ModuleEvent& e, uint64_t ts_ns, uint64_t pcap_cnt, ModuleOutput& out);
   // A batch's (or the end's) flows left the table: their unlogged transactions are written.

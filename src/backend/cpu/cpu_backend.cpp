@@ -234,7 +234,9 @@ class CpuBackend final : public Backend, private StageExecutor {
     });
     b.flow_records.clear();
     b.stream_chunks.clear();
-    b.stream_bytes.clear();
+    // stream_bytes keeps its size until collect_chunks sizes it (a vector cleared and resized is
+    // filled with zeros again, every byte of every batch).
+    if (!b.want_streams) b.stream_bytes.clear();
     b.events.clear();
     b.module_counts.clear();
     out_count_ = 0;
@@ -655,17 +657,21 @@ class CpuBackend final : public Backend, private StageExecutor {
     sort_stream_chunks(chunks);
     uint64_t total = 0;
     for (auto& c : chunks) total += (c.flags & kChunkConflict) ? 0 : c.len;
-    bytes.resize(total);
+    bytes.resize(total);  // zeros only past the last batch's size (decode() leaves it)
     uint32_t at = 0;
     for (auto& c : chunks) {
-      if ((c.flags & kChunkConflict) || c.len == 0) {
-        c.data = at;
-        continue;
-      }
-      std::memcpy(bytes.data() + at, stream_item_bytes(sr, dec, c.src) + c.src_off, c.len);
       c.data = at;
-      at += c.len;
+      if (!(c.flags & kChunkConflict)) at += c.len;
     }
+    // Every byte of the batch's streams, copied on all threads (on one it was the largest serial
+    // step of a batch with the application layer on).
+    pool_.parallel_for(chunks.size(), [&](uint64_t begin, uint64_t end, int) {
+      for (uint64_t k = begin; k < end; ++k) {
+        const StreamChunk& c = chunks[k];
+        if ((c.flags & kChunkConflict) || c.len == 0) continue;
+        std::memcpy(bytes.data() + c.data, stream_item_bytes(sr, dec, c.src) + c.src_off, c.len);
+      }
+    });
   }
 
  private:

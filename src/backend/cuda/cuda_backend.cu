@@ -29,10 +29,12 @@
 
 #include <algorithm>
 #include <array>
+#include <chrono>
 #include <cstring>
 #include <memory>
 #include <stdexcept>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "backend/backend.hpp"
@@ -50,6 +52,7 @@
 #include "backend/cuda/transfer.hpp"
 #include "core/module_stage.hpp"
 #include "core/stage_plan.hpp"
+#include "core/thread_pool.hpp"
 #include "stream/stream.hpp"
 
 namespace gaspp {
@@ -236,10 +239,11 @@ class CudaBackend final : public Backend, private StageExecutor {
     Slot& s = slots_[size_t(slot)];
     GASPP_CUDA_CHECK(cudaStreamSynchronize(s.stream));
     s.marks.add_to(stage_times_);
+    const auto copied_from = std::chrono::steady_clock::now();
     for (int k = 0; k < c_count_; ++k) s.batch.counters.v[k] = s.h_counters.get()[k];
     s.batch.flow_records.clear();
     s.batch.stream_chunks.clear();
-    s.batch.stream_bytes.clear();
+    if (!s.streams_back) s.batch.stream_bytes.clear();  // else collect_chunks sizes it
     if (table_) {
       const uint32_t n = std::min(*s.record_count.get(), record_capacity_);
       s.batch.flow_records.assign(s.records.get(), s.records.get() + n);
@@ -251,6 +255,12 @@ class CudaBackend final : public Backend, private StageExecutor {
     if (!cfg_.modules.empty()) {
       s.batch.events.assign(s.events.get(), s.events.get() + std::min(*s.event_n.get(), event_cap_));
       s.batch.module_counts.assign(s.h_module_counts.get(), s.h_module_counts.get() + cfg_.modules.size() * kModuleCounters);
+    }
+    if (cfg_.stage_times) {
+      // The host's copy of what the batch brought back (records, stream chunks and bytes, events).
+      StageTime& st = stage_time_named(stage_times_, "host copy-back");
+      st.total_us += std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - copied_from).count();
+      ++st.batches;
     }
   }
 
@@ -372,6 +382,7 @@ class CudaBackend final : public Backend, private StageExecutor {
 
   void mark(Slot& s, cudaStream_t st, const char* name) { s.marks.mark(st, name); }
   std::vector<StageTime> stage_times_;
+  std::unique_ptr<ThreadPool> copy_pool_;  // collect_chunks' copy of the stream bytes
 
   // The stages (core/stage_plan.hpp), queued on the stream of the slot in cur_.
   void decode() override {
@@ -652,7 +663,17 @@ class CudaBackend final : public Backend, private StageExecutor {
     const uint32_t n = std::min(s.h_stream_counts.get()[0], sbuf_.chunk_cap());
     const uint64_t nbytes = std::min<uint64_t>(s.h_stream_counts.get()[1], stream_bytes_cap());
     chunks.assign(s.chunks.get(), s.chunks.get() + n);
-    bytes.assign(s.stream_bytes.get(), s.stream_bytes.get() + nbytes);
+    // Every byte of the batch's streams, out of pinned memory on several threads: on one it was
+    // the largest serial step of a batch with the application layer on. The vector keeps its size
+    // between batches, so that resize fills with zeros only what the last batch did not reach.
+    bytes.resize(nbytes);
+    if (!copy_pool_) copy_pool_ = std::make_unique<ThreadPool>(int(std::min(8u, std::max(1u, std::thread::hardware_concurrency()))));
+    constexpr uint64_t kPiece = 1u << 20;
+    const uint8_t* from = s.stream_bytes.get();
+    copy_pool_->parallel_for((nbytes + kPiece - 1) / kPiece, [&](uint64_t begin, uint64_t end, int) {
+      const uint64_t a = begin * kPiece, e = std::min(nbytes, end * kPiece);
+      std::memcpy(bytes.data() + a, from + a, e - a);
+    });
     sort_stream_chunks(chunks);
   }
 
