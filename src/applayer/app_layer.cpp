@@ -225,7 +225,10 @@ void AppLayer::decide(FlowApp& f, AppProto proto, bool turn) {
       ++stats_.flows_http;
       f.http = std::make_unique<Http1Conn>(cfg_.http, stats_.http);
       break;
-    case AppProto::smtp: ++stats_.flows_smtp; break;
+    case AppProto::smtp:
+      ++stats_.flows_smtp;
+      f.smtp = std::make_unique<SmtpConn>(stats_.smtp, cfg_.http.max_txs);
+      break;
     case AppProto::ftp: ++stats_.flows_ftp; break;
     case AppProto::dns:
       ++stats_.flows_dns;
@@ -364,6 +367,7 @@ void AppLayer::process(const std::vector<StreamChunk>& chunks, const std::vector
         if (f.proto == AppProto::http) feed_held(*f.http);
         if (f.proto == AppProto::dns) feed_held(*f.dns);
         if (f.proto == AppProto::ssh) feed_held(*f.ssh);
+        if (f.proto == AppProto::smtp) feed_held(*f.smtp);
       }
     } else if (f.proto == AppProto::tls) {
       const int dir = wire_dir ^ (f.reversed ? 1 : 0);
@@ -378,6 +382,9 @@ void AppLayer::process(const std::vector<StreamChunk>& chunks, const std::vector
     } else if (f.proto == AppProto::ssh) {
       const int dir = wire_dir ^ (f.reversed ? 1 : 0);
       if (!f.ssh->done(dir) && (c.len || conflict)) f.ssh->feed(dir, p, conflict ? 0 : c.len, c.gap != 0 || conflict);
+    } else if (f.proto == AppProto::smtp) {
+      const int dir = wire_dir ^ (f.reversed ? 1 : 0);
+      if (!f.smtp->done(dir) && (c.len || conflict)) f.smtp->feed(dir, p, conflict ? 0 : c.len, c.gap != 0 || conflict);
     } else if (f.proto == AppProto::dns && f.dns) {
       const int dir = wire_dir ^ (f.reversed ? 1 : 0);
       if (c.len && !conflict) f.dns->feed(dir, p, c.len, c.gap != 0);
@@ -391,6 +398,7 @@ void AppLayer::process(const std::vector<StreamChunk>& chunks, const std::vector
     f.client_lo = client_lo != 0;
     if (c.flags & kChunkEnd) {
       if (f.http) f.http->end(dir);
+      if (f.smtp) f.smtp->end();
       f.ended[wire_dir] = true;  // the state stays until the flow leaves the table (forget)
     }
     if (f.http) {
@@ -402,6 +410,11 @@ void AppLayer::process(const std::vector<StreamChunk>& chunks, const std::vector
       for (DnsTx* t : f.dns->touched())
         out.push_back(AppUpdate{c.flow_id, c.packet, uint8_t(t->request ? 0 : 1), client_lo, c.key, AppProto::dns, t});
       f.dns->clear_touched();
+    }
+    if (f.smtp) {
+      for (SmtpTx* t : f.smtp->touched())
+        out.push_back(AppUpdate{c.flow_id, c.packet, uint8_t(dir), client_lo, c.key, AppProto::smtp, t});
+      f.smtp->clear_touched();
     }
     if (f.ssh && f.ssh->changed()) {
       out.push_back(AppUpdate{c.flow_id, c.packet, uint8_t(dir), client_lo, c.key, AppProto::ssh, &f.ssh->tx()});
@@ -437,6 +450,12 @@ void AppLayer::forget_flow(uint64_t flow_id, const Unlogged& unlogged) {
   if (unlogged && it->second.ssh && !it->second.ssh->tx().logged &&
       (it->second.ssh->tx().banner[0] || it->second.ssh->tx().banner[1]))
     unlogged(flow_id, it->second.key, it->second.client_lo, AppProto::ssh, it->second.ssh->tx());
+  if (unlogged && it->second.smtp)
+    for (const auto& t : it->second.smtp->txs())
+      if (!t->logged && t->has_mail()) {
+        t->complete = true;  // the flow's end
+        unlogged(flow_id, it->second.key, it->second.client_lo, AppProto::smtp, *t);
+      }
   flows_.erase(it);
 }
 
@@ -463,6 +482,11 @@ void AppLayer::report(std::map<std::string, uint64_t>& r) const {
   r["tls_certs_undecoded"] = stats_.tls_certs_undecoded;
   r["tls_raw_cut"] = stats_.tls_raw_cut;
   r["ssh_banners_bad"] = stats_.ssh_banners_bad;
+  r["smtp_txs"] = stats_.smtp.txs;
+  r["smtp_lines_too_long"] = stats_.smtp.lines_too_long;
+  r["smtp_gaps"] = stats_.smtp.gaps;
+  r["smtp_txs_dropped"] = stats_.smtp.txs_dropped;
+  r["smtp_starttls"] = stats_.smtp.starttls;
   r["app_flows_failed"] = stats_.flows_failed;
   r["app_flows_full"] = stats_.flows_full;
   const HttpStats& h = stats_.http;

@@ -25,9 +25,9 @@
 // endpoint, and updates carry the parser's direction and client. A direction whose start says
 // nothing leaves the decision to the other one (Suricata waits for both directions); when neither
 // says anything, detection failed, and a flow still undecided at its end is "failed" too. Names
-// are Suricata's app_proto values. HTTP, TLS, DNS and SSH (its identification strings, ssh.hpp)
-// flows are parsed; SMTP, FTP and SMB are detected only (flow records, and signatures of those
-// protocols: docs/rules.md).
+// are Suricata's app_proto values. HTTP, TLS, DNS, SSH (its identification strings, ssh.hpp) and
+// SMTP (envelopes and message headers, smtp.hpp) flows are parsed; FTP and SMB are detected only
+// (flow records, and signatures of those protocols: docs/rules.md).
 //
 // UDP: DNS datagrams (AppDatagram: the payload of a packet to or from port 53, which the app-udp
 // module brings to the host) are probed as Suricata probes them; the first that is DNS decides the
@@ -51,6 +51,7 @@
 
 #include "applayer/dns.hpp"
 #include "applayer/http1.hpp"
+#include "applayer/smtp.hpp"
 #include "applayer/ssh.hpp"
 #include "applayer/tls.hpp"
 #include "gaspp/stream_chunk.hpp"
@@ -64,8 +65,8 @@ struct AppLayerConfig {
   size_t max_flows = 1u << 20;
 };
 
-// Suricata's app_proto values. smtp, ftp, ssh and smb are detected (for flow records and the
-// signatures of those protocols) but not parsed.
+// Suricata's app_proto values. ftp and smb are detected (for flow records and the signatures of
+// those protocols) but not parsed; ssh's banners and smtp's envelopes and message headers are read.
 enum class AppProto : uint8_t { unknown, http, tls, dns, smtp, ftp, ssh, smb, failed };
 const char* app_proto_name(AppProto p);
 
@@ -76,12 +77,13 @@ struct AppUpdate {
   uint8_t dir;       // 0 client → server, 1 server → client (the parser's roles)
   uint8_t client_lo; // key endpoint 0 is the client (the parser's)
   FlowKey key;
-  AppProto proto;    // http: tx is an HttpTx; tls: a TlsTx; dns: a DnsTx; ssh: an SshTx
+  AppProto proto;    // http: tx is an HttpTx; tls: a TlsTx; dns: a DnsTx; ssh: an SshTx; smtp: an SmtpTx
   AppTx* tx;         // valid until the next process() or forget()
   HttpTx* http() const { return proto == AppProto::http ? static_cast<HttpTx*>(tx) : nullptr; }
   TlsTx* tls() const { return proto == AppProto::tls ? static_cast<TlsTx*>(tx) : nullptr; }
   DnsTx* dns() const { return proto == AppProto::dns ? static_cast<DnsTx*>(tx) : nullptr; }
   SshTx* ssh() const { return proto == AppProto::ssh ? static_cast<SshTx*>(tx) : nullptr; }
+  SmtpTx* smtp() const { return proto == AppProto::smtp ? static_cast<SmtpTx*>(tx) : nullptr; }
 };
 
 // A UDP packet's payload for the application layer: its flow, batch packet index, whether it
@@ -98,6 +100,7 @@ struct AppDatagram {
 struct AppLayerStats {
   HttpStats http;
   DnsStats dns;
+  SmtpStats smtp;
   uint64_t flows = 0, flows_http = 0, flows_tls = 0, flows_dns = 0, flows_failed = 0, flows_full = 0;
   uint64_t flows_smtp = 0, flows_ftp = 0, flows_ssh = 0, flows_smb = 0;
   uint64_t ssh_banners_bad = 0;  // a direction without a readable SSH banner (too long, a gap)
@@ -136,6 +139,7 @@ class AppLayer {
     std::unique_ptr<TlsConn> tls;
     std::unique_ptr<DnsConn> dns;
     std::unique_ptr<SshConn> ssh;
+    std::unique_ptr<SmtpConn> smtp;
     bool ended[2] = {false, false};
     // A direction whose first bytes said nothing (1) or were a greeting that leaves the protocol
     // to the client (2): the other direction decides; lost: its later bytes were not held.

@@ -119,6 +119,42 @@ std::string eve_ssh_event(uint64_t ts_ns, uint64_t flow_id, uint64_t pcap_cnt, c
   return app_event_head(ts_ns, flow_id, pcap_cnt, "ssh", key, client_lo) + "," + eve_ssh_object(t) + "}";
 }
 
+std::string eve_smtp_objects(const SmtpTx& t) {
+  const auto str = [](std::string& j, const char* name, const std::string& v) {
+    if (v.empty()) return;
+    j += std::string(j.back() == '{' ? "" : ",") + "\"" + name + "\":\"" + json_escape(v) + "\"";
+  };
+  const auto list = [](std::string& j, const char* name, const std::vector<std::string>& v) {
+    if (v.empty()) return;
+    j += std::string(j.back() == '{' ? "" : ",") + "\"" + name + "\":[";
+    for (size_t i = 0; i < v.size(); ++i) j += (i ? ",\"" : "\"") + json_escape(v[i]) + "\"";
+    j += "]";
+  };
+  std::string j = "\"smtp\":{";
+  str(j, "helo", t.helo);
+  str(j, "mail_from", t.mail_from);
+  list(j, "rcpt_to", t.rcpt_to);
+  j += "}";
+  if (!t.data) return j;
+  j += ",\"email\":{\"status\":\"";
+  j += t.message_done ? "PARSE_DONE" : t.headers_done ? "HEADER_READY" : "BODY_STARTED";
+  j += "\"";
+  str(j, "from", t.from);
+  list(j, "to", t.to);
+  list(j, "cc", t.cc);
+  str(j, "subject", t.subject);
+  str(j, "date", t.date);
+  str(j, "message_id", t.message_id);
+  str(j, "x_mailer", t.x_mailer);
+  return j + "}";
+}
+
+std::string eve_smtp_event(uint64_t ts_ns, uint64_t flow_id, uint64_t pcap_cnt, const FlowKey& key, bool client_lo,
+                           const SmtpTx& t) {
+  return app_event_head(ts_ns, flow_id, pcap_cnt, "smtp", key, client_lo) + ",\"tx_id\":" + std::to_string(t.id) + "," +
+         eve_smtp_objects(t) + "}";
+}
+
 namespace {
 void sep(std::string& j) {
   if (j.back() != '{' && j.back() != '[') j += ',';

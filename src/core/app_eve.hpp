@@ -15,6 +15,7 @@
 #include "applayer/dns.hpp"
 #include "applayer/http1.hpp"
 #include "applayer/tls.hpp"
+#include "applayer/smtp.hpp"
 #include "applayer/ssh.hpp"
 #include "gaspp/flow.hpp"
 
@@ -52,5 +53,13 @@ std::string eve_dns_event(uint64_t ts_ns, uint64_t flow_id, uint64_t pcap_cnt, c
 std::string eve_ssh_object(const SshTx& t);
 std::string eve_ssh_event(uint64_t ts_ns, uint64_t flow_id, uint64_t pcap_cnt, const FlowKey& key, bool client_lo,
                           const SshTx& t);
+// EVE `smtp` events (Suricata's eve-log type smtp), one per mail once it completed (its message
+// ended, RSET, or the flow's end): tx_id, `"smtp":{"helo","mail_from","rcpt_to":[...]}` and
+// `"email":{"status","from","to":[...],"cc":[...],"subject","date","message_id","x_mailer"}` (the
+// members present; status PARSE_DONE when the message ended with its ".", else HEADER_READY once
+// its headers were read, BODY_STARTED otherwise).
+std::string eve_smtp_objects(const SmtpTx& t);
+std::string eve_smtp_event(uint64_t ts_ns, uint64_t flow_id, uint64_t pcap_cnt, const FlowKey& key, bool client_lo,
+                           const SmtpTx& t);
 
 }  // namespace gaspp

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """The signature engine gives the same alerts on two paths: all of ET Open loaded, every capture
 under DATA_DIR/pcaps, alerts compared as (pcap_cnt, signature_id, flow_id, action), and the
-application layer's EVE events (http, tls, dns, ssh) line for line, in order. The captures
+application layer's EVE events (http, tls, dns, ssh, smtp) line for line, in order. The captures
 are read in groups (one run per path over a directory of links to a dozen of them); a group that
 differs is compared again capture by capture.
 
@@ -44,7 +44,7 @@ def run(gaspp, pcap, rules, path, d):
             e = json.loads(line)
             if e.get("event_type") == "alert":
                 alerts.append((e.get("pcap_cnt", 0), e["alert"]["signature_id"], e.get("flow_id", 0), e["alert"]["action"]))
-            elif e.get("event_type") in ("http", "tls", "dns", "ssh"):
+            elif e.get("event_type") in ("http", "tls", "dns", "ssh", "smtp"):
                 app.append(line.strip())
     undecided = 0
     try:

@@ -1,0 +1,234 @@
+// applayer/smtp.cpp — see smtp.hpp.
+#include "applayer/smtp.hpp"
+
+#include <strings.h>
+
+#include <algorithm>
+#include <cctype>
+
+namespace gaspp {
+
+namespace {
+
+bool starts_nocase(std::string_view l, const char* p) {
+  const size_t n = std::char_traits<char>::length(p);
+  return l.size() >= n && strncasecmp(l.data(), p, n) == 0;
+}
+
+// Suricata's SMTPParseCommandWithParam: past the command (prefix_len bytes) and one more (the
+// colon, or the space after HELO), spaces skipped, up to the next space.
+std::string param(std::string_view l, size_t prefix_len) {
+  size_t i = prefix_len + 1;
+  while (i < l.size() && l[i] == ' ') ++i;
+  size_t e = i;
+  while (e < l.size() && l[e] != ' ') ++e;
+  return i < l.size() ? std::string(l.substr(i, e - i)) : std::string();
+}
+
+std::string trim(std::string_view v) {
+  size_t a = 0, b = v.size();
+  while (a < b && (v[a] == ' ' || v[a] == '\t' || v[a] == '\r' || v[a] == '\n')) ++a;
+  while (b > a && (v[b - 1] == ' ' || v[b - 1] == '\t' || v[b - 1] == '\r' || v[b - 1] == '\n')) --b;
+  return std::string(v.substr(a, b - a));
+}
+
+void split_list(std::string_view v, std::vector<std::string>& out) {
+  size_t a = 0;
+  while (a <= v.size()) {
+    size_t c = v.find(',', a);
+    if (c == std::string_view::npos) c = v.size();
+    std::string item = trim(v.substr(a, c - a));
+    if (!item.empty() && out.size() < kSmtpMaxRcpt) out.push_back(std::move(item));
+    a = c + 1;
+  }
+}
+
+}  // namespace
+
+void SmtpConn::feed(int dir, const uint8_t* p, size_t n, bool gap) {
+  if (tls_ || stopped_[dir]) return;
+  if (gap) {
+    // The line in progress and what follows cannot be told apart any more.
+    stopped_[dir] = true;
+    ++st_.gaps;
+    return;
+  }
+  std::string& b = buf_[dir];
+  for (size_t i = 0; i < n && !tls_; ++i) {
+    const char c = char(p[i]);
+    if (c == '\n') {
+      if (!overlong_[dir]) {
+        if (!b.empty() && b.back() == '\r') b.pop_back();
+        line(dir, b);
+      }
+      overlong_[dir] = false;
+      b.clear();
+      continue;
+    }
+    if (overlong_[dir]) continue;
+    b.push_back(c);
+    if (b.size() >= kSmtpMaxLine) {
+      // Cut: the first kSmtpMaxLine bytes are the line, the rest up to the LF is dropped.
+      ++st_.lines_too_long;
+      line(dir, b);
+      b.clear();
+      overlong_[dir] = true;
+    }
+  }
+}
+
+void SmtpConn::end() {
+  SmtpTx* t = current(false);
+  if (!t) return;
+  if (data_mode_ && !t->headers_done) header_done();
+  complete(t);
+}
+
+SmtpTx* SmtpConn::current(bool create) {
+  if (!txs_.empty() && !txs_.back()->complete) return txs_.back().get();
+  if (!create) return nullptr;
+  if (txs_.size() >= max_txs_) {
+    // The oldest finished transaction goes (not one this feed handed out).
+    const auto it = std::find_if(txs_.begin(), txs_.end(), [&](const std::unique_ptr<SmtpTx>& t) {
+      return t->complete && std::find(touched_.begin(), touched_.end(), t.get()) == touched_.end();
+    });
+    if (it != txs_.end()) {
+      txs_.erase(it);
+      ++st_.txs_dropped;
+    }
+  }
+  auto t = std::make_unique<SmtpTx>();
+  t->id = next_id_++;
+  t->helo = helo_;
+  ++st_.txs;
+  txs_.push_back(std::move(t));
+  return txs_.back().get();
+}
+
+void SmtpConn::touch(SmtpTx* t) {
+  if (std::find(touched_.begin(), touched_.end(), t) == touched_.end()) touched_.push_back(t);
+}
+
+void SmtpConn::complete(SmtpTx* t) {
+  if (!t || t->complete) return;
+  t->complete = true;
+  touch(t);
+}
+
+void SmtpConn::line(int dir, std::string_view l) {
+  if (dir == 1) reply(l);
+  else if (data_mode_) message_line(l);
+  else command(l);
+}
+
+void SmtpConn::command(std::string_view l) {
+  Cmd kind = Cmd::other;
+  if (starts_nocase(l, "quit")) {
+    // ends nothing and starts nothing
+  } else if (starts_nocase(l, "rset")) {
+    complete(current(false));
+  } else if (starts_nocase(l, "helo") || starts_nocase(l, "ehlo")) {
+    if (helo_.empty()) helo_ = param(l, 4);
+    SmtpTx* t = current(false);
+    // A HELO within a mail resets it (RFC 5321 4.1.4, as Suricata).
+    if (t && (t->has_mail())) complete(t);
+    t = current(true);
+    if (t->helo.empty()) t->helo = helo_;
+    kind = Cmd::ehlo;
+  } else if (starts_nocase(l, "mail from")) {
+    SmtpTx* t = current(true);
+    if (t->mail_from.empty()) t->mail_from = param(l, 9);
+    touch(t);
+  } else if (starts_nocase(l, "rcpt to")) {
+    SmtpTx* t = current(true);
+    if (t->rcpt_to.size() < kSmtpMaxRcpt) t->rcpt_to.push_back(param(l, 7));
+    touch(t);
+  } else if (starts_nocase(l, "starttls")) {
+    kind = Cmd::starttls;
+  } else if (starts_nocase(l, "data")) {
+    SmtpTx* t = current(true);
+    kind = Cmd::data;
+    if (pipelining_) {
+      // Suricata enters data mode without waiting for the 354 when the server pipelines.
+      data_mode_ = true;
+      t->data = true;
+      touch(t);
+      kind = Cmd::data_early;
+    }
+  } else {
+    current(true);
+  }
+  pending_.push_back(kind);
+  if (pending_.size() > 4096) pending_.pop_front();  // a client that never reads its replies
+}
+
+void SmtpConn::reply(std::string_view l) {
+  if (l.size() < 3 || !std::isdigit(uint8_t(l[0])) || !std::isdigit(uint8_t(l[1])) || !std::isdigit(uint8_t(l[2]))) return;
+  const int code = (l[0] - '0') * 100 + (l[1] - '0') * 10 + (l[2] - '0');
+  const bool more = l.size() > 3 && l[3] == '-';
+  if (!pending_.empty() && pending_.front() == Cmd::ehlo && l.size() > 4 && starts_nocase(l.substr(4), "pipelining"))
+    pipelining_ = true;
+  if (more || pending_.empty()) return;  // a continued reply, or the greeting
+  const Cmd c = pending_.front();
+  pending_.pop_front();
+  if (c == Cmd::data && code == 354 && !data_mode_) {
+    data_mode_ = true;
+    if (SmtpTx* t = current(false)) {
+      t->data = true;
+      touch(t);
+    }
+  } else if (c == Cmd::data_early && code != 354 && data_mode_) {
+    data_mode_ = false;  // entered at once (pipelining), but the server refused the message
+    if (SmtpTx* t = current(false)) t->data = false;
+  } else if (c == Cmd::starttls && code == 220) {
+    tls_ = true;
+    ++st_.starttls;
+  }
+}
+
+void SmtpConn::message_line(std::string_view l) {
+  SmtpTx* t = current(true);
+  if (l == ".") {
+    if (!t->headers_done) header_done();
+    t->headers_done = true;
+    t->message_done = true;
+    data_mode_ = false;
+    complete(t);
+    pending_.push_back(Cmd::other);  // the server's reply to the message
+    return;
+  }
+  if (t->headers_done) return;  // the body is not read
+  if (!l.empty() && l[0] == '.') l.remove_prefix(1);  // dot-stuffing
+  if (l.empty()) {
+    header_done();
+    t->headers_done = true;
+    touch(t);
+  } else if (l[0] == ' ' || l[0] == '\t') {
+    if (header_.size() < kSmtpMaxLine * 4) header_ += l;  // folded: the line break goes
+  } else {
+    header_done();
+    header_ = l;
+  }
+}
+
+void SmtpConn::header_done() {
+  SmtpTx* t = current(false);
+  const size_t colon = header_.find(':');
+  if (t && colon != std::string::npos) {
+    std::string name = header_.substr(0, colon);
+    for (char& c : name) c = char(std::tolower(uint8_t(c)));
+    const std::string value = trim(std::string_view(header_).substr(colon + 1));
+    std::string* one = name == "from"         ? &t->from
+                       : name == "subject"    ? &t->subject
+                       : name == "date"       ? &t->date
+                       : name == "message-id" ? &t->message_id
+                       : name == "x-mailer"   ? &t->x_mailer
+                                              : nullptr;
+    if (one && one->empty()) *one = value;
+    else if (name == "to") split_list(value, t->to);
+    else if (name == "cc") split_list(value, t->cc);
+  }
+  header_.clear();
+}
+
+}  // namespace gaspp

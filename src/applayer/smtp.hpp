@@ -1,0 +1,96 @@
+// applayer/smtp.hpp — SMTP sessions as Suricata's SMTP parser reads them for its EVE `smtp` and
+// `email` objects: the envelope of each mail (HELO/EHLO, MAIL FROM, RCPT TO) and the header fields
+// of its message (From, To, Cc, Subject, Date, Message-ID, X-Mailer).
+//
+// The client's lines are commands until the server accepts DATA (reply 354; at once after the
+// command when the server's EHLO reply announced PIPELINING, as Suricata enters data mode); then
+// they are the message, dot-unstuffed, until the line ".". A transaction (one mail) starts with
+// the first command after the previous one completed (QUIT and RSET start none); it completes at
+// the end of its message, at RSET, at a HELO/EHLO within it, or at the flow's end. The parameter
+// of MAIL FROM and RCPT TO is what follows the colon and spaces up to the next space (a SIZE=
+// option after it is not part of it); HELO's is the session's, from its first HELO or EHLO. The
+// header block is read up to its first empty line; folded lines are joined (the line break
+// dropped, the leading white space kept); To and Cc are split at commas and trimmed. The body is
+// not decoded (no attachments, no file.data). After the server accepts STARTTLS (220) the rest of
+// the session is TLS and is not read; a gap ends the direction's parsing.
+//
+// Limits, each counted: a line longer than kSmtpMaxLine (4096, Suricata's default max-line-length)
+// is cut there (smtp_lines_too_long); at most kSmtpMaxRcpt recipients and header list entries per
+// mail, and max_txs transactions per flow (older ones dropped, smtp_txs_dropped).
+//
+// Example:
+//   SmtpStats st;
+//   SmtpConn c(st);
+//   c.feed(1, server_bytes, n);   c.feed(0, client_bytes, m);
+//   for (SmtpTx* t : c.touched()) ... t->mail_from, t->rcpt_to, t->complete
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "applayer/app_tx.hpp"
+
+namespace gaspp {
+
+constexpr size_t kSmtpMaxLine = 4096;
+constexpr size_t kSmtpMaxRcpt = 1024;
+
+struct SmtpStats {
+  uint64_t txs = 0, lines_too_long = 0, gaps = 0, txs_dropped = 0, starttls = 0;
+};
+
+struct SmtpTx : AppTx {
+  std::string helo, mail_from;
+  std::vector<std::string> rcpt_to;
+  bool data = false;          // the server accepted DATA: the message follows
+  bool complete = false;      // the mail ended (its message's ".", RSET, HELO, the flow's end)
+  bool message_done = false;  // its message ended with "."
+  bool headers_done = false;
+  std::string from, subject, date, message_id, x_mailer;
+  std::vector<std::string> to, cc;
+  // Worth an event: something of a mail was seen.
+  bool has_mail() const { return !mail_from.empty() || !rcpt_to.empty() || data; }
+};
+
+class SmtpConn {
+ public:
+  SmtpConn(SmtpStats& st, size_t max_txs = 512) : st_(st), max_txs_(max_txs ? max_txs : 1) {}
+  // dir 0: client → server, 1: server → client. gap: bytes before p are missing.
+  void feed(int dir, const uint8_t* p, size_t n, bool gap = false);
+  // The flow ended: an open transaction completes.
+  void end();
+  const std::vector<std::unique_ptr<SmtpTx>>& txs() const { return txs_; }
+  const std::vector<SmtpTx*>& touched() const { return touched_; }
+  void clear_touched() { touched_.clear(); }
+  bool done(int dir) const { return stopped_[dir] || tls_; }
+
+ private:
+  // data_early: a DATA that entered data mode at once (pipelining)
+  enum class Cmd : uint8_t { data, data_early, starttls, ehlo, other };
+  void line(int dir, std::string_view l);
+  void command(std::string_view l);
+  void reply(std::string_view l);
+  void message_line(std::string_view l);
+  void header_done();
+  SmtpTx* current(bool create);
+  void touch(SmtpTx* t);
+  void complete(SmtpTx* t);
+  SmtpStats& st_;
+  size_t max_txs_;
+  std::vector<std::unique_ptr<SmtpTx>> txs_;
+  std::vector<SmtpTx*> touched_;
+  uint64_t next_id_ = 0;
+  std::string helo_;
+  std::string buf_[2];
+  bool overlong_[2] = {false, false};  // the line in buf_ was cut: the rest up to LF is dropped
+  bool stopped_[2] = {false, false};   // a gap: nothing more of the direction is read
+  std::deque<Cmd> pending_;            // commands whose final reply has not come
+  bool pipelining_ = false, data_mode_ = false, tls_ = false;
+  std::string header_;                 // the header field being read (folded lines joined)
+};
+
+}  // namespace gaspp

@@ -1,0 +1,174 @@
+// The SMTP parser (applayer/smtp.hpp): sessions written out with the mails Suricata's SMTP parser
+// gives for them (envelope, header fields, where a mail ends), each fed whole, with the client's
+// bytes cut at every position, and in 1-, 7- and 65536-byte pieces; the line limit and gaps.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "applayer/smtp.hpp"
+
+namespace gaspp {
+namespace {
+
+struct Step {
+  int dir;  // 0 client, 1 server
+  std::string bytes;
+};
+
+struct Mail {
+  std::string helo, mail_from;
+  std::vector<std::string> rcpt_to;
+  bool data, message_done;
+  std::string from, subject;
+  std::vector<std::string> to, cc;
+};
+
+struct Case {
+  const char* name;
+  std::vector<Step> steps;
+  std::vector<Mail> mails;  // the transactions with a mail, in order
+};
+
+const std::vector<Case>& cases() {
+  static const std::vector<Case> c = {
+      {"plain session",
+       {{1, "220 mx ESMTP\r\n"},
+        {0, "EHLO client.example\r\n"},
+        {1, "250-mx\r\n250 SIZE 1000\r\n"},
+        {0, "MAIL FROM:<a@example.com> SIZE=120\r\n"},
+        {1, "250 ok\r\n"},
+        {0, "RCPT TO:<b@example.org>\r\n"},
+        {1, "250 ok\r\n"},
+        {0, "RCPT TO: <c@example.org>\r\n"},
+        {1, "250 ok\r\n"},
+        {0, "DATA\r\n"},
+        {1, "354 go\r\n"},
+        {0, "From: A <a@example.com>\r\nTo: b@example.org,\r\n c@example.org\r\nCc: d@x\r\nSubject: hi\r\n\tthere\r\n\r\n"
+            "..dot line\r\nbody\r\n.\r\n"},
+        {1, "250 queued\r\n"},
+        {0, "QUIT\r\n"},
+        {1, "221 bye\r\n"}},
+       {{"client.example", "<a@example.com>", {"<b@example.org>", "<c@example.org>"}, true, true, "A <a@example.com>",
+         "hi\tthere", {"b@example.org", "c@example.org"}, {"d@x"}}}},
+      {"two mails, RSET, refused DATA",
+       {{1, "220 mx\r\n"},
+        {0, "HELO h\r\n"},
+        {1, "250 mx\r\n"},
+        {0, "MAIL FROM:<x@a>\r\n"},
+        {1, "250 ok\r\n"},
+        {0, "RSET\r\n"},
+        {1, "250 ok\r\n"},
+        {0, "MAIL FROM:<y@a>\r\n"},
+        {1, "250 ok\r\n"},
+        {0, "RCPT TO:<z@b>\r\n"},
+        {1, "550 no\r\n"},
+        {0, "DATA\r\n"},
+        {1, "554 no recipients\r\n"},
+        {0, "MAIL FROM:<w@a>\r\n"},
+        {1, "250 ok\r\n"}},
+       {{"h", "<x@a>", {}, false, false, "", "", {}, {}},
+        {"h", "<y@a>", {"<z@b>"}, false, false, "", "", {}, {}}}},
+      {"pipelining: data mode at DATA",
+       {{1, "220 mx\r\n"},
+        {0, "EHLO p\r\n"},
+        {1, "250-mx\r\n250-PIPELINING\r\n250 8BITMIME\r\n"},
+        {0, "MAIL FROM:<p@q>\r\nRCPT TO:<r@s>\r\nDATA\r\nSubject: piped\r\n\r\nx\r\n.\r\n"},
+        {1, "250 ok\r\n250 ok\r\n354 go\r\n250 queued\r\n"},
+        {0, "QUIT\r\n"}},
+       {{"p", "<p@q>", {"<r@s>"}, true, true, "", "piped", {}, {}}}},
+      {"STARTTLS: the rest is not read",
+       {{1, "220 mx\r\n"},
+        {0, "EHLO t\r\n"},
+        {1, "250-mx\r\n250 STARTTLS\r\n"},
+        {0, "STARTTLS\r\n"},
+        {1, "220 go ahead\r\n"},
+        {0, "MAIL FROM:<hidden@x>\r\n"}},
+       {}},
+  };
+  return c;
+}
+
+void check(const SmtpConn& c, const Case& k, const std::string& how) {
+  std::vector<const SmtpTx*> got;
+  for (const auto& t : c.txs())
+    if (t->has_mail()) got.push_back(t.get());
+  ASSERT_EQ(got.size(), k.mails.size()) << k.name << " " << how;
+  for (size_t i = 0; i < got.size(); ++i) {
+    const SmtpTx& t = *got[i];
+    const Mail& m = k.mails[i];
+    EXPECT_EQ(t.helo, m.helo) << k.name << " " << how;
+    EXPECT_EQ(t.mail_from, m.mail_from) << k.name << " " << how;
+    EXPECT_EQ(t.rcpt_to, m.rcpt_to) << k.name << " " << how;
+    EXPECT_EQ(t.data, m.data) << k.name << " " << how;
+    EXPECT_EQ(t.message_done, m.message_done) << k.name << " " << how;
+    EXPECT_EQ(t.from, m.from) << k.name << " " << how;
+    EXPECT_EQ(t.subject, m.subject) << k.name << " " << how;
+    EXPECT_EQ(t.to, m.to) << k.name << " " << how;
+    EXPECT_EQ(t.cc, m.cc) << k.name << " " << how;
+  }
+}
+
+// Feeds the steps with each client step cut into pieces of `piece` bytes, or, with cut >= 0, the
+// whole client stream's bytes cut once at `cut` within their step.
+void run(const Case& k, size_t piece, long cut, SmtpConn& c) {
+  long at = 0;
+  for (const Step& s : k.steps) {
+    const auto* p = reinterpret_cast<const uint8_t*>(s.bytes.data());
+    const size_t n = s.bytes.size();
+    if (s.dir == 1) {
+      c.feed(1, p, n);
+      continue;
+    }
+    if (cut >= at && cut < at + long(n)) {
+      const size_t h = size_t(cut - at);
+      c.feed(0, p, h);
+      c.feed(0, p + h, n - h);
+    } else {
+      for (size_t o = 0; o < n; o += piece) c.feed(0, p + o, std::min(piece, n - o));
+    }
+    at += long(n);
+  }
+}
+
+TEST(Smtp, MailsAsSuricataReadsThemAtEveryCut) {
+  for (const Case& k : cases()) {
+    for (size_t piece : {size_t(1), size_t(7), size_t(65536)}) {
+      SmtpStats st;
+      SmtpConn c(st);
+      run(k, piece, -1, c);
+      check(c, k, "pieces of " + std::to_string(piece));
+    }
+    size_t client = 0;
+    for (const Step& s : k.steps) client += s.dir == 0 ? s.bytes.size() : 0;
+    for (size_t cut = 0; cut <= client; ++cut) {
+      SmtpStats st;
+      SmtpConn c(st);
+      run(k, 65536, long(cut), c);
+      check(c, k, "cut at " + std::to_string(cut));
+    }
+  }
+}
+
+TEST(Smtp, LongLinesAreCutAndGapsStopTheDirection) {
+  SmtpStats st;
+  SmtpConn c(st);
+  const std::string greet = "220 mx\r\n";
+  c.feed(1, reinterpret_cast<const uint8_t*>(greet.data()), greet.size());
+  std::string mail = "MAIL FROM:<" + std::string(kSmtpMaxLine, 'a') + ">\r\nRCPT TO:<b@c>\r\n";
+  c.feed(0, reinterpret_cast<const uint8_t*>(mail.data()), mail.size());
+  EXPECT_EQ(st.lines_too_long, 1u);
+  ASSERT_EQ(c.txs().size(), 1u);
+  EXPECT_EQ(c.txs()[0]->mail_from.size(), kSmtpMaxLine - 10);  // the cut line's parameter
+  EXPECT_EQ(c.txs()[0]->rcpt_to, std::vector<std::string>{"<b@c>"});  // the next line is read again
+  c.feed(0, nullptr, 0, true);
+  const std::string more = "RCPT TO:<d@e>\r\n";
+  c.feed(0, reinterpret_cast<const uint8_t*>(more.data()), more.size());
+  EXPECT_EQ(st.gaps, 1u);
+  EXPECT_EQ(c.txs()[0]->rcpt_to.size(), 1u);
+  c.end();
+  EXPECT_TRUE(c.txs()[0]->complete);
+}
+
+}  // namespace
+}  // namespace gaspp
