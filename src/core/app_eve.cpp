@@ -120,9 +120,8 @@ std::string eve_ssh_event(uint64_t ts_ns, uint64_t flow_id, uint64_t pcap_cnt, c
 }
 
 std::string eve_smtp_objects(const SmtpTx& t) {
-  const auto str = [](std::string& j, const char* name, const std::string& v) {
-    if (v.empty()) return;
-    j += std::string(j.back() == '{' ? "" : ",") + "\"" + name + "\":\"" + json_escape(v) + "\"";
+  const auto opt = [](std::string& j, const char* name, const std::string& v) {
+    if (!v.empty()) str(j, name, v);
   };
   const auto list = [](std::string& j, const char* name, const std::vector<std::string>& v) {
     if (v.empty()) return;
@@ -131,21 +130,21 @@ std::string eve_smtp_objects(const SmtpTx& t) {
     j += "]";
   };
   std::string j = "\"smtp\":{";
-  str(j, "helo", t.helo);
-  str(j, "mail_from", t.mail_from);
+  opt(j, "helo", t.helo);
+  opt(j, "mail_from", t.mail_from);
   list(j, "rcpt_to", t.rcpt_to);
   j += "}";
   if (!t.data) return j;
   j += ",\"email\":{\"status\":\"";
   j += t.message_done ? "PARSE_DONE" : t.headers_done ? "HEADER_READY" : "BODY_STARTED";
   j += "\"";
-  str(j, "from", t.from);
+  opt(j, "from", t.from);
   list(j, "to", t.to);
   list(j, "cc", t.cc);
-  str(j, "subject", t.subject);
-  str(j, "date", t.date);
-  str(j, "message_id", t.message_id);
-  str(j, "x_mailer", t.x_mailer);
+  opt(j, "subject", t.subject);
+  opt(j, "date", t.date);
+  opt(j, "message_id", t.message_id);
+  opt(j, "x_mailer", t.x_mailer);
   return j + "}";
 }
 
