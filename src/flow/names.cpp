@@ -79,9 +79,22 @@ void sort_flow_records(std::vector<FlowRecordOut>& v) {
 }
 
 void sort_stream_chunks(std::vector<StreamChunk>& v) {
-  std::stable_sort(v.begin(), v.end(), [](const StreamChunk& a, const StreamChunk& b) {
-    return a.flow_id != b.flow_id ? a.flow_id < b.flow_id : a.dir < b.dir;
-  });
+  // Sorted as (flow id, direction, position) keys, then moved once: a stable sort of the 104-byte
+  // chunks themselves moved each one log n times, most of a batch's host time with the
+  // application layer on (tens of thousands of chunks a batch).
+  thread_local std::vector<std::pair<uint64_t, uint64_t>> keys;
+  thread_local std::vector<StreamChunk> out;
+  keys.resize(v.size());
+  bool sorted = true;
+  for (size_t i = 0; i < v.size(); ++i) {
+    keys[i] = {v[i].flow_id, uint64_t(v[i].dir) << 32 | uint64_t(i)};
+    sorted = sorted && (i == 0 || keys[i - 1] < keys[i]);
+  }
+  if (sorted) return;
+  std::sort(keys.begin(), keys.end());
+  out.resize(v.size());
+  for (size_t i = 0; i < v.size(); ++i) out[i] = v[size_t(keys[i].second & 0xffffffffu)];
+  v.swap(out);
 }
 
 const char* overlap_policy_name(OverlapPolicy p) { return p == OverlapPolicy::last ? "last" : "first"; }
