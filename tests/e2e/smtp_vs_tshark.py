@@ -116,9 +116,14 @@ def main():
     failed = compared = mails = 0
     with tempfile.TemporaryDirectory() as d:
         for cap in caps:
-            conns, msgs = tshark_mails(cap)
-            if not conns:
+            # A capture without these words (any case) has no SMTP command for tshark to read and
+            # no mail for gaspp to log (a mail needs MAIL FROM or RCPT TO, a session HELO or EHLO):
+            # both sides are skipped, which keeps the test's time to the captures with SMTP.
+            with open(cap, "rb") as f:
+                raw = f.read().lower()
+            if not any(w in raw for w in (b"ehlo", b"helo", b"mail from", b"rcpt to")):
                 continue
+            conns, msgs = tshark_mails(cap)
             got = gaspp_mails(gaspp, cap, backend, d)
             name = os.path.relpath(cap, data)
             for key, c in conns.items():
