@@ -131,7 +131,7 @@ void SmtpConn::command(std::string_view l) {
     if (helo_.empty()) helo_ = param(l, 4);
     SmtpTx* t = current(false);
     // A HELO within a mail resets it (RFC 5321 4.1.4, as Suricata).
-    if (t && (t->has_mail())) complete(t);
+    if (t && t->has_mail()) complete(t);
     t = current(true);
     if (t->helo.empty()) t->helo = helo_;
     kind = Cmd::ehlo;

@@ -273,16 +273,11 @@ GASPP_HD inline int detect_inspect(const DetectView& v, const DetSig& s, const u
 #if defined(__CUDA_ARCH__)
       return kInspectNeedsHost;  // application-layer signatures only: never on the device
 #else
-      uint32_t base = (o.flags & kOpRelative) ? pos : 0;
-      uint32_t avail = base <= len ? len - base : 0;
-      bool ok = true;
-      if (o.offset) {
-        if (uint32_t(o.offset) >= avail) ok = false;
-        base += uint32_t(o.offset);
-        avail -= ok ? uint32_t(o.offset) : avail;
-      }
+      // An offset at or past the end leaves nothing to decode (Suricata: no match).
+      const uint64_t base = uint64_t((o.flags & kOpRelative) ? pos : 0) + uint32_t(o.offset);
+      const uint32_t avail = base < len ? uint32_t(len - base) : 0;
       const uint32_t n = avail < uint32_t(o.depth) ? avail : uint32_t(o.depth);
-      if (ok && n && detect_host_base64(v, o, buf + base, n) == kInspectMatch && counts(hi, lo)) return kInspectMatch;
+      if (n && detect_host_base64(v, o, buf + base, n) == kInspectMatch && counts(hi, lo)) return kInspectMatch;
       r = 0;
 #endif
     } else if (o.type == kOpIsdataat) {
