@@ -39,8 +39,15 @@ class HostRegistration {
     if (base_ && base == base_ && len == len_) return true;
     detach();
     if (!base || len == 0) return false;
-    const cudaError_t e = cudaHostRegister(const_cast<uint8_t*>(base), len,
-                                           cudaHostRegisterReadOnly | cudaHostRegisterPortable | cudaHostRegisterMapped);
+    // Ask first whether another backend registered it: registering again fails with an error the
+    // runtime records (and the sanitizer reports), though nothing is wrong.
+    cudaPointerAttributes attr{};
+    const bool registered = cudaPointerGetAttributes(&attr, base) == cudaSuccess && attr.type == cudaMemoryTypeHost;
+    if (!registered) cudaGetLastError();
+    const cudaError_t e = registered ? cudaErrorHostMemoryAlreadyRegistered
+                                     : cudaHostRegister(const_cast<uint8_t*>(base), len,
+                                                        cudaHostRegisterReadOnly | cudaHostRegisterPortable |
+                                                            cudaHostRegisterMapped);
     owned_ = e == cudaSuccess;
     if (e == cudaErrorHostMemoryAlreadyRegistered) {
       cudaGetLastError();
