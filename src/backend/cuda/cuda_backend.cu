@@ -239,7 +239,18 @@ class CudaBackend final : public Backend, private StageExecutor {
     Slot& s = slots_[size_t(slot)];
     GASPP_CUDA_CHECK(cudaStreamSynchronize(s.stream));
     s.marks.add_to(stage_times_);
-    const auto copied_from = std::chrono::steady_clock::now();
+    // --stage-times: the host's copy of what the batch brought back, in parts (records, stream
+    // chunks and bytes, events) and in all.
+    auto last = std::chrono::steady_clock::now();
+    const auto copied_from = last;
+    auto part = [&](const char* name) {
+      if (!cfg_.stage_times) return;
+      const auto now = std::chrono::steady_clock::now();
+      StageTime& st = stage_time_named(stage_times_, name);
+      st.total_us += std::chrono::duration<double, std::micro>(now - last).count();
+      ++st.batches;
+      last = now;
+    };
     for (int k = 0; k < c_count_; ++k) s.batch.counters.v[k] = s.h_counters.get()[k];
     s.batch.flow_records.clear();
     s.batch.stream_chunks.clear();
@@ -248,16 +259,17 @@ class CudaBackend final : public Backend, private StageExecutor {
       const uint32_t n = std::min(*s.record_count.get(), record_capacity_);
       s.batch.flow_records.assign(s.records.get(), s.records.get() + n);
       sort_flow_records(s.batch.flow_records);
+      part("host copy-back: flow records");
     }
-    if (s.streams_back) collect_chunks(s, s.batch.stream_chunks, s.batch.stream_bytes);
+    if (s.streams_back) collect_chunks(s, s.batch.stream_chunks, s.batch.stream_bytes, part);
     s.batch.events.clear();
     s.batch.module_counts.clear();
     if (!cfg_.modules.empty()) {
       s.batch.events.assign(s.events.get(), s.events.get() + std::min(*s.event_n.get(), event_cap_));
       s.batch.module_counts.assign(s.h_module_counts.get(), s.h_module_counts.get() + cfg_.modules.size() * kModuleCounters);
+      part("host copy-back: module events");
     }
     if (cfg_.stage_times) {
-      // The host's copy of what the batch brought back (records, stream chunks and bytes, events).
       StageTime& st = stage_time_named(stage_times_, "host copy-back");
       st.total_us += std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - copied_from).count();
       ++st.batches;
@@ -659,14 +671,19 @@ class CudaBackend final : public Backend, private StageExecutor {
                                      cudaMemcpyDeviceToHost, st));
   }
 
-  void collect_chunks(Slot& s, std::vector<StreamChunk>& chunks, std::vector<uint8_t>& bytes) {
+  // part(name): called after each step, for --stage-times (a no-op without it).
+  template <typename Part = void (*)(const char*)>
+  void collect_chunks(Slot& s, std::vector<StreamChunk>& chunks, std::vector<uint8_t>& bytes,
+                      Part&& part = [](const char*) {}) {
     const uint32_t n = std::min(s.h_stream_counts.get()[0], sbuf_.chunk_cap());
     const uint64_t nbytes = std::min<uint64_t>(s.h_stream_counts.get()[1], stream_bytes_cap());
     chunks.assign(s.chunks.get(), s.chunks.get() + n);
+    part("host copy-back: stream chunks");
     // Every byte of the batch's streams, out of pinned memory on several threads: on one it was
     // the largest serial step of a batch with the application layer on. The vector keeps its size
     // between batches, so that resize fills with zeros only what the last batch did not reach.
     bytes.resize(nbytes);
+    part("host copy-back: stream bytes resize");
     if (!copy_pool_) copy_pool_ = std::make_unique<ThreadPool>(int(std::min(8u, std::max(1u, std::thread::hardware_concurrency()))));
     constexpr uint64_t kPiece = 1u << 20;
     const uint8_t* from = s.stream_bytes.get();
@@ -674,7 +691,9 @@ class CudaBackend final : public Backend, private StageExecutor {
       const uint64_t a = begin * kPiece, e = std::min(nbytes, end * kPiece);
       std::memcpy(bytes.data() + a, from + a, e - a);
     });
+    part("host copy-back: stream bytes copy");
     sort_stream_chunks(chunks);
+    part("host copy-back: chunk sort");
   }
 
   // Declared before what it outlives: the green contexts (part_) before the slots' streams made in
