@@ -113,6 +113,7 @@ void apply_file_config(const FileConfig& fc, Options& o) {
   if (fc.http_decompress_layer_limit) o.app_layer.http.decompress_layer_limit = *fc.http_decompress_layer_limit;
   if (fc.http_lzma_enabled) o.app_layer.http.lzma_enabled = *fc.http_lzma_enabled;
   if (fc.http_lzma_memlimit) o.app_layer.http.lzma_memlimit = *fc.http_lzma_memlimit;
+  if (fc.file_hashes) o.app_layer.file_hashes = *fc.file_hashes;
 }
 
 int parse_command_line(int argc, char** argv, Options& o) {
@@ -442,6 +443,21 @@ int parse_command_line(int argc, char** argv, Options& o) {
        kMods, [&] { o.eve_verdict = true; });
   flag("--app-layer", "run the application layer (HTTP/1, TLS, DNS) even without rules that need it, and write EVE http, tls and dns events and flows' app_proto (with -l)",
        kMods, [&] { o.app_layer_on = true; });
+  opt("--force-hash", "LIST",
+      "hashes of each extracted file (a mail's attachments) in its EVE fileinfo event: md5, sha1, sha256, comma-separated, as Suricata's files.force-hash",
+      kMods, [&](const std::string& v) {
+        o.app_layer.file_hashes = 0;
+        size_t a = 0;
+        while (a <= v.size()) {
+          size_t e = v.find(',', a);
+          if (e == std::string::npos) e = v.size();
+          const uint8_t bit = file_hash_bit(std::string_view(v).substr(a, e - a));
+          if (!bit) return fail("--force-hash: md5, sha1 or sha256, not '" + v.substr(a, e - a) + "'");
+          o.app_layer.file_hashes |= bit;
+          a = e + 1;
+        }
+        return true;
+      });
   flag("--fast-log", "write Suricata's fast.log (one line per alert) beside eve.json (with -l)", kMods,
        [&] { o.fast_log = true; });
   auto var = [&](const char* name, const char* prefix) {

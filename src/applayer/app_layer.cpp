@@ -227,7 +227,7 @@ void AppLayer::decide(FlowApp& f, AppProto proto, bool turn) {
       break;
     case AppProto::smtp:
       ++stats_.flows_smtp;
-      f.smtp = std::make_unique<SmtpConn>(stats_.smtp, cfg_.http.max_txs);
+      f.smtp = std::make_unique<SmtpConn>(stats_.smtp, cfg_.http.max_txs, cfg_.file_hashes);
       break;
     case AppProto::ftp: ++stats_.flows_ftp; break;
     case AppProto::dns:
@@ -454,6 +454,7 @@ void AppLayer::forget_flow(uint64_t flow_id, const Unlogged& unlogged) {
     for (const auto& t : it->second.smtp->txs())
       if (!t->logged && t->has_mail()) {
         t->complete = true;  // the flow's end
+        if (t->mime && !t->message_done) t->mime->end(true);
         unlogged(flow_id, it->second.key, it->second.client_lo, AppProto::smtp, *t);
       }
   flows_.erase(it);
@@ -487,6 +488,14 @@ void AppLayer::report(std::map<std::string, uint64_t>& r) const {
   r["smtp_gaps"] = stats_.smtp.gaps;
   r["smtp_txs_dropped"] = stats_.smtp.txs_dropped;
   r["smtp_starttls"] = stats_.smtp.starttls;
+  const MimeStats& mm = stats_.smtp.mime;
+  r["smtp_files"] = mm.files;
+  r["smtp_files_dropped"] = mm.files_dropped;
+  r["smtp_file_bytes_not_kept"] = mm.bytes_not_kept;
+  r["smtp_mime_invalid_base64"] = mm.invalid_base64;
+  r["smtp_mime_invalid_qp"] = mm.invalid_qp;
+  r["smtp_mime_headers_dropped"] = mm.headers_dropped;
+  r["smtp_mime_boundaries_dropped"] = mm.boundaries_dropped;
   r["app_flows_failed"] = stats_.flows_failed;
   r["app_flows_full"] = stats_.flows_full;
   const HttpStats& h = stats_.http;

@@ -62,6 +62,7 @@ struct FlowRecordOut;
 
 struct AppLayerConfig {
   HttpLimits http;
+  uint8_t file_hashes = 0;  // FileHash bits (mime.hpp): the hashes of each file (Suricata's force-hash)
   size_t max_flows = 1u << 20;
 };
 

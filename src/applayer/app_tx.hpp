@@ -34,6 +34,9 @@ struct AppTx {
     bool present = true;  // a final buffer the transaction does not have
   };
   std::unordered_map<uint16_t, Built> built;
+  // A multi-buffer's instances before this one are final and were inspected so (a mail's closed
+  // files): later updates start after them.
+  size_t instances_final = 0;
   bool logged = false;  // an output wrote its event
 };
 

@@ -58,8 +58,9 @@ void SmtpConn::feed(int dir, const uint8_t* p, size_t n, bool gap) {
     const char c = char(p[i]);
     if (c == '\n') {
       if (!overlong_[dir]) {
-        if (!b.empty() && b.back() == '\r') b.pop_back();
-        line(dir, b);
+        const bool cr = !b.empty() && b.back() == '\r';
+        if (cr) b.pop_back();
+        line(dir, b, cr ? "\r\n" : "\n");
       }
       overlong_[dir] = false;
       b.clear();
@@ -70,7 +71,7 @@ void SmtpConn::feed(int dir, const uint8_t* p, size_t n, bool gap) {
     if (b.size() >= kSmtpMaxLine) {
       // Cut: the first kSmtpMaxLine bytes are the line, the rest up to the LF is dropped.
       ++st_.lines_too_long;
-      line(dir, b);
+      line(dir, b, "");
       b.clear();
       overlong_[dir] = true;
     }
@@ -81,6 +82,7 @@ void SmtpConn::end() {
   SmtpTx* t = current(false);
   if (!t) return;
   if (data_mode_ && !t->headers_done) header_done();
+  if (t->mime) t->mime->end(true);  // the flow ended inside the message
   complete(t);
 }
 
@@ -115,9 +117,9 @@ void SmtpConn::complete(SmtpTx* t) {
   touch(t);
 }
 
-void SmtpConn::line(int dir, std::string_view l) {
+void SmtpConn::line(int dir, std::string_view l, std::string_view eol) {
   if (dir == 1) reply(l);
-  else if (data_mode_) message_line(l);
+  else if (data_mode_) message_line(l, eol);
   else command(l);
 }
 
@@ -151,8 +153,7 @@ void SmtpConn::command(std::string_view l) {
     if (pipelining_) {
       // Suricata enters data mode without waiting for the 354 when the server pipelines.
       data_mode_ = true;
-      t->data = true;
-      touch(t);
+      start_data(t);
       kind = Cmd::data_early;
     }
   } else {
@@ -173,22 +174,29 @@ void SmtpConn::reply(std::string_view l) {
   pending_.pop_front();
   if (c == Cmd::data && code == 354 && !data_mode_) {
     data_mode_ = true;
-    if (SmtpTx* t = current(false)) {
-      t->data = true;
-      touch(t);
-    }
+    if (SmtpTx* t = current(false)) start_data(t);
   } else if (c == Cmd::data_early && code != 354 && data_mode_) {
     data_mode_ = false;  // entered at once (pipelining), but the server refused the message
-    if (SmtpTx* t = current(false)) t->data = false;
+    if (SmtpTx* t = current(false)) {
+      t->data = false;
+      t->mime.reset();
+    }
   } else if (c == Cmd::starttls && code == 220) {
     tls_ = true;
     ++st_.starttls;
   }
 }
 
-void SmtpConn::message_line(std::string_view l) {
+void SmtpConn::start_data(SmtpTx* t) {
+  t->data = true;
+  if (!t->mime) t->mime = std::make_unique<MimeDecoder>(st_.mime, hashes_);
+  touch(t);
+}
+
+void SmtpConn::message_line(std::string_view l, std::string_view eol) {
   SmtpTx* t = current(true);
   if (l == ".") {
+    if (t->mime) t->mime->end();
     if (!t->headers_done) header_done();
     t->headers_done = true;
     t->message_done = true;
@@ -197,8 +205,14 @@ void SmtpConn::message_line(std::string_view l) {
     pending_.push_back(Cmd::other);  // the server's reply to the message
     return;
   }
-  if (t->headers_done) return;  // the body is not read
   if (!l.empty() && l[0] == '.') l.remove_prefix(1);  // dot-stuffing
+  if (t->mime) {
+    const size_t before = t->mime->files().size();
+    t->mime->line(l, eol);
+    // A file's bytes are new data for file.data: the transaction is updated.
+    if (!t->mime->files().empty() && (t->mime->files().size() != before || !t->mime->files().back().closed)) touch(t);
+  }
+  if (t->headers_done) return;
   if (l.empty()) {
     header_done();
     t->headers_done = true;

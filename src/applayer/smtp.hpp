@@ -10,8 +10,9 @@
 // of MAIL FROM and RCPT TO is what follows the colon and spaces up to the next space (a SIZE=
 // option after it is not part of it); HELO's is the session's, from its first HELO or EHLO. The
 // header block is read up to its first empty line; folded lines are joined (the line break
-// dropped, the leading white space kept); To and Cc are split at commas and trimmed. The body is
-// not decoded (no attachments, no file.data). After the server accepts STARTTLS (220) the rest of
+// dropped, the leading white space kept); To and Cc are split at commas and trimmed. The whole
+// message also goes through the MIME decoder (mime.hpp): its attachments, decoded, are the
+// transaction's files (file.data, EVE fileinfo, email.attachment). After the server accepts STARTTLS (220) the rest of
 // the session is TLS and is not read; a gap ends the direction's parsing.
 //
 // Limits, each counted: a line longer than kSmtpMaxLine (4096, Suricata's default max-line-length)
@@ -33,6 +34,7 @@
 #include <vector>
 
 #include "applayer/app_tx.hpp"
+#include "applayer/mime.hpp"
 
 namespace gaspp {
 
@@ -41,6 +43,7 @@ constexpr size_t kSmtpMaxRcpt = 1024;
 
 struct SmtpStats {
   uint64_t txs = 0, lines_too_long = 0, gaps = 0, txs_dropped = 0, starttls = 0;
+  MimeStats mime;
 };
 
 struct SmtpTx : AppTx {
@@ -52,13 +55,16 @@ struct SmtpTx : AppTx {
   bool headers_done = false;
   std::string from, subject, date, message_id, x_mailer;
   std::vector<std::string> to, cc;
+  std::unique_ptr<MimeDecoder> mime;  // from DATA's acceptance on: the message's files
   // Worth an event: something of a mail was seen.
   bool has_mail() const { return !mail_from.empty() || !rcpt_to.empty() || data; }
 };
 
 class SmtpConn {
  public:
-  SmtpConn(SmtpStats& st, size_t max_txs = 512) : st_(st), max_txs_(max_txs ? max_txs : 1) {}
+  // hashes: FileHash bits, the hashes each file gets (Suricata's force-hash).
+  SmtpConn(SmtpStats& st, size_t max_txs = 512, uint8_t hashes = 0)
+      : st_(st), max_txs_(max_txs ? max_txs : 1), hashes_(hashes) {}
   // dir 0: client → server, 1: server → client. gap: bytes before p are missing.
   void feed(int dir, const uint8_t* p, size_t n, bool gap = false);
   // The flow ended: an open transaction completes.
@@ -71,16 +77,18 @@ class SmtpConn {
  private:
   // data_early: a DATA that entered data mode at once (pipelining)
   enum class Cmd : uint8_t { data, data_early, starttls, ehlo, other };
-  void line(int dir, std::string_view l);
+  void line(int dir, std::string_view l, std::string_view eol);
   void command(std::string_view l);
   void reply(std::string_view l);
-  void message_line(std::string_view l);
+  void message_line(std::string_view l, std::string_view eol);
+  void start_data(SmtpTx* t);
   void header_done();
   SmtpTx* current(bool create);
   void touch(SmtpTx* t);
   void complete(SmtpTx* t);
   SmtpStats& st_;
   size_t max_txs_;
+  uint8_t hashes_;
   std::vector<std::unique_ptr<SmtpTx>> txs_;
   std::vector<SmtpTx*> touched_;
   uint64_t next_id_ = 0;

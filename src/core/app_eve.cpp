@@ -145,7 +145,20 @@ std::string eve_smtp_objects(const SmtpTx& t) {
   opt(j, "date", t.date);
   opt(j, "message_id", t.message_id);
   opt(j, "x_mailer", t.x_mailer);
+  if (t.mime) list(j, "attachment", t.mime->attachments());
   return j + "}";
+}
+
+std::string eve_fileinfo_event(uint64_t ts_ns, uint64_t flow_id, uint64_t pcap_cnt, const FlowKey& key, bool client_lo,
+                               const SmtpTx& t, const MimeFile& f) {
+  std::string j = app_event_head(ts_ns, flow_id, pcap_cnt, "fileinfo", key, client_lo) + "," + eve_smtp_objects(t) +
+                  ",\"app_proto\":\"smtp\",\"fileinfo\":{\"filename\":\"" + json_escape(f.name) +
+                  "\",\"gaps\":false,\"state\":\"" + (f.closed ? "CLOSED" : f.truncated ? "TRUNCATED" : "UNKNOWN") + "\"";
+  // As Suricata's EveFileInfo: md5 and sha1 of a closed file only, sha256 of any.
+  if (f.closed && !f.md5.empty()) j += ",\"md5\":\"" + f.md5 + "\"";
+  if (f.closed && !f.sha1.empty()) j += ",\"sha1\":\"" + f.sha1 + "\"";
+  if (!f.sha256.empty()) j += ",\"sha256\":\"" + f.sha256 + "\"";
+  return j + ",\"stored\":false,\"size\":" + std::to_string(f.size) + ",\"tx_id\":" + std::to_string(t.id) + "}}";
 }
 
 std::string eve_smtp_event(uint64_t ts_ns, uint64_t flow_id, uint64_t pcap_cnt, const FlowKey& key, bool client_lo,

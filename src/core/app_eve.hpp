@@ -57,9 +57,16 @@ std::string eve_ssh_event(uint64_t ts_ns, uint64_t flow_id, uint64_t pcap_cnt, c
 // ended, RSET, or the flow's end): tx_id, `"smtp":{"helo","mail_from","rcpt_to":[...]}` and
 // `"email":{"status","from","to":[...],"cc":[...],"subject","date","message_id","x_mailer"}` (the
 // members present; status PARSE_DONE when the message ended with its ".", else HEADER_READY once
-// its headers were read, BODY_STARTED otherwise).
+// its headers were read, BODY_STARTED otherwise), and `attachment` (the file names the message's
+// MIME headers gave, applayer/mime.hpp).
 std::string eve_smtp_objects(const SmtpTx& t);
 std::string eve_smtp_event(uint64_t ts_ns, uint64_t flow_id, uint64_t pcap_cnt, const FlowKey& key, bool client_lo,
                            const SmtpTx& t);
+// EVE `fileinfo` events (Suricata's eve-log type files) of a mail's attachments, written with its
+// smtp event: the smtp and email objects, app_proto, and `"fileinfo":{"filename","gaps","state"
+// (CLOSED, or TRUNCATED when the flow ended inside the message),"md5","sha1" (closed files),
+// "sha256" (the hashes --force-hash asked for),"stored":false,"size","tx_id"}`.
+std::string eve_fileinfo_event(uint64_t ts_ns, uint64_t flow_id, uint64_t pcap_cnt, const FlowKey& key, bool client_lo,
+                               const SmtpTx& t, const MimeFile& f);
 
 }  // namespace gaspp

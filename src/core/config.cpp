@@ -1,6 +1,7 @@
 // core/config.cpp — see config.hpp.
 #include "core/config.hpp"
 
+#include "applayer/mime.hpp"
 #include "modules/firewall/rules.hpp"
 
 #include <yaml-cpp/yaml.h>
@@ -201,7 +202,8 @@ void stream_section(const std::string& path, const YAML::Node& v, FileConfig& c)
 }
 
 // suricata.yaml's outputs: of the eve-log outputs, the alert type's payload, packet and verdict
-// switches are read (yes/no, true/false); everything else in the section is listed as ignored.
+// switches (yes/no, true/false) and the files type's force-hash list are read; everything else in
+// the section is listed as ignored.
 void outputs_section(const std::string& path, const YAML::Node& v, FileConfig& c) {
   if (!v.IsSequence()) fail(path, v, "outputs: expected a list of outputs");
   const auto yes = [&](const YAML::Node& n, const std::string& key) { return yes_no(path, n, key); };
@@ -214,6 +216,17 @@ void outputs_section(const std::string& path, const YAML::Node& v, FileConfig& c
       const YAML::Node types = kv.second["types"];
       if (!types.IsSequence()) continue;
       for (const auto& t : types) {
+        if (t.IsMap() && t["files"] && t["files"].IsMap() && t["files"]["force-hash"]) {
+          const YAML::Node fh = t["files"]["force-hash"];
+          if (!fh.IsSequence()) fail(path, fh, "outputs.eve-log.types.files.force-hash: a list of md5, sha1, sha256");
+          uint8_t bits = 0;
+          for (const auto& h : fh) {
+            const uint8_t bit = h.IsScalar() ? file_hash_bit(h.as<std::string>()) : 0;
+            if (!bit) fail(path, h, "outputs.eve-log.types.files.force-hash: md5, sha1 or sha256");
+            bits |= bit;
+          }
+          c.file_hashes = bits;
+        }
         if (!t.IsMap() || !t["alert"] || !t["alert"].IsMap()) continue;
         for (const auto& o : t["alert"]) {
           const std::string k = o.first.as<std::string>();
@@ -224,7 +237,7 @@ void outputs_section(const std::string& path, const YAML::Node& v, FileConfig& c
       }
     }
   }
-  c.ignored.push_back("outputs (all but eve-log's alert payload, packet and verdict)");
+  c.ignored.push_back("outputs (all but eve-log's alert payload, packet and verdict, and files force-hash)");
 }
 
 bool is_suricata_section(const std::string& key) {

@@ -85,6 +85,8 @@ struct FileConfig {
   // outputs: eve-log: types: alert: payload / packet / verdict (yes or no), as gaspp's --eve-payload,
   // --eve-packet, --eve-verdict
   std::optional<bool> eve_payload, eve_packet, eve_verdict;
+  // outputs: eve-log: types: files: force-hash: [md5, sha1, sha256] (FileHash bits), as --force-hash
+  std::optional<uint8_t> file_hashes;
   std::vector<std::string> ignored;            // Suricata sections present but not used by gaspp
   std::vector<std::string> warnings;           // values not taken, with why (the run goes on)
 };

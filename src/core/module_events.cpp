@@ -161,12 +161,24 @@ std::string app_event(AppProto proto, uint64_t ts, uint64_t flow_id, uint64_t cn
   if (proto == AppProto::smtp) return eve_smtp_event(ts, flow_id, cnt, key, client_lo, static_cast<const SmtpTx&>(t));
   return eve_http_event(ts, flow_id, cnt, key, client_lo, static_cast<const HttpTx&>(t));
 }
+
+// A transaction's event, after its files' fileinfo events (a mail's attachments: Suricata logs a
+// file when it closes, before the mail's smtp event).
+void app_events_of(AppProto proto, uint64_t ts, uint64_t flow_id, uint64_t cnt, const FlowKey& key, bool client_lo,
+                   const AppTx& t, ModuleOutput& out) {
+  if (proto == AppProto::smtp) {
+    const SmtpTx& m = static_cast<const SmtpTx&>(t);
+    if (m.mime)
+      for (const MimeFile& f : m.mime->files()) out.eve(eve_fileinfo_event(ts, flow_id, cnt, key, client_lo, m, f));
+  }
+  out.eve(app_event(proto, ts, flow_id, cnt, key, client_lo, t));
+}
 }  // namespace
 
 void ModuleSet::write_app_log(const ModuleEvent& e, uint64_t ts_ns, uint64_t pcap_cnt, ModuleOutput& out) {
   if (e.value >= app_logs_.size()) return;
   const AppLog& l = app_logs_[e.value];
-  out.eve(app_event(l.proto, ts_ns, e.flow_id, pcap_cnt, l.key, l.client_lo, *l.tx));
+  app_events_of(l.proto, ts_ns, e.flow_id, pcap_cnt, l.key, l.client_lo, *l.tx, out);
 }
 
 void ModuleSet::forget_app_flows(const std::vector<FlowRecordOut>& flows, ModuleOutput& out) {
@@ -179,7 +191,7 @@ void ModuleSet::forget_app_flows(const std::vector<FlowRecordOut>& flows, Module
   for (const FlowRecordOut& f : flows) last_ts[f.rec.flow_id] = f.rec.last_ts;
   app_->forget(flows, [&](uint64_t flow_id, const FlowKey& key, bool client_lo, AppProto proto, AppTx& t) {
     t.logged = true;
-    out.eve(app_event(proto, last_ts[flow_id], flow_id, 0, key, client_lo, t));
+    app_events_of(proto, last_ts[flow_id], flow_id, 0, key, client_lo, t, out);
   });
 }
 

@@ -5,6 +5,7 @@
 #include <fstream>
 #include <regex>
 
+#include "applayer/mime.hpp"
 #include "core/config.hpp"
 #include "test_support.hpp"
 
@@ -103,7 +104,7 @@ TEST(Config, SetOverridesAndBuildsTheTree) {
 TEST(Config, UnknownSettingIsAnErrorButSuricataSectionsAreListed) {
   EXPECT_NE(error_of(write_yaml("bacth: 5\n")).find("unknown setting 'bacth'"), std::string::npos);
   const FileConfig c = load_config(write_yaml("outputs:\n  - fast:\n      enabled: yes\naf-packet:\n  - interface: eth0\nbatch: 8\n"));
-  EXPECT_EQ(c.ignored, (std::vector<std::string>{"outputs (all but eve-log's alert payload, packet and verdict)", "af-packet"}));
+  EXPECT_EQ(c.ignored, (std::vector<std::string>{"outputs (all but eve-log's alert payload, packet and verdict, and files force-hash)", "af-packet"}));
 }
 
 // suricata.yaml's action-order, packet-alert-max and eve-log alert switches, as Suricata reads them.
@@ -130,6 +131,17 @@ TEST(Config, ActionOrderAlertMaxAndEveAlertSwitches) {
   EXPECT_NE(error_of(write_yaml("action-order:\n  - drop\n  - pass\n  - reject\n  - log\n")).find("'log'"), std::string::npos);
 }
 
+// eve-log's files force-hash, as Suricata's list: the hashes each extracted file gets.
+TEST(Config, FilesForceHash) {
+  const FileConfig c = load_config(write_yaml(
+      "outputs:\n  - eve-log:\n      types:\n        - files:\n            force-hash: [md5, sha256]\n"));
+  EXPECT_EQ(c.file_hashes.value_or(0), kHashMd5 | kHashSha256);
+  EXPECT_FALSE(load_config(write_yaml("outputs:\n  - eve-log:\n      types:\n        - files:\n            force-magic: no\n")).file_hashes);
+  EXPECT_NE(error_of(write_yaml("outputs:\n  - eve-log:\n      types:\n        - files:\n            force-hash: [md4]\n"))
+                .find("force-hash"),
+            std::string::npos);
+}
+
 TEST(Config, RealSuricataYaml) {
   const auto path = gaspp::test::shared_data_dir() / "eve" / "suricata.yaml.in";
   GASPP_REQUIRE_PATH(path);
@@ -151,7 +163,7 @@ TEST(Config, RealSuricataYaml) {
       EXPECT_EQ(c.flow_timeouts->normal[p][s], d.normal[p][s]);
       EXPECT_EQ(c.flow_timeouts->emergency[p][s], d.emergency[p][s]);
     }
-  for (const char* s : {"outputs (all but eve-log's alert payload, packet and verdict)", "af-packet", "app-layer (all but the HTTP body and decompression limits and lzma)",
+  for (const char* s : {"outputs (all but eve-log's alert payload, packet and verdict, and files force-hash)", "af-packet", "app-layer (all but the HTTP body and decompression limits and lzma)",
                         "stream (all but reassembly.urgent)", "detect"})
     EXPECT_NE(std::find(c.ignored.begin(), c.ignored.end(), s), c.ignored.end()) << s;
   // Its defrag section, in Suricata's size syntax ("32 MiB"): the defaults, which are ours.

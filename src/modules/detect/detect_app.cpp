@@ -106,14 +106,15 @@ struct TxBuffers {
   const HttpTx& t;
   const TlsTx* tls;  // a TLS transaction (t is then an empty HttpTx: no HTTP buffer exists)
   const DnsTx* dns;  // a DNS transaction (likewise)
-  size_t index;      // a multi-buffer's instance: the DNS question
+  const SmtpTx* smtp;  // an SMTP transaction (likewise)
+  size_t index;      // a multi-buffer's instance: the DNS question, the certificate, the mail's file
   std::string val[2 * kBufCount];
   int8_t state[2 * kBufCount] = {};  // 0 not computed, 1 present, -1 absent
 
   AppTx* owner;      // where buffers kept between updates live (AppTx::built)
 
-  TxBuffers(const HttpTx& tx, const TlsTx* tl, const DnsTx* dn, size_t i, AppTx* o)
-      : t(tx), tls(tl), dns(dn), index(i), owner(o) {}
+  TxBuffers(const HttpTx& tx, const TlsTx* tl, const DnsTx* dn, const SmtpTx* sm, size_t i, AppTx* o)
+      : t(tx), tls(tl), dns(dn), smtp(sm), index(i), owner(o) {}
 
   const std::string* ptr[2 * kBufCount] = {};
 
@@ -124,7 +125,7 @@ struct TxBuffers {
     if (state[key] != 0) return ptr[key];
     // A finished request's buffers are final: built once, kept in the transaction for the
     // response's updates (which inspect signatures reading both sides).
-    const bool final = !tls && !dns && key < kBufCount && key != kBufPayload && t.req_done;
+    const bool final = !tls && !dns && !smtp && key < kBufCount && key != kBufPayload && t.req_done;
     if (final) {
       const auto it = owner->built.find(uint16_t(kFinal + key));
       if (it != owner->built.end()) {
@@ -185,6 +186,12 @@ struct TxBuffers {
           return index < tls->certs.size() && hold(tls->certs[index], !tls->certs[index].empty());
         default: return false;
       }
+    }
+    if (smtp) {
+      // file.data (to the server, as the request body's buffer): the mail's files, one instance each.
+      if (b != kBufHttpRequestBody || side != 0 || !smtp->mime || index >= smtp->mime->files().size()) return false;
+      const MimeFile& f = smtp->mime->files()[index];
+      return hold(f.data, !f.data.empty());
     }
     if (dns) {
       // Payload contents of an `alert dns` signature: the message as sent (DnsTx::raw).
@@ -334,9 +341,10 @@ void DetectModule::Host::add_app_sig(uint32_t i) {
   // A response buffer anywhere makes it a response signature: decided before the buffers of either
   // side (the payload, say) are given one, so that options before the response buffer read the
   // response too.
-  const auto reads_response = [&](uint8_t b) {
-    return sig_buf_side(b) == 1 && !(b == kBufHttpResponseBody && s.flow_dir == 1);  // file_data to_server: request body
-  };
+  // file_data to the server (flow:to_server, or a mail's files): the request body's buffer.
+  const bool fd_request = s.flow_dir == 1 || s.app_proto == 4;
+  if (s.app_proto == 4) a.side = 0;
+  const auto reads_response = [&](uint8_t b) { return sig_buf_side(b) == 1 && !(b == kBufHttpResponseBody && fd_request); };
   for (const SigOp& o : s.ops)
     if (reads_response(o.buf)) a.side = 1;
   for (const auto& [b, c] : s.bsize)
@@ -344,7 +352,7 @@ void DetectModule::Host::add_app_sig(uint32_t i) {
   for (const auto& [b0, c] : s.bsize) {
     uint8_t b = b0;
     int side = sig_buf_side(b);
-    if (b == kBufHttpResponseBody && s.flow_dir == 1) b = kBufHttpRequestBody, side = 0;
+    if (b == kBufHttpResponseBody && fd_request) b = kBufHttpRequestBody, side = 0;
     AppSig::Size z{};
     if (side == 2) {
       z.either = a.side == 2;
@@ -363,7 +371,7 @@ void DetectModule::Host::add_app_sig(uint32_t i) {
     uint8_t b = s.ops[k].buf;
     if (b == kBufBase64) continue;
     int side = sig_buf_side(b);
-    if (b == kBufHttpResponseBody && s.flow_dir == 1) b = kBufHttpRequestBody, side = 0;  // file_data to_server
+    if (b == kBufHttpResponseBody && fd_request) b = kBufHttpRequestBody, side = 0;  // file_data to_server
     if (side == 2) {
       either[k] = a.side == 2;
       side = a.side == 1 || s.flow_dir == 2 ? 1 : 0;
@@ -455,19 +463,25 @@ void DetectModule::Host::on_app(const std::vector<AppUpdate>& updates, std::vect
   std::vector<uint32_t>& hits = w.hits;
   std::vector<uint32_t>& cand = w.cand;
   for (const AppUpdate& u : updates) {
-    if (!u.http() && !u.tls() && !u.dns()) continue;  // no signature buffers of its protocol (ssh)
+    if (!u.http() && !u.tls() && !u.dns() && !u.smtp()) continue;  // no signature buffers of its protocol (ssh)
+    // A mail's files are the client's: nothing to inspect without one, or on the server's lines.
+    if (u.smtp() && (u.dir != 0 || !u.smtp()->mime || u.smtp()->mime->files().empty())) continue;
     ++w.updates;
     static const HttpTx kNoHttp;
     AppTx& t = *u.tx;
-    const uint8_t proto = u.tls() ? 2 : u.dns() ? 3 : 1;
-    // A multi-buffer (dns.query, tls.certs) is inspected per instance; a signature matches on any of
-    // them (the other buffers are the same in every instance).
-    const size_t instances = u.dns()   ? std::max<size_t>(1, u.dns()->msg.queries.size())
-                             : u.tls() ? std::max<size_t>(1, u.tls()->certs.size())
-                                       : 1;
-    for (size_t inst = 0; inst < instances; ++inst) {
-    if (inst) t.scans.clear();  // the cached scans were of another instance's bytes
-    TxBuffers bufs(u.http() ? *u.http() : kNoHttp, u.tls(), u.dns(), inst, &t);
+    const uint8_t proto = u.tls() ? 2 : u.dns() ? 3 : u.smtp() ? 4 : 1;
+    // A multi-buffer (dns.query, tls.certs, a mail's files) is inspected per instance; a signature
+    // matches on any of them (the other buffers are the same in every instance).
+    const size_t instances = u.dns()    ? std::max<size_t>(1, u.dns()->msg.queries.size())
+                             : u.tls()  ? std::max<size_t>(1, u.tls()->certs.size())
+                             : u.smtp() ? u.smtp()->mime->files().size()
+                                        : 1;
+    // A mail's files: one inspected once closed does not change; each keeps its own scans.
+    for (size_t inst = u.smtp() ? t.instances_final : 0; inst < instances; ++inst) {
+    if (u.smtp() && inst == t.instances_final && !u.smtp()->mime->files()[inst].open()) ++t.instances_final;
+    if (inst && !u.smtp()) t.scans.clear();  // the cached scans were of another instance's bytes
+    const uint16_t scan_base = u.smtp() ? uint16_t(std::min<size_t>(inst, kMimeMaxFiles - 1) * 2 * kBufCount) : 0;
+    TxBuffers bufs(u.http() ? *u.http() : kNoHttp, u.tls(), u.dns(), u.smtp(), inst, &t);
     cand.assign(app_pf_->nofp.begin(), app_pf_->nofp.end());
     for (const uint16_t key : app_pf_->keys) {
       // A request update concerns signatures inspected on requests, whose patterns are on
@@ -476,7 +490,7 @@ void DetectModule::Host::on_app(const std::vector<AppUpdate>& updates, std::vect
       const std::string* b = bufs.get(key);
       if (!b || b->empty()) continue;
       // A buffer scanned before at the same size (a finished header, say) has the same hits.
-      AppTx::Scan& sc = t.scans[key];
+      AppTx::Scan& sc = t.scans[uint16_t(scan_base + key)];
       if (sc.size != b->size()) {
         // Bodies only grow (appended as they are decoded), and so does a message once its headers
         // are done: a grown one is scanned from where a pattern ending in the new bytes can
@@ -487,7 +501,7 @@ void DetectModule::Host::on_app(const std::vector<AppUpdate>& updates, std::vect
         if (!grows) sc.hits.clear();
         sc.size = b->size();
         const HttpTx* h = u.http();
-        sc.append_only = base == kBufHttpResponseBody || base == kBufHttpRequestBody ||
+        sc.append_only = base == kBufHttpResponseBody || base == kBufHttpRequestBody ||  // a mail's file too
                          (base == kBufPayload && h && (key >= kBufCount ? h->resp_headers_done : h->req_headers_done));
         hits.clear();
         if (hs_scan(app_pf_->db, b->data() + from, unsigned(b->size() - from), 0, app_pf_->scratch[size_t(worker)], on_app_match,
@@ -553,9 +567,10 @@ void DetectModule::Host::on_app(const std::vector<AppUpdate>& updates, std::vect
       ++w.matches;
       w.alerts[{u.flow_id, u.packet, a.sig}] =
           ",\"tx_id\":" + std::to_string(t.id) + "," +
-          (u.tls()   ? eve_tls_object(*u.tls()) + ",\"app_proto\":\"tls\""
-           : u.dns() ? eve_dns_object(*u.dns(), false) + ",\"app_proto\":\"dns\""
-                     : eve_http_object(*u.http()) + ",\"app_proto\":\"http\"");
+          (u.tls()    ? eve_tls_object(*u.tls()) + ",\"app_proto\":\"tls\""
+           : u.dns()  ? eve_dns_object(*u.dns(), false) + ",\"app_proto\":\"dns\""
+           : u.smtp() ? eve_smtp_objects(*u.smtp()) + ",\"app_proto\":\"smtp\""
+                      : eve_http_object(*u.http()) + ",\"app_proto\":\"http\"");
       out.push_back(ModuleEvent{u.flow_id, u.packet, (a.sig << 2) | 2u, 0, kMatch, u.dir});
     }
     }

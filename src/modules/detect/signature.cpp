@@ -532,8 +532,27 @@ std::string finish(Signature& s) {
                                 o.value_var >= 0 || o.var >= 0))
       return "skip:keyword base64_data with byte_extract variables";
   }
+  if (s.gate_proto == "smtp" && s.app) {
+    // A mail's attachments (applayer/mime.hpp): file.data, each file an instance, and what
+    // base64_data decodes of it. The mail's other buffers are not built.
+    for (const SigOp& o : s.ops)
+      if (o.buf != kBufHttpResponseBody && o.buf != kBufBase64)
+        return "skip:app-layer:smtp " + std::string(o.buf == kBufPayload ? "payload beside file.data" : sig_buf_name(o.buf));
+    for (const auto& [b, c] : s.bsize)
+      if (b != kBufHttpResponseBody) return "skip:app-layer:smtp bsize on " + std::string(sig_buf_name(b));
+    if (s.dsize.on || s.has_flags || s.itype.on || s.icode.on || s.only_stream || s.no_stream || s.rule.tcp_pkt ||
+        s.rule.tcp_stream)
+      return "skip:app-layer:smtp rule with packet conditions";
+    if (s.flow_dir == 2) return "error:file.data of a mail is sent to the server (flow:to_client)";
+    s.gate_proto.clear();
+    s.app_proto = 4;
+    s.rule.proto = 6;
+    s.mode = 0;
+    s.ip_only = false;
+    return "";
+  }
   if (!s.gate_proto.empty() && s.app) {
-    // No parser for the protocol: none of its buffers (file.data of an e-mail, ...) exists.
+    // No parser for the protocol: none of its buffers (the mail's headers, ...) exists.
     for (const SigOp& o : s.ops)
       if (o.buf != kBufPayload)
         return "skip:app-layer:" + s.gate_proto + " " + (o.buf == kBufHttpResponseBody ? "file.data" : sig_buf_name(o.buf));

@@ -214,7 +214,7 @@ struct Signature {
   // smb; Suricata's app_proto name): a packet or stream signature that matches only on flows
   // detected as that protocol, as of the matching packet (decided on the host, detect.hpp).
   std::string gate_proto;
-  uint8_t app_proto = 0;           // 1 http, 2 tls (from the header's protocol or the buffers)
+  uint8_t app_proto = 0;           // 1 http, 2 tls, 3 dns, 4 smtp (from the header's protocol or the buffers)
   NumCond urilen;                  // urilen (on the normalized URI, or the raw one with urilen_raw)
   bool urilen_raw = false;
   // tls.version: the hello version of the inspected direction (Suricata's: to the server the
