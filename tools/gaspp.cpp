@@ -428,7 +428,7 @@ int main(int argc, char** argv) {
       }
     }, [&](const std::vector<FlowRecordOut>& recs) {
       if (eve) eve->write_flows(recs);
-    }, [&](const std::vector<StreamChunk>& chunks, const std::vector<uint8_t>& bytes) {
+    }, [&](const std::vector<StreamChunk>& chunks, std::span<const uint8_t> bytes) {
       if (dump) dump->write(chunks, bytes);
     }, [&](const StreamFlushModules& m, const std::vector<FlowRecordOut>& flows) {
       if (!modules.empty() || modules.wants_app_layer())

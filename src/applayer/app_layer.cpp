@@ -317,7 +317,7 @@ void AppLayer::datagram(const AppDatagram& d, const uint8_t* p, std::vector<AppU
   f.dns->clear_touched();
 }
 
-void AppLayer::process(const std::vector<StreamChunk>& chunks, const std::vector<uint8_t>& bytes,
+void AppLayer::process(const std::vector<StreamChunk>& chunks, std::span<const uint8_t> bytes,
                        std::vector<AppUpdate>& out, const std::vector<AppDatagram>& datagrams,
                        const std::vector<uint8_t>& dgram_bytes) {
   release_touched();

@@ -47,6 +47,7 @@
 #include <memory>
 #include <string>
 #include <unordered_map>
+#include <span>
 #include <vector>
 
 #include "applayer/dns.hpp"
@@ -113,7 +114,7 @@ class AppLayer {
   explicit AppLayer(const AppLayerConfig& cfg = {}) : cfg_(cfg) {}
   // A batch's stream chunks (their bytes in `bytes`) and UDP datagrams (theirs in `dgram_bytes`),
   // in capture order; the updates of the previous call are no longer valid.
-  void process(const std::vector<StreamChunk>& chunks, const std::vector<uint8_t>& bytes, std::vector<AppUpdate>& out,
+  void process(const std::vector<StreamChunk>& chunks, std::span<const uint8_t> bytes, std::vector<AppUpdate>& out,
                const std::vector<AppDatagram>& datagrams = {}, const std::vector<uint8_t>& dgram_bytes = {});
   // The flows that left the flow table: their state goes; unlogged(flow id, key, client_lo, tx)
   // is called first for each transaction no output logged yet (the flow's last word on it).

@@ -14,7 +14,7 @@ AppShards::AppShards(const AppLayerConfig& cfg, int threads)
   for (size_t s = 0; s < kShards; ++s) shards_.push_back(std::make_unique<AppLayer>(c));
 }
 
-void AppShards::process(const std::vector<StreamChunk>& chunks, const std::vector<uint8_t>& bytes,
+void AppShards::process(const std::vector<StreamChunk>& chunks, std::span<const uint8_t> bytes,
                         const std::vector<AppDatagram>& datagrams, const std::vector<uint8_t>& dgram_bytes,
                         const ShardFn& then) {
   for (Part& p : part_) {

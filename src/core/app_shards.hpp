@@ -24,6 +24,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <span>
 #include <vector>
 
 #include "applayer/app_layer.hpp"
@@ -46,7 +47,7 @@ class AppShards {
   // a pool thread, which then calls then(shard, worker, its updates) (worker < workers(); a
   // worker runs one shard at a time). Returns when every shard is done (it waits).
   using ShardFn = std::function<void(size_t shard, int worker, std::vector<AppUpdate>& updates)>;
-  void process(const std::vector<StreamChunk>& chunks, const std::vector<uint8_t>& bytes,
+  void process(const std::vector<StreamChunk>& chunks, std::span<const uint8_t> bytes,
                const std::vector<AppDatagram>& datagrams, const std::vector<uint8_t>& dgram_bytes, const ShardFn& then);
   // The updates of shard s's last process() (valid until the next).
   const std::vector<AppUpdate>& updates(size_t s) const { return part_[s].updates; }

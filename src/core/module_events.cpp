@@ -109,7 +109,7 @@ void ModuleSet::gather_datagrams(const PacketBatch& b) {
   std::erase_if(sorted_, [mod](const ModuleEvent& e) { return e.module == mod; });
 }
 
-void ModuleSet::app_events(const std::vector<StreamChunk>& chunks, const std::vector<uint8_t>& bytes) {
+void ModuleSet::app_events(const std::vector<StreamChunk>& chunks, std::span<const uint8_t> bytes) {
   if (!app_ || (chunks.empty() && datagrams_.empty())) return;
   uint64_t clock = host_times_on_ ? now_ns() : 0;
   // Each shard's modules inspect its updates on the thread that parsed them.
@@ -202,7 +202,7 @@ void ModuleSet::finish_batch(const PacketBatch& b, ModuleOutput& out) {
   sorted_.assign(b.events.begin(), b.events.end());
   gather_datagrams(b);
   host_time("events in, datagrams", clock);
-  app_events(b.stream_chunks, b.stream_bytes);
+  app_events(b.stream_chunks, b.stream_data());
   if (host_times_on_) clock = now_ns();
   sort_events(sorted_);
   host_time("events sorted", clock);
@@ -256,7 +256,7 @@ void ModuleSet::finish_batch(const PacketBatch& b, ModuleOutput& out) {
 
 void ModuleSet::finish_flush(const std::vector<ModuleEvent>& events, const std::vector<uint64_t>& module_counts,
                              const std::vector<FlowRecordOut>& flows, ModuleOutput& out,
-                             const std::vector<StreamChunk>& chunks, const std::vector<uint8_t>& bytes) {
+                             const std::vector<StreamChunk>& chunks, std::span<const uint8_t> bytes) {
   add_counts(module_counts);
   app_logs_.clear();
   sorted_.assign(events.begin(), events.end());

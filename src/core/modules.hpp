@@ -31,6 +31,7 @@
 #include <memory>
 #include <string>
 #include <unordered_map>
+#include <span>
 #include <vector>
 
 #include "applayer/app_layer.hpp"
@@ -119,7 +120,7 @@ class ModuleSet {
   // chunks, bytes: the reassembled data flushed then, for the application layer.
   void finish_flush(const std::vector<ModuleEvent>& events, const std::vector<uint64_t>& module_counts,
                     const std::vector<FlowRecordOut>& flows, ModuleOutput& out,
-                    const std::vector<StreamChunk>& chunks = {}, const std::vector<uint8_t>& bytes = {});
+                    const std::vector<StreamChunk>& chunks = {}, std::span<const uint8_t> bytes = {});
   // Some module inspects application-layer transactions: the pipeline must gather stream data
   // (RunOptions::want_streams) and the batch's chunks go through the application layer.
   bool wants_app_layer() const { return app_ != nullptr; }
@@ -196,7 +197,7 @@ class ModuleSet {
  private:
   void account_verdicts(const PacketBatch& b, ModuleOutput& out);
   // Runs the chunks through the application layer and appends the modules' events on them.
-  void app_events(const std::vector<StreamChunk>& chunks, const std::vector<uint8_t>& bytes);
+  void app_events(const std::vector<StreamChunk>& chunks, std::span<const uint8_t> bytes);
   // Starts the application layer (threads: AppShards') and tells the modules its workers.
   void start_app_layer(const AppLayerConfig& c, int threads);
   std::shared_ptr<AppShards> app_;

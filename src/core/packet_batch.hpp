@@ -12,6 +12,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <type_traits>
+#include <span>
 #include <vector>
 
 #include "decode/counters.hpp"
@@ -152,10 +153,17 @@ struct PacketBatch {
   std::vector<uint32_t> flow_slot;
   std::vector<uint8_t> flow_flags;
   // Reassembled TCP data of the batch (stream/stream.hpp), filled when want_streams: chunks grouped
-  // by flow id and direction, in stream order within each; a chunk's bytes are at stream_bytes + data.
+  // by flow id and direction, in stream order within each; a chunk's bytes are at
+  // stream_data().data() + data: in stream_bytes, or where a backend hands out its own memory
+  // instead of copying (stream_bytes_lent: the CUDA backend's pinned buffer of the slot, valid
+  // until the slot runs again, after the batch's consumers).
   bool want_streams = false;
   std::vector<StreamChunk> stream_chunks;
   std::vector<uint8_t> stream_bytes;
+  std::span<const uint8_t> stream_bytes_lent;
+  std::span<const uint8_t> stream_data() const {
+    return stream_bytes_lent.data() ? stream_bytes_lent : std::span<const uint8_t>(stream_bytes);
+  }
   // Modules (core/modules.hpp): the events they raised (any order; ModuleSet sorts them) and their
   // counters, kModuleCounters per module in pipeline order. Verdict bits are in h_verdict.
   std::vector<ModuleEvent> events;

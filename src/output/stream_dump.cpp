@@ -85,7 +85,7 @@ OutFile& StreamDumpWriter::open(Stream& s) {
   return s.f;
 }
 
-void StreamDumpWriter::write(const std::vector<StreamChunk>& chunks, const std::vector<uint8_t>& bytes) {
+void StreamDumpWriter::write(const std::vector<StreamChunk>& chunks, std::span<const uint8_t> bytes) {
   for (const StreamChunk& c : chunks) {
     Stream& s = stream_of(c);
     const char* dir = c.dir == 0 ? "c2s" : "s2c";

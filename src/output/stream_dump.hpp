@@ -19,6 +19,7 @@
 #include <cstdio>
 #include <string>
 #include <unordered_map>
+#include <span>
 #include <vector>
 
 #include "output/out_file.hpp"
@@ -37,7 +38,7 @@ class StreamDumpWriter {
   StreamDumpWriter(const StreamDumpWriter&) = delete;
   StreamDumpWriter& operator=(const StreamDumpWriter&) = delete;
   // Appends a batch's chunks (grouped by flow and direction, in order within each).
-  void write(const std::vector<StreamChunk>& chunks, const std::vector<uint8_t>& bytes);
+  void write(const std::vector<StreamChunk>& chunks, std::span<const uint8_t> bytes);
   // Closes every file, checked; throws OutputError naming the first that could not be written.
   void close();
   uint64_t files() const { return streams_.size(); }

@@ -122,7 +122,7 @@ RunReport run_source(Source& src, Backend& backend, const RunOptions& opt, const
     // The batch's packets (module events: alerts) before the flows that ended in it.
     if (on_batch) on_batch(b);
     if (on_flows && !b.flow_records.empty()) on_flows(b.flow_records);
-    if (on_streams && !b.stream_chunks.empty()) on_streams(b.stream_chunks, b.stream_bytes);
+    if (on_streams && !b.stream_chunks.empty()) on_streams(b.stream_chunks, b.stream_data());
     busy[size_t(s)] = false;
     if (last_seq[size_t(s)] != kNoRecord) src.release(last_seq[size_t(s)]);
   };

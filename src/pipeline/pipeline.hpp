@@ -19,6 +19,7 @@
 #include <cstdint>
 #include <functional>
 #include <string>
+#include <span>
 #include <vector>
 
 #include "backend/backend.hpp"
@@ -186,7 +187,7 @@ using FlowRecordCallback = std::function<void(const std::vector<FlowRecordOut>&)
 
 // Receives reassembled TCP data (with want_streams): each batch's chunks, then at the end of the
 // run what the out-of-order buffer still held. Chunk bytes are at bytes + chunk.data.
-using StreamCallback = std::function<void(const std::vector<StreamChunk>& chunks, const std::vector<uint8_t>& bytes)>;
+using StreamCallback = std::function<void(const std::vector<StreamChunk>& chunks, std::span<const uint8_t> bytes)>;
 
 // Receives, at the end of the run, what stream modules raised on the data the out-of-order buffer
 // still held (Backend::flush_streams), with the flows still open then (those handed to on_flows

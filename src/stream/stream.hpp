@@ -192,5 +192,7 @@ const char* overlap_policy_name(OverlapPolicy p);
 // Groups chunks by (flow id, direction), keeping their order within a group (which is stream order:
 // one thread emits a direction's chunks, in order). Makes the lists equal on both backends.
 void sort_stream_chunks(std::vector<StreamChunk>& v);
+// The same order, of n chunks at src (another buffer: the CUDA backend's pinned copy), into out.
+void sort_stream_chunks_from(const StreamChunk* src, size_t n, std::vector<StreamChunk>& out);
 
 }  // namespace gaspp

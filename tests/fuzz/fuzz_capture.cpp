@@ -55,7 +55,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       // Reassembly (4-segment out-of-order buffer here, so drops happen too): every chunk's bytes
       // lie in the batch's buffer.
       RunReport r = run_capture(cap, *backend, ro, nullptr, nullptr,
-                                [](const std::vector<StreamChunk>& chunks, const std::vector<uint8_t>& bytes) {
+                                [](const std::vector<StreamChunk>& chunks, std::span<const uint8_t> bytes) {
                                   for (const StreamChunk& c : chunks)
                                     if (!(c.flags & kChunkConflict) && uint64_t(c.data) + c.len > bytes.size())
                                       __builtin_trap();

@@ -808,7 +808,7 @@ TEST(Modules, StreamHookSeesEveryByteInOrderAcrossBatches) {
         [&](const std::vector<FlowRecordOut>& recs) {
           for (const FlowRecordOut& r : recs) flows[r.rec.flow_id] = r.rec;
         },
-        [&](const std::vector<StreamChunk>& chunks, const std::vector<uint8_t>& bytes) {
+        [&](const std::vector<StreamChunk>& chunks, std::span<const uint8_t> bytes) {
           const bool final_flush = !batch_pending;
           batch_pending = false;
           for (const StreamChunk& c : chunks) {

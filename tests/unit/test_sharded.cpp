@@ -39,7 +39,7 @@ std::string key_text(const FlowKey& k) {
   return b;
 }
 
-void add_chunks(Seen& s, const std::vector<StreamChunk>& chunks, const std::vector<uint8_t>& bytes, const char* what) {
+void add_chunks(Seen& s, const std::vector<StreamChunk>& chunks, std::span<const uint8_t> bytes, const char* what) {
   for (const StreamChunk& c : chunks) {
     const bool has_bytes = !(c.flags & kChunkConflict) && c.len;
     const std::string data = has_bytes ? std::string(reinterpret_cast<const char*>(bytes.data()) + c.data, c.len) : "";
@@ -144,7 +144,7 @@ Seen run(const CaptureFile& cap, uint32_t batch, int shards, bool firewall) {
         s.lines.push_back(m);
       },
       [&](const std::vector<FlowRecordOut>& r) { add_records(s, r, "record"); },
-      [&](const std::vector<StreamChunk>& c, const std::vector<uint8_t>& b) { add_chunks(s, c, b, "chunk"); },
+      [&](const std::vector<StreamChunk>& c, std::span<const uint8_t> b) { add_chunks(s, c, b, "chunk"); },
       [&](const StreamFlushModules& m, const std::vector<FlowRecordOut>&) {
         std::vector<std::string> ev;
         for (const ModuleEvent& e : m.events) ev.push_back(event_text(e));

@@ -55,7 +55,7 @@ StreamRun run_streams(const CaptureFile& cap, uint32_t batch, BackendConfig bc =
   auto be = test::make_backend(bc);
   StreamRun r;
   r.rep = run_capture(cap, *be, ro, nullptr, nullptr,
-                      [&](const std::vector<StreamChunk>& chunks, const std::vector<uint8_t>& bytes) {
+                      [&](const std::vector<StreamChunk>& chunks, std::span<const uint8_t> bytes) {
                         for (const StreamChunk& c : chunks) {
                           DirOut& d = r.dirs[{c.flow_id, c.dir}];
                           if (d.name.empty()) d.name = stream_file_name(c);
@@ -747,7 +747,7 @@ TEST(Stream, AHoleTheReceiverAcknowledgedIsAGapAtThatAck) {
     ro.want_streams = true;
     auto be = test::make_backend(bc);
     int call = 0, after_gap_at = -1, end_at = -1;
-    run_capture(cap, *be, ro, nullptr, nullptr, [&](const std::vector<StreamChunk>& chunks, const std::vector<uint8_t>&) {
+    run_capture(cap, *be, ro, nullptr, nullptr, [&](const std::vector<StreamChunk>& chunks, std::span<const uint8_t>) {
       ++call;
       for (const StreamChunk& c : chunks) {
         if (c.dir != 0 || (c.flags & kChunkConflict)) continue;

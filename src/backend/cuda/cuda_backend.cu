@@ -52,7 +52,6 @@
 #include "backend/cuda/transfer.hpp"
 #include "core/module_stage.hpp"
 #include "core/stage_plan.hpp"
-#include "core/thread_pool.hpp"
 #include "stream/stream.hpp"
 
 namespace gaspp {
@@ -254,14 +253,24 @@ class CudaBackend final : public Backend, private StageExecutor {
     for (int k = 0; k < c_count_; ++k) s.batch.counters.v[k] = s.h_counters.get()[k];
     s.batch.flow_records.clear();
     s.batch.stream_chunks.clear();
-    if (!s.streams_back) s.batch.stream_bytes.clear();  // else collect_chunks sizes it
+    s.batch.stream_bytes.clear();
+    s.batch.stream_bytes_lent = {};
     if (table_) {
       const uint32_t n = std::min(*s.record_count.get(), record_capacity_);
       s.batch.flow_records.assign(s.records.get(), s.records.get() + n);
       sort_flow_records(s.batch.flow_records);
       part("host copy-back: flow records");
     }
-    if (s.streams_back) collect_chunks(s, s.batch.stream_chunks, s.batch.stream_bytes, part);
+    if (s.streams_back) {
+      // The chunks sorted straight out of pinned memory; the bytes are not copied: the batch
+      // points at the slot's pinned buffer, which the next submit of this slot overwrites only
+      // after the batch's consumers are done (the pipeline finishes a slot before refilling it).
+      const uint32_t n = std::min(s.h_stream_counts.get()[0], sbuf_.chunk_cap());
+      const uint64_t nbytes = std::min<uint64_t>(s.h_stream_counts.get()[1], stream_bytes_cap());
+      sort_stream_chunks_from(s.chunks.get(), n, s.batch.stream_chunks);
+      s.batch.stream_bytes_lent = std::span<const uint8_t>(s.stream_bytes.get(), size_t(nbytes));
+      part("host copy-back: stream chunks sorted");
+    }
     s.batch.events.clear();
     s.batch.module_counts.clear();
     if (!cfg_.modules.empty()) {
@@ -394,7 +403,6 @@ class CudaBackend final : public Backend, private StageExecutor {
 
   void mark(Slot& s, cudaStream_t st, const char* name) { s.marks.mark(st, name); }
   std::vector<StageTime> stage_times_;
-  std::unique_ptr<ThreadPool> copy_pool_;  // collect_chunks' copy of the stream bytes
 
   // The stages (core/stage_plan.hpp), queued on the stream of the slot in cur_.
   void decode() override {
@@ -671,29 +679,12 @@ class CudaBackend final : public Backend, private StageExecutor {
                                      cudaMemcpyDeviceToHost, st));
   }
 
-  // part(name): called after each step, for --stage-times (a no-op without it).
-  template <typename Part = void (*)(const char*)>
-  void collect_chunks(Slot& s, std::vector<StreamChunk>& chunks, std::vector<uint8_t>& bytes,
-                      Part&& part = [](const char*) {}) {
+  // The final flush's chunks and bytes, copied out of slot s's pinned buffers.
+  void collect_chunks(Slot& s, std::vector<StreamChunk>& chunks, std::vector<uint8_t>& bytes) {
     const uint32_t n = std::min(s.h_stream_counts.get()[0], sbuf_.chunk_cap());
     const uint64_t nbytes = std::min<uint64_t>(s.h_stream_counts.get()[1], stream_bytes_cap());
-    chunks.assign(s.chunks.get(), s.chunks.get() + n);
-    part("host copy-back: stream chunks");
-    // Every byte of the batch's streams, out of pinned memory on several threads: on one it was
-    // the largest serial step of a batch with the application layer on. The vector keeps its size
-    // between batches, so that resize fills with zeros only what the last batch did not reach.
-    bytes.resize(nbytes);
-    part("host copy-back: stream bytes resize");
-    if (!copy_pool_) copy_pool_ = std::make_unique<ThreadPool>(int(std::min(8u, std::max(1u, std::thread::hardware_concurrency()))));
-    constexpr uint64_t kPiece = 1u << 20;
-    const uint8_t* from = s.stream_bytes.get();
-    copy_pool_->parallel_for((nbytes + kPiece - 1) / kPiece, [&](uint64_t begin, uint64_t end, int) {
-      const uint64_t a = begin * kPiece, e = std::min(nbytes, end * kPiece);
-      std::memcpy(bytes.data() + a, from + a, e - a);
-    });
-    part("host copy-back: stream bytes copy");
-    sort_stream_chunks(chunks);
-    part("host copy-back: chunk sort");
+    sort_stream_chunks_from(s.chunks.get(), n, chunks);
+    bytes.assign(s.stream_bytes.get(), s.stream_bytes.get() + nbytes);
   }
 
   // Declared before what it outlives: the green contexts (part_) before the slots' streams made in

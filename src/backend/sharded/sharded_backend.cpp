@@ -285,7 +285,7 @@ class ShardedBackend final : public Backend {
 
   // Appends shard s's chunks and bytes; idx maps its packet indices back (null: no packets).
   void append_chunks(std::vector<StreamChunk>& chunks, std::vector<uint8_t>& bytes, const std::vector<StreamChunk>& c,
-                     const std::vector<uint8_t>& b, uint32_t s, const std::vector<uint32_t>* idx) const {
+                     std::span<const uint8_t> b, uint32_t s, const std::vector<uint32_t>* idx) const {
     const uint32_t base_chunk = uint32_t(chunks.size());
     const uint32_t base_byte = uint32_t(bytes.size());
     for (StreamChunk x : c) {
@@ -353,7 +353,7 @@ class ShardedBackend final : public Backend {
       b.compacted = b.compacted || ib.compacted;
       if (ib.h_pkt_counts) b.h_pkt_counts = sl.pkt_counts.data();
       b.flow_records.insert(b.flow_records.end(), ib.flow_records.begin(), ib.flow_records.end());
-      append_chunks(b.stream_chunks, b.stream_bytes, ib.stream_chunks, ib.stream_bytes, s, &idx);
+      append_chunks(b.stream_chunks, b.stream_bytes, ib.stream_chunks, ib.stream_data(), s, &idx);
       for (ModuleEvent e : ib.events) {
         if (e.packet != kNoPacket) e.packet = idx[e.packet];
         b.events.push_back(e);
