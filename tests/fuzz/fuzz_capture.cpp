@@ -1,8 +1,9 @@
 // libFuzzer target over the capture reader, the decoder, flow tracking and reassembly.
 //
 // The input is taken three ways: as a whole capture file (global header, records: the walker's
-// validation and the batcher, then the decoder on each record, through the CPU backend), and, after
-// the first byte picks a link type, as one raw frame for decode_frame(). Built with ASan and UBSan
+// validation and the batcher, then the decoder on each record, through the CPU backend), after
+// the first byte picks a link type, as one raw frame for decode_frame(), and as the message of an
+// SMTP mail (the parser and its MIME decoder, hashing every file). Built with ASan and UBSan
 // (scripts/test.sh builds it with clang and runs it for 60 s).
 #include <cstdint>
 #include <cstring>
@@ -12,6 +13,7 @@
 #include "capture/capture_file.hpp"
 #include "pipeline/pipeline.hpp"
 #include "decode/decoder.hpp"
+#include "applayer/smtp.hpp"
 
 using namespace gaspp;
 
@@ -69,6 +71,22 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         __builtin_trap();
     } catch (const CaptureError&) {
     }
+  }
+  // 3. The input as a mail's message (after DATA was accepted), cut where its bytes say.
+  {
+    SmtpStats st;
+    SmtpConn c(st, 4, kHashMd5 | kHashSha1 | kHashSha256);
+    c.feed(1, reinterpret_cast<const uint8_t*>("220 mx\r\n"), 8);
+    c.feed(0, reinterpret_cast<const uint8_t*>("DATA\r\n"), 6);
+    c.feed(1, reinterpret_cast<const uint8_t*>("354 go\r\n"), 8);
+    const size_t cut = size ? data[0] % (size + 1) : 0;
+    c.feed(0, data, cut);
+    c.feed(0, data + cut, size - cut);
+    c.end();
+    for (const auto& t : c.txs())
+      if (t->mime)
+        for (const MimeFile& f : t->mime->files())
+          if (f.data.size() > f.size || f.data.size() > kMimeFileKeep) __builtin_trap();
   }
   return 0;
 }

@@ -535,6 +535,10 @@ std::string finish(Signature& s) {
   if (s.gate_proto == "smtp" && s.app) {
     // A mail's attachments (applayer/mime.hpp): file.data, each file an instance, and what
     // base64_data decodes of it. The mail's other buffers are not built.
+    bool file_data = false;
+    for (const SigOp& o : s.ops) file_data = file_data || o.buf == kBufHttpResponseBody;
+    if (!file_data)  // base64_data of the payload
+      return "skip:app-layer:base64_decode on packet or stream data (it is read on the application layer's buffers)";
     for (const SigOp& o : s.ops)
       if (o.buf != kBufHttpResponseBody && o.buf != kBufBase64)
         return "skip:app-layer:smtp " + std::string(o.buf == kBufPayload ? "payload beside file.data" : sig_buf_name(o.buf));
