@@ -496,6 +496,8 @@ void AppLayer::report(std::map<std::string, uint64_t>& r) const {
   r["smtp_mime_invalid_qp"] = mm.invalid_qp;
   r["smtp_mime_headers_dropped"] = mm.headers_dropped;
   r["smtp_mime_boundaries_dropped"] = mm.boundaries_dropped;
+  r["smtp_mime_urls"] = mm.urls;
+  r["smtp_mime_urls_dropped"] = mm.urls_dropped;
   r["app_flows_failed"] = stats_.flows_failed;
   r["app_flows_full"] = stats_.flows_full;
   const HttpStats& h = stats_.http;

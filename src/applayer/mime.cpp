@@ -3,6 +3,8 @@
 
 #include <strings.h>
 
+#include <cstring>
+
 #include <map>
 
 namespace gaspp {
@@ -177,6 +179,7 @@ bool MimeDecoder::headers_done() {
       }
       const std::string_view ct = std::string_view(h.value).substr(0, h.value.find(';'));
       if (ct.substr(0, 8) == "message/") encap = true;
+      type_ = ct == "text/plain" || ct == "text/html" ? Type::text : Type::other;
     }
   }
   headers_.clear();
@@ -187,6 +190,8 @@ void MimeDecoder::restart() {
   state_ = State::start;
   headers_.clear();
   enc_ = Enc::plain;
+  type_ = Type::message;
+  url_line_.clear();
   group_n_ = 0;
   name_.clear();
   held_eol_.clear();
@@ -239,34 +244,104 @@ void MimeDecoder::append(const char* p, size_t n) {
 }
 
 void MimeDecoder::end(bool truncated) {
+  if (!truncated) find_urls("\n");  // the last line, unfinished (Suricata's mime_smtp_complete)
   close_file(truncated);
   state_ = State::start;
+}
+
+// Suricata's mime_smtp_find_url_strings: whole lines to extract_urls, the rest held.
+void MimeDecoder::find_urls(std::string_view in) {
+  std::string_view all = in;
+  if (!url_line_.empty()) {
+    url_line_.append(in);
+    all = url_line_;
+  }
+  if (all.empty()) return;
+  if (all.back() == '\n' || all.size() > kMimeMaxUrlLine) {
+    extract_urls(all);
+    url_line_.clear();
+    return;
+  }
+  // The last line break among the new bytes: what is before it is whole lines.
+  const size_t nl = in.rfind('\n');
+  if (nl == std::string_view::npos) {
+    if (url_line_.empty()) url_line_.assign(in);
+    return;
+  }
+  const size_t x = all.size() - in.size() + nl;
+  extract_urls(all.substr(0, x));
+  url_line_ = std::string(all.substr(x));
+}
+
+void MimeDecoder::extract_urls(std::string_view line) {
+  static constexpr std::string_view kScheme = "http://";
+  size_t at = 0;
+  while (true) {
+    // Case-insensitive search for the scheme.
+    size_t start = std::string_view::npos;
+    for (size_t i = at; i + kScheme.size() <= line.size(); ++i)
+      if (strncasecmp(line.data() + i, kScheme.data(), kScheme.size()) == 0) {
+        start = i;
+        break;
+      }
+    if (start == std::string_view::npos) return;
+    size_t end = start;
+    while (end < line.size() && !std::strchr(" \"'<>]\t", line[end])) ++end;
+    if (urls_.size() < kMimeMaxUrls) {
+      urls_.emplace_back(line.substr(start + kScheme.size(), end - start - kScheme.size()));
+      ++st_.urls;
+    } else {
+      ++st_.urls_dropped;
+    }
+    at = end;
+  }
 }
 
 void MimeDecoder::body_line(std::string_view l, std::string_view eol) {
   if (!boundaries_.empty()) {
     const std::string& b = boundaries_.back();
     if (l.size() >= b.size() && l.compare(0, b.size(), b) == 0) {
-      if (enc_ == Enc::base64 && group_n_ > 0) base64_line(std::string_view(), true);
+      if (enc_ == Enc::base64 && group_n_ > 0 && open_ >= 0) {
+        const std::string out = base64_line(std::string_view(), true);
+        append(out.data(), out.size());
+      }
       if (l.size() >= b.size() + 2 && l[b.size()] == '-' && l[b.size() + 1] == '-') boundaries_.pop_back();
       close_file(false);
       restart();
       return;
     }
   }
-  if (open_ < 0) return;  // not a file (or one over the limit)
+  if (name_.empty()) {
+    // Not a file: text entities (and untyped ones) are read for URLs only, as sent unless base64.
+    if (type_ == Type::other) return;
+    if (enc_ == Enc::base64) find_urls(base64_line(l, false));
+    else find_urls(std::string(l) + std::string(eol));
+    return;
+  }
   switch (enc_) {
-    case Enc::plain:
+    case Enc::plain: {
+      find_urls(std::string(l) + std::string(eol));
       append(held_eol_.data(), held_eol_.size());
       append(l.data(), l.size());
       held_eol_ = eol;
       break;
-    case Enc::base64: base64_line(l, false); break;
-    case Enc::qp: qp_line(l, eol); break;
+    }
+    case Enc::base64: {
+      const std::string out = base64_line(l, false);
+      find_urls(out);
+      append(out.data(), out.size());
+      break;
+    }
+    case Enc::qp: {
+      const std::string out = qp_line(l, eol);
+      find_urls(out);
+      append(out.data(), out.size());
+      break;
+    }
   }
 }
 
-void MimeDecoder::base64_line(std::string_view l, bool flush) {
+std::string MimeDecoder::base64_line(std::string_view l, bool flush) {
   std::string out;
   out.reserve(l.size() * 3 / 4 + 3);
   const auto group = [&]() {
@@ -284,21 +359,21 @@ void MimeDecoder::base64_line(std::string_view l, bool flush) {
   if (flush) {
     while (group_n_ < 4) group_[group_n_++] = '=';
     // A lone character left ("X===") decodes to nothing, as in Suricata (not counted there either).
-    if (group()) append(out.data(), out.size());
-    return;
+    if (!group()) out.clear();
+    return out;
   }
   for (const char c : l) {
     if (b64_value(c) < 0 && c != '=') continue;
     group_[group_n_++] = c;
     if (group_n_ == 4 && !group()) {
       ++st_.invalid_base64;
-      return;  // the line adds nothing
+      return std::string();  // the line adds nothing
     }
   }
-  append(out.data(), out.size());
+  return out;
 }
 
-void MimeDecoder::qp_line(std::string_view in, std::string_view eol) {
+std::string MimeDecoder::qp_line(std::string_view in, std::string_view eol) {
   std::string line;
   std::string_view l = in;
   if (!qp_carry_.empty()) {
@@ -331,7 +406,7 @@ void MimeDecoder::qp_line(std::string_view in, std::string_view eol) {
   }
   if (in.empty() && qp_carry_.empty()) held_eol_ = eol;
   else if (!soft) out += eol;
-  append(out.data(), out.size());
+  return out;
 }
 
 }  // namespace gaspp

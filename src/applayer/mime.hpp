@@ -30,14 +30,23 @@
 //   anything else: the lines as sent with the line breaks between them; the break before the
 //     boundary (or the message's end) belongs to it and is not part of the file.
 // A file open when the message ends with "." is closed; one open when the flow ends is truncated.
-// Entities without a file name are not kept. Differences from Suricata: a plain line ending in a
-// bare LF adds "\n" (Suricata adds two bytes, the LF and a stale one); an invalid base64 group
-// restarts the group (Suricata keeps decoding from the half-decoded group); URLs are not extracted
-// (no email.url).
+// Entities without a file name are not kept.
+//
+// URLs (email.url, Suricata's extract-urls with its default scheme list, http://): in the body
+// lines of text/plain, text/html and untyped entities and of files — as sent for plain and
+// quoted-printable text entities, decoded for base64 ones and for files — each case-insensitive
+// "http://" starts one that runs to the next space, tab, '"', '\'', '<', '>' or ']' (a line's
+// break included, as Suricata's), logged without the scheme; decoded bytes are cut into lines
+// first (a URL across two base64 lines is found), and the message's end flushes the last one.
+//
+// Differences from Suricata: a plain line ending in a bare LF adds "\n" (Suricata adds two bytes,
+// the LF and a stale one); an invalid base64 group restarts the group (Suricata keeps decoding from
+// the half-decoded group).
 //
 // Limits, each counted (MimeStats): kMimeMaxFiles files per message (later ones not kept,
 // files_dropped); each file keeps its first kMimeFileKeep decoded bytes for inspection (the rest
-// is counted in its size and hashes, bytes_not_kept); kMimeMaxHeaders fields per header block and
+// is counted in its size and hashes, bytes_not_kept); kMimeMaxUrls URLs per message (urls_dropped);
+// kMimeMaxHeaders fields per header block and
 // kMimeMaxHeaderValue bytes per value (Suricata's header-value-depth), the excess dropped
 // (headers_dropped).
 //
@@ -66,6 +75,8 @@ constexpr size_t kMimeMaxHeaders = 256;
 constexpr size_t kMimeMaxHeaderValue = 2000;
 constexpr size_t kMimeMaxBoundaries = 64;
 constexpr size_t kMimeMaxName = 255;
+constexpr size_t kMimeMaxUrls = 1024;
+constexpr size_t kMimeMaxUrlLine = 8192;  // Suricata's SMTP_MIME_MAX_DECODED_LINE_LENGTH
 
 // Which hashes of each file to compute (Suricata's force-hash): bits.
 enum FileHash : uint8_t { kHashMd5 = 1, kHashSha1 = 2, kHashSha256 = 4 };
@@ -74,7 +85,7 @@ uint8_t file_hash_bit(std::string_view name);
 
 struct MimeStats {
   uint64_t files = 0, files_dropped = 0, bytes_not_kept = 0, invalid_base64 = 0, invalid_qp = 0,
-           headers_dropped = 0, boundaries_dropped = 0;
+           headers_dropped = 0, boundaries_dropped = 0, urls = 0, urls_dropped = 0;
 };
 
 struct MimeFile {
@@ -99,10 +110,13 @@ class MimeDecoder {
   const std::vector<MimeFile>& files() const { return files_; }
   // Every file name the headers gave (email.attachment), files not kept included.
   const std::vector<std::string>& attachments() const { return attachments_; }
+  // The URLs found (email.url), in the order found.
+  const std::vector<std::string>& urls() const { return urls_; }
 
  private:
   enum class State : uint8_t { start, header, body };
   enum class Enc : uint8_t { plain, base64, qp };
+  enum class Type : uint8_t { message, text, other };  // no Content-Type; text/plain or text/html
   struct Header {
     std::string name, value;
   };
@@ -116,8 +130,10 @@ class MimeDecoder {
   void close_file(bool truncated);
   void append(const char* p, size_t n);
   void body_line(std::string_view l, std::string_view eol);
-  void base64_line(std::string_view l, bool flush);
-  void qp_line(std::string_view l, std::string_view eol);
+  std::string base64_line(std::string_view l, bool flush);  // the bytes decoded
+  std::string qp_line(std::string_view l, std::string_view eol);
+  void find_urls(std::string_view in);
+  void extract_urls(std::string_view line);
 
   MimeStats& st_;
   uint8_t hashes_;
@@ -126,6 +142,8 @@ class MimeDecoder {
   std::vector<std::string> boundaries_;
   std::string name_;  // the current entity's file name (empty: not a file)
   Enc enc_ = Enc::plain;
+  Type type_ = Type::message;
+  std::string url_line_;  // decoded bytes after the last line break, waiting for the rest of their line
   int open_ = -1;  // the open file's index, if any
   HashCtx hash_[3];
   // base64: the group in progress; plain and quoted-printable: the line break held back (an
@@ -136,6 +154,7 @@ class MimeDecoder {
   std::string qp_carry_;
   std::vector<MimeFile> files_;
   std::vector<std::string> attachments_;
+  std::vector<std::string> urls_;
 };
 
 }  // namespace gaspp

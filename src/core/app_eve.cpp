@@ -145,7 +145,11 @@ std::string eve_smtp_objects(const SmtpTx& t) {
   opt(j, "date", t.date);
   opt(j, "message_id", t.message_id);
   opt(j, "x_mailer", t.x_mailer);
-  if (t.mime) list(j, "attachment", t.mime->attachments());
+  if (t.mime) {
+    list(j, "attachment", t.mime->attachments());
+    // Suricata logs them last found first.
+    list(j, "url", std::vector<std::string>(t.mime->urls().rbegin(), t.mime->urls().rend()));
+  }
   return j + "}";
 }
 

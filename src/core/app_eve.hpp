@@ -57,8 +57,8 @@ std::string eve_ssh_event(uint64_t ts_ns, uint64_t flow_id, uint64_t pcap_cnt, c
 // ended, RSET, or the flow's end): tx_id, `"smtp":{"helo","mail_from","rcpt_to":[...]}` and
 // `"email":{"status","from","to":[...],"cc":[...],"subject","date","message_id","x_mailer"}` (the
 // members present; status PARSE_DONE when the message ended with its ".", else HEADER_READY once
-// its headers were read, BODY_STARTED otherwise), and `attachment` (the file names the message's
-// MIME headers gave, applayer/mime.hpp).
+// its headers were read, BODY_STARTED otherwise), `attachment` (the file names the message's
+// MIME headers gave, applayer/mime.hpp) and `url` (the URLs of its text, last found first).
 std::string eve_smtp_objects(const SmtpTx& t);
 std::string eve_smtp_event(uint64_t ts_ns, uint64_t flow_id, uint64_t pcap_cnt, const FlowKey& key, bool client_lo,
                            const SmtpTx& t);

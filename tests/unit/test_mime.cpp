@@ -133,6 +133,29 @@ TEST(Mime, DecodesTheFilesSuricataDoes) {
   }
 }
 
+// email.url, as Suricata's extract-urls finds them (rust/src/mime/smtp.rs): "http://" in any case,
+// up to a space, tab, quote, '<', '>' or ']' (a line break is part of a URL), the scheme dropped;
+// text and untyped entities as sent, base64 ones and files decoded; a URL cut across two base64
+// lines is found whole; entities of other types (a multipart's preamble too) are not read.
+TEST(Mime, FindsTheUrlsSuricataDoes) {
+  MimeStats st;
+  MimeDecoder m(st);
+  const std::string msg =
+      "Content-Type: multipart/mixed; boundary=b\n\npre http://preamble.example/ (a multipart's: not read)\n--b\n"
+      "Content-Type: text/plain\n\nsee http://a.example/x and HTTP://B.example/y<z>\nend http://eol.example/e\n--b\n"
+      "Content-Type: text/html\n\n<a href=\"http://c.example/p?q=1\">c</a> [http://d.example]\n--b\n"
+      "Content-Type: text/plain\nContent-Transfer-Encoding: base64\n\n"
+      // base64 of "go http://split.example/abc now\n", cut inside the URL's bytes
+      "Z28gaHR0cDovL3NwbGl0LmV4\nYW1wbGUvYWJjIG5vdwo=\n--b\n"
+      "Content-Type: application/pdf\n\nhttp://not-read.example/\n--b\n"
+      "Content-Disposition: attachment; filename=f.txt\n\nin a file http://file.example/f\t.\n--b--\n";
+  feed(m, msg);
+  m.end();
+  EXPECT_EQ(m.urls(), (std::vector<std::string>{"a.example/x", "B.example/y", "eol.example/e\r\n",
+                                                "c.example/p?q=1", "d.example", "split.example/abc", "file.example/f"}));
+  EXPECT_EQ(st.urls, 7u);
+}
+
 TEST(Mime, HashesEveryByteAndKeepsTheFirstMegabyte) {
   MimeStats st;
   MimeDecoder m(st, kHashMd5 | kHashSha1 | kHashSha256);
