@@ -488,6 +488,7 @@ void AppLayer::report(std::map<std::string, uint64_t>& r) const {
   r["smtp_gaps"] = stats_.smtp.gaps;
   r["smtp_txs_dropped"] = stats_.smtp.txs_dropped;
   r["smtp_starttls"] = stats_.smtp.starttls;
+  r["smtp_bdat_invalid"] = stats_.smtp.bdat_invalid;
   const MimeStats& mm = stats_.smtp.mime;
   r["smtp_files"] = mm.files;
   r["smtp_files_dropped"] = mm.files_dropped;

@@ -55,6 +55,15 @@ void SmtpConn::feed(int dir, const uint8_t* p, size_t n, bool gap) {
   }
   std::string& b = buf_[dir];
   for (size_t i = 0; i < n && !tls_; ++i) {
+    if (dir == 0 && bdat_left_ > 0) {
+      // A BDAT chunk's bytes: the message, counted, not commands.
+      const size_t k = size_t(std::min<uint64_t>(bdat_left_, n - i));
+      bdat_bytes(reinterpret_cast<const char*>(p + i), k);
+      bdat_left_ -= k;
+      i += k - 1;
+      if (bdat_left_ == 0 && bdat_last_) bdat_end();
+      continue;
+    }
     const char c = char(p[i]);
     if (c == '\n') {
       if (!overlong_[dir]) {
@@ -145,6 +154,19 @@ void SmtpConn::command(std::string_view l) {
     SmtpTx* t = current(true);
     if (t->rcpt_to.size() < kSmtpMaxRcpt) t->rcpt_to.push_back(param(l, 7));
     touch(t);
+  } else if (starts_nocase(l, "bdat") && !data_mode_) {
+    uint64_t size = 0;
+    bool last = false;
+    if (parse_bdat(l, size, last)) {
+      SmtpTx* t = current(true);
+      start_data(t);
+      bdat_left_ = size;
+      bdat_last_ = last;
+      if (size == 0 && last) bdat_end();
+    } else {
+      ++st_.bdat_invalid;  // the server rejects it: no chunk follows
+      current(true);
+    }
   } else if (starts_nocase(l, "starttls")) {
     kind = Cmd::starttls;
   } else if (starts_nocase(l, "data")) {
@@ -196,16 +218,70 @@ void SmtpConn::start_data(SmtpTx* t) {
 void SmtpConn::message_line(std::string_view l, std::string_view eol) {
   SmtpTx* t = current(true);
   if (l == ".") {
-    if (t->mime) t->mime->end();
-    if (!t->headers_done) header_done();
-    t->headers_done = true;
-    t->message_done = true;
+    message_end(t);
     data_mode_ = false;
-    complete(t);
     pending_.push_back(Cmd::other);  // the server's reply to the message
     return;
   }
   if (!l.empty() && l[0] == '.') l.remove_prefix(1);  // dot-stuffing
+  message_content(t, l, eol);
+}
+
+void SmtpConn::message_end(SmtpTx* t) {
+  if (t->mime) t->mime->end();
+  if (!t->headers_done) header_done();
+  t->headers_done = true;
+  t->message_done = true;
+  complete(t);
+}
+
+// Suricata's SMTPParseCommandBDAT: "BDAT", spaces, the chunk's size (decimal, 32 bits), and
+// optionally spaces and LAST; anything else is invalid.
+bool SmtpConn::parse_bdat(std::string_view l, uint64_t& size, bool& last) {
+  size_t i = 4;
+  while (i < l.size() && l[i] == ' ') ++i;
+  if (i == 4 || i == l.size()) return false;
+  const size_t d = i;
+  while (i < l.size() && std::isdigit(uint8_t(l[i])) && i - d < 10) size = size * 10 + uint64_t(l[i++] - '0');
+  if (i == d || size > 0xffffffffull || (i < l.size() && l[i] != ' ')) return false;
+  while (i < l.size() && l[i] == ' ') ++i;
+  last = l.size() - i == 4 && starts_nocase(l.substr(i), "last");
+  return last || i == l.size();
+}
+
+void SmtpConn::bdat_bytes(const char* p, size_t n) {
+  for (size_t i = 0; i < n; ++i) {
+    if (p[i] == '\n') {
+      if (!bdat_overlong_) {
+        const bool cr = !bdat_line_.empty() && bdat_line_.back() == '\r';
+        if (cr) bdat_line_.pop_back();
+        message_content(current(true), bdat_line_, cr ? "\r\n" : "\n");
+      }
+      bdat_overlong_ = false;
+      bdat_line_.clear();
+      continue;
+    }
+    if (bdat_overlong_) continue;
+    bdat_line_.push_back(p[i]);
+    if (bdat_line_.size() >= kSmtpMaxLine) {
+      ++st_.lines_too_long;
+      message_content(current(true), bdat_line_, "");
+      bdat_line_.clear();
+      bdat_overlong_ = true;
+    }
+  }
+}
+
+void SmtpConn::bdat_end() {
+  SmtpTx* t = current(true);
+  // The message's last line, without a line break (chunks are cut anywhere).
+  if (!bdat_line_.empty() && !bdat_overlong_) message_content(t, bdat_line_, "");
+  bdat_line_.clear();
+  bdat_overlong_ = false;
+  message_end(t);
+}
+
+void SmtpConn::message_content(SmtpTx* t, std::string_view l, std::string_view eol) {
   if (t->mime) {
     const size_t before = t->mime->files().size();
     t->mime->line(l, eol);

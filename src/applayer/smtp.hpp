@@ -12,7 +12,12 @@
 // header block is read up to its first empty line; folded lines are joined (the line break
 // dropped, the leading white space kept); To and Cc are split at commas and trimmed. The whole
 // message also goes through the MIME decoder (mime.hpp): its attachments, decoded, are the
-// transaction's files (file.data, EVE fileinfo, email.attachment). After the server accepts STARTTLS (220) the rest of
+// transaction's files (file.data, EVE fileinfo, email.attachment). BDAT (RFC 3030 CHUNKING): the
+// command's size counts the chunk's bytes that follow it (the message, not commands, whatever the
+// server replies), cut into lines across chunks, not dot-unstuffed; the mail's message ends with
+// its LAST chunk (Suricata counts BDAT chunks but does not parse their message; gaspp reads it as
+// DATA's). A BDAT line that does not parse (size, LAST) is counted (smtp_bdat_invalid) and no chunk
+// is expected. After the server accepts STARTTLS (220) the rest of
 // the session is TLS and is not read; a gap ends the direction's parsing.
 //
 // Limits, each counted: a line longer than kSmtpMaxLine (4096, Suricata's default max-line-length)
@@ -42,7 +47,7 @@ constexpr size_t kSmtpMaxLine = 4096;
 constexpr size_t kSmtpMaxRcpt = 1024;
 
 struct SmtpStats {
-  uint64_t txs = 0, lines_too_long = 0, gaps = 0, txs_dropped = 0, starttls = 0;
+  uint64_t txs = 0, lines_too_long = 0, gaps = 0, txs_dropped = 0, starttls = 0, bdat_invalid = 0;
   MimeStats mime;
 };
 
@@ -81,6 +86,11 @@ class SmtpConn {
   void command(std::string_view l);
   void reply(std::string_view l);
   void message_line(std::string_view l, std::string_view eol);
+  void message_content(SmtpTx* t, std::string_view l, std::string_view eol);  // unstuffed
+  void message_end(SmtpTx* t);
+  static bool parse_bdat(std::string_view l, uint64_t& size, bool& last);
+  void bdat_bytes(const char* p, size_t n);
+  void bdat_end();
   void start_data(SmtpTx* t);
   void header_done();
   SmtpTx* current(bool create);
@@ -99,6 +109,10 @@ class SmtpConn {
   std::deque<Cmd> pending_;            // commands whose final reply has not come
   bool pipelining_ = false, data_mode_ = false, tls_ = false;
   std::string header_;                 // the header field being read (folded lines joined)
+  uint64_t bdat_left_ = 0;             // bytes of the current BDAT chunk still to come
+  bool bdat_last_ = false;             // it is the LAST one
+  std::string bdat_line_;              // the message line in progress across BDAT chunks
+  bool bdat_overlong_ = false;
 };
 
 }  // namespace gaspp

@@ -6,8 +6,8 @@ events and `email.attachment` lists gaspp writes, and the file.data signatures t
     than a segment; quoted-printable text with '=' and long lines that need soft breaks; 7bit
     text with lines that start with '.', dot-stuffed on the wire; nested multipart/alternative
     bodies; a forwarded message/rfc822 with its own attachment), sent over SMTP sessions written
-    here with scapy in segments of random sizes. One session's flow ends (RST) inside an
-    attachment: its file is TRUNCATED.
+    here with scapy in segments of random sizes, over DATA and, one session, over BDAT chunks of
+    random sizes. One session's flow ends (RST) inside an attachment: its file is TRUNCATED.
   * The SMTP sessions of every capture in ../shared/data/pcaps that has an attachment: the client's
     bytes as tshark reassembles them (follow,tcp,raw), its DATA messages cut out and dot-unstuffed.
 Each message is parsed with email.message_from_bytes; each part with a file name
@@ -44,9 +44,10 @@ except ImportError:
 C, S = "10.1.0.1", "10.1.0.2"
 
 
-def session(cport, mails, rng, cut_at=None):
+def session(cport, mails, rng, cut_at=None, bdat=False):
     """An SMTP session delivering each message of mails; the client's bytes in random segments.
-    cut_at: the flow ends with a RST after that many bytes of the client's DATA stream."""
+    cut_at: the flow ends with a RST after that many bytes of the client's DATA stream. bdat: each
+    message in BDAT chunks of random sizes (RFC 3030), the last one LAST, not dot-stuffed."""
     pk = []
     seq = {"c": 1000, "s": 5000}
 
@@ -77,6 +78,15 @@ def session(cport, mails, rng, cut_at=None):
         seg("s", "PA", b"250 ok\r\n")
         client(b"RCPT TO:<b@example.org>\r\n")
         seg("s", "PA", b"250 ok\r\n")
+        if bdat:
+            rest = msg
+            while rest:
+                n = rng.randint(1, 3000)
+                last = n >= len(rest)
+                chunk, rest = rest[:n], rest[n:]
+                client(b"BDAT %d%s\r\n" % (len(chunk), b" LAST" if last else b"") + chunk)
+                seg("s", "PA", b"250 ok\r\n")
+            continue
         client(b"DATA\r\n")
         seg("s", "PA", b"354 go ahead\r\n")
         lines = msg.split(b"\r\n")
@@ -250,6 +260,9 @@ def main():
             pk += session(cport, mails[k:k + 2], rng)
             want[f"{C}:{cport}"] = mails[k:k + 2]
             cports.append(cport)
+        bdat_port = 40100
+        pk += session(bdat_port, mails[:3], rng, bdat=True)
+        want[f"{C}:{bdat_port}"] = mails[:3]
         big = EmailMessage()
         big["Subject"] = "cut"
         big.set_content("x\n")

@@ -1,6 +1,6 @@
 // The SMTP parser (applayer/smtp.hpp): sessions written out with the mails Suricata's SMTP parser
 // gives for them (envelope, header fields, where a mail ends), each fed whole, with the client's
-// bytes cut at every position, and in 1-, 7- and 65536-byte pieces; the line limit and gaps.
+// bytes cut at every position, and in 1-, 7- and 65536-byte pieces; the line limit and gaps; BDAT.
 #include <gtest/gtest.h>
 
 #include <string>
@@ -77,6 +77,17 @@ const std::vector<Case>& cases() {
         {1, "250 ok\r\n250 ok\r\n354 go\r\n250 queued\r\n"},
         {0, "QUIT\r\n"}},
        {{"p", "<p@q>", {"<r@s>"}, true, true, "", "piped", {}, {}}}},
+      {"BDAT chunks: the message (a line cut across chunks), not commands",
+       {{1, "220 mx\r\n"},
+        {0, "EHLO b\r\n"},
+        {1, "250-mx\r\n250 CHUNKING\r\n"},
+        {0, "MAIL FROM:<a@b>\r\nRCPT TO:<c@d>\r\n"},
+        {1, "250 ok\r\n250 ok\r\n"},
+        {0, "BDAT 12\r\nSubject: chu"},
+        {0, "BDAT 26 LAST\r\nnked\r\n\r\nMAIL FROM:<no@x>\r\n"},
+        {1, "250 ok\r\n250 ok\r\n"},
+        {0, "QUIT\r\n"}},
+       {{"b", "<a@b>", {"<c@d>"}, true, true, "", "chunked", {}, {}}}},
       {"STARTTLS: the rest is not read",
        {{1, "220 mx\r\n"},
         {0, "EHLO t\r\n"},
