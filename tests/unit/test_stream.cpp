@@ -763,3 +763,39 @@ TEST(Stream, AHoleTheReceiverAcknowledgedIsAGapAtThatAck) {
     }
   }
 }
+
+// sort_stream_chunks (a radix sort of (flow id, direction) keys) against std::stable_sort by the
+// same keys: flow ids over the full 51 bits, few and many flows, chunks already in order, and
+// each flow's chunks keeping their order (stable).
+TEST(Stream, ChunkSortIsStableByFlowAndDirection) {
+  std::mt19937_64 rng(20261127);
+  for (const size_t n : {size_t(0), size_t(1), size_t(7), size_t(1000), size_t(70000)}) {
+    for (const uint64_t flows : {uint64_t(1), uint64_t(3), uint64_t(500), uint64_t(1) << 51}) {
+      for (const bool presorted : {false, true}) {
+        std::vector<StreamChunk> v(n);
+        std::vector<uint64_t> ids(std::min<uint64_t>(flows, 4096));
+        for (auto& id : ids) id = rng() & ((uint64_t(1) << 51) - 1);
+        for (size_t i = 0; i < n; ++i) {
+          v[i] = StreamChunk{};
+          v[i].flow_id = ids[rng() % ids.size()];
+          v[i].dir = uint8_t(rng() & 1);
+          v[i].off = i;  // the arrival order, which must survive within a flow and direction
+        }
+        const auto by_key = [](const StreamChunk& a, const StreamChunk& b) {
+          return a.flow_id != b.flow_id ? a.flow_id < b.flow_id : a.dir < b.dir;
+        };
+        if (presorted) std::stable_sort(v.begin(), v.end(), by_key);
+        std::vector<StreamChunk> want = v;
+        std::stable_sort(want.begin(), want.end(), by_key);
+        sort_stream_chunks(v);
+        ASSERT_EQ(v.size(), want.size());
+        for (size_t i = 0; i < n; ++i) {
+          ASSERT_EQ(v[i].flow_id, want[i].flow_id) << n << " chunks, " << flows << " flows, at " << i;
+          ASSERT_EQ(v[i].dir, want[i].dir);
+          ASSERT_EQ(v[i].off, want[i].off);
+        }
+      }
+    }
+  }
+}
+
