@@ -379,12 +379,14 @@ void AppLayer::process(const std::vector<StreamChunk>& chunks, std::span<const u
       const int dir = wire_dir ^ (f.reversed ? 1 : 0);
       if (c.len && !conflict) f.http->feed(dir, p, c.len, c.gap != 0);
       else if (conflict) f.http->feed(dir, nullptr, 0, true);
-    } else if (f.proto == AppProto::ssh) {
+    } else if (f.proto == AppProto::ssh || f.proto == AppProto::smtp) {
+      // Line protocols: a conflict, like a gap, ends the direction's parsing.
       const int dir = wire_dir ^ (f.reversed ? 1 : 0);
-      if (!f.ssh->done(dir) && (c.len || conflict)) f.ssh->feed(dir, p, conflict ? 0 : c.len, c.gap != 0 || conflict);
-    } else if (f.proto == AppProto::smtp) {
-      const int dir = wire_dir ^ (f.reversed ? 1 : 0);
-      if (!f.smtp->done(dir) && (c.len || conflict)) f.smtp->feed(dir, p, conflict ? 0 : c.len, c.gap != 0 || conflict);
+      const auto feed = [&](auto& conn) {
+        if (!conn.done(dir) && (c.len || conflict)) conn.feed(dir, p, conflict ? 0 : c.len, c.gap != 0 || conflict);
+      };
+      if (f.proto == AppProto::ssh) feed(*f.ssh);
+      else feed(*f.smtp);
     } else if (f.proto == AppProto::dns && f.dns) {
       const int dir = wire_dir ^ (f.reversed ? 1 : 0);
       if (c.len && !conflict) f.dns->feed(dir, p, c.len, c.gap != 0);

@@ -286,7 +286,7 @@ void SmtpConn::message_content(SmtpTx* t, std::string_view l, std::string_view e
     const size_t before = t->mime->files().size();
     t->mime->line(l, eol);
     // A file's bytes are new data for file.data: the transaction is updated.
-    if (!t->mime->files().empty() && (t->mime->files().size() != before || !t->mime->files().back().closed)) touch(t);
+    if (t->mime->files().size() != before || (!t->mime->files().empty() && t->mime->files().back().open())) touch(t);
   }
   if (t->headers_done) return;
   if (l.empty()) {

@@ -72,7 +72,6 @@ def session(cport, mails, rng, cut_at=None, bdat=False):
     seg("s", "PA", b"220 mx.example ESMTP\r\n")
     client(b"EHLO client.example\r\n")
     seg("s", "PA", b"250-mx.example\r\n250 SIZE 100000000\r\n")
-    sent = 0
     for k, msg in enumerate(mails):
         client(b"MAIL FROM:<a%d@example.com>\r\n" % k)
         seg("s", "PA", b"250 ok\r\n")
@@ -96,7 +95,6 @@ def session(cport, mails, rng, cut_at=None, bdat=False):
             seg("c", "R")
             return pk
         client(body)
-        sent += len(body)
         seg("s", "PA", b"250 queued\r\n")
     client(b"QUIT\r\n")
     seg("s", "PA", b"221 bye\r\n")
@@ -212,7 +210,7 @@ def run_gaspp(gaspp, pcap, backend, out, rules=None):
     return [json.loads(l) for l in open(os.path.join(out, "eve.json"))]
 
 
-def check(label, events, want_by_conn, client_port=None):
+def check(label, events, want_by_conn):
     """want_by_conn: {client endpoint 'ip:port': [message bytes]}. Returns failures."""
     bad = 0
     got = {}
