@@ -147,11 +147,13 @@ def build(rng):
     return pk, "\n".join(rules) + "\n", want
 
 
-def run(gaspp, path, pcap, rules, d):
+def run(gaspp, path, pcap, rules, d, options=""):
+    """gaspp on the capture through `path` (cpu, cpu-device, cuda); (alerts by sid, stderr).
+    options: more of the detect module's, ",KEY=VALUE..."."""
     out = os.path.join(d, path)
     os.makedirs(out, exist_ok=True)
     backend = "cuda" if path == "cuda" else "cpu"
-    mod = f"detect:rules={rules}" + (",prefilter=device" if path == "cpu-device" else "")
+    mod = f"detect:rules={rules}{options}" + (",prefilter=device" if path == "cpu-device" else "")
     p = subprocess.run([gaspp, "-r", pcap, "--backend", backend, "-q", "-l", out, "--module", mod],
                        capture_output=True, text=True)
     if p.returncode != 0:

@@ -112,15 +112,25 @@ def run_one(gaspp, test_dir, spec, backend, prefilter):
         pcap = os.path.join(test_dir, spec["pcap"])
     else:
         caps = sorted(f for f in os.listdir(test_dir) if f.endswith((".pcap", ".pcapng")))
+        if not caps and (spec.get("requires") or {}).get("pcap") is False:
+            return "skip", "no capture (pcap: false)"
         if len(caps) != 1:
             return "fail", f"{len(caps)} captures and no `pcap` in test.yaml"
         pcap = os.path.join(test_dir, caps[0])
-    rules = os.path.join(test_dir, "test.rules")
+    # The rules: test.yaml's `rules`, else the directory's one *.rules file (suricata-verify's
+    # run.py); a firewall.rules file (with td.rules) runs Suricata's firewall mode, not this runner's.
+    if spec.get("rules"):
+        rule_files = [os.path.join(test_dir, spec["rules"])]
+    else:
+        rule_files = sorted(os.path.join(test_dir, f) for f in os.listdir(test_dir) if f.endswith(".rules"))
     checks = alert_checks(spec)
     if not checks:
         return "skip", "no alert checks"
-    if not os.path.exists(rules):
-        return "skip", "no test.rules"
+    if not rule_files:
+        return "skip", "no rules file"
+    if len(rule_files) > 1 or rule_files[0].endswith("firewall.rules"):
+        return "skip", "firewall mode (firewall.rules)"
+    rules = rule_files[0]
     args, why = translate_args(spec)
     with tempfile.TemporaryDirectory() as d:
         cmd = [gaspp, "-r", pcap, "--backend", backend, "-l", d, "--flow-capacity", "4096"]

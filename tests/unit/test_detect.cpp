@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <random>
@@ -15,6 +16,7 @@
 #include "modules/detect/base64.hpp"
 #include "modules/detect/detect.hpp"
 #include "modules/detect/signature.hpp"
+#include "modules/detect/transform.hpp"
 #include "pipeline/pipeline.hpp"
 #include "test_support.hpp"
 
@@ -71,6 +73,97 @@ TEST(Signatures, EveryEtOpenFileLoads) {
   const double share = double(t.loaded) / double(t.read - t.app);
   std::printf("loaded of the rules without application-layer keywords: %.1f%%\n", 100.0 * share);
   EXPECT_GE(share, 0.85);
+}
+
+// Each transform on the examples of Suricata's documentation and unit tests, and the digests of
+// RFC 1321 / FIPS 180 ("abc").
+TEST(Transforms, ApplyAsSuricataDoes) {
+  struct Case {
+    const char* kw;
+    const char* arg;
+    std::string in, out;
+  };
+  const std::string xored = "}k\xbb\x8c" "ze\xba\x9b" "0";  // "password=" xor 0d0ac8ff (detect-xor)
+  const Case cases[] = {
+      {"to_lowercase", "", "AbC/x%41", "abc/x%41"},
+      {"to_uppercase", "", "AbC/x%41", "ABC/X%41"},
+      {"strip_whitespace", "", " a b\tc\r\n\v\fd ", "abcd"},
+      {"compress_whitespace", "", "a  \t b\r\nc", "a b\rc"},
+      {"dotprefix", "", "hello.google.com", ".hello.google.com"},
+      {"to_md5", "", "abc", "\x90\x01\x50\x98\x3c\xd2\x4f\xb0\xd6\x96\x3f\x7d\x28\xe1\x7f\x72"},
+      {"to_sha1", "", "abc", "\xa9\x99\x3e\x36\x47\x06\x81\x6a\xba\x3e\x25\x71\x78\x50\xc2\x6c\x9c\xd0\xd8\x9d"},
+      {"to_sha256", "", "abc",
+       std::string("\xba\x78\x16\xbf\x8f\x01\xcf\xea\x41\x41\x40\xde\x5d\xae\x22\x23\xb0\x03\x61\xa3\x96\x17\x7a\x9c"
+       "\xb4\x10\xff\x61\xf2\x00\x15\xad", 32)},
+      {"to_sha256", "", "", ""},  // an empty buffer stays empty
+      {"url_decode", "", "a+b%41%4g%%41%4", "a bA%4g%%41%4"},
+      {"url_decode", "", "%2b%+%", "+%+%"},
+      {"xor", "\"0d0ac8ff\"", xored, "password="},
+      {"xor", "offset 2,\"0d0ac8ff\"", "AB" + xored, "ABpassword="},
+      {"xor", "extract 1 0", "\x01\x01q`", std::string("\0\0pa", 4)},
+      {"pcrexform", "\"[a-zA-Z]+\\s+(.*)\\s+HTTP\"", "GET /dropper.php HTTP/1.1", "/dropper.php"},
+      {"pcrexform", "\"x=(\\d+)\"", "no match here", "no match here"},
+      {"header_lowercase", "", "Host: A:B\r\nUser-Agent: XY\r\n", "host: A:B\r\nuser-agent: XY\r\n"},
+      {"strip_pseudo_headers", "", ":method: GET\r\nHost: x\r\n:path: /\r\n", "Host: x\r\n"},
+      {"from_base64", "", "VGhpcyBpcyBTdXJpY2F0YQ==", "This is Suricata"},
+      {"from_base64", "offset 6, mode rfc4648", "/?arg=dGhpc2lzYXRlc3QK", "thisisatest\n"},
+      {"from_base64", "offset 6, mode rfc2045", "/?arg=Zm 9v Ym Fy", "foobar"},
+      {"from_base64", "offset 6, mode rfc4648", "/?arg=Zm 9v Ym Fy", "f"},
+      {"from_base64", "offset 6, mode strict", "/?arg=Zm 9v Ym Fy", "/?arg=Zm 9v Ym Fy"},  // nothing decodes
+      {"from_base64", "mode strict", "Zm9vYg==", "foob"},
+      {"from_base64", "mode strict", "Zm9vYh==", "Zm9vYh=="},  // unused bits set: not canonical
+      {"from_base64", "bytes 4", "Zm9vYmFy", "foo"},
+      {"from_base64", "bytes 8", "Zm9vYmFy", "Zm9vYmFy"},  // bytes not below what is left: as it was
+      {"from_base64", "offset 8", "Zm9vYmFy", "Zm9vYmFy"},
+  };
+  for (const Case& c : cases) {
+    Transform t;
+    std::string why;
+    ASSERT_TRUE(parse_transform(c.kw, c.arg, t, why)) << c.kw;
+    ASSERT_EQ(why, "") << c.kw << " " << c.arg;
+    std::string b = c.in;
+    apply_transform(t, b);
+    EXPECT_EQ(b, c.out) << c.kw << " " << c.arg << " on '" << c.in << "'";
+  }
+}
+
+TEST(Transforms, RulesAreCheckedAsSuricataChecksThem) {
+  struct Case {
+    const char* rule;
+    const char* result;  // the start of parse_signature's answer
+  };
+  const Case cases[] = {
+      {"alert http any any -> any any (http.uri; to_lowercase; content:\"ABC\"; sid:1;)", "error:content"},
+      {"alert http any any -> any any (http.uri; to_lowercase; content:!\"ABC\"; content:\"a\"; sid:1;)", ""},
+      {"alert http any any -> any any (http.uri; to_uppercase; content:\"abc\"; sid:1;)", "error:content"},
+      {"alert http any any -> any any (http.uri; strip_whitespace; content:\"a b\"; sid:1;)", "error:content"},
+      {"alert http any any -> any any (http.uri; compress_whitespace; content:\"a  b\"; sid:1;)", "error:content"},
+      {"alert http any any -> any any (http.uri; compress_whitespace; content:\"a b\"; sid:1;)", ""},
+      {"alert http any any -> any any (http.uri; to_lowercase; to_sha256; content:\"|41|\"; sid:1;)", "error:content"},
+      {"alert http any any -> any any (http.uri; pcrexform:\"abc\"; content:\"a\"; sid:1;)", "error:pcrexform needs exactly one"},
+      {"alert http any any -> any any (http.uri; pcrexform:\"(a\"; content:\"a\"; sid:1;)", "error:pcrexform"},
+      {"alert http any any -> any any (http.uri; xor:\"abc\"; content:\"a\"; sid:1;)", "error:xor"},
+      {"alert http any any -> any any (http.uri; xor:\"zz\"; content:\"a\"; sid:1;)", "error:xor"},
+      {"alert http any any -> any any (http.uri; from_base64: mode foo; content:\"a\"; sid:1;)", "error:from_base64"},
+      {"alert http any any -> any any (http.uri; from_base64: offset 70000; content:\"a\"; sid:1;)", "error:from_base64"},
+      {"alert http any any -> any any (http.uri; to_lowercase:x; content:\"a\"; sid:1;)", "error:to_lowercase takes no value"},
+      {"alert tcp any any -> any any (content:\"a\"; to_lowercase; content:\"b\"; sid:1;)", "skip:app-layer:to_lowercase without"},
+      {"alert tls any any -> any any (tls.sni; domain; content:\"a\"; sid:1;)", "skip:app-layer:domain"},
+  };
+  for (const Case& c : cases) {
+    Signature s;
+    const std::string r = parse_signature(c.rule, RuleVars{}, s);
+    EXPECT_EQ(r.substr(0, std::strlen(c.result)), c.result) << c.rule << " -> " << r;
+  }
+  // One (buffer, transforms) pair is one buffer id, whichever rule names it; its prefixes take none.
+  Signature a, b;
+  ASSERT_EQ(parse_signature("alert http any any -> any any (http.uri; url_decode; to_lowercase; content:\"a\"; sid:1;)", RuleVars{}, a), "");
+  ASSERT_EQ(parse_signature("alert http any any -> any any (http.uri; url_decode; to_lowercase; content:\"b\"; sid:2;)", RuleVars{}, b), "");
+  EXPECT_EQ(a.ops[0].buf, b.ops[0].buf);
+  EXPECT_EQ(base_buf(a.ops[0].buf), uint8_t(kBufHttpUri));
+  EXPECT_STREQ(sig_buf_name(a.ops[0].buf), "http.uri|url_decode|to_lowercase");
+  ASSERT_NE(derived_buf(a.ops[0].buf), nullptr);
+  EXPECT_EQ(derived_buf(a.ops[0].buf)->chain.size(), 2u);
 }
 
 TEST(Signatures, EverySnortCommunityRuleLoadsOrIsSkippedByReason) {

@@ -24,6 +24,7 @@
 
 #include "modules/detect/detect.hpp"
 #include "modules/detect/hs_cache.hpp"
+#include "modules/detect/transform.hpp"
 #include "core/app_eve.hpp"
 
 namespace gaspp {
@@ -86,7 +87,8 @@ std::string remove_dots(const std::string& in) {
 }
 
 // The normalized URI (Suricata's http.uri): an absolute URI loses its scheme and authority; the
-// path is percent-decoded and its dot segments removed; the query is kept as sent.
+// path is percent-decoded and its dot segments removed; the query is percent-decoded ('+' kept:
+// Suricata's query-plusspace-decode is off by default; %u forms kept), as libhtp's normalized URI.
 std::string normalize_uri(const std::string& raw) {
   std::string u = raw;
   if (ieq_prefix(u, "http://") || ieq_prefix(u, "https://")) {
@@ -96,7 +98,7 @@ std::string normalize_uri(const std::string& raw) {
   }
   const size_t q = u.find('?');
   std::string path = q == std::string::npos ? u : u.substr(0, q);
-  const std::string query = q == std::string::npos ? "" : u.substr(q);
+  const std::string query = q == std::string::npos ? "" : percent_decode(u.substr(q));
   path = remove_dots(percent_decode(path));
   return path + query;
 }
@@ -151,6 +153,14 @@ struct TxBuffers {
 
   // The buffer into out, or, when the transaction holds it as it is, *held pointing at it.
   bool compute(uint8_t b, int side, std::string& out, const std::string*& held) const {
+    // A buffer with transforms (transform.hpp): its plain buffer, transformed.
+    if (derived_buf(b)) {
+      if (!compute(base_buf(b), side, out, held)) return false;
+      if (held) out = *held;
+      held = nullptr;
+      apply_transforms(b, out);
+      return true;
+    }
     // dotprefix (signature.hpp): the name buffer with a "." before it.
     const uint8_t base = b == kBufDnsQueryDot    ? uint8_t(kBufDnsQuery)
                          : b == kBufTlsSniDot    ? uint8_t(kBufTlsSni)
@@ -344,7 +354,13 @@ void DetectModule::Host::add_app_sig(uint32_t i) {
   // file_data to the server (flow:to_server, or a mail's files): the request body's buffer.
   const bool fd_request = s.flow_dir == 1 || s.app_proto == 4;
   if (s.app_proto == 4) a.side = 0;
-  const auto reads_response = [&](uint8_t b) { return sig_buf_side(b) == 1 && !(b == kBufHttpResponseBody && fd_request); };
+  const auto reads_response = [&](uint8_t b) {
+    return sig_buf_side(b) == 1 && !(base_buf(b) == kBufHttpResponseBody && fd_request);
+  };
+  // file_data to the server: the request body's buffer (with the same transforms).
+  const auto to_request_body = [&](uint8_t& b, int& side) {
+    if (fd_request && base_buf(b) == kBufHttpResponseBody) b = rebase_buf(b, kBufHttpResponseBody, kBufHttpRequestBody), side = 0;
+  };
   for (const SigOp& o : s.ops)
     if (reads_response(o.buf)) a.side = 1;
   for (const auto& [b, c] : s.bsize)
@@ -352,7 +368,7 @@ void DetectModule::Host::add_app_sig(uint32_t i) {
   for (const auto& [b0, c] : s.bsize) {
     uint8_t b = b0;
     int side = sig_buf_side(b);
-    if (b == kBufHttpResponseBody && fd_request) b = kBufHttpRequestBody, side = 0;
+    to_request_body(b, side);
     AppSig::Size z{};
     if (side == 2) {
       z.either = a.side == 2;
@@ -371,7 +387,7 @@ void DetectModule::Host::add_app_sig(uint32_t i) {
     uint8_t b = s.ops[k].buf;
     if (b == kBufBase64) continue;
     int side = sig_buf_side(b);
-    if (b == kBufHttpResponseBody && fd_request) b = kBufHttpRequestBody, side = 0;  // file_data to_server
+    to_request_body(b, side);
     if (side == 2) {
       either[k] = a.side == 2;
       side = a.side == 1 || s.flow_dir == 2 ? 1 : 0;
@@ -425,7 +441,7 @@ void DetectModule::Host::build_app_prefilter() {
     // The part holding the op (file_data may have become the request body).
     uint16_t kb = app_sigs_[a].parts.front().key;
     for (const AppPart& p : app_sigs_[a].parts)
-      if (p.key % kBufCount == o.buf || (o.buf == kBufHttpResponseBody && p.key % kBufCount == kBufHttpRequestBody)) {
+      if (p.key % kBufCount == o.buf || p.key % kBufCount == rebase_buf(o.buf, kBufHttpResponseBody, kBufHttpRequestBody)) {
         kb = p.key;
         break;
       }

@@ -1,5 +1,6 @@
 // modules/detect/signature.cpp — the signature parser (signature.hpp).
 #include "modules/detect/signature.hpp"
+#include "modules/detect/transform.hpp"
 
 #define PCRE2_CODE_UNIT_WIDTH 8
 #include <pcre2.h>
@@ -94,8 +95,7 @@ bool app_layer_keyword(const std::string& k) {
     if (starts_with(k, p)) return true;
   return k == "urilen" || k == "uricontent" || k == "filename" || k == "fileext" || k == "filemagic" ||
          k == "filestore" || k == "filesize" || k == "filemd5" || k == "filesha1" || k == "filesha256" ||
-         k == "to_lowercase" || k == "to_md5" || k == "to_sha256" || k == "url_decode" || k == "compress_whitespace" ||
-         k == "dotprefix" || k == "strip_whitespace" || k == "xor" || k == "luajit" || k == "lua";
+         k == "luajit" || k == "lua";
 }
 
 struct BufName {
@@ -536,14 +536,14 @@ std::string finish(Signature& s) {
     // A mail's attachments (applayer/mime.hpp): file.data, each file an instance, and what
     // base64_data decodes of it. The mail's other buffers are not built.
     bool file_data = false;
-    for (const SigOp& o : s.ops) file_data = file_data || o.buf == kBufHttpResponseBody;
+    for (const SigOp& o : s.ops) file_data = file_data || base_buf(o.buf) == kBufHttpResponseBody;
     if (!file_data)  // base64_data of the payload
       return "skip:app-layer:base64_decode on packet or stream data (it is read on the application layer's buffers)";
     for (const SigOp& o : s.ops)
-      if (o.buf != kBufHttpResponseBody && o.buf != kBufBase64)
+      if (base_buf(o.buf) != kBufHttpResponseBody && o.buf != kBufBase64)
         return "skip:app-layer:smtp " + std::string(o.buf == kBufPayload ? "payload beside file.data" : sig_buf_name(o.buf));
     for (const auto& [b, c] : s.bsize)
-      if (b != kBufHttpResponseBody) return "skip:app-layer:smtp bsize on " + std::string(sig_buf_name(b));
+      if (base_buf(b) != kBufHttpResponseBody) return "skip:app-layer:smtp bsize on " + std::string(sig_buf_name(b));
     if (s.dsize.on || s.has_flags || s.itype.on || s.icode.on || s.only_stream || s.no_stream || s.rule.tcp_pkt ||
         s.rule.tcp_stream)
       return "skip:app-layer:smtp rule with packet conditions";
@@ -570,6 +570,7 @@ std::string finish(Signature& s) {
       return "skip:app-layer:http rule with packet conditions";
     // The protocol the buffers belong to must agree with the header's.
     const auto proto_of = [](uint8_t b) -> uint8_t {
+      b = base_buf(b);
       return b == kBufTlsSni || b == kBufTlsSniDot || (b >= kBufTlsCertSubject && b <= kBufJa3sString) ||
                      b == kBufJa3Hash || b == kBufJa3String
                  ? 2
@@ -628,12 +629,14 @@ const char* sig_buf_name(uint8_t b) {
   if (b == kBufTlsSniDot) return "tls.sni|dotprefix";
   if (b == kBufHttpHostDot) return "http.host|dotprefix";
   if (b == kBufBase64) return "base64_data";
+  if (const DerivedBuf* d = derived_buf(b)) return d->name.c_str();
   for (const BufName& n : kStickyBuffers)
     if (n.buf == b && std::strchr(n.name, '.')) return n.name;
   return "?";
 }
 
 int sig_buf_side(uint8_t b) {
+  if (b >= kBufDerived) return sig_buf_side(base_buf(b));
   // Every buffer named (no default): a buffer added to SigBuf without a side is a compile warning.
   switch (SigBuf(b)) {
     case kBufPayload:
@@ -652,7 +655,7 @@ int sig_buf_side(uint8_t b) {
     case kBufDnsQuery: case kBufTlsSniDot: case kBufDnsQueryDot: case kBufHttpHostDot: case kBufJa3Hash:
     case kBufJa3String:
       return 0;
-    case kBufCount:
+    case kBufDerived: case kBufCount:
       break;
   }
   return 0;
@@ -694,9 +697,11 @@ std::string parse_signature(const std::string& text, const RuleVars& vars, Signa
   bool have_sid = false;
   std::string why;
   uint8_t cur_buf = kBufPayload;  // the sticky buffer in force
+  std::vector<Transform> pending;  // transforms after it not yet registered (transform.hpp)
   for (auto& [k, v] : opts) {
     if (const int b = find_buf(kStickyBuffers, std::size(kStickyBuffers), k); b >= 0) {
       cur_buf = uint8_t(b);
+      pending.clear();
       out.app = true;
       continue;
     }
@@ -706,14 +711,29 @@ std::string parse_signature(const std::string& text, const RuleVars& vars, Signa
       out.app = true;
       continue;
     }
-    if (k == "dotprefix") {
-      // A transform of the sticky buffer: the options after it inspect the transformed buffer, a
-      // buffer of its own (options before it stay on the plain one, as Suricata starts a new
-      // buffer instance when a transform follows matches).
-      const uint8_t dot = dotprefix_buf(cur_buf);
-      if (dot == kBufPayload) return "skip:app-layer:dotprefix on " + std::string(sig_buf_name(cur_buf));
-      cur_buf = dot;
+    if (Transform t; parse_transform(k, v, t, why)) {
+      // A transform of the sticky buffer (transform.hpp): the options after it inspect the
+      // transformed buffer, a buffer of its own (options before it stay on the plain one, as
+      // Suricata starts a new buffer instance when a transform follows matches). The chain is
+      // registered when an option first inspects it, so that its prefixes take no place.
+      if (!why.empty()) return why;
+      if (cur_buf == kBufPayload || cur_buf == kBufBase64)
+        return "skip:app-layer:" + k + " without a sticky buffer (pkt_data, base64_data)";
+      // dotprefix right on a name buffer keeps that buffer's own id.
+      const uint8_t dot = t.kind == TransformKind::dotprefix && pending.empty() ? dotprefix_buf(cur_buf) : uint8_t(kBufPayload);
+      if (dot != kBufPayload) cur_buf = dot;
+      else pending.push_back(t);
       continue;
+    }
+    if (!pending.empty() && find_buf(kStickyBuffers, std::size(kStickyBuffers), k) < 0) {
+      const uint8_t next = derive_buf(cur_buf, pending);
+      pending.clear();
+      // file_data read on the request side (detect_app.cpp) needs the request body's pair too.
+      if (next == kBufPayload ||
+          (base_buf(next) == kBufHttpResponseBody && rebase_buf(next, kBufHttpResponseBody, kBufHttpRequestBody) == kBufPayload))
+        return "skip:app-layer:transforms: more than " + std::to_string(kMaxDerivedBufs) +
+               " buffer and transform combinations";
+      cur_buf = next;
     }
     if (k == "bsize") {
       if (cur_buf == kBufPayload) return "skip:keyword bsize without a sticky buffer";
@@ -771,6 +791,11 @@ std::string parse_signature(const std::string& text, const RuleVars& vars, Signa
       }
       if (!parse_content(t, op.bytes, why)) return "error:" + why;
       op.buf = cur_buf;
+      // It must survive the buffer's transforms (Suricata's DetectEngineBufferTypeValidateTransform).
+      if (const DerivedBuf* d = derived_buf(cur_buf); d && !op.negated)
+        for (const Transform& tr : d->chain)
+          if (!transform_accepts(tr, op.bytes))
+            return "error:content \"" + t + "\" incompatible with the " + transform_name(tr.kind) + " transform";
       out.ops.push_back(op);
       continue;
     }

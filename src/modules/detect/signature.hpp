@@ -37,9 +37,10 @@
 //                      the protocol `tls` in the header
 //   DNS                dns.query (dns_query: each question's name of a request, a multi-buffer);
 //                      the protocol `dns` in the header (UDP and TCP)
-//   transforms         dotprefix right after dns.query, tls.sni or http.host (the buffer with a
-//                      "." before it, so that content:".example.com"; endswith; matches the
-//                      domain and its subdomains only)
+//   transforms         after a sticky buffer (transform.hpp): dotprefix, to_lowercase,
+//                      to_uppercase, strip_whitespace, compress_whitespace, to_md5, to_sha1,
+//                      to_sha256, url_decode, xor, pcrexform, header_lowercase,
+//                      strip_pseudo_headers, from_base64, chained in rule order
 //   dsize:N | <N | >N | <=N | >=N | N<>M | N-M | !N; itype, icode (ICMP) the same way
 //   flags:[+*!]FSRPAUCE0[,IGNORED] (TCP flags; C/1 CWR, E/2 ECE, 0 none)
 //   flow:to_server|to_client|from_client|from_server|established|not_established|stateless|
@@ -49,7 +50,7 @@
 //   xbits:set|unset|toggle|isset|isnotset,NAME,track ip_src|ip_dst|ip_pair[,expire N] (XbitCmd)
 //   threshold / detection_filter, and the naming options of the firewall's parser
 // Anything else skips the rule, counted by reason: "app-layer:<keyword>" for what the application
-// layer does not bring yet (dns.* but dns.query, tls.* but tls.sni, other transforms, other app-layer protocols in the header, an http rule
+// layer does not bring yet (dns.* but dns.query, tls.* but tls.sni, the transforms domain, tld, gunzip, ..., other app-layer protocols in the header, an http rule
 // with payload options, ...), "keyword <k>" for the rest. A line that does not parse is an error with file and line.
 //
 // Where a rule's payload is inspected (Suricata's SIG_FLAG_REQUIRE_PACKET/STREAM): on TCP, a rule
@@ -79,6 +80,7 @@ enum class SigOpType : uint8_t { content, pcre, isdataat, byte_test, byte_jump, 
 // http.header.raw, http.cookie, http.content_type, http.content_len, http.start, http.header_names
 // and file_data belong to the side the signature's flow direction names (request without one, as
 // Suricata registers them for both and matches either; file_data: the response by default).
+inline constexpr int kMaxDerivedBufs = 40;
 enum SigBuf : uint8_t {
   kBufPayload = 0,
   kBufHttpUri, kBufHttpUriRaw, kBufHttpMethod, kBufHttpProtocol, kBufHttpRequestLine, kBufHttpHost, kBufHttpHostRaw,
@@ -97,7 +99,9 @@ enum SigBuf : uint8_t {
   kBufJa3sHash, kBufJa3sString,
   // base64_data: what the signature's base64_decode decoded (not a transaction's buffer)
   kBufBase64,
-  kBufCount
+  // a sticky buffer with transforms (transform.hpp): registered per process, kMaxDerivedBufs ids
+  kBufDerived,
+  kBufCount = kBufDerived + kMaxDerivedBufs
 };
 const char* sig_buf_name(uint8_t b);
 // Which side a buffer is read from: 0 request, 1 response, 2 either (by the flow direction, else
