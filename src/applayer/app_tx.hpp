@@ -16,7 +16,7 @@ namespace gaspp {
 
 struct AppTx {
   uint64_t id = 0;  // 0, 1, ... per connection
-  std::unordered_set<uint32_t> matched;  // signatures that matched this transaction
+  std::unordered_set<uint32_t> matched;  // signatures that matched this transaction (sig << 1 | direction)
   struct Scan {
     size_t size = ~size_t(0);
     bool append_only = false;  // when scanned, the buffer could only grow by appending

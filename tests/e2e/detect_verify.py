@@ -106,7 +106,7 @@ def translate_args(spec):
     return ours, None
 
 
-def run_one(gaspp, test_dir, spec, backend, prefilter):
+def run_one(gaspp, test_dir, spec, backend, prefilter, classes=None):
     # The capture: test.yaml's `pcap`, else the directory's one capture (suricata-verify's rule).
     if isinstance(spec.get("pcap"), str):
         pcap = os.path.join(test_dir, spec["pcap"])
@@ -139,7 +139,12 @@ def run_one(gaspp, test_dir, spec, backend, prefilter):
         conf = os.path.join(test_dir, "suricata.yaml")
         if os.path.exists(conf):
             cmd += ["-c", conf]
-        cmd += ["--module", f"detect:rules={rules},prefilter={prefilter}"] + (args or ["--midstream", "off"])
+        # Suricata's classification.config when the test has none beside its rules (run.py passes
+        # Suricata's own with --set classification-file): categories and severities of classtypes.
+        mod = f"detect:rules={rules},prefilter={prefilter}"
+        if classes and not os.path.exists(os.path.join(os.path.dirname(rules), "classification.config")):
+            mod += f",classification-file={classes}"
+        cmd += ["--module", mod] + (args or ["--midstream", "off"])
         p = subprocess.run(cmd, capture_output=True, text=True)
         m = re.search(r"detect: .*?(\d+) skipped.*?; (\d+) need the application layer", p.stderr)
         app = int(m.group(2)) if m else 0
@@ -175,12 +180,14 @@ def main():
     backend, status, prefilter = opts["--backend"], opts["--status"], opts["--prefilter"]
     gaspp, data = args
     root = os.path.join(data, "detect", "suricata-verify")
+    classes = os.path.join(data, "eve", "classification.config")
+    classes = classes if os.path.exists(classes) else None
     tests = sorted(os.path.relpath(r, root) for r, _, f in os.walk(root) if "test.yaml" in f)
     results = {}
     for t in tests:
         with open(os.path.join(root, t, "test.yaml")) as f:
             spec = yaml.safe_load(f) or {}
-        results[t] = run_one(gaspp, os.path.join(root, t), spec, backend, prefilter)
+        results[t] = run_one(gaspp, os.path.join(root, t), spec, backend, prefilter, classes)
     passed = [t for t, (k, _) in results.items() if k == "pass"]
     app = [t for t, (k, _) in results.items() if k == "app"]
     fail = [t for t, (k, _) in results.items() if k == "fail"]

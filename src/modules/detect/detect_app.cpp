@@ -8,7 +8,7 @@
 // ports against the sender and receiver of the data), its flow direction holds, urilen holds, and
 // every list matches its buffer. It is inspected on each update of the transaction in the
 // direction it reads (the response's when any of its buffers is a response buffer), over what the
-// transaction holds so far (bodies grow), and alerts at most once per transaction, attributed to
+// transaction holds so far (bodies grow), and alerts at most once per transaction and direction, attributed to
 // the packet whose data completed the match, as Suricata does. A buffer the transaction does not
 // have yet (the headers before they end) or at all (an absent header) fails the list.
 //
@@ -109,14 +109,15 @@ struct TxBuffers {
   const TlsTx* tls;  // a TLS transaction (t is then an empty HttpTx: no HTTP buffer exists)
   const DnsTx* dns;  // a DNS transaction (likewise)
   const SmtpTx* smtp;  // an SMTP transaction (likewise)
+  const SshTx* ssh;    // an SSH connection's identification strings (likewise)
   size_t index;      // a multi-buffer's instance: the DNS question, the certificate, the mail's file
   std::string val[2 * kBufCount];
   int8_t state[2 * kBufCount] = {};  // 0 not computed, 1 present, -1 absent
 
   AppTx* owner;      // where buffers kept between updates live (AppTx::built)
 
-  TxBuffers(const HttpTx& tx, const TlsTx* tl, const DnsTx* dn, const SmtpTx* sm, size_t i, AppTx* o)
-      : t(tx), tls(tl), dns(dn), smtp(sm), index(i), owner(o) {}
+  TxBuffers(const HttpTx& tx, const TlsTx* tl, const DnsTx* dn, const SmtpTx* sm, const SshTx* sh, size_t i, AppTx* o)
+      : t(tx), tls(tl), dns(dn), smtp(sm), ssh(sh), index(i), owner(o) {}
 
   const std::string* ptr[2 * kBufCount] = {};
 
@@ -127,7 +128,7 @@ struct TxBuffers {
     if (state[key] != 0) return ptr[key];
     // A finished request's buffers are final: built once, kept in the transaction for the
     // response's updates (which inspect signatures reading both sides).
-    const bool final = !tls && !dns && !smtp && key < kBufCount && key != kBufPayload && t.req_done;
+    const bool final = !tls && !dns && !smtp && !ssh && key < kBufCount && key != kBufPayload && t.req_done;
     if (final) {
       const auto it = owner->built.find(uint16_t(kFinal + key));
       if (it != owner->built.end()) {
@@ -196,6 +197,12 @@ struct TxBuffers {
           return index < tls->certs.size() && hold(tls->certs[index], !tls->certs[index].empty());
         default: return false;
       }
+    }
+    if (ssh) {
+      // The sender's identification string (the side inspected).
+      if (b == kBufSshProto) return hold(ssh->proto[side], ssh->banner[side]);
+      if (b == kBufSshSoftware) return hold(ssh->software[side], ssh->banner[side]);
+      return false;
     }
     if (smtp) {
       // file.data (to the server, as the request body's buffer): the mail's files, one instance each.
@@ -479,13 +486,13 @@ void DetectModule::Host::on_app(const std::vector<AppUpdate>& updates, std::vect
   std::vector<uint32_t>& hits = w.hits;
   std::vector<uint32_t>& cand = w.cand;
   for (const AppUpdate& u : updates) {
-    if (!u.http() && !u.tls() && !u.dns() && !u.smtp()) continue;  // no signature buffers of its protocol (ssh)
+    if (!u.http() && !u.tls() && !u.dns() && !u.smtp() && !u.ssh()) continue;  // no signature buffers of its protocol
     // A mail's files are the client's: nothing to inspect without one, or on the server's lines.
     if (u.smtp() && (u.dir != 0 || !u.smtp()->mime || u.smtp()->mime->files().empty())) continue;
     ++w.updates;
     static const HttpTx kNoHttp;
     AppTx& t = *u.tx;
-    const uint8_t proto = u.tls() ? 2 : u.dns() ? 3 : u.smtp() ? 4 : 1;
+    const uint8_t proto = u.tls() ? 2 : u.dns() ? 3 : u.smtp() ? 4 : u.ssh() ? 5 : 1;
     // A multi-buffer (dns.query, tls.certs, a mail's files) is inspected per instance; a signature
     // matches on any of them (the other buffers are the same in every instance).
     const size_t instances = u.dns()    ? std::max<size_t>(1, u.dns()->msg.queries.size())
@@ -497,7 +504,7 @@ void DetectModule::Host::on_app(const std::vector<AppUpdate>& updates, std::vect
     if (u.smtp() && inst == t.instances_final && !u.smtp()->mime->files()[inst].open()) ++t.instances_final;
     if (inst && !u.smtp()) t.scans.clear();  // the cached scans were of another instance's bytes
     const uint16_t scan_base = u.smtp() ? uint16_t(std::min<size_t>(inst, kMimeMaxFiles - 1) * 2 * kBufCount) : 0;
-    TxBuffers bufs(u.http() ? *u.http() : kNoHttp, u.tls(), u.dns(), u.smtp(), inst, &t);
+    TxBuffers bufs(u.http() ? *u.http() : kNoHttp, u.tls(), u.dns(), u.smtp(), u.ssh(), inst, &t);
     cand.assign(app_pf_->nofp.begin(), app_pf_->nofp.end());
     for (const uint16_t key : app_pf_->keys) {
       // A request update concerns signatures inspected on requests, whose patterns are on
@@ -547,7 +554,11 @@ void DetectModule::Host::on_app(const std::vector<AppUpdate>& updates, std::vect
     pk.port[1] = u.key.port[1 - src];
     for (uint32_t ai : cand) {
       const AppSig& a = app_sigs_[ai];
-      if (a.proto != proto || (a.side != 2 && a.side != u.dir) || t.matched.count(a.sig)) continue;
+      // A signature alerts once per transaction and direction it inspects (Suricata keeps the
+      // detection state of a transaction per direction): one without a flow direction can match
+      // the request and the response.
+      const uint32_t done_key = a.sig << 1 | (a.side == 2 ? u.dir : 0u);
+      if (a.proto != proto || (a.side != 2 && a.side != u.dir) || t.matched.count(done_key)) continue;
       ++w.candidates;
       if (!sig_applies(host_view_, a.sig, pk, true, u.dir == 1, true, PacketFacts{})) continue;
       if (a.tls_version_on) {
@@ -579,13 +590,14 @@ void DetectModule::Host::on_app(const std::vector<AppUpdate>& updates, std::vect
         }
       }
       if (!all) continue;
-      t.matched.insert(a.sig);
+      t.matched.insert(done_key);
       ++w.matches;
       w.alerts[{u.flow_id, u.packet, a.sig}] =
           ",\"tx_id\":" + std::to_string(t.id) + "," +
           (u.tls()    ? eve_tls_object(*u.tls()) + ",\"app_proto\":\"tls\""
            : u.dns()  ? eve_dns_object(*u.dns(), false) + ",\"app_proto\":\"dns\""
            : u.smtp() ? eve_smtp_objects(*u.smtp()) + ",\"app_proto\":\"smtp\""
+           : u.ssh()  ? eve_ssh_object(*u.ssh()) + ",\"app_proto\":\"ssh\""
                       : eve_http_object(*u.http()) + ",\"app_proto\":\"http\"");
       out.push_back(ModuleEvent{u.flow_id, u.packet, (a.sig << 2) | 2u, 0, kMatch, u.dir});
     }

@@ -129,6 +129,8 @@ const BufName kStickyBuffers[] = {
     {"tls.cert_fingerprint", kBufTlsCertFingerprint}, {"tls_cert_fingerprint", kBufTlsCertFingerprint},
     {"tls.certs", kBufTlsCerts}, {"ja3.hash", kBufJa3Hash}, {"ja3_hash", kBufJa3Hash},
     {"ja3.string", kBufJa3String}, {"ja3s.hash", kBufJa3sHash}, {"ja3s.string", kBufJa3sString},
+    {"ssh.proto", kBufSshProto}, {"ssh_proto", kBufSshProto}, {"ssh.software", kBufSshSoftware},
+    {"ssh_software", kBufSshSoftware},
 };
 // Content modifiers: the content right before them inspects the buffer.
 const BufName kContentModifiers[] = {
@@ -555,6 +557,19 @@ std::string finish(Signature& s) {
     s.ip_only = false;
     return "";
   }
+  if (s.gate_proto == "ssh" && s.app) {
+    // The identification strings (applayer/ssh.hpp): ssh.proto and ssh.software, per direction.
+    for (const SigOp& o : s.ops) {
+      const uint8_t b = base_buf(o.buf);
+      if (b != kBufSshProto && b != kBufSshSoftware && o.buf != kBufBase64)
+        return "skip:app-layer:ssh " + std::string(o.buf == kBufPayload ? "payload beside ssh buffers" : sig_buf_name(o.buf));
+    }
+    for (const auto& [b, c] : s.bsize)
+      if (base_buf(b) != kBufSshProto && base_buf(b) != kBufSshSoftware)
+        return "skip:app-layer:ssh bsize on " + std::string(sig_buf_name(b));
+    s.gate_proto.clear();
+    s.app_proto = 5;
+  }
   if (!s.gate_proto.empty() && s.app) {
     // No parser for the protocol: none of its buffers (the mail's headers, ...) exists.
     for (const SigOp& o : s.ops)
@@ -574,8 +589,9 @@ std::string finish(Signature& s) {
       return b == kBufTlsSni || b == kBufTlsSniDot || (b >= kBufTlsCertSubject && b <= kBufJa3sString) ||
                      b == kBufJa3Hash || b == kBufJa3String
                  ? 2
-             : b == kBufDnsQuery || b == kBufDnsQueryDot                                                ? 3
-                                                                                                        : 1;
+             : b == kBufDnsQuery || b == kBufDnsQueryDot ? 3
+             : b == kBufSshProto || b == kBufSshSoftware ? 5
+                                                         : 1;
     };
     for (const SigOp& o : s.ops) {
       const uint8_t p = o.buf == kBufPayload || o.buf == kBufBase64 ? 0 : proto_of(o.buf);
@@ -588,6 +604,9 @@ std::string finish(Signature& s) {
       s.app_proto = p;
     }
     if (!s.app_proto) s.app_proto = 1;
+    if (s.app_proto == 5)
+      for (const SigOp& o : s.ops)
+        if (o.buf == kBufPayload) return "skip:app-layer:ssh payload beside ssh buffers";
     if (s.app_proto != 3) {
       if (s.rule.proto != 6 && s.rule.proto != 0) return "error:an http or tls rule that is not TCP";
       s.rule.proto = 6;
@@ -643,6 +662,7 @@ int sig_buf_side(uint8_t b) {
     case kBufBase64:  // inspected where its base64_decode is (its own side)
     case kBufHttpHeader: case kBufHttpHeaderRaw: case kBufHttpCookie: case kBufHttpContentType:
     case kBufHttpContentLen: case kBufHttpStart: case kBufHttpHeaderNames:
+    case kBufSshProto: case kBufSshSoftware:
       return 2;
     case kBufHttpStatCode: case kBufHttpStatMsg: case kBufHttpResponseLine: case kBufHttpResponseBody:
     case kBufHttpServer: case kBufHttpLocation:

@@ -35,6 +35,9 @@
 //                      underscore forms), tls.certs (each certificate of the chain, DER, a
 //                      multi-buffer); ja3.hash (ja3_hash), ja3.string, ja3s.hash, ja3s.string;
 //                      the protocol `tls` in the header
+//   SSH                ssh.proto (ssh_proto), ssh.software (ssh_software): the sender's
+//                      identification string's version and software; the protocol `ssh` in the
+//                      header with them
 //   DNS                dns.query (dns_query: each question's name of a request, a multi-buffer);
 //                      the protocol `dns` in the header (UDP and TCP)
 //   transforms         after a sticky buffer (transform.hpp): dotprefix, to_lowercase,
@@ -97,6 +100,8 @@ enum SigBuf : uint8_t {
   // the server's certificate (TLS, to the client)
   kBufTlsCertSubject, kBufTlsCertIssuer, kBufTlsCertSerial, kBufTlsCertFingerprint, kBufTlsCerts,
   kBufJa3sHash, kBufJa3sString,
+  // SSH's identification strings (either side: the client's to the server, the server's to the client)
+  kBufSshProto, kBufSshSoftware,
   // base64_data: what the signature's base64_decode decoded (not a transaction's buffer)
   kBufBase64,
   // a sticky buffer with transforms (transform.hpp): registered per process, kMaxDerivedBufs ids
@@ -218,7 +223,7 @@ struct Signature {
   // smb; Suricata's app_proto name): a packet or stream signature that matches only on flows
   // detected as that protocol, as of the matching packet (decided on the host, detect.hpp).
   std::string gate_proto;
-  uint8_t app_proto = 0;           // 1 http, 2 tls, 3 dns, 4 smtp (from the header's protocol or the buffers)
+  uint8_t app_proto = 0;           // 1 http, 2 tls, 3 dns, 4 smtp, 5 ssh (from the header's protocol or the buffers)
   NumCond urilen;                  // urilen (on the normalized URI, or the raw one with urilen_raw)
   bool urilen_raw = false;
   // tls.version: the hello version of the inspected direction (Suricata's: to the server the
