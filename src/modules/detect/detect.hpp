@@ -116,9 +116,14 @@ struct DetectModule {
     int64_t dsize = -1;   // -1: not a packet
     uint16_t tcp_flags = 0;
     uint8_t icmp_type = 0, icmp_code = 0;
+    uint8_t ttl = 0;
+    uint16_t tcp_win = 0, tcp_mss = 0;
+    bool tcp_mss_set = false;  // the packet has an MSS option
+    uint32_t tcp_seq = 0, tcp_ack = 0;
   };
 
-  // Whether signature i's header, flow, dsize, flags, itype and icode conditions hold for a packet
+  // Whether signature i's header, flow, dsize, flags, itype, icode and packet header conditions
+  // (ttl, ip_proto, tcp.mss, seq, ack, window) hold for a packet
   // (or a stream piece: pk from FirewallModule::stream_packet, established, no packet facts).
   GASPP_HD static bool sig_applies(const View& v, uint32_t i, const FwPacket& pk, bool has_flow, bool to_client,
                                    bool established, const PacketFacts& f) {
@@ -133,6 +138,12 @@ struct DetectModule {
       const bool icmp = pk.proto == 1 || pk.proto == 58;
       if ((s.itype.kind || s.icode.kind) && !icmp) return false;
       if (!det_cond_holds(s.itype, f.icmp_type) || !det_cond_holds(s.icode, f.icmp_code)) return false;
+      if (!det_cond_holds(s.ttl, f.ttl) || !det_cond_holds(s.ip_proto, pk.proto)) return false;
+      if ((s.hdr || s.mss.kind) && pk.proto != 6) return false;
+      if (s.mss.kind && (!f.tcp_mss_set || !det_cond_holds(s.mss, f.tcp_mss))) return false;
+      if ((s.hdr & kHdrSeq) && f.tcp_seq != s.seq) return false;
+      if ((s.hdr & kHdrAck) && f.tcp_ack != s.ack) return false;
+      if ((s.hdr & kHdrWin) && (f.tcp_win == s.win) == bool(s.hdr & kHdrWinNeg)) return false;
     }
     if (fw_entry_matches(v.hdr, 2 * i, pk)) return true;
     return s.bidir && fw_entry_matches(v.hdr, 2 * i + 1, pk);
@@ -231,6 +242,12 @@ struct DetectModule {
     facts.tcp_flags = d.tcp_flags[k];
     facts.icmp_type = d.icmp_type[k];
     facts.icmp_code = d.icmp_code[k];
+    facts.ttl = d.ip_ttl[k];
+    facts.tcp_win = d.tcp_win[k];
+    facts.tcp_mss = d.tcp_mss[k];
+    facts.tcp_mss_set = (d.tcp_opts[k] & kOptMss) != 0;
+    facts.tcp_seq = d.tcp_seq[k];
+    facts.tcp_ack = d.tcp_ack[k];
     Decision dec;
     // The first pass holds its events until it knows it keeps them (see stream_pass).
     constexpr uint32_t kHeld = kRetry ? 1 : kDetHeldEvents;

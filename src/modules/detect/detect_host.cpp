@@ -278,6 +278,14 @@ DetectModule::Host::Host(const ModuleOptions& opt) : ModuleHost<DetectModule>({}
     d.itype = cond(s.itype);
     d.icode = cond(s.icode);
     d.flags = DetFlags{uint8_t(s.has_flags ? 1 : 0), s.flags_mode, s.flags_want, s.flags_ignore};
+    d.ttl = cond(s.ttl);
+    d.mss = cond(s.tcp_mss);
+    d.ip_proto = cond(s.ip_proto);
+    d.seq = s.seq;
+    d.ack = s.ack;
+    d.win = s.win;
+    d.hdr = uint8_t((s.seq_on ? kHdrSeq : 0) | (s.ack_on ? kHdrAck : 0) | (s.win_on ? kHdrWin : 0) |
+                    (s.win_neg ? kHdrWinNeg : 0));
     if (s.app) {
       // Matched per HTTP transaction on the host (on_app): no packet or stream pass looks at it.
       d.mode = 0;

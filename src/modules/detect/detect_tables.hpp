@@ -126,7 +126,15 @@ struct DetSig {
   DetCond dsize, itype, icode;
   DetFlags flags;
   uint32_t sid;
+  // Packet header conditions: ttl, tcp.mss (absent option: no match), ip_proto; seq, ack and
+  // window (hdr bits DetHdrBits) on TCP packets.
+  DetCond ttl, mss, ip_proto;
+  uint32_t seq, ack;
+  uint16_t win;
+  uint8_t hdr;
+  uint8_t pad_;
 };
+enum DetHdrBits : uint8_t { kHdrSeq = 1, kHdrAck = 2, kHdrWin = 4, kHdrWinNeg = 8 };
 static_assert(std::is_trivially_copyable_v<DetSig>, "DetSig is a table entry");
 
 constexpr uint32_t kDetMaxOps = 64;   // options in one payload list (more: the rule is skipped)

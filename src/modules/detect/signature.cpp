@@ -347,6 +347,39 @@ std::string parse_num_cond(const std::string& k, const std::string& v, uint32_t 
   return "";
 }
 
+// ip_proto:[!<>]N|NAME (Suricata's DetectIPProtoParse): the transport protocol's number or name.
+std::string parse_ip_proto(const std::string& v, NumCond& c) {
+  std::string t = trim(v);
+  c = NumCond{};
+  c.on = true;
+  if (!t.empty() && (t[0] == '!' || t[0] == '<' || t[0] == '>')) {
+    if (t[0] == '!') c.neg = true;
+    else c.cmp = t[0] == '<' ? kCmpLt : kCmpGt;
+    t = trim(t.substr(1));
+  }
+  if (!t.empty() && t.find_first_not_of("0123456789") == std::string::npos && t.size() <= 3 && std::stoul(t) <= 255) {
+    c.lo = uint16_t(std::stoul(t));
+    return "";
+  }
+  // Names as /etc/protocols has them (the common ones built in: the file is not everywhere).
+  static const std::pair<const char*, uint8_t> kNames[] = {
+      {"ip", 0},     {"icmp", 1},      {"igmp", 2},   {"ipencap", 4}, {"ipip", 4},  {"tcp", 6},   {"egp", 8},
+      {"igp", 9},    {"udp", 17},      {"ipv6", 41},  {"ipv6-route", 43}, {"ipv6-frag", 44}, {"rsvp", 46},
+      {"gre", 47},   {"esp", 50},      {"ah", 51},    {"ipv6-icmp", 58}, {"icmpv6", 58}, {"ipv6-nonxt", 59},
+      {"ipv6-opts", 60}, {"eigrp", 88}, {"ospf", 89},  {"ospfigp", 89}, {"etherip", 97}, {"encap", 98},
+      {"pim", 103},  {"ipcomp", 108},  {"vrrp", 112}, {"l2tp", 115},  {"isis", 124}, {"sctp", 132},
+      {"fc", 133},   {"mobility-header", 135}, {"udplite", 136}, {"mpls-in-ip", 137}, {"hip", 139},
+      {"shim6", 140}, {"wesp", 141},   {"rohc", 142}, {"ethernet", 143}};
+  std::string lower;
+  for (const char ch : t) lower += char(std::tolower(static_cast<unsigned char>(ch)));
+  for (const auto& [name, num] : kNames)
+    if (lower == name) {
+      c.lo = num;
+      return "";
+    }
+  return "error:ip_proto: '" + t + "' is neither a protocol number (0-255) nor a protocol name";
+}
+
 uint16_t flag_bit(char c) {
   switch (c) {
     case 'F': return 0x01;
@@ -546,7 +579,7 @@ std::string finish(Signature& s) {
         return "skip:app-layer:smtp " + std::string(o.buf == kBufPayload ? "payload beside file.data" : sig_buf_name(o.buf));
     for (const auto& [b, c] : s.bsize)
       if (base_buf(b) != kBufHttpResponseBody) return "skip:app-layer:smtp bsize on " + std::string(sig_buf_name(b));
-    if (s.dsize.on || s.has_flags || s.itype.on || s.icode.on || s.only_stream || s.no_stream || s.rule.tcp_pkt ||
+    if (s.dsize.on || s.has_flags || s.itype.on || s.icode.on || s.header_conds() || s.only_stream || s.no_stream || s.rule.tcp_pkt ||
         s.rule.tcp_stream)
       return "skip:app-layer:smtp rule with packet conditions";
     if (s.flow_dir == 2) return "error:file.data of a mail is sent to the server (flow:to_client)";
@@ -580,7 +613,7 @@ std::string finish(Signature& s) {
   if (s.app) {
     // Matched per transaction (detect.hpp); payload options inspect the transaction's message
     // (detect_app.cpp). Packet-only conditions are not matched there.
-    if (s.dsize.on || s.has_flags || s.itype.on || s.icode.on || s.only_stream || s.no_stream || s.rule.tcp_pkt ||
+    if (s.dsize.on || s.has_flags || s.itype.on || s.icode.on || s.header_conds() || s.only_stream || s.no_stream || s.rule.tcp_pkt ||
         s.rule.tcp_stream)
       return "skip:app-layer:http rule with packet conditions";
     // The protocol the buffers belong to must agree with the header's.
@@ -621,7 +654,8 @@ std::string finish(Signature& s) {
   const bool tcp = s.rule.proto == 0 || s.rule.proto == 6;
   uint8_t m = 0;
   if (s.only_stream || s.rule.tcp_stream) m = kSigStream | kSigStreamOnly;
-  if (s.no_stream || s.rule.tcp_pkt || s.dsize.on || s.has_flags || s.itype.on || s.icode.on) m |= kSigPacket;
+  if (s.no_stream || s.rule.tcp_pkt || s.dsize.on || s.has_flags || s.itype.on || s.icode.on || s.header_conds())
+    m |= kSigPacket;
   if (tcp && !s.ops.empty() && !(m & (kSigPacket | kSigStream))) {
     m = kSigStream;
     for (const SigOp& o : s.ops)
@@ -634,6 +668,7 @@ std::string finish(Signature& s) {
   if ((m & kSigStreamOnly) && !tcp) return "error:only_stream on a rule that is not TCP";
   s.mode = m;
   s.ip_only = s.ops.empty() && !s.flow_keyword && !s.dsize.on && !s.has_flags && !s.itype.on && !s.icode.on &&
+              !s.header_conds() &&
               s.flowints.empty() && !s.rule.tcp_stream &&
               std::all_of(s.flowbits.begin(), s.flowbits.end(), [](const FlowbitCmd& c) { return c.cmd == FlowbitCmd::set; }) &&
               s.gate_proto.empty();  // Suricata: a signature with an app_proto is never IP-only
@@ -958,6 +993,35 @@ std::string parse_signature(const std::string& text, const RuleVars& vars, Signa
       NumCond& c = k == "dsize" ? out.dsize : k == "itype" ? out.itype : out.icode;
       const std::string r = parse_num_cond(k, v, k == "dsize" ? 65535 : 255, c);
       if (!r.empty()) return r;
+      continue;
+    }
+    if (k == "ttl" || k == "tcp.mss") {
+      NumCond& c = k == "ttl" ? out.ttl : out.tcp_mss;
+      if (c.on) return "skip:keyword " + k + " twice";
+      const std::string r = parse_num_cond(k, v, k == "ttl" ? 255 : 65535, c);
+      if (!r.empty()) return r;
+      continue;
+    }
+    if (k == "ip_proto") {
+      if (out.ip_proto.on) return "skip:keyword ip_proto twice";
+      const std::string r = parse_ip_proto(v, out.ip_proto);
+      if (!r.empty()) return r;
+      continue;
+    }
+    if (k == "seq" || k == "ack" || k == "window") {
+      std::string t = trim(v);
+      const bool neg = k == "window" && !t.empty() && t[0] == '!';
+      if (neg) t = trim(t.substr(1));
+      const uint64_t max = k == "window" ? 65535 : 0xffffffffull;
+      if (t.empty() || t.size() > 10 || t.find_first_not_of("0123456789") != std::string::npos || std::stoull(t) > max)
+        return "error:" + k + " is a number from 0 to " + std::to_string(max) + ", not '" + v + "'";
+      const uint64_t n = std::stoull(t);
+      bool& on = k == "seq" ? out.seq_on : k == "ack" ? out.ack_on : out.win_on;
+      if (on) return "skip:keyword " + k + " twice";
+      on = true;
+      if (k == "seq") out.seq = uint32_t(n);
+      else if (k == "ack") out.ack = uint32_t(n);
+      else out.win = uint16_t(n), out.win_neg = neg;
       continue;
     }
     if (k == "flags") {

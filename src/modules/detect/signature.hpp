@@ -44,7 +44,10 @@
 //                      to_uppercase, strip_whitespace, compress_whitespace, to_md5, to_sha1,
 //                      to_sha256, url_decode, xor, pcrexform, header_lowercase,
 //                      strip_pseudo_headers, from_base64, chained in rule order
-//   dsize:N | <N | >N | <=N | >=N | N<>M | N-M | !N; itype, icode (ICMP) the same way
+//   dsize:N | <N | >N | <=N | >=N | N<>M | N-M | !N; itype, icode (ICMP), ttl (IPv4 TTL, IPv6 hop
+//                      limit) and tcp.mss (a TCP packet's MSS option; none: no match) the same way
+//   ip_proto:[!<>]N|NAME (the transport protocol: tcp, udp, icmp, ipv6-icmp, gre, esp, sctp, ...)
+//   seq:N, ack:N (a TCP packet's sequence and acknowledgement numbers), window:[!]N (its raw window)
 //   flags:[+*!]FSRPAUCE0[,IGNORED] (TCP flags; C/1 CWR, E/2 ECE, 0 none)
 //   flow:to_server|to_client|from_client|from_server|established|not_established|stateless|
 //        only_stream|no_stream
@@ -202,6 +205,12 @@ struct Signature {
   uint8_t flow_est = 0;            // 1 established, 2 not_established
   bool only_stream = false, no_stream = false;
   NumCond dsize, itype, icode;
+  NumCond ttl, tcp_mss, ip_proto;  // packet header conditions (packet signatures)
+  bool seq_on = false, ack_on = false, win_on = false, win_neg = false;
+  uint32_t seq = 0, ack = 0;
+  uint16_t win = 0;
+  // Any of the packet header conditions (ttl, tcp.mss, ip_proto, seq, ack, window).
+  bool header_conds() const { return ttl.on || tcp_mss.on || ip_proto.on || seq_on || ack_on || win_on; }
   bool has_flags = false;
   uint8_t flags_mode = 0;          // 0 exactly, 1 + (all of), 2 * (any of), 3 ! (not all of)
   uint16_t flags_want = 0, flags_ignore = 0;

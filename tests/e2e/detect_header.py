@@ -1,0 +1,150 @@
+#!/usr/bin/env python3
+"""Packet header conditions of signatures (ttl, ip_proto, tcp.mss, seq, ack, window) on a capture
+built here (scapy): random IPv4 and IPv6 packets (TCP with and without an MSS option, UDP, ICMP,
+GRE, SCTP, a raw protocol number), and random rules whose conditions the test evaluates itself on
+each packet's fields, as Suricata documents the keywords: ttl and tcp.mss take N, <N, >N, <=N,
+>=N, N-M (exclusive) and !N; tcp.mss matches only packets with the option; ip_proto takes a
+number or name after !, < or >; seq, ack and window (with !) compare a TCP packet's fields. A rule
+alerts once per packet that meets its conditions (each packet is a flow of its own); rules with a
+malformed value are errors reported with their line. The same runs on the device's path
+(detect:prefilter=device on the CPU) and, with `cuda`, on the CUDA backend.
+
+usage: detect_header.py GASPP [cpu|cpu-device|cuda ...]
+"""
+import operator
+import os
+import random
+import re
+import sys
+import tempfile
+
+from detect_base64 import run
+
+PROTOS = {"tcp": 6, "udp": 17, "icmp": 1, "gre": 47, "sctp": 132, "ipv6-icmp": 58, "esp": 50}
+
+
+def build(rng):
+    from scapy.all import GRE, ICMP, IP, IPv6, SCTP, TCP, UDP, Ether, ICMPv6EchoRequest, Raw
+    pk, facts = [], []
+    for k in range(160):
+        v6 = rng.random() < 0.25
+        ttl = rng.choice([1, 2, 32, 63, 64, 65, 127, 128, 200, 255, rng.randrange(256)])
+        src, dst = (f"2001:db8::{k + 1:x}", "2001:db8::ffff") if v6 else (f"10.1.{k // 200}.{k % 200 + 1}", "10.2.0.1")
+        ip = IPv6(src=src, dst=dst, hlim=ttl) if v6 else IP(src=src, dst=dst, ttl=ttl)
+        kind = rng.choice(["tcp", "tcp", "tcp", "udp", "icmp", "gre", "sctp", "raw"])
+        f = {"ttl": ttl, "proto": None, "seq": None, "ack": None, "win": None, "mss": None}
+        if kind == "tcp":
+            seq, ack, win = rng.choice([0, 1, 1000, rng.randrange(2**32)]), rng.randrange(2**32), rng.choice([0, 512, 65535, rng.randrange(65536)])
+            opts = [("MSS", rng.choice([536, 1460, 8960, rng.randrange(65536)]))] if rng.random() < 0.5 else []
+            l4 = TCP(sport=1024 + k, dport=80, flags=rng.choice(["S", "A", "PA", "SA"]), seq=seq, ack=ack, window=win,
+                     options=opts)
+            f.update(proto=6, seq=seq, ack=ack, win=win, mss=opts[0][1] if opts else None)
+        elif kind == "udp":
+            l4, f["proto"] = UDP(sport=1024 + k, dport=5000), 17
+        elif kind == "icmp":
+            l4, f["proto"] = (ICMPv6EchoRequest(), 58) if v6 else (ICMP(), 1)
+        elif kind == "gre":
+            l4, f["proto"] = GRE(proto=0x0800) / IP(src="192.0.2.1", dst="192.0.2.2", ttl=9) / UDP(sport=7, dport=9), 47
+        elif kind == "sctp":
+            l4, f["proto"] = SCTP(sport=1024 + k, dport=80), 132
+        else:
+            n = rng.choice([103, 112, 253])
+            if v6:
+                ip.nh = n
+            else:
+                ip.proto = n
+            l4, f["proto"] = Raw(b"x" * 8), n
+        if kind == "gre":  # the engine decodes GRE's inner packet: its fields are the inner one's
+            f.update(ttl=9, proto=17)
+        pk.append(Ether(src="02:00:00:00:00:01", dst="02:00:00:00:00:02") / ip / l4 / Raw(b"payload"))
+        facts.append(f)
+    return pk, facts
+
+
+CMPS = {"": operator.eq, "<": operator.lt, ">": operator.gt, "<=": operator.le, ">=": operator.ge}
+
+
+def num_cond(rng, values, top):
+    """A random ttl/tcp.mss value string and its predicate."""
+    n = rng.choice(values) if values and rng.random() < 0.7 else rng.randrange(top + 1)
+    form = rng.choice(["", "<", ">", "<=", ">=", "range", "!"])
+    if form == "range":
+        lo, hi = max(0, n - rng.randrange(1, 4)), min(top, n + rng.randrange(1, 4))
+        return f"{lo}-{hi}", lambda x: lo < x < hi
+    if form == "!":
+        return f"!{n}", lambda x: x != n
+    return f"{form}{n}", lambda x, c=CMPS[form]: c(x, n)
+
+
+def rules_for(rng, facts):
+    rules, want = [], {}
+    tcp = [f for f in facts if f["proto"] == 6]
+    for sid in range(1, 181):
+        kind = rng.choice(["ttl", "mss", "proto", "seq", "ack", "win", "ttl+seq"])
+        opts, preds = [], []
+        if kind in ("ttl", "ttl+seq"):
+            v, p = num_cond(rng, [f["ttl"] for f in facts], 255)
+            opts.append(f"ttl:{v};")
+            preds.append(lambda f, p=p: p(f["ttl"]))
+        if kind == "mss":
+            v, p = num_cond(rng, [f["mss"] for f in tcp if f["mss"] is not None], 65535)
+            opts.append(f"tcp.mss:{v};")
+            preds.append(lambda f, p=p: f["mss"] is not None and p(f["mss"]))
+        if kind == "proto":
+            name = rng.choice(list(PROTOS) + ["103", "112", "17"])
+            num = PROTOS.get(name, int(name) if name.isdigit() else None)
+            pre = rng.choice(["", "!", "<", ">"])
+            c = {"": operator.eq, "!": operator.ne, "<": operator.lt, ">": operator.gt}[pre]
+            opts.append(f"ip_proto:{pre}{name};")
+            preds.append(lambda f, c=c, num=num: c(f["proto"], num))
+        if kind in ("seq", "ttl+seq", "ack"):
+            field = "ack" if kind == "ack" else "seq"
+            n = rng.choice(tcp)[field] if rng.random() < 0.8 else rng.randrange(2**32)
+            opts.append(f"{field}:{n};")
+            preds.append(lambda f, n=n, field=field: f["proto"] == 6 and f[field] == n)
+        if kind == "win":
+            n = rng.choice(tcp)["win"] if rng.random() < 0.8 else rng.randrange(65536)
+            neg = rng.random() < 0.3
+            opts.append(f"window:{'!' if neg else ''}{n};")
+            preds.append(lambda f, n=n, neg=neg: f["proto"] == 6 and (f["win"] != n if neg else f["win"] == n))
+        rules.append(f'alert ip any any -> any any (msg:"h{sid}"; {" ".join(opts)} sid:{sid}; rev:1;)')
+        want[sid] = sum(1 for f in facts if all(p(f) for p in preds))
+    bad = ['ttl:300;', 'ip_proto:nosuchproto;', 'seq:-1;', 'window:70000;', 'tcp.mss:<x;']
+    for k, b in enumerate(bad):
+        rules.append(f'alert ip any any -> any any (msg:"bad"; {b} sid:{1000 + k}; rev:1;)')
+        want[1000 + k] = 0
+    return rules, want, len(rules) - len(bad) + 1
+
+
+def main():
+    from scapy.all import wrpcap
+    gaspp = sys.argv[1]
+    paths = sys.argv[2:] or ["cpu", "cpu-device"]
+    rng = random.Random(20261128)
+    pk, facts = build(rng)
+    rules, want, first_bad = rules_for(rng, facts)
+    failed = 0
+    with tempfile.TemporaryDirectory() as d:
+        pcap = os.path.join(d, "h.pcap")
+        wrpcap(pcap, pk)
+        rf = os.path.join(d, "h.rules")
+        with open(rf, "w") as f:
+            f.write("\n".join(rules) + "\n")
+        for path in paths:
+            got, err = run(gaspp, path, pcap, rf, d, ",packet-alert-max=1000")
+            bad = [(sid, n, got.get(sid, 0)) for sid, n in sorted(want.items()) if got.get(sid, 0) != n]
+            for sid, n, g in bad:
+                print(f"FAIL {path}: sid {sid}: {g} alerts, expected {n}: {rules[sid - 1] if sid < 1000 else sid}")
+            lines = {int(m.group(1)) for m in re.finditer(r"h\.rules:(\d+): ", err)}
+            missing = [n for n in range(first_bad, len(rules) + 1) if n not in lines]
+            extra = sorted(n for n in lines if n < first_bad)
+            if missing or extra:
+                print(f"FAIL {path}: malformed rules not reported at lines {missing}; reported good lines {extra}")
+            failed += len(bad) + len(missing) + len(extra)
+            print(f"{path}: {len(want)} rules, {sum(want.values())} alerts expected, {sum(got.values())} raised, "
+                  f"{len(bad)} wrong")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
