@@ -12,6 +12,11 @@ A mail is what lies between MAIL commands (RSET, a new HELO/EHLO and QUIT end on
 transactions are built the same way from its fields here). Every event must also validate against
 Suricata's EVE schema (eve_schema.py checks all captures).
 
+Then the envelope's buffers: on each such capture, a rule per MAIL FROM address (smtp.mail_from),
+per recipient (smtp.rcpt_to) and per HELO name (smtp.helo), each with its bsize, must alert once
+per mail tshark reads that address or name in (with app_proto smtp), and a rule on an address no
+mail has, never.
+
 usage: smtp_vs_tshark.py GASPP DATA_DIR [--backend cpu|cuda]
 """
 import glob
@@ -103,6 +108,50 @@ def gaspp_mails(gaspp, pcap, backend, d):
     return res
 
 
+def envelope_rules(gaspp, pcap, backend, conns, d):
+    """The smtp.mail_from / smtp.rcpt_to / smtp.helo rules on one capture: (failures, rules)."""
+    mails = [(c["helo"], m) for c in conns.values() for m in c["mails"]]
+    rules, want = [], {}
+
+    def esc(v):
+        return "".join(f"|{ord(ch):02x}|" if ch in '";\\|' else ch for ch in v)
+
+    def rule(buf, v, n):
+        sid = len(rules) + 1
+        rules.append(f'alert smtp any any -> any any (msg:"env {sid}"; flow:to_server; {buf}; content:"{esc(v)}"; '
+                     f'bsize:{len(v.encode())}; sid:{sid}; rev:1;)')
+        want[sid] = n
+
+    for v in sorted({m["mail_from"] for _, m in mails if m["mail_from"]}):
+        rule("smtp.mail_from", v, sum(1 for _, m in mails if m["mail_from"] == v))
+    for v in sorted({r for _, m in mails for r in m["rcpt_to"] if r}):
+        rule("smtp.rcpt_to", v, sum(1 for _, m in mails if v in m["rcpt_to"]))
+    for v in sorted({h for h, _ in mails if h}):
+        rule("smtp.helo", v, sum(1 for h, _ in mails if h == v))
+    rule("smtp.mail_from", "nobody@nowhere.invalid", 0)
+    rf = os.path.join(d, "env.rules")
+    with open(rf, "w") as f:
+        f.write("\n".join(rules) + "\n")
+    out = os.path.join(d, "env")
+    subprocess.run(["rm", "-rf", out])
+    os.makedirs(out)
+    p = subprocess.run([gaspp, "-r", pcap, "--backend", backend, "-q", "-l", out, "--module",
+                        f"detect:rules={rf},packet-alert-max=1000"], capture_output=True, text=True)
+    if p.returncode != 0:
+        return [f"gaspp with envelope rules exited {p.returncode}: {p.stderr.strip()[-300:]}"], len(rules)
+    got, bad = {}, []
+    for line in open(os.path.join(out, "eve.json")):
+        e = json.loads(line)
+        if e.get("event_type") == "alert":
+            got[e["alert"]["signature_id"]] = got.get(e["alert"]["signature_id"], 0) + 1
+            if e.get("app_proto") != "smtp" or "smtp" not in e:
+                bad.append(f"alert of sid {e['alert']['signature_id']} without app_proto smtp and the smtp object")
+    for sid, n in want.items():
+        if got.get(sid, 0) != n:
+            bad.append(f"{rules[sid - 1]}: {got.get(sid, 0)} alerts, tshark's mails say {n}")
+    return bad, len(rules)
+
+
 def main():
     args = sys.argv[1:]
     backend = "cpu"
@@ -113,7 +162,7 @@ def main():
     gaspp, data = args[:2]
     caps = sorted(c for c in glob.glob(os.path.join(data, "pcaps", "**", "*.pcap*"), recursive=True)
                   if c.endswith((".pcap", ".pcapng")))
-    failed = compared = mails = 0
+    failed = compared = mails = env_rules = 0
     with tempfile.TemporaryDirectory() as d:
         for cap in caps:
             # A capture without these words (any case) has no SMTP command for tshark to read and
@@ -166,12 +215,19 @@ def main():
                     if problems:
                         failed += 1
                         print(f"FAIL {name} message {k}: " + "; ".join(problems))
+            if conns:
+                bad, n = envelope_rules(gaspp, cap, backend, conns, d)
+                env_rules += n
+                for b in bad:
+                    failed += 1
+                    print(f"FAIL {name}: {b}")
             extra = set(got) - set(conns)
             for key in extra:
                 failed += 1
                 print(f"FAIL {name} {sorted(key)}: smtp events where tshark reads no SMTP command")
-    print(f"{compared} SMTP connections, {mails} mails compared with tshark ({backend}), {failed} failures")
-    if compared == 0:
+    print(f"{compared} SMTP connections, {mails} mails compared with tshark ({backend}), {env_rules} envelope rules, "
+          f"{failed} failures")
+    if compared == 0 or env_rules == 0:
         print("FAIL: no capture with SMTP")
         return 1
     return 1 if failed else 0

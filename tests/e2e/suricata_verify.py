@@ -18,6 +18,7 @@ usage: suricata_verify.py GASPP DATA_DIR [--backend cpu|cuda]
 """
 import json
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -28,20 +29,82 @@ TESTS = ["firewall/ruletype-firewall-31-retrans-of-drop"]
 BATCHES = [None, "1", "3"]
 
 
-def lookup(ev, dotted):
-    cur = ev
-    for part in dotted.split("."):
-        if not isinstance(cur, dict) or part not in cur:
-            return None, False
-        cur = cur[part]
-    return cur, True
+def find_value(name, obj):
+    """suricata-verify's find_value (run.py): a dotted path with [N] indexes and __len; None when
+    absent. Stops at an operator suffix (__contains, __gt, ...) and returns the object there."""
+    for part in name.split("."):
+        if part == "__len":
+            try:
+                return len(obj)
+            except TypeError:
+                return -1
+        if part in ("__contains", "__find", "__startswith", "__endswith") or part in COMPARISONS:
+            break
+        m = re.match(r"^(.*)\[(\d+)\]$", part)
+        key, index = (m.group(1), int(m.group(2))) if m else (part, None)
+        if not isinstance(obj, dict) or key not in obj:
+            return None
+        obj = obj[key]
+        if index is not None:
+            try:
+                obj = obj[index]
+            except (IndexError, KeyError, TypeError):
+                return None
+    return obj
+
+
+COMPARISONS = {"__gt": lambda a, b: a > b, "__gte": lambda a, b: a >= b, "__lt": lambda a, b: a < b,
+               "__lte": lambda a, b: a <= b}
 
 
 def matches(ev, match):
-    for k, want in match.items():
-        got, ok = lookup(ev, k)
-        if not ok or got != want:
+    """suricata-verify's FilterCheck.match: every entry of `match` holds for the event."""
+    for key, want in match.items():
+        if key in ("has-key", "not-has-key"):
+            for item in (want if isinstance(want, list) else [want]):
+                if (find_value(item, ev) is None) != (key == "not-has-key"):
+                    return False
+            continue
+        got = find_value(key, ev)
+        suffix = key.rsplit(".", 1)[-1]
+        try:
+            if suffix == "__find":
+                ok = got.find(want) >= 0
+            elif suffix == "__contains":
+                ok = want in got
+            elif suffix == "__startswith":
+                ok = got.startswith(want)
+            elif suffix == "__endswith":
+                ok = got.endswith(want)
+            elif suffix in COMPARISONS:
+                ok = (isinstance(got, (int, float)) and not isinstance(got, bool) and
+                      isinstance(want, (int, float)) and COMPARISONS[suffix](got, want))
+            else:
+                ok = got == want
+        except (AttributeError, TypeError):
+            ok = False
+        if not ok:
             return False
+    return True
+
+
+# The Suricata version whose behaviour gaspp follows, for checks that name one (`requires` of a
+# filter: min-version, lt-version).
+SURICATA_VERSION = (8, 0, 7)
+
+
+def version_tuple(v):
+    parts = [int(x) for x in re.findall(r"\d+", str(v))][:3]
+    return tuple(parts + [0] * (3 - len(parts)))
+
+
+def check_applies(flt):
+    """Whether a filter's `requires` (versions) holds for the version gaspp follows."""
+    req = flt.get("requires") or {}
+    if "min-version" in req and SURICATA_VERSION < version_tuple(req["min-version"]):
+        return False
+    if "lt-version" in req and SURICATA_VERSION >= version_tuple(req["lt-version"]):
+        return False
     return True
 
 

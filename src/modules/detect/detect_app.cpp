@@ -204,6 +204,13 @@ struct TxBuffers {
       if (b == kBufSshSoftware) return hold(ssh->software[side], ssh->banner[side]);
       return false;
     }
+    if (smtp && b >= kBufSmtpHelo && b <= kBufSmtpRcptTo) {
+      // The envelope: the session's HELO/EHLO name, MAIL FROM's address, each RCPT TO's (an instance).
+      if (side != 0) return false;
+      if (b == kBufSmtpHelo) return hold(smtp->helo, !smtp->helo.empty());
+      if (b == kBufSmtpMailFrom) return hold(smtp->mail_from, !smtp->mail_from.empty());
+      return index < smtp->rcpt_to.size() && hold(smtp->rcpt_to[index], !smtp->rcpt_to[index].empty());
+    }
     if (smtp) {
       // file.data (to the server, as the request body's buffer): the mail's files, one instance each.
       if (b != kBufHttpRequestBody || side != 0 || !smtp->mime || index >= smtp->mime->files().size()) return false;
@@ -341,6 +348,7 @@ void DetectModule::Host::add_app_sig(uint32_t i) {
   AppSig a{};
   a.sig = i;
   a.proto = s.app_proto;
+  smtp_envelope_sigs_ = smtp_envelope_sigs_ || s.app_proto == 6;
   a.urilen = DetCond{uint8_t(s.urilen.on ? (s.urilen.range ? 2 : 1) : 0), s.urilen.cmp, uint8_t(s.urilen.neg ? 1 : 0),
                      0, s.urilen.lo, s.urilen.hi};
   a.urilen_raw = s.urilen_raw;
@@ -360,7 +368,7 @@ void DetectModule::Host::add_app_sig(uint32_t i) {
   // response too.
   // file_data to the server (flow:to_server, or a mail's files): the request body's buffer.
   const bool fd_request = s.flow_dir == 1 || s.app_proto == 4;
-  if (s.app_proto == 4) a.side = 0;
+  if (s.app_proto == 4 || s.app_proto == 6) a.side = 0;
   const auto reads_response = [&](uint8_t b) {
     return sig_buf_side(b) == 1 && !(base_buf(b) == kBufHttpResponseBody && fd_request);
   };
@@ -487,33 +495,56 @@ void DetectModule::Host::on_app(const std::vector<AppUpdate>& updates, std::vect
   std::vector<uint32_t>& cand = w.cand;
   for (const AppUpdate& u : updates) {
     if (!u.http() && !u.tls() && !u.dns() && !u.smtp() && !u.ssh()) continue;  // no signature buffers of its protocol
-    // A mail's files are the client's: nothing to inspect without one, or on the server's lines.
-    if (u.smtp() && (u.dir != 0 || !u.smtp()->mime || u.smtp()->mime->files().empty())) continue;
+    AppTx& t = *u.tx;
+    // The passes over an update: (protocol, first instance, instances). A multi-buffer (dns.query,
+    // tls.certs, a mail's files, its recipients) is inspected per instance; a signature matches on
+    // any of them (the other buffers are the same in every instance). A mail has two passes, both
+    // on the client's lines: its files (file.data; one inspected once closed does not change, each
+    // keeps its own scans) and its envelope (smtp.helo, smtp.mail_from, smtp.rcpt_to).
+    struct Pass {
+      uint8_t proto;
+      size_t first, n;
+    };
+    Pass passes[2];
+    int np = 0;
+    if (const SmtpTx* m = u.smtp()) {
+      if (u.dir != 0) continue;
+      if (m->mime && !m->mime->files().empty()) passes[np++] = Pass{4, t.instances_final, m->mime->files().size()};
+      if (smtp_envelope_sigs_ && (!m->helo.empty() || !m->mail_from.empty() || !m->rcpt_to.empty()))
+        passes[np++] = Pass{6, 0, std::max<size_t>(1, m->rcpt_to.size())};
+    } else {
+      passes[np++] = Pass{uint8_t(u.tls() ? 2 : u.dns() ? 3 : u.ssh() ? 5 : 1), 0,
+                          u.dns()   ? std::max<size_t>(1, u.dns()->msg.queries.size())
+                          : u.tls() ? std::max<size_t>(1, u.tls()->certs.size())
+                                    : 1};
+    }
+    if (!np) continue;
     ++w.updates;
     static const HttpTx kNoHttp;
-    AppTx& t = *u.tx;
-    const uint8_t proto = u.tls() ? 2 : u.dns() ? 3 : u.smtp() ? 4 : u.ssh() ? 5 : 1;
-    // A multi-buffer (dns.query, tls.certs, a mail's files) is inspected per instance; a signature
-    // matches on any of them (the other buffers are the same in every instance).
-    const size_t instances = u.dns()    ? std::max<size_t>(1, u.dns()->msg.queries.size())
-                             : u.tls()  ? std::max<size_t>(1, u.tls()->certs.size())
-                             : u.smtp() ? u.smtp()->mime->files().size()
-                                        : 1;
-    // A mail's files: one inspected once closed does not change; each keeps its own scans.
-    for (size_t inst = u.smtp() ? t.instances_final : 0; inst < instances; ++inst) {
-    if (u.smtp() && inst == t.instances_final && !u.smtp()->mime->files()[inst].open()) ++t.instances_final;
+    for (int pi = 0; pi < np; ++pi) {
+    const uint8_t proto = passes[pi].proto;
+    const auto envelope_key = [](uint16_t key) {
+      const uint8_t b = base_buf(uint8_t(key % kBufCount));
+      return b >= kBufSmtpHelo && b <= kBufSmtpRcptTo;
+    };
+    for (size_t inst = passes[pi].first; inst < passes[pi].n; ++inst) {
+    if (proto == 4 && inst == t.instances_final && !u.smtp()->mime->files()[inst].open()) ++t.instances_final;
     if (inst && !u.smtp()) t.scans.clear();  // the cached scans were of another instance's bytes
-    const uint16_t scan_base = u.smtp() ? uint16_t(std::min<size_t>(inst, kMimeMaxFiles - 1) * 2 * kBufCount) : 0;
+    const uint16_t scan_base = proto == 4 ? uint16_t(std::min<size_t>(inst, kMimeMaxFiles - 1) * 2 * kBufCount) : 0;
     TxBuffers bufs(u.http() ? *u.http() : kNoHttp, u.tls(), u.dns(), u.smtp(), u.ssh(), inst, &t);
     cand.assign(app_pf_->nofp.begin(), app_pf_->nofp.end());
     for (const uint16_t key : app_pf_->keys) {
       // A request update concerns signatures inspected on requests, whose patterns are on
       // request buffers.
       if (u.dir == 0 && key >= kBufCount) continue;
+      // A mail's pass reads its own buffers only.
+      if (u.smtp() && envelope_key(key) != (proto == 6)) continue;
       const std::string* b = bufs.get(key);
       if (!b || b->empty()) continue;
-      // A buffer scanned before at the same size (a finished header, say) has the same hits.
-      AppTx::Scan& sc = t.scans[uint16_t(scan_base + key)];
+      // A buffer scanned before at the same size (a finished header, say) has the same hits. The
+      // envelope's buffers are short and change per recipient: scanned every time.
+      AppTx::Scan fresh;
+      AppTx::Scan& sc = proto == 6 ? fresh : t.scans[uint16_t(scan_base + key)];
       if (sc.size != b->size()) {
         // Bodies only grow (appended as they are decoded), and so does a message once its headers
         // are done: a grown one is scanned from where a pattern ending in the new bytes can
@@ -600,6 +631,7 @@ void DetectModule::Host::on_app(const std::vector<AppUpdate>& updates, std::vect
            : u.ssh()  ? eve_ssh_object(*u.ssh()) + ",\"app_proto\":\"ssh\""
                       : eve_http_object(*u.http()) + ",\"app_proto\":\"http\"");
       out.push_back(ModuleEvent{u.flow_id, u.packet, (a.sig << 2) | 2u, 0, kMatch, u.dir});
+    }
     }
     }
   }

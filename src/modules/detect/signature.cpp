@@ -130,7 +130,8 @@ const BufName kStickyBuffers[] = {
     {"tls.certs", kBufTlsCerts}, {"ja3.hash", kBufJa3Hash}, {"ja3_hash", kBufJa3Hash},
     {"ja3.string", kBufJa3String}, {"ja3s.hash", kBufJa3sHash}, {"ja3s.string", kBufJa3sString},
     {"ssh.proto", kBufSshProto}, {"ssh_proto", kBufSshProto}, {"ssh.software", kBufSshSoftware},
-    {"ssh_software", kBufSshSoftware},
+    {"ssh_software", kBufSshSoftware}, {"smtp.helo", kBufSmtpHelo}, {"smtp.mail_from", kBufSmtpMailFrom},
+    {"smtp.rcpt_to", kBufSmtpRcptTo},
 };
 // Content modifiers: the content right before them inspects the buffer.
 const BufName kContentModifiers[] = {
@@ -568,23 +569,27 @@ std::string finish(Signature& s) {
       return "skip:keyword base64_data with byte_extract variables";
   }
   if (s.gate_proto == "smtp" && s.app) {
-    // A mail's attachments (applayer/mime.hpp): file.data, each file an instance, and what
-    // base64_data decodes of it. The mail's other buffers are not built.
-    bool file_data = false;
-    for (const SigOp& o : s.ops) file_data = file_data || base_buf(o.buf) == kBufHttpResponseBody;
-    if (!file_data)  // base64_data of the payload
+    // A mail's buffers, one part of it a signature: its envelope (applayer/smtp.hpp: smtp.helo,
+    // smtp.mail_from, smtp.rcpt_to) or its attachments (applayer/mime.hpp: file.data, each file an
+    // instance, and what base64_data decodes of it).
+    const auto envelope = [](uint8_t b) { return base_buf(b) >= kBufSmtpHelo && base_buf(b) <= kBufSmtpRcptTo; };
+    const bool env = std::any_of(s.ops.begin(), s.ops.end(), [&](const SigOp& o) { return envelope(o.buf); }) ||
+                     std::any_of(s.bsize.begin(), s.bsize.end(), [&](const auto& z) { return envelope(z.first); });
+    const auto in_part = [&](uint8_t b) { return env ? envelope(b) : base_buf(b) == kBufHttpResponseBody; };
+    const std::string part = env ? "the envelope's buffers" : "file.data";
+    if (!env && std::none_of(s.ops.begin(), s.ops.end(), [&](const SigOp& o) { return in_part(o.buf); }))
       return "skip:app-layer:base64_decode on packet or stream data (it is read on the application layer's buffers)";
     for (const SigOp& o : s.ops)
-      if (base_buf(o.buf) != kBufHttpResponseBody && o.buf != kBufBase64)
-        return "skip:app-layer:smtp " + std::string(o.buf == kBufPayload ? "payload beside file.data" : sig_buf_name(o.buf));
+      if (!in_part(o.buf) && o.buf != kBufBase64)
+        return "skip:app-layer:smtp " + std::string(o.buf == kBufPayload ? "payload" : sig_buf_name(o.buf)) + " beside " + part;
     for (const auto& [b, c] : s.bsize)
-      if (base_buf(b) != kBufHttpResponseBody) return "skip:app-layer:smtp bsize on " + std::string(sig_buf_name(b));
-    if (s.dsize.on || s.has_flags || s.itype.on || s.icode.on || s.header_conds() || s.only_stream || s.no_stream || s.rule.tcp_pkt ||
-        s.rule.tcp_stream)
+      if (!in_part(b)) return "skip:app-layer:smtp bsize on " + std::string(sig_buf_name(b));
+    if (s.dsize.on || s.has_flags || s.itype.on || s.icode.on || s.header_conds() || s.only_stream || s.no_stream ||
+        s.rule.tcp_pkt || s.rule.tcp_stream)
       return "skip:app-layer:smtp rule with packet conditions";
-    if (s.flow_dir == 2) return "error:file.data of a mail is sent to the server (flow:to_client)";
+    if (s.flow_dir == 2) return "error:" + part + " of a mail are sent to the server (flow:to_client)";
     s.gate_proto.clear();
-    s.app_proto = 4;
+    s.app_proto = env ? 6 : 4;
     s.rule.proto = 6;
     s.mode = 0;
     s.ip_only = false;
@@ -624,6 +629,7 @@ std::string finish(Signature& s) {
                  ? 2
              : b == kBufDnsQuery || b == kBufDnsQueryDot ? 3
              : b == kBufSshProto || b == kBufSshSoftware ? 5
+             : b >= kBufSmtpHelo && b <= kBufSmtpRcptTo  ? 6
                                                          : 1;
     };
     for (const SigOp& o : s.ops) {
@@ -637,9 +643,10 @@ std::string finish(Signature& s) {
       s.app_proto = p;
     }
     if (!s.app_proto) s.app_proto = 1;
-    if (s.app_proto == 5)
+    if (s.app_proto == 5 || s.app_proto == 6)
       for (const SigOp& o : s.ops)
-        if (o.buf == kBufPayload) return "skip:app-layer:ssh payload beside ssh buffers";
+        if (o.buf == kBufPayload)
+          return std::string("skip:app-layer:") + (s.app_proto == 5 ? "ssh payload beside ssh buffers" : "smtp payload beside the envelope's buffers");
     if (s.app_proto != 3) {
       if (s.rule.proto != 6 && s.rule.proto != 0) return "error:an http or tls rule that is not TCP";
       s.rule.proto = 6;
@@ -704,6 +711,7 @@ int sig_buf_side(uint8_t b) {
     case kBufTlsCertSubject: case kBufTlsCertIssuer: case kBufTlsCertSerial: case kBufTlsCertFingerprint:
     case kBufTlsCerts: case kBufJa3sHash: case kBufJa3sString:
       return 1;
+    case kBufSmtpHelo: case kBufSmtpMailFrom: case kBufSmtpRcptTo:
     case kBufHttpUri: case kBufHttpUriRaw: case kBufHttpMethod: case kBufHttpProtocol: case kBufHttpRequestLine:
     case kBufHttpHost: case kBufHttpHostRaw: case kBufHttpUserAgent: case kBufHttpRequestBody: case kBufHttpReferer:
     case kBufHttpAccept: case kBufHttpAcceptEnc: case kBufHttpAcceptLang: case kBufHttpConnection: case kBufTlsSni:

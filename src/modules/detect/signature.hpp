@@ -38,6 +38,8 @@
 //   SSH                ssh.proto (ssh_proto), ssh.software (ssh_software): the sender's
 //                      identification string's version and software; the protocol `ssh` in the
 //                      header with them
+//   SMTP               file.data (a mail's attachments, each an instance), smtp.helo,
+//                      smtp.mail_from, smtp.rcpt_to (each recipient an instance), on `alert smtp`
 //   DNS                dns.query (dns_query: each question's name of a request, a multi-buffer);
 //                      the protocol `dns` in the header (UDP and TCP)
 //   transforms         after a sticky buffer (transform.hpp): dotprefix, to_lowercase,
@@ -105,6 +107,8 @@ enum SigBuf : uint8_t {
   kBufJa3sHash, kBufJa3sString,
   // SSH's identification strings (either side: the client's to the server, the server's to the client)
   kBufSshProto, kBufSshSoftware,
+  // a mail's envelope (to the server): HELO/EHLO's name, MAIL FROM's and each RCPT TO's address
+  kBufSmtpHelo, kBufSmtpMailFrom, kBufSmtpRcptTo,
   // base64_data: what the signature's base64_decode decoded (not a transaction's buffer)
   kBufBase64,
   // a sticky buffer with transforms (transform.hpp): registered per process, kMaxDerivedBufs ids
@@ -232,7 +236,7 @@ struct Signature {
   // smb; Suricata's app_proto name): a packet or stream signature that matches only on flows
   // detected as that protocol, as of the matching packet (decided on the host, detect.hpp).
   std::string gate_proto;
-  uint8_t app_proto = 0;           // 1 http, 2 tls, 3 dns, 4 smtp, 5 ssh (from the header's protocol or the buffers)
+  uint8_t app_proto = 0;           // 1 http, 2 tls, 3 dns, 4 smtp files, 5 ssh, 6 smtp envelope (from the header's protocol or the buffers)
   NumCond urilen;                  // urilen (on the normalized URI, or the raw one with urilen_raw)
   bool urilen_raw = false;
   // tls.version: the hello version of the inspected direction (Suricata's: to the server the
