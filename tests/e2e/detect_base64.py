@@ -28,7 +28,7 @@ import sys
 import tempfile
 
 try:
-    from scapy.all import IP, TCP, Ether, Raw, wrpcap
+    from scapy.all import IP, TCP, Ether, Raw
 except ImportError:
     print("FAIL: scapy is not installed (scripts/setup.sh installs it)")
     sys.exit(1)
@@ -166,30 +166,38 @@ def run(gaspp, path, pcap, rules, d, options=""):
     return got, p.stderr
 
 
-def main():
-    gaspp = sys.argv[1]
-    paths = sys.argv[2:] or ["cpu", "cpu-device"]
-    rng = random.Random(20261127)
-    pk, rules_text, want = build(rng)
+def check_counts(gaspp, paths, packets, rules, want, name, options="", on_stderr=None):
+    """Writes the capture and the rules (one a line, sid N on line N where the test says so), runs
+    gaspp through each path and compares the alerts of each sid with want. on_stderr(path, err)
+    may return more failures. Returns the failures."""
+    from scapy.all import wrpcap
     failed = 0
     with tempfile.TemporaryDirectory() as d:
-        pcap = os.path.join(d, "b64.pcap")
-        wrpcap(pcap, pk)
-        rules = os.path.join(d, "b64.rules")
-        with open(rules, "w") as f:
-            f.write(rules_text)
+        pcap = os.path.join(d, name + ".pcap")
+        wrpcap(pcap, packets)
+        rf = os.path.join(d, name + ".rules")
+        with open(rf, "w") as f:
+            f.write("\n".join(rules) + "\n")
         for path in paths:
-            got, err = run(gaspp, path, pcap, rules, d)
+            got, err = run(gaspp, path, pcap, rf, d, options)
             bad = [(sid, n, got.get(sid, 0)) for sid, n in sorted(want.items()) if got.get(sid, 0) != n]
             extra = sorted(set(got) - set(want))
             for sid, n, g in bad:
                 print(f"FAIL {path}: sid {sid}: {g} alerts, expected {n}")
             if extra:
                 print(f"FAIL {path}: alerts of unknown sids {extra}")
-            failed += len(bad) + len(extra)
+            failed += len(bad) + len(extra) + (on_stderr(path, err) if on_stderr else 0)
             print(f"{path}: {len(want)} rules, {sum(want.values())} alerts expected, {sum(got.values())} raised, "
                   f"{len(bad)} wrong")
-    return 1 if failed else 0
+    return failed
+
+
+def main():
+    gaspp = sys.argv[1]
+    paths = sys.argv[2:] or ["cpu", "cpu-device"]
+    rng = random.Random(20261127)
+    pk, rules_text, want = build(rng)
+    return 1 if check_counts(gaspp, paths, pk, rules_text.splitlines(), want, "b64") else 0
 
 
 if __name__ == "__main__":

@@ -444,6 +444,7 @@ struct DetectModule {
       bool urilen_raw;
       bool tls_version_on, tls_version_raw;  // Signature's tls.version
       uint16_t tls_version;
+      DetCond dns_opcode, dns_rcode, dns_rrtype;  // Signature's dns.opcode, dns.rcode, dns.rrtype
       struct Size {
         uint16_t key;
         bool either;

@@ -103,6 +103,16 @@ std::string normalize_uri(const std::string& raw) {
   return path + query;
 }
 
+// The instances a DNS message's multi-buffers have: the longest of its name lists (the response
+// names: every question, record and name-valued record data). A signature with two multi-buffers
+// matches when both match at one index (Suricata matches each on any of its own).
+size_t dns_instances(const DnsMessage& m) {
+  size_t names = m.queries.size();
+  for (const auto* sec : {&m.answers, &m.authorities, &m.additionals})
+    for (const DnsRecord& r : *sec) names += 1 + (r.rrtype == 5 || r.rrtype == 12 || r.rrtype == 15 || r.rrtype == 2 || r.rrtype == 6);
+  return std::max<size_t>(1, names);
+}
+
 // A transaction's buffer, computed on first use during one update.
 struct TxBuffers {
   const HttpTx& t;
@@ -220,11 +230,38 @@ struct TxBuffers {
     if (dns) {
       // Payload contents of an `alert dns` signature: the message as sent (DnsTx::raw).
       if (b == kBufPayload) return hold(dns->raw, !dns->raw.empty());
-      // dns.query: a request's questions, one instance each (empty names are not inspected).
-      if (b != kBufDnsQuery || !dns->request || index >= dns->msg.queries.size()) return false;
-      return hold(dns->msg.queries[index].name, !dns->msg.queries[index].name.empty());
+      // The names, one instance each (empty names are not inspected): dns.query a request's
+      // questions; the others either direction's sections; dns.response.rrname a response's.
+      const DnsMessage& m = dns->msg;
+      const auto name_at = [&](const auto& list) {
+        return index < list.size() && hold(list[index].name, !list[index].name.empty());
+      };
+      switch (b) {
+        case kBufDnsQuery: return dns->request && name_at(m.queries);
+        case kBufDnsQueriesRrname: return name_at(m.queries);
+        case kBufDnsAnswersRrname: return name_at(m.answers);
+        case kBufDnsAuthoritiesRrname: return name_at(m.authorities);
+        case kBufDnsAdditionalsRrname: return name_at(m.additionals);
+        case kBufDnsResponseRrname: {
+          if (dns->request) return false;
+          size_t k = index;
+          if (k < m.queries.size()) return hold(m.queries[k].name, !m.queries[k].name.empty());
+          k -= m.queries.size();
+          // Each record: its name, then its data when that is a name (CNAME, PTR, MX, NS; SOA's mname).
+          for (const auto* sec : {&m.answers, &m.authorities, &m.additionals})
+            for (const DnsRecord& r : *sec) {
+              if (k-- == 0) return hold(r.name, !r.name.empty());
+              const bool named = r.rrtype == 5 || r.rrtype == 12 || r.rrtype == 15 || r.rrtype == 2;
+              if (named || r.rrtype == 6) {
+                if (k-- == 0) return named ? hold(r.data, !r.data.empty()) : hold(r.soa.mname, !r.soa.mname.empty());
+              }
+            }
+          return false;
+        }
+        default: return false;
+      }
     }
-    if (b == kBufTlsSni || b == kBufDnsQuery || b >= kBufTlsCertSubject || b == kBufJa3Hash || b == kBufJa3String)
+    if (b == kBufTlsSni || b == kBufDnsQuery || (b >= kBufDnsQueriesRrname && b <= kBufDnsResponseRrname) || b >= kBufTlsCertSubject || b == kBufJa3Hash || b == kBufJa3String)
       return false;
     const bool req_line = t.req_line, req_hdr = t.req_headers_done;
     const bool resp_line = t.resp_line, resp_hdr = t.resp_headers_done;
@@ -355,6 +392,12 @@ void DetectModule::Host::add_app_sig(uint32_t i) {
   a.tls_version_on = s.tls_version_on;
   a.tls_version_raw = s.tls_version_raw;
   a.tls_version = s.tls_version;
+  const auto cond = [](const NumCond& c) {
+    return DetCond{uint8_t(c.on ? (c.range ? 2 : 1) : 0), c.cmp, uint8_t(c.neg ? 1 : 0), 0, c.lo, c.hi};
+  };
+  a.dns_opcode = cond(s.dns_opcode);
+  a.dns_rcode = cond(s.dns_rcode);
+  a.dns_rrtype = cond(s.dns_rrtype);
   // Resolve each option's buffer to a side, then group the options by buffer in rule order.
   std::vector<uint16_t> key(s.ops.size());
   std::vector<bool> either(s.ops.size(), false);
@@ -514,7 +557,7 @@ void DetectModule::Host::on_app(const std::vector<AppUpdate>& updates, std::vect
         passes[np++] = Pass{6, 0, std::max<size_t>(1, m->rcpt_to.size())};
     } else {
       passes[np++] = Pass{uint8_t(u.tls() ? 2 : u.dns() ? 3 : u.ssh() ? 5 : 1), 0,
-                          u.dns()   ? std::max<size_t>(1, u.dns()->msg.queries.size())
+                          u.dns()   ? dns_instances(u.dns()->msg)
                           : u.tls() ? std::max<size_t>(1, u.tls()->certs.size())
                                     : 1};
     }
@@ -598,6 +641,19 @@ void DetectModule::Host::on_app(const std::vector<AppUpdate>& updates, std::vect
         uint16_t v = !tl ? 0 : u.dir ? tl->server_version : tl->client_offered ? tl->client_offered : tl->client_version;
         if (!a.tls_version_raw && (v >> 8) == 0x7f) v = 0x0304;  // the 1.3 drafts
         if (!tl || v != a.tls_version) continue;
+      }
+      if (const DnsTx* dn = u.dns(); dn && (a.dns_opcode.kind || a.dns_rcode.kind || a.dns_rrtype.kind)) {
+        // The inspected direction's message (Suricata's dns_opcode_match, dns_rcode_match,
+        // dns_rrtype_match: a request's questions' types, a response's answers', any of them).
+        if (!det_cond_holds(a.dns_opcode, dn->msg.opcode()) || !det_cond_holds(a.dns_rcode, dn->msg.rcode())) continue;
+        if (a.dns_rrtype.kind) {
+          bool any = false;
+          if (dn->request)
+            for (const DnsQuery& q : dn->msg.queries) any = any || det_cond_holds(a.dns_rrtype, q.rrtype);
+          else
+            for (const DnsRecord& r : dn->msg.answers) any = any || det_cond_holds(a.dns_rrtype, r.rrtype);
+          if (!any) continue;
+        }
       }
       if (a.urilen.kind) {
         const std::string* uri = bufs.get(a.urilen_raw ? kBufHttpUriRaw : kBufHttpUri);

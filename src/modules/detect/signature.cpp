@@ -1,6 +1,7 @@
 // modules/detect/signature.cpp — the signature parser (signature.hpp).
 #include "modules/detect/signature.hpp"
 #include "modules/detect/transform.hpp"
+#include "applayer/dns.hpp"
 
 #define PCRE2_CODE_UNIT_WIDTH 8
 #include <pcre2.h>
@@ -123,6 +124,9 @@ const BufName kStickyBuffers[] = {
     {"http.accept_lang", kBufHttpAcceptLang}, {"http_accept_lang", kBufHttpAcceptLang},
     {"http.connection", kBufHttpConnection}, {"http_connection", kBufHttpConnection},
     {"tls.sni", kBufTlsSni}, {"tls_sni", kBufTlsSni}, {"dns.query", kBufDnsQuery}, {"dns_query", kBufDnsQuery},
+    {"dns.queries.rrname", kBufDnsQueriesRrname}, {"dns.answers.rrname", kBufDnsAnswersRrname},
+    {"dns.answer.name", kBufDnsAnswersRrname}, {"dns.authorities.rrname", kBufDnsAuthoritiesRrname},
+    {"dns.additionals.rrname", kBufDnsAdditionalsRrname}, {"dns.response.rrname", kBufDnsResponseRrname},
     {"tls.cert_subject", kBufTlsCertSubject}, {"tls_cert_subject", kBufTlsCertSubject},
     {"tls.cert_issuer", kBufTlsCertIssuer}, {"tls_cert_issuer", kBufTlsCertIssuer},
     {"tls.cert_serial", kBufTlsCertSerial}, {"tls_cert_serial", kBufTlsCertSerial},
@@ -627,7 +631,7 @@ std::string finish(Signature& s) {
       return b == kBufTlsSni || b == kBufTlsSniDot || (b >= kBufTlsCertSubject && b <= kBufJa3sString) ||
                      b == kBufJa3Hash || b == kBufJa3String
                  ? 2
-             : b == kBufDnsQuery || b == kBufDnsQueryDot ? 3
+             : b == kBufDnsQuery || b == kBufDnsQueryDot || (b >= kBufDnsQueriesRrname && b <= kBufDnsResponseRrname) ? 3
              : b == kBufSshProto || b == kBufSshSoftware ? 5
              : b >= kBufSmtpHelo && b <= kBufSmtpRcptTo  ? 6
                                                          : 1;
@@ -705,7 +709,10 @@ int sig_buf_side(uint8_t b) {
     case kBufHttpHeader: case kBufHttpHeaderRaw: case kBufHttpCookie: case kBufHttpContentType:
     case kBufHttpContentLen: case kBufHttpStart: case kBufHttpHeaderNames:
     case kBufSshProto: case kBufSshSoftware:
+    case kBufDnsQueriesRrname: case kBufDnsAnswersRrname: case kBufDnsAuthoritiesRrname: case kBufDnsAdditionalsRrname:
       return 2;
+    case kBufDnsResponseRrname:
+      return 1;
     case kBufHttpStatCode: case kBufHttpStatMsg: case kBufHttpResponseLine: case kBufHttpResponseBody:
     case kBufHttpServer: case kBufHttpLocation:
     case kBufTlsCertSubject: case kBufTlsCertIssuer: case kBufTlsCertSerial: case kBufTlsCertFingerprint:
@@ -825,6 +832,29 @@ std::string parse_signature(const std::string& text, const RuleVars& vars, Signa
       if (out.app_proto && out.app_proto != 2) return "error:tls.version on a signature of another protocol";
       out.app = true;
       out.app_proto = 2;
+      continue;
+    }
+    if (k == "dns.opcode" || k == "dns.rcode" || k == "dns.rrtype") {
+      NumCond& c = k == "dns.opcode" ? out.dns_opcode : k == "dns.rcode" ? out.dns_rcode : out.dns_rrtype;
+      if (c.on) return "skip:keyword " + k + " twice";
+      // rcode and rrtype also by name (NXDOMAIN, AAAA, ...), as Suricata's enumerations.
+      std::string t = trim(v), pre;
+      while (!t.empty() && (t[0] == '!' || t[0] == '<' || t[0] == '>' || t[0] == '=')) pre += t[0], t.erase(0, 1);
+      if (pre.find('=') != std::string::npos && pre != "<=" && pre != ">=") return "error:" + k + ": '" + v + "'";
+      if (!t.empty() && std::isalpha(static_cast<unsigned char>(t[0])) && k != "dns.opcode") {
+        std::string up;
+        for (const char ch : t) up += char(std::toupper(static_cast<unsigned char>(ch)));
+        int found = -1;
+        for (int n = 0; n < (k == "dns.rcode" ? 16 : 65536) && found < 0; ++n)
+          if ((k == "dns.rcode" ? dns_rcode_name(uint8_t(n)) : dns_rrtype_name(uint16_t(n))) == up) found = n;
+        if (found < 0) return "error:" + k + ": unknown name '" + t + "'";
+        t = std::to_string(found);
+      }
+      const std::string r = parse_num_cond(k, pre + t, k == "dns.rrtype" ? 65535 : 255, c);
+      if (!r.empty()) return r;
+      if (out.app_proto && out.app_proto != 3) return "error:" + k + " on a signature of another protocol";
+      out.app = true;
+      out.app_proto = 3;
       continue;
     }
     if (k == "urilen") {

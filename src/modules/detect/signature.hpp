@@ -41,6 +41,12 @@
 //   SMTP               file.data (a mail's attachments, each an instance), smtp.helo,
 //                      smtp.mail_from, smtp.rcpt_to (each recipient an instance), on `alert smtp`
 //   DNS                dns.query (dns_query: each question's name of a request, a multi-buffer);
+//                      dns.queries.rrname, dns.answers.rrname (dns.answer.name),
+//                      dns.authorities.rrname, dns.additionals.rrname (each record's name, either
+//                      direction), dns.response.rrname (a response's names and its records'
+//                      CNAME, PTR, MX, NS and SOA mname data); dns.opcode, dns.rcode (numbers or
+//                      rcode names) and dns.rrtype (a request's questions', a response's answers'
+//                      types: any of them) as integers (N, <N, >N, N-M, !N);
 //                      the protocol `dns` in the header (UDP and TCP)
 //   transforms         after a sticky buffer (transform.hpp): dotprefix, to_lowercase,
 //                      to_uppercase, strip_whitespace, compress_whitespace, to_md5, to_sha1,
@@ -96,6 +102,10 @@ enum SigBuf : uint8_t {
   kBufHttpConnection, kBufTlsSni, kBufDnsQuery,
   // the dotprefix transform over a name buffer: "." then the buffer
   kBufTlsSniDot, kBufDnsQueryDot, kBufHttpHostDot,
+  // DNS names of either direction's message (multi-buffers): questions, answer, authority and
+  // additional records; and a response's names and name-valued data (response side)
+  kBufDnsQueriesRrname, kBufDnsAnswersRrname, kBufDnsAuthoritiesRrname, kBufDnsAdditionalsRrname,
+  kBufDnsResponseRrname,
   kBufJa3Hash, kBufJa3String,
   // either side (by flow direction)
   kBufHttpHeader, kBufHttpHeaderRaw, kBufHttpCookie, kBufHttpContentType, kBufHttpContentLen, kBufHttpStart,
@@ -244,6 +254,7 @@ struct Signature {
   // counting as 1.3 unless the value is raw (0xNNNN).
   bool tls_version_on = false, tls_version_raw = false;
   uint16_t tls_version = 0;
+  NumCond dns_opcode, dns_rcode, dns_rrtype;  // dns.opcode, dns.rcode, dns.rrtype
   std::vector<std::pair<uint8_t, NumCond>> bsize;  // bsize: (the sticky buffer, its size condition)
 };
 

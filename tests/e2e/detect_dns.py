@@ -1,0 +1,160 @@
+#!/usr/bin/env python3
+"""DNS signature keywords beyond dns.query, on a capture built here (scapy): random requests and
+responses over UDP port 53 (several questions, A, AAAA, CNAME, MX, NS, PTR and SOA records in the
+answer, authority and additional sections, opcodes and rcodes), and rules whose alert counts the
+test computes from the messages it built, as Suricata's DNS keywords read a message
+(rust/src/dns/detect.rs, detect-dns-response.c):
+  * dns.queries.rrname, dns.answers.rrname (and dns.answer.name), dns.authorities.rrname,
+    dns.additionals.rrname: a name of that section, either direction;
+  * dns.response.rrname: a response's question names, record names and the data of CNAME, PTR,
+    MX and NS records and SOA's mname;
+  * dns.opcode, dns.rcode (numbers or names), dns.rrtype (a request's questions' types, a
+    response's answers' types, any of them);
+each signature alerting once per message it matches (every message is a transaction, inspected
+in its own direction). The same runs on the device's path (detect:prefilter=device on the CPU) and,
+with `cuda`, on the CUDA backend.
+
+usage: detect_dns.py GASPP [cpu|cpu-device|cuda ...]
+"""
+import random
+import sys
+
+from detect_base64 import check_counts
+
+TYPES = {"A": 1, "NS": 2, "CNAME": 5, "SOA": 6, "PTR": 12, "MX": 15, "TXT": 16, "AAAA": 28}
+RCODES = {"NOERROR": 0, "FORMERR": 1, "SERVFAIL": 2, "NXDOMAIN": 3, "REFUSED": 5}
+
+
+def rand_name(rng):
+    words = ["mail", "www", "cdn", "api", "evil", "login", "x1", "update", "static", "ns1"]
+    tlds = ["example.com", "example.net", "test.org", "corp.local"]
+    return ".".join(rng.sample(words, rng.randrange(1, 3))) + "." + rng.choice(tlds)
+
+
+def build(rng):
+    from scapy.all import DNS, DNSQR, DNSRR, DNSRRMX, DNSRRSOA, IP, UDP, Ether
+    pk, msgs = [], []
+    for k in range(60):
+        qs = [(rand_name(rng), rng.choice(["A", "AAAA", "MX", "TXT", "PTR"])) for _ in range(rng.randrange(1, 3))]
+        opcode = rng.choice([0, 0, 0, 0, 2, 4])
+        qd = [DNSQR(qname=n + ".", qtype=TYPES[t]) for n, t in qs]
+        cport = 20000 + k
+        eth = Ether(src="02:00:00:00:00:01", dst="02:00:00:00:00:02")
+        req = eth / IP(src="10.0.0.1", dst="10.0.0.53") / UDP(sport=cport, dport=53) / DNS(id=k, qr=0, opcode=opcode, rd=1, qd=qd)
+        pk.append(req)
+        msgs.append({"request": True, "opcode": opcode, "rcode": 0, "queries": qs, "answers": [], "authorities": [],
+                     "additionals": []})
+
+        def record(rng):
+            t = rng.choice(["A", "AAAA", "CNAME", "MX", "NS", "PTR", "TXT"])
+            n = rng.choice([qs[0][0], rand_name(rng)])
+            data = None
+            if t == "A":
+                rr = DNSRR(rrname=n + ".", type="A", ttl=60, rdata=f"192.0.2.{rng.randrange(1, 250)}")
+            elif t == "AAAA":
+                rr = DNSRR(rrname=n + ".", type="AAAA", ttl=60, rdata=f"2001:db8::{rng.randrange(1, 999)}")
+            elif t == "TXT":
+                rr = DNSRR(rrname=n + ".", type="TXT", ttl=60, rdata="v=spf1 -all")
+            elif t == "MX":
+                data = rand_name(rng)
+                rr = DNSRRMX(rrname=n + ".", ttl=60, preference=10, exchange=data + ".")
+            else:
+                data = rand_name(rng)
+                rr = DNSRR(rrname=n + ".", type=t, ttl=60, rdata=data + ".")
+            return rr, (n, t, data)
+
+        def soa(rng):
+            n, m = rng.choice(["example.com", "example.net"]), "ns-" + rand_name(rng)
+            return DNSRRSOA(rrname=n + ".", ttl=60, mname=m + ".", rname="hostmaster." + n + "."), (n, "SOA", m)
+
+        secs = {"answers": [], "authorities": [], "additionals": []}
+        layers = {}
+        for sec, count in (("answers", rng.randrange(0, 4)), ("authorities", rng.randrange(0, 2)),
+                           ("additionals", rng.randrange(0, 2))):
+            layers[sec] = []
+            for _ in range(count):
+                rr, info = soa(rng) if sec == "authorities" and rng.random() < 0.5 else record(rng)
+                secs[sec].append(info)
+                layers[sec].append(rr)
+        rcode = rng.choice([0, 0, 0, 3, 2, 5])
+        resp = eth / IP(src="10.0.0.53", dst="10.0.0.1") / UDP(sport=53, dport=cport) / DNS(
+            id=k, qr=1, opcode=opcode, rd=1, ra=1, rcode=rcode, qd=qd, an=layers["answers"], ns=layers["authorities"],
+            ar=layers["additionals"])
+        pk.append(resp)
+        msgs.append({"request": False, "opcode": opcode, "rcode": rcode, "queries": qs, **secs})
+    return pk, msgs
+
+
+def response_names(m):
+    if m["request"]:
+        return []
+    out = [n for n, _ in m["queries"]]
+    for sec in ("answers", "authorities", "additionals"):
+        for n, t, data in m[sec]:
+            out.append(n)
+            if data is not None:
+                out.append(data)
+    return out
+
+
+def rules_for(rng, msgs):
+    rules, want = [], {}
+
+    def rule(text, pred):
+        sid = len(rules) + 1
+        rules.append(f'alert dns any any -> any any (msg:"dns {sid}"; {text} sid:{sid}; rev:1;)')
+        want[sid] = sum(1 for m in msgs if pred(m))
+
+    sections = {"dns.queries.rrname": lambda m: [n for n, _ in m["queries"]],
+                "dns.answers.rrname": lambda m: [r[0] for r in m["answers"]],
+                "dns.answer.name": lambda m: [r[0] for r in m["answers"]],
+                "dns.authorities.rrname": lambda m: [r[0] for r in m["authorities"]],
+                "dns.additionals.rrname": lambda m: [r[0] for r in m["additionals"]],
+                "dns.response.rrname": response_names}
+    for buf, names in sections.items():
+        pool = sorted({n for m in msgs for n in names(m)})
+        for n in rng.sample(pool, min(6, len(pool))) + ["absent.invalid"]:
+            rule(f'{buf}; content:"{n}"; bsize:{len(n)};', lambda m, n=n, names=names: n in names(m))
+        # a piece of a name, any message's (nocase)
+        rule(f'{buf}; content:"EXAMPLE.NET"; nocase; endswith;',
+             lambda m, names=names: any(x.endswith("example.net") for x in names(m)))
+    for v, pred in [("0", lambda m: m["opcode"] == 0), ("!0", lambda m: m["opcode"] != 0), ("4", lambda m: m["opcode"] == 4),
+                    ("1-5", lambda m: 1 < m["opcode"] < 5)]:
+        rule(f"dns.opcode:{v};", pred)
+    for v, pred in [("NXDOMAIN", lambda m: m["rcode"] == 3), ("!0", lambda m: m["rcode"] != 0), ("2", lambda m: m["rcode"] == 2),
+                    ("refused", lambda m: m["rcode"] == 5)]:
+        rule(f"dns.rcode:{v};", pred)
+
+    def types_of(m):
+        return [TYPES[t] for _, t in m["queries"]] if m["request"] else [TYPES[r[1]] for r in m["answers"]]
+
+    for v, num in [("AAAA", 28), ("MX", 15), ("1", 1), ("CNAME", 5), ("!1", None)]:
+        if num is None:
+            rule(f"dns.rrtype:{v};", lambda m: any(t != 1 for t in types_of(m)))
+        else:
+            rule(f"dns.rrtype:{v};", lambda m, num=num: num in types_of(m))
+    rule('flow:to_client; dns.rcode:3; dns.queries.rrname; content:"evil";',
+         lambda m: not m["request"] and m["rcode"] == 3 and any("evil" in n for n, _ in m["queries"]))
+    rule('flow:to_server; dns.rrtype:MX; dns.query; content:"mail";',
+         lambda m: m["request"] and 15 in types_of(m) and any("mail" in n for n, _ in m["queries"]))
+    return rules, want
+
+
+def main():
+    gaspp = sys.argv[1]
+    paths = sys.argv[2:] or ["cpu", "cpu-device"]
+    rng = random.Random(20261129)
+    pk, msgs = build(rng)
+    rules, want = rules_for(rng, msgs)
+
+    def loaded(path, err):
+        if "dns.rules:" in err:  # a rule that did not load
+            print(f"FAIL {path}: rules not loaded: {err.strip()[-400:]}")
+            return 1
+        return 0
+
+    return 1 if check_counts(gaspp, paths, pk, rules, want, "dns", ",packet-alert-max=1000", loaded) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
