@@ -10,6 +10,8 @@ buffers, on a capture built here (scapy), each rule's alert count checked agains
     as read from rust/src/detect/transforms) and counts the requests whose result holds the
     content: a rule alerts once per transaction;
   * a content that is in no request's result: never;
+  * http.request_header, each header "Name: value" an instance of its own: a header's whole text
+    alerts on its request only, and two contents in different headers of one request never match;
   * a content the chain's transforms reject (uppercase after to_lowercase, whitespace after
     strip_whitespace, ...): the rule is an error, reported with its file and line, and never alerts.
 The same runs on the device's path (detect:prefilter=device on the CPU) and, with `cuda`, on the
@@ -182,6 +184,21 @@ def build(rng):
         if rejects(chain, table, content):
             rejected.add(sid)
             n = 0
+        want[sid] = n
+        sid += 1
+    # http.request_header: each header "Name: value" an instance of its own (the two contents of
+    # sid+3 are in different headers of every request: never in one instance).
+    for k in rng.sample(range(len(reqs)), 5):
+        v = f"X-Mixed-Case: Value{k}".encode()
+        rules.append(f'alert http any any -> any any (msg:"hdr"; http.request_header; content:"{hexs(v)}"; bsize:{len(v)}; '
+                     f'sid:{sid}; rev:1;)')
+        want[sid] = 1
+        sid += 1
+    for text, n in [('http.request_header; content:"Host|3a 20|Example"; startswith;', len(reqs)),
+                    ('http.request_header; to_lowercase; content:"user-agent|3a 20|"; startswith;', len(reqs)),
+                    ('http.request_header; content:"Content-Length|3a 20|"; content:"X-Mixed";', 0),
+                    ('http.request_header; bsize:>200;', 0)]:
+        rules.append(f'alert http any any -> any any (msg:"hdr"; {text} sid:{sid}; rev:1;)')
         want[sid] = n
         sid += 1
     # A content that one transform of the chain rejects, by hand.

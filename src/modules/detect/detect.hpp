@@ -461,6 +461,7 @@ struct DetectModule {
     void build_app_prefilter();
     std::vector<AppSig> app_sigs_;
     bool smtp_envelope_sigs_ = false;  // an app signature reads a mail's envelope (app_proto 6)
+    bool http_header_sigs_ = false;    // one reads http.request_header or http.response_header
     std::shared_ptr<AppPrefilter> app_pf_;  // shared: its type is complete in detect_app.cpp only
     uint64_t app_updates_ = 0, app_candidates_ = 0, app_matches_ = 0;
     // The transactions of this batch's app-layer matches, for their alerts (tx_id, http object):

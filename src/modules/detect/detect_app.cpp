@@ -138,7 +138,9 @@ struct TxBuffers {
     if (state[key] != 0) return ptr[key];
     // A finished request's buffers are final: built once, kept in the transaction for the
     // response's updates (which inspect signatures reading both sides).
-    const bool final = !tls && !dns && !smtp && !ssh && key < kBufCount && key != kBufPayload && t.req_done;
+    // (Not a multi-buffer's instance: the request headers one by one.)
+    const bool final = !tls && !dns && !smtp && !ssh && key < kBufCount && key != kBufPayload && t.req_done &&
+                       base_buf(uint8_t(key)) != kBufHttpRequestHeader;
     if (final) {
       const auto it = owner->built.find(uint16_t(kFinal + key));
       if (it != owner->built.end()) {
@@ -324,6 +326,14 @@ struct TxBuffers {
         for (const HttpHeader& h : side ? t.resp_headers : t.req_headers) out += h.name + "\r\n";
         out += "\r\n";
         return true;
+      case kBufHttpRequestHeader:
+      case kBufHttpResponseHeader: {
+        // Each header, "Name: value" as received (one instance each).
+        const auto& hs = b == kBufHttpResponseHeader ? t.resp_headers : t.req_headers;
+        if (!(b == kBufHttpResponseHeader ? resp_hdr : req_hdr) || index >= hs.size()) return false;
+        out = hs[index].name + ": " + hs[index].value;
+        return true;
+      }
       case kBufHttpStatCode: return hold(t.stat_code, resp_line && !t.stat_code.empty());
       case kBufHttpStatMsg: return hold(t.stat_msg, resp_line && !t.stat_msg.empty());
       case kBufHttpResponseLine: return hold(t.response_line, resp_line && !t.response_line.empty());
@@ -386,6 +396,9 @@ void DetectModule::Host::add_app_sig(uint32_t i) {
   a.sig = i;
   a.proto = s.app_proto;
   smtp_envelope_sigs_ = smtp_envelope_sigs_ || s.app_proto == 6;
+  const auto per_header = [](uint8_t b) { return base_buf(b) == kBufHttpRequestHeader || base_buf(b) == kBufHttpResponseHeader; };
+  for (const SigOp& o : s.ops) http_header_sigs_ = http_header_sigs_ || per_header(o.buf);
+  for (const auto& z : s.bsize) http_header_sigs_ = http_header_sigs_ || per_header(z.first);
   a.urilen = DetCond{uint8_t(s.urilen.on ? (s.urilen.range ? 2 : 1) : 0), s.urilen.cmp, uint8_t(s.urilen.neg ? 1 : 0),
                      0, s.urilen.lo, s.urilen.hi};
   a.urilen_raw = s.urilen_raw;
@@ -559,7 +572,10 @@ void DetectModule::Host::on_app(const std::vector<AppUpdate>& updates, std::vect
       passes[np++] = Pass{uint8_t(u.tls() ? 2 : u.dns() ? 3 : u.ssh() ? 5 : 1), 0,
                           u.dns()   ? dns_instances(u.dns()->msg)
                           : u.tls() ? std::max<size_t>(1, u.tls()->certs.size())
-                                    : 1};
+                          // http.request_header / http.response_header: each header an instance
+                          : u.http() && http_header_sigs_
+                              ? std::max<size_t>({1, u.http()->req_headers.size(), u.http()->resp_headers.size()})
+                              : 1};
     }
     if (!np) continue;
     ++w.updates;
@@ -572,7 +588,9 @@ void DetectModule::Host::on_app(const std::vector<AppUpdate>& updates, std::vect
     };
     for (size_t inst = passes[pi].first; inst < passes[pi].n; ++inst) {
     if (proto == 4 && inst == t.instances_final && !u.smtp()->mime->files()[inst].open()) ++t.instances_final;
-    if (inst && !u.smtp()) t.scans.clear();  // the cached scans were of another instance's bytes
+    // Cached scans of a multi-buffer's transaction may be of another instance's bytes (this
+    // update's previous one, or the last one of an earlier update).
+    if (passes[pi].n > 1 && !u.smtp()) t.scans.clear();
     const uint16_t scan_base = proto == 4 ? uint16_t(std::min<size_t>(inst, kMimeMaxFiles - 1) * 2 * kBufCount) : 0;
     TxBuffers bufs(u.http() ? *u.http() : kNoHttp, u.tls(), u.dns(), u.smtp(), u.ssh(), inst, &t);
     cand.assign(app_pf_->nofp.begin(), app_pf_->nofp.end());

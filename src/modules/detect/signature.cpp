@@ -123,6 +123,7 @@ const BufName kStickyBuffers[] = {
     {"http.accept_enc", kBufHttpAcceptEnc}, {"http_accept_enc", kBufHttpAcceptEnc},
     {"http.accept_lang", kBufHttpAcceptLang}, {"http_accept_lang", kBufHttpAcceptLang},
     {"http.connection", kBufHttpConnection}, {"http_connection", kBufHttpConnection},
+    {"http.request_header", kBufHttpRequestHeader}, {"http.response_header", kBufHttpResponseHeader},
     {"tls.sni", kBufTlsSni}, {"tls_sni", kBufTlsSni}, {"dns.query", kBufDnsQuery}, {"dns_query", kBufDnsQuery},
     {"dns.queries.rrname", kBufDnsQueriesRrname}, {"dns.answers.rrname", kBufDnsAnswersRrname},
     {"dns.answer.name", kBufDnsAnswersRrname}, {"dns.authorities.rrname", kBufDnsAuthoritiesRrname},
@@ -714,11 +715,11 @@ int sig_buf_side(uint8_t b) {
     case kBufDnsResponseRrname:
       return 1;
     case kBufHttpStatCode: case kBufHttpStatMsg: case kBufHttpResponseLine: case kBufHttpResponseBody:
-    case kBufHttpServer: case kBufHttpLocation:
+    case kBufHttpServer: case kBufHttpLocation: case kBufHttpResponseHeader:
     case kBufTlsCertSubject: case kBufTlsCertIssuer: case kBufTlsCertSerial: case kBufTlsCertFingerprint:
     case kBufTlsCerts: case kBufJa3sHash: case kBufJa3sString:
       return 1;
-    case kBufSmtpHelo: case kBufSmtpMailFrom: case kBufSmtpRcptTo:
+    case kBufSmtpHelo: case kBufSmtpMailFrom: case kBufSmtpRcptTo: case kBufHttpRequestHeader:
     case kBufHttpUri: case kBufHttpUriRaw: case kBufHttpMethod: case kBufHttpProtocol: case kBufHttpRequestLine:
     case kBufHttpHost: case kBufHttpHostRaw: case kBufHttpUserAgent: case kBufHttpRequestBody: case kBufHttpReferer:
     case kBufHttpAccept: case kBufHttpAcceptEnc: case kBufHttpAcceptLang: case kBufHttpConnection: case kBufTlsSni:

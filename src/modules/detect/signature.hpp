@@ -23,7 +23,9 @@
 //                      http.cookie, http.content_type, http.content_len, http.request_body,
 //                      http.stat_code, http.stat_msg, http.response_line, http.response_body,
 //                      file_data, http.start, http.header_names, http.server, http.location,
-//                      http.referer, http.accept, http.accept_enc, http.accept_lang, http.connection
+//                      http.referer, http.accept, http.accept_enc, http.accept_lang, http.connection,
+//                      http.request_header and http.response_header (each header "Name: value", a
+//                      multi-buffer)
 //                      and their underscore forms) or content modifiers (http_uri, http_raw_uri,
 //                      http_method, http_header, http_raw_header, http_cookie, http_user_agent,
 //                      http_host, http_raw_host, http_client_body, http_server_body,
@@ -100,6 +102,8 @@ enum SigBuf : uint8_t {
   kBufHttpUri, kBufHttpUriRaw, kBufHttpMethod, kBufHttpProtocol, kBufHttpRequestLine, kBufHttpHost, kBufHttpHostRaw,
   kBufHttpUserAgent, kBufHttpRequestBody, kBufHttpReferer, kBufHttpAccept, kBufHttpAcceptEnc, kBufHttpAcceptLang,
   kBufHttpConnection, kBufTlsSni, kBufDnsQuery,
+  // each request header "Name: value" (a multi-buffer)
+  kBufHttpRequestHeader,
   // the dotprefix transform over a name buffer: "." then the buffer
   kBufTlsSniDot, kBufDnsQueryDot, kBufHttpHostDot,
   // DNS names of either direction's message (multi-buffers): questions, answer, authority and
@@ -112,6 +116,7 @@ enum SigBuf : uint8_t {
   kBufHttpHeaderNames,
   // response
   kBufHttpStatCode, kBufHttpStatMsg, kBufHttpResponseLine, kBufHttpResponseBody, kBufHttpServer, kBufHttpLocation,
+  kBufHttpResponseHeader,  // each response header "Name: value" (a multi-buffer)
   // the server's certificate (TLS, to the client)
   kBufTlsCertSubject, kBufTlsCertIssuer, kBufTlsCertSerial, kBufTlsCertFingerprint, kBufTlsCerts,
   kBufJa3sHash, kBufJa3sString,
