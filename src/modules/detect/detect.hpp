@@ -443,6 +443,7 @@ struct DetectModule {
       DetCond urilen;
       bool urilen_raw;
       bool tls_version_on, tls_version_raw;  // Signature's tls.version
+      bool per_instance;  // reads a multi-buffer (instance_buf): inspected at every instance
       uint16_t tls_version;
       DetCond dns_opcode, dns_rcode, dns_rrtype;  // Signature's dns.opcode, dns.rcode, dns.rrtype
       struct Size {

@@ -242,8 +242,9 @@ struct TxBuffers {
         case kBufDnsQuery: return dns->request && name_at(m.queries);
         case kBufDnsQueriesRrname: return name_at(m.queries);
         case kBufDnsAnswersRrname: return name_at(m.answers);
-        case kBufDnsAuthoritiesRrname: return name_at(m.authorities);
-        case kBufDnsAdditionalsRrname: return name_at(m.additionals);
+        // (Suricata reads these two of the response only.)
+        case kBufDnsAuthoritiesRrname: return !dns->request && name_at(m.authorities);
+        case kBufDnsAdditionalsRrname: return !dns->request && name_at(m.additionals);
         case kBufDnsResponseRrname: {
           if (dns->request) return false;
           size_t k = index;
@@ -396,6 +397,9 @@ void DetectModule::Host::add_app_sig(uint32_t i) {
   a.sig = i;
   a.proto = s.app_proto;
   smtp_envelope_sigs_ = smtp_envelope_sigs_ || s.app_proto == 6;
+  a.per_instance = s.app_proto == 4;  // a mail's files
+  for (const SigOp& o : s.ops) a.per_instance = a.per_instance || instance_buf(o.buf);
+  for (const auto& z : s.bsize) a.per_instance = a.per_instance || instance_buf(z.first);
   const auto per_header = [](uint8_t b) { return base_buf(b) == kBufHttpRequestHeader || base_buf(b) == kBufHttpResponseHeader; };
   for (const SigOp& o : s.ops) http_header_sigs_ = http_header_sigs_ || per_header(o.buf);
   for (const auto& z : s.bsize) http_header_sigs_ = http_header_sigs_ || per_header(z.first);
@@ -588,9 +592,11 @@ void DetectModule::Host::on_app(const std::vector<AppUpdate>& updates, std::vect
     };
     for (size_t inst = passes[pi].first; inst < passes[pi].n; ++inst) {
     if (proto == 4 && inst == t.instances_final && !u.smtp()->mime->files()[inst].open()) ++t.instances_final;
-    // Cached scans of a multi-buffer's transaction may be of another instance's bytes (this
-    // update's previous one, or the last one of an earlier update).
-    if (passes[pi].n > 1 && !u.smtp()) t.scans.clear();
+    // Cached scans of a multi-buffer may be of another instance's bytes (this update's previous
+    // one, or the last one of an earlier update): those go, the others stay.
+    if (passes[pi].n > 1 && !u.smtp())
+      for (auto it = t.scans.begin(); it != t.scans.end();)
+        it = instance_buf(uint8_t(it->first % kBufCount)) ? t.scans.erase(it) : std::next(it);
     const uint16_t scan_base = proto == 4 ? uint16_t(std::min<size_t>(inst, kMimeMaxFiles - 1) * 2 * kBufCount) : 0;
     TxBuffers bufs(u.http() ? *u.http() : kNoHttp, u.tls(), u.dns(), u.smtp(), u.ssh(), inst, &t);
     cand.assign(app_pf_->nofp.begin(), app_pf_->nofp.end());
@@ -651,6 +657,8 @@ void DetectModule::Host::on_app(const std::vector<AppUpdate>& updates, std::vect
       // the request and the response.
       const uint32_t done_key = a.sig << 1 | (a.side == 2 ? u.dir : 0u);
       if (a.proto != proto || (a.side != 2 && a.side != u.dir) || t.matched.count(done_key)) continue;
+      // A signature without a multi-buffer reads the same bytes at every instance: the first decides.
+      if (inst > passes[pi].first && !a.per_instance) continue;
       ++w.candidates;
       if (!sig_applies(host_view_, a.sig, pk, true, u.dir == 1, true, PacketFacts{})) continue;
       if (a.tls_version_on) {

@@ -702,7 +702,7 @@ const char* sig_buf_name(uint8_t b) {
 }
 
 int sig_buf_side(uint8_t b) {
-  if (b >= kBufDerived) return sig_buf_side(base_buf(b));
+  if (b >= kBufDerived) return base_buf(b) < kBufDerived ? sig_buf_side(base_buf(b)) : 0;
   // Every buffer named (no default): a buffer added to SigBuf without a side is a compile warning.
   switch (SigBuf(b)) {
     case kBufPayload:
@@ -730,6 +730,12 @@ int sig_buf_side(uint8_t b) {
       break;
   }
   return 0;
+}
+
+bool instance_buf(uint8_t b) {
+  b = base_buf(b);
+  return b == kBufDnsQuery || b == kBufDnsQueryDot || (b >= kBufDnsQueriesRrname && b <= kBufDnsResponseRrname) ||
+         b == kBufTlsCerts || b == kBufSmtpRcptTo || b == kBufHttpRequestHeader || b == kBufHttpResponseHeader;
 }
 
 uint64_t SignatureSet::skipped() const {

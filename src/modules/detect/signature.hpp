@@ -96,7 +96,7 @@ enum class SigOpType : uint8_t { content, pcre, isdataat, byte_test, byte_jump, 
 // http.header.raw, http.cookie, http.content_type, http.content_len, http.start, http.header_names
 // and file_data belong to the side the signature's flow direction names (request without one, as
 // Suricata registers them for both and matches either; file_data: the response by default).
-inline constexpr int kMaxDerivedBufs = 40;
+inline constexpr int kMaxDerivedBufs = 64;
 enum SigBuf : uint8_t {
   kBufPayload = 0,
   kBufHttpUri, kBufHttpUriRaw, kBufHttpMethod, kBufHttpProtocol, kBufHttpRequestLine, kBufHttpHost, kBufHttpHostRaw,
@@ -130,7 +130,12 @@ enum SigBuf : uint8_t {
   kBufDerived,
   kBufCount = kBufDerived + kMaxDerivedBufs
 };
+static_assert(kBufCount <= 128, "a mail's per-file scan keys (file index * 2 * kBufCount + key) must fit 16 bits");
 const char* sig_buf_name(uint8_t b);
+// Whether b (or the buffer b transforms) has instances (a multi-buffer: the DNS names, tls.certs,
+// a mail's recipients, the HTTP headers one by one; a mail's files, file.data, too, which is the
+// body buffer of HTTP's and not counted here).
+bool instance_buf(uint8_t b);
 // Which side a buffer is read from: 0 request, 1 response, 2 either (by the flow direction, else
 // both). kBufPayload in an HTTP signature is the transaction's message of the side inspected.
 int sig_buf_side(uint8_t b);
