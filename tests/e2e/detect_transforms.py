@@ -161,7 +161,7 @@ def build(rng):
         "http.header_names": ["header_lowercase", "to_lowercase", "to_uppercase", "to_sha1"],
     }
     # Seven chains a buffer: each (buffer, chain) pair is a buffer of its own in the engine, which
-    # holds 40 of them (transform.hpp).
+    # holds 64 of them (transform.hpp).
     pool = [(buf, [rng.choice(fits[buf]) for _ in range(rng.randrange(1, 4))]) for buf in sorted(fits) for _ in range(7)]
     rules, want, rejected = [], {}, set()
     sid = 1
