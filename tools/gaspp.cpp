@@ -170,7 +170,8 @@ int main(int argc, char** argv) {
     fw["detect"] = "on";
     ModuleOptions det;
     for (const auto& [key, v] : fw)
-      if (key == "rules" || key == "classification-file" || key == "action-order" || key.rfind("address.", 0) == 0 ||
+      if (key == "rules" || key == "classification-file" || key == "action-order" || key == "threshold-file" ||
+          key.rfind("address.", 0) == 0 ||
           key.rfind("port.", 0) == 0)
         det[key] = v;
     det["firewall"] = "on";

@@ -404,6 +404,9 @@ FileConfig read_config(const std::string& path, const YAML::Node& root) {
       const std::string why = parse_action_order(order, parsed);
       if (!why.empty()) fail(path, v, "action-order: " + why);
       vars["action-order"] = order;
+    } else if (key == "threshold-file") {
+      // Suricata's threshold.config, for every firewall and signature engine (threshold.hpp).
+      vars["threshold-file"] = scalar(path, v, key);
     } else if (key == "flow-timeouts") {
       c.flow_timeouts = flow_timeouts(path, v);
     } else if (key == "stream") {

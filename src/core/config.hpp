@@ -17,6 +17,7 @@
 //       HOME_NET: "[10.0.0.0/8,192.168.0.0/16]"
 //     port-groups:
 //       HTTP_PORTS: "[80,8080]"
+//   threshold-file: /etc/gaspp/threshold.config   # Suricata's; given to the firewall and detect
 //   modules:                     # in pipeline order
 //     - name: firewall
 //       rules: [/etc/gaspp/drop.rules, /etc/gaspp/local.rules]
@@ -69,7 +70,7 @@ struct FileConfig {
   std::optional<int> shards;
   std::vector<std::pair<std::string, ModuleOptions>> modules;
   std::vector<std::vector<uint16_t>> classes;
-  ModuleOptions vars;                          // "address.NAME" / "port.NAME", "action-order": given to every firewall and detect
+  ModuleOptions vars;                          // "address.NAME" / "port.NAME", "action-order", "threshold-file": given to every firewall and detect
   std::optional<FlowTimeouts> flow_timeouts;   // set when the file has flow-timeouts
   std::optional<UrgentPolicy> urgent, urgent_oob_limit;  // stream.reassembly.urgent
   // Suricata's exception-policy master switch and flow.memcap-policy, as written (auto,

@@ -3,7 +3,8 @@
 
 For each test (a directory with test.yaml): gaspp runs on its capture with `--module
 detect:rules=test.rules`, the test's suricata.yaml (`-c`) when it has one, and the arguments of
-test.yaml we support (`-k none`, `--simulate-ips`, `--runmode=single`, `--set`), and every alert
+test.yaml we support (`-k none`, `--simulate-ips`, `--runmode=single`, `--set`; ${TEST_DIR} is the
+test's directory, as suricata-verify expands it), and every alert
 check of test.yaml (a `filter` whose match has event_type alert) is evaluated against our eve.json
 as suricata-verify does: the events whose fields equal every `match` entry are counted and compared
 with `count`. Checks of other event types (flow,
@@ -72,12 +73,13 @@ def alert_checks(spec):
     return out
 
 
-def translate_args(spec):
+def translate_args(spec, test_dir):
     """Our arguments for test.yaml's `args`, or (None, why) when we cannot run it as written."""
     raw = spec.get("args") or []
     words = []
     for a in raw:
-        words += str(a).split()
+        # ${TEST_DIR}: the test's directory, as suricata-verify's run.py expands it.
+        words += str(a).replace("${TEST_DIR}", test_dir).split()
     # Suricata's default is stream.midstream: false (gaspp's is on).
     ours, i = ["--midstream", "off"], 0
     while i < len(words):
@@ -133,7 +135,7 @@ def run_one(gaspp, test_dir, spec, backend, prefilter, classes=None):
     if len(rule_files) > 1 or rule_files[0].endswith("firewall.rules"):
         return "skip", "firewall mode (firewall.rules)"
     rules = rule_files[0]
-    args, why = translate_args(spec)
+    args, why = translate_args(spec, test_dir)
     with tempfile.TemporaryDirectory() as d:
         cmd = [gaspp, "-r", pcap, "--backend", backend, "-l", d, "--flow-capacity", "4096"]
         # The test's suricata.yaml, as suricata-verify gives it (gaspp reads vars, action-order, flow,

@@ -112,8 +112,10 @@ TEST(Config, ActionOrderAlertMaxAndEveAlertSwitches) {
   const FileConfig c = load_config(write_yaml(
       "outputs:\n  - fast:\n      enabled: yes\n  - eve-log:\n      enabled: yes\n      types:\n        - alert:\n"
       "            payload: yes\n            packet: yes\n            verdict: no\n        - flow\n"
-      "action-order:\n  - drop\n  - pass\n  - reject\n  - alert\npacket-alert-max: 6\n"));
+      "action-order:\n  - drop\n  - pass\n  - reject\n  - alert\npacket-alert-max: 6\n"
+      "threshold-file: /etc/suricata/threshold.config\n"));
   EXPECT_EQ(c.vars.at("action-order"), "drop,pass,reject,alert");
+  EXPECT_EQ(c.vars.at("threshold-file"), "/etc/suricata/threshold.config");  // to the firewall and detect
   EXPECT_EQ(c.packet_alert_max.value_or(0), 6u);
   EXPECT_EQ(c.eve_payload.value_or(false), true);
   EXPECT_EQ(c.eve_packet.value_or(false), true);

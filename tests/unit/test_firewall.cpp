@@ -8,10 +8,14 @@
 
 #include <algorithm>
 #include <cstring>
+#include <filesystem>
+#include <fstream>
 #include <map>
 #include <random>
 #include <set>
 #include <tuple>
+
+#include <unistd.h>
 
 #include "core/module_stage.hpp"
 #include "core/modules.hpp"
@@ -969,7 +973,7 @@ TEST(Firewall, EveryEtOpenThresholdParses) {
 
 TEST(Firewall, ThresholdsThinAlertsLikeTheReference) {
   // The reference rebuilds each match's window from the history of its (rule, tracked key): the first
-  // match opens a window of T seconds, the first match at or after its end opens the next.
+  // match opens a window of T seconds, the first match after its end opens the next.
   std::mt19937_64 rng(9);
   const char* specs[] = {"threshold: type limit, track by_src, count 2, seconds 10",
                          "threshold: type threshold, track by_dst, count 3, seconds 20",
@@ -985,7 +989,10 @@ TEST(Firewall, ThresholdsThinAlertsLikeTheReference) {
     ts += rng() % 3'000'000'000ull;  // 0..3 s apart
     const int rule = int(rng() % 5), src = int(rng() % 4), dst = int(rng() % 3);
     uint8_t a[16] = {10, 0, 0, uint8_t(src)}, b[16] = {192, 168, 0, uint8_t(dst)};
-    const bool got = table.alert(sp[size_t(rule)], uint32_t(rule), a, b, 4, ts);
+    RuleThresholds rt;
+    rt.thresholds.push_back(sp[size_t(rule)]);
+    ThresholdSpec::NewAction act;
+    const bool got = table.check(rt, uint32_t(rule), {a, b, 4, 1, ts}, act) == ThresholdTable::alert;
     const ThresholdSpec& s = sp[size_t(rule)];
     const int ka = s.track == ThresholdSpec::by_src || s.track == ThresholdSpec::by_both ? src
                    : s.track == ThresholdSpec::by_dst ? dst : -1;
@@ -994,7 +1001,7 @@ TEST(Firewall, ThresholdsThinAlertsLikeTheReference) {
     h.push_back(ts);
     uint64_t start = h[0], index = 0;  // position of this match in its window (1-based)
     for (uint64_t t : h) {
-      if (t >= start + uint64_t(s.seconds) * 1'000'000'000ull) start = t, index = 0;
+      if (t > start + uint64_t(s.seconds) * 1'000'000'000ull) start = t, index = 0;
       ++index;
     }
     const bool want = s.kind == ThresholdSpec::limit       ? index <= s.count
@@ -1008,6 +1015,209 @@ TEST(Firewall, ThresholdsThinAlertsLikeTheReference) {
   EXPECT_EQ(table.suppressed(), matches - alerts);
   EXPECT_GT(alerts, 1000u);
   EXPECT_GT(matches - alerts, 1000u);
+}
+
+// Suricata's backoff: a flow's matches N, N*M, N*M*M, ... alert (detect-engine-threshold.c), the
+// rest are silent; the counts of suricata-verify's threshold-rule-flow-backoff-single-flow.
+TEST(Thresholds, BackoffAlertsAtGeometricCounts) {
+  struct Case {
+    const char* spec;
+    uint32_t matches;
+    std::vector<uint32_t> alerting;  // 1-based match numbers that alert
+  };
+  const Case cases[] = {
+      {"threshold: type backoff, track by_flow, count 1, multiplier 2", 6676,
+       {1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096}},
+      {"threshold: type backoff, track by_flow, count 3, multiplier 2", 6676,
+       {3, 6, 12, 24, 48, 96, 192, 384, 768, 1536, 3072, 6144}},
+      {"threshold: type backoff, track by_flow, count 5, multiplier 5", 6676, {5, 25, 125, 625, 3125}},
+  };
+  for (const Case& c : cases) {
+    RuleThresholds rt;
+    rt.thresholds.resize(1);
+    ASSERT_EQ(parse_threshold(c.spec, rt.thresholds[0]), "") << c.spec;
+    ThresholdTable table;
+    uint8_t a[16] = {10, 0, 0, 1}, b[16] = {10, 0, 0, 2};
+    std::vector<uint32_t> got, other_flow;
+    ThresholdSpec::NewAction act;
+    for (uint32_t n = 1; n <= c.matches; ++n) {
+      if (table.check(rt, 0, {a, b, 4, 7, n * 1000ull}, act) == ThresholdTable::alert) got.push_back(n);
+      // Another flow's matches are counted apart.
+      if (n <= 30 && table.check(rt, 0, {a, b, 4, 8, n * 1000ull}, act) == ThresholdTable::alert) other_flow.push_back(n);
+    }
+    EXPECT_EQ(got, c.alerting) << c.spec;
+    std::vector<uint32_t> first30;
+    for (uint32_t n : c.alerting)
+      if (n <= 30) first30.push_back(n);
+    EXPECT_EQ(other_flow, first30) << c.spec;
+  }
+  ThresholdSpec s;
+  for (const char* bad : {"threshold: type backoff, track by_src, count 1, multiplier 2",   // by_flow only
+                          "threshold: type backoff, track by_flow, count 1, multiplier 1",  // multiplier 2..65535
+                          "threshold: type backoff, track by_flow, count 1, multiplier 2, seconds 3",
+                          "threshold: type backoff, track by_flow, count 70000, multiplier 2",
+                          "threshold: type limit, track by_flow, count 1, seconds 3, multiplier 2"})
+    EXPECT_NE(parse_threshold(bad, s), "") << bad;
+}
+
+// detection_filter's unique_on: distinct ports in the window, against a set kept by the test.
+TEST(Thresholds, UniqueOnCountsDistinctPorts) {
+  std::mt19937_64 rng(5);
+  for (const char* text : {"detection_filter: track by_dst, count 3, seconds 10, unique_on dst_port",
+                           "detection_filter: track by_src, count 1, seconds 4, unique_on src_port"}) {
+    RuleThresholds rt;
+    rt.thresholds.resize(1);
+    ASSERT_EQ(parse_threshold(text, rt.thresholds[0]), "") << text;
+    const ThresholdSpec& s = rt.thresholds[0];
+    ThresholdTable table;
+    uint8_t a[16] = {10, 0, 0, 1}, b[16] = {10, 0, 0, 2};
+    std::set<uint16_t> seen;
+    uint64_t ts = 0, start = 0;
+    bool first = true;
+    ThresholdSpec::NewAction act;
+    for (int n = 0; n < 3000; ++n) {
+      ts += rng() % 1'500'000'000ull;
+      const uint16_t sp = uint16_t(rng() % 6), dp = uint16_t(1000 + rng() % 7);
+      if (first || ts > start + uint64_t(s.seconds) * 1'000'000'000ull) start = ts, seen.clear();
+      first = false;
+      seen.insert(s.unique_on == ThresholdSpec::src_port ? sp : dp);
+      const bool want = seen.size() > s.count;
+      const auto got = table.check(rt, 0, {a, b, 4, 1, ts, sp, dp}, act);
+      ASSERT_EQ(got == ThresholdTable::alert, want) << text << " match " << n;
+    }
+  }
+  ThresholdSpec s;
+  EXPECT_NE(parse_threshold("detection_filter: track by_dst, count 3, seconds 10, unique_on proto", s), "");
+  EXPECT_NE(parse_threshold("threshold: type limit, track by_dst, count 3, seconds 10, unique_on dst_port", s), "");
+}
+
+// Suricata's flow tracking: a by_flow threshold counts each flow apart; with no flow it does not alert.
+TEST(Thresholds, ByFlowCountsEachFlow) {
+  RuleThresholds rt;
+  rt.thresholds.resize(1);
+  ASSERT_EQ(parse_threshold("threshold: type limit, track by_flow, count 2, seconds 3600", rt.thresholds[0]), "");
+  ThresholdTable table;
+  uint8_t a[16] = {10, 0, 0, 1}, b[16] = {10, 0, 0, 2};
+  ThresholdSpec::NewAction act;
+  std::vector<int> got;
+  for (uint64_t flow : {1, 1, 2, 1, 2, 2, 3, 0})
+    got.push_back(table.check(rt, 0, {a, b, 4, flow, 1000}, act));
+  EXPECT_EQ(got, (std::vector<int>{1, 1, 1, 2, 1, 2, 1, 0}));  // alert, ..., silent past the limit, no flow: no alert
+}
+
+// threshold.config lines as Suricata's util-threshold-config.c reads them, and how the entries are
+// installed on rules (SetupThresholdRule, SetupSuppressRule): replace, keep, wildcard, noalert.
+TEST(Thresholds, ConfigInstallsAsSuricata) {
+  const auto dir = std::filesystem::temp_directory_path() / ("gaspp-thr-" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  const std::string path = (dir / "threshold.config").string();
+  {
+    std::ofstream f(path);
+    f << "# comment\n"
+         "\n"
+         "threshold gen_id 1, sig_id 10, type limit, track by_src, count 1, seconds 60\n"       // replaces 10's own
+         "rate_filter gen_id 1, sig_id 11, track by_rule, count 5, seconds 1, new_action drop, timeout 9\n"  // 11 has one: kept
+         "event_filter gen_id 1, sig_id 12, type both, track by_flow, count 3, seconds 7\n"
+         "rate_filter gen_id 1, sig_id 12, track by_src, count 2, seconds 3, \\\n"
+         "   new_action pass, timeout 30\n"                                                        // 12 has one now: skipped
+         "suppress gen_id 1, sig_id 13\n"
+         "suppress gen_id 1, sig_id 14, track by_either, ip [10.0.0.0/8, $DNS]\n"
+         "threshold gen_id 0, sig_id 0, type threshold, track by_dst, count 4, seconds 2\n"      // every rule still without one
+         "suppress gen_id 1, sig_id 99\n"                                                          // no such rule
+         "threshold gen_id 0, sig_id 5, type limit, track by_src, count 1, seconds 1\n"          // error: sid with gid 0
+         "threshold gen_id 1, sig_id 15, type sometimes, track by_src, count 1, seconds 1\n"     // error
+         "suppress gen_id 1, sig_id 15, track by_src, ip $NOPE\n"                                  // error: unknown var
+         "rate_filter gen_id 1, sig_id 15, track by_src, count 0, seconds 1, new_action alert, timeout 1\n";  // count 0
+  }
+  RuleVars vars;
+  vars.addr["DNS"] = "192.168.1.53";
+  std::vector<ThresholdConfigEntry> entries;
+  std::vector<RuleError> errors;
+  ASSERT_TRUE(load_threshold_config(path, vars, entries, errors));
+  std::vector<uint32_t> error_lines;
+  for (const RuleError& e : errors) error_lines.push_back(e.line);
+  EXPECT_EQ(error_lines, (std::vector<uint32_t>{12, 13, 14, 15}));
+  ASSERT_EQ(entries.size(), 8u);
+  EXPECT_EQ(entries[3].line, 6u);  // the continued entry has its first line's number
+  EXPECT_EQ(entries[3].spec.new_action, ThresholdSpec::pass);
+  EXPECT_EQ(entries[3].spec.timeout, 30u);
+
+  const std::vector<RuleId> ids = {{1, 10}, {1, 11}, {1, 12}, {1, 13}, {1, 14}, {1, 16}, {3, 17}};
+  std::vector<RuleThresholds> out(ids.size());
+  ThresholdSpec own;
+  ASSERT_EQ(parse_threshold("threshold: type both, track by_dst, count 9, seconds 9", own), "");
+  out[0].thresholds.push_back(own);
+  ASSERT_EQ(parse_threshold("detection_filter: track by_src, count 2, seconds 9", own), "");
+  out[1].thresholds.push_back(own);
+  std::vector<size_t> unmatched;
+  apply_threshold_config(entries, ids, out, unmatched);
+  EXPECT_EQ(unmatched, (std::vector<size_t>{7}));
+  auto kinds = [&](size_t k) {
+    std::vector<int> v;
+    for (const ThresholdSpec& t : out[k].thresholds) v.push_back(t.kind * 10 + t.track);
+    return v;
+  };
+  EXPECT_EQ(kinds(0), (std::vector<int>{ThresholdSpec::limit * 10 + ThresholdSpec::by_src}));
+  EXPECT_EQ(kinds(1), (std::vector<int>{ThresholdSpec::detection_filter * 10 + ThresholdSpec::by_src}));
+  EXPECT_EQ(kinds(2), (std::vector<int>{ThresholdSpec::both * 10 + ThresholdSpec::by_flow}));
+  EXPECT_TRUE(out[3].noalert);
+  EXPECT_EQ(kinds(3), (std::vector<int>{ThresholdSpec::threshold * 10 + ThresholdSpec::by_dst}));
+  ASSERT_EQ(out[4].suppress.size(), 1u);
+  EXPECT_EQ(kinds(5), (std::vector<int>{ThresholdSpec::threshold * 10 + ThresholdSpec::by_dst}));
+  EXPECT_EQ(kinds(6), (std::vector<int>{ThresholdSpec::threshold * 10 + ThresholdSpec::by_dst}));  // gen_id 0: any gid
+
+  // The suppression of sid 14: either address on the list silences it.
+  ThresholdTable table;
+  ThresholdSpec::NewAction act;
+  RuleThresholds only_suppress;
+  only_suppress.suppress = out[4].suppress;
+  struct Hit {
+    uint8_t src3, dst3, src0, dst0;
+    int want;
+  };
+  for (const Hit& h : {Hit{1, 2, 10, 172, 2}, Hit{1, 53, 172, 192, 2}, Hit{1, 2, 172, 172, 1}, Hit{53, 1, 192, 172, 2}}) {
+    uint8_t a[16] = {h.src0, uint8_t(h.src0 == 192 ? 168 : 0), uint8_t(h.src0 == 192 ? 1 : 0), h.src3};
+    uint8_t b[16] = {h.dst0, uint8_t(h.dst0 == 192 ? 168 : 0), uint8_t(h.dst0 == 192 ? 1 : 0), h.dst3};
+    EXPECT_EQ(table.check(only_suppress, 4, {a, b, 4, 1, 1000}, act), h.want)
+        << int(h.src0) << "." << int(h.src3) << " -> " << int(h.dst0) << "." << int(h.dst3);
+  }
+  std::filesystem::remove_all(dir);
+}
+
+// rate_filter: matches past `count` in a window switch to the new action, which holds until more
+// than `timeout` whole seconds after it took effect; the alerts themselves are all written.
+TEST(Thresholds, RateFilterHoldsItsActionForTheTimeout) {
+  RuleThresholds rt;
+  ThresholdSpec s;
+  s.kind = ThresholdSpec::rate_filter;
+  s.track = ThresholdSpec::by_rule;
+  s.count = 2;
+  s.seconds = 10;
+  s.new_action = ThresholdSpec::drop;
+  s.timeout = 5;
+  rt.thresholds.push_back(s);
+  ThresholdTable table;
+  uint8_t a[16] = {1}, b[16] = {2};
+  const uint64_t sec = 1'000'000'000ull;
+  struct Step {
+    uint64_t ts;
+    ThresholdSpec::NewAction want;
+  };
+  const Step steps[] = {{0, ThresholdSpec::keep},        {1 * sec, ThresholdSpec::keep},  // 1st, 2nd: count not passed
+                        {2 * sec, ThresholdSpec::drop},        // 3rd in the window: the new action
+                        {6 * sec, ThresholdSpec::drop},        // 4 s after: held
+                        {7 * sec + 5, ThresholdSpec::drop},    // 5 whole seconds: still held
+                        {8 * sec, ThresholdSpec::keep},        // 6 > 5: timeout over, this match counts nothing
+                        {9 * sec, ThresholdSpec::drop},        // the old window (from 0) still holds 4 > 2 matches
+                        {30 * sec, ThresholdSpec::keep},       // held until 14 s; off now
+                        {41 * sec, ThresholdSpec::keep},       // a new window opens (41 > 0 + 10)
+                        {42 * sec, ThresholdSpec::keep},       // 2nd of it
+                        {43 * sec, ThresholdSpec::drop}};
+  for (const Step& st : steps) {
+    ThresholdSpec::NewAction act;
+    EXPECT_EQ(table.check(rt, 0, {a, b, 4, 1, st.ts}, act), ThresholdTable::alert);
+    EXPECT_EQ(act, st.want) << "at " << st.ts;
+  }
 }
 
 namespace {

@@ -20,6 +20,8 @@
 //   mpm-cache            where compiled Hyperscan databases are kept (hs_cache.hpp; default
 //                        ~/.cache/gaspp/hs), or off
 //   action-order         pass,drop,reject,alert in the order to apply them (suricata.yaml's action-order)
+//   threshold-file       Suricata's threshold.config (suricata.yaml's threshold-file): thresholds,
+//                        rate filters and suppressions (modules/firewall/threshold.hpp)
 //
 // Per packet (on_ip) and per in-order stream piece (on_stream_bulk), both backends:
 //   1. prefilter: the signatures whose fast pattern occurs in the buffer (CPU: Hyperscan over all
@@ -490,6 +492,7 @@ struct DetectModule {
     struct PacketAddrs {
       uint8_t src[16] = {}, dst[16] = {};
       uint8_t fam = 4;
+      uint16_t sport = 0, dport = 0;
     };
     struct XbitEntry {
       uint32_t id;
@@ -526,7 +529,8 @@ struct DetectModule {
     std::map<std::string, uint32_t> flowbit_ids_;
     std::map<std::string, uint32_t> flowint_ids_;
     std::unordered_map<uint64_t, FlowVars> flow_vars_;  // flow id -> its flowbits and flowints
-    std::vector<ThresholdSpec> thresholds_;
+    std::vector<RuleThresholds> thresholds_;  // per signature: its own and threshold.config's
+    uint64_t threshold_config_ = 0, rate_filter_pass_ = 0, rate_filter_unapplied_ = 0;
     ThresholdTable threshold_table_;
     uint32_t packet_alert_max_ = 15;
     bool payload_ = false;

@@ -176,7 +176,7 @@ DetectModule::Host::Host(const ModuleOptions& opt) : ModuleHost<DetectModule>({}
   const auto t0 = std::chrono::steady_clock::now();
   RuleVars vars;
   std::vector<std::string> files;
-  std::string class_file;
+  std::string class_file, threshold_file;
   bool leave_to_firewall = false;
   ActionOrder action_order;  // Suricata's default: pass, drop, reject, alert
   for (auto& [k, v] : opt) {
@@ -211,13 +211,15 @@ DetectModule::Host::Host(const ModuleOptions& opt) : ModuleHost<DetectModule>({}
     } else if (k == "action-order") {
       const std::string why = parse_action_order(v, action_order);
       if (!why.empty()) throw std::invalid_argument("detect: action-order: " + why);
+    } else if (k == "threshold-file") {
+      threshold_file = v;
     } else if (k.rfind("address.", 0) == 0) {
       vars.addr[k.substr(8)] = v;
     } else if (k.rfind("port.", 0) == 0) {
       vars.port[k.substr(5)] = v;
     } else {
       throw std::invalid_argument("detect: unknown option '" + k +
-                                  "' (rules, classification-file, packet-alert-max, prefilter, matcher, mpm-cache, firewall, payload, packet, verdict, action-order, address.NAME, port.NAME)");
+                                  "' (rules, classification-file, threshold-file, packet-alert-max, prefilter, matcher, mpm-cache, firewall, payload, packet, verdict, action-order, address.NAME, port.NAME)");
     }
   }
   const std::set<std::string> read = leave_to_firewall ? flowbits_read(files, vars) : std::set<std::string>{};
@@ -362,14 +364,19 @@ DetectModule::Host::Host(const ModuleOptions& opt) : ModuleHost<DetectModule>({}
   build_app_prefilter();
   pf_tables_.compile(patterns_);
   if (matcher_ac_) ac_tables_.compile(patterns_);
+  std::vector<RuleId> ids;
   for (const Signature& s : set_.sigs) {
-    ThresholdSpec t;
+    RuleThresholds rt;
     if (!s.rule.threshold.empty()) {
+      ThresholdSpec t;
       const std::string why = parse_threshold(s.rule.threshold, t);
       if (!why.empty())
         std::fprintf(stderr, "gaspp: %s:%u: threshold ignored: %s\n", s.rule.file.c_str(), s.rule.line, why.c_str());
+      else
+        rt.thresholds.push_back(t);
     }
-    thresholds_.push_back(t);
+    thresholds_.push_back(rt);
+    ids.push_back({s.rule.gid, s.rule.sid});
     for (const FlowbitCmd& c : s.flowbits)
       for (const std::string& n : c.names) flowbit_ids_.try_emplace(n, uint32_t(flowbit_ids_.size()));
     for (const XbitCmd& c : s.xbits) xbit_ids_.try_emplace(c.name, uint32_t(xbit_ids_.size()));
@@ -377,6 +384,15 @@ DetectModule::Host::Host(const ModuleOptions& opt) : ModuleHost<DetectModule>({}
       flowint_ids_.try_emplace(c.name, uint32_t(flowint_ids_.size()));
       if (!c.value_var.empty()) flowint_ids_.try_emplace(c.value_var, uint32_t(flowint_ids_.size()));
     }
+  }
+  if (!threshold_file.empty()) {
+    // The firewall, when it shares the files, installs the file on its header-only rules; an
+    // entry is reported unmatched here only when it names a rule of neither.
+    const size_t mine = ids.size();
+    ids.insert(ids.end(), set_.firewall_ids.begin(), set_.firewall_ids.end());
+    thresholds_.resize(ids.size());
+    threshold_config_ = load_threshold_config_for(threshold_file, vars, ids, thresholds_, true, "detect");
+    thresholds_.resize(mine);
   }
   load_seconds_ = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   // Suricata's summary of the loading, for all the rules when the firewall shares the files.
@@ -625,11 +641,15 @@ DetectModule::Host::PacketAddrs DetectModule::Host::packet_addrs(const HostPacke
     std::memcpy(a.src, d.src_ip, 16);
     std::memcpy(a.dst, d.dst_ip, 16);
     a.fam = d.l3[0] == uint8_t(L3::ipv6) ? 6 : 4;
+    a.sport = d.sport[0];
+    a.dport = d.dport[0];
   } else if (p.flow) {
     // A flow-only event (data released at the flow's end) has no packet: the key's endpoints.
     std::memcpy(a.src, p.flow->key.addr[0], 16);
     std::memcpy(a.dst, p.flow->key.addr[1], 16);
     a.fam = p.flow->key.family;
+    a.sport = p.flow->key.port[0];
+    a.dport = p.flow->key.port[1];
   }
   return a;
 }
@@ -752,7 +772,8 @@ void DetectModule::Host::on_event(const ModuleEvent& ev, const HostPacket& p, Mo
     return;
   }
   PacketAddrs addrs;
-  if (!s.xbits.empty() || thresholds_[e.value].kind != ThresholdSpec::none) addrs = packet_addrs(p);
+  const RuleThresholds& thr = thresholds_[e.value];
+  if (!s.xbits.empty() || !thr.empty()) addrs = packet_addrs(p);
   if (!s.xbits.empty() && !xbits_hold(s, addrs, p.ts_ns)) {
     ++xbits_rejected_;
     return;
@@ -771,15 +792,24 @@ void DetectModule::Host::on_event(const ModuleEvent& ev, const HostPacket& p, Mo
     ++pass_matches_;
     return;
   }
-  if (s.noalert) {
+  if (s.noalert || thr.noalert) {
     ++noalert_;
     return;
   }
-  if (thresholds_[e.value].kind != ThresholdSpec::none) {
-    if (!threshold_table_.alert(thresholds_[e.value], e.value, addrs.src, addrs.dst, addrs.fam, p.ts_ns)) {
+  ThresholdSpec::NewAction rate_action = ThresholdSpec::keep;
+  if (!thr.empty()) {
+    const ThresholdTable::Packet tp{addrs.src, addrs.dst, addrs.fam, e.flow_id, p.ts_ns, addrs.sport, addrs.dport};
+    if (threshold_table_.check(thr, e.value, tp, rate_action) != ThresholdTable::alert) {
       ++threshold_suppressed_;
       return;
     }
+    if (rate_action == ThresholdSpec::pass) {
+      // A rate_filter's pass acts as a pass signature's match: no alert, and none after it.
+      packet_passed_ = true;
+      ++rate_filter_pass_;
+      return;
+    }
+    rate_filter_unapplied_ += rate_filter_unapplied(rate_action, s.rule.action);
   }
   if (packet_alerts_ >= packet_alert_max_) {
     ++alert_overflow_;
@@ -817,6 +847,11 @@ void DetectModule::Host::report(std::map<std::string, uint64_t>& r) const {
   r["xbits_full"] = xbits_full_;
   r["noalert"] = noalert_;
   r["threshold_suppressed"] = threshold_suppressed_;
+  r["threshold_table_entries"] = threshold_table_.entries();
+  r["threshold_table_full"] = threshold_table_.table_full();
+  r["rate_filter_pass"] = rate_filter_pass_;
+  r["rate_filter_unapplied"] = rate_filter_unapplied_;
+  if (threshold_config_) r["threshold_config_entries"] = threshold_config_;
   r["flowbit_flows_full"] = flowbit_flows_full_;
   r["pcre_device"] = pcre_device_;
   r["pcre_host_only"] = pcre_host_only_;

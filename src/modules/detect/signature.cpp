@@ -573,6 +573,18 @@ std::string finish(Signature& s) {
                                 o.value_var >= 0 || o.var >= 0))
       return "skip:keyword base64_data with byte_extract variables";
   }
+  if (s.app && s.rule.action == RuleAction::alert && s.ops.empty() && s.bsize.empty() && !s.urilen.on &&
+      !s.tls_version_on && !s.dns_opcode.on && !s.dns_rcode.on && !s.dns_rrtype.on) {
+    // Only the protocol (`alert http any any -> any any (flow:...; sid:1;)`): no buffer to inspect,
+    // so Suricata makes it a packet signature (SIG_TYPE_APPLAYER, or SIG_TYPE_PKT with packet
+    // conditions) that matches every packet of a flow whose app_proto is the protocol, not each
+    // transaction once. A pass or drop one stays a transaction signature: Suricata's first match
+    // decides the flow, which stops its inspection, and a gated signature (decided on the host,
+    // after the verdicts) could not do that; once a transaction is the nearest to it.
+    s.app = false;
+    s.app_proto = 0;
+    s.gate_proto = s.rule.app_proto == "http1" ? "http" : s.rule.app_proto;
+  }
   if (s.gate_proto == "smtp" && s.app) {
     // A mail's buffers, one part of it a signature: its envelope (applayer/smtp.hpp: smtp.helo,
     // smtp.mail_from, smtp.rcpt_to) or its attachments (applayer/mime.hpp: file.data, each file an
@@ -1123,6 +1135,7 @@ bool load_signature_file(const std::string& path, const RuleVars& vars, Signatur
       Rule r;
       if (parse_rule(text, vars, r).empty() && firewall_keeps(r, *leave_to_firewall)) {
         ++set.to_firewall;
+        set.firewall_ids.push_back({r.gid, r.sid});
         return;
       }
     }

@@ -273,6 +273,7 @@ struct SignatureSet {
   std::map<std::string, uint64_t> skipped_by_reason;  // "app-layer:http_uri", "keyword flowint", ...
   std::vector<RuleError> errors;
   uint64_t lines = 0, comments = 0;
+  std::vector<RuleId> firewall_ids;  // their gid and sid (threshold.config entries may name them)
   uint64_t to_firewall = 0;  // with leave_to_firewall: header-only rules the firewall module takes
   uint64_t skipped() const;
   uint64_t skipped_app_layer() const;  // those whose reason starts with "app-layer:"

@@ -10,6 +10,8 @@
 //   address.NAME   an address variable ($HOME_NET, ...), e.g. address.HOME_NET=[10.0.0.0/8]
 //   port.NAME      a port variable ($HTTP_PORTS, ...)
 //   action-order   pass,drop,reject,alert in the order to apply them (suricata.yaml's action-order)
+//   threshold-file Suricata's threshold.config (suricata.yaml's threshold-file): thresholds,
+//                  rate filters and suppressions for the rules' alerts (threshold.hpp)
 //   payload        on: alerts carry payload, payload_printable and stream (--eve-payload)
 //   packet         on: alerts carry the packet, base64, and packet_info.linktype (--eve-packet)
 //   verdict        on: alerts carry verdict.action: drop, pass or alert (--eve-verdict)
@@ -234,9 +236,10 @@ struct FirewallModule {
     bool policy_app_ = false;
     bool firewall_mode_ = false;            // --firewall-rules given: default drop, even with no rule
     uint64_t policy_alerts_ = 0;
-    std::vector<ThresholdSpec> thresholds_;  // per rule (kind none: every match alerts)
+    std::vector<RuleThresholds> thresholds_;  // per rule (empty: every match alerts)
     ThresholdTable threshold_table_;
     uint64_t alerts_ = 0, alerts_blocked_ = 0, alert_overflow_ = 0, threshold_errors_ = 0;
+    uint64_t threshold_config_ = 0, rate_filter_unapplied_ = 0, rate_filter_pass_ = 0;
     bool payload_ = false;                   // payload=on: alerts carry the packet's payload
     bool eve_packet_ = false, eve_verdict_ = false;  // packet=on, verdict=on
     uint64_t to_detect_ = 0;                 // detect=on: rules left to the signature engine

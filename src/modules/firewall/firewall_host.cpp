@@ -17,6 +17,7 @@ FirewallModule::Host::Host(const ModuleOptions& opt) : ModuleHost<FirewallModule
   RuleVars vars;
   std::vector<std::string> files, policy_files;
   std::string class_file;
+  std::string threshold_file;
   bool class_file_given = false;
   bool with_detect = false;  // detect=on: the signature engine loads the same files
   ActionOrder action_order;
@@ -39,13 +40,15 @@ FirewallModule::Host::Host(const ModuleOptions& opt) : ModuleHost<FirewallModule
     } else if (k == "action-order") {
       const std::string why = parse_action_order(v, action_order);
       if (!why.empty()) throw std::invalid_argument("firewall: action-order: " + why);
+    } else if (k == "threshold-file") {
+      threshold_file = v;
     } else if (k.rfind("address.", 0) == 0) {
       vars.addr[k.substr(8)] = v;
     } else if (k.rfind("port.", 0) == 0) {
       vars.port[k.substr(5)] = v;
     } else {
       throw std::invalid_argument("firewall: unknown option '" + k +
-                                  "' (rules, firewall-rules, classification-file, detect, payload, packet, verdict, action-order, address.NAME, port.NAME)");
+                                  "' (rules, firewall-rules, classification-file, threshold-file, detect, payload, packet, verdict, action-order, address.NAME, port.NAME)");
     }
   }
   for (const std::string& f : files)
@@ -100,16 +103,25 @@ FirewallModule::Host::Host(const ModuleOptions& opt) : ModuleHost<FirewallModule
   tables_.compile(set_.rules, FirewallLimits{}, action_order);
   compile_policy();
   thresholds_.resize(set_.rules.size());
+  std::vector<RuleId> ids;
   for (size_t k = 0; k < set_.rules.size(); ++k) {
     const Rule& r = set_.rules[k];
+    ids.push_back({r.gid, r.sid});
     if (r.threshold.empty()) continue;
-    const std::string why = parse_threshold(r.threshold, thresholds_[k]);
+    ThresholdSpec t;
+    const std::string why = parse_threshold(r.threshold, t);
     if (!why.empty()) {
       // The rule still filters; its alerts are not thinned.
       std::fprintf(stderr, "gaspp: %s:%u: threshold ignored: %s\n", r.file.c_str(), r.line, why.c_str());
-      thresholds_[k] = ThresholdSpec{};
       ++threshold_errors_;
+      continue;
     }
+    thresholds_[k].thresholds.push_back(t);
+  }
+  if (!threshold_file.empty()) {
+    // With the signature engine the file is read there too; it reports the entries that name no
+    // rule of either module.
+    threshold_config_ = load_threshold_config_for(threshold_file, vars, ids, thresholds_, !with_detect, "firewall");
   }
 }
 
@@ -173,9 +185,18 @@ void FirewallModule::Host::on_event(const ModuleEvent& e, const HostPacket& p, M
   if (e.kind != kAlert || e.value >= set_.rules.size()) return;
   const Rule& r = set_.rules[e.value];
   const DecodedPacket& d = *static_cast<const DecodedPacket*>(p.decoded);
-  if (!threshold_table_.alert(thresholds_[e.value], e.value, reinterpret_cast<const uint8_t*>(d.src_ip),
-                              reinterpret_cast<const uint8_t*>(d.dst_ip), d.l3[0] == uint8_t(L3::ipv6) ? 6 : 4, p.ts_ns))
-    return;
+  if (!thresholds_[e.value].empty()) {
+    const ThresholdTable::Packet tp{reinterpret_cast<const uint8_t*>(d.src_ip), reinterpret_cast<const uint8_t*>(d.dst_ip),
+                                    uint8_t(d.l3[0] == uint8_t(L3::ipv6) ? 6 : 4), e.flow_id, p.ts_ns, d.sport[0], d.dport[0]};
+    ThresholdSpec::NewAction act;
+    if (threshold_table_.check(thresholds_[e.value], e.value, tp, act) != ThresholdTable::alert) return;
+    // A rate_filter's pass ends the alert; the verdict stays the rule's (threshold.hpp).
+    if (act == ThresholdSpec::pass) {
+      ++rate_filter_pass_;
+      return;
+    }
+    rate_filter_unapplied_ += rate_filter_unapplied(act, r.action);
+  }
   ++alerts_;
   alerts_blocked_ += r.action == RuleAction::drop || r.action == RuleAction::reject;
   write_alert(r, p, out);
@@ -208,6 +229,10 @@ void FirewallModule::Host::report(std::map<std::string, uint64_t>& r) const {
   r["alerts_thresholded"] = threshold_table_.suppressed();
   r["threshold_table_full"] = threshold_table_.table_full();
   r["threshold_errors"] = threshold_errors_;
+  r["threshold_table_entries"] = threshold_table_.entries();
+  r["rate_filter_unapplied"] = rate_filter_unapplied_;
+  r["rate_filter_pass"] = rate_filter_pass_;
+  if (threshold_config_) r["threshold_config_entries"] = threshold_config_;
   r["table_bytes"] = tables_.bytes();
   r["hash_keys"] = tables_.hash_keys();
   r["intervals"] = tables_.elementary();

@@ -238,6 +238,18 @@ std::string unquote(const std::string& v) {
 
 }  // namespace
 
+std::string parse_addr_set(const std::string& text, const RuleVars& vars, AddrSet& out) {
+  out.items.clear();
+  std::string why;
+  const std::function<bool(const std::string&, bool, AddrItem&, std::string&)> al = parse_addr_leaf;
+  if (!expand(text, false, vars.addr, 0, out.items, why, al)) return why;
+  // A positive "any" in the set leaves only its negations as the condition (as a rule's).
+  bool any = false;
+  for (const AddrItem& it : out.items) any = any || it.any;
+  if (any) std::erase_if(out.items, [](const AddrItem& it) { return !it.neg; });
+  return "";
+}
+
 bool AddrSet::matches(uint8_t family, const uint8_t bytes[16]) const {
   if (items.empty()) return true;
   // Per address family, as Suricata merges a set (DetectAddressMergeNot): a family with positive
@@ -486,25 +498,15 @@ std::string parse_rule_head(const std::string& text, const RuleVars& vars, Rule&
   else if (f[4] == "<>") out.bidirectional = true;
   else return "error:direction must be -> or <>, not '" + f[4] + "'";
   std::string why;
-  const std::function<bool(const std::string&, bool, AddrItem&, std::string&)> al = parse_addr_leaf;
   const std::function<bool(const std::string&, bool, PortItem&, std::string&)> pl = parse_port_leaf;
-  out.src.items.clear();
-  out.dst.items.clear();
   out.sport.items.clear();
   out.dport.items.clear();
-  if (!expand(f[2], false, vars.addr, 0, out.src.items, why, al)) return "error:source address: " + why;
-  if (!expand(f[5], false, vars.addr, 0, out.dst.items, why, al)) return "error:destination address: " + why;
+  // "any" items mean no restriction: parse_addr_set drops them (a list with a positive "any"
+  // matches everything its negations allow).
+  if (why = parse_addr_set(f[2], vars, out.src); !why.empty()) return "error:source address: " + why;
+  if (why = parse_addr_set(f[5], vars, out.dst); !why.empty()) return "error:destination address: " + why;
   if (!expand(f[3], false, vars.port, 0, out.sport.items, why, pl)) return "error:source port: " + why;
   if (!expand(f[6], false, vars.port, 0, out.dport.items, why, pl)) return "error:destination port: " + why;
-  // "any" items mean no restriction: drop them (a list with a positive "any" matches everything
-  // its negations allow).
-  auto drop_any = [](AddrSet& s) {
-    bool any = false;
-    for (auto& it : s.items) any = any || it.any;
-    if (any) std::erase_if(s.items, [](const AddrItem& it) { return !it.neg; });
-  };
-  drop_any(out.src);
-  drop_any(out.dst);
   std::erase_if(out.sport.items, [](const PortItem& it) { return !it.neg && it.lo == 0 && it.hi == 65535; });
   std::erase_if(out.dport.items, [](const PortItem& it) { return !it.neg && it.lo == 0 && it.hi == 65535; });
   // Ports on an `ip` rule apply to packets that have ports (ET Open has such rules; Suricata loads

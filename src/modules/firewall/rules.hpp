@@ -123,6 +123,11 @@ struct Rule {
   uint32_t line = 0;
 };
 
+// A rule's identity, as threshold.config names it.
+struct RuleId {
+  uint32_t gid, sid;
+};
+
 struct RuleVars {
   std::map<std::string, std::string> addr, port;  // name without '$' → value text
   RuleVars();                                     // Suricata's defaults
@@ -145,6 +150,10 @@ struct RuleSet {
 // Which kind of file a rule comes from: threat-detection rules (alert/drop/pass/reject) or
 // firewall rules (ACTION:SCOPE with an explicit hook; Suricata's firewall-rule files).
 enum class RuleFile : uint8_t { detection, firewall };
+
+// Parses an address expression as a rule's source or destination ("any", a CIDR, a range, a
+// [list], !negation, $VAR): "" on success, else why not.
+std::string parse_addr_set(const std::string& text, const RuleVars& vars, AddrSet& out);
 
 // Parses one rule. Returns "" and fills `out` for a rule we apply; otherwise the reason it is not
 // one: "skip:<reason>" for a valid rule that needs more than we match, or "error:<why>".
