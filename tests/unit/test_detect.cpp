@@ -430,6 +430,8 @@ TEST(Signatures, PacketConditionsHoldAsSuricataDocumentsThem) {
       {"itype:3<>6;", 3, false},       {"itype:!8;", 8, false},        {"itype:!8;", 0, true},
       {"dsize:>10;", 11, true},        {"dsize:>10;", 10, false},      {"dsize:10<>20;", 20, false},
       {"dsize:<=5;", 5, true},         {"dsize:!0;", 0, false},
+      // tcp.flags is Suricata 8's name for flags; prefilter changes nothing that matches.
+      {"tcp.flags:S,12;", 0xc2, true}, {"tcp.flags:+SA;", 0x02, false}, {"itype:8; prefilter;", 8, true},
   };
   for (const Row& r : rows) {
     const std::string opt = r.opt;
@@ -448,6 +450,49 @@ TEST(Signatures, PacketConditionsHoldAsSuricataDocumentsThem) {
   }
 }
 
+
+// hostbits are xbits tracked by host (detect-hostbits.c): source by default, dst on request,
+// expiring after 300 s; noalert; the forms Suricata refuses are refused.
+TEST(Signatures, HostbitsAreHostXbits) {
+  struct Row {
+    const char* opt;
+    const char* error;  // "" parses; else what the result starts with
+    int cmd, track;
+  };
+  const Row rows[] = {
+      {"hostbits:set,abc;", "", XbitCmd::set, XbitCmd::ip_src},
+      {"hostbits:isset,abc,src;", "", XbitCmd::isset, XbitCmd::ip_src},
+      {"hostbits:isnotset,abc,dst;", "", XbitCmd::isnotset, XbitCmd::ip_dst},
+      {"hostbits:toggle,abc;", "", XbitCmd::toggle, XbitCmd::ip_src},
+      {"hostbits:unset,abc,dst;", "", XbitCmd::unset, XbitCmd::ip_dst},
+      {"hostbits:noalert;", "", -1, -1},
+      {"hostbits:set;", "error:", 0, 0},
+      {"hostbits:noalert,abc;", "error:", 0, 0},
+      {"hostbits:set,abc,sideways;", "error:", 0, 0},
+      {"hostbits:flip,abc;", "error:", 0, 0},
+      {"hostbits:set,abc,both;", "skip:", 0, 0},
+  };
+  for (const Row& r : rows) {
+    const std::string text = std::string("alert ip any any -> any any (") + r.opt + " sid:1;)";
+    Signature sig;
+    const std::string res = parse_signature(text, RuleVars{}, sig);
+    if (*r.error) {
+      EXPECT_EQ(res.rfind(r.error, 0), 0u) << r.opt << ": " << res;
+      continue;
+    }
+    ASSERT_EQ(res, "") << r.opt;
+    if (r.cmd < 0) {
+      EXPECT_TRUE(sig.noalert);
+      EXPECT_TRUE(sig.xbits.empty());
+      continue;
+    }
+    ASSERT_EQ(sig.xbits.size(), 1u) << r.opt;
+    EXPECT_EQ(sig.xbits[0].cmd, r.cmd) << r.opt;
+    EXPECT_EQ(sig.xbits[0].track, r.track) << r.opt;
+    EXPECT_EQ(sig.xbits[0].expire, 300u) << r.opt;
+    EXPECT_EQ(sig.xbits[0].name, "abc");
+  }
+}
 
 // flowint and flowbits on the host, as Suricata evaluates them: signatures in its order (setters
 // before readers), conditions with the match, changes after it. Eight packets of one flow, every

@@ -454,6 +454,38 @@ std::string parse_flowbits(const std::string& v, Signature& s) {
   return "";
 }
 
+// hostbits: <set|unset|toggle|isset|isnotset>,<name>[,src|dst], or noalert: Suricata's host bits,
+// which are xbits tracked by the source (default) or destination address, expiring after 300 s
+// (detect-hostbits.c), in the same namespace as xbits' ip_src/ip_dst.
+std::string parse_hostbits(const std::string& v, Signature& s) {
+  const std::vector<std::string> a = split_commas(v);
+  if (a.empty()) return "error:hostbits needs a command";
+  if (a[0] == "noalert") {
+    if (a.size() > 1) return "error:hostbits:noalert takes no name";
+    s.noalert = true;
+    return "";
+  }
+  XbitCmd c;
+  c.expire = 300;
+  if (a[0] == "set") c.cmd = XbitCmd::set;
+  else if (a[0] == "unset") c.cmd = XbitCmd::unset;
+  else if (a[0] == "toggle") c.cmd = XbitCmd::toggle;
+  else if (a[0] == "isset") c.cmd = XbitCmd::isset;
+  else if (a[0] == "isnotset") c.cmd = XbitCmd::isnotset;
+  else return "error:unknown hostbits command '" + a[0] + "'";
+  if (a.size() < 2 || a[1].empty()) return "error:hostbits:" + a[0] + " needs a name";
+  if (a.size() > 3) return "error:hostbits: " + a[0] + ",NAME[,src|dst], not '" + v + "'";
+  c.name = a[1];
+  if (a.size() == 3) {
+    if (a[2] == "src") c.track = XbitCmd::ip_src;
+    else if (a[2] == "dst") c.track = XbitCmd::ip_dst;
+    else if (a[2] == "both") return "skip:keyword hostbits both (not implemented in Suricata either)";
+    else return "error:hostbits: direction src or dst, not '" + a[2] + "'";
+  }
+  s.xbits.push_back(c);
+  return "";
+}
+
 std::string parse_xbits(const std::string& v, Signature& s) {
   const std::vector<std::string> a = split_commas(v);
   if (a.size() < 3) return "error:xbits needs a command, a name and track";
@@ -1081,7 +1113,8 @@ std::string parse_signature(const std::string& text, const RuleVars& vars, Signa
       else out.win = uint16_t(n), out.win_neg = neg;
       continue;
     }
-    if (k == "flags") {
+    if (k == "flags" || k == "tcp.flags") {
+      // tcp.flags: Suricata 8's name for flags, same syntax.
       const std::string r = parse_flags(v, out);
       if (!r.empty()) return r;
       continue;
@@ -1107,9 +1140,14 @@ std::string parse_signature(const std::string& text, const RuleVars& vars, Signa
       if (!r.empty()) return r;
       continue;
     }
-    if (k == "xbits") {
-      const std::string r = parse_xbits(v, out);
+    if (k == "xbits" || k == "hostbits") {
+      const std::string r = k == "xbits" ? parse_xbits(v, out) : parse_hostbits(v, out);
       if (!r.empty()) return r;
+      continue;
+    }
+    if (k == "prefilter") {
+      // Which keyword the prefilter engine uses: no change to what matches (the engine picks its
+      // own prefilter).
       continue;
     }
     if (k == "flowint") {
