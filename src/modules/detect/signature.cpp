@@ -454,6 +454,19 @@ std::string parse_flowbits(const std::string& v, Signature& s) {
   return "";
 }
 
+// The command of an xbits or hostbits option; false when it is none of them.
+bool xbit_cmd(const std::string& t, XbitCmd& c) {
+  static const std::pair<const char*, XbitCmd::Cmd> kCmds[] = {{"set", XbitCmd::set}, {"unset", XbitCmd::unset},
+                                                               {"toggle", XbitCmd::toggle}, {"isset", XbitCmd::isset},
+                                                               {"isnotset", XbitCmd::isnotset}};
+  for (const auto& [name, cmd] : kCmds)
+    if (t == name) {
+      c.cmd = cmd;
+      return true;
+    }
+  return false;
+}
+
 // hostbits: <set|unset|toggle|isset|isnotset>,<name>[,src|dst], or noalert: Suricata's host bits,
 // which are xbits tracked by the source (default) or destination address, expiring after 300 s
 // (detect-hostbits.c), in the same namespace as xbits' ip_src/ip_dst.
@@ -467,12 +480,7 @@ std::string parse_hostbits(const std::string& v, Signature& s) {
   }
   XbitCmd c;
   c.expire = 300;
-  if (a[0] == "set") c.cmd = XbitCmd::set;
-  else if (a[0] == "unset") c.cmd = XbitCmd::unset;
-  else if (a[0] == "toggle") c.cmd = XbitCmd::toggle;
-  else if (a[0] == "isset") c.cmd = XbitCmd::isset;
-  else if (a[0] == "isnotset") c.cmd = XbitCmd::isnotset;
-  else return "error:unknown hostbits command '" + a[0] + "'";
+  if (!xbit_cmd(a[0], c)) return "error:unknown hostbits command '" + a[0] + "'";
   if (a.size() < 2 || a[1].empty()) return "error:hostbits:" + a[0] + " needs a name";
   if (a.size() > 3) return "error:hostbits: " + a[0] + ",NAME[,src|dst], not '" + v + "'";
   c.name = a[1];
@@ -490,12 +498,7 @@ std::string parse_xbits(const std::string& v, Signature& s) {
   const std::vector<std::string> a = split_commas(v);
   if (a.size() < 3) return "error:xbits needs a command, a name and track";
   XbitCmd c;
-  if (a[0] == "set") c.cmd = XbitCmd::set;
-  else if (a[0] == "unset") c.cmd = XbitCmd::unset;
-  else if (a[0] == "toggle") c.cmd = XbitCmd::toggle;
-  else if (a[0] == "isset") c.cmd = XbitCmd::isset;
-  else if (a[0] == "isnotset") c.cmd = XbitCmd::isnotset;
-  else return "error:unknown xbits command '" + a[0] + "'";
+  if (!xbit_cmd(a[0], c)) return "error:unknown xbits command '" + a[0] + "'";
   c.name = a[1];
   if (c.name.empty()) return "error:xbits: empty name";
   bool track = false, expire = false;
