@@ -494,6 +494,38 @@ TEST(Signatures, HostbitsAreHostXbits) {
   }
 }
 
+// Suricata 8's transactional rules (`=>`): application-layer buffers of both sides, or refused.
+TEST(Signatures, TransactionalRulesNeedBothSides) {
+  struct Row {
+    const char* text;
+    const char* result;  // "" loads; else the start of why not
+  };
+  const Row rows[] = {
+      {"alert http any any => any 80 (http.uri; content:\"/download\"; http.stat_code; content:\"200\"; sid:1;)", ""},
+      {"alert tls any any => any any (ja3.hash; content:\"fae0\"; ja3s.hash; content:\"907b\"; sid:1;)", ""},
+      {"alert http any any => any any (http.uri; content:\"/a\"; http.method; content:\"GET\"; sid:1;)",
+       "error:=> with buffers of one direction"},
+      {"alert http any any => any any (http.stat_code; content:\"200\"; sid:1;)", "error:=> with buffers of one direction"},
+      {"alert tcp any any => any any (content:\"x\"; sid:1;)", "error:=> (a transactional rule) needs"},
+      {"alert http any any => any any (http.content_type: to_server; content:\"json\"; http.content_type: to_client; "
+       "content:\"xml\"; sid:1;)",
+       "skip:"},
+      {"alert http any any >> any any (http.uri; content:\"/\"; sid:1;)", "error:direction must be"},
+  };
+  for (const Row& r : rows) {
+    Signature sig;
+    const std::string res = parse_signature(r.text, RuleVars{}, sig);
+    if (!*r.result) {
+      EXPECT_EQ(res, "") << r.text;
+      EXPECT_TRUE(sig.rule.transactional && sig.app) << r.text;
+    } else {
+      EXPECT_EQ(res.rfind(r.result, 0), 0u) << r.text << ": " << res;
+    }
+  }
+  Rule fw;
+  EXPECT_EQ(parse_rule("alert ip any any => any any (sid:1;)", RuleVars{}, fw).rfind("error:=>", 0), 0u);
+}
+
 // flowint and flowbits on the host, as Suricata evaluates them: signatures in its order (setters
 // before readers), conditions with the match, changes after it. Eight packets of one flow, every
 // signature's payload matching; the alerts per packet follow from Suricata's documented semantics

@@ -824,6 +824,9 @@ std::string parse_signature(const std::string& text, const RuleVars& vars, Signa
   std::vector<Transform> pending;  // transforms after it not yet registered (transform.hpp)
   for (auto& [k, v] : opts) {
     if (const int b = find_buf(kStickyBuffers, std::size(kStickyBuffers), k); b >= 0) {
+      // `http.content_type: to_server`: Suricata 8's direction for a buffer of either side, in a
+      // transactional rule; the buffers here inspect the side they are met on.
+      if (v == "to_server" || v == "to_client") return "skip:keyword " + k + " with a direction (" + v + ")";
       cur_buf = uint8_t(b);
       pending.clear();
       out.app = true;
@@ -1166,6 +1169,20 @@ std::string parse_signature(const std::string& text, const RuleVars& vars, Signa
     return "skip:keyword " + k;
   }
   if (!have_sid) return "error:no sid";
+  if (out.rule.transactional) {
+    // Suricata 8's `=>`: one transaction, request and response buffers; it refuses a rule that one
+    // direction could carry. Matched here as a transaction signature with buffers of both sides
+    // (at the response, as -> with both does).
+    bool server = false, client = false;
+    for (const SigOp& o : out.ops) {
+      const int side = sig_buf_side(o.buf);
+      server = server || (side == 0 && o.buf != kBufPayload);
+      client = client || side == 1;
+    }
+    for (const auto& [b, c] : out.bsize) server = server || sig_buf_side(b) == 0, client = client || sig_buf_side(b) == 1;
+    if (!out.app) return "error:=> (a transactional rule) needs application-layer buffers";
+    if (!server || !client) return "error:=> with buffers of one direction only: a -> rule does that";
+  }
   return finish(out);
 }
 

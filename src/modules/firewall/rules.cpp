@@ -494,9 +494,11 @@ std::string parse_rule_head(const std::string& text, const RuleVars& vars, Rule&
   } else {
     out.app_proto = p;
   }
+  out.transactional = false;
   if (f[4] == "->") out.bidirectional = false;
   else if (f[4] == "<>") out.bidirectional = true;
-  else return "error:direction must be -> or <>, not '" + f[4] + "'";
+  else if (f[4] == "=>") out.bidirectional = false, out.transactional = true;
+  else return "error:direction must be ->, <> or =>, not '" + f[4] + "'";
   std::string why;
   const std::function<bool(const std::string&, bool, PortItem&, std::string&)> pl = parse_port_leaf;
   out.sport.items.clear();
@@ -563,6 +565,7 @@ std::string parse_rule(const std::string& text, const RuleVars& vars, Rule& out,
   if (!head.empty()) return head;
   if (out.tcp_stream) return "skip:protocol tcp-stream (stream matching)";
   if (!out.app_proto.empty()) return "skip:app-layer protocol " + out.app_proto;
+  if (out.transactional) return "error:=> (a transactional rule) needs an application-layer protocol";
   const bool fw = kind == RuleFile::firewall;
   std::string why;
   bool have_sid = false;

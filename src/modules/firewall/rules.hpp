@@ -8,7 +8,7 @@
 //            $VARIABLE; a list [a,b,...], nested; ! negates an item or a list
 //   SPORT/DPORT  any; N; N:M, N: and :M ranges; $VARIABLE; lists; ! (on an `ip` rule they apply
 //            to packets that have ports; not allowed on icmp/icmpv6)
-//   DIR      -> or <> (both directions)
+//   DIR      -> or <> (both directions); => (transactional: signatures on both sides of a transaction)
 // A rule becomes a firewall rule when its options only name it (msg, sid, rev, gid, classtype,
 // reference, metadata, priority, target) or act after a match without conditioning it (threshold
 // and detection_filter limit alerts; flowbits set/unset/toggle/noalert set flags). Any other option
@@ -93,6 +93,7 @@ struct Rule {
   AddrSet src, dst;
   PortSet sport, dport;
   bool bidirectional = false;
+  bool transactional = false;  // `=>` (Suricata 8): an application-layer transaction, request and response
   std::string msg;
   uint32_t sid = 0, rev = 0, gid = 1;
   std::string threshold;   // kept as written (threshold / detection_filter); the firewall applies it
