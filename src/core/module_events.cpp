@@ -237,9 +237,12 @@ void ModuleSet::finish_batch(const PacketBatch& b, ModuleOutput& out) {
     hp.to_client = e.to_client != 0;
     hp.verdict = b.h_verdict[e.packet];
     hp.app_proto = app_proto_at(e.flow_id, e.packet);
-    // The flow's counters at an alerted packet, when the verdict walk worked them out.
+    // The flow's counters at the packet, where the verdict walk worked them out: an alerted packet,
+    // and with an application layer in use every packet with payload (the application layer's
+    // alerts name the packet that delivered the data; the walk ran before they were raised).
     const FlowCountsAt* fc = b.h_pkt_counts ? &b.h_pkt_counts[e.packet] : nullptr;
-    hp.flow_counts = e.flow_id && fc && (b.h_verdict[e.packet] & kVerdictAlerted) && fc->first_ts ? fc : nullptr;
+    const bool counted = (b.h_verdict[e.packet] & kVerdictAlerted) || (payload_counts_ && d.payload_len[0]);
+    hp.flow_counts = e.flow_id && fc && counted && fc->first_ts ? fc : nullptr;
     if (e.module == kAppLogModule) {
       write_app_log(e, hp.ts_ns, hp.number, out);
       continue;

@@ -154,11 +154,13 @@ GASPP_HD GASPP_FORCEINLINE void untracked_policy(uint32_t slot, uint32_t i, uint
 // counters sum). Past a packet that restarted the flow in this batch, the walk goes on from the
 // ended connection's counters, which the flow walk left at that packet's entry
 // (FlowTrackParams::restart_counts). Runs without an alert cost nothing.
+// With payload_len (modules read the application layer, whose alerts come after the batch on the
+// packet that delivered the data), every packet with payload gets its counters too.
 template <class Sink>
 GASPP_HD GASPP_FORCEINLINE void verdict_walk_run(const FlowTableRef& t, const uint32_t* vals, uint32_t j, uint32_t m,
                                                  uint32_t slot, uint32_t item_base, const uint8_t* flow_flags,
                                                  uint8_t* verdict, bool drop_invalid, const uint32_t* cap_len,
-                                                 FlowCountsAt* pkt_counts, Sink& c) {
+                                                 FlowCountsAt* pkt_counts, const uint32_t* payload_len, Sink& c) {
   FlowRecord& r = t.recs[slot];
   uint8_t decided = r.misc & (kFlowDecidedDrop | kFlowDecidedPass);
   uint8_t alerted = r.misc & kFlowAlerted;
@@ -179,6 +181,7 @@ GASPP_HD GASPP_FORCEINLINE void verdict_walk_run(const FlowTableRef& t, const ui
     if (cur < item_base) continue;
     const uint32_t i = cur - item_base;
     if (first_packet == m) first_packet = q;
+    if (payload_len && payload_len[i]) any_alert = true;
     if (flags_cur & kPktFlowStart) decided = alerted = 0;
     touched = true;
     if (drop_invalid && (flags_cur & kPktTcpInvalid)) {
@@ -208,7 +211,7 @@ GASPP_HD GASPP_FORCEINLINE void verdict_walk_run(const FlowTableRef& t, const ui
     // A flow start after the run's first packet restarted the connection those earlier packets had.
     const bool restart = (f & kPktFlowStart) && q > first_packet;
     const FlowCountsAt ended = restart ? pkt_counts[i] : at;
-    if (verdict[i] & kVerdictAlerted) pkt_counts[i] = at;
+    if ((verdict[i] & kVerdictAlerted) || (payload_len && payload_len[i])) pkt_counts[i] = at;
     const int d = (f & kPktToClient) ? 1 : 0;
     --at.pkts[d];
     at.bytes[d] -= cap_len[i];

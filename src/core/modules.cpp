@@ -120,6 +120,7 @@ void ModuleSet::add(std::unique_ptr<ModuleInstance> m) {
   state_bytes_ += (m->flow_state_bytes() + 15) & ~15u;
   stream_modules_ = stream_modules_ || m->has_stream_hook();
   if (m->wants_app_layer() && !app_) start_app_layer(AppLayerConfig{}, 0);
+  payload_counts_ = payload_counts_ || m->wants_app_layer();
   if (app_) m->set_app_workers(app_->workers());
   if (std::string(m->name()) == AppUdpModule::kName) app_udp_ = int(mods_.size());
   mods_.push_back(std::move(m));

@@ -217,6 +217,9 @@ class ModuleSet {
     bool client_lo;
   };
   bool app_log_ = false;
+  // A module reads the application layer: the backends' verdict walk keeps the flow's counters at
+  // every packet with payload (core/module_stage.hpp), for the alerts raised after the batch.
+  bool payload_counts_ = false;
   bool host_times_on_ = false;
   std::vector<HostTime> host_times_;
   // With host times on: adds the time since `since` to phase `name` and restarts `since`.

@@ -12,7 +12,9 @@ packet, restarting where a SYN opens a new connection after a FIN/RST exchange. 
 1, 2, 3, 7 and 65536 packets: a batch that holds several packets of a flow must still show each
 packet its own counters (not the flow's at the end of the batch), also before the port reuse that
 restarts the TCP flow inside one batch; batches of 1 and 65536 again without reassembly (the flow
-walk's other path). Every alert line also validates
+walk's other path). Then HTTP signatures (http.uri, http.stat_code): their alerts, raised by the
+application layer after the batch on the packet that delivered the request or response, carry the
+same counters at that packet. Every alert line also validates
 against Suricata's EVE schema when jsonschema and the schema are at hand (eve_schema.py covers the
 rest).
 
@@ -166,6 +168,46 @@ def main():
                     for e in schema.iter_errors(a):
                         failures.append(f"batch {batch}: packet {n}: schema: {e.message}")
                         break
+        # Application-layer alerts (HTTP request and response buffers), raised after the batch on the
+        # packet that delivered the data: the same reference counters at that packet.
+        app_rules = os.path.join(tmp, "app.rules")
+        with open(app_rules, "w") as f:
+            f.write('alert http any any -> any any (msg:"uri"; http.uri; content:"/"; sid:10; rev:1;)\n')
+            f.write('alert http any any -> any any (msg:"status"; http.stat_code; content:"200"; sid:11; rev:1;)\n')
+        deliver = {10: [], 11: []}
+        for n, (f, _, _, _) in enumerate(fr, 1):
+            data = bytes(f[Raw].load) if Raw in f and TCP in f else b""
+            if data.startswith(b"GET "):
+                deliver[10].append(n)
+            elif data.startswith(b"HTTP/"):
+                deliver[11].append(n)
+        for batch in ("1", "2", "3", "7", "65536"):
+            out = os.path.join(tmp, f"app{batch}")
+            os.makedirs(out)
+            p = subprocess.run([gaspp, "-r", pcap, "--backend", backend, "-q", "-l", out, "--batch", batch,
+                                "--module", f"detect:rules={app_rules}"], capture_output=True, text=True)
+            if p.returncode != 0:
+                failures.append(f"app batch {batch}: gaspp failed ({p.returncode}): {p.stderr.strip()}")
+                continue
+            alerts = [json.loads(l) for l in open(os.path.join(out, "eve.json")) if '"event_type":"alert"' in l]
+            for sid, packets in deliver.items():
+                got = sorted(a["pcap_cnt"] for a in alerts if a["alert"]["signature_id"] == sid)
+                if got != packets:
+                    failures.append(f"app batch {batch}: sid {sid} alerts on packets {got}, want {packets}")
+            for a in alerts:
+                n, f = a["pcap_cnt"], a.get("flow")
+                if f is None:
+                    failures.append(f"app batch {batch}: packet {n}: application-layer alert without a flow object")
+                    continue
+                tp, tc, bs, bc, start, name = want[n]
+                g = (f["pkts_toserver"], f["pkts_toclient"], f["bytes_toserver"], f["bytes_toclient"])
+                if g != (tp, tc, bs, bc) or f["start"] != eve_time(start):
+                    failures.append(f"app batch {batch}: packet {n}: flow counters {g} from {f['start']}, want "
+                                    f"{(tp, tc, bs, bc)} from {eve_time(start)}")
+                if schema is not None:
+                    for e in schema.iter_errors(a):
+                        failures.append(f"app batch {batch}: packet {n}: schema: {e.message}")
+                        break
         # The oracle can fail: counters at the end of the batch instead of at the packet differ here.
         last = {}
         for n, w in want.items():
@@ -178,8 +220,8 @@ def main():
     if failures:
         print(f"{len(failures)} failures")
         return 1
-    print(f"alert flow objects: {len(fr)} alerts x {len(runs)} runs (batch sizes, with and without reassembly) "
-          f"match the reference counters ({backend})")
+    print(f"alert flow objects: {len(fr)} alerts x {len(runs)} runs (batch sizes, with and without reassembly), "
+          f"and 4 HTTP alerts x 5 batch sizes, match the reference counters ({backend})")
     return 0
 
 

@@ -65,6 +65,9 @@ class CpuBackend final : public Backend, private StageExecutor {
     record_capacity_ = flow_record_capacity(cfg);
     records_.reset(record_capacity_);
     streams_ = cfg.flow.enabled && cfg.stream.enabled;
+    // Application-layer alerts come after the batch, on the packet that delivered the data: the
+    // verdict walk then keeps the flow's counters at every packet with payload (module_stage.hpp).
+    payload_counts_ = std::any_of(cfg.modules.begin(), cfg.modules.end(), [](const ModuleInstance* m) { return m->wants_app_layer(); });
     if (streams_) {
       held_cap_ = stream_held_cap(cfg.stream, cfg.batch_packets);
       for (int k = 0; k < 2; ++k) {
@@ -370,7 +373,8 @@ class CpuBackend final : public Backend, private StageExecutor {
         const Group& g = groups_[shard];
         for (const Run& r : g.runs)
           verdict_walk_run(t, g.vals.data(), r.start, r.start + r.n, r.slot, base, s.flow_flags.data(), v_.verdict,
-                           cfg_.drop_invalid, v_.dec.cap_len, s.pkt_counts.empty() ? nullptr : s.pkt_counts.data(), sink);
+                           cfg_.drop_invalid, v_.dec.cap_len, s.pkt_counts.empty() ? nullptr : s.pkt_counts.data(),
+                           payload_counts_ ? v_.dec.payload_len : nullptr, sink);
       }
     });
   }
@@ -719,6 +723,7 @@ class CpuBackend final : public Backend, private StageExecutor {
   std::vector<std::vector<StreamPending>> shard_pend_;    // per shard: the walk's scratch
   HostFlowTable table_;
   bool streams_ = false;
+  bool payload_counts_ = false;  // the verdict walk writes counters at packets with payload
   uint32_t held_cap_ = 0;
   ZeroFilledArray<StreamHeld> held_[2];      // the out-of-order buffer, two sets used in turn
   ZeroFilledArray<uint8_t> pool_bytes_[2];   // its byte pools (see StreamCounts)

@@ -79,6 +79,9 @@ class CudaBackend final : public Backend, private StageExecutor {
       table_ = std::make_unique<DeviceFlowTable>(cfg.flow);
       device_bytes_ += table_->shape().bytes();
       streams_ = cfg.stream.enabled;
+      // Application-layer alerts come after the batch, on the packet that delivered the data: the
+      // verdict walk then keeps the flow's counters at every packet with payload (module_stage.hpp).
+      payload_counts_ = std::any_of(cfg.modules.begin(), cfg.modules.end(), [](const ModuleInstance* m) { return m->wants_app_layer(); });
       if (streams_) {
         sbuf_.allocate(cfg.stream, cfg.batch_packets);
         held_cap_ = sbuf_.held_cap();
@@ -526,7 +529,7 @@ class CudaBackend final : public Backend, private StageExecutor {
     const uint32_t items = base + a_.count;
     launch_verdict_walk(walk_blocks(items), s.stream, table_->ref(), d_keys_sorted_, d_vals_sorted_, items, d_run_heads_,
                         d_run_n_, base, s.d_flow_flags.get(), s.d_verdict.get(), cfg_.drop_invalid, a_.dec.cap_len,
-                        s.pkt_counts.device(), s.d_counters.get());
+                        s.pkt_counts.device(), payload_counts_ ? a_.dec.payload_len : nullptr, s.d_counters.get());
     mark(s, s.stream, "verdict walk");
   }
 
@@ -698,6 +701,7 @@ class CudaBackend final : public Backend, private StageExecutor {
   std::string part_note_;              // why not, when the driver refused
   std::unique_ptr<DeviceFlowTable> table_;
   bool streams_ = false;
+  bool payload_counts_ = false;  // the verdict walk writes counters at packets with payload
   uint32_t held_cap_ = 0;
   DeviceStreamBuffer sbuf_;               // reassembly's state (with streams_)
   DeviceTables tables_;                   // module tables

@@ -189,12 +189,12 @@ __global__ void __launch_bounds__(FlowPolicy::kThreads)
 verdict_walk_kernel(FlowTableRef t, const uint32_t* keys, const uint32_t* vals, uint32_t items, const uint32_t* heads,
                     const uint32_t* n_heads, uint32_t item_base, const uint8_t* flags, uint8_t* verdict,
                     bool drop_invalid, const uint32_t* cap_len, FlowCountsAt* pkt_counts,
-                    unsigned long long* d_counters) {
+                    const uint32_t* payload_len, unsigned long long* d_counters) {
   __shared__ unsigned long long s[c_count_];
   block_counters_zero(s);
   SharedCounterSink sink{s};
   for_each_run(keys, items, heads, n_heads, [&](uint32_t j, uint32_t m, uint32_t key) {
-    verdict_walk_run(t, vals, j, m, key, item_base, flags, verdict, drop_invalid, cap_len, pkt_counts, sink);
+    verdict_walk_run(t, vals, j, m, key, item_base, flags, verdict, drop_invalid, cap_len, pkt_counts, payload_len, sink);
   });
   block_counters_flush(s, d_counters);
 }
@@ -271,9 +271,10 @@ void launch_stream_gather(int blocks, cudaStream_t st, const StreamRef& sr, cons
 void launch_verdict_walk(int blocks, cudaStream_t st, const FlowTableRef& t, const uint32_t* keys, const uint32_t* vals,
                          uint32_t items, const uint32_t* heads, const uint32_t* n_heads, uint32_t item_base,
                          const uint8_t* flags, uint8_t* verdict, bool drop_invalid, const uint32_t* cap_len,
-                         FlowCountsAt* pkt_counts, unsigned long long* d_counters) {
+                         FlowCountsAt* pkt_counts, const uint32_t* payload_len, unsigned long long* d_counters) {
   verdict_walk_kernel<<<blocks, FlowPolicy::kThreads, 0, st>>>(t, keys, vals, items, heads, n_heads, item_base, flags,
-                                                               verdict, drop_invalid, cap_len, pkt_counts, d_counters);
+                                                               verdict, drop_invalid, cap_len, pkt_counts, payload_len,
+                                                               d_counters);
   GASPP_CUDA_CHECK(cudaGetLastError());
 }
 

@@ -61,7 +61,8 @@ void launch_stream_gather(int blocks, cudaStream_t st, const StreamRef& sr, cons
 void launch_verdict_walk(int blocks, cudaStream_t st, const FlowTableRef& t, const uint32_t* keys, const uint32_t* vals,
                          uint32_t items, const uint32_t* heads, const uint32_t* n_heads, uint32_t item_base,
                          const uint8_t* flags, uint8_t* verdict, bool drop_invalid, const uint32_t* cap_len,
-                         FlowCountsAt* pkt_counts, unsigned long long* d_counters);
+                         FlowCountsAt* pkt_counts, const uint32_t* payload_len,
+                         unsigned long long* d_counters);
 // The sweep: when due (or in emergency, or at shutdown) flows that timed out leave the table.
 void launch_flow_sweep(int blocks, cudaStream_t st, const FlowTableRef& t, uint64_t now, bool due, bool shutdown,
                        const FlowTimeouts& to, const FlowRecordSink& out, unsigned long long* d_counters);
