@@ -184,6 +184,8 @@ int main(int argc, char** argv) {
     if ((name == "detect" || name == "firewall") && o.eve_payload) opt["payload"] = "on";
     if ((name == "detect" || name == "firewall") && o.eve_packet) opt["packet"] = "on";
     if ((name == "detect" || name == "firewall") && o.eve_verdict) opt["verdict"] = "on";
+    if (name == "detect" || name == "firewall")
+      for (const auto& [k, v] : o.eve_alert_metadata) opt.emplace(k, v);
     if (name == "detect" && o.packet_alert_max && !opt.count("packet-alert-max"))
       opt["packet-alert-max"] = std::to_string(o.packet_alert_max);
   }

@@ -107,6 +107,7 @@ void apply_file_config(const FileConfig& fc, Options& o) {
   if (fc.eve_payload) o.eve_payload = *fc.eve_payload;
   if (fc.eve_packet) o.eve_packet = *fc.eve_packet;
   if (fc.eve_verdict) o.eve_verdict = *fc.eve_verdict;
+  o.eve_alert_metadata = fc.eve_alert_metadata;
   if (fc.packet_alert_max) o.packet_alert_max = *fc.packet_alert_max;
   if (fc.http_request_body_limit) o.app_layer.http.request_body_limit = *fc.http_request_body_limit;
   if (fc.http_response_body_limit) o.app_layer.http.response_body_limit = *fc.http_response_body_limit;

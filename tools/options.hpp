@@ -6,6 +6,7 @@
 // writes it into the same Options, so a flag after -c overrides the file and one before it is
 // overridden. What the options mean is in docs/usage.md; tools/gaspp.cpp runs what they say.
 #pragma once
+#include <map>
 #include <string>
 #include <utility>
 #include <vector>
@@ -42,6 +43,7 @@ struct Options {
   bool eve_payload = false;      // --eve-payload: alerts carry the payload
   bool eve_packet = false;       // --eve-packet: alerts carry the packet (base64) and its link type
   bool eve_verdict = false;      // --eve-verdict: alerts carry the packet's final verdict
+  std::map<std::string, std::string> eve_alert_metadata;  // the configuration's alert metadata switches
   uint32_t packet_alert_max = 0; // the configuration's packet-alert-max (0: the engine's default)
   AppLayerConfig app_layer;      // the configuration's HTTP limits (app-layer section)
   bool app_layer_on = false;     // --app-layer: parse HTTP without HTTP rules too

@@ -201,6 +201,37 @@ void stream_section(const std::string& path, const YAML::Node& v, FileConfig& c)
   if (other) c.ignored.push_back("stream (all but reassembly.urgent)");
 }
 
+// eve-log alert `metadata` (Suricata's JsonAlertLogSetupMetadata): false leaves out the flow
+// object, the application-layer object and the rule's metadata; a map sets each of them (flow,
+// app-layer, rule: {metadata, raw}). Written as the modules' options metadata.flow, ...
+void alert_metadata(const std::string& path, const YAML::Node& n, std::map<std::string, std::string>& out) {
+  const std::string where = "outputs.eve-log.types.alert.metadata";
+  if (n.IsNull()) return;
+  if (n.IsScalar()) {
+    const std::string v = yes_no(path, n, where) ? "on" : "off";
+    for (const char* k : {"metadata.flow", "metadata.app-layer", "metadata.rule.metadata"}) out[k] = v;
+    return;
+  }
+  if (!n.IsMap()) fail(path, n, where + ": yes, no, or a map of flow, app-layer and rule");
+  for (const auto& kv : n) {
+    const std::string k = kv.first.as<std::string>();
+    if (k == "flow" || k == "app-layer") {
+      out["metadata." + k] = yes_no(path, kv.second, where + "." + k) ? "on" : "off";
+    } else if (k == "rule") {
+      if (kv.second.IsNull()) continue;
+      if (!kv.second.IsMap()) fail(path, kv.second, where + ".rule: a map of metadata, raw and reference");
+      for (const auto& r : kv.second) {
+        const std::string rk = r.first.as<std::string>();
+        if (rk == "metadata" || rk == "raw") out["metadata.rule." + rk] = yes_no(path, r.second, where + ".rule." + rk) ? "on" : "off";
+        else if (rk != "reference") fail(path, r.first, where + ".rule: metadata, raw or reference, not '" + rk + "'");
+        // reference (the rule's references, which need reference.config): not written; listed as ignored.
+      }
+    } else {
+      fail(path, kv.first, where + ": flow, app-layer or rule, not '" + k + "'");
+    }
+  }
+}
+
 // suricata.yaml's outputs: of the eve-log outputs, the alert type's payload, packet and verdict
 // switches (yes/no, true/false) and the files type's force-hash list are read; everything else in
 // the section is listed as ignored.
@@ -233,11 +264,12 @@ void outputs_section(const std::string& path, const YAML::Node& v, FileConfig& c
           if (k == "payload") c.eve_payload = yes(o.second, "outputs.eve-log.types.alert.payload");
           else if (k == "packet") c.eve_packet = yes(o.second, "outputs.eve-log.types.alert.packet");
           else if (k == "verdict") c.eve_verdict = yes(o.second, "outputs.eve-log.types.alert.verdict");
+          else if (k == "metadata") alert_metadata(path, o.second, c.eve_alert_metadata);
         }
       }
     }
   }
-  c.ignored.push_back("outputs (all but eve-log's alert payload, packet and verdict, and files force-hash)");
+  c.ignored.push_back("outputs (all but eve-log's alert payload, packet, verdict and metadata, and files force-hash)");
 }
 
 bool is_suricata_section(const std::string& key) {

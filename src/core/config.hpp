@@ -46,6 +46,7 @@
 // indexes a list), applied to the file's tree before it is read; with an empty path they make the
 // whole configuration. Errors name the file, line and column (std::runtime_error).
 #pragma once
+#include <map>
 #include <optional>
 #include <string>
 #include <utility>
@@ -86,6 +87,9 @@ struct FileConfig {
   // outputs: eve-log: types: alert: payload / packet / verdict (yes or no), as gaspp's --eve-payload,
   // --eve-packet, --eve-verdict
   std::optional<bool> eve_payload, eve_packet, eve_verdict;
+  // eve-log alert `metadata`: module options metadata.flow, metadata.app-layer,
+  // metadata.rule.metadata, metadata.rule.raw ("on"/"off") for the firewall and detect.
+  std::map<std::string, std::string> eve_alert_metadata;
   // outputs: eve-log: types: files: force-hash: [md5, sha1, sha256] (FileHash bits), as --force-hash
   std::optional<uint8_t> file_hashes;
   std::vector<std::string> ignored;            // Suricata sections present but not used by gaspp

@@ -104,7 +104,7 @@ TEST(Config, SetOverridesAndBuildsTheTree) {
 TEST(Config, UnknownSettingIsAnErrorButSuricataSectionsAreListed) {
   EXPECT_NE(error_of(write_yaml("bacth: 5\n")).find("unknown setting 'bacth'"), std::string::npos);
   const FileConfig c = load_config(write_yaml("outputs:\n  - fast:\n      enabled: yes\naf-packet:\n  - interface: eth0\nbatch: 8\n"));
-  EXPECT_EQ(c.ignored, (std::vector<std::string>{"outputs (all but eve-log's alert payload, packet and verdict, and files force-hash)", "af-packet"}));
+  EXPECT_EQ(c.ignored, (std::vector<std::string>{"outputs (all but eve-log's alert payload, packet, verdict and metadata, and files force-hash)", "af-packet"}));
 }
 
 // suricata.yaml's action-order, packet-alert-max and eve-log alert switches, as Suricata reads them.
@@ -165,7 +165,7 @@ TEST(Config, RealSuricataYaml) {
       EXPECT_EQ(c.flow_timeouts->normal[p][s], d.normal[p][s]);
       EXPECT_EQ(c.flow_timeouts->emergency[p][s], d.emergency[p][s]);
     }
-  for (const char* s : {"outputs (all but eve-log's alert payload, packet and verdict, and files force-hash)", "af-packet", "app-layer (all but the HTTP body and decompression limits and lzma)",
+  for (const char* s : {"outputs (all but eve-log's alert payload, packet, verdict and metadata, and files force-hash)", "af-packet", "app-layer (all but the HTTP body and decompression limits and lzma)",
                         "stream (all but reassembly.urgent)", "detect"})
     EXPECT_NE(std::find(c.ignored.begin(), c.ignored.end(), s), c.ignored.end()) << s;
   // Its defrag section, in Suricata's size syntax ("32 MiB"): the defaults, which are ours.
@@ -281,4 +281,32 @@ TEST(Config, StreamUrgentPolicies) {
     EXPECT_EQ(c.urgent_oob_limit ? int(*c.urgent_oob_limit) : -1, r.limit);
     EXPECT_TRUE(c.ignored.empty());  // nothing else in the stream section
   }
+}
+
+// eve-log alert `metadata` as Suricata's JsonAlertLogSetupMetadata reads it: false turns the flow
+// object, the transaction's object and the rule's metadata off; a map sets each, rule.raw adds the rule.
+TEST(Config, EveAlertMetadataSwitches) {
+  struct Row {
+    const char* yaml;  // the alert type's options
+    std::map<std::string, std::string> want;
+  };
+  const std::string head = "outputs:\n  - eve-log:\n      enabled: yes\n      types:\n        - alert:\n";
+  const Row rows[] = {
+      {"            metadata: false\n",
+       {{"metadata.flow", "off"}, {"metadata.app-layer", "off"}, {"metadata.rule.metadata", "off"}}},
+      {"            metadata: yes\n",
+       {{"metadata.flow", "on"}, {"metadata.app-layer", "on"}, {"metadata.rule.metadata", "on"}}},
+      {"            metadata:\n              rule:\n                raw: true\n", {{"metadata.rule.raw", "on"}}},
+      {"            metadata:\n              flow: no\n              app-layer: yes\n              rule:\n"
+       "                metadata: no\n                reference: yes\n",
+       {{"metadata.flow", "off"}, {"metadata.app-layer", "on"}, {"metadata.rule.metadata", "off"}}},
+  };
+  for (const Row& r : rows) {
+    const FileConfig c = load_config(write_yaml(head + r.yaml));
+    EXPECT_EQ(c.eve_alert_metadata, r.want) << r.yaml;
+  }
+  EXPECT_NE(error_of(write_yaml(head + "            metadata:\n              flows: no\n")).find("flow, app-layer or rule"),
+            std::string::npos);
+  EXPECT_NE(error_of(write_yaml(head + "            metadata:\n              rule:\n                raws: yes\n")).find("raws"),
+            std::string::npos);
 }

@@ -20,6 +20,8 @@
 //   mpm-cache            where compiled Hyperscan databases are kept (hs_cache.hpp; default
 //                        ~/.cache/gaspp/hs), or off
 //   action-order         pass,drop,reject,alert in the order to apply them (suricata.yaml's action-order)
+//   metadata.flow, metadata.app-layer, metadata.rule.metadata, metadata.rule.raw   on|off: what
+//                        an alert carries (suricata.yaml's eve-log alert metadata; alert_eve.hpp)
 //   threshold-file       Suricata's threshold.config (suricata.yaml's threshold-file): thresholds,
 //                        rate filters and suppressions (modules/firewall/threshold.hpp)
 //
@@ -529,6 +531,7 @@ struct DetectModule {
     std::map<std::string, uint32_t> flowbit_ids_;
     std::map<std::string, uint32_t> flowint_ids_;
     std::unordered_map<uint64_t, FlowVars> flow_vars_;  // flow id -> its flowbits and flowints
+    AlertMetadata alert_meta_;  // metadata.* options
     std::vector<RuleThresholds> thresholds_;  // per signature: its own and threshold.config's
     uint64_t threshold_config_ = 0, rate_filter_pass_ = 0, rate_filter_unapplied_ = 0;
     ThresholdTable threshold_table_;

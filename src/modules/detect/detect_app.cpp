@@ -705,13 +705,17 @@ void DetectModule::Host::on_app(const std::vector<AppUpdate>& updates, std::vect
       if (!all) continue;
       t.matched.insert(done_key);
       ++w.matches;
+      // tx_id, the transaction's object (unless metadata.app-layer is off) and app_proto.
+      const char* proto = u.tls() ? "tls" : u.dns() ? "dns" : u.smtp() ? "smtp" : u.ssh() ? "ssh" : "http";
+      std::string obj;
+      if (alert_meta_.app_layer)
+        obj = "," + (u.tls()    ? eve_tls_object(*u.tls())
+                     : u.dns()  ? eve_dns_object(*u.dns(), false)
+                     : u.smtp() ? eve_smtp_objects(*u.smtp())
+                     : u.ssh()  ? eve_ssh_object(*u.ssh())
+                                : eve_http_object(*u.http()));
       w.alerts[{u.flow_id, u.packet, a.sig}] =
-          ",\"tx_id\":" + std::to_string(t.id) + "," +
-          (u.tls()    ? eve_tls_object(*u.tls()) + ",\"app_proto\":\"tls\""
-           : u.dns()  ? eve_dns_object(*u.dns(), false) + ",\"app_proto\":\"dns\""
-           : u.smtp() ? eve_smtp_objects(*u.smtp()) + ",\"app_proto\":\"smtp\""
-           : u.ssh()  ? eve_ssh_object(*u.ssh()) + ",\"app_proto\":\"ssh\""
-                      : eve_http_object(*u.http()) + ",\"app_proto\":\"http\"");
+          ",\"tx_id\":" + std::to_string(t.id) + obj + ",\"app_proto\":\"" + proto + "\"";
       out.push_back(ModuleEvent{u.flow_id, u.packet, (a.sig << 2) | 2u, 0, kMatch, u.dir});
     }
     }

@@ -213,13 +213,14 @@ DetectModule::Host::Host(const ModuleOptions& opt) : ModuleHost<DetectModule>({}
       if (!why.empty()) throw std::invalid_argument("detect: action-order: " + why);
     } else if (k == "threshold-file") {
       threshold_file = v;
+    } else if (alert_metadata_option(k, v, alert_meta_)) {
     } else if (k.rfind("address.", 0) == 0) {
       vars.addr[k.substr(8)] = v;
     } else if (k.rfind("port.", 0) == 0) {
       vars.port[k.substr(5)] = v;
     } else {
       throw std::invalid_argument("detect: unknown option '" + k +
-                                  "' (rules, classification-file, threshold-file, packet-alert-max, prefilter, matcher, mpm-cache, firewall, payload, packet, verdict, action-order, address.NAME, port.NAME)");
+                                  "' (rules, classification-file, threshold-file, metadata.flow|app-layer|rule.metadata|rule.raw, packet-alert-max, prefilter, matcher, mpm-cache, firewall, payload, packet, verdict, action-order, address.NAME, port.NAME)");
     }
   }
   const std::set<std::string> read = leave_to_firewall ? flowbits_read(files, vars) : std::set<std::string>{};
@@ -820,7 +821,7 @@ void DetectModule::Host::on_event(const ModuleEvent& ev, const HostPacket& p, Mo
   const bool blocked = s.rule.action == RuleAction::drop || s.rule.action == RuleAction::reject;
   const bool dropped = blocked && (sigs_[e.value].verdict & kDetDrop);
   alerts_blocked_ += dropped;
-  AlertExtras x{payload_, (ev.value & 2) != 0, eve_packet_, eve_verdict_, false, {}};
+  AlertExtras x{payload_, (ev.value & 2) != 0, eve_packet_, eve_verdict_, false, {}, alert_meta_};
   if (s.app) {
     const auto it = app_alerts_.find({ev.flow_id, ev.packet, e.value});
     if (it != app_alerts_.end()) x.app = it->second;

@@ -1202,6 +1202,7 @@ bool load_signature_file(const std::string& path, const RuleVars& vars, Signatur
     if (res.empty()) {
       s.rule.file = path;
       s.rule.line = first;
+      s.rule.text = text;
       set.sigs.push_back(std::move(s));
     } else if (starts_with(res, "skip:")) {
       ++set.skipped_by_reason[res.substr(5)];

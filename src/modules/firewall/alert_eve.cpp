@@ -5,6 +5,7 @@
 
 #include <cctype>
 #include <ctime>
+#include <stdexcept>
 
 #include "core/eve_event.hpp"
 #include "decode/decoder.hpp"
@@ -39,6 +40,18 @@ void payload_of(const HostPacket& p, const uint8_t*& data, uint32_t& len) {
 
 }  // namespace
 
+bool alert_metadata_option(const std::string& k, const std::string& v, AlertMetadata& m) {
+  bool* f = k == "metadata.flow"            ? &m.flow
+            : k == "metadata.app-layer"     ? &m.app_layer
+            : k == "metadata.rule.metadata" ? &m.rule_metadata
+            : k == "metadata.rule.raw"      ? &m.rule_raw
+                                            : nullptr;
+  if (!f) return false;
+  if (v != "on" && v != "off") throw std::invalid_argument(k + " is on or off, not '" + v + "'");
+  *f = v == "on";
+  return true;
+}
+
 std::string eve_alert_line(const Rule& r, const Classifications& classes_, const HostPacket& p, bool blocked,
                            const AlertExtras& x) {
   std::string j = eve_packet_head(p, "alert");
@@ -53,7 +66,7 @@ std::string eve_alert_line(const Rule& r, const Classifications& classes_, const
     j += ",\"category\":\"" + json_escape(d ? *d : r.classtype) + "\"";
   }
   j += ",\"severity\":" + std::to_string(rule_priority(r));
-  if (!r.metadata.empty()) {
+  if (x.meta.rule_metadata && !r.metadata.empty()) {
     // key → [values], grouped when the rule was read, as Suricata groups them.
     const auto& md = r.metadata;
     j += ",\"metadata\":{";
@@ -64,13 +77,14 @@ std::string eve_alert_line(const Rule& r, const Classifications& classes_, const
     }
     j += "}";
   }
+  if (x.meta.rule_raw && !r.text.empty()) j += ",\"rule\":\"" + json_escape(r.text) + "\"";
   j += "}";
   // A transaction's alert carries its app_proto with its object; any other alert the flow's, as
   // Suricata writes it for every alert on a flow whose protocol it knows.
   j += x.app;
   if (x.app.empty() && p.app_proto) j += ",\"app_proto\":\"" + std::string(p.app_proto) + "\"";
   j += eve_tunnel_json(p);
-  j += eve_alert_flow_json(p);
+  if (x.meta.flow) j += eve_alert_flow_json(p);
   if (x.payload) {
     const uint8_t* d;
     uint32_t n;

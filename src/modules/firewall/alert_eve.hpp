@@ -2,7 +2,8 @@
 // Suricata writes it (shared by the firewall and the signature engine): the packet's common fields
 // (eve_packet_head), alert.action ("blocked" when the packet is dropped, else "allowed"), gid,
 // signature_id, rev, signature, category (the class's description from classification.config, or
-// the class name), severity (rule_priority), metadata, and the alert's flow object.
+// the class name), severity (rule_priority), metadata, the rule as written, and the alert's flow
+// object, each as the metadata switches (AlertMetadata) say.
 #pragma once
 #include <string>
 
@@ -14,6 +15,18 @@ namespace gaspp {
 // What an alert line carries beyond the alert (Suricata's eve-log alert options): `payload`
 // (base64), `payload_printable` (printable bytes, others as '.') and `stream` (1: the match was on
 // the reassembled stream; the payload is then that of the packet that delivered the data).
+// What an alert carries beside its fields (Suricata's eve-log alert `metadata` switches; module
+// options metadata.flow, metadata.app-layer, metadata.rule.metadata, metadata.rule.raw = on|off).
+struct AlertMetadata {
+  bool flow = true;           // the `flow` object
+  bool app_layer = true;      // a transaction's object (http, tls, dns, ...); tx_id and app_proto stay
+  bool rule_metadata = true;  // alert.metadata
+  bool rule_raw = false;      // alert.rule: the rule as written
+};
+// Reads option k=v into m when k is one of the switches above (true); throws std::invalid_argument
+// on a value other than on/off.
+bool alert_metadata_option(const std::string& k, const std::string& v, AlertMetadata& m);
+
 struct AlertExtras {
   bool payload = false;  // payload, payload_printable, stream
   bool stream = false;   // the match was on the reassembled stream
@@ -23,6 +36,7 @@ struct AlertExtras {
   // A match on an application-layer transaction: `,"tx_id":N,"http":{...},"app_proto":"http"`
   // (written after the alert object; empty otherwise).
   std::string app;
+  AlertMetadata meta;
 };
 
 std::string eve_alert_line(const Rule& r, const Classifications& classes, const HostPacket& p, bool blocked,

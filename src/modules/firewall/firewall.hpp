@@ -10,6 +10,8 @@
 //   address.NAME   an address variable ($HOME_NET, ...), e.g. address.HOME_NET=[10.0.0.0/8]
 //   port.NAME      a port variable ($HTTP_PORTS, ...)
 //   action-order   pass,drop,reject,alert in the order to apply them (suricata.yaml's action-order)
+//   metadata.flow, metadata.app-layer, metadata.rule.metadata, metadata.rule.raw   on|off: what
+//                  an alert carries (suricata.yaml's eve-log alert metadata; alert_eve.hpp)
 //   threshold-file Suricata's threshold.config (suricata.yaml's threshold-file): thresholds,
 //                  rate filters and suppressions for the rules' alerts (threshold.hpp)
 //   payload        on: alerts carry payload, payload_printable and stream (--eve-payload)
@@ -57,6 +59,7 @@
 #include "gaspp/stream_hook.hpp"
 #include "modules/firewall/firewall_tables.hpp"
 #include "modules/firewall/policy.hpp"
+#include "modules/firewall/alert_eve.hpp"
 #include "modules/firewall/threshold.hpp"
 
 namespace gaspp {
@@ -242,6 +245,7 @@ struct FirewallModule {
     uint64_t threshold_config_ = 0, rate_filter_unapplied_ = 0, rate_filter_pass_ = 0;
     bool payload_ = false;                   // payload=on: alerts carry the packet's payload
     bool eve_packet_ = false, eve_verdict_ = false;  // packet=on, verdict=on
+    AlertMetadata alert_meta_;                       // metadata.* options
     uint64_t to_detect_ = 0;                 // detect=on: rules left to the signature engine
   };
 };

@@ -42,13 +42,14 @@ FirewallModule::Host::Host(const ModuleOptions& opt) : ModuleHost<FirewallModule
       if (!why.empty()) throw std::invalid_argument("firewall: action-order: " + why);
     } else if (k == "threshold-file") {
       threshold_file = v;
+    } else if (alert_metadata_option(k, v, alert_meta_)) {
     } else if (k.rfind("address.", 0) == 0) {
       vars.addr[k.substr(8)] = v;
     } else if (k.rfind("port.", 0) == 0) {
       vars.port[k.substr(5)] = v;
     } else {
       throw std::invalid_argument("firewall: unknown option '" + k +
-                                  "' (rules, firewall-rules, classification-file, threshold-file, detect, payload, packet, verdict, action-order, address.NAME, port.NAME)");
+                                  "' (rules, firewall-rules, classification-file, threshold-file, metadata.flow|app-layer|rule.metadata|rule.raw, detect, payload, packet, verdict, action-order, address.NAME, port.NAME)");
     }
   }
   for (const std::string& f : files)
@@ -204,7 +205,7 @@ void FirewallModule::Host::on_event(const ModuleEvent& e, const HostPacket& p, M
 
 void FirewallModule::Host::write_alert(const Rule& r, const HostPacket& p, ModuleOutput& out) {
   const bool blocked = r.action == RuleAction::drop || r.action == RuleAction::reject;
-  out.eve(eve_alert_line(r, classes_, p, blocked, AlertExtras{payload_, false, eve_packet_, eve_verdict_, false, {}}));
+  out.eve(eve_alert_line(r, classes_, p, blocked, AlertExtras{payload_, false, eve_packet_, eve_verdict_, false, {}, alert_meta_}));
   out.fast_log(fast_log_line(r, classes_, p, blocked));
 }
 

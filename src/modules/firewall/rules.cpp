@@ -723,6 +723,7 @@ bool load_rules_file(const std::string& path, const RuleVars& vars, RuleSet& set
     if (res.empty()) {
       r.file = path;
       r.line = first;
+      r.text = text;
       set.rules.push_back(std::move(r));
     } else if (res.rfind("skip:", 0) == 0) {
       ++set.skipped_by_reason[res.substr(5)];

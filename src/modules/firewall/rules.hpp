@@ -122,6 +122,7 @@ struct Rule {
   bool noalert = false;                     // flowbits:noalert
   std::string file;
   uint32_t line = 0;
+  std::string text;  // the rule as written (continued lines joined): EVE's alert.rule
 };
 
 // A rule's identity, as threshold.config names it.
