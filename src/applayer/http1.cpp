@@ -239,6 +239,32 @@ const HttpHeader* find_header(const std::vector<HttpHeader>& hs, const char* wan
 }
 
 // Content-Length as libhtp reads it: the first run of digits; -1 when there is none.
+// libhtp's protocol number of a request line's protocol (parsers.rs protocol_version): "HTTP",
+// "/", the version .9, 1.0 or 1.1 with spaces and leading zeros allowed around them; 9, 100 or
+// 101, and -2 for anything else (below 1.1, as libhtp's Invalid). A request line without one is
+// HTTP/0.9.
+int protocol_number(const std::string& p) {
+  if (p.empty()) return 9;
+  size_t i = 0;
+  const auto spaces = [&] {
+    while (i < p.size() && (p[i] == ' ' || p[i] == '\t' || p[i] == '\r' || p[i] == '\n' || p[i] == '\f' || p[i] == '\v')) ++i;
+  };
+  spaces();
+  if (p.size() - i < 4 || !contains_nocase(p.substr(i, 4), "http")) return -2;
+  i += 4;
+  spaces();
+  if (i >= p.size() || p[i] != '/') return -2;
+  ++i;
+  while (i < p.size() && (p[i] == '0' || p[i] == ' ' || p[i] == '\t')) ++i;
+  int v = -2;
+  if (p.compare(i, 2, ".9") == 0) v = 9, i += 2;
+  else if (p.compare(i, 3, "1.0") == 0) v = 100, i += 3;
+  else if (p.compare(i, 3, "1.1") == 0) v = 101, i += 3;
+  else return -2;
+  spaces();
+  return i == p.size() ? v : -2;
+}
+
 int64_t lenient_length(const std::string& v) {
   size_t i = 0;
   while (i < v.size() && !(v[i] >= '0' && v[i] <= '9')) ++i;
@@ -499,6 +525,13 @@ void Http1Conn::on_line(int dir, std::string& raw) {
   }
 }
 
+uint32_t http_event_bit(const std::string& name) {
+  if (name == "invalid_transfer_encoding_value_in_request") return kHttpEvInvalidTeRequest;
+  if (name == "invalid_content_length_field_in_request") return kHttpEvInvalidClRequest;
+  if (name == "missing_host_header") return kHttpEvMissingHost;
+  return 0;
+}
+
 void Http1Conn::begin_request(const std::string& line) {
   Dir& d = d_[0];
   HttpTx* t = new_tx();
@@ -545,6 +578,14 @@ void Http1Conn::end_headers(int dir) {
     const int64_t len = cl ? lenient_length(cl->value) : -1;
     d.hit_limit = false;
     t.req_headers_done = true;
+    // The anomalies libhtp flags here (transaction.rs, process_request_headers).
+    const int proto = protocol_number(t.protocol);
+    if (te) {
+      if (!contains_nocase(te->value, "chunked") || proto < 101) t.events |= kHttpEvInvalidTeRequest;
+    } else if (cl && len < 0) {
+      t.events |= kHttpEvInvalidClRequest;
+    }
+    if (proto >= 101 && !find_header(t.req_headers, "host")) t.events |= kHttpEvMissingHost;
     // Request bodies are decoded too (Suricata turns libhtp's request decompression on).
     const HttpHeader* ce = find_header(t.req_headers, "content-encoding");
     std::vector<HttpCoding> codings;

@@ -57,8 +57,19 @@ struct HttpHeader {
   std::string name, value;
 };
 
+// Request anomalies that libhtp flags on a transaction's headers (process_request_headers) and
+// Suricata raises as app-layer events (`app-layer-event:http.NAME`), one bit each.
+enum HttpEvent : uint32_t {
+  kHttpEvInvalidTeRequest = 1,  // invalid_transfer_encoding_value_in_request: T-E without "chunked", or chunked below HTTP/1.1
+  kHttpEvInvalidClRequest = 2,  // invalid_content_length_field_in_request: no T-E, and a C-L with no number
+  kHttpEvMissingHost = 4,       // missing_host_header: HTTP/1.1 or later without a Host header
+};
+// The bit of Suricata's HTTP event NAME (without "http."); 0 for the events not raised here.
+uint32_t http_event_bit(const std::string& name);
+
 // One transaction. Buffers hold what the detection buffers of the same names are (Suricata's).
 struct HttpTx : AppTx {
+  uint32_t events = 0;           // HttpEvent bits, set when the request headers are done
   // Request
   std::string request_line, method, uri_raw, protocol;
   std::vector<HttpHeader> req_headers;

@@ -166,6 +166,44 @@ TEST(Http1, PipelinedRequestsPairWithTheirResponses) {
   EXPECT_EQ(c.txs()[1]->response_body, "b");
 }
 
+// The request anomalies libhtp flags (transaction.rs, process_request_headers) and Suricata raises
+// as app-layer events, at every split of the request.
+TEST(Http1, RequestEventsAsLibhtp) {
+  struct Case {
+    const char* request;
+    uint32_t events;
+  };
+  const Case cases[] = {
+      {"GET / HTTP/1.1\r\nHost: a\r\n\r\n", 0},
+      {"GET / HTTP/1.1\r\n\r\n", kHttpEvMissingHost},
+      {"GET / HTTP/1.0\r\n\r\n", 0},                                    // 1.0 needs no Host
+      {"GET /\r\n", 0},                                                    // HTTP/0.9
+      {"GET / HTTP/ 01.1 \r\n\r\n", kHttpEvMissingHost},                // spaces and zeros: still 1.1
+      {"POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: gzip\r\n\r\n", kHttpEvInvalidTeRequest},
+      {"POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: gzip, CHUNKED\r\n\r\n0\r\n\r\n", 0},
+      {"POST / HTTP/1.0\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n", kHttpEvInvalidTeRequest},  // chunked below 1.1
+      {"POST / HTTP/2.0\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n", kHttpEvInvalidTeRequest},  // not a version libhtp knows
+      {"POST / HTTP/1.1\r\nHost: a\r\nContent-Length: abc\r\n\r\n", kHttpEvInvalidClRequest},
+      {"POST / HTTP/1.1\r\nHost: a\r\nContent-Length: x1\r\n\r\nb", 0},         // digits after junk: a length
+      {"POST / HTTP/1.1\r\nTransfer-Encoding: x\r\nContent-Length: abc\r\n\r\n",  // T-E wins: C-L not checked
+       kHttpEvInvalidTeRequest | kHttpEvMissingHost},
+  };
+  for (const Case& k : cases) {
+    const std::string req = k.request;
+    for (size_t cut = 0; cut <= req.size(); ++cut) {
+      HttpStats st;
+      Http1Conn c(HttpLimits{}, st);
+      c.feed(0, reinterpret_cast<const uint8_t*>(req.data()), cut);
+      c.feed(0, reinterpret_cast<const uint8_t*>(req.data()) + cut, req.size() - cut);
+      ASSERT_EQ(c.txs().size(), 1u) << req;
+      EXPECT_EQ(c.txs()[0]->events, k.events) << req << " cut at " << cut;
+    }
+  }
+  EXPECT_EQ(http_event_bit("invalid_transfer_encoding_value_in_request"), uint32_t(kHttpEvInvalidTeRequest));
+  EXPECT_EQ(http_event_bit("missing_host_header"), uint32_t(kHttpEvMissingHost));
+  EXPECT_EQ(http_event_bit("request_field_too_long"), 0u);  // not raised here: such rules are skipped
+}
+
 TEST(Http1, BodyLimitCutsAndCounts) {
   HttpStats st;
   HttpLimits lim;

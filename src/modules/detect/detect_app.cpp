@@ -406,6 +406,7 @@ void DetectModule::Host::add_app_sig(uint32_t i) {
   a.urilen = DetCond{uint8_t(s.urilen.on ? (s.urilen.range ? 2 : 1) : 0), s.urilen.cmp, uint8_t(s.urilen.neg ? 1 : 0),
                      0, s.urilen.lo, s.urilen.hi};
   a.urilen_raw = s.urilen_raw;
+  a.http_events = s.http_events;
   a.tls_version_on = s.tls_version_on;
   a.tls_version_raw = s.tls_version_raw;
   a.tls_version = s.tls_version;
@@ -436,6 +437,8 @@ void DetectModule::Host::add_app_sig(uint32_t i) {
   const auto to_request_body = [&](uint8_t& b, int& side) {
     if (fd_request && base_buf(b) == kBufHttpResponseBody) b = rebase_buf(b, kBufHttpResponseBody, kBufHttpRequestBody), side = 0;
   };
+  // The request anomalies (app-layer-event) are the request's.
+  if (s.http_events && a.side == 2) a.side = 0;
   for (const SigOp& o : s.ops)
     if (reads_response(o.buf)) a.side = 1;
   for (const auto& [b, c] : s.bsize)
@@ -680,6 +683,10 @@ void DetectModule::Host::on_app(const std::vector<AppUpdate>& updates, std::vect
             for (const DnsRecord& r : dn->msg.answers) any = any || det_cond_holds(a.dns_rrtype, r.rrtype);
           if (!any) continue;
         }
+      }
+      if (a.http_events) {
+        const HttpTx* h = u.http();
+        if (!h || (h->events & a.http_events) != a.http_events) continue;
       }
       if (a.urilen.kind) {
         const std::string* uri = bufs.get(a.urilen_raw ? kBufHttpUriRaw : kBufHttpUri);

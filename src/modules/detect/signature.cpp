@@ -1,5 +1,7 @@
 // modules/detect/signature.cpp — the signature parser (signature.hpp).
 #include "modules/detect/signature.hpp"
+
+#include "applayer/http1.hpp"
 #include "modules/detect/transform.hpp"
 #include "applayer/dns.hpp"
 
@@ -608,7 +610,7 @@ std::string finish(Signature& s) {
                                 o.value_var >= 0 || o.var >= 0))
       return "skip:keyword base64_data with byte_extract variables";
   }
-  if (s.app && s.rule.action == RuleAction::alert && s.ops.empty() && s.bsize.empty() && !s.urilen.on &&
+  if (s.app && s.rule.action == RuleAction::alert && s.ops.empty() && s.bsize.empty() && !s.urilen.on && !s.http_events &&
       !s.tls_version_on && !s.dns_opcode.on && !s.dns_rcode.on && !s.dns_rrtype.on) {
     // Only the protocol (`alert http any any -> any any (flow:...; sid:1;)`): no buffer to inspect,
     // so Suricata makes it a packet signature (SIG_TYPE_APPLAYER, or SIG_TYPE_PKT with packet
@@ -694,6 +696,7 @@ std::string finish(Signature& s) {
       if (s.app_proto && p != s.app_proto) return "error:bsize on a buffer of another protocol than the rule's";
       s.app_proto = p;
     }
+    if (s.http_events && s.app_proto && s.app_proto != 1) return "error:app-layer-event http.* in a rule of another protocol";
     if (!s.app_proto) s.app_proto = 1;
     if (s.app_proto == 5 || s.app_proto == 6)
       for (const SigOp& o : s.ops)
@@ -1149,6 +1152,15 @@ std::string parse_signature(const std::string& text, const RuleVars& vars, Signa
     if (k == "xbits" || k == "hostbits") {
       const std::string r = k == "xbits" ? parse_xbits(v, out) : parse_hostbits(v, out);
       if (!r.empty()) return r;
+      continue;
+    }
+    if (k == "app-layer-event") {
+      // An HTTP request anomaly the parser flags (applayer/http1.hpp); other events are skipped.
+      const std::string ev = trim(v);
+      const uint32_t bit = ev.rfind("http.", 0) == 0 ? http_event_bit(ev.substr(5)) : 0;
+      if (!bit) return "skip:app-layer:app-layer-event " + ev;
+      out.http_events |= bit;
+      out.app = true;
       continue;
     }
     if (k == "prefilter") {
