@@ -27,6 +27,8 @@ import subprocess
 import sys
 import tempfile
 
+from app_rule_counts import content_escape, run_rule_counts
+
 
 def norm(a):
     return str(ipaddress.ip_address(a))
@@ -113,12 +115,9 @@ def envelope_rules(gaspp, pcap, backend, conns, d):
     mails = [(c["helo"], m) for c in conns.values() for m in c["mails"]]
     rules, want = [], {}
 
-    def esc(v):
-        return "".join(f"|{ord(ch):02x}|" if ch in '";\\|' else ch for ch in v)
-
     def rule(buf, v, n):
         sid = len(rules) + 1
-        rules.append(f'alert smtp any any -> any any (msg:"env {sid}"; flow:to_server; {buf}; content:"{esc(v)}"; '
+        rules.append(f'alert smtp any any -> any any (msg:"env {sid}"; flow:to_server; {buf}; content:"{content_escape(v)}"; '
                      f'bsize:{len(v.encode())}; sid:{sid}; rev:1;)')
         want[sid] = n
 
@@ -129,27 +128,7 @@ def envelope_rules(gaspp, pcap, backend, conns, d):
     for v in sorted({h for h, _ in mails if h}):
         rule("smtp.helo", v, sum(1 for h, _ in mails if h == v))
     rule("smtp.mail_from", "nobody@nowhere.invalid", 0)
-    rf = os.path.join(d, "env.rules")
-    with open(rf, "w") as f:
-        f.write("\n".join(rules) + "\n")
-    out = os.path.join(d, "env")
-    subprocess.run(["rm", "-rf", out])
-    os.makedirs(out)
-    p = subprocess.run([gaspp, "-r", pcap, "--backend", backend, "-q", "-l", out, "--module",
-                        f"detect:rules={rf},packet-alert-max=1000"], capture_output=True, text=True)
-    if p.returncode != 0:
-        return [f"gaspp with envelope rules exited {p.returncode}: {p.stderr.strip()[-300:]}"], len(rules)
-    got, bad = {}, []
-    for line in open(os.path.join(out, "eve.json")):
-        e = json.loads(line)
-        if e.get("event_type") == "alert":
-            got[e["alert"]["signature_id"]] = got.get(e["alert"]["signature_id"], 0) + 1
-            if e.get("app_proto") != "smtp" or "smtp" not in e:
-                bad.append(f"alert of sid {e['alert']['signature_id']} without app_proto smtp and the smtp object")
-    for sid, n in want.items():
-        if got.get(sid, 0) != n:
-            bad.append(f"{rules[sid - 1]}: {got.get(sid, 0)} alerts, tshark's mails say {n}")
-    return bad, len(rules)
+    return run_rule_counts(gaspp, pcap, backend, rules, want, d, "smtp", "tshark's mails")
 
 
 def main():

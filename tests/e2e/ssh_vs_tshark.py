@@ -21,6 +21,8 @@ import subprocess
 import sys
 import tempfile
 
+from app_rule_counts import content_escape, run_rule_counts
+
 
 def norm(a):
     return str(ipaddress.ip_address(a))
@@ -72,39 +74,16 @@ def check_buffers(gaspp, backend, pcap, want, d):
         expect[sid] = n
         sid += 1
 
-    def esc(v):
-        return "".join(f"|{ord(c):02x}|" if c in '";\\|' else c for c in v)
-
     for sw in sorted({c[1] for c, _ in conns if c}):
-        rule(f'flow:to_server; ssh.software; content:"{esc(sw)}"; bsize:{len(sw)};', sum(1 for c, _ in conns if c and c[1] == sw))
+        rule(f'flow:to_server; ssh.software; content:"{content_escape(sw)}"; bsize:{len(sw)};', sum(1 for c, _ in conns if c and c[1] == sw))
     for sw in sorted({v[1] for _, v in conns if v}):
-        rule(f'flow:to_client; ssh_software; content:"{esc(sw)}"; bsize:{len(sw)};', sum(1 for _, v in conns if v and v[1] == sw))
+        rule(f'flow:to_client; ssh_software; content:"{content_escape(sw)}"; bsize:{len(sw)};', sum(1 for _, v in conns if v and v[1] == sw))
     for pv in sorted({v[0] for c in conns for v in c if v}):
         # No flow direction: once per direction whose string has it (Suricata's detection state is
         # per transaction and direction; suricata-verify's ssh-banner-only expects two alerts).
-        rule(f'ssh.proto; content:"{esc(pv)}"; bsize:{len(pv)};', sum(1 for c in conns for v in c if v and v[0] == pv))
+        rule(f'ssh.proto; content:"{content_escape(pv)}"; bsize:{len(pv)};', sum(1 for c in conns for v in c if v and v[0] == pv))
     rule('flow:to_server; ssh.software; content:"NoSuchSoftware-9.9";', 0)
-    rf = os.path.join(d, "ssh.rules")
-    with open(rf, "w") as f:
-        f.write("\n".join(rules) + "\n")
-    out = os.path.join(d, "rules-run")
-    os.makedirs(out, exist_ok=True)
-    p = subprocess.run([gaspp, "-r", pcap, "--backend", backend, "-q", "-l", out, "--module",
-                        f"detect:rules={rf},packet-alert-max=1000"], capture_output=True, text=True)
-    if p.returncode != 0:
-        return [f"gaspp with ssh rules exited {p.returncode}: {p.stderr.strip()[-300:]}"], len(rules)
-    got, bad = {}, []
-    for line in open(os.path.join(out, "eve.json")):
-        e = json.loads(line)
-        if e.get("event_type") != "alert":
-            continue
-        got[e["alert"]["signature_id"]] = got.get(e["alert"]["signature_id"], 0) + 1
-        if e.get("app_proto") != "ssh" or "ssh" not in e:
-            bad.append(f"alert of sid {e['alert']['signature_id']} without app_proto ssh and the ssh object")
-    for s_, n in expect.items():
-        if got.get(s_, 0) != n:
-            bad.append(f"rule {rules[s_ - 1]}: {got.get(s_, 0)} alerts, tshark's banners say {n}")
-    return bad, len(rules)
+    return run_rule_counts(gaspp, pcap, backend, rules, expect, d, "ssh", "tshark's banners")
 
 
 def main():

@@ -106,10 +106,14 @@ std::string normalize_uri(const std::string& raw) {
 // The instances a DNS message's multi-buffers have: the longest of its name lists (the response
 // names: every question, record and name-valued record data). A signature with two multi-buffers
 // matches when both match at one index (Suricata matches each on any of its own).
+// A record whose data is a name (CNAME, PTR, MX, NS); SOA's mname is one too.
+bool rdata_is_name(uint16_t rrtype) { return rrtype == 5 || rrtype == 12 || rrtype == 15 || rrtype == 2; }
+bool rdata_has_name(uint16_t rrtype) { return rdata_is_name(rrtype) || rrtype == 6; }
+
 size_t dns_instances(const DnsMessage& m) {
   size_t names = m.queries.size();
   for (const auto* sec : {&m.answers, &m.authorities, &m.additionals})
-    for (const DnsRecord& r : *sec) names += 1 + (r.rrtype == 5 || r.rrtype == 12 || r.rrtype == 15 || r.rrtype == 2 || r.rrtype == 6);
+    for (const DnsRecord& r : *sec) names += 1 + rdata_has_name(r.rrtype);
   return std::max<size_t>(1, names);
 }
 
@@ -254,10 +258,8 @@ struct TxBuffers {
           for (const auto* sec : {&m.answers, &m.authorities, &m.additionals})
             for (const DnsRecord& r : *sec) {
               if (k-- == 0) return hold(r.name, !r.name.empty());
-              const bool named = r.rrtype == 5 || r.rrtype == 12 || r.rrtype == 15 || r.rrtype == 2;
-              if (named || r.rrtype == 6) {
-                if (k-- == 0) return named ? hold(r.data, !r.data.empty()) : hold(r.soa.mname, !r.soa.mname.empty());
-              }
+              if (rdata_has_name(r.rrtype) && k-- == 0)
+                return rdata_is_name(r.rrtype) ? hold(r.data, !r.data.empty()) : hold(r.soa.mname, !r.soa.mname.empty());
             }
           return false;
         }

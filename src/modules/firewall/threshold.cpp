@@ -229,19 +229,19 @@ void apply_threshold_config(const std::vector<ThresholdConfigEntry>& entries, co
 }
 
 size_t load_threshold_config_for(const std::string& path, const RuleVars& vars, const std::vector<RuleId>& ids,
-                                 std::vector<RuleThresholds>& out, bool warn_unmatched, const char* who) {
+                                 std::vector<RuleThresholds>& out, bool report, const char* who) {
   std::vector<ThresholdConfigEntry> entries;
   std::vector<RuleError> errors;
   if (!load_threshold_config(path, vars, entries, errors))
     throw std::invalid_argument(std::string(who) + ": threshold file " + path + " cannot be read");
-  for (const RuleError& e : errors)
-    std::fprintf(stderr, "gaspp: %s:%u: threshold.config entry skipped: %s\n", e.file.c_str(), e.line, e.why.c_str());
   std::vector<size_t> unmatched;
   apply_threshold_config(entries, ids, out, unmatched);
-  if (warn_unmatched)
-    for (size_t k : unmatched)
-      std::fprintf(stderr, "gaspp: %s:%u: threshold.config entry for gen_id %u, sig_id %u: no such rule\n",
-                   entries[k].file.c_str(), entries[k].line, entries[k].gid, entries[k].sid);
+  if (!report) return entries.size();
+  for (const RuleError& e : errors)
+    std::fprintf(stderr, "gaspp: %s:%u: threshold.config entry skipped: %s\n", e.file.c_str(), e.line, e.why.c_str());
+  for (size_t k : unmatched)
+    std::fprintf(stderr, "gaspp: %s:%u: threshold.config entry for gen_id %u, sig_id %u: no such rule\n",
+                 entries[k].file.c_str(), entries[k].line, entries[k].gid, entries[k].sid);
   for (const ThresholdConfigEntry& e : entries)
     if (e.type == ThresholdConfigEntry::rate_filter &&
         (e.spec.new_action == ThresholdSpec::drop || e.spec.new_action == ThresholdSpec::reject))

@@ -103,11 +103,13 @@ void apply_threshold_config(const std::vector<ThresholdConfigEntry>& entries, co
                             std::vector<RuleThresholds>& out, std::vector<size_t>& unmatched);
 
 // Reads the threshold.config at `path` and installs it on rules `ids` (apply_threshold_config).
-// Lines that do not parse are reported on stderr (file:line: why) and skipped; with
-// warn_unmatched, so are the entries that name no rule of ids. `who` prefixes the messages.
+// Lines that do not parse are skipped. With `report`, they are reported on stderr (file:line:
+// why), and so are the entries that name no rule of ids and the rate_filters whose action cannot
+// change a verdict; a module that shares the file with one that reports (the firewall beside the
+// signature engine) passes false, so each message is written once. `who` prefixes the error.
 // Throws std::invalid_argument when the file cannot be read. Returns the entries installed.
 size_t load_threshold_config_for(const std::string& path, const RuleVars& vars, const std::vector<RuleId>& ids,
-                                 std::vector<RuleThresholds>& out, bool warn_unmatched, const char* who);
+                                 std::vector<RuleThresholds>& out, bool report, const char* who);
 
 // Whether a rate_filter's new action `a` would have changed the verdict of a rule with action
 // `rule` (drop or reject on a rule that does not block, alert on one that does): what the engine
