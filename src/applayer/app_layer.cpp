@@ -227,7 +227,7 @@ void AppLayer::decide(FlowApp& f, AppProto proto, bool turn) {
       break;
     case AppProto::smtp:
       ++stats_.flows_smtp;
-      f.smtp = std::make_unique<SmtpConn>(stats_.smtp, cfg_.http.max_txs, cfg_.file_hashes);
+      f.smtp = std::make_unique<SmtpConn>(stats_.smtp, cfg_.http.max_txs, cfg_.file_hashes, cfg_.mail_body_md5);
       break;
     case AppProto::ftp: ++stats_.flows_ftp; break;
     case AppProto::dns:
@@ -319,10 +319,20 @@ void AppLayer::datagram(const AppDatagram& d, const uint8_t* p, std::vector<AppU
 
 void AppLayer::process(const std::vector<StreamChunk>& chunks, std::span<const uint8_t> bytes,
                        std::vector<AppUpdate>& out, const std::vector<AppDatagram>& datagrams,
-                       const std::vector<uint8_t>& dgram_bytes) {
+                       const std::vector<uint8_t>& dgram_bytes, const Step& step) {
   release_touched();
   ++batch_;
-  for (const AppDatagram& d : datagrams) datagram(d, dgram_bytes.data() + d.data, out);
+  // The updates not yet handed to step; they go before their flow is parsed further.
+  size_t handed = out.size();
+  const auto hand = [&](uint64_t next_flow, bool last) {
+    if (!step || handed == out.size() || (!last && out.back().flow_id != next_flow)) return;
+    step(std::span<const AppUpdate>(out).subspan(handed));
+    handed = out.size();
+  };
+  for (const AppDatagram& d : datagrams) {
+    hand(d.flow_id, false);
+    datagram(d, dgram_bytes.data() + d.data, out);
+  }
   // Chunks come grouped by flow and direction; a flow's two directions are interleaved again in
   // the order their packets arrived (stream order within a direction is kept: a later piece of a
   // direction never comes with an earlier packet).
@@ -335,6 +345,7 @@ void AppLayer::process(const std::vector<StreamChunk>& chunks, std::span<const u
   });
   for (uint32_t ci : order) {
     const StreamChunk& c = chunks[ci];
+    hand(c.flow_id, false);
     if (c.len == 0 && !flows_.count(c.flow_id)) continue;
     FlowApp* fp = flow_for(c.flow_id);
     if (!fp) continue;
@@ -432,6 +443,7 @@ void AppLayer::process(const std::vector<StreamChunk>& chunks, std::span<const u
       f.tls->clear_changed();
     }
   }
+  hand(0, true);
 }
 
 void AppLayer::forget(const std::vector<FlowRecordOut>& flows, const Unlogged& unlogged) {
@@ -491,6 +503,7 @@ void AppLayer::report(std::map<std::string, uint64_t>& r) const {
   r["smtp_txs_dropped"] = stats_.smtp.txs_dropped;
   r["smtp_starttls"] = stats_.smtp.starttls;
   r["smtp_bdat_invalid"] = stats_.smtp.bdat_invalid;
+  r["smtp_fields_dropped"] = stats_.smtp.fields_dropped;
   const MimeStats& mm = stats_.smtp.mime;
   r["smtp_files"] = mm.files;
   r["smtp_files_dropped"] = mm.files_dropped;

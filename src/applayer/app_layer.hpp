@@ -64,6 +64,7 @@ struct FlowRecordOut;
 struct AppLayerConfig {
   HttpLimits http;
   uint8_t file_hashes = 0;  // FileHash bits (mime.hpp): the hashes of each file (Suricata's force-hash)
+  bool mail_body_md5 = false;  // each mail's body MD5 (smtp.hpp; email.body_md5, smtp.mime.body-md5)
   size_t max_flows = 1u << 20;
 };
 
@@ -113,9 +114,16 @@ class AppLayer {
  public:
   explicit AppLayer(const AppLayerConfig& cfg = {}) : cfg_(cfg) {}
   // A batch's stream chunks (their bytes in `bytes`) and UDP datagrams (theirs in `dgram_bytes`),
-  // in capture order; the updates of the previous call are no longer valid.
+  // in capture order; the updates of the previous call are no longer valid. With `step`, the
+  // updates are also handed to it as they come, each before its flow's next chunk or datagram is
+  // parsed: what step reads of a transaction is its state as of the update's packet (so that a
+  // signature matches at the packet that completed its buffers, as Suricata inspects each packet),
+  // while the flows of a batch are still parsed in one pass (a flow's updates wait while other
+  // flows are parsed).
+  using Step = std::function<void(std::span<const AppUpdate>)>;
   void process(const std::vector<StreamChunk>& chunks, std::span<const uint8_t> bytes, std::vector<AppUpdate>& out,
-               const std::vector<AppDatagram>& datagrams = {}, const std::vector<uint8_t>& dgram_bytes = {});
+               const std::vector<AppDatagram>& datagrams = {}, const std::vector<uint8_t>& dgram_bytes = {},
+               const Step& step = nullptr);
   // The flows that left the flow table: their state goes; unlogged(flow id, key, client_lo, tx)
   // is called first for each transaction no output logged yet (the flow's last word on it).
   using Unlogged = std::function<void(uint64_t, const FlowKey&, bool, AppProto, AppTx&)>;

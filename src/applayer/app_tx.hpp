@@ -22,7 +22,7 @@ struct AppTx {
     bool append_only = false;  // when scanned, the buffer could only grow by appending
     std::vector<uint32_t> hits;
   };
-  std::unordered_map<uint16_t, Scan> scans;  // per buffer: the size last scanned and the hits then
+  std::unordered_map<uint32_t, Scan> scans;  // per buffer: the size last scanned and the hits then
   // Buffers built from the transaction that only grow once built (an HTTP message once its
   // headers are done: start line, headers, then the body as it comes), kept between updates so
   // that each update appends what is new instead of copying the whole again; and the buffers of

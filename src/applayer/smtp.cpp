@@ -1,6 +1,7 @@
 // applayer/smtp.cpp — see smtp.hpp.
 #include "applayer/smtp.hpp"
 
+#include <openssl/evp.h>
 #include <strings.h>
 
 #include <algorithm>
@@ -32,18 +33,46 @@ std::string trim(std::string_view v) {
   return std::string(v.substr(a, b - a));
 }
 
-void split_list(std::string_view v, std::vector<std::string>& out) {
+void split_list(std::string_view v, std::vector<std::string>& out, SmtpStats& st) {
   size_t a = 0;
   while (a <= v.size()) {
     size_t c = v.find(',', a);
     if (c == std::string_view::npos) c = v.size();
     std::string item = trim(v.substr(a, c - a));
     if (!item.empty() && out.size() < kSmtpMaxRcpt) out.push_back(std::move(item));
+    else if (!item.empty()) ++st.fields_dropped;
     a = c + 1;
   }
 }
 
+// Appends to a header value up to its cap; what does not fit is counted.
+void append_field(std::string& v, std::string_view add, SmtpStats& st) {
+  const size_t room = kSmtpMaxLine * 4 - std::min(v.size(), kSmtpMaxLine * 4);
+  if (add.size() > room) ++st.fields_dropped;
+  v.append(add.substr(0, room));
+}
+
 }  // namespace
+
+const std::string* SmtpTx::header(std::string_view lower, size_t nth) const {
+  for (const auto& [name, value] : headers)
+    if (name.size() == lower.size() && strncasecmp(name.data(), lower.data(), lower.size()) == 0 && nth-- == 0) return &value;
+  return nullptr;
+}
+
+SmtpConn::~SmtpConn() { EVP_MD_CTX_free(static_cast<EVP_MD_CTX*>(md5_)); }
+
+void SmtpConn::body_hash(SmtpTx* t, std::string_view l, std::string_view eol) {
+  if (!body_md5_ || !t->headers_done) return;
+  auto* ctx = static_cast<EVP_MD_CTX*>(md5_);
+  if (!md5_active_) {
+    if (!ctx) md5_ = ctx = EVP_MD_CTX_new();
+    if (!ctx || EVP_DigestInit_ex(ctx, EVP_md5(), nullptr) != 1) return;
+    md5_active_ = true;
+  }
+  EVP_DigestUpdate(ctx, l.data(), l.size());
+  EVP_DigestUpdate(ctx, eol.data(), eol.size());
+}
 
 void SmtpConn::feed(int dir, const uint8_t* p, size_t n, bool gap) {
   if (tls_ || stopped_[dir]) return;
@@ -153,6 +182,7 @@ void SmtpConn::command(std::string_view l) {
   } else if (starts_nocase(l, "rcpt to")) {
     SmtpTx* t = current(true);
     if (t->rcpt_to.size() < kSmtpMaxRcpt) t->rcpt_to.push_back(param(l, 7));
+    else ++st_.fields_dropped;
     touch(t);
   } else if (starts_nocase(l, "bdat") && !data_mode_) {
     uint64_t size = 0;
@@ -211,6 +241,7 @@ void SmtpConn::reply(std::string_view l) {
 
 void SmtpConn::start_data(SmtpTx* t) {
   t->data = true;
+  md5_active_ = false;
   if (!t->mime) t->mime = std::make_unique<MimeDecoder>(st_.mime, hashes_);
   touch(t);
 }
@@ -223,11 +254,22 @@ void SmtpConn::message_line(std::string_view l, std::string_view eol) {
     pending_.push_back(Cmd::other);  // the server's reply to the message
     return;
   }
+  body_hash(t, l, eol);
   if (!l.empty() && l[0] == '.') l.remove_prefix(1);  // dot-stuffing
   message_content(t, l, eol);
 }
 
 void SmtpConn::message_end(SmtpTx* t) {
+  if (md5_active_) {
+    unsigned char d[EVP_MAX_MD_SIZE];
+    unsigned n = 0;
+    if (EVP_DigestFinal_ex(static_cast<EVP_MD_CTX*>(md5_), d, &n) == 1) {
+      static const char kHex[] = "0123456789abcdef";
+      t->body_md5.clear();
+      for (unsigned i = 0; i < n; ++i) t->body_md5 += kHex[d[i] >> 4], t->body_md5 += kHex[d[i] & 15];
+    }
+    md5_active_ = false;
+  }
   if (t->mime) t->mime->end();
   if (!t->headers_done) header_done();
   t->headers_done = true;
@@ -255,6 +297,7 @@ void SmtpConn::bdat_bytes(const char* p, size_t n) {
       if (!bdat_overlong_) {
         const bool cr = !bdat_line_.empty() && bdat_line_.back() == '\r';
         if (cr) bdat_line_.pop_back();
+        body_hash(current(true), bdat_line_, cr ? "\r\n" : "\n");
         message_content(current(true), bdat_line_, cr ? "\r\n" : "\n");
       }
       bdat_overlong_ = false;
@@ -265,6 +308,7 @@ void SmtpConn::bdat_bytes(const char* p, size_t n) {
     bdat_line_.push_back(p[i]);
     if (bdat_line_.size() >= kSmtpMaxLine) {
       ++st_.lines_too_long;
+      body_hash(current(true), bdat_line_, "");
       message_content(current(true), bdat_line_, "");
       bdat_line_.clear();
       bdat_overlong_ = true;
@@ -275,7 +319,7 @@ void SmtpConn::bdat_bytes(const char* p, size_t n) {
 void SmtpConn::bdat_end() {
   SmtpTx* t = current(true);
   // The message's last line, without a line break (chunks are cut anywhere).
-  if (!bdat_line_.empty() && !bdat_overlong_) message_content(t, bdat_line_, "");
+  if (!bdat_line_.empty() && !bdat_overlong_) body_hash(t, bdat_line_, ""), message_content(t, bdat_line_, "");
   bdat_line_.clear();
   bdat_overlong_ = false;
   message_end(t);
@@ -295,9 +339,21 @@ void SmtpConn::message_content(SmtpTx* t, std::string_view l, std::string_view e
     touch(t);
   } else if (l[0] == ' ' || l[0] == '\t') {
     if (header_.size() < kSmtpMaxLine * 4) header_ += l;  // folded: the line break goes
+    // Suricata's field keeps the folded line without its first character.
+    if (!t->headers.empty()) append_field(t->headers.back().second, l.substr(1), st_);
   } else {
     header_done();
     header_ = l;
+    if (const size_t colon = l.find(':'); colon != std::string_view::npos) {
+      size_t v = colon + 1;
+      while (v < l.size() && (l[v] == ' ' || l[v] == '\t' || l[v] == '\r' || l[v] == '\n')) ++v;
+      if (t->headers.size() < kSmtpMaxRcpt) {
+        t->headers.emplace_back(std::string(l.substr(0, colon)), std::string());
+        append_field(t->headers.back().second, l.substr(v), st_);
+      } else {
+        ++st_.fields_dropped;
+      }
+    }
   }
 }
 
@@ -315,8 +371,8 @@ void SmtpConn::header_done() {
                        : name == "x-mailer"   ? &t->x_mailer
                                               : nullptr;
     if (one && one->empty()) *one = value;
-    else if (name == "to") split_list(value, t->to);
-    else if (name == "cc") split_list(value, t->cc);
+    else if (name == "to") split_list(value, t->to, st_);
+    else if (name == "cc") split_list(value, t->cc, st_);
   }
   header_.clear();
 }

@@ -20,9 +20,17 @@
 // is expected. After the server accepts STARTTLS (220) the rest of
 // the session is TLS and is not read; a gap ends the direction's parsing.
 //
+// The message's header block is also kept as Suricata's MIME parser keeps it for the email.*
+// buffers (SmtpTx::headers): each field's name as written (up to its colon) and its value from
+// after the colon and its blanks, a folded line appended without its first character; lines with
+// no colon are not fields. With body_md5 on (the email.body_md5 keyword, or suricata.yaml's
+// smtp.mime.body-md5), the lines after the header block's empty line, each with its line break and
+// as sent (dot-stuffing kept, as Suricata hashes them), give SmtpTx::body_md5 when the message ends.
+//
 // Limits, each counted: a line longer than kSmtpMaxLine (4096, Suricata's default max-line-length)
-// is cut there (smtp_lines_too_long); at most kSmtpMaxRcpt recipients and header list entries per
-// mail, and max_txs transactions per flow (older ones dropped, smtp_txs_dropped).
+// is cut there (smtp_lines_too_long); at most kSmtpMaxRcpt recipients, header list entries and
+// header fields per mail and kSmtpMaxLine * 4 bytes a header value (the rest dropped,
+// smtp_fields_dropped), and max_txs transactions per flow (older ones dropped, smtp_txs_dropped).
 //
 // Example:
 //   SmtpStats st;
@@ -47,7 +55,7 @@ constexpr size_t kSmtpMaxLine = 4096;
 constexpr size_t kSmtpMaxRcpt = 1024;
 
 struct SmtpStats {
-  uint64_t txs = 0, lines_too_long = 0, gaps = 0, txs_dropped = 0, starttls = 0, bdat_invalid = 0;
+  uint64_t txs = 0, lines_too_long = 0, gaps = 0, txs_dropped = 0, starttls = 0, bdat_invalid = 0, fields_dropped = 0;
   MimeStats mime;
 };
 
@@ -61,6 +69,11 @@ struct SmtpTx : AppTx {
   std::string from, subject, date, message_id, x_mailer;
   std::vector<std::string> to, cc;
   std::unique_ptr<MimeDecoder> mime;  // from DATA's acceptance on: the message's files
+  // The header block's fields (name as written, value), in order (the email.* buffers).
+  std::vector<std::pair<std::string, std::string>> headers;
+  std::string body_md5;  // lowercase hex, once the message ended (with body_md5 on and a body line)
+  // The nth field named `lower` (lowercase; names compare without case), or null.
+  const std::string* header(std::string_view lower, size_t nth = 0) const;
   // Worth an event: something of a mail was seen.
   bool has_mail() const { return !mail_from.empty() || !rcpt_to.empty() || data; }
 };
@@ -68,8 +81,12 @@ struct SmtpTx : AppTx {
 class SmtpConn {
  public:
   // hashes: FileHash bits, the hashes each file gets (Suricata's force-hash).
-  SmtpConn(SmtpStats& st, size_t max_txs = 512, uint8_t hashes = 0)
-      : st_(st), max_txs_(max_txs ? max_txs : 1), hashes_(hashes) {}
+  // body_md5: hash each mail's body (SmtpTx::body_md5).
+  SmtpConn(SmtpStats& st, size_t max_txs = 512, uint8_t hashes = 0, bool body_md5 = false)
+      : st_(st), max_txs_(max_txs ? max_txs : 1), hashes_(hashes), body_md5_(body_md5) {}
+  ~SmtpConn();
+  SmtpConn(const SmtpConn&) = delete;
+  SmtpConn& operator=(const SmtpConn&) = delete;
   // dir 0: client → server, 1: server → client. gap: bytes before p are missing.
   void feed(int dir, const uint8_t* p, size_t n, bool gap = false);
   // The flow ended: an open transaction completes.
@@ -87,6 +104,7 @@ class SmtpConn {
   void reply(std::string_view l);
   void message_line(std::string_view l, std::string_view eol);
   void message_content(SmtpTx* t, std::string_view l, std::string_view eol);  // unstuffed
+  void body_hash(SmtpTx* t, std::string_view l, std::string_view eol);        // as sent
   void message_end(SmtpTx* t);
   static bool parse_bdat(std::string_view l, uint64_t& size, bool& last);
   void bdat_bytes(const char* p, size_t n);
@@ -99,6 +117,9 @@ class SmtpConn {
   SmtpStats& st_;
   size_t max_txs_;
   uint8_t hashes_;
+  bool body_md5_;
+  bool md5_active_ = false;    // a body line was hashed since the message began
+  void* md5_ = nullptr;        // the message's running MD5 (an EVP_MD_CTX), from its first body line
   std::vector<std::unique_ptr<SmtpTx>> txs_;
   std::vector<SmtpTx*> touched_;
   uint64_t next_id_ = 0;

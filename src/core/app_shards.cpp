@@ -28,8 +28,9 @@ void AppShards::process(const std::vector<StreamChunk>& chunks, std::span<const 
     for (uint64_t s = begin; s < end; ++s) {
       Part& p = part_[s];
       p.updates.clear();
-      shards_[s]->process(p.chunks, bytes, p.updates, p.datagrams, dgram_bytes);
-      if (then && !p.updates.empty()) then(size_t(s), worker, p.updates);
+      AppLayer::Step step;
+      if (then) step = [&](std::span<const AppUpdate> u) { then(size_t(s), worker, u); };
+      shards_[s]->process(p.chunks, bytes, p.updates, p.datagrams, dgram_bytes, step);
     }
   });
 }

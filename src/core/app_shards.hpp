@@ -14,7 +14,7 @@
 //
 // Example (ModuleSet::app_events):
 //   AppShards app(cfg, threads);
-//   app.process(chunks, bytes, datagrams, dgram_bytes, [&](size_t shard, int worker, auto& updates) {
+//   app.process(chunks, bytes, datagrams, dgram_bytes, [&](size_t shard, int worker, auto updates) {
 //     module.on_app(updates, events[shard], worker);  // on the shard's thread
 //   });
 //   app.forget(flows, unlogged);  // in the flows' order, on the calling thread
@@ -44,9 +44,10 @@ class AppShards {
   }
 
   // The batch's chunks and datagrams (AppLayer::process) split by shard; each shard is parsed on
-  // a pool thread, which then calls then(shard, worker, its updates) (worker < workers(); a
+  // a pool thread, which calls then(shard, worker, updates) with its updates as they come
+  // (AppLayer::process's step: each before its flow is parsed further; worker < workers(); a
   // worker runs one shard at a time). Returns when every shard is done (it waits).
-  using ShardFn = std::function<void(size_t shard, int worker, std::vector<AppUpdate>& updates)>;
+  using ShardFn = std::function<void(size_t shard, int worker, std::span<const AppUpdate> updates)>;
   void process(const std::vector<StreamChunk>& chunks, std::span<const uint8_t> bytes,
                const std::vector<AppDatagram>& datagrams, const std::vector<uint8_t>& dgram_bytes, const ShardFn& then);
   // The updates of shard s's last process() (valid until the next).

@@ -103,8 +103,9 @@ bool yes_no(const std::string& path, const YAML::Node& n, const std::string& key
   return false;
 }
 
-// app-layer: the HTTP parser's limits from protocols.http.libhtp.default-config; the rest is
-// listed as ignored.
+// app-layer: the HTTP parser's limits from protocols.http.libhtp.default-config and
+// protocols.tls.ja3-fingerprints and smtp.mime.body-md5 (given to the rules' parsers: `requires:
+// feature ja3`, the email.body_md5 keyword); the rest is listed as ignored.
 void app_layer_section(const std::string& path, const YAML::Node& v, FileConfig& c) {
   // Walked with const nodes: a missing level must not create (or invalidate) anything.
   const auto child = [](const YAML::Node& n, const char* k) -> YAML::Node {
@@ -126,7 +127,20 @@ void app_layer_section(const std::string& path, const YAML::Node& v, FileConfig&
       else other = true;
     }
   }
-  if (other || !d || !v.IsMap() || v.size() > 1 || !protocols || protocols.size() > 1) c.ignored.push_back("app-layer (all but the HTTP body and decompression limits and lzma)");
+  // smtp.mime.body-md5: no turns email.body_md5 off (yes, auto: computed when a rule asks).
+  const YAML::Node md5 = child(child(child(protocols, "smtp"), "mime"), "body-md5");
+  if (md5) {
+    const std::string t = scalar(path, md5, "app-layer.protocols.smtp.mime.body-md5");
+    c.vars["smtp-body-md5"] = t == "auto" ? "auto" : yes_no(path, md5, "app-layer.protocols.smtp.mime.body-md5") ? "yes" : "no";
+  }
+  const YAML::Node ja3 = child(child(protocols, "tls"), "ja3-fingerprints");
+  if (ja3) {
+    const std::string t = scalar(path, ja3, "app-layer.protocols.tls.ja3-fingerprints");
+    if (t == "auto") c.vars["ja3-fingerprints"] = "auto";
+    else c.vars["ja3-fingerprints"] = yes_no(path, ja3, "app-layer.protocols.tls.ja3-fingerprints") ? "yes" : "no";
+  }
+  if (other || !d || !v.IsMap() || v.size() > 1 || !protocols || protocols.size() > 1)
+    c.ignored.push_back("app-layer (all but the HTTP body and decompression limits, lzma, tls.ja3-fingerprints and smtp.mime.body-md5)");
 }
 
 // suricata.yaml's defrag section (defrag/defrag.hpp): memcap, trackers, max-frags and timeout are

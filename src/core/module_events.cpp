@@ -114,7 +114,7 @@ void ModuleSet::app_events(const std::vector<StreamChunk>& chunks, std::span<con
   uint64_t clock = host_times_on_ ? now_ns() : 0;
   // Each shard's modules inspect its updates on the thread that parsed them.
   for (auto& ev : shard_events_) ev.clear();
-  app_->process(chunks, bytes, datagrams_, dgram_bytes_, [&](size_t shard, int worker, std::vector<AppUpdate>& updates) {
+  app_->process(chunks, bytes, datagrams_, dgram_bytes_, [&](size_t shard, int worker, std::span<const AppUpdate> updates) {
     std::vector<ModuleEvent>& ev = shard_events_[shard];
     for (size_t k = 0; k < mods_.size(); ++k) {
       if (!mods_[k]->wants_app_layer()) continue;

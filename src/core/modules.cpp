@@ -63,10 +63,13 @@ class ModuleOf final : public ModuleInstance {
     if constexpr (requires { host_.wants_app_layer(); }) return host_.wants_app_layer();
     else return false;
   }
+  void amend_app_layer(AppLayerConfig& c) const override {
+    if constexpr (requires { host_.amend_app_layer(c); }) host_.amend_app_layer(c);
+  }
   void set_app_workers(int n) override {
     if constexpr (requires { host_.set_app_workers(n); }) host_.set_app_workers(n);
   }
-  void on_app(const std::vector<AppUpdate>& u, std::vector<ModuleEvent>& out, int worker) override {
+  void on_app(std::span<const AppUpdate> u, std::vector<ModuleEvent>& out, int worker) override {
     if constexpr (requires { host_.on_app(u, out, worker); }) host_.on_app(u, out, worker);
   }
   void on_app_end() override {
@@ -119,16 +122,30 @@ void ModuleSet::add(std::unique_ptr<ModuleInstance> m) {
   m->state_off = state_bytes_;
   state_bytes_ += (m->flow_state_bytes() + 15) & ~15u;
   stream_modules_ = stream_modules_ || m->has_stream_hook();
-  if (m->wants_app_layer() && !app_) start_app_layer(AppLayerConfig{}, 0);
+  // A module that needs more of the parsers than the running ones give restarts them (before the
+  // run: nothing has been parsed yet).
+  bool restart = false;
+  if (m->wants_app_layer()) {
+    AppLayerConfig now = app_cfg_, more;
+    for (auto& k : mods_) k->amend_app_layer(now);
+    more = now;
+    m->amend_app_layer(more);
+    restart = !app_ || more.mail_body_md5 != now.mail_body_md5;
+  }
   payload_counts_ = payload_counts_ || m->wants_app_layer();
-  if (app_) m->set_app_workers(app_->workers());
   if (std::string(m->name()) == AppUdpModule::kName) app_udp_ = int(mods_.size());
   mods_.push_back(std::move(m));
   counts_.push_back(Counts{});
+  if (restart) start_app_layer(app_cfg_, app_threads_);
+  else if (app_) mods_.back()->set_app_workers(app_->workers());
 }
 
 void ModuleSet::start_app_layer(const AppLayerConfig& c, int threads) {
-  app_ = std::make_shared<AppShards>(c, threads);
+  app_cfg_ = c;
+  app_threads_ = threads;
+  AppLayerConfig amended = c;
+  for (auto& m : mods_) m->amend_app_layer(amended);
+  app_ = std::make_shared<AppShards>(amended, threads);
   shard_events_.assign(AppShards::kShards, {});
   for (auto& m : mods_) m->set_app_workers(app_->workers());
 }

@@ -71,14 +71,19 @@ class ModuleInstance {
   virtual void report(std::map<std::string, uint64_t>& r) const = 0;
   // The application layer (applayer/app_layer.hpp): M::Host::wants_app_layer() and
   // on_app(updates, events, worker) — the module's host side inspects transactions and raises
-  // events (their module field is set by ModuleSet), handled with the batch's others. on_app runs
-  // on several threads at once (core/app_shards.hpp), each call with the updates of flows no
-  // other call has, worker < the n of set_app_workers(n) (called before the run) telling the
+  // events (their module field is set by ModuleSet), handled with the batch's others. Each
+  // update's transaction is as it was after the update's packet (a flow's later chunks are parsed
+  // after the call). on_app runs on several threads at once (core/app_shards.hpp), each call with
+  // the updates of flows no other call has, worker < the n of set_app_workers(n) (called before the run) telling the
   // calls of one batch apart; after a batch's calls, on_app_end() runs on the calling thread
   // (to merge what the workers kept apart).
   virtual bool wants_app_layer() const = 0;
+  // What the module needs of the parsers beyond their defaults (M::Host::amend_app_layer(c), as
+  // the email.body_md5 signatures need each mail's body hashed); applied wherever the application
+  // layer starts.
+  virtual void amend_app_layer(AppLayerConfig& c) const = 0;
   virtual void set_app_workers(int n) = 0;
-  virtual void on_app(const std::vector<AppUpdate>& updates, std::vector<ModuleEvent>& out, int worker) = 0;
+  virtual void on_app(std::span<const AppUpdate> updates, std::vector<ModuleEvent>& out, int worker) = 0;
   virtual void on_app_end() = 0;
   uint16_t index = 0;       // position in the pipeline
   uint32_t state_off = 0;   // its slice of the per-flow module state
@@ -198,9 +203,12 @@ class ModuleSet {
   void account_verdicts(const PacketBatch& b, ModuleOutput& out);
   // Runs the chunks through the application layer and appends the modules' events on them.
   void app_events(const std::vector<StreamChunk>& chunks, std::span<const uint8_t> bytes);
-  // Starts the application layer (threads: AppShards') and tells the modules its workers.
+  // Starts the application layer (threads: AppShards') with c as the modules amend it, and
+  // tells the modules its workers.
   void start_app_layer(const AppLayerConfig& c, int threads);
   std::shared_ptr<AppShards> app_;
+  AppLayerConfig app_cfg_;  // the configuration it started with, before the modules' amendments
+  int app_threads_ = 0;
   std::vector<std::vector<ModuleEvent>> shard_events_;  // per shard: its modules' events of the batch
   int app_udp_ = -1;  // the app-udp module's position
   std::vector<AppDatagram> datagrams_;

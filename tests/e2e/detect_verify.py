@@ -110,6 +110,10 @@ def translate_args(spec, test_dir):
     return ours, None
 
 
+# The optional features of Suricata's builds that gaspp has (suricata-verify's feature names).
+HAVE_FEATURES = {"HAVE_JA3"}
+
+
 def run_one(gaspp, test_dir, spec, backend, prefilter, classes=None):
     # The capture: test.yaml's `pcap`, else the directory's one capture (suricata-verify's rule).
     if isinstance(spec.get("pcap"), str):
@@ -127,6 +131,10 @@ def run_one(gaspp, test_dir, spec, backend, prefilter, classes=None):
         rule_files = [os.path.join(test_dir, spec["rules"])]
     else:
         rule_files = sorted(os.path.join(test_dir, f) for f in os.listdir(test_dir) if f.endswith(".rules"))
+    # suricata-verify's `skip`: the test is not for builds with a feature gaspp has (JA3).
+    for entry in spec.get("skip") or []:
+        if isinstance(entry, dict) and entry.get("feature") in HAVE_FEATURES:
+            return "skip", f"not for builds with {entry['feature']}"
     checks = alert_checks(spec)
     if not checks:
         return "skip", "no alert checks"

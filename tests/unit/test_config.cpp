@@ -134,6 +134,19 @@ TEST(Config, ActionOrderAlertMaxAndEveAlertSwitches) {
 }
 
 // eve-log's files force-hash, as Suricata's list: the hashes each extracted file gets.
+// The settings that decide what rules may require: tls.ja3-fingerprints (`requires: feature ja3`)
+// and smtp.mime.body-md5 (the email.body_md5 keyword), given to the rules' parsers as options.
+TEST(Config, Ja3FingerprintsAndBodyMd5ReachTheRuleParsers) {
+  const FileConfig c = load_config(write_yaml(
+      "app-layer:\n  protocols:\n    tls:\n      ja3-fingerprints: no\n    smtp:\n      mime:\n        body-md5: auto\n"));
+  EXPECT_EQ(c.vars.at("ja3-fingerprints"), "no");
+  EXPECT_EQ(c.vars.at("smtp-body-md5"), "auto");
+  EXPECT_EQ(load_config(write_yaml("app-layer:\n  protocols:\n    tls:\n      ja3-fingerprints: yes\n")).vars.at("ja3-fingerprints"), "yes");
+  EXPECT_EQ(load_config(write_yaml("app-layer:\n  protocols:\n    http:\n      enabled: yes\n")).vars.count("ja3-fingerprints"), 0u);
+  EXPECT_NE(error_of(write_yaml("app-layer:\n  protocols:\n    smtp:\n      mime:\n        body-md5: maybe\n")).find("body-md5"),
+            std::string::npos);
+}
+
 TEST(Config, FilesForceHash) {
   const FileConfig c = load_config(write_yaml(
       "outputs:\n  - eve-log:\n      types:\n        - files:\n            force-hash: [md5, sha256]\n"));
@@ -165,7 +178,7 @@ TEST(Config, RealSuricataYaml) {
       EXPECT_EQ(c.flow_timeouts->normal[p][s], d.normal[p][s]);
       EXPECT_EQ(c.flow_timeouts->emergency[p][s], d.emergency[p][s]);
     }
-  for (const char* s : {"outputs (all but eve-log's alert payload, packet, verdict and metadata, and files force-hash)", "af-packet", "app-layer (all but the HTTP body and decompression limits and lzma)",
+  for (const char* s : {"outputs (all but eve-log's alert payload, packet, verdict and metadata, and files force-hash)", "af-packet", "app-layer (all but the HTTP body and decompression limits, lzma, tls.ja3-fingerprints and smtp.mime.body-md5)",
                         "stream (all but reassembly.urgent)", "detect"})
     EXPECT_NE(std::find(c.ignored.begin(), c.ignored.end(), s), c.ignored.end()) << s;
   // Its defrag section, in Suricata's size syntax ("32 MiB"): the defaults, which are ours.

@@ -127,6 +127,47 @@ TEST(Transforms, ApplyAsSuricataDoes) {
   }
 }
 
+// Suricata's `requires` (gaspp follows 8.0.7, rules.hpp): a rule whose requirements fail is
+// skipped before the rest is read, whatever else it holds; the signature parser and the header
+// rules' parser each check the keywords against what they read.
+TEST(Requires, RulesForOtherVersionsAndBuildsAreSkipped) {
+  struct Case {
+    const char* rule;
+    const char* signature;  // the start of parse_signature's answer
+    const char* rule_only;  // the start of parse_rule's (the firewall's header rules)
+  };
+  const Case cases[] = {
+      {"alert tcp any any -> any any (content:\"a\"; requires: version >= 8; sid:1;)", "", "skip:keyword content"},
+      {"alert tcp any any -> any any (content:\"a\"; requires: version >= 7 < 8; sid:1;)", "skip:requires version", "skip:requires version"},
+      {"alert tcp any any -> any any (requires: version >= 7.0.3 < 8 | >= 8.0.7; sid:1;)", "", ""},
+      {"alert tcp any any -> any any (requires: version >= 7.0.3 < 8 | >= 8.0.8; sid:1;)", "skip:requires version", "skip:requires version"},
+      {"alert tcp any any -> any any (requires: version > 8.0.6 <= 8.0.7; sid:1;)", "", ""},
+      {"alert tcp any any -> any any (requires: version >= 9.0.0, keyword sid; sid:1;)", "skip:requires version", "skip:requires version"},
+      {"alert tcp any any -> any any (requires: version >= 8.0.0, keyword sid; sid:1;)", "", ""},
+      {"alert tcp any any -> any any (requires: version >= 8, keyword foobar; sid:1;)", "skip:requires keyword foobar", "skip:requires keyword foobar"},
+      {"alert smtp any any -> any any (requires: keyword email.body_md5; email.body_md5; content:\"0\"; sid:1;)", "", "skip:"},
+      {"alert tcp any any -> any any (requires: keyword stream_size; sid:1;)", "skip:requires keyword stream_size", "skip:requires keyword"},
+      {"alert tls any any -> any any (requires: feature ja3; ja3.hash; content:\"a\"; sid:1;)", "", "skip:"},
+      {"alert tcp any any -> any any (requires: feature ja4; sid:1;)", "skip:requires feature ja4", "skip:requires feature ja4"},
+      {"alert tcp any any -> any any (requires: color blue; sid:1;)", "skip:requires: unknown requirement", "skip:requires: unknown requirement"},
+      {"alert tcp any any -> any any (requires: version 9; sid:1;)", "skip:requires: bad version", "skip:requires: bad version"},
+      {"alert tcp any any -> any any (requires: version >= 8, version < 9; sid:1;)", "skip:requires: version given twice", "skip:requires: version given twice"},
+      // Skipped before what this version cannot read (Suricata's requires-ok test).
+      {"alert vxlan any any -> any any (requires: version >= 10; sid:1;)", "skip:requires version", "skip:requires version"},
+      {"alert udp any any -> any any (vxlan_vni:10; requires: version >= 10; sid:2;)", "skip:requires version", "skip:requires version"},
+      {"alert http any any => any any (requires: version >= 10; sid:3;)", "skip:requires version", "skip:requires version"},
+      {"alert tcp any any -> any any (frame:smtp.not_supported; requires: version >= 10; sid:4;)", "skip:requires version", "skip:requires version"},
+  };
+  for (const Case& c : cases) {
+    Signature s;
+    const std::string r = parse_signature(c.rule, RuleVars{}, s);
+    EXPECT_EQ(r.substr(0, std::strlen(c.signature)), c.signature) << c.rule << " -> " << r;
+    Rule h;
+    const std::string f = parse_rule(c.rule, RuleVars{}, h);
+    EXPECT_EQ(f.substr(0, std::strlen(c.rule_only)), c.rule_only) << c.rule << " -> " << f;
+  }
+}
+
 TEST(Transforms, RulesAreCheckedAsSuricataChecksThem) {
   struct Case {
     const char* rule;

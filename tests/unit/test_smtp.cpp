@@ -1,9 +1,15 @@
 // The SMTP parser (applayer/smtp.hpp): sessions written out with the mails Suricata's SMTP parser
 // gives for them (envelope, header fields, where a mail ends), each fed whole, with the client's
 // bytes cut at every position, and in 1-, 7- and 65536-byte pieces; the line limit and gaps; BDAT.
+// The header fields as Suricata's MIME parser keeps them (the email.* buffers) and the body's MD5
+// against OpenSSL's over the body as sent.
 #include <gtest/gtest.h>
+#include <openssl/evp.h>
 
+#include <cctype>
+#include <cstdio>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "applayer/smtp.hpp"
@@ -22,6 +28,8 @@ struct Mail {
   bool data, message_done;
   std::string from, subject;
   std::vector<std::string> to, cc;
+  std::vector<std::pair<std::string, std::string>> fields;  // SmtpTx::headers
+  std::string body;  // the body as sent, whose MD5 SmtpTx::body_md5 is ("": none)
 };
 
 struct Case {
@@ -50,7 +58,9 @@ const std::vector<Case>& cases() {
         {0, "QUIT\r\n"},
         {1, "221 bye\r\n"}},
        {{"client.example", "<a@example.com>", {"<b@example.org>", "<c@example.org>"}, true, true, "A <a@example.com>",
-         "hi\tthere", {"b@example.org", "c@example.org"}, {"d@x"}}}},
+         "hi\tthere", {"b@example.org", "c@example.org"}, {"d@x"},
+         {{"From", "A <a@example.com>"}, {"To", "b@example.org,c@example.org"}, {"Cc", "d@x"}, {"Subject", "hithere"}},
+         "..dot line\r\nbody\r\n"}}},
       {"two mails, RSET, refused DATA",
        {{1, "220 mx\r\n"},
         {0, "HELO h\r\n"},
@@ -67,8 +77,8 @@ const std::vector<Case>& cases() {
         {1, "554 no recipients\r\n"},
         {0, "MAIL FROM:<w@a>\r\n"},
         {1, "250 ok\r\n"}},
-       {{"h", "<x@a>", {}, false, false, "", "", {}, {}},
-        {"h", "<y@a>", {"<z@b>"}, false, false, "", "", {}, {}}}},
+       {{"h", "<x@a>", {}, false, false, "", "", {}, {}, {}, ""},
+        {"h", "<y@a>", {"<z@b>"}, false, false, "", "", {}, {}, {}, ""}}},
       {"pipelining: data mode at DATA",
        {{1, "220 mx\r\n"},
         {0, "EHLO p\r\n"},
@@ -76,7 +86,19 @@ const std::vector<Case>& cases() {
         {0, "MAIL FROM:<p@q>\r\nRCPT TO:<r@s>\r\nDATA\r\nSubject: piped\r\n\r\nx\r\n.\r\n"},
         {1, "250 ok\r\n250 ok\r\n354 go\r\n250 queued\r\n"},
         {0, "QUIT\r\n"}},
-       {{"p", "<p@q>", {"<r@s>"}, true, true, "", "piped", {}, {}}}},
+       {{"p", "<p@q>", {"<r@s>"}, true, true, "", "piped", {}, {}, {{"Subject", "piped"}}, "x\r\n"}}},
+      {"header fields as Suricata keeps them",
+       {{1, "220 mx\r\n"},
+        {0, "HELO f\r\nMAIL FROM:<f@g>\r\nRCPT TO:<h@i>\r\nDATA\r\n"},
+        {1, "250 mx\r\n250 ok\r\n250 ok\r\n354 go\r\n"},
+        {0, "Received: from a (a [10.0.0.1]) by b;\r\n\t Thu, 10 Apr 2025 12:00:00 -0000\r\nno colon here\r\n"
+            "Received:from c\r\nX-Mailer: \t tool 1.0 \r\nSubject  : spaced name\r\n\r\nline one\nline two\r\n"},
+        {0, ".\r\n"},
+        {1, "250 queued\r\n"}},
+       {{"f", "<f@g>", {"<h@i>"}, true, true, "", "", {}, {},
+         {{"Received", "from a (a [10.0.0.1]) by b; Thu, 10 Apr 2025 12:00:00 -0000"}, {"Received", "from c"},
+          {"X-Mailer", "tool 1.0 "}, {"Subject  ", "spaced name"}},
+         "line one\nline two\r\n"}}},
       {"BDAT chunks: the message (a line cut across chunks), not commands",
        {{1, "220 mx\r\n"},
         {0, "EHLO b\r\n"},
@@ -87,7 +109,7 @@ const std::vector<Case>& cases() {
         {0, "BDAT 26 LAST\r\nnked\r\n\r\nMAIL FROM:<no@x>\r\n"},
         {1, "250 ok\r\n250 ok\r\n"},
         {0, "QUIT\r\n"}},
-       {{"b", "<a@b>", {"<c@d>"}, true, true, "", "chunked", {}, {}}}},
+       {{"b", "<a@b>", {"<c@d>"}, true, true, "", "chunked", {}, {}, {{"Subject", "chunked"}}, "MAIL FROM:<no@x>\r\n"}}},
       {"STARTTLS: the rest is not read",
        {{1, "220 mx\r\n"},
         {0, "EHLO t\r\n"},
@@ -98,6 +120,16 @@ const std::vector<Case>& cases() {
        {}},
   };
   return c;
+}
+
+std::string md5_hex(const std::string& s) {
+  unsigned char d[EVP_MAX_MD_SIZE];
+  unsigned n = 0;
+  EVP_Digest(s.data(), s.size(), d, &n, EVP_md5(), nullptr);
+  std::string h;
+  char b[3];
+  for (unsigned i = 0; i < n; ++i) std::snprintf(b, sizeof b, "%02x", d[i]), h += b;
+  return h;
 }
 
 void check(const SmtpConn& c, const Case& k, const std::string& how) {
@@ -117,6 +149,15 @@ void check(const SmtpConn& c, const Case& k, const std::string& how) {
     EXPECT_EQ(t.subject, m.subject) << k.name << " " << how;
     EXPECT_EQ(t.to, m.to) << k.name << " " << how;
     EXPECT_EQ(t.cc, m.cc) << k.name << " " << how;
+    EXPECT_EQ(t.headers, m.fields) << k.name << " " << how;
+    EXPECT_EQ(t.body_md5, m.body.empty() ? "" : md5_hex(m.body)) << k.name << " " << how;
+    if (!m.fields.empty()) {
+      EXPECT_EQ(t.header(std::string(m.fields[0].first.size(), 'x')), nullptr);
+      std::string lower = m.fields.back().first;
+      for (char& ch : lower) ch = char(std::tolower(uint8_t(ch)));
+      ASSERT_NE(t.header(lower), nullptr) << k.name;
+      EXPECT_EQ(*t.header(lower), m.fields.back().second) << k.name;
+    }
   }
 }
 
@@ -146,7 +187,7 @@ TEST(Smtp, MailsAsSuricataReadsThemAtEveryCut) {
   for (const Case& k : cases()) {
     for (size_t piece : {size_t(1), size_t(7), size_t(65536)}) {
       SmtpStats st;
-      SmtpConn c(st);
+      SmtpConn c(st, 512, 0, true);
       run(k, piece, -1, c);
       check(c, k, "pieces of " + std::to_string(piece));
     }
@@ -154,7 +195,7 @@ TEST(Smtp, MailsAsSuricataReadsThemAtEveryCut) {
     for (const Step& s : k.steps) client += s.dir == 0 ? s.bytes.size() : 0;
     for (size_t cut = 0; cut <= client; ++cut) {
       SmtpStats st;
-      SmtpConn c(st);
+      SmtpConn c(st, 512, 0, true);
       run(k, 65536, long(cut), c);
       check(c, k, "cut at " + std::to_string(cut));
     }

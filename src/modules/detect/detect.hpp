@@ -418,10 +418,12 @@ struct DetectModule {
     // per transaction update (applayer/app_layer.hpp); their matches are events of this module.
     // Also the signatures of the protocols it only detects (Signature::gate_proto).
     bool wants_app_layer() const { return !app_sigs_.empty() || gated_sigs_ > 0; }
+    // What the signatures need of the application layer's parsers (email.body_md5).
+    void amend_app_layer(AppLayerConfig& c) const { c.mail_body_md5 = c.mail_body_md5 || mail_body_md5_; }
     // on_app runs on several threads at once (ModuleInstance::on_app): each worker has its own
     // Hyperscan scratch, counters and alerts, merged by on_app_end.
     void set_app_workers(int n);
-    void on_app(const std::vector<AppUpdate>& updates, std::vector<ModuleEvent>& out, int worker);
+    void on_app(std::span<const AppUpdate> updates, std::vector<ModuleEvent>& out, int worker);
     void on_app_end();
     // No signature: no hook runs and no state is kept (a rule set of IP lists costs nothing here).
     uint32_t layers() const { return sigs_.empty() ? 0u : kLayers; }
@@ -466,7 +468,8 @@ struct DetectModule {
     uint32_t add_base64_list(const Signature& s, const std::vector<size_t>& which);
     void build_app_prefilter();
     std::vector<AppSig> app_sigs_;
-    bool smtp_envelope_sigs_ = false;  // an app signature reads a mail's envelope (app_proto 6)
+    bool smtp_envelope_sigs_ = false;  // an app signature reads a mail's fields (app_proto 6)
+    bool mail_body_md5_ = false;       // ... its body's MD5 (email.body_md5): the parser computes it
     bool http_header_sigs_ = false;    // one reads http.request_header or http.response_header
     std::shared_ptr<AppPrefilter> app_pf_;  // shared: its type is complete in detect_app.cpp only
     uint64_t app_updates_ = 0, app_candidates_ = 0, app_matches_ = 0;

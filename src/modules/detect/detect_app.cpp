@@ -220,12 +220,29 @@ struct TxBuffers {
       if (b == kBufSshSoftware) return hold(ssh->software[side], ssh->banner[side]);
       return false;
     }
-    if (smtp && b >= kBufSmtpHelo && b <= kBufSmtpRcptTo) {
+    if (smtp && mail_buf(b)) {
       // The envelope: the session's HELO/EHLO name, MAIL FROM's address, each RCPT TO's (an instance).
       if (side != 0) return false;
       if (b == kBufSmtpHelo) return hold(smtp->helo, !smtp->helo.empty());
       if (b == kBufSmtpMailFrom) return hold(smtp->mail_from, !smtp->mail_from.empty());
-      return index < smtp->rcpt_to.size() && hold(smtp->rcpt_to[index], !smtp->rcpt_to[index].empty());
+      if (b == kBufSmtpRcptTo) return index < smtp->rcpt_to.size() && hold(smtp->rcpt_to[index], !smtp->rcpt_to[index].empty());
+      // The body's MD5, once the message ended; the URLs found so far (each an instance).
+      if (b == kBufEmailBodyMd5) return hold(smtp->body_md5, !smtp->body_md5.empty());
+      if (b == kBufEmailUrl)
+        return smtp->mime && index < smtp->mime->urls().size() && hold(smtp->mime->urls()[index], true);
+      // The header fields, once the header block ended (as Suricata's main headers): the first
+      // field of the name, each Received field an instance.
+      if (!smtp->headers_done) return false;
+      const char* name = b == kBufEmailFrom       ? "from"
+                         : b == kBufEmailSubject   ? "subject"
+                         : b == kBufEmailTo        ? "to"
+                         : b == kBufEmailCc        ? "cc"
+                         : b == kBufEmailDate      ? "date"
+                         : b == kBufEmailMessageId ? "message-id"
+                         : b == kBufEmailXMailer   ? "x-mailer"
+                                                   : "received";
+      const std::string* v = smtp->header(name, b == kBufEmailReceived ? index : 0);
+      return v && hold(*v, true);
     }
     if (smtp) {
       // file.data (to the server, as the request body's buffer): the mail's files, one instance each.
@@ -399,6 +416,8 @@ void DetectModule::Host::add_app_sig(uint32_t i) {
   a.sig = i;
   a.proto = s.app_proto;
   smtp_envelope_sigs_ = smtp_envelope_sigs_ || s.app_proto == 6;
+  for (const SigOp& o : s.ops) mail_body_md5_ = mail_body_md5_ || base_buf(o.buf) == kBufEmailBodyMd5;
+  for (const auto& z : s.bsize) mail_body_md5_ = mail_body_md5_ || base_buf(z.first) == kBufEmailBodyMd5;
   a.per_instance = s.app_proto == 4;  // a mail's files
   for (const SigOp& o : s.ops) a.per_instance = a.per_instance || instance_buf(o.buf);
   for (const auto& z : s.bsize) a.per_instance = a.per_instance || instance_buf(z.first);
@@ -553,7 +572,7 @@ void DetectModule::Host::build_app_prefilter() {
   set_app_workers(int(std::max<size_t>(1, app_workers_.size())));
 }
 
-void DetectModule::Host::on_app(const std::vector<AppUpdate>& updates, std::vector<ModuleEvent>& out, int worker) {
+void DetectModule::Host::on_app(std::span<const AppUpdate> updates, std::vector<ModuleEvent>& out, int worker) {
   if (app_sigs_.empty() || !host_view_.sigs) return;
   AppWorker& w = app_workers_.at(size_t(worker));
   std::vector<uint32_t>& hits = w.hits;
@@ -575,8 +594,13 @@ void DetectModule::Host::on_app(const std::vector<AppUpdate>& updates, std::vect
     if (const SmtpTx* m = u.smtp()) {
       if (u.dir != 0) continue;
       if (m->mime && !m->mime->files().empty()) passes[np++] = Pass{4, t.instances_final, m->mime->files().size()};
-      if (smtp_envelope_sigs_ && (!m->helo.empty() || !m->mail_from.empty() || !m->rcpt_to.empty()))
-        passes[np++] = Pass{6, 0, std::max<size_t>(1, m->rcpt_to.size())};
+      if (smtp_envelope_sigs_ && (!m->helo.empty() || !m->mail_from.empty() || !m->rcpt_to.empty() || m->headers_done ||
+                                  (m->mime && !m->mime->urls().empty()))) {
+        // Instances: the recipients, the Received fields, the URLs (each multi-buffer its own).
+        size_t received = 0;
+        while (m->headers_done && m->header("received", received)) ++received;
+        passes[np++] = Pass{6, 0, std::max<size_t>({1, m->rcpt_to.size(), received, m->mime ? m->mime->urls().size() : 0})};
+      }
     } else {
       passes[np++] = Pass{uint8_t(u.tls() ? 2 : u.dns() ? 3 : u.ssh() ? 5 : 1), 0,
                           u.dns()   ? dns_instances(u.dns()->msg)
@@ -592,8 +616,7 @@ void DetectModule::Host::on_app(const std::vector<AppUpdate>& updates, std::vect
     for (int pi = 0; pi < np; ++pi) {
     const uint8_t proto = passes[pi].proto;
     const auto envelope_key = [](uint16_t key) {
-      const uint8_t b = base_buf(uint8_t(key % kBufCount));
-      return b >= kBufSmtpHelo && b <= kBufSmtpRcptTo;
+      return mail_buf(uint8_t(key % kBufCount));
     };
     for (size_t inst = passes[pi].first; inst < passes[pi].n; ++inst) {
     if (proto == 4 && inst == t.instances_final && !u.smtp()->mime->files()[inst].open()) ++t.instances_final;
@@ -602,7 +625,7 @@ void DetectModule::Host::on_app(const std::vector<AppUpdate>& updates, std::vect
     if (passes[pi].n > 1 && !u.smtp())
       for (auto it = t.scans.begin(); it != t.scans.end();)
         it = instance_buf(uint8_t(it->first % kBufCount)) ? t.scans.erase(it) : std::next(it);
-    const uint16_t scan_base = proto == 4 ? uint16_t(std::min<size_t>(inst, kMimeMaxFiles - 1) * 2 * kBufCount) : 0;
+    const uint32_t scan_base = proto == 4 ? uint32_t(std::min<size_t>(inst, kMimeMaxFiles - 1) * 2 * kBufCount) : 0;
     TxBuffers bufs(u.http() ? *u.http() : kNoHttp, u.tls(), u.dns(), u.smtp(), u.ssh(), inst, &t);
     cand.assign(app_pf_->nofp.begin(), app_pf_->nofp.end());
     for (const uint16_t key : app_pf_->keys) {
@@ -616,7 +639,7 @@ void DetectModule::Host::on_app(const std::vector<AppUpdate>& updates, std::vect
       // A buffer scanned before at the same size (a finished header, say) has the same hits. The
       // envelope's buffers are short and change per recipient: scanned every time.
       AppTx::Scan fresh;
-      AppTx::Scan& sc = proto == 6 ? fresh : t.scans[uint16_t(scan_base + key)];
+      AppTx::Scan& sc = proto == 6 ? fresh : t.scans[scan_base + key];
       if (sc.size != b->size()) {
         // Bodies only grow (appended as they are decoded), and so does a message once its headers
         // are done: a grown one is scanned from where a pattern ending in the new bytes can

@@ -214,13 +214,11 @@ DetectModule::Host::Host(const ModuleOptions& opt) : ModuleHost<DetectModule>({}
     } else if (k == "threshold-file") {
       threshold_file = v;
     } else if (alert_metadata_option(k, v, alert_meta_)) {
-    } else if (k.rfind("address.", 0) == 0) {
-      vars.addr[k.substr(8)] = v;
-    } else if (k.rfind("port.", 0) == 0) {
-      vars.port[k.substr(5)] = v;
+    } else if (std::string err; rule_vars_option(k, v, vars, err)) {
+      if (!err.empty()) throw std::invalid_argument("detect: " + err);
     } else {
       throw std::invalid_argument("detect: unknown option '" + k +
-                                  "' (rules, classification-file, threshold-file, metadata.flow|app-layer|rule.metadata|rule.raw, packet-alert-max, prefilter, matcher, mpm-cache, firewall, payload, packet, verdict, action-order, address.NAME, port.NAME)");
+                                  "' (rules, classification-file, threshold-file, ja3-fingerprints, smtp-body-md5, metadata.flow|app-layer|rule.metadata|rule.raw, packet-alert-max, prefilter, matcher, mpm-cache, firewall, payload, packet, verdict, action-order, address.NAME, port.NAME)");
     }
   }
   const std::set<std::string> read = leave_to_firewall ? flowbits_read(files, vars) : std::set<std::string>{};

@@ -138,7 +138,10 @@ const BufName kStickyBuffers[] = {
     {"ja3.string", kBufJa3String}, {"ja3s.hash", kBufJa3sHash}, {"ja3s.string", kBufJa3sString},
     {"ssh.proto", kBufSshProto}, {"ssh_proto", kBufSshProto}, {"ssh.software", kBufSshSoftware},
     {"ssh_software", kBufSshSoftware}, {"smtp.helo", kBufSmtpHelo}, {"smtp.mail_from", kBufSmtpMailFrom},
-    {"smtp.rcpt_to", kBufSmtpRcptTo},
+    {"smtp.rcpt_to", kBufSmtpRcptTo}, {"email.from", kBufEmailFrom}, {"email.subject", kBufEmailSubject},
+    {"email.to", kBufEmailTo}, {"email.cc", kBufEmailCc}, {"email.date", kBufEmailDate},
+    {"email.message_id", kBufEmailMessageId}, {"email.x_mailer", kBufEmailXMailer},
+    {"email.received", kBufEmailReceived}, {"email.url", kBufEmailUrl}, {"email.body_md5", kBufEmailBodyMd5},
 };
 // Content modifiers: the content right before them inspects the buffer.
 const BufName kContentModifiers[] = {
@@ -163,6 +166,26 @@ int find_buf(const BufName* t, size_t n, const std::string& k) {
   for (size_t i = 0; i < n; ++i)
     if (k == t[i].name) return t[i].buf;
   return -1;
+}
+
+// Whether parse_signature reads keyword k (for `requires: keyword K`): the sticky buffers, the
+// content modifiers, the transforms and the options of its loop. Known keywords whose every use
+// is skipped (stream_size, tag, ...) are not listed: a rule that requires them would not load.
+bool signature_keyword_known(const std::string& k, const RuleVars& vars) {
+  if (std::find(vars.keywords_off.begin(), vars.keywords_off.end(), k) != vars.keywords_off.end()) return false;
+  static const char* const kOptions[] = {
+      "content", "uricontent", "nocase", "depth", "offset", "distance", "within", "startswith", "endswith",
+      "fast_pattern", "rawbytes", "pcre", "isdataat", "byte_test", "byte_jump", "byte_extract", "pkt_data",
+      "base64_decode", "base64_data", "dsize", "itype", "icode", "ttl", "tcp.mss", "ip_proto", "seq", "ack",
+      "window", "flags", "tcp.flags", "flow", "flowbits", "xbits", "hostbits", "app-layer-event", "prefilter",
+      "flowint", "noalert", "bsize", "tls.version", "dns.opcode", "dns.rcode", "dns.rrtype", "urilen", "requires"};
+  if (name_keyword(k) || find_buf(kStickyBuffers, std::size(kStickyBuffers), k) >= 0 ||
+      find_buf(kContentModifiers, std::size(kContentModifiers), k) >= 0 ||
+      std::any_of(std::begin(kOptions), std::end(kOptions), [&](const char* o) { return k == o; }))
+    return true;
+  Transform t;
+  std::string why;
+  return parse_transform(k, "", t, why) && !starts_with(why, "skip:");
 }
 
 // The buffer of an option that names none: the sticky buffer in force, or, for a relative
@@ -623,14 +646,15 @@ std::string finish(Signature& s) {
     s.gate_proto = s.rule.app_proto == "http1" ? "http" : s.rule.app_proto;
   }
   if (s.gate_proto == "smtp" && s.app) {
-    // A mail's buffers, one part of it a signature: its envelope (applayer/smtp.hpp: smtp.helo,
-    // smtp.mail_from, smtp.rcpt_to) or its attachments (applayer/mime.hpp: file.data, each file an
+    // A mail's buffers, one part of it a signature: its fields (applayer/smtp.hpp: the envelope's
+    // smtp.helo, smtp.mail_from, smtp.rcpt_to, the message's email.* header fields and body MD5) or
+    // its attachments (applayer/mime.hpp: file.data, each file an
     // instance, and what base64_data decodes of it).
-    const auto envelope = [](uint8_t b) { return base_buf(b) >= kBufSmtpHelo && base_buf(b) <= kBufSmtpRcptTo; };
+    const auto envelope = [](uint8_t b) { return mail_buf(b); };
     const bool env = std::any_of(s.ops.begin(), s.ops.end(), [&](const SigOp& o) { return envelope(o.buf); }) ||
                      std::any_of(s.bsize.begin(), s.bsize.end(), [&](const auto& z) { return envelope(z.first); });
     const auto in_part = [&](uint8_t b) { return env ? envelope(b) : base_buf(b) == kBufHttpResponseBody; };
-    const std::string part = env ? "the envelope's buffers" : "file.data";
+    const std::string part = env ? "the mail's fields" : "file.data";
     if (!env && std::none_of(s.ops.begin(), s.ops.end(), [&](const SigOp& o) { return in_part(o.buf); }))
       return "skip:app-layer:base64_decode on packet or stream data (it is read on the application layer's buffers)";
     for (const SigOp& o : s.ops)
@@ -683,7 +707,7 @@ std::string finish(Signature& s) {
                  ? 2
              : b == kBufDnsQuery || b == kBufDnsQueryDot || (b >= kBufDnsQueriesRrname && b <= kBufDnsResponseRrname) ? 3
              : b == kBufSshProto || b == kBufSshSoftware ? 5
-             : b >= kBufSmtpHelo && b <= kBufSmtpRcptTo  ? 6
+             : mail_buf(b)                               ? 6
                                                          : 1;
     };
     for (const SigOp& o : s.ops) {
@@ -701,7 +725,7 @@ std::string finish(Signature& s) {
     if (s.app_proto == 5 || s.app_proto == 6)
       for (const SigOp& o : s.ops)
         if (o.buf == kBufPayload)
-          return std::string("skip:app-layer:") + (s.app_proto == 5 ? "ssh payload beside ssh buffers" : "smtp payload beside the envelope's buffers");
+          return std::string("skip:app-layer:") + (s.app_proto == 5 ? "ssh payload beside ssh buffers" : "smtp payload beside the mail's fields");
     if (s.app_proto != 3) {
       if (s.rule.proto != 6 && s.rule.proto != 0) return "error:an http or tls rule that is not TCP";
       s.rule.proto = 6;
@@ -770,6 +794,8 @@ int sig_buf_side(uint8_t b) {
     case kBufTlsCerts: case kBufJa3sHash: case kBufJa3sString:
       return 1;
     case kBufSmtpHelo: case kBufSmtpMailFrom: case kBufSmtpRcptTo: case kBufHttpRequestHeader:
+    case kBufEmailFrom: case kBufEmailSubject: case kBufEmailTo: case kBufEmailCc: case kBufEmailDate:
+    case kBufEmailMessageId: case kBufEmailXMailer: case kBufEmailReceived: case kBufEmailUrl: case kBufEmailBodyMd5:
     case kBufHttpUri: case kBufHttpUriRaw: case kBufHttpMethod: case kBufHttpProtocol: case kBufHttpRequestLine:
     case kBufHttpHost: case kBufHttpHostRaw: case kBufHttpUserAgent: case kBufHttpRequestBody: case kBufHttpReferer:
     case kBufHttpAccept: case kBufHttpAcceptEnc: case kBufHttpAcceptLang: case kBufHttpConnection: case kBufTlsSni:
@@ -785,7 +811,13 @@ int sig_buf_side(uint8_t b) {
 bool instance_buf(uint8_t b) {
   b = base_buf(b);
   return b == kBufDnsQuery || b == kBufDnsQueryDot || (b >= kBufDnsQueriesRrname && b <= kBufDnsResponseRrname) ||
-         b == kBufTlsCerts || b == kBufSmtpRcptTo || b == kBufHttpRequestHeader || b == kBufHttpResponseHeader;
+         b == kBufTlsCerts || b == kBufSmtpRcptTo || b == kBufEmailReceived || b == kBufEmailUrl ||
+         b == kBufHttpRequestHeader || b == kBufHttpResponseHeader;
+}
+
+bool mail_buf(uint8_t b) {
+  b = base_buf(b);
+  return b >= kBufSmtpHelo && b <= kBufEmailBodyMd5;
 }
 
 uint64_t SignatureSet::skipped() const {
@@ -826,7 +858,15 @@ std::string parse_signature(const std::string& text, const RuleVars& vars, Signa
   uint8_t cur_buf = kBufPayload;  // the sticky buffer in force
   std::vector<Transform> pending;  // transforms after it not yet registered (transform.hpp)
   for (auto& [k, v] : opts) {
+    if (k == "requires") {
+      // Versions and features held (parse_rule_head); the keywords are checked here.
+      for (const std::string& kw : out.rule.requires_keywords)
+        if (!signature_keyword_known(kw, vars)) return "skip:requires keyword " + kw;
+      continue;
+    }
     if (const int b = find_buf(kStickyBuffers, std::size(kStickyBuffers), k); b >= 0) {
+      if (std::find(vars.keywords_off.begin(), vars.keywords_off.end(), k) != vars.keywords_off.end())
+        return "error:keyword " + k + " is turned off by the configuration";
       // `http.content_type: to_server`: Suricata 8's direction for a buffer of either side, in a
       // transactional rule; the buffers here inspect the side they are met on.
       if (v == "to_server" || v == "to_client") return "skip:keyword " + k + " with a direction (" + v + ")";

@@ -41,7 +41,12 @@
 //                      identification string's version and software; the protocol `ssh` in the
 //                      header with them
 //   SMTP               file.data (a mail's attachments, each an instance), smtp.helo,
-//                      smtp.mail_from, smtp.rcpt_to (each recipient an instance), on `alert smtp`
+//                      smtp.mail_from, smtp.rcpt_to (each recipient an instance); the message's
+//                      header fields once its header block ended (email.from, email.subject,
+//                      email.to, email.cc, email.date, email.message_id, email.x_mailer: the first
+//                      such field as written; email.received: each Received field, email.url: each
+//                      URL found, multi-buffers) and email.body_md5 (hex, once the message
+//                      ended); on `alert smtp`
 //   DNS                dns.query (dns_query: each question's name of a request, a multi-buffer);
 //                      dns.queries.rrname, dns.answers.rrname (dns.answer.name),
 //                      dns.authorities.rrname, dns.additionals.rrname (each record's name, either
@@ -122,16 +127,22 @@ enum SigBuf : uint8_t {
   kBufJa3sHash, kBufJa3sString,
   // SSH's identification strings (either side: the client's to the server, the server's to the client)
   kBufSshProto, kBufSshSoftware,
-  // a mail's envelope (to the server): HELO/EHLO's name, MAIL FROM's and each RCPT TO's address
+  // a mail's envelope (to the server): HELO/EHLO's name, MAIL FROM's and each RCPT TO's address;
+  // then its message's header fields (email.*; received and url are multi-buffers) and body MD5
   kBufSmtpHelo, kBufSmtpMailFrom, kBufSmtpRcptTo,
+  kBufEmailFrom, kBufEmailSubject, kBufEmailTo, kBufEmailCc, kBufEmailDate, kBufEmailMessageId, kBufEmailXMailer,
+  kBufEmailReceived, kBufEmailUrl, kBufEmailBodyMd5,
   // base64_data: what the signature's base64_decode decoded (not a transaction's buffer)
   kBufBase64,
   // a sticky buffer with transforms (transform.hpp): registered per process, kMaxDerivedBufs ids
   kBufDerived,
   kBufCount = kBufDerived + kMaxDerivedBufs
 };
-static_assert(kBufCount <= 128, "a mail's per-file scan keys (file index * 2 * kBufCount + key) must fit 16 bits");
+static_assert(kBufCount <= 255, "buffer ids are bytes");
 const char* sig_buf_name(uint8_t b);
+// Whether b (or the buffer b transforms) is one of a mail's fields: its envelope, header fields or
+// body MD5 (the buffers of an `alert smtp` signature's envelope pass; detect_app.cpp).
+bool mail_buf(uint8_t b);
 // Whether b (or the buffer b transforms) has instances (a multi-buffer: the DNS names, tls.certs,
 // a mail's recipients, the HTTP headers one by one; a mail's files, file.data, too, which is the
 // body buffer of HTTP's and not counted here).

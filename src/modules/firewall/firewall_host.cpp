@@ -43,13 +43,11 @@ FirewallModule::Host::Host(const ModuleOptions& opt) : ModuleHost<FirewallModule
     } else if (k == "threshold-file") {
       threshold_file = v;
     } else if (alert_metadata_option(k, v, alert_meta_)) {
-    } else if (k.rfind("address.", 0) == 0) {
-      vars.addr[k.substr(8)] = v;
-    } else if (k.rfind("port.", 0) == 0) {
-      vars.port[k.substr(5)] = v;
+    } else if (std::string err; rule_vars_option(k, v, vars, err)) {
+      if (!err.empty()) throw std::invalid_argument("firewall: " + err);
     } else {
       throw std::invalid_argument("firewall: unknown option '" + k +
-                                  "' (rules, firewall-rules, classification-file, threshold-file, metadata.flow|app-layer|rule.metadata|rule.raw, detect, payload, packet, verdict, action-order, address.NAME, port.NAME)");
+                                  "' (rules, firewall-rules, classification-file, threshold-file, ja3-fingerprints, smtp-body-md5, metadata.flow|app-layer|rule.metadata|rule.raw, detect, payload, packet, verdict, action-order, address.NAME, port.NAME)");
     }
   }
   for (const std::string& f : files)

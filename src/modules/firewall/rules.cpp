@@ -418,6 +418,17 @@ std::string parse_rule_head(const std::string& text, const RuleVars& vars, Rule&
   const size_t open = text.find('(');
   if (open == std::string::npos || text.find_last_of(')') == std::string::npos || text.find_last_of(')') < open)
     return "error:no option list '( ... )'";
+  // `requires` first, as Suricata reads it: a rule for another version or build is skipped
+  // whatever else it holds (a protocol or keyword this one does not know). The substring test
+  // keeps the second split off every other rule.
+  if (text.find("requires", open) != std::string::npos) {
+    std::vector<std::pair<std::string, std::string>> all;
+    std::string why;
+    if (split_options(text.substr(open + 1, text.find_last_of(')') - open - 1), all, why))
+      for (const auto& [k, v] : all)
+        if (k == "requires")
+          if (std::string r = check_requires(v, vars.features, out.requires_keywords); !r.empty()) return r;
+  }
   const std::string header = text.substr(0, open);
   std::vector<std::string> f;
   {
@@ -520,10 +531,90 @@ std::string parse_rule_head(const std::string& text, const RuleVars& vars, Rule&
   return "";
 }
 
+bool rule_vars_option(const std::string& k, const std::string& v, RuleVars& vars, std::string& err) {
+  if (k.rfind("address.", 0) == 0) vars.addr[k.substr(8)] = v;
+  else if (k.rfind("port.", 0) == 0) vars.port[k.substr(5)] = v;
+  else if (k != "ja3-fingerprints" && k != "smtp-body-md5") return false;
+  else if (v != "yes" && v != "no" && v != "auto") err = k + " is yes, no or auto, not '" + v + "'";
+  else if (v == "no" && k == "ja3-fingerprints") std::erase(vars.features, "ja3");
+  else if (v == "no") vars.keywords_off.push_back("email.body_md5");
+  return true;
+}
+
+bool name_keyword(const std::string& k) {
+  return std::any_of(std::begin(kHeaderOnly), std::end(kHeaderOnly), [&](const char* h) { return k == h; });
+}
+
+std::string check_requires(const std::string& v, const std::vector<std::string>& features, std::vector<std::string>& keywords) {
+  // A version: 1 to 3 numbers separated by dots ("9", "7.0.3"); -1 when it does not parse.
+  const auto version = [](const std::string& t, size_t& i, int out[3]) {
+    out[0] = out[1] = out[2] = 0;
+    for (int part = 0; part < 3; ++part) {
+      size_t n = 0;
+      int x = 0;
+      while (i < t.size() && std::isdigit(uint8_t(t[i])) && n < 3) x = x * 10 + (t[i++] - '0'), ++n;
+      if (!n || x > 255) return false;
+      out[part] = x;
+      if (i >= t.size() || t[i] != '.') break;
+      ++i;
+    }
+    return true;
+  };
+  const int have[3] = {kRulesVersion[0], kRulesVersion[1], kRulesVersion[2]};
+  const auto cmp = [&](const int w[3]) {
+    for (int j = 0; j < 3; ++j)
+      if (have[j] != w[j]) return have[j] < w[j] ? -1 : 1;
+    return 0;
+  };
+  std::stringstream ss(v);
+  bool versions = false;
+  for (std::string item; std::getline(ss, item, ',');) {
+    const std::string t = trim(item);
+    if (t.empty()) continue;
+    const size_t sp = t.find_first_of(" \t");
+    const std::string key = t.substr(0, sp), val = sp == std::string::npos ? "" : trim(t.substr(sp));
+    if (key == "keyword") {
+      if (val.empty()) return "skip:requires: keyword without a name";
+      keywords.push_back(val);
+    } else if (key == "feature") {
+      // The optional features of Suricata's builds that gaspp provides (ja4, file-store, lua, ... it has not).
+      if (std::find(features.begin(), features.end(), val) == features.end()) return "skip:requires feature " + val;
+    } else if (key == "version") {
+      if (versions) return "skip:requires: version given twice";
+      versions = true;
+      // Alternatives separated by '|', each comparisons that must all hold.
+      bool any = false;
+      std::stringstream alts(val);
+      for (std::string alt; std::getline(alts, alt, '|');) {
+        const std::string a = trim(alt);
+        size_t i = 0;
+        bool all = true, parsed = false;
+        while (i < a.size()) {
+          while (i < a.size() && a[i] == ' ') ++i;
+          if (i >= a.size()) break;
+          std::string op;
+          while (i < a.size() && (a[i] == '<' || a[i] == '>' || a[i] == '=')) op += a[i++];
+          if (op != ">=" && op != ">" && op != "<=" && op != "<") return "skip:requires: bad version expression '" + val + "'";
+          while (i < a.size() && a[i] == ' ') ++i;
+          int w[3];
+          if (!version(a, i, w)) return "skip:requires: bad version expression '" + val + "'";
+          const int c = cmp(w);
+          all = all && (op == ">=" ? c >= 0 : op == ">" ? c > 0 : op == "<=" ? c <= 0 : c < 0);
+          parsed = true;
+        }
+        if (!parsed) return "skip:requires: bad version expression '" + val + "'";
+        any = any || all;
+      }
+      if (!any) return "skip:requires version " + val;
+    } else {
+      return "skip:requires: unknown requirement '" + key + "'";
+    }
+  }
+  return "";
+}
+
 bool apply_name_option(const std::string& k, const std::string& v, Rule& out, std::string& err) {
-  bool header_only = false;
-  for (const char* h : kHeaderOnly) header_only = header_only || k == h;
-  if (!header_only) return false;
+  if (!name_keyword(k)) return false;
   if (k == "msg") {
     if (v.size() < 2 || v.front() != '"' || v.back() != '"') {
       err = "msg must be a quoted string, not " + v;
@@ -609,6 +700,16 @@ std::string parse_rule(const std::string& text, const RuleVars& vars, Rule& out,
       }
       if (k == "threshold" || k == "detection_filter" || k == "flowbits")
         return "skip:keyword " + k + " in a firewall rule";
+    }
+    if (k == "requires") {
+      // Versions and features held (parse_rule_head); the keywords are this parser's to know.
+      for (const std::string& kw : out.requires_keywords) {
+        static const char* const kFirewall[] = {"alert", "http.method", "http.stat_code", "content", "nocase", "flow", "tcp.session"};
+        const bool known = name_keyword(kw) || kw == "flowbits" || kw == "requires" ||
+                           (fw && std::any_of(std::begin(kFirewall), std::end(kFirewall), [&](const char* f) { return kw == f; }));
+        if (!known) return "skip:requires keyword " + kw;
+      }
+      continue;
     }
     if (k == "flowbits") {
       const std::string cmd = trim(v.substr(0, v.find(',')));

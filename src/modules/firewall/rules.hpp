@@ -123,6 +123,9 @@ struct Rule {
   std::string file;
   uint32_t line = 0;
   std::string text;  // the rule as written (continued lines joined): EVE's alert.rule
+  // `requires: keyword K`: the keywords the rule needs; each parser checks them against the
+  // keywords it knows (parse_rule_head checks versions and features).
+  std::vector<std::string> requires_keywords;
 };
 
 // A rule's identity, as threshold.config names it.
@@ -132,6 +135,13 @@ struct RuleId {
 
 struct RuleVars {
   std::map<std::string, std::string> addr, port;  // name without '$' → value text
+  // The optional features of Suricata's builds this run provides (`requires: feature F`): ja3,
+  // unless suricata.yaml's app-layer.protocols.tls.ja3-fingerprints is no (module option
+  // ja3-fingerprints=no), as Suricata provides it.
+  std::vector<std::string> features = {"ja3"};
+  // Keywords this run's configuration turns off: email.body_md5 with smtp.mime.body-md5 no
+  // (module option smtp-body-md5=no), as Suricata then does not register it.
+  std::vector<std::string> keywords_off;
   RuleVars();                                     // Suricata's defaults
 };
 
@@ -153,6 +163,11 @@ struct RuleSet {
 // firewall rules (ACTION:SCOPE with an explicit hook; Suricata's firewall-rule files).
 enum class RuleFile : uint8_t { detection, firewall };
 
+// A module option that sets the rules' parsing context: address.NAME, port.NAME (variables),
+// ja3-fingerprints and smtp-body-md5 (yes, no, auto: what RuleVars::features and keywords_off
+// say). False when `k` is none of them; a bad value sets `err`.
+bool rule_vars_option(const std::string& k, const std::string& v, RuleVars& vars, std::string& err);
+
 // Parses an address expression as a rule's source or destination ("any", a CIDR, a range, a
 // [list], !negation, $VAR): "" on success, else why not.
 std::string parse_addr_set(const std::string& text, const RuleVars& vars, AddrSet& out);
@@ -167,6 +182,18 @@ std::string parse_rule(const std::string& text, const RuleVars& vars, Rule& out,
 // tcp_stream, out.app_proto); parse_rule skips such rules.
 std::string parse_rule_head(const std::string& text, const RuleVars& vars, Rule& out,
                             std::vector<std::pair<std::string, std::string>>& opts, RuleFile kind = RuleFile::detection);
+// Suricata's `requires` option (rules for other versions or builds): the version of Suricata's
+// rule language gaspp follows, and the optional features it has. A rule whose requirements do not
+// hold is skipped ("skip:requires ...", counted, no error) whatever else it holds, as Suricata
+// skips it before parsing the rest: `version >= 7 < 8 | >= 9.0.99` (alternatives separated by |,
+// each a list of comparisons that must all hold), `feature F`, `keyword K` (the parser that
+// reads the rule checks K), several separated by commas. An unknown requirement fails.
+inline constexpr uint8_t kRulesVersion[3] = {8, 0, 7};
+// "" when `v` (the option's value) holds for this build and run (features: RuleVars::features),
+// else "skip:requires <why>"; the keywords it names are appended to `keywords`.
+std::string check_requires(const std::string& v, const std::vector<std::string>& features, std::vector<std::string>& keywords);
+// Whether `k` is a keyword that names a rule or limits its alerts (apply_name_option's).
+bool name_keyword(const std::string& k);
 // Applies an option that names a rule or limits its alerts (msg, sid, rev, gid, classtype,
 // reference, metadata, priority, target, threshold, detection_filter) to `out`; false when `k` is
 // not one of them. A bad value sets `err`.
