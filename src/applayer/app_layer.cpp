@@ -227,7 +227,8 @@ void AppLayer::decide(FlowApp& f, AppProto proto, bool turn) {
       break;
     case AppProto::smtp:
       ++stats_.flows_smtp;
-      f.smtp = std::make_unique<SmtpConn>(stats_.smtp, cfg_.http.max_txs, cfg_.file_hashes, cfg_.mail_body_md5);
+      f.smtp = std::make_unique<SmtpConn>(stats_.smtp, cfg_.http.max_txs, cfg_.file_hashes,
+                                          cfg_.mail_body_md5 || (cfg_.mail_md5_log & kMailMd5Body), cfg_.mail_md5_log);
       break;
     case AppProto::ftp: ++stats_.flows_ftp; break;
     case AppProto::dns:

@@ -65,6 +65,7 @@ struct AppLayerConfig {
   HttpLimits http;
   uint8_t file_hashes = 0;  // FileHash bits (mime.hpp): the hashes of each file (Suricata's force-hash)
   bool mail_body_md5 = false;  // each mail's body MD5 (smtp.hpp; email.body_md5, smtp.mime.body-md5)
+  uint8_t mail_md5_log = 0;    // kMailMd5* bits: the hashes EVE's email object logs (eve-log smtp md5)
   size_t max_flows = 1u << 20;
 };
 

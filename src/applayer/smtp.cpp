@@ -45,6 +45,19 @@ void split_list(std::string_view v, std::vector<std::string>& out, SmtpStats& st
   }
 }
 
+std::string hex(const unsigned char* d, unsigned n) {
+  static const char kHex[] = "0123456789abcdef";
+  std::string h;
+  for (unsigned i = 0; i < n; ++i) h += kHex[d[i] >> 4], h += kHex[d[i] & 15];
+  return h;
+}
+
+std::string md5_hex(const std::string& s) {
+  unsigned char d[EVP_MAX_MD_SIZE];
+  unsigned n = 0;
+  return EVP_Digest(s.data(), s.size(), d, &n, EVP_md5(), nullptr) == 1 ? hex(d, n) : std::string();
+}
+
 // Appends to a header value up to its cap; what does not fit is counted.
 void append_field(std::string& v, std::string_view add, SmtpStats& st) {
   const size_t room = kSmtpMaxLine * 4 - std::min(v.size(), kSmtpMaxLine * 4);
@@ -263,11 +276,8 @@ void SmtpConn::message_end(SmtpTx* t) {
   if (md5_active_) {
     unsigned char d[EVP_MAX_MD_SIZE];
     unsigned n = 0;
-    if (EVP_DigestFinal_ex(static_cast<EVP_MD_CTX*>(md5_), d, &n) == 1) {
-      static const char kHex[] = "0123456789abcdef";
-      t->body_md5.clear();
-      for (unsigned i = 0; i < n; ++i) t->body_md5 += kHex[d[i] >> 4], t->body_md5 += kHex[d[i] & 15];
-    }
+    if (EVP_DigestFinal_ex(static_cast<EVP_MD_CTX*>(md5_), d, &n) == 1) t->body_md5 = hex(d, n);
+    t->log_body_md5 = md5_log_ & kMailMd5Body;
     md5_active_ = false;
   }
   if (t->mime) t->mime->end();
@@ -336,6 +346,8 @@ void SmtpConn::message_content(SmtpTx* t, std::string_view l, std::string_view e
   if (l.empty()) {
     header_done();
     t->headers_done = true;
+    if (md5_log_ & kMailMd5Subject)
+      if (const std::string* s = t->header("subject")) t->subject_md5 = md5_hex(*s);
     touch(t);
   } else if (l[0] == ' ' || l[0] == '\t') {
     if (header_.size() < kSmtpMaxLine * 4) header_ += l;  // folded: the line break goes

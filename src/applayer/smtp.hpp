@@ -53,6 +53,8 @@ namespace gaspp {
 
 constexpr size_t kSmtpMaxLine = 4096;
 constexpr size_t kSmtpMaxRcpt = 1024;
+// The hashes EVE's email object logs (eve-log smtp md5: body, subject).
+constexpr uint8_t kMailMd5Body = 1, kMailMd5Subject = 2;
 
 struct SmtpStats {
   uint64_t txs = 0, lines_too_long = 0, gaps = 0, txs_dropped = 0, starttls = 0, bdat_invalid = 0, fields_dropped = 0;
@@ -72,6 +74,8 @@ struct SmtpTx : AppTx {
   // The header block's fields (name as written, value), in order (the email.* buffers).
   std::vector<std::pair<std::string, std::string>> headers;
   std::string body_md5;  // lowercase hex, once the message ended (with body_md5 on and a body line)
+  bool log_body_md5 = false;  // EVE's email object logs it (kMailMd5Body)
+  std::string subject_md5;    // hex MD5 of the first Subject field's value, once the header block ended (kMailMd5Subject)
   // The nth field named `lower` (lowercase; names compare without case), or null.
   const std::string* header(std::string_view lower, size_t nth = 0) const;
   // Worth an event: something of a mail was seen.
@@ -81,9 +85,9 @@ struct SmtpTx : AppTx {
 class SmtpConn {
  public:
   // hashes: FileHash bits, the hashes each file gets (Suricata's force-hash).
-  // body_md5: hash each mail's body (SmtpTx::body_md5).
-  SmtpConn(SmtpStats& st, size_t max_txs = 512, uint8_t hashes = 0, bool body_md5 = false)
-      : st_(st), max_txs_(max_txs ? max_txs : 1), hashes_(hashes), body_md5_(body_md5) {}
+  // body_md5: hash each mail's body (SmtpTx::body_md5); md5_log: kMailMd5* bits, the hashes EVE logs.
+  SmtpConn(SmtpStats& st, size_t max_txs = 512, uint8_t hashes = 0, bool body_md5 = false, uint8_t md5_log = 0)
+      : st_(st), max_txs_(max_txs ? max_txs : 1), hashes_(hashes), body_md5_(body_md5), md5_log_(md5_log) {}
   ~SmtpConn();
   SmtpConn(const SmtpConn&) = delete;
   SmtpConn& operator=(const SmtpConn&) = delete;
@@ -118,6 +122,7 @@ class SmtpConn {
   size_t max_txs_;
   uint8_t hashes_;
   bool body_md5_;
+  uint8_t md5_log_;
   bool md5_active_ = false;    // a body line was hashed since the message began
   void* md5_ = nullptr;        // the message's running MD5 (an EVP_MD_CTX), from its first body line
   std::vector<std::unique_ptr<SmtpTx>> txs_;

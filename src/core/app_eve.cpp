@@ -150,6 +150,9 @@ std::string eve_smtp_objects(const SmtpTx& t) {
     // Suricata logs them last found first.
     list(j, "url", std::vector<std::string>(t.mime->urls().rbegin(), t.mime->urls().rend()));
   }
+  // eve-log smtp md5 (smtp.hpp: kMailMd5*).
+  if (t.log_body_md5) opt(j, "body_md5", t.body_md5);
+  opt(j, "subject_md5", t.subject_md5);
   return j + "}";
 }
 

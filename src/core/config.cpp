@@ -2,6 +2,7 @@
 #include "core/config.hpp"
 
 #include "applayer/mime.hpp"
+#include "applayer/smtp.hpp"
 #include "modules/firewall/rules.hpp"
 
 #include <yaml-cpp/yaml.h>
@@ -247,8 +248,8 @@ void alert_metadata(const std::string& path, const YAML::Node& n, std::map<std::
 }
 
 // suricata.yaml's outputs: of the eve-log outputs, the alert type's payload, packet and verdict
-// switches (yes/no, true/false) and the files type's force-hash list are read; everything else in
-// the section is listed as ignored.
+// switches (yes/no, true/false), the files type's force-hash list and the smtp type's md5 list are
+// read; everything else in the section is listed as ignored.
 void outputs_section(const std::string& path, const YAML::Node& v, FileConfig& c) {
   if (!v.IsSequence()) fail(path, v, "outputs: expected a list of outputs");
   const auto yes = [&](const YAML::Node& n, const std::string& key) { return yes_no(path, n, key); };
@@ -272,6 +273,18 @@ void outputs_section(const std::string& path, const YAML::Node& v, FileConfig& c
           }
           c.file_hashes = bits;
         }
+        if (t.IsMap() && t["smtp"] && t["smtp"].IsMap() && t["smtp"]["md5"]) {
+          // The email object's body_md5 and subject_md5 (Suricata's eve-log smtp md5 list).
+          const YAML::Node md5 = t["smtp"]["md5"];
+          if (!md5.IsSequence()) fail(path, md5, "outputs.eve-log.types.smtp.md5: a list of body, subject");
+          uint8_t bits = 0;
+          for (const auto& h : md5) {
+            const std::string v = h.IsScalar() ? h.as<std::string>() : "";
+            if (v != "body" && v != "subject") fail(path, h, "outputs.eve-log.types.smtp.md5: body or subject");
+            bits |= v == "body" ? kMailMd5Body : kMailMd5Subject;
+          }
+          c.mail_md5_log = bits;
+        }
         if (!t.IsMap() || !t["alert"] || !t["alert"].IsMap()) continue;
         for (const auto& o : t["alert"]) {
           const std::string k = o.first.as<std::string>();
@@ -283,7 +296,7 @@ void outputs_section(const std::string& path, const YAML::Node& v, FileConfig& c
       }
     }
   }
-  c.ignored.push_back("outputs (all but eve-log's alert payload, packet, verdict and metadata, and files force-hash)");
+  c.ignored.push_back("outputs (all but eve-log's alert payload, packet, verdict and metadata, files force-hash and smtp md5)");
 }
 
 bool is_suricata_section(const std::string& key) {

@@ -92,6 +92,8 @@ struct FileConfig {
   std::map<std::string, std::string> eve_alert_metadata;
   // outputs: eve-log: types: files: force-hash: [md5, sha1, sha256] (FileHash bits), as --force-hash
   std::optional<uint8_t> file_hashes;
+  // outputs: eve-log: types: smtp: md5: [body, subject] (kMailMd5* bits): the email object's hashes
+  std::optional<uint8_t> mail_md5_log;
   std::vector<std::string> ignored;            // Suricata sections present but not used by gaspp
   std::vector<std::string> warnings;           // values not taken, with why (the run goes on)
 };

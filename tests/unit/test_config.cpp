@@ -2,6 +2,8 @@
 // suricata.yaml (../shared/data/eve/suricata.yaml.in) read for what gaspp uses.
 #include <gtest/gtest.h>
 
+#include "applayer/smtp.hpp"
+
 #include <fstream>
 #include <regex>
 
@@ -104,7 +106,7 @@ TEST(Config, SetOverridesAndBuildsTheTree) {
 TEST(Config, UnknownSettingIsAnErrorButSuricataSectionsAreListed) {
   EXPECT_NE(error_of(write_yaml("bacth: 5\n")).find("unknown setting 'bacth'"), std::string::npos);
   const FileConfig c = load_config(write_yaml("outputs:\n  - fast:\n      enabled: yes\naf-packet:\n  - interface: eth0\nbatch: 8\n"));
-  EXPECT_EQ(c.ignored, (std::vector<std::string>{"outputs (all but eve-log's alert payload, packet, verdict and metadata, and files force-hash)", "af-packet"}));
+  EXPECT_EQ(c.ignored, (std::vector<std::string>{"outputs (all but eve-log's alert payload, packet, verdict and metadata, files force-hash and smtp md5)", "af-packet"}));
 }
 
 // suricata.yaml's action-order, packet-alert-max and eve-log alert switches, as Suricata reads them.
@@ -147,6 +149,15 @@ TEST(Config, Ja3FingerprintsAndBodyMd5ReachTheRuleParsers) {
             std::string::npos);
 }
 
+// eve-log smtp md5: the email object's body_md5 and subject_md5.
+TEST(Config, SmtpMd5) {
+  EXPECT_EQ(load_config(write_yaml("outputs:\n  - eve-log:\n      types:\n        - smtp:\n            md5: [body, subject]\n"))
+                .mail_md5_log.value_or(0),
+            kMailMd5Body | kMailMd5Subject);
+  EXPECT_NE(error_of(write_yaml("outputs:\n  - eve-log:\n      types:\n        - smtp:\n            md5: [headers]\n")).find("smtp.md5"),
+            std::string::npos);
+}
+
 TEST(Config, FilesForceHash) {
   const FileConfig c = load_config(write_yaml(
       "outputs:\n  - eve-log:\n      types:\n        - files:\n            force-hash: [md5, sha256]\n"));
@@ -178,7 +189,7 @@ TEST(Config, RealSuricataYaml) {
       EXPECT_EQ(c.flow_timeouts->normal[p][s], d.normal[p][s]);
       EXPECT_EQ(c.flow_timeouts->emergency[p][s], d.emergency[p][s]);
     }
-  for (const char* s : {"outputs (all but eve-log's alert payload, packet, verdict and metadata, and files force-hash)", "af-packet", "app-layer (all but the HTTP body and decompression limits, lzma, tls.ja3-fingerprints and smtp.mime.body-md5)",
+  for (const char* s : {"outputs (all but eve-log's alert payload, packet, verdict and metadata, files force-hash and smtp md5)", "af-packet", "app-layer (all but the HTTP body and decompression limits, lzma, tls.ja3-fingerprints and smtp.mime.body-md5)",
                         "stream (all but reassembly.urgent)", "detect"})
     EXPECT_NE(std::find(c.ignored.begin(), c.ignored.end(), s), c.ignored.end()) << s;
   // Its defrag section, in Suricata's size syntax ("32 MiB"): the defaults, which are ours.

@@ -151,6 +151,9 @@ void check(const SmtpConn& c, const Case& k, const std::string& how) {
     EXPECT_EQ(t.cc, m.cc) << k.name << " " << how;
     EXPECT_EQ(t.headers, m.fields) << k.name << " " << how;
     EXPECT_EQ(t.body_md5, m.body.empty() ? "" : md5_hex(m.body)) << k.name << " " << how;
+    EXPECT_EQ(t.log_body_md5, !m.body.empty()) << k.name << " " << how;
+    const std::string* subject = t.header("subject");
+    EXPECT_EQ(t.subject_md5, subject ? md5_hex(*subject) : "") << k.name << " " << how;
     if (!m.fields.empty()) {
       EXPECT_EQ(t.header(std::string(m.fields[0].first.size(), 'x')), nullptr);
       std::string lower = m.fields.back().first;
@@ -187,7 +190,7 @@ TEST(Smtp, MailsAsSuricataReadsThemAtEveryCut) {
   for (const Case& k : cases()) {
     for (size_t piece : {size_t(1), size_t(7), size_t(65536)}) {
       SmtpStats st;
-      SmtpConn c(st, 512, 0, true);
+      SmtpConn c(st, 512, 0, true, kMailMd5Body | kMailMd5Subject);
       run(k, piece, -1, c);
       check(c, k, "pieces of " + std::to_string(piece));
     }
@@ -195,7 +198,7 @@ TEST(Smtp, MailsAsSuricataReadsThemAtEveryCut) {
     for (const Step& s : k.steps) client += s.dir == 0 ? s.bytes.size() : 0;
     for (size_t cut = 0; cut <= client; ++cut) {
       SmtpStats st;
-      SmtpConn c(st, 512, 0, true);
+      SmtpConn c(st, 512, 0, true, kMailMd5Body | kMailMd5Subject);
       run(k, 65536, long(cut), c);
       check(c, k, "cut at " + std::to_string(cut));
     }
