@@ -53,6 +53,9 @@ namespace gaspp {
 
 constexpr size_t kSmtpMaxLine = 4096;
 constexpr size_t kSmtpMaxRcpt = 1024;
+// A mail's file is inspected (file.data) once closed, or while open once this many bytes of it
+// came (Suricata's smtp inspected-tracker content-inspect-min-size default).
+constexpr uint64_t kSmtpFileInspectMinSize = 32768;
 // The hashes EVE's email object logs (eve-log smtp md5: body, subject).
 constexpr uint8_t kMailMd5Body = 1, kMailMd5Subject = 2;
 

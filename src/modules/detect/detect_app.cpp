@@ -248,6 +248,9 @@ struct TxBuffers {
       // file.data (to the server, as the request body's buffer): the mail's files, one instance each.
       if (b != kBufHttpRequestBody || side != 0 || !smtp->mime || index >= smtp->mime->files().size()) return false;
       const MimeFile& f = smtp->mime->files()[index];
+      // Suricata's file inspection for SMTP (detect-file-data.c, smtp.inspected-tracker): an open
+      // file waits until content-inspect-min-size bytes of it have come.
+      if (f.open() && f.size < kSmtpFileInspectMinSize) return false;
       return hold(f.data, !f.data.empty());
     }
     if (dns) {
