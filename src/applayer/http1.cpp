@@ -238,7 +238,6 @@ const HttpHeader* find_header(const std::vector<HttpHeader>& hs, const char* wan
   return nullptr;
 }
 
-// Content-Length as libhtp reads it: the first run of digits; -1 when there is none.
 // libhtp's protocol number of a request line's protocol (parsers.rs protocol_version): "HTTP",
 // "/", the version .9, 1.0 or 1.1 with spaces and leading zeros allowed around them; 9, 100 or
 // 101, and -2 for anything else (below 1.1, as libhtp's Invalid). A request line without one is
@@ -265,6 +264,7 @@ int protocol_number(const std::string& p) {
   return i == p.size() ? v : -2;
 }
 
+// Content-Length as libhtp reads it: the first run of digits; -1 when there is none.
 int64_t lenient_length(const std::string& v) {
   size_t i = 0;
   while (i < v.size() && !(v[i] >= '0' && v[i] <= '9')) ++i;

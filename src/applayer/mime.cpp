@@ -98,16 +98,6 @@ int qp_hex(char c) {
   return -1;
 }
 
-std::string hex_of(const unsigned char* p, unsigned n) {
-  static const char* kHex = "0123456789abcdef";
-  std::string s;
-  s.reserve(n * 2);
-  for (unsigned i = 0; i < n; ++i) {
-    s += kHex[p[i] >> 4];
-    s += kHex[p[i] & 15];
-  }
-  return s;
-}
 
 }  // namespace
 

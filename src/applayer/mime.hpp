@@ -58,7 +58,6 @@
 //   m.line("hello", "\r\n");
 //   m.end();   // m.files()[0]: name "a.txt", data "hello", closed
 #pragma once
-#include <openssl/evp.h>
 
 #include <cstddef>
 #include <cstdint>
@@ -66,6 +65,8 @@
 #include <string>
 #include <string_view>
 #include <vector>
+
+#include "applayer/digest.hpp"
 
 namespace gaspp {
 
@@ -120,10 +121,6 @@ class MimeDecoder {
   struct Header {
     std::string name, value;
   };
-  struct Hasher {
-    void operator()(EVP_MD_CTX* c) const { EVP_MD_CTX_free(c); }
-  };
-  using HashCtx = std::unique_ptr<EVP_MD_CTX, Hasher>;
   bool headers_done();  // true: an encapsulated message follows (headers again)
   void restart();
   void open_file();
@@ -145,7 +142,7 @@ class MimeDecoder {
   Type type_ = Type::message;
   std::string url_line_;  // decoded bytes after the last line break, waiting for the rest of their line
   int open_ = -1;  // the open file's index, if any
-  HashCtx hash_[3];
+  DigestCtx hash_[3];
   // base64: the group in progress; plain and quoted-printable: the line break held back (an
   // empty line's, or every plain line's) and, quoted-printable, a '=' escape cut by a line limit.
   char group_[4] = {};

@@ -1,7 +1,6 @@
 // applayer/smtp.cpp — see smtp.hpp.
 #include "applayer/smtp.hpp"
 
-#include <openssl/evp.h>
 #include <strings.h>
 
 #include <algorithm>
@@ -45,19 +44,6 @@ void split_list(std::string_view v, std::vector<std::string>& out, SmtpStats& st
   }
 }
 
-std::string hex(const unsigned char* d, unsigned n) {
-  static const char kHex[] = "0123456789abcdef";
-  std::string h;
-  for (unsigned i = 0; i < n; ++i) h += kHex[d[i] >> 4], h += kHex[d[i] & 15];
-  return h;
-}
-
-std::string md5_hex(const std::string& s) {
-  unsigned char d[EVP_MAX_MD_SIZE];
-  unsigned n = 0;
-  return EVP_Digest(s.data(), s.size(), d, &n, EVP_md5(), nullptr) == 1 ? hex(d, n) : std::string();
-}
-
 // Appends to a header value up to its cap; what does not fit is counted.
 void append_field(std::string& v, std::string_view add, SmtpStats& st) {
   const size_t room = kSmtpMaxLine * 4 - std::min(v.size(), kSmtpMaxLine * 4);
@@ -73,18 +59,15 @@ const std::string* SmtpTx::header(std::string_view lower, size_t nth) const {
   return nullptr;
 }
 
-SmtpConn::~SmtpConn() { EVP_MD_CTX_free(static_cast<EVP_MD_CTX*>(md5_)); }
-
 void SmtpConn::body_hash(SmtpTx* t, std::string_view l, std::string_view eol) {
   if (!body_md5_ || !t->headers_done) return;
-  auto* ctx = static_cast<EVP_MD_CTX*>(md5_);
   if (!md5_active_) {
-    if (!ctx) md5_ = ctx = EVP_MD_CTX_new();
-    if (!ctx || EVP_DigestInit_ex(ctx, EVP_md5(), nullptr) != 1) return;
+    if (!md5_) md5_.reset(EVP_MD_CTX_new());
+    if (!md5_ || EVP_DigestInit_ex(md5_.get(), EVP_md5(), nullptr) != 1) return;
     md5_active_ = true;
   }
-  EVP_DigestUpdate(ctx, l.data(), l.size());
-  EVP_DigestUpdate(ctx, eol.data(), eol.size());
+  EVP_DigestUpdate(md5_.get(), l.data(), l.size());
+  EVP_DigestUpdate(md5_.get(), eol.data(), eol.size());
 }
 
 void SmtpConn::feed(int dir, const uint8_t* p, size_t n, bool gap) {
@@ -276,7 +259,7 @@ void SmtpConn::message_end(SmtpTx* t) {
   if (md5_active_) {
     unsigned char d[EVP_MAX_MD_SIZE];
     unsigned n = 0;
-    if (EVP_DigestFinal_ex(static_cast<EVP_MD_CTX*>(md5_), d, &n) == 1) t->body_md5 = hex(d, n);
+    if (EVP_DigestFinal_ex(md5_.get(), d, &n) == 1) t->body_md5 = hex_of(d, n);
     t->log_body_md5 = md5_log_ & kMailMd5Body;
     md5_active_ = false;
   }

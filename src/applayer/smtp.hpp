@@ -91,9 +91,6 @@ class SmtpConn {
   // body_md5: hash each mail's body (SmtpTx::body_md5); md5_log: kMailMd5* bits, the hashes EVE logs.
   SmtpConn(SmtpStats& st, size_t max_txs = 512, uint8_t hashes = 0, bool body_md5 = false, uint8_t md5_log = 0)
       : st_(st), max_txs_(max_txs ? max_txs : 1), hashes_(hashes), body_md5_(body_md5), md5_log_(md5_log) {}
-  ~SmtpConn();
-  SmtpConn(const SmtpConn&) = delete;
-  SmtpConn& operator=(const SmtpConn&) = delete;
   // dir 0: client → server, 1: server → client. gap: bytes before p are missing.
   void feed(int dir, const uint8_t* p, size_t n, bool gap = false);
   // The flow ended: an open transaction completes.
@@ -127,7 +124,7 @@ class SmtpConn {
   bool body_md5_;
   uint8_t md5_log_;
   bool md5_active_ = false;    // a body line was hashed since the message began
-  void* md5_ = nullptr;        // the message's running MD5 (an EVP_MD_CTX), from its first body line
+  DigestCtx md5_;              // the message's running MD5, from its first body line
   std::vector<std::unique_ptr<SmtpTx>> txs_;
   std::vector<SmtpTx*> touched_;
   uint64_t next_id_ = 0;

@@ -1,6 +1,8 @@
 // applayer/tls.cpp — see tls.hpp.
 #include "applayer/tls.hpp"
 
+#include "applayer/digest.hpp"
+
 #include <openssl/asn1.h>
 #include <openssl/bio.h>
 #include <openssl/evp.h>
@@ -74,18 +76,6 @@ std::string hex_colons(const uint8_t* p, size_t n, bool upper) {
   return s;
 }
 
-std::string md5_hex(const std::string& s) {
-  unsigned char d[EVP_MAX_MD_SIZE];
-  unsigned int n = 0;
-  if (EVP_Digest(s.data(), s.size(), d, &n, EVP_md5(), nullptr) != 1) return "";
-  static const char kHex[] = "0123456789abcdef";
-  std::string h;
-  for (unsigned i = 0; i < n; ++i) {
-    h += kHex[d[i] >> 4];
-    h += kHex[d[i] & 15];
-  }
-  return h;
-}
 
 int64_t epoch_of(const ASN1_TIME* t) {
   struct tm tm {};

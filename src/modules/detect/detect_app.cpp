@@ -16,6 +16,7 @@
 // (the marked content, else the longest non-negated one, of any of the signature's lists), and the
 // signatures without one.
 #include <hs/hs.h>
+#include <strings.h>
 
 #include <algorithm>
 #include <cctype>
@@ -600,8 +601,9 @@ void DetectModule::Host::on_app(std::span<const AppUpdate> updates, std::vector<
       if (smtp_envelope_sigs_ && (!m->helo.empty() || !m->mail_from.empty() || !m->rcpt_to.empty() || m->headers_done ||
                                   (m->mime && !m->mime->urls().empty()))) {
         // Instances: the recipients, the Received fields, the URLs (each multi-buffer its own).
-        size_t received = 0;
-        while (m->headers_done && m->header("received", received)) ++received;
+        const size_t received = m->headers_done ? std::count_if(m->headers.begin(), m->headers.end(), [](const auto& h) {
+          return strcasecmp(h.first.c_str(), "received") == 0;
+        }) : 0;
         passes[np++] = Pass{6, 0, std::max<size_t>({1, m->rcpt_to.size(), received, m->mime ? m->mime->urls().size() : 0})};
       }
     } else {

@@ -650,10 +650,9 @@ std::string finish(Signature& s) {
     // smtp.helo, smtp.mail_from, smtp.rcpt_to, the message's email.* header fields and body MD5) or
     // its attachments (applayer/mime.hpp: file.data, each file an
     // instance, and what base64_data decodes of it).
-    const auto envelope = [](uint8_t b) { return mail_buf(b); };
-    const bool env = std::any_of(s.ops.begin(), s.ops.end(), [&](const SigOp& o) { return envelope(o.buf); }) ||
-                     std::any_of(s.bsize.begin(), s.bsize.end(), [&](const auto& z) { return envelope(z.first); });
-    const auto in_part = [&](uint8_t b) { return env ? envelope(b) : base_buf(b) == kBufHttpResponseBody; };
+    const bool env = std::any_of(s.ops.begin(), s.ops.end(), [&](const SigOp& o) { return mail_buf(o.buf); }) ||
+                     std::any_of(s.bsize.begin(), s.bsize.end(), [&](const auto& z) { return mail_buf(z.first); });
+    const auto in_part = [&](uint8_t b) { return env ? mail_buf(b) : base_buf(b) == kBufHttpResponseBody; };
     const std::string part = env ? "the mail's fields" : "file.data";
     if (!env && std::none_of(s.ops.begin(), s.ops.end(), [&](const SigOp& o) { return in_part(o.buf); }))
       return "skip:app-layer:base64_decode on packet or stream data (it is read on the application layer's buffers)";

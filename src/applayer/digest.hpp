@@ -1,0 +1,37 @@
+// applayer/digest.hpp — the hashes the parsers give as lowercase hex (JA3's and a mail's MD5s,
+// a file's MD5/SHA-1/SHA-256), through OpenSSL's EVP interface.
+#pragma once
+#include <openssl/evp.h>
+
+#include <memory>
+#include <string>
+#include <string_view>
+
+namespace gaspp {
+
+// A running digest; freed with its owner.
+struct DigestFree {
+  void operator()(EVP_MD_CTX* c) const { EVP_MD_CTX_free(c); }
+};
+using DigestCtx = std::unique_ptr<EVP_MD_CTX, DigestFree>;
+
+// n bytes as lowercase hex.
+inline std::string hex_of(const unsigned char* p, unsigned n) {
+  static const char kHex[] = "0123456789abcdef";
+  std::string s;
+  s.reserve(n * 2);
+  for (unsigned i = 0; i < n; ++i) {
+    s += kHex[p[i] >> 4];
+    s += kHex[p[i] & 15];
+  }
+  return s;
+}
+
+// The MD5 of s in hex; "" if OpenSSL fails.
+inline std::string md5_hex(std::string_view s) {
+  unsigned char d[EVP_MAX_MD_SIZE];
+  unsigned n = 0;
+  return EVP_Digest(s.data(), s.size(), d, &n, EVP_md5(), nullptr) == 1 ? hex_of(d, n) : std::string();
+}
+
+}  // namespace gaspp
