@@ -14,6 +14,8 @@
 //   * payload_len is what the IP/UDP headers announce (what TCP sequence numbers count); the
 //     captured part of it is captured_payload() in decoder.hpp
 //   * malformed is a MalformedReason; a malformed packet keeps every field decoded before the fault
+//   * events lists the DecodeEvents the packet raised (Suricata's decoder events), at most
+//     kDecodeEventSlots; one more is counted as events_dropped and not kept
 //   * undecoded is an UndecodedReason: a well-formed packet whose next layer gaspp does not decode
 //     (a non-IP ethertype, a PPP control protocol, a pseudowire behind MPLS); it is never guessed
 //   * tunnel_depth > 0: the L3/L4 fields are the innermost packet's (a GTP-U G-PDU's payload), as
@@ -65,7 +67,8 @@ namespace gaspp {
   X(uint8_t, tunnel_depth, 1) /* tunnel layers (GTP-U) the IP headers above sit inside */ \
   X(uint8_t, undecoded, 1)    /* UndecodedReason: why decoding stopped short of IP, not malformed */ \
   X(uint8_t, csum_bad, 1)     /* ChecksumBad bits (decode/checksum.hpp); 0 unless validation is on */ \
-  X(uint8_t, malformed, 1)    /* MalformedReason */
+  X(uint8_t, malformed, 1)    /* MalformedReason */ \
+  X(uint8_t, events, 4)       /* DecodeEvents raised, in the order raised; 0 ends the list */
 
 constexpr uint16_t kNoOffset = 0xffff;
 
@@ -170,6 +173,70 @@ enum class MalformedReason : uint8_t {
 };
 constexpr int kMalformedReasons = static_cast<int>(MalformedReason::count_);
 
+// Suricata's decoder events (decode-event:NAME in a rule; decoder.event.* in its stats) that the
+// decoder and the defragmenter raise. An event is an anomaly: a packet may raise one and decode
+// fine (an unknown IPv6 option), and a malformed packet raises the event Suricata gives its fault.
+// Suricata's other decoder events (those of layers gaspp does not decode, or does not check) are
+// listed in modules/detect/signature.cpp, where a rule naming one is skipped.
+#define GASPP_DECODE_EVENTS(X)                                                    \
+  X(none, "none")                                                                 \
+  X(ipv4_pkt_too_small, "ipv4.pkt_too_small")                                     \
+  X(ipv4_hlen_too_small, "ipv4.hlen_too_small")                                   \
+  X(ipv4_iplen_smaller_than_hlen, "ipv4.iplen_smaller_than_hlen")                 \
+  X(ipv4_trunc_pkt, "ipv4.trunc_pkt")                                             \
+  X(ipv4_opt_invalid, "ipv4.opt_invalid")                                         \
+  X(ipv4_opt_invalid_len, "ipv4.opt_invalid_len")                                 \
+  X(ipv4_opt_malformed, "ipv4.opt_malformed")                                     \
+  X(ipv4_opt_eol_required, "ipv4.opt_eol_required")                               \
+  X(ipv4_opt_duplicate, "ipv4.opt_duplicate")                                     \
+  X(ipv4_wrong_ip_version, "ipv4.wrong_ip_version")                               \
+  X(ipv4_icmpv6, "ipv4.icmpv6")                                                   \
+  X(ipv4_frag_pkt_too_large, "ipv4.frag_pkt_too_large")                           \
+  X(ipv4_frag_overlap, "ipv4.frag_overlap")                                       \
+  X(ipv6_pkt_too_small, "ipv6.pkt_too_small")                                     \
+  X(ipv6_trunc_pkt, "ipv6.trunc_pkt")                                             \
+  X(ipv6_trunc_exthdr, "ipv6.trunc_exthdr")                                       \
+  X(ipv6_exthdr_dupl_fh, "ipv6.exthdr_dupl_fh")                                   \
+  X(ipv6_exthdr_useless_fh, "ipv6.exthdr_useless_fh")                             \
+  X(ipv6_exthdr_dupl_rh, "ipv6.exthdr_dupl_rh")                                   \
+  X(ipv6_exthdr_dupl_hh, "ipv6.exthdr_dupl_hh")                                   \
+  X(ipv6_exthdr_dupl_dh, "ipv6.exthdr_dupl_dh")                                   \
+  X(ipv6_exthdr_invalid_optlen, "ipv6.exthdr_invalid_optlen")                     \
+  X(ipv6_wrong_ip_version, "ipv6.wrong_ip_version")                               \
+  X(ipv6_hopopts_unknown_opt, "ipv6.hopopts_unknown_opt")                         \
+  X(ipv6_hopopts_only_padding, "ipv6.hopopts_only_padding")                       \
+  X(ipv6_dstopts_unknown_opt, "ipv6.dstopts_unknown_opt")                         \
+  X(ipv6_dstopts_only_padding, "ipv6.dstopts_only_padding")                       \
+  X(ipv6_rh_type_0, "ipv6.rh_type_0")                                             \
+  X(ipv6_fh_non_zero_reserved_field, "ipv6.fh_non_zero_reserved_field")           \
+  X(ipv6_data_after_none_header, "ipv6.data_after_none_header")                   \
+  X(ipv6_icmpv4, "ipv6.icmpv4")                                                   \
+  X(ipv6_frag_pkt_too_large, "ipv6.frag_pkt_too_large")                           \
+  X(ipv6_frag_overlap, "ipv6.frag_overlap")                                       \
+  X(ipv6_frag_invalid_length, "ipv6.frag_invalid_length")                         \
+  X(ipv6_ipv4_in_ipv6_wrong_version, "ipv6.ipv4_in_ipv6_wrong_version")           \
+  X(ipv6_ipv6_in_ipv6_wrong_version, "ipv6.ipv6_in_ipv6_wrong_version")           \
+  X(tcp_pkt_too_small, "tcp.pkt_too_small")                                       \
+  X(tcp_hlen_too_small, "tcp.hlen_too_small")                                     \
+  X(tcp_invalid_optlen, "tcp.invalid_optlen")                                     \
+  X(tcp_opt_invalid_len, "tcp.opt_invalid_len")                                   \
+  X(tcp_opt_duplicate, "tcp.opt_duplicate")                                       \
+  X(udp_pkt_too_small, "udp.pkt_too_small")                                       \
+  X(udp_hlen_too_small, "udp.hlen_too_small")                                     \
+  X(udp_len_invalid, "udp.len_invalid")                                           \
+  X(icmpv4_pkt_too_small, "icmpv4.pkt_too_small")                                 \
+  X(icmpv6_pkt_too_small, "icmpv6.pkt_too_small")
+
+enum class DecodeEvent : uint8_t {
+#define GASPP_X(id, name) id,
+  GASPP_DECODE_EVENTS(GASPP_X)
+#undef GASPP_X
+      count_
+};
+constexpr int kDecodeEvents = static_cast<int>(DecodeEvent::count_);
+constexpr int kDecodeEventSlots = 4;  // events kept a packet (Suricata keeps 15; more are counted)
+
+const char* decode_event_name(DecodeEvent e);
 const char* malformed_reason_name(MalformedReason r);
 const char* undecoded_reason_name(UndecodedReason r);
 const char* l3_name(L3 v);

@@ -200,6 +200,16 @@ void ModuleSet::finish_batch(const PacketBatch& b, ModuleOutput& out) {
   add_counts(b.module_counts);
   app_logs_.clear();
   sorted_.assign(b.events.begin(), b.events.end());
+  if (!b.host_events.empty()) {
+    DecodedPacket hd;
+    for (size_t k = 0; k < b.host_events.size(); ++k) {
+      const uint32_t i = b.host_events[k].first;
+      if (k && b.host_events[k - 1].first == i) continue;  // one call a packet, with all its events
+      if (i >= b.count) continue;
+      decode_packet(b, i, hd);
+      for (size_t m = 0; m < mods_.size(); ++m) mods_[m]->on_host_events(i, hd, uint16_t(m), sorted_);
+    }
+  }
   gather_datagrams(b);
   host_time("events in, datagrams", clock);
   app_events(b.stream_chunks, b.stream_data());
@@ -310,6 +320,9 @@ void ModuleSet::decode_packet(const PacketBatch& b, uint32_t i, DecodedPacket& d
   const uint64_t off = b.h_rec_off[i];
   decode_record(b.h_span + off, b.span_len - off, b.fmt, b.link, d);
   if (defrag_) fragment_to_l3(d);  // as the backend decoded it
+  if (b.host_events.empty()) return;
+  const auto first = std::lower_bound(b.host_events.begin(), b.host_events.end(), std::pair<uint32_t, uint8_t>{i, 0});
+  for (auto it = first; it != b.host_events.end() && it->first == i; ++it) detail::raise(d, DecodeEvent(it->second));
 }
 
 }  // namespace gaspp

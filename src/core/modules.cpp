@@ -75,6 +75,9 @@ class ModuleOf final : public ModuleInstance {
   void on_app_end() override {
     if constexpr (requires { host_.on_app_end(); }) host_.on_app_end();
   }
+  void on_host_events(uint32_t packet, const DecodedPacket& d, uint16_t module, std::vector<ModuleEvent>& out) override {
+    if constexpr (requires { host_.on_host_events(packet, d, module, out); }) host_.on_host_events(packet, d, module, out);
+  }
 
  private:
   int type_;

@@ -85,6 +85,10 @@ class ModuleInstance {
   virtual void set_app_workers(int n) = 0;
   virtual void on_app(std::span<const AppUpdate> updates, std::vector<ModuleEvent>& out, int worker) = 0;
   virtual void on_app_end() = 0;
+  // Packet `packet` of the batch raised decoder events on the host (PacketBatch::host_events; d is
+  // the packet decoded, those events in d.events), which its device pass did not see: the module
+  // adds the events of what they match to `out` (its position in the pipeline: `module`).
+  virtual void on_host_events(uint32_t packet, const DecodedPacket& d, uint16_t module, std::vector<ModuleEvent>& out) = 0;
   uint16_t index = 0;       // position in the pipeline
   uint32_t state_off = 0;   // its slice of the per-flow module state
 };

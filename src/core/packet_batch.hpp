@@ -56,6 +56,15 @@ GASPP_HD GASPP_FORCEINLINE void fragment_to_l3(DecodedPacket& p) {
   p.icmp_type[0] = p.icmp_code[0] = p.tcp_wscale[0] = p.tcp_opts[0] = p.tcp_sack_n[0] = 0;
   for (int k = 0; k < 8; ++k) p.tcp_sack[k] = 0;
   if (l4_fault) p.malformed[0] = 0;
+  // The transport header's events go with it (Suricata decodes no transport header on a fragment).
+  int kept = 0;
+  for (int k = 0; k < kDecodeEventSlots; ++k) {
+    const uint8_t e = p.events[k] & 0x7f;
+    const bool l4_event = e >= uint8_t(DecodeEvent::tcp_pkt_too_small) || e == uint8_t(DecodeEvent::ipv4_icmpv6) ||
+                          e == uint8_t(DecodeEvent::ipv6_icmpv4);
+    if (e && !l4_event) p.events[kept++] = p.events[k];
+  }
+  for (int k = kept; k < kDecodeEventSlots; ++k) p.events[k] = 0;
   p.ip_proto[0] = proto;
   p.ip_frag[0] = frag;
   p.flow_hash[0] = detail::symmetric_flow_hash(p);
@@ -88,7 +97,7 @@ GASPP_HD inline bool decode_sliced_packet(const BatchView& v, const uint8_t* hea
     decode_batch_packet(v, i, p);
     return true;
   }
-  decode_record(head, n, v.fmt, v.link, p);
+  decode_record(head, n, v.fmt, v.link, p, v.data_len - v.rec_off[i]);
   p.source[0] = v.source;
   if (v.defrag) fragment_to_l3(p);
   if (n < 16) return false;  // the whole record was there (or nothing was)
@@ -98,12 +107,7 @@ GASPP_HD inline bool decode_sliced_packet(const BatchView& v, const uint8_t* hea
     decode_batch_packet(v, i, p);
     return true;
   }
-  // Decoded from the head alone: the lengths are the record's (as decode_record sets them).
-  const uint64_t room = v.data_len - v.rec_off[i] - 16;
-  const uint32_t cap = h.cap_len < room ? h.cap_len : uint32_t(room);
-  p.cap_len[0] = cap;
-  p.wire_len[0] = h.wire_len < cap ? cap : h.wire_len;
-  return false;
+  return false;  // decoded from the head alone; the lengths are the record's (decode_record)
 }
 
 // Host-side storage of the decoded fields (used when the caller asks for them back).
@@ -178,6 +182,10 @@ struct PacketBatch {
   // h_rebuilt and h_span points there.
   std::vector<uint32_t> reassembled;
   std::vector<uint8_t> h_rebuilt;
+  // Decoder events raised on the host (the defragmenter's, on the fragment it looked at): packet
+  // index (ascending) and DecodeEvent. Backends do not see them; ModuleSet hands them to the
+  // modules' host side (ModuleInstance::on_host_events) and adds them to the packet's events.
+  std::vector<std::pair<uint32_t, uint8_t>> host_events;
 
   bool is_reassembled(uint32_t i) const {
     return !reassembled.empty() && std::binary_search(reassembled.begin(), reassembled.end(), i);

@@ -31,7 +31,8 @@ namespace gaspp {
   X(csum_bad_tcp, "tcp_bad_checksum")   /* -k all: TCP checksum wrong */ \
   X(csum_bad_udp, "udp_bad_checksum")   /* -k all: UDP checksum wrong */ \
   X(csum_bad_icmp, "icmp_bad_checksum") /* -k all: ICMP or ICMPv6 checksum wrong */ \
-  X(malformed, "malformed")
+  X(malformed, "malformed")                                     \
+  X(decode_events_dropped, "decoder_events_dropped") /* events past kDecodeEventSlots a packet */
 
 // Flow tracking (flow/): what happened to packets and flows. Listed once with the summary's name.
 #define GASPP_FLOW_COUNTERS(X)                                                        \
@@ -102,6 +103,8 @@ enum Counter : int {
   c_malformed_last_ = c_malformed_reason0 + kMalformedReasons - 1,
   c_undecoded_reason0,  // kUndecodedReasons slots follow, one per UndecodedReason
   c_undecoded_last_ = c_undecoded_reason0 + kUndecodedReasons - 1,
+  c_decode_event0,  // kDecodeEvents slots follow, one per DecodeEvent (Suricata's decoder.event.*)
+  c_decode_event_last_ = c_decode_event0 + kDecodeEvents - 1,
 #define GASPP_X(id, name) c_##id,
   GASPP_FLOW_COUNTERS(GASPP_X)
   GASPP_STREAM_COUNTERS(GASPP_X)
@@ -144,6 +147,10 @@ GASPP_HD GASPP_FORCEINLINE void count_packet(Sink& s, const DecodedPacket& p) {
   if (p.malformed[0]) {
     s.add(c_malformed, 1);
     s.add(c_malformed_reason0 + p.malformed[0], 1);
+  }
+  if (p.events[0]) {
+    for (int k = 0; k < kDecodeEventSlots && p.events[k]; ++k) s.add(c_decode_event0 + (p.events[k] & 0x7f), 1);
+    if (p.events[kDecodeEventSlots - 1] & 0x80) s.add(c_decode_events_dropped, 1);
   }
 }
 

@@ -73,6 +73,23 @@ GASPP_HD GASPP_FORCEINLINE void fail(DecodedPacket& p, MalformedReason r) {
   if (p.malformed[0] == 0) p.malformed[0] = static_cast<uint8_t>(r);
 }
 
+// Raises decoder event e on p (once): appended to p.events while there is room; past that the
+// last slot's high bit says events were dropped (count_packet counts it).
+GASPP_HD GASPP_FORCEINLINE void raise(DecodedPacket& p, DecodeEvent e) {
+  for (int k = 0; k < kDecodeEventSlots; ++k) {
+    if ((p.events[k] & 0x7f) == uint8_t(e)) return;
+    if (p.events[k] == 0) {
+      p.events[k] = uint8_t(e);
+      return;
+    }
+  }
+  p.events[kDecodeEventSlots - 1] |= 0x80;
+}
+GASPP_HD GASPP_FORCEINLINE void fail(DecodedPacket& p, MalformedReason r, DecodeEvent e) {
+  fail(p, r);
+  raise(p, e);
+}
+
 GASPP_HD GASPP_FORCEINLINE void undecoded(DecodedPacket& p, UndecodedReason r, uint32_t off) {
   p.undecoded[0] = static_cast<uint8_t>(r);
   p.l3[0] = uint8_t(L3::other);
@@ -88,30 +105,41 @@ GASPP_HD GASPP_FORCEINLINE void copy_addr16(uint32_t* dst, const uint8_t* src) {
 }
 
 // TCP options between f[off] and f[end]; end is within the captured bytes.
+// Events as Suricata's DecodeTCPOptions: a length that does not fit or is wrong for the kind is
+// tcp.opt_invalid_len, a second MSS, window scale, SACK-permitted, SACK, timestamp or Fast Open
+// option tcp.opt_duplicate (the first one counts).
 GASPP_HD inline void decode_tcp_options(const uint8_t* f, uint32_t off, uint32_t end, DecodedPacket& p) {
+  constexpr auto kBad = MalformedReason::tcp_bad_options;
+  constexpr auto kLen = DecodeEvent::tcp_opt_invalid_len;
   while (off < end) {
     const uint8_t kind = f[off];
     if (kind == 0) return;  // end of option list
     if (kind == 1) { ++off; continue; }
-    if (off + 2 > end) { fail(p, MalformedReason::tcp_bad_options); return; }
+    if (off + 2 > end) { fail(p, kBad, kLen); return; }
     const uint8_t len = f[off + 1];
-    if (len < 2 || off + len > end) { fail(p, MalformedReason::tcp_bad_options); return; }
+    if (len < 2 || off + len > end) { fail(p, kBad, kLen); return; }
     const uint8_t* o = f + off;
+    const auto once = [&](uint8_t bit) {
+      if (p.tcp_opts[0] & bit) raise(p, DecodeEvent::tcp_opt_duplicate);
+      return !(p.tcp_opts[0] & bit);
+    };
     switch (kind) {
       case 2:
-        if (len == 4) { p.tcp_mss[0] = load_be16(o + 2); p.tcp_opts[0] |= kOptMss; }
-        else fail(p, MalformedReason::tcp_bad_options);
+        if (len != 4) fail(p, kBad, kLen);
+        else if (once(kOptMss)) { p.tcp_mss[0] = load_be16(o + 2); p.tcp_opts[0] |= kOptMss; }
         break;
       case 3:
-        if (len == 3) { p.tcp_wscale[0] = o[2]; p.tcp_opts[0] |= kOptWscale; }
-        else fail(p, MalformedReason::tcp_bad_options);
+        if (len != 3) fail(p, kBad, kLen);
+        else if (once(kOptWscale)) { p.tcp_wscale[0] = o[2]; p.tcp_opts[0] |= kOptWscale; }
         break;
       case 4:
-        if (len == 2) p.tcp_opts[0] |= kOptSackPerm;
-        else fail(p, MalformedReason::tcp_bad_options);
+        if (len != 2) fail(p, kBad, kLen);
+        else if (once(kOptSackPerm)) p.tcp_opts[0] |= kOptSackPerm;
         break;
       case 5: {
-        if ((len - 2) % 8 != 0 || len < 10) { fail(p, MalformedReason::tcp_bad_options); break; }
+        if (len == 2) break;  // an empty SACK: useless, allowed (Suricata raises nothing)
+        if ((len - 2) % 8 != 0 || len < 10 || len > 34) { fail(p, kBad, kLen); break; }
+        if (!once(kOptSack)) break;
         p.tcp_opts[0] |= kOptSack;
         const int blocks = (len - 2) / 8;
         for (int b = 0; b < blocks && p.tcp_sack_n[0] < 4; ++b) {
@@ -122,18 +150,21 @@ GASPP_HD inline void decode_tcp_options(const uint8_t* f, uint32_t off, uint32_t
         break;
       }
       case 8:
-        if (len == 10) {
+        if (len != 10) {
+          fail(p, kBad, kLen);
+        } else if (once(kOptTimestamp)) {
           p.tcp_tsval[0] = load_be32(o + 2);
           p.tcp_tsecr[0] = load_be32(o + 6);
           p.tcp_opts[0] |= kOptTimestamp;
-        } else {
-          fail(p, MalformedReason::tcp_bad_options);
         }
         break;
       case 34:
         // TCP Fast Open: a cookie request (2) or a cookie of 4 to 16 bytes, even (Suricata's check).
-        if (len == 2 || (len >= 6 && len <= 18 && (len - 2) % 2 == 0)) p.tcp_opts[0] |= kOptTfo;
-        else fail(p, MalformedReason::tcp_bad_options);
+        if (len == 2 || (len >= 6 && len <= 18 && (len - 2) % 2 == 0)) {
+          if (once(kOptTfo)) p.tcp_opts[0] |= kOptTfo;
+        } else {
+          fail(p, kBad, kLen);
+        }
         break;
       case 253:
       case 254:
@@ -157,7 +188,7 @@ GASPP_HD inline void decode_l4(const uint8_t* f, uint32_t caplen, uint32_t off, 
   switch (p.ip_proto[0]) {
     case 6: {
       p.l4[0] = uint8_t(L4::tcp);
-      if (avail < 20) { fail(p, MalformedReason::tcp_truncated); return; }
+      if (avail < 20) { fail(p, MalformedReason::tcp_truncated, DecodeEvent::tcp_pkt_too_small); return; }
       const uint8_t* t = f + off;
       p.sport[0] = load_be16(t);
       p.dport[0] = load_be16(t + 2);
@@ -166,9 +197,9 @@ GASPP_HD inline void decode_l4(const uint8_t* f, uint32_t caplen, uint32_t off, 
       const uint32_t hlen = uint32_t(t[12] >> 4) * 4;
       p.tcp_flags[0] = static_cast<uint16_t>(((t[12] & 1) << 8) | t[13]);
       p.tcp_win[0] = load_be16(t + 14);
-      if (hlen < 20) { fail(p, MalformedReason::tcp_bad_offset); return; }
-      if (hlen > avail) { fail(p, MalformedReason::tcp_truncated); return; }
-      if (hlen > ip_payload) { fail(p, MalformedReason::tcp_bad_offset); return; }
+      if (hlen < 20) { fail(p, MalformedReason::tcp_bad_offset, DecodeEvent::tcp_hlen_too_small); return; }
+      if (hlen > avail) { fail(p, MalformedReason::tcp_truncated, DecodeEvent::tcp_hlen_too_small); return; }
+      if (hlen > ip_payload) { fail(p, MalformedReason::tcp_bad_offset, DecodeEvent::tcp_hlen_too_small); return; }
       decode_tcp_options(f, off + 20, off + hlen, p);
       p.payload_off[0] = static_cast<uint16_t>(off + hlen);
       p.payload_len[0] = ip_payload - hlen;
@@ -176,12 +207,12 @@ GASPP_HD inline void decode_l4(const uint8_t* f, uint32_t caplen, uint32_t off, 
     }
     case 17: {
       p.l4[0] = uint8_t(L4::udp);
-      if (avail < 8) { fail(p, MalformedReason::udp_truncated); return; }
+      if (avail < 8) { fail(p, MalformedReason::udp_truncated, DecodeEvent::udp_hlen_too_small); return; }
       const uint8_t* u = f + off;
       p.sport[0] = load_be16(u);
       p.dport[0] = load_be16(u + 2);
       const uint32_t ulen = load_be16(u + 4);
-      if (ip_payload < 8) { fail(p, MalformedReason::udp_bad_length); return; }
+      if (ip_payload < 8) { fail(p, MalformedReason::udp_bad_length, DecodeEvent::udp_hlen_too_small); return; }
       p.payload_off[0] = static_cast<uint16_t>(off + 8);
       p.payload_len[0] = ip_payload - 8;
       // A zero length is legal over IPv6 for jumbograms; anything else must fit the datagram. A
@@ -189,7 +220,7 @@ GASPP_HD inline void decode_l4(const uint8_t* f, uint32_t caplen, uint32_t off, 
       // what it carries is what it announces.
       const bool first_fragment = p.ip_frag[0] & kFragMore;
       if ((ulen != 0 || p.l3[0] != uint8_t(L3::ipv6)) && (ulen < 8 || (ulen > ip_payload && !first_fragment)))
-        fail(p, MalformedReason::udp_bad_length);
+        fail(p, MalformedReason::udp_bad_length, ulen < 8 ? DecodeEvent::udp_len_invalid : DecodeEvent::udp_pkt_too_small);
       else if (ulen >= 8)
         p.payload_len[0] = ulen - 8 < ip_payload - 8 ? ulen - 8 : ip_payload - 8;
       return;
@@ -197,14 +228,18 @@ GASPP_HD inline void decode_l4(const uint8_t* f, uint32_t caplen, uint32_t off, 
     case 1:
     case 58: {
       p.l4[0] = uint8_t(p.ip_proto[0] == 1 ? L4::icmp : L4::icmpv6);
-      if (avail < 4) { fail(p, MalformedReason::icmp_truncated); return; }
+      // ICMP in the other IP version (Suricata's ipv4.icmpv6, ipv6.icmpv4) is decoded as it says.
+      if (p.ip_proto[0] == 58 && p.l3[0] == uint8_t(L3::ipv4)) raise(p, DecodeEvent::ipv4_icmpv6);
+      if (p.ip_proto[0] == 1 && p.l3[0] == uint8_t(L3::ipv6)) raise(p, DecodeEvent::ipv6_icmpv4);
+      const DecodeEvent small = p.ip_proto[0] == 1 ? DecodeEvent::icmpv4_pkt_too_small : DecodeEvent::icmpv6_pkt_too_small;
+      if (avail < 4) { fail(p, MalformedReason::icmp_truncated, small); return; }
       const uint8_t* c = f + off;
       p.icmp_type[0] = c[0];
       p.icmp_code[0] = c[1];
       const bool v4 = p.ip_proto[0] == 1;
       const bool echo = v4 ? (c[0] == 0 || c[0] == 8) : (c[0] == 128 || c[0] == 129);
       if (echo) {
-        if (avail < 8) { fail(p, MalformedReason::icmp_truncated); return; }
+        if (avail < 8) { fail(p, MalformedReason::icmp_truncated, small); return; }
         p.icmp_id[0] = load_be16(c + 4);
       }
       if (ip_payload >= 8) {
@@ -221,14 +256,61 @@ GASPP_HD inline void decode_l4(const uint8_t* f, uint32_t caplen, uint32_t off, 
   }
 }
 
+// IPv4 options between f[o] and f[end] (a header of ihl > 20 bytes, captured). An option that does
+// not fit makes the packet malformed; the rest are Suricata's events only (DecodeIPV4Options): a
+// second option of a known kind, a length wrong for its kind, a route or timestamp pointer out of
+// place, an unknown kind, an option cut by the header's end where an EOL should have been.
+GASPP_HD inline void decode_ipv4_options(const uint8_t* f, uint32_t o, uint32_t end, DecodedPacket& p) {
+  uint32_t seen = 0;  // known kinds met, one bit each
+  while (o < end) {
+    const uint8_t t = f[o];
+    if (t == 0) return;
+    if (t == 1) { ++o; continue; }
+    if (o + 2 > end) { fail(p, MalformedReason::ipv4_bad_options, DecodeEvent::ipv4_opt_eol_required); return; }
+    const uint8_t len = f[o + 1];
+    if (len < 2 || o + len > end) { fail(p, MalformedReason::ipv4_bad_options, DecodeEvent::ipv4_opt_invalid_len); return; }
+    const uint8_t* v = f + o;
+    int bit = -1;
+    bool len_ok = true, ptr_ok = true;
+    switch (t) {
+      case 7: case 131: case 137:  // record route, loose and strict source route
+        bit = t == 7 ? 0 : t == 131 ? 1 : 2;
+        len_ok = len >= 3;
+        ptr_ok = !len_ok || (v[2] >= 4 && v[2] % 4 == 0 && v[2] <= len + 1);
+        break;
+      case 68: {  // timestamp: pointer past the 4-byte header, on a record boundary
+        bit = 3;
+        len_ok = len >= 5;
+        const uint32_t rec = (len_ok && (v[3] & 0x0f)) ? 8 : 4;
+        ptr_ok = !len_ok || (v[2] >= 5 && (v[2] - 5) % rec == 0 && v[2] <= len + 1);
+        break;
+      }
+      case 25: bit = 4; len_ok = len >= 8; break;     // quick-start
+      case 130: bit = 5; len_ok = len >= 3; break;    // security
+      case 133: bit = 6; len_ok = len >= 3; break;    // extended security
+      case 134: bit = 7; len_ok = len >= 10; break;   // CIPSO
+      case 136: bit = 8; len_ok = len == 4; break;    // stream id
+      case 148: bit = 9; len_ok = len == 4; break;    // router alert
+      default: raise(p, DecodeEvent::ipv4_opt_invalid); break;
+    }
+    if (bit >= 0) {
+      if (seen & (1u << bit)) raise(p, DecodeEvent::ipv4_opt_duplicate);
+      else if (!len_ok) raise(p, DecodeEvent::ipv4_opt_invalid_len);
+      else if (!ptr_ok) raise(p, DecodeEvent::ipv4_opt_malformed);
+      seen |= 1u << bit;
+    }
+    o += len;
+  }
+}
+
 GASPP_HD inline void decode_ipv4(const uint8_t* f, uint32_t caplen, uint32_t off, DecodedPacket& p) {
   p.l3[0] = uint8_t(L3::ipv4);
   p.l3_off[0] = static_cast<uint16_t>(off);
-  if (caplen < off + 20) { fail(p, MalformedReason::ipv4_truncated); return; }
+  if (caplen < off + 20) { fail(p, MalformedReason::ipv4_truncated, DecodeEvent::ipv4_pkt_too_small); return; }
   const uint8_t* h = f + off;
-  if ((h[0] >> 4) != 4) { fail(p, MalformedReason::ipv4_bad_version); return; }
+  if ((h[0] >> 4) != 4) { fail(p, MalformedReason::ipv4_bad_version, DecodeEvent::ipv4_wrong_ip_version); return; }
   const uint32_t ihl = uint32_t(h[0] & 15) * 4;
-  if (ihl < 20) { fail(p, MalformedReason::ipv4_bad_ihl); return; }
+  if (ihl < 20) { fail(p, MalformedReason::ipv4_bad_ihl, DecodeEvent::ipv4_hlen_too_small); return; }
   const uint32_t total = load_be16(h + 2);
   p.ip_ttl[0] = h[8];
   p.ip_proto[0] = h[9];
@@ -242,19 +324,13 @@ GASPP_HD inline void decode_ipv4(const uint8_t* f, uint32_t caplen, uint32_t off
   if ((frag & 0x2000) || frag_off != 0) ff |= kFragIsFragment;
   if ((ff & kFragIsFragment) && frag_off == 0) ff |= kFragFirst;
   p.ip_frag[0] = ff;
-  if (caplen < off + ihl) { fail(p, MalformedReason::ipv4_truncated); return; }
-  if (total < ihl) { fail(p, MalformedReason::ipv4_bad_total_len); return; }
-  // Options: each is EOL, NOP, or type/length/value within the header.
-  for (uint32_t o = off + 20; o < off + ihl;) {
-    const uint8_t t = f[o];
-    if (t == 0) break;
-    if (t == 1) { ++o; continue; }
-    if (o + 2 > off + ihl || f[o + 1] < 2 || o + f[o + 1] > off + ihl) {
-      fail(p, MalformedReason::ipv4_bad_options);
-      break;
-    }
-    o += f[o + 1];
-  }
+  if (caplen < off + ihl) { fail(p, MalformedReason::ipv4_truncated, DecodeEvent::ipv4_trunc_pkt); return; }
+  if (total < ihl) { fail(p, MalformedReason::ipv4_bad_total_len, DecodeEvent::ipv4_iplen_smaller_than_hlen); return; }
+  // Suricata's ipv4.trunc_pkt: fewer bytes captured than the datagram announces (the snap length
+  // included); the packet is decoded as far as it goes.
+  // p.cap_len, not caplen: a sliced head is decoded with caplen cut to the head's bytes.
+  if (p.cap_len[0] < off + total) raise(p, DecodeEvent::ipv4_trunc_pkt);
+  decode_ipv4_options(f, off + 20, off + ihl, p);
   uint32_t end = off + total;
   // A datagram longer than the frame on the wire is bogus; one longer than the capture was only
   // cut by the snap length.
@@ -267,12 +343,42 @@ GASPP_HD inline bool ipv6_is_extension(uint8_t nh) {
   return nh == 0 || nh == 43 || nh == 44 || nh == 60 || nh == 51 || nh == 135;
 }
 
+// The options of a hop-by-hop or destination-options header (opts: its bytes after the next-header
+// and length bytes), for Suricata's events: an option that overruns the header, a router alert,
+// jumbo or home-address option too short for its value (exthdr_invalid_optlen); an option of
+// another kind (unknown_opt); a header of padding only (only_padding). Options are not kept.
+GASPP_HD inline void ipv6_option_events(const uint8_t* opts, uint32_t n, bool hop, DecodedPacket& p) {
+  uint32_t pads = 0, others = 0;
+  for (uint32_t k = 0; k < n;) {
+    const uint8_t t = opts[k];
+    if (t == 0) { ++pads; ++k; continue; }  // Pad1
+    if (k + 1 >= n || k + 2 + opts[k + 1] > n) { raise(p, DecodeEvent::ipv6_exthdr_invalid_optlen); break; }
+    const uint8_t len = opts[k + 1];
+    if (t == 1) {
+      ++pads;
+    } else if ((t == 0x05 && len < 2) || (t == 0xc2 && len < 4) || (t == 0xc9 && len < 16)) {
+      raise(p, DecodeEvent::ipv6_exthdr_invalid_optlen);
+      break;
+    } else {
+      if (t != 0x05 && t != 0xc2 && t != 0xc9)
+        raise(p, hop ? DecodeEvent::ipv6_hopopts_unknown_opt : DecodeEvent::ipv6_dstopts_unknown_opt);
+      if (t != 0xc2) ++others;  // Suricata counts a jumbo option as neither
+    }
+    k += 2u + len;
+  }
+  if (pads && !others) raise(p, hop ? DecodeEvent::ipv6_hopopts_only_padding : DecodeEvent::ipv6_dstopts_only_padding);
+}
+
+// IPv6 and its extension headers, with Suricata's events (DecodeIPV6ExtHdrs): a second
+// hop-by-hop or routing header, a third destination-options header, and a second fragment header
+// are skipped with an event (exthdr_dupl_*); a fragment header at offset 0 with no more fragments
+// is no fragment (exthdr_useless_fh) and decoding goes on past it.
 GASPP_HD inline void decode_ipv6(const uint8_t* f, uint32_t caplen, uint32_t off, DecodedPacket& p) {
   p.l3[0] = uint8_t(L3::ipv6);
   p.l3_off[0] = static_cast<uint16_t>(off);
-  if (caplen < off + 40) { fail(p, MalformedReason::ipv6_truncated); return; }
+  if (caplen < off + 40) { fail(p, MalformedReason::ipv6_truncated, DecodeEvent::ipv6_pkt_too_small); return; }
   const uint8_t* h = f + off;
-  if ((h[0] >> 4) != 6) { fail(p, MalformedReason::ipv6_bad_version); return; }
+  if ((h[0] >> 4) != 6) { fail(p, MalformedReason::ipv6_bad_version, DecodeEvent::ipv6_wrong_ip_version); return; }
   const uint32_t plen = load_be16(h + 4);
   uint8_t nh = h[6];
   p.ip_ttl[0] = h[7];
@@ -280,36 +386,67 @@ GASPP_HD inline void decode_ipv6(const uint8_t* f, uint32_t caplen, uint32_t off
   copy_addr16(p.dst_ip, h + 24);
   uint32_t end = off + 40 + plen;
   if (plen == 0) end = p.wire_len[0];  // jumbogram (hop-by-hop jumbo option) or empty
+  if (p.cap_len[0] < end) raise(p, DecodeEvent::ipv6_trunc_pkt);  // as ipv4.trunc_pkt (decode_ipv4)
   if (end > p.wire_len[0]) { fail(p, MalformedReason::ipv6_bad_payload_len); end = p.wire_len[0]; }
   uint32_t o = off + 40;
+  uint32_t seen = 0;  // 1 hop-by-hop, 2 routing, 4 fragment; destination options counted in dst
+  int dst = 0;
+  constexpr auto kTrunc = DecodeEvent::ipv6_trunc_exthdr;
   for (int n = 0; ipv6_is_extension(nh); ++n) {
     if (n == kMaxIpv6ExtHeaders) { p.ip_proto[0] = nh; fail(p, MalformedReason::ipv6_too_many_ext); return; }
-    if (caplen < o + 8 || o + 8 > end) { p.ip_proto[0] = nh; fail(p, MalformedReason::ipv6_ext_truncated); return; }
+    if (caplen < o + 8 || o + 8 > end) { p.ip_proto[0] = nh; fail(p, MalformedReason::ipv6_ext_truncated, kTrunc); return; }
     const uint8_t* e = f + o;
     uint32_t len;
     if (nh == 44) {  // fragment header: fixed 8 bytes
+      len = 8;
+      if (e[1] != 0) raise(p, DecodeEvent::ipv6_fh_non_zero_reserved_field);
       const uint16_t fo = load_be16(e + 2);
       const uint32_t frag_off = uint32_t(fo >> 3) * 8;
-      uint8_t ff = kFragIsFragment;
-      if (fo & 1) ff |= kFragMore;
-      if (frag_off == 0) ff |= kFragFirst;
-      p.ip_frag[0] = ff;
-      len = 8;
-      if (frag_off != 0) { p.ip_proto[0] = e[0]; return; }
+      if (seen & 4) {
+        raise(p, DecodeEvent::ipv6_exthdr_dupl_fh);
+      } else if (frag_off == 0 && !(fo & 1)) {
+        seen |= 4;
+        raise(p, DecodeEvent::ipv6_exthdr_useless_fh);
+      } else {
+        seen |= 4;
+        uint8_t ff = kFragIsFragment;
+        if (fo & 1) ff |= kFragMore;
+        if (frag_off == 0) ff |= kFragFirst;
+        p.ip_frag[0] = ff;
+        // RFC 8200 4.5: every fragment but the last is a multiple of 8 bytes.
+        if ((fo & 1) && (end - o) % 8 != 0) raise(p, DecodeEvent::ipv6_frag_invalid_length);
+        if (frag_off != 0) { p.ip_proto[0] = e[0]; return; }
+      }
     } else if (nh == 51) {
       len = (uint32_t(e[1]) + 2) * 4;
     } else {
       len = (uint32_t(e[1]) + 1) * 8;
+      if (o + len <= caplen && o + len <= end) {
+        if (nh == 0 || nh == 60) {
+          const bool dupl = nh == 0 ? (seen & 1) != 0 : dst == 2;
+          if (dupl) raise(p, nh == 0 ? DecodeEvent::ipv6_exthdr_dupl_hh : DecodeEvent::ipv6_exthdr_dupl_dh);
+          else ipv6_option_events(e + 2, len - 2, nh == 0, p);
+          if (nh == 0) seen |= 1;
+          else if (dst < 2) ++dst;
+        } else if (nh == 43) {
+          if (seen & 2) raise(p, DecodeEvent::ipv6_exthdr_dupl_rh);
+          else if (e[2] == 0) raise(p, DecodeEvent::ipv6_rh_type_0);
+          seen |= 2;
+        }
+      }
     }
     nh = e[0];
     o += len;
-    if (o > caplen || o > end) { p.ip_proto[0] = nh; fail(p, MalformedReason::ipv6_ext_truncated); return; }
+    if (o > caplen || o > end) { p.ip_proto[0] = nh; fail(p, MalformedReason::ipv6_ext_truncated, kTrunc); return; }
   }
   p.ip_proto[0] = nh;
   if (nh == 59) {  // no next header
     p.l4[0] = uint8_t(L4::none);
+    if (o < end) raise(p, DecodeEvent::ipv6_data_after_none_header);
     return;
   }
+  // Suricata reads no header of fewer than 2 bytes, an upper-layer one included: trunc_exthdr.
+  if (end < o + 2) { fail(p, MalformedReason::ipv6_ext_truncated, kTrunc); return; }
   decode_l4(f, caplen, o, end, p);
 }
 
@@ -374,7 +511,10 @@ GASPP_HD GASPP_FORCEINLINE uint32_t ip_in_ip_inner(const uint8_t* f, uint32_t ca
   if ((p.ip_frag[0] & kFragIsFragment) || p.malformed[0] || p.payload_off[0] == kNoOffset || p.payload_len[0] == 0) return 0;
   const uint32_t off = p.payload_off[0];
   if (caplen <= off) { fail(p, MalformedReason::ip_in_ip_truncated); return 0; }
-  return (f[off] >> 4) == (p.ip_proto[0] == 4 ? 4 : 6) ? off : 0;
+  if ((f[off] >> 4) == (p.ip_proto[0] == 4 ? 4 : 6)) return off;
+  if (p.l3[0] == uint8_t(L3::ipv6))
+    raise(p, p.ip_proto[0] == 4 ? DecodeEvent::ipv6_ipv4_in_ipv6_wrong_version : DecodeEvent::ipv6_ipv6_in_ipv6_wrong_version);
+  return 0;
 }
 
 // The ethertype of what a PPP frame of `protocol` carries (IPv4, IPv6, MPLS); 0 for the rest (LCP,
@@ -749,16 +889,21 @@ GASPP_HD GASPP_FORCEINLINE RecordHeader read_record_header(const uint8_t* r, Rec
 }
 
 // Decodes the record at r; `limit` is how many bytes of the buffer follow r (the frame is cut to it).
+// `record_limit` (at least limit) is how many bytes the whole record has there when r is only its
+// head (slicing): p.cap_len is then the record's, and the decoder reads no further than limit.
 GASPP_HD inline void decode_record(const uint8_t* r, uint64_t limit, RecordFormat fmt, LinkType link,
-                                   DecodedPacket& p) {
+                                   DecodedPacket& p, uint64_t record_limit = 0) {
   clear(p);
   const RecordHeader h = limit >= 16 ? read_record_header(r, fmt) : RecordHeader{0, 0, 0};
-  uint32_t cap = h.cap_len;
-  if (limit < 16) cap = 0;
-  else if (cap > limit - 16) cap = static_cast<uint32_t>(limit - 16);
+  const auto clip = [&](uint64_t lim) -> uint32_t {
+    if (limit < 16 || lim < 16) return 0;
+    return h.cap_len > lim - 16 ? static_cast<uint32_t>(lim - 16) : h.cap_len;
+  };
+  const uint32_t cap = clip(limit);
+  const uint32_t record_cap = record_limit > limit ? clip(record_limit) : cap;
   p.ts_ns[0] = h.ts_ns;
-  p.cap_len[0] = cap;
-  p.wire_len[0] = h.wire_len < cap ? cap : h.wire_len;
+  p.cap_len[0] = record_cap;
+  p.wire_len[0] = h.wire_len < record_cap ? record_cap : h.wire_len;
   decode_frame(r + 16, cap, link, p);
 }
 

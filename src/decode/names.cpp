@@ -12,6 +12,16 @@ const char* malformed_reason_name(MalformedReason r) {
   return i >= 0 && i < kMalformedReasons ? names[i] : "unknown";
 }
 
+const char* decode_event_name(DecodeEvent e) {
+  static const char* const names[] = {
+#define GASPP_X(id, name) name,
+      GASPP_DECODE_EVENTS(GASPP_X)
+#undef GASPP_X
+  };
+  const int i = static_cast<int>(e);
+  return i >= 0 && i < kDecodeEvents ? names[i] : "unknown";
+}
+
 const char* undecoded_reason_name(UndecodedReason r) {
   static const char* const names[] = {
 #define GASPP_X(id, name) name,

@@ -102,6 +102,7 @@ void Defragmenter::finish() {
 }
 
 bool Defragmenter::add(const uint8_t* rec, uint64_t room, RecordFormat fmt, LinkType link, std::vector<uint8_t>& out) {
+  event_ = DecodeEvent::none;
   if (!cfg_.enabled || room < kRecordHeaderBytes) return false;
   const RecordHeader h = read_record_header(rec, fmt);
   const uint32_t cap = uint32_t(std::min<uint64_t>(h.cap_len, room - kRecordHeaderBytes));
@@ -167,6 +168,7 @@ bool Defragmenter::add(const uint8_t* rec, uint64_t room, RecordFormat fmt, Link
   }
   if ((v6 ? 0 : 20) + off + len > 65535) {
     ++st_.too_large;
+    event_ = v6 ? DecodeEvent::ipv6_frag_pkt_too_large : DecodeEvent::ipv4_frag_pkt_too_large;
     return false;
   }
 
@@ -215,6 +217,7 @@ bool Defragmenter::add(const uint8_t* rec, uint64_t room, RecordFormat fmt, Link
   for (const Frag& o : t.frags)
     if (off < o.off + o.len && o.off < off + len) {
       ++st_.overlaps;
+      event_ = v6 ? DecodeEvent::ipv6_frag_overlap : DecodeEvent::ipv4_frag_overlap;
       break;
     }
   Frag fr{};
@@ -285,6 +288,7 @@ int Defragmenter::complete(Tracker& t, bool v6, const uint8_t* rec, RecordFormat
   const uint32_t ip_len = v6 ? hf.prefix_len - hf.l3 - 40 + len : hf.prefix_len - hf.l3 + len;
   if (ip_len > 65535) {
     ++st_.too_large;
+    event_ = v6 ? DecodeEvent::ipv6_frag_pkt_too_large : DecodeEvent::ipv4_frag_pkt_too_large;
     return -1;
   }
   const size_t base = out.size();

@@ -143,6 +143,10 @@ class Defragmenter {
   // appended to `out` as a record in the same format, with the fragment's capture time, and
   // true is returned.
   bool add(const uint8_t* rec, uint64_t room, RecordFormat fmt, LinkType link, std::vector<uint8_t>& out);
+  // The decoder event the last add() raised on its fragment (Suricata's: ipv4/ipv6.frag_overlap
+  // when it overlaps a fragment held, frag_pkt_too_large when it reaches past 65,535 bytes or
+  // completes a datagram that does); none otherwise.
+  DecodeEvent last_event() const { return event_; }
 
   // Capture time has reached `now_ns` (any packet, fragment or not): datagrams past their timeout
   // are dropped, by a scan at most once a second of capture time.
@@ -157,6 +161,7 @@ class Defragmenter {
   uint64_t bytes_held() const { return bytes_; }
 
  private:
+  DecodeEvent event_ = DecodeEvent::none;
   struct Key {
     uint32_t src[4], dst[4], id;
     uint16_t vlan[3];

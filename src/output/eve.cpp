@@ -106,6 +106,13 @@ void EveWriter::write_stats(const RunReport& r, const nlohmann::ordered_json& ex
          {"unknown_ethertype", t[c_undecoded_reason0 + int(UndecodedReason::ethertype)]},
          {"avg_pkt_size", t[c_packets] ? t[c_wire_bytes] / t[c_packets] : 0}};
   if (link) dec[link] = t[c_packets];
+  // decoder.event.<layer>.<name>, as Suricata's stats nest its decoder events (those raised only).
+  for (int k = 1; k < kDecodeEvents; ++k) {
+    if (!t[c_decode_event0 + k]) continue;
+    const std::string name = decode_event_name(DecodeEvent(k));
+    const size_t dot = name.find('.');
+    dec["event"][name.substr(0, dot)][name.substr(dot + 1)] = t[c_decode_event0 + k];
+  }
   if (r.defrag_config.enabled) {
     const DefragStats& d = r.defrag;
     st["defrag"] = {{"ipv4", {{"fragments", d.ipv4_fragments}, {"reassembled", d.ipv4_reassembled}}},

@@ -51,6 +51,18 @@ void print_summary(std::FILE* o, const RunReport& r) {
     if (t[c_malformed_reason0 + k])
       std::fprintf(o, "  %s %llu", malformed_reason_name(MalformedReason(k)), (unsigned long long)t[c_malformed_reason0 + k]);
   std::fprintf(o, "\n");
+  bool any_event = t[c_decode_events_dropped] != 0;
+  for (int k = 1; k < kDecodeEvents; ++k) any_event |= t[c_decode_event0 + k] != 0;
+  if (any_event) {
+    std::fprintf(o, "events       ");
+    for (int k = 1; k < kDecodeEvents; ++k)
+      if (t[c_decode_event0 + k])
+        std::fprintf(o, " %s %llu", decode_event_name(DecodeEvent(k)), (unsigned long long)t[c_decode_event0 + k]);
+    if (t[c_decode_events_dropped])
+      std::fprintf(o, "  (packets with more than %d: %llu, the rest not kept)", kDecodeEventSlots,
+                   (unsigned long long)t[c_decode_events_dropped]);
+    std::fprintf(o, "\n");
+  }
   std::fprintf(o, "capture      %s; %llu warnings%s\n",
                r.damaged ? "DAMAGED: reading stopped early" : r.interrupted ? "INTERRUPTED: reading stopped by a signal" : r.live ? "live, stopped" : "read to the end",
                (unsigned long long)r.capture_warnings,
@@ -193,6 +205,11 @@ nlohmann::ordered_json summary_json(const RunReport& r) {
   auto& mal = j["malformed"];
   mal["total"] = t[c_malformed];
   for (int k = 1; k < kMalformedReasons; ++k) mal[malformed_reason_name(MalformedReason(k))] = t[c_malformed_reason0 + k];
+  auto& ev = j["decoder_events"];
+  ev = nlohmann::ordered_json::object();
+  for (int k = 1; k < kDecodeEvents; ++k)
+    if (t[c_decode_event0 + k]) ev[decode_event_name(DecodeEvent(k))] = t[c_decode_event0 + k];
+  if (t[c_decode_events_dropped]) ev["dropped"] = t[c_decode_events_dropped];
   const TransferStats& tr = r.transfer;
   j["batches"] = {{"count", r.batches},         {"direct", tr.batches_direct}, {"compacted", tr.batches_compacted},
                   {"sliced", tr.batches_sliced}, {"bytes_h2d", tr.bytes_h2d},   {"bytes_d2h", tr.bytes_d2h}};

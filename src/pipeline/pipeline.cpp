@@ -90,6 +90,8 @@ RunReport run_source(Source& src, Backend& backend, const RunOptions& opt, const
     backend.wait(s);
     PacketBatch& b = backend.batch(s);
     for (int k = 0; k < c_count_; ++k) rep.totals.v[k] += b.counters.v[k];
+    // The events the defragmenter raised on the host count as the decoder's do.
+    for (const auto& [i, e] : b.host_events) ++rep.totals.v[c_decode_event0 + e];
     // Reassembled datagrams are counted by protocol (l3, l4), as Suricata's decoder counts them, but
     // are not packets read: the link-level counts are the fragments'.
     for (const uint32_t j : b.reassembled) {
@@ -164,6 +166,7 @@ RunReport run_source(Source& src, Backend& backend, const RunOptions& opt, const
     b.record_bytes = 0;
     b.max_ts_ns = 0;
     b.reassembled.clear();
+    b.host_events.clear();
     last_seq[size_t(slot)] = kNoRecord;
     // A batch is a span of the source's memory while its records lie back to back and no
     // reassembled datagram joins it; from then on its records are copied into h_rebuilt (a
@@ -212,8 +215,10 @@ RunReport run_source(Source& src, Backend& backend, const RunOptions& opt, const
       b.record_bytes += rec_bytes;
       if (r.ts_ns > b.max_ts_ns) b.max_ts_ns = r.ts_ns;
       last_seq[size_t(slot)] = r.seq;
-      const bool completed = opt.defrag.enabled && may_be_fragment(r.rec + kRecordHeaderBytes, r.cap_len, r.link) &&
-                             defrag.add(r.rec, rec_bytes, r.fmt, r.link, datagram);
+      const bool fragment = opt.defrag.enabled && may_be_fragment(r.rec + kRecordHeaderBytes, r.cap_len, r.link);
+      const bool completed = fragment && defrag.add(r.rec, rec_bytes, r.fmt, r.link, datagram);
+      if (fragment && defrag.last_event() != DecodeEvent::none)
+        b.host_events.emplace_back(b.count - 1, uint8_t(defrag.last_event()));
       st = src.next(r, opt.policy.linger_ns);
       if (completed) {
         copy_span();

@@ -525,3 +525,122 @@ TEST(Decoder, Ipv6ExtensionHeadersWithNonZeroLengthsAndAh) {
     EXPECT_EQ(p.payload_len[0], 0u);
   }
 }
+
+namespace {
+
+// The names of the decoder events p raised, in order, and "+dropped" when more did not fit.
+std::vector<std::string> events_of(const DecodedPacket& p) {
+  std::vector<std::string> out;
+  for (int k = 0; k < kDecodeEventSlots && p.events[k]; ++k) out.push_back(decode_event_name(DecodeEvent(p.events[k] & 0x7f)));
+  if (p.events[kDecodeEventSlots - 1] & 0x80) out.push_back("+dropped");
+  return out;
+}
+
+// tcp4_frame with `opts` as IPv4 options (a multiple of 4 bytes), IHL and total length fixed.
+Bytes ip4_options(const Bytes& opts) {
+  auto f = tcp4_frame(1, 0);
+  f.insert(f.begin() + 34, opts.begin(), opts.end());
+  f[14] = uint8_t(0x45 + opts.size() / 4);
+  f[17] = uint8_t(40 + opts.size());
+  return f;
+}
+
+// tcp4_frame with `opts` as TCP options (a multiple of 4 bytes), data offset and lengths fixed.
+Bytes tcp_options(const Bytes& opts) {
+  auto f = tcp4_frame(1, 0, 0x02);
+  f.insert(f.end(), opts.begin(), opts.end());
+  f[46] = uint8_t((20 + opts.size()) / 4) << 4;
+  f[17] = uint8_t(40 + opts.size());
+  return f;
+}
+
+Bytes edit(Bytes f, size_t at, std::initializer_list<uint8_t> bytes) {
+  for (const uint8_t b : bytes) f[at++] = b;
+  return f;
+}
+
+}  // namespace
+
+// Suricata's decoder events (decode-event:NAME), each on a frame built to raise it under the
+// condition Suricata's decoders (decode-ipv4.c, decode-ipv6.c, decode-tcp.c, decode-udp.c) check,
+// and frames that must raise none. Offsets: Ethernet 14, IPv4 at 14, TCP/UDP at 34; IPv6 at 14,
+// its first extension header at 54.
+TEST(Decoder, SuricataDecoderEvents) {
+  struct Case {
+    const char* what;
+    Bytes frame;
+    std::vector<std::string> want;
+    uint32_t caplen = ~0u;
+  };
+  const Bytes v4 = tcp4_frame(1, 4);
+  const Bytes udp = cat({eth(0x0800), ip4_udp(53, 53, Bytes(8, 'x'))});
+  Bytes fh_only = ipv6_with_ext({44}, 0);  // a useless fragment header and no TCP header after it
+  fh_only.resize(14 + 40 + 8);
+  fh_only[19] = 8;
+  const Case cases[] = {
+      {"plain TCP", v4, {}},
+      {"plain UDP", udp, {}},
+      {"IPv6 with a hop-by-hop jumbo-free PadN", edit(ipv6_with_ext({0}), 56, {1, 4}), {"ipv6.hopopts_only_padding"}},
+      {"IPv4 header length 16", edit(v4, 14, {0x44}), {"ipv4.hlen_too_small"}},
+      {"version 6 behind ethertype IPv4", edit(v4, 14, {0x65}), {"ipv4.wrong_ip_version"}},
+      {"total length under the header's", edit(v4, 16, {0, 16}), {"ipv4.iplen_smaller_than_hlen"}},
+      {"fewer bytes captured than the total length", v4, {"ipv4.trunc_pkt"}, uint32_t(v4.size() - 2)},
+      {"IPv4 header cut", v4, {"ipv4.pkt_too_small"}, 14 + 12},
+      {"option length past the header", ip4_options({7, 9, 4, 0}), {"ipv4.opt_invalid_len"}},
+      {"a kind Suricata does not know", ip4_options({0x99, 4, 0, 0}), {"ipv4.opt_invalid"}},
+      {"record route pointer not on a word", ip4_options({7, 7, 5, 0, 0, 0, 0, 0}), {"ipv4.opt_malformed"}},
+      {"router alert twice", ip4_options({148, 4, 0, 0, 148, 4, 0, 0}), {"ipv4.opt_duplicate"}},
+      {"router alert of length 3", ip4_options({148, 3, 0, 1}), {"ipv4.opt_invalid_len"}},
+      {"an option with no room for its length", ip4_options({1, 1, 1, 148}), {"ipv4.opt_eol_required"}},
+      {"ICMPv6 inside IPv4", edit(v4, 23, {58}), {"ipv4.icmpv6"}},
+      {"TCP data offset 16", edit(v4, 46, {0x40}), {"tcp.hlen_too_small"}},
+      {"TCP header cut", v4, {"ipv4.trunc_pkt", "tcp.pkt_too_small"}, 34 + 12},
+      {"MSS twice", tcp_options({2, 4, 5, 0xb4, 2, 4, 5, 0xb4}), {"tcp.opt_duplicate"}},
+      {"MSS of length 3", tcp_options({2, 3, 5, 1}), {"tcp.opt_invalid_len"}},
+      {"an empty SACK is allowed", tcp_options({5, 2, 1, 1}), {}},
+      {"UDP length 4", edit(udp, 38, {0, 4}), {"udp.len_invalid"}},
+      {"UDP length past the datagram", edit(udp, 38, {0, 40}), {"udp.pkt_too_small"}},
+      {"IPv6 hop-by-hop twice", ipv6_with_ext({0, 0}), {"ipv6.hopopts_only_padding", "ipv6.exthdr_dupl_hh"}},
+      {"destination options three times", ipv6_with_ext({60, 60, 60}),
+       {"ipv6.dstopts_only_padding", "ipv6.exthdr_dupl_dh"}},
+      {"an unknown destination option", edit(ipv6_with_ext({60}), 56, {0x1e, 4}), {"ipv6.dstopts_unknown_opt"}},
+      {"an option past its header", edit(ipv6_with_ext({60}), 56, {0x1e, 9}), {"ipv6.exthdr_invalid_optlen"}},
+      {"routing header type 0", ipv6_with_ext({43}), {"ipv6.rh_type_0"}},
+      {"routing header twice", edit(ipv6_with_ext({43, 43}), 56, {2}), {"ipv6.exthdr_dupl_rh"}},
+      {"fragment header at 0 without more", ipv6_with_ext({44}, 0), {"ipv6.exthdr_useless_fh"}},
+      {"nothing after a fragment header", fh_only, {"ipv6.exthdr_useless_fh", "ipv6.trunc_exthdr"}},
+      {"two fragment headers", ipv6_with_ext({44, 44}, 0), {"ipv6.exthdr_useless_fh", "ipv6.exthdr_dupl_fh"}},
+      {"fragment header's reserved byte set", edit(ipv6_with_ext({44}, 0x0001), 55, {7}),
+       {"ipv6.fh_non_zero_reserved_field", "ipv6.frag_invalid_length"}},
+      {"a first fragment of 20 bytes (not a multiple of 8)", ipv6_with_ext({44}, 0x0001), {"ipv6.frag_invalid_length"}},
+      {"data after no next header", edit(ipv6_with_ext({}), 20, {59}), {"ipv6.data_after_none_header"}},
+      {"IPv6 header cut", ipv6_with_ext({}), {"ipv6.pkt_too_small"}, 14 + 30},
+      {"fewer IPv6 bytes captured than announced", ipv6_with_ext({}), {"ipv6.trunc_pkt", "tcp.pkt_too_small"}, 14 + 40 + 20 - 1},
+      {"ICMPv4 inside IPv6", edit(ipv6_with_ext({}), 20, {1}), {"ipv6.icmpv4"}},
+      {"IPv4 announced inside IPv6, version 6 found", cat({eth(0x86dd), ip6_around(4, ip6_around(59, {}))}),
+       {"ipv6.ipv4_in_ipv6_wrong_version"}},
+      {"more events than a packet keeps", edit(ipv6_with_ext({0, 0, 43, 43, 60, 60, 60}), 54 + 16 + 2, {2}),
+       {"ipv6.hopopts_only_padding", "ipv6.exthdr_dupl_hh", "ipv6.exthdr_dupl_rh", "ipv6.dstopts_only_padding",
+        "+dropped"}},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.what);
+    EXPECT_EQ(events_of(decode(c.frame, LinkType::ethernet, c.caplen)), c.want);
+  }
+}
+
+// Head-only decoding (slicing) raises the events of the whole record: the truncation events read
+// the record's captured length, not the head's.
+TEST(Decoder, SlicedHeadRaisesTheWholeRecordsEvents) {
+  const Bytes f = tcp4_frame(1, 400);
+  Bytes rec(16, 0);
+  rec[8] = uint8_t(f.size()); rec[9] = uint8_t(f.size() >> 8);
+  rec[12] = rec[8]; rec[13] = rec[9];
+  rec.insert(rec.end(), f.begin(), f.end());
+  DecodedPacket head, whole;
+  decode_record(rec.data(), 96, RecordFormat{0, 0}, LinkType::ethernet, head, rec.size());
+  decode_record(rec.data(), rec.size(), RecordFormat{0, 0}, LinkType::ethernet, whole);
+  EXPECT_EQ(events_of(head), std::vector<std::string>{});
+  EXPECT_EQ(head.cap_len[0], whole.cap_len[0]);
+  EXPECT_EQ(events_of(decode(f, LinkType::ethernet, 80)), std::vector<std::string>{"ipv4.trunc_pkt"});
+}

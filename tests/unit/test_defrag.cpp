@@ -206,14 +206,21 @@ TEST(Defrag, HeadersOfTheReassembledDatagram) {
     EXPECT_EQ(p.l4[0], uint8_t(L4::udp));
     EXPECT_EQ(p.dport[0], 53);
   }
-  // An IPv6 atomic fragment (offset 0, no more fragments; RFC 6946) is its own datagram.
+  // An IPv6 atomic fragment (offset 0, no more fragments; RFC 6946) is no fragment: it is decoded
+  // past its fragment header as it stands, with Suricata's ipv6.exthdr_useless_fh, and the
+  // defragmenter never sees it.
   {
     Defragmenter d(DefragConfig{});
-    const Fed out = feed(d, {frag6(5, 0, false, fill('q', 12), 17)});
-    ASSERT_EQ(out.frames.size(), 1u);
-    EXPECT_EQ(out.frames[0].size(), 14 + 40 + 12u);
-    EXPECT_EQ(out.frames[0][14 + 6], 17);
+    const Bytes frame = frag6(5, 0, false, fill('q', 12), 17);
+    const Fed out = feed(d, {frame});
+    EXPECT_TRUE(out.frames.empty());
     EXPECT_EQ(d.trackers(), 0u);
+    DecodedPacket p;
+    const Bytes r = record(frame);
+    decode_record(r.data(), r.size(), RecordFormat{0, 0}, LinkType::ethernet, p);
+    EXPECT_EQ(p.ip_frag[0], 0);
+    EXPECT_EQ(p.l4[0], uint8_t(L4::udp));
+    EXPECT_EQ(p.events[0], uint8_t(DecodeEvent::ipv6_exthdr_useless_fh));
   }
   // Different VLANs, ids or addresses never mix.
   {

@@ -92,6 +92,8 @@
 
 namespace gaspp {
 
+struct DecodedPacket;
+
 constexpr uint32_t kDetStreamCarry = 120;
 constexpr size_t kDetFlowbitFlows = 1u << 20;
 constexpr size_t kDetXbitKeys = 1u << 20;  // hosts and address pairs with xbits (then xbits_full)
@@ -124,10 +126,16 @@ struct DetectModule {
     uint16_t tcp_win = 0, tcp_mss = 0;
     bool tcp_mss_set = false;  // the packet has an MSS option
     uint32_t tcp_seq = 0, tcp_ack = 0;
+    uint8_t events[kDecodeEventSlots] = {};  // the decoder's events (DecodedView::events)
+    GASPP_HD bool raised(uint8_t e) const {
+      for (int k = 0; k < kDecodeEventSlots; ++k)
+        if ((events[k] & 0x7f) == e) return true;
+      return false;
+    }
   };
 
   // Whether signature i's header, flow, dsize, flags, itype, icode and packet header conditions
-  // (ttl, ip_proto, tcp.mss, seq, ack, window) hold for a packet
+  // (ttl, ip_proto, tcp.mss, seq, ack, window) and decode-event hold for a packet
   // (or a stream piece: pk from FirewallModule::stream_packet, established, no packet facts).
   GASPP_HD static bool sig_applies(const View& v, uint32_t i, const FwPacket& pk, bool has_flow, bool to_client,
                                    bool established, const PacketFacts& f) {
@@ -148,6 +156,7 @@ struct DetectModule {
       if ((s.hdr & kHdrSeq) && f.tcp_seq != s.seq) return false;
       if ((s.hdr & kHdrAck) && f.tcp_ack != s.ack) return false;
       if ((s.hdr & kHdrWin) && (f.tcp_win == s.win) == bool(s.hdr & kHdrWinNeg)) return false;
+      if (s.decode_event && !f.raised(s.decode_event)) return false;
     }
     if (fw_entry_matches(v.hdr, 2 * i, pk)) return true;
     return s.bidir && fw_entry_matches(v.hdr, 2 * i + 1, pk);
@@ -252,6 +261,7 @@ struct DetectModule {
     facts.tcp_mss_set = (d.tcp_opts[k] & kOptMss) != 0;
     facts.tcp_seq = d.tcp_seq[k];
     facts.tcp_ack = d.tcp_ack[k];
+    for (int e = 0; e < kDecodeEventSlots; ++e) facts.events[e] = d.events[size_t(k) * kDecodeEventSlots + e];
     Decision dec;
     // The first pass holds its events until it knows it keeps them (see stream_pass).
     constexpr uint32_t kHeld = kRetry ? 1 : kDetHeldEvents;
@@ -425,6 +435,10 @@ struct DetectModule {
     void set_app_workers(int n);
     void on_app(std::span<const AppUpdate> updates, std::vector<ModuleEvent>& out, int worker);
     void on_app_end();
+    // The defragmenter's events on a fragment (ModuleInstance::on_host_events): the packet
+    // signatures whose decode-event is one of them, matched here as the device would (header,
+    // packet conditions); kMatch events as from the device. They only alert: the verdicts are out.
+    void on_host_events(uint32_t packet, const DecodedPacket& d, uint16_t module, std::vector<ModuleEvent>& out) const;
     // No signature: no hook runs and no state is kept (a rule set of IP lists costs nothing here).
     uint32_t layers() const { return sigs_.empty() ? 0u : kLayers; }
     uint32_t flow_state_bytes() const { return has_stream_sigs_ ? uint32_t(sizeof(FlowState)) : 0u; }

@@ -287,6 +287,7 @@ DetectModule::Host::Host(const ModuleOptions& opt) : ModuleHost<DetectModule>({}
     d.win = s.win;
     d.hdr = uint8_t((s.seq_on ? kHdrSeq : 0) | (s.ack_on ? kHdrAck : 0) | (s.win_on ? kHdrWin : 0) |
                     (s.win_neg ? kHdrWinNeg : 0));
+    d.decode_event = s.decode_event;
     if (s.app) {
       // Matched per HTTP transaction on the host (on_app): no packet or stream pass looks at it.
       d.mode = 0;
@@ -866,6 +867,38 @@ void DetectModule::Host::report(std::map<std::string, uint64_t>& r) const {
   r["app_matches"] = app_matches_;
   r["app_proto_signatures"] = gated_sigs_;
   r["app_proto_not_matched"] = app_proto_rejected_;
+}
+
+void DetectModule::Host::on_host_events(uint32_t packet, const DecodedPacket& d, uint16_t module,
+                                        std::vector<ModuleEvent>& out) const {
+  if (!host_view_.sigs || (d.l3[0] != uint8_t(L3::ipv4) && d.l3[0] != uint8_t(L3::ipv6))) return;
+  PacketFacts f;
+  for (int k = 0; k < kDecodeEventSlots; ++k) f.events[k] = d.events[k];
+  const auto host_raised = [](uint8_t e) {
+    return e == uint8_t(DecodeEvent::ipv4_frag_overlap) || e == uint8_t(DecodeEvent::ipv4_frag_pkt_too_large) ||
+           e == uint8_t(DecodeEvent::ipv6_frag_overlap) || e == uint8_t(DecodeEvent::ipv6_frag_pkt_too_large);
+  };
+  FwPacket pk;
+  pk.family = d.l3[0] == uint8_t(L3::ipv6) ? 6 : 4;
+  pk.addr[0] = addr_number(d.src_ip, pk.family);
+  pk.addr[1] = addr_number(d.dst_ip, pk.family);
+  pk.proto = d.ip_proto[0];
+  pk.has_ports = false;  // a fragment (fragment_to_l3): no transport header
+  pk.port[0] = pk.port[1] = 0;
+  f.dsize = int64_t(captured_payload(d));
+  f.ttl = d.ip_ttl[0];
+  for (uint32_t i = 0; i < host_view_.sig_n; ++i) {
+    const DetSig& s = host_view_.sigs[i];
+    if (!s.decode_event || !host_raised(s.decode_event) || !f.raised(s.decode_event)) continue;
+    if (!(s.mode & kSigPacket) || s.op_n) continue;  // payload lists on fragments: not read here
+    if (!sig_applies(host_view_, i, pk, false, false, false, f)) continue;
+    ModuleEvent e{};
+    e.packet = packet;
+    e.value = i << 2;
+    e.module = module;
+    e.kind = kMatch;
+    out.push_back(e);
+  }
 }
 
 }  // namespace gaspp

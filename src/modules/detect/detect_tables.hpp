@@ -132,7 +132,7 @@ struct DetSig {
   uint32_t seq, ack;
   uint16_t win;
   uint8_t hdr;
-  uint8_t pad_;
+  uint8_t decode_event;  // DecodeEvent the packet must have raised (decode-event); 0: none asked
 };
 enum DetHdrBits : uint8_t { kHdrSeq = 1, kHdrAck = 2, kHdrWin = 4, kHdrWinNeg = 8 };
 static_assert(std::is_trivially_copyable_v<DetSig>, "DetSig is a table entry");

@@ -4,6 +4,7 @@
 #include "applayer/http1.hpp"
 #include "modules/detect/transform.hpp"
 #include "applayer/dns.hpp"
+#include "gaspp/fields.hpp"
 
 #define PCRE2_CODE_UNIT_WIDTH 8
 #include <pcre2.h>
@@ -177,7 +178,7 @@ bool signature_keyword_known(const std::string& k, const RuleVars& vars) {
       "content", "uricontent", "nocase", "depth", "offset", "distance", "within", "startswith", "endswith",
       "fast_pattern", "rawbytes", "pcre", "isdataat", "byte_test", "byte_jump", "byte_extract", "pkt_data",
       "base64_decode", "base64_data", "dsize", "itype", "icode", "ttl", "tcp.mss", "ip_proto", "seq", "ack",
-      "window", "flags", "tcp.flags", "flow", "flowbits", "xbits", "hostbits", "app-layer-event", "prefilter",
+      "window", "decode-event", "flags", "tcp.flags", "flow", "flowbits", "xbits", "hostbits", "app-layer-event", "prefilter",
       "flowint", "noalert", "bsize", "tls.version", "dns.opcode", "dns.rcode", "dns.rrtype", "urilen", "requires"};
   if (name_keyword(k) || find_buf(kStickyBuffers, std::size(kStickyBuffers), k) >= 0 ||
       find_buf(kContentModifiers, std::size(kContentModifiers), k) >= 0 ||
@@ -409,6 +410,41 @@ std::string parse_ip_proto(const std::string& v, NumCond& c) {
       return "";
     }
   return "error:ip_proto: '" + t + "' is neither a protocol number (0-255) nor a protocol name";
+}
+
+// decode-event:LAYER.NAME (engine-event is its old name). The events the decoder and the
+// defragmenter raise (gaspp/fields.hpp) load; Suricata's others name layers or checks gaspp does
+// not have, and a rule with one is skipped as such (it would never match); any other name is an
+// error, as in Suricata.
+std::string parse_decode_event(const std::string& v, uint8_t& out) {
+  for (int k = 1; k < kDecodeEvents; ++k)
+    if (v == decode_event_name(DecodeEvent(k))) {
+      out = uint8_t(k);
+      return "";
+    }
+  static const char* const kNotRaised[] = {
+      "ipv4.opt_unknown", "ipv4.unknown_protocol", "ipv6.exthdr_dupl_ah", "ipv6.exthdr_dupl_eh",
+      "ipv6.exthdr_ah_res_not_null", "icmpv4.unknown_type", "icmpv4.unknown_code", "icmpv4.ipv4_trunc_pkt",
+      "icmpv4.ipv4_unknown_ver", "icmpv6.unknown_code", "icmpv6.ipv6_trunc_pkt", "icmpv6.ipv6_unknown_version",
+      "icmpv6.mld_message_with_invalid_hl", "icmpv6.unassigned_type", "icmpv6.experimentation_type",
+      "sll.pkt_too_small", "ethernet.pkt_too_small", "ethernet.unknown_ethertype", "ppp.pkt_too_small",
+      "ppp.vju_pkt_too_small", "ppp.ip4_pkt_too_small", "ppp.ip6_pkt_too_small", "ppp.wrong_type",
+      "ppp.unsup_proto", "pppoe.pkt_too_small", "pppoe.wrong_code", "pppoe.malformed_tags", "gre.pkt_too_small",
+      "gre.wrong_version", "gre.version0_recur", "gre.version0_flags", "gre.version0_hdr_too_big",
+      "gre.version1_chksum", "gre.version1_route", "gre.version1_ssr", "gre.version1_recur", "gre.version1_flags",
+      "gre.version1_no_key", "gre.version1_wrong_protocol", "gre.version1_malformed_sre_hdr",
+      "gre.version1_hdr_too_big", "vlan.header_too_small", "vlan.unknown_type", "vlan.too_many_layers",
+      "vntag.header_too_small", "vntag.unknown_type", "ieee8021ah.header_too_small", "etag.header_too_small",
+      "etag.unknown_type", "ipraw.invalid_ip_version", "ipv6.ipv4_in_ipv6_too_small",
+      "ipv6.ipv6_in_ipv6_too_small", "mpls.header_too_small", "mpls.pkt_too_small", "mpls.bad_label_router_alert",
+      "mpls.bad_label_implicit_null", "mpls.bad_label_reserved", "mpls.unknown_payload_type", "ltnull.pkt_too_small",
+      "ltnull.unsupported_type", "erspan.header_too_small", "erspan.unsupported_version",
+      "erspan.too_many_vlan_layers", "dce.pkt_too_small", "chdlc.pkt_too_small", "too_many_layers",
+      "afpacket.trunc_pkt", "igmp.pkt_too_small", "igmp.v3_pkt_too_small", "igmp.malformed",
+      "ipv4.opt_pad_required", "ipv6.exthdr_zero_len_padn", "ipv6.unknown_next_header", "tcp.opt_invalid"};
+  for (const char* n : kNotRaised)
+    if (v == n) return "skip:decode-event " + v + " (gaspp does not raise it)";
+  return "error:decode-event: unknown event '" + v + "'";
 }
 
 uint16_t flag_bit(char c) {
@@ -1159,6 +1195,12 @@ std::string parse_signature(const std::string& text, const RuleVars& vars, Signa
       if (k == "seq") out.seq = uint32_t(n);
       else if (k == "ack") out.ack = uint32_t(n);
       else out.win = uint16_t(n), out.win_neg = neg;
+      continue;
+    }
+    if (k == "decode-event" || k == "engine-event") {
+      if (out.decode_event) return "skip:keyword decode-event twice";
+      const std::string r = parse_decode_event(trim(v), out.decode_event);
+      if (!r.empty()) return r;
       continue;
     }
     if (k == "flags" || k == "tcp.flags") {

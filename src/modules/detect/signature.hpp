@@ -244,8 +244,11 @@ struct Signature {
   bool seq_on = false, ack_on = false, win_on = false, win_neg = false;
   uint32_t seq = 0, ack = 0;
   uint16_t win = 0;
-  // Any of the packet header conditions (ttl, tcp.mss, ip_proto, seq, ack, window).
-  bool header_conds() const { return ttl.on || tcp_mss.on || ip_proto.on || seq_on || ack_on || win_on; }
+  uint8_t decode_event = 0;        // decode-event: a DecodeEvent the packet raised (fields.hpp)
+  // Any of the packet header conditions (ttl, tcp.mss, ip_proto, seq, ack, window, decode-event).
+  bool header_conds() const {
+    return ttl.on || tcp_mss.on || ip_proto.on || seq_on || ack_on || win_on || decode_event;
+  }
   bool has_flags = false;
   uint8_t flags_mode = 0;          // 0 exactly, 1 + (all of), 2 * (any of), 3 ! (not all of)
   uint16_t flags_want = 0, flags_ignore = 0;

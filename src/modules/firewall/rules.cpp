@@ -496,6 +496,12 @@ std::string parse_rule_head(const std::string& text, const RuleVars& vars, Rule&
     out.proto = 6;
     out.tcp_pkt = true;
   }
+  else if (p == "pkthdr") {
+    // Suricata's packet-header protocol: any packet, its payload options on the packet only (the
+    // decoder-events rules are written for it).
+    out.proto = 0;
+    out.tcp_pkt = true;
+  }
   else if (p == "udp") out.proto = 17;
   else if (p == "icmp") out.proto = 1;
   else if (p == "icmpv6") out.proto = 58;

@@ -116,7 +116,7 @@ struct Rule {
   // Detection rules only (the firewall skips such rules): `tcp-stream` as the protocol (tcp,
   // matched on the stream only), or the application-layer protocol named there (http, dns, ...).
   bool tcp_stream = false;
-  bool tcp_pkt = false;  // protocol tcp-pkt: payload options inspect packets only (Suricata's DETECT_PROTO_ONLY_PKT)
+  bool tcp_pkt = false;  // protocol tcp-pkt or pkthdr: payload options inspect packets only (Suricata's DETECT_PROTO_ONLY_PKT)
   std::string app_proto;
   std::vector<std::string> flowbit_writes;  // names the rule's flowbits set, unset or toggle
   bool noalert = false;                     // flowbits:noalert
