@@ -35,6 +35,7 @@
 
 #include "backend/backend.hpp"
 #include "backend/sharded/sharded_backend.hpp"
+#include "core/anomaly_event.hpp"
 #include "capture/capture_file.hpp"
 #include "capture/af_packet_source.hpp"
 #include "capture/filtered_source.hpp"
@@ -416,6 +417,7 @@ int main(int argc, char** argv) {
     };
     rep = run([&](const PacketBatch& b) {
       if (!modules.empty() || modules.wants_app_layer()) modules.finish_batch(b, mod_out);
+      if (o.eve_anomaly && eve) write_decode_anomalies(b, ro.defrag.enabled, [&](const std::string& j) { mod_out.eve(j); });
       if (forwarder) forwarder->forward(b);
       if (passed) passed->write(b, 0, kVerdictDrop);
       // to_dump counts unless the packet took its flow's earlier decision (its module output is void).

@@ -105,6 +105,7 @@ void apply_file_config(const FileConfig& fc, Options& o) {
   bc.class_orders.insert(bc.class_orders.end(), fc.classes.begin(), fc.classes.end());
   o.config_vars = fc.vars;
   if (fc.eve_payload) o.eve_payload = *fc.eve_payload;
+  if (fc.eve_anomaly_decode) o.eve_anomaly = *fc.eve_anomaly_decode;
   if (fc.eve_packet) o.eve_packet = *fc.eve_packet;
   if (fc.eve_verdict) o.eve_verdict = *fc.eve_verdict;
   o.eve_alert_metadata = fc.eve_alert_metadata;
@@ -437,6 +438,8 @@ int parse_command_line(int argc, char** argv, Options& o) {
   flag("--simulate-ips", "accepted as Suricata's: gaspp always processes a capture as an IPS (drop rules drop)", kMods,
        [] {});
   flag("--eve-drops", "an EVE `drop` event for every dropped packet (with -l)", kMods, [&] { eve_drops = true; });
+  flag("--eve-anomaly", "an EVE `anomaly` event (type decode) for every decoder event a packet raised (with -l)", kMods,
+       [&] { o.eve_anomaly = true; });
   flag("--eve-payload", "alerts carry payload (base64), payload_printable and stream, as Suricata's eve-log payload options",
        kMods, [&] { o.eve_payload = true; });
   flag("--eve-packet", "alerts carry the packet (base64) and packet_info.linktype, as Suricata's eve-log packet option",

@@ -41,6 +41,7 @@ struct Options {
   std::string stats_json, decode_out, eve_dir, dump_dir, write_path, dump_packets;
   std::string detect_prefilter;  // --detect-prefilter: the detect modules' prefilter option
   bool eve_payload = false;      // --eve-payload: alerts carry the payload
+  bool eve_anomaly = false;      // --eve-anomaly: EVE anomaly events for decoder events
   bool eve_packet = false;       // --eve-packet: alerts carry the packet (base64) and its link type
   bool eve_verdict = false;      // --eve-verdict: alerts carry the packet's final verdict
   std::map<std::string, std::string> eve_alert_metadata;  // the configuration's alert metadata switches

@@ -285,6 +285,13 @@ void outputs_section(const std::string& path, const YAML::Node& v, FileConfig& c
           }
           c.mail_md5_log = bits;
         }
+        if (t.IsMap() && t["anomaly"] && t["anomaly"].IsMap()) {
+          // Suricata's anomaly log: on unless enabled: no; its decode type off unless types: decode: yes.
+          const YAML::Node a = t["anomaly"];
+          const bool on = !a["enabled"] || yes(a["enabled"], "outputs.eve-log.types.anomaly.enabled");
+          const YAML::Node ty = a["types"];
+          c.eve_anomaly_decode = on && ty && ty.IsMap() && ty["decode"] && yes(ty["decode"], "outputs.eve-log.types.anomaly.types.decode");
+        }
         if (!t.IsMap() || !t["alert"] || !t["alert"].IsMap()) continue;
         for (const auto& o : t["alert"]) {
           const std::string k = o.first.as<std::string>();
@@ -296,7 +303,7 @@ void outputs_section(const std::string& path, const YAML::Node& v, FileConfig& c
       }
     }
   }
-  c.ignored.push_back("outputs (all but eve-log's alert payload, packet, verdict and metadata, files force-hash and smtp md5)");
+  c.ignored.push_back("outputs (all but eve-log's alert payload, packet, verdict and metadata, anomaly decode, files force-hash and smtp md5)");
 }
 
 bool is_suricata_section(const std::string& key) {

@@ -317,12 +317,7 @@ void ModuleSet::recall_dropped_flow(DecodedPacket& d, uint64_t& flow_id, bool& t
 }
 
 void ModuleSet::decode_packet(const PacketBatch& b, uint32_t i, DecodedPacket& d) const {
-  const uint64_t off = b.h_rec_off[i];
-  decode_record(b.h_span + off, b.span_len - off, b.fmt, b.link, d);
-  if (defrag_) fragment_to_l3(d);  // as the backend decoded it
-  if (b.host_events.empty()) return;
-  const auto first = std::lower_bound(b.host_events.begin(), b.host_events.end(), std::pair<uint32_t, uint8_t>{i, 0});
-  for (auto it = first; it != b.host_events.end() && it->first == i; ++it) detail::raise(d, DecodeEvent(it->second));
+  decode_on_host(b, i, defrag_, d);  // as the backend decoded it, with the host's events
 }
 
 }  // namespace gaspp

@@ -206,4 +206,15 @@ struct PacketBatch {
 // sort_flow_records (flow/flow_record.hpp) and sort_stream_chunks (stream/stream.hpp) put what a
 // batch hands over in the order both backends agree on.
 
+// Packet i of a batch decoded again on the host, as the backend decoded it (fragments cut to L3
+// when `defrag`), with the events the host raised on it (PacketBatch::host_events) added.
+inline void decode_on_host(const PacketBatch& b, uint32_t i, bool defrag, DecodedPacket& d) {
+  const uint64_t off = b.h_rec_off[i];
+  decode_record(b.h_span + off, b.span_len - off, b.fmt, b.link, d);
+  if (defrag) fragment_to_l3(d);
+  if (b.host_events.empty()) return;
+  const auto first = std::lower_bound(b.host_events.begin(), b.host_events.end(), std::pair<uint32_t, uint8_t>{i, 0});
+  for (auto it = first; it != b.host_events.end() && it->first == i; ++it) detail::raise(d, DecodeEvent(it->second));
+}
+
 }  // namespace gaspp

@@ -5,7 +5,8 @@ decode-udp.c, defrag.c) in the way its source checks it, mixed with clean packet
 event as Suricata's decoder-events.rules writes them. Each rule must alert on exactly the packets
 built to raise its event (the test knows which from how it built them). Rules naming an event
 gaspp does not raise are skipped with their reason, an unknown name is an error, and EVE stats
-count each event under decoder.event. The same runs on the device's path (detect:prefilter=device
+count each event under decoder.event, and --eve-anomaly writes one EVE anomaly event (type decode)
+for each, valid for Suricata's EVE schema. The same runs on the device's path (detect:prefilter=device
 on the CPU) and, with `cuda`, on the CUDA backend.
 
 usage: detect_decode_events.py GASPP [cpu|cpu-device|cuda ...]
@@ -24,7 +25,7 @@ EVENTS = {
     "ipv4.hlen_too_small": 2200002, "ipv4.iplen_smaller_than_hlen": 2200003, "ipv4.trunc_pkt": 2200004,
     "ipv4.opt_invalid": 2200005, "ipv4.opt_invalid_len": 2200006, "ipv4.opt_malformed": 2200007,
     "ipv4.opt_duplicate": 2200009, "ipv4.icmpv6": 2200092, "ipv6.exthdr_dupl_fh": 2200015,
-    "ipv6.exthdr_useless_fh": 2200080, "ipv6.exthdr_dupl_hh": 2200016, "ipv6.exthdr_dupl_rh": 2200017,
+    "ipv6.exthdr_useless_fh": 2200080, "ipv6.exthdr_dupl_hh": 2200016, "ipv6.hopopts_unknown_opt": 2200084, "ipv6.exthdr_dupl_rh": 2200017,
     "ipv6.rh_type_0": 2200093, "ipv6.dstopts_unknown_opt": 2200086, "ipv6.hopopts_only_padding": 2200085,
     "ipv6.fh_non_zero_reserved_field": 2200095, "ipv6.data_after_none_header": 2200096,
     "ipv6.icmpv4": 2200090, "ipv6.frag_invalid_length": 2200118, "tcp.hlen_too_small": 2200030,
@@ -88,7 +89,8 @@ def build(rng):
             ["ipv6.exthdr_useless_fh", "ipv6.fh_non_zero_reserved_field"])
         one(v6() / IPv6ExtHdrHopByHop(options=[PadN(optdata=b"\x00" * 4)]) / tcp, ["ipv6.hopopts_only_padding"])
         one(v6() / IPv6ExtHdrHopByHop(options=[HBHOptUnknown(otype=0x1e, optdata=b"ab")]) /
-            IPv6ExtHdrHopByHop(options=[HBHOptUnknown(otype=0x1e, optdata=b"ab")]) / tcp, ["ipv6.exthdr_dupl_hh"])
+            IPv6ExtHdrHopByHop(options=[HBHOptUnknown(otype=0x1e, optdata=b"ab")]) / tcp,
+            ["ipv6.hopopts_unknown_opt", "ipv6.exthdr_dupl_hh"])
         one(v6() / IPv6ExtHdrDestOpt(options=[HBHOptUnknown(otype=0x1e, optdata=b"ab")]) / tcp,
             ["ipv6.dstopts_unknown_opt"])
         one(v6() / IPv6ExtHdrRouting(type=0, addresses=["2001:db8::9"]) / tcp, ["ipv6.rh_type_0"])
@@ -155,8 +157,32 @@ def main():
     with tempfile.TemporaryDirectory() as d:
         pcap = os.path.join(d, "ev.pcap")
         wrpcap(pcap, packets)
-        subprocess.run([gaspp, "-r", pcap, "--backend", "cpu", "-l", d], check=True, capture_output=True)
-        stats = [json.loads(line) for line in open(os.path.join(d, "eve.json")) if '"stats"' in line][-1]
+        subprocess.run([gaspp, "-r", pcap, "--backend", "cpu", "-l", d, "--eve-anomaly"], check=True, capture_output=True)
+        eve = [json.loads(line) for line in open(os.path.join(d, "eve.json"))]
+        stats = [e for e in eve if e["event_type"] == "stats"][-1]
+        # --eve-anomaly: one anomaly event (type decode) for each event of each packet.
+        anomalies = {}
+        for e in eve:
+            if e["event_type"] == "anomaly":
+                name = e["anomaly"]["event"]
+                anomalies[name] = anomalies.get(name, 0) + 1
+                if e["anomaly"]["type"] != "decode" or not e.get("pcap_cnt") or "src_ip" not in e:
+                    print(f"FAIL anomaly event: {e}")
+                    failed += 1
+        want_anomalies = {"decoder." + n: want[sid] for n, sid in EVENTS.items() if want[sid]}
+        if anomalies != want_anomalies:
+            print(f"FAIL anomaly events: {sorted(anomalies.items())}, expected {sorted(want_anomalies.items())}")
+            failed += 1
+        schema = os.path.join(os.path.dirname(os.path.abspath(__file__)), "../../../shared/data/eve/schema.json")
+        try:
+            import jsonschema
+            validator = jsonschema.Draft202012Validator(json.load(open(schema)))
+            for e in eve:
+                for err in validator.iter_errors(e):
+                    print(f"FAIL schema: {e['event_type']}: {'/'.join(map(str, err.absolute_path))}: {err.message[:120]}")
+                    failed += 1
+        except (ImportError, FileNotFoundError):
+            print("schema check skipped: no jsonschema or no ../shared/data/eve/schema.json")
         got = stats["stats"]["decoder"].get("event", {})
         for name, sid in EVENTS.items():
             layer, ev = name.split(".", 1)

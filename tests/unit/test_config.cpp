@@ -106,7 +106,7 @@ TEST(Config, SetOverridesAndBuildsTheTree) {
 TEST(Config, UnknownSettingIsAnErrorButSuricataSectionsAreListed) {
   EXPECT_NE(error_of(write_yaml("bacth: 5\n")).find("unknown setting 'bacth'"), std::string::npos);
   const FileConfig c = load_config(write_yaml("outputs:\n  - fast:\n      enabled: yes\naf-packet:\n  - interface: eth0\nbatch: 8\n"));
-  EXPECT_EQ(c.ignored, (std::vector<std::string>{"outputs (all but eve-log's alert payload, packet, verdict and metadata, files force-hash and smtp md5)", "af-packet"}));
+  EXPECT_EQ(c.ignored, (std::vector<std::string>{"outputs (all but eve-log's alert payload, packet, verdict and metadata, anomaly decode, files force-hash and smtp md5)", "af-packet"}));
 }
 
 // suricata.yaml's action-order, packet-alert-max and eve-log alert switches, as Suricata reads them.
@@ -158,6 +158,21 @@ TEST(Config, SmtpMd5) {
             std::string::npos);
 }
 
+// eve-log anomaly: Suricata's anomaly log writes decoder events only with types: decode: yes, and
+// nothing when the anomaly type is disabled.
+TEST(Config, AnomalyDecode) {
+  const auto anomaly = [](const std::string& body) {
+    return load_config(write_yaml("outputs:\n  - eve-log:\n      types:\n        - anomaly:\n" + body)).eve_anomaly_decode;
+  };
+  EXPECT_EQ(anomaly("            enabled: yes\n            types:\n              decode: yes\n").value_or(false), true);
+  EXPECT_EQ(anomaly("            types:\n              decode: yes\n              stream: no\n").value_or(false), true);
+  EXPECT_EQ(anomaly("            enabled: yes\n            types:\n              stream: yes\n").value_or(true), false);
+  EXPECT_EQ(anomaly("            enabled: no\n            types:\n              decode: yes\n").value_or(true), false);
+  EXPECT_NE(error_of(write_yaml("outputs:\n  - eve-log:\n      types:\n        - anomaly:\n            types:\n"
+                                "              decode: often\n")).find("anomaly.types.decode"),
+            std::string::npos);
+}
+
 TEST(Config, FilesForceHash) {
   const FileConfig c = load_config(write_yaml(
       "outputs:\n  - eve-log:\n      types:\n        - files:\n            force-hash: [md5, sha256]\n"));
@@ -189,7 +204,7 @@ TEST(Config, RealSuricataYaml) {
       EXPECT_EQ(c.flow_timeouts->normal[p][s], d.normal[p][s]);
       EXPECT_EQ(c.flow_timeouts->emergency[p][s], d.emergency[p][s]);
     }
-  for (const char* s : {"outputs (all but eve-log's alert payload, packet, verdict and metadata, files force-hash and smtp md5)", "af-packet", "app-layer (all but the HTTP body and decompression limits, lzma, tls.ja3-fingerprints and smtp.mime.body-md5)",
+  for (const char* s : {"outputs (all but eve-log's alert payload, packet, verdict and metadata, anomaly decode, files force-hash and smtp md5)", "af-packet", "app-layer (all but the HTTP body and decompression limits, lzma, tls.ja3-fingerprints and smtp.mime.body-md5)",
                         "stream (all but reassembly.urgent)", "detect"})
     EXPECT_NE(std::find(c.ignored.begin(), c.ignored.end(), s), c.ignored.end()) << s;
   // Its defrag section, in Suricata's size syntax ("32 MiB"): the defaults, which are ours.
