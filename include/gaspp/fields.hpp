@@ -52,6 +52,7 @@ namespace gaspp {
   X(uint16_t, tcp_flags, 1)   /* 9 bits: NS CWR ECE URG ACK PSH RST SYN FIN */        \
   X(uint16_t, tcp_win, 1)     /* raw window field, not scaled */                      \
   X(uint16_t, tcp_mss, 1)                                                             \
+  X(uint16_t, ip_opts, 1)     /* IpOptBits: IPv4 options present and valid (Suricata's opts_set) */ \
   X(uint8_t, link, 1)         /* LinkType of the source */                            \
   X(uint8_t, l3, 1)           /* L3 */                                                \
   X(uint8_t, l4, 1)           /* L4 */                                                \
@@ -95,6 +96,14 @@ enum FragFlags : uint8_t {
   kFragMore = 2,         // more fragments follow
   kFragFirst = 4,        // the fragment at offset 0 (carries the transport header)
   kFragDontFragment = 8,
+};
+
+// The IPv4 options a packet carries, a bit each as Suricata's IPV4_OPT_FLAG_* (what `ipopts`
+// matches): EOL and NOP as met, the others when they are the first of their kind and valid.
+enum IpOptBits : uint16_t {
+  kIpOptEol = 1u << 1, kIpOptNop = 1u << 2, kIpOptRr = 1u << 3, kIpOptTs = 1u << 4, kIpOptQs = 1u << 5,
+  kIpOptLsrr = 1u << 6, kIpOptSsrr = 1u << 7, kIpOptSid = 1u << 8, kIpOptSec = 1u << 9, kIpOptCipso = 1u << 10,
+  kIpOptRtralt = 1u << 11, kIpOptEsec = 1u << 12,
 };
 
 enum TcpOpt : uint8_t {

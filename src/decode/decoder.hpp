@@ -264,39 +264,43 @@ GASPP_HD inline void decode_ipv4_options(const uint8_t* f, uint32_t o, uint32_t 
   uint32_t seen = 0;  // known kinds met, one bit each
   while (o < end) {
     const uint8_t t = f[o];
-    if (t == 0) return;
-    if (t == 1) { ++o; continue; }
+    if (t == 0) { p.ip_opts[0] |= kIpOptEol; return; }
+    if (t == 1) { p.ip_opts[0] |= kIpOptNop; ++o; continue; }
     if (o + 2 > end) { fail(p, MalformedReason::ipv4_bad_options, DecodeEvent::ipv4_opt_eol_required); return; }
     const uint8_t len = f[o + 1];
     if (len < 2 || o + len > end) { fail(p, MalformedReason::ipv4_bad_options, DecodeEvent::ipv4_opt_invalid_len); return; }
     const uint8_t* v = f + o;
     int bit = -1;
+    uint16_t flag = 0;  // IpOptBits
     bool len_ok = true, ptr_ok = true;
     switch (t) {
       case 7: case 131: case 137:  // record route, loose and strict source route
         bit = t == 7 ? 0 : t == 131 ? 1 : 2;
+        flag = t == 7 ? kIpOptRr : t == 131 ? kIpOptLsrr : kIpOptSsrr;
         len_ok = len >= 3;
         ptr_ok = !len_ok || (v[2] >= 4 && v[2] % 4 == 0 && v[2] <= len + 1);
         break;
       case 68: {  // timestamp: pointer past the 4-byte header, on a record boundary
         bit = 3;
+        flag = kIpOptTs;
         len_ok = len >= 5;
         const uint32_t rec = (len_ok && (v[3] & 0x0f)) ? 8 : 4;
         ptr_ok = !len_ok || (v[2] >= 5 && (v[2] - 5) % rec == 0 && v[2] <= len + 1);
         break;
       }
-      case 25: bit = 4; len_ok = len >= 8; break;     // quick-start
-      case 130: bit = 5; len_ok = len >= 3; break;    // security
-      case 133: bit = 6; len_ok = len >= 3; break;    // extended security
-      case 134: bit = 7; len_ok = len >= 10; break;   // CIPSO
-      case 136: bit = 8; len_ok = len == 4; break;    // stream id
-      case 148: bit = 9; len_ok = len == 4; break;    // router alert
+      case 25: bit = 4; flag = kIpOptQs; len_ok = len >= 8; break;        // quick-start
+      case 130: bit = 5; flag = kIpOptSec; len_ok = len >= 3; break;      // security
+      case 133: bit = 6; flag = kIpOptEsec; len_ok = len >= 3; break;     // extended security
+      case 134: bit = 7; flag = kIpOptCipso; len_ok = len >= 10; break;   // CIPSO
+      case 136: bit = 8; flag = kIpOptSid; len_ok = len == 4; break;      // stream id
+      case 148: bit = 9; flag = kIpOptRtralt; len_ok = len == 4; break;   // router alert
       default: raise(p, DecodeEvent::ipv4_opt_invalid); break;
     }
     if (bit >= 0) {
       if (seen & (1u << bit)) raise(p, DecodeEvent::ipv4_opt_duplicate);
       else if (!len_ok) raise(p, DecodeEvent::ipv4_opt_invalid_len);
       else if (!ptr_ok) raise(p, DecodeEvent::ipv4_opt_malformed);
+      else p.ip_opts[0] |= flag;
       seen |= 1u << bit;
     }
     o += len;
@@ -662,6 +666,7 @@ GASPP_HD GASPP_FORCEINLINE bool read_vlan_tag(const uint8_t* f, uint32_t caplen,
 GASPP_HD GASPP_FORCEINLINE void clear_l3_up(DecodedPacket& p) {
   for (int k = 0; k < 4; ++k) p.src_ip[k] = p.dst_ip[k] = 0;
   p.ip_proto[0] = p.ip_ttl[0] = p.ip_frag[0] = 0;
+  p.ip_opts[0] = 0;
   p.l4[0] = 0;
   p.sport[0] = p.dport[0] = p.icmp_id[0] = 0;
   p.icmp_type[0] = p.icmp_code[0] = 0;

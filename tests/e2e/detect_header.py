@@ -1,10 +1,13 @@
 #!/usr/bin/env python3
-"""Packet header conditions of signatures (ttl, ip_proto, tcp.mss, seq, ack, window) on a capture
-built here (scapy): random IPv4 and IPv6 packets (TCP with and without an MSS option, UDP, ICMP,
-GRE, SCTP, a raw protocol number), and random rules whose conditions the test evaluates itself on
-each packet's fields, as Suricata documents the keywords: ttl and tcp.mss take N, <N, >N, <=N,
->=N, N-M (exclusive) and !N; tcp.mss matches only packets with the option; ip_proto takes a
-number or name after !, < or >; seq, ack and window (with !) compare a TCP packet's fields. A rule
+"""Packet header conditions of signatures (ttl, ip_proto, tcp.mss, seq, ack, window, icmp_id,
+icmp_seq, ipopts) on a capture built here (scapy): random IPv4 and IPv6 packets (TCP with and
+without an MSS option, UDP, ICMP echo with random identifiers and sequence numbers, GRE, SCTP, a raw
+protocol number; IPv4 with random options), and random rules whose conditions the test evaluates
+itself on each packet's fields, as Suricata documents the keywords: ttl, tcp.mss, icmp_id and
+icmp_seq take N, <N, >N, <=N, >=N, N-M (exclusive) and !N; tcp.mss matches only packets with the
+option, icmp_id and icmp_seq only ICMP messages that have them; ip_proto takes a number or name
+after !, < or >; seq, ack and window (with !) compare a TCP packet's fields; ipopts names an IPv4
+option the packet must carry (Suricata's flags: eol and nop as met, the others when valid). A rule
 alerts once per packet that meets its conditions (each packet is a flow of its own); rules with a
 malformed value are errors reported with their line. The same runs on the device's path
 (detect:prefilter=device on the CPU) and, with `cuda`, on the CUDA backend.
@@ -22,15 +25,33 @@ PROTOS = {"tcp": 6, "udp": 17, "icmp": 1, "gre": 47, "sctp": 132, "ipv6-icmp": 5
 
 
 def build(rng):
-    from scapy.all import GRE, ICMP, IP, IPv6, SCTP, TCP, UDP, Ether, ICMPv6EchoRequest, Raw
+    from scapy.all import (GRE, ICMP, IP, SCTP, TCP, UDP, Ether, ICMPv6EchoRequest, IPOption_EOL, IPOption_NOP,
+                           IPOption_Router_Alert, IPOption_RR, IPOption_Security, IPv6, Raw)
     pk, facts = [], []
     for k in range(160):
         v6 = rng.random() < 0.25
         ttl = rng.choice([1, 2, 32, 63, 64, 65, 127, 128, 200, 255, rng.randrange(256)])
         src, dst = (f"2001:db8::{k + 1:x}", "2001:db8::ffff") if v6 else (f"10.1.{k // 200}.{k % 200 + 1}", "10.2.0.1")
-        ip = IPv6(src=src, dst=dst, hlim=ttl) if v6 else IP(src=src, dst=dst, ttl=ttl)
+        opts = set()
+        if v6:
+            ip = IPv6(src=src, dst=dst, hlim=ttl)
+        else:
+            choice = rng.choice([[], [], [], ["rr"], ["rtralt"], ["sec", "nop"], ["rr", "nop", "eol"], ["nop"]])
+            made = {"rr": lambda: IPOption_RR(routers=["192.0.2.9"]), "rtralt": IPOption_Router_Alert,
+                    "sec": IPOption_Security, "nop": IPOption_NOP, "eol": IPOption_EOL}
+            opts = set(choice)
+            ip = IP(src=src, dst=dst, ttl=ttl, options=[made[o]() for o in choice]) if choice else IP(src=src, dst=dst, ttl=ttl)
+            # The options are padded to a word with zeros: an EOL where they end short of one.
+            hdr = bytes(ip)
+            o, end = 20, (hdr[0] & 15) * 4
+            while o < end:
+                if hdr[o] == 0:
+                    opts.add("eol")
+                    break
+                o += 1 if hdr[o] == 1 else hdr[o + 1]
         kind = rng.choice(["tcp", "tcp", "tcp", "udp", "icmp", "gre", "sctp", "raw"])
-        f = {"ttl": ttl, "proto": None, "seq": None, "ack": None, "win": None, "mss": None}
+        f = {"ttl": ttl, "proto": None, "seq": None, "ack": None, "win": None, "mss": None, "icmp": None,
+             "v4": not v6, "opts": opts}
         if kind == "tcp":
             seq, ack, win = rng.choice([0, 1, 1000, rng.randrange(2**32)]), rng.randrange(2**32), rng.choice([0, 512, 65535, rng.randrange(65536)])
             opts = [("MSS", rng.choice([536, 1460, 8960, rng.randrange(65536)]))] if rng.random() < 0.5 else []
@@ -40,7 +61,9 @@ def build(rng):
         elif kind == "udp":
             l4, f["proto"] = UDP(sport=1024 + k, dport=5000), 17
         elif kind == "icmp":
-            l4, f["proto"] = (ICMPv6EchoRequest(), 58) if v6 else (ICMP(), 1)
+            iid, iseq = rng.choice([0, 1, 256, rng.randrange(65536)]), rng.choice([0, 7, rng.randrange(65536)])
+            l4, f["proto"] = (ICMPv6EchoRequest(id=iid, seq=iseq), 58) if v6 else (ICMP(id=iid, seq=iseq), 1)
+            f["icmp"] = (iid, iseq)
         elif kind == "gre":
             l4, f["proto"] = GRE(proto=0x0800) / IP(src="192.0.2.1", dst="192.0.2.2", ttl=9) / UDP(sport=7, dport=9), 47
         elif kind == "sctp":
@@ -53,7 +76,7 @@ def build(rng):
                 ip.proto = n
             l4, f["proto"] = Raw(b"x" * 8), n
         if kind == "gre":  # the engine decodes GRE's inner packet: its fields are the inner one's
-            f.update(ttl=9, proto=17)
+            f.update(ttl=9, proto=17, v4=True, opts=set())
         pk.append(Ether(src="02:00:00:00:00:01", dst="02:00:00:00:00:02") / ip / l4 / Raw(b"payload"))
         facts.append(f)
     return pk, facts
@@ -78,7 +101,7 @@ def rules_for(rng, facts):
     rules, want = [], {}
     tcp = [f for f in facts if f["proto"] == 6]
     for sid in range(1, 181):
-        kind = rng.choice(["ttl", "mss", "proto", "seq", "ack", "win", "ttl+seq"])
+        kind = rng.choice(["ttl", "mss", "proto", "seq", "ack", "win", "ttl+seq", "icmp_id", "icmp_seq", "ipopts"])
         opts, preds = [], []
         if kind in ("ttl", "ttl+seq"):
             v, p = num_cond(rng, [f["ttl"] for f in facts], 255)
@@ -105,9 +128,19 @@ def rules_for(rng, facts):
             neg = rng.random() < 0.3
             opts.append(f"window:{'!' if neg else ''}{n};")
             preds.append(lambda f, n=n, neg=neg: f["proto"] == 6 and (f["win"] != n if neg else f["win"] == n))
+        if kind in ("icmp_id", "icmp_seq"):
+            at = 0 if kind == "icmp_id" else 1
+            v, p = num_cond(rng, [f["icmp"][at] for f in facts if f["icmp"]], 65535)
+            opts.append(f"{kind}:{v};")
+            preds.append(lambda f, p=p, at=at: f["icmp"] is not None and p(f["icmp"][at]))
+        if kind == "ipopts":
+            name = rng.choice(["rr", "rtralt", "sec", "nop", "eol", "ts", "lsrr", "any"])
+            opts.append(f"ipopts:{name};")
+            preds.append(lambda f, name=name: f["v4"] and name in f["opts"])  # any: never (Suricata's 0xffff)
         rules.append(f'alert ip any any -> any any (msg:"h{sid}"; {" ".join(opts)} sid:{sid}; rev:1;)')
         want[sid] = sum(1 for f in facts if all(p(f) for p in preds))
-    bad = ['ttl:300;', 'ip_proto:nosuchproto;', 'seq:-1;', 'window:70000;', 'tcp.mss:<x;']
+    bad = ['ttl:300;', 'ip_proto:nosuchproto;', 'seq:-1;', 'window:70000;', 'tcp.mss:<x;', 'icmp_id:70000;',
+           'ipopts:bogus;']
     for k, b in enumerate(bad):
         rules.append(f'alert ip any any -> any any (msg:"bad"; {b} sid:{1000 + k}; rev:1;)')
         want[1000 + k] = 0

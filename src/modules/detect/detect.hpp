@@ -127,6 +127,10 @@ struct DetectModule {
     bool tcp_mss_set = false;  // the packet has an MSS option
     uint32_t tcp_seq = 0, tcp_ack = 0;
     uint8_t events[kDecodeEventSlots] = {};  // the decoder's events (DecodedView::events)
+    bool icmp_has_id = false;                // an ICMP message with an identifier and sequence
+    uint16_t icmp_id = 0, icmp_seq = 0;
+    bool ipv4 = false;
+    uint16_t ip_opts = 0;                    // IpOptBits
     GASPP_HD bool raised(uint8_t e) const {
       for (int k = 0; k < kDecodeEventSlots; ++k)
         if ((events[k] & 0x7f) == e) return true;
@@ -157,9 +161,26 @@ struct DetectModule {
       if ((s.hdr & kHdrAck) && f.tcp_ack != s.ack) return false;
       if ((s.hdr & kHdrWin) && (f.tcp_win == s.win) == bool(s.hdr & kHdrWinNeg)) return false;
       if (s.decode_event && !f.raised(s.decode_event)) return false;
+      if ((s.icmp_id.kind || s.icmp_seq.kind) && !f.icmp_has_id) return false;
+      if (!det_cond_holds(s.icmp_id, f.icmp_id) || !det_cond_holds(s.icmp_seq, f.icmp_seq)) return false;
+      if (s.ipopts && (!f.ipv4 || (f.ip_opts & s.ipopts) != s.ipopts)) return false;
     }
     if (fw_entry_matches(v.hdr, 2 * i, pk)) return true;
     return s.bidir && fw_entry_matches(v.hdr, 2 * i + 1, pk);
+  }
+
+  // Suricata's icmp_id / icmp_seq: the identifier and sequence number of an ICMP message that has
+  // them (echo and echo reply, timestamp, information and address-mask requests and replies;
+  // ICMPv6 echo request and reply), read from the frame. false for any other packet.
+  GASPP_HD static bool icmp_id_seq(const DecodedView& d, uint32_t k, const uint8_t* frame, uint16_t& id, uint16_t& seq) {
+    const uint8_t l4 = d.l4[k], t = d.icmp_type[k];
+    const bool v4 = l4 == uint8_t(L4::icmp) && (t == 0 || t == 8 || (t >= 13 && t <= 18));
+    const bool v6 = l4 == uint8_t(L4::icmpv6) && (t == 128 || t == 129);
+    const uint32_t off = d.l4_off[k];
+    if (!(v4 || v6) || off == kNoOffset || off + 8 > d.cap_len[k]) return false;
+    id = uint16_t(frame[off + 4] << 8 | frame[off + 5]);
+    seq = uint16_t(frame[off + 6] << 8 | frame[off + 7]);
+    return true;
   }
 
   // Runs each(i) for the signatures without a fast pattern whose header the packet (or piece) pk
@@ -262,6 +283,9 @@ struct DetectModule {
     facts.tcp_seq = d.tcp_seq[k];
     facts.tcp_ack = d.tcp_ack[k];
     for (int e = 0; e < kDecodeEventSlots; ++e) facts.events[e] = d.events[size_t(k) * kDecodeEventSlots + e];
+    facts.ipv4 = d.l3[k] == uint8_t(L3::ipv4);
+    facts.ip_opts = d.ip_opts[k];
+    facts.icmp_has_id = icmp_id_seq(d, k, p.frame(), facts.icmp_id, facts.icmp_seq);
     Decision dec;
     // The first pass holds its events until it knows it keeps them (see stream_pass).
     constexpr uint32_t kHeld = kRetry ? 1 : kDetHeldEvents;

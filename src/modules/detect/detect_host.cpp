@@ -288,6 +288,9 @@ DetectModule::Host::Host(const ModuleOptions& opt) : ModuleHost<DetectModule>({}
     d.hdr = uint8_t((s.seq_on ? kHdrSeq : 0) | (s.ack_on ? kHdrAck : 0) | (s.win_on ? kHdrWin : 0) |
                     (s.win_neg ? kHdrWinNeg : 0));
     d.decode_event = s.decode_event;
+    d.icmp_id = cond(s.icmp_id);
+    d.icmp_seq = cond(s.icmp_seq);
+    d.ipopts = s.ipopts;
     if (s.app) {
       // Matched per HTTP transaction on the host (on_app): no packet or stream pass looks at it.
       d.mode = 0;

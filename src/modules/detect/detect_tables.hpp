@@ -133,6 +133,9 @@ struct DetSig {
   uint16_t win;
   uint8_t hdr;
   uint8_t decode_event;  // DecodeEvent the packet must have raised (decode-event); 0: none asked
+  DetCond icmp_id, icmp_seq;  // of an ICMP message that has them (DetectModule::icmp_id_seq)
+  uint16_t ipopts;            // IpOptBits the packet's IPv4 options must all include
+  uint16_t pad2_;
 };
 enum DetHdrBits : uint8_t { kHdrSeq = 1, kHdrAck = 2, kHdrWin = 4, kHdrWinNeg = 8 };
 static_assert(std::is_trivially_copyable_v<DetSig>, "DetSig is a table entry");

@@ -178,7 +178,7 @@ bool signature_keyword_known(const std::string& k, const RuleVars& vars) {
       "content", "uricontent", "nocase", "depth", "offset", "distance", "within", "startswith", "endswith",
       "fast_pattern", "rawbytes", "pcre", "isdataat", "byte_test", "byte_jump", "byte_extract", "pkt_data",
       "base64_decode", "base64_data", "dsize", "itype", "icode", "ttl", "tcp.mss", "ip_proto", "seq", "ack",
-      "window", "decode-event", "flags", "tcp.flags", "flow", "flowbits", "xbits", "hostbits", "app-layer-event", "prefilter",
+      "window", "decode-event", "icmp_id", "icmp_seq", "ipopts", "flags", "tcp.flags", "flow", "flowbits", "xbits", "hostbits", "app-layer-event", "prefilter",
       "flowint", "noalert", "bsize", "tls.version", "dns.opcode", "dns.rcode", "dns.rrtype", "urilen", "requires"};
   if (name_keyword(k) || find_buf(kStickyBuffers, std::size(kStickyBuffers), k) >= 0 ||
       find_buf(kContentModifiers, std::size(kContentModifiers), k) >= 0 ||
@@ -445,6 +445,22 @@ std::string parse_decode_event(const std::string& v, uint8_t& out) {
   for (const char* n : kNotRaised)
     if (v == n) return "skip:decode-event " + v + " (gaspp does not raise it)";
   return "error:decode-event: unknown event '" + v + "'";
+}
+
+// ipopts:NAME, Suricata's names of the IPv4 options (IPV4_OPT_FLAG_*); `any` is Suricata's 0xffff,
+// which its match (every bit of the value present) never meets, and neither does gaspp's.
+std::string parse_ipopts(const std::string& v, uint16_t& out) {
+  static const std::pair<const char*, uint16_t> kNames[] = {
+      {"ts", kIpOptTs},       {"rr", kIpOptRr},       {"qs", kIpOptQs},       {"sec", kIpOptSec},
+      {"lsrr", kIpOptLsrr},   {"esec", kIpOptEsec},   {"cipso", kIpOptCipso}, {"satid", kIpOptSid},
+      {"ssrr", kIpOptSsrr},   {"rtralt", kIpOptRtralt}, {"eol", kIpOptEol},   {"nop", kIpOptNop},
+      {"any", 0xffff}};
+  for (const auto& [name, bits] : kNames)
+    if (v == name) {
+      out = bits;
+      return "";
+    }
+  return "error:ipopts: unknown option '" + v + "'";
 }
 
 uint16_t flag_bit(char c) {
@@ -1195,6 +1211,21 @@ std::string parse_signature(const std::string& text, const RuleVars& vars, Signa
       if (k == "seq") out.seq = uint32_t(n);
       else if (k == "ack") out.ack = uint32_t(n);
       else out.win = uint16_t(n), out.win_neg = neg;
+      continue;
+    }
+    if (k == "icmp_id" || k == "icmp_seq") {
+      NumCond& c = k == "icmp_id" ? out.icmp_id : out.icmp_seq;
+      if (c.on) return "skip:keyword " + k + " twice";
+      std::string t = trim(v);
+      if (t.size() >= 2 && t.front() == '"' && t.back() == '"') t = trim(t.substr(1, t.size() - 2));  // Suricata unquotes
+      const std::string r = parse_num_cond(k, t, 65535, c);
+      if (!r.empty()) return r;
+      continue;
+    }
+    if (k == "ipopts") {
+      if (out.ipopts) return "error:ipopts twice (Suricata allows one)";
+      const std::string r = parse_ipopts(trim(v), out.ipopts);
+      if (!r.empty()) return r;
       continue;
     }
     if (k == "decode-event" || k == "engine-event") {

@@ -245,9 +245,13 @@ struct Signature {
   uint32_t seq = 0, ack = 0;
   uint16_t win = 0;
   uint8_t decode_event = 0;        // decode-event: a DecodeEvent the packet raised (fields.hpp)
-  // Any of the packet header conditions (ttl, tcp.mss, ip_proto, seq, ack, window, decode-event).
+  NumCond icmp_id, icmp_seq;       // an ICMP message with an identifier (echo, timestamp, ...)
+  uint16_t ipopts = 0;             // IpOptBits an IPv4 packet must carry (all of them)
+  // Any of the packet header conditions (ttl, tcp.mss, ip_proto, seq, ack, window, decode-event,
+  // icmp_id, icmp_seq, ipopts).
   bool header_conds() const {
-    return ttl.on || tcp_mss.on || ip_proto.on || seq_on || ack_on || win_on || decode_event;
+    return ttl.on || tcp_mss.on || ip_proto.on || seq_on || ack_on || win_on || decode_event || icmp_id.on ||
+           icmp_seq.on || ipopts;
   }
   bool has_flags = false;
   uint8_t flags_mode = 0;          // 0 exactly, 1 + (all of), 2 * (any of), 3 ! (not all of)

@@ -100,7 +100,12 @@ std::string eve_alert_line(const Rule& r, const Classifications& classes_, const
     // as the capture file numbers it.
     const DecodedPacket& d = *static_cast<const DecodedPacket*>(p.decoded);
     const unsigned link = d.link[0] == uint8_t(LinkType::linux_sll2) ? 276u : d.link[0];
-    j += ",\"packet\":\"" + base64(p.frame, p.cap_len) + "\",\"packet_info\":{\"linktype\":" + std::to_string(link) + "}";
+    // Suricata's names for the link types (util-datalink.c's table), "n/a" for the others.
+    const char* name = link == 0 ? "NULL" : link == 1 ? "EN10MB" : link == 113 ? "LINUX_SLL" : link == 276 ? "LINUX_SLL2"
+                       : link == 9 ? "PPP" : link == 101 ? "RAW" : link == 104 ? "C_HDLC" : link == 228 ? "IPv4"
+                       : link == 229 ? "IPv6" : "n/a";
+    j += ",\"packet\":\"" + base64(p.frame, p.cap_len) + "\",\"packet_info\":{\"linktype\":" + std::to_string(link) +
+         ",\"linktype_name\":\"" + name + "\"}";
   }
   if (x.verdict) {
     // Suricata's EveAddVerdict (IPS): drop when the packet is dropped, else pass for a pass rule's
