@@ -114,6 +114,30 @@ GASPP_HD GASPP_FORCEINLINE FlowCountsAt flow_counts_at(const FlowRecord& r) {
   return FlowCountsAt{{r.side[0].pkts, r.side[1].pkts}, {r.side[0].bytes, r.side[1].bytes}, r.first_ts};
 }
 
+// A flow as one of its packets left it, kept per packet while a module asks for it
+// (ModuleInstance::wants_flow_positions): what Suricata's flow.pkts, flow.bytes and stream_size
+// read at that packet. [0]: to the server (the client's side), [1]: to the client. stream: a TCP
+// side's next_seq - isn (Suricata's ssn->client / ssn->server), 0 for a side not seen; 0 for other
+// protocols (the record's isn holds ICMP's first message there). tcp_session: a TCP flow with a
+// session (not kFlowNoSession), which Suricata's stream_size needs.
+struct FlowPosAt {
+  uint32_t pkts[2];
+  uint32_t stream[2];
+  uint64_t bytes[2];
+  uint8_t tcp_session;
+  uint8_t pad_[7];
+};
+static_assert(std::is_trivially_copyable_v<FlowPosAt>, "written by the walk, read by modules");
+
+GASPP_HD GASPP_FORCEINLINE FlowPosAt flow_pos_of(const FlowRecord& r) {
+  const bool tcp = r.proto_class == uint8_t(FlowProto::tcp);
+  return FlowPosAt{{uint32_t(r.side[0].pkts), uint32_t(r.side[1].pkts)},
+                   {tcp ? r.side[0].next_seq - r.side[0].isn : 0u, tcp ? r.side[1].next_seq - r.side[1].isn : 0u},
+                   {r.side[0].bytes, r.side[1].bytes},
+                   uint8_t(tcp && !(r.misc & kFlowNoSession) ? 1 : 0),
+                   {}};
+}
+
 constexpr uint32_t kFlowBucketSlots = 32;
 constexpr uint32_t kNoFlow = 0xffffffffu;
 

@@ -170,6 +170,8 @@ struct StageArgs {
   const uint32_t* order;      // the order packets are visited in (scheduling), or null: 0..count-1
   const uint32_t* flow_slot;  // null without flow tracking
   const uint8_t* flow_flags;
+  // The flow as each packet left it (FlowPosAt), when a module wants it (wants_flow_positions); null otherwise.
+  const FlowPosAt* flow_pos;
   FlowTableRef table;
   EventSinkRef events;
   // Packets whose on_ip asked for a retry in this stage (Packet::retry): *retry_n entries (zero
@@ -201,6 +203,8 @@ struct StreamHooks {
   uint8_t bulk[kMaxStreamModules];            // 1: the module has on_stream_bulk (the walk skips it)
   uint32_t bulk_n;                            // how many have
   uint8_t* verdict;                           // the batch's verdict bytes (null at the final flush)
+  const FlowPosAt* flow_pos;                  // per packet, when a module wants it (StageArgs::flow_pos)
+  uint8_t want_pos;                           // a module wants positions (null flow_pos: no batch, the final flush)
   EventSinkRef events;
   unsigned long long* counts;                 // module counters, kModuleCounters per pipeline module
   FlowTableRef table;
@@ -260,6 +264,9 @@ class Packet {
   // The first packet of its direction in its flow (what Suricata's flow_start hook sees).
   GASPP_HD bool first_in_direction() const { return a_.flow_flags && (a_.flow_flags[i_] & kPktDirFirst); }
   GASPP_HD uint64_t flow_id() const { return has_flow() ? a_.table.recs[a_.flow_slot[i_]].flow_id : 0; }
+  // The flow as this packet left it (counters, TCP stream sizes); null without a flow, or when no
+  // module asked for positions (ModuleInstance::wants_flow_positions).
+  GASPP_HD const FlowPosAt* flow_pos() const { return has_flow() && a_.flow_pos ? &a_.flow_pos[i_] : nullptr; }
   // Whether the TCP session could take this segment's data into its stream: a flow with a session
   // (not kFlowNoSession: midstream off and no handshake seen) and a segment not ignored
   // (kPktTcpIgnored: invalid, or its flow dropped). Data it repeats or that lies outside the

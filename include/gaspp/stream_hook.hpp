@@ -67,6 +67,20 @@ class StreamPiece {
   GASPP_HD bool end() const { return (c_.flags & kChunkEnd) != 0; }
   GASPP_HD uint64_t flow_id() const { return c_.flow_id; }
   GASPP_HD bool has_packet() const { return packet_ != kNoFlow; }
+  // The flow as the piece's packet left it (StageArgs::flow_pos) into `out`; for a piece with no
+  // packet (at expiry or the end of the run), the flow's record as it stands while the slot still
+  // holds the flow. False when neither is known, or no module asked for positions.
+  GASPP_HD bool flow_pos(FlowPosAt& out) const {
+    if (!h_.want_pos) return false;
+    if (has_packet()) {
+      if (!h_.flow_pos) return false;
+      out = h_.flow_pos[packet_];
+      return true;
+    }
+    if (slot_ == kNoFlow || h_.table.tags[slot_] < 2 || h_.table.recs[slot_].flow_id != c_.flow_id) return false;
+    out = flow_pos_of(h_.table.recs[slot_]);
+    return true;
+  }
   GASPP_HD const FlowKey& key() const { return c_.key; }                      // the flow's key
   GASPP_HD int client_endpoint() const { return (c_.flags & kChunkClientLo) ? 0 : 1; }  // in key()
 

@@ -63,6 +63,10 @@ class ModuleOf final : public ModuleInstance {
     if constexpr (requires { host_.wants_app_layer(); }) return host_.wants_app_layer();
     else return false;
   }
+  bool wants_flow_positions() const override {
+    if constexpr (requires { host_.wants_flow_positions(); }) return host_.wants_flow_positions();
+    else return false;
+  }
   void amend_app_layer(AppLayerConfig& c) const override {
     if constexpr (requires { host_.amend_app_layer(c); }) host_.amend_app_layer(c);
   }

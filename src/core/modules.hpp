@@ -78,6 +78,10 @@ class ModuleInstance {
   // calls of one batch apart; after a batch's calls, on_app_end() runs on the calling thread
   // (to merge what the workers kept apart).
   virtual bool wants_app_layer() const = 0;
+  // Whether the module reads the flow as each packet left it (Packet::flow_pos,
+  // StreamPiece::flow_pos; M::Host::wants_flow_positions()): the walk then writes a FlowPosAt per
+  // packet, which costs it a store a packet.
+  virtual bool wants_flow_positions() const = 0;
   // What the module needs of the parsers beyond their defaults (M::Host::amend_app_layer(c), as
   // the email.body_md5 signatures need each mail's body hashed); applied wherever the application
   // layer starts.

@@ -111,6 +111,9 @@ struct FlowTrackParams {
   // leaves the ended connection's counters, at its position in the batch, so that the verdict walk
   // can work out counters at alerted packets before it (core/module_stage.hpp). Rare writes.
   FlowCountsAt* restart_counts = nullptr;
+  // When a module asks (ModuleInstance::wants_flow_positions): the flow as each packet left it, at
+  // the packet's position in the batch (FlowPosAt). Packets without a flow keep what was there.
+  FlowPosAt* pkt_pos = nullptr;
 };
 
 GASPP_HD GASPP_FORCEINLINE bool seq_lt(uint32_t a, uint32_t b) { return int32_t(a - b) < 0; }

@@ -498,6 +498,7 @@ GASPP_HD inline void flow_walk_run(const FlowTableRef& t, const DecodedView& d, 
       (flags_at ? flags_at[q] : pkt_flags[cur]) = flow_track_packet(t, slot, rec, pc, fc, prm, emergency, out, c, [&](FlowRecord& old) {
         if (prm.restart_counts) prm.restart_counts[cur] = flow_counts_at(old);
       });
+      if (prm.pkt_pos) prm.pkt_pos[cur] = flow_pos_of(rec);
     }
     r = rec;
     return;
@@ -548,6 +549,7 @@ GASPP_HD inline void flow_walk_run(const FlowTableRef& t, const DecodedView& d, 
     run.cur = i;
     uint8_t& f = flags_at ? flags_at[q] : pkt_flags[i];
     f = flow_track_packet(t, slot, r, tracked_packet(d, i), pkt_flags[i], prm, emergency, out, c, on_end);
+    if (prm.pkt_pos) prm.pkt_pos[i] = flow_pos_of(r);  // before the hooks: on_stream reads it
     if (r.proto_class != uint8_t(FlowProto::tcp) || (r.misc & kFlowNoSession) || (f & kPktTcpIgnored)) continue;
     Owner o{&r.key, r.flow_id, r.client_lo, r.stream, slot};
     if (packet(run, o, r, (f & kPktToClient) ? 1 : 0, i, v, c)) f |= kPktTcpInvalid;

@@ -23,6 +23,7 @@ import base64
 import json
 import os
 import random
+import re
 import subprocess
 import sys
 import tempfile
@@ -147,14 +148,14 @@ def build(rng):
     return pk, "\n".join(rules) + "\n", want
 
 
-def run(gaspp, path, pcap, rules, d, options=""):
+def run(gaspp, path, pcap, rules, d, options="", args=()):
     """gaspp on the capture through `path` (cpu, cpu-device, cuda); (alerts by sid, stderr).
-    options: more of the detect module's, ",KEY=VALUE..."."""
+    options: more of the detect module's, ",KEY=VALUE..."; args: more of gaspp's."""
     out = os.path.join(d, path)
     os.makedirs(out, exist_ok=True)
     backend = "cuda" if path == "cuda" else "cpu"
     mod = f"detect:rules={rules}{options}" + (",prefilter=device" if path == "cpu-device" else "")
-    p = subprocess.run([gaspp, "-r", pcap, "--backend", backend, "-q", "-l", out, "--module", mod],
+    p = subprocess.run([gaspp, "-r", pcap, "--backend", backend, "-q", "-l", out, "--module", mod, *args],
                        capture_output=True, text=True)
     if p.returncode != 0:
         raise SystemExit(f"FAIL: gaspp ({path}) exited {p.returncode}: {p.stderr.strip()[-500:]}")
@@ -166,10 +167,23 @@ def run(gaspp, path, pcap, rules, d, options=""):
     return got, p.stderr
 
 
-def check_counts(gaspp, paths, packets, rules, want, name, options="", on_stderr=None):
+def bad_rules_reported(name, first_bad, n_rules):
+    """An on_stderr for check_counts: the malformed rules (lines first_bad..n_rules of NAME.rules),
+    and only they, are reported with their line."""
+    def reported(path, err):
+        lines = {int(m.group(1)) for m in re.finditer(re.escape(name) + r"\.rules:(\d+): ", err)}
+        missing = [n for n in range(first_bad, n_rules + 1) if n not in lines]
+        extra = sorted(n for n in lines if n < first_bad)
+        if missing or extra:
+            print(f"FAIL {path}: malformed rules not reported at lines {missing}; reported good lines {extra}")
+        return len(missing) + len(extra)
+    return reported
+
+
+def check_counts(gaspp, paths, packets, rules, want, name, options="", on_stderr=None, args=()):
     """Writes the capture and the rules (one a line, sid N on line N where the test says so), runs
-    gaspp through each path and compares the alerts of each sid with want. on_stderr(path, err)
-    may return more failures. Returns the failures."""
+    gaspp (with `args`) through each path and compares the alerts of each sid with want.
+    on_stderr(path, err) may return more failures. Returns the failures."""
     from scapy.all import wrpcap
     failed = 0
     with tempfile.TemporaryDirectory() as d:
@@ -179,7 +193,7 @@ def check_counts(gaspp, paths, packets, rules, want, name, options="", on_stderr
         with open(rf, "w") as f:
             f.write("\n".join(rules) + "\n")
         for path in paths:
-            got, err = run(gaspp, path, pcap, rf, d, options)
+            got, err = run(gaspp, path, pcap, rf, d, options, args)
             bad = [(sid, n, got.get(sid, 0)) for sid, n in sorted(want.items()) if got.get(sid, 0) != n]
             extra = sorted(set(got) - set(want))
             for sid, n, g in bad:

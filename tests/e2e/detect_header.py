@@ -16,10 +16,9 @@ usage: detect_header.py GASPP [cpu|cpu-device|cuda ...]
 """
 import operator
 import random
-import re
 import sys
 
-from detect_base64 import check_counts
+from detect_base64 import bad_rules_reported, check_counts
 
 PROTOS = {"tcp": 6, "udp": 17, "icmp": 1, "gre": 47, "sctp": 132, "ipv6-icmp": 58, "esp": 50}
 
@@ -154,15 +153,7 @@ def main():
     pk, facts = build(rng)
     rules, want, first_bad = rules_for(rng, facts)
 
-    def reported(path, err):
-        # The malformed rules, and only they, are reported with their line.
-        lines = {int(m.group(1)) for m in re.finditer(r"h\.rules:(\d+): ", err)}
-        missing = [n for n in range(first_bad, len(rules) + 1) if n not in lines]
-        extra = sorted(n for n in lines if n < first_bad)
-        if missing or extra:
-            print(f"FAIL {path}: malformed rules not reported at lines {missing}; reported good lines {extra}")
-        return len(missing) + len(extra)
-
+    reported = bad_rules_reported("h", first_bad, len(rules))
     return 1 if check_counts(gaspp, paths, pk, rules, want, "h", ",packet-alert-max=1000", reported) else 0
 
 

@@ -146,7 +146,7 @@ TEST(Requires, RulesForOtherVersionsAndBuildsAreSkipped) {
       {"alert tcp any any -> any any (requires: version >= 8.0.0, keyword sid; sid:1;)", "", ""},
       {"alert tcp any any -> any any (requires: version >= 8, keyword foobar; sid:1;)", "skip:requires keyword foobar", "skip:requires keyword foobar"},
       {"alert smtp any any -> any any (requires: keyword email.body_md5; email.body_md5; content:\"0\"; sid:1;)", "", "skip:"},
-      {"alert tcp any any -> any any (requires: keyword stream_size; sid:1;)", "skip:requires keyword stream_size", "skip:requires keyword"},
+      {"alert tcp any any -> any any (requires: keyword asn1; sid:1;)", "skip:requires keyword asn1", "skip:requires keyword"},
       {"alert tls any any -> any any (requires: feature ja3; ja3.hash; content:\"a\"; sid:1;)", "", "skip:"},
       {"alert tcp any any -> any any (requires: feature ja4; sid:1;)", "skip:requires feature ja4", "skip:requires feature ja4"},
       {"alert tcp any any -> any any (requires: color blue; sid:1;)", "skip:requires: unknown requirement", "skip:requires: unknown requirement"},

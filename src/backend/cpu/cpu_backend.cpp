@@ -68,6 +68,8 @@ class CpuBackend final : public Backend, private StageExecutor {
     // Application-layer alerts come after the batch, on the packet that delivered the data: the
     // verdict walk then keeps the flow's counters at every packet with payload (module_stage.hpp).
     payload_counts_ = std::any_of(cfg.modules.begin(), cfg.modules.end(), [](const ModuleInstance* m) { return m->wants_app_layer(); });
+    flow_pos_ = cfg.flow.enabled && std::any_of(cfg.modules.begin(), cfg.modules.end(),
+                                                [](const ModuleInstance* m) { return m->wants_flow_positions(); });
     if (streams_) {
       held_cap_ = stream_held_cap(cfg.stream, cfg.batch_packets);
       for (int k = 0; k < 2; ++k) {
@@ -97,6 +99,7 @@ class CpuBackend final : public Backend, private StageExecutor {
         s.pkt_counts.resize(cfg.batch_packets);
         s.batch.h_pkt_counts = s.pkt_counts.data();
       }
+      if (flow_pos_) s.flow_pos.resize(cfg.batch_packets);
       s.flow_slot.resize(cfg.batch_packets);
       s.flow_flags.resize(cfg.batch_packets);
       s.rec_off.resize(cfg.batch_packets);
@@ -259,6 +262,7 @@ class CpuBackend final : public Backend, private StageExecutor {
     a_.order = nullptr;
     a_.flow_slot = flows ? s.flow_slot.data() : nullptr;
     a_.flow_flags = flows ? s.flow_flags.data() : nullptr;
+    a_.flow_pos = s.flow_pos.empty() ? nullptr : s.flow_pos.data();
     if (flows) a_.table = table_.ref();
     a_.events = EventSinkRef{events_.data(), &event_n_, uint32_t(events_.size())};
     a_.retry = stage_retry_.data();
@@ -276,7 +280,8 @@ class CpuBackend final : public Backend, private StageExecutor {
     FlowTableRef t = table_.ref();
     prm_ = FlowTrackParams{cfg_.flow.timeouts, ++epoch_, cfg_.flow.midstream, cfg_.flow.vlan_in_key,
                            cfg_.drop_invalid && cfg_.stream.urgent == UrgentPolicy::drop, cfg_.flow.defrag,
-                           s.pkt_counts.empty() ? nullptr : s.pkt_counts.data()};
+                           s.pkt_counts.empty() ? nullptr : s.pkt_counts.data(),
+                           s.flow_pos.empty() ? nullptr : s.flow_pos.data()};
     uint32_t* slot = s.flow_slot.data();
     uint8_t* flags = s.flow_flags.data();
     for (auto& f : failed_) f.clear();
@@ -482,6 +487,8 @@ class CpuBackend final : public Backend, private StageExecutor {
       sr.hooks.retry = retry_.data();
       sr.hooks.retry_n = &retry_n_;
       sr.hooks.retry_cap = uint32_t(retry_.size());
+      sr.hooks.want_pos = flow_pos_ ? 1 : 0;
+      sr.hooks.flow_pos = !final && cur_ && !cur_->flow_pos.empty() ? cur_->flow_pos.data() : nullptr;
     }
     return sr;
   }
@@ -699,6 +706,7 @@ class CpuBackend final : public Backend, private StageExecutor {
   struct Slot {
     std::vector<uint16_t> shard;           // the walk: each packet's shard (kNoShard: no flow)
     std::vector<FlowCountsAt> pkt_counts;  // modules with flows: counters at alerted packets
+    std::vector<FlowPosAt> flow_pos;       // a module wants positions (flow_pos_): the walk writes each packet's
     std::vector<uint32_t> flow_slot;
     std::vector<uint8_t> flow_flags;
     std::vector<uint32_t> rec_off;
@@ -724,6 +732,7 @@ class CpuBackend final : public Backend, private StageExecutor {
   HostFlowTable table_;
   bool streams_ = false;
   bool payload_counts_ = false;  // the verdict walk writes counters at packets with payload
+  bool flow_pos_ = false;        // a module wants flow positions (ModuleInstance::wants_flow_positions)
   uint32_t held_cap_ = 0;
   ZeroFilledArray<StreamHeld> held_[2];      // the out-of-order buffer, two sets used in turn
   ZeroFilledArray<uint8_t> pool_bytes_[2];   // its byte pools (see StreamCounts)

@@ -82,6 +82,7 @@ class CudaBackend final : public Backend, private StageExecutor {
       // Application-layer alerts come after the batch, on the packet that delivered the data: the
       // verdict walk then keeps the flow's counters at every packet with payload (module_stage.hpp).
       payload_counts_ = std::any_of(cfg.modules.begin(), cfg.modules.end(), [](const ModuleInstance* m) { return m->wants_app_layer(); });
+      flow_pos_ = std::any_of(cfg.modules.begin(), cfg.modules.end(), [](const ModuleInstance* m) { return m->wants_flow_positions(); });
       if (streams_) {
         sbuf_.allocate(cfg.stream, cfg.batch_packets);
         held_cap_ = sbuf_.held_cap();
@@ -184,6 +185,10 @@ class CudaBackend final : public Backend, private StageExecutor {
           // straight into host memory (mapped), so a batch without alerts moves nothing.
           s.pkt_counts.allocate(cfg.batch_packets);
           s.batch.h_pkt_counts = s.pkt_counts.get();
+          if (flow_pos_) {
+            s.d_flow_pos.allocate(cfg.batch_packets);
+            device_bytes_ += s.d_flow_pos.bytes();
+          }
         }
         if (plan_.schedule()) {
           s.d_sched_keys.allocate(2 * size_t(cfg.batch_packets));
@@ -396,6 +401,7 @@ class CudaBackend final : public Backend, private StageExecutor {
     MappedBuffer<uint32_t> event_n;
     // Modules with flows: the flow counters at alerted packets (mapped; the verdict walk writes them).
     MappedBuffer<FlowCountsAt> pkt_counts;
+    DeviceBuffer<FlowPosAt> d_flow_pos;  // a module wants positions (flow_pos_): the walk writes each packet's
     // Scheduling: keys in and out, indices in and out (the out half is the next stage's order).
     DeviceBuffer<uint32_t> d_sched_keys;
     DeviceBuffer<uint32_t> d_sched_vals;
@@ -458,7 +464,7 @@ class CudaBackend final : public Backend, private StageExecutor {
     const FlowTableRef t = table_->ref();
     prm_ = FlowTrackParams{cfg_.flow.timeouts, ++epoch_, cfg_.flow.midstream, cfg_.flow.vlan_in_key,
                            cfg_.drop_invalid && cfg_.stream.urgent == UrgentPolicy::drop, cfg_.flow.defrag,
-                           s.pkt_counts.device()};
+                           s.pkt_counts.device(), s.d_flow_pos.get()};
     const uint32_t n = s.batch.count;
     const uint32_t base = streams_ ? held_cap_ : 0;  // item number of packet 0
     *s.record_count.get() = 0;  // the slot's previous batch was finished (wait) before the slot was refilled
@@ -601,6 +607,7 @@ class CudaBackend final : public Backend, private StageExecutor {
     a.order = nullptr;
     a.flow_slot = table_ ? s.d_flow_slot.get() : nullptr;
     a.flow_flags = table_ ? s.d_flow_flags.get() : nullptr;
+    a.flow_pos = s.d_flow_pos.get();
     if (table_) a.table = table_->ref();
     a.events = EventSinkRef{s.events.device(), s.event_n.device(), event_cap_};
     if (s.d_retry.get()) {
@@ -636,6 +643,8 @@ class CudaBackend final : public Backend, private StageExecutor {
       sr.hooks.verdict = data == nullptr ? nullptr : s.d_verdict.get();
       sr.hooks.events = EventSinkRef{s.events.device(), s.event_n.device(), event_cap_};
       sr.hooks.counts = s.d_module_counts.get();
+      sr.hooks.want_pos = flow_pos_ ? 1 : 0;
+      sr.hooks.flow_pos = data == nullptr ? nullptr : s.d_flow_pos.get();
     }
     return sr;
   }
@@ -702,6 +711,7 @@ class CudaBackend final : public Backend, private StageExecutor {
   std::unique_ptr<DeviceFlowTable> table_;
   bool streams_ = false;
   bool payload_counts_ = false;  // the verdict walk writes counters at packets with payload
+  bool flow_pos_ = false;        // a module wants flow positions (ModuleInstance::wants_flow_positions)
   uint32_t held_cap_ = 0;
   DeviceStreamBuffer sbuf_;               // reassembly's state (with streams_)
   DeviceTables tables_;                   // module tables

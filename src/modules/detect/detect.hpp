@@ -131,6 +131,11 @@ struct DetectModule {
     uint16_t icmp_id = 0, icmp_seq = 0;
     bool ipv4 = false;
     uint16_t ip_opts = 0;                    // IpOptBits
+    uint8_t vlan_n = 0;                      // VLAN tags, outermost first
+    uint16_t vlan[3] = {};
+    // The flow as the packet left it (a stream piece: as the packet that delivered it did), when
+    // a signature asks (DetectModule::Host::wants_flow_positions); null otherwise.
+    const FlowPosAt* pos = nullptr;
     GASPP_HD bool raised(uint8_t e) const {
       for (int k = 0; k < kDecodeEventSlots; ++k)
         if ((events[k] & 0x7f) == e) return true;
@@ -164,6 +169,12 @@ struct DetectModule {
       if ((s.icmp_id.kind || s.icmp_seq.kind) && !f.icmp_has_id) return false;
       if (!det_cond_holds(s.icmp_id, f.icmp_id) || !det_cond_holds(s.icmp_seq, f.icmp_seq)) return false;
       if (s.ipopts && (!f.ipv4 || (f.ip_opts & s.ipopts) != s.ipopts)) return false;
+    }
+    for (uint32_t q = 0; q < s.ic_n; ++q) {
+      // On a stream piece only stream_size: the others make a packet signature.
+      const IntCond& ic = v.int_conds[s.ic_off + q];
+      if (f.dsize < 0 && ic.key != kIcStreamSize) continue;
+      if (!int_cond_holds(ic, f.pos, pk.proto == 6, f.vlan, f.vlan_n)) return false;
     }
     if (fw_entry_matches(v.hdr, 2 * i, pk)) return true;
     return s.bidir && fw_entry_matches(v.hdr, 2 * i + 1, pk);
@@ -286,6 +297,9 @@ struct DetectModule {
     facts.ipv4 = d.l3[k] == uint8_t(L3::ipv4);
     facts.ip_opts = d.ip_opts[k];
     facts.icmp_has_id = icmp_id_seq(d, k, p.frame(), facts.icmp_id, facts.icmp_seq);
+    facts.vlan_n = d.vlan_count[k];
+    for (int t = 0; t < 3; ++t) facts.vlan[t] = d.vlan_id[size_t(k) * 3 + t];
+    facts.pos = p.flow_pos();
     Decision dec;
     // The first pass holds its events until it knows it keeps them (see stream_pass).
     constexpr uint32_t kHeld = kRetry ? 1 : kDetHeldEvents;
@@ -367,10 +381,14 @@ struct DetectModule {
       before += c - c_max;
       c = c_max;
     }
+    // No packet facts on a stream piece but the flow as its packet left it (stream_size).
+    FlowPosAt pos;
+    PacketFacts piece;
+    if (s.flow_pos(pos)) piece.pos = &pos;
     auto stream_match = [&](const uint8_t* buf, uint32_t len, uint32_t min_end, uint32_t max_start, uint32_t i) -> int {
       const DetSig& sg = v.sigs[i];
       if (!(sg.mode & kSigStream) || !sg.op_n) return kInspectNoMatch;
-      if (!sig_applies(v, i, pk, true, s.to_client(), true, PacketFacts{})) return kInspectNoMatch;
+      if (!sig_applies(v, i, pk, true, s.to_client(), true, piece)) return kInspectNoMatch;
       return detect_inspect<kRetry>(v, sg, buf, len, min_end, max_start);
     };
     Decision dec;
@@ -452,6 +470,8 @@ struct DetectModule {
     // per transaction update (applayer/app_layer.hpp); their matches are events of this module.
     // Also the signatures of the protocols it only detects (Signature::gate_proto).
     bool wants_app_layer() const { return !app_sigs_.empty() || gated_sigs_ > 0; }
+    // flow.pkts, flow.bytes and stream_size read the flow as each packet left it.
+    bool wants_flow_positions() const { return flow_positions_; }
     // What the signatures need of the application layer's parsers (email.body_md5).
     void amend_app_layer(AppLayerConfig& c) const { c.mail_body_md5 = c.mail_body_md5 || mail_body_md5_; }
     // on_app runs on several threads at once (ModuleInstance::on_app): each worker has its own
@@ -565,6 +585,8 @@ struct DetectModule {
     bool defer_pcre_ = false;
     bool has_stream_sigs_ = false;               // prefilter=device: also pcre left to the host handler
     std::vector<DetSig> sigs_;
+    std::vector<IntCond> int_conds_;             // DetSig::ic_off
+    bool flow_positions_ = false;                // a signature reads flow.pkts, flow.bytes or stream_size
     std::vector<DetOp> ops_;
     std::vector<uint8_t> bytes_;
     std::vector<uint32_t> pat_sig_off_, pat_sigs_, nofp_;

@@ -291,6 +291,12 @@ DetectModule::Host::Host(const ModuleOptions& opt) : ModuleHost<DetectModule>({}
     d.icmp_id = cond(s.icmp_id);
     d.icmp_seq = cond(s.icmp_seq);
     d.ipopts = s.ipopts;
+    d.ic_off = uint32_t(int_conds_.size());
+    d.ic_n = uint16_t(s.int_conds.size());
+    int_conds_.insert(int_conds_.end(), s.int_conds.begin(), s.int_conds.end());
+    flow_positions_ = flow_positions_ || (!s.app && std::any_of(s.int_conds.begin(), s.int_conds.end(), [](const IntCond& c) {
+                                            return c.key == kIcFlowPkts || c.key == kIcFlowBytes || c.key == kIcStreamSize;
+                                          }));
     if (s.app) {
       // Matched per HTTP transaction on the host (on_app): no packet or stream pass looks at it.
       d.mode = 0;
@@ -528,6 +534,7 @@ DetectModule::View DetectModule::Host::upload_to(TableMemory& mem) {
   v.host_hash_prefilter = hash_prefilter_ ? 1 : 0;
   v.host_defer_pcre = defer_pcre_ ? 1 : 0;
   v.rx = regex_.place(mem);
+  v.int_conds = mem.place(int_conds_);
   v.host = matchers_.get();
   return v;
 }
@@ -890,6 +897,8 @@ void DetectModule::Host::on_host_events(uint32_t packet, const DecodedPacket& d,
   pk.port[0] = pk.port[1] = 0;
   f.dsize = int64_t(captured_payload(d));
   f.ttl = d.ip_ttl[0];
+  f.vlan_n = d.vlan_count[0];
+  for (int t = 0; t < 3; ++t) f.vlan[t] = d.vlan_id[t];
   for (uint32_t i = 0; i < host_view_.sig_n; ++i) {
     const DetSig& s = host_view_.sigs[i];
     if (!s.decode_event || !host_raised(s.decode_event) || !f.raised(s.decode_event)) continue;

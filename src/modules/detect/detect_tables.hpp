@@ -18,6 +18,7 @@
 #include "modules/detect/prefilter.hpp"
 #include "modules/detect/prefilter_ac.hpp"
 #include "modules/detect/regex.hpp"
+#include "modules/detect/uint_cond.hpp"
 #include "modules/firewall/firewall_tables.hpp"
 
 namespace gaspp {
@@ -135,7 +136,8 @@ struct DetSig {
   uint8_t decode_event;  // DecodeEvent the packet must have raised (decode-event); 0: none asked
   DetCond icmp_id, icmp_seq;  // of an ICMP message that has them (DetectModule::icmp_id_seq)
   uint16_t ipopts;            // IpOptBits the packet's IPv4 options must all include
-  uint16_t pad2_;
+  uint16_t ic_n;              // integer conditions (flow.pkts, stream_size, vlan.id, ...): DetectView::int_conds
+  uint32_t ic_off;            //   [ic_off, ic_off + ic_n)
 };
 enum DetHdrBits : uint8_t { kHdrSeq = 1, kHdrAck = 2, kHdrWin = 4, kHdrWinNeg = 8 };
 static_assert(std::is_trivially_copyable_v<DetSig>, "DetSig is a table entry");
@@ -168,6 +170,7 @@ struct DetectView {
   uint8_t host_hash_prefilter;   // CPU backend: use pf instead of Hyperscan
   uint8_t host_defer_pcre;       // CPU backend: run pcre as the device does (its programs, else the host handler)
   RegexView rx;                  // the pcres that compiled for the device's search
+  const IntCond* int_conds;      // the signatures' integer conditions (DetSig::ic_off)
   const DetectHostMatchers* host;
 };
 static_assert(std::is_trivially_copyable_v<DetectView>, "DetectView is a kernel argument");

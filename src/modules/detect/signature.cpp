@@ -15,6 +15,8 @@
 #include <cstring>
 #include <sstream>
 
+#include <strings.h>
+
 namespace gaspp {
 namespace {
 
@@ -171,14 +173,15 @@ int find_buf(const BufName* t, size_t n, const std::string& k) {
 
 // Whether parse_signature reads keyword k (for `requires: keyword K`): the sticky buffers, the
 // content modifiers, the transforms and the options of its loop. Known keywords whose every use
-// is skipped (stream_size, tag, ...) are not listed: a rule that requires them would not load.
+// is skipped (tag, ...) are not listed: a rule that requires them would not load.
 bool signature_keyword_known(const std::string& k, const RuleVars& vars) {
   if (std::find(vars.keywords_off.begin(), vars.keywords_off.end(), k) != vars.keywords_off.end()) return false;
   static const char* const kOptions[] = {
       "content", "uricontent", "nocase", "depth", "offset", "distance", "within", "startswith", "endswith",
       "fast_pattern", "rawbytes", "pcre", "isdataat", "byte_test", "byte_jump", "byte_extract", "pkt_data",
       "base64_decode", "base64_data", "dsize", "itype", "icode", "ttl", "tcp.mss", "ip_proto", "seq", "ack",
-      "window", "decode-event", "icmp_id", "icmp_seq", "ipopts", "flags", "tcp.flags", "flow", "flowbits", "xbits", "hostbits", "app-layer-event", "prefilter",
+      "window", "decode-event", "icmp_id", "icmp_seq", "ipopts", "flow.pkts", "flow.bytes", "flow.pkts_toserver",
+      "flow.pkts_toclient", "flow.bytes_toserver", "flow.bytes_toclient", "stream_size", "vlan.id", "vlan.layers", "flags", "tcp.flags", "flow", "flowbits", "xbits", "hostbits", "app-layer-event", "prefilter",
       "flowint", "noalert", "bsize", "tls.version", "dns.opcode", "dns.rcode", "dns.rrtype", "urilen", "requires"};
   if (name_keyword(k) || find_buf(kStickyBuffers, std::size(kStickyBuffers), k) >= 0 ||
       find_buf(kContentModifiers, std::size(kContentModifiers), k) >= 0 ||
@@ -445,6 +448,89 @@ std::string parse_decode_event(const std::string& v, uint8_t& out) {
   for (const char* n : kNotRaised)
     if (v == n) return "skip:decode-event " + v + " (gaspp does not raise it)";
   return "error:decode-event: unknown event '" + v + "'";
+}
+
+// flow.pkts:DIR,COND / flow.bytes:DIR,COND (DIR toserver, toclient, either, both) and the
+// one-direction forms flow.pkts_toserver:COND ... (Suricata's detect/flow.rs).
+std::string parse_flow_count(const std::string& k, const std::string& v, IntCond& ic) {
+  ic = IntCond{};
+  ic.key = k.rfind("flow.pkts", 0) == 0 ? kIcFlowPkts : kIcFlowBytes;
+  std::string arg = trim(v);
+  if (k.size() > 10 && (k.ends_with("_toserver") || k.ends_with("_toclient"))) {
+    ic.dir = k.ends_with("_toserver") ? kIcToServer : kIcToClient;
+  } else {
+    const size_t comma = arg.find(',');
+    const std::string dir = trim(arg.substr(0, comma));
+    if (dir == "toserver") ic.dir = kIcToServer;
+    else if (dir == "toclient") ic.dir = kIcToClient;
+    else if (dir == "either") ic.dir = kIcEither;
+    else if (dir == "both") ic.dir = kIcBoth;
+    else return "error:" + k + ": direction '" + dir + "' is none of toserver, toclient, either, both";
+    if (comma == std::string::npos) return "error:" + k + ": no value after the direction";
+    arg = arg.substr(comma + 1);
+  }
+  const std::string r = parse_uint_cond(arg, ic.key == kIcFlowPkts ? 0xffffffffull : ~0ull, ic.c);
+  return r.empty() ? "" : "error:" + k + ": " + r;
+}
+
+// stream_size:SIDE,OP,N (SIDE server, client, both, either; OP one of < <= > >= = != !;
+// Suricata's detect/stream_size.rs).
+std::string parse_stream_size(const std::string& v, IntCond& ic) {
+  ic = IntCond{};
+  ic.key = kIcStreamSize;
+  const std::vector<std::string> a = split_commas(v);
+  if (a.size() != 3) return "error:stream_size is SIDE,OPERATOR,NUMBER, not '" + v + "'";
+  if (a[0] == "client") ic.dir = kIcToServer;  // the client's side sends to the server
+  else if (a[0] == "server") ic.dir = kIcToClient;
+  else if (a[0] == "both") ic.dir = kIcBoth;
+  else if (a[0] == "either") ic.dir = kIcEither;
+  else return "error:stream_size: side '" + a[0] + "' is none of server, client, both, either";
+  static const std::pair<const char*, uint8_t> kOps[] = {{">=", kUintGe}, {"<=", kUintLe}, {">", kUintGt}, {"<", kUintLt},
+                                                         {"!=", kUintNe}, {"!", kUintNe},   {"=", kUintEq}};
+  ic.c.mode = kUintNone;
+  for (const auto& [name, mode] : kOps)
+    if (a[1] == name) ic.c.mode = mode;
+  if (ic.c.mode == kUintNone) return "error:stream_size: operator '" + a[1] + "' is none of < <= > >= = !=";
+  if (a[2].empty() || a[2].size() > 10 || a[2].find_first_not_of("0123456789") != std::string::npos ||
+      std::stoull(a[2]) > 0xffffffffull)
+    return "error:stream_size: '" + a[2] + "' is not a 32-bit number";
+  ic.c.a = std::stoull(a[2]);
+  return "";
+}
+
+// vlan.id:COND[,INDEX] (INDEX any, all, all_or_absent, or_absent, or a layer -3..2, oob_or N:
+// Suricata's multi-integer) and vlan.layers:COND (0 to 3).
+std::string parse_vlan(const std::string& k, const std::string& v, IntCond& ic) {
+  ic = IntCond{};
+  if (k == "vlan.layers") {
+    ic.key = kIcVlanLayers;
+    const std::string r = parse_uint_cond(v, 3, ic.c);
+    return r.empty() ? "" : "error:vlan.layers: " + r;
+  }
+  ic.key = kIcVlanId;
+  const std::vector<std::string> a = split_commas(v);
+  if (a.empty() || a.size() > 3) return "error:vlan.id is VALUE[,INDEX], not '" + v + "'";
+  if (a.size() == 3) return "skip:vlan.id with a subslice";
+  if (a[0].rfind("count", 0) == 0 || (a.size() == 2 && a[1].rfind("nb", 0) == 0))
+    return "skip:vlan.id counting matches";
+  const std::string r = parse_uint_cond(a[0], 4095, ic.c);
+  if (!r.empty()) return "error:vlan.id: " + r + " (ids are 12 bits)";
+  if (a.size() == 1 || a[1] == "any") return "";
+  if (a[1] == "all") ic.index = kIcAll;
+  else if (a[1] == "all_or_absent") ic.index = kIcAllOrAbsent;
+  else if (a[1] == "or_absent") ic.index = kIcOrAbsent;
+  else {
+    std::string t = a[1];
+    if (t.rfind("oob_or", 0) == 0) {
+      ic.oob_or = 1;
+      t = trim(t.substr(6));
+    }
+    int64_t i;
+    if (!parse_int(t, i) || i < -3 || i > 2) return "error:vlan.id: layer '" + a[1] + "' is not -3 to 2";
+    ic.index = kIcAt;
+    ic.at = int8_t(i);
+  }
+  return "";
 }
 
 // ipopts:NAME, Suricata's names of the IPv4 options (IPV4_OPT_FLAG_*); `any` is Suricata's 0xffff,
@@ -716,6 +802,7 @@ std::string finish(Signature& s) {
     if (s.dsize.on || s.has_flags || s.itype.on || s.icode.on || s.header_conds() || s.only_stream || s.no_stream ||
         s.rule.tcp_pkt || s.rule.tcp_stream)
       return "skip:app-layer:smtp rule with packet conditions";
+    if (!s.int_conds.empty()) return "skip:app-layer:stream_size on an application-layer signature";
     if (s.flow_dir == 2) return "error:" + part + " of a mail are sent to the server (flow:to_client)";
     s.gate_proto.clear();
     s.app_proto = env ? 6 : 4;
@@ -750,6 +837,7 @@ std::string finish(Signature& s) {
     if (s.dsize.on || s.has_flags || s.itype.on || s.icode.on || s.header_conds() || s.only_stream || s.no_stream || s.rule.tcp_pkt ||
         s.rule.tcp_stream)
       return "skip:app-layer:http rule with packet conditions";
+    if (!s.int_conds.empty()) return "skip:app-layer:stream_size on an application-layer signature";
     // The protocol the buffers belong to must agree with the header's.
     const auto proto_of = [](uint8_t b) -> uint8_t {
       b = base_buf(b);
@@ -805,7 +893,7 @@ std::string finish(Signature& s) {
   if ((m & kSigStreamOnly) && !tcp) return "error:only_stream on a rule that is not TCP";
   s.mode = m;
   s.ip_only = s.ops.empty() && !s.flow_keyword && !s.dsize.on && !s.has_flags && !s.itype.on && !s.icode.on &&
-              !s.header_conds() &&
+              !s.header_conds() && s.int_conds.empty() &&
               s.flowints.empty() && !s.rule.tcp_stream &&
               std::all_of(s.flowbits.begin(), s.flowbits.end(), [](const FlowbitCmd& c) { return c.cmd == FlowbitCmd::set; }) &&
               s.gate_proto.empty();  // Suricata: a signature with an app_proto is never IP-only
@@ -813,6 +901,85 @@ std::string finish(Signature& s) {
 }
 
 }  // namespace
+
+std::string parse_uint_cond(const std::string& text, uint64_t max, UintCond& out) {
+  out = UintCond{};
+  std::string t = trim(text);
+  const std::string bad = "'" + text + "' is not an integer condition";
+  // A number at the front of s (decimal with a unit, or 0x hex), s left after it and its spaces.
+  const auto number = [&](std::string& s, uint64_t& x) -> bool {
+    size_t i = 0;
+    x = 0;
+    const bool hex = s.size() > 2 && s[0] == '0' && s[1] == 'x';
+    if (hex) i = 2;
+    const size_t start = i;
+    for (; i < s.size(); ++i) {
+      const unsigned char c = static_cast<unsigned char>(s[i]);
+      const int d = std::isdigit(c) ? c - '0' : hex && std::isxdigit(c) ? std::tolower(c) - 'a' + 10 : -1;
+      if (d < 0) break;
+      const uint64_t base = hex ? 16 : 10;
+      if (x > (~0ull - uint64_t(d)) / base) return false;
+      x = x * base + uint64_t(d);
+    }
+    if (i == start) return false;
+    if (!hex && x >= 1) {
+      static const std::pair<const char*, uint64_t> kUnits[] = {{"kib", 1024}, {"kb", 1024}, {"mib", 1024 * 1024},
+                                                                {"mb", 1024 * 1024}, {"gib", 1024ull << 20 << 10},
+                                                                {"gb", 1024ull << 20 << 10}};
+      for (const auto& [u, m] : kUnits) {
+        const size_t n = std::strlen(u);
+        if (s.size() - i >= n && strncasecmp(s.c_str() + i, u, n) == 0) {
+          if (x > max / m) return false;
+          x *= m;
+          i += n;
+          break;
+        }
+      }
+    }
+    if (x > max) return false;
+    s = trim(s.substr(i));
+    return true;
+  };
+  if (!t.empty() && t[0] == '&') {  // &MASK=V, &MASK!=V
+    t = trim(t.substr(1));
+    if (!number(t, out.a)) return bad;
+    out.mode = kUintMask;
+    if (t.rfind("!", 0) == 0) out.mode = kUintNegMask, t = t.substr(1);
+    if (t.rfind("=", 0) != 0) return bad;
+    t = trim(t.substr(1));
+    if (!number(t, out.b) || !t.empty()) return bad;
+    if ((out.b & out.a) != out.b) return "'" + text + "' can never match (the value has bits outside the mask)";
+    return "";
+  }
+  {  // [!]N-M, [!]N<>M
+    std::string s = t;
+    const bool neg = !s.empty() && s[0] == '!';
+    if (neg) s = trim(s.substr(1));
+    uint64_t lo, hi;
+    if (number(s, lo) && (s.rfind("-", 0) == 0 || s.rfind("<>", 0) == 0)) {
+      s = trim(s.substr(s[0] == '-' ? 1 : 2));
+      if (!number(s, hi) || !s.empty()) return bad;
+      if (hi <= lo || hi - lo <= 1) return "'" + text + "': a range N-M needs M > N + 1 (its ends excluded)";
+      out.mode = neg ? kUintNegRange : kUintRange;
+      out.a = lo;
+      out.b = hi;
+      return "";
+    }
+  }
+  static const std::pair<const char*, uint8_t> kOps[] = {{">=", kUintGe}, {"<=", kUintLe}, {">", kUintGt}, {"<", kUintLt},
+                                                         {"!=", kUintNe}, {"!", kUintNe},   {"=", kUintEq}};
+  out.mode = kUintEq;
+  for (const auto& [name, mode] : kOps)
+    if (t.rfind(name, 0) == 0) {
+      out.mode = mode;
+      t = trim(t.substr(std::strlen(name)));
+      break;
+    }
+  if (!number(t, out.a) || !t.empty()) return bad;
+  if ((out.mode == kUintLt || out.mode == kUintGe) && out.a == 0) return "'" + text + "' can never match or always does";
+  if ((out.mode == kUintLe || out.mode == kUintGt) && out.a == max) return "'" + text + "' can never match or always does";
+  return "";
+}
 
 const char* sig_buf_name(uint8_t b) {
   if (b == kBufPayload) return "payload";
@@ -1220,6 +1387,17 @@ std::string parse_signature(const std::string& text, const RuleVars& vars, Signa
       if (t.size() >= 2 && t.front() == '"' && t.back() == '"') t = trim(t.substr(1, t.size() - 2));  // Suricata unquotes
       const std::string r = parse_num_cond(k, t, 65535, c);
       if (!r.empty()) return r;
+      continue;
+    }
+    if (k == "flow.pkts" || k == "flow.bytes" || k == "flow.pkts_toserver" || k == "flow.pkts_toclient" ||
+        k == "flow.bytes_toserver" || k == "flow.bytes_toclient" || k == "stream_size" || k == "vlan.id" ||
+        k == "vlan.layers") {
+      IntCond ic;
+      const std::string r = k == "stream_size"         ? parse_stream_size(v, ic)
+                            : k.rfind("vlan.", 0) == 0 ? parse_vlan(k, v, ic)
+                                                       : parse_flow_count(k, v, ic);
+      if (!r.empty()) return r;
+      out.int_conds.push_back(ic);
       continue;
     }
     if (k == "ipopts") {

@@ -83,12 +83,14 @@
 //   SignatureSet set;
 //   load_signature_file("emerging-exploit.rules", RuleVars{}, set);  // set.sigs, set.skipped_by_reason
 #pragma once
+#include <algorithm>
 #include <cstdint>
 #include <map>
 #include <set>
 #include <string>
 #include <vector>
 
+#include "modules/detect/uint_cond.hpp"
 #include "modules/firewall/rules.hpp"
 
 namespace gaspp {
@@ -247,11 +249,15 @@ struct Signature {
   uint8_t decode_event = 0;        // decode-event: a DecodeEvent the packet raised (fields.hpp)
   NumCond icmp_id, icmp_seq;       // an ICMP message with an identifier (echo, timestamp, ...)
   uint16_t ipopts = 0;             // IpOptBits an IPv4 packet must carry (all of them)
+  // flow.pkts, flow.bytes, stream_size, vlan.id, vlan.layers (uint_cond.hpp), all required.
+  std::vector<IntCond> int_conds;
   // Any of the packet header conditions (ttl, tcp.mss, ip_proto, seq, ack, window, decode-event,
-  // icmp_id, icmp_seq, ipopts).
+  // icmp_id, icmp_seq, ipopts, and the integer conditions but stream_size, which a stream match
+  // reads at the packet that delivered the data).
   bool header_conds() const {
     return ttl.on || tcp_mss.on || ip_proto.on || seq_on || ack_on || win_on || decode_event || icmp_id.on ||
-           icmp_seq.on || ipopts;
+           icmp_seq.on || ipopts ||
+           std::any_of(int_conds.begin(), int_conds.end(), [](const IntCond& c) { return c.key != kIcStreamSize; });
   }
   bool has_flags = false;
   uint8_t flags_mode = 0;          // 0 exactly, 1 + (all of), 2 * (any of), 3 ! (not all of)
