@@ -43,12 +43,18 @@ GASPP_HD GASPP_FORCEINLINE uint16_t fold(uint32_t sum) {
 
 }  // namespace csum_detail
 
+// The decoder's fields a checksum reads (one packet's).
+struct ChecksumInput {
+  uint32_t cap_len, l3_off, l4_off, payload_off, payload_len;
+  uint8_t malformed, l3, l4, ip_frag, ip_proto;
+};
+
 // The ChecksumBad bits of a decoded packet whose frame (cap_len bytes) is at f.
-GASPP_HD inline uint8_t checksum_status(const uint8_t* f, const DecodedPacket& p) {
+GASPP_HD inline uint8_t checksum_status(const uint8_t* f, const ChecksumInput& p) {
   using namespace csum_detail;
-  if (p.malformed[0] || p.l3_off[0] == kNoOffset) return 0;
-  const uint32_t cap = p.cap_len[0], l3 = p.l3_off[0];
-  const bool v4 = p.l3[0] == uint8_t(L3::ipv4), v6 = p.l3[0] == uint8_t(L3::ipv6);
+  if (p.malformed || p.l3_off == kNoOffset) return 0;
+  const uint32_t cap = p.cap_len, l3 = p.l3_off;
+  const bool v4 = p.l3 == uint8_t(L3::ipv4), v6 = p.l3 == uint8_t(L3::ipv6);
   uint8_t bad = 0;
   if (v4) {
     if (l3 + 20 > cap) return 0;
@@ -57,27 +63,39 @@ GASPP_HD inline uint8_t checksum_status(const uint8_t* f, const DecodedPacket& p
   } else if (!v6) {
     return 0;
   }
-  const uint8_t l4 = p.l4[0];
-  if (p.l4_off[0] == kNoOffset || (p.ip_frag[0] & kFragIsFragment)) return bad;
+  const uint8_t l4 = p.l4;
+  if (p.l4_off == kNoOffset || (p.ip_frag & kFragIsFragment)) return bad;
   if (l4 != uint8_t(L4::tcp) && l4 != uint8_t(L4::udp) && l4 != uint8_t(L4::icmp) && l4 != uint8_t(L4::icmpv6))
     return bad;
-  const uint32_t off = p.l4_off[0];
+  const uint32_t off = p.l4_off;
   // The transport's length: its header (up to the payload) and the payload the IP header announced.
-  if (p.payload_off[0] == kNoOffset || p.payload_off[0] < off) return bad;
-  const uint32_t len = (p.payload_off[0] - off) + p.payload_len[0];
+  if (p.payload_off == kNoOffset || p.payload_off < off) return bad;
+  const uint32_t len = (p.payload_off - off) + p.payload_len;
   if (off + len > cap || len < 4) return bad;  // not captured whole: cannot tell
   if (l4 == uint8_t(L4::udp) && v4 && f[off + 6] == 0 && f[off + 7] == 0) return bad;  // no checksum
   uint32_t sum = 0;
   if (l4 != uint8_t(L4::icmp)) {  // pseudo-header
     if (v4) sum = add_bytes(sum, f + l3 + 12, 8);
     else sum = add_bytes(sum, f + l3 + 8, 32);
-    sum += p.ip_proto[0];
+    sum += p.ip_proto;
     sum += len & 0xffff;
     sum += len >> 16;
   }
   sum = add_bytes(sum, f + off, len);
   if (fold(sum) != 0xffff) bad |= kCsumBadL4;
   return bad;
+}
+
+GASPP_HD inline uint8_t checksum_status(const uint8_t* f, const DecodedPacket& p) {
+  return checksum_status(f, ChecksumInput{p.cap_len[0], p.l3_off[0], p.l4_off[0], p.payload_off[0], p.payload_len[0],
+                                          p.malformed[0], p.l3[0], p.l4[0], p.ip_frag[0], p.ip_proto[0]});
+}
+
+// Packet k of a decoded batch (the detect module's checksum keywords compute it where a
+// signature asks).
+GASPP_HD inline uint8_t checksum_status(const uint8_t* f, const DecodedView& d, uint32_t k) {
+  return checksum_status(f, ChecksumInput{d.cap_len[k], d.l3_off[k], d.l4_off[k], d.payload_off[k], d.payload_len[k],
+                                          d.malformed[k], d.l3[k], d.l4[k], d.ip_frag[k], d.ip_proto[k]});
 }
 
 }  // namespace gaspp

@@ -12,7 +12,8 @@ packet, restarting where a SYN opens a new connection after a FIN/RST exchange. 
 1, 2, 3, 7 and 65536 packets: a batch that holds several packets of a flow must still show each
 packet its own counters (not the flow's at the end of the batch), also before the port reuse that
 restarts the TCP flow inside one batch; batches of 1 and 65536 again without reassembly (the flow
-walk's other path). Then HTTP signatures (http.uri, http.stat_code): their alerts, raised by the
+walk's other path); batches of 1, 7 and 65536 with the signature engine matching the same rules
+(`--module detect`) instead of the firewall. Then HTTP signatures (http.uri, http.stat_code): their alerts, raised by the
 application layer after the batch on the packet that delivered the request or response, carry the
 same counters at that packet. Every alert line also validates
 against Suricata's EVE schema when jsonschema and the schema are at hand (eve_schema.py covers the
@@ -129,13 +130,17 @@ def main():
                     jsonschema, "Draft202012Validator") else jsonschema.Draft7Validator(json.load(open(path)))
         except ImportError:
             pass
+        # --rules: the firewall module takes the header-only rules; --module detect: the signature
+        # engine matches the same rules (its sure alerts mark the packet alerted on the device).
         runs = [(b, []) for b in ("1", "2", "3", "7", "65536")] + [(b, ["--no-reassembly"]) for b in ("1", "65536")]
-        for batch, extra in runs:
-            out = os.path.join(tmp, f"b{batch}{len(extra)}")
+        runs += [(b, ["--module", f"detect:rules={rules}"]) for b in ("1", "7", "65536")]
+        for k, (batch, extra) in enumerate(runs):
+            out = os.path.join(tmp, f"b{k}")
             os.makedirs(out)
             batch = batch + (" " + " ".join(extra) if extra else "")  # named so in messages
-            p = subprocess.run([gaspp, "-r", pcap, "--backend", backend, "-q", "-l", out, "--batch", batch.split()[0],
-                                "--rules", rules] + extra, capture_output=True, text=True)
+            given = [] if "--module" in extra else ["--rules", rules]
+            p = subprocess.run([gaspp, "-r", pcap, "--backend", backend, "-q", "-l", out, "--batch", batch.split()[0]]
+                               + given + extra, capture_output=True, text=True)
             if p.returncode != 0:
                 failures.append(f"batch {batch}: gaspp failed ({p.returncode}): {p.stderr.strip()}")
                 continue

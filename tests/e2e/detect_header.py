@@ -1,13 +1,16 @@
 #!/usr/bin/env python3
 """Packet header conditions of signatures (ttl, ip_proto, tcp.mss, seq, ack, window, icmp_id,
-icmp_seq, ipopts) on a capture built here (scapy): random IPv4 and IPv6 packets (TCP with and
-without an MSS option, UDP, ICMP echo with random identifiers and sequence numbers, GRE, SCTP, a raw
-protocol number; IPv4 with random options), and random rules whose conditions the test evaluates
+icmp_seq, ipopts, the checksum keywords) on a capture built here (scapy): random IPv4 and IPv6
+packets (TCP with and without an MSS option, UDP, ICMP echo with random identifiers and sequence
+numbers, GRE, SCTP, a raw protocol number; IPv4 with random options; some with a wrong IPv4 header
+or transport checksum), and random rules whose conditions the test evaluates
 itself on each packet's fields, as Suricata documents the keywords: ttl, tcp.mss, icmp_id and
 icmp_seq take N, <N, >N, <=N, >=N, N-M (exclusive) and !N; tcp.mss matches only packets with the
 option, icmp_id and icmp_seq only ICMP messages that have them; ip_proto takes a number or name
 after !, < or >; seq, ack and window (with !) compare a TCP packet's fields; ipopts names an IPv4
-option the packet must carry (Suricata's flags: eol and nop as met, the others when valid). A rule
+option the packet must carry (Suricata's flags: eol and nop as met, the others when valid);
+ipv4-csum, tcpv4-csum, tcpv6-csum, udpv4-csum, udpv6-csum, icmpv4-csum and icmpv6-csum (valid or
+invalid) match only their family and transport, checked whatever -k says. A rule
 alerts once per packet that meets its conditions (each packet is a flow of its own); rules with a
 malformed value are errors reported with their line. The same runs on the device's path
 (detect:prefilter=device on the CPU) and, with `cuda`, on the CUDA backend.
@@ -76,10 +79,28 @@ def build(rng):
             l4, f["proto"] = Raw(b"x" * 8), n
         if kind == "gre":  # the engine decodes GRE's inner packet: its fields are the inner one's
             f.update(ttl=9, proto=17, v4=True, opts=set())
-        pk.append(Ether(src="02:00:00:00:00:01", dst="02:00:00:00:00:02") / ip / l4 / Raw(b"payload"))
+        frame = Ether(src="02:00:00:00:00:01", dst="02:00:00:00:00:02") / ip / l4 / Raw(b"payload")
+        # Wrong checksums (scapy computes right ones): the IPv4 header's and the transport's, on
+        # packets outside a tunnel.
+        f["ipbad"] = f["l4bad"] = False
+        if kind != "gre":
+            built = Ether(bytes(frame))
+            if not v6 and rng.random() < 0.3:
+                frame[IP].chksum = built[IP].chksum ^ 0x5a5a
+                f["ipbad"] = True
+            layer = {"tcp": TCP, "udp": UDP, "icmp": ICMPv6EchoRequest if v6 else ICMP}.get(kind)
+            if layer is not None and rng.random() < 0.3:
+                field = "cksum" if layer is ICMPv6EchoRequest else "chksum"
+                setattr(frame[layer], field, getattr(built[layer], field) ^ 0x5a5a)
+                f["l4bad"] = True
+        pk.append(frame)
         facts.append(f)
     return pk, facts
 
+
+# The checksum keywords: the family and transport each applies to (None: the IPv4 header's).
+CSUMS = {"ipv4-csum": (4, None), "tcpv4-csum": (4, 6), "tcpv6-csum": (6, 6), "udpv4-csum": (4, 17),
+         "udpv6-csum": (6, 17), "icmpv4-csum": (4, 1), "icmpv6-csum": (6, 58)}
 
 CMPS = {"": operator.eq, "<": operator.lt, ">": operator.gt, "<=": operator.le, ">=": operator.ge}
 
@@ -100,7 +121,8 @@ def rules_for(rng, facts):
     rules, want = [], {}
     tcp = [f for f in facts if f["proto"] == 6]
     for sid in range(1, 181):
-        kind = rng.choice(["ttl", "mss", "proto", "seq", "ack", "win", "ttl+seq", "icmp_id", "icmp_seq", "ipopts"])
+        kind = rng.choice(["ttl", "mss", "proto", "seq", "ack", "win", "ttl+seq", "icmp_id", "icmp_seq", "ipopts",
+                           "csum", "csum"])
         opts, preds = [], []
         if kind in ("ttl", "ttl+seq"):
             v, p = num_cond(rng, [f["ttl"] for f in facts], 255)
@@ -136,10 +158,22 @@ def rules_for(rng, facts):
             name = rng.choice(["rr", "rtralt", "sec", "nop", "eol", "ts", "lsrr", "any"])
             opts.append(f"ipopts:{name};")
             preds.append(lambda f, name=name: f["v4"] and name in f["opts"])  # any: never (Suricata's 0xffff)
+        if kind == "csum":
+            kw = rng.choice(list(CSUMS))
+            want_valid = rng.random() < 0.5
+            opts.append(f"{kw}:{'valid' if want_valid else 'invalid'};")
+            fam, proto = CSUMS[kw]
+
+            def csum(f, fam=fam, proto=proto, want_valid=want_valid):
+                if f["v4"] != (fam == 4) or (proto is not None and f["proto"] != proto):
+                    return False
+                bad = f["ipbad"] if proto is None else f["l4bad"]
+                return bad != want_valid
+            preds.append(csum)
         rules.append(f'alert ip any any -> any any (msg:"h{sid}"; {" ".join(opts)} sid:{sid}; rev:1;)')
         want[sid] = sum(1 for f in facts if all(p(f) for p in preds))
     bad = ['ttl:300;', 'ip_proto:nosuchproto;', 'seq:-1;', 'window:70000;', 'tcp.mss:<x;', 'icmp_id:70000;',
-           'ipopts:bogus;']
+           'ipopts:bogus;', 'tcpv4-csum:maybe;']
     for k, b in enumerate(bad):
         rules.append(f'alert ip any any -> any any (msg:"bad"; {b} sid:{1000 + k}; rev:1;)')
         want[1000 + k] = 0

@@ -78,6 +78,7 @@
 #include <vector>
 
 #include "applayer/app_layer.hpp"
+#include "decode/checksum.hpp"
 #include "gaspp/module.hpp"
 #include "gaspp/stream_hook.hpp"
 #include "modules/detect/detect_tables.hpp"
@@ -136,6 +137,12 @@ struct DetectModule {
     // The flow as the packet left it (a stream piece: as the packet that delivered it did), when
     // a signature asks (DetectModule::Host::wants_flow_positions); null otherwise.
     const FlowPosAt* pos = nullptr;
+    // The checksum keywords: the packet's frame and decoded fields (null where there are none),
+    // its ChecksumBad bits computed at the first signature that asks (-1 until then).
+    const uint8_t* frame = nullptr;
+    const DecodedView* dec = nullptr;
+    uint32_t k = 0;
+    mutable int16_t csum = -1;
     GASPP_HD bool raised(uint8_t e) const {
       for (int k = 0; k < kDecodeEventSlots; ++k)
         if ((events[k] & 0x7f) == e) return true;
@@ -169,6 +176,7 @@ struct DetectModule {
       if ((s.icmp_id.kind || s.icmp_seq.kind) && !f.icmp_has_id) return false;
       if (!det_cond_holds(s.icmp_id, f.icmp_id) || !det_cond_holds(s.icmp_seq, f.icmp_seq)) return false;
       if (s.ipopts && (!f.ipv4 || (f.ip_opts & s.ipopts) != s.ipopts)) return false;
+      if ((s.csum_valid | s.csum_invalid) && !csum_holds(s, pk, f)) return false;
     }
     for (uint32_t q = 0; q < s.ic_n; ++q) {
       // On a stream piece only stream_size: the others make a packet signature.
@@ -178,6 +186,25 @@ struct DetectModule {
     }
     if (fw_entry_matches(v.hdr, 2 * i, pk)) return true;
     return s.bidir && fw_entry_matches(v.hdr, 2 * i + 1, pk);
+  }
+
+  // The checksum keywords (Suricata's detect-csum.c): each applies to its family and transport
+  // only (tcpv4-csum to IPv4 TCP, ...), and a packet it does not apply to does not match. The
+  // checksums are computed here, whatever -k says (as Suricata's keywords compute them unless its
+  // capture ignores checksums); one that cannot be checked (a fragment, a segment not captured
+  // whole) counts as valid (decode/checksum.hpp).
+  GASPP_HD static bool csum_holds(const DetSig& s, const FwPacket& pk, const PacketFacts& f) {
+    const bool v4 = pk.family == 4;
+    uint8_t applies = v4 ? kCkIpv4 : 0;
+    if (pk.proto == 6) applies |= v4 ? kCkTcpv4 : kCkTcpv6;
+    else if (pk.proto == 17) applies |= v4 ? kCkUdpv4 : kCkUdpv6;
+    else if (pk.proto == 1 && v4) applies |= kCkIcmpv4;
+    else if (pk.proto == 58 && !v4) applies |= kCkIcmpv6;
+    const uint8_t want = s.csum_valid | s.csum_invalid;
+    if ((want & applies) != want || !f.dec) return false;
+    if (f.csum < 0) f.csum = checksum_status(f.frame, *f.dec, f.k);
+    const uint8_t bad = uint8_t(((f.csum & kCsumBadIp) ? kCkIpv4 : 0) | ((f.csum & kCsumBadL4) ? (applies & ~kCkIpv4) : 0));
+    return (bad & s.csum_valid) == 0 && (bad & s.csum_invalid) == s.csum_invalid;
   }
 
   // Suricata's icmp_id / icmp_seq: the identifier and sequence number of an ICMP message that has
@@ -300,6 +327,9 @@ struct DetectModule {
     facts.vlan_n = d.vlan_count[k];
     for (int t = 0; t < 3; ++t) facts.vlan[t] = d.vlan_id[size_t(k) * 3 + t];
     facts.pos = p.flow_pos();
+    facts.frame = p.frame();
+    facts.dec = &d;
+    facts.k = k;
     Decision dec;
     // The first pass holds its events until it knows it keeps them (see stream_pass).
     constexpr uint32_t kHeld = kRetry ? 1 : kDetHeldEvents;
@@ -346,17 +376,21 @@ struct DetectModule {
     } else if (dec.pass != Decision::kNone && (v.sigs[dec.pass].verdict & kDetFlowScope)) {
       p.pass_flow();
     }
+    if (dec.alerts()) p.alerted();
   }
 
   // The first (lowest-ranked) drop and pass among a buffer's final matches; candidates come in
   // any order on the device.
   struct Decision {
     static constexpr uint32_t kNone = 0xffffffffu;
-    uint32_t drop = kNone, pass = kNone;
+    uint32_t drop = kNone, pass = kNone, alert = kNone;
     GASPP_HD void note(uint8_t verdict, uint32_t rank) {
       if ((verdict & kDetDrop) && rank < drop) drop = rank;
       if ((verdict & kDetPass) && rank < pass) pass = rank;
+      if ((verdict & kDetAlerts) && rank < alert) alert = rank;
     }
+    // A sure alert that no pass ranked before it cancels (kDetAlerts).
+    GASPP_HD bool alerts() const { return alert < pass; }
   };
 
   // One stream piece (every piece of the batch at once, gaspp/stream_hook.hpp): the piece alone,
@@ -452,6 +486,7 @@ struct DetectModule {
     // A stream match decides the flow (Suricata: the action of a stateful match applies to it).
     if (dec.drop < dec.pass) s.drop_flow();
     else if (dec.pass != Decision::kNone) s.pass_flow();
+    if (dec.alerts()) s.alerted();
   }
 
   GASPP_HD static FwPacket stream_packet_of(const StreamPiece& s) { return FirewallModule::stream_packet(s); }

@@ -293,6 +293,8 @@ DetectModule::Host::Host(const ModuleOptions& opt) : ModuleHost<DetectModule>({}
     d.ipopts = s.ipopts;
     d.ic_off = uint32_t(int_conds_.size());
     d.ic_n = uint16_t(s.int_conds.size());
+    d.csum_valid = s.csum_valid;
+    d.csum_invalid = s.csum_invalid;
     int_conds_.insert(int_conds_.end(), s.int_conds.begin(), s.int_conds.end());
     flow_positions_ = flow_positions_ || (!s.app && std::any_of(s.int_conds.begin(), s.int_conds.end(), [](const IntCond& c) {
                                             return c.key == kIcFlowPkts || c.key == kIcFlowBytes || c.key == kIcStreamSize;
@@ -325,6 +327,7 @@ DetectModule::Host::Host(const ModuleOptions& opt) : ModuleHost<DetectModule>({}
     gated_sigs_ += !s.gate_proto.empty();
     if (final_here && (s.rule.action == RuleAction::drop || s.rule.action == RuleAction::reject)) d.verdict |= kDetDrop;
     if (final_here && s.rule.action == RuleAction::pass) d.verdict |= kDetPass;
+    if (final_here && s.rule.action != RuleAction::pass && !s.noalert) d.verdict |= kDetAlerts;  // thresholds: below
     if (s.ip_only) d.verdict |= kDetFlowScope;
     d.bidir = s.rule.bidirectional;
     d.sid = s.rule.sid;
@@ -403,6 +406,9 @@ DetectModule::Host::Host(const ModuleOptions& opt) : ModuleHost<DetectModule>({}
     threshold_config_ = load_threshold_config_for(threshold_file, vars, ids, thresholds_, true, "detect");
     thresholds_.resize(mine);
   }
+  // A threshold, rate filter or suppression decides on the host whether a match alerts.
+  for (size_t i = 0; i < sigs_.size(); ++i)
+    if (!thresholds_[i].empty()) sigs_[i].verdict &= uint8_t(~kDetAlerts);
   load_seconds_ = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   // Suricata's summary of the loading, for all the rules when the firewall shares the files.
   const std::string reasons = top_skip_reasons(set_.skipped_by_reason, set_.errors);

@@ -113,6 +113,10 @@ enum DetVerdict : uint8_t {
   kDetDrop = 1,       // drop or reject
   kDetPass = 2,       // pass
   kDetFlowScope = 4,  // IP-only: a match decides the flow (others: the packet, or the flow on a stream match)
+  // A match alerts for sure: decided where it is found (as kDetDrop), no noalert, threshold,
+  // suppression or pass. The packet is then marked alerted (kVerdictAlerted), so that its alert
+  // carries the flow's counters at it and the flow event says `alerted`.
+  kDetAlerts = 8,
 };
 
 struct DetSig {
@@ -138,8 +142,15 @@ struct DetSig {
   uint16_t ipopts;            // IpOptBits the packet's IPv4 options must all include
   uint16_t ic_n;              // integer conditions (flow.pkts, stream_size, vlan.id, ...): DetectView::int_conds
   uint32_t ic_off;            //   [ic_off, ic_off + ic_n)
+  uint8_t csum_valid, csum_invalid;  // DetCsumBits: checksums that must be right / wrong
+  uint16_t pad3_;
 };
 enum DetHdrBits : uint8_t { kHdrSeq = 1, kHdrAck = 2, kHdrWin = 4, kHdrWinNeg = 8 };
+// The checksum keywords (Suricata's ipv4-csum, tcpv4-csum, ...: valid or invalid), bits of
+// DetSig::csum_valid / csum_invalid (Signature's too).
+enum DetCsumBits : uint8_t {
+  kCkIpv4 = 1, kCkTcpv4 = 2, kCkTcpv6 = 4, kCkUdpv4 = 8, kCkUdpv6 = 16, kCkIcmpv4 = 32, kCkIcmpv6 = 64,
+};
 static_assert(std::is_trivially_copyable_v<DetSig>, "DetSig is a table entry");
 
 constexpr uint32_t kDetMaxOps = 64;   // options in one payload list (more: the rule is skipped)

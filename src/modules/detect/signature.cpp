@@ -2,6 +2,7 @@
 #include "modules/detect/signature.hpp"
 
 #include "applayer/http1.hpp"
+#include "modules/detect/detect_tables.hpp"
 #include "modules/detect/transform.hpp"
 #include "applayer/dns.hpp"
 #include "gaspp/fields.hpp"
@@ -181,7 +182,8 @@ bool signature_keyword_known(const std::string& k, const RuleVars& vars) {
       "fast_pattern", "rawbytes", "pcre", "isdataat", "byte_test", "byte_jump", "byte_extract", "pkt_data",
       "base64_decode", "base64_data", "dsize", "itype", "icode", "ttl", "tcp.mss", "ip_proto", "seq", "ack",
       "window", "decode-event", "icmp_id", "icmp_seq", "ipopts", "flow.pkts", "flow.bytes", "flow.pkts_toserver",
-      "flow.pkts_toclient", "flow.bytes_toserver", "flow.bytes_toclient", "stream_size", "vlan.id", "vlan.layers", "flags", "tcp.flags", "flow", "flowbits", "xbits", "hostbits", "app-layer-event", "prefilter",
+      "flow.pkts_toclient", "flow.bytes_toserver", "flow.bytes_toclient", "stream_size", "vlan.id", "vlan.layers", "ipv4-csum", "tcpv4-csum", "tcpv6-csum",
+      "udpv4-csum", "udpv6-csum", "icmpv4-csum", "icmpv6-csum", "flags", "tcp.flags", "flow", "flowbits", "xbits", "hostbits", "app-layer-event", "prefilter",
       "flowint", "noalert", "bsize", "tls.version", "dns.opcode", "dns.rcode", "dns.rrtype", "urilen", "requires"};
   if (name_keyword(k) || find_buf(kStickyBuffers, std::size(kStickyBuffers), k) >= 0 ||
       find_buf(kContentModifiers, std::size(kContentModifiers), k) >= 0 ||
@@ -1398,6 +1400,21 @@ std::string parse_signature(const std::string& text, const RuleVars& vars, Signa
                                                        : parse_flow_count(k, v, ic);
       if (!r.empty()) return r;
       out.int_conds.push_back(ic);
+      continue;
+    }
+    if (k.size() > 5 && k.ends_with("-csum")) {
+      static const std::pair<const char*, uint8_t> kCsums[] = {
+          {"ipv4-csum", kCkIpv4}, {"tcpv4-csum", kCkTcpv4}, {"tcpv6-csum", kCkTcpv6}, {"udpv4-csum", kCkUdpv4},
+          {"udpv6-csum", kCkUdpv6}, {"icmpv4-csum", kCkIcmpv4}, {"icmpv6-csum", kCkIcmpv6}};
+      uint8_t bit = 0;
+      for (const auto& [name, b] : kCsums)
+        if (k == name) bit = b;
+      if (!bit) return "skip:keyword " + k;
+      std::string t = trim(v);
+      if (t.size() >= 2 && t.front() == '"' && t.back() == '"') t = trim(t.substr(1, t.size() - 2));
+      if (strcasecmp(t.c_str(), "valid") == 0) out.csum_valid |= bit;
+      else if (strcasecmp(t.c_str(), "invalid") == 0) out.csum_invalid |= bit;
+      else return "error:" + k + " is valid or invalid, not '" + v + "'";
       continue;
     }
     if (k == "ipopts") {

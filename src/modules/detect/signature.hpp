@@ -251,12 +251,15 @@ struct Signature {
   uint16_t ipopts = 0;             // IpOptBits an IPv4 packet must carry (all of them)
   // flow.pkts, flow.bytes, stream_size, vlan.id, vlan.layers (uint_cond.hpp), all required.
   std::vector<IntCond> int_conds;
+  // ipv4-csum, tcpv4-csum, tcpv6-csum, udpv4-csum, udpv6-csum, icmpv4-csum, icmpv6-csum: the
+  // checksums that must be valid / invalid (DetCsumBits, detect_tables.hpp)
+  uint8_t csum_valid = 0, csum_invalid = 0;
   // Any of the packet header conditions (ttl, tcp.mss, ip_proto, seq, ack, window, decode-event,
-  // icmp_id, icmp_seq, ipopts, and the integer conditions but stream_size, which a stream match
+  // icmp_id, icmp_seq, ipopts, the checksum keywords, and the integer conditions but stream_size, which a stream match
   // reads at the packet that delivered the data).
   bool header_conds() const {
     return ttl.on || tcp_mss.on || ip_proto.on || seq_on || ack_on || win_on || decode_event || icmp_id.on ||
-           icmp_seq.on || ipopts ||
+           icmp_seq.on || ipopts || csum_valid || csum_invalid ||
            std::any_of(int_conds.begin(), int_conds.end(), [](const IntCond& c) { return c.key != kIcStreamSize; });
   }
   bool has_flags = false;
