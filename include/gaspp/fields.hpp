@@ -245,6 +245,12 @@ enum class DecodeEvent : uint8_t {
 constexpr int kDecodeEvents = static_cast<int>(DecodeEvent::count_);
 constexpr int kDecodeEventSlots = 4;  // events kept a packet (Suricata keeps 15; more are counted)
 
+// The events the defragmenter raises on the host, after the device's decode (PacketBatch::host_events).
+constexpr bool decode_event_raised_on_host(DecodeEvent e) {
+  return e == DecodeEvent::ipv4_frag_overlap || e == DecodeEvent::ipv4_frag_pkt_too_large ||
+         e == DecodeEvent::ipv6_frag_overlap || e == DecodeEvent::ipv6_frag_pkt_too_large;
+}
+
 const char* decode_event_name(DecodeEvent e);
 const char* malformed_reason_name(MalformedReason r);
 const char* undecoded_reason_name(UndecodedReason r);

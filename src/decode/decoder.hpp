@@ -261,7 +261,7 @@ GASPP_HD inline void decode_l4(const uint8_t* f, uint32_t caplen, uint32_t off, 
 // second option of a known kind, a length wrong for its kind, a route or timestamp pointer out of
 // place, an unknown kind, an option cut by the header's end where an EOL should have been.
 GASPP_HD inline void decode_ipv4_options(const uint8_t* f, uint32_t o, uint32_t end, DecodedPacket& p) {
-  uint32_t seen = 0;  // known kinds met, one bit each
+  uint16_t seen = 0;  // IpOptBits of the known kinds met (valid or not: a second one is a duplicate)
   while (o < end) {
     const uint8_t t = f[o];
     if (t == 0) { p.ip_opts[0] |= kIpOptEol; return; }
@@ -270,38 +270,35 @@ GASPP_HD inline void decode_ipv4_options(const uint8_t* f, uint32_t o, uint32_t 
     const uint8_t len = f[o + 1];
     if (len < 2 || o + len > end) { fail(p, MalformedReason::ipv4_bad_options, DecodeEvent::ipv4_opt_invalid_len); return; }
     const uint8_t* v = f + o;
-    int bit = -1;
     uint16_t flag = 0;  // IpOptBits
     bool len_ok = true, ptr_ok = true;
     switch (t) {
       case 7: case 131: case 137:  // record route, loose and strict source route
-        bit = t == 7 ? 0 : t == 131 ? 1 : 2;
         flag = t == 7 ? kIpOptRr : t == 131 ? kIpOptLsrr : kIpOptSsrr;
         len_ok = len >= 3;
         ptr_ok = !len_ok || (v[2] >= 4 && v[2] % 4 == 0 && v[2] <= len + 1);
         break;
       case 68: {  // timestamp: pointer past the 4-byte header, on a record boundary
-        bit = 3;
         flag = kIpOptTs;
         len_ok = len >= 5;
         const uint32_t rec = (len_ok && (v[3] & 0x0f)) ? 8 : 4;
         ptr_ok = !len_ok || (v[2] >= 5 && (v[2] - 5) % rec == 0 && v[2] <= len + 1);
         break;
       }
-      case 25: bit = 4; flag = kIpOptQs; len_ok = len >= 8; break;        // quick-start
-      case 130: bit = 5; flag = kIpOptSec; len_ok = len >= 3; break;      // security
-      case 133: bit = 6; flag = kIpOptEsec; len_ok = len >= 3; break;     // extended security
-      case 134: bit = 7; flag = kIpOptCipso; len_ok = len >= 10; break;   // CIPSO
-      case 136: bit = 8; flag = kIpOptSid; len_ok = len == 4; break;      // stream id
-      case 148: bit = 9; flag = kIpOptRtralt; len_ok = len == 4; break;   // router alert
+      case 25: flag = kIpOptQs; len_ok = len >= 8; break;        // quick-start
+      case 130: flag = kIpOptSec; len_ok = len >= 3; break;      // security
+      case 133: flag = kIpOptEsec; len_ok = len >= 3; break;     // extended security
+      case 134: flag = kIpOptCipso; len_ok = len >= 10; break;   // CIPSO
+      case 136: flag = kIpOptSid; len_ok = len == 4; break;      // stream id
+      case 148: flag = kIpOptRtralt; len_ok = len == 4; break;   // router alert
       default: raise(p, DecodeEvent::ipv4_opt_invalid); break;
     }
-    if (bit >= 0) {
-      if (seen & (1u << bit)) raise(p, DecodeEvent::ipv4_opt_duplicate);
+    if (flag) {
+      if (seen & flag) raise(p, DecodeEvent::ipv4_opt_duplicate);
       else if (!len_ok) raise(p, DecodeEvent::ipv4_opt_invalid_len);
       else if (!ptr_ok) raise(p, DecodeEvent::ipv4_opt_malformed);
       else p.ip_opts[0] |= flag;
-      seen |= 1u << bit;
+      seen |= flag;
     }
     o += len;
   }

@@ -890,10 +890,6 @@ void DetectModule::Host::on_host_events(uint32_t packet, const DecodedPacket& d,
   if (!host_view_.sigs || (d.l3[0] != uint8_t(L3::ipv4) && d.l3[0] != uint8_t(L3::ipv6))) return;
   PacketFacts f;
   for (int k = 0; k < kDecodeEventSlots; ++k) f.events[k] = d.events[k];
-  const auto host_raised = [](uint8_t e) {
-    return e == uint8_t(DecodeEvent::ipv4_frag_overlap) || e == uint8_t(DecodeEvent::ipv4_frag_pkt_too_large) ||
-           e == uint8_t(DecodeEvent::ipv6_frag_overlap) || e == uint8_t(DecodeEvent::ipv6_frag_pkt_too_large);
-  };
   FwPacket pk;
   pk.family = d.l3[0] == uint8_t(L3::ipv6) ? 6 : 4;
   pk.addr[0] = addr_number(d.src_ip, pk.family);
@@ -907,7 +903,7 @@ void DetectModule::Host::on_host_events(uint32_t packet, const DecodedPacket& d,
   for (int t = 0; t < 3; ++t) f.vlan[t] = d.vlan_id[t];
   for (uint32_t i = 0; i < host_view_.sig_n; ++i) {
     const DetSig& s = host_view_.sigs[i];
-    if (!s.decode_event || !host_raised(s.decode_event) || !f.raised(s.decode_event)) continue;
+    if (!s.decode_event || !decode_event_raised_on_host(DecodeEvent(s.decode_event)) || !f.raised(s.decode_event)) continue;
     if (!(s.mode & kSigPacket) || s.op_n) continue;  // payload lists on fragments: not read here
     if (!sig_applies(host_view_, i, pk, false, false, false, f)) continue;
     ModuleEvent e{};
