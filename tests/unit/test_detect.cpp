@@ -492,6 +492,105 @@ TEST(Signatures, PacketConditionsHoldAsSuricataDocumentsThem) {
 }
 
 
+// Suricata's integer conditions (its detect/uint.rs and the tests there): what each form accepts,
+// what it refuses, and which values it holds for.
+TEST(Signatures, IntegerConditionsParseAndHoldAsSuricatasUint) {
+  struct Row {
+    const char* text;
+    uint64_t max;
+    bool ok;
+    std::vector<std::pair<uint64_t, bool>> at;  // value, holds
+  };
+  const Row rows[] = {
+      {"5", 255, true, {{5, true}, {4, false}}},
+      {"=5", 255, true, {{5, true}, {6, false}}},
+      {" 5 ", 255, true, {{5, true}}},
+      {"!5", 255, true, {{5, false}, {4, true}}},
+      {"!=5", 255, true, {{5, false}, {6, true}}},
+      {"<5", 255, true, {{4, true}, {5, false}}},
+      {"<=5", 255, true, {{5, true}, {6, false}}},
+      {">5", 255, true, {{6, true}, {5, false}}},
+      {">= 5", 255, true, {{5, true}, {4, false}}},
+      {"1-5", 255, true, {{1, false}, {2, true}, {4, true}, {5, false}}},
+      {"1<>5", 255, true, {{3, true}, {5, false}}},
+      {"!1-5", 255, true, {{1, true}, {3, false}, {5, true}}},
+      {"&0xf0=0x10", 255, true, {{0x1f, true}, {0x2f, false}}},
+      {"&0xf0!=0x10", 255, true, {{0x1f, false}, {0x2f, true}}},
+      {"0x1F", 255, true, {{31, true}}},
+      {"2kb", 1 << 20, true, {{2048, true}, {2000, false}}},
+      {">1MiB", 1ull << 32, true, {{(1 << 20) + 1, true}, {1 << 20, false}}},
+      {"256", 255, false, {}},    // above the keyword's maximum
+      {"1-2", 255, false, {}},    // an exclusive range with nothing inside
+      {"5-3", 255, false, {}},
+      {"<0", 255, false, {}},     // never holds
+      {">=0", 255, false, {}},    // always holds
+      {">255", 255, false, {}},
+      {"&1=2", 255, false, {}},   // the value has bits outside the mask
+      {"x", 255, false, {}},
+      {"5x", 255, false, {}},
+      {"", 255, false, {}},
+      {"99999999999999999999", ~0ull, false, {}},  // overflows 64 bits
+  };
+  for (const Row& r : rows) {
+    UintCond c;
+    const std::string why = parse_uint_cond(r.text, r.max, c);
+    EXPECT_EQ(why.empty(), r.ok) << "'" << r.text << "': " << why;
+    for (const auto& [x, holds] : r.at) EXPECT_EQ(uint_cond_holds(c, x), holds) << "'" << r.text << "' at " << x;
+  }
+}
+
+// vlan.id's index forms and vlan.layers, and the flow conditions' directions, on given tags and
+// flow positions (uint_cond.hpp), as Suricata's multi-integer and detect-flow-pkts.c define them.
+TEST(Signatures, VlanAndFlowConditionsHoldAsSuricatasDo) {
+  struct Row {
+    const char* opt;
+    std::vector<uint16_t> tags;
+    bool holds;
+  };
+  const Row vlan[] = {
+      {"vlan.id:200;", {100, 200}, true},           {"vlan.id:200;", {}, false},
+      {"vlan.id:200,any;", {100}, false},           {"vlan.id:>50,all;", {100, 200}, true},
+      {"vlan.id:>150,all;", {100, 200}, false},     {"vlan.id:>150,all;", {}, false},
+      {"vlan.id:>150,all_or_absent;", {}, true},    {"vlan.id:5,or_absent;", {}, true},
+      {"vlan.id:5,or_absent;", {6}, false},         {"vlan.id:200,1;", {100, 200}, true},
+      {"vlan.id:200,0;", {100, 200}, false},        {"vlan.id:200,-1;", {100, 200}, true},
+      {"vlan.id:100,-2;", {100, 200}, true},        {"vlan.id:100,2;", {100, 200}, false},
+      {"vlan.id:100,oob_or 2;", {100, 200}, true},  {"vlan.id:100,oob_or 1;", {100, 200}, false},
+      {"vlan.layers:2;", {1, 2}, true},             {"vlan.layers:>0;", {}, false},
+      {"vlan.layers:!1;", {}, true},
+  };
+  for (const Row& r : vlan) {
+    Signature sig;
+    ASSERT_EQ(parse_signature(std::string("alert ip any any -> any any (") + r.opt + " sid:1;)", RuleVars{}, sig), "") << r.opt;
+    ASSERT_EQ(sig.int_conds.size(), 1u);
+    EXPECT_EQ(int_cond_holds(sig.int_conds[0], nullptr, false, r.tags.data(), uint32_t(r.tags.size())), r.holds) << r.opt;
+  }
+  FlowPosAt pos{{3, 1}, {120, 0}, {500, 60}, 1, {}};
+  struct FlowRow {
+    const char* opt;
+    bool tcp, session, holds;
+  };
+  const FlowRow flow[] = {
+      {"flow.pkts:toserver,3;", true, true, true},    {"flow.pkts:toclient,3;", true, true, false},
+      {"flow.pkts:either,1;", true, true, true},      {"flow.pkts:both,>0;", true, true, true},
+      {"flow.pkts:both,>1;", true, true, false},      {"flow.pkts_toclient:1;", false, false, true},
+      {"flow.bytes:toserver,>=500;", true, true, true}, {"flow.bytes_toclient:<60;", true, true, false},
+      {"stream_size:client,=,120;", true, true, true}, {"stream_size:server,<,1;", true, true, true},
+      {"stream_size:both,>,0;", true, true, false},   {"stream_size:either,>,100;", true, true, true},
+      {"stream_size:client,=,120;", false, true, false},  // not TCP
+      {"stream_size:client,=,120;", true, false, false},  // no session (Suricata: no TcpSession)
+  };
+  for (const FlowRow& r : flow) {
+    Signature sig;
+    ASSERT_EQ(parse_signature(std::string("alert ip any any -> any any (") + r.opt + " sid:1;)", RuleVars{}, sig), "") << r.opt;
+    ASSERT_EQ(sig.int_conds.size(), 1u);
+    FlowPosAt at = pos;
+    at.tcp_session = r.session ? 1 : 0;
+    EXPECT_EQ(int_cond_holds(sig.int_conds[0], &at, r.tcp, nullptr, 0), r.holds) << r.opt;
+    EXPECT_FALSE(int_cond_holds(sig.int_conds[0], nullptr, r.tcp, nullptr, 0)) << r.opt << " without a flow";
+  }
+}
+
 // hostbits are xbits tracked by host (detect-hostbits.c): source by default, dst on request,
 // expiring after 300 s; noalert; the forms Suricata refuses are refused.
 TEST(Signatures, HostbitsAreHostXbits) {
