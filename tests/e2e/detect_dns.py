@@ -9,7 +9,7 @@ test computes from the messages it built, as Suricata's DNS keywords read a mess
   * dns.response.rrname: a response's question names, record names and the data of CNAME, PTR,
     MX and NS records and SOA's mname;
   * dns.opcode, dns.rcode (numbers or names), dns.rrtype (a request's questions' types, a
-    response's answers' types, any of them);
+    response's answers' types: any of them, or Suricata's multi-integer index forms);
 each signature alerting once per message it matches (every message is a transaction, inspected
 in its own direction). The same runs on the device's path (detect:prefilter=device on the CPU) and,
 with `cuda`, on the CUDA backend.
@@ -133,6 +133,15 @@ def rules_for(rng, msgs):
             rule(f"dns.rrtype:{v};", lambda m: any(t != 1 for t in types_of(m)))
         else:
             rule(f"dns.rrtype:{v};", lambda m, num=num: num in types_of(m))
+    # Suricata's multi-integer index forms: the type at a position (from the end when negative;
+    # oob_or: also when there is none), all of them (none: no match), all or none, any or none.
+    at = lambda ts, i: ts[i] if -len(ts) <= i < len(ts) else None
+    for v, pred in [("1,0", lambda ts: at(ts, 0) == 1), ("A,-1", lambda ts: at(ts, -1) == 1),
+                    ("MX,1", lambda ts: at(ts, 1) == 15), ("5,oob_or 1", lambda ts: len(ts) < 2 or ts[1] == 5),
+                    ("1,all", lambda ts: bool(ts) and all(t == 1 for t in ts)),
+                    ("!5,all_or_absent", lambda ts: all(t != 5 for t in ts)),
+                    ("28,or_absent", lambda ts: not ts or 28 in ts), ("<10,any", lambda ts: any(t < 10 for t in ts))]:
+        rule(f"dns.rrtype:{v};", lambda m, pred=pred: pred(types_of(m)))
     rule('flow:to_client; dns.rcode:3; dns.queries.rrname; content:"evil";',
          lambda m: not m["request"] and m["rcode"] == 3 and any("evil" in n for n, _ in m["queries"]))
     rule('flow:to_server; dns.rrtype:MX; dns.query; content:"mail";',

@@ -545,7 +545,8 @@ struct DetectModule {
       bool tls_version_on, tls_version_raw;  // Signature's tls.version
       bool per_instance;  // reads a multi-buffer (instance_buf): inspected at every instance
       uint16_t tls_version;
-      DetCond dns_opcode, dns_rcode, dns_rrtype;  // Signature's dns.opcode, dns.rcode, dns.rrtype
+      DetCond dns_opcode, dns_rcode;  // Signature's dns.opcode, dns.rcode
+      IntCond dns_rrtype;             // and dns.rrtype
       struct Size {
         uint16_t key;
         bool either;

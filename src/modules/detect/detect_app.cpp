@@ -440,7 +440,7 @@ void DetectModule::Host::add_app_sig(uint32_t i) {
   };
   a.dns_opcode = cond(s.dns_opcode);
   a.dns_rcode = cond(s.dns_rcode);
-  a.dns_rrtype = cond(s.dns_rrtype);
+  a.dns_rrtype = s.dns_rrtype;
   // Resolve each option's buffer to a side, then group the options by buffer in rule order.
   std::vector<uint16_t> key(s.ops.size());
   std::vector<bool> either(s.ops.size(), false);
@@ -701,17 +701,20 @@ void DetectModule::Host::on_app(std::span<const AppUpdate> updates, std::vector<
         if (!a.tls_version_raw && (v >> 8) == 0x7f) v = 0x0304;  // the 1.3 drafts
         if (!tl || v != a.tls_version) continue;
       }
-      if (const DnsTx* dn = u.dns(); dn && (a.dns_opcode.kind || a.dns_rcode.kind || a.dns_rrtype.kind)) {
+      const bool rrtype = a.dns_rrtype.c.mode != kUintNone;
+      if (const DnsTx* dn = u.dns(); dn && (a.dns_opcode.kind || a.dns_rcode.kind || rrtype)) {
         // The inspected direction's message (Suricata's dns_opcode_match, dns_rcode_match,
-        // dns_rrtype_match: a request's questions' types, a response's answers', any of them).
+        // dns_rrtype_match: a request's questions' types, a response's answers', as a
+        // multi-integer: any of them by default, all, or the one at an index).
         if (!det_cond_holds(a.dns_opcode, dn->msg.opcode()) || !det_cond_holds(a.dns_rcode, dn->msg.rcode())) continue;
-        if (a.dns_rrtype.kind) {
-          bool any = false;
+        if (rrtype) {
+          thread_local std::vector<uint16_t> types;
+          types.clear();
           if (dn->request)
-            for (const DnsQuery& q : dn->msg.queries) any = any || det_cond_holds(a.dns_rrtype, q.rrtype);
+            for (const DnsQuery& q : dn->msg.queries) types.push_back(q.rrtype);
           else
-            for (const DnsRecord& r : dn->msg.answers) any = any || det_cond_holds(a.dns_rrtype, r.rrtype);
-          if (!any) continue;
+            for (const DnsRecord& r : dn->msg.answers) types.push_back(r.rrtype);
+          if (!uint_array_holds(a.dns_rrtype, types.data(), uint32_t(types.size()))) continue;
         }
       }
       if (a.http_events) {

@@ -517,22 +517,9 @@ std::string parse_vlan(const std::string& k, const std::string& v, IntCond& ic) 
     return "skip:vlan.id counting matches";
   const std::string r = parse_uint_cond(a[0], 4095, ic.c);
   if (!r.empty()) return "error:vlan.id: " + r + " (ids are 12 bits)";
-  if (a.size() == 1 || a[1] == "any") return "";
-  if (a[1] == "all") ic.index = kIcAll;
-  else if (a[1] == "all_or_absent") ic.index = kIcAllOrAbsent;
-  else if (a[1] == "or_absent") ic.index = kIcOrAbsent;
-  else {
-    std::string t = a[1];
-    if (t.rfind("oob_or", 0) == 0) {
-      ic.oob_or = 1;
-      t = trim(t.substr(6));
-    }
-    int64_t i;
-    if (!parse_int(t, i) || i < -3 || i > 2) return "error:vlan.id: layer '" + a[1] + "' is not -3 to 2";
-    ic.index = kIcAt;
-    ic.at = int8_t(i);
-  }
-  return "";
+  if (a.size() == 1) return "";
+  const std::string w = parse_uint_index(a[1], 3, ic);
+  return w.empty() ? "" : "error:vlan.id: " + w;
 }
 
 // ipopts:NAME, Suricata's names of the IPv4 options (IPV4_OPT_FLAG_*); `any` is Suricata's 0xffff,
@@ -774,7 +761,7 @@ std::string finish(Signature& s) {
       return "skip:keyword base64_data with byte_extract variables";
   }
   if (s.app && s.rule.action == RuleAction::alert && s.ops.empty() && s.bsize.empty() && !s.urilen.on && !s.http_events &&
-      !s.tls_version_on && !s.dns_opcode.on && !s.dns_rcode.on && !s.dns_rrtype.on) {
+      !s.tls_version_on && !s.dns_opcode.on && !s.dns_rcode.on && s.dns_rrtype.c.mode == kUintNone) {
     // Only the protocol (`alert http any any -> any any (flow:...; sid:1;)`): no buffer to inspect,
     // so Suricata makes it a packet signature (SIG_TYPE_APPLAYER, or SIG_TYPE_PKT with packet
     // conditions) that matches every packet of a flow whose app_proto is the protocol, not each
@@ -983,6 +970,27 @@ std::string parse_uint_cond(const std::string& text, uint64_t max, UintCond& out
   return "";
 }
 
+std::string parse_uint_index(const std::string& text, int limit, IntCond& out) {
+  const std::string t0 = trim(text);
+  out.oob_or = 0;
+  if (t0 == "any") return out.index = kIcAny, "";
+  if (t0 == "all") return out.index = kIcAll, "";
+  if (t0 == "all_or_absent") return out.index = kIcAllOrAbsent, "";
+  if (t0 == "or_absent") return out.index = kIcOrAbsent, "";
+  std::string t = t0;
+  if (t.rfind("oob_or", 0) == 0) {
+    out.oob_or = 1;
+    t = trim(t.substr(6));
+  }
+  int64_t i;
+  if (!parse_int(t, i) || i < -limit || i > limit - 1)
+    return "index '" + t0 + "' is none of any, all, all_or_absent, or_absent, " + std::to_string(-limit) + " to " +
+           std::to_string(limit - 1) + " (oob_or N)";
+  out.index = kIcAt;
+  out.at = int8_t(i);
+  return "";
+}
+
 const char* sig_buf_name(uint8_t b) {
   if (b == kBufPayload) return "payload";
   if (b == kBufDnsQueryDot) return "dns.query|dotprefix";
@@ -1155,10 +1163,18 @@ std::string parse_signature(const std::string& text, const RuleVars& vars, Signa
       continue;
     }
     if (k == "dns.opcode" || k == "dns.rcode" || k == "dns.rrtype") {
-      NumCond& c = k == "dns.opcode" ? out.dns_opcode : k == "dns.rcode" ? out.dns_rcode : out.dns_rrtype;
-      if (c.on) return "skip:keyword " + k + " twice";
+      NumCond scratch;
+      NumCond& c = k == "dns.opcode" ? out.dns_opcode : k == "dns.rcode" ? out.dns_rcode : scratch;
+      if (c.on || (k == "dns.rrtype" && out.dns_rrtype.c.mode != kUintNone)) return "skip:keyword " + k + " twice";
+      // dns.rrtype is a multi-integer: VALUE[,INDEX] (uint_array_holds).
+      std::string t = trim(v), pre, index;
+      if (k == "dns.rrtype") {
+        const std::vector<std::string> parts = split_commas(v);
+        if (parts.size() > 2) return "skip:dns.rrtype with a subslice";
+        t = parts.empty() ? "" : parts[0];
+        if (parts.size() == 2) index = parts[1];
+      }
       // rcode and rrtype also by name (NXDOMAIN, AAAA, ...), as Suricata's enumerations.
-      std::string t = trim(v), pre;
       while (!t.empty() && (t[0] == '!' || t[0] == '<' || t[0] == '>' || t[0] == '=')) pre += t[0], t.erase(0, 1);
       if (pre.find('=') != std::string::npos && pre != "<=" && pre != ">=") return "error:" + k + ": '" + v + "'";
       if (!t.empty() && std::isalpha(static_cast<unsigned char>(t[0])) && k != "dns.opcode") {
@@ -1170,8 +1186,15 @@ std::string parse_signature(const std::string& text, const RuleVars& vars, Signa
         if (found < 0) return "error:" + k + ": unknown name '" + t + "'";
         t = std::to_string(found);
       }
-      const std::string r = parse_num_cond(k, pre + t, k == "dns.rrtype" ? 65535 : 255, c);
-      if (!r.empty()) return r;
+      if (k == "dns.rrtype") {
+        const std::string r = parse_uint_cond(pre + t, 65535, out.dns_rrtype.c);
+        if (!r.empty()) return "error:dns.rrtype: " + r;
+        const std::string w = index.empty() ? "" : parse_uint_index(index, 127, out.dns_rrtype);
+        if (!w.empty()) return "error:dns.rrtype: " + w;
+      } else {
+        const std::string r = parse_num_cond(k, pre + t, 255, c);
+        if (!r.empty()) return r;
+      }
       if (out.app_proto && out.app_proto != 3) return "error:" + k + " on a signature of another protocol";
       out.app = true;
       out.app_proto = 3;

@@ -292,7 +292,8 @@ struct Signature {
   // counting as 1.3 unless the value is raw (0xNNNN).
   bool tls_version_on = false, tls_version_raw = false;
   uint16_t tls_version = 0;
-  NumCond dns_opcode, dns_rcode, dns_rrtype;  // dns.opcode, dns.rcode, dns.rrtype
+  NumCond dns_opcode, dns_rcode;   // dns.opcode, dns.rcode
+  IntCond dns_rrtype;              // dns.rrtype: a multi-integer over the questions' or answers' types
   std::vector<std::pair<uint8_t, NumCond>> bsize;  // bsize: (the sticky buffer, its size condition)
 };
 

@@ -64,28 +64,34 @@ struct IntCond {
 };
 static_assert(std::is_trivially_copyable_v<IntCond>, "IntCond is a table entry");
 
+// Suricata's multi-integer over n values (vlan.id's tags, dns.rrtype's types): any of them
+// (default), all (none: no match), all_or_absent, or_absent, or the one at an index (negative from
+// the last; out of range: no match, oob_or: match).
+template <class V>
+GASPP_HD inline bool uint_array_holds(const IntCond& ic, const V* v, uint32_t n) {
+  switch (ic.index) {
+    case kIcAt: {
+      const int32_t i = ic.at < 0 ? int32_t(n) + ic.at : ic.at;
+      if (i < 0 || uint32_t(i) >= n) return ic.oob_or != 0;
+      return uint_cond_holds(ic.c, v[i]);
+    }
+    case kIcAll:
+    case kIcAllOrAbsent:
+      for (uint32_t i = 0; i < n; ++i)
+        if (!uint_cond_holds(ic.c, v[i])) return false;
+      return n > 0 || ic.index == kIcAllOrAbsent;
+    default:  // any, or_absent
+      for (uint32_t i = 0; i < n; ++i)
+        if (uint_cond_holds(ic.c, v[i])) return true;
+      return n == 0 && ic.index == kIcOrAbsent;
+  }
+}
+
 // What the conditions read: the flow as the packet left it (null: no flow, or not known), whether
 // the packet is TCP, its VLAN ids (outermost first) and how many there are.
 GASPP_HD inline bool int_cond_holds(const IntCond& ic, const FlowPosAt* pos, bool tcp, const uint16_t* vlan, uint32_t vlan_n) {
   if (ic.key == kIcVlanLayers) return uint_cond_holds(ic.c, vlan_n);
-  if (ic.key == kIcVlanId) {
-    switch (ic.index) {
-      case kIcAt: {
-        const int32_t i = ic.at < 0 ? int32_t(vlan_n) + ic.at : ic.at;
-        if (i < 0 || uint32_t(i) >= vlan_n) return ic.oob_or != 0;
-        return uint_cond_holds(ic.c, vlan[i]);
-      }
-      case kIcAll:
-      case kIcAllOrAbsent:
-        for (uint32_t i = 0; i < vlan_n; ++i)
-          if (!uint_cond_holds(ic.c, vlan[i])) return false;
-        return vlan_n > 0 || ic.index == kIcAllOrAbsent;
-      default:  // any, or_absent
-        for (uint32_t i = 0; i < vlan_n; ++i)
-          if (uint_cond_holds(ic.c, vlan[i])) return true;
-        return vlan_n == 0 && ic.index == kIcOrAbsent;
-    }
-  }
+  if (ic.key == kIcVlanId) return uint_array_holds(ic, vlan, vlan_n);
   if (!pos) return false;
   uint64_t x[2];
   if (ic.key == kIcStreamSize) {
@@ -109,5 +115,8 @@ GASPP_HD inline bool int_cond_holds(const IntCond& ic, const FlowPosAt* pos, boo
 
 // Parses `text` (leading and trailing spaces allowed) as above; "" or why it is not one.
 std::string parse_uint_cond(const std::string& text, uint64_t max, UintCond& out);
+// The index of a multi-integer (uint_array_holds), after the condition's comma: any, all,
+// all_or_absent, or_absent, N or oob_or N (N from -limit to limit - 1); "" or why it is not one.
+std::string parse_uint_index(const std::string& text, int limit, IntCond& out);
 
 }  // namespace gaspp
