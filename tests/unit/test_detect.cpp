@@ -359,6 +359,68 @@ TEST(Signatures, InspectionMatchesARecursiveReferenceOnRandomChains) {
 }
 
 
+// byte_test, byte_jump and byte_extract as Suricata's DetectBytetestDoMatch, DetectBytejumpDoMatch
+// and DetectByteExtractDoMatch compute them; each expectation is worked out by hand from that code
+// on the buffer below (positions after "MARK" at 0..3: 4 onward).
+TEST(Signatures, ByteOptionsMatchAsSuricatasCode) {
+  // 0123 4    5    6    7    8    9    10   11   12 13 14 15 16 17 ...
+  // MARK 0x00 0x02 0x10 0x20 0x05 'A'  'B'  'C'  '1' '2' 'f' 'f' 'x'  'y' 'z'
+  const std::string buf = std::string("MARK") + std::string("\x00\x02\x10\x20\x05", 5) + "ABC12ffxyz";
+  struct Row {
+    const char* opts;
+    bool match;
+  };
+  const Row rows[] = {
+      {"content:\"MARK\"; byte_test:2,=,2,0,relative;", true},                   // 0x0002
+      {"content:\"MARK\"; byte_test:2,=,512,0,relative,little;", true},          // 0x0200
+      {"content:\"MARK\"; byte_test:1,>,15,2,relative;", true},                  // 0x10
+      {"content:\"MARK\"; byte_test:1,&,0x20,3,relative;", true},
+      {"content:\"MARK\"; byte_test:1,!=,0x20,3,relative;", false},
+      {"content:\"MARK\"; byte_test:1,=,2,3,relative,bitmask 0x30;", true},     // 0x20 & 0x30 >> 4
+      {"content:\"MARK\"; byte_test:2,=,12,8,relative,string,dec;", true},      // "12"
+      {"content:\"MARK\"; byte_test:2,=,255,10,relative,string,hex;", true},    // "ff"
+      {"byte_test:1,=,5,8;", true},                                                // absolute
+      {"content:\"MARK\"; byte_test:2,=,0,15,relative;", false},                 // past the end
+      {"content:\"MARK\"; byte_test:0,=,0,0,relative;", true},                   // nothing read: 0
+      // byte_jump: 1 byte at +1 (2), then 2 more from after the read: content at 4+2+2 = 8
+      {"content:\"MARK\"; byte_jump:1,1,relative; content:\"|05|\"; within:1;", true},
+      {"content:\"MARK\"; byte_jump:1,1,relative,post_offset 1; content:\"A\"; within:1;", true},
+      {"content:\"MARK\"; byte_jump:1,4,relative,multiplier 2; isdataat:!1,relative;", true},  // 9 + 5*2: the end
+      {"content:\"MARK\"; byte_jump:1,4,relative,from_beginning; content:\"|02|\"; within:1;", true},  // to 5
+      {"content:\"MARK\"; byte_jump:1,1,relative,align; content:\"B\"; within:1;", true},  // 6 + 4 (2 aligned)
+      {"content:\"MARK\"; byte_jump:1,0,relative,from_end,post_offset -3; content:\"xyz\"; within:3;", true},
+      // 0 bytes: the jump is the post_offset alone; before the buffer's start it stops at the start
+      {"content:\"MARK\"; byte_jump:0,0,relative,post_offset -4; content:\"MARK\"; within:4;", true},
+      {"content:\"MARK\"; byte_jump:0,0,relative,post_offset -9; content:\"MARK\"; within:4;", true},
+      {"content:\"MARK\"; byte_jump:1,4,relative,post_offset 100;", false},     // past the end
+      // byte_extract, and its variable as another option's byte count, offset or value
+      {"content:\"MARK\"; byte_extract:1,1,n,relative; byte_test:n,=,0x1020,0,relative;", true},
+      // byte_extract leaves the position after what it read (6): 2 bytes from 4 (0x0002), then 8
+      {"content:\"MARK\"; byte_extract:1,1,n,relative; byte_jump:n,-2,relative; content:\"|05|\"; within:1;", true},
+      {"content:\"MARK\"; byte_extract:1,1,n,relative; byte_jump:n,0,relative; content:\"|05|\"; within:1;", false},
+      {"content:\"MARK\"; byte_extract:1,4,n,relative; byte_test:1,=,0x41,n,relative;", false},  // 9 + 5: 'f'
+      {"content:\"MARK\"; byte_extract:1,4,n,relative; byte_test:1,=,0x66,n,relative;", true},
+      {"content:\"MARK\"; byte_extract:1,2,n,relative; byte_test:n,=,0,0;", false},  // 16 bytes: more than 8
+      {"content:\"MARK\"; byte_extract:1,4,n,relative; byte_test:1,=,n,8;", true},   // value from a variable
+      {"content:\"MARK\"; byte_extract:1,4,n,relative; byte_test:1,=,n,4;", false},
+  };
+  struct Mem : TableMemory {
+    const void* place(const void* h, size_t) override { return h; }
+  } mem;
+  for (const Row& r : rows) {
+    const std::string path = testing::TempDir() + "/byte_case.rules";
+    {
+      std::ofstream f(path);
+      f << "alert tcp any any -> any any (" << r.opts << " sid:1;)\n";
+    }
+    DetectModule::Host host({{"rules", path}});
+    const DetectView v = host.upload(mem);
+    ASSERT_EQ(v.sig_n, 1u) << r.opts;
+    const int got = detect_inspect(v, v.sigs[0], reinterpret_cast<const uint8_t*>(buf.data()), uint32_t(buf.size()));
+    EXPECT_EQ(got == kInspectMatch, r.match) << r.opts;
+  }
+}
+
 // The device's matchers (the hashed filter and Aho-Corasick) find exactly the signatures Hyperscan finds,
 // also when several lanes share a buffer: all of ET Open's
 // fast patterns, over every frame of real captures (whole frames as buffers) and over random

@@ -454,6 +454,7 @@ void DetectModule::Host::add_ops(const Signature& s, const std::vector<size_t>& 
     x.within_var = o.within_var;
     x.value_var = o.value_var;
     x.var = o.var;
+    x.nbytes_var = o.nbytes_var;
     x.value = o.value;
     x.mask = o.mask;
     x.mask_shift = trailing_zeros(o.mask);

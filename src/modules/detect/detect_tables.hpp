@@ -55,7 +55,7 @@ struct DetOp {
   int8_t offset_var, depth_var, distance_var, within_var;  // byte_extract variables, -1: the number
   int8_t value_var, var;                                    // byte_test value; byte_extract target
   uint8_t mask_shift;
-  uint8_t pad_ = 0;
+  int8_t nbytes_var;           // byte_test, byte_jump: the byte count is this variable's (-1: nbytes)
   uint32_t pat_off, pat_len;   // content: its bytes in DetectView::bytes; pcre: id in the host's table;
                                // base64: its base64_data list in the host's table (~0u: none)
   uint64_t value, mask;

@@ -88,15 +88,16 @@ GASPP_HD GASPP_FORCEINLINE uint64_t det_read_int(const uint8_t* p, uint32_t n, b
 }
 
 // Extracts a byte_* value at p (n bytes available): false when it does not fit or parse.
-GASPP_HD inline bool det_extract(const DetOp& o, const uint8_t* p, int64_t avail, uint64_t& v, uint32_t& used) {
-  if (int64_t(o.nbytes) > avail) return false;
+GASPP_HD inline bool det_extract(const DetOp& o, uint32_t nbytes, const uint8_t* p, int64_t avail, uint64_t& v,
+                                 uint32_t& used) {
+  if (int64_t(nbytes) > avail) return false;
   if (o.base) {
-    const int k = det_parse_string(p, o.nbytes, o.base, v);
+    const int k = det_parse_string(p, nbytes, o.base, v);
     if (k <= 0) return false;
     used = uint32_t(k);
   } else {
-    v = det_read_int(p, o.nbytes, o.flags & kOpLittle);
-    used = o.nbytes;
+    v = det_read_int(p, nbytes, o.flags & kOpLittle);
+    used = nbytes;
   }
   return true;
 }
@@ -294,14 +295,16 @@ GASPP_HD inline int detect_inspect(const DetectView& v, const DetSig& s, const u
       // byte_test, byte_jump, byte_extract
       int64_t off = o.offset_var >= 0 ? int64_t(int32_t(vals[o.offset_var])) : o.offset;
       int64_t at = off;
-      bool ok = len > 0;
+      // A count from a variable beyond what the form reads (8 bytes, 23 characters): no match.
+      const uint64_t nb = o.nbytes_var >= 0 ? vals[o.nbytes_var] : o.nbytes;
+      bool ok = len > 0 && nb <= (o.base ? 23u : 8u);
       if (o.flags & kOpRelative) {
         at = int64_t(pos) + off;
-        if (int64_t(len) - at <= 0 && (o.type != kOpByteJump || o.nbytes)) ok = false;
+        if (int64_t(len) - at <= 0 && (o.type != kOpByteJump || nb)) ok = false;
       }
       uint64_t val = 0;
       uint32_t used = 0;
-      if (ok && (at < 0 || !det_extract(o, buf + at, int64_t(len) - at, val, used))) ok = false;
+      if (ok && (at < 0 || !det_extract(o, uint32_t(nb), buf + at, int64_t(len) - at, val, used))) ok = false;
       if (ok && o.type != kOpByteExtract && (o.flags & kOpMask)) {
         val &= o.mask;
         if (val && o.mask_shift) val >>= o.mask_shift;

@@ -230,8 +230,11 @@ std::string parse_byte_op(const std::string& k, const std::string& v, Signature&
   int8_t nvar = -1;
   int32_t nb = 0;
   if (!num_or_var(a[0], sig, nb, nvar, why, 0, 64)) return "error:" + k + " nbytes: " + why;
-  if (nvar >= 0) return "skip:keyword " + k + " with a variable byte count";
+  // Suricata's byte_test and byte_jump take a byte_extract variable as the count (checked where
+  // it is read: more than 8 bytes of binary data, or 23 characters, is no match).
+  if (nvar >= 0 && extract) return "error:byte_extract: the byte count is a number";
   op.nbytes = uint8_t(nb);
+  op.nbytes_var = nvar;
   size_t i = 1;
   if (test) {
     std::string o = a[1];
@@ -294,8 +297,11 @@ std::string parse_byte_op(const std::string& k, const std::string& v, Signature&
     }
   }
   if (string && op.base == 0) op.base = 10;
-  if (op.base == 0 && (op.nbytes < 1 || op.nbytes > 8)) return "error:" + k + ": nbytes must be 1..8 for binary data";
-  // Suricata takes 0 too (DetectBytetestValidateNbytesOnly); reading 0 characters never yields a number.
+  // Suricata's byte_test and byte_jump take 0 bytes too (DetectBytetestValidateNbytes,
+  // DetectBytejumpValidateNbytes): a binary read of nothing is 0 (byte_jump then moves by its
+  // post_offset), and 0 characters never yield a number. byte_extract reads at least one.
+  if (op.base == 0 && (op.nbytes < (extract ? 1 : 0) || op.nbytes > 8))
+    return "error:" + k + ": nbytes must be " + (extract ? "1" : "0") + "..8 for binary data";
   if (op.base != 0 && op.nbytes > 23) return "error:" + k + ": nbytes must be 0..23 for a string";
   if (jump && op.from_beginning && op.from_end) return "error:byte_jump: from_beginning and from_end";
   return "";

@@ -188,6 +188,7 @@ struct SigOp {
   uint32_t align = 0;            // byte_jump: 4 (align); byte_extract: the align value
   bool from_beginning = false, from_end = false;
   int8_t var = -1;               // byte_extract: the variable it sets
+  int8_t nbytes_var = -1;        // byte_test, byte_jump: a byte_extract variable as the byte count
   uint8_t buf = kBufPayload;     // SigBuf: the buffer it inspects
 };
 
