@@ -17,6 +17,10 @@
 #   run.sh bench-app  the application layer end to end (gaspp -r, median of 3 after a warm-up) on the
 #                  generator's HTTP: with and without --app-layer, with and without ET Open, CUDA and
 #                  CPU (all cores); JSON in $OUT/bench-app.json
+#   run.sh bench-flow-pos  the cost of the flow positions (FlowPosAt, written by the flow walk while a
+#                  signature reads flow.pkts, flow.bytes or stream_size): ET Open against the same
+#                  rules with the stream_size keyword taken out, CUDA, interleaved, median of 5
+#                  after a warm-up; JSON in $OUT/bench-flow-pos.json
 #   run.sh app-stages  gaspp --stage-times on the HTTP workload, each backend without, with the
 #                  application layer and with ET Open: the backend's stages and the host's phases
 #   run.sh detect-quick  the split-pattern test on CUDA, bench_detect, then ET Open CPU against CUDA
@@ -364,6 +368,33 @@ bench-live)
     --device "$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)" -- $fw
   check "bench_live (4 rings)"
   ip netns del $ns
+  ;;
+bench-flow-pos)
+  step "flow positions: ET Open with and without its stream_size keywords (CUDA, HTTP workload in /dev/shm)"
+  $B/gaspp gen -o /dev/shm/ab-http.pcap --mode http --packets 2000000 --flows 2000 >/dev/null 2>&1
+  rm -rf /tmp/etno && mkdir -p /tmp/etno
+  for f in bundle/data/rules/et-open/*.rules; do sed -E 's/stream_size:[^;]*;//g' "$f" > /tmp/etno/$(basename "$f"); done
+  python3 - "$B/gaspp" "$OUT/bench-flow-pos.json" "$(head -1 bundle/COMMIT)" <<'PY'
+import glob, json, statistics, subprocess, sys
+gaspp, out, commit = sys.argv[1:4]
+def rules(d): return sum((["-s", r] for r in sorted(glob.glob(d + "/*.rules"))), [])
+dirs = {"et_open": "bundle/data/rules/et-open", "et_open_stream_size_keyword_removed": "/tmp/etno"}
+runs = {k: [] for k in dirs}
+# Interleaved A, B, A, B, ... so that drift hits both alike; the first of each is the warm-up.
+for k in range(6):
+    for name, d in dirs.items():
+        p = subprocess.run([gaspp, "-r", "/dev/shm/ab-http.pcap", "-q", "--stats-json", "/tmp/ab.json", "--backend", "cuda"]
+                           + rules(d), capture_output=True, text=True)
+        if p.returncode: raise SystemExit(p.stderr[-400:])
+        if k: runs[name].append(json.load(open("/tmp/ab.json"))["gbps"])
+res = {"commit": commit, "command": "scripts/device/run.sh bench-flow-pos"}
+for name, vals in runs.items():
+    res[f"cuda_{name}_gbps"] = round(statistics.median(vals), 3)
+    res[f"cuda_{name}_runs"] = [round(v, 3) for v in vals]
+json.dump(res, open(out, "w"), indent=1)
+print(json.dumps(res))
+PY
+  check "bench-flow-pos"
   ;;
 bench-app)
   step "application layer end to end (HTTP workload in /dev/shm)"
