@@ -481,6 +481,19 @@ std::string parse_flow_count(const std::string& k, const std::string& v, IntCond
   return r.empty() ? "" : "error:" + k + ": " + r;
 }
 
+// The operator at the front of an integer condition (Suricata's detect_parse_uint_mode, longest
+// first): its UintMode in `mode` and how many characters it took; 0 when there is none.
+size_t uint_mode_prefix(const std::string& t, uint8_t& mode) {
+  static const std::pair<const char*, uint8_t> kOps[] = {{">=", kUintGe}, {"<=", kUintLe}, {">", kUintGt}, {"<", kUintLt},
+                                                         {"!=", kUintNe}, {"!", kUintNe},   {"=", kUintEq}};
+  for (const auto& [name, m] : kOps)
+    if (t.rfind(name, 0) == 0) {
+      mode = m;
+      return std::strlen(name);
+    }
+  return 0;
+}
+
 // stream_size:SIDE,OP,N (SIDE server, client, both, either; OP one of < <= > >= = != !;
 // Suricata's detect/stream_size.rs).
 std::string parse_stream_size(const std::string& v, IntCond& ic) {
@@ -493,12 +506,7 @@ std::string parse_stream_size(const std::string& v, IntCond& ic) {
   else if (a[0] == "both") ic.dir = kIcBoth;
   else if (a[0] == "either") ic.dir = kIcEither;
   else return "error:stream_size: side '" + a[0] + "' is none of server, client, both, either";
-  static const std::pair<const char*, uint8_t> kOps[] = {{">=", kUintGe}, {"<=", kUintLe}, {">", kUintGt}, {"<", kUintLt},
-                                                         {"!=", kUintNe}, {"!", kUintNe},   {"=", kUintEq}};
-  ic.c.mode = kUintNone;
-  for (const auto& [name, mode] : kOps)
-    if (a[1] == name) ic.c.mode = mode;
-  if (ic.c.mode == kUintNone) return "error:stream_size: operator '" + a[1] + "' is none of < <= > >= = !=";
+  if (uint_mode_prefix(a[1], ic.c.mode) != a[1].size() || a[1].empty()) return "error:stream_size: operator '" + a[1] + "' is none of < <= > >= = !=";
   if (a[2].empty() || a[2].size() > 10 || a[2].find_first_not_of("0123456789") != std::string::npos ||
       std::stoull(a[2]) > 0xffffffffull)
     return "error:stream_size: '" + a[2] + "' is not a 32-bit number";
@@ -961,15 +969,8 @@ std::string parse_uint_cond(const std::string& text, uint64_t max, UintCond& out
       return "";
     }
   }
-  static const std::pair<const char*, uint8_t> kOps[] = {{">=", kUintGe}, {"<=", kUintLe}, {">", kUintGt}, {"<", kUintLt},
-                                                         {"!=", kUintNe}, {"!", kUintNe},   {"=", kUintEq}};
   out.mode = kUintEq;
-  for (const auto& [name, mode] : kOps)
-    if (t.rfind(name, 0) == 0) {
-      out.mode = mode;
-      t = trim(t.substr(std::strlen(name)));
-      break;
-    }
+  if (const size_t n = uint_mode_prefix(t, out.mode)) t = trim(t.substr(n));
   if (!number(t, out.a) || !t.empty()) return bad;
   if ((out.mode == kUintLt || out.mode == kUintGe) && out.a == 0) return "'" + text + "' can never match or always does";
   if ((out.mode == kUintLe || out.mode == kUintGt) && out.a == max) return "'" + text + "' can never match or always does";
