@@ -403,6 +403,32 @@ TEST(Signatures, ByteOptionsMatchAsSuricatasCode) {
       {"content:\"MARK\"; byte_extract:1,2,n,relative; byte_test:n,=,0,0;", false},  // 16 bytes: more than 8
       {"content:\"MARK\"; byte_extract:1,4,n,relative; byte_test:1,=,n,8;", true},   // value from a variable
       {"content:\"MARK\"; byte_extract:1,4,n,relative; byte_test:1,=,n,4;", false},
+      // byte_math (Suricata's DetectByteMathDoMatch): read, operate with rvalue, mask, store
+      {"content:\"MARK\"; byte_math:bytes 1, offset 1, oper +, rvalue 3, result r, relative; byte_test:1,=,r,8;", true},  // 2+3
+      {"content:\"MARK\"; byte_math:bytes 1, offset 2, oper *, rvalue 2, result r, relative; byte_test:1,=,r,7;", true},  // 0x10*2
+      {"content:\"MARK\"; byte_math:bytes 1, offset 1, oper -, rvalue 2, result r, relative; byte_test:1,=,r,4;", true},  // 2-2
+      {"content:\"MARK\"; byte_math:bytes 1, offset 1, oper /, rvalue 0, result r, relative;", false},  // division by 0
+      {"content:\"MARK\"; byte_math:bytes 1, offset 2, oper /, rvalue 3, result r, relative; byte_test:1,=,r,8;", true},  // 16/3
+      {"byte_math:bytes 1, offset 5, oper <<, rvalue 2, result r; byte_test:1,<,r,8;", true},  // 2<<2 = 8 > 5
+      {"byte_math:bytes 1, offset 5, oper <<, rvalue 64, result r; byte_test:1,=,r,4;", true},  // shifted out: 0
+      // 0x1020 >> 4 = 0x102, bitmask ff (hex, as Suricata reads it) = 2
+      {"byte_math:bytes 2, offset 6, oper >>, rvalue 4, result r, bitmask ff; byte_test:1,=,r,5;", true},
+      {"byte_math:bytes 2, offset 6, oper >>, rvalue 4, result r, bitmask 0xf0; byte_test:1,=,r,4;", true},  // 0x102 & 0xf0: 0
+      {"byte_math:bytes 2, offset 4, oper +, rvalue 0, result r, endian little; byte_test:2,=,r,4,little;", true},  // 0x0200
+      {"byte_math:bytes 2, offset 12, oper -, rvalue 10, result r, string dec; byte_test:1,=,r,5;", true},  // "12"-10
+      {"byte_math:bytes 2, offset 14, oper +, rvalue 0, result r, string hex; byte_test:1,=,0x05,8;", true},  // "ff"
+      {"byte_math:bytes 2, offset 9, oper +, rvalue 0, result r, string dec;", false},  // "AB": no number
+      {"byte_math:bytes 5, offset 4, oper +, rvalue 0, result r;", false},  // binary: 4 bytes at most
+      {"byte_math:bytes 1, offset -1, oper +, rvalue 0, result r;", false},  // before the buffer
+      {"content:\"xyz\"; byte_math:bytes 1, offset 0, oper +, rvalue 1, result r, relative;", false},  // nothing after
+      // the position moves past what it read: 4 + 2
+      {"content:\"MARK\"; byte_math:bytes 2, offset 0, oper +, rvalue 1, result r, relative; content:\"|10|\"; within:1;", true},
+      // variables as rvalue and as the byte count
+      {"byte_extract:1,5,n; byte_math:bytes 1, offset 8, oper *, rvalue n, result r; byte_test:1,<,r,8;", true},  // 5 < 10
+      {"byte_extract:1,5,n; byte_math:bytes n, offset 4, oper +, rvalue 0, result r; byte_test:1,=,r,5;", true},   // 0x0002
+      // 5 - 2 = 3, then 2 + 3 = 5 (2 * 3 = 6 does not)
+      {"byte_extract:1,5,n; byte_math:bytes 1, offset 8, oper -, rvalue n, result r; byte_math:bytes 1, offset 5, oper +, rvalue r, result q; byte_test:1,=,q,8;", true},
+      {"byte_extract:1,5,n; byte_math:bytes 1, offset 8, oper -, rvalue n, result r; byte_math:bytes 1, offset 5, oper *, rvalue r, result q; byte_test:1,=,q,8;", false},
   };
   struct Mem : TableMemory {
     const void* place(const void* h, size_t) override { return h; }
@@ -418,6 +444,179 @@ TEST(Signatures, ByteOptionsMatchAsSuricatasCode) {
     ASSERT_EQ(v.sig_n, 1u) << r.opts;
     const int got = detect_inspect(v, v.sigs[0], reinterpret_cast<const uint8_t*>(buf.data()), uint32_t(buf.size()));
     EXPECT_EQ(got == kInspectMatch, r.match) << r.opts;
+  }
+}
+
+// byte_math's arguments as Suricata's parser takes and refuses them.
+TEST(Signatures, ByteMathParsesAsSuricata) {
+  struct Row {
+    const char* opts;
+    const char* want;  // "" loads, else the start of parse_signature's answer
+  };
+  const Row rows[] = {
+      {"byte_math:bytes 4, offset 0, oper +, rvalue 1, result r;", ""},
+      {"byte_math:result r, rvalue 1, oper +, offset 0, bytes 4;", ""},  // any order
+      {"byte_math:bytes 10, offset 0, oper *, rvalue 4294967295, result r, string hex;", ""},
+      {"byte_math:bytes 1, offset 0, oper +, rvalue 1, result r, relative, endian little, bitmask 0x1f;", ""},
+      {"byte_math:bytes 4, offset 0, oper +, rvalue 1;", "error:"},  // no result
+      {"byte_math:bytes 0, offset 0, oper +, rvalue 1, result r;", "error:"},
+      {"byte_math:bytes 11, offset 0, oper +, rvalue 1, result r;", "error:"},
+      {"byte_math:bytes 5, offset 0, oper <<, rvalue 1, result r;", "error:"},  // shifts: 1..4 bytes
+      {"byte_math:bytes 1, offset 65536, oper +, rvalue 1, result r;", "error:"},
+      {"byte_math:bytes 1, offset 0, oper %, rvalue 1, result r;", "error:"},
+      {"byte_math:bytes 1, offset 0, oper +, rvalue 4294967296, result r;", "error:"},
+      {"byte_math:bytes 1, offset 0, oper +, rvalue nosuch, result r;", "error:"},  // not a variable
+      {"byte_math:bytes 1, offset 0, oper +, rvalue 1, result r, endian middle;", "error:"},
+      {"byte_math:bytes 1, offset 0, oper +, rvalue 1, result r, bitmask zz;", "error:"},
+      {"byte_math:bytes 1, offset 0, oper +, rvalue 1, result r, relative, relative;", "error:"},
+      {"byte_math:bytes 1, offset 0, oper +, rvalue 1, result r, dce;", "skip:keyword byte_math dce"},
+  };
+  for (const Row& r : rows) {
+    Signature sig;
+    const std::string got =
+        parse_signature(std::string("alert tcp any any -> any any (") + r.opts + " sid:1;)", RuleVars{}, sig);
+    if (!*r.want) EXPECT_EQ(got, "") << r.opts;
+    else EXPECT_EQ(got.rfind(r.want, 0), 0u) << r.opts << " -> " << got;
+  }
+}
+
+// Suricata's header buffers (ipv4.hdr, ipv6.hdr, tcp.hdr, udp.hdr, icmpv4.hdr, icmpv6.hdr): each
+// reads exactly its header's bytes, options and extension headers included, as the frames below
+// were built; rules read them with contents taken from those bytes.
+TEST(Signatures, HeaderBuffersReadThePacketsHeaders) {
+  struct Built {
+    const char* name;
+    std::vector<uint8_t> frame;
+    // where each header was put (0 length: absent), by DetHdrBuf
+    std::pair<uint32_t, uint32_t> span[7];
+  };
+  auto eth = [](uint16_t type) {
+    std::vector<uint8_t> f = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, uint8_t(type >> 8), uint8_t(type)};
+    return f;
+  };
+  auto put = [](std::vector<uint8_t>& f, std::initializer_list<uint8_t> b) { f.insert(f.end(), b); };
+  std::vector<Built> frames;
+  {
+    // IPv4 with 4 bytes of options (IHL 6), TCP with an MSS option (data offset 6), "GET /"
+    Built b{"ipv4-tcp", eth(0x0800), {}};
+    const uint16_t tot = 24 + 24 + 5;
+    put(b.frame, {0x46, 0, uint8_t(tot >> 8), uint8_t(tot), 0, 1, 0, 0, 64, 6, 0, 0, 10, 0, 0, 1, 10, 0, 0, 2,
+                  1, 1, 1, 0});
+    put(b.frame, {0x30, 0x39, 0, 80, 0, 0, 0, 1, 0, 0, 0, 0, 0x60, 0x18, 0x20, 0, 0, 0, 0, 0, 2, 4, 5, 0xb4});
+    put(b.frame, {'G', 'E', 'T', ' ', '/'});
+    b.span[kHbIpv4] = {14, 24};
+    b.span[kHbTcp] = {38, 24};
+    frames.push_back(b);
+  }
+  {
+    // IPv6, a hop-by-hop header (8 bytes), UDP, "abcd"
+    Built b{"ipv6-hbh-udp", eth(0x86dd), {}};
+    put(b.frame, {0x60, 0, 0, 0, 0, 20, 0, 64});
+    for (int k = 0; k < 32; ++k) b.frame.push_back(uint8_t(k));
+    put(b.frame, {17, 0, 1, 4, 0, 0, 0, 0});
+    put(b.frame, {0x30, 0x39, 0, 53, 0, 12, 0, 0, 'a', 'b', 'c', 'd'});
+    b.span[kHbIpv6] = {14, 48};
+    b.span[kHbUdp] = {62, 8};
+    frames.push_back(b);
+  }
+  {
+    // IPv4, ICMP timestamp request (8 bytes and three 4-byte times: a 20-byte header)
+    Built b{"ipv4-icmp-timestamp", eth(0x0800), {}};
+    put(b.frame, {0x45, 0, 0, 40, 0, 1, 0, 0, 64, 1, 0, 0, 10, 0, 0, 1, 10, 0, 0, 2});
+    put(b.frame, {13, 0, 0, 0, 0, 7, 0, 1, 0, 0, 0, 1, 0, 0, 0, 2, 0, 0, 0, 3});
+    b.span[kHbIpv4] = {14, 20};
+    b.span[kHbIcmpv4] = {34, 20};
+    frames.push_back(b);
+  }
+  {
+    // IPv4, ICMP echo with "ping": an 8-byte header
+    Built b{"ipv4-icmp-echo", eth(0x0800), {}};
+    put(b.frame, {0x45, 0, 0, 32, 0, 1, 0, 0, 64, 1, 0, 0, 10, 0, 0, 1, 10, 0, 0, 2});
+    put(b.frame, {8, 0, 0, 0, 0, 7, 0, 1, 'p', 'i', 'n', 'g'});
+    b.span[kHbIpv4] = {14, 20};
+    b.span[kHbIcmpv4] = {34, 8};
+    frames.push_back(b);
+  }
+  {
+    // IPv6, ICMPv6 echo request with "ping"
+    Built b{"ipv6-icmpv6", eth(0x86dd), {}};
+    put(b.frame, {0x60, 0, 0, 0, 0, 12, 58, 64});
+    for (int k = 0; k < 32; ++k) b.frame.push_back(uint8_t(k));
+    put(b.frame, {128, 0, 0, 0, 0, 7, 0, 1, 'p', 'i', 'n', 'g'});
+    b.span[kHbIpv6] = {14, 40};
+    b.span[kHbIcmpv6] = {54, 8};
+    frames.push_back(b);
+  }
+  static const char* const kNames[7] = {"", "ipv4.hdr", "ipv6.hdr", "tcp.hdr", "udp.hdr", "icmpv4.hdr", "icmpv6.hdr"};
+  struct Mem : TableMemory {
+    const void* place(const void* h, size_t) override { return h; }
+  } mem;
+  const auto hex = [](const uint8_t* p, uint32_t n) {
+    std::string s = "|";
+    char b[4];
+    for (uint32_t k = 0; k < n; ++k) {
+      std::snprintf(b, sizeof b, "%02x ", p[k]);
+      s += b;
+    }
+    return s + "|";
+  };
+  for (const Built& b : frames) {
+    DecodedPacket d;
+    decode_frame(b.frame.data(), uint32_t(b.frame.size()), LinkType::ethernet, d);
+    const PacketHeaders h{d.cap_len[0], d.l3[0], d.l4[0], d.l3_off[0], d.l4_off[0], d.payload_off[0], d.payload_len[0]};
+    uint32_t plen = 0;
+    const uint8_t* payload = nullptr;
+    if (d.payload_off[0] != kNoOffset && d.payload_off[0] < d.cap_len[0]) {
+      payload = b.frame.data() + d.payload_off[0];
+      plen = std::min<uint32_t>(d.cap_len[0] - d.payload_off[0], d.payload_len[0]);
+    }
+    for (uint8_t hb = kHbIpv4; hb <= kHbIcmpv6; ++hb) {
+      const auto [want_off, want_len] = b.span[hb];
+      uint32_t off = 0, len = 0;
+      const bool have = det_header_span(hb, b.frame.data(), h, off, len);
+      ASSERT_EQ(have, want_len > 0) << b.name << " " << kNames[hb];
+      if (!have) continue;
+      EXPECT_EQ(off, want_off) << b.name << " " << kNames[hb];
+      EXPECT_EQ(len, want_len) << b.name << " " << kNames[hb];
+      // Rules: the header's last two bytes end the buffer; its first two start it; the two bytes
+      // after it (payload or the next header) are not in it; a byte_test on its first byte.
+      const uint8_t* hp = b.frame.data() + want_off;
+      const std::string last = hex(hp + want_len - 2, 2), first = hex(hp, 2);
+      const std::string after = want_off + want_len + 2 <= b.frame.size() ? hex(hp + want_len, 2) : "";
+      struct Case {
+        std::string opts;
+        bool match;
+      };
+      std::vector<Case> cases = {
+          {std::string(kNames[hb]) + "; content:\"" + last + "\"; endswith;", true},
+          {std::string(kNames[hb]) + "; content:\"" + first + "\"; startswith;", true},
+          {std::string(kNames[hb]) + "; isdataat:" + std::to_string(want_len - 1) + "; isdataat:!" + std::to_string(want_len) + ";", true},
+          {std::string(kNames[hb]) + "; byte_test:1,=," + std::to_string(hp[0]) + ",0;", true},
+          {std::string(kNames[hb]) + "; byte_test:1,!=," + std::to_string(hp[0]) + ",0;", false},
+      };
+      if (!after.empty()) cases.push_back({std::string(kNames[hb]) + "; content:\"" + after + "\"; offset:" + std::to_string(want_len) + ";", false});
+      // Another header buffer of the same packet, after it, with a variable carried across.
+      for (uint8_t other = kHbIpv4; other <= kHbIcmpv6; ++other)
+        if (other != hb && b.span[other].second) {
+          const bool same = hp[0] == b.frame[b.span[other].first];
+          cases.push_back({std::string(kNames[hb]) + "; byte_extract:1,0,v; " + kNames[other] + "; byte_test:1,=,v,0;", same});
+          cases.push_back({std::string(kNames[hb]) + "; byte_extract:1,0,v; " + kNames[other] + "; byte_test:1,!=,v,0;", !same});
+        }
+      if (payload) cases.push_back({"content:\"" + hex(payload, std::min<uint32_t>(plen, 3)) + "\"; " + kNames[hb] + "; content:\"" + first + "\"; depth:2;", true});
+      for (const Case& c : cases) {
+        const std::string path = testing::TempDir() + "/hdr_case.rules";
+        {
+          std::ofstream f(path);
+          f << "alert ip any any -> any any (" << c.opts << " sid:1;)\n";
+        }
+        DetectModule::Host host({{"rules", path}});
+        const DetectView v = host.upload(mem);
+        ASSERT_EQ(v.sig_n, 1u) << c.opts;
+        EXPECT_EQ(v.sigs[0].mode & kSigStream, 0) << c.opts;  // a packet signature
+        const int got = det_packet_lists(v, v.sigs[0], payload, plen, b.frame.data(), h);
+        EXPECT_EQ(got == kInspectMatch, c.match) << b.name << ": " << c.opts;
+      }
+    }
   }
 }
 

@@ -221,6 +221,11 @@ struct DetectModule {
     return true;
   }
 
+  // Where packet k's headers lie (the header buffers' bytes: det_header_span).
+  GASPP_HD static PacketHeaders packet_headers(const DecodedView& d, uint32_t k) {
+    return PacketHeaders{d.cap_len[k], d.l3[k], d.l4[k], d.l3_off[k], d.l4_off[k], d.payload_off[k], d.payload_len[k]};
+  }
+
   // Runs each(i) for the signatures without a fast pattern whose header the packet (or piece) pk
   // matches, through the address and port index.
   template <class F>
@@ -343,7 +348,8 @@ struct DetectModule {
       if (!(s.mode & kSigPacket) && (!tcp || stream_added || (s.mode & kSigStreamOnly))) return;
       if (s.op_n && len == 0) return;
       if (!sig_applies(v, i, pk, p.has_flow(), p.to_client(), p.flow_established(), facts)) return;
-      const int r = detect_inspect<kRetry>(v, s, payload, len, 0);
+      const int r = s.hb[0] ? det_packet_lists<kRetry>(v, s, payload, len, p.frame(), packet_headers(d, k))
+                            : detect_inspect<kRetry>(v, s, payload, len, 0);
       if (r == kInspectNoMatch) return;
       // A pcre the device cannot run: the host runs the whole list again on the packet.
       const uint32_t value = (i << 2) | (r == kInspectNeedsHost ? 1u : 0u);
@@ -524,7 +530,6 @@ struct DetectModule {
 
    private:
     View upload_to(TableMemory& mem);
-    static std::vector<size_t> all_ops(const Signature& s);
     void add_ops(const Signature& s, const std::vector<size_t>& which, const std::vector<int>& rx, DetSig& d);
     // An application-layer signature: per buffer (SigBuf, its side resolved: kBufCount * side +
     // buffer), the options on it as a payload list of its own.

@@ -331,7 +331,28 @@ DetectModule::Host::Host(const ModuleOptions& opt) : ModuleHost<DetectModule>({}
     if (s.ip_only) d.verdict |= kDetFlowScope;
     d.bidir = s.rule.bidirectional;
     d.sid = s.rule.sid;
-    add_ops(s, all_ops(s), rx, d);
+    // The payload list, then each header buffer's (in the order the rule names them).
+    std::vector<size_t> payload_ops;
+    std::vector<std::pair<uint8_t, std::vector<size_t>>> hdr_lists;
+    for (size_t k = 0; k < s.ops.size(); ++k) {
+      const uint8_t b = s.ops[k].buf;
+      if (!header_buf(b)) {
+        payload_ops.push_back(k);
+        continue;
+      }
+      auto it = std::find_if(hdr_lists.begin(), hdr_lists.end(), [&](const auto& l) { return l.first == b; });
+      if (it == hdr_lists.end()) it = hdr_lists.insert(hdr_lists.end(), {b, {}});
+      it->second.push_back(k);
+    }
+    if (hdr_lists.size() > 2) throw std::logic_error("detect: the parser let a rule with more than two header buffers through");
+    add_ops(s, payload_ops, rx, d);
+    for (size_t j = 0; j < hdr_lists.size(); ++j) {
+      DetSig h{};
+      add_ops(s, hdr_lists[j].second, rx, h);
+      d.hb[j] = uint8_t(kHbIpv4 + (hdr_lists[j].first - kBufIpv4Hdr));
+      d.hop_off[j] = h.op_off;
+      d.hop_n[j] = h.op_n;
+    }
     sigs_.push_back(d);
     has_stream_sigs_ = has_stream_sigs_ || (d.mode & kSigStream);
     if (s.fast_pattern < 0) {
@@ -422,12 +443,6 @@ DetectModule::Host::Host(const ModuleOptions& opt) : ModuleHost<DetectModule>({}
 }
 
 DetectModule::Host::~Host() = default;
-
-std::vector<size_t> DetectModule::Host::all_ops(const Signature& s) {
-  std::vector<size_t> k(s.ops.size());
-  for (size_t i = 0; i < k.size(); ++i) k[i] = i;
-  return k;
-}
 
 // Compiles the options `which` of s (in order) into the op table: d.op_off and d.op_n say where.
 // rx: each option's program for the device's regex search (-1: none).
@@ -763,7 +778,8 @@ void DetectModule::Host::on_event(const ModuleEvent& ev, const HostPacket& p, Mo
       payload = p.frame + d.payload_off[0];
       len = std::min<uint32_t>(d.cap_len[0] - d.payload_off[0], d.payload_len[0]);
     }
-    if (detect_inspect(host_view_, host_view_.sigs[e.value], payload, len, 0) != kInspectMatch) return;
+    const PacketHeaders h{d.cap_len[0], d.l3[0], d.l4[0], d.l3_off[0], d.l4_off[0], d.payload_off[0], d.payload_len[0]};
+    if (det_packet_lists(host_view_, host_view_.sigs[e.value], payload, len, p.frame, h) != kInspectMatch) return;
     ++host_recheck_matches_;
   }
   // One packet's matches come in rank order; its stream and payload matches of one signature are
@@ -905,7 +921,7 @@ void DetectModule::Host::on_host_events(uint32_t packet, const DecodedPacket& d,
   for (uint32_t i = 0; i < host_view_.sig_n; ++i) {
     const DetSig& s = host_view_.sigs[i];
     if (!s.decode_event || !decode_event_raised_on_host(DecodeEvent(s.decode_event)) || !f.raised(s.decode_event)) continue;
-    if (!(s.mode & kSigPacket) || s.op_n) continue;  // payload lists on fragments: not read here
+    if (!(s.mode & kSigPacket) || s.op_n || s.hb[0]) continue;  // payload and header lists on fragments: not read here
     if (!sig_applies(host_view_, i, pk, false, false, false, f)) continue;
     ModuleEvent e{};
     e.packet = packet;

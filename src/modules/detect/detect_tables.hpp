@@ -25,7 +25,11 @@ namespace gaspp {
 
 // kOpBase64 (base64_decode): decodes and inspects the base64_data list (its DetSig in the host's
 // table, pat_off); host only (application-layer signatures).
-enum DetOpType : uint8_t { kOpContent, kOpPcre, kOpIsdataat, kOpByteTest, kOpByteJump, kOpByteExtract, kOpBase64 };
+// kOpByteMath: byte_math (cmp: ByteMathOper, value / value_var: rvalue, var: the result). Same order
+// as SigOpType.
+enum DetOpType : uint8_t { kOpContent, kOpPcre, kOpIsdataat, kOpByteTest, kOpByteJump, kOpByteExtract, kOpBase64, kOpByteMath };
+// byte_math's operators (SigOp::cmp and DetOp::cmp of a byte_math).
+enum ByteMathOper : uint8_t { kMathAdd, kMathSub, kMathMul, kMathDiv, kMathShl, kMathShr };
 
 enum DetOpFlags : uint32_t {
   kOpNegated = 1u << 0,
@@ -49,7 +53,7 @@ struct DetOp {
   uint8_t type;        // DetOpType
   uint8_t nbytes;      // byte_*
   uint8_t base;        // byte_*: 0 binary, else the string base
-  uint8_t cmp;         // byte_test: SigCmp
+  uint8_t cmp;         // byte_test: SigCmp; byte_math: ByteMathOper
   uint32_t flags;      // DetOpFlags
   int32_t offset, depth, distance, within;  // content; isdataat: offset = N; byte_*: offset; base64: offset, bytes
   int8_t offset_var, depth_var, distance_var, within_var;  // byte_extract variables, -1: the number
@@ -143,8 +147,15 @@ struct DetSig {
   uint16_t ic_n;              // integer conditions (flow.pkts, stream_size, vlan.id, ...): DetectView::int_conds
   uint32_t ic_off;            //   [ic_off, ic_off + ic_n)
   uint8_t csum_valid, csum_invalid;  // DetCsumBits: checksums that must be right / wrong
-  uint16_t pad3_;
+  // Options on the packet's header buffers (ipv4.hdr, ...): up to two lists, each on buffer hb[j]
+  // (DetHdrBuf; kHbNone: no list), ops [hop_off[j], hop_off[j] + hop_n[j]), evaluated after the
+  // payload list with its variables (det_packet_lists).
+  uint8_t hb[2];
+  uint16_t hop_n[2];
+  uint32_t hop_off[2];
 };
+// The packet's header buffers, in signature.hpp's kBufIpv4Hdr.. order.
+enum DetHdrBuf : uint8_t { kHbNone, kHbIpv4, kHbIpv6, kHbTcp, kHbUdp, kHbIcmpv4, kHbIcmpv6 };
 enum DetHdrBits : uint8_t { kHdrSeq = 1, kHdrAck = 2, kHdrWin = 4, kHdrWinNeg = 8 };
 // The checksum keywords (Suricata's ipv4-csum, tcpv4-csum, ...: valid or invalid), bits of
 // DetSig::csum_valid / csum_invalid (Signature's too).

@@ -10,8 +10,8 @@
 // relative modifiers nor a relative next that is not found ends the whole evaluation
 // (discontinue). A negated content matches when its window does not hold it. pcre (R: from the
 // previous match end) records the match end for what follows and retries later matches the same
-// way. isdataat, byte_test, byte_jump (moves the position) and byte_extract (sets a variable and
-// moves the position) as in Suricata. Evaluation stops after kDetRecursionLimit steps (no match).
+// way. isdataat, byte_test, byte_jump (moves the position), byte_extract and byte_math (set a
+// variable and move the position) as in Suricata. Evaluation stops after kDetRecursionLimit steps (no match).
 //
 // min_end, max_start: a match counts only if some content or pcre of it ends beyond min_end bytes
 // into the buffer and some starts before max_start (the stream inspects a carried tail of earlier
@@ -24,6 +24,7 @@
 #pragma once
 #include <cstdint>
 
+#include "gaspp/fields.hpp"
 #include "gaspp/hd.hpp"
 #include "modules/detect/detect_tables.hpp"
 
@@ -102,11 +103,107 @@ GASPP_HD inline bool det_extract(const DetOp& o, uint32_t nbytes, const uint8_t*
   return true;
 }
 
-// Evaluates signature s's payload list on buf[0..len). Returns an InspectResult. kRegex false: the
-// device's regex search is not compiled in; a pcre that would need it answers kInspectRetry.
+// Evaluates the option list ops[op_off, op_off + op_n) on buf[0..len), with the signature's
+// byte_extract / byte_math variables in vals (read and written). Returns an InspectResult. kRegex
+// false: the device's regex search is not compiled in; a pcre that would need it answers
+// kInspectRetry.
+template <bool kRegex = true>
+GASPP_HD inline int detect_inspect_list(const DetectView& v, uint32_t op_off, uint32_t op_n, const uint8_t* buf,
+                                        uint32_t len, uint32_t min_end, uint32_t max_start, uint64_t* vals);
+
+// Signature s's payload list on buf[0..len), its variables starting at 0.
 template <bool kRegex = true>
 GASPP_HD inline int detect_inspect(const DetectView& v, const DetSig& s, const uint8_t* buf, uint32_t len,
                                    uint32_t min_end = 0, uint32_t max_start = kInspectAnywhere) {
+  uint64_t vals[kDetMaxVars];
+  for (uint32_t k = 0; k < kDetMaxVars; ++k) vals[k] = 0;
+  return detect_inspect_list<kRegex>(v, s.op_off, s.op_n, buf, len, min_end, max_start, vals);
+}
+
+// Where a packet's headers lie in its frame (what the header buffers read).
+struct PacketHeaders {
+  uint32_t cap_len;
+  uint8_t l3, l4;                      // L3, L4
+  uint32_t l3_off, l4_off, payload_off;  // kNoOffset: absent
+  uint32_t payload_len;
+};
+
+// The bytes of header buffer hb (DetHdrBuf) in the frame, as Suricata's GetData of ipv4.hdr, ...:
+// false when the packet has no such header or it is not captured whole.
+GASPP_HD inline bool det_header_span(uint8_t hb, const uint8_t* frame, const PacketHeaders& h, uint32_t& off,
+                                     uint32_t& len) {
+  const bool l3 = h.l3_off != kNoOffset && h.l3_off < h.cap_len;
+  const bool l4 = h.l4_off != kNoOffset && h.l4_off < h.cap_len;
+  switch (hb) {
+    case kHbIpv4:
+      if (!l3 || h.l3 != uint8_t(L3::ipv4)) return false;
+      off = h.l3_off;
+      len = uint32_t(frame[off] & 0x0f) * 4;
+      break;
+    case kHbIpv6:
+      if (!l3 || h.l3 != uint8_t(L3::ipv6)) return false;
+      off = h.l3_off;
+      // With its extension headers: up to the transport header where one was decoded.
+      len = l4 && h.l4_off > h.l3_off ? h.l4_off - h.l3_off : 40;
+      break;
+    case kHbTcp:
+      if (!l4 || h.l4 != uint8_t(L4::tcp) || h.l4_off + 13 > h.cap_len) return false;
+      off = h.l4_off;
+      len = uint32_t(frame[off + 12] >> 4) * 4;
+      break;
+    case kHbUdp:
+      if (!l4 || h.l4 != uint8_t(L4::udp)) return false;
+      off = h.l4_off;
+      len = 8;
+      break;
+    case kHbIcmpv4: {
+      if (!l4 || h.l4 != uint8_t(L4::icmp)) return false;
+      off = h.l4_off;
+      len = 8;
+      // The message's length (Suricata's: the IP payload), and what its type adds to the header:
+      // a timestamp's three times, a router advertisement's addresses, when they fit.
+      const uint32_t msg = h.payload_off != kNoOffset ? h.payload_off - h.l4_off + h.payload_len : h.cap_len - h.l4_off;
+      if (off + 6 > h.cap_len) return false;
+      const uint8_t type = frame[off];
+      if ((type == 13 || type == 14) && msg >= 8 + 12) len += 12;
+      if (type == 9) {
+        const uint32_t adv = uint32_t(frame[off + 4]) * uint32_t(frame[off + 5]) * 4;
+        if (msg >= 8 + adv) len += adv;
+      }
+      break;
+    }
+    case kHbIcmpv6:
+      if (!l4 || h.l4 != uint8_t(L4::icmpv6)) return false;
+      off = h.l4_off;
+      len = 8;
+      break;
+    default:
+      return false;
+  }
+  return len > 0 && uint64_t(off) + len <= h.cap_len;
+}
+
+// A packet signature's lists: the payload list on payload[0..len), then each header buffer's list
+// (DetSig::hb) on its bytes, in order, the variables carried from one list to the next. The first
+// list that does not match decides (kInspectNoMatch, or kInspectRetry / kInspectNeedsHost where
+// detect_inspect_list answers them).
+template <bool kRegex = true>
+GASPP_HD inline int det_packet_lists(const DetectView& v, const DetSig& s, const uint8_t* payload, uint32_t len,
+                                     const uint8_t* frame, const PacketHeaders& h) {
+  uint64_t vals[kDetMaxVars];
+  for (uint32_t k = 0; k < kDetMaxVars; ++k) vals[k] = 0;
+  int r = detect_inspect_list<kRegex>(v, s.op_off, s.op_n, payload, len, 0, kInspectAnywhere, vals);
+  for (int j = 0; j < 2 && s.hb[j] && r == kInspectMatch; ++j) {
+    uint32_t off = 0, n = 0;
+    if (!frame || !det_header_span(s.hb[j], frame, h, off, n)) return kInspectNoMatch;
+    r = detect_inspect_list<kRegex>(v, s.hop_off[j], s.hop_n[j], frame + off, n, 0, kInspectAnywhere, vals);
+  }
+  return r;
+}
+
+template <bool kRegex>
+GASPP_HD inline int detect_inspect_list(const DetectView& v, uint32_t op_off, uint32_t op_n, const uint8_t* buf,
+                                        uint32_t len, uint32_t min_end, uint32_t max_start, uint64_t* vals) {
   struct Frame {
     uint16_t op;
     uint32_t retry_at;   // content: where the next search starts; pcre: the next match start (0: none)
@@ -115,8 +212,6 @@ GASPP_HD inline int detect_inspect(const DetectView& v, const DetSig& s, const u
   };
   Frame st[kDetMaxOps];
   int sp = 0;
-  uint64_t vals[kDetMaxVars];
-  for (uint32_t k = 0; k < kDetMaxVars; ++k) vals[k] = 0;
   uint32_t pos = 0;      // Suricata's buffer_offset
   uint32_t hi = 0;       // largest match end on this path
   uint32_t lo = kInspectAnywhere;  // smallest match start on this path
@@ -128,9 +223,9 @@ GASPP_HD inline int detect_inspect(const DetectView& v, const DetSig& s, const u
   bool retry = false;
   uint32_t retry_at = 0, pbo = 0;
   int r = 0;             // 1 match, 0 no match, -1 give up
-  if (s.op_n == 0) return counts(0, kInspectAnywhere) ? kInspectMatch : kInspectNoMatch;
+  if (op_n == 0) return counts(0, kInspectAnywhere) ? kInspectMatch : kInspectNoMatch;
   for (;;) {
-    const DetOp& o = v.ops[s.op_off + i];
+    const DetOp& o = v.ops[op_off + i];
     const bool last = o.flags & kOpLast;
     bool next = false;   // the option matched: go on to the next one (or finish)
     if (!retry && ++steps >= kDetRecursionLimit) {
@@ -291,6 +386,37 @@ GASPP_HD inline int detect_inspect(const DetectView& v, const DetSig& s, const u
       else have = at < len;
       if (have != neg) next = true;
       else r = (var || ((o.flags & kOpRelative) && neg)) ? 0 : -1;
+    } else if (o.type == kOpByteMath) {
+      // Suricata's DetectByteMathDoMatch: read, apply the operator with rvalue, mask, store the
+      // result in its variable; the position moves past the bytes read.
+      const uint64_t nb = o.nbytes_var >= 0 ? vals[o.nbytes_var] : o.nbytes;
+      const uint64_t rv = o.value_var >= 0 ? vals[o.value_var] : o.value;
+      int64_t at = (o.flags & kOpRelative) ? int64_t(pos) + o.offset : int64_t(o.offset);
+      uint64_t val = 0;
+      uint32_t used = 0;
+      bool ok = len > 0 && nb >= 1 && nb <= (o.base ? 10u : 4u) && at >= 0 && int64_t(len) - at > 0 &&
+                det_extract(o, uint32_t(nb), buf + at, int64_t(len) - at, val, used);
+      if (ok) {
+        switch (o.cmp) {
+          case kMathAdd: val += rv; break;
+          case kMathSub: val -= rv; break;
+          case kMathMul: val *= rv; break;
+          case kMathDiv: ok = rv != 0; if (ok) val /= rv; break;
+          case kMathShl: val = rv < 64 ? val << rv : 0; break;
+          default: val = rv < 64 ? val >> rv : 0; break;
+        }
+      }
+      if (ok) {
+        if (o.flags & kOpMask) {
+          val &= o.mask;
+          if (val && o.mask_shift) val >>= o.mask_shift;
+        }
+        vals[o.var] = val;
+        pos = uint32_t(at) + used;
+        next = true;
+      } else {
+        r = 0;
+      }
     } else {
       // byte_test, byte_jump, byte_extract
       int64_t off = o.offset_var >= 0 ? int64_t(int32_t(vals[o.offset_var])) : o.offset;
@@ -355,7 +481,7 @@ GASPP_HD inline int detect_inspect(const DetectView& v, const DetSig& s, const u
     while (sp > 0 && !resumed) {
       const Frame f = st[--sp];
       if (r == -1) continue;
-      const DetOp& fo = v.ops[s.op_off + f.op];
+      const DetOp& fo = v.ops[op_off + f.op];
       if (fo.type == kOpContent) {
         if (!(fo.flags & kOpWithinNext)) {
           r = -1;

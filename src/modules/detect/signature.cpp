@@ -147,6 +147,11 @@ const BufName kStickyBuffers[] = {
     {"email.message_id", kBufEmailMessageId}, {"email.x_mailer", kBufEmailXMailer},
     {"email.received", kBufEmailReceived}, {"email.url", kBufEmailUrl}, {"email.body_md5", kBufEmailBodyMd5},
 };
+// The packet's header buffers (sticky, not the application layer's).
+const BufName kHeaderBuffers[] = {
+    {"ipv4.hdr", kBufIpv4Hdr}, {"ipv6.hdr", kBufIpv6Hdr}, {"tcp.hdr", kBufTcpHdr},
+    {"udp.hdr", kBufUdpHdr},   {"icmpv4.hdr", kBufIcmpv4Hdr}, {"icmpv6.hdr", kBufIcmpv6Hdr},
+};
 // Content modifiers: the content right before them inspects the buffer.
 const BufName kContentModifiers[] = {
     {"http_uri", kBufHttpUri}, {"http_raw_uri", kBufHttpUriRaw}, {"http_method", kBufHttpMethod},
@@ -179,13 +184,14 @@ bool signature_keyword_known(const std::string& k, const RuleVars& vars) {
   if (std::find(vars.keywords_off.begin(), vars.keywords_off.end(), k) != vars.keywords_off.end()) return false;
   static const char* const kOptions[] = {
       "content", "uricontent", "nocase", "depth", "offset", "distance", "within", "startswith", "endswith",
-      "fast_pattern", "rawbytes", "pcre", "isdataat", "byte_test", "byte_jump", "byte_extract", "pkt_data",
+      "fast_pattern", "rawbytes", "pcre", "isdataat", "byte_test", "byte_jump", "byte_extract", "byte_math", "pkt_data",
       "base64_decode", "base64_data", "dsize", "itype", "icode", "ttl", "tcp.mss", "ip_proto", "seq", "ack",
       "window", "decode-event", "icmp_id", "icmp_seq", "ipopts", "flow.pkts", "flow.bytes", "flow.pkts_toserver",
       "flow.pkts_toclient", "flow.bytes_toserver", "flow.bytes_toclient", "stream_size", "vlan.id", "vlan.layers", "ipv4-csum", "tcpv4-csum", "tcpv6-csum",
       "udpv4-csum", "udpv6-csum", "icmpv4-csum", "icmpv6-csum", "flags", "tcp.flags", "flow", "flowbits", "xbits", "hostbits", "app-layer-event", "prefilter",
       "flowint", "noalert", "bsize", "tls.version", "dns.opcode", "dns.rcode", "dns.rrtype", "urilen", "requires"};
   if (name_keyword(k) || find_buf(kStickyBuffers, std::size(kStickyBuffers), k) >= 0 ||
+      find_buf(kHeaderBuffers, std::size(kHeaderBuffers), k) >= 0 ||
       find_buf(kContentModifiers, std::size(kContentModifiers), k) >= 0 ||
       std::any_of(std::begin(kOptions), std::end(kOptions), [&](const char* o) { return k == o; }))
     return true;
@@ -304,6 +310,91 @@ std::string parse_byte_op(const std::string& k, const std::string& v, Signature&
     return "error:" + k + ": nbytes must be " + (extract ? "1" : "0") + "..8 for binary data";
   if (op.base != 0 && op.nbytes > 23) return "error:" + k + ": nbytes must be 0..23 for a string";
   if (jump && op.from_beginning && op.from_end) return "error:byte_jump: from_beginning and from_end";
+  return "";
+}
+
+// byte_math (Suricata's detect-bytemath.c and its Rust parser): `bytes N|VAR, offset N, oper
+// + - * / << >>, rvalue N|VAR, result NAME` in any order, then endian big|little, string
+// hex|dec|oct, relative, bitmask HEX (read as hex with or without 0x, as Suricata's); dce skips.
+std::string parse_byte_math(const std::string& v, Signature& sig, SigOp& op) {
+  op.type = SigOpType::byte_math;
+  const std::vector<std::string> a = split_commas(v);
+  if (a.size() < 5 || a.size() > 9) return "error:byte_math takes 5 to 9 arguments";
+  std::string why, result;
+  bool have_bytes = false, have_offset = false, have_oper = false, have_rvalue = false, have_endian = false;
+  bool string = false;
+  for (const std::string& t : a) {
+    const size_t sp = t.find_first_of(" \t");
+    const std::string name = t.substr(0, sp), val = sp == std::string::npos ? "" : trim(t.substr(sp));
+    auto twice = [&](bool& seen) {
+      const bool was = seen;
+      seen = true;
+      return was;
+    };
+    if (name == "bytes") {
+      if (twice(have_bytes)) return "error:byte_math: bytes given twice";
+      int32_t nb = 0;
+      if (!num_or_var(val, sig, nb, op.nbytes_var, why, 1, 10)) return "error:byte_math bytes: " + why;
+      op.nbytes = uint8_t(nb);
+    } else if (name == "offset") {
+      if (twice(have_offset)) return "error:byte_math: offset given twice";
+      int64_t n;
+      if (!parse_int(val, n) || n < -65535 || n > 65535) return "error:byte_math: bad offset '" + val + "'";
+      op.offset = int32_t(n);
+    } else if (name == "oper") {
+      if (twice(have_oper)) return "error:byte_math: oper given twice";
+      static const char* const kOps[] = {"+", "-", "*", "/", "<<", ">>"};
+      const auto* it = std::find(std::begin(kOps), std::end(kOps), val);
+      if (it == std::end(kOps)) return "error:byte_math: unknown oper '" + val + "'";
+      op.cmp = uint8_t(it - std::begin(kOps));  // ByteMathOper
+    } else if (name == "rvalue") {
+      if (twice(have_rvalue)) return "error:byte_math: rvalue given twice";
+      int64_t n;
+      if (parse_int(val, n)) {
+        if (n < 0 || n > int64_t(UINT32_MAX)) return "error:byte_math: rvalue out of range '" + val + "'";
+        op.value = uint64_t(n);
+      } else {
+        int32_t dummy;
+        if (!num_or_var(val, sig, dummy, op.value_var, why, 0, 0)) return "error:byte_math rvalue: " + why;
+      }
+    } else if (name == "result") {
+      if (!result.empty()) return "error:byte_math: result given twice";
+      if (val.empty() || std::isdigit(static_cast<unsigned char>(val[0]))) return "error:byte_math: bad result name '" + val + "'";
+      result = val;
+    } else if (name == "endian") {
+      if (twice(have_endian)) return "error:byte_math: endianness given twice";
+      if (val == "big") op.little = false;
+      else if (val == "little") op.little = true;
+      else return "error:byte_math: bad endian '" + val + "'";
+    } else if (name == "dce") {
+      return "skip:keyword byte_math dce";
+    } else if (name == "string") {
+      if (string) return "error:byte_math: string given twice";
+      if (!parse_base(val, op.base)) return "error:byte_math: bad string base '" + val + "'";
+      string = true;
+    } else if (name == "relative") {
+      if (op.relative) return "error:byte_math: relative given twice";
+      op.relative = true;
+    } else if (name == "bitmask") {
+      if (op.has_mask) return "error:byte_math: bitmask given twice";
+      std::string h = val;
+      if (h.size() > 2 && h[0] == '0' && (h[1] == 'x' || h[1] == 'X')) h = h.substr(2);
+      char* end = nullptr;
+      const unsigned long long m = h.empty() ? 0 : std::strtoull(h.c_str(), &end, 16);
+      if (h.empty() || *end || h.size() > 8) return "error:byte_math: bad bitmask '" + val + "'";
+      op.has_mask = true;
+      op.mask = m;
+    } else {
+      return "error:byte_math: unknown argument '" + name + "'";
+    }
+  }
+  if (!have_bytes || !have_offset || !have_oper || !have_rvalue || result.empty())
+    return "error:byte_math needs bytes, offset, oper, rvalue and result";
+  // Shifts read at most 4 bytes (Suricata refuses more at load).
+  if (op.cmp >= kMathShl && op.nbytes_var < 0 && op.nbytes > 4) return "error:byte_math: shifts take 1..4 bytes";
+  if (sig.vars.size() >= 16) return "skip:more than 16 byte_extract variables";
+  op.var = int8_t(sig.vars.size());
+  sig.vars.push_back(result);
   return "";
 }
 
@@ -753,16 +844,17 @@ std::string finish(Signature& s) {
   // Fast pattern (the prefilter's literal): the one marked, else the longest non-negated content
   // (first on ties). Which one only changes speed: every content is verified.
   // Not one of the decoded bytes (base64_data): they are not a buffer the prefilter scans.
+  // Nor one of a header buffer's (ipv4.hdr, ...): the prefilter reads payloads.
   int fp = -1;
   for (size_t i = 0; i < s.ops.size(); ++i)
     if (s.ops[i].type == SigOpType::content && s.ops[i].fast_pattern) {
       if (s.ops[i].negated) return "error:fast_pattern on a negated content";
-      if (s.ops[i].buf == kBufBase64) s.ops[i].fast_pattern = false;
+      if (s.ops[i].buf == kBufBase64 || header_buf(s.ops[i].buf)) s.ops[i].fast_pattern = false;
       else fp = int(i);
     }
   if (fp < 0)
     for (size_t i = 0; i < s.ops.size(); ++i)
-      if (s.ops[i].type == SigOpType::content && !s.ops[i].negated && s.ops[i].buf != kBufBase64 &&
+      if (s.ops[i].type == SigOpType::content && !s.ops[i].negated && s.ops[i].buf != kBufBase64 && !header_buf(s.ops[i].buf) &&
           (fp < 0 || s.ops[i].bytes.size() > s.ops[size_t(fp)].bytes.size()))
         fp = int(i);
   s.fast_pattern = fp;
@@ -774,6 +866,15 @@ std::string finish(Signature& s) {
                                 o.value_var >= 0 || o.var >= 0))
       return "skip:keyword base64_data with byte_extract variables";
   }
+  // The packet's header buffers: packet signatures, at most two such buffers.
+  uint8_t hdr_bufs[2] = {0, 0};
+  for (const SigOp& o : s.ops) {
+    if (!header_buf(o.buf) || o.buf == hdr_bufs[0] || o.buf == hdr_bufs[1]) continue;
+    if (hdr_bufs[1]) return "skip:keyword " + std::string(sig_buf_name(o.buf)) + " beside two other header buffers";
+    hdr_bufs[hdr_bufs[0] ? 1 : 0] = o.buf;
+  }
+  if (hdr_bufs[0] && s.app) return "skip:app-layer:" + std::string(sig_buf_name(hdr_bufs[0])) + " in an application-layer signature";
+  if (hdr_bufs[0] && (s.only_stream || s.rule.tcp_stream)) return "error:a header buffer in a stream-only rule";
   if (s.app && s.rule.action == RuleAction::alert && s.ops.empty() && s.bsize.empty() && !s.urilen.on && !s.http_events &&
       !s.tls_version_on && !s.dns_opcode.on && !s.dns_rcode.on && s.dns_rrtype.c.mode == kUintNone) {
     // Only the protocol (`alert http any any -> any any (flow:...; sid:1;)`): no buffer to inspect,
@@ -882,7 +983,8 @@ std::string finish(Signature& s) {
   const bool tcp = s.rule.proto == 0 || s.rule.proto == 6;
   uint8_t m = 0;
   if (s.only_stream || s.rule.tcp_stream) m = kSigStream | kSigStreamOnly;
-  if (s.no_stream || s.rule.tcp_pkt || s.dsize.on || s.has_flags || s.itype.on || s.icode.on || s.header_conds())
+  if (s.no_stream || s.rule.tcp_pkt || s.dsize.on || s.has_flags || s.itype.on || s.icode.on || s.header_conds() ||
+      hdr_bufs[0])
     m |= kSigPacket;
   if (tcp && !s.ops.empty() && !(m & (kSigPacket | kSigStream))) {
     m = kSigStream;
@@ -1004,6 +1106,8 @@ const char* sig_buf_name(uint8_t b) {
   if (b == kBufTlsSniDot) return "tls.sni|dotprefix";
   if (b == kBufHttpHostDot) return "http.host|dotprefix";
   if (b == kBufBase64) return "base64_data";
+  for (const BufName& n : kHeaderBuffers)
+    if (n.buf == b) return n.name;
   if (const DerivedBuf* d = derived_buf(b)) return d->name.c_str();
   for (const BufName& n : kStickyBuffers)
     if (n.buf == b && std::strchr(n.name, '.')) return n.name;
@@ -1016,6 +1120,7 @@ int sig_buf_side(uint8_t b) {
   switch (SigBuf(b)) {
     case kBufPayload:
     case kBufBase64:  // inspected where its base64_decode is (its own side)
+    case kBufIpv4Hdr: case kBufIpv6Hdr: case kBufTcpHdr: case kBufUdpHdr: case kBufIcmpv4Hdr: case kBufIcmpv6Hdr:
     case kBufHttpHeader: case kBufHttpHeaderRaw: case kBufHttpCookie: case kBufHttpContentType:
     case kBufHttpContentLen: case kBufHttpStart: case kBufHttpHeaderNames:
     case kBufSshProto: case kBufSshSoftware:
@@ -1099,6 +1204,11 @@ std::string parse_signature(const std::string& text, const RuleVars& vars, Signa
         if (!signature_keyword_known(kw, vars)) return "skip:requires keyword " + kw;
       continue;
     }
+    if (const int b = find_buf(kHeaderBuffers, std::size(kHeaderBuffers), k); b >= 0) {
+      if (!pending.empty()) return "skip:keyword " + k + " after a transform";
+      cur_buf = uint8_t(b);
+      continue;
+    }
     if (const int b = find_buf(kStickyBuffers, std::size(kStickyBuffers), k); b >= 0) {
       if (std::find(vars.keywords_off.begin(), vars.keywords_off.end(), k) != vars.keywords_off.end())
         return "error:keyword " + k + " is turned off by the configuration";
@@ -1124,6 +1234,7 @@ std::string parse_signature(const std::string& text, const RuleVars& vars, Signa
       if (!why.empty()) return why;
       if (cur_buf == kBufPayload || cur_buf == kBufBase64)
         return "skip:app-layer:" + k + " without a sticky buffer (pkt_data, base64_data)";
+      if (header_buf(cur_buf)) return "skip:keyword " + k + " on " + sig_buf_name(cur_buf);
       // dotprefix right on a name buffer keeps that buffer's own id.
       const uint8_t dot = t.kind == TransformKind::dotprefix && pending.empty() ? dotprefix_buf(cur_buf) : uint8_t(kBufPayload);
       if (dot != kBufPayload) cur_buf = dot;
@@ -1142,6 +1253,7 @@ std::string parse_signature(const std::string& text, const RuleVars& vars, Signa
     }
     if (k == "bsize") {
       if (cur_buf == kBufPayload) return "skip:keyword bsize without a sticky buffer";
+      if (header_buf(cur_buf)) return std::string("skip:keyword bsize on ") + sig_buf_name(cur_buf);
       NumCond c;
       const std::string r = parse_num_cond(k, v, 65535, c);
       if (!r.empty()) return r;
@@ -1297,6 +1409,7 @@ std::string parse_signature(const std::string& text, const RuleVars& vars, Signa
       if (starts_with(r, "app-layer:")) return "skip:" + r;
       if (!r.empty()) return r;
       if (op.buf == kBufCount) op.buf = relative_buf(out, op, cur_buf);
+      if (header_buf(op.buf)) return std::string("skip:keyword pcre on ") + sig_buf_name(op.buf);
       out.app = out.app || op.buf != kBufPayload;
       // Compile once here so that a bad expression is an error with its line, not a load failure.
       int ec;
@@ -1331,9 +1444,9 @@ std::string parse_signature(const std::string& text, const RuleVars& vars, Signa
       out.ops.push_back(op);
       continue;
     }
-    if (k == "byte_test" || k == "byte_jump" || k == "byte_extract") {
+    if (k == "byte_test" || k == "byte_jump" || k == "byte_extract" || k == "byte_math") {
       SigOp op;
-      const std::string r = parse_byte_op(k, v, out, op);
+      const std::string r = k == "byte_math" ? parse_byte_math(v, out, op) : parse_byte_op(k, v, out, op);
       if (!r.empty()) return r;
       op.buf = relative_buf(out, op, cur_buf);
       out.ops.push_back(op);

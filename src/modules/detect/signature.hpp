@@ -10,7 +10,20 @@
 //   isdataat:N[,relative]   `!N` negates; N may be a byte_extract variable
 //   byte_test, byte_jump, byte_extract   Suricata's arguments (endianness, string bases, bitmask,
 //                      multiplier, align, from_beginning/from_end, post_offset); dce is refused
+//   byte_math          bytes (a number or variable), offset, oper (+ - * / << >>), rvalue (a number
+//                      or variable), result (a variable, as byte_extract's), endian, string,
+//                      relative, bitmask; dce is refused
 //   pkt_data           back to the packet payload buffer
+//   ipv4.hdr, ipv6.hdr, tcp.hdr, udp.hdr, icmpv4.hdr, icmpv6.hdr   sticky buffers of the packet's
+//                      own headers (Suricata's: the IPv4 header with its options, the IPv6 header
+//                      with its extension headers, the TCP header with its options, 8 bytes of
+//                      UDP, ICMPv4's 8 bytes plus a timestamp's or router advertisement's body,
+//                      ICMPv6's 8). A signature with them is a packet signature; its options on
+//                      each buffer are a list of their own, evaluated after the payload's in the
+//                      order the rule names them, byte_extract / byte_math variables carried
+//                      across. At most two such buffers; pcre, transforms and bsize on them are
+//                      skipped, and their contents are not fast patterns (the prefilter reads
+//                      payloads)
 //   base64_decode[:bytes N][, offset M][, relative]   decodes base64 (Suricata's RFC 4648 mode)
 //                      from the buffer's start, or the previous match's end with relative, plus
 //                      offset, at most N bytes (default 65535); base64_data: the options after it
@@ -95,7 +108,7 @@
 
 namespace gaspp {
 
-enum class SigOpType : uint8_t { content, pcre, isdataat, byte_test, byte_jump, byte_extract, base64_decode };
+enum class SigOpType : uint8_t { content, pcre, isdataat, byte_test, byte_jump, byte_extract, base64_decode, byte_math };
 
 // The buffer an option inspects: the packet payload or stream (kBufPayload), or an HTTP
 // transaction's buffer (applayer/http1.hpp), by Suricata's sticky-buffer names and the legacy
@@ -136,12 +149,17 @@ enum SigBuf : uint8_t {
   kBufEmailReceived, kBufEmailUrl, kBufEmailBodyMd5,
   // base64_data: what the signature's base64_decode decoded (not a transaction's buffer)
   kBufBase64,
+  // the packet's own headers (not a transaction's buffers): ipv4.hdr, ipv6.hdr, tcp.hdr, udp.hdr,
+  // icmpv4.hdr, icmpv6.hdr, in DetHdrBuf's order (detect_tables.hpp)
+  kBufIpv4Hdr, kBufIpv6Hdr, kBufTcpHdr, kBufUdpHdr, kBufIcmpv4Hdr, kBufIcmpv6Hdr,
   // a sticky buffer with transforms (transform.hpp): registered per process, kMaxDerivedBufs ids
   kBufDerived,
   kBufCount = kBufDerived + kMaxDerivedBufs
 };
 static_assert(kBufCount <= 255, "buffer ids are bytes");
 const char* sig_buf_name(uint8_t b);
+// Whether b is one of the packet's header buffers (ipv4.hdr, ..., icmpv6.hdr).
+inline bool header_buf(uint8_t b) { return b >= kBufIpv4Hdr && b <= kBufIcmpv6Hdr; }
 // Whether b (or the buffer b transforms) is one of a mail's fields: its envelope, header fields or
 // body MD5 (the buffers of an `alert smtp` signature's envelope pass; detect_app.cpp).
 bool mail_buf(uint8_t b);
@@ -178,7 +196,7 @@ struct SigOp {
   uint8_t nbytes = 0;
   uint8_t base = 0;              // 0: binary; 8, 10, 16: a string number
   bool little = false;
-  uint8_t cmp = kCmpEq;
+  uint8_t cmp = kCmpEq;            // byte_test: SigCmp; byte_math: ByteMathOper (detect_tables.hpp)
   uint64_t value = 0;            // byte_test value
   int8_t value_var = -1;
   bool has_mask = false;
@@ -187,7 +205,7 @@ struct SigOp {
   int32_t post_offset = 0;
   uint32_t align = 0;            // byte_jump: 4 (align); byte_extract: the align value
   bool from_beginning = false, from_end = false;
-  int8_t var = -1;               // byte_extract: the variable it sets
+  int8_t var = -1;               // byte_extract, byte_math: the variable it sets
   int8_t nbytes_var = -1;        // byte_test, byte_jump: a byte_extract variable as the byte count
   uint8_t buf = kBufPayload;     // SigBuf: the buffer it inspects
 };
