@@ -10,6 +10,8 @@ test computes from the messages it built, as Suricata's DNS keywords read a mess
     MX and NS records and SOA's mname;
   * dns.opcode, dns.rcode (numbers or names), dns.rrtype (a request's questions' types, a
     response's answers' types: any of them, or Suricata's multi-integer index forms);
+  * dataset and datarep on dns.query (isset, isnotset, match subdomain after dotprefix, an md5 set
+    after to_md5, reputations), from files written here as Suricata reads them;
 each signature alerting once per message it matches (every message is a transaction, inspected
 in its own direction). The same runs on the device's path (detect:prefilter=device on the CPU) and,
 with `cuda`, on the CUDA backend.
@@ -97,7 +99,29 @@ def response_names(m):
     return out
 
 
-def rules_for(rng, msgs):
+def dataset_files(rng, msgs, d):
+    """Suricata's dataset files (string values base64, digests hex, datarep's value,reputation) of
+    a sample of the capture's query names, written in d; returns the paths and what they hold."""
+    import base64
+    import hashlib
+    names = sorted({n for m in msgs if m["request"] for n, _ in m["queries"]})
+    held = set(rng.sample(names, len(names) // 2))
+    parents = {".example.com", ".test.org"}
+    md5s = set(rng.sample(names, len(names) // 3))
+    reps = {n: rng.randrange(0, 300) for n in rng.sample(names, len(names) // 2)}
+    files = {"names": sorted(base64.b64encode(n.encode()).decode() for n in held),
+             "parents": sorted(base64.b64encode(n.encode()).decode() for n in parents),
+             "md5s": sorted(hashlib.md5(n.encode()).hexdigest() for n in md5s),
+             "reps": sorted(f"{base64.b64encode(n.encode()).decode()},{r}" for n, r in reps.items())}
+    paths = {}
+    for k, lines in files.items():
+        paths[k] = f"{d}/{k}.lst"
+        with open(paths[k], "w") as f:
+            f.write("\n".join(lines) + "\n\n")  # an empty line: passed over
+    return paths, held, parents, md5s, reps
+
+
+def rules_for(rng, msgs, ds=None):
     rules, want = [], {}
 
     def rule(text, pred):
@@ -146,6 +170,27 @@ def rules_for(rng, msgs):
          lambda m: not m["request"] and m["rcode"] == 3 and any("evil" in n for n, _ in m["queries"]))
     rule('flow:to_server; dns.rrtype:MX; dns.query; content:"mail";',
          lambda m: m["request"] and 15 in types_of(m) and any("mail" in n for n, _ in m["queries"]))
+    if ds:
+        # Datasets (Suricata's detect-dataset.c, detect-datarep.c) on dns.query, each question's name
+        # of a request: loaded from the files above (absolute paths), compared byte for byte.
+        paths, held, parents, md5s, reps = ds
+        qnames = lambda m: [n for n, _ in m["queries"]] if m["request"] else []
+        rule(f"dns.query; dataset:isset,names,type string,load {paths['names']};",
+             lambda m: any(n in held for n in qnames(m)))
+        rule(f"dns.query; dataset:isnotset,names,type string,load {paths['names']};",
+             lambda m: any(n not in held for n in qnames(m)))
+        # match subdomain: the name's suffixes from each '.', after dotprefix the name itself too
+        rule(f"dns.query; dotprefix; dataset:isset,parents,type string,load {paths['parents']},match subdomain;",
+             lambda m: any(any(("." + n).endswith(p) for p in parents) for n in qnames(m)))
+        rule(f"dns.query; dataset:isset,parents,type string,load {paths['parents']};", lambda m: False)
+        rule(f"dns.query; to_md5; dataset:isset,md5s,type md5,load {paths['md5s']};",
+             lambda m: any(n in md5s for n in qnames(m)))
+        rule(f"dns.query; datarep:reps, >, 150, type string, load {paths['reps']};",
+             lambda m: any(reps.get(n, -1) > 150 for n in qnames(m)))
+        rule(f"dns.query; datarep:reps, <, 150, type string, load {paths['reps']};",
+             lambda m: any(0 <= reps.get(n, -1) < 150 for n in qnames(m)))
+        rule(f'dns.query; content:"mail"; dataset:isset,names,type string,load {paths["names"]};',
+             lambda m: any("mail" in n and n in held for n in qnames(m)))
     return rules, want
 
 
@@ -154,7 +199,9 @@ def main():
     paths = sys.argv[2:] or ["cpu", "cpu-device"]
     rng = random.Random(20261129)
     pk, msgs = build(rng)
-    rules, want = rules_for(rng, msgs)
+    import tempfile
+    dsdir = tempfile.TemporaryDirectory()
+    rules, want = rules_for(rng, msgs, dataset_files(rng, msgs, dsdir.name))
 
     def loaded(path, err):
         if "dns.rules:" in err:  # a rule that did not load

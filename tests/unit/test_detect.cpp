@@ -14,6 +14,7 @@
 #include "core/modules.hpp"
 #include "decode/decoder.hpp"
 #include "modules/detect/base64.hpp"
+#include "modules/detect/dataset.hpp"
 #include "modules/detect/detect.hpp"
 #include "modules/detect/signature.hpp"
 #include "modules/detect/transform.hpp"
@@ -478,6 +479,77 @@ TEST(Signatures, ByteMathParsesAsSuricata) {
     if (!*r.want) EXPECT_EQ(got, "") << r.opts;
     else EXPECT_EQ(got.rfind(r.want, 0), 0u) << r.opts << " -> " << got;
   }
+}
+
+// Datasets as Suricata's detect-dataset.c and datasets.c: the commands, a file relative to the rule
+// file, subdomains, digests by length, reputations; a bad line is an error with its line.
+TEST(Datasets, CommandsAndFilesBehaveAsSuricatas) {
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::path(testing::TempDir()) / "datasets_case";
+  fs::create_directories(dir);
+  {
+    std::ofstream(dir / "names.lst") << "ZXZpbC5jb20=\n\nLmV4YW1wbGUub3Jn\na,b,c\n";  // evil.com, .example.org
+    std::ofstream(dir / "reps.lst") << "ZXZpbC5jb20=,200\nZ29vZC5jb20=,10\n";           // evil.com 200, good.com 10
+    std::ofstream(dir / "md5.lst") << "0cc175b9c0f1b6a831c399e269772661\n";             // md5("a")
+    std::ofstream(dir / "bad.lst") << "ZXZpbC5jb20=\nnot base64!\n";
+  }
+  const std::string rules = (dir / "x.rules").string();
+  Datasets ds;
+  auto add = [&](const std::string& opt, bool rep = false) {
+    DatasetSpec sp;
+    const std::string r = rep ? parse_datarep_option(opt, sp) : parse_dataset_option(opt, sp);
+    EXPECT_EQ(r, "") << opt;
+    return ds.add(sp, rules);
+  };
+  const uint32_t isset = add("isset,names,type string,load names.lst");
+  const uint32_t notset = add("isnotset,names,type string,load names.lst");
+  const uint32_t sub = add("isset,names,type string,match subdomain");
+  const uint32_t set = add("set,seen,type string");
+  const uint32_t unset = add("unset,seen,type string");
+  const uint32_t seen = add("isset,seen,type string");
+  const uint32_t md5 = add("isset,h,type md5,load md5.lst");
+  const uint32_t gt = add("reps, >, 100, type string, load reps.lst", true);
+  const uint32_t eq = add("reps, ==, 10, type string, load reps.lst", true);
+  struct Row {
+    uint32_t id;
+    std::string data;
+    bool match;
+  };
+  const std::string md5_a("\x0c\xc1\x75\xb9\xc0\xf1\xb6\xa8\x31\xc3\x99\xe2\x69\x77\x26\x61", 16);
+  const Row rows[] = {
+      {isset, "evil.com", true},   {isset, "evil.co", false},     {isset, "a", false},  // "a,b,c": passed over
+      {notset, "evil.com", false}, {notset, "x.evil.com", true},  {isset, "", false},
+      {sub, "www.example.org", true}, {sub, "example.org", false},  // ".example.org" is a suffix of the first only
+      {sub, "a.b.example.org", true}, {isset, "www.example.org", false},
+      {seen, "x", false},  {set, "x", true},   {set, "x", false},  {seen, "x", true},
+      {unset, "x", true},  {unset, "x", false}, {seen, "x", false},
+      {md5, md5_a, true},  {md5, md5_a.substr(0, 15), false}, {md5, "a", false},
+      {gt, "evil.com", true}, {gt, "good.com", false}, {eq, "good.com", true}, {gt, "other.com", false},
+  };
+  for (const Row& r : rows)
+    EXPECT_EQ(ds.match(r.id, reinterpret_cast<const uint8_t*>(r.data.data()), uint32_t(r.data.size())), r.match)
+        << r.id << " " << r.data;
+  DatasetSpec sp;
+  EXPECT_EQ(parse_dataset_option("isset,b,type string,load bad.lst", sp), "");
+  try {
+    ds.add(sp, rules);
+    ADD_FAILURE() << "a bad line loaded";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("bad.lst:2"), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(parse_dataset_option("isset,names,type md5", sp), "");
+  EXPECT_THROW(ds.add(sp, rules), std::invalid_argument);  // names is a string set
+  EXPECT_EQ(parse_dataset_option("isset,n,type string,load nosuch.lst", sp), "");
+  EXPECT_THROW(ds.add(sp, rules), std::invalid_argument);
+  const std::pair<const char*, const char*> parses[] = {
+      {"isset,n", "error:"}, {"frob,n,type string", "error:"}, {"isset,n,type ipv4", "skip:"},
+      {"isset,n,type string,state s.lst", "skip:"}, {"isset,n,type string,format ndjson", "skip:"},
+      {"isset,n,type string,match prefix", "error:"}, {"isset,n,type string,memcap 10mb,hashsize 1024", ""},
+  };
+  for (const auto& [opt, want] : parses)
+    EXPECT_EQ(parse_dataset_option(opt, sp).rfind(want, 0), 0u) << opt;
+  EXPECT_EQ(parse_datarep_option("r, >=, 1, type string", sp).rfind("error:", 0), 0u);
+  EXPECT_EQ(parse_datarep_option("r, >, 70000, type string", sp).rfind("error:", 0), 0u);
 }
 
 // Suricata's header buffers (ipv4.hdr, ipv6.hdr, tcp.hdr, udp.hdr, icmpv4.hdr, icmpv6.hdr): each

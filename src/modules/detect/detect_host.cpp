@@ -19,6 +19,7 @@
 #include "decode/decoder.hpp"
 #include "modules/detect/detect.hpp"
 #include "modules/detect/base64.hpp"
+#include "modules/detect/dataset.hpp"
 #include "modules/firewall/alert_eve.hpp"
 
 namespace gaspp {
@@ -34,6 +35,7 @@ struct DetectHostMatchers {
   std::vector<std::unique_ptr<std::once_flag>> jit;
   uint64_t generation = 0;  // which matchers a thread's scratch was made for
   std::vector<DetSig> base64_lists;  // the base64_data lists (DetOp::pat_off of a kOpBase64)
+  std::unique_ptr<Datasets> datasets = std::make_unique<Datasets>();  // DetOp::pat_off of a kOpDataset
   ~DetectHostMatchers() {
     if (proto_scratch) hs_free_scratch(proto_scratch);
     if (db) hs_free_database(db);
@@ -139,6 +141,10 @@ int detect_host_base64(const DetectView& v, const DetOp& o, const uint8_t* data,
   return detect_inspect(v, v.host->base64_lists[o.pat_off], decoded.data(), uint32_t(got)) == kInspectMatch
              ? kInspectMatch
              : kInspectNoMatch;
+}
+
+bool detect_host_dataset(const DetectHostMatchers* m, uint32_t id, const uint8_t* data, uint32_t len) {
+  return m->datasets->match(id, data, len);
 }
 
 int detect_host_pcre(const DetectHostMatchers* m, uint32_t id, const uint8_t* subject, uint32_t len, uint32_t start,
@@ -505,6 +511,15 @@ void DetectModule::Host::add_ops(const Signature& s, const std::vector<size_t>& 
       matchers_->jit.push_back(std::make_unique<std::once_flag>());
       x.rx_prog = rx[k] < 0 ? 0 : uint32_t(rx[k]) + 1;
       matchers_->pcre.push_back(re);
+    } else if (o.type == SigOpType::dataset) {
+      DatasetSpec spec;
+      if (!(o.cmp ? parse_datarep_option(o.bytes, spec) : parse_dataset_option(o.bytes, spec)).empty())
+        throw std::logic_error("detect: a dataset option that did not parse");
+      try {
+        x.pat_off = matchers_->datasets->add(spec, s.rule.file);
+      } catch (const std::invalid_argument& e) {
+        throw std::invalid_argument("detect: sid " + std::to_string(s.rule.sid) + ": " + e.what());
+      }
     }
     if (o.relative && last_pm >= 0) {
       ops_[d.op_off + uint32_t(last_pm)].flags |= kOpRelativeNext;
@@ -889,6 +904,11 @@ void DetectModule::Host::report(std::map<std::string, uint64_t>& r) const {
   r["pcre_device"] = pcre_device_;
   r["pcre_host_only"] = pcre_host_only_;
   r["pcre_host_rechecks"] = host_rechecks_;
+  if (matchers_ && matchers_->datasets->sets()) {
+    r["dataset_sets"] = matchers_->datasets->sets();
+    r["dataset_values"] = matchers_->datasets->values();
+    r["dataset_full"] = matchers_->datasets->full();
+  }
   r["pcre_host_recheck_matches"] = host_recheck_matches_;
   r["stream_pcre_undecided"] = stream_unresolved_;
   r["hs_cache_hits"] = hs_cache_.hits;

@@ -27,7 +27,8 @@ namespace gaspp {
 // table, pat_off); host only (application-layer signatures).
 // kOpByteMath: byte_math (cmp: ByteMathOper, value / value_var: rvalue, var: the result). Same order
 // as SigOpType.
-enum DetOpType : uint8_t { kOpContent, kOpPcre, kOpIsdataat, kOpByteTest, kOpByteJump, kOpByteExtract, kOpBase64, kOpByteMath };
+// kOpDataset: a dataset command (pat_off: its id in the host's Datasets); host only (sticky buffers).
+enum DetOpType : uint8_t { kOpContent, kOpPcre, kOpIsdataat, kOpByteTest, kOpByteJump, kOpByteExtract, kOpBase64, kOpByteMath, kOpDataset };
 // byte_math's operators (SigOp::cmp and DetOp::cmp of a byte_math).
 enum ByteMathOper : uint8_t { kMathAdd, kMathSub, kMathMul, kMathDiv, kMathShl, kMathShr };
 

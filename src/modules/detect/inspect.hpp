@@ -38,6 +38,8 @@ constexpr uint32_t kInspectAnywhere = 0xffffffffu;
 // PCRE2 on the host: 1 match (ov0/ov1: start/end, relative to subject), 0 none.
 int detect_host_pcre(const DetectHostMatchers* m, uint32_t id, const uint8_t* subject, uint32_t len, uint32_t start,
                      uint32_t& ov0, uint32_t& ov1);
+// A dataset command on the host (dataset.hpp): whether the buffer matches it.
+bool detect_host_dataset(const DetectHostMatchers* m, uint32_t id, const uint8_t* data, uint32_t len);
 // base64_decode on the host: decodes data[0..n) (already past the op's offset, at most its bytes)
 // and inspects op o's base64_data list on the result: kInspectMatch or kInspectNoMatch.
 int detect_host_base64(const DetectView& v, const DetOp& o, const uint8_t* data, uint32_t n);
@@ -375,6 +377,15 @@ GASPP_HD inline int detect_inspect_list(const DetectView& v, uint32_t op_off, ui
       const uint32_t n = avail < uint32_t(o.depth) ? avail : uint32_t(o.depth);
       if (n && detect_host_base64(v, o, buf + base, n) == kInspectMatch && counts(hi, lo)) return kInspectMatch;
       r = 0;
+#endif
+    } else if (o.type == kOpDataset) {
+      // Suricata's DetectDatasetBufferMatch on the whole buffer: a match goes on, anything else
+      // ends the list (no_match_discontinue).
+#if defined(__CUDA_ARCH__)
+      return kInspectNeedsHost;  // application-layer signatures only: never on the device
+#else
+      if (detect_host_dataset(v.host, o.pat_off, buf, len)) next = true;
+      else r = -1;
 #endif
     } else if (o.type == kOpIsdataat) {
       const bool var = o.offset_var >= 0;

@@ -2,6 +2,7 @@
 #include "modules/detect/signature.hpp"
 
 #include "applayer/http1.hpp"
+#include "modules/detect/dataset.hpp"
 #include "modules/detect/detect_tables.hpp"
 #include "modules/detect/transform.hpp"
 #include "applayer/dns.hpp"
@@ -184,7 +185,7 @@ bool signature_keyword_known(const std::string& k, const RuleVars& vars) {
   if (std::find(vars.keywords_off.begin(), vars.keywords_off.end(), k) != vars.keywords_off.end()) return false;
   static const char* const kOptions[] = {
       "content", "uricontent", "nocase", "depth", "offset", "distance", "within", "startswith", "endswith",
-      "fast_pattern", "rawbytes", "pcre", "isdataat", "byte_test", "byte_jump", "byte_extract", "byte_math", "pkt_data",
+      "fast_pattern", "rawbytes", "pcre", "isdataat", "byte_test", "byte_jump", "byte_extract", "byte_math", "dataset", "datarep", "pkt_data",
       "base64_decode", "base64_data", "dsize", "itype", "icode", "ttl", "tcp.mss", "ip_proto", "seq", "ack",
       "window", "decode-event", "icmp_id", "icmp_seq", "ipopts", "flow.pkts", "flow.bytes", "flow.pkts_toserver",
       "flow.pkts_toclient", "flow.bytes_toserver", "flow.bytes_toclient", "stream_size", "vlan.id", "vlan.layers", "ipv4-csum", "tcpv4-csum", "tcpv6-csum",
@@ -1454,6 +1455,21 @@ std::string parse_signature(const std::string& text, const RuleVars& vars, Signa
     }
     if (k == "pkt_data") {
       cur_buf = kBufPayload;
+      continue;
+    }
+    if (k == "dataset" || k == "datarep") {
+      // On a sticky buffer only (Suricata refuses it elsewhere).
+      if (cur_buf == kBufPayload || cur_buf == kBufBase64) return "error:" + k + " without a sticky buffer";
+      if (header_buf(cur_buf)) return "skip:keyword " + k + " on " + sig_buf_name(cur_buf);
+      DatasetSpec spec;
+      const std::string r = k == "dataset" ? parse_dataset_option(v, spec) : parse_datarep_option(v, spec);
+      if (!r.empty()) return r;
+      SigOp op;
+      op.type = SigOpType::dataset;
+      op.cmp = k == "datarep";  // which parser reads op.bytes
+      op.bytes = v;
+      op.buf = cur_buf;
+      out.ops.push_back(op);
       continue;
     }
     if (k == "base64_decode") {

@@ -14,6 +14,8 @@
 //                      or variable), result (a variable, as byte_extract's), endian, string,
 //                      relative, bitmask; dce is refused
 //   pkt_data           back to the packet payload buffer
+//   dataset, datarep   after a sticky buffer: Suricata's datasets (dataset.hpp: isset, isnotset,
+//                      set, unset; string, md5, sha256 sets; load; match subdomain)
 //   ipv4.hdr, ipv6.hdr, tcp.hdr, udp.hdr, icmpv4.hdr, icmpv6.hdr   sticky buffers of the packet's
 //                      own headers (Suricata's: the IPv4 header with its options, the IPv6 header
 //                      with its extension headers, the TCP header with its options, 8 bytes of
@@ -108,7 +110,7 @@
 
 namespace gaspp {
 
-enum class SigOpType : uint8_t { content, pcre, isdataat, byte_test, byte_jump, byte_extract, base64_decode, byte_math };
+enum class SigOpType : uint8_t { content, pcre, isdataat, byte_test, byte_jump, byte_extract, base64_decode, byte_math, dataset };
 
 // The buffer an option inspects: the packet payload or stream (kBufPayload), or an HTTP
 // transaction's buffer (applayer/http1.hpp), by Suricata's sticky-buffer names and the legacy
@@ -177,7 +179,7 @@ enum SigCmp : uint8_t { kCmpLt, kCmpGt, kCmpEq, kCmpAnd, kCmpXor, kCmpLe, kCmpGe
 // One option of the payload list, as written.
 struct SigOp {
   SigOpType type = SigOpType::content;
-  std::string bytes;             // content: the bytes; pcre: the expression (between the slashes)
+  std::string bytes;             // content: the bytes; pcre: the expression (between the slashes); dataset: its option
   bool negated = false;
   bool nocase = false;
   bool relative = false;         // content: distance or within given; others: `relative` / R

@@ -1,0 +1,293 @@
+#include "modules/detect/dataset.hpp"
+
+#include <openssl/evp.h>
+
+#include <cctype>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <stdexcept>
+
+namespace gaspp {
+
+namespace {
+
+std::string trim(const std::string& s) {
+  size_t a = 0, b = s.size();
+  while (a < b && std::isspace(static_cast<unsigned char>(s[a]))) ++a;
+  while (b > a && std::isspace(static_cast<unsigned char>(s[b - 1]))) --b;
+  return s.substr(a, b - a);
+}
+
+// Strict base64 (RFC 4648 with padding, as the standard engine Suricata reads dataset files with):
+// false on anything else. OpenSSL decodes; the checks are the strictness it does not have.
+bool base64_strict(const std::string& in, std::string& out) {
+  if (in.size() % 4) return false;
+  size_t pad = 0;
+  for (size_t i = 0; i < in.size(); ++i) {
+    const unsigned char c = static_cast<unsigned char>(in[i]);
+    if (c == '=') {
+      if (i + 2 < in.size()) return false;
+      ++pad;
+    } else if (pad || !(std::isalnum(c) || c == '+' || c == '/')) {
+      return false;
+    }
+  }
+  out.assign(in.size() / 4 * 3, '\0');
+  const int n = EVP_DecodeBlock(reinterpret_cast<unsigned char*>(out.data()),
+                                reinterpret_cast<const unsigned char*>(in.data()), int(in.size()));
+  if (n < 0) return false;
+  out.resize(size_t(n) - pad);
+  return true;
+}
+
+bool hex_bytes(const std::string& in, size_t n, std::string& out) {
+  if (in.size() != 2 * n) return false;
+  out.clear();
+  for (size_t i = 0; i < in.size(); i += 2) {
+    const auto nib = [](char c) {
+      return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
+    };
+    const int hi = nib(in[i]), lo = nib(in[i + 1]);
+    if (hi < 0 || lo < 0) return false;
+    out.push_back(char(hi << 4 | lo));
+  }
+  return true;
+}
+
+// Suricata's strtok_r over ',': the non-empty parts, trimmed.
+std::vector<std::string> option_parts(const std::string& value) {
+  std::vector<std::string> parts;
+  size_t start = 0;
+  for (size_t i = 0; i <= value.size(); ++i)
+    if (i == value.size() || value[i] == ',') {
+      const std::string t = trim(value.substr(start, i - start));
+      if (!t.empty()) parts.push_back(t);
+      start = i + 1;
+    }
+  return parts;
+}
+
+size_t digest_len(DatasetType t) { return t == DatasetType::md5 ? 16 : t == DatasetType::sha256 ? 32 : 0; }
+
+}  // namespace
+
+std::string parse_dataset_option(const std::string& value, DatasetSpec& out) {
+  out = DatasetSpec{};
+  // Suricata's DetectDatasetParse: comma-separated, the command and the name first, then
+  // "key value" pairs.
+  const std::vector<std::string> parts = option_parts(value);
+  if (parts.size() < 2) return "error:dataset needs a command and a name";
+  const std::string& cmd = parts[0];
+  if (cmd == "set") out.cmd = DatasetCmd::set;
+  else if (cmd == "unset") out.cmd = DatasetCmd::unset;
+  else if (cmd == "isset") out.cmd = DatasetCmd::isset;
+  else if (cmd == "isnotset") out.cmd = DatasetCmd::isnotset;
+  else return "error:dataset: unknown command '" + cmd + "'";
+  out.name = parts[1];
+  for (char c : out.name)
+    if (std::isspace(static_cast<unsigned char>(c))) return "error:dataset: spaces in the name '" + out.name + "'";
+  bool load_set = false, type_set = false, format_set = false;
+  for (size_t i = 2; i < parts.size(); ++i) {
+    const size_t sp = parts[i].find_first_of(" \t");
+    const std::string key = parts[i].substr(0, sp), val = sp == std::string::npos ? "" : trim(parts[i].substr(sp));
+    if (val.empty()) {
+      if (key == "remove_key") return "skip:keyword dataset remove_key (json datasets)";
+      return "error:dataset: '" + key + "' without a value";
+    }
+    if (key == "type") {
+      if (type_set) return "error:dataset: type given twice";
+      type_set = true;
+      if (val == "string") out.type = DatasetType::string;
+      else if (val == "md5") out.type = DatasetType::md5;
+      else if (val == "sha256") out.type = DatasetType::sha256;
+      else if (val == "ipv4" || val == "ipv6" || val == "ip") return "skip:keyword dataset type " + val;
+      else return "error:dataset: bad type '" + val + "'";
+    } else if (key == "load") {
+      if (load_set) return "error:dataset: load given twice";
+      load_set = true;
+      out.load = val;
+    } else if (key == "match") {
+      if (val != "subdomain") return "error:dataset: unknown match mode '" + val + "'";
+      out.match_subdomain = true;
+    } else if (key == "state" || key == "save") {
+      return "skip:keyword dataset " + key;
+    } else if (key == "format") {
+      if (format_set) return "error:dataset: format given twice";
+      format_set = true;
+      if (val == "json" || val == "ndjson") return "skip:keyword dataset format " + val;
+      if (val != "csv") return "error:dataset: unknown format '" + val + "'";
+    } else if (key == "value_key" || key == "array_key" || key == "context_key" || key == "enrichment_key") {
+      return "skip:keyword dataset " + key + " (json datasets)";
+    } else if (key == "memcap" || key == "hashsize") {
+      // Read and ignored: the set's limit is kDatasetMaxItems (dataset.hpp).
+    } else {
+      return "error:dataset: unknown option '" + key + "'";
+    }
+  }
+  if (!type_set) return "error:dataset " + out.name + " without a type";
+  return "";
+}
+
+std::string parse_datarep_option(const std::string& value, DatasetSpec& out) {
+  out = DatasetSpec{};
+  out.rep = true;
+  const std::vector<std::string> parts = option_parts(value);
+  if (parts.size() < 3) return "error:datarep needs a name, an operator and a value";
+  out.name = parts[0];
+  const std::string& op = parts[1];
+  if (op == ">") out.rep_op = 0;
+  else if (op == "<") out.rep_op = 1;
+  else if (op == "==") out.rep_op = 2;
+  else return "error:datarep: unknown operator '" + op + "'";
+  char* end = nullptr;
+  const unsigned long v = std::strtoul(parts[2].c_str(), &end, 10);
+  if (parts[2].empty() || *end || v > 65535) return "error:datarep: bad value '" + parts[2] + "'";
+  out.rep_value = uint16_t(v);
+  bool type_set = false;
+  for (size_t i = 3; i < parts.size(); ++i) {
+    const size_t sp = parts[i].find_first_of(" \t");
+    const std::string key = parts[i].substr(0, sp), val = sp == std::string::npos ? "" : trim(parts[i].substr(sp));
+    if (val.empty()) return "error:datarep: '" + key + "' without a value";
+    if (key == "type") {
+      type_set = true;
+      if (val == "string") out.type = DatasetType::string;
+      else if (val == "md5") out.type = DatasetType::md5;
+      else if (val == "sha256") out.type = DatasetType::sha256;
+      else if (val == "ipv4" || val == "ipv6" || val == "ip") return "skip:keyword datarep type " + val;
+      else return "error:datarep: bad type '" + val + "'";
+    } else if (key == "load") {
+      out.load = val;
+    } else if (key != "memcap" && key != "hashsize") {
+      return "error:datarep: unknown option '" + key + "'";
+    }
+  }
+  if (!type_set) return "error:datarep " + out.name + " without a type";
+  return "";
+}
+
+uint32_t Datasets::add(const DatasetSpec& spec, const std::string& rule_file) {
+  auto it = sets_.find(spec.name);
+  if (it == sets_.end()) {
+    auto s = std::make_unique<Set>();
+    s->type = spec.type;
+    if (!spec.load.empty()) {
+      namespace fs = std::filesystem;
+      fs::path p = spec.load;
+      if (p.is_relative() && !rule_file.empty()) {
+        const fs::path beside = fs::path(rule_file).parent_path() / p;
+        if (fs::exists(beside)) p = beside;
+      }
+      load(*s, p.string(), spec.name);
+    }
+    it = sets_.emplace(spec.name, std::move(s)).first;
+  } else if (it->second->type != spec.type) {
+    throw std::invalid_argument("dataset " + spec.name + " named with two types");
+  }
+  cmds_.push_back({it->second.get(), spec});
+  return uint32_t(cmds_.size() - 1);
+}
+
+void Datasets::load(Set& s, const std::string& path, const std::string& name) {
+  std::ifstream f(path);
+  if (!f) throw std::invalid_argument("dataset " + name + ": cannot read " + path);
+  std::string line, v;
+  uint64_t n = 0;
+  while (std::getline(f, line)) {
+    ++n;
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    // Suricata's ParseDatasets: empty lines and lines of more than two fields are passed over; the
+    // second field is datarep's reputation.
+    size_t commas = 0;
+    for (char c : line) commas += c == ',';
+    if (line.empty() || commas > 1) continue;
+    const size_t comma = line.find(',');
+    const std::string field = line.substr(0, comma);
+    uint16_t rep = 0;
+    if (comma != std::string::npos) {
+      char* end = nullptr;
+      const std::string r = trim(line.substr(comma + 1));
+      const unsigned long x = std::strtoul(r.c_str(), &end, 10);
+      if (r.empty() || *end || x > 65535)
+        throw std::invalid_argument(path + ":" + std::to_string(n) + ": dataset " + name + ": bad reputation '" + r + "'");
+      rep = uint16_t(x);
+    }
+    const bool ok = s.type == DatasetType::string ? base64_strict(field, v) : hex_bytes(field, digest_len(s.type), v);
+    if (!ok)
+      throw std::invalid_argument(path + ":" + std::to_string(n) + ": dataset " + name + ": '" + field + "' is not " +
+                                  (s.type == DatasetType::string ? "base64" : "a hex digest"));
+    if (s.items.size() >= kDatasetMaxItems && !s.items.count(v)) {
+      ++s.full;
+      continue;
+    }
+    s.items[v] = rep;
+  }
+}
+
+const uint16_t* Datasets::find(const Set& s, const uint8_t* data, uint32_t len, bool subdomain) const {
+  const size_t want = digest_len(s.type);
+  if (want && len != want) return nullptr;
+  auto it = s.items.find(std::string(reinterpret_cast<const char*>(data), len));
+  if (it != s.items.end()) return &it->second;
+  if (!subdomain) return nullptr;
+  // Suricata's DatasetLookupSubdomain: each suffix starting at a '.' that follows another byte.
+  int lookups = 0;
+  for (uint32_t i = 1; i < len; ++i)
+    if (data[i] == '.' && data[i - 1] != '.') {
+      if (++lookups > 126) break;
+      it = s.items.find(std::string(reinterpret_cast<const char*>(data + i), len - i));
+      if (it != s.items.end()) return &it->second;
+    }
+  return nullptr;
+}
+
+bool Datasets::match(uint32_t id, const uint8_t* data, uint32_t len) {
+  const Command& c = cmds_[id];
+  Set& s = *c.set;
+  if (!data || len == 0) return false;
+  const size_t want = digest_len(s.type);
+  std::lock_guard<std::mutex> lock(s.mu);
+  if (c.spec.rep) {
+    const uint16_t* r = find(s, data, len, false);
+    if (!r) return false;
+    return c.spec.rep_op == 0 ? *r > c.spec.rep_value : c.spec.rep_op == 1 ? *r < c.spec.rep_value : *r == c.spec.rep_value;
+  }
+  switch (c.spec.cmd) {
+    case DatasetCmd::isset: return find(s, data, len, c.spec.match_subdomain) != nullptr;
+    case DatasetCmd::isnotset: return find(s, data, len, c.spec.match_subdomain) == nullptr;
+    case DatasetCmd::set: {
+      if (want && len != want) return false;
+      std::string key(reinterpret_cast<const char*>(data), len);
+      if (s.items.count(key)) return false;
+      if (s.items.size() >= kDatasetMaxItems) {
+        ++s.full;
+        return false;
+      }
+      s.items.emplace(std::move(key), 0);
+      return true;
+    }
+    case DatasetCmd::unset:
+      return (!want || len == want) && s.items.erase(std::string(reinterpret_cast<const char*>(data), len)) > 0;
+  }
+  return false;
+}
+
+uint64_t Datasets::full() const {
+  uint64_t n = 0;
+  for (const auto& [name, s] : sets_) {
+    std::lock_guard<std::mutex> lock(s->mu);
+    n += s->full;
+  }
+  return n;
+}
+
+uint64_t Datasets::values() const {
+  uint64_t n = 0;
+  for (const auto& [name, s] : sets_) {
+    std::lock_guard<std::mutex> lock(s->mu);
+    n += s->items.size();
+  }
+  return n;
+}
+
+}  // namespace gaspp

@@ -1,0 +1,97 @@
+// modules/detect/dataset.hpp — Suricata's datasets: named sets of values that signatures test and
+// change (`dataset:CMD,NAME,OPTIONS` after a sticky buffer; Suricata's detect-dataset.c).
+//
+//   dataset:isset|isnotset|set|unset,NAME[, type string|md5|sha256][, load FILE][, match subdomain]
+//           [, memcap SIZE][, hashsize N]
+// isset matches when the buffer is in the set (match subdomain: or one of its parent domains,
+// each suffix after a '.', at most 126 tried), isnotset when it is not; set adds the buffer and
+// matches when it was not there yet; unset removes it and matches when it was there. A buffer that
+// does not match ends the signature's evaluation on that buffer (Suricata's no_match_discontinue).
+// md5 and sha256 sets hold 16- and 32-byte digests (a to_md5 / to_sha256 transform's output): other
+// lengths are never in them. The value a buffer is compared with is its bytes, exactly.
+//
+// Sets are shared by name across all loaded signatures (one type per name: another is an error).
+// `load FILE` reads one value a line at load time — string values base64-encoded (strict RFC 4648,
+// as Suricata's), digests in hex; empty lines and lines of more than two comma-separated fields are
+// passed over as Suricata does, a `value,reputation` line (datarep's form) is read for its value —
+// relative to the directory of the rule file that names it, then as given. A line that does not
+// decode is an error with the file and line; a missing file is an error. state, save, format
+// (json, ndjson), the enrichment keys and the types ipv4, ipv6 and ip (whose buffers, ip.src and
+// ip.dst, gaspp does not have) skip the rule, counted by reason.
+//
+// datarep:NAME, >|<|==, VALUE[, type T][, load FILE][, memcap SIZE][, hashsize N] (Suricata's
+// detect-datarep.c): matches when the buffer is in the set with a reputation (the file's second
+// field, 0..65535) greater than, less than or equal to VALUE. A set is one registry with the
+// datasets: one name, one type; values set by `dataset:set` have reputation 0.
+//
+// Limit: kDatasetMaxItems values per set. A `set` or a loaded value beyond it is not kept, counted
+// (dataset_full in the module's stats); the `set` does not match. Suricata's memcap and hashsize
+// are read and otherwise ignored.
+//
+// Threads: the application layer's signatures run on several host threads (detect.hpp on_app), so
+// each set has its own lock. Where `set` on one flow races `isset` on another, the outcome
+// follows processing order, as with Suricata's worker threads. Datasets are only read on the host
+// (sticky buffers are the application layer's): the device never sees a signature with one.
+#pragma once
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+namespace gaspp {
+
+constexpr size_t kDatasetMaxItems = size_t(1) << 22;
+
+enum class DatasetCmd : uint8_t { set, unset, isset, isnotset };
+enum class DatasetType : uint8_t { string, md5, sha256 };
+
+struct DatasetSpec {
+  DatasetCmd cmd = DatasetCmd::isset;
+  std::string name;
+  DatasetType type = DatasetType::string;
+  std::string load;              // as written
+  bool match_subdomain = false;
+  bool rep = false;              // datarep: compare the value's reputation
+  uint8_t rep_op = 0;            // 0 >, 1 <, 2 ==
+  uint16_t rep_value = 0;
+};
+
+// Parses a dataset option's value: "" and out filled, "skip:<reason>" or "error:<why>".
+std::string parse_dataset_option(const std::string& value, DatasetSpec& out);
+// The same for a datarep option.
+std::string parse_datarep_option(const std::string& value, DatasetSpec& out);
+
+class Datasets {
+ public:
+  // The command of one signature's dataset option, its set created (and its file loaded, a relative
+  // path tried beside rule_file first) when first named. Returns its id for match(); throws
+  // std::invalid_argument with the reason (the file, its line) when the set cannot be made.
+  uint32_t add(const DatasetSpec& spec, const std::string& rule_file);
+  // Whether command id matches the buffer data[0..len) (and what it changes): thread-safe.
+  bool match(uint32_t id, const uint8_t* data, uint32_t len);
+  size_t sets() const { return sets_.size(); }
+  uint64_t full() const;      // values not kept for the limit
+  uint64_t values() const;    // values held, all sets
+
+ private:
+  struct Set {
+    DatasetType type;
+    std::unordered_map<std::string, uint16_t> items;  // value -> reputation
+    mutable std::mutex mu;
+    uint64_t full = 0;
+  };
+  // The value's entry (or, with subdomain, its nearest parent domain's); null when absent.
+  const uint16_t* find(const Set& s, const uint8_t* data, uint32_t len, bool subdomain) const;
+  void load(Set& s, const std::string& path, const std::string& name);
+  std::map<std::string, std::unique_ptr<Set>> sets_;
+  struct Command {
+    Set* set;
+    DatasetSpec spec;
+  };
+  std::vector<Command> cmds_;
+};
+
+}  // namespace gaspp
