@@ -108,6 +108,7 @@ void apply_file_config(const FileConfig& fc, Options& o) {
   if (fc.eve_anomaly_decode) o.eve_anomaly = *fc.eve_anomaly_decode;
   if (fc.eve_packet) o.eve_packet = *fc.eve_packet;
   if (fc.eve_verdict) o.eve_verdict = *fc.eve_verdict;
+  if (fc.eve_ethernet) o.eve_ethernet = *fc.eve_ethernet;
   o.eve_alert_metadata = fc.eve_alert_metadata;
   if (fc.packet_alert_max) o.packet_alert_max = *fc.packet_alert_max;
   if (fc.http_request_body_limit) o.app_layer.http.request_body_limit = *fc.http_request_body_limit;
@@ -446,6 +447,8 @@ int parse_command_line(int argc, char** argv, Options& o) {
        kMods, [&] { o.eve_packet = true; });
   flag("--eve-verdict", "alerts carry the packet's final verdict (verdict.action: alert, drop or pass), as Suricata's",
        kMods, [&] { o.eve_verdict = true; });
+  flag("--eve-ethernet", "alerts carry the frame's MAC addresses (ether.src_mac, ether.dest_mac), as Suricata's eve-log ethernet option",
+       kMods, [&] { o.eve_ethernet = true; });
   flag("--app-layer", "run the application layer (HTTP/1, TLS, DNS) even without rules that need it, and write EVE http, tls and dns events and flows' app_proto (with -l)",
        kMods, [&] { o.app_layer_on = true; });
   opt("--force-hash", "LIST",

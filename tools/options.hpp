@@ -44,6 +44,7 @@ struct Options {
   bool eve_anomaly = false;      // --eve-anomaly: EVE anomaly events for decoder events
   bool eve_packet = false;       // --eve-packet: alerts carry the packet (base64) and its link type
   bool eve_verdict = false;      // --eve-verdict: alerts carry the packet's final verdict
+  bool eve_ethernet = false;     // --eve-ethernet: alerts carry the frame's MAC addresses (ether)
   std::map<std::string, std::string> eve_alert_metadata;  // the configuration's alert metadata switches
   uint32_t packet_alert_max = 0; // the configuration's packet-alert-max (0: the engine's default)
   AppLayerConfig app_layer;      // the configuration's HTTP limits (app-layer section)

@@ -247,7 +247,7 @@ void alert_metadata(const std::string& path, const YAML::Node& n, std::map<std::
   }
 }
 
-// suricata.yaml's outputs: of the eve-log outputs, the alert type's payload, packet and verdict
+// suricata.yaml's outputs: of the eve-log outputs, ethernet, the alert type's payload, packet and verdict
 // switches (yes/no, true/false), the files type's force-hash list and the smtp type's md5 list are
 // read; everything else in the section is listed as ignored.
 void outputs_section(const std::string& path, const YAML::Node& v, FileConfig& c) {
@@ -259,6 +259,7 @@ void outputs_section(const std::string& path, const YAML::Node& v, FileConfig& c
       if (kv.first.as<std::string>() != "eve-log" || !kv.second.IsMap() || !kv.second["types"]) continue;
       const YAML::Node en = kv.second["enabled"];
       if (en && en.IsScalar() && !yes(en, "outputs.eve-log.enabled")) continue;
+      if (kv.second["ethernet"]) c.eve_ethernet = yes(kv.second["ethernet"], "outputs.eve-log.ethernet");
       const YAML::Node types = kv.second["types"];
       if (!types.IsSequence()) continue;
       for (const auto& t : types) {
@@ -303,7 +304,7 @@ void outputs_section(const std::string& path, const YAML::Node& v, FileConfig& c
       }
     }
   }
-  c.ignored.push_back("outputs (all but eve-log's alert payload, packet, verdict and metadata, anomaly decode, files force-hash and smtp md5)");
+  c.ignored.push_back("outputs (all but eve-log's ethernet, alert payload, packet, verdict and metadata, anomaly decode, files force-hash and smtp md5)");
 }
 
 bool is_suricata_section(const std::string& key) {

@@ -131,6 +131,23 @@ std::string eve_packet_head(const HostPacket& p, const char* event_type) {
   return j + ",\"pkt_src\":\"wire/pcap\"";
 }
 
+std::string eve_ether_json(const HostPacket& p) {
+  if (!p.decoded || !p.frame || p.cap_len < 14) return "";
+  const DecodedPacket& d = *static_cast<const DecodedPacket*>(p.decoded);
+  if (d.link[0] != uint8_t(LinkType::ethernet)) return "";
+  auto mac = [&](uint32_t at) {
+    static const char kHex[] = "0123456789abcdef";
+    std::string m;
+    for (uint32_t i = 0; i < 6; ++i) {
+      if (i) m += ':';
+      m += kHex[p.frame[at + i] >> 4];
+      m += kHex[p.frame[at + i] & 15];
+    }
+    return m;
+  };
+  return ",\"ether\":{\"src_mac\":\"" + mac(6) + "\",\"dest_mac\":\"" + mac(0) + "\"}";
+}
+
 std::string eve_tunnel_json(const HostPacket& p) {
   if (!p.decoded || !p.frame) return "";
   const DecodedPacket& d = *static_cast<const DecodedPacket*>(p.decoded);

@@ -28,6 +28,10 @@ std::string flow_endpoints_json(const FlowKey& k, int si);
 // "dest_port", "proto", "ip_v", "direction", "pkt_src" ("wire/pcap", or "ipv4 tunnel" / "ipv6 tunnel"
 // for a packet decoded out of a tunnel) — open: the caller appends its fields and the closing brace.
 std::string eve_packet_head(const HostPacket& p, const char* event_type);
+// Suricata's `ether` object (eve-log's `ethernet: yes`) of an event on a packet captured on
+// Ethernet: ,"ether":{"src_mac":"..","dest_mac":".."} from the frame's Ethernet header (the
+// outermost one: a tunneled packet's carrier's). Empty for another link type or a flow-only event.
+std::string eve_ether_json(const HostPacket& p);
 // Suricata's `tunnel` object of an alert on a packet decoded out of a tunnel (GTP-U, IP in IP):
 // ,"tunnel":{src_ip, src_port, dest_ip, dest_port, proto, depth, pcap_cnt, pkt_src} of the
 // outermost packet as captured. Empty for a packet that came in no tunnel.

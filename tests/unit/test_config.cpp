@@ -106,13 +106,13 @@ TEST(Config, SetOverridesAndBuildsTheTree) {
 TEST(Config, UnknownSettingIsAnErrorButSuricataSectionsAreListed) {
   EXPECT_NE(error_of(write_yaml("bacth: 5\n")).find("unknown setting 'bacth'"), std::string::npos);
   const FileConfig c = load_config(write_yaml("outputs:\n  - fast:\n      enabled: yes\naf-packet:\n  - interface: eth0\nbatch: 8\n"));
-  EXPECT_EQ(c.ignored, (std::vector<std::string>{"outputs (all but eve-log's alert payload, packet, verdict and metadata, anomaly decode, files force-hash and smtp md5)", "af-packet"}));
+  EXPECT_EQ(c.ignored, (std::vector<std::string>{"outputs (all but eve-log's ethernet, alert payload, packet, verdict and metadata, anomaly decode, files force-hash and smtp md5)", "af-packet"}));
 }
 
 // suricata.yaml's action-order, packet-alert-max and eve-log alert switches, as Suricata reads them.
 TEST(Config, ActionOrderAlertMaxAndEveAlertSwitches) {
   const FileConfig c = load_config(write_yaml(
-      "outputs:\n  - fast:\n      enabled: yes\n  - eve-log:\n      enabled: yes\n      types:\n        - alert:\n"
+      "outputs:\n  - fast:\n      enabled: yes\n  - eve-log:\n      enabled: yes\n      ethernet: yes\n      types:\n        - alert:\n"
       "            payload: yes\n            packet: yes\n            verdict: no\n        - flow\n"
       "action-order:\n  - drop\n  - pass\n  - reject\n  - alert\npacket-alert-max: 6\n"
       "threshold-file: /etc/suricata/threshold.config\n"));
@@ -122,6 +122,7 @@ TEST(Config, ActionOrderAlertMaxAndEveAlertSwitches) {
   EXPECT_EQ(c.eve_payload.value_or(false), true);
   EXPECT_EQ(c.eve_packet.value_or(false), true);
   EXPECT_EQ(c.eve_verdict.value_or(true), false);
+  EXPECT_EQ(c.eve_ethernet.value_or(false), true);
   // A disabled eve-log's switches are not taken.
   const FileConfig off = load_config(write_yaml("outputs:\n  - eve-log:\n      enabled: no\n      types:\n        - alert:\n            packet: yes\n"));
   EXPECT_FALSE(off.eve_packet);
@@ -204,7 +205,7 @@ TEST(Config, RealSuricataYaml) {
       EXPECT_EQ(c.flow_timeouts->normal[p][s], d.normal[p][s]);
       EXPECT_EQ(c.flow_timeouts->emergency[p][s], d.emergency[p][s]);
     }
-  for (const char* s : {"outputs (all but eve-log's alert payload, packet, verdict and metadata, anomaly decode, files force-hash and smtp md5)", "af-packet", "app-layer (all but the HTTP body and decompression limits, lzma, tls.ja3-fingerprints and smtp.mime.body-md5)",
+  for (const char* s : {"outputs (all but eve-log's ethernet, alert payload, packet, verdict and metadata, anomaly decode, files force-hash and smtp md5)", "af-packet", "app-layer (all but the HTTP body and decompression limits, lzma, tls.ja3-fingerprints and smtp.mime.body-md5)",
                         "stream (all but reassembly.urgent)", "detect"})
     EXPECT_NE(std::find(c.ignored.begin(), c.ignored.end(), s), c.ignored.end()) << s;
   // Its defrag section, in Suricata's size syntax ("32 MiB"): the defaults, which are ours.

@@ -10,6 +10,7 @@
 //   payload              on: alerts carry payload, payload_printable and stream (--eve-payload)
 //   packet               on: alerts carry the packet, base64, and packet_info.linktype (--eve-packet)
 //   verdict              on: alerts carry verdict.action: drop, pass or alert (--eve-verdict)
+//   ethernet             on: alerts carry ether.src_mac and ether.dest_mac (--eve-ethernet)
 //   firewall             on: header-only rules without flowbits are left to the firewall module
 //                        (gaspp --rules loads the files into both)
 //   prefilter            hyperscan (CPU default); hash: the CPU backend runs the device's matcher
@@ -642,7 +643,7 @@ struct DetectModule {
     ThresholdTable threshold_table_;
     uint32_t packet_alert_max_ = 15;
     bool payload_ = false;
-    bool eve_packet_ = false, eve_verdict_ = false;  // packet=on, verdict=on
+    bool eve_packet_ = false, eve_verdict_ = false, eve_ether_ = false;  // packet=on, verdict=on, ethernet=on
     uint64_t last_number_ = ~0ull, last_flow_ = 0;
     uint32_t last_sig_ = ~0u, packet_alerts_ = 0;
     bool packet_passed_ = false;  // a pass signature matched the current packet

@@ -208,6 +208,8 @@ DetectModule::Host::Host(const ModuleOptions& opt) : ModuleHost<DetectModule>({}
       eve_packet_ = v == "on";
     } else if (k == "verdict") {
       eve_verdict_ = v == "on";
+    } else if (k == "ethernet") {
+      eve_ether_ = v == "on";
     } else if (k == "firewall") {
       leave_to_firewall = v == "on";
     } else if (k == "packet-alert-max") {
@@ -868,7 +870,7 @@ void DetectModule::Host::on_event(const ModuleEvent& ev, const HostPacket& p, Mo
   const bool blocked = s.rule.action == RuleAction::drop || s.rule.action == RuleAction::reject;
   const bool dropped = blocked && (sigs_[e.value].verdict & kDetDrop);
   alerts_blocked_ += dropped;
-  AlertExtras x{payload_, (ev.value & 2) != 0, eve_packet_, eve_verdict_, false, {}, alert_meta_};
+  AlertExtras x{payload_, (ev.value & 2) != 0, eve_packet_, eve_verdict_, false, {}, alert_meta_, eve_ether_};
   if (s.app) {
     const auto it = app_alerts_.find({ev.flow_id, ev.packet, e.value});
     if (it != app_alerts_.end()) x.app = it->second;

@@ -55,6 +55,7 @@ bool alert_metadata_option(const std::string& k, const std::string& v, AlertMeta
 std::string eve_alert_line(const Rule& r, const Classifications& classes_, const HostPacket& p, bool blocked,
                            const AlertExtras& x) {
   std::string j = eve_packet_head(p, "alert");
+  if (x.ether) j += eve_ether_json(p);
   j += ",\"alert\":{\"action\":\"";
   j += blocked ? "blocked" : "allowed";
   j += "\",\"gid\":" + std::to_string(r.gid) + ",\"signature_id\":" + std::to_string(r.sid) +

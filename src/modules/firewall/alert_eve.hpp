@@ -37,6 +37,7 @@ struct AlertExtras {
   // (written after the alert object; empty otherwise).
   std::string app;
   AlertMetadata meta;
+  bool ether = false;    // ether: the frame's MAC addresses (eve-log's ethernet: yes)
 };
 
 std::string eve_alert_line(const Rule& r, const Classifications& classes, const HostPacket& p, bool blocked,

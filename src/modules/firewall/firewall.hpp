@@ -17,6 +17,7 @@
 //   payload        on: alerts carry payload, payload_printable and stream (--eve-payload)
 //   packet         on: alerts carry the packet, base64, and packet_info.linktype (--eve-packet)
 //   verdict        on: alerts carry verdict.action: drop, pass or alert (--eve-verdict)
+//   ethernet       on: alerts carry ether.src_mac and ether.dest_mac (--eve-ethernet)
 //   detect         on: the signature engine (modules/detect) loads the same rule files (gaspp
 //                  --rules does this): rules whose flowbits another rule reads, or with
 //                  noalert, are left to it (firewall_keeps in rules.hpp)
@@ -244,7 +245,7 @@ struct FirewallModule {
     uint64_t alerts_ = 0, alerts_blocked_ = 0, alert_overflow_ = 0, threshold_errors_ = 0;
     uint64_t threshold_config_ = 0, rate_filter_unapplied_ = 0, rate_filter_pass_ = 0;
     bool payload_ = false;                   // payload=on: alerts carry the packet's payload
-    bool eve_packet_ = false, eve_verdict_ = false;  // packet=on, verdict=on
+    bool eve_packet_ = false, eve_verdict_ = false, eve_ether_ = false;  // packet=on, verdict=on, ethernet=on
     AlertMetadata alert_meta_;                       // metadata.* options
     uint64_t to_detect_ = 0;                 // detect=on: rules left to the signature engine
   };

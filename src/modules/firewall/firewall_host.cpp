@@ -31,6 +31,8 @@ FirewallModule::Host::Host(const ModuleOptions& opt) : ModuleHost<FirewallModule
       eve_packet_ = v == "on";
     } else if (k == "verdict") {
       eve_verdict_ = v == "on";
+    } else if (k == "ethernet") {
+      eve_ether_ = v == "on";
     } else if (k == "detect") {
       with_detect = v == "on";
     } else if (k == "rules" || k == "firewall-rules") {
@@ -203,7 +205,7 @@ void FirewallModule::Host::on_event(const ModuleEvent& e, const HostPacket& p, M
 
 void FirewallModule::Host::write_alert(const Rule& r, const HostPacket& p, ModuleOutput& out) {
   const bool blocked = r.action == RuleAction::drop || r.action == RuleAction::reject;
-  out.eve(eve_alert_line(r, classes_, p, blocked, AlertExtras{payload_, false, eve_packet_, eve_verdict_, false, {}, alert_meta_}));
+  out.eve(eve_alert_line(r, classes_, p, blocked, AlertExtras{payload_, false, eve_packet_, eve_verdict_, false, {}, alert_meta_, eve_ether_}));
   out.fast_log(fast_log_line(r, classes_, p, blocked));
 }
 
