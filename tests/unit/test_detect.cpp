@@ -1016,16 +1016,19 @@ TEST(Signatures, FlowintAndFlowbitsFollowSuricatasOrderAndSemantics) {
          "alert ip any any -> any any (msg:\"y isset\"; flowint:y,isset; sid:6;)\n"
          "alert ip any any -> any any (msg:\"cnt>=x\"; flowint:cnt,>=,x; sid:7;)\n"
          "alert ip any any -> any any (msg:\"bit set once\"; flowbits:isnotset,seen; flowbits:set,seen; sid:8;)\n"
-         "alert ip any any -> any any (msg:\"bit read\"; flowbits:isset,seen; sid:9;)\n";
+         "alert ip any any -> any any (msg:\"bit read\"; flowbits:isset,seen; sid:9;)\n"
+         "alert ip any any -> any any (msg:\"toggle\"; flowbits:toggle,t; sid:10;)\n"
+         "alert ip any any -> any any (msg:\"toggled read\"; flowbits:isset,t; sid:11;)\n";
   }
   DetectModule::Host host({{"rules", path}});
   const SignatureSet& set = host.signatures();
-  ASSERT_EQ(set.sigs.size(), 9u);
-  // Suricata's order (SCSigLessThan over its comparators): flowbits role first (set+read 8, read
-  // 9, then those without flowbits), then flowint role (setters 1, 5; readers), then load order.
+  ASSERT_EQ(set.sigs.size(), 11u);
+  // Suricata's order (SCSigLessThan over its comparators): flowbits role first (setters 10 — a
+  // toggle writes in Suricata 8 —, set+read 8, read 9 and 11, then those without flowbits), then
+  // flowint role (setters 1, 5; readers), then load order.
   std::vector<uint32_t> order;
   for (const Signature& g : set.sigs) order.push_back(g.rule.sid);
-  EXPECT_EQ(order, (std::vector<uint32_t>{8, 9, 1, 5, 2, 3, 4, 6, 7}));
+  EXPECT_EQ(order, (std::vector<uint32_t>{10, 8, 9, 11, 1, 5, 2, 3, 4, 6, 7}));
   struct Out : ModuleOutput {
     std::vector<uint32_t> sids;
     void eve(const std::string& line) override {
@@ -1046,8 +1049,10 @@ TEST(Signatures, FlowintAndFlowbitsFollowSuricatasOrderAndSemantics) {
     std::sort(out.sids.begin(), out.sids.end());
     got.push_back(out.sids);
   }
+  // t toggles on at odd packets, off at even ones: 11 reads it after 10 changed it.
   const std::vector<std::vector<uint32_t>> want = {
-      {4, 8, 9}, {4, 9}, {2, 4, 9}, {4, 9}, {3, 4, 9}, {3, 4, 9}, {3, 4, 7, 9}, {3, 4, 7, 9}};
+      {4, 8, 9, 10, 11}, {4, 9, 10}, {2, 4, 9, 10, 11}, {4, 9, 10}, {3, 4, 9, 10, 11}, {3, 4, 9, 10},
+      {3, 4, 7, 9, 10, 11}, {3, 4, 7, 9, 10}};
   EXPECT_EQ(got, want);
 }
 

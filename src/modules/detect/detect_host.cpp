@@ -78,11 +78,12 @@ int on_hs_match(unsigned int id, unsigned long long, unsigned long long, unsigne
 }
 
 // Flowbits role as Suricata orders signatures: setters first, then set-and-read, readers, others.
+// toggle writes too, as in Suricata 8's SCSigGetFlowbitsType (its later versions drop toggle).
 int flowbits_order(const Signature& s) {
   bool rd = false, wr = false;
   for (const FlowbitCmd& c : s.flowbits) {
     if (c.cmd == FlowbitCmd::isset || c.cmd == FlowbitCmd::isnotset) rd = true;
-    else if (c.cmd == FlowbitCmd::set || c.cmd == FlowbitCmd::unset) wr = true;
+    else wr = true;  // set, unset, toggle
   }
   if (wr && !rd) return 0;
   if (wr && rd) return 1;
