@@ -471,6 +471,13 @@ FileConfig read_config(const std::string& path, const YAML::Node& root) {
       const std::string why = parse_action_order(order, parsed);
       if (!why.empty()) fail(path, v, "action-order: " + why);
       vars["action-order"] = order;
+    } else if (key == "datasets") {
+      // Of Suricata's datasets section, rules.allow-absolute-filenames (to the signature engine's
+      // rules: modules/detect/dataset.hpp); the defaults and limits are listed as ignored.
+      if (v.IsMap() && v["rules"] && v["rules"].IsMap() && v["rules"]["allow-absolute-filenames"])
+        vars["datasets-allow-absolute"] =
+            yes_no(path, v["rules"]["allow-absolute-filenames"], "datasets.rules.allow-absolute-filenames") ? "yes" : "no";
+      c.ignored.push_back("datasets (all but rules.allow-absolute-filenames)");
     } else if (key == "threshold-file") {
       // Suricata's threshold.config, for every firewall and signature engine (threshold.hpp).
       vars["threshold-file"] = scalar(path, v, key);

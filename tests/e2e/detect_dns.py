@@ -172,7 +172,8 @@ def rules_for(rng, msgs, ds=None):
          lambda m: m["request"] and 15 in types_of(m) and any("mail" in n for n, _ in m["queries"]))
     if ds:
         # Datasets (Suricata's detect-dataset.c, detect-datarep.c) on dns.query, each question's name
-        # of a request: loaded from the files above (absolute paths), compared byte for byte.
+        # of a request: loaded from the files above (absolute paths, allowed by the module option
+        # datasets-allow-absolute=yes), compared byte for byte.
         paths, held, parents, md5s, reps = ds
         qnames = lambda m: [n for n, _ in m["queries"]] if m["request"] else []
         rule(f"dns.query; dataset:isset,names,type string,load {paths['names']};",
@@ -209,7 +210,7 @@ def main():
             return 1
         return 0
 
-    return 1 if check_counts(gaspp, paths, pk, rules, want, "dns", ",packet-alert-max=1000", loaded) else 0
+    return 1 if check_counts(gaspp, paths, pk, rules, want, "dns", ",packet-alert-max=1000,datasets-allow-absolute=yes", loaded) else 0
 
 
 if __name__ == "__main__":

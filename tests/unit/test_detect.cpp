@@ -549,6 +549,26 @@ TEST(Datasets, CommandsAndFilesBehaveAsSuricatas) {
   for (const auto& [opt, want] : parses)
     EXPECT_EQ(parse_dataset_option(opt, sp).rfind(want, 0), 0u) << opt;
   EXPECT_EQ(parse_datarep_option("r, >=, 1, type string", sp).rfind("error:", 0), 0u);
+  // Rule files: a file beside the rules loads; an absolute path or '..' is a rule error unless
+  // allowed (Suricata 8's datasets.rules.allow-absolute-filenames); a missing file is one too.
+  {
+    std::ofstream(dir / "x.rules")
+        << "alert dns any any -> any any (dns.query; dataset:isset,names,type string,load names.lst; sid:1;)\n"
+        << "alert dns any any -> any any (dns.query; dataset:isset,abs,type string,load " << (dir / "names.lst").string() << "; sid:2;)\n"
+        << "alert dns any any -> any any (dns.query; dataset:isset,up,type string,load ../datasets_case/names.lst; sid:3;)\n"
+        << "alert dns any any -> any any (dns.query; dataset:isset,gone,type string,load nosuch.lst; sid:4;)\n";
+  }
+  for (const bool allow : {false, true}) {
+    RuleVars vars;
+    vars.datasets_allow_absolute = allow;
+    SignatureSet set;
+    ASSERT_TRUE(load_signature_file(rules, vars, set));
+    std::vector<uint32_t> sids, lines;
+    for (const Signature& g : set.sigs) sids.push_back(g.rule.sid);
+    for (const RuleError& e : set.errors) lines.push_back(e.line);
+    EXPECT_EQ(sids, allow ? (std::vector<uint32_t>{1, 2, 3}) : (std::vector<uint32_t>{1})) << allow;
+    EXPECT_EQ(lines, allow ? (std::vector<uint32_t>{4}) : (std::vector<uint32_t>{2, 3, 4})) << allow;
+  }
   EXPECT_EQ(parse_datarep_option("r, >, 70000, type string", sp).rfind("error:", 0), 0u);
 }
 

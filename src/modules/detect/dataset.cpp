@@ -166,20 +166,22 @@ std::string parse_datarep_option(const std::string& value, DatasetSpec& out) {
   return "";
 }
 
+std::string dataset_path(const std::string& load, const std::string& rule_file) {
+  namespace fs = std::filesystem;
+  const fs::path p = load;
+  if (p.is_relative() && !rule_file.empty()) {
+    const fs::path beside = fs::path(rule_file).parent_path() / p;
+    if (fs::exists(beside)) return beside.string();
+  }
+  return load;
+}
+
 uint32_t Datasets::add(const DatasetSpec& spec, const std::string& rule_file) {
   auto it = sets_.find(spec.name);
   if (it == sets_.end()) {
     auto s = std::make_unique<Set>();
     s->type = spec.type;
-    if (!spec.load.empty()) {
-      namespace fs = std::filesystem;
-      fs::path p = spec.load;
-      if (p.is_relative() && !rule_file.empty()) {
-        const fs::path beside = fs::path(rule_file).parent_path() / p;
-        if (fs::exists(beside)) p = beside;
-      }
-      load(*s, p.string(), spec.name);
-    }
+    if (!spec.load.empty()) load(*s, dataset_path(spec.load, rule_file), spec.name);
     it = sets_.emplace(spec.name, std::move(s)).first;
   } else if (it->second->type != spec.type) {
     throw std::invalid_argument("dataset " + spec.name + " named with two types");

@@ -64,6 +64,9 @@ std::string parse_dataset_option(const std::string& value, DatasetSpec& out);
 // The same for a datarep option.
 std::string parse_datarep_option(const std::string& value, DatasetSpec& out);
 
+// Where a set's file is read: a relative path beside the rule file when it is there, else as given.
+std::string dataset_path(const std::string& load, const std::string& rule_file);
+
 class Datasets {
  public:
   // The command of one signature's dataset option, its set created (and its file loaded, a relative

@@ -15,6 +15,8 @@
 #include <cctype>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
+#include <fstream>
 #include <sstream>
 
 #include <strings.h>
@@ -1664,6 +1666,28 @@ std::string parse_signature(const std::string& text, const RuleVars& vars, Signa
   return finish(out);
 }
 
+namespace {
+// A signature's dataset files (dataset.hpp): refused when absolute or reaching up with '..' unless
+// allowed (Suricata 8's datasets.rules.allow-absolute-filenames), an error when not readable, as
+// Suricata fails such a rule's setup. "" when all is well.
+std::string check_dataset_files(const Signature& s, const std::string& rule_file, const RuleVars& vars) {
+  for (const SigOp& o : s.ops) {
+    if (o.type != SigOpType::dataset) continue;
+    DatasetSpec spec;
+    if (!(o.cmp ? parse_datarep_option(o.bytes, spec) : parse_dataset_option(o.bytes, spec)).empty() || spec.load.empty())
+      continue;
+    const std::filesystem::path p = spec.load;
+    const bool up = std::any_of(p.begin(), p.end(), [](const std::filesystem::path& c) { return c == ".."; });
+    if ((p.is_absolute() || up) && !vars.datasets_allow_absolute)
+      return "error:dataset " + spec.name + ": '" + spec.load +
+             "' is absolute or has '..' (allowed with datasets.rules.allow-absolute-filenames)";
+    const std::string at = dataset_path(spec.load, rule_file);
+    if (!std::ifstream(at)) return "error:dataset " + spec.name + ": cannot read " + at;
+  }
+  return "";
+}
+}  // namespace
+
 bool load_signature_file(const std::string& path, const RuleVars& vars, SignatureSet& set,
                          const std::set<std::string>* leave_to_firewall) {
   return read_rule_texts(path, set.errors, set.lines, set.comments, [&](const std::string& text, uint32_t first) {
@@ -1676,7 +1700,8 @@ bool load_signature_file(const std::string& path, const RuleVars& vars, Signatur
       }
     }
     Signature s;
-    const std::string res = parse_signature(text, vars, s);
+    std::string res = parse_signature(text, vars, s);
+    if (res.empty()) res = check_dataset_files(s, path, vars);
     if (res.empty()) {
       s.rule.file = path;
       s.rule.line = first;

@@ -540,6 +540,8 @@ std::string parse_rule_head(const std::string& text, const RuleVars& vars, Rule&
 bool rule_vars_option(const std::string& k, const std::string& v, RuleVars& vars, std::string& err) {
   if (k.rfind("address.", 0) == 0) vars.addr[k.substr(8)] = v;
   else if (k.rfind("port.", 0) == 0) vars.port[k.substr(5)] = v;
+  else if (k == "datasets-allow-absolute" && v != "yes" && v != "no") err = k + " is yes or no, not '" + v + "'";
+  else if (k == "datasets-allow-absolute") vars.datasets_allow_absolute = v == "yes";
   else if (k != "ja3-fingerprints" && k != "smtp-body-md5") return false;
   else if (v != "yes" && v != "no" && v != "auto") err = k + " is yes, no or auto, not '" + v + "'";
   else if (v == "no" && k == "ja3-fingerprints") std::erase(vars.features, "ja3");

@@ -142,6 +142,10 @@ struct RuleVars {
   // Keywords this run's configuration turns off: email.body_md5 with smtp.mime.body-md5 no
   // (module option smtp-body-md5=no), as Suricata then does not register it.
   std::vector<std::string> keywords_off;
+  // Dataset files named by absolute paths or with '..' are refused (a rule error), as Suricata 8's
+  // default; suricata.yaml's datasets.rules.allow-absolute-filenames (module option
+  // datasets-allow-absolute=yes) allows them.
+  bool datasets_allow_absolute = false;
   RuleVars();                                     // Suricata's defaults
 };
 
