@@ -1208,8 +1208,10 @@ std::string parse_signature(const std::string& text, const RuleVars& vars, Signa
       continue;
     }
     if (const int b = find_buf(kHeaderBuffers, std::size(kHeaderBuffers), k); b >= 0) {
-      if (!pending.empty()) return "skip:keyword " + k + " after a transform";
+      // Transforms pending on the buffer before (no option read it): nothing to apply, as for a
+      // sticky buffer below.
       cur_buf = uint8_t(b);
+      pending.clear();
       continue;
     }
     if (const int b = find_buf(kStickyBuffers, std::size(kStickyBuffers), k); b >= 0) {
