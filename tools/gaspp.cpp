@@ -205,7 +205,7 @@ int main(int argc, char** argv) {
       if (added && m->layers() == 0) continue;
       modules.add(std::move(m));
     }
-    modules.set_drop_events(eve_drops, bc.flow.vlan_in_key, bc.flow.defrag);
+    modules.set_drop_events(eve_drops, bc.flow.vlan_in_key, bc.flow.defrag, o.eve_ethernet);
     // The application layer runs for HTTP rules or --app-layer; with -l its transactions are EVE
     // http events.
     modules.set_app_layer_config(o.app_layer, o.app_layer_on, bc.threads);
@@ -418,7 +418,7 @@ int main(int argc, char** argv) {
     };
     rep = run([&](const PacketBatch& b) {
       if (!modules.empty() || modules.wants_app_layer()) modules.finish_batch(b, mod_out);
-      if (o.eve_anomaly && eve) write_decode_anomalies(b, ro.defrag.enabled, [&](const std::string& j) { mod_out.eve(j); });
+      if (o.eve_anomaly && eve) write_decode_anomalies(b, ro.defrag.enabled, [&](const std::string& j) { mod_out.eve(j); }, o.eve_ethernet);
       if (forwarder) forwarder->forward(b);
       if (passed) passed->write(b, 0, kVerdictDrop);
       // to_dump counts unless the packet took its flow's earlier decision (its module output is void).

@@ -447,7 +447,7 @@ int parse_command_line(int argc, char** argv, Options& o) {
        kMods, [&] { o.eve_packet = true; });
   flag("--eve-verdict", "alerts carry the packet's final verdict (verdict.action: alert, drop or pass), as Suricata's",
        kMods, [&] { o.eve_verdict = true; });
-  flag("--eve-ethernet", "alerts carry the frame's MAC addresses (ether.src_mac, ether.dest_mac), as Suricata's eve-log ethernet option",
+  flag("--eve-ethernet", "alerts, drop and anomaly events carry the frame's MAC addresses (ether.src_mac, ether.dest_mac), as Suricata's eve-log ethernet option",
        kMods, [&] { o.eve_ethernet = true; });
   flag("--app-layer", "run the application layer (HTTP/1, TLS, DNS) even without rules that need it, and write EVE http, tls and dns events and flows' app_proto (with -l)",
        kMods, [&] { o.app_layer_on = true; });

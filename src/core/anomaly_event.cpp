@@ -7,7 +7,8 @@
 
 namespace gaspp {
 
-void write_decode_anomalies(const PacketBatch& b, bool defrag, const std::function<void(const std::string&)>& eve) {
+void write_decode_anomalies(const PacketBatch& b, bool defrag, const std::function<void(const std::string&)>& eve,
+                            bool ether) {
   uint64_t raised = b.host_events.size();
   for (int k = 1; k < kDecodeEvents; ++k) raised += b.counters.v[c_decode_event0 + k];
   if (!raised) return;
@@ -21,6 +22,7 @@ void write_decode_anomalies(const PacketBatch& b, bool defrag, const std::functi
                         rh.wire_len, &d, 0, false};
     for (int k = 0; k < kDecodeEventSlots && d.events[k]; ++k) {
       std::string j = eve_packet_head(hp, "anomaly");
+      if (ether) j += eve_ether_json(hp);
       j += ",\"anomaly\":{\"type\":\"decode\",\"event\":\"decoder.";
       j += decode_event_name(DecodeEvent(d.events[k] & 0x7f));
       j += "\"}}";

@@ -16,7 +16,9 @@ namespace gaspp {
 struct PacketBatch;
 
 // Writes batch b's anomaly events, in capture order, through eve (one JSON line each). defrag:
-// fragments are reassembled (their transport headers are not decoded, as the backend did).
-void write_decode_anomalies(const PacketBatch& b, bool defrag, const std::function<void(const std::string&)>& eve);
+// fragments are reassembled (their transport headers are not decoded, as the backend did). ether:
+// each event carries the `ether` object (eve-log's ethernet: yes).
+void write_decode_anomalies(const PacketBatch& b, bool defrag, const std::function<void(const std::string&)>& eve,
+                            bool ether = false);
 
 }  // namespace gaspp

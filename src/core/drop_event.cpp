@@ -33,7 +33,7 @@ std::string drop_event_reason(const char* stats_key) {
 // header (IPv4: total length, tos, ttl, id; IPv6: payload length, traffic class, hop limit, flow
 // label) and the transport (TCP: sequence, ack, window, flags, reserved bits, urgent pointer; UDP:
 // length; ICMP/ICMPv6 echo: id and sequence), read from the frame where it holds them.
-std::string drop_event_json(const HostPacket& hp, const std::string& reason) {
+std::string drop_event_json(const HostPacket& hp, const std::string& reason, bool ether) {
   const DecodedPacket& d = *static_cast<const DecodedPacket*>(hp.decoded);
   auto u = [](uint64_t v) { return std::to_string(v); };
   const uint8_t* f = hp.frame;
@@ -41,6 +41,7 @@ std::string drop_event_json(const HostPacket& hp, const std::string& reason) {
   auto have = [&](uint32_t off, uint32_t n) { return off != kNoOffset && off + n <= cap; };
   auto be16 = [&](uint32_t off) { return uint32_t(f[off]) << 8 | f[off + 1]; };
   std::string j = eve_packet_head(hp, "drop");
+  if (ether) j += eve_ether_json(hp);
   j += ",\"drop\":{";
   const uint32_t l3 = d.l3_off[0], l4 = d.l4_off[0];
   if (d.l3[0] == uint8_t(L3::ipv4) && have(l3, 20)) {

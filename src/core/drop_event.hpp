@@ -15,7 +15,8 @@ const char* drop_reason_name(uint32_t r);
 // key): "rules", "flow drop", "stream error", "default packet policy", ...
 std::string drop_event_reason(const char* stats_key);
 // An EVE `drop` event for a dropped packet (its HostPacket with the decoded fields and frame), with
-// the fields Suricata's drop log writes from the IP header and the transport.
-std::string drop_event_json(const HostPacket& hp, const std::string& reason);
+// the fields Suricata's drop log writes from the IP header and the transport; ether: the `ether`
+// object too (eve-log's ethernet: yes).
+std::string drop_event_json(const HostPacket& hp, const std::string& reason, bool ether = false);
 
 }  // namespace gaspp

@@ -167,8 +167,9 @@ class ModuleSet {
   }
   // vlan_in_key, defrag: as the flow table's (FlowConfig), so that a drop event of a packet its
   // flow's earlier decision dropped finds the flow (see dropped_flows_).
-  void set_drop_events(bool on, bool vlan_in_key = true, bool defrag = true) {
+  void set_drop_events(bool on, bool vlan_in_key = true, bool defrag = true, bool ether = false) {
     drop_events_ = on;
+    drop_ether_ = ether;
     vlan_in_key_ = vlan_in_key;
     defrag_ = defrag;
   }
@@ -265,6 +266,7 @@ class ModuleSet {
   std::vector<FlowRecordOut> prev_flows_;
   std::vector<ModuleEvent> sorted_;
   bool drop_events_ = false, vlan_in_key_ = true, defrag_ = true, urgent_drop_ = false;
+  bool drop_ether_ = false;  // drop events carry `ether` (eve-log's ethernet: yes)
   VerdictStats vs_;
   // With drop events on: a packet its flow's earlier decision dropped has no module event, so no
   // flow id. The flow id and which endpoint started the flow are remembered, by flow key, from

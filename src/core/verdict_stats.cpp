@@ -78,7 +78,8 @@ void ModuleSet::account_verdicts(const PacketBatch& b, ModuleOutput& out) {
       const HostPacket hp{b.packet_number(i), d.ts_ns[0], b.h_span + off + kRecordHeaderBytes, rh.cap_len,
                           rh.wire_len, &d, flow_id, to_client};
       out.eve(drop_event_json(hp, drop_event_reason(memcap ? "flow_memcap" : stream_error ? "stream_error"
-                                                           : stream_urgent ? "stream_urgent" : drop_reason_name(reason))));
+                                                           : stream_urgent ? "stream_urgent" : drop_reason_name(reason)),
+                             drop_ether_));
     }
   }
 }

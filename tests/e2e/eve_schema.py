@@ -5,7 +5,8 @@
 The runs cover every event type gaspp writes: flow records and the stats event on every capture in
 ../shared/data/pcaps and two fragmented ones from detect/ (defrag statistics); alerts (with classtype, metadata, category from classification.config, drop
 actions) from a rule set that matches every capture; drop events (--eve-drops) in firewall mode
-(the suricata-verify firewall tests' rules) and from drop rules. Also checked against what
+(the suricata-verify firewall tests' rules) and from drop rules; anomaly events (--eve-anomaly);
+alerts, drop and anomaly events with their ether object (--eve-ethernet). Also checked against what
 Suricata writes: tcp_flags as two hex digits, alert.category as the class's description,
 alert.metadata as key → list, pkt_src on packet events.
 
@@ -75,6 +76,14 @@ def main():
                 bad(f"not UTF-8 JSON: {type(x).__name__}", where)
                 continue
             seen[e.get("event_type")] += 1
+            if "ether" in e:
+                seen["ether"] += 1
+                if e.get("event_type") not in ("alert", "drop", "anomaly"):
+                    bad(f"ether on a {e.get('event_type')} event", where)
+                for k in ("src_mac", "dest_mac"):
+                    mac = e["ether"].get(k, "")
+                    if len(mac) != 17 or any(mac[i] != ":" for i in (2, 5, 8, 11, 14)):
+                        bad(f"ether.{k} is not aa:bb:cc:dd:ee:ff", where)
             for err in validator.iter_errors(e):
                 bad(f"{e.get('event_type')}: {'/'.join(map(str, err.absolute_path))}: {err.message[:120]}", where)
             for key in ("tcp_flags", "tcp_flags_ts", "tcp_flags_tc"):
@@ -99,14 +108,15 @@ def main():
         for cap in captures(data):
             runs.append((cap, ["-r", cap, "--module",
                                "firewall:classification-file=" + os.path.join(data, "eve", "classification.config"),
-                               "-s", rules, "--eve-drops", "--app-layer"]))
+                               "-s", rules, "--eve-drops", "--app-layer", "--eve-ethernet", "--eve-anomaly"]))
         fw = os.path.join(data, "pcaps", "suricata-verify", "firewall")
         for t in sorted(os.listdir(fw)) if os.path.isdir(fw) else []:
             tdir = os.path.join(fw, t)
             pc = [f for f in os.listdir(tdir) if f.endswith(".pcap")]
             fr = [f for f in os.listdir(tdir) if f.endswith(".rules")]
             if pc and fr:
-                runs.append((t, ["-r", os.path.join(tdir, pc[0]), "--firewall-rules", os.path.join(tdir, fr[0]), "--eve-drops"]))
+                runs.append((t, ["-r", os.path.join(tdir, pc[0]), "--firewall-rules", os.path.join(tdir, fr[0]), "--eve-drops",
+                                 "--eve-ethernet"]))
         for k, (label, args) in enumerate(runs):
             out = os.path.join(d, f"run{k}")
             os.mkdir(out)
@@ -116,7 +126,7 @@ def main():
                 continue
             check_file(os.path.join(out, "eve.json"), os.path.relpath(label, data) if os.path.isabs(label) else label)
     print("events checked: " + ", ".join(f"{k} {v}" for k, v in sorted(seen.items(), key=lambda x: str(x[0]))))
-    for want in ("flow", "stats", "alert", "drop"):
+    for want in ("flow", "stats", "alert", "drop", "anomaly", "ether"):
         if not seen[want]:
             bad(f"no {want} event was written", "-")
     for kind, n in sorted(problems.items()):
