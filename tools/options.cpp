@@ -93,6 +93,7 @@ void apply_file_config(const FileConfig& fc, Options& o) {
   if (fc.gpus) o.gpus = *fc.gpus;
   if (fc.shards) o.shards = *fc.shards;
   if (fc.flow_timeouts) bc.flow.timeouts = *fc.flow_timeouts;
+  if (fc.vlan_in_key) bc.flow.vlan_in_key = *fc.vlan_in_key;
   if (fc.urgent) bc.stream.urgent = *fc.urgent;
   if (fc.defrag) {
     ro.defrag = *fc.defrag;

@@ -45,9 +45,9 @@ std::string option_text(const std::string& path, const YAML::Node& n, const std:
 // Top-level sections of Suricata's suricata.yaml that gaspp reads nothing from (yet).
 constexpr const char* kSuricataSections[] = {
     "suricata-version", "default-log-dir", "stats", "plugins", "heartbeat", "logging", "af-packet",
-    "af-xdp", "dpdk", "pcap", "pcap-file", "datasets", "security", "coredump", "host-mode",
+    "af-xdp", "dpdk", "pcap", "pcap-file", "security", "coredump", "host-mode",
     "unix-command", "legacy", "engine-analysis", "pcre", "host-os-policy",
-    "vlan", "livedev", "host", "decoder", "detect", "mpm-algo", "spm-algo", "threading", "profiling",
+    "livedev", "host", "decoder", "detect", "mpm-algo", "spm-algo", "threading", "profiling",
     "nfq", "nflog", "capture", "netmap", "pfring", "ipfw", "napatech", "default-rule-path", "rule-files",
     "classification-file", "reference-config-file", "firewall", "include", "run-as", "max-pending-packets",
     "runmode", "autofp-scheduler", "sensor-name", "pid-file", "asn1-max-frames", "mqtt", "magic",
@@ -471,6 +471,14 @@ FileConfig read_config(const std::string& path, const YAML::Node& root) {
       const std::string why = parse_action_order(order, parsed);
       if (!why.empty()) fail(path, v, "action-order: " + why);
       vars["action-order"] = order;
+    } else if (key == "vlan") {
+      // Suricata's vlan.use-for-tracking: whether VLAN ids are part of the flow key (--flow-vlan).
+      if (!v.IsMap()) fail(path, v, "vlan: expected use-for-tracking");
+      for (const auto& kv : v) {
+        const std::string k = kv.first.as<std::string>();
+        if (k != "use-for-tracking") fail(path, kv.first, "vlan: use-for-tracking, not '" + k + "'");
+        c.vlan_in_key = yes_no(path, kv.second, "vlan.use-for-tracking");
+      }
     } else if (key == "datasets") {
       // Of Suricata's datasets section, rules.allow-absolute-filenames (to the signature engine's
       // rules: modules/detect/dataset.hpp); the defaults and limits are listed as ignored.

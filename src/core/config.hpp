@@ -73,6 +73,7 @@ struct FileConfig {
   std::vector<std::vector<uint16_t>> classes;
   ModuleOptions vars;                          // "address.NAME" / "port.NAME", "action-order", "threshold-file": given to every firewall and detect
   std::optional<FlowTimeouts> flow_timeouts;   // set when the file has flow-timeouts
+  std::optional<bool> vlan_in_key;  // vlan: use-for-tracking (as --flow-vlan)
   std::optional<UrgentPolicy> urgent, urgent_oob_limit;  // stream.reassembly.urgent
   // Suricata's exception-policy master switch and flow.memcap-policy, as written (auto,
   // drop-packet, drop-flow, pass-packet, pass-flow, bypass, reject, ignore)

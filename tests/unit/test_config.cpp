@@ -123,6 +123,11 @@ TEST(Config, ActionOrderAlertMaxAndEveAlertSwitches) {
   EXPECT_EQ(c.eve_packet.value_or(false), true);
   EXPECT_EQ(c.eve_verdict.value_or(true), false);
   EXPECT_EQ(c.eve_ethernet.value_or(false), true);
+  // vlan.use-for-tracking (--flow-vlan) and datasets.rules.allow-absolute-filenames (to the rules).
+  const FileConfig vl = load_config(write_yaml("vlan:\n  use-for-tracking: false\ndatasets:\n  rules:\n    allow-absolute-filenames: true\n"));
+  EXPECT_EQ(vl.vlan_in_key.value_or(true), false);
+  EXPECT_EQ(vl.vars.at("datasets-allow-absolute"), "yes");
+  EXPECT_NE(error_of(write_yaml("vlan:\n  use-for-trackin: no\n")).find("use-for-tracking"), std::string::npos);
   // A disabled eve-log's switches are not taken.
   const FileConfig off = load_config(write_yaml("outputs:\n  - eve-log:\n      enabled: no\n      types:\n        - alert:\n            packet: yes\n"));
   EXPECT_FALSE(off.eve_packet);
