@@ -172,7 +172,7 @@ int main(int argc, char** argv) {
     ModuleOptions det;
     for (const auto& [key, v] : fw)
       if (key == "rules" || key == "classification-file" || key == "action-order" || key == "threshold-file" ||
-          key.rfind("address.", 0) == 0 ||
+          key.rfind("iprep-", 0) == 0 || key == "datasets-allow-absolute" || key.rfind("address.", 0) == 0 ||
           key.rfind("port.", 0) == 0)
         det[key] = v;
     det["firewall"] = "on";

@@ -471,6 +471,16 @@ FileConfig read_config(const std::string& path, const YAML::Node& root) {
       const std::string why = parse_action_order(order, parsed);
       if (!why.empty()) fail(path, v, "action-order: " + why);
       vars["action-order"] = order;
+    } else if (key == "reputation-categories-file" || key == "default-reputation-path") {
+      // Suricata's IP reputation, for the signature engine's iprep (modules/detect/iprep.hpp).
+      vars[key == "default-reputation-path" ? "iprep-path" : "iprep-categories"] = scalar(path, v, key);
+    } else if (key == "reputation-files") {
+      std::string files;
+      if (v.IsSequence())
+        for (const auto& x : v) files += (files.empty() ? "" : ",") + scalar(path, x, key);
+      else
+        files = scalar(path, v, key);
+      vars["iprep-files"] = files;
     } else if (key == "vlan") {
       // Suricata's vlan.use-for-tracking: whether VLAN ids are part of the flow key (--flow-vlan).
       if (!v.IsMap()) fail(path, v, "vlan: expected use-for-tracking");

@@ -1,6 +1,7 @@
 // Signatures (modules/detect): the parser on the real rule sets, the inspection engine against a
 // brute-force reference, and the detect module end to end.
 #include <gtest/gtest.h>
+#include <arpa/inet.h>
 
 #include <algorithm>
 #include <cstdio>
@@ -15,6 +16,7 @@
 #include "decode/decoder.hpp"
 #include "modules/detect/base64.hpp"
 #include "modules/detect/dataset.hpp"
+#include "modules/detect/iprep.hpp"
 #include "modules/detect/detect.hpp"
 #include "modules/detect/signature.hpp"
 #include "modules/detect/transform.hpp"
@@ -572,6 +574,63 @@ TEST(Datasets, CommandsAndFilesBehaveAsSuricatas) {
   EXPECT_EQ(parse_datarep_option("r, >, 70000, type string", sp).rfind("error:", 0), 0u);
 }
 
+// IP reputation as Suricata's reputation.c and DetectIPRepMatch: a host listed by address has a
+// value in every category (0 where not listed), a netblock only in its own category (longest
+// prefix first, its address masked), sides any / src / dst / both, isset and isnotset.
+TEST(Iprep, ListsAndConditionsBehaveAsSuricatas) {
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::path(testing::TempDir()) / "iprep_case";
+  fs::create_directories(dir);
+  std::ofstream(dir / "cats.txt") << "1,Bad,bad hosts\n2,Scan,scanners\n# comment\n";
+  std::ofstream(dir / "rep.list") << "ip,cat,score\n10.0.0.1,1,90\n10.0.0.1,2,5\n192.168.1.77/16,2,40\n192.168.3.0/24,2,7\n"
+                                     "2001:db8::1,1,100\n";
+  std::map<std::string, uint8_t> cats;
+  ASSERT_EQ(load_iprep_categories((dir / "cats.txt").string(), cats), "");
+  EXPECT_EQ(cats.at("Scan"), 2);
+  IpReputation rep;
+  ASSERT_EQ(rep.load((dir / "rep.list").string()), "");
+  std::ofstream(dir / "bad.list") << "10.0.0.2,1,90\n10.0.0.3,1,200\n";
+  EXPECT_NE(rep.load((dir / "bad.list").string()).find("bad.list:2"), std::string::npos);  // score over 127
+  auto v4 = [](const char* a) {
+    std::array<uint8_t, 16> b{};
+    inet_pton(AF_INET, a, b.data());
+    return b;
+  };
+  const auto host = v4("10.0.0.1"), other = v4("10.9.9.9"), in16 = v4("192.168.200.1"), in24 = v4("192.168.3.9");
+  EXPECT_EQ(rep.score(4, host.data(), 1), 90);
+  EXPECT_EQ(rep.score(4, host.data(), 2), 5);
+  EXPECT_EQ(rep.score(4, host.data(), 3), 0);       // listed host: 0 elsewhere
+  EXPECT_EQ(rep.score(4, other.data(), 1), -1);
+  EXPECT_EQ(rep.score(4, in16.data(), 2), 40);      // 192.168.1.77/16 is 192.168.0.0/16
+  EXPECT_EQ(rep.score(4, in24.data(), 2), 7);       // the longer prefix
+  EXPECT_EQ(rep.score(4, in16.data(), 1), -1);      // netblocks answer in their category only
+  struct Row {
+    const char* opt;
+    const std::array<uint8_t, 16>* src;
+    const std::array<uint8_t, 16>* dst;
+    bool match;
+  };
+  const Row rows[] = {
+      {"src,Bad,>,50", &host, &other, true},   {"dst,Bad,>,50", &host, &other, false},
+      {"any,Bad,>,50", &other, &host, true},   {"both,Bad,>,50", &host, &other, false},
+      {"both,Scan,>,4", &host, &in24, true},   {"any,Scan,<,6", &in16, &host, true},  // src 40 fails, dst 5 holds
+      {"src,Bad,isset", &host, &other, true},  {"src,Bad,isset", &other, &host, false},
+      {"dst,Bad,isnotset", &host, &other, true}, {"any,Bad,isnotset", &host, &host, false},
+      {"any,Bad,isnotset", &host, &other, true}, {"both,Bad,isnotset", &other, &in16, true},
+      {"both,Bad,isnotset", &other, &host, false}, {"src,Scan,=,0", &other, &host, false},
+      {"src,Bad,<,1", &in16, &host, false},    {"src,Bad,!=,90", &host, &other, false},
+  };
+  for (const Row& r : rows) {
+    IprepCond c;
+    ASSERT_EQ(parse_iprep(r.opt, cats, c), "") << r.opt;
+    EXPECT_EQ(rep.holds(c, 4, r.src->data(), r.dst->data()), r.match) << r.opt;
+  }
+  IprepCond c;
+  for (const char* bad : {"any,Nope,>,1", "up,Bad,>,1", "any,Bad,~,1", "any,Bad,>,256", "any,Bad", "any,Bad,maybe"})
+    EXPECT_EQ(parse_iprep(bad, cats, c).rfind("error:", 0), 0u) << bad;
+  EXPECT_EQ(parse_iprep("any,Bad,>,1", {}, c).rfind("error:", 0), 0u);  // no categories configured
+}
+
 // Suricata's header buffers (ipv4.hdr, ipv6.hdr, tcp.hdr, udp.hdr, icmpv4.hdr, icmpv6.hdr): each
 // reads exactly its header's bytes, options and extension headers included, as the frames below
 // were built; rules read them with contents taken from those bytes.
@@ -654,6 +713,8 @@ TEST(Signatures, HeaderBuffersReadThePacketsHeaders) {
   };
   for (const Built& b : frames) {
     DecodedPacket d;
+    clear(d);
+    d.cap_len[0] = d.wire_len[0] = uint32_t(b.frame.size());
     decode_frame(b.frame.data(), uint32_t(b.frame.size()), LinkType::ethernet, d);
     const PacketHeaders h{d.cap_len[0], d.l3[0], d.l4[0], d.l3_off[0], d.l4_off[0], d.payload_off[0], d.payload_len[0]};
     uint32_t plen = 0;

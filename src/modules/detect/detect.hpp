@@ -23,6 +23,8 @@
 //   action-order         pass,drop,reject,alert in the order to apply them (suricata.yaml's action-order)
 //   metadata.flow, metadata.app-layer, metadata.rule.metadata, metadata.rule.raw   on|off: what
 //                        an alert carries (suricata.yaml's eve-log alert metadata; alert_eve.hpp)
+//   iprep-categories, iprep-files, iprep-path   Suricata's reputation-categories-file,
+//                        reputation-files (comma-separated) and default-reputation-path (iprep.hpp)
 //   threshold-file       Suricata's threshold.config (suricata.yaml's threshold-file): thresholds,
 //                        rate filters and suppressions (modules/firewall/threshold.hpp)
 //
@@ -611,6 +613,8 @@ struct DetectModule {
     std::map<std::string, uint32_t> xbit_ids_;
     std::unordered_map<std::string, std::vector<XbitEntry>> xbits_;
     uint64_t xbits_rejected_ = 0, xbits_full_ = 0;
+    IpReputation iprep_;            // iprep's hosts and netblocks (iprep.hpp)
+    uint64_t iprep_rejected_ = 0;   // matches an iprep condition turned down
     bool flow_conditions_hold(const Signature& s, uint64_t flow_id);
     void flow_effects_apply(const Signature& s, uint64_t flow_id);
     SignatureSet set_;                       // in rank order after construction

@@ -110,8 +110,9 @@ int xbits_order(const Signature& s, bool pair) {
   return 1;
 }
 
-// Whether the match depends on variables only the host keeps (flowbits, flowints, xbits).
+// Whether the match depends on what only the host keeps (flowbits, flowints, xbits, IP reputation).
 bool reads_flowbits(const Signature& s) {
+  if (!s.iprep.empty()) return true;
   for (const XbitCmd& c : s.xbits)
     if (c.condition()) return true;
   for (const FlowbitCmd& c : s.flowbits)
@@ -227,10 +228,21 @@ DetectModule::Host::Host(const ModuleOptions& opt) : ModuleHost<DetectModule>({}
       if (!err.empty()) throw std::invalid_argument("detect: " + err);
     } else {
       throw std::invalid_argument("detect: unknown option '" + k +
-                                  "' (rules, classification-file, threshold-file, ja3-fingerprints, smtp-body-md5, metadata.flow|app-layer|rule.metadata|rule.raw, packet-alert-max, prefilter, matcher, mpm-cache, firewall, payload, packet, verdict, ethernet, action-order, datasets-allow-absolute, address.NAME, port.NAME)");
+                                  "' (rules, classification-file, threshold-file, ja3-fingerprints, smtp-body-md5, metadata.flow|app-layer|rule.metadata|rule.raw, packet-alert-max, prefilter, matcher, mpm-cache, firewall, payload, packet, verdict, ethernet, action-order, datasets-allow-absolute, iprep-categories, iprep-files, iprep-path, address.NAME, port.NAME)");
     }
   }
   const std::set<std::string> read = leave_to_firewall ? flowbits_read(files, vars) : std::set<std::string>{};
+  // IP reputation (iprep.hpp): the categories before the rules name them, the lists beside.
+  if (!vars.iprep_categories_file.empty()) {
+    const std::string err = load_iprep_categories(vars.iprep_categories_file, vars.iprep_categories);
+    if (!err.empty()) throw std::invalid_argument("detect: reputation categories: " + err);
+  }
+  for (const std::string& f : vars.iprep_files) {
+    const std::filesystem::path p = f;
+    const std::string at = p.is_relative() && !vars.iprep_path.empty() ? (std::filesystem::path(vars.iprep_path) / p).string() : f;
+    const std::string err = iprep_.load(at);
+    if (!err.empty()) throw std::invalid_argument("detect: reputation file: " + err);
+  }
   for (const std::string& f : files)
     if (!load_signature_file(f, vars, set_, leave_to_firewall ? &read : nullptr)) throw std::invalid_argument("detect: rule file " + f + ": " + set_.errors.back().why);
   for (const RuleError& e : set_.errors) std::fprintf(stderr, "gaspp: %s:%u: rule skipped: %s\n", e.file.c_str(), e.line, e.why.c_str());
@@ -824,11 +836,16 @@ void DetectModule::Host::on_event(const ModuleEvent& ev, const HostPacket& p, Mo
   }
   PacketAddrs addrs;
   const RuleThresholds& thr = thresholds_[e.value];
-  if (!s.xbits.empty() || !thr.empty()) addrs = packet_addrs(p);
+  if (!s.xbits.empty() || !s.iprep.empty() || !thr.empty()) addrs = packet_addrs(p);
   if (!s.xbits.empty() && !xbits_hold(s, addrs, p.ts_ns)) {
     ++xbits_rejected_;
     return;
   }
+  for (const IprepCond& c : s.iprep)
+    if (!iprep_.holds(c, addrs.fam, addrs.src, addrs.dst)) {
+      ++iprep_rejected_;
+      return;
+    }
   // Flowbits, flowints and xbits change with every match (Suricata applies them while it inspects,
   // before it orders the actions); a pass ends the packet's alerts: those ranked after it are not
   // written.
@@ -907,6 +924,10 @@ void DetectModule::Host::report(std::map<std::string, uint64_t>& r) const {
   r["pcre_device"] = pcre_device_;
   r["pcre_host_only"] = pcre_host_only_;
   r["pcre_host_rechecks"] = host_rechecks_;
+  if (iprep_.entries()) {
+    r["iprep_entries"] = iprep_.entries();
+    r["iprep_rejected"] = iprep_rejected_;
+  }
   if (matchers_ && matchers_->datasets->sets()) {
     r["dataset_sets"] = matchers_->datasets->sets();
     r["dataset_values"] = matchers_->datasets->values();

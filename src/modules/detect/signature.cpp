@@ -187,7 +187,7 @@ bool signature_keyword_known(const std::string& k, const RuleVars& vars) {
   if (std::find(vars.keywords_off.begin(), vars.keywords_off.end(), k) != vars.keywords_off.end()) return false;
   static const char* const kOptions[] = {
       "content", "uricontent", "nocase", "depth", "offset", "distance", "within", "startswith", "endswith",
-      "fast_pattern", "rawbytes", "pcre", "isdataat", "byte_test", "byte_jump", "byte_extract", "byte_math", "dataset", "datarep", "pkt_data",
+      "fast_pattern", "rawbytes", "pcre", "isdataat", "byte_test", "byte_jump", "byte_extract", "byte_math", "dataset", "datarep", "iprep", "pkt_data",
       "base64_decode", "base64_data", "dsize", "itype", "icode", "ttl", "tcp.mss", "ip_proto", "seq", "ack",
       "window", "decode-event", "icmp_id", "icmp_seq", "ipopts", "flow.pkts", "flow.bytes", "flow.pkts_toserver",
       "flow.pkts_toclient", "flow.bytes_toserver", "flow.bytes_toclient", "stream_size", "vlan.id", "vlan.layers", "ipv4-csum", "tcpv4-csum", "tcpv6-csum",
@@ -1001,7 +1001,7 @@ std::string finish(Signature& s) {
   if ((m & kSigStreamOnly) && !tcp) return "error:only_stream on a rule that is not TCP";
   s.mode = m;
   s.ip_only = s.ops.empty() && !s.flow_keyword && !s.dsize.on && !s.has_flags && !s.itype.on && !s.icode.on &&
-              !s.header_conds() && s.int_conds.empty() &&
+              !s.header_conds() && s.int_conds.empty() && s.iprep.empty() &&
               s.flowints.empty() && !s.rule.tcp_stream &&
               std::all_of(s.flowbits.begin(), s.flowbits.end(), [](const FlowbitCmd& c) { return c.cmd == FlowbitCmd::set; }) &&
               s.gate_proto.empty();  // Suricata: a signature with an app_proto is never IP-only
@@ -1459,6 +1459,13 @@ std::string parse_signature(const std::string& text, const RuleVars& vars, Signa
     }
     if (k == "pkt_data") {
       cur_buf = kBufPayload;
+      continue;
+    }
+    if (k == "iprep") {
+      IprepCond c;
+      const std::string r = parse_iprep(v, vars.iprep_categories, c);
+      if (!r.empty()) return r;
+      out.iprep.push_back(c);
       continue;
     }
     if (k == "dataset" || k == "datarep") {

@@ -84,6 +84,8 @@
 //   flowbits:set|unset|toggle|isset|isnotset,NAME (NAME a|b: any of them; a&b: all) | noalert
 //   flowint:NAME,OP[,VALUE] (FlowintCmd)
 //   xbits:set|unset|toggle|isset|isnotset,NAME,track ip_src|ip_dst|ip_pair[,expire N] (XbitCmd)
+//   iprep:any|src|dst|both,CATEGORY,OP,VALUE | isset | isnotset (iprep.hpp: the packet's addresses'
+//                      reputation, decided on the host)
 //   threshold / detection_filter, and the naming options of the firewall's parser
 // Anything else skips the rule, counted by reason: "app-layer:<keyword>" for what the application
 // layer does not bring yet (dns.* but dns.query, tls.* but tls.sni, the transforms domain, tld, gunzip, ..., other app-layer protocols in the header, an http rule
@@ -105,6 +107,7 @@
 #include <string>
 #include <vector>
 
+#include "modules/detect/iprep.hpp"
 #include "modules/detect/uint_cond.hpp"
 #include "modules/firewall/rules.hpp"
 
@@ -289,6 +292,7 @@ struct Signature {
   std::vector<FlowbitCmd> flowbits;
   std::vector<FlowintCmd> flowints;
   std::vector<XbitCmd> xbits;
+  std::vector<IprepCond> iprep;    // iprep (iprep.hpp), all required: decided on the host
   bool noalert = false;
   bool flow_keyword = false;       // a `flow` option was given (any of its values)
   // Suricata's IP-only (and like-IP-only) signature: nothing but the header, thresholds and

@@ -46,6 +46,7 @@ FirewallModule::Host::Host(const ModuleOptions& opt) : ModuleHost<FirewallModule
       threshold_file = v;
     } else if (alert_metadata_option(k, v, alert_meta_)) {
     } else if (std::string err; rule_vars_option(k, v, vars, err)) {
+      // (iprep-* and datasets-allow-absolute are the signature engine's: read, unused here)
       if (!err.empty()) throw std::invalid_argument("firewall: " + err);
     } else {
       throw std::invalid_argument("firewall: unknown option '" + k +

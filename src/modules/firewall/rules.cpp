@@ -542,6 +542,13 @@ bool rule_vars_option(const std::string& k, const std::string& v, RuleVars& vars
   else if (k.rfind("port.", 0) == 0) vars.port[k.substr(5)] = v;
   else if (k == "datasets-allow-absolute" && v != "yes" && v != "no") err = k + " is yes or no, not '" + v + "'";
   else if (k == "datasets-allow-absolute") vars.datasets_allow_absolute = v == "yes";
+  else if (k == "iprep-categories") vars.iprep_categories_file = v;
+  else if (k == "iprep-path") vars.iprep_path = v;
+  else if (k == "iprep-files") {
+    std::stringstream ss(v);
+    for (std::string f; std::getline(ss, f, ',');)
+      if (!f.empty()) vars.iprep_files.push_back(f);
+  }
   else if (k != "ja3-fingerprints" && k != "smtp-body-md5") return false;
   else if (v != "yes" && v != "no" && v != "auto") err = k + " is yes, no or auto, not '" + v + "'";
   else if (v == "no" && k == "ja3-fingerprints") std::erase(vars.features, "ja3");

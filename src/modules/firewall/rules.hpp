@@ -146,6 +146,13 @@ struct RuleVars {
   // default; suricata.yaml's datasets.rules.allow-absolute-filenames (module option
   // datasets-allow-absolute=yes) allows them.
   bool datasets_allow_absolute = false;
+  // IP reputation (modules/detect/iprep.hpp): the categories file (module option iprep-categories)
+  // and, once the signature engine read it, its categories by short name; the reputation files
+  // (iprep-files) and the directory relative ones are read from (iprep-path).
+  std::string iprep_categories_file;
+  std::map<std::string, uint8_t> iprep_categories;
+  std::vector<std::string> iprep_files;
+  std::string iprep_path;
   RuleVars();                                     // Suricata's defaults
 };
 
