@@ -1,4 +1,5 @@
 #include "modules/detect/dataset.hpp"
+#include "modules/detect/text.hpp"
 
 #include <openssl/evp.h>
 
@@ -11,13 +12,6 @@
 namespace gaspp {
 
 namespace {
-
-std::string trim(const std::string& s) {
-  size_t a = 0, b = s.size();
-  while (a < b && std::isspace(static_cast<unsigned char>(s[a]))) ++a;
-  while (b > a && std::isspace(static_cast<unsigned char>(s[b - 1]))) --b;
-  return s.substr(a, b - a);
-}
 
 // Strict base64 (RFC 4648 with padding, as the standard engine Suricata reads dataset files with):
 // false on anything else. OpenSSL decodes; the checks are the strictness it does not have.
@@ -57,15 +51,15 @@ bool hex_bytes(const std::string& in, size_t n, std::string& out) {
 
 // Suricata's strtok_r over ',': the non-empty parts, trimmed.
 std::vector<std::string> option_parts(const std::string& value) {
-  std::vector<std::string> parts;
-  size_t start = 0;
-  for (size_t i = 0; i <= value.size(); ++i)
-    if (i == value.size() || value[i] == ',') {
-      const std::string t = trim(value.substr(start, i - start));
-      if (!t.empty()) parts.push_back(t);
-      start = i + 1;
-    }
+  std::vector<std::string> parts = split_trimmed(value, ',');
+  std::erase(parts, std::string());
   return parts;
+}
+
+// An option part "key value": the key and the value after the white space ("" without one).
+std::pair<std::string, std::string> key_value(const std::string& part) {
+  const size_t sp = part.find_first_of(" \t");
+  return {part.substr(0, sp), sp == std::string::npos ? "" : trim(part.substr(sp))};
 }
 
 size_t digest_len(DatasetType t) { return t == DatasetType::md5 ? 16 : t == DatasetType::sha256 ? 32 : 0; }
@@ -89,8 +83,7 @@ std::string parse_dataset_option(const std::string& value, DatasetSpec& out) {
     if (std::isspace(static_cast<unsigned char>(c))) return "error:dataset: spaces in the name '" + out.name + "'";
   bool load_set = false, type_set = false, format_set = false;
   for (size_t i = 2; i < parts.size(); ++i) {
-    const size_t sp = parts[i].find_first_of(" \t");
-    const std::string key = parts[i].substr(0, sp), val = sp == std::string::npos ? "" : trim(parts[i].substr(sp));
+    const auto [key, val] = key_value(parts[i]);
     if (val.empty()) {
       if (key == "remove_key") return "skip:keyword dataset remove_key (json datasets)";
       return "error:dataset: '" + key + "' without a value";
@@ -146,8 +139,7 @@ std::string parse_datarep_option(const std::string& value, DatasetSpec& out) {
   out.rep_value = uint16_t(v);
   bool type_set = false;
   for (size_t i = 3; i < parts.size(); ++i) {
-    const size_t sp = parts[i].find_first_of(" \t");
-    const std::string key = parts[i].substr(0, sp), val = sp == std::string::npos ? "" : trim(parts[i].substr(sp));
+    const auto [key, val] = key_value(parts[i]);
     if (val.empty()) return "error:datarep: '" + key + "' without a value";
     if (key == "type") {
       type_set = true;

@@ -527,11 +527,8 @@ void DetectModule::Host::add_ops(const Signature& s, const std::vector<size_t>& 
       x.rx_prog = rx[k] < 0 ? 0 : uint32_t(rx[k]) + 1;
       matchers_->pcre.push_back(re);
     } else if (o.type == SigOpType::dataset) {
-      DatasetSpec spec;
-      if (!(o.cmp ? parse_datarep_option(o.bytes, spec) : parse_dataset_option(o.bytes, spec)).empty())
-        throw std::logic_error("detect: a dataset option that did not parse");
       try {
-        x.pat_off = matchers_->datasets->add(spec, s.rule.file);
+        x.pat_off = matchers_->datasets->add(s.datasets[size_t(o.dataset)], s.rule.file);
       } catch (const std::invalid_argument& e) {
         throw std::invalid_argument("detect: sid " + std::to_string(s.rule.sid) + ": " + e.what());
       }

@@ -1,4 +1,5 @@
 #include "modules/detect/iprep.hpp"
+#include "modules/detect/text.hpp"
 
 #include <arpa/inet.h>
 
@@ -11,24 +12,6 @@
 namespace gaspp {
 
 namespace {
-
-std::string trim(const std::string& s) {
-  size_t a = 0, b = s.size();
-  while (a < b && std::isspace(static_cast<unsigned char>(s[a]))) ++a;
-  while (b > a && std::isspace(static_cast<unsigned char>(s[b - 1]))) --b;
-  return s.substr(a, b - a);
-}
-
-std::vector<std::string> fields(const std::string& line) {
-  std::vector<std::string> f;
-  size_t start = 0;
-  for (size_t i = 0; i <= line.size(); ++i)
-    if (i == line.size() || line[i] == ',') {
-      f.push_back(trim(line.substr(start, i - start)));
-      start = i + 1;
-    }
-  return f;
-}
 
 bool small_number(const std::string& t, unsigned max, unsigned& v) {
   if (t.empty() || t.size() > 3) return false;
@@ -64,7 +47,7 @@ void mask(uint8_t* a, int len, int prefix) {
 
 std::string load_iprep_categories(const std::string& path, std::map<std::string, uint8_t>& out) {
   return each_line(path, [&](const std::string& line) -> std::string {
-    const std::vector<std::string> f = fields(line);
+    const std::vector<std::string> f = split_trimmed(line, ',');
     unsigned id;
     if (f.size() < 2 || !small_number(f[0], kIprepCategories - 1, id) || f[1].empty())
       return "not \"id,shortname,description\" with an id 0.." + std::to_string(kIprepCategories - 1);
@@ -75,7 +58,7 @@ std::string load_iprep_categories(const std::string& path, std::map<std::string,
 
 std::string parse_iprep(const std::string& value, const std::map<std::string, uint8_t>& cats, IprepCond& out) {
   out = IprepCond{};
-  const std::vector<std::string> f = fields(value);
+  const std::vector<std::string> f = split_trimmed(value, ',');
   if (f.size() != 3 && f.size() != 4) return "error:iprep takes SIDE,CATEGORY,OP,VALUE or SIDE,CATEGORY,isset|isnotset";
   if (f[0] == "any") out.side = IprepCond::any;
   else if (f[0] == "src") out.side = IprepCond::src;
@@ -106,7 +89,7 @@ std::string parse_iprep(const std::string& value, const std::map<std::string, ui
 
 std::string IpReputation::load(const std::string& path) {
   return each_line(path, [&](const std::string& line) -> std::string {
-    const std::vector<std::string> f = fields(line);
+    const std::vector<std::string> f = split_trimmed(line, ',');
     if (f.size() >= 1 && f[0] == "ip") return "";  // a header line
     unsigned cat, score;
     if (f.size() != 3 || !small_number(f[1], kIprepCategories - 1, cat) || !small_number(f[2], 127, score))
@@ -158,13 +141,17 @@ int IpReputation::score(uint8_t fam, const uint8_t* addr, uint8_t cat) const {
 }
 
 bool IpReputation::holds(const IprepCond& c, uint8_t fam, const uint8_t* src, const uint8_t* dst) const {
-  const int vs = score(fam, src, c.cat), vd = score(fam, dst, c.cat);
-  const auto ok = [&](int v) { return v >= 0 && uint_cond_holds(c.c, uint64_t(v)); };
+  // Each side's score is looked up only when the condition reads it.
+  const auto has = [&](const uint8_t* a) {
+    const int v = score(fam, a, c.cat);
+    return c.isnotset ? v >= 0 : v >= 0 && uint_cond_holds(c.c, uint64_t(v));
+  };
+  // isnotset: "has" is "has a value", and the answers are its negations.
   switch (c.side) {
-    case IprepCond::any: return c.isnotset ? (vs < 0 || vd < 0) : (ok(vs) || ok(vd));
-    case IprepCond::src: return c.isnotset ? vs < 0 : ok(vs);
-    case IprepCond::dst: return c.isnotset ? vd < 0 : ok(vd);
-    case IprepCond::both: return c.isnotset ? (vs < 0 && vd < 0) : (ok(vs) && ok(vd));
+    case IprepCond::any: return c.isnotset ? !(has(src) && has(dst)) : (has(src) || has(dst));
+    case IprepCond::src: return c.isnotset ? !has(src) : has(src);
+    case IprepCond::dst: return c.isnotset ? !has(dst) : has(dst);
+    case IprepCond::both: return c.isnotset ? !(has(src) || has(dst)) : (has(src) && has(dst));
   }
   return false;
 }

@@ -3,6 +3,7 @@
 
 #include "applayer/http1.hpp"
 #include "modules/detect/dataset.hpp"
+#include "modules/detect/text.hpp"
 #include "modules/detect/detect_tables.hpp"
 #include "modules/detect/transform.hpp"
 #include "applayer/dns.hpp"
@@ -23,13 +24,6 @@
 
 namespace gaspp {
 namespace {
-
-std::string trim(const std::string& s) {
-  size_t a = 0, b = s.size();
-  while (a < b && std::isspace(static_cast<unsigned char>(s[a]))) ++a;
-  while (b > a && std::isspace(static_cast<unsigned char>(s[b - 1]))) --b;
-  return s.substr(a, b - a);
-}
 
 std::vector<std::string> split_commas(const std::string& v) {
   std::vector<std::string> out;
@@ -1477,8 +1471,8 @@ std::string parse_signature(const std::string& text, const RuleVars& vars, Signa
       if (!r.empty()) return r;
       SigOp op;
       op.type = SigOpType::dataset;
-      op.cmp = k == "datarep";  // which parser reads op.bytes
-      op.bytes = v;
+      op.dataset = int16_t(out.datasets.size());
+      out.datasets.push_back(spec);
       op.buf = cur_buf;
       out.ops.push_back(op);
       continue;
@@ -1680,11 +1674,8 @@ namespace {
 // allowed (Suricata 8's datasets.rules.allow-absolute-filenames), an error when not readable, as
 // Suricata fails such a rule's setup. "" when all is well.
 std::string check_dataset_files(const Signature& s, const std::string& rule_file, const RuleVars& vars) {
-  for (const SigOp& o : s.ops) {
-    if (o.type != SigOpType::dataset) continue;
-    DatasetSpec spec;
-    if (!(o.cmp ? parse_datarep_option(o.bytes, spec) : parse_dataset_option(o.bytes, spec)).empty() || spec.load.empty())
-      continue;
+  for (const DatasetSpec& spec : s.datasets) {
+    if (spec.load.empty()) continue;
     const std::filesystem::path p = spec.load;
     const bool up = std::any_of(p.begin(), p.end(), [](const std::filesystem::path& c) { return c == ".."; });
     if ((p.is_absolute() || up) && !vars.datasets_allow_absolute)

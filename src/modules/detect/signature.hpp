@@ -107,6 +107,7 @@
 #include <string>
 #include <vector>
 
+#include "modules/detect/dataset.hpp"
 #include "modules/detect/iprep.hpp"
 #include "modules/detect/uint_cond.hpp"
 #include "modules/firewall/rules.hpp"
@@ -182,7 +183,7 @@ enum SigCmp : uint8_t { kCmpLt, kCmpGt, kCmpEq, kCmpAnd, kCmpXor, kCmpLe, kCmpGe
 // One option of the payload list, as written.
 struct SigOp {
   SigOpType type = SigOpType::content;
-  std::string bytes;             // content: the bytes; pcre: the expression (between the slashes); dataset: its option
+  std::string bytes;             // content: the bytes; pcre: the expression (between the slashes)
   bool negated = false;
   bool nocase = false;
   bool relative = false;         // content: distance or within given; others: `relative` / R
@@ -212,6 +213,7 @@ struct SigOp {
   bool from_beginning = false, from_end = false;
   int8_t var = -1;               // byte_extract, byte_math: the variable it sets
   int8_t nbytes_var = -1;        // byte_test, byte_jump: a byte_extract variable as the byte count
+  int16_t dataset = -1;          // dataset, datarep: its command in Signature::datasets
   uint8_t buf = kBufPayload;     // SigBuf: the buffer it inspects
 };
 
@@ -293,6 +295,7 @@ struct Signature {
   std::vector<FlowintCmd> flowints;
   std::vector<XbitCmd> xbits;
   std::vector<IprepCond> iprep;    // iprep (iprep.hpp), all required: decided on the host
+  std::vector<DatasetSpec> datasets;  // the dataset and datarep options (SigOp::dataset), as parsed
   bool noalert = false;
   bool flow_keyword = false;       // a `flow` option was given (any of its values)
   // Suricata's IP-only (and like-IP-only) signature: nothing but the header, thresholds and

@@ -1,6 +1,7 @@
 // modules/detect/transform.cpp — Suricata's buffer transforms (transform.hpp).
 #define PCRE2_CODE_UNIT_WIDTH 8
 #include "modules/detect/transform.hpp"
+#include "modules/detect/text.hpp"
 
 #include <openssl/evp.h>
 #include <pcre2.h>
@@ -24,13 +25,6 @@ int hexval(uint8_t c) {
   if (c >= 'a' && c <= 'f') return c - 'a' + 10;
   if (c >= 'A' && c <= 'F') return c - 'A' + 10;
   return -1;
-}
-
-std::string trim(const std::string& s) {
-  size_t a = 0, b = s.size();
-  while (a < b && std::isspace(static_cast<unsigned char>(s[a]))) ++a;
-  while (b > a && std::isspace(static_cast<unsigned char>(s[b - 1]))) --b;
-  return s.substr(a, b - a);
 }
 
 std::string unquote(const std::string& s) {
