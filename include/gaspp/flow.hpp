@@ -129,6 +129,18 @@ struct FlowPosAt {
 };
 static_assert(std::is_trivially_copyable_v<FlowPosAt>, "written by the walk, read by modules");
 
+// The flow id of a packet whose connection ended later in the same batch, when a new connection
+// on the same key restarted the flow's slot (port reuse, inline expiry): the slot's record then
+// holds the new connection's id, and the walk writes the old one here for the packets before the
+// restart. An entry counts only in the batch whose flow epoch it carries (FlowTrackParams::epoch),
+// so the array is never cleared and the walk writes it only on a restart.
+struct FlowIdAt {
+  uint32_t epoch;
+  uint32_t pad_;
+  uint64_t flow_id;
+};
+static_assert(std::is_trivially_copyable_v<FlowIdAt>, "written by the walk, read by modules");
+
 GASPP_HD GASPP_FORCEINLINE FlowPosAt flow_pos_of(const FlowRecord& r) {
   const bool tcp = r.proto_class == uint8_t(FlowProto::tcp);
   return FlowPosAt{{uint32_t(r.side[0].pkts), uint32_t(r.side[1].pkts)},

@@ -172,6 +172,10 @@ struct StageArgs {
   const uint8_t* flow_flags;
   // The flow as each packet left it (FlowPosAt), when a module wants it (wants_flow_positions); null otherwise.
   const FlowPosAt* flow_pos;
+  // Packets before a restart of their flow's slot in this batch: their connection's id (FlowIdAt),
+  // valid where the entry's epoch is this batch's flow epoch; null without flows.
+  const FlowIdAt* flow_id_at;
+  uint32_t flow_epoch;
   FlowTableRef table;
   EventSinkRef events;
   // Packets whose on_ip asked for a retry in this stage (Packet::retry): *retry_n entries (zero
@@ -263,7 +267,13 @@ class Packet {
   GASPP_HD bool tcp_closing() const { return a_.flow_flags && (a_.flow_flags[i_] & kPktClosing); }
   // The first packet of its direction in its flow (what Suricata's flow_start hook sees).
   GASPP_HD bool first_in_direction() const { return a_.flow_flags && (a_.flow_flags[i_] & kPktDirFirst); }
-  GASPP_HD uint64_t flow_id() const { return has_flow() ? a_.table.recs[a_.flow_slot[i_]].flow_id : 0; }
+  // The id of the packet's connection: the slot's record, unless a new connection on the same key
+  // restarted the slot later in the batch (FlowIdAt).
+  GASPP_HD uint64_t flow_id() const {
+    if (!has_flow()) return 0;
+    if (a_.flow_id_at && a_.flow_id_at[i_].epoch == a_.flow_epoch) return a_.flow_id_at[i_].flow_id;
+    return a_.table.recs[a_.flow_slot[i_]].flow_id;
+  }
   // The flow as this packet left it (counters, TCP stream sizes); null without a flow, or when no
   // module asked for positions (ModuleInstance::wants_flow_positions).
   GASPP_HD const FlowPosAt* flow_pos() const { return has_flow() && a_.flow_pos ? &a_.flow_pos[i_] : nullptr; }

@@ -114,6 +114,8 @@ struct FlowTrackParams {
   // When a module asks (ModuleInstance::wants_flow_positions): the flow as each packet left it, at
   // the packet's position in the batch (FlowPosAt). Packets without a flow keep what was there.
   FlowPosAt* pkt_pos = nullptr;
+  // With modules: the ended connection's flow id at the packets before a restart (FlowIdAt).
+  FlowIdAt* pkt_flow_id = nullptr;
 };
 
 GASPP_HD GASPP_FORCEINLINE bool seq_lt(uint32_t a, uint32_t b) { return int32_t(a - b) < 0; }

@@ -460,6 +460,18 @@ GASPP_HD inline void end_all(Run& run, const Owner& o, Sink& c) {
   reset_run(run);
 }
 
+// A restart at item q ends the connection whose packets are items [since, q) (held segments
+// aside): they keep its flow id (FlowIdAt; the record now holds the new connection's).
+template <class IsPacket>
+GASPP_HD inline void keep_ended_flow_id(const FlowTrackParams& prm, const uint32_t* vals, uint32_t since, uint32_t q,
+                                        uint64_t flow_id, IsPacket item_packet) {
+  if (!prm.pkt_flow_id) return;
+  for (uint32_t k = since; k < q; ++k) {
+    const uint32_t i = item_packet(vals[k]);
+    if (i != kNoFlow) prm.pkt_flow_id[i] = FlowIdAt{prm.epoch, 0, flow_id};
+  }
+}
+
 }  // namespace stream_detail
 
 // Walks sorted items [j, m) of slot `slot` (see StreamRef for what an item is; without
@@ -484,6 +496,7 @@ GASPP_HD inline void flow_walk_run(const FlowTableRef& t, const DecodedView& d, 
     uint32_t i = vals[j];
     TrackedPacket p = tracked_packet(d, i);
     uint8_t lookup_flags = pkt_flags[i];
+    uint32_t since = j;  // the first item of the connection the record holds (keep_ended_flow_id)
     for (uint32_t q = j; q < m; ++q) {
       const uint32_t cur = i;
       const TrackedPacket pc = p;
@@ -497,6 +510,8 @@ GASPP_HD inline void flow_walk_run(const FlowTableRef& t, const DecodedView& d, 
       // FlowTrackParams::restart_counts).
       (flags_at ? flags_at[q] : pkt_flags[cur]) = flow_track_packet(t, slot, rec, pc, fc, prm, emergency, out, c, [&](FlowRecord& old) {
         if (prm.restart_counts) prm.restart_counts[cur] = flow_counts_at(old);
+        keep_ended_flow_id(prm, vals, since, q, old.flow_id, [](uint32_t v) { return v; });
+        since = q;
       });
       if (prm.pkt_pos) prm.pkt_pos[cur] = flow_pos_of(rec);
     }
@@ -534,11 +549,14 @@ GASPP_HD inline void flow_walk_run(const FlowTableRef& t, const DecodedView& d, 
     }
     if (!alive) end_all(run, o, c);
   }
+  uint32_t since = q;  // the first item of the connection the record holds (keep_ended_flow_id)
   for (; q < m; ++q) {
     const uint32_t v = vals[q];
     const uint32_t i = s->item_packet(v);
     auto on_end = [&](FlowRecord& old) {
       if (prm.restart_counts) prm.restart_counts[i] = flow_counts_at(old);  // see FlowTrackParams
+      keep_ended_flow_id(prm, vals, since, q, old.flow_id, [&](uint32_t w) { return s->item_is_held(w) ? kNoFlow : s->item_packet(w); });
+      since = q;
       if (old.proto_class != uint8_t(FlowProto::tcp)) return;
       Owner o{&old.key, old.flow_id, old.client_lo, old.stream, kNoFlow};
       const uint32_t cur = run.cur;

@@ -13,9 +13,12 @@ packet, restarting where a SYN opens a new connection after a FIN/RST exchange. 
 packet its own counters (not the flow's at the end of the batch), also before the port reuse that
 restarts the TCP flow inside one batch; batches of 1 and 65536 again without reassembly (the flow
 walk's other path); batches of 1, 7 and 65536 with the signature engine matching the same rules
-(`--module detect`) instead of the firewall. Then HTTP signatures (http.uri, http.stat_code): their alerts, raised by the
+made like-IP-only by a negated address (`--module detect`; inspected on every packet) instead of
+the firewall, and with the plain rules, which Suricata's IP-only engine inspects on the first packet
+of each direction of a connection only. Then HTTP signatures (http.uri, http.stat_code): their alerts, raised by the
 application layer after the batch on the packet that delivered the request or response, carry the
-same counters at that packet. Every alert line also validates
+same counters at that packet. In every run each connection's alerts carry one flow_id, its own, the
+same in all runs (the second TCP connection restarts the first's flow slot inside a batch). Every alert line also validates
 against Suricata's EVE schema when jsonschema and the schema are at hand (eve_schema.py covers the
 rest).
 
@@ -83,15 +86,39 @@ def expected(fr):
     """Per packet number (1-based): the reference counters after it."""
     want = {}
     state = {}
+    conns = 0
     for n, (f, name, from_client, new_conn) in enumerate(fr, 1):
         if new_conn or name not in state:
-            state[name] = {"pkts": [0, 0], "bytes": [0, 0], "start": float(f.time)}
+            conns += 1
+            state[name] = {"pkts": [0, 0], "bytes": [0, 0], "start": float(f.time), "conn": conns}
         s = state[name]
         d = 0 if from_client else 1
         s["pkts"][d] += 1
         s["bytes"][d] += len(bytes(f))
         want[n] = (s["pkts"][0], s["pkts"][1], s["bytes"][0], s["bytes"][1], s["start"], name)
+        conn_of[n] = s["conn"]
     return want
+
+
+conn_of = {}  # packet number -> connection number (expected() fills it)
+
+
+def check_flow_ids(label, alerts, ids, failures):
+    """Each connection's alerts carry one flow_id of their own, the one the first run gave it: a
+    restart of the flow's slot by the second TCP connection inside a batch must not give the first
+    connection's packets the new id."""
+    seen = {}
+    for a in alerts:
+        seen.setdefault(conn_of[a["pcap_cnt"]], set()).add(a.get("flow_id"))
+    for c, got in sorted(seen.items()):
+        if len(got) != 1:
+            failures.append(f"{label}: connection {c}: alerts carry flow ids {sorted(map(str, got))}, want one")
+            continue
+        fid = next(iter(got))
+        if ids.setdefault(c, fid) != fid:
+            failures.append(f"{label}: connection {c}: flow_id {fid}, other runs {ids[c]}")
+    if len(set(ids.values())) != len(ids):
+        failures.append(f"{label}: connections share flow ids: {ids}")
 
 
 def eve_time(t):
@@ -133,7 +160,21 @@ def main():
         # --rules: the firewall module takes the header-only rules; --module detect: the signature
         # engine matches the same rules (its sure alerts mark the packet alerted on the device).
         runs = [(b, []) for b in ("1", "2", "3", "7", "65536")] + [(b, ["--no-reassembly"]) for b in ("1", "65536")]
+        # Suricata's IP-only engine inspects such a signature on the first packet of each direction of
+        # a flow only; a negated address makes it like-IP-only, inspected on every packet.
+        like = os.path.join(tmp, "like.rules")
+        with open(like, "w") as f:
+            f.write(f'alert ip any any -> [{SRV},!10.9.9.9] any (msg:"to server"; sid:1; rev:1;)\n')
+            f.write(f'alert ip [{SRV},!10.9.9.9] any -> any any (msg:"from server"; sid:2; rev:1;)\n')
+        runs += [(b, ["--module", f"detect:rules={like}"]) for b in ("1", "7", "65536")]
         runs += [(b, ["--module", f"detect:rules={rules}"]) for b in ("1", "7", "65536")]
+        firsts = []  # the first packet of each direction of each connection
+        seen_dir = set()
+        for n, (_, _, from_client, _) in enumerate(fr, 1):
+            if (conn_of[n], from_client) not in seen_dir:
+                seen_dir.add((conn_of[n], from_client))
+                firsts.append(n)
+        ids = {}  # connection -> its flow_id, the same in every run
         for k, (batch, extra) in enumerate(runs):
             out = os.path.join(tmp, f"b{k}")
             os.makedirs(out)
@@ -146,7 +187,12 @@ def main():
                 continue
             alerts = [json.loads(l) for l in open(os.path.join(out, "eve.json")) if '"event_type":"alert"' in l]
             got = sorted(a["pcap_cnt"] for a in alerts)
-            if got != list(range(1, len(fr) + 1)):
+            check_flow_ids(f"batch {batch}", alerts, ids, failures)
+            if f"rules={rules}" in batch:
+                if got != firsts:
+                    failures.append(f"batch {batch}: IP-only alerts on packets {got}, want the first of each "
+                                    f"direction of each connection {firsts}")
+            elif got != list(range(1, len(fr) + 1)):
                 failures.append(f"batch {batch}: alerts on packets {got}, want each of 1..{len(fr)} once")
             for a in alerts:
                 n = a["pcap_cnt"]
@@ -195,6 +241,7 @@ def main():
                 failures.append(f"app batch {batch}: gaspp failed ({p.returncode}): {p.stderr.strip()}")
                 continue
             alerts = [json.loads(l) for l in open(os.path.join(out, "eve.json")) if '"event_type":"alert"' in l]
+            check_flow_ids(f"app batch {batch}", alerts, ids, failures)
             for sid, packets in deliver.items():
                 got = sorted(a["pcap_cnt"] for a in alerts if a["alert"]["signature_id"] == sid)
                 if got != packets:

@@ -100,6 +100,8 @@ class CpuBackend final : public Backend, private StageExecutor {
         s.batch.h_pkt_counts = s.pkt_counts.data();
       }
       if (flow_pos_) s.flow_pos.resize(cfg.batch_packets);
+      // Entries count only in their batch's epoch (FlowIdAt): zero once, never cleared.
+      if (!cfg.modules.empty() && cfg.flow.enabled) s.flow_id_at.resize(cfg.batch_packets);
       s.flow_slot.resize(cfg.batch_packets);
       s.flow_flags.resize(cfg.batch_packets);
       s.rec_off.resize(cfg.batch_packets);
@@ -263,6 +265,7 @@ class CpuBackend final : public Backend, private StageExecutor {
     a_.flow_slot = flows ? s.flow_slot.data() : nullptr;
     a_.flow_flags = flows ? s.flow_flags.data() : nullptr;
     a_.flow_pos = s.flow_pos.empty() ? nullptr : s.flow_pos.data();
+    a_.flow_id_at = s.flow_id_at.empty() ? nullptr : s.flow_id_at.data();
     if (flows) a_.table = table_.ref();
     a_.events = EventSinkRef{events_.data(), &event_n_, uint32_t(events_.size())};
     a_.retry = stage_retry_.data();
@@ -281,7 +284,9 @@ class CpuBackend final : public Backend, private StageExecutor {
     prm_ = FlowTrackParams{cfg_.flow.timeouts, ++epoch_, cfg_.flow.midstream, cfg_.flow.vlan_in_key,
                            cfg_.drop_invalid && cfg_.stream.urgent == UrgentPolicy::drop, cfg_.flow.defrag,
                            s.pkt_counts.empty() ? nullptr : s.pkt_counts.data(),
-                           s.flow_pos.empty() ? nullptr : s.flow_pos.data()};
+                           s.flow_pos.empty() ? nullptr : s.flow_pos.data(),
+                           s.flow_id_at.empty() ? nullptr : s.flow_id_at.data()};
+    a_.flow_epoch = prm_.epoch;
     uint32_t* slot = s.flow_slot.data();
     uint8_t* flags = s.flow_flags.data();
     for (auto& f : failed_) f.clear();
@@ -707,6 +712,7 @@ class CpuBackend final : public Backend, private StageExecutor {
     std::vector<uint16_t> shard;           // the walk: each packet's shard (kNoShard: no flow)
     std::vector<FlowCountsAt> pkt_counts;  // modules with flows: counters at alerted packets
     std::vector<FlowPosAt> flow_pos;       // a module wants positions (flow_pos_): the walk writes each packet's
+    std::vector<FlowIdAt> flow_id_at;      // modules with flows: ended connections' ids (FlowIdAt)
     std::vector<uint32_t> flow_slot;
     std::vector<uint8_t> flow_flags;
     std::vector<uint32_t> rec_off;

@@ -189,6 +189,10 @@ class CudaBackend final : public Backend, private StageExecutor {
             s.d_flow_pos.allocate(cfg.batch_packets);
             device_bytes_ += s.d_flow_pos.bytes();
           }
+          // Entries count only in their batch's epoch (FlowIdAt): zero once, never cleared.
+          s.d_flow_id_at.allocate(cfg.batch_packets);
+          GASPP_CUDA_CHECK(cudaMemset(s.d_flow_id_at.get(), 0, s.d_flow_id_at.bytes()));
+          device_bytes_ += s.d_flow_id_at.bytes();
         }
         if (plan_.schedule()) {
           s.d_sched_keys.allocate(2 * size_t(cfg.batch_packets));
@@ -402,6 +406,7 @@ class CudaBackend final : public Backend, private StageExecutor {
     // Modules with flows: the flow counters at alerted packets (mapped; the verdict walk writes them).
     MappedBuffer<FlowCountsAt> pkt_counts;
     DeviceBuffer<FlowPosAt> d_flow_pos;  // a module wants positions (flow_pos_): the walk writes each packet's
+    DeviceBuffer<FlowIdAt> d_flow_id_at;  // modules with flows: ended connections' ids (FlowIdAt)
     // Scheduling: keys in and out, indices in and out (the out half is the next stage's order).
     DeviceBuffer<uint32_t> d_sched_keys;
     DeviceBuffer<uint32_t> d_sched_vals;
@@ -464,7 +469,8 @@ class CudaBackend final : public Backend, private StageExecutor {
     const FlowTableRef t = table_->ref();
     prm_ = FlowTrackParams{cfg_.flow.timeouts, ++epoch_, cfg_.flow.midstream, cfg_.flow.vlan_in_key,
                            cfg_.drop_invalid && cfg_.stream.urgent == UrgentPolicy::drop, cfg_.flow.defrag,
-                           s.pkt_counts.device(), s.d_flow_pos.get()};
+                           s.pkt_counts.device(), s.d_flow_pos.get(), s.d_flow_id_at.get()};
+    a_.flow_epoch = prm_.epoch;
     const uint32_t n = s.batch.count;
     const uint32_t base = streams_ ? held_cap_ : 0;  // item number of packet 0
     *s.record_count.get() = 0;  // the slot's previous batch was finished (wait) before the slot was refilled
@@ -608,6 +614,7 @@ class CudaBackend final : public Backend, private StageExecutor {
     a.flow_slot = table_ ? s.d_flow_slot.get() : nullptr;
     a.flow_flags = table_ ? s.d_flow_flags.get() : nullptr;
     a.flow_pos = s.d_flow_pos.get();
+    a.flow_id_at = s.d_flow_id_at.get();
     if (table_) a.table = table_->ref();
     a.events = EventSinkRef{s.events.device(), s.event_n.device(), event_cap_};
     if (s.d_retry.get()) {

@@ -350,6 +350,7 @@ struct DetectModule {
       const DetSig& s = v.sigs[i];
       if (!(s.mode & kSigPacket) && (!tcp || stream_added || (s.mode & kSigStreamOnly))) return;
       if (s.op_n && len == 0) return;
+      if ((s.verdict & kDetFirstOnly) && p.has_flow() && !p.first_in_direction()) return;
       if (!sig_applies(v, i, pk, p.has_flow(), p.to_client(), p.flow_established(), facts)) return;
       const int r = s.hb[0] ? det_packet_lists<kRetry>(v, s, payload, len, p.frame(), packet_headers(d, k))
                             : detect_inspect<kRetry>(v, s, payload, len, 0);

@@ -350,6 +350,7 @@ DetectModule::Host::Host(const ModuleOptions& opt) : ModuleHost<DetectModule>({}
     if (final_here && s.rule.action == RuleAction::pass) d.verdict |= kDetPass;
     if (final_here && s.rule.action != RuleAction::pass && !s.noalert) d.verdict |= kDetAlerts;  // thresholds: below
     if (s.ip_only) d.verdict |= kDetFlowScope;
+    if (s.ip_only_engine) d.verdict |= kDetFirstOnly;
     d.bidir = s.rule.bidirectional;
     d.sid = s.rule.sid;
     // The payload list, then each header buffer's (in the order the rule names them).

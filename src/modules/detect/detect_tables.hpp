@@ -122,6 +122,11 @@ enum DetVerdict : uint8_t {
   // suppression or pass. The packet is then marked alerted (kVerdictAlerted), so that its alert
   // carries the flow's counters at it and the flow event says `alerted`.
   kDetAlerts = 8,
+  // Suricata's IP-only engine (SIG_TYPE_IPONLY): the signature is inspected on the first packet of
+  // each direction of a flow (FLOW_PKT_TOSERVER_FIRST / TOCLIENT_FIRST, kPktDirFirst) and on every
+  // packet without a flow. Like-IP-only signatures (a negated address, an IPv6 range) are packet
+  // signatures: inspected on every packet, their actions still the flow's.
+  kDetFirstOnly = 16,
 };
 
 struct DetSig {

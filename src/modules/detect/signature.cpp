@@ -994,11 +994,18 @@ std::string finish(Signature& s) {
   if (s.has_flags && s.rule.proto != 6 && s.rule.proto != 0) return "error:flags on a rule that is not TCP";
   if ((m & kSigStreamOnly) && !tcp) return "error:only_stream on a rule that is not TCP";
   s.mode = m;
-  s.ip_only = s.ops.empty() && !s.flow_keyword && !s.dsize.on && !s.has_flags && !s.itype.on && !s.icode.on &&
-              !s.header_conds() && s.int_conds.empty() && s.iprep.empty() &&
-              s.flowints.empty() && !s.rule.tcp_stream &&
-              std::all_of(s.flowbits.begin(), s.flowbits.end(), [](const FlowbitCmd& c) { return c.cmd == FlowbitCmd::set; }) &&
-              s.gate_proto.empty();  // Suricata: a signature with an app_proto is never IP-only
+  const bool header_only = s.ops.empty() && !s.flow_keyword && !s.dsize.on && !s.has_flags && !s.itype.on &&
+                           !s.icode.on && !s.header_conds() && s.int_conds.empty() && s.flowints.empty() &&
+                           !s.rule.tcp_stream &&
+                           std::all_of(s.flowbits.begin(), s.flowbits.end(), [](const FlowbitCmd& c) { return c.cmd == FlowbitCmd::set; }) &&
+                           s.gate_proto.empty();  // Suricata: a signature with an app_proto is never IP-only
+  s.ip_only = header_only && s.iprep.empty();
+  // Suricata's contains_negation / contains_range (detect-engine-address.c flags ranges in IPv6
+  // notation only).
+  const auto like = [](const AddrSet& a) {
+    return std::any_of(a.items.begin(), a.items.end(), [](const AddrItem& x) { return x.neg || (x.range && x.family == 6); });
+  };
+  s.ip_only_engine = header_only && !like(s.rule.src) && !like(s.rule.dst);
   return "";
 }
 

@@ -302,6 +302,11 @@ struct Signature {
   // flowbits `set`. Its drop or pass applies to the whole flow; other signatures' to the packet
   // they matched, or to the flow when they matched the stream (SignatureProperties).
   bool ip_only = false;
+  // Suricata's SIG_TYPE_IPONLY (SignatureIsIPOnly returning 1): what ip_only requires but iprep
+  // allowed (it is IP-only compatible), and no negated address or IPv6 range in the header (those
+  // make it like-IP-only). The IP-only engine inspects it on the first packet of each direction of
+  // a flow only (kDetFirstOnly).
+  bool ip_only_engine = false;
   uint8_t mode = 0;                // SigMode bits
   int fast_pattern = -1;           // the op the prefilter looks for (a content), or -1: none
   // An application-layer signature (protocol http, or an option on an HTTP buffer): matched per
