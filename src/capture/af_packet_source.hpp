@@ -19,8 +19,12 @@
 // Records are written in place: the socket reserves room before each frame (PACKET_RESERVE), where
 // the source writes the 16-byte pcap record header (nanosecond times, host byte order). A frame
 // whose 802.1Q tag the kernel took out (VLAN offload: TP_STATUS_VLAN_VALID) gets it back, as it
-// was on the wire, by moving its MAC addresses 4 bytes into the same room. Records in a block are
-// not back to back (the kernel aligns them), so the batcher copies them into its batch.
+// was on the wire, by moving its MAC addresses 4 bytes into the same room. The ring is the
+// source's region (regions()): records are not back to back (the kernel's frame headers and
+// alignment lie between them, and a block's unused tail), but they follow one another at rising
+// addresses until the ring wraps, so the batcher makes a batch a span of the ring with gaps, read
+// in place — by the CPU backend, and by the CUDA backend through the ring registered for the device
+// (cudaHostRegister) or packed into its staging where the records fill too little of the span.
 //
 // A BPF filter (AfPacketOptions::filter, tcpdump syntax) is compiled with libpcap for the
 // interface's link type and attached to the socket before it is bound (SO_ATTACH_FILTER): what it
@@ -72,6 +76,10 @@ class AfPacketSource final : public Source {
   SourceReport report() const override;
   void finish() override;
   int wait_fd() const override { return fd_; }
+  std::vector<MemoryRegion> regions() const override {
+    if (!ring_) return {};
+    return {MemoryRegion{ring_, ring_bytes_}};
+  }
   void refresh_counts() override { read_kernel_stats(); }
 
   // The link type frames arrive in (LINKTYPE_* number), the snap length and the record format: what

@@ -32,6 +32,13 @@ class MultiSource final : public Source {
     for (auto& s : in_) s->refresh_counts();
   }
   SourceReport report() const override;
+  // The inputs' regions, in input order (a backend registers the first).
+  std::vector<MemoryRegion> regions() const override {
+    std::vector<MemoryRegion> all;
+    for (const auto& s : in_)
+      for (const MemoryRegion& m : s->regions()) all.push_back(m);
+    return all;
+  }
 
  private:
   std::vector<std::unique_ptr<Source>> in_;

@@ -17,10 +17,16 @@
 //    source hands its blocks back to the kernel there; a file source has nothing to do).
 //  * Records that lie back to back in memory (the next one starts where the previous ended) may
 //    be batched as one span of memory (PacketBatch::h_span), which the CUDA backend copies, or
-//    reads through a registered mapping, in one piece. Records that do not are copied together by
-//    the batcher. A mapped file is one region, so its records always lie back to back.
+//    reads through a registered mapping, in one piece. So may records that follow one another at
+//    rising addresses inside one of regions() (a ring's records with the kernel's headers between
+//    them, a file's records a filter thinned out): the span then has gaps, which nothing reads —
+//    the CPU backend reads the records in place, the CUDA backend moves the span as it is or packs
+//    its records first (backend/cuda/transfer.hpp decides by how much of it they fill). Records
+//    that do neither are copied together by the batcher. Everything between two records of a span
+//    must stay mapped until they are released: a region is one mapping.
 //  * regions() are the memory ranges the records live in, for a backend to register for direct
-//    device access; empty when there is nothing worth registering.
+//    device access (the first one) and for the batcher's spans; empty when there is nothing worth
+//    registering.
 //  * format() and link() may change between records (several files in a row): SourceRecord says
 //    which apply, and the batcher closes a batch where they change, as a batch has one of each.
 //  * next() returns `idle` when no record came within `wait_ns` (a live source: the batcher then

@@ -168,14 +168,21 @@ RunReport run_source(Source& src, Backend& backend, const RunOptions& opt, const
     b.reassembled.clear();
     b.host_events.clear();
     last_seq[size_t(slot)] = kNoRecord;
-    // A batch is a span of the source's memory while its records lie back to back and no
-    // reassembled datagram joins it; from then on its records are copied into h_rebuilt (a
-    // datagram right after the fragment that completed it).
+    // A batch is a span of the source's memory while its records lie back to back, or follow one
+    // another at rising addresses inside one of the source's regions (a span with gaps: a ring's
+    // frame headers, records a filter refused; capture/source.hpp), and no reassembled datagram
+    // joins it; from then on its records are copied into h_rebuilt (a datagram right after the
+    // fragment that completed it). Offsets are 32-bit: a span ends before 4 GiB.
     std::vector<uint8_t>& rebuilt = b.h_rebuilt;
     rebuilt.clear();
     bool copied = false;
     const uint8_t* span_start = have_pending() ? r.rec : nullptr;
     const uint8_t* span_end = span_start;  // where the span's last record ends
+    const uint8_t* region_end = nullptr;   // the end of the region holding the span (null: none)
+    bool gapped = false;                   // the span has gaps
+    if (span_start)
+      for (const MemoryRegion& m : regions)
+        if (span_start >= m.base && span_start < m.base + m.len) region_end = m.base + m.len;
     const uint64_t first_ts = r.ts_ns;
     const auto add_datagram = [&] {
       b.reassembled.push_back(b.count);
@@ -185,8 +192,25 @@ RunReport run_source(Source& src, Backend& backend, const RunOptions& opt, const
       datagram.clear();
     };
     const auto copy_span = [&] {  // from here on the batch is copied
-      if (!copied) rebuilt.assign(span_start, span_end);
+      if (copied) return;
       copied = true;
+      if (!gapped) {
+        rebuilt.assign(span_start, span_end);
+        return;
+      }
+      // The records alone, packed, their offsets rewritten (every one so far is in the span).
+      rebuilt.reserve(b.record_bytes);
+      for (uint32_t i = 0; i < b.count; ++i) {
+        const uint8_t* rec = span_start + b.h_rec_off[i];
+        const uint64_t n = kRecordHeaderBytes + read_record_header(rec, b.fmt).cap_len;
+        b.h_rec_off[i] = uint32_t(rebuilt.size());
+        rebuilt.insert(rebuilt.end(), rec, rec + n);
+      }
+    };
+    // r may join the span, leaving a gap before it.
+    const auto joins_with_gap = [&] {
+      return region_end && r.rec > span_end && r.rec + r.bytes() <= region_end &&
+             uint64_t(r.rec + r.bytes() - span_start) <= uint64_t(UINT32_MAX);
     };
     if (!datagram.empty()) {  // completed by the previous batch's last packet, which left no room
       copied = true;
@@ -195,7 +219,9 @@ RunReport run_source(Source& src, Backend& backend, const RunOptions& opt, const
     }
     while (have_pending()) {
       const uint64_t rec_bytes = r.bytes();
-      const uint64_t used = copied ? rebuilt.size() : uint64_t(span_end - span_start);
+      // Gaps cost nothing on the CPU and are left behind by the CUDA backend when they would
+      // cost (transfer.hpp): the batch's size is its records'.
+      const uint64_t used = copied ? rebuilt.size() : b.record_bytes;
       if (b.count > 0) {
         if (b.count >= cap_pk) break;
         if (used + rec_bytes > opt.policy.max_bytes) break;
@@ -204,7 +230,10 @@ RunReport run_source(Source& src, Backend& backend, const RunOptions& opt, const
           break;  // a batch has one format, link type and interface
         if (stopping()) break;
       }
-      if (!copied && r.rec != span_end) copy_span();  // not back to back with the span
+      if (!copied && r.rec != span_end) {
+        if (b.count > 0 && joins_with_gap()) gapped = true;
+        else copy_span();  // neither back to back with the span nor after it in its region
+      }
       if (copied) {
         b.h_rec_off[b.count++] = uint32_t(rebuilt.size());
         rebuilt.insert(rebuilt.end(), r.rec, r.rec + rec_bytes);

@@ -26,6 +26,11 @@ namespace {
 // The records of a capture in blocks of `block` records, each block an allocation of its own with
 // its records back to back (as a ring's blocks hold them): batches within a block are spans of it,
 // batches across blocks are copied.
+//
+// Ring mode (block 0): every record in one allocation, listed as the source's region, with a gap
+// of 1 to 63 bytes before each (a ring's frame headers and alignment), and the second half of the
+// records placed before the first (the ring wraps there): batches are spans of the region with
+// gaps, but for the one that holds the wrap, which is copied.
 class ScatteredSource final : public Source {
  public:
   ScatteredSource(const CaptureFile& cap, uint32_t block, uint64_t swap_from, uint32_t idle_every)
@@ -34,6 +39,36 @@ class ScatteredSource final : public Source {
     RecordInfo r;
     std::vector<RecordInfo> all;
     while (w.next(r)) all.push_back(r);
+    if (block == 0) {
+      const auto gap = [](size_t k) { return 1 + (k * 37) % 63; };
+      uint64_t total = 0;
+      for (size_t k = 0; k < all.size(); ++k) total += gap(k) + kRecordHeaderBytes + all[k].cap_len;
+      ring_len_ = total;
+      blocks_.push_back(std::make_unique<uint8_t[]>(total));
+      uint8_t* base = blocks_.back().get();
+      std::memset(base, 0xAB, total);
+      const size_t mid = all.size() / 2;
+      std::vector<uint8_t*> at(all.size());
+      uint8_t* p = base;
+      for (size_t k : {size_t(1), size_t(0)})  // the second half first in memory
+        for (size_t i = k ? mid : 0; i < (k ? all.size() : mid); ++i) {
+          p += gap(i);
+          at[i] = p;
+          p += kRecordHeaderBytes + all[i].cap_len;
+        }
+      for (size_t k = 0; k < all.size(); ++k) {
+        const uint64_t n = kRecordHeaderBytes + all[k].cap_len;
+        std::memcpy(at[k], cap.data() + all[k].offset, n);
+        const bool swap = k >= swap_from;
+        if (swap)
+          for (int f = 0; f < 4; ++f) std::reverse(at[k] + 4 * f, at[k] + 4 * f + 4);
+        recs_.push_back(at[k]);
+        lens_.push_back(n);
+        info_.push_back(all[k]);
+        swapped_.push_back(swap);
+      }
+      return;
+    }
     for (size_t b = 0; b < all.size(); b += block) {
       const size_t e = std::min(all.size(), b + block);
       uint64_t total = 0;
@@ -87,6 +122,10 @@ class ScatteredSource final : public Source {
   }
   uint64_t released() const { return released_; }
   uint64_t records() const { return recs_.size(); }
+  std::vector<MemoryRegion> regions() const override {
+    if (!ring_len_) return {};
+    return {MemoryRegion{blocks_[0].get(), ring_len_}};
+  }
 
  private:
   const CaptureFile& cap_;
@@ -96,7 +135,7 @@ class ScatteredSource final : public Source {
   std::vector<uint64_t> lens_;
   std::vector<RecordInfo> info_;
   std::vector<bool> swapped_;
-  uint64_t at_ = 0, calls_ = 0, released_ = 0;
+  uint64_t at_ = 0, calls_ = 0, released_ = 0, ring_len_ = 0;
   std::vector<uint64_t> idle_at_;
   size_t next_idle_ = 0;
 };
@@ -107,6 +146,8 @@ struct Outcome {
   std::vector<FlowRecordOut> flows;
   std::vector<std::pair<uint64_t, uint32_t>> batches;  // first packet number, count
   std::vector<uint8_t> swapped;                        // per batch
+  std::vector<const uint8_t*> spans;                   // per batch: its h_span
+  std::vector<uint64_t> span_lens, record_bytes;
 };
 
 Outcome run_on(Source& src, uint32_t batch) {
@@ -123,6 +164,9 @@ Outcome run_on(Source& src, uint32_t batch) {
       [&](const PacketBatch& b) {
         o.batches.emplace_back(b.first_index + 1, b.count);
         o.swapped.push_back(b.fmt.swapped);
+        o.spans.push_back(b.h_span);
+        o.span_lens.push_back(b.span_len);
+        o.record_bytes.push_back(b.record_bytes);
         DecodedView v = const_cast<PacketBatch&>(b).decoded.view();
         for (uint32_t i = 0; i < b.count; ++i) {
           load(v, i, p);
@@ -145,7 +189,8 @@ TEST(Source, ScatteredRecordsBatchAsTheFileDoes) {
   g.ipv6_share = 0.3;
   const CaptureFile cap = test::generated_capture(g);
   const uint64_t swap_from = 1234;
-  for (const auto& [batch, block] : {std::pair{1u, 1u}, {7u, 1u}, {256u, 1u}, {65536u, 1u}, {7u, 100u}, {256u, 500u}}) {
+  for (const auto& [batch, block] : {std::pair{1u, 1u}, {7u, 1u}, {256u, 1u}, {65536u, 1u}, {7u, 100u}, {256u, 500u},
+                                     {7u, 0u}, {256u, 0u}, {65536u, 0u}}) {
     SCOPED_TRACE("batch " + std::to_string(batch) + ", block " + std::to_string(block));
     FileSource file(cap);
     const Outcome want = run_on(file, batch);
@@ -176,6 +221,24 @@ TEST(Source, ScatteredRecordsBatchAsTheFileDoes) {
       EXPECT_EQ(got.swapped[k] != cap.format().swapped, first > swap_from) << "batch " << k;
     }
     EXPECT_TRUE(starts_there);
+    if (block == 0) {
+      // Ring mode: batches are spans of the region with gaps, read in place; only a batch holding
+      // the wrap is copied (h_rebuilt, back to back).
+      const MemoryRegion ring = scattered.regions()[0];
+      size_t in_place = 0, copied = 0;
+      for (size_t k = 0; k < got.spans.size(); ++k) {
+        const bool in_ring = got.spans[k] >= ring.base && got.spans[k] < ring.base + ring.len;
+        if (in_ring) {
+          EXPECT_LE(got.spans[k] + got.span_lens[k], ring.base + ring.len) << "batch " << k;
+          in_place += got.batches[k].second > 1 && got.span_lens[k] > got.record_bytes[k];
+        } else {
+          EXPECT_EQ(got.span_lens[k], got.record_bytes[k]) << "batch " << k << ": copied with gaps";
+          ++copied;
+        }
+      }
+      EXPECT_GT(in_place, 0u) << "no batch was a span with gaps";
+      EXPECT_LE(copied, 1u) << "only the batch holding the wrap is copied";
+    }
   }
 }
 
