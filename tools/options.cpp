@@ -109,6 +109,7 @@ void apply_file_config(const FileConfig& fc, Options& o) {
   if (fc.eve_anomaly_decode) o.eve_anomaly = *fc.eve_anomaly_decode;
   if (fc.eve_packet) o.eve_packet = *fc.eve_packet;
   if (fc.eve_verdict) o.eve_verdict = *fc.eve_verdict;
+  if (fc.eve_tagged_packets) o.eve_tagged_packets = *fc.eve_tagged_packets;
   if (fc.eve_ethernet) o.eve_ethernet = *fc.eve_ethernet;
   o.eve_alert_metadata = fc.eve_alert_metadata;
   if (fc.packet_alert_max) o.packet_alert_max = *fc.packet_alert_max;
@@ -446,6 +447,8 @@ int parse_command_line(int argc, char** argv, Options& o) {
        kMods, [&] { o.eve_payload = true; });
   flag("--eve-packet", "alerts carry the packet (base64) and packet_info.linktype, as Suricata's eve-log packet option",
        kMods, [&] { o.eve_packet = true; });
+  flag("--eve-tagged-packets", "an EVE `packet` event for every packet a `tag` keyword tagged after its alert, as Suricata's eve-log tagged-packets option",
+       kMods, [&] { o.eve_tagged_packets = true; });
   flag("--eve-verdict", "alerts carry the packet's final verdict (verdict.action: alert, drop or pass), as Suricata's",
        kMods, [&] { o.eve_verdict = true; });
   flag("--eve-ethernet", "alerts, drop and anomaly events carry the frame's MAC addresses (ether.src_mac, ether.dest_mac), as Suricata's eve-log ethernet option",

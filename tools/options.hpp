@@ -43,6 +43,7 @@ struct Options {
   bool eve_payload = false;      // --eve-payload: alerts carry the payload
   bool eve_anomaly = false;      // --eve-anomaly: EVE anomaly events for decoder events
   bool eve_packet = false;       // --eve-packet: alerts carry the packet (base64) and its link type
+  bool eve_tagged_packets = false;  // --eve-tagged-packets: EVE packet events for tagged packets
   bool eve_verdict = false;      // --eve-verdict: alerts carry the packet's final verdict
   bool eve_ethernet = false;     // --eve-ethernet: alerts carry the frame's MAC addresses (ether)
   std::map<std::string, std::string> eve_alert_metadata;  // the configuration's alert metadata switches

@@ -299,12 +299,13 @@ void outputs_section(const std::string& path, const YAML::Node& v, FileConfig& c
           if (k == "payload") c.eve_payload = yes(o.second, "outputs.eve-log.types.alert.payload");
           else if (k == "packet") c.eve_packet = yes(o.second, "outputs.eve-log.types.alert.packet");
           else if (k == "verdict") c.eve_verdict = yes(o.second, "outputs.eve-log.types.alert.verdict");
+          else if (k == "tagged-packets") c.eve_tagged_packets = yes(o.second, "outputs.eve-log.types.alert.tagged-packets");
           else if (k == "metadata") alert_metadata(path, o.second, c.eve_alert_metadata);
         }
       }
     }
   }
-  c.ignored.push_back("outputs (all but eve-log's ethernet, alert payload, packet, verdict and metadata, anomaly decode, files force-hash and smtp md5)");
+  c.ignored.push_back("outputs (all but eve-log's ethernet, alert payload, packet, verdict, tagged-packets and metadata, anomaly decode, files force-hash and smtp md5)");
 }
 
 bool is_suricata_section(const std::string& key) {

@@ -88,6 +88,7 @@ struct FileConfig {
   // outputs: eve-log: types: alert: payload / packet / verdict (yes or no), as gaspp's --eve-payload,
   // --eve-packet, --eve-verdict
   std::optional<bool> eve_payload, eve_packet, eve_verdict;
+  std::optional<bool> eve_tagged_packets;  // types: alert: tagged-packets (--eve-tagged-packets)
   std::optional<bool> eve_ethernet;  // eve-log's ethernet: yes (--eve-ethernet)
   std::optional<bool> eve_anomaly_decode;  // eve-log types: anomaly (enabled, types: decode)
   // eve-log alert `metadata`: module options metadata.flow, metadata.app-layer,

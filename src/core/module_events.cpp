@@ -262,9 +262,29 @@ void ModuleSet::finish_batch(const PacketBatch& b, ModuleOutput& out) {
   hand_flow_only(flow_only, sorted_.cend(), b.flow_records, out);
   forget_app_flows(b.flow_records, out);
   host_time("events handled", clock);
+  packets_to_modules(b, out);
+  host_time("packets to modules", clock);
   account_verdicts(b, out);
   if (stream_modules_) prev_flows_.assign(b.flow_records.begin(), b.flow_records.end());
   host_time("verdicts counted", clock);
+}
+
+void ModuleSet::packets_to_modules(const PacketBatch& b, ModuleOutput& out) {
+  std::vector<ModuleInstance*> want;
+  for (const auto& m : mods_)
+    if (m->wants_packets()) want.push_back(m.get());
+  if (want.empty()) return;
+  DecodedPacket d;
+  for (uint32_t i = 0; i < b.count; ++i) {
+    const uint64_t off = b.h_rec_off[i];
+    decode_packet(b, i, d);
+    const RecordHeader rh = read_record_header(b.h_span + off, b.fmt);
+    HostPacket hp{b.packet_number(i), d.ts_ns[0], b.h_span + off + kRecordHeaderBytes, rh.cap_len, rh.wire_len, &d, 0,
+                  false};
+    hp.verdict = b.h_verdict[i];
+    for (ModuleInstance* m : want) m->on_packet(hp, out);
+  }
+  for (ModuleInstance* m : want) m->on_packets_end();
 }
 
 void ModuleSet::finish_flush(const std::vector<ModuleEvent>& events, const std::vector<uint64_t>& module_counts,

@@ -82,6 +82,16 @@ class ModuleOf final : public ModuleInstance {
   void on_host_events(uint32_t packet, const DecodedPacket& d, uint16_t module, std::vector<ModuleEvent>& out) override {
     if constexpr (requires { host_.on_host_events(packet, d, module, out); }) host_.on_host_events(packet, d, module, out);
   }
+  bool wants_packets() const override {
+    if constexpr (requires { host_.wants_packets(); }) return host_.wants_packets();
+    return false;
+  }
+  void on_packet(const HostPacket& p, ModuleOutput& out) override {
+    if constexpr (requires { host_.on_packet(p, out); }) host_.on_packet(p, out);
+  }
+  void on_packets_end() override {
+    if constexpr (requires { host_.on_packets_end(); }) host_.on_packets_end();
+  }
 
  private:
   int type_;

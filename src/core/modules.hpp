@@ -93,6 +93,13 @@ class ModuleInstance {
   // the packet decoded, those events in d.events), which its device pass did not see: the module
   // adds the events of what they match to `out` (its position in the pipeline: `module`).
   virtual void on_host_events(uint32_t packet, const DecodedPacket& d, uint16_t module, std::vector<ModuleEvent>& out) = 0;
+  // Every packet of the batch on the host, in capture order, after its events were handled
+  // (M::Host::wants_packets(), on_packet(), on_packets_end()): for state that follows packets the
+  // module raised no event on (the detect module's tags). Asked again each batch; while it says
+  // no, nothing is decoded for it. p.flow_id is 0: the host does not know a packet's flow.
+  virtual bool wants_packets() const = 0;
+  virtual void on_packet(const HostPacket& p, ModuleOutput& out) = 0;
+  virtual void on_packets_end() = 0;
   uint16_t index = 0;       // position in the pipeline
   uint32_t state_off = 0;   // its slice of the per-flow module state
 };
@@ -241,6 +248,8 @@ class ModuleSet {
   std::vector<HostTime> host_times_;
   // With host times on: adds the time since `since` to phase `name` and restarts `since`.
   void host_time(const char* name, uint64_t& since);
+  // The batch's packets, decoded, to the modules that want them (ModuleInstance::wants_packets).
+  void packets_to_modules(const PacketBatch& b, ModuleOutput& out);
   std::vector<AppLog> app_logs_;
   void write_app_log(const ModuleEvent& e, uint64_t ts_ns, uint64_t pcap_cnt, ModuleOutput& out);
   // A batch's (or the end's) flows left the table: their unlogged transactions are written.

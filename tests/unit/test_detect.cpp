@@ -17,6 +17,7 @@
 #include "modules/detect/base64.hpp"
 #include "modules/detect/dataset.hpp"
 #include "modules/detect/iprep.hpp"
+#include "modules/detect/tag.hpp"
 #include "modules/detect/detect.hpp"
 #include "modules/detect/signature.hpp"
 #include "modules/detect/transform.hpp"
@@ -1350,6 +1351,105 @@ TEST(Signatures, ActionOrderParsesAndRefusesBadLists) {
   EXPECT_NE(parse_action_order("drop,pass,reject,alert,pass", o), "");
   EXPECT_NE(parse_action_order("drop,pass,reject,log", o), "");
   EXPECT_THROW(DetectModule::Host(ModuleOptions{{"action-order", "pass,alert"}}), std::invalid_argument);
+}
+
+
+// The tag engine against Suricata's tag semantics (detect-engine-tag.c, its DetectTagTestPacket
+// cases): the alerting packet is counted and not logged; a packets tag logs COUNT - 1 more, a bytes
+// tag until the counted bytes pass COUNT, a seconds tag until more than COUNT whole seconds passed;
+// an alert again restarts the tag (up to 10 times); host tags follow one address either way.
+TEST(Tags, CountAsSuricatasTagEngine) {
+  struct Pkt {
+    int src, dst;     // host numbers (10.0.0.N)
+    uint64_t sec;     // capture second
+    uint32_t len;
+    int alert_sid;    // 0: none; else the tagging signature alerts on this packet
+    bool tagged;      // expected
+  };
+  struct Case {
+    const char* name;
+    const char* tag;  // the option's value
+    std::vector<Pkt> pkts;
+  };
+  const std::vector<Case> cases = {
+      {"session packets", "session,4,packets",
+       {{1, 2, 0, 60, 1, false}, {2, 1, 0, 60, 0, true}, {1, 2, 0, 60, 0, true}, {1, 2, 0, 60, 0, true},
+        {2, 1, 0, 60, 0, false}, {1, 3, 0, 60, 0, false}}},
+      {"session default 256", "session",
+       {{1, 2, 0, 60, 1, false}, {2, 1, 0, 60, 0, true}, {3, 4, 0, 60, 0, false}}},
+      {"session bytes", "session,250,bytes",
+       {{1, 2, 0, 100, 1, false}, {2, 1, 0, 100, 0, true}, {1, 2, 0, 100, 0, false}, {1, 2, 0, 100, 0, false}}},
+      {"session seconds", "session,2,seconds",
+       {{1, 2, 0, 60, 1, false}, {1, 2, 1, 60, 0, true}, {2, 1, 2, 60, 0, true}, {1, 2, 3, 60, 0, false}}},
+      {"alert again restarts", "session,3,packets",
+       {{1, 2, 0, 60, 1, false}, {1, 2, 0, 60, 0, true}, {1, 2, 0, 60, 1, true}, {1, 2, 0, 60, 0, true},
+        {1, 2, 0, 60, 0, true}, {1, 2, 0, 60, 0, false}}},
+      {"host src both ways, other hosts not", "host,3,packets,src",
+       {{1, 2, 0, 60, 1, false}, {3, 4, 0, 60, 0, false}, {5, 1, 0, 60, 0, true}, {1, 6, 0, 60, 0, true},
+        {1, 2, 0, 60, 0, false}}},
+      {"host dst by default", "host,2,packets",
+       {{1, 2, 0, 60, 1, false}, {1, 3, 0, 60, 0, false}, {2, 7, 0, 60, 0, true}, {2, 7, 0, 60, 0, false}}},
+      {"host idle for 600 s ends", "host,10,seconds,src",
+       {{1, 2, 0, 60, 1, false}, {1, 2, 5, 60, 0, true}, {1, 2, 700, 60, 0, false}}},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    TagSpec spec;
+    ASSERT_EQ(parse_tag_option(c.tag, spec), "");
+    TagTable t;
+    for (size_t k = 0; k < c.pkts.size(); ++k) {
+      const Pkt& p = c.pkts[k];
+      TagPacket tp;
+      tp.family = 4;
+      tp.proto = 6;
+      tp.src[0] = tp.dst[0] = 10;
+      tp.src[3] = uint8_t(p.src);
+      tp.dst[3] = uint8_t(p.dst);
+      tp.sport = p.src < p.dst ? 40000 : 80;
+      tp.dport = p.src < p.dst ? 80 : 40000;
+      tp.ts_ns = p.sec * 1000000000ull;
+      tp.len = p.len;
+      if (p.alert_sid) t.add(spec, 1, uint32_t(p.alert_sid), tp);
+      EXPECT_EQ(t.handle(tp), p.tagged) << "packet " << k + 1;
+    }
+  }
+  // The match limit: the 2nd to 10th alerts of one signature restart its tag, the 11th does not.
+  {
+    TagSpec spec;
+    ASSERT_EQ(parse_tag_option("session,2,packets", spec), "");
+    TagTable t;
+    TagPacket tp;
+    tp.family = 4;
+    tp.src[3] = 1;
+    tp.dst[3] = 2;
+    for (int k = 0; k < 10; ++k) {
+      t.add(spec, 1, 7, tp);
+      EXPECT_EQ(t.handle(tp), k > 0) << "alert " << k + 1;  // the first alert's packet is not logged
+      EXPECT_TRUE(t.handle(tp)) << "alert " << k + 1;
+    }
+    t.add(spec, 1, 7, tp);  // the 11th: counts go on from where they were
+    EXPECT_FALSE(t.handle(tp));
+  }
+  // At most 50 tags on one session: the 51st signature's is not kept, counted.
+  {
+    TagSpec spec;
+    TagTable t;
+    TagPacket tp;
+    tp.family = 4;
+    for (uint32_t sid = 1; sid <= 51; ++sid) t.add(spec, 1, sid, tp);
+    EXPECT_EQ(t.full(), 1u);
+  }
+  // The option as Suricata parses it.
+  TagSpec s;
+  ASSERT_EQ(parse_tag_option("host", s), "");
+  EXPECT_TRUE(s.host && !s.dir_src && s.metric == TagSpec::packets && s.count == 256);
+  ASSERT_EQ(parse_tag_option(" Host , 1000 , PACKETS , src ", s), "");
+  EXPECT_TRUE(s.host && s.dir_src && s.count == 256);  // packets are capped at 256
+  ASSERT_EQ(parse_tag_option("session,5000,bytes", s), "");
+  EXPECT_TRUE(!s.host && s.metric == TagSpec::bytes && s.count == 5000);
+  for (const char* bad : {"", "flow", "session,10", "session,x,packets", "session,-1,packets", "session,1,minutes",
+                          "host,10,packets,up", "host,1,packets,src,more", "session,99999999999,bytes"})
+    EXPECT_EQ(parse_tag_option(bad, s).rfind("error:", 0), 0u) << bad;
 }
 
 }  // namespace

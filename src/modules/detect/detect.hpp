@@ -11,6 +11,7 @@
 //   packet               on: alerts carry the packet, base64, and packet_info.linktype (--eve-packet)
 //   verdict              on: alerts carry verdict.action: drop, pass or alert (--eve-verdict)
 //   ethernet             on: alerts carry ether.src_mac and ether.dest_mac (--eve-ethernet)
+//   tagged-packets       on: an EVE `packet` event for each packet a `tag` tagged (--eve-tagged-packets)
 //   firewall             on: header-only rules without flowbits are left to the firewall module
 //                        (gaspp --rules loads the files into both)
 //   prefilter            hyperscan (CPU default); hash: the CPU backend runs the device's matcher
@@ -528,6 +529,14 @@ struct DetectModule {
     // signatures whose decode-event is one of them, matched here as the device would (header,
     // packet conditions); kMatch events as from the device. They only alert: the verdicts are out.
     void on_host_events(uint32_t packet, const DecodedPacket& d, uint16_t module, std::vector<ModuleEvent>& out) const;
+    // Tags (tag.hpp): while a tag is pending or alive, every packet of the batch comes here after
+    // its events (ModuleInstance::wants_packets): the alerts of the batch add their tags at their
+    // packet, in capture order, and each packet is counted against the tags, a tagged one written
+    // as an EVE `packet` event with tagged-packets=on. Tagged packets of a batch are written after
+    // the batch's alerts.
+    bool wants_packets() const { return !pending_tags_.empty() || !tags_.empty(); }
+    void on_packet(const HostPacket& p, ModuleOutput& out);
+    void on_packets_end();
     // No signature: no hook runs and no state is kept (a rule set of IP lists costs nothing here).
     uint32_t layers() const { return sigs_.empty() ? 0u : kLayers; }
     uint32_t flow_state_bytes() const { return has_stream_sigs_ ? uint32_t(sizeof(FlowState)) : 0u; }
@@ -649,6 +658,17 @@ struct DetectModule {
     uint32_t packet_alert_max_ = 15;
     bool payload_ = false;
     bool eve_packet_ = false, eve_verdict_ = false, eve_ether_ = false;  // packet=on, verdict=on, ethernet=on
+    bool tagged_packets_ = false;  // tagged-packets=on: EVE packet events for tagged packets
+    struct PendingTag {
+      uint64_t number;  // the alerted packet's pcap_cnt
+      uint32_t sig;
+      TagPacket pkt;
+    };
+    std::vector<PendingTag> pending_tags_;  // the batch's alerts with tags, in capture order
+    size_t pending_at_ = 0;                 // the first not yet added
+    TagTable tags_;
+    uint64_t tagged_written_ = 0;
+    static TagPacket tag_packet(const HostPacket& p);
     uint64_t last_number_ = ~0ull, last_flow_ = 0;
     uint32_t last_sig_ = ~0u, packet_alerts_ = 0;
     bool packet_passed_ = false;  // a pass signature matched the current packet

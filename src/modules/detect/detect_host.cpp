@@ -20,6 +20,7 @@
 #include "modules/detect/detect.hpp"
 #include "modules/detect/base64.hpp"
 #include "modules/detect/dataset.hpp"
+#include "core/eve_event.hpp"
 #include "modules/firewall/alert_eve.hpp"
 
 namespace gaspp {
@@ -212,6 +213,8 @@ DetectModule::Host::Host(const ModuleOptions& opt) : ModuleHost<DetectModule>({}
       eve_verdict_ = v == "on";
     } else if (k == "ethernet") {
       eve_ether_ = v == "on";
+    } else if (k == "tagged-packets") {
+      tagged_packets_ = v == "on";
     } else if (k == "firewall") {
       leave_to_firewall = v == "on";
     } else if (k == "packet-alert-max") {
@@ -228,7 +231,7 @@ DetectModule::Host::Host(const ModuleOptions& opt) : ModuleHost<DetectModule>({}
       if (!err.empty()) throw std::invalid_argument("detect: " + err);
     } else {
       throw std::invalid_argument("detect: unknown option '" + k +
-                                  "' (rules, classification-file, threshold-file, ja3-fingerprints, smtp-body-md5, metadata.flow|app-layer|rule.metadata|rule.raw, packet-alert-max, prefilter, matcher, mpm-cache, firewall, payload, packet, verdict, ethernet, action-order, datasets-allow-absolute, iprep-categories, iprep-files, iprep-path, address.NAME, port.NAME)");
+                                  "' (rules, classification-file, threshold-file, ja3-fingerprints, smtp-body-md5, metadata.flow|app-layer|rule.metadata|rule.raw, packet-alert-max, prefilter, matcher, mpm-cache, firewall, payload, packet, verdict, ethernet, tagged-packets, action-order, datasets-allow-absolute, iprep-categories, iprep-files, iprep-path, address.NAME, port.NAME)");
     }
   }
   const std::set<std::string> read = leave_to_firewall ? flowbits_read(files, vars) : std::set<std::string>{};
@@ -893,6 +896,46 @@ void DetectModule::Host::on_event(const ModuleEvent& ev, const HostPacket& p, Mo
   }
   out.eve(eve_alert_line(s.rule, classes_, p, dropped, x));
   out.fast_log(fast_log_line(s.rule, classes_, p, dropped));
+  // Its tags start at this packet (tag.hpp); a flow-only event has no packet to start at.
+  if (!s.tags.empty() && p.decoded && p.number)
+    pending_tags_.push_back(PendingTag{p.number, e.value, tag_packet(p)});
+}
+
+TagPacket DetectModule::Host::tag_packet(const HostPacket& p) {
+  TagPacket t;
+  const DecodedPacket& d = *static_cast<const DecodedPacket*>(p.decoded);
+  if (d.l3[0] != uint8_t(L3::ipv4) && d.l3[0] != uint8_t(L3::ipv6)) return t;
+  t.family = d.l3[0] == uint8_t(L3::ipv6) ? 6 : 4;
+  t.ts_ns = p.ts_ns;
+  t.len = p.cap_len;
+  t.proto = d.ip_proto[0];
+  std::memcpy(t.src, d.src_ip, 16);
+  std::memcpy(t.dst, d.dst_ip, 16);
+  t.sport = d.sport[0];
+  t.dport = d.dport[0];
+  return t;
+}
+
+void DetectModule::Host::on_packet(const HostPacket& p, ModuleOutput& out) {
+  // The alerts on this packet add their tags first: the alerting packet is the tags' first.
+  for (; pending_at_ < pending_tags_.size() && pending_tags_[pending_at_].number <= p.number; ++pending_at_) {
+    const PendingTag& t = pending_tags_[pending_at_];
+    const Rule& r = set_.sigs[t.sig].rule;
+    for (const TagSpec& spec : set_.sigs[t.sig].tags) tags_.add(spec, r.gid, r.sid, t.pkt);
+  }
+  if (tags_.empty() || !p.decoded) return;
+  if (!tags_.handle(tag_packet(p)) || !tagged_packets_) return;
+  // Suricata's tagged packet: the event head and the packet (EvePacket).
+  const DecodedPacket& d = *static_cast<const DecodedPacket*>(p.decoded);
+  ++tagged_written_;
+  out.eve(eve_packet_head(p, "packet") + eve_packet_json(p.frame, p.cap_len, d.link[0]) + "}");
+}
+
+void DetectModule::Host::on_packets_end() {
+  // Alerts on no packet of the batch (a reassembled datagram's number is its last fragment's,
+  // already passed) have had their packet: what is left starts no tag.
+  pending_tags_.clear();
+  pending_at_ = 0;
 }
 
 void DetectModule::Host::report(std::map<std::string, uint64_t>& r) const {
@@ -925,6 +968,11 @@ void DetectModule::Host::report(std::map<std::string, uint64_t>& r) const {
   if (iprep_.entries()) {
     r["iprep_entries"] = iprep_.entries();
     r["iprep_rejected"] = iprep_rejected_;
+  }
+  if (!tags_.empty() || tags_.tagged() || tags_.full()) {
+    r["tagged_packets"] = tags_.tagged();
+    r["tagged_packets_written"] = tagged_written_;
+    r["tags_full"] = tags_.full();
   }
   if (matchers_ && matchers_->datasets->sets()) {
     r["dataset_sets"] = matchers_->datasets->sets();

@@ -3,6 +3,7 @@
 
 #include "applayer/http1.hpp"
 #include "modules/detect/dataset.hpp"
+#include "modules/detect/tag.hpp"
 #include "modules/detect/text.hpp"
 #include "modules/detect/detect_tables.hpp"
 #include "modules/detect/transform.hpp"
@@ -181,7 +182,7 @@ bool signature_keyword_known(const std::string& k, const RuleVars& vars) {
   if (std::find(vars.keywords_off.begin(), vars.keywords_off.end(), k) != vars.keywords_off.end()) return false;
   static const char* const kOptions[] = {
       "content", "uricontent", "nocase", "depth", "offset", "distance", "within", "startswith", "endswith",
-      "fast_pattern", "rawbytes", "pcre", "isdataat", "byte_test", "byte_jump", "byte_extract", "byte_math", "dataset", "datarep", "iprep", "pkt_data",
+      "fast_pattern", "rawbytes", "pcre", "isdataat", "byte_test", "byte_jump", "byte_extract", "byte_math", "dataset", "datarep", "iprep", "tag", "pkt_data",
       "base64_decode", "base64_data", "dsize", "itype", "icode", "ttl", "tcp.mss", "ip_proto", "seq", "ack",
       "window", "decode-event", "icmp_id", "icmp_seq", "ipopts", "flow.pkts", "flow.bytes", "flow.pkts_toserver",
       "flow.pkts_toclient", "flow.bytes_toserver", "flow.bytes_toclient", "stream_size", "vlan.id", "vlan.layers", "ipv4-csum", "tcpv4-csum", "tcpv6-csum",
@@ -1460,6 +1461,13 @@ std::string parse_signature(const std::string& text, const RuleVars& vars, Signa
     }
     if (k == "pkt_data") {
       cur_buf = kBufPayload;
+      continue;
+    }
+    if (k == "tag") {
+      TagSpec t;
+      const std::string r = parse_tag_option(v, t);
+      if (!r.empty()) return r;
+      out.tags.push_back(t);
       continue;
     }
     if (k == "iprep") {

@@ -86,6 +86,8 @@
 //   xbits:set|unset|toggle|isset|isnotset,NAME,track ip_src|ip_dst|ip_pair[,expire N] (XbitCmd)
 //   iprep:any|src|dst|both,CATEGORY,OP,VALUE | isset | isnotset (iprep.hpp: the packet's addresses'
 //                      reputation, decided on the host)
+//   tag:session|host[,COUNT,packets|bytes|seconds[,src|dst]] (tag.hpp: the packets after an alert,
+//                      logged as EVE `packet` events with tagged-packets=on)
 //   threshold / detection_filter, and the naming options of the firewall's parser
 // Anything else skips the rule, counted by reason: "app-layer:<keyword>" for what the application
 // layer does not bring yet (dns.* but dns.query, tls.* but tls.sni, the transforms domain, tld, gunzip, ..., other app-layer protocols in the header, an http rule
@@ -109,6 +111,7 @@
 
 #include "modules/detect/dataset.hpp"
 #include "modules/detect/iprep.hpp"
+#include "modules/detect/tag.hpp"
 #include "modules/detect/uint_cond.hpp"
 #include "modules/firewall/rules.hpp"
 
@@ -296,6 +299,7 @@ struct Signature {
   std::vector<XbitCmd> xbits;
   std::vector<IprepCond> iprep;    // iprep (iprep.hpp), all required: decided on the host
   std::vector<DatasetSpec> datasets;  // the dataset and datarep options (SigOp::dataset), as parsed
+  std::vector<TagSpec> tags;       // tag options (tag.hpp): applied on the host when the signature alerts
   bool noalert = false;
   bool flow_keyword = false;       // a `flow` option was given (any of its values)
   // Suricata's IP-only (and like-IP-only) signature: nothing but the header, thresholds and

@@ -52,6 +52,18 @@ bool alert_metadata_option(const std::string& k, const std::string& v, AlertMeta
   return true;
 }
 
+std::string eve_packet_json(const uint8_t* frame, uint32_t len, uint8_t decoder_link) {
+  // The frame as captured (for a reassembled datagram, the one defrag built), and its link type
+  // as the capture file numbers it.
+  const unsigned link = decoder_link == uint8_t(LinkType::linux_sll2) ? 276u : decoder_link;
+  // Suricata's names for the link types (util-datalink.c's table), "n/a" for the others.
+  const char* name = link == 0 ? "NULL" : link == 1 ? "EN10MB" : link == 113 ? "LINUX_SLL" : link == 276 ? "LINUX_SLL2"
+                     : link == 9 ? "PPP" : link == 101 ? "RAW" : link == 104 ? "C_HDLC" : link == 228 ? "IPv4"
+                     : link == 229 ? "IPv6" : "n/a";
+  return ",\"packet\":\"" + base64(frame, len) + "\",\"packet_info\":{\"linktype\":" + std::to_string(link) +
+         ",\"linktype_name\":\"" + name + "\"}";
+}
+
 std::string eve_alert_line(const Rule& r, const Classifications& classes_, const HostPacket& p, bool blocked,
                            const AlertExtras& x) {
   std::string j = eve_packet_head(p, "alert");
@@ -96,18 +108,8 @@ std::string eve_alert_line(const Rule& r, const Classifications& classes_, const
     j += ",\"payload\":\"" + base64(d, n) + "\",\"payload_printable\":\"" + json_escape(printable) +
          "\",\"stream\":" + (x.stream ? "1" : "0");
   }
-  if (x.packet && p.decoded && p.frame) {
-    // The frame as captured (for a reassembled datagram, the one defrag built), and its link type
-    // as the capture file numbers it.
-    const DecodedPacket& d = *static_cast<const DecodedPacket*>(p.decoded);
-    const unsigned link = d.link[0] == uint8_t(LinkType::linux_sll2) ? 276u : d.link[0];
-    // Suricata's names for the link types (util-datalink.c's table), "n/a" for the others.
-    const char* name = link == 0 ? "NULL" : link == 1 ? "EN10MB" : link == 113 ? "LINUX_SLL" : link == 276 ? "LINUX_SLL2"
-                       : link == 9 ? "PPP" : link == 101 ? "RAW" : link == 104 ? "C_HDLC" : link == 228 ? "IPv4"
-                       : link == 229 ? "IPv6" : "n/a";
-    j += ",\"packet\":\"" + base64(p.frame, p.cap_len) + "\",\"packet_info\":{\"linktype\":" + std::to_string(link) +
-         ",\"linktype_name\":\"" + name + "\"}";
-  }
+  if (x.packet && p.decoded && p.frame)
+    j += eve_packet_json(p.frame, p.cap_len, static_cast<const DecodedPacket*>(p.decoded)->link[0]);
   if (x.verdict) {
     // Suricata's EveAddVerdict (IPS): drop when the packet is dropped, else pass for a pass rule's
     // alert, else alert.

@@ -40,6 +40,9 @@ struct AlertExtras {
   bool ether = false;    // ether: the frame's MAC addresses (eve-log's ethernet: yes)
 };
 
+// Suricata's EvePacket: `,"packet":BASE64,"packet_info":{"linktype":N,"linktype_name":NAME}` for
+// a frame of the decoder's link type (alerts with packet=on, tagged packets).
+std::string eve_packet_json(const uint8_t* frame, uint32_t len, uint8_t decoder_link);
 std::string eve_alert_line(const Rule& r, const Classifications& classes, const HostPacket& p, bool blocked,
                            const AlertExtras& x = {});
 
