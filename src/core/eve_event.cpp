@@ -121,11 +121,15 @@ std::string eve_packet_head(const HostPacket& p, const char* event_type) {
   }
   if (p.flow_id) j += std::string(",\"direction\":\"") + (p.to_client ? "to_client" : "to_server") + "\"";
   // A packet decoded out of a tunnel is, as Suricata names its tunnel pseudo-packets, a "gre
-  // tunnel" packet when GRE carried it, else an "ipv4 tunnel" or "ipv6 tunnel" packet after the IP
+  // tunnel" packet when GRE carried it, a "vxlan encapsulation" or "geneve encapsulation" one
+  // when VXLAN or Geneve did, else an "ipv4 tunnel" or "ipv6 tunnel" packet after the IP
   // version of the packet that carried it.
   if (d.tunnel_depth[0] && p.frame) {
     const DecodedPacket carrier = carrier_of(p, d, int(d.tunnel_depth[0]) - 1);
     if (carrier.ip_proto[0] == 47) return j + ",\"pkt_src\":\"gre tunnel\"";
+    const int udp = detail::udp_tunnel_kind(carrier);
+    if (udp == 2) return j + ",\"pkt_src\":\"vxlan encapsulation\"";
+    if (udp == 3) return j + ",\"pkt_src\":\"geneve encapsulation\"";
     return j + (carrier.l3[0] == uint8_t(L3::ipv6) ? ",\"pkt_src\":\"ipv6 tunnel\"" : ",\"pkt_src\":\"ipv4 tunnel\"");
   }
   return j + ",\"pkt_src\":\"wire/pcap\"";

@@ -12,8 +12,9 @@
 // PPPoE sessions (PPP carrying IPv4/IPv6), MPLS label stacks (up to kMaxMplsLabels; IP payload
 // told by its version nibble, an Ethernet pseudowire by its control word), NSH (ethertype 0x894f,
 // carrying IP, Ethernet or MPLS). Tunnels: GTP-U G-PDUs
-// (UDP port 2152) and IP in IP (IPv4 or IPv6 carried as protocol 4 or 41 in IPv4 or IPv6) are
-// decoded into their inner IP packet, up to kMaxTunnelDepth levels, and the packet's fields are
+// (UDP port 2152), VXLAN (UDP destination port 4789) and Geneve (UDP port 6081), IP in IP (IPv4
+// or IPv6 carried as protocol 4 or 41 in IPv4 or IPv6) and GRE are
+// decoded into their inner packet, up to kMaxTunnelDepth levels, and the packet's fields are
 // the inner packet's (tunnel_depth says how deep; decode_frame's max_depth stops short of that to
 // read a carrier). A layer gaspp does not decode (another ethertype, PPP control
 // traffic, an MPLS pseudowire, PPPoE discovery) sets `undecoded` to the reason and stops there;
@@ -68,6 +69,8 @@ constexpr int kMaxMplsLabels = 8;      // labels in one stack (Suricata and Zeek
 constexpr int kMaxTunnelDepth = 2;     // nested tunnels decoded (Zeek's Tunnel::max_depth default)
 constexpr int kMaxGtpExtensions = 8;   // GTP-U extension headers walked
 constexpr uint16_t kGtpUPort = 2152;
+constexpr uint16_t kVxlanPort = 4789;   // IANA; Suricata's decoder.vxlan.ports default
+constexpr uint16_t kGenevePort = 6081;  // IANA; Suricata's decoder.geneve.ports default
 
 GASPP_HD GASPP_FORCEINLINE void fail(DecodedPacket& p, MalformedReason r) {
   if (p.malformed[0] == 0) p.malformed[0] = static_cast<uint8_t>(r);
@@ -502,6 +505,60 @@ GASPP_HD inline uint32_t gtp_u_inner(const uint8_t* f, uint32_t caplen, DecodedP
   return o;
 }
 
+GASPP_HD GASPP_FORCEINLINE bool is_vlan_tpid(uint16_t et) { return et == 0x8100 || et == 0x88a8 || et == 0x9100; }
+
+// Which UDP tunnel a carrier packet is by its ports, in the order decode_l3 tries them (the
+// packet is known to carry a tunnel: its inner packet was decoded): 1 GTP-U, 2 VXLAN, 3 Geneve.
+GASPP_HD GASPP_FORCEINLINE int udp_tunnel_kind(const DecodedPacket& c) {
+  if (c.l4[0] != uint8_t(L4::udp)) return 0;
+  if (c.sport[0] == kGtpUPort || c.dport[0] == kGtpUPort) return 1;
+  if (c.dport[0] == kVxlanPort) return 2;
+  if (c.sport[0] == kGenevePort || c.dport[0] == kGenevePort) return 3;
+  return 0;
+}
+
+// The inner packet of a VXLAN (RFC 7348) or Geneve (RFC 8926) datagram, as Suricata's decoders
+// take them with their default settings: VXLAN on UDP destination port 4789 (RFC 7348 tells it by
+// that port only), its I flag set and every reserved bit zero (reserved-bits-check: strict), an
+// Ethernet frame inside; Geneve on either port 6081, version 0, no reserved flag or byte set, its
+// options adding up to the option length, carrying Ethernet (0x6558), IPv4, IPv6 or ARP. Returns
+// the inner offset and its type in et (0x6558: an Ethernet header first); 0 when the datagram is
+// none of them or fails a check (it stays plain UDP, as in Suricata). The inner packet must be
+// captured, as Suricata's length checks read captured bytes. A VXLAN frame whose ethertype is not
+// IP, ARP or a VLAN tag is left as UDP (Suricata raises VXLAN_UNKNOWN_PAYLOAD_TYPE there).
+GASPP_HD inline uint32_t udp_tunnel_inner(const uint8_t* f, uint32_t caplen, DecodedPacket& p, uint16_t& et) {
+  if (p.l4[0] != uint8_t(L4::udp) || (p.ip_frag[0] & kFragIsFragment) || p.malformed[0]) return 0;
+  const uint32_t off = p.payload_off[0];
+  if (off == kNoOffset) return 0;
+  uint32_t end = off + p.payload_len[0];
+  if (end > caplen) end = caplen;
+  if (end <= off) return 0;
+  const uint8_t* v = f + off;
+  if (p.dport[0] == kVxlanPort) {
+    if (end < off + 8 + 14) return 0;
+    if (!(v[0] & 0x08) || (v[0] & 0xf7) || v[1] || v[2] || v[3] || v[7]) return 0;
+    const uint16_t inner_et = load_be16(v + 8 + 12);
+    if (inner_et != 0x0800 && inner_et != 0x86dd && inner_et != 0x0806 && !is_vlan_tpid(inner_et)) return 0;
+    et = 0x6558;
+    return off + 8;
+  }
+  if (p.sport[0] == kGenevePort || p.dport[0] == kGenevePort) {
+    if (end < off + 8) return 0;
+    const uint32_t opt = uint32_t(v[0] & 0x3f) * 4;
+    if ((v[0] >> 6) != 0 || (v[1] & 0x3f) || v[7] || end < off + 8 + opt) return 0;
+    uint32_t walked = 0;  // each option: class, type, length in 4-byte words; a multiple of 4 each
+    while (walked < opt) walked += 4 + uint32_t(v[8 + walked + 3] & 0x1f) * 4;
+    if (walked != opt) return 0;
+    const uint16_t t = load_be16(v + 2);
+    if (t != 0x6558 && t != 0x0800 && t != 0x86dd && t != 0x0806) return 0;
+    const uint32_t inner = off + 8 + opt;
+    if (inner >= end || (t == 0x6558 && end < inner + 14)) return 0;
+    et = t;
+    return inner;
+  }
+  return 0;
+}
+
 // The offset of the inner IP header when packet p (its IPv4 or IPv6 header just decoded) carries
 // IPv4 in IP (protocol 4, RFC 2003) or IPv6 in IP (protocol 41, RFC 4213 / RFC 2473); 0 when it
 // does not. A fragment (the reassembled datagram is decoded instead), a malformed outer header or
@@ -644,7 +701,6 @@ GASPP_HD inline uint32_t gre_inner(const uint8_t* f, uint32_t caplen, DecodedPac
   }
 }
 
-GASPP_HD GASPP_FORCEINLINE bool is_vlan_tpid(uint16_t et) { return et == 0x8100 || et == 0x88a8 || et == 0x9100; }
 
 // A VLAN tag (802.1Q, 802.1ad, or QinQ's 0x9100) at f[off]: its id joins the packet's, `et` becomes
 // the type after it and off moves past it. false when p became malformed: `cut` when the tag is
@@ -693,7 +749,8 @@ GASPP_HD inline void decode_l3(const uint8_t* f, uint32_t caplen, uint32_t off, 
       const int v = f[inner] >> 4;
       et = v == 4 ? 0x0800 : v == 6 ? 0x86dd : 0;
     } else {
-      inner = gre_inner(f, caplen, p, et);
+      inner = udp_tunnel_inner(f, caplen, p, et);
+      if (inner == 0) inner = gre_inner(f, caplen, p, et);
     }
     if (inner == 0) return;
     if (depth == max_depth && max_depth < kMaxTunnelDepth) return;

@@ -128,7 +128,7 @@ def compare(g, t, problems):
     depth = int(g.get("tunnel", "0"))
     l3, l4, i3, i4 = tshark_layers(t, depth)
     if depth and g["undecoded"] == "none":
-        check("tunnel layers", depth, sum(1 for n in t["frame.protocols"].split(":") if n in ("gtp", "gre")))
+        check("tunnel layers", depth, sum(1 for n in t["frame.protocols"].split(":") if n in ("gtp", "gre", "vxlan", "geneve")))
     ours_l3 = g["l3"] if g["l3"] in ("ipv4", "ipv6", "arp") else "other"
     check("l3", ours_l3, l3)
     if l3 != ours_l3 or l3 not in ("ipv4", "ipv6"):

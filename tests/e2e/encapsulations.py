@@ -3,7 +3,7 @@
 three ways:
 
   * every packet's decoded fields against tshark (decode_vs_tshark.compare: for a packet decoded
-    inside a GTP-U or GRE tunnel, against tshark's inner IP and transport layers);
+    inside a GTP-U, GRE, VXLAN or Geneve tunnel, against tshark's inner IP and transport layers);
   * flows: EVE flow records are keyed on the inner packet of a GTP-U tunnel (as Zeek and nDPI key
     them), so the two directions of one inner connection carried by different outer tunnels are
     one flow, with the packet counts the builder wrote;
@@ -30,6 +30,9 @@ try:
     from scapy.layers.ppp import PPPoE, PPP, PPP_LCP, PPPoED
     from scapy.all import GRE
     from scapy.contrib.erspan import ERSPAN_II, ERSPAN_III
+    from scapy.layers.vxlan import VXLAN
+    from scapy.layers.l2 import ARP
+    from scapy.contrib.geneve import GENEVE, GeneveOptions
 except ImportError as e:  # scapy is installed by scripts/setup.sh
     print(f"scapy is missing ({e}); run scripts/setup.sh")
     sys.exit(1)
@@ -140,6 +143,41 @@ def captures():
         ("UDP", "10.9.4.1", 9, "10.9.4.2", 9): (1, 0),
         ("GRE", "192.0.2.10", 0, "192.0.2.20", 0): (1, 0),
     }, 8, {"gre_payload": 1})
+    # VXLAN (UDP destination port 4789) and Geneve (UDP port 6081, with options; carrying Ethernet
+    # or IPv4 directly), as Suricata's decoders take them: one inner TCP connection crosses both,
+    # an inner VLAN tag and an inner ARP frame; left as plain UDP: a VXLAN header with a reserved
+    # bit set, port 4789 as the source only, a Geneve header of version 1, and Geneve whose option
+    # lengths do not add up to its option length.
+    syn = IP(src="10.8.0.1", dst="10.8.0.2") / TCP(sport=41000, dport=443, flags="S", seq=1)
+    synack = IP(src="10.8.0.2", dst="10.8.0.1") / TCP(sport=443, dport=41000, flags="SA", seq=9, ack=2)
+    ack = IP(src="10.8.0.1", dst="10.8.0.2") / TCP(sport=41000, dport=443, flags="A", seq=2, ack=10)
+    udp4 = lambda sport, dport: Ether() / IP(src="192.0.2.30", dst="192.0.2.40") / UDP(sport=sport, dport=dport)
+    vx = lambda flags=0x08, **kw: VXLAN(flags=flags, vni=77, **kw)
+    opt = GeneveOptions(classid=0x0102, type=0x80, length=1, data=b"\x00\x00\x00\x01")
+    pkts = [
+        udp4(50000, 4789) / vx() / frame(syn),
+        udp4(50001, 4789) / vx() / frame(synack),
+        udp4(50007, 4789) / vx() / Ether(src="00:00:5e:00:53:01", dst="00:00:5e:00:53:02") / Dot1Q(vlan=7) /
+        IP(src="10.8.7.1", dst="10.8.7.2") / UDP(sport=9, dport=9),
+        udp4(6081, 6081) / GENEVE(proto=0x6558, vni=5, optionlen=2, options=[opt]) / frame(ack),
+        udp4(40000, 6081) / GENEVE(proto=0x0800, vni=6) / IP(src="10.8.1.1", dst="10.8.1.2") / UDP(sport=7, dport=7),
+        udp4(50002, 4789) / vx() / Ether(src="00:00:5e:00:53:05", dst="ff:ff:ff:ff:ff:ff") /
+        ARP(psrc="10.8.2.1", pdst="10.8.2.2"),
+        udp4(50003, 4789) / vx(flags=0x0c) / frame(IP(src="10.8.3.1", dst="10.8.3.2") / UDP(sport=1, dport=2)),
+        udp4(4789, 50004) / vx() / frame(IP(src="10.8.4.1", dst="10.8.4.2") / UDP(sport=1, dport=2)),
+        udp4(6081, 50005) / Raw(b"\x40\x00\x08\x00\x00\x00\x09\x00") / IP(src="10.8.5.1", dst="10.8.5.2") / UDP(sport=1, dport=2),
+        udp4(50006, 6081) / Raw(b"\x01\x00\x08\x00\x00\x00\x09\x00" + b"\x01\x02\x80\x02" + b"\x00" * 4) /
+        IP(src="10.8.6.1", dst="10.8.6.2") / UDP(sport=1, dport=2),
+    ]
+    c["vxlan_geneve"] = (1, pkts, {
+        ("TCP", "10.8.0.1", 41000, "10.8.0.2", 443): (2, 1),
+        ("UDP", "10.8.1.1", 7, "10.8.1.2", 7): (1, 0),
+        ("UDP", "10.8.7.1", 9, "10.8.7.2", 9): (1, 0),
+        ("UDP", "192.0.2.30", 50003, "192.0.2.40", 4789): (1, 0),
+        ("UDP", "192.0.2.30", 4789, "192.0.2.40", 50004): (1, 0),
+        ("UDP", "192.0.2.30", 6081, "192.0.2.40", 50005): (1, 0),
+        ("UDP", "192.0.2.30", 50006, "192.0.2.40", 6081): (1, 0),
+    }, 6, {})
     return c
 
 
