@@ -11,11 +11,12 @@ frames — per flow, per direction, packets and captured bytes up to and includi
 packet, restarting where a SYN opens a new connection after a FIN/RST exchange. Run at batches of
 1, 2, 3, 7 and 65536 packets: a batch that holds several packets of a flow must still show each
 packet its own counters (not the flow's at the end of the batch), also before the port reuse that
-restarts the TCP flow inside one batch; batches of 1 and 65536 again without reassembly (the flow
+restarts the TCP flow inside one batch (the firewall given the rules made like-IP-only by a negated
+address, so that it alerts on every packet); batches of 1 and 65536 again without reassembly (the flow
 walk's other path); batches of 1, 7 and 65536 with the signature engine matching the same rules
 made like-IP-only by a negated address (`--module detect`; inspected on every packet) instead of
 the firewall, and with the plain rules, which Suricata's IP-only engine inspects on the first packet
-of each direction of a connection only. Then HTTP signatures (http.uri, http.stat_code): their alerts, raised by the
+of each direction of a connection only; the firewall (`--rules`) likewise with both rule files. Then HTTP signatures (http.uri, http.stat_code): their alerts, raised by the
 application layer after the batch on the packet that delivered the request or response, carry the
 same counters at that packet. In every run each connection's alerts carry one flow_id, its own, the
 same in all runs (the second TCP connection restarts the first's flow slot inside a batch). Every alert line also validates
@@ -159,13 +160,14 @@ def main():
             pass
         # --rules: the firewall module takes the header-only rules; --module detect: the signature
         # engine matches the same rules (its sure alerts mark the packet alerted on the device).
-        runs = [(b, []) for b in ("1", "2", "3", "7", "65536")] + [(b, ["--no-reassembly"]) for b in ("1", "65536")]
         # Suricata's IP-only engine inspects such a signature on the first packet of each direction of
         # a flow only; a negated address makes it like-IP-only, inspected on every packet.
         like = os.path.join(tmp, "like.rules")
         with open(like, "w") as f:
             f.write(f'alert ip any any -> [{SRV},!10.9.9.9] any (msg:"to server"; sid:1; rev:1;)\n')
             f.write(f'alert ip [{SRV},!10.9.9.9] any -> any any (msg:"from server"; sid:2; rev:1;)\n')
+        runs = [(b, []) for b in ("1", "2", "3", "7", "65536")] + [(b, ["--no-reassembly"]) for b in ("1", "65536")]
+        runs += [(b, ["--ip-only"]) for b in ("1", "7", "65536")]  # the firewall with the plain rules
         runs += [(b, ["--module", f"detect:rules={like}"]) for b in ("1", "7", "65536")]
         runs += [(b, ["--module", f"detect:rules={rules}"]) for b in ("1", "7", "65536")]
         firsts = []  # the first packet of each direction of each connection
@@ -179,7 +181,9 @@ def main():
             out = os.path.join(tmp, f"b{k}")
             os.makedirs(out)
             batch = batch + (" " + " ".join(extra) if extra else "")  # named so in messages
-            given = [] if "--module" in extra else ["--rules", rules]
+            plain = "--ip-only" in extra  # (not a gaspp option: the firewall given the plain rules)
+            extra = [x for x in extra if x != "--ip-only"]
+            given = [] if "--module" in extra else ["--rules", rules if plain else like]
             p = subprocess.run([gaspp, "-r", pcap, "--backend", backend, "-q", "-l", out, "--batch", batch.split()[0]]
                                + given + extra, capture_output=True, text=True)
             if p.returncode != 0:
@@ -188,7 +192,7 @@ def main():
             alerts = [json.loads(l) for l in open(os.path.join(out, "eve.json")) if '"event_type":"alert"' in l]
             got = sorted(a["pcap_cnt"] for a in alerts)
             check_flow_ids(f"batch {batch}", alerts, ids, failures)
-            if f"rules={rules}" in batch:
+            if f"rules={rules}" in batch or plain:
                 if got != firsts:
                     failures.append(f"batch {batch}: IP-only alerts on packets {got}, want the first of each "
                                     f"direction of each connection {firsts}")

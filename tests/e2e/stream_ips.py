@@ -12,7 +12,7 @@ are also dropped, with an EVE drop event whose reason is Suricata's "stream erro
 ips.drop_reason.stream_error, and they are missing from -w. Each run is repeated with batches of 1
 and 3 packets, which must not change anything.
 
-Both modes also load a rule that alerts on every TCP packet. An alert on an invalid segment that IPS
+Both modes also load a rule that alerts on every TCP packet (like-IP-only: a negated address). An alert on an invalid segment that IPS
 mode drops is still an alert: it carries the same `flow` object (the flow's counters right after
 that packet) as the IDS run's alert on that packet, the oracle here.
 
@@ -104,7 +104,9 @@ def main():
             f.write("accept:hook tcp:all any any -> any any (sid:1;)\n")
         alerts_file = os.path.join(d, "alert.rules")
         with open(alerts_file, "w") as f:
-            f.write('alert tcp any any -> any any (msg:"every tcp packet"; sid:2;)\n')
+            # A negated address makes the rule like-IP-only: inspected on every packet, where
+            # Suricata's IP-only engine would see each direction's first packet only.
+            f.write('alert tcp any any -> !255.255.255.255 any (msg:"every tcp packet"; sid:2;)\n')
         ids_flow = {}  # batch -> {pcap_cnt: the IDS run's alert flow object}
         for mode in ("ids", "ips"):
             for batch in ("1", "3", "65536"):

@@ -531,10 +531,11 @@ TEST(Firewall, PipelineVerdictsStickToFlowsLikeTheReference) {
 // of dropped flows. The memory holds at most N flows and is cleared when a new one would not fit.
 // A reference of that policy says how many ids are recalled and how many flows are forgotten, at
 // the default size (nothing forgotten) and at small ones. The rule drops everything, so a flow's
-// first packet is dropped by the rule and its module event carries the flow id; so do the flow's
-// later packets in the same batch (the module stage runs before the verdict walk applies the flow's
-// decision); a later batch's packets are dropped by the decision alone, without a module event, and
-// their id must be recalled.
+// first packet is dropped by the rule and its module event carries the flow id; so does the first
+// packet of the other direction when it comes in the same batch (the module stage runs before the
+// verdict walk applies the flow's decision; Suricata's IP-only engine, which the rule belongs to,
+// inspects only a direction's first packet); every other packet is dropped by the decision alone,
+// without a module event, and its id must be recalled.
 TEST(Firewall, DropEventsRecallFlowIdsWithinTheMemoryLimit) {
   const CaptureFile cap = traffic(5, 3000);
   const std::vector<DecodedPacket> pk = decode_all(cap);
@@ -553,6 +554,7 @@ TEST(Firewall, DropEventsRecallFlowIdsWithinTheMemoryLimit) {
     Want w;
     std::map<std::vector<uint8_t>, uint64_t> first_batch;  // flow -> the batch of its first packet
     std::set<std::vector<uint8_t>> memory;
+    std::set<std::vector<uint8_t>> dirs;  // (flow, direction) seen
     for (size_t i = 0; i < pk.size(); ++i) {
       const DecodedPacket& d = pk[i];
       const bool ip = d.l3[0] == uint8_t(L3::ipv4) || d.l3[0] == uint8_t(L3::ipv6);
@@ -561,7 +563,12 @@ TEST(Firewall, DropEventsRecallFlowIdsWithinTheMemoryLimit) {
       if ((d.ip_frag[0] & kFragIsFragment) || d.malformed[0]) continue;  // no flow: its own event, no id kept
       const auto key = flow_key(d);
       const uint64_t fb = first_batch.emplace(key, batch_of[i]).first->second;
-      if (fb == batch_of[i]) {  // a module event with the flow id: remembered
+      std::vector<uint8_t> dir = key;
+      dir.insert(dir.end(), reinterpret_cast<const uint8_t*>(d.src_ip), reinterpret_cast<const uint8_t*>(d.src_ip) + 16);
+      dir.push_back(uint8_t(d.sport[0] >> 8));
+      dir.push_back(uint8_t(d.sport[0]));
+      const bool first_in_dir = dirs.insert(dir).second;
+      if (fb == batch_of[i] && first_in_dir) {  // a module event with the flow id: remembered
         if (memory.size() >= max && !memory.count(key)) {
           w.forgotten += memory.size();
           memory.clear();

@@ -1001,12 +1001,7 @@ std::string finish(Signature& s) {
                            std::all_of(s.flowbits.begin(), s.flowbits.end(), [](const FlowbitCmd& c) { return c.cmd == FlowbitCmd::set; }) &&
                            s.gate_proto.empty();  // Suricata: a signature with an app_proto is never IP-only
   s.ip_only = header_only && s.iprep.empty();
-  // Suricata's contains_negation / contains_range (detect-engine-address.c flags ranges in IPv6
-  // notation only).
-  const auto like = [](const AddrSet& a) {
-    return std::any_of(a.items.begin(), a.items.end(), [](const AddrItem& x) { return x.neg || (x.range && x.family == 6); });
-  };
-  s.ip_only_engine = header_only && !like(s.rule.src) && !like(s.rule.dst);
+  s.ip_only_engine = header_only && !like_ip_only_addresses(s.rule);
   return "";
 }
 

@@ -149,6 +149,15 @@ struct FirewallModule {
     }
     if (m.drop_rank < m.pass_rank) p.drop_flow();
     else if (m.pass) p.pass_flow();
+    // Suricata's IP-only engine sees a flow's first packet of each direction only: later packets
+    // raise no alert for such a rule. (Their drop or pass needs no filter: the header they match
+    // is the first packet's, whose match decided the flow already.)
+    if (m.n && p.has_flow() && !p.first_in_direction()) {
+      uint32_t kept = 0;
+      for (uint32_t k = 0; k < m.n; ++k)
+        if (!(v.td.rules[m.rule[k]].flags & kFwFirstOnly)) m.rule[kept++] = m.rule[k];
+      m.n = uint8_t(kept);
+    }
     if (m.pass && !m.n) return ctx;
     if (m.n) p.alerted();
     for (uint32_t k = 0; k < m.n; ++k) p.emit(kAlert, m.rule[k]);

@@ -181,7 +181,8 @@ void FirewallTables::compile(const std::vector<Rule>& rules, const FirewallLimit
     fr.action = fw_action(r.action);
     fr.proto = r.proto;
     fr.flags = uint8_t((r.sport.items.empty() ? kFwSportAny : 0) | (r.dport.items.empty() ? kFwDportAny : 0) |
-                       (r.bidirectional ? kFwBidir : 0));
+                       (r.bidirectional ? kFwBidir : 0) |
+                       (!like_ip_only_addresses(r) && !r.flowbits_change ? kFwFirstOnly : 0));
     for (int f = 0; f < 2; ++f) {
       const int fam = f ? 6 : 4;
       sets[f][0] = addr_ranges(r.src, fam);

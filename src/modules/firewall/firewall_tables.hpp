@@ -56,7 +56,10 @@ struct FwSpan {
 };
 
 enum FwAction : uint8_t { kFwAlert = 0, kFwDrop = 1, kFwReject = 2, kFwPass = 3 };
-enum FwRuleFlags : uint8_t { kFwSportAny = 1, kFwDportAny = 2, kFwBidir = 4 };
+// kFwFirstOnly: Suricata's IP-only engine inspects the rule on the first packet of each direction of
+// a flow only (and on every packet without a flow): no negated address, no IPv6 range, flowbits
+// set only (FirewallModule::on_ip).
+enum FwRuleFlags : uint8_t { kFwSportAny = 1, kFwDportAny = 2, kFwBidir = 4, kFwFirstOnly = 8 };
 
 struct FwRule {
   FwSpan addr[2][2];   // [family 0: v4, 1: v6][0 src, 1 dst] into intervals

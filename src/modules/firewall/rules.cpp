@@ -732,6 +732,7 @@ std::string parse_rule(const std::string& text, const RuleVars& vars, Rule& out,
       if (cmd == "noalert") {
         out.noalert = true;
       } else {
+        out.flowbits_change = out.flowbits_change || cmd != "set";
         std::string names = v.find(',') == std::string::npos ? "" : v.substr(v.find(',') + 1);
         for (char& c : names)
           if (c == '|' || c == '&') c = ',';
@@ -761,6 +762,13 @@ std::string top_skip_reasons(const std::map<std::string, uint64_t>& skipped, con
   for (size_t k = 0; k < top.size() && k < 3; ++k) reasons += (k ? ", " : " (") + top[k].second + ": " + std::to_string(top[k].first);
   if (!reasons.empty()) reasons += top.size() > 3 ? ", ...)" : ")";
   return reasons;
+}
+
+bool like_ip_only_addresses(const Rule& r) {
+  const auto like = [](const AddrSet& a) {
+    return std::any_of(a.items.begin(), a.items.end(), [](const AddrItem& x) { return x.neg || (x.range && x.family == 6); });
+  };
+  return like(r.src) || like(r.dst);
 }
 
 std::set<std::string> flowbits_read(const std::vector<std::string>& files, const RuleVars& vars) {

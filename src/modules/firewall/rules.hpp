@@ -119,6 +119,7 @@ struct Rule {
   bool tcp_pkt = false;  // protocol tcp-pkt or pkthdr: payload options inspect packets only (Suricata's DETECT_PROTO_ONLY_PKT)
   std::string app_proto;
   std::vector<std::string> flowbit_writes;  // names the rule's flowbits set, unset or toggle
+  bool flowbits_change = false;             // a flowbits unset or toggle (not IP-only in Suricata)
   bool noalert = false;                     // flowbits:noalert
   std::string file;
   uint32_t line = 0;
@@ -127,6 +128,12 @@ struct Rule {
   // keywords it knows (parse_rule_head checks versions and features).
   std::vector<std::string> requires_keywords;
 };
+
+// Whether a rule's addresses hold a negation or an IPv6 range (Suricata's contains_negation and
+// contains_range, detect-engine-address.c: it flags ranges in IPv6 notation only): an IP-only
+// rule with one is like-IP-only, inspected on every packet rather than the first of each
+// direction of a flow.
+bool like_ip_only_addresses(const Rule& r);
 
 // A rule's identity, as threshold.config names it.
 struct RuleId {
