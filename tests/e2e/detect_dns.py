@@ -10,7 +10,8 @@ test computes from the messages it built, as Suricata's DNS keywords read a mess
     MX and NS records and SOA's mname;
   * dns.opcode, dns.rcode (numbers or names), dns.rrtype (a request's questions' types, a
     response's answers' types: any of them, or Suricata's multi-integer index forms);
-  * dataset and datarep on dns.query (isset, isnotset, match subdomain after dotprefix, an md5 set
+  * dataset and datarep on dns.query (isset, isnotset, match subdomain after dotprefix, JSON sets
+    (ndjson with a nested value_key, json with array_key), an md5 set
     after to_md5, reputations), from files written here as Suricata reads them;
 each signature alerting once per message it matches (every message is a transaction, inspected
 in its own direction). The same runs on the device's path (detect:prefilter=device on the CPU) and,
@@ -118,6 +119,15 @@ def dataset_files(rng, msgs, d):
         paths[k] = f"{d}/{k}.lst"
         with open(paths[k], "w") as f:
             f.write("\n".join(lines) + "\n\n")  # an empty line: passed over
+    # The same names as JSON sets (Suricata 8's datajson): ndjson with a nested value, and json with
+    # the array under a key.
+    import json
+    paths["ndjson"] = f"{d}/names.ndjson"
+    with open(paths["ndjson"], "w") as f:
+        f.write("".join(json.dumps({"ioc": {"name": n}, "n": k}) + "\n" for k, n in enumerate(sorted(held))))
+    paths["json"] = f"{d}/md5s.json"
+    with open(paths["json"], "w") as f:
+        json.dump({"list": [{"h": hashlib.md5(n.encode()).hexdigest()} for n in sorted(md5s)]}, f)
     return paths, held, parents, md5s, reps
 
 
@@ -192,6 +202,10 @@ def rules_for(rng, msgs, ds=None):
              lambda m: any(0 <= reps.get(n, -1) < 150 for n in qnames(m)))
         rule(f'dns.query; content:"mail"; dataset:isset,names,type string,load {paths["names"]};',
              lambda m: any("mail" in n and n in held for n in qnames(m)))
+        rule(f"dns.query; dataset:isset,jnames,type string,load {paths['ndjson']},format ndjson,value_key ioc.name,"
+             "context_key ioc;", lambda m: any(n in held for n in qnames(m)))
+        rule(f"dns.query; to_md5; dataset:isset,jmd5s,type md5,load {paths['json']},format json,array_key list,"
+             "value_key h,context_key h,remove_key;", lambda m: any(n in md5s for n in qnames(m)))
     return rules, want
 
 

@@ -11,6 +11,7 @@
 #include <random>
 
 #include <pcap/pcap.h>
+#include <nlohmann/json.hpp>
 
 #include "core/modules.hpp"
 #include "decode/decoder.hpp"
@@ -546,7 +547,10 @@ TEST(Datasets, CommandsAndFilesBehaveAsSuricatas) {
   EXPECT_THROW(ds.add(sp, rules), std::invalid_argument);
   const std::pair<const char*, const char*> parses[] = {
       {"isset,n", "error:"}, {"frob,n,type string", "error:"}, {"isset,n,type ipv4", "skip:"},
-      {"isset,n,type string,state s.lst", "skip:"}, {"isset,n,type string,format ndjson", "skip:"},
+      {"isset,n,type string,state s.lst", "skip:"}, {"isset,n,type string,format ndjson", "error:"},
+      {"isset,n,type string,value_key v", "error:"}, {"isset,n,type string,context_key c", "skip:"},
+      {"isset,n,type string,format ndjson,value_key v,array_key a", "error:"},
+      {"isset,n,type string,format json,value_key v,enrichment_key e", "skip:"},
       {"isset,n,type string,match prefix", "error:"}, {"isset,n,type string,memcap 10mb,hashsize 1024", ""},
   };
   for (const auto& [opt, want] : parses)
@@ -1353,6 +1357,82 @@ TEST(Signatures, ActionOrderParsesAndRefusesBadLists) {
   EXPECT_THROW(DetectModule::Host(ModuleOptions{{"action-order", "pass,alert"}}), std::invalid_argument);
 }
 
+
+// JSON sets (Suricata 8's datajson): json (top array, or the array at array_key) and ndjson files,
+// value_key as a dotted path, remove_key, and the matched value's object handed to alert.context;
+// a value that is not a string, a file that is not JSON or an entry without the key is an error
+// naming the file and the entry.
+TEST(Datasets, JsonSetsLoadAndGiveTheirObjects) {
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::path(testing::TempDir()) / "datasets_json";
+  fs::create_directories(dir);
+  std::ofstream(dir / "arr.json") << R"([{"host":"evil.com","year":2005},{"host":"x.org","meta":{"k":1}}])";
+  std::ofstream(dir / "obj.json") << R"({"threat":[{"ioc":{"host":"bad.net","kind":"c2"},"level":3}]})";
+  std::ofstream(dir / "md5.ndjson") << "{\"hash\":\"0cc175b9c0f1b6a831c399e269772661\",\"year\":2007}\n\n";
+  std::ofstream(dir / "num.ndjson") << "{\"v\":\"ok\"}\n{\"v\":12345}\n";
+  std::ofstream(dir / "broken.json") << "[{\"host\":";
+  std::ofstream(dir / "nokey.json") << R"([{"name":"a"}])";
+  const std::string rules = (dir / "x.rules").string();
+  Datasets ds;
+  auto add = [&](const std::string& opt) {
+    DatasetSpec sp;
+    EXPECT_EQ(parse_dataset_option(opt, sp), "") << opt;
+    return ds.add(sp, rules);
+  };
+  const uint32_t arr = add("isset,a,type string,load arr.json,format json,value_key host,context_key bad");
+  const uint32_t nested = add("isset,o,type string,load obj.json,format json,array_key threat,value_key ioc.host,"
+                              "context_key t,remove_key");
+  const uint32_t md5 = add("isset,m,type md5,load md5.ndjson,format ndjson,value_key hash,context_key h");
+  const uint32_t quiet = add("isset,a,type string,format json,value_key host");  // the same set, no context_key
+  struct Row {
+    uint32_t id;
+    std::string data;
+    bool match;
+    std::string key;   // "" no context
+    const char* json;  // the object handed over
+  };
+  const std::string md5_a("\x0c\xc1\x75\xb9\xc0\xf1\xb6\xa8\x31\xc3\x99\xe2\x69\x77\x26\x61", 16);
+  const Row rows[] = {
+      {arr, "evil.com", true, "bad", R"({"host":"evil.com","year":2005})"},
+      {arr, "x.org", true, "bad", R"({"host":"x.org","meta":{"k":1}})"},
+      {arr, "y.org", false, "", nullptr},
+      {nested, "bad.net", true, "t", R"({"ioc":{"kind":"c2"},"level":3})"},
+      {md5, md5_a, true, "h", R"({"hash":"0cc175b9c0f1b6a831c399e269772661","year":2007})"},
+      {quiet, "evil.com", true, "", nullptr},
+  };
+  for (const Row& r : rows) {
+    DatasetContexts& c = dataset_contexts();
+    c.active = true;
+    c.hits.clear();
+    EXPECT_EQ(ds.match(r.id, reinterpret_cast<const uint8_t*>(r.data.data()), uint32_t(r.data.size())), r.match) << r.data;
+    c.active = false;
+    if (r.key.empty()) {
+      EXPECT_TRUE(c.hits.empty()) << r.data;
+      continue;
+    }
+    ASSERT_EQ(c.hits.size(), 1u) << r.data;
+    EXPECT_EQ(c.hits[0].first, r.key);
+    EXPECT_EQ(nlohmann::json::parse(c.hits[0].second), nlohmann::json::parse(r.json)) << r.data;
+  }
+  // Outside an inspection nothing is collected.
+  dataset_contexts().hits.clear();
+  EXPECT_TRUE(ds.match(arr, reinterpret_cast<const uint8_t*>("evil.com"), 8));
+  EXPECT_TRUE(dataset_contexts().hits.empty());
+  for (const auto& [opt, where] : std::vector<std::pair<std::string, std::string>>{
+           {"isset,n1,type string,load num.ndjson,format ndjson,value_key v", "num.ndjson:2"},
+           {"isset,n2,type string,load broken.json,format json,value_key host", "broken.json"},
+           {"isset,n3,type string,load nokey.json,format json,value_key host", "nokey.json: entry 1"},
+           {"isset,n4,type md5,load arr.json,format json,value_key host", "arr.json: entry 1"}}) {
+    DatasetSpec sp;
+    ASSERT_EQ(parse_dataset_option(opt, sp), "") << opt;
+    try {
+      ds.add(sp, rules);
+      ADD_FAILURE() << opt << " loaded";
+    } catch (const std::invalid_argument& e) {
+      EXPECT_NE(std::string(e.what()).find(where), std::string::npos) << e.what();
+    }
+  }
+}
 
 // The tag engine against Suricata's tag semantics (detect-engine-tag.c, its DetectTagTestPacket
 // cases): the alerting packet is counted and not logged; a packets tag logs COUNT - 1 more, a bytes

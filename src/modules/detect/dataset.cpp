@@ -1,6 +1,7 @@
 #include "modules/detect/dataset.hpp"
 #include "modules/detect/text.hpp"
 
+#include <nlohmann/json.hpp>
 #include <openssl/evp.h>
 
 #include <cctype>
@@ -85,7 +86,10 @@ std::string parse_dataset_option(const std::string& value, DatasetSpec& out) {
   for (size_t i = 2; i < parts.size(); ++i) {
     const auto [key, val] = key_value(parts[i]);
     if (val.empty()) {
-      if (key == "remove_key") return "skip:keyword dataset remove_key (json datasets)";
+      if (key == "remove_key") {
+        out.remove_key = true;
+        continue;
+      }
       return "error:dataset: '" + key + "' without a value";
     }
     if (key == "type") {
@@ -108,9 +112,16 @@ std::string parse_dataset_option(const std::string& value, DatasetSpec& out) {
     } else if (key == "format") {
       if (format_set) return "error:dataset: format given twice";
       format_set = true;
-      if (val == "json" || val == "ndjson") return "skip:keyword dataset format " + val;
-      if (val != "csv") return "error:dataset: unknown format '" + val + "'";
-    } else if (key == "value_key" || key == "array_key" || key == "context_key" || key == "enrichment_key") {
+      if (val == "json") out.format = DatasetSpec::Format::json;
+      else if (val == "ndjson") out.format = DatasetSpec::Format::ndjson;
+      else if (val != "csv") return "error:dataset: unknown format '" + val + "'";
+    } else if (key == "value_key") {
+      out.value_key = val;
+    } else if (key == "array_key") {
+      out.array_key = val;
+    } else if (key == "context_key") {
+      out.context_key = val;
+    } else if (key == "enrichment_key") {
       return "skip:keyword dataset " + key + " (json datasets)";
     } else if (key == "memcap" || key == "hashsize") {
       // Read and ignored: the set's limit is kDatasetMaxItems (dataset.hpp).
@@ -119,6 +130,13 @@ std::string parse_dataset_option(const std::string& value, DatasetSpec& out) {
     }
   }
   if (!type_set) return "error:dataset " + out.name + " without a type";
+  const bool json = out.format != DatasetSpec::Format::csv;
+  if (json && out.value_key.empty()) return "error:dataset " + out.name + ": format json/ndjson without value_key";
+  if (!json && (!out.value_key.empty() || !out.array_key.empty() || out.remove_key))
+    return "error:dataset " + out.name + ": value_key, array_key and remove_key need format json or ndjson";
+  if (!out.context_key.empty() && !json) return "skip:keyword dataset context_key without format json (a csv set's context)";
+  if (!out.array_key.empty() && out.format != DatasetSpec::Format::json)
+    return "error:dataset " + out.name + ": array_key needs format json";
   return "";
 }
 
@@ -168,12 +186,20 @@ std::string dataset_path(const std::string& load, const std::string& rule_file) 
   return load;
 }
 
+DatasetContexts& dataset_contexts() {
+  thread_local DatasetContexts c;
+  return c;
+}
+
 uint32_t Datasets::add(const DatasetSpec& spec, const std::string& rule_file) {
   auto it = sets_.find(spec.name);
   if (it == sets_.end()) {
     auto s = std::make_unique<Set>();
     s->type = spec.type;
-    if (!spec.load.empty()) load(*s, dataset_path(spec.load, rule_file), spec.name);
+    if (!spec.load.empty()) {
+      if (spec.format == DatasetSpec::Format::csv) load(*s, dataset_path(spec.load, rule_file), spec.name);
+      else load_json(*s, spec, dataset_path(spec.load, rule_file));
+    }
     it = sets_.emplace(spec.name, std::move(s)).first;
   } else if (it->second->type != spec.type) {
     throw std::invalid_argument("dataset " + spec.name + " named with two types");
@@ -210,19 +236,90 @@ void Datasets::load(Set& s, const std::string& path, const std::string& name) {
     if (!ok)
       throw std::invalid_argument(path + ":" + std::to_string(n) + ": dataset " + name + ": '" + field + "' is not " +
                                   (s.type == DatasetType::string ? "base64" : "a hex digest"));
-    if (s.items.size() >= kDatasetMaxItems && !s.items.count(v)) {
-      ++s.full;
-      continue;
-    }
-    s.items[v] = rep;
+    keep(s, v, rep);
   }
 }
 
-const uint16_t* Datasets::find(const Set& s, const uint8_t* data, uint32_t len, bool subdomain) const {
+void Datasets::keep(Set& s, const std::string& v, uint16_t rep) {
+  if (s.items.size() >= kDatasetMaxItems && !s.items.count(v)) {
+    ++s.full;
+    return;
+  }
+  s.items[v] = rep;
+}
+
+namespace {
+
+// The node at a dotted path ("ioc.host") of an object, or null.
+const nlohmann::json* json_at(const nlohmann::json& o, const std::string& path) {
+  const nlohmann::json* n = &o;
+  for (const std::string& part : split_trimmed(path, '.')) {
+    if (!n->is_object()) return nullptr;
+    const auto it = n->find(part);
+    if (it == n->end()) return nullptr;
+    n = &*it;
+  }
+  return n;
+}
+
+// Removes the node at a dotted path (remove_key).
+void json_erase(nlohmann::json& o, const std::string& path) {
+  const std::vector<std::string> parts = split_trimmed(path, '.');
+  nlohmann::json* n = &o;
+  for (size_t k = 0; k + 1 < parts.size(); ++k) {
+    if (!n->is_object() || !n->contains(parts[k])) return;
+    n = &(*n)[parts[k]];
+  }
+  if (n->is_object()) n->erase(parts.back());
+}
+
+}  // namespace
+
+void Datasets::load_json(Set& s, const DatasetSpec& spec, const std::string& path) {
+  std::ifstream f(path);
+  if (!f) throw std::invalid_argument("dataset " + spec.name + ": cannot read " + path);
+  const auto add_object = [&](const nlohmann::json& o, const std::string& where) {
+    if (!o.is_object()) throw std::invalid_argument(where + ": dataset " + spec.name + ": an entry is not a JSON object");
+    const nlohmann::json* val = json_at(o, spec.value_key);
+    if (!val) throw std::invalid_argument(where + ": dataset " + spec.name + ": no value at '" + spec.value_key + "'");
+    if (!val->is_string())
+      throw std::invalid_argument(where + ": dataset " + spec.name + ": the value at '" + spec.value_key +
+                                  "' is not a string");
+    const std::string text = val->get<std::string>();
+    std::string v;
+    if (s.type == DatasetType::string) v = text;
+    else if (!hex_bytes(text, digest_len(s.type), v))
+      throw std::invalid_argument(where + ": dataset " + spec.name + ": '" + text + "' is not a hex digest");
+    nlohmann::json ctx = o;
+    if (spec.remove_key) json_erase(ctx, spec.value_key);
+    keep(s, v, 0);
+    if (s.items.count(v)) s.context[v] = ctx.dump();
+  };
+  if (spec.format == DatasetSpec::Format::ndjson) {
+    std::string line;
+    for (uint64_t n = 1; std::getline(f, line); ++n) {
+      if (trim(line).empty()) continue;
+      const nlohmann::json o = nlohmann::json::parse(line, nullptr, false);
+      if (o.is_discarded()) throw std::invalid_argument(path + ":" + std::to_string(n) + ": dataset " + spec.name + ": not JSON");
+      add_object(o, path + ":" + std::to_string(n));
+    }
+    return;
+  }
+  const nlohmann::json top = nlohmann::json::parse(f, nullptr, false);
+  if (top.is_discarded()) throw std::invalid_argument(path + ": dataset " + spec.name + ": not JSON");
+  const nlohmann::json* arr = spec.array_key.empty() ? &top : json_at(top, spec.array_key);
+  if (!arr || !arr->is_array())
+    throw std::invalid_argument(path + ": dataset " + spec.name + ": no JSON array" +
+                                (spec.array_key.empty() ? std::string() : " at '" + spec.array_key + "'"));
+  for (size_t k = 0; k < arr->size(); ++k) add_object((*arr)[k], path + ": entry " + std::to_string(k + 1));
+}
+
+const std::pair<const std::string, uint16_t>* Datasets::find(const Set& s, const uint8_t* data, uint32_t len,
+                                                             bool subdomain) const {
   const size_t want = digest_len(s.type);
   if (want && len != want) return nullptr;
   auto it = s.items.find(std::string(reinterpret_cast<const char*>(data), len));
-  if (it != s.items.end()) return &it->second;
+  if (it != s.items.end()) return &*it;
   if (!subdomain) return nullptr;
   // Suricata's DatasetLookupSubdomain: each suffix starting at a '.' that follows another byte.
   int lookups = 0;
@@ -230,7 +327,7 @@ const uint16_t* Datasets::find(const Set& s, const uint8_t* data, uint32_t len, 
     if (data[i] == '.' && data[i - 1] != '.') {
       if (++lookups > 126) break;
       it = s.items.find(std::string(reinterpret_cast<const char*>(data + i), len - i));
-      if (it != s.items.end()) return &it->second;
+      if (it != s.items.end()) return &*it;
     }
   return nullptr;
 }
@@ -242,12 +339,20 @@ bool Datasets::match(uint32_t id, const uint8_t* data, uint32_t len) {
   const size_t want = digest_len(s.type);
   std::lock_guard<std::mutex> lock(s.mu);
   if (c.spec.rep) {
-    const uint16_t* r = find(s, data, len, false);
-    if (!r) return false;
-    return c.spec.rep_op == 0 ? *r > c.spec.rep_value : c.spec.rep_op == 1 ? *r < c.spec.rep_value : *r == c.spec.rep_value;
+    const auto* e = find(s, data, len, false);
+    if (!e) return false;
+    const uint16_t r = e->second;
+    return c.spec.rep_op == 0 ? r > c.spec.rep_value : c.spec.rep_op == 1 ? r < c.spec.rep_value : r == c.spec.rep_value;
   }
   switch (c.spec.cmd) {
-    case DatasetCmd::isset: return find(s, data, len, c.spec.match_subdomain) != nullptr;
+    case DatasetCmd::isset: {
+      const auto* e = find(s, data, len, c.spec.match_subdomain);
+      if (e && !c.spec.context_key.empty() && dataset_contexts().active) {
+        const auto ctx = s.context.find(e->first);
+        if (ctx != s.context.end()) dataset_contexts().hits.emplace_back(c.spec.context_key, ctx->second);
+      }
+      return e != nullptr;
+    }
     case DatasetCmd::isnotset: return find(s, data, len, c.spec.match_subdomain) == nullptr;
     case DatasetCmd::set: {
       if (want && len != want) return false;
@@ -261,7 +366,9 @@ bool Datasets::match(uint32_t id, const uint8_t* data, uint32_t len) {
       return true;
     }
     case DatasetCmd::unset:
-      return (!want || len == want) && s.items.erase(std::string(reinterpret_cast<const char*>(data), len)) > 0;
+      if (want && len != want) return false;
+      s.context.erase(std::string(reinterpret_cast<const char*>(data), len));
+      return s.items.erase(std::string(reinterpret_cast<const char*>(data), len)) > 0;
   }
   return false;
 }

@@ -7,6 +7,9 @@
 // each suffix after a '.', at most 126 tried), isnotset when it is not; set adds the buffer and
 // matches when it was not there yet; unset removes it and matches when it was there. A buffer that
 // does not match ends the signature's evaluation on that buffer (Suricata's no_match_discontinue).
+// JSON sets (Suricata 8's datajson; format json or ndjson, value_key, array_key, context_key,
+// remove_key) are read as DatasetSpec says; a value that is not a string, or a file that is not
+// JSON, is an error naming the file and the entry.
 // md5 and sha256 sets hold 16- and 32-byte digests (a to_md5 / to_sha256 transform's output): other
 // lengths are never in them. The value a buffer is compared with is its bytes, exactly.
 //
@@ -15,9 +18,9 @@
 // as Suricata's), digests in hex; empty lines and lines of more than two comma-separated fields are
 // passed over as Suricata does, a `value,reputation` line (datarep's form) is read for its value —
 // relative to the directory of the rule file that names it, then as given. A line that does not
-// decode is an error with the file and line; a missing file is an error. state, save, format
-// (json, ndjson), the enrichment keys and the types ipv4, ipv6 and ip (whose buffers, ip.src and
-// ip.dst, gaspp does not have) skip the rule, counted by reason.
+// decode is an error with the file and line; a missing file is an error. state, save,
+// enrichment_key and the types ipv4, ipv6 and ip (whose buffers, ip.src and ip.dst, gaspp does not
+// have) skip the rule, counted by reason.
 //
 // datarep:NAME, >|<|==, VALUE[, type T][, load FILE][, memcap SIZE][, hashsize N] (Suricata's
 // detect-datarep.c): matches when the buffer is in the set with a reputation (the file's second
@@ -49,6 +52,7 @@ enum class DatasetCmd : uint8_t { set, unset, isset, isnotset };
 enum class DatasetType : uint8_t { string, md5, sha256 };
 
 struct DatasetSpec {
+  enum class Format : uint8_t { csv, json, ndjson };
   DatasetCmd cmd = DatasetCmd::isset;
   std::string name;
   DatasetType type = DatasetType::string;
@@ -57,7 +61,24 @@ struct DatasetSpec {
   bool rep = false;              // datarep: compare the value's reputation
   uint8_t rep_op = 0;            // 0 >, 1 <, 2 ==
   uint16_t rep_value = 0;
+  // Suricata 8's JSON sets (datajson): `format json` (an array of objects, or the array at
+  // array_key of the top object) or `ndjson` (an object a line); value_key (a dotted path) names
+  // each object's value, a string (hex for md5/sha256); context_key puts the matched value's object
+  // (without the value with remove_key) in the alert as alert.context.<context_key>.
+  Format format = Format::csv;
+  std::string value_key, array_key, context_key;
+  bool remove_key = false;
 };
+
+// The contexts of the JSON sets an isset matched while one signature was inspected
+// (alert.context): (context_key, the object as JSON text). Datasets::match adds to the calling
+// thread's list while it is active; the inspecting code clears it before a signature and reads it
+// after (detect_app.cpp).
+struct DatasetContexts {
+  bool active = false;
+  std::vector<std::pair<std::string, std::string>> hits;
+};
+DatasetContexts& dataset_contexts();
 
 // Parses a dataset option's value: "" and out filled, "skip:<reason>" or "error:<why>".
 std::string parse_dataset_option(const std::string& value, DatasetSpec& out);
@@ -83,12 +104,16 @@ class Datasets {
   struct Set {
     DatasetType type;
     std::unordered_map<std::string, uint16_t> items;  // value -> reputation
+    std::unordered_map<std::string, std::string> context;  // JSON sets: value -> its object (JSON text)
     mutable std::mutex mu;
     uint64_t full = 0;
   };
   // The value's entry (or, with subdomain, its nearest parent domain's); null when absent.
-  const uint16_t* find(const Set& s, const uint8_t* data, uint32_t len, bool subdomain) const;
+  const std::pair<const std::string, uint16_t>* find(const Set& s, const uint8_t* data, uint32_t len, bool subdomain) const;
   void load(Set& s, const std::string& path, const std::string& name);
+  void load_json(Set& s, const DatasetSpec& spec, const std::string& path);
+  // Adds a loaded value (counted when the set is full).
+  void keep(Set& s, const std::string& v, uint16_t rep);
   std::map<std::string, std::unique_ptr<Set>> sets_;
   struct Command {
     Set* set;

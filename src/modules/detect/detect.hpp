@@ -587,7 +587,12 @@ struct DetectModule {
     uint64_t app_updates_ = 0, app_candidates_ = 0, app_matches_ = 0;
     // The transactions of this batch's app-layer matches, for their alerts (tx_id, http object):
     // (flow id, packet index, signature) -> the alert's app members; filled by on_app_end.
-    using AppAlerts = std::map<std::tuple<uint64_t, uint32_t, uint32_t>, std::string>;
+    // (flow, packet, signature) -> the alert's transaction fields (`,"tx_id":...`) and its
+    // alert.context members (JSON datasets' objects; empty: none).
+    struct AppAlertText {
+      std::string app, context;
+    };
+    using AppAlerts = std::map<std::tuple<uint64_t, uint32_t, uint32_t>, AppAlertText>;
     AppAlerts app_alerts_;
     // What one on_app worker keeps apart from the others (its scratch: AppPrefilter::scratch).
     struct alignas(64) AppWorker {

@@ -27,6 +27,7 @@
 #include "modules/detect/hs_cache.hpp"
 #include "modules/detect/transform.hpp"
 #include "core/app_eve.hpp"
+#include "core/eve_event.hpp"
 
 namespace gaspp {
 
@@ -733,6 +734,10 @@ void DetectModule::Host::on_app(std::span<const AppUpdate> updates, std::vector<
           break;
         }
       }
+      // JSON datasets an isset matches on the way leave their objects for alert.context.
+      DatasetContexts& dctx = dataset_contexts();
+      dctx.active = true;
+      dctx.hits.clear();
       for (const AppPart& p : a.parts) {
         if (!all) break;
         const std::string* b = bufs.get(p.either ? uint16_t(p.key % kBufCount + u.dir * kBufCount) : p.key);
@@ -742,6 +747,7 @@ void DetectModule::Host::on_app(std::span<const AppUpdate> updates, std::vector<
           break;
         }
       }
+      dctx.active = false;
       if (!all) continue;
       t.matched.insert(done_key);
       ++w.matches;
@@ -754,8 +760,15 @@ void DetectModule::Host::on_app(std::span<const AppUpdate> updates, std::vector<
                      : u.smtp() ? eve_smtp_objects(*u.smtp())
                      : u.ssh()  ? eve_ssh_object(*u.ssh())
                                 : eve_http_object(*u.http()));
+      std::string context;  // `"KEY":{...}` members, the first object of each key
+      std::vector<std::string> keys;
+      for (const auto& [k, o] : dctx.hits) {
+        if (std::find(keys.begin(), keys.end(), k) != keys.end()) continue;
+        keys.push_back(k);
+        context += (context.empty() ? "\"" : ",\"") + json_escape(k) + "\":" + o;
+      }
       w.alerts[{u.flow_id, u.packet, a.sig}] =
-          ",\"tx_id\":" + std::to_string(t.id) + obj + ",\"app_proto\":\"" + proto + "\"";
+          AppAlertText{",\"tx_id\":" + std::to_string(t.id) + obj + ",\"app_proto\":\"" + proto + "\"", context};
       out.push_back(ModuleEvent{u.flow_id, u.packet, (a.sig << 2) | 2u, 0, kMatch, u.dir});
     }
     }

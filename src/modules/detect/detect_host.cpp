@@ -892,7 +892,10 @@ void DetectModule::Host::on_event(const ModuleEvent& ev, const HostPacket& p, Mo
   AlertExtras x{payload_, (ev.value & 2) != 0, eve_packet_, eve_verdict_, false, {}, alert_meta_, eve_ether_};
   if (s.app) {
     const auto it = app_alerts_.find({ev.flow_id, ev.packet, e.value});
-    if (it != app_alerts_.end()) x.app = it->second;
+    if (it != app_alerts_.end()) {
+      x.app = it->second.app;
+      x.context = it->second.context;
+    }
   }
   out.eve(eve_alert_line(s.rule, classes_, p, dropped, x));
   out.fast_log(fast_log_line(s.rule, classes_, p, dropped));

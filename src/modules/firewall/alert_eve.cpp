@@ -91,6 +91,7 @@ std::string eve_alert_line(const Rule& r, const Classifications& classes_, const
     j += "}";
   }
   if (x.meta.rule_raw && !r.text.empty()) j += ",\"rule\":\"" + json_escape(r.text) + "\"";
+  if (!x.context.empty()) j += ",\"context\":{" + x.context + "}";
   j += "}";
   // A transaction's alert carries its app_proto with its object; any other alert the flow's, as
   // Suricata writes it for every alert on a flow whose protocol it knows.

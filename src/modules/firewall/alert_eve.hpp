@@ -38,6 +38,8 @@ struct AlertExtras {
   std::string app;
   AlertMetadata meta;
   bool ether = false;    // ether: the frame's MAC addresses (eve-log's ethernet: yes)
+  // alert.context's members (`"KEY":{...}`: JSON datasets' objects, detect/dataset.hpp); empty: none.
+  std::string context;
 };
 
 // Suricata's EvePacket: `,"packet":BASE64,"packet_info":{"linktype":N,"linktype_name":NAME}` for
