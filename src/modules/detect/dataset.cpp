@@ -65,6 +65,16 @@ std::pair<std::string, std::string> key_value(const std::string& part) {
 
 size_t digest_len(DatasetType t) { return t == DatasetType::md5 ? 16 : t == DatasetType::sha256 ? 32 : 0; }
 
+// A set's `type` value for keyword kw (dataset or datarep): "" and t set, or "skip:"/"error:".
+std::string parse_type(const char* kw, const std::string& val, DatasetType& t) {
+  if (val == "string") t = DatasetType::string;
+  else if (val == "md5") t = DatasetType::md5;
+  else if (val == "sha256") t = DatasetType::sha256;
+  else if (val == "ipv4" || val == "ipv6" || val == "ip") return std::string("skip:keyword ") + kw + " type " + val;
+  else return std::string("error:") + kw + ": bad type '" + val + "'";
+  return "";
+}
+
 }  // namespace
 
 std::string parse_dataset_option(const std::string& value, DatasetSpec& out) {
@@ -95,11 +105,7 @@ std::string parse_dataset_option(const std::string& value, DatasetSpec& out) {
     if (key == "type") {
       if (type_set) return "error:dataset: type given twice";
       type_set = true;
-      if (val == "string") out.type = DatasetType::string;
-      else if (val == "md5") out.type = DatasetType::md5;
-      else if (val == "sha256") out.type = DatasetType::sha256;
-      else if (val == "ipv4" || val == "ipv6" || val == "ip") return "skip:keyword dataset type " + val;
-      else return "error:dataset: bad type '" + val + "'";
+      if (const std::string r = parse_type("dataset", val, out.type); !r.empty()) return r;
     } else if (key == "load") {
       if (load_set) return "error:dataset: load given twice";
       load_set = true;
@@ -161,11 +167,7 @@ std::string parse_datarep_option(const std::string& value, DatasetSpec& out) {
     if (val.empty()) return "error:datarep: '" + key + "' without a value";
     if (key == "type") {
       type_set = true;
-      if (val == "string") out.type = DatasetType::string;
-      else if (val == "md5") out.type = DatasetType::md5;
-      else if (val == "sha256") out.type = DatasetType::sha256;
-      else if (val == "ipv4" || val == "ipv6" || val == "ip") return "skip:keyword datarep type " + val;
-      else return "error:datarep: bad type '" + val + "'";
+      if (const std::string r = parse_type("datarep", val, out.type); !r.empty()) return r;
     } else if (key == "load") {
       out.load = val;
     } else if (key != "memcap" && key != "hashsize") {
