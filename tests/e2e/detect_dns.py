@@ -43,10 +43,11 @@ def build(rng):
         qd = [DNSQR(qname=n + ".", qtype=TYPES[t]) for n, t in qs]
         cport = 20000 + k
         eth = Ether(src="02:00:00:00:00:01", dst="02:00:00:00:00:02")
-        req = eth / IP(src="10.0.0.1", dst="10.0.0.53") / UDP(sport=cport, dport=53) / DNS(id=k, qr=0, opcode=opcode, rd=1, qd=qd)
+        client = f"10.0.0.{1 + k % 3}"
+        req = eth / IP(src=client, dst="10.0.0.53") / UDP(sport=cport, dport=53) / DNS(id=k, qr=0, opcode=opcode, rd=1, qd=qd)
         pk.append(req)
         msgs.append({"request": True, "opcode": opcode, "rcode": 0, "queries": qs, "answers": [], "authorities": [],
-                     "additionals": []})
+                     "additionals": [], "client": client})
 
         def record(rng):
             t = rng.choice(["A", "AAAA", "CNAME", "MX", "NS", "PTR", "TXT"])
@@ -80,11 +81,11 @@ def build(rng):
                 secs[sec].append(info)
                 layers[sec].append(rr)
         rcode = rng.choice([0, 0, 0, 3, 2, 5])
-        resp = eth / IP(src="10.0.0.53", dst="10.0.0.1") / UDP(sport=53, dport=cport) / DNS(
+        resp = eth / IP(src="10.0.0.53", dst=client) / UDP(sport=53, dport=cport) / DNS(
             id=k, qr=1, opcode=opcode, rd=1, ra=1, rcode=rcode, qd=qd, an=layers["answers"], ns=layers["authorities"],
             ar=layers["additionals"])
         pk.append(resp)
-        msgs.append({"request": False, "opcode": opcode, "rcode": rcode, "queries": qs, **secs})
+        msgs.append({"request": False, "opcode": opcode, "rcode": rcode, "queries": qs, **secs, "client": client})
     return pk, msgs
 
 
@@ -98,6 +99,9 @@ def response_names(m):
             if data is not None:
                 out.append(data)
     return out
+
+
+CLIENTS_HELD = {"10.0.0.1", "10.0.0.3"}
 
 
 def dataset_files(rng, msgs, d):
@@ -128,6 +132,9 @@ def dataset_files(rng, msgs, d):
     paths["json"] = f"{d}/md5s.json"
     with open(paths["json"], "w") as f:
         json.dump({"list": [{"h": hashlib.md5(n.encode()).hexdigest()} for n in sorted(md5s)]}, f)
+    paths["clients"] = f"{d}/clients.lst"
+    with open(paths["clients"], "w") as f:
+        f.write("10.0.0.1\n::ffff:10.0.0.3\n")  # an IPv4-mapped address is the IPv4 one
     return paths, held, parents, md5s, reps
 
 
@@ -206,6 +213,19 @@ def rules_for(rng, msgs, ds=None):
              "context_key ioc;", lambda m: any(n in held for n in qnames(m)))
         rule(f"dns.query; to_md5; dataset:isset,jmd5s,type md5,load {paths['json']},format json,array_key list,"
              "value_key h,context_key h,remove_key;", lambda m: any(n in md5s for n in qnames(m)))
+        # ip.src / ip.dst beside the transaction's buffers: the sender and the receiver of the
+        # message inspected (Suricata's packet buffers, read on the packet that carries it); a
+        # client address set (type ip: IPv4 addresses as 4 bytes and 12 zeros).
+        rule(f'dns.query; content:"mail"; ip.src; dataset:isset,clients,type ip,load {paths["clients"]};',
+             lambda m: m["client"] in CLIENTS_HELD and any("mail" in n for n in qnames(m)))
+        rule('flow:to_client; dns.rcode:!0; ip.dst; content:"|0a 00 00 02|";',
+             lambda m: not m["request"] and m["rcode"] != 0 and m["client"] == "10.0.0.2")
+        rule(f"ip.src; dataset:isnotset,clients,type ip,load {paths['clients']}; dns.query; content:\"www\";",
+             lambda m: m["request"] and m["client"] not in CLIENTS_HELD and any("www" in n for n in qnames(m)))
+    # Only the packet's buffers: a packet signature on every packet of a DNS flow (each message one
+    # packet here), as Suricata makes a signature without a transaction buffer.
+    rule('ip.src; content:"|0a 00 00 35|"; endswith;', lambda m: not m["request"])
+    rule('ip.dst; content:"|0a 00 00 03|";', lambda m: m["request"] and m["client"] == "10.0.0.3")
     return rules, want
 
 

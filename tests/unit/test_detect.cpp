@@ -546,7 +546,8 @@ TEST(Datasets, CommandsAndFilesBehaveAsSuricatas) {
   EXPECT_EQ(parse_dataset_option("isset,n,type string,load nosuch.lst", sp), "");
   EXPECT_THROW(ds.add(sp, rules), std::invalid_argument);
   const std::pair<const char*, const char*> parses[] = {
-      {"isset,n", "error:"}, {"frob,n,type string", "error:"}, {"isset,n,type ipv4", "skip:"},
+      {"isset,n", "error:"}, {"frob,n,type string", "error:"}, {"isset,n,type ipv4", ""}, {"isset,n,type ip", ""},
+      {"isset,n,type ipv6", ""}, {"isset,n,type ipv7", "error:"},
       {"isset,n,type string,state s.lst", "skip:"}, {"isset,n,type string,format ndjson", "error:"},
       {"isset,n,type string,value_key v", "error:"}, {"isset,n,type string,context_key c", "skip:"},
       {"isset,n,type string,format ndjson,value_key v,array_key a", "error:"},
@@ -1358,15 +1359,92 @@ TEST(Signatures, ActionOrderParsesAndRefusesBadLists) {
 }
 
 
+// A set's command id (the option must parse).
+uint32_t add_set(Datasets& ds, const std::string& opt, const std::string& rules) {
+  DatasetSpec sp;
+  EXPECT_EQ(parse_dataset_option(opt, sp), "") << opt;
+  return ds.add(sp, rules);
+}
+
+// A set whose file does not load: the error names where (the file and line or entry).
+void expect_load_error(Datasets& ds, const std::string& opt, const std::string& rules, const std::string& where) {
+  DatasetSpec sp;
+  ASSERT_EQ(parse_dataset_option(opt, sp), "") << opt;
+  try {
+    ds.add(sp, rules);
+    ADD_FAILURE() << opt << " loaded";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find(where), std::string::npos) << e.what();
+  }
+}
+
+// Address sets (type ipv4, ipv6, ip) against Suricata's storage (datasets.c, datasets.rs): an
+// ipv4 set holds 4-byte addresses; an ipv6 / ip set 16-byte ones, an IPv4 address (dotted, or
+// ::ffff:-mapped in the file; a 4-byte buffer) as its 4 bytes then 12 zeros. Buffers are ip.src /
+// ip.dst's bytes, as the packet carries them.
+TEST(Datasets, AddressSetsHoldWhatSuricataStores) {
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::path(testing::TempDir()) / "datasets_ip";
+  fs::create_directories(dir);
+  std::ofstream(dir / "v4.lst") << "192.0.2.7\n10.1.2.3,7\n";
+  std::ofstream(dir / "ip.lst") << "192.0.2.7\n::ffff:10.1.2.3\n2001:db8::1\n";
+  std::ofstream(dir / "ip.ndjson") << "{\"ip\":\"2001:db8::9\",\"who\":\"x\"}\n{\"ip\":\"198.51.100.1\"}\n";
+  std::ofstream(dir / "bad4.lst") << "192.0.2.7\n2001:db8::1\n";
+  std::ofstream(dir / "bad6.lst") << "2001:db8::1\nnot-an-address\n";
+  const std::string rules = (dir / "x.rules").string();
+  Datasets ds;
+  auto add = [&](const std::string& opt) { return add_set(ds, opt, rules); };
+  auto v4 = [](const char* a) {
+    std::string b(4, '\0');
+    EXPECT_EQ(inet_pton(AF_INET, a, b.data()), 1) << a;
+    return b;
+  };
+  auto v6 = [](const char* a) {
+    std::string b(16, '\0');
+    EXPECT_EQ(inet_pton(AF_INET6, a, b.data()), 1) << a;
+    return b;
+  };
+  const uint32_t s4 = add("isset,s4,type ipv4,load v4.lst");
+  const uint32_t sip = add("isset,sip,type ip,load ip.lst");
+  const uint32_t json = add("isset,sj,type ipv6,load ip.ndjson,format ndjson,value_key ip,context_key c");
+  const uint32_t set6 = add("set,sip,type ip");
+  const uint32_t unset6 = add("unset,sip,type ip");
+  struct Row {
+    uint32_t id;
+    std::string data;
+    bool match;
+  };
+  const std::string pad7 = v4("192.0.2.7") + std::string(12, '\0');
+  const Row rows[] = {
+      {s4, v4("192.0.2.7"), true},         {s4, v4("10.1.2.3"), true},         {s4, v4("10.1.2.4"), false},
+      {s4, pad7, false},                   // a 16-byte buffer is never in an ipv4 set
+      {sip, v4("192.0.2.7"), true},        {sip, pad7, true},                  // either form of the IPv4 address
+      {sip, v4("10.1.2.3"), true},         {sip, v6("::ffff:10.1.2.3"), false},  // mapped in the file, not in a buffer
+      {sip, v6("2001:db8::1"), true},      {sip, v6("2001:db8::2"), false},    {sip, "abc", false},
+      {json, v6("2001:db8::9"), true},     {json, v4("198.51.100.1"), true},   {json, v4("198.51.100.2"), false},
+      {set6, v4("203.0.113.5"), true},     {sip, v6("::cb00:7105"), false},    // 203.0.113.5 at the front, not the back
+      {sip, v4("203.0.113.5") + std::string(12, '\0'), true},                  // set as its padded form
+      {set6, v4("203.0.113.5"), false},    {unset6, v4("203.0.113.5"), true},  {sip, v4("203.0.113.5"), false},
+  };
+  for (const Row& r : rows)
+    EXPECT_EQ(ds.match(r.id, reinterpret_cast<const uint8_t*>(r.data.data()), uint32_t(r.data.size())), r.match)
+        << r.id << " " << r.data.size() << " bytes";
+  for (const auto& [opt, where] : std::vector<std::pair<std::string, std::string>>{
+           {"isset,b4,type ipv4,load bad4.lst", "bad4.lst:2"}, {"isset,b6,type ip,load bad6.lst", "bad6.lst:2"}}) {
+    expect_load_error(ds, opt, rules, where);
+  }
+}
+
 // JSON sets (Suricata 8's datajson): json (top array, or the array at array_key) and ndjson files,
-// value_key as a dotted path, remove_key, and the matched value's object handed to alert.context;
-// a value that is not a string, a file that is not JSON or an entry without the key is an error
-// naming the file and the entry.
+// value_key as a dotted path, remove_key, and the matched value's object handed to alert.context
+// (a value given twice: its first object); a value that is not a string or a file that is not JSON
+// is an error naming the file and the entry; an entry without the key is passed over, counted.
 TEST(Datasets, JsonSetsLoadAndGiveTheirObjects) {
   namespace fs = std::filesystem;
   const fs::path dir = fs::path(testing::TempDir()) / "datasets_json";
   fs::create_directories(dir);
-  std::ofstream(dir / "arr.json") << R"([{"host":"evil.com","year":2005},{"host":"x.org","meta":{"k":1}}])";
+  std::ofstream(dir / "arr.json")
+      << R"([{"host":"evil.com","year":2005},{"host":"x.org","meta":{"k":1}},{"host":"evil.com","year":2006}])";
   std::ofstream(dir / "obj.json") << R"({"threat":[{"ioc":{"host":"bad.net","kind":"c2"},"level":3}]})";
   std::ofstream(dir / "md5.ndjson") << "{\"hash\":\"0cc175b9c0f1b6a831c399e269772661\",\"year\":2007}\n\n";
   std::ofstream(dir / "num.ndjson") << "{\"v\":\"ok\"}\n{\"v\":12345}\n";
@@ -1374,11 +1452,7 @@ TEST(Datasets, JsonSetsLoadAndGiveTheirObjects) {
   std::ofstream(dir / "nokey.json") << R"([{"name":"a"}])";
   const std::string rules = (dir / "x.rules").string();
   Datasets ds;
-  auto add = [&](const std::string& opt) {
-    DatasetSpec sp;
-    EXPECT_EQ(parse_dataset_option(opt, sp), "") << opt;
-    return ds.add(sp, rules);
-  };
+  auto add = [&](const std::string& opt) { return add_set(ds, opt, rules); };
   const uint32_t arr = add("isset,a,type string,load arr.json,format json,value_key host,context_key bad");
   const uint32_t nested = add("isset,o,type string,load obj.json,format json,array_key threat,value_key ioc.host,"
                               "context_key t,remove_key");
@@ -1414,6 +1488,10 @@ TEST(Datasets, JsonSetsLoadAndGiveTheirObjects) {
     EXPECT_EQ(c.hits[0].first, r.key);
     EXPECT_EQ(nlohmann::json::parse(c.hits[0].second), nlohmann::json::parse(r.json)) << r.data;
   }
+  // An entry without the value is passed over and counted.
+  EXPECT_EQ(ds.entries_without_value(), 0u);
+  add("isset,n3,type string,load nokey.json,format json,value_key host");
+  EXPECT_EQ(ds.entries_without_value(), 1u);
   // Outside an inspection nothing is collected.
   dataset_contexts().hits.clear();
   EXPECT_TRUE(ds.match(arr, reinterpret_cast<const uint8_t*>("evil.com"), 8));
@@ -1421,16 +1499,8 @@ TEST(Datasets, JsonSetsLoadAndGiveTheirObjects) {
   for (const auto& [opt, where] : std::vector<std::pair<std::string, std::string>>{
            {"isset,n1,type string,load num.ndjson,format ndjson,value_key v", "num.ndjson:2"},
            {"isset,n2,type string,load broken.json,format json,value_key host", "broken.json"},
-           {"isset,n3,type string,load nokey.json,format json,value_key host", "nokey.json: entry 1"},
            {"isset,n4,type md5,load arr.json,format json,value_key host", "arr.json: entry 1"}}) {
-    DatasetSpec sp;
-    ASSERT_EQ(parse_dataset_option(opt, sp), "") << opt;
-    try {
-      ds.add(sp, rules);
-      ADD_FAILURE() << opt << " loaded";
-    } catch (const std::invalid_argument& e) {
-      EXPECT_NE(std::string(e.what()).find(where), std::string::npos) << e.what();
-    }
+    expect_load_error(ds, opt, rules, where);
   }
 }
 

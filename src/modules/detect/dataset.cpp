@@ -1,11 +1,13 @@
 #include "modules/detect/dataset.hpp"
 #include "modules/detect/text.hpp"
 
+#include <arpa/inet.h>
 #include <nlohmann/json.hpp>
 #include <openssl/evp.h>
 
 #include <cctype>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <stdexcept>
@@ -65,12 +67,62 @@ std::pair<std::string, std::string> key_value(const std::string& part) {
 
 size_t digest_len(DatasetType t) { return t == DatasetType::md5 ? 16 : t == DatasetType::sha256 ? 32 : 0; }
 
+// An address set's value from its text: ipv4 a dotted quad (4 bytes); ipv6 an IPv6 address (16
+// bytes; an IPv4-mapped one, ::ffff:a.b.c.d, as the IPv4 address) or a dotted quad, an IPv4
+// address stored as its 4 bytes then 12 zeros (Suricata's DatasetParseIpv6String).
+bool address_value(DatasetType t, const std::string& text, std::string& out) {
+  unsigned char b[16] = {};
+  if (t == DatasetType::ipv4) {
+    if (inet_pton(AF_INET, text.c_str(), b) != 1) return false;
+    out.assign(reinterpret_cast<const char*>(b), 4);
+    return true;
+  }
+  if (text.find(':') == std::string::npos) {
+    if (inet_pton(AF_INET, text.c_str(), b) != 1) return false;
+  } else {
+    if (inet_pton(AF_INET6, text.c_str(), b) != 1) return false;
+    static const unsigned char mapped[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
+    if (std::memcmp(b, mapped, 12) == 0) {
+      std::memmove(b, b + 12, 4);
+      std::memset(b + 4, 0, 12);
+    }
+  }
+  out.assign(reinterpret_cast<const char*>(b), 16);
+  return true;
+}
+
+bool address_type(DatasetType t) { return t == DatasetType::ipv4 || t == DatasetType::ipv6; }
+
+// A loaded value's bytes from its text: "" when it decodes, else what it should have been.
+const char* decode_value(DatasetType t, const std::string& text, bool base64, std::string& out) {
+  if (address_type(t))
+    return address_value(t, text, out) ? "" : t == DatasetType::ipv4 ? "an IPv4 address" : "an IP address";
+  if (t != DatasetType::string) return hex_bytes(text, digest_len(t), out) ? "" : "a hex digest";
+  if (!base64) {
+    out = text;
+    return "";
+  }
+  return base64_strict(text, out) ? "" : "base64";
+}
+
+// The key a buffer is looked up as in a set of type t: false when no value of the set can be it
+// (a digest or an address of another length). An ipv6 set takes a 4-byte (IPv4) buffer padded.
+bool lookup_key(DatasetType t, const uint8_t* data, uint32_t len, std::string& key) {
+  const size_t want = t == DatasetType::ipv4 ? 4 : digest_len(t);
+  if (want && len != want) return false;
+  if (t == DatasetType::ipv6 && len != 4 && len != 16) return false;
+  key.assign(reinterpret_cast<const char*>(data), len);
+  if (t == DatasetType::ipv6 && len == 4) key.resize(16, '\0');
+  return true;
+}
+
 // A set's `type` value for keyword kw (dataset or datarep): "" and t set, or "skip:"/"error:".
 std::string parse_type(const char* kw, const std::string& val, DatasetType& t) {
   if (val == "string") t = DatasetType::string;
   else if (val == "md5") t = DatasetType::md5;
   else if (val == "sha256") t = DatasetType::sha256;
-  else if (val == "ipv4" || val == "ipv6" || val == "ip") return std::string("skip:keyword ") + kw + " type " + val;
+  else if (val == "ipv4") t = DatasetType::ipv4;
+  else if (val == "ipv6" || val == "ip") t = DatasetType::ipv6;
   else return std::string("error:") + kw + ": bad type '" + val + "'";
   return "";
 }
@@ -234,10 +286,9 @@ void Datasets::load(Set& s, const std::string& path, const std::string& name) {
         throw std::invalid_argument(path + ":" + std::to_string(n) + ": dataset " + name + ": bad reputation '" + r + "'");
       rep = uint16_t(x);
     }
-    const bool ok = s.type == DatasetType::string ? base64_strict(field, v) : hex_bytes(field, digest_len(s.type), v);
-    if (!ok)
+    if (const char* want = decode_value(s.type, field, true, v); *want)
       throw std::invalid_argument(path + ":" + std::to_string(n) + ": dataset " + name + ": '" + field + "' is not " +
-                                  (s.type == DatasetType::string ? "base64" : "a hex digest"));
+                                  want);
     keep(s, v, rep);
   }
 }
@@ -247,7 +298,7 @@ void Datasets::keep(Set& s, const std::string& v, uint16_t rep) {
     ++s.full;
     return;
   }
-  s.items[v] = rep;
+  s.items.try_emplace(v, rep);  // a value given twice keeps its first reputation (Suricata's DatasetAdd)
 }
 
 namespace {
@@ -283,19 +334,22 @@ void Datasets::load_json(Set& s, const DatasetSpec& spec, const std::string& pat
   const auto add_object = [&](const nlohmann::json& o, const std::string& where) {
     if (!o.is_object()) throw std::invalid_argument(where + ": dataset " + spec.name + ": an entry is not a JSON object");
     const nlohmann::json* val = json_at(o, spec.value_key);
-    if (!val) throw std::invalid_argument(where + ": dataset " + spec.name + ": no value at '" + spec.value_key + "'");
+    if (!val) {
+      // Suricata passes such an entry over (a file may mix shapes): counted (dataset_entries_without_value).
+      ++s.no_value;
+      return;
+    }
     if (!val->is_string())
       throw std::invalid_argument(where + ": dataset " + spec.name + ": the value at '" + spec.value_key +
                                   "' is not a string");
     const std::string text = val->get<std::string>();
     std::string v;
-    if (s.type == DatasetType::string) v = text;
-    else if (!hex_bytes(text, digest_len(s.type), v))
-      throw std::invalid_argument(where + ": dataset " + spec.name + ": '" + text + "' is not a hex digest");
+    if (const char* want = decode_value(s.type, text, false, v); *want)
+      throw std::invalid_argument(where + ": dataset " + spec.name + ": '" + text + "' is not " + want);
     nlohmann::json ctx = o;
     if (spec.remove_key) json_erase(ctx, spec.value_key);
     keep(s, v, 0);
-    if (s.items.count(v)) s.context[v] = ctx.dump();
+    if (s.items.count(v)) s.context.try_emplace(v, ctx.dump());  // and its first object
   };
   if (spec.format == DatasetSpec::Format::ndjson) {
     std::string line;
@@ -318,11 +372,11 @@ void Datasets::load_json(Set& s, const DatasetSpec& spec, const std::string& pat
 
 const std::pair<const std::string, uint16_t>* Datasets::find(const Set& s, const uint8_t* data, uint32_t len,
                                                              bool subdomain) const {
-  const size_t want = digest_len(s.type);
-  if (want && len != want) return nullptr;
-  auto it = s.items.find(std::string(reinterpret_cast<const char*>(data), len));
+  std::string key;
+  if (!lookup_key(s.type, data, len, key)) return nullptr;
+  auto it = s.items.find(key);
   if (it != s.items.end()) return &*it;
-  if (!subdomain) return nullptr;
+  if (!subdomain || s.type != DatasetType::string) return nullptr;
   // Suricata's DatasetLookupSubdomain: each suffix starting at a '.' that follows another byte.
   int lookups = 0;
   for (uint32_t i = 1; i < len; ++i)
@@ -338,7 +392,6 @@ bool Datasets::match(uint32_t id, const uint8_t* data, uint32_t len) {
   const Command& c = cmds_[id];
   Set& s = *c.set;
   if (!data || len == 0) return false;
-  const size_t want = digest_len(s.type);
   std::lock_guard<std::mutex> lock(s.mu);
   if (c.spec.rep) {
     const auto* e = find(s, data, len, false);
@@ -357,9 +410,8 @@ bool Datasets::match(uint32_t id, const uint8_t* data, uint32_t len) {
     }
     case DatasetCmd::isnotset: return find(s, data, len, c.spec.match_subdomain) == nullptr;
     case DatasetCmd::set: {
-      if (want && len != want) return false;
-      std::string key(reinterpret_cast<const char*>(data), len);
-      if (s.items.count(key)) return false;
+      std::string key;
+      if (!lookup_key(s.type, data, len, key) || s.items.count(key)) return false;
       if (s.items.size() >= kDatasetMaxItems) {
         ++s.full;
         return false;
@@ -367,10 +419,12 @@ bool Datasets::match(uint32_t id, const uint8_t* data, uint32_t len) {
       s.items.emplace(std::move(key), 0);
       return true;
     }
-    case DatasetCmd::unset:
-      if (want && len != want) return false;
-      s.context.erase(std::string(reinterpret_cast<const char*>(data), len));
-      return s.items.erase(std::string(reinterpret_cast<const char*>(data), len)) > 0;
+    case DatasetCmd::unset: {
+      std::string key;
+      if (!lookup_key(s.type, data, len, key)) return false;
+      s.context.erase(key);
+      return s.items.erase(key) > 0;
+    }
   }
   return false;
 }
@@ -381,6 +435,12 @@ uint64_t Datasets::full() const {
     std::lock_guard<std::mutex> lock(s->mu);
     n += s->full;
   }
+  return n;
+}
+
+uint64_t Datasets::entries_without_value() const {
+  uint64_t n = 0;
+  for (const auto& [name, s] : sets_) n += s->no_value;  // written only while loading
   return n;
 }
 

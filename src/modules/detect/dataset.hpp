@@ -9,18 +9,22 @@
 // does not match ends the signature's evaluation on that buffer (Suricata's no_match_discontinue).
 // JSON sets (Suricata 8's datajson; format json or ndjson, value_key, array_key, context_key,
 // remove_key) are read as DatasetSpec says; a value that is not a string, or a file that is not
-// JSON, is an error naming the file and the entry.
+// JSON, is an error naming the file and the entry; an entry without a value at value_key is passed
+// over, as Suricata does, and counted (dataset_entries_without_value). A value given twice keeps
+// its first entry (its object for alert.context, its reputation).
 // md5 and sha256 sets hold 16- and 32-byte digests (a to_md5 / to_sha256 transform's output): other
-// lengths are never in them. The value a buffer is compared with is its bytes, exactly.
+// lengths are never in them. ipv4 sets hold 4-byte addresses, ipv6 sets (`type ipv6` or `type ip`)
+// 16-byte ones: an IPv4 address (a 4-byte buffer, or a dotted or ::ffff: mapped value in the file)
+// is its 4 bytes then 12 zeros there, as Suricata stores it, so ip.src of either family can be
+// tested against one `type ip` set. The value a buffer is compared with is its bytes, exactly.
 //
 // Sets are shared by name across all loaded signatures (one type per name: another is an error).
 // `load FILE` reads one value a line at load time — string values base64-encoded (strict RFC 4648,
 // as Suricata's), digests in hex; empty lines and lines of more than two comma-separated fields are
 // passed over as Suricata does, a `value,reputation` line (datarep's form) is read for its value —
 // relative to the directory of the rule file that names it, then as given. A line that does not
-// decode is an error with the file and line; a missing file is an error. state, save,
-// enrichment_key and the types ipv4, ipv6 and ip (whose buffers, ip.src and ip.dst, gaspp does not
-// have) skip the rule, counted by reason.
+// decode is an error with the file and line; a missing file is an error. Address sets read
+// addresses as text (inet_pton). state, save and enrichment_key skip the rule, counted by reason.
 //
 // datarep:NAME, >|<|==, VALUE[, type T][, load FILE][, memcap SIZE][, hashsize N] (Suricata's
 // detect-datarep.c): matches when the buffer is in the set with a reputation (the file's second
@@ -33,8 +37,9 @@
 //
 // Threads: the application layer's signatures run on several host threads (detect.hpp on_app), so
 // each set has its own lock. Where `set` on one flow races `isset` on another, the outcome
-// follows processing order, as with Suricata's worker threads. Datasets are only read on the host
-// (sticky buffers are the application layer's): the device never sees a signature with one.
+// follows processing order, as with Suricata's worker threads. Datasets are only read on the host:
+// a packet signature with one (on ip.src / ip.dst) is matched up to it by a packet pass of either
+// backend, which leaves the rest to the host's re-check of the packet (inspect.hpp).
 #pragma once
 #include <cstdint>
 #include <map>
@@ -49,7 +54,8 @@ namespace gaspp {
 constexpr size_t kDatasetMaxItems = size_t(1) << 22;
 
 enum class DatasetCmd : uint8_t { set, unset, isset, isnotset };
-enum class DatasetType : uint8_t { string, md5, sha256 };
+// ipv6 is also Suricata's `type ip`: IPv4 addresses held as their 4 bytes and 12 zeros.
+enum class DatasetType : uint8_t { string, md5, sha256, ipv4, ipv6 };
 
 struct DatasetSpec {
   enum class Format : uint8_t { csv, json, ndjson };
@@ -99,6 +105,7 @@ class Datasets {
   size_t sets() const { return sets_.size(); }
   uint64_t full() const;      // values not kept for the limit
   uint64_t values() const;    // values held, all sets
+  uint64_t entries_without_value() const;  // JSON entries passed over: nothing at value_key
 
  private:
   struct Set {
@@ -107,6 +114,7 @@ class Datasets {
     std::unordered_map<std::string, std::string> context;  // JSON sets: value -> its object (JSON text)
     mutable std::mutex mu;
     uint64_t full = 0;
+    uint64_t no_value = 0;  // JSON entries without a value at value_key (passed over)
   };
   // The value's entry (or, with subdomain, its nearest parent domain's); null when absent.
   const std::pair<const std::string, uint16_t>* find(const Set& s, const uint8_t* data, uint32_t len, bool subdomain) const;

@@ -68,9 +68,11 @@
 // their own on the GPU) over the packets and pieces whose candidates reached such a pcre in the
 // first pass, which carries no search code (carried inline, it halved the stream stage's speed
 // with no pcre reached: bench/results/2026-11-26-detect-stages-device-pcre.json). A pcre without a
-// program, or a search past its step limit, cannot be finished there: on a packet the event asks the host to run the list again on the packet's payload with
-// PCRE2 (pcre_host_rechecks); on a stream piece the match is left undecided and counted
-// (stream_pcre_undecided) — the one way the CUDA backend's alerts can differ from the CPU backend's.
+// program, or a search past its step limit, cannot be finished there: on a packet the event asks
+// the host to run the list again on the packet's payload with PCRE2 (pcre_host_rechecks, which
+// also counts the packets a dataset on ip.src / ip.dst sent to the host: sets live there); on a
+// stream piece the match is left undecided and counted (stream_pcre_undecided) — the one way the
+// CUDA backend's alerts can differ from the CPU backend's.
 #pragma once
 #include <algorithm>
 #include <cstdint>

@@ -131,6 +131,7 @@ struct TxBuffers {
   int8_t state[2 * kBufCount] = {};  // 0 not computed, 1 present, -1 absent
 
   AppTx* owner;      // where buffers kept between updates live (AppTx::built)
+  std::string addr[2];  // the client's and the server's address: 4 bytes (IPv4) or 16, network order
 
   TxBuffers(const HttpTx& tx, const TlsTx* tl, const DnsTx* dn, const SmtpTx* sm, const SshTx* sh, size_t i, AppTx* o)
       : t(tx), tls(tl), dns(dn), smtp(sm), ssh(sh), index(i), owner(o) {}
@@ -196,6 +197,9 @@ struct TxBuffers {
       held = &v;
       return present;
     };
+    // ip.src / ip.dst: the sender and the receiver of the side's messages (the packet's source
+    // and destination in Suricata, whose packet engine reads them with the transaction's).
+    if (b == kBufIpSrc || b == kBufIpDst) return hold(addr[(b == kBufIpSrc) == (side == 0) ? 0 : 1], true);
     if (tls) {
       // Payload contents of an `alert tls` signature: the direction's bytes as sent (TlsTx::raw).
       if (b == kBufPayload) return hold(tls->raw[side], !tls->raw[side].empty());
@@ -633,6 +637,10 @@ void DetectModule::Host::on_app(std::span<const AppUpdate> updates, std::vector<
         it = instance_buf(uint8_t(it->first % kBufCount)) ? t.scans.erase(it) : std::next(it);
     const uint32_t scan_base = proto == 4 ? uint32_t(std::min<size_t>(inst, kMimeMaxFiles - 1) * 2 * kBufCount) : 0;
     TxBuffers bufs(u.http() ? *u.http() : kNoHttp, u.tls(), u.dns(), u.smtp(), u.ssh(), inst, &t);
+    for (int e = 0; e < 2; ++e) {
+      const int ep = (e == 0) == (u.client_lo != 0) ? 0 : 1;  // key endpoint of the client (e 0), the server (e 1)
+      bufs.addr[e].assign(reinterpret_cast<const char*>(u.key.addr[ep]), u.key.family == 4 ? 4 : 16);
+    }
     cand.assign(app_pf_->nofp.begin(), app_pf_->nofp.end());
     for (const uint16_t key : app_pf_->keys) {
       // A request update concerns signatures inspected on requests, whose patterns are on

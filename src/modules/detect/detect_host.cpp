@@ -347,7 +347,9 @@ DetectModule::Host::Host(const ModuleOptions& opt) : ModuleHost<DetectModule>({}
     }
     // A signature of a detected-only protocol (smtp, ...) waits for the flow's app_proto, which
     // the application layer decides on the host after the batch.
-    const bool final_here = !reads_flowbits(s) && !host_pcre && s.gate_proto.empty();
+    // Nor one with a dataset (ip.src / ip.dst in a packet signature): sets live on the host, which
+    // runs the list again on the packet when the device reaches one.
+    const bool final_here = !reads_flowbits(s) && !host_pcre && s.gate_proto.empty() && s.datasets.empty();
     gated_sigs_ += !s.gate_proto.empty();
     if (final_here && (s.rule.action == RuleAction::drop || s.rule.action == RuleAction::reject)) d.verdict |= kDetDrop;
     if (final_here && s.rule.action == RuleAction::pass) d.verdict |= kDetPass;
@@ -563,6 +565,7 @@ DetectModule::View DetectModule::Host::upload(TableMemory& mem) {
     host_view_ = upload_to(here);
     host_view_.host_hash_prefilter = 0;
     host_view_.host_defer_pcre = 0;
+    host_view_.host_datasets = 1;
   }
   return upload_to(mem);
 }
@@ -889,7 +892,7 @@ void DetectModule::Host::on_event(const ModuleEvent& ev, const HostPacket& p, Mo
   const bool blocked = s.rule.action == RuleAction::drop || s.rule.action == RuleAction::reject;
   const bool dropped = blocked && (sigs_[e.value].verdict & kDetDrop);
   alerts_blocked_ += dropped;
-  AlertExtras x{payload_, (ev.value & 2) != 0, eve_packet_, eve_verdict_, false, {}, alert_meta_, eve_ether_};
+  AlertExtras x{payload_, (ev.value & 2) != 0, eve_packet_, eve_verdict_, false, {}, alert_meta_, eve_ether_, {}};
   if (s.app) {
     const auto it = app_alerts_.find({ev.flow_id, ev.packet, e.value});
     if (it != app_alerts_.end()) {
@@ -981,6 +984,7 @@ void DetectModule::Host::report(std::map<std::string, uint64_t>& r) const {
     r["dataset_sets"] = matchers_->datasets->sets();
     r["dataset_values"] = matchers_->datasets->values();
     r["dataset_full"] = matchers_->datasets->full();
+    r["dataset_entries_without_value"] = matchers_->datasets->entries_without_value();
   }
   r["pcre_host_recheck_matches"] = host_recheck_matches_;
   r["stream_pcre_undecided"] = stream_unresolved_;

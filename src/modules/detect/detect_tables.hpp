@@ -161,7 +161,7 @@ struct DetSig {
   uint32_t hop_off[2];
 };
 // The packet's header buffers, in signature.hpp's kBufIpv4Hdr.. order.
-enum DetHdrBuf : uint8_t { kHbNone, kHbIpv4, kHbIpv6, kHbTcp, kHbUdp, kHbIcmpv4, kHbIcmpv6 };
+enum DetHdrBuf : uint8_t { kHbNone, kHbIpv4, kHbIpv6, kHbTcp, kHbUdp, kHbIcmpv4, kHbIcmpv6, kHbIpSrc, kHbIpDst };
 enum DetHdrBits : uint8_t { kHdrSeq = 1, kHdrAck = 2, kHdrWin = 4, kHdrWinNeg = 8 };
 // The checksum keywords (Suricata's ipv4-csum, tcpv4-csum, ...: valid or invalid), bits of
 // DetSig::csum_valid / csum_invalid (Signature's too).
@@ -197,6 +197,7 @@ struct DetectView {
   uint8_t matcher_ac;            // the device's matcher: 0 the hashed filter, 1 Aho-Corasick
   uint8_t host_hash_prefilter;   // CPU backend: use pf instead of Hyperscan
   uint8_t host_defer_pcre;       // CPU backend: run pcre as the device does (its programs, else the host handler)
+  uint8_t host_datasets;         // test datasets here (the host's re-checks and transactions); 0: answer needs-host
   RegexView rx;                  // the pcres that compiled for the device's search
   const IntCond* int_conds;      // the signatures' integer conditions (DetSig::ic_off)
   const DetectHostMatchers* host;

@@ -179,6 +179,16 @@ GASPP_HD inline bool det_header_span(uint8_t hb, const uint8_t* frame, const Pac
       off = h.l4_off;
       len = 8;
       break;
+    case kHbIpSrc:
+    case kHbIpDst: {
+      // Suricata's ip.src / ip.dst: the address's bytes, 4 for IPv4 and 16 for IPv6 (network order).
+      if (!l3) return false;
+      const bool v4 = h.l3 == uint8_t(L3::ipv4);
+      if (!v4 && h.l3 != uint8_t(L3::ipv6)) return false;
+      len = v4 ? 4 : 16;
+      off = h.l3_off + (v4 ? 12 : 8) + (hb == kHbIpDst ? len : 0);
+      break;
+    }
     default:
       return false;
   }
@@ -381,9 +391,12 @@ GASPP_HD inline int detect_inspect_list(const DetectView& v, uint32_t op_off, ui
     } else if (o.type == kOpDataset) {
       // Suricata's DetectDatasetBufferMatch on the whole buffer: a match goes on, anything else
       // ends the list (no_match_discontinue).
+      // A packet pass (either backend) leaves it to the host's re-check of the packet, so that a
+      // set is tested and changed once, in packet order (ip.src / ip.dst in packet signatures).
 #if defined(__CUDA_ARCH__)
-      return kInspectNeedsHost;  // application-layer signatures only: never on the device
+      return kInspectNeedsHost;
 #else
+      if (!v.host_datasets) return kInspectNeedsHost;
       if (detect_host_dataset(v.host, o.pat_off, buf, len)) next = true;
       else r = -1;
 #endif

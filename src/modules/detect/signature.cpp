@@ -149,6 +149,7 @@ const BufName kStickyBuffers[] = {
 const BufName kHeaderBuffers[] = {
     {"ipv4.hdr", kBufIpv4Hdr}, {"ipv6.hdr", kBufIpv6Hdr}, {"tcp.hdr", kBufTcpHdr},
     {"udp.hdr", kBufUdpHdr},   {"icmpv4.hdr", kBufIcmpv4Hdr}, {"icmpv6.hdr", kBufIcmpv6Hdr},
+    {"ip.src", kBufIpSrc},     {"ip.dst", kBufIpDst},
 };
 // Content modifiers: the content right before them inspects the buffer.
 const BufName kContentModifiers[] = {
@@ -864,27 +865,30 @@ std::string finish(Signature& s) {
                                 o.value_var >= 0 || o.var >= 0))
       return "skip:keyword base64_data with byte_extract variables";
   }
-  // The packet's header buffers: packet signatures, at most two such buffers.
+  const bool packet_bufs_only = std::all_of(s.ops.begin(), s.ops.end(), [](const SigOp& o) { return ip_addr_buf(o.buf); });
+  if (s.app && s.rule.action == RuleAction::alert && packet_bufs_only && s.bsize.empty() && !s.urilen.on && !s.http_events &&
+      !s.tls_version_on && !s.dns_opcode.on && !s.dns_rcode.on && s.dns_rrtype.c.mode == kUintNone) {
+    // Only the protocol (`alert http any any -> any any (flow:...; sid:1;)`): no buffer to inspect,
+    // so Suricata makes it a packet signature (SIG_TYPE_APPLAYER, or SIG_TYPE_PKT with packet
+    // conditions) that matches every packet of a flow whose app_proto is the protocol, not each
+    // transaction once; so is one whose only buffers are the packet's (ip.src, ip.dst). A pass or
+    // drop one stays a transaction signature: Suricata's first match decides the flow, which stops
+    // its inspection, and a gated signature (decided on the host, after the verdicts) could not do
+    // that; once a transaction is the nearest to it.
+    s.app = false;
+    s.app_proto = 0;
+    s.gate_proto = s.rule.app_proto == "http1" ? "http" : s.rule.app_proto;
+  }
+  // The packet's header buffers: packet signatures, at most two such buffers. ip.src and ip.dst
+  // in an application-layer signature are buffers of the transaction's direction (detect_app.cpp).
   uint8_t hdr_bufs[2] = {0, 0};
   for (const SigOp& o : s.ops) {
-    if (!header_buf(o.buf) || o.buf == hdr_bufs[0] || o.buf == hdr_bufs[1]) continue;
+    if (!header_buf(o.buf) || o.buf == hdr_bufs[0] || o.buf == hdr_bufs[1] || (s.app && ip_addr_buf(o.buf))) continue;
     if (hdr_bufs[1]) return "skip:keyword " + std::string(sig_buf_name(o.buf)) + " beside two other header buffers";
     hdr_bufs[hdr_bufs[0] ? 1 : 0] = o.buf;
   }
   if (hdr_bufs[0] && s.app) return "skip:app-layer:" + std::string(sig_buf_name(hdr_bufs[0])) + " in an application-layer signature";
   if (hdr_bufs[0] && (s.only_stream || s.rule.tcp_stream)) return "error:a header buffer in a stream-only rule";
-  if (s.app && s.rule.action == RuleAction::alert && s.ops.empty() && s.bsize.empty() && !s.urilen.on && !s.http_events &&
-      !s.tls_version_on && !s.dns_opcode.on && !s.dns_rcode.on && s.dns_rrtype.c.mode == kUintNone) {
-    // Only the protocol (`alert http any any -> any any (flow:...; sid:1;)`): no buffer to inspect,
-    // so Suricata makes it a packet signature (SIG_TYPE_APPLAYER, or SIG_TYPE_PKT with packet
-    // conditions) that matches every packet of a flow whose app_proto is the protocol, not each
-    // transaction once. A pass or drop one stays a transaction signature: Suricata's first match
-    // decides the flow, which stops its inspection, and a gated signature (decided on the host,
-    // after the verdicts) could not do that; once a transaction is the nearest to it.
-    s.app = false;
-    s.app_proto = 0;
-    s.gate_proto = s.rule.app_proto == "http1" ? "http" : s.rule.app_proto;
-  }
   if (s.gate_proto == "smtp" && s.app) {
     // A mail's buffers, one part of it a signature: its fields (applayer/smtp.hpp: the envelope's
     // smtp.helo, smtp.mail_from, smtp.rcpt_to, the message's email.* header fields and body MD5) or
@@ -952,7 +956,7 @@ std::string finish(Signature& s) {
                                                          : 1;
     };
     for (const SigOp& o : s.ops) {
-      const uint8_t p = o.buf == kBufPayload || o.buf == kBufBase64 ? 0 : proto_of(o.buf);
+      const uint8_t p = o.buf == kBufPayload || o.buf == kBufBase64 || ip_addr_buf(o.buf) ? 0 : proto_of(o.buf);
       if (p && s.app_proto && p != s.app_proto) return "error:buffers of another protocol than the rule's (" + std::string(sig_buf_name(o.buf)) + ")";
       if (p) s.app_proto = p;
     }
@@ -1121,6 +1125,7 @@ int sig_buf_side(uint8_t b) {
     case kBufPayload:
     case kBufBase64:  // inspected where its base64_decode is (its own side)
     case kBufIpv4Hdr: case kBufIpv6Hdr: case kBufTcpHdr: case kBufUdpHdr: case kBufIcmpv4Hdr: case kBufIcmpv6Hdr:
+    case kBufIpSrc: case kBufIpDst:  // the sender / receiver of the direction inspected
     case kBufHttpHeader: case kBufHttpHeaderRaw: case kBufHttpCookie: case kBufHttpContentType:
     case kBufHttpContentLen: case kBufHttpStart: case kBufHttpHeaderNames:
     case kBufSshProto: case kBufSshSoftware:
@@ -1475,7 +1480,7 @@ std::string parse_signature(const std::string& text, const RuleVars& vars, Signa
     if (k == "dataset" || k == "datarep") {
       // On a sticky buffer only (Suricata refuses it elsewhere).
       if (cur_buf == kBufPayload || cur_buf == kBufBase64) return "error:" + k + " without a sticky buffer";
-      if (header_buf(cur_buf)) return "skip:keyword " + k + " on " + sig_buf_name(cur_buf);
+      if (header_buf(cur_buf) && !ip_addr_buf(cur_buf)) return "skip:keyword " + k + " on " + sig_buf_name(cur_buf);
       DatasetSpec spec;
       const std::string r = k == "dataset" ? parse_dataset_option(v, spec) : parse_datarep_option(v, spec);
       if (!r.empty()) return r;

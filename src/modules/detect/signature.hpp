@@ -15,7 +15,10 @@
 //                      relative, bitmask; dce is refused
 //   pkt_data           back to the packet payload buffer
 //   dataset, datarep   after a sticky buffer: Suricata's datasets (dataset.hpp: isset, isnotset,
-//                      set, unset; string, md5, sha256 sets; load; match subdomain)
+//                      set, unset; string, md5, sha256, ipv4, ipv6 / ip sets; load; match subdomain)
+//   ip.src, ip.dst     the packet's source / destination address (4 or 16 bytes), a header buffer
+//                      below; in an application-layer signature the sender / receiver of the
+//                      direction inspected; the one header buffer a dataset can follow
 //   ipv4.hdr, ipv6.hdr, tcp.hdr, udp.hdr, icmpv4.hdr, icmpv6.hdr   sticky buffers of the packet's
 //                      own headers (Suricata's: the IPv4 header with its options, the IPv6 header
 //                      with its extension headers, the TCP header with its options, 8 bytes of
@@ -159,16 +162,20 @@ enum SigBuf : uint8_t {
   // base64_data: what the signature's base64_decode decoded (not a transaction's buffer)
   kBufBase64,
   // the packet's own headers (not a transaction's buffers): ipv4.hdr, ipv6.hdr, tcp.hdr, udp.hdr,
-  // icmpv4.hdr, icmpv6.hdr, in DetHdrBuf's order (detect_tables.hpp)
-  kBufIpv4Hdr, kBufIpv6Hdr, kBufTcpHdr, kBufUdpHdr, kBufIcmpv4Hdr, kBufIcmpv6Hdr,
+  // icmpv4.hdr, icmpv6.hdr, then its addresses ip.src and ip.dst (4 bytes for IPv4, 16 for IPv6),
+  // in DetHdrBuf's order (detect_tables.hpp)
+  kBufIpv4Hdr, kBufIpv6Hdr, kBufTcpHdr, kBufUdpHdr, kBufIcmpv4Hdr, kBufIcmpv6Hdr, kBufIpSrc, kBufIpDst,
   // a sticky buffer with transforms (transform.hpp): registered per process, kMaxDerivedBufs ids
   kBufDerived,
   kBufCount = kBufDerived + kMaxDerivedBufs
 };
 static_assert(kBufCount <= 255, "buffer ids are bytes");
 const char* sig_buf_name(uint8_t b);
-// Whether b is one of the packet's header buffers (ipv4.hdr, ..., icmpv6.hdr).
-inline bool header_buf(uint8_t b) { return b >= kBufIpv4Hdr && b <= kBufIcmpv6Hdr; }
+// Whether b is one of the packet's header buffers (ipv4.hdr, ..., icmpv6.hdr, ip.src, ip.dst).
+inline bool header_buf(uint8_t b) { return b >= kBufIpv4Hdr && b <= kBufIpDst; }
+// ip.src / ip.dst: header buffers an application-layer signature reads too (the sender and the
+// receiver of the direction it inspects), and the only ones a dataset can test.
+inline bool ip_addr_buf(uint8_t b) { return b == kBufIpSrc || b == kBufIpDst; }
 // Whether b (or the buffer b transforms) is one of a mail's fields: its envelope, header fields or
 // body MD5 (the buffers of an `alert smtp` signature's envelope pass; detect_app.cpp).
 bool mail_buf(uint8_t b);
