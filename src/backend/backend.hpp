@@ -97,9 +97,18 @@ struct StreamFlushModules {
 // packed first (compacted), or sliced (not copied, read through the mapping); bytes copied over the
 // bus (sliced reads are not counted: the kernels' reads through the mapping are not observable
 // from the host).
+// A range of host memory batches' records live in (Backend::attach_sources).
+struct HostRegion {
+  const uint8_t* base = nullptr;
+  uint64_t len = 0;
+};
+
 struct TransferStats {
   uint64_t batches_direct = 0, batches_compacted = 0, batches_sliced = 0;
   uint64_t bytes_h2d = 0, bytes_d2h = 0;
+  // The source's regions registered for device access, and those left out (refused by the driver
+  // or past the backend's limit: their batches are staged).
+  uint64_t regions_registered = 0, regions_not_registered = 0;
 };
 
 class Backend {
@@ -109,9 +118,12 @@ class Backend {
   virtual std::string describe() const = 0;     // device / threads, memory reserved
   virtual int slots() const = 0;
   virtual PacketBatch& batch(int slot) = 0;
-  // Tells the backend which host memory spans will come from (a mapped file), so it can register
-  // it for direct device access. Optional; returns whether it did.
-  virtual bool attach_source(const uint8_t* base, uint64_t len) { (void)base; (void)len; return false; }
+  // Tells the backend which host memory regions spans will come from (a mapped file, the rings of
+  // a live capture), so it can register them for direct device access. The set replaces the one
+  // attached before (the same set again: nothing to do). Optional; returns how many it registered
+  // (CUDA: at most kMaxHostRegions; batches from the others are staged).
+  virtual size_t attach_sources(const std::vector<HostRegion>& regions) { (void)regions; return 0; }
+  bool attach_source(const uint8_t* base, uint64_t len) { return attach_sources({HostRegion{base, len}}) == 1; }
   virtual void detach_source() {}
   virtual void submit(int slot) = 0;            // CUDA: asynchronous; CPU: does the work
   virtual void wait(int slot) = 0;              // results of the slot are in host memory after this

@@ -83,6 +83,9 @@ void print_summary(std::FILE* o, const RunReport& r) {
                (unsigned long long)r.batches, (unsigned long long)r.transfer.batches_direct,
                (unsigned long long)r.transfer.batches_compacted, (unsigned long long)r.transfer.batches_sliced,
                double(r.transfer.bytes_h2d) / 1e6, double(r.transfer.bytes_d2h) / 1e6);
+  if (r.transfer.regions_registered + r.transfer.regions_not_registered > 1)
+    std::fprintf(o, "regions      %llu of the source's registered for device access, %llu staged\n",
+                 (unsigned long long)r.transfer.regions_registered, (unsigned long long)r.transfer.regions_not_registered);
   if (r.adaptive)
     std::fprintf(o, "batch size   adaptive %u..%u: %u at the end, peak %u; doubled %llu times, halved %llu\n",
                  r.batch_size.min, r.batch_size.max, r.batch_size.target, r.batch_size.peak,
@@ -212,7 +215,8 @@ nlohmann::ordered_json summary_json(const RunReport& r) {
   if (t[c_decode_events_dropped]) ev["dropped"] = t[c_decode_events_dropped];
   const TransferStats& tr = r.transfer;
   j["batches"] = {{"count", r.batches},         {"direct", tr.batches_direct}, {"compacted", tr.batches_compacted},
-                  {"sliced", tr.batches_sliced}, {"bytes_h2d", tr.bytes_h2d},   {"bytes_d2h", tr.bytes_d2h}};
+                  {"sliced", tr.batches_sliced}, {"bytes_h2d", tr.bytes_h2d},   {"bytes_d2h", tr.bytes_d2h},
+                  {"regions_registered", tr.regions_registered}, {"regions_not_registered", tr.regions_not_registered}};
   if (r.adaptive)
     j["batches"]["adaptive"] = {{"min", r.batch_size.min},       {"max", r.batch_size.max},
                                 {"target", r.batch_size.target}, {"peak", r.batch_size.peak},

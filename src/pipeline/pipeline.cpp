@@ -65,9 +65,11 @@ RunReport run_source(Source& src, Backend& backend, const RunOptions& opt, const
   Progress progress{opt.progress, src.total()};
 
   // Registration is optional: without it the CUDA backend stages every batch through pinned memory.
-  // A backend registers one region; a source of several has the rest copied.
-  const std::vector<MemoryRegion> regions = src.regions();
-  if (!regions.empty()) backend.attach_source(regions[0].base, regions[0].len);
+  // Every region of the source (a live capture's rings) is offered; those the backend did not
+  // register have their batches copied.
+  std::vector<HostRegion> regions;
+  for (const MemoryRegion& m : src.regions()) regions.push_back(HostRegion{m.base, m.len});
+  if (!regions.empty()) backend.attach_sources(regions);
   const int nslots = backend.slots();
   std::vector<bool> busy(size_t(nslots), false);
   // A busy slot's last source record, released when it finishes; kNoRecord for a batch that holds
@@ -181,7 +183,7 @@ RunReport run_source(Source& src, Backend& backend, const RunOptions& opt, const
     const uint8_t* region_end = nullptr;   // the end of the region holding the span (null: none)
     bool gapped = false;                   // the span has gaps
     if (span_start)
-      for (const MemoryRegion& m : regions)
+      for (const HostRegion& m : regions)
         if (span_start >= m.base && span_start < m.base + m.len) region_end = m.base + m.len;
     const uint64_t first_ts = r.ts_ns;
     const auto add_datagram = [&] {

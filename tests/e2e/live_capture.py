@@ -438,6 +438,14 @@ def live(gaspp, ns, cap, outdir, extra, tmp):
             why = rings_kept_flows(os.path.join(outdir, "rows.tsv"))
             if why:
                 return why
+            # The CUDA backend registers every ring for device access (batches read in place).
+            rings = int(extra[extra.index("--af-packet-rings") + 1])
+            if BACKEND == "cuda" and "--stats-json" in extra:
+                with open(os.path.join(outdir, "stats.json")) as f:
+                    b = json.load(f)["batches"]
+                if (b.get("regions_registered"), b.get("regions_not_registered")) != (rings, 0):
+                    return (f"{rings} rings: {b.get('regions_registered')} registered for the device, "
+                            f"{b.get('regions_not_registered')} not")
         if periodic:
             with open(os.path.join(outdir, "eve.json")) as f:
                 stats = [e["stats"] for e in map(json.loads, f) if e.get("event_type") == "stats"]
@@ -713,7 +721,7 @@ def main():
         cases.append((picks[0], ["--stats-interval", "1"]))
         # Several rings in one fanout group: the kernel spreads flows over them, each flow on one.
         many = max(picks, key=lambda c: (c["tcp"] > 0 and c["udp"] > 0, c["n"]))
-        cases.append((many, ["--af-packet-rings", "4", "--decode-out", "ROWS"]))
+        cases.append((many, ["--af-packet-rings", "4", "--decode-out", "ROWS", "--stats-json", "STATS"]))
         # TPACKET_V2: a slot per frame, read at once; the largest frames and the most packets.
         cases.append((max(picks, key=lambda c: (c["largest"], c["name"])), ["--af-packet-version", "2"]))
         cases.append((many, ["--af-packet-version", "2", "--stats-json", "STATS"]))

@@ -414,7 +414,9 @@ TEST(Decoder, TcpFastOpenOption) {
     const auto p = decode(f);
     SCOPED_TRACE(int(c.opt[0]) * 100 + c.opt[1]);
     EXPECT_EQ(reason(p) == MalformedReason::tcp_bad_options, c.malformed);
-    if (!c.malformed) EXPECT_EQ((p.tcp_opts[0] & kOptTfo) != 0, c.tfo);
+    if (!c.malformed) {
+      EXPECT_EQ((p.tcp_opts[0] & kOptTfo) != 0, c.tfo);
+    }
   }
 }
 

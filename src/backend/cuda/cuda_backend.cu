@@ -227,10 +227,11 @@ class CudaBackend final : public Backend, private StageExecutor {
   int slots() const override { return int(slots_.size()); }
   PacketBatch& batch(int slot) override { return slots_[size_t(slot)].batch; }
 
-  bool attach_source(const uint8_t* base, uint64_t len) override {
+  size_t attach_sources(const std::vector<HostRegion>& regions) override {
     const DeviceScope on(device_);
-    if (!reg_.is(base, len)) detach_source();
-    return reg_.attach(base, len);
+    if (reg_.is(regions)) return regions.size() - reg_.not_registered();
+    detach_source();
+    return reg_.attach(regions);
   }
   void detach_source() override {
     const DeviceScope on(device_);
@@ -364,7 +365,9 @@ class CudaBackend final : public Backend, private StageExecutor {
     return plan_.flush_flows(*this);
   }
 
-  TransferStats transfer_stats() const override { return {direct_, compacted_, sliced_, h2d_, d2h_}; }
+  TransferStats transfer_stats() const override {
+    return {direct_, compacted_, sliced_, h2d_, d2h_, reg_.registered(), reg_.not_registered()};
+  }
   std::vector<StageTime> stage_times() const override { return stage_times_; }
 
  private:
@@ -444,7 +447,7 @@ class CudaBackend final : public Backend, private StageExecutor {
       BatchView v{s.d_batch_data, data_len, s.d_rec_off.get(), b.count,       b.fmt,
                   b.link,         b.source, s.dec.view(), s.d_verdict.get(), cfg_.validate_checksums, cfg_.flow.defrag};
       if (sliced) {
-        launch_slice_gather(v, reg_.alias(), s.d_heads.get(), gather_blocks_cap_, gs);
+        launch_slice_gather(v, r.alias_lo, s.d_heads.get(), gather_blocks_cap_, gs);
         mark(s, gs, "slice gather");
       }
       if (gs != s.stream) {
@@ -752,7 +755,7 @@ class CudaBackend final : public Backend, private StageExecutor {
   uint64_t device_bytes_ = 0;
   int blocks_cap_ = 1, walk_blocks_cap_ = 1, gather_blocks_cap_ = 1;
   int walk_blocks(uint64_t items) const { return grid_blocks(items, walk_blocks_cap_, FlowPolicy::kThreads); }
-  HostRegistration reg_;  // the source region batches come from (Backend::attach_source)
+  HostRegistration reg_;  // the source regions batches come from (Backend::attach_sources)
   uint64_t direct_ = 0, compacted_ = 0, sliced_ = 0, h2d_ = 0, d2h_ = 0;
 };
 

@@ -78,10 +78,11 @@ class ShardedBackend final : public Backend {
   int slots() const override { return int(slots_.size()); }
   PacketBatch& batch(int slot) override { return slots_[size_t(slot)].batch; }
 
-  bool attach_source(const uint8_t* base, uint64_t len) override {
-    bool all = true;
-    for (auto& s : shards_) all = s->attach_source(base, len) && all;
-    return all;
+  // What every shard registered (each registers the same set: the regions are portable).
+  size_t attach_sources(const std::vector<HostRegion>& regions) override {
+    size_t n = regions.size();
+    for (auto& s : shards_) n = std::min(n, s->attach_sources(regions));
+    return n;
   }
   // In reverse: shards that found the region registered by an earlier one detach before it.
   void detach_source() override {
@@ -144,6 +145,9 @@ class ShardedBackend final : public Backend {
       t.batches_sliced += x.batches_sliced;
       t.bytes_h2d += x.bytes_h2d;
       t.bytes_d2h += x.bytes_d2h;
+      // Every shard registers the same set: the most any shard left out.
+      t.regions_registered = &s == &shards_.front() ? x.regions_registered : std::min(t.regions_registered, x.regions_registered);
+      t.regions_not_registered = std::max(t.regions_not_registered, x.regions_not_registered);
     }
     return t;
   }
