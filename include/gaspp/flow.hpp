@@ -116,7 +116,7 @@ GASPP_HD GASPP_FORCEINLINE FlowCountsAt flow_counts_at(const FlowRecord& r) {
 
 // A flow as one of its packets left it, kept per packet while a module asks for it
 // (ModuleInstance::wants_flow_positions): what Suricata's flow.pkts, flow.bytes and stream_size
-// read at that packet. [0]: to the server (the client's side), [1]: to the client. stream: a TCP
+// (and flow.age) read at that packet. [0]: to the server (the client's side), [1]: to the client. stream: a TCP
 // side's next_seq - isn (Suricata's ssn->client / ssn->server), 0 for a side not seen; 0 for other
 // protocols (the record's isn holds ICMP's first message there). tcp_session: a TCP flow with a
 // session (not kFlowNoSession), which Suricata's stream_size needs.
@@ -125,7 +125,10 @@ struct FlowPosAt {
   uint32_t stream[2];
   uint64_t bytes[2];
   uint8_t tcp_session;
-  uint8_t pad_[7];
+  uint8_t pad_[3];
+  // Whole seconds from the flow's first packet to this one, as Suricata's flow.age reads them
+  // (the seconds of the last time minus those of the start; at most 2^32 - 1).
+  uint32_t age_s;
 };
 static_assert(std::is_trivially_copyable_v<FlowPosAt>, "written by the walk, read by modules");
 
@@ -141,13 +144,19 @@ struct FlowIdAt {
 };
 static_assert(std::is_trivially_copyable_v<FlowIdAt>, "written by the walk, read by modules");
 
+GASPP_HD GASPP_FORCEINLINE uint32_t flow_age_s(uint64_t first_ns, uint64_t last_ns) {
+  const uint64_t a = last_ns / 1000000000ull - first_ns / 1000000000ull;
+  return last_ns < first_ns ? 0u : a > 0xffffffffull ? 0xffffffffu : uint32_t(a);
+}
+
 GASPP_HD GASPP_FORCEINLINE FlowPosAt flow_pos_of(const FlowRecord& r) {
   const bool tcp = r.proto_class == uint8_t(FlowProto::tcp);
   return FlowPosAt{{uint32_t(r.side[0].pkts), uint32_t(r.side[1].pkts)},
                    {tcp ? r.side[0].next_seq - r.side[0].isn : 0u, tcp ? r.side[1].next_seq - r.side[1].isn : 0u},
                    {r.side[0].bytes, r.side[1].bytes},
                    uint8_t(tcp && !(r.misc & kFlowNoSession) ? 1 : 0),
-                   {}};
+                   {},
+                   flow_age_s(r.first_ts, r.last_ts)};
 }
 
 constexpr uint32_t kFlowBucketSlots = 32;

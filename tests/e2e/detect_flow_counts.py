@@ -1,12 +1,15 @@
 #!/usr/bin/env python3
 """Signature conditions on the packet's flow and VLAN tags (flow.pkts, flow.bytes and their
-_toserver / _toclient forms, stream_size, vlan.id, vlan.layers) on a capture built here (scapy):
+_toserver / _toclient forms, stream_size, flow.age, vlan.id, vlan.layers) on a capture built here (scapy):
 TCP connections (handshake, then data both ways in order, random sizes) and UDP conversations,
 each with 0 to 3 VLAN tags, their packets interleaved, and random rules whose conditions the test
 evaluates itself on each packet as Suricata documents the keywords:
 
   * flow.pkts / flow.bytes count the flow's packets / frame bytes in a direction (toserver,
     toclient, either, both) with this packet;
+  * flow.age COND: whole seconds from the flow's first packet to this one (the seconds of this
+    packet's time minus those of the first's, as Suricata's detect-flow-age.c), packets spread
+    over about 25 s at random sub-second steps;
   * stream_size SIDE,OP,N compares a TCP side's next_seq - isn (the client's is its SYN plus the
     data it sent, the server's likewise; 0 before the side's SYN), never for UDP;
   * vlan.id COND[,INDEX]: any tag (default), all (none: no match), all_or_absent, or_absent, or the
@@ -73,19 +76,25 @@ def build(rng):
     order = [k for k, o in enumerate(per_flow) for _ in o]
     rng.shuffle(order)
     nxt = [0] * len(per_flow)
-    state = [{"pkts": [0, 0], "bytes": [0, 0], "stream": [0, 0]} for _ in flows]
+    state = [{"pkts": [0, 0], "bytes": [0, 0], "stream": [0, 0], "first": None} for _ in flows]
     pk, facts = [], []
+    t = 1700000000.5
     for k in order:
         fr, c, grow = per_flow[k][nxt[k]]
         nxt[k] += 1
         st = state[k]
+        t += rng.uniform(0, 0.12)
+        fr.time = round(t, 6)
+        if st["first"] is None:
+            st["first"] = fr.time
         d = 0 if c else 1
         st["pkts"][d] += 1
         st["bytes"][d] += len(bytes(fr))
         st["stream"][d] += grow
         pk.append(fr)
         facts.append({"tcp": flows[k]["tcp"], "tags": flows[k]["tags"], "pkts": list(st["pkts"]),
-                      "bytes": list(st["bytes"]), "stream": list(st["stream"]), "data": grow > 0 and nxt[k] > 3})
+                      "bytes": list(st["bytes"]), "stream": list(st["stream"]), "data": grow > 0 and nxt[k] > 3,
+                      "age": int(fr.time) - int(st["first"])})
     return pk, facts
 
 
@@ -143,9 +152,10 @@ def rules_for(rng, facts):
     rules, want = [], {}
     seen = {key: [x for f in facts for x in f[key]] for key in ("pkts", "bytes", "stream")}
     tags = [x for f in facts for x in f["tags"]]
+    ages = [f["age"] for f in facts]
     for sid in range(1, 201):
         kinds = rng.choice([["pkts"], ["bytes"], ["old"], ["stream"], ["vlan"], ["layers"], ["pkts", "bytes"],
-                            ["stream", "vlan"], ["stream", "stream"], ["layers", "pkts"]])
+                            ["stream", "vlan"], ["stream", "stream"], ["layers", "pkts"], ["age"], ["age", "pkts"]])
         opts, preds = [], []
         for kind in kinds:
             if kind in ("pkts", "bytes"):
@@ -168,6 +178,10 @@ def rules_for(rng, facts):
                 d = {"client": "toserver", "server": "toclient"}.get(side, side)
                 opts.append(f"stream_size:{side},{op},{n};")
                 preds.append(lambda f, c=c, n=n, d=d: f["tcp"] and DIRS[d](lambda x: c(x, n), f["stream"]))
+            elif kind == "age":
+                v, p = int_cond(rng, ages, 2**32 - 1)
+                opts.append(f"flow.age:{v};")
+                preds.append(lambda f, p=p: p(f["age"]))
             elif kind == "vlan":
                 v, p = int_cond(rng, tags, 4095)
                 index = rng.choice([None, "any", "all", "all_or_absent", "or_absent", "0", "1", "2", "-1", "-3",
@@ -194,7 +208,8 @@ def rules_for(rng, facts):
         want[sid] = sum(1 for f in facts if f["data"] and DIRS[d](lambda x: c(x, n), f["stream"]))
     bad = ["flow.pkts:sideways,5;", "flow.pkts:toserver;", "flow.bytes:toclient,5-6;", "flow.pkts:toserver,<0;",
            "flow.pkts_toserver:x;", "stream_size:server,<<,5;", "stream_size:server,<,x;", "stream_size:middle,<,5;",
-           "stream_size:server,5;", "vlan.id:5000;", "vlan.id:1,7;", "vlan.layers:4;", "flow.bytes:either,&3=4;"]
+           "stream_size:server,5;", "vlan.id:5000;", "vlan.id:1,7;", "vlan.layers:4;", "flow.bytes:either,&3=4;", "flow.age:x;",
+           "flow.age:toserver,5;"]
     first_bad = len(rules) + 1
     for k, b in enumerate(bad):
         rules.append(f'alert ip any any -> any any (msg:"bad"; {b} sid:{1000 + k}; rev:1;)')

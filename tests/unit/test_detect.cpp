@@ -985,7 +985,13 @@ TEST(Signatures, VlanAndFlowConditionsHoldAsSuricatasDo) {
     ASSERT_EQ(sig.int_conds.size(), 1u);
     EXPECT_EQ(int_cond_holds(sig.int_conds[0], nullptr, false, r.tags.data(), uint32_t(r.tags.size())), r.holds) << r.opt;
   }
-  FlowPosAt pos{{3, 1}, {120, 0}, {500, 60}, 1, {}};
+  // flow.age counts whole seconds as Suricata's SCTIME_SECS(lastts) - SCTIME_SECS(startts): a
+  // second boundary crossed counts, the time between does not.
+  EXPECT_EQ(flow_age_s(900000000ull, 1100000000ull), 1u);
+  EXPECT_EQ(flow_age_s(1100000000ull, 1900000000ull), 0u);
+  EXPECT_EQ(flow_age_s(5000000000ull, 4000000000ull), 0u);  // out of order: no negative age
+  EXPECT_EQ(flow_age_s(0, ~0ull), 0xffffffffu);               // clamped, as Suricata's u32
+  FlowPosAt pos{{3, 1}, {120, 0}, {500, 60}, 1, {}, 21};
   struct FlowRow {
     const char* opt;
     bool tcp, session, holds;
@@ -999,6 +1005,12 @@ TEST(Signatures, VlanAndFlowConditionsHoldAsSuricatasDo) {
       {"stream_size:both,>,0;", true, true, false},   {"stream_size:either,>,100;", true, true, true},
       {"stream_size:client,=,120;", false, true, false},  // not TCP
       {"stream_size:client,=,120;", true, false, false},  // no session (Suricata: no TcpSession)
+      // flow.age (Suricata's rules/flow_age cases on a 21-second flow), any protocol
+      {"flow.age:19;", true, true, false},             {"flow.age:0x15;", false, false, true},
+      {"flow.age:!0x14;", true, true, true},           {"flow.age:!=21;", true, true, false},
+      {"flow.age:>21;", true, true, false},            {"flow.age:>=21;", true, true, true},
+      {"flow.age:<22;", true, true, true},             {"flow.age:19-22;", true, true, true},
+      {"flow.age:19-21;", true, true, false},
   };
   for (const FlowRow& r : flow) {
     Signature sig;

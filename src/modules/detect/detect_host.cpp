@@ -321,7 +321,7 @@ DetectModule::Host::Host(const ModuleOptions& opt) : ModuleHost<DetectModule>({}
     d.csum_invalid = s.csum_invalid;
     int_conds_.insert(int_conds_.end(), s.int_conds.begin(), s.int_conds.end());
     flow_positions_ = flow_positions_ || (!s.app && std::any_of(s.int_conds.begin(), s.int_conds.end(), [](const IntCond& c) {
-                                            return c.key == kIcFlowPkts || c.key == kIcFlowBytes || c.key == kIcStreamSize;
+                                            return c.key == kIcFlowPkts || c.key == kIcFlowBytes || c.key == kIcStreamSize || c.key == kIcFlowAge;
                                           }));
     if (s.app) {
       // Matched per HTTP transaction on the host (on_app): no packet or stream pass looks at it.

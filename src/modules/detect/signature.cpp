@@ -186,7 +186,7 @@ bool signature_keyword_known(const std::string& k, const RuleVars& vars) {
       "fast_pattern", "rawbytes", "pcre", "isdataat", "byte_test", "byte_jump", "byte_extract", "byte_math", "dataset", "datarep", "iprep", "tag", "pkt_data",
       "base64_decode", "base64_data", "dsize", "itype", "icode", "ttl", "tcp.mss", "ip_proto", "seq", "ack",
       "window", "decode-event", "icmp_id", "icmp_seq", "ipopts", "flow.pkts", "flow.bytes", "flow.pkts_toserver",
-      "flow.pkts_toclient", "flow.bytes_toserver", "flow.bytes_toclient", "stream_size", "vlan.id", "vlan.layers", "ipv4-csum", "tcpv4-csum", "tcpv6-csum",
+      "flow.pkts_toclient", "flow.bytes_toserver", "flow.bytes_toclient", "stream_size", "vlan.id", "vlan.layers", "flow.age", "ipv4-csum", "tcpv4-csum", "tcpv6-csum",
       "udpv4-csum", "udpv6-csum", "icmpv4-csum", "icmpv6-csum", "flags", "tcp.flags", "flow", "flowbits", "xbits", "hostbits", "app-layer-event", "prefilter",
       "flowint", "noalert", "bsize", "tls.version", "dns.opcode", "dns.rcode", "dns.rrtype", "urilen", "requires"};
   if (name_keyword(k) || find_buf(kStickyBuffers, std::size(kStickyBuffers), k) >= 0 ||
@@ -569,6 +569,14 @@ std::string parse_flow_count(const std::string& k, const std::string& v, IntCond
   }
   const std::string r = parse_uint_cond(arg, ic.key == kIcFlowPkts ? 0xffffffffull : ~0ull, ic.c);
   return r.empty() ? "" : "error:" + k + ": " + r;
+}
+
+// flow.age:COND (Suricata's detect-flow-age.c: a u32 condition on the flow's age in seconds).
+std::string parse_flow_age(const std::string& v, IntCond& ic) {
+  ic = IntCond{};
+  ic.key = kIcFlowAge;
+  const std::string r = parse_uint_cond(trim(v), 0xffffffffull, ic.c);
+  return r.empty() ? "" : "error:flow.age: " + r;
 }
 
 // The operator at the front of an integer condition (Suricata's detect_parse_uint_mode, longest
@@ -1572,10 +1580,11 @@ std::string parse_signature(const std::string& text, const RuleVars& vars, Signa
     }
     if (k == "flow.pkts" || k == "flow.bytes" || k == "flow.pkts_toserver" || k == "flow.pkts_toclient" ||
         k == "flow.bytes_toserver" || k == "flow.bytes_toclient" || k == "stream_size" || k == "vlan.id" ||
-        k == "vlan.layers") {
+        k == "vlan.layers" || k == "flow.age") {
       IntCond ic;
       const std::string r = k == "stream_size"         ? parse_stream_size(v, ic)
                             : k.rfind("vlan.", 0) == 0 ? parse_vlan(k, v, ic)
+                            : k == "flow.age"          ? parse_flow_age(v, ic)
                                                        : parse_flow_count(k, v, ic);
       if (!r.empty()) return r;
       out.int_conds.push_back(ic);

@@ -50,7 +50,8 @@ GASPP_HD GASPP_FORCEINLINE bool uint_cond_holds(const UintCond& c, uint64_t x) {
 //                           the one at an index (negative from the innermost; oob_or: also when
 //                           there is none), as Suricata's multi-integers
 //   vlan.layers             how many VLAN tags the packet has
-enum IntCondKey : uint8_t { kIcFlowPkts, kIcFlowBytes, kIcStreamSize, kIcVlanId, kIcVlanLayers };
+//   flow.age                whole seconds from the flow's first packet to this one (a packet one)
+enum IntCondKey : uint8_t { kIcFlowPkts, kIcFlowBytes, kIcStreamSize, kIcVlanId, kIcVlanLayers, kIcFlowAge };
 enum IntCondDir : uint8_t { kIcToServer, kIcToClient, kIcEither, kIcBoth };
 enum IntCondIndex : uint8_t { kIcAny, kIcAll, kIcAllOrAbsent, kIcOrAbsent, kIcAt };
 struct IntCond {
@@ -93,6 +94,7 @@ GASPP_HD inline bool int_cond_holds(const IntCond& ic, const FlowPosAt* pos, boo
   if (ic.key == kIcVlanLayers) return uint_cond_holds(ic.c, vlan_n);
   if (ic.key == kIcVlanId) return uint_array_holds(ic, vlan, vlan_n);
   if (!pos) return false;
+  if (ic.key == kIcFlowAge) return uint_cond_holds(ic.c, pos->age_s);
   uint64_t x[2];
   if (ic.key == kIcStreamSize) {
     if (!tcp || !pos->tcp_session) return false;

@@ -206,7 +206,7 @@ void FirewallModule::Host::on_event(const ModuleEvent& e, const HostPacket& p, M
 
 void FirewallModule::Host::write_alert(const Rule& r, const HostPacket& p, ModuleOutput& out) {
   const bool blocked = r.action == RuleAction::drop || r.action == RuleAction::reject;
-  out.eve(eve_alert_line(r, classes_, p, blocked, AlertExtras{payload_, false, eve_packet_, eve_verdict_, false, {}, alert_meta_, eve_ether_}));
+  out.eve(eve_alert_line(r, classes_, p, blocked, AlertExtras{payload_, false, eve_packet_, eve_verdict_, false, {}, alert_meta_, eve_ether_, {}}));
   out.fast_log(fast_log_line(r, classes_, p, blocked));
 }
 
