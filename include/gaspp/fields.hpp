@@ -234,7 +234,20 @@ constexpr int kMalformedReasons = static_cast<int>(MalformedReason::count_);
   X(udp_hlen_too_small, "udp.hlen_too_small")                                     \
   X(udp_len_invalid, "udp.len_invalid")                                           \
   X(icmpv4_pkt_too_small, "icmpv4.pkt_too_small")                                 \
-  X(icmpv6_pkt_too_small, "icmpv6.pkt_too_small")
+  X(icmpv6_pkt_too_small, "icmpv6.pkt_too_small")                                 \
+  X(gre_pkt_too_small, "gre.pkt_too_small")                                       \
+  X(gre_wrong_version, "gre.wrong_version")                                       \
+  X(gre_version0_recur, "gre.version0_recur")                                     \
+  X(gre_version0_flags, "gre.version0_flags")                                     \
+  X(gre_version0_hdr_too_big, "gre.version0_hdr_too_big")                         \
+  X(gre_version1_chksum, "gre.version1_chksum")                                   \
+  X(gre_version1_route, "gre.version1_route")                                     \
+  X(gre_version1_ssr, "gre.version1_ssr")                                         \
+  X(gre_version1_recur, "gre.version1_recur")                                     \
+  X(gre_version1_flags, "gre.version1_flags")                                     \
+  X(gre_version1_no_key, "gre.version1_no_key")                                   \
+  X(gre_version1_wrong_protocol, "gre.version1_wrong_protocol")                   \
+  X(gre_version1_hdr_too_big, "gre.version1_hdr_too_big")
 
 enum class DecodeEvent : uint8_t {
 #define GASPP_X(id, name) id,
@@ -244,6 +257,7 @@ enum class DecodeEvent : uint8_t {
 };
 constexpr int kDecodeEvents = static_cast<int>(DecodeEvent::count_);
 constexpr int kDecodeEventSlots = 4;  // events kept a packet (Suricata keeps 15; more are counted)
+static_assert(kDecodeEvents < 128, "an event is 7 bits of its slot (the high bit: events dropped)");
 
 // The events the defragmenter raises on the host, after the device's decode (PacketBatch::host_events).
 constexpr bool decode_event_raised_on_host(DecodeEvent e) {

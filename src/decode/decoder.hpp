@@ -449,8 +449,10 @@ GASPP_HD inline void decode_ipv6(const uint8_t* f, uint32_t caplen, uint32_t off
     if (o < end) raise(p, DecodeEvent::ipv6_data_after_none_header);
     return;
   }
-  // Suricata reads no header of fewer than 2 bytes, an upper-layer one included: trunc_exthdr.
-  if (end < o + 2) { fail(p, MalformedReason::ipv6_ext_truncated, kTrunc); return; }
+  // Past an extension header Suricata reads no header of fewer than 2 bytes, an upper-layer one
+  // included: trunc_exthdr. Right after the fixed header the transport's own checks decide
+  // (tcp.pkt_too_small for an empty TCP payload, ...), as its DecodeIPV6 hands it over directly.
+  if (o > off + 40 && end < o + 2) { fail(p, MalformedReason::ipv6_ext_truncated, kTrunc); return; }
   decode_l4(f, caplen, o, end, p);
 }
 
@@ -620,50 +622,63 @@ GASPP_HD inline uint32_t gre_inner(const uint8_t* f, uint32_t caplen, DecodedPac
   if (p.l4[0] != uint8_t(L4::other) || p.ip_proto[0] != 47) return 0;
   if ((p.ip_frag[0] & kFragIsFragment) || p.malformed[0] || p.payload_off[0] == kNoOffset) return 0;
   const uint32_t base = p.payload_off[0], end = base + p.payload_len[0];
-  // A field the header announces must lie within the IP payload (else a bad header) and within
-  // the capture (else cut off).
-  const auto have = [&](uint32_t upto) {
-    if (upto > end) { fail(p, MalformedReason::gre_bad_header); return false; }
+  // A field the header announces must lie within the IP payload (else a bad header, Suricata's
+  // event `too_big` for it) and within the capture (else cut off). Each fault raises the event
+  // Suricata's DecodeGRE gives it (the first it meets).
+  const auto have = [&](uint32_t upto, DecodeEvent too_big) {
+    if (upto > end) {
+      fail(p, MalformedReason::gre_bad_header);
+      if (too_big != DecodeEvent::none) raise(p, too_big);  // none: Suricata has no event for it
+      return false;
+    }
     if (upto > caplen) { fail(p, MalformedReason::gre_truncated); return false; }
     return true;
   };
-  if (!have(base + 4)) return 0;
+  if (!have(base + 4, DecodeEvent::gre_pkt_too_small)) return 0;
   const uint8_t flags = f[base], ver = f[base + 1];
   const uint16_t proto = load_be16(f + base + 2);
   uint32_t o = base + 4;
+  const auto bad = [&](DecodeEvent e) {
+    fail(p, MalformedReason::gre_bad_header, e);
+    return uint32_t(0);
+  };
   if ((ver & 0x07) == 0) {
-    if ((flags & 0x07) || (ver & 0xf8)) { fail(p, MalformedReason::gre_bad_header); return 0; }  // recursion, flags
+    constexpr DecodeEvent kBig = DecodeEvent::gre_version0_hdr_too_big;
+    if (flags & 0x07) return bad(DecodeEvent::gre_version0_recur);  // recursion control
+    if (ver & 0xf8) return bad(DecodeEvent::gre_version0_flags);
     if (flags & 0xc0) o += 4;  // checksum and offset (present with either bit)
     if (flags & 0x20) o += 4;  // key
     if (flags & 0x10) o += 4;  // sequence number
-    if (!have(o)) return 0;
+    if (!have(o, kBig)) return 0;
     if (flags & 0x40) {  // source route entries: address family, offset, length, then `length` bytes
       for (int n = 0;; ++n) {
         if (n == kMaxGreRoutes) { fail(p, MalformedReason::gre_bad_header); return 0; }
-        if (!have(o + 4)) return 0;
+        if (!have(o + 4, kBig)) return 0;
         const uint16_t af = load_be16(f + o);
         const uint8_t len = f[o + 3];
         o += 4;
         if (af == 0 && len == 0) break;
         o += len;
-        if (!have(o)) return 0;
+        if (!have(o, kBig)) return 0;
       }
     }
   } else if ((ver & 0x07) == 1) {
     // PPTP: checksum, routing, strict source route, recursion and the other flags must be clear,
     // the key present, the protocol PPP.
-    if ((flags & 0xcf) || (ver & 0x78) || !(flags & 0x20) || proto != 0x880b) {
-      fail(p, MalformedReason::gre_bad_header);
-      return 0;
-    }
+    if (flags & 0x80) return bad(DecodeEvent::gre_version1_chksum);
+    if (flags & 0x40) return bad(DecodeEvent::gre_version1_route);
+    if (flags & 0x08) return bad(DecodeEvent::gre_version1_ssr);
+    if (flags & 0x07) return bad(DecodeEvent::gre_version1_recur);
+    if (ver & 0x78) return bad(DecodeEvent::gre_version1_flags);
+    if (proto != 0x880b) return bad(DecodeEvent::gre_version1_wrong_protocol);
+    if (!(flags & 0x20)) return bad(DecodeEvent::gre_version1_no_key);
     o += 4;                     // key: payload length, call id
     if (flags & 0x10) o += 4;   // sequence number
     if (ver & 0x80) o += 4;     // acknowledgement number
-    if (!have(o)) return 0;
+    if (!have(o, DecodeEvent::gre_version1_hdr_too_big)) return 0;
     if (load_be16(f + base + 4) == 0) return 0;  // an acknowledgement alone: nothing inside
   } else {
-    fail(p, MalformedReason::gre_bad_header);
-    return 0;
+    return bad(DecodeEvent::gre_wrong_version);
   }
   switch (proto) {
     case 0x0800: case 0x86dd: case 0x0806: case 0x8100: case 0x88a8: case 0x6558:
@@ -671,17 +686,17 @@ GASPP_HD inline uint32_t gre_inner(const uint8_t* f, uint32_t caplen, DecodedPac
       return o;
     case 0x88be:  // ERSPAN type II (sequence number present: an 8-byte header first) or type I (none)
       if (flags & 0x10) {
-        if (!have(o + 8)) return 0;
+        if (!have(o + 8, DecodeEvent::none)) return 0;
         if ((f[o] >> 4) != 1) { p.undecoded[0] = uint8_t(UndecodedReason::gre_payload); return 0; }
         o += 8;
       }
       et = 0x6558;
       return o;
     case 0x22eb:  // ERSPAN type III: a 12-byte header, 8 more with the platform subheader (bit O)
-      if (!have(o + 12)) return 0;
+      if (!have(o + 12, DecodeEvent::none)) return 0;
       if ((f[o] >> 4) != 2) { p.undecoded[0] = uint8_t(UndecodedReason::gre_payload); return 0; }
       o += (f[o + 11] & 0x01) ? 20 : 12;
-      if (!have(o)) return 0;
+      if (!have(o, DecodeEvent::none)) return 0;
       et = 0x6558;
       return o;
     case 0x880b: {  // PPP: address and control optional, then its protocol

@@ -32,6 +32,12 @@ EVENTS = {
     "tcp.opt_invalid_len": 2200036, "tcp.opt_duplicate": 2200037, "udp.len_invalid": 2200120,
     "udp.pkt_too_small": 2200038, "ipv4.frag_overlap": 2200069, "ipv6.frag_overlap": 2200072,
     "ipv4.frag_pkt_too_large": 2200070, "ipv6.frag_pkt_too_large": 2200071,
+    "tcp.pkt_too_small": 2200029, "udp.hlen_too_small": 2200039,
+    "gre.pkt_too_small": 2200041, "gre.wrong_version": 2200042, "gre.version0_recur": 2200043,
+    "gre.version0_flags": 2200044, "gre.version0_hdr_too_big": 2200045, "gre.version1_chksum": 2200046,
+    "gre.version1_route": 2200047, "gre.version1_ssr": 2200048, "gre.version1_recur": 2200049,
+    "gre.version1_flags": 2200050, "gre.version1_no_key": 2200051, "gre.version1_wrong_protocol": 2200052,
+    "gre.version1_hdr_too_big": 2200054,
 }
 
 
@@ -97,6 +103,31 @@ def build(rng):
         one(v6() / IPv6ExtHdrRouting(type=2, addresses=["2001:db8::9"]) /
             IPv6ExtHdrRouting(type=2, addresses=["2001:db8::9"]) / tcp, ["ipv6.exthdr_dupl_rh"])
         one(eth() / IPv6(src=src6, dst="2001:db8:4::1", nh=59) / Raw(b"after"), ["ipv6.data_after_none_header"])
+        # Transports too short for their header right after the IPv6 header (Suricata's DecodeIPV6
+        # hands them over as they are), and IPv4's
+        one(eth() / IPv6(src=src6, dst="2001:db8:4::1", nh=6), ["tcp.pkt_too_small"])
+        one(eth() / IPv6(src=src6, dst="2001:db8:4::1", nh=17) / Raw(b"\x81\x58\x00\x35"), ["udp.hlen_too_small"])
+        one(eth() / IP(src=src, dst="10.4.0.1", proto=6) / Raw(b"\x00" * 12), ["tcp.pkt_too_small"])
+        # GRE (Suricata's DecodeGRE, the first fault it meets): a header of 2 bytes, version 2,
+        # version 0 with recursion or reserved flags or a key past the datagram, PPTP (version 1)
+        # with a checksum, routing, strict source route, recursion, reserved flags, another
+        # protocol than PPP, no key, or its sequence number past the datagram
+        gre = lambda body, v4=True: (eth() / (IP(src=src, dst="10.4.0.1", proto=47) if v4 else
+                                              IPv6(src=src6, dst="2001:db8:4::1", nh=47)) / Raw(body))
+        inner = raw(IP(src="192.0.2.1", dst="192.0.2.2") / tcp)
+        for body, ev in [(b"\x00\x00", "gre.pkt_too_small"), (b"\x00\x02\x08\x00" + inner, "gre.wrong_version"),
+                         (b"\x02\x00\x08\x00" + inner, "gre.version0_recur"),
+                         (b"\x00\x40\x08\x00" + inner, "gre.version0_flags"),
+                         (b"\x20\x00\x08\x00\x00\x01", "gre.version0_hdr_too_big"),
+                         (b"\xa0\x01\x88\x0b" + bytes(8), "gre.version1_chksum"),
+                         (b"\x60\x01\x88\x0b" + bytes(8), "gre.version1_route"),
+                         (b"\x28\x01\x88\x0b" + bytes(8), "gre.version1_ssr"),
+                         (b"\x21\x01\x88\x0b" + bytes(8), "gre.version1_recur"),
+                         (b"\x20\x09\x88\x0b" + bytes(8), "gre.version1_flags"),
+                         (b"\x20\x01\x08\x00" + bytes(8), "gre.version1_wrong_protocol"),
+                         (b"\x00\x01\x88\x0b" + bytes(8), "gre.version1_no_key"),
+                         (b"\x30\x01\x88\x0b\x00\x04\x00\x01", "gre.version1_hdr_too_big")]:
+            one(gre(body, k % 2 == 0), [ev])
         # TCP: data offset 16, an MSS of length 3, the MSS twice
         b = bytearray(raw(eth() / IP(src=src, dst="10.4.0.1") / tcp))
         b[46] = 0x40

@@ -45,7 +45,8 @@ LoadTotals load_dir(const std::filesystem::path& dir) {
     SignatureSet one;
     EXPECT_TRUE(load_signature_file(f.string(), RuleVars{}, one)) << f;
     const uint64_t read = one.lines - one.comments;
-    EXPECT_EQ(one.sigs.size() + one.skipped() + one.errors.size(), read) << f;  // every rule has an outcome
+    // every rule has an outcome (one replaced by a newer rev of its sid is counted as that)
+    EXPECT_EQ(one.sigs.size() + one.skipped() + one.errors.size() + one.duplicates_replaced, read) << f;
     std::printf("%-40s %8llu %8zu %8llu %9llu %7zu\n", f.filename().c_str(), (unsigned long long)read, one.sigs.size(),
                 (unsigned long long)one.skipped(), (unsigned long long)one.skipped_app_layer(), one.errors.size());
     for (const auto& e : one.errors) ADD_FAILURE() << e.file << ":" << e.line << ": " << e.why;
@@ -210,6 +211,32 @@ TEST(Transforms, RulesAreCheckedAsSuricataChecksThem) {
   EXPECT_STREQ(sig_buf_name(a.ops[0].buf), "http.uri|url_decode|to_lowercase");
   ASSERT_NE(derived_buf(a.ops[0].buf), nullptr);
   EXPECT_EQ(derived_buf(a.ops[0].buf)->chain.size(), 2u);
+}
+
+// A (gid, sid) loaded again, in one file or another: Suricata's DetectEngineSignatureIsDuplicate
+// keeps the higher rev (a newer one replaces the older in place; the same or an older rev is an
+// error naming the rule loaded); another gid is another rule.
+TEST(Signatures, DuplicateSidsKeepTheNewestRev) {
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::path(testing::TempDir()) / "dup_sids";
+  fs::create_directories(dir);
+  std::ofstream(dir / "a.rules") << "alert tcp any any -> any any (msg:\"one\"; content:\"a\"; sid:1; rev:1;)\n"
+                                 << "alert tcp any any -> any any (msg:\"two\"; content:\"b\"; sid:2; rev:5;)\n"
+                                 << "alert tcp any any -> any any (msg:\"one new\"; content:\"c\"; sid:1; rev:2;)\n";
+  std::ofstream(dir / "b.rules") << "alert tcp any any -> any any (msg:\"two old\"; content:\"d\"; sid:2; rev:4;)\n"
+                                 << "alert tcp any any -> any any (msg:\"two same\"; content:\"e\"; sid:2; rev:5;)\n"
+                                 << "alert tcp any any -> any any (msg:\"gid 3\"; content:\"f\"; gid:3; sid:2; rev:1;)\n";
+  SignatureSet set;
+  ASSERT_TRUE(load_signature_file((dir / "a.rules").string(), RuleVars{}, set));
+  ASSERT_TRUE(load_signature_file((dir / "b.rules").string(), RuleVars{}, set));
+  std::vector<std::string> msgs;
+  for (const Signature& g : set.sigs) msgs.push_back(g.rule.msg);
+  EXPECT_EQ(msgs, (std::vector<std::string>{"one new", "two", "gid 3"}));
+  EXPECT_EQ(set.duplicates_replaced, 1u);
+  ASSERT_EQ(set.errors.size(), 2u);
+  EXPECT_EQ(set.errors[0].line, 1u);
+  EXPECT_NE(set.errors[0].why.find("sid 2 rev 4 is loaded already with rev 5"), std::string::npos) << set.errors[0].why;
+  EXPECT_NE(set.errors[1].why.find("a.rules:2"), std::string::npos) << set.errors[1].why;
 }
 
 TEST(Signatures, EverySnortCommunityRuleLoadsOrIsSkippedByReason) {

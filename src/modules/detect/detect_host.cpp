@@ -949,6 +949,7 @@ void DetectModule::Host::report(std::map<std::string, uint64_t>& r) const {
   r["signatures_skipped"] = set_.skipped();
   r["signatures_skipped_app_layer"] = set_.skipped_app_layer();
   r["signature_errors"] = set_.errors.size();
+  r["signatures_replaced_by_newer_rev"] = set_.duplicates_replaced;
   r["fast_patterns"] = patterns_.size();
   r["matches"] = matches_;
   r["alerts"] = alerts_;

@@ -530,11 +530,8 @@ std::string parse_decode_event(const std::string& v, uint8_t& out) {
       "icmpv6.mld_message_with_invalid_hl", "icmpv6.unassigned_type", "icmpv6.experimentation_type",
       "sll.pkt_too_small", "ethernet.pkt_too_small", "ethernet.unknown_ethertype", "ppp.pkt_too_small",
       "ppp.vju_pkt_too_small", "ppp.ip4_pkt_too_small", "ppp.ip6_pkt_too_small", "ppp.wrong_type",
-      "ppp.unsup_proto", "pppoe.pkt_too_small", "pppoe.wrong_code", "pppoe.malformed_tags", "gre.pkt_too_small",
-      "gre.wrong_version", "gre.version0_recur", "gre.version0_flags", "gre.version0_hdr_too_big",
-      "gre.version1_chksum", "gre.version1_route", "gre.version1_ssr", "gre.version1_recur", "gre.version1_flags",
-      "gre.version1_no_key", "gre.version1_wrong_protocol", "gre.version1_malformed_sre_hdr",
-      "gre.version1_hdr_too_big", "vlan.header_too_small", "vlan.unknown_type", "vlan.too_many_layers",
+      "ppp.unsup_proto", "pppoe.pkt_too_small", "pppoe.wrong_code", "pppoe.malformed_tags", "gre.version0_malformed_sre_hdr",
+      "gre.version1_malformed_sre_hdr", "vlan.header_too_small", "vlan.unknown_type", "vlan.too_many_layers",
       "vntag.header_too_small", "vntag.unknown_type", "ieee8021ah.header_too_small", "etag.header_too_small",
       "etag.unknown_type", "ipraw.invalid_ip_version", "ipv6.ipv4_in_ipv6_too_small",
       "ipv6.ipv6_in_ipv6_too_small", "mpls.header_too_small", "mpls.pkt_too_small", "mpls.bad_label_router_alert",
@@ -1730,7 +1727,18 @@ bool load_signature_file(const std::string& path, const RuleVars& vars, Signatur
       s.rule.file = path;
       s.rule.line = first;
       s.rule.text = text;
-      set.sigs.push_back(std::move(s));
+      const auto [it, fresh] = set.by_id.try_emplace({s.rule.gid, s.rule.sid}, set.sigs.size());
+      if (fresh) {
+        set.sigs.push_back(std::move(s));
+      } else if (Signature& old = set.sigs[it->second]; s.rule.rev > old.rule.rev) {
+        ++set.duplicates_replaced;
+        old = std::move(s);
+      } else {
+        set.errors.push_back({path, first, "duplicate signature: gid " + std::to_string(s.rule.gid) + " sid " +
+                                               std::to_string(s.rule.sid) + " rev " + std::to_string(s.rule.rev) +
+                                               " is loaded already with rev " + std::to_string(old.rule.rev) + " (" +
+                                               old.rule.file + ":" + std::to_string(old.rule.line) + ")"});
+      }
     } else if (starts_with(res, "skip:")) {
       ++set.skipped_by_reason[res.substr(5)];
     } else {
