@@ -81,7 +81,7 @@ def translate_args(spec, test_dir):
         # ${TEST_DIR}: the test's directory, as suricata-verify's run.py expands it.
         words += str(a).replace("${TEST_DIR}", test_dir).split()
     # Suricata's default is stream.midstream: false (gaspp's is on).
-    ours, i = ["--midstream", "off"], 0
+    ours, i, bpf = ["--midstream", "off"], 0, []
     while i < len(words):
         w = words[i]
         if w == "-k" and i + 1 < len(words):
@@ -106,8 +106,13 @@ def translate_args(spec, test_dir):
             ours.append(w)  # accepted: gaspp processes a capture as an IPS does (docs/rules.md)
             i += 1
             continue
+        if not w.startswith("-"):
+            # Suricata's trailing BPF filter (as tcpdump's): gaspp takes the same words.
+            bpf.append(w)
+            i += 1
+            continue
         return None, f"runs with {w}"
-    return ours, None
+    return ours + bpf, None
 
 
 # The optional features of Suricata's builds that gaspp has (suricata-verify's feature names).
