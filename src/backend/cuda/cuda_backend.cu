@@ -229,7 +229,7 @@ class CudaBackend final : public Backend, private StageExecutor {
 
   size_t attach_sources(const std::vector<HostRegion>& regions) override {
     const DeviceScope on(device_);
-    if (reg_.is(regions)) return regions.size() - reg_.not_registered();
+    if (reg_.is(regions)) return regions.empty() ? 0 : reg_.registered();
     detach_source();
     return reg_.attach(regions);
   }

@@ -64,6 +64,8 @@ class HostRegistration {
     for (const HostRegion& r : regions) {
       if (n_ == kMaxHostRegions || !add(r.base, r.len)) ++not_registered_;
     }
+    last_registered_ = n_;
+    last_not_registered_ = not_registered_;
     return n_;
   }
   void detach() {
@@ -74,8 +76,10 @@ class HostRegistration {
     offered_.clear();
   }
   bool attached() const { return n_ != 0; }
-  size_t registered() const { return n_; }
-  size_t not_registered() const { return not_registered_; }
+  // What the last attach registered and left out: kept after detach (a run's report reads them
+  // once the source has gone).
+  size_t registered() const { return last_registered_; }
+  size_t not_registered() const { return last_not_registered_; }
   // The registered region holding [p, p + n), or null.
   const Region* find(const uint8_t* p, uint64_t n) const {
     for (size_t k = 0; k < n_; ++k)
@@ -118,6 +122,7 @@ class HostRegistration {
   Region regs_[kMaxHostRegions];
   size_t n_ = 0;
   size_t not_registered_ = 0;          // regions offered and not registered (refused, or past the limit)
+  size_t last_registered_ = 0, last_not_registered_ = 0;
   std::vector<HostRegion> offered_;    // the set last attached, as offered
 };
 
