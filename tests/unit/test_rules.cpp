@@ -6,6 +6,7 @@
 
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
 
 #include "modules/firewall/rules.hpp"
 #include "test_support.hpp"
@@ -145,6 +146,26 @@ TEST(Rules, SkippedAndBrokenRulesSayWhy) {
   }
 }
 
+// Header rules loaded twice keep the newest rev, as the signature engine's do (Suricata's
+// DetectEngineSignatureIsDuplicate; test_detect.cpp has the cases across files).
+TEST(Rules, DuplicateSidsKeepTheNewestRev) {
+  const std::filesystem::path f = std::filesystem::path(testing::TempDir()) / "dup_header.rules";
+  {
+    std::ofstream o(f);
+    o << "alert ip 10.0.0.1 any -> any any (msg:\"old\"; sid:7; rev:1;)\n"
+      << "alert ip 10.0.0.2 any -> any any (msg:\"new\"; sid:7; rev:3;)\n"
+      << "alert ip 10.0.0.3 any -> any any (msg:\"stale\"; sid:7; rev:2;)\n";
+  }
+  RuleSet set;
+  ASSERT_TRUE(load_rules_file(f.string(), RuleVars{}, set));
+  ASSERT_EQ(set.rules.size(), 1u);
+  EXPECT_EQ(set.rules[0].msg, "new");
+  EXPECT_EQ(set.duplicates_replaced, 1u);
+  ASSERT_EQ(set.errors.size(), 1u);
+  EXPECT_EQ(set.errors[0].line, 3u);
+  EXPECT_NE(set.errors[0].why.find("rev 2 is loaded already with rev 3"), std::string::npos) << set.errors[0].why;
+}
+
 // Every ET Open rule file loads. Header-only rules (the IP lists among them) become firewall rules;
 // the others are counted by the keyword or protocol that needs more than the header; no line fails
 // to parse. The table of counts is printed.
@@ -162,7 +183,8 @@ TEST(Rules, EveryEtOpenFileLoads) {
     RuleSet one;
     ASSERT_TRUE(load_rules_file(f.string(), vars, one)) << f;
     const uint64_t read = one.lines - one.comments;
-    EXPECT_EQ(one.rules.size() + one.skipped() + one.errors.size(), read) << f;  // every rule has an outcome
+    // every rule has an outcome (one replaced by a newer rev of its sid is counted as that)
+    EXPECT_EQ(one.rules.size() + one.skipped() + one.errors.size() + one.duplicates_replaced, read) << f;
     std::printf("%-40s %8llu %10zu %8llu %7zu\n", f.filename().c_str(), (unsigned long long)read, one.rules.size(),
                 (unsigned long long)one.skipped(), one.errors.size());
     for (const auto& e : one.errors) ADD_FAILURE() << e.file << ":" << e.line << ": " << e.why;

@@ -1727,18 +1727,8 @@ bool load_signature_file(const std::string& path, const RuleVars& vars, Signatur
       s.rule.file = path;
       s.rule.line = first;
       s.rule.text = text;
-      const auto [it, fresh] = set.by_id.try_emplace({s.rule.gid, s.rule.sid}, set.sigs.size());
-      if (fresh) {
-        set.sigs.push_back(std::move(s));
-      } else if (Signature& old = set.sigs[it->second]; s.rule.rev > old.rule.rev) {
-        ++set.duplicates_replaced;
-        old = std::move(s);
-      } else {
-        set.errors.push_back({path, first, "duplicate signature: gid " + std::to_string(s.rule.gid) + " sid " +
-                                               std::to_string(s.rule.sid) + " rev " + std::to_string(s.rule.rev) +
-                                               " is loaded already with rev " + std::to_string(old.rule.rev) + " (" +
-                                               old.rule.file + ":" + std::to_string(old.rule.line) + ")"});
-      }
+      add_keeping_newest_rev(set.sigs, set.by_id, std::move(s), [](const Signature& x) -> const Rule& { return x.rule; },
+                             set.errors, set.duplicates_replaced);
     } else if (starts_with(res, "skip:")) {
       ++set.skipped_by_reason[res.substr(5)];
     } else {

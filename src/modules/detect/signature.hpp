@@ -348,9 +348,8 @@ struct SignatureSet {
   uint64_t lines = 0, comments = 0;
   std::vector<RuleId> firewall_ids;  // their gid and sid (threshold.config entries may name them)
   uint64_t to_firewall = 0;  // with leave_to_firewall: header-only rules the firewall module takes
-  // Where each (gid, sid) is in sigs: a rule loaded again keeps the higher rev (Suricata's
-  // DetectEngineSignatureIsDuplicate: a newer rev replaces the older one in place; the same or an
-  // older rev is an error naming the loaded one). Counted: duplicates_replaced.
+  // Where each (gid, sid) is in sigs: a rule loaded again keeps the higher rev
+  // (add_keeping_newest_rev, firewall/rules.hpp). Counted: duplicates_replaced.
   std::map<std::pair<uint32_t, uint32_t>, size_t> by_id;
   uint64_t duplicates_replaced = 0;
   uint64_t skipped() const;

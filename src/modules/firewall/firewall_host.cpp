@@ -225,6 +225,7 @@ void FirewallModule::Host::report(std::map<std::string, uint64_t>& r) const {
   }
   r["rules_skipped"] = set_.skipped();
   r["rule_errors"] = set_.errors.size();
+  r["rules_replaced_by_newer_rev"] = set_.duplicates_replaced + policy_set_.duplicates_replaced;
   r["alerts"] = alerts_;
   r["alerts_blocked"] = alerts_blocked_;
   r["alert_overflow"] = alert_overflow_;

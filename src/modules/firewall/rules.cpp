@@ -848,7 +848,8 @@ bool load_rules_file(const std::string& path, const RuleVars& vars, RuleSet& set
       r.file = path;
       r.line = first;
       r.text = text;
-      set.rules.push_back(std::move(r));
+      add_keeping_newest_rev(set.rules, set.by_id, std::move(r), [](const Rule& x) -> const Rule& { return x; },
+                             set.errors, set.duplicates_replaced);
     } else if (res.rfind("skip:", 0) == 0) {
       ++set.skipped_by_reason[res.substr(5)];
     } else {

@@ -174,8 +174,36 @@ struct RuleSet {
   std::map<std::string, uint64_t> skipped_by_reason;  // rules read but not firewall rules
   std::vector<RuleError> errors;                      // lines that did not parse
   uint64_t lines = 0, comments = 0;                   // comments: blank lines included
+  // (gid, sid) -> index in rules while files load (add_keeping_newest_rev); stale once rules are sorted
+  std::map<std::pair<uint32_t, uint32_t>, size_t> by_id;
+  uint64_t duplicates_replaced = 0;
   uint64_t skipped() const;
 };
+
+// Adds a parsed rule (or a signature holding one: rule_of gives it) to items unless its (gid, sid)
+// is there already: then, as Suricata's DetectEngineSignatureIsDuplicate, a higher rev replaces
+// the one loaded (in place, counted in replaced) and an equal or lower rev is an error naming it.
+template <class T, class RuleOf>
+void add_keeping_newest_rev(std::vector<T>& items, std::map<std::pair<uint32_t, uint32_t>, size_t>& by_id, T&& item,
+                            RuleOf rule_of, std::vector<RuleError>& errors, uint64_t& replaced) {
+  const Rule& r = rule_of(item);
+  const auto [it, fresh] = by_id.try_emplace({r.gid, r.sid}, items.size());
+  if (fresh) {
+    items.push_back(std::move(item));
+    return;
+  }
+  T& old = items[it->second];
+  const Rule& o = rule_of(old);
+  if (r.rev > o.rev) {
+    ++replaced;
+    old = std::move(item);
+    return;
+  }
+  errors.push_back({r.file, r.line,
+                    "duplicate signature: gid " + std::to_string(r.gid) + " sid " + std::to_string(r.sid) + " rev " +
+                        std::to_string(r.rev) + " is loaded already with rev " + std::to_string(o.rev) + " (" + o.file +
+                        ":" + std::to_string(o.line) + ")"});
+}
 
 // Which kind of file a rule comes from: threat-detection rules (alert/drop/pass/reject) or
 // firewall rules (ACTION:SCOPE with an explicit hook; Suricata's firewall-rule files).
