@@ -97,12 +97,6 @@ struct StreamFlushModules {
 // packed first (compacted), or sliced (not copied, read through the mapping); bytes copied over the
 // bus (sliced reads are not counted: the kernels' reads through the mapping are not observable
 // from the host).
-// A range of host memory batches' records live in (Backend::attach_sources).
-struct HostRegion {
-  const uint8_t* base = nullptr;
-  uint64_t len = 0;
-};
-
 struct TransferStats {
   uint64_t batches_direct = 0, batches_compacted = 0, batches_sliced = 0;
   uint64_t bytes_h2d = 0, bytes_d2h = 0;
@@ -122,8 +116,8 @@ class Backend {
   // a live capture), so it can register them for direct device access. The set replaces the one
   // attached before (the same set again: nothing to do). Optional; returns how many it registered
   // (CUDA: at most kMaxHostRegions; batches from the others are staged).
-  virtual size_t attach_sources(const std::vector<HostRegion>& regions) { (void)regions; return 0; }
-  bool attach_source(const uint8_t* base, uint64_t len) { return attach_sources({HostRegion{base, len}}) == 1; }
+  virtual size_t attach_sources(const std::vector<MemoryRegion>& regions) { (void)regions; return 0; }
+  bool attach_source(const uint8_t* base, uint64_t len) { return attach_sources({MemoryRegion{base, len}}) == 1; }
   virtual void detach_source() {}
   virtual void submit(int slot) = 0;            // CUDA: asynchronous; CPU: does the work
   virtual void wait(int slot) = 0;              // results of the slot are in host memory after this

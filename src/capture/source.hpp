@@ -40,15 +40,11 @@
 #include <string>
 #include <vector>
 
+#include "core/packet_batch.hpp"  // MemoryRegion
 #include "decode/decoder.hpp"
 
 namespace gaspp {
 
-// A range of host memory records live in (Source::regions()).
-struct MemoryRegion {
-  const uint8_t* base = nullptr;
-  uint64_t len = 0;
-};
 
 struct SourceRecord {
   const uint8_t* rec = nullptr;  // record header + frame, readable until release() passes seq

@@ -132,6 +132,13 @@ class DecodedArrays {
 #undef GASPP_X
 };
 
+// A range of host memory records live in: what a source lists (Source::regions()) and a backend
+// registers for device access (Backend::attach_sources), a batch's span lying inside one.
+struct MemoryRegion {
+  const uint8_t* base = nullptr;
+  uint64_t len = 0;
+};
+
 // The host half of one batch slot: filled by the batcher, read back after the backend finishes.
 // Arrays are owned by the backend (pinned memory for CUDA) and sized for `capacity` packets.
 struct PacketBatch {

@@ -67,8 +67,7 @@ RunReport run_source(Source& src, Backend& backend, const RunOptions& opt, const
   // Registration is optional: without it the CUDA backend stages every batch through pinned memory.
   // Every region of the source (a live capture's rings) is offered; those the backend did not
   // register have their batches copied.
-  std::vector<HostRegion> regions;
-  for (const MemoryRegion& m : src.regions()) regions.push_back(HostRegion{m.base, m.len});
+  const std::vector<MemoryRegion> regions = src.regions();
   if (!regions.empty()) backend.attach_sources(regions);
   const int nslots = backend.slots();
   std::vector<bool> busy(size_t(nslots), false);
@@ -183,7 +182,7 @@ RunReport run_source(Source& src, Backend& backend, const RunOptions& opt, const
     const uint8_t* region_end = nullptr;   // the end of the region holding the span (null: none)
     bool gapped = false;                   // the span has gaps
     if (span_start)
-      for (const HostRegion& m : regions)
+      for (const MemoryRegion& m : regions)
         if (span_start >= m.base && span_start < m.base + m.len) region_end = m.base + m.len;
     const uint64_t first_ts = r.ts_ns;
     const auto add_datagram = [&] {

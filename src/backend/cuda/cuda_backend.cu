@@ -227,7 +227,7 @@ class CudaBackend final : public Backend, private StageExecutor {
   int slots() const override { return int(slots_.size()); }
   PacketBatch& batch(int slot) override { return slots_[size_t(slot)].batch; }
 
-  size_t attach_sources(const std::vector<HostRegion>& regions) override {
+  size_t attach_sources(const std::vector<MemoryRegion>& regions) override {
     const DeviceScope on(device_);
     if (reg_.is(regions)) return regions.empty() ? 0 : reg_.registered();
     detach_source();

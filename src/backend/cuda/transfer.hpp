@@ -46,7 +46,7 @@ class HostRegistration {
   HostRegistration& operator=(const HostRegistration&) = delete;
   ~HostRegistration() { detach(); }
   // Whether the registered set is exactly this one (in order), so attaching it again is a no-op.
-  bool is(const std::vector<HostRegion>& want) const {
+  bool is(const std::vector<MemoryRegion>& want) const {
     if (want.size() != n_ + not_registered_) return false;
     // Compare against the regions offered last time (registered or not).
     for (size_t k = 0; k < want.size(); ++k)
@@ -58,10 +58,10 @@ class HostRegistration {
   // registered already (several backends sharding the flows: the registration is portable, valid
   // for every device) is used as it is and left registered at detach: its owner unregisters it,
   // after the others have detached.
-  size_t attach(const std::vector<HostRegion>& regions) {
+  size_t attach(const std::vector<MemoryRegion>& regions) {
     detach();
     offered_ = regions;
-    for (const HostRegion& r : regions) {
+    for (const MemoryRegion& r : regions) {
       if (n_ == kMaxHostRegions || !add(r.base, r.len)) ++not_registered_;
     }
     last_registered_ = n_;
@@ -123,7 +123,7 @@ class HostRegistration {
   size_t n_ = 0;
   size_t not_registered_ = 0;          // regions offered and not registered (refused, or past the limit)
   size_t last_registered_ = 0, last_not_registered_ = 0;
-  std::vector<HostRegion> offered_;    // the set last attached, as offered
+  std::vector<MemoryRegion> offered_;    // the set last attached, as offered
 };
 
 enum class TransferPath : uint8_t { sliced, direct, compacted };

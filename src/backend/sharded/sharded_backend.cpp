@@ -79,7 +79,7 @@ class ShardedBackend final : public Backend {
   PacketBatch& batch(int slot) override { return slots_[size_t(slot)].batch; }
 
   // What every shard registered (each registers the same set: the regions are portable).
-  size_t attach_sources(const std::vector<HostRegion>& regions) override {
+  size_t attach_sources(const std::vector<MemoryRegion>& regions) override {
     size_t n = regions.size();
     for (auto& s : shards_) n = std::min(n, s->attach_sources(regions));
     return n;

@@ -116,7 +116,7 @@ bool lookup_key(DatasetType t, const uint8_t* data, uint32_t len, std::string& k
   return true;
 }
 
-// A set's `type` value for keyword kw (dataset or datarep): "" and t set, or "skip:"/"error:".
+// A set's `type` value for keyword kw (dataset or datarep): "" and t set, or "error:".
 std::string parse_type(const char* kw, const std::string& val, DatasetType& t) {
   if (val == "string") t = DatasetType::string;
   else if (val == "md5") t = DatasetType::md5;
