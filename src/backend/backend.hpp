@@ -119,7 +119,7 @@ class Backend {
   virtual size_t attach_sources(const std::vector<MemoryRegion>& regions) { (void)regions; return 0; }
   bool attach_source(const uint8_t* base, uint64_t len) { return attach_sources({MemoryRegion{base, len}}) == 1; }
   virtual void detach_source() {}
-  virtual void submit(int slot) = 0;            // CUDA: asynchronous; CPU: does the work
+  virtual void submit(int slot) = 0;            // asynchronous: queues the batch and returns
   virtual void wait(int slot) = 0;              // results of the slot are in host memory after this
   // Transfer statistics (CUDA; zero on the CPU).
   virtual TransferStats transfer_stats() const { return {}; }

@@ -137,142 +137,155 @@ RunReport run_source(Source& src, Backend& backend, const RunOptions& opt, const
     }
   };
   auto last_stats = Clock::now();
-  while ((st != SourceStatus::end && !stopping()) || !datagram.empty()) {
-    if (opt.stats_interval_ns && opt.on_stats &&
-        Clock::now() - last_stats >= std::chrono::nanoseconds(opt.stats_interval_ns)) {
-      last_stats = Clock::now();
-      RunReport partial = rep;
-      partial.seconds = std::chrono::duration<double>(last_stats - t0).count();
-      src.refresh_counts();
-      apply_source_report(partial, src.report());
-      opt.on_stats(partial);
-    }
-    if (st == SourceStatus::idle && datagram.empty()) {  // nothing in hand: wait on
-      // A live source went quiet: the batches in flight finish now rather than when traffic
-      // returns, so their results (alerts, flows, inline forwarding, stats) do not wait on it.
-      finish_all();
-      st = src.next(r, opt.policy.idle_wait_ns);
-      continue;
-    }
-    if (busy[size_t(slot)]) finish(slot);
-    PacketBatch& b = backend.batch(slot);
-    const uint32_t cap_pk = std::min(b.capacity, opt.policy.adaptive ? adaptive.target : opt.policy.max_packets);
-    b.count = 0;
-    b.first_index = packet_index;
-    b.fmt = have_pending() ? r.fmt : b.fmt;  // a datagram alone keeps the format it was made in
-    b.link = have_pending() ? r.link : b.link;
-    b.source = have_pending() ? r.interface : 0;
-    b.want_decoded = opt.want_decoded;
-    b.want_streams = opt.want_streams && on_streams;
-    b.record_bytes = 0;
-    b.max_ts_ns = 0;
-    b.reassembled.clear();
-    b.host_events.clear();
-    last_seq[size_t(slot)] = kNoRecord;
-    // A batch is a span of the source's memory while its records lie back to back, or follow one
-    // another at rising addresses inside one of the source's regions (a span with gaps: a ring's
-    // frame headers, records a filter refused; capture/source.hpp), and no reassembled datagram
-    // joins it; from then on its records are copied into h_rebuilt (a datagram right after the
-    // fragment that completed it). Offsets are 32-bit: a span ends before 4 GiB.
-    std::vector<uint8_t>& rebuilt = b.h_rebuilt;
-    rebuilt.clear();
-    bool copied = false;
-    const uint8_t* span_start = have_pending() ? r.rec : nullptr;
-    const uint8_t* span_end = span_start;  // where the span's last record ends
-    const uint8_t* region_end = nullptr;   // the end of the region holding the span (null: none)
-    bool gapped = false;                   // the span has gaps
-    if (span_start)
-      for (const MemoryRegion& m : regions)
-        if (span_start >= m.base && span_start < m.base + m.len) region_end = m.base + m.len;
-    const uint64_t first_ts = r.ts_ns;
-    const auto add_datagram = [&] {
-      b.reassembled.push_back(b.count);
-      b.h_rec_off[b.count++] = uint32_t(rebuilt.size());
-      rebuilt.insert(rebuilt.end(), datagram.begin(), datagram.end());
-      b.record_bytes += datagram.size();
-      datagram.clear();
-    };
-    const auto copy_span = [&] {  // from here on the batch is copied
-      if (copied) return;
-      copied = true;
-      if (!gapped) {
-        rebuilt.assign(span_start, span_end);
-        return;
+  try {
+    while ((st != SourceStatus::end && !stopping()) || !datagram.empty()) {
+      if (opt.stats_interval_ns && opt.on_stats &&
+          Clock::now() - last_stats >= std::chrono::nanoseconds(opt.stats_interval_ns)) {
+        last_stats = Clock::now();
+        RunReport partial = rep;
+        partial.seconds = std::chrono::duration<double>(last_stats - t0).count();
+        src.refresh_counts();
+        apply_source_report(partial, src.report());
+        opt.on_stats(partial);
       }
-      // The records alone, packed, their offsets rewritten (every one so far is in the span).
-      rebuilt.reserve(b.record_bytes);
-      for (uint32_t i = 0; i < b.count; ++i) {
-        const uint8_t* rec = span_start + b.h_rec_off[i];
-        const uint64_t n = kRecordHeaderBytes + read_record_header(rec, b.fmt).cap_len;
-        b.h_rec_off[i] = uint32_t(rebuilt.size());
-        rebuilt.insert(rebuilt.end(), rec, rec + n);
+      if (st == SourceStatus::idle && datagram.empty()) {  // nothing in hand: wait on
+        // A live source went quiet: the batches in flight finish now rather than when traffic
+        // returns, so their results (alerts, flows, inline forwarding, stats) do not wait on it.
+        finish_all();
+        st = src.next(r, opt.policy.idle_wait_ns);
+        continue;
       }
-    };
-    // r may join the span, leaving a gap before it.
-    const auto joins_with_gap = [&] {
-      return region_end && r.rec > span_end && r.rec + r.bytes() <= region_end &&
-             uint64_t(r.rec + r.bytes() - span_start) <= uint64_t(UINT32_MAX);
-    };
-    if (!datagram.empty()) {  // completed by the previous batch's last packet, which left no room
-      copied = true;
-      b.max_ts_ns = read_record_header(datagram.data(), b.fmt).ts_ns;
-      add_datagram();
-    }
-    while (have_pending()) {
-      const uint64_t rec_bytes = r.bytes();
-      // Gaps cost nothing on the CPU and are left behind by the CUDA backend when they would
-      // cost (transfer.hpp): the batch's size is its records'.
-      const uint64_t used = copied ? rebuilt.size() : b.record_bytes;
-      if (b.count > 0) {
-        if (b.count >= cap_pk) break;
-        if (used + rec_bytes > opt.policy.max_bytes) break;
-        if (opt.policy.timeout_ns && r.ts_ns > first_ts && r.ts_ns - first_ts > opt.policy.timeout_ns) break;
-        if (r.fmt.swapped != b.fmt.swapped || r.fmt.nanos != b.fmt.nanos || r.link != b.link || r.interface != b.source)
-          break;  // a batch has one format, link type and interface
-        if (stopping()) break;
-      }
-      if (!copied && r.rec != span_end) {
-        if (b.count > 0 && joins_with_gap()) gapped = true;
-        else copy_span();  // neither back to back with the span nor after it in its region
-      }
-      if (copied) {
+      if (busy[size_t(slot)]) finish(slot);
+      PacketBatch& b = backend.batch(slot);
+      const uint32_t cap_pk = std::min(b.capacity, opt.policy.adaptive ? adaptive.target : opt.policy.max_packets);
+      b.count = 0;
+      b.first_index = packet_index;
+      b.fmt = have_pending() ? r.fmt : b.fmt;  // a datagram alone keeps the format it was made in
+      b.link = have_pending() ? r.link : b.link;
+      b.source = have_pending() ? r.interface : 0;
+      b.want_decoded = opt.want_decoded;
+      b.want_streams = opt.want_streams && on_streams;
+      b.record_bytes = 0;
+      b.max_ts_ns = 0;
+      b.reassembled.clear();
+      b.host_events.clear();
+      last_seq[size_t(slot)] = kNoRecord;
+      // A batch is a span of the source's memory while its records lie back to back, or follow one
+      // another at rising addresses inside one of the source's regions (a span with gaps: a ring's
+      // frame headers, records a filter refused; capture/source.hpp), and no reassembled datagram
+      // joins it; from then on its records are copied into h_rebuilt (a datagram right after the
+      // fragment that completed it). Offsets are 32-bit: a span ends before 4 GiB.
+      std::vector<uint8_t>& rebuilt = b.h_rebuilt;
+      rebuilt.clear();
+      bool copied = false;
+      const uint8_t* span_start = have_pending() ? r.rec : nullptr;
+      const uint8_t* span_end = span_start;  // where the span's last record ends
+      const uint8_t* region_end = nullptr;   // the end of the region holding the span (null: none)
+      bool gapped = false;                   // the span has gaps
+      if (span_start)
+        for (const MemoryRegion& m : regions)
+          if (span_start >= m.base && span_start < m.base + m.len) region_end = m.base + m.len;
+      const uint64_t first_ts = r.ts_ns;
+      const auto add_datagram = [&] {
+        b.reassembled.push_back(b.count);
         b.h_rec_off[b.count++] = uint32_t(rebuilt.size());
-        rebuilt.insert(rebuilt.end(), r.rec, r.rec + rec_bytes);
-      } else {
-        b.h_rec_off[b.count++] = uint32_t(r.rec - span_start);
-        span_end = r.rec + rec_bytes;
-      }
-      b.record_bytes += rec_bytes;
-      if (r.ts_ns > b.max_ts_ns) b.max_ts_ns = r.ts_ns;
-      last_seq[size_t(slot)] = r.seq;
-      const bool fragment = opt.defrag.enabled && may_be_fragment(r.rec + kRecordHeaderBytes, r.cap_len, r.link);
-      const bool completed = fragment && defrag.add(r.rec, rec_bytes, r.fmt, r.link, datagram);
-      if (fragment && defrag.last_event() != DecodeEvent::none)
-        b.host_events.emplace_back(b.count - 1, uint8_t(defrag.last_event()));
-      st = src.next(r, opt.policy.linger_ns);
-      if (completed) {
-        copy_span();
-        if (b.count >= b.capacity || rebuilt.size() + datagram.size() > opt.policy.max_bytes + opt.policy.datagram_room_bytes)
-          break;  // no room (a backend not sized for it): the next batch
+        rebuilt.insert(rebuilt.end(), datagram.begin(), datagram.end());
+        b.record_bytes += datagram.size();
+        datagram.clear();
+      };
+      const auto copy_span = [&] {  // from here on the batch is copied
+        if (copied) return;
+        copied = true;
+        if (!gapped) {
+          rebuilt.assign(span_start, span_end);
+          return;
+        }
+        // The records alone, packed, their offsets rewritten (every one so far is in the span).
+        rebuilt.reserve(b.record_bytes);
+        for (uint32_t i = 0; i < b.count; ++i) {
+          const uint8_t* rec = span_start + b.h_rec_off[i];
+          const uint64_t n = kRecordHeaderBytes + read_record_header(rec, b.fmt).cap_len;
+          b.h_rec_off[i] = uint32_t(rebuilt.size());
+          rebuilt.insert(rebuilt.end(), rec, rec + n);
+        }
+      };
+      // r may join the span, leaving a gap before it.
+      const auto joins_with_gap = [&] {
+        return region_end && r.rec > span_end && r.rec + r.bytes() <= region_end &&
+               uint64_t(r.rec + r.bytes() - span_start) <= uint64_t(UINT32_MAX);
+      };
+      if (!datagram.empty()) {  // completed by the previous batch's last packet, which left no room
+        copied = true;
+        b.max_ts_ns = read_record_header(datagram.data(), b.fmt).ts_ns;
         add_datagram();
       }
+      while (have_pending()) {
+        const uint64_t rec_bytes = r.bytes();
+        // Gaps cost nothing on the CPU and are left behind by the CUDA backend when they would
+        // cost (transfer.hpp): the batch's size is its records'.
+        const uint64_t used = copied ? rebuilt.size() : b.record_bytes;
+        if (b.count > 0) {
+          if (b.count >= cap_pk) break;
+          if (used + rec_bytes > opt.policy.max_bytes) break;
+          if (opt.policy.timeout_ns && r.ts_ns > first_ts && r.ts_ns - first_ts > opt.policy.timeout_ns) break;
+          if (r.fmt.swapped != b.fmt.swapped || r.fmt.nanos != b.fmt.nanos || r.link != b.link || r.interface != b.source)
+            break;  // a batch has one format, link type and interface
+          if (stopping()) break;
+        }
+        if (!copied && r.rec != span_end) {
+          if (b.count > 0 && joins_with_gap()) gapped = true;
+          else copy_span();  // neither back to back with the span nor after it in its region
+        }
+        if (copied) {
+          b.h_rec_off[b.count++] = uint32_t(rebuilt.size());
+          rebuilt.insert(rebuilt.end(), r.rec, r.rec + rec_bytes);
+        } else {
+          b.h_rec_off[b.count++] = uint32_t(r.rec - span_start);
+          span_end = r.rec + rec_bytes;
+        }
+        b.record_bytes += rec_bytes;
+        if (r.ts_ns > b.max_ts_ns) b.max_ts_ns = r.ts_ns;
+        last_seq[size_t(slot)] = r.seq;
+        const bool fragment = opt.defrag.enabled && may_be_fragment(r.rec + kRecordHeaderBytes, r.cap_len, r.link);
+        const bool completed = fragment && defrag.add(r.rec, rec_bytes, r.fmt, r.link, datagram);
+        if (fragment && defrag.last_event() != DecodeEvent::none)
+          b.host_events.emplace_back(b.count - 1, uint8_t(defrag.last_event()));
+        st = src.next(r, opt.policy.linger_ns);
+        if (completed) {
+          copy_span();
+          if (b.count >= b.capacity || rebuilt.size() + datagram.size() > opt.policy.max_bytes + opt.policy.datagram_room_bytes)
+            break;  // no room (a backend not sized for it): the next batch
+          add_datagram();
+        }
+      }
+      if (copied) {
+        b.h_span = rebuilt.data();
+        b.span_len = rebuilt.size();
+      } else {
+        b.h_span = span_start;
+        b.span_len = uint64_t(span_end - span_start);
+      }
+      packet_index += b.count - b.reassembled.size();
+      if (opt.policy.adaptive) adaptive.after_batch(b.count, b.count >= cap_pk);
+      defrag.tick(b.max_ts_ns);  // datagrams whose fragments stopped coming time out with capture time
+      backend.submit(slot);
+      busy[size_t(slot)] = true;
+      slot = (slot + 1) % nslots;
+      progress.tick(packet_index, src.position(), false);
     }
-    if (copied) {
-      b.h_span = rebuilt.data();
-      b.span_len = rebuilt.size();
-    } else {
-      b.h_span = span_start;
-      b.span_len = uint64_t(span_end - span_start);
-    }
-    packet_index += b.count - b.reassembled.size();
-    if (opt.policy.adaptive) adaptive.after_batch(b.count, b.count >= cap_pk);
-    defrag.tick(b.max_ts_ns);  // datagrams whose fragments stopped coming time out with capture time
-    backend.submit(slot);
-    busy[size_t(slot)] = true;
-    slot = (slot + 1) % nslots;
-    progress.tick(packet_index, src.position(), false);
+    finish_all();
+  } catch (...) {
+    // An output that failed (or any other error) ends the run, but the batches in flight still
+    // read records and spans this function and the source own: they finish before those go.
+    for (int s = 0; s < nslots; ++s)
+      if (busy[size_t(s)]) {
+        try {
+          backend.wait(s);
+        } catch (...) {
+        }
+      }
+    throw;
   }
-  finish_all();
   rep.adaptive = opt.policy.adaptive;
   rep.batch_size = adaptive;
   defrag.finish();
