@@ -17,13 +17,9 @@
 //   * gaspp end to end (--gaspp PATH: `gaspp -r` with the capture in the page cache, one thread and
 //     all threads), so the reader's share shows.
 // Prints a table and writes JSON (--json PATH) with every figure and the issue's ratios.
-// --prefetch-sweep measures only the flow walk's prefetch window (BackendConfig::cpu_walk_prefetch)
-// and the lookup in the decode pass (cpu_fused_lookup): + flow and + reassembly on the generator's
-// workloads, one thread and all threads, for windows of 0 (none) to 128 packets, the lookup fused
-// and not; what chose the defaults.
 //
 // usage: bench_cpu [--json PATH] [--reps N] [--packets N] [--tmp DIR] [--nids PATH] [--gaspp PATH]
-//                  [--capture PATH]... [--commit SHA] [--max-threads N] [--prefetch-sweep]
+//                  [--capture PATH]... [--commit SHA] [--max-threads N]
 #include <unistd.h>
 
 #include <atomic>
@@ -47,17 +43,14 @@ enum class Stages { decode, flow, stream };
 const char* const kStageNames[] = {"decode", "flow", "stream"};
 
 // shards > 1: that many CPU backends of threads / shards threads each behind make_sharded_backend.
-// prefetch: BackendConfig::cpu_walk_prefetch (-1: the default); fused: cpu_fused_lookup.
 double measure(Stages st, const CaptureFile& cap, uint32_t batch, uint64_t packets, int reps, int threads,
-               int shards = 1, int prefetch = -1, bool fused = BackendConfig{}.cpu_fused_lookup) {
+               int shards = 1) {
   const auto batches = index_batches(cap, batch);
   std::vector<double> t;
   for (int rep = 0; rep < reps + 1; ++rep) {
     BackendConfig bc;
     bc.batch_packets = batch;
     bc.threads = threads;
-    if (prefetch >= 0) bc.cpu_walk_prefetch = uint32_t(prefetch);
-    bc.cpu_fused_lookup = fused;
     bc.flow.enabled = st != Stages::decode;
     bc.stream.enabled = st == Stages::stream;
     std::unique_ptr<Backend> be;
@@ -95,57 +88,6 @@ std::string stage_profile(const CaptureFile& cap, uint32_t batch, uint64_t packe
     json += b;
   }
   return json + "]";
-}
-
-// The generator's workload `mode` ("http": 1,000 connections; "mix": 10,000 flows, a tenth IPv6 and
-// a tenth VLAN-tagged) written to `path`.
-void generate_workload(const std::string& mode, uint64_t packets, const std::string& path) {
-  GenConfig g;
-  g.mode = parse_gen_mode(mode);
-  g.packets = packets;
-  g.flows = g.mode == GenMode::http ? 1000 : 10000;
-  g.seed = 7;
-  if (g.mode == GenMode::mix) g.ipv6_share = g.vlan_share = 0.1;
-  generate_pcap(g, path);
-}
-
-// --prefetch-sweep: + flow and + reassembly for each walk prefetch window, with the lookup fused
-// into the decode pass and apart, one thread and all.
-int prefetch_sweep(const std::string& device, const std::string& commit, const std::string& json_path,
-                   const std::string& tmp, uint64_t npk, int reps, int max_threads) {
-  std::string json = "{\"device\":\"" + device + "\",\"commit\":\"" + commit +
-                     "\",\"command\":\"scripts/device/run.sh bench-cpu-prefetch\",\"default_window\":" +
-                     std::to_string(BackendConfig{}.cpu_walk_prefetch) + ",\"default_fused_lookup\":" +
-                     (BackendConfig{}.cpu_fused_lookup ? "true" : "false") + ",\"reps\":" + std::to_string(reps) +
-                     ",\"sweep\":[";
-  bool first = true;
-  for (const char* mode : {"http", "mix"}) {
-    const std::string path = tmp + "/gaspp-bench-cpu-" + mode + ".pcap";
-    generate_workload(mode, npk, path);
-    const CaptureFile cap = CaptureFile::open(path);
-    const uint64_t packets = capture_size(cap).packets;
-    std::printf("\n%s: %llu packets\n%-8s %6s %7s %9s %9s\n", mode, (unsigned long long)packets, "threads", "fused",
-                "window", "+flow", "+stream");
-    for (int t : {1, max_threads}) {
-      for (const auto [fused, window] : std::vector<std::pair<bool, int>>{
-               {false, 0}, {false, 32}, {true, 0}, {true, 8}, {true, 16}, {true, 32}, {true, 64}, {true, 128}}) {
-        const double f = measure(Stages::flow, cap, kCpuBatchPackets, packets, reps, t, 1, window, fused);
-        const double st = measure(Stages::stream, cap, kCpuBatchPackets, packets, reps, t, 1, window, fused);
-        std::printf("%-8d %6s %7d %9.3f %9.3f\n", t, fused ? "yes" : "no", window, f, st);
-        char b[256];
-        std::snprintf(b, sizeof b,
-                      "%s{\"workload\":\"%s\",\"threads\":%d,\"fused_lookup\":%s,\"window\":%d,\"flow_mpps\":%.4f,"
-                      "\"stream_mpps\":%.4f}",
-                      first ? "" : ",", mode, t, fused ? "true" : "false", window, f, st);
-        json += b;
-        first = false;
-      }
-      if (max_threads == 1) break;
-    }
-    ::unlink(path.c_str());
-  }
-  json += "]}\n";
-  return write_file(json_path, json) ? 0 : 1;
 }
 
 std::atomic<uint64_t> g_sum{0};  // the read loops' sums land here, so the reads are not dropped
@@ -215,7 +157,6 @@ int main(int argc, char** argv) {
   std::vector<std::string> captures;
   int reps = 5, max_threads = int(std::thread::hardware_concurrency());
   uint64_t npk = 2'000'000;
-  bool sweep = false;
   for (int i = 1; i < argc; ++i) {
     const std::string o = argv[i];
     const bool value = i + 1 < argc;
@@ -228,11 +169,10 @@ int main(int argc, char** argv) {
     else if (value && o == "--capture") captures.push_back(argv[++i]);
     else if (value && o == "--commit") commit = argv[++i];
     else if (value && o == "--max-threads") max_threads = std::max(1, std::atoi(argv[++i]));
-    else if (o == "--prefetch-sweep") sweep = true;
     else {
       std::fprintf(stderr,
                    "usage: bench_cpu [--json PATH] [--reps N] [--packets N] [--tmp DIR] [--nids PATH] [--gaspp PATH] "
-                   "[--capture PATH]... [--commit SHA] [--max-threads N] [--prefetch-sweep]\n");
+                   "[--capture PATH]... [--commit SHA] [--max-threads N]\n");
       return 1;
     }
   }
@@ -241,7 +181,6 @@ int main(int argc, char** argv) {
   counts.push_back(max_threads);
   const std::string device = cpu_model_name();
   std::printf("host: %s, %d threads used at most\n", device.c_str(), max_threads);
-  if (sweep) return prefetch_sweep(device, commit, json_path, tmp, npk, reps, max_threads);
 
   std::vector<uint64_t> buf((1ull << 30) / 8);
   for (size_t i = 0; i < buf.size(); ++i) buf[i] = i * 0x9e3779b97f4a7c15ull;
@@ -255,8 +194,14 @@ int main(int argc, char** argv) {
   };
   std::vector<Work> works;
   for (const char* mode : {"http", "mix"}) {
+    GenConfig g;
+    g.mode = parse_gen_mode(mode);
+    g.packets = npk;
+    g.flows = g.mode == GenMode::http ? 1000 : 10000;
+    g.seed = 7;
+    if (g.mode == GenMode::mix) g.ipv6_share = g.vlan_share = 0.1;
     const std::string path = tmp + "/gaspp-bench-cpu-" + mode + ".pcap";
-    generate_workload(mode, npk, path);
+    generate_pcap(g, path);
     works.push_back({mode, path, true});
   }
   for (const std::string& c : captures) works.push_back({c.substr(c.find_last_of('/') + 1), c, false});

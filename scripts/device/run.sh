@@ -40,9 +40,6 @@
 #                  the generator's HTTP and mix and the largest real capture, the flows sharded
 #                  over backends of 1 and 4 threads, libnids on one core, the host's memory-read
 #                  limit, gaspp end to end; JSON in $OUT/bench_cpu.json
-#   run.sh bench-cpu-prefetch  bench_cpu --prefetch-sweep: the flow walk's prefetch window (0 to 128
-#                  packets) on the generator's HTTP and mix, one thread and all; JSON in
-#                  $OUT/bench_cpu_prefetch.json
 #   run.sh shards | shards-1 .. shards-4  the sharded backend (backend/sharded/) on CUDA: its unit
 #                  tests and a memcheck of the sharded CLI (shards-1), then the CLI's outputs with the
 #                  flows sharded against one GPU and the CPU backend on every capture and the
@@ -344,12 +341,6 @@ bench-cpu)
   $B/bench_cpu --json "$OUT/bench_cpu.json" --reps 3 --packets 2000000 --tmp /dev/shm --nids $B/peer_libnids \
     --gaspp $B/gaspp --capture "$big" --commit "$(head -1 bundle/COMMIT)"
   check "bench_cpu"
-  ;;
-bench-cpu-prefetch)
-  step "bench_cpu --prefetch-sweep (the flow walk's prefetch window)"
-  $B/bench_cpu --prefetch-sweep --json "$OUT/bench_cpu_prefetch.json" --reps 3 --packets 2000000 --tmp /dev/shm \
-    --commit "$(head -1 bundle/COMMIT)"
-  check "bench_cpu --prefetch-sweep"
   ;;
 bench-live|bench-live-rings)
   step "bench_live: veth pair in a namespace, bare reader against gaspp -i (CPU, CUDA)"

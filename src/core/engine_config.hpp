@@ -69,13 +69,6 @@ struct BackendConfig {
   // CPU with the clock and its pool's busy time; a diagnostic for finding where a batch's time
   // goes, it costs a few microseconds a batch.
   bool stage_times = false;
-  // CPU: how many packets ahead of the flow walk their decoded fields are asked into the walking
-  // core's L2 (backend/cpu, prefetch_tracked_packet); 0: none. bench_cpu --prefetch-sweep measures
-  // the choice.
-  uint32_t cpu_walk_prefetch = 32;
-  // CPU: each worker looks up the flows of its packets as it decodes them, in one pass (true), or
-  // in a pass of its own after the whole batch is decoded (false; for comparison in bench_cpu).
-  bool cpu_fused_lookup = true;
   // CUDA: the device this backend runs on (its ordinal). A backend is bound to one device for its
   // life; several devices are several backends (docs/architecture.md, "Several devices").
   int device = 0;

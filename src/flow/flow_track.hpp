@@ -137,32 +137,6 @@ GASPP_HD GASPP_FORCEINLINE TrackedPacket tracked_packet(const DecodedView& d, ui
                        d.tcp_opts[i],  d.tcp_wscale[i], d.icmp_type[i],  d.icmp_code[i], d.csum_bad[i]};  // in TrackedPacket's order
 }
 
-// Host only: asks for the lines a flow walk reads of packet i (tracked_packet's fields, and what
-// reassembly reads besides: payload_off, l4_off) into the core's L2 ahead of its turn. On the CPU,
-// a walker's packets were decoded by other cores, each field of each packet on a line of its own
-// array that another core wrote; fetched one packet at a time inside the walk's serial chain, every
-// one was a cross-core wait (cpu_backend.cpp prefetches a window of packets ahead of the walk).
-inline void prefetch_tracked_packet(const DecodedView& d, uint32_t i) {
-  constexpr int kL2 = 2;  // prefetcht1: into L2; L1 is too small for a window of packets
-  __builtin_prefetch(d.ts_ns + i, 0, kL2);
-  __builtin_prefetch(d.cap_len + i, 0, kL2);
-  __builtin_prefetch(d.payload_len + i, 0, kL2);
-  __builtin_prefetch(d.payload_off + i, 0, kL2);
-  __builtin_prefetch(d.l4_off + i, 0, kL2);
-  __builtin_prefetch(d.tcp_seq + i, 0, kL2);
-  __builtin_prefetch(d.tcp_ack + i, 0, kL2);
-  __builtin_prefetch(d.tcp_tsval + i, 0, kL2);
-  __builtin_prefetch(d.tcp_tsecr + i, 0, kL2);
-  __builtin_prefetch(d.tcp_flags + i, 0, kL2);
-  __builtin_prefetch(d.tcp_win + i, 0, kL2);
-  __builtin_prefetch(d.l4 + i, 0, kL2);
-  __builtin_prefetch(d.tcp_opts + i, 0, kL2);
-  __builtin_prefetch(d.tcp_wscale + i, 0, kL2);
-  __builtin_prefetch(d.icmp_type + i, 0, kL2);
-  __builtin_prefetch(d.icmp_code + i, 0, kL2);
-  __builtin_prefetch(d.csum_bad + i, 0, kL2);
-}
-
 namespace flow_detail {
 
 GASPP_HD GASPP_FORCEINLINE void start_side(FlowSide& s, TcpSide st, uint32_t isn, uint32_t next, uint8_t wscale) {

@@ -12,9 +12,7 @@
 //   decode        the pool's threads over ranges of packets, a counter array per thread, merged in
 //                 results();
 //   flow lookup   every packet finds or claims its flow slot in parallel (flow/host_lookup.hpp,
-//                 prefetching), in the decode pass: a worker decodes 64 packets of its range, then
-//                 looks them up while their fields are in L1 (cpu_fused_lookup; a pass of its own
-//                 when off); packets that found no room retry in capture order on one thread;
+//                 prefetching); packets that found no room retry in capture order on one thread;
 //   flow walk     worker w takes the items (packets, and segments held in the out-of-order buffer)
 //                 whose hashed slot % workers == w (the shard of each packet computed once, in
 //                 parallel), groups them by slot in linear time — a flow's items become a run,
@@ -25,10 +23,7 @@
 //                 out badly). A worker writes its packets' new flags to an array of its own, and
 //                 each range's worker copies them back by packet afterwards: written in place by
 //                 flow, the flags of neighbouring packets (other workers' flows) share cache lines,
-//                 which bounced between cores on every packet. Ahead of its runs a worker asks a
-//                 window of its packets' decoded fields into its L2 (cpu_walk_prefetch packets,
-//                 prefetch_tracked_packet): other cores decoded them, and read inside the walk's
-//                 serial chain each field was a cross-core wait;
+//                 which bounced between cores on every packet;
 //   module stage  the module's run_cpu() over ranges of packets (core/module_stage.hpp); regroup:
 //                 std::sort by schedule_key;
 //   verdict walk  the walk's sorted runs again, shard by shard;
@@ -281,36 +276,26 @@ class CpuBackend final : public Backend, private StageExecutor {
 
   // The stages (core/stage_plan.hpp), for the batch in cur_.
   void decode() override {
+    StageClock clock(*this, "decode");
     Slot& s = *cur_;
     PacketBatch& b = s.batch;
-    // With flows, each worker looks its packets up as it decodes them (cpu_fused_lookup): a group's
-    // decoded fields are still in L1, and the pool runs one pass over the batch instead of two.
-    const bool fused = cfg_.flow.enabled && cfg_.cpu_fused_lookup;
-    StageClock clock(*this, fused ? "decode + flow lookup" : "decode");
     v_ = BatchView{b.h_span, b.span_len, b.h_rec_off,  b.count, b.fmt, b.link, b.source, s.decoded.view(),
                    b.h_verdict, cfg_.validate_checksums, cfg_.flow.defrag};
     for (auto& c : per_thread_) c = ThreadCounters{};
-    if (cfg_.flow.enabled) begin_lookup();
-    const FlowTableRef t = cfg_.flow.enabled ? table_.ref() : FlowTableRef{};
     pool_.parallel_for(b.count, [&](uint64_t begin, uint64_t end, int w) {
       HostCounterSink sink{per_thread_[size_t(w)]};
       DecodedPacket p;
       constexpr uint64_t kAhead = 6;  // records in flight: enough to cover a miss at ~1 KB a packet
-      constexpr uint64_t kGroup = 64;  // packets decoded, then looked up (fused)
-      for (uint64_t g = begin; g < end; g += kGroup) {
-        const uint64_t ge = std::min(end, g + kGroup);
-        for (uint64_t i = g; i < ge; ++i) {
-          if (i + kAhead < end) {
-            const uint8_t* r = v_.data + v_.rec_off[i + kAhead];
-            __builtin_prefetch(r);
-            __builtin_prefetch(r + 64);
-          }
-          decode_batch_packet(v_, uint32_t(i), p);
-          store(v_.dec, uint32_t(i), p);
-          v_.verdict[i] = kVerdictPass;
-          count_packet(sink, p);
+      for (uint64_t i = begin; i < end; ++i) {
+        if (i + kAhead < end) {
+          const uint8_t* r = v_.data + v_.rec_off[i + kAhead];
+          __builtin_prefetch(r);
+          __builtin_prefetch(r + 64);
         }
-        if (fused) lookup_range(t, g, ge, w, sink);
+        decode_batch_packet(v_, uint32_t(i), p);
+        store(v_.dec, uint32_t(i), p);
+        v_.verdict[i] = kVerdictPass;
+        count_packet(sink, p);
       }
     });
     b.flow_records.clear();
@@ -350,39 +335,28 @@ class CpuBackend final : public Backend, private StageExecutor {
     a_.modules = uint16_t(cfg_.modules.size());
   }
 
-  // The batch's flow parameters and the lookup's lists of packets that found no room.
-  void begin_lookup() {
+  void flow_lookup() override {
     Slot& s = *cur_;
+    const DecodedView& dec = v_.dec;
+    FlowTableRef t = table_.ref();
     prm_ = FlowTrackParams{cfg_.flow.timeouts, ++epoch_, cfg_.flow.midstream, cfg_.flow.vlan_in_key,
                            cfg_.drop_invalid && cfg_.stream.urgent == UrgentPolicy::drop, cfg_.flow.defrag,
                            s.pkt_counts.empty() ? nullptr : s.pkt_counts.data(),
                            s.flow_pos.empty() ? nullptr : s.flow_pos.data(),
                            s.flow_id_at.empty() ? nullptr : s.flow_id_at.data()};
-    for (auto& f : failed_) f.clear();
-  }
-
-  // Worker w looks up packets [begin, end) (flow/host_lookup.hpp); those that find no room wait in
-  // its list for the retries.
-  void lookup_range(const FlowTableRef& t, uint64_t begin, uint64_t end, int w, HostCounterSink& sink) {
-    flow_lookup_range(t, v_.dec, begin, end, prm_, cur_->flow_slot.data(), cur_->flow_flags.data(),
-                      [&](FlowSkip why) { count_skip(sink, why); },
-                      [&](uint32_t i) {
-                        atomic_add(&t.state->failed, 1);
-                        failed_[size_t(w)].push_back(i);
-                      });
-  }
-
-  void flow_lookup() override {
-    Slot& s = *cur_;
-    const DecodedView& dec = v_.dec;
-    FlowTableRef t = table_.ref();
     a_.flow_epoch = prm_.epoch;
     uint32_t* slot = s.flow_slot.data();
-    if (!cfg_.cpu_fused_lookup) {  // else decode() looked the packets up
+    uint8_t* flags = s.flow_flags.data();
+    for (auto& f : failed_) f.clear();
+    {
       StageClock clock(*this, "flow lookup");
       pool_.parallel_for(v_.count, [&](uint64_t begin, uint64_t end, int w) {
         HostCounterSink sink{per_thread_[size_t(w)]};
-        lookup_range(t, begin, end, w, sink);
+        flow_lookup_range(t, dec, begin, end, prm_, slot, flags, [&](FlowSkip why) { count_skip(sink, why); },
+                          [&](uint32_t i) {
+                            atomic_add(&t.state->failed, 1);
+                            failed_[size_t(w)].push_back(i);
+                          });
       });
     }
     // Each worker's list is in capture order and workers hold consecutive ranges.
@@ -656,19 +630,7 @@ class CpuBackend final : public Backend, private StageExecutor {
           mine.pend = shard_pend_[shard].data();
           mine.block = &chunk_blocks_[shard];
         }
-        // A window of the shard's packets ahead of the walk, asked into L2 (prefetch_tracked_packet).
-        const uint32_t* vals = g.vals.data();
-        uint32_t ahead = 0;
-        auto prefetch_to = [&](uint32_t upto) {
-          for (upto = std::min(upto, at); ahead < upto; ++ahead) {
-            const uint32_t v = vals[ahead];
-            if (v < base) continue;  // a held segment
-            prefetch_tracked_packet(dec, v - base);
-            __builtin_prefetch(flags + (v - base), 0, 2);
-          }
-        };
         for (const Run& r : g.runs) {
-          if (n && cfg_.cpu_walk_prefetch) prefetch_to(r.start + r.n + cfg_.cpu_walk_prefetch);
           if (sr) {
             StreamHookSink<HostCounterSink> walk_sink{sink};
             flow_walk_run(t, dec, g.vals.data(), r.start, r.start + r.n, r.slot, flags, prm, emergency, out, &mine, final,
