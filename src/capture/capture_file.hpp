@@ -152,6 +152,7 @@ class RecordWalker {
   // run, so a fault in a frame the walker had already passed is not missed.
   void check_file();
   static constexpr uint64_t kSizeCheckRecords = 4096;
+  static constexpr size_t kReadyAhead = 8;  // records of an indexed window prefetched ahead of next()
 
  private:
   void report(bool fatal, uint64_t offset, std::string msg);
