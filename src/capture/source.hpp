@@ -45,7 +45,6 @@
 
 namespace gaspp {
 
-
 struct SourceRecord {
   const uint8_t* rec = nullptr;  // record header + frame, readable until release() passes seq
   uint64_t seq = 0;              // 0-based, in the order next() handed records out

@@ -47,8 +47,8 @@ class HostRegistration {
   ~HostRegistration() { detach(); }
   // Whether the registered set is exactly this one (in order), so attaching it again is a no-op.
   bool is(const std::vector<MemoryRegion>& want) const {
-    if (want.size() != n_ + not_registered_) return false;
     // Compare against the regions offered last time (registered or not).
+    if (want.size() != offered_.size()) return false;
     for (size_t k = 0; k < want.size(); ++k)
       if (offered_[k].base != want[k].base || offered_[k].len != want[k].len) return false;
     return true;
@@ -61,18 +61,16 @@ class HostRegistration {
   size_t attach(const std::vector<MemoryRegion>& regions) {
     detach();
     offered_ = regions;
-    for (const MemoryRegion& r : regions) {
-      if (n_ == kMaxHostRegions || !add(r.base, r.len)) ++not_registered_;
-    }
+    for (const MemoryRegion& r : regions)
+      if (n_ < kMaxHostRegions) add(r.base, r.len);  // refused: left out
     last_registered_ = n_;
-    last_not_registered_ = not_registered_;
+    last_not_registered_ = regions.size() - n_;  // refused, or past the limit
     return n_;
   }
   void detach() {
     for (size_t k = 0; k < n_; ++k)
       if (regs_[k].owned) cudaHostUnregister(const_cast<uint8_t*>(regs_[k].base));
     n_ = 0;
-    not_registered_ = 0;
     offered_.clear();
   }
   bool attached() const { return n_ != 0; }
@@ -121,7 +119,6 @@ class HostRegistration {
 
   Region regs_[kMaxHostRegions];
   size_t n_ = 0;
-  size_t not_registered_ = 0;          // regions offered and not registered (refused, or past the limit)
   size_t last_registered_ = 0, last_not_registered_ = 0;
   std::vector<MemoryRegion> offered_;    // the set last attached, as offered
 };
