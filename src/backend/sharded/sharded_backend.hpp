@@ -13,9 +13,9 @@
 // lists its packets, gives its backend the batch's span with their record offsets and submits it
 // (each backend queues it: a CPU backend for its runner thread, a CUDA backend on its streams),
 // all shards at once. Every shard gets the batch's capture time, so flows expire in the same batch
-// as with one backend, and shards with no packet in the batch still run it. wait(k) waits for every shard (each shard's
-// thread scatters its per-packet results back as soon as its shard is done) and merges the rest
-// back into the batch in capture order:
+// as with one backend, and shards with no packet in the batch still run it. wait(k) waits for
+// every shard (each shard's thread scatters its per-packet results back as soon as its shard is
+// done) and merges the rest back into the batch in capture order:
 //   verdicts, per-packet flow counters, decoded fields    scattered back to each packet's index
 //   counters, module counters                              summed
 //   module events                                          packet index mapped back (ModuleSet sorts)
