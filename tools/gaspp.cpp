@@ -40,6 +40,7 @@
 #include "capture/af_packet_source.hpp"
 #include "capture/filtered_source.hpp"
 #include "capture/multi_source.hpp"
+#include "capture/threaded_source.hpp"
 #include "output/inline_forwarder.hpp"
 #include "tools/gen/generator.hpp"
 #include "core/config.hpp"
@@ -348,9 +349,14 @@ int main(int argc, char** argv) {
           const uint32_t base = one.fanout_group >= 0 ? uint32_t(one.fanout_group) : uint32_t(getpid()) * 8;
           one.fanout_group = int((base + k) & 0xffff);
         }
-        for (uint32_t n = 0; n < o.rings; ++n) rings.push_back(std::make_unique<AfPacketSource>(one));
-        std::fprintf(stderr, "gaspp: capturing on %s (AF_PACKET, %u ring%s of %u blocks of %u bytes%s%s)\n",
+        for (uint32_t n = 0; n < o.rings; ++n) {
+          auto ring = std::make_unique<AfPacketSource>(one);
+          if (o.reader_threads) rings.push_back(std::make_unique<ThreadedSource>(std::move(ring)));
+          else rings.push_back(std::move(ring));
+        }
+        std::fprintf(stderr, "gaspp: capturing on %s (AF_PACKET, %u ring%s of %u blocks of %u bytes, %s%s%s)\n",
                      one.iface.c_str(), o.rings, o.rings > 1 ? "s" : "", one.block_count, one.block_size,
+                     o.reader_threads ? (o.rings > 1 ? "a reader thread each" : "a reader thread") : "read by the batcher",
                      ro.filter.empty() ? "" : ", filter ", ro.filter.c_str());
       }
       if (rings.size() == 1) live = std::move(rings.front());

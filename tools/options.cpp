@@ -261,6 +261,14 @@ int parse_command_line(int argc, char** argv, Options& o) {
         o.rings = uint32_t(parse_bounded("--af-packet-rings", v.c_str(), 1, 64));
         return true;
       });
+  opt("--af-packet-readers", "ring|one",
+      "-i: a reader thread for each ring, which walks it and hands records to the batcher (ring, the default; "
+      "Suricata's af-packet capture threads), or the batcher's own thread reads every ring (one)",
+      kRun, [&](const std::string& v) {
+        if (v != "ring" && v != "one") return fail("--af-packet-readers: ring or one, not '" + v + "'");
+        o.reader_threads = v == "ring";
+        return true;
+      });
   opt("--af-packet-cluster", "ID[:TYPE]",
       "-i: join PACKET_FANOUT group ID, sharing the interface with the other sockets of the group by "
       "cluster_flow (default), cluster_cpu or cluster_qm", kRun, [&](const std::string& v) {

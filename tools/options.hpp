@@ -25,6 +25,7 @@ struct Options {
   AfPacketOptions live;                // the --af-packet-* options, for each interface
   bool inline_ips = false;             // --inline A:B: ifaces are A and B, passing packets cross over
   uint32_t rings = 1;                  // --af-packet-rings: sockets (rings) per interface, one fanout group
+  bool reader_threads = true;          // --af-packet-readers: a reader thread per ring (ring) or none (one)
   std::string backend = "auto";        // --backend, backend:
   BackendConfig backend_config;        // batch, flow table, reassembly, transfers, device ...
   bool batch_given = false;            // --batch or batch: (else the backend's default size)

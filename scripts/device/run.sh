@@ -54,7 +54,8 @@
 #                  and CUDA backends (decode, flow, the firewall on ET's IP lists) at 1%, 10% and
 #                  100% of that limit, with the default ring, with a 1 ms block timeout, with
 #                  TPACKET_V2 and with 4 rings in a fanout group; JSON in $OUT/bench_live*.json
-#                  (bench-live-rings: the 4-ring case alone, 3 repetitions)
+#                  (bench-live-rings: the 4-ring case alone, 3 repetitions, then 4 TPACKET_V2
+#                  rings once)
 #   run.sh bench-firewall  bench_firewall: decode+flow with and without the firewall (10k random
 #                  rules, ET IP lists), mix and 64-byte frames, CUDA vs CPU; then bench_modules:
 #                  scheduling on/off with 1..64 modules, its cost for a light module, consolidation;
@@ -358,6 +359,11 @@ bench-live|bench-live-rings)
       --threads 8 --rings 4 --json "$OUT/bench_live_rings4.json" --commit "$(head -1 bundle/COMMIT)" \
       --device "$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)" -- $fw
     check "bench_live (4 rings)"
+    # The same 4 rings as TPACKET_V2 (a slot per frame): the latency at 1% of the limit.
+    ip netns exec $ns $B/bench_live --tx blt --rx blr --gaspp $B/gaspp --backend cpu,cuda --seconds 3 --reps 1 \
+      --threads 8 --rings 4 --json "$OUT/bench_live_rings4_v2.json" --commit "$(head -1 bundle/COMMIT)" \
+      --device "$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)" -- $fw --af-packet-version 2
+    check "bench_live (4 rings, TPACKET_V2)"
     ip netns del $ns
     echo
     [ $status -eq 0 ] && echo "device run: all passed" || echo "device run: FAILURES"

@@ -82,6 +82,7 @@ SourceReport MultiSource::report() const {
       rep.kernel_packets += one.kernel_packets;
       rep.kernel_drops += one.kernel_drops;
       rep.vlan_restored += one.vlan_restored;
+      rep.unprocessed_at_stop += one.unprocessed_at_stop;
       rep.warnings += one.warnings;
       rep.suppressed_issues += one.suppressed_issues;
       rep.damaged = rep.damaged || one.damaged;

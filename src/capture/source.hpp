@@ -84,6 +84,9 @@ struct SourceReport {
   // of those it dropped for want of room in the ring, and tags put back after VLAN offload.
   bool live = false;
   uint64_t kernel_packets = 0, kernel_drops = 0, vlan_restored = 0;
+  // Records a reader thread took from a ring that the pipeline had not taken when the run stopped
+  // (capture/threaded_source.hpp): read, not processed.
+  uint64_t unprocessed_at_stop = 0;
 };
 
 class Source {

@@ -73,9 +73,12 @@ void print_summary(std::FILE* o, const RunReport& r) {
     std::fprintf(o, "filter       '%s': %llu packets refused (read, not processed)\n", r.filter.c_str(),
                  (unsigned long long)r.filtered);
   if (r.live)
-    std::fprintf(o, "kernel       received %llu  dropped %llu (ring full)  vlan tags restored %llu\n",
+    std::fprintf(o, "kernel       received %llu  dropped %llu (ring full)  vlan tags restored %llu%s\n",
                  (unsigned long long)r.kernel_packets, (unsigned long long)r.kernel_drops,
-                 (unsigned long long)r.vlan_restored);
+                 (unsigned long long)r.vlan_restored,
+                 r.unprocessed_at_stop
+                     ? ("  read at the stop, not processed " + std::to_string(r.unprocessed_at_stop)).c_str()
+                     : "");
   if (r.index_windows_parallel + r.index_windows_serial)
     std::fprintf(o, "indexing     %llu windows in parallel, %llu serially\n", (unsigned long long)r.index_windows_parallel,
                  (unsigned long long)r.index_windows_serial);
@@ -180,6 +183,7 @@ nlohmann::ordered_json summary_json(const RunReport& r) {
     cap["kernel_packets"] = r.kernel_packets;
     cap["kernel_drops"] = r.kernel_drops;
     cap["vlan_restored"] = r.vlan_restored;
+    cap["unprocessed_at_stop"] = r.unprocessed_at_stop;
   }
   cap["issues"] = nlohmann::ordered_json::array();
   for (const auto& is : r.issues)

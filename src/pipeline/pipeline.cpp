@@ -53,6 +53,7 @@ void apply_source_report(RunReport& rep, SourceReport sr) {
   rep.kernel_packets = sr.kernel_packets;
   rep.kernel_drops = sr.kernel_drops;
   rep.vlan_restored = sr.vlan_restored;
+  rep.unprocessed_at_stop = sr.unprocessed_at_stop;
 }
 
 }  // namespace

@@ -143,6 +143,7 @@ struct RunReport {
   uint64_t filtered = 0;            // records it refused (read and counted, not processed)
   bool live = false;                // a live source: the kernel's counts below apply
   uint64_t kernel_packets = 0, kernel_drops = 0, vlan_restored = 0;
+  uint64_t unprocessed_at_stop = 0;  // read from a ring by a reader thread, not taken before the stop
   FlowGauges flows;                 // the flow table at the end of the run, before the final flush
   StreamGauges streams;             // reassembly's out-of-order buffer
   uint64_t flow_records = 0;        // flow records delivered (expired, evicted, and at shutdown)

@@ -20,9 +20,12 @@ timeout can then differ between capture time offline and wall time live). Among 
 with the most UDP packets, the largest with both TCP and UDP, the one with the largest frame, then
 the largest ones, five in all.
 
+Each ring is read by a reader thread of its own unless `--af-packet-readers one` says otherwise.
 One case captures through 4 rings in one fanout group (`--af-packet-rings 4`): besides matching
 the offline run, every flow's packets must have come through one ring (the source column of
-`--decode-out`), and more than one ring must have been used. One case cuts frames to 128 bytes (`--af-packet-snaplen 128`), against the capture cut by
+`--decode-out`), and more than one ring must have been used; a second case does the same with
+`--af-packet-readers one` (the batcher's thread reads every ring), and a third reads a TPACKET_V2
+ring so. One case cuts frames to 128 bytes (`--af-packet-snaplen 128`), against the capture cut by
 `editcap -s 128`. One case runs with `--stats-interval 1` and waits 2.5 s after the traffic: gaspp must have written
 stats events before the end, one of them counting every packet (a quiet link's batches finish
 without waiting for more traffic). One more case sends the smallest capture with 802.1Q-tagged frames: the veth takes the outer tag
@@ -50,7 +53,8 @@ read, 0 < median <= p99 <= max.
 With --restarts ASAN_GASPP (scripts/test.sh, with the address-sanitizer build), only one case runs:
 that build is started and stopped three times on one link with the capture sent each time; every
 run must exit cleanly (a leak makes it exit non-zero), count each frame once (the kernel's received
-= packets = passed + dropped, no kernel drops) and give the offline run's flow records.
+= packets = passed + dropped, no kernel drops, nothing a ring's reader thread read left unprocessed
+at the stop) and give the offline run's flow records.
 
 Skipped (exit 77) when not run as root or when a namespace or veth pair cannot be created.
 
@@ -623,8 +627,8 @@ def compare_cut(live_dir, off_dir):
 def restarts(asan, gaspp, ns, cap, tmp, rounds=3):
     """gaspp (an ASan build: a leak makes it exit non-zero) started and stopped `rounds` times on one
     link, the capture sent in each: every run must exit cleanly, count every frame once (the kernel's
-    received = packets = passed + dropped, no kernel drops), match the offline run's flows and report
-    a latency for every packet. Returns a failure reason or None."""
+    received = packets = passed + dropped, no kernel drops, none left unprocessed at the stop), match
+    the offline run's flows and report a latency for every packet. Returns a failure reason or None."""
     off_dir = os.path.join(tmp, "restart-offline")
     why = offline(gaspp, cap, off_dir, [])
     if why:
@@ -639,9 +643,10 @@ def restarts(asan, gaspp, ns, cap, tmp, rounds=3):
                 st = json.load(f)
             kp, kd = st["capture"]["kernel_packets"], st["capture"]["kernel_drops"]
             out = st["outcome"]
-            if kd or kp != cap["n"] or st["packets"] != cap["n"] or out["passed"] + out["dropped"] != cap["n"]:
+            left = st["capture"].get("unprocessed_at_stop")
+            if kd or kp != cap["n"] or st["packets"] != cap["n"] or out["passed"] + out["dropped"] != cap["n"] or left != 0:
                 why = (f"kernel received {kp}, dropped {kd}; packets {st['packets']}, passed {out['passed']}, "
-                       f"dropped {out['dropped']}; sent {cap['n']}")
+                       f"dropped {out['dropped']}; read at the stop, not processed {left}; sent {cap['n']}")
             else:
                 why = latency_problem(st, cap["n"])
         if why:
@@ -722,9 +727,12 @@ def main():
         # Several rings in one fanout group: the kernel spreads flows over them, each flow on one.
         many = max(picks, key=lambda c: (c["tcp"] > 0 and c["udp"] > 0, c["n"]))
         cases.append((many, ["--af-packet-rings", "4", "--decode-out", "ROWS", "--stats-json", "STATS"]))
+        # The same with the batcher's thread reading every ring itself (no reader threads).
+        cases.append((many, ["--af-packet-rings", "4", "--af-packet-readers", "one", "--decode-out", "ROWS"]))
         # TPACKET_V2: a slot per frame, read at once; the largest frames and the most packets.
         cases.append((max(picks, key=lambda c: (c["largest"], c["name"])), ["--af-packet-version", "2"]))
         cases.append((many, ["--af-packet-version", "2", "--stats-json", "STATS"]))
+        cases.append((many, ["--af-packet-version", "2", "--af-packet-readers", "one"]))
         # A snap length: frames cut to 128 bytes live, against the capture cut by editcap.
         if shutil.which("editcap"):
             cases.append((max(picks, key=lambda c: (c["largest"], c["name"])),
