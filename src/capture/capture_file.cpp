@@ -386,30 +386,27 @@ uint64_t find_record_start(const CaptureFile& f, uint64_t size, uint64_t from, u
 
 }  // namespace
 
-bool RecordWalker::fill_parallel() {
-  check_file();
-  if (stopped_) return false;
-  const uint64_t size = size_;
-  const int threads = pool_->size();
-  const uint64_t window_end = std::min(size, pos_ + uint64_t(threads) * chunk_bytes_);
+RecordWalker::Window RecordWalker::index_window(const CaptureFile& f, ThreadPool& pool, uint64_t chunk_bytes,
+                                                uint64_t size, uint64_t base) {
+  const int threads = pool.size();
+  const uint64_t window_end = std::min(size, base + uint64_t(threads) * chunk_bytes);
   struct Chunk {
     uint64_t start = 0, stop = 0;
     bool clean = true;
     std::vector<uint64_t> offsets;
   };
   std::vector<Chunk> chunks(static_cast<size_t>(threads));
-  const uint64_t base = pos_;
   const uint64_t span = window_end - base;
-  pool_->parallel_for(uint64_t(threads), [&](uint64_t b, uint64_t e, int) {
+  pool.parallel_for(uint64_t(threads), [&](uint64_t b, uint64_t e, int) {
     for (uint64_t k = b; k < e; ++k) {
       Chunk& c = chunks[k];
       const uint64_t lo = base + span * k / uint64_t(threads);
       const uint64_t hi = base + span * (k + 1) / uint64_t(threads);
-      c.start = k == 0 ? base : find_record_start(*f_, size, lo, hi);
+      c.start = k == 0 ? base : find_record_start(f, size, lo, hi);
       uint64_t o = c.start;
       c.offsets.reserve((hi - lo) / 64);
       while (o < hi) {
-        const uint64_t next = clean_record_end(*f_, size, o);
+        const uint64_t next = clean_record_end(f, size, o);
         if (next == 0) { c.clean = false; break; }
         c.offsets.push_back(o);
         o = next;
@@ -417,6 +414,9 @@ bool RecordWalker::fill_parallel() {
       c.stop = o;
     }
   });
+  Window w;
+  w.base = base;
+  w.size = size;
   // Chunk 0 is on the true chain. If chunk k is, its stop is a true record start; chunk k+1 is
   // accepted if its chain passes through that offset (a start found a little early merges into
   // the true chain: the records before the meeting point are dropped). Otherwise give up.
@@ -437,14 +437,49 @@ bool RecordWalker::fill_parallel() {
     }
   }
   if (!ok) {
-    serial_until_ = window_end;
+    w.end = window_end;
+    return w;
+  }
+  w.ok = true;
+  w.end = chunks.back().stop;
+  size_t n = 0;
+  for (const auto& c : chunks) n += c.offsets.size();
+  w.offsets.reserve(n);
+  for (const auto& c : chunks) w.offsets.insert(w.offsets.end(), c.offsets.begin(), c.offsets.end());
+  return w;
+}
+
+RecordWalker::~RecordWalker() {
+  if (ahead_.joinable()) ahead_.join();
+}
+
+bool RecordWalker::fill_parallel() {
+  check_file();
+  if (stopped_) return false;
+  Window w;
+  bool have = false;
+  if (ahead_.joinable()) {  // indexed while the last window was read (or still being indexed)
+    ahead_.join();
+    have = ahead_win_.base == pos_ && ahead_win_.size == size_;
+    if (have) w = std::move(ahead_win_);
+    ahead_win_ = Window{};
+  }
+  if (!have) w = index_window(*f_, *pool_, chunk_bytes_, size_, pos_);
+  if (!w.ok) {
+    serial_until_ = w.end;
     ++windows_serial_;
     return false;
   }
-  ready_.clear();
+  ready_ = std::move(w.offsets);
   ready_pos_ = 0;
-  for (auto& c : chunks) ready_.insert(ready_.end(), c.offsets.begin(), c.offsets.end());
   ++windows_parallel_;
+  windows_ahead_ += have;
+  // The next window, on a thread of its own while this one is read. It starts where this one's
+  // chain ends, a true record start; it is used only if reading gets there with the same size.
+  if (size_ > w.end && size_ - w.end >= 2 * chunk_bytes_) {
+    const uint64_t base = w.end, size = size_;
+    ahead_ = std::thread([this, base, size] { ahead_win_ = index_window(*f_, *pool_, chunk_bytes_, size, base); });
+  }
   return !ready_.empty();
 }
 

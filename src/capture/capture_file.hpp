@@ -21,8 +21,12 @@
 // first finds a plausible record start (a run of well-formed headers), walks its chain, and the
 // window is accepted only if every chunk's chain lands exactly on the next chunk's start and no
 // record needed a message. Chunk 0 starts on the true chain, so by induction every accepted offset
-// is on it. Otherwise that window is walked serially as above, which gives the messages. The
-// offsets of one window are buffered (at most window bytes / 16 entries).
+// is on it. Otherwise that window is walked serially as above, which gives the messages. While
+// the records of an accepted window are handed out, the next window is indexed on a thread of the
+// walker's own (with the pool), so the reading thread does not wait for it: it only waits when it
+// gets there first. The offsets of two windows are buffered (at most window bytes / 16 entries
+// each); a window indexed ahead is used only if the file's size is still the one it was indexed
+// against (otherwise it is indexed again).
 //
 // Every message names the file, the record number (1-based, as tshark numbers frames) and the
 // byte offset of the record header. Packets before the damage are processed and counted.
@@ -37,6 +41,7 @@
 #include <cstdint>
 #include <stdexcept>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "capture/source.hpp"
@@ -128,6 +133,10 @@ class ThreadPool;
 class RecordWalker {
  public:
   explicit RecordWalker(const CaptureFile& f) : f_(&f), pos_(f.first_record()), size_(f.size()) {}
+  ~RecordWalker();
+  // Not copied or moved: the thread indexing ahead works for this object.
+  RecordWalker(const RecordWalker&) = delete;
+  RecordWalker& operator=(const RecordWalker&) = delete;
   // Index ahead with the pool's threads, `chunk_bytes` of file per thread and window. The pool
   // must outlive the walker. Files shorter than two chunks are walked serially.
   void enable_parallel(ThreadPool* pool, uint64_t chunk_bytes = 32ull << 20) {
@@ -136,6 +145,7 @@ class RecordWalker {
   }
   uint64_t windows_parallel() const { return windows_parallel_; }
   uint64_t windows_serial() const { return windows_serial_; }
+  uint64_t windows_ahead() const { return windows_ahead_; }  // parallel windows indexed while the one before was read
   // Validates and returns the next record; false at the end of the file or after a fatal issue.
   bool next(RecordInfo& r);
   uint64_t position() const { return pos_; }
@@ -155,6 +165,16 @@ class RecordWalker {
   static constexpr size_t kReadyAhead = 8;  // records of an indexed window prefetched ahead of next()
 
  private:
+  // A window the pool indexed: accepted (offsets on the true chain, which ends at `end`), or not
+  // (then `end` is the window's end, up to which the walk goes serially).
+  struct Window {
+    uint64_t base = 0, end = 0;
+    uint64_t size = 0;  // the file's readable size it was indexed against
+    bool ok = false;
+    std::vector<uint64_t> offsets;
+  };
+  static Window index_window(const CaptureFile& f, ThreadPool& pool, uint64_t chunk_bytes, uint64_t size,
+                             uint64_t base);
   void report(bool fatal, uint64_t offset, std::string msg);
   bool fill_parallel();
   std::string shrink_text() const;  // "the file shrank while it was read (N bytes now, M when opened)"
@@ -165,7 +185,9 @@ class RecordWalker {
   std::vector<uint64_t> ready_;  // record offsets of an accepted window, not yet returned
   size_t ready_pos_ = 0;
   uint64_t serial_until_ = 0;    // a rejected window: walk serially up to here
-  uint64_t windows_parallel_ = 0, windows_serial_ = 0;
+  std::thread ahead_;            // indexing the window after the one being read, into ahead_win_
+  Window ahead_win_;
+  uint64_t windows_parallel_ = 0, windows_serial_ = 0, windows_ahead_ = 0;
   uint64_t pos_;
   uint64_t size_;                // readable bytes: the size at open, or less if the file shrank
   uint64_t records_ = 0;

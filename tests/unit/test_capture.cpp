@@ -259,7 +259,7 @@ namespace {
 struct Walk {
   std::vector<uint64_t> offsets;
   std::vector<std::string> messages;
-  uint64_t parallel_windows = 0;
+  uint64_t parallel_windows = 0, ahead_windows = 0;
 };
 
 Walk walk(const CaptureFile& cap, ThreadPool* pool, uint64_t chunk) {
@@ -270,6 +270,7 @@ Walk walk(const CaptureFile& cap, ThreadPool* pool, uint64_t chunk) {
   while (rw.next(r)) w.offsets.push_back(r.offset);
   for (const auto& i : rw.issues()) w.messages.push_back(i.message);
   w.parallel_windows = rw.windows_parallel();
+  w.ahead_windows = rw.windows_ahead();
   return w;
 }
 
@@ -281,6 +282,8 @@ std::vector<uint8_t> mixed_sizes(int n) {
 
 }  // namespace
 
+// Windows after the first are indexed on the walker's own thread while the one before is read
+// (windows_ahead); the chain must be the serial walk's all the same.
 TEST(Capture, ParallelIndexingReturnsTheSerialChain) {
   ThreadPool pool(4);
   const auto bytes = mixed_sizes(3000);
@@ -293,6 +296,10 @@ TEST(Capture, ParallelIndexingReturnsTheSerialChain) {
     EXPECT_TRUE(par.messages.empty());
     if (chunk < 300000) {
       EXPECT_GT(par.parallel_windows, 0u) << "chunk " << chunk;
+    }
+    if (chunk <= 10000) {  // several windows: all but the first indexed while the one before was read
+      EXPECT_GT(par.ahead_windows, 0u) << "chunk " << chunk;
+      EXPECT_EQ(par.ahead_windows + 1, par.parallel_windows) << "chunk " << chunk;
     }
   }
 }
