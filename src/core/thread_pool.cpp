@@ -72,7 +72,7 @@ uint64_t ThreadPool::take_busy_ns() {
 
 void ThreadPool::parallel_for(uint64_t n, const RangeFn& fn) {
   const int parts = size();
-  if (parts == 1 || n < 2) {
+  if (parts == 1 || n < 2 || serial_) {
     run_range(fn, 0, 0, n);
     return;
   }

@@ -39,6 +39,11 @@ class ThreadPool {
 
   // Busy time (see the header); set_timing only between jobs.
   void set_timing(bool on) { timing_ = on; }
+  // Serial mode (only between jobs): every job runs on the calling thread as one range, worker 0,
+  // as in a pool of one thread; the workers are not woken. For jobs too small to repay waking them
+  // (a few packets: each wake costs microseconds, and a worker whose core is busy elsewhere can
+  // take far longer to come), so that a quiet link's batches are not held up by it.
+  void set_serial(bool on) { serial_ = on; }
   uint64_t take_busy_ns();
 
   static constexpr int kSpin = 1000;  // pause instructions before a wait yields (~10-40 us)
@@ -53,6 +58,7 @@ class ThreadPool {
   std::vector<std::thread> workers_;
   std::vector<Busy> busy_;
   bool timing_ = false;
+  bool serial_ = false;
   long yield_ns_ = 0;  // kYieldNs, or 0 where threads outnumber cores
   const RangeFn* job_ = nullptr;           // written before generation_ is bumped
   uint64_t n_ = 0;

@@ -715,3 +715,26 @@ TEST(ThreadPool, BusyTimeIsTheRangesTimeSummed) {
     EXPECT_EQ(pool.take_busy_ns(), 0u) << "taken once";
   }
 }
+
+// Serial mode: every job is one range, [0, n), run by the calling thread as worker 0; switched off,
+// the jobs spread over the workers again.
+TEST(ThreadPool, SerialModeRunsEachJobOnTheCallerAsOneRange) {
+  ThreadPool pool(4);
+  for (const bool serial : {true, false, true}) {
+    pool.set_serial(serial);
+    for (const uint64_t n : {2ull, 4ull, 255ull, 4096ull}) {
+      std::vector<std::tuple<uint64_t, uint64_t, int, std::thread::id>> ranges;
+      std::mutex mu;
+      pool.parallel_for(n, [&](uint64_t b, uint64_t e, int w) {
+        std::lock_guard<std::mutex> lk(mu);
+        ranges.emplace_back(b, e, w, std::this_thread::get_id());
+      });
+      if (serial) {
+        ASSERT_EQ(ranges.size(), 1u) << n;
+        EXPECT_EQ(ranges[0], std::make_tuple(uint64_t(0), n, 0, std::this_thread::get_id())) << n;
+      } else {
+        EXPECT_EQ(ranges.size(), 4u) << n;
+      }
+    }
+  }
+}

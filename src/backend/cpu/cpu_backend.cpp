@@ -178,7 +178,10 @@ class CpuBackend final : public Backend, private StageExecutor {
     return g;
   }
 
-  std::vector<FlowRecordOut> flush_flows() override { return plan_.flush_flows(*this); }
+  std::vector<FlowRecordOut> flush_flows() override {
+    pool_.set_serial(false);  // the batches are done; the table may hold many flows
+    return plan_.flush_flows(*this);
+  }
 
   void flush_streams(std::vector<StreamChunk>& chunks, std::vector<uint8_t>& bytes, Counters& added,
                      StreamFlushModules& mods) override {
@@ -191,6 +194,7 @@ class CpuBackend final : public Backend, private StageExecutor {
     std::fill(stream_counts_.begin(), stream_counts_.end(), 0ull);
     StreamRef sr = stream_ref(nullptr, nullptr, true);
     for (auto& c : per_thread_) c = ThreadCounters{};
+    pool_.set_serial(false);  // the batches are done; what is held may be much
     walk(table_.ref(), DecodedView{}, 0, nullptr, nullptr, FlowTrackParams{}, false, FlowRecordSink{}, &sr, true);
     if (sr.hooks.bulk_n) bulk_pass(sr, DecodedView{});
     collect_chunks(sr, DecodedView{}, chunks, bytes);
@@ -261,6 +265,11 @@ class CpuBackend final : public Backend, private StageExecutor {
       std::exception_ptr err;
       try {
         cur_ = &slots_[size_t(slot)];
+        // A small batch (a quiet link's: a few packets) runs on this thread alone: waking the pool
+        // for each of its stages costs more than the work, and a worker whose core is busy with
+        // something else can hold the batch up for milliseconds.
+        const uint64_t held = streams_ ? counts_.held_n[in_] : 0;
+        pool_.set_serial(cur_->batch.count + held < kSerialBelow);
         plan_.run_batch(*this, cur_->batch.max_ts_ns);
       } catch (...) {
         err = std::current_exception();
@@ -481,6 +490,7 @@ class CpuBackend final : public Backend, private StageExecutor {
   }
 
   uint32_t shutdown_sweep(std::vector<FlowRecordOut>& into, bool& flows_left) override {
+    pool_.set_serial(false);
     const uint32_t n = sweep_table(0, false, true);
     into.insert(into.end(), records_.begin(), records_.begin() + n);
     flows_left = table_.state().live != 0;
@@ -750,6 +760,7 @@ class CpuBackend final : public Backend, private StageExecutor {
 
  private:
   // The walk's grouping of one shard: runs of one flow slot each, their items consecutive in vals.
+  static constexpr uint64_t kSerialBelow = 256;  // packets and held segments: a batch run on the runner thread alone
   static constexpr uint32_t kNoRun = ~0u;
   static constexpr uint16_t kNoShard = 0xffff;  // a packet with no flow (thread pools stay below it)
   static constexpr uint32_t kHeldItem = ~0u;  // Group::ord of a held segment
