@@ -586,6 +586,38 @@ class CpuBackend final : public Backend, private StageExecutor {
       });
     }
     StageClock group_clock(*this, final ? "stream flush: grouping" : "flow walk: grouping");
+    // Each shard's items listed once, in order, so that a shard's worker reads its own items
+    // instead of scanning every packet and held segment for them (that cost grew with the
+    // workers): packets by a counting sort over the ranges of the shards pass (range w's packets
+    // of shard h go after those of ranges v < w), held segments by one serial pass.
+    shard_at_.assign(size_t(workers) + 1, 0);
+    for (uint32_t h = 0; h < workers; ++h) {
+      uint32_t sum = 0;
+      for (uint32_t w = 0; w < workers; ++w) sum += range_shard_n_[size_t(w) * stride_ + h];
+      shard_at_[h + 1] = shard_at_[h] + sum;
+    }
+    if (n) {
+      shard_items_.resize(shard_at_[workers]);
+      pool_.parallel_for(n, [&](uint64_t begin, uint64_t end, int w) {
+        uint32_t* next = &range_next_[size_t(w) * stride_];
+        for (uint32_t h = 0; h < workers; ++h) {
+          uint32_t at = shard_at_[h];
+          for (int v = 0; v < w; ++v) at += range_shard_n_[size_t(v) * stride_ + h];
+          next[h] = at;
+        }
+        for (uint64_t i = begin; i < end; ++i)
+          if (shard_of[i] != kNoShard) shard_items_[next[shard_of[i]]++] = uint32_t(i);
+      });
+    }
+    held_at_.assign(size_t(workers) + 1, 0);
+    held_items_.resize(held_n);
+    for (uint32_t h = 0; h < held_n; ++h) ++held_at_[mix32(sr->held_in[h].slot) % workers + 1];
+    for (uint32_t k = 0; k < workers; ++k) held_at_[k + 1] += held_at_[k];
+    {
+      std::vector<uint32_t>& fill = held_fill_;
+      fill.assign(held_at_.begin(), held_at_.end() - 1);
+      for (uint32_t h = 0; h < held_n; ++h) held_items_[fill[mix32(sr->held_in[h].slot) % workers]++] = h;
+    }
     pool_.parallel_for(workers, [&](uint64_t begin, uint64_t end, int) {
       for (uint64_t shard = begin; shard < end; ++shard) {
         Group& g = groups_[shard];
@@ -600,10 +632,11 @@ class CpuBackend final : public Backend, private StageExecutor {
           ++g.runs[r].n;
           g.items.push_back(uint64_t(r) << 32 | item);
         };
-        for (uint32_t h = 0; h < held_n; ++h)
-          if (mix32(sr->held_in[h].slot) % workers == shard) add(sr->held_in[h].slot, h);
-        for (uint32_t i = 0; i < n; ++i)
-          if (shard_of[i] == shard) add(slot[i], base + i);
+        for (uint32_t k = held_at_[shard]; k < held_at_[shard + 1]; ++k) add(sr->held_in[held_items_[k]].slot, held_items_[k]);
+        for (uint32_t k = shard_at_[shard]; k < shard_at_[shard + 1]; ++k) {
+          const uint32_t i = shard_items_[k];
+          add(slot[i], base + i);
+        }
         // Each run's place, then its items in the order they came (held first, then capture order).
         uint32_t at = 0;
         for (Run& r : g.runs) {
@@ -801,6 +834,8 @@ class CpuBackend final : public Backend, private StageExecutor {
   std::vector<uint32_t> renumber_;
   std::vector<uint32_t> run_of_slot_;                     // the grouping's scratch, kNoRun between walks
   std::vector<uint32_t> range_shard_n_;                   // the walk: packets of range w in shard h, [w * stride_ + h]
+  std::vector<uint32_t> shard_at_, shard_items_;          // the walk: shard h's packets, shard_items_[shard_at_[h]..[h+1])
+  std::vector<uint32_t> held_at_, held_items_, held_fill_;  // and its held segments, likewise
   std::vector<uint32_t> range_next_;                      // the walk's write-back: each range's place in each shard
   uint32_t stride_ = 0;                                   // of the two above: a line or more past the workers
   std::vector<std::vector<StreamPending>> shard_pend_;    // per shard: the walk's scratch
