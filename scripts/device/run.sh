@@ -295,6 +295,8 @@ detect)
   detect_split
   step "DNS (UDP datagrams through the app-udp module's stage) on CUDA against the reference matcher"
   python3 tests/e2e/dns_cases.py $B/gaspp bundle/data --backend cuda | tail -4; check "dns cases (cuda)"
+  step "SIP (UDP on port 5060 through the app-udp module's stage, TCP by content) on CUDA against tshark and the reference"
+  python3 tests/e2e/sip_cases.py $B/gaspp bundle/data --backend cuda | tail -4; check "sip cases (cuda)"
   step "TLS certificates on CUDA against the openssl command (skipped where it is missing)"
   python3 tests/e2e/tls_cases.py $B/gaspp --backend cuda | tail -4; check "tls cases (cuda)"
   step "ET Open on every capture: CPU backend against CUDA"

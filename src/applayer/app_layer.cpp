@@ -133,6 +133,11 @@ Probe probe_server(const std::string& s) {
 
 // Direction dir's first bytes (0: the flow's first sender's).
 Probe probe_direction(const std::string& s, int dir, const FlowKey& k) {
+  // SIP's patterns first: two of its methods (OPTIONS, UPDATE) are HTTP's too, and sip_probe only
+  // takes them with a SIP request-uri after them.
+  bool sip_response = false;
+  const int sip = sip_probe(reinterpret_cast<const uint8_t*>(s.data()), s.size(), &sip_response);
+  if (sip > 0) return {Probe::found, AppProto::sip, sip_response == (dir == 0)};
   const int t = looks_like_tls(s);
   if (t > 0) return {Probe::found, AppProto::tls, dir == 1};  // a server's handshake: turned around
   const int ssh = starts(s, "SSH-");
@@ -148,7 +153,8 @@ Probe probe_direction(const std::string& s, int dir, const FlowKey& k) {
     other.turn = true;
     return other;
   }
-  const bool wait = t < 0 || ssh < 0 || smb.state == Probe::wait || own.state == Probe::wait || other.state == Probe::wait;
+  const bool wait = sip < 0 || t < 0 || ssh < 0 || smb.state == Probe::wait || own.state == Probe::wait ||
+                    other.state == Probe::wait;
   return {wait ? Probe::wait : Probe::none};
 }
 }  // namespace
@@ -162,6 +168,7 @@ const char* app_proto_name(AppProto p) {
     case AppProto::ftp: return "ftp";
     case AppProto::ssh: return "ssh";
     case AppProto::smb: return "smb";
+    case AppProto::sip: return "sip";
     case AppProto::failed: return "failed";
     default: return "unknown";
   }
@@ -240,6 +247,10 @@ void AppLayer::decide(FlowApp& f, AppProto proto, bool turn) {
       f.ssh = std::make_unique<SshConn>(&stats_.ssh_banners_bad);
       break;
     case AppProto::smb: ++stats_.flows_smb; break;
+    case AppProto::sip:
+      ++stats_.flows_sip;
+      f.sip = std::make_unique<SipConn>(stats_.sip, cfg_.http.max_txs);
+      break;
     case AppProto::failed:
       ++stats_.flows_failed;
       f.probe[0].clear();
@@ -283,21 +294,29 @@ void AppLayer::release_touched() {
     if (it == flows_.end()) continue;
     if (it->second.http) it->second.http->release_done();
     if (it->second.dns) it->second.dns->release_done();
+    if (it->second.sip) it->second.sip->release_done();
   }
   touched_.clear();
 }
 
 void AppLayer::datagram(const AppDatagram& d, const uint8_t* p, std::vector<AppUpdate>& out) {
   auto it = flows_.find(d.flow_id);
-  if (it != flows_.end() && it->second.proto != AppProto::unknown && it->second.proto != AppProto::dns) return;
+  if (it != flows_.end() && it->second.proto != AppProto::unknown && it->second.proto != AppProto::dns &&
+      it->second.proto != AppProto::sip)
+    return;
   FlowApp* fp = flow_for(d.flow_id);
   if (!fp) return;
   FlowApp& f = *fp;
   const int wire_dir = d.to_client ? 1 : 0;
   f.key = d.key;
   if (f.proto == AppProto::unknown) {
-    bool request = false;
-    if (dns_probe(p, d.len, d.len, &request) <= 0) {
+    // DNS on its port (Suricata's probing parser for the port), then SIP's patterns on any port.
+    bool request = false, response = false;
+    if ((f.key.port[0] == 53 || f.key.port[1] == 53) && dns_probe(p, d.len, d.len, &request) > 0) {
+      decide(f, AppProto::dns, (wire_dir == 0) != request);  // requests go to the server
+    } else if (sip_probe(p, d.len, &response) > 0) {
+      decide(f, AppProto::sip, (wire_dir == 0) == response);
+    } else {
       f.udp_failed[wire_dir] = true;
       if (f.udp_failed[0] && f.udp_failed[1]) {
         decide(f, AppProto::failed, false);
@@ -305,12 +324,19 @@ void AppLayer::datagram(const AppDatagram& d, const uint8_t* p, std::vector<AppU
       }
       return;
     }
-    decide(f, AppProto::dns, (wire_dir == 0) != request);  // requests go to the server
   }
   decided(f, d.packet);
   const int dir = wire_dir ^ (f.reversed ? 1 : 0);
   // The sender is the client when the datagram goes to the server.
   f.client_lo = d.from_lo == (dir == 0);
+  if (f.sip) {
+    f.sip->feed_datagram(dir, p, d.len);
+    for (SipTx* t : f.sip->touched())
+      out.push_back(AppUpdate{d.flow_id, d.packet, uint8_t(t->request ? 0 : 1), uint8_t(f.client_lo), d.key,
+                              AppProto::sip, t});
+    f.sip->clear_touched();
+    return;
+  }
   f.dns->feed_datagram(dir, p, d.len);
   for (DnsTx* t : f.dns->touched())
     out.push_back(AppUpdate{d.flow_id, d.packet, uint8_t(t->request ? 0 : 1), uint8_t(f.client_lo), d.key,
@@ -380,6 +406,7 @@ void AppLayer::process(const std::vector<StreamChunk>& chunks, std::span<const u
         if (f.proto == AppProto::dns) feed_held(*f.dns);
         if (f.proto == AppProto::ssh) feed_held(*f.ssh);
         if (f.proto == AppProto::smtp) feed_held(*f.smtp);
+        if (f.proto == AppProto::sip) feed_held(*f.sip);
       }
     } else if (f.proto == AppProto::tls) {
       const int dir = wire_dir ^ (f.reversed ? 1 : 0);
@@ -403,6 +430,10 @@ void AppLayer::process(const std::vector<StreamChunk>& chunks, std::span<const u
       const int dir = wire_dir ^ (f.reversed ? 1 : 0);
       if (c.len && !conflict) f.dns->feed(dir, p, c.len, c.gap != 0);
       else if (conflict) f.dns->feed(dir, nullptr, 0, true);
+    } else if (f.proto == AppProto::sip && f.sip) {
+      const int dir = wire_dir ^ (f.reversed ? 1 : 0);
+      if (c.len && !conflict) f.sip->feed(dir, p, c.len, c.gap != 0);
+      else if (conflict) f.sip->feed(dir, nullptr, 0, true);
     }
     decided(f, c.packet);
     // The parser's roles: a turned-around flow's client is the key's other endpoint.
@@ -424,6 +455,11 @@ void AppLayer::process(const std::vector<StreamChunk>& chunks, std::span<const u
       for (DnsTx* t : f.dns->touched())
         out.push_back(AppUpdate{c.flow_id, c.packet, uint8_t(t->request ? 0 : 1), client_lo, c.key, AppProto::dns, t});
       f.dns->clear_touched();
+    }
+    if (f.sip) {
+      for (SipTx* t : f.sip->touched())
+        out.push_back(AppUpdate{c.flow_id, c.packet, uint8_t(t->request ? 0 : 1), client_lo, c.key, AppProto::sip, t});
+      f.sip->clear_touched();
     }
     if (f.smtp) {
       for (SmtpTx* t : f.smtp->touched())
@@ -484,6 +520,13 @@ void AppLayer::report(std::map<std::string, uint64_t>& r) const {
   r["app_flows_ftp"] = stats_.flows_ftp;
   r["app_flows_ssh"] = stats_.flows_ssh;
   r["app_flows_smb"] = stats_.flows_smb;
+  r["app_flows_sip"] = stats_.flows_sip;
+  r["sip_requests"] = stats_.sip.requests;
+  r["sip_responses"] = stats_.sip.responses;
+  r["sip_invalid"] = stats_.sip.invalid;
+  r["sip_gaps"] = stats_.sip.gaps;
+  r["sip_too_long"] = stats_.sip.too_long;
+  r["sip_txs_dropped"] = stats_.sip.txs_dropped;
   const DnsStats& d = stats_.dns;
   r["dns_requests"] = d.requests;
   r["dns_responses"] = d.responses;

@@ -16,7 +16,8 @@
 // 0x03 0x00..0x04); DNS over TCP when a port is 53 (Suricata's detection port) and the data is a
 // length-prefixed DNS message (dns_probe_tcp); SSH when a direction starts with "SSH-"; SMB when
 // one starts with a NetBIOS session message holding an SMB1, SMB2 or SMB3-transform header; SMTP
-// when the client starts with EHLO or HELO (QUIT: SMTP, FTP where a port is 21); FTP when it
+// when the client starts with EHLO or HELO (QUIT: SMTP, FTP where a port is 21); SIP when a
+// direction starts with one of Suricata's SIP patterns (a SIP method, "SIP/2.0": sip.hpp); FTP when it
 // starts with FEAT, "USER " or "PORT ", or the server with "220 (". Another server greeting "220 "
 // or "220-" leaves the protocol to the client's first bytes; when those say nothing, it is FTP's
 // where a port is 21, SMTP's where one is 25 or 465 (their probing parsers' ports), else failed. When a direction starts with the other role's data (an
@@ -25,15 +26,15 @@
 // endpoint, and updates carry the parser's direction and client. A direction whose start says
 // nothing leaves the decision to the other one (Suricata waits for both directions); when neither
 // says anything, detection failed, and a flow still undecided at its end is "failed" too. Names
-// are Suricata's app_proto values. HTTP, TLS, DNS, SSH (its identification strings, ssh.hpp) and
-// SMTP (envelopes and message headers, smtp.hpp) flows are parsed; FTP and SMB are detected only
+// are Suricata's app_proto values. HTTP, TLS, DNS, SSH (its identification strings, ssh.hpp),
+// SMTP (envelopes and message headers, smtp.hpp) and SIP (sip.hpp) flows are parsed; FTP and SMB are detected only
 // (flow records, and signatures of those protocols: docs/rules.md).
 //
-// UDP: DNS datagrams (AppDatagram: the payload of a packet to or from port 53, which the app-udp
-// module brings to the host) are probed as Suricata probes them; the first that is DNS decides the
-// flow (a response in the flow's first direction turns it around, so that requests go to the
-// server); a flow whose datagrams in both directions failed the probe is "failed". Every message is
-// a transaction (applayer/dns.hpp).
+// UDP: the datagrams the app-udp module brings to the host (AppDatagram: the payload of a packet to
+// or from port 53 or 5060) are probed as Suricata probes them, DNS on port 53, then SIP's patterns;
+// the first that is one decides the flow (a response in the flow's first direction turns it around,
+// so that requests go to the server); a flow whose datagrams in both directions failed the probes
+// is "failed". Every message is a transaction (applayer/dns.hpp, applayer/sip.hpp).
 //
 // Parsing runs on the host, after the batch, over the chunks the backend returns (both backends
 // return the same chunks); an AppLayer is one thread's, and the pipeline runs 64 of them, the
@@ -52,6 +53,7 @@
 
 #include "applayer/dns.hpp"
 #include "applayer/http1.hpp"
+#include "applayer/sip.hpp"
 #include "applayer/smtp.hpp"
 #include "applayer/ssh.hpp"
 #include "applayer/tls.hpp"
@@ -70,8 +72,9 @@ struct AppLayerConfig {
 };
 
 // Suricata's app_proto values. ftp and smb are detected (for flow records and the signatures of
-// those protocols) but not parsed; ssh's banners and smtp's envelopes and message headers are read.
-enum class AppProto : uint8_t { unknown, http, tls, dns, smtp, ftp, ssh, smb, failed };
+// those protocols) but not parsed; ssh's banners and smtp's envelopes and message headers are read;
+// sip's messages (start line and header fields) are.
+enum class AppProto : uint8_t { unknown, http, tls, dns, smtp, ftp, ssh, smb, failed, sip };
 const char* app_proto_name(AppProto p);
 
 // A transaction some chunk changed: the chunk's flow, direction and delivering packet.
@@ -88,6 +91,7 @@ struct AppUpdate {
   DnsTx* dns() const { return proto == AppProto::dns ? static_cast<DnsTx*>(tx) : nullptr; }
   SshTx* ssh() const { return proto == AppProto::ssh ? static_cast<SshTx*>(tx) : nullptr; }
   SmtpTx* smtp() const { return proto == AppProto::smtp ? static_cast<SmtpTx*>(tx) : nullptr; }
+  SipTx* sip() const { return proto == AppProto::sip ? static_cast<SipTx*>(tx) : nullptr; }
 };
 
 // A UDP packet's payload for the application layer: its flow, batch packet index, whether it
@@ -105,8 +109,9 @@ struct AppLayerStats {
   HttpStats http;
   DnsStats dns;
   SmtpStats smtp;
+  SipStats sip;
   uint64_t flows = 0, flows_http = 0, flows_tls = 0, flows_dns = 0, flows_failed = 0, flows_full = 0;
-  uint64_t flows_smtp = 0, flows_ftp = 0, flows_ssh = 0, flows_smb = 0;
+  uint64_t flows_smtp = 0, flows_ftp = 0, flows_ssh = 0, flows_smb = 0, flows_sip = 0;
   uint64_t ssh_banners_bad = 0;  // a direction without a readable SSH banner (too long, a gap)
   uint64_t tls_updates = 0, tls_malformed = 0, tls_certs = 0, tls_certs_undecoded = 0, tls_raw_cut = 0;
 };
@@ -151,12 +156,13 @@ class AppLayer {
     std::unique_ptr<DnsConn> dns;
     std::unique_ptr<SshConn> ssh;
     std::unique_ptr<SmtpConn> smtp;
+    std::unique_ptr<SipConn> sip;
     bool ended[2] = {false, false};
     // A direction whose first bytes said nothing (1) or were a greeting that leaves the protocol
     // to the client (2): the other direction decides; lost: its later bytes were not held.
     uint8_t settled[2] = {0, 0};
     bool lost[2] = {false, false};
-    bool udp_failed[2] = {false, false};  // a datagram of this direction failed the DNS probe
+    bool udp_failed[2] = {false, false};  // a datagram of this direction failed the DNS and SIP probes
     bool tls_cert_counted = false;
     uint64_t decided_batch = ~0ull;  // when proto stopped being unknown: process() call, packet
     uint32_t decided_packet = 0;

@@ -272,16 +272,6 @@ std::string dns_rcode_name(uint8_t rcode) {
   return rcode < 11 ? kCodes[rcode] : std::to_string(rcode);
 }
 
-void DnsConn::release_done() {
-  if (touched_.empty()) {
-    txs_.clear();
-    return;
-  }
-  std::erase_if(txs_, [&](const std::unique_ptr<DnsTx>& t) {
-    return std::find(touched_.begin(), touched_.end(), t.get()) == touched_.end();
-  });
-}
-
 void DnsConn::message(int dir, const uint8_t* p, size_t n, bool tcp) {
   auto t = std::make_unique<DnsTx>();
   const DnsParse r = parse_dns_message(p, n, t->msg);
@@ -304,15 +294,7 @@ void DnsConn::message(int dir, const uint8_t* p, size_t n, bool tcp) {
   // p points into the direction's buffer on TCP, just past the message's length.
   t->raw.assign(reinterpret_cast<const char*>(tcp ? p - 2 : p), tcp ? n + 2 : n);
   ++(dir == 0 ? stats_.requests : stats_.responses);
-  t->id = next_id_++;
-  if (txs_.size() >= max_txs_) {
-    const DnsTx* front = txs_.front().get();
-    touched_.erase(std::remove(touched_.begin(), touched_.end(), front), touched_.end());
-    txs_.pop_front();
-    ++stats_.txs_dropped;
-  }
-  touched_.push_back(t.get());
-  txs_.push_back(std::move(t));
+  q_.add(std::move(t), &stats_.txs_dropped);
 }
 
 void DnsConn::feed_datagram(int dir, const uint8_t* p, size_t n) { message(dir, p, n, false); }

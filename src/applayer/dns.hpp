@@ -33,6 +33,7 @@
 #include <vector>
 
 #include "applayer/app_tx.hpp"
+#include "applayer/tx_queue.hpp"
 
 namespace gaspp {
 
@@ -113,26 +114,23 @@ struct DnsStats {
 
 class DnsConn {
  public:
-  explicit DnsConn(DnsStats& stats, uint32_t max_txs = 512) : stats_(stats), max_txs_(max_txs) {}
+  explicit DnsConn(DnsStats& stats, uint32_t max_txs = 512) : stats_(stats), q_(max_txs) {}
   // One UDP datagram's payload, direction dir (0 client → server: a request; 1: a response).
   void feed_datagram(int dir, const uint8_t* p, size_t n);
   // In-order TCP data of direction dir; gap: bytes were lost before them.
   void feed(int dir, const uint8_t* p, size_t n, bool gap = false);
   // The transactions made since the last clear_touched(), in order.
-  const std::vector<DnsTx*>& touched() const { return touched_; }
-  void clear_touched() { touched_.clear(); }
+  const std::vector<DnsTx*>& touched() const { return q_.touched(); }
+  void clear_touched() { q_.clear_touched(); }
   // Drops the transactions that are not touched (every DNS transaction is complete when made:
   // once handed out, nothing waits on it).
-  void release_done();
-  const std::deque<std::unique_ptr<DnsTx>>& txs() const { return txs_; }
+  void release_done() { q_.release_done(); }
+  const std::deque<std::unique_ptr<DnsTx>>& txs() const { return q_.txs(); }
 
  private:
   void message(int dir, const uint8_t* p, size_t n, bool tcp);
   DnsStats& stats_;
-  uint32_t max_txs_;
-  uint64_t next_id_ = 0;
-  std::deque<std::unique_ptr<DnsTx>> txs_;
-  std::vector<DnsTx*> touched_;
+  TxQueue<DnsTx> q_;
   std::string buf_[2];           // TCP: a message not complete yet
   bool gap_[2] = {false, false}, lost_[2] = {false, false};
 };

@@ -119,6 +119,30 @@ std::string eve_ssh_event(uint64_t ts_ns, uint64_t flow_id, uint64_t pcap_cnt, c
   return app_event_head(ts_ns, flow_id, pcap_cnt, "ssh", key, client_lo) + "," + eve_ssh_object(t) + "}";
 }
 
+std::string eve_sip_object(const SipTx& t) {
+  // Suricata's order (rust/src/sip/log.rs).
+  std::string j = "\"sip\":{";
+  if (t.request) {
+    j += "\"method\":\"" + json_escape(t.method) + "\"";
+    str(j, "uri", t.uri);
+    str(j, "version", t.version);
+    if (!t.line.empty()) str(j, "request_line", t.line);
+  } else {
+    j += "\"version\":\"" + json_escape(t.version) + "\"";
+    str(j, "code", t.code);
+    str(j, "reason", t.reason);
+    if (!t.line.empty()) str(j, "response_line", t.line);
+  }
+  return j + "}";
+}
+
+std::string eve_sip_event(uint64_t ts_ns, uint64_t flow_id, uint64_t pcap_cnt, const FlowKey& key, bool client_lo,
+                          const SipTx& t) {
+  // src: the message's sender (Suricata logs it with the packet that carried it).
+  const bool src_lo = t.request ? client_lo : !client_lo;
+  return app_event_head(ts_ns, flow_id, pcap_cnt, "sip", key, src_lo) + "," + eve_sip_object(t) + "}";
+}
+
 std::string eve_smtp_objects(const SmtpTx& t) {
   const auto opt = [](std::string& j, const char* name, const std::string& v) {
     if (!v.empty()) str(j, name, v);

@@ -16,6 +16,7 @@
 #include "applayer/http1.hpp"
 #include "applayer/tls.hpp"
 #include "applayer/smtp.hpp"
+#include "applayer/sip.hpp"
 #include "applayer/ssh.hpp"
 #include "gaspp/flow.hpp"
 
@@ -53,6 +54,12 @@ std::string eve_dns_event(uint64_t ts_ns, uint64_t flow_id, uint64_t pcap_cnt, c
 std::string eve_ssh_object(const SshTx& t);
 std::string eve_ssh_event(uint64_t ts_ns, uint64_t flow_id, uint64_t pcap_cnt, const FlowKey& key, bool client_lo,
                           const SshTx& t);
+// EVE `sip` events (Suricata's eve-log type sip), one per message, src its sender:
+// `"sip":{"method","uri","version","request_line"}` for a request, `"sip":{"version","code",
+// "reason","response_line"}` for a response (the SDP body's fields are not written).
+std::string eve_sip_object(const SipTx& t);
+std::string eve_sip_event(uint64_t ts_ns, uint64_t flow_id, uint64_t pcap_cnt, const FlowKey& key, bool client_lo,
+                          const SipTx& t);
 // EVE `smtp` events (Suricata's eve-log type smtp), one per mail once it completed (its message
 // ended, RSET, or the flow's end): tx_id, `"smtp":{"helo","mail_from","rcpt_to":[...]}` and
 // `"email":{"status","from","to":[...],"cc":[...],"subject","date","message_id","x_mailer"}` (the

@@ -119,6 +119,14 @@ size_t dns_instances(const DnsMessage& m) {
   return std::max<size_t>(1, names);
 }
 
+// The instances a SIP message's multi-buffers have: the most fields of one of their names.
+size_t sip_instances(const SipTx& t) {
+  size_t n = 1;
+  for (const char* name : {"From", "To", "Via", "User-Agent", "Content-Type", "Content-Length"})
+    n = std::max(n, t.header_count(name));
+  return n;
+}
+
 // A transaction's buffer, computed on first use during one update.
 struct TxBuffers {
   const HttpTx& t;
@@ -126,6 +134,7 @@ struct TxBuffers {
   const DnsTx* dns;  // a DNS transaction (likewise)
   const SmtpTx* smtp;  // an SMTP transaction (likewise)
   const SshTx* ssh;    // an SSH connection's identification strings (likewise)
+  const SipTx* sip = nullptr;  // a SIP message (likewise)
   size_t index;      // a multi-buffer's instance: the DNS question, the certificate, the mail's file
   std::string val[2 * kBufCount];
   int8_t state[2 * kBufCount] = {};  // 0 not computed, 1 present, -1 absent
@@ -146,7 +155,7 @@ struct TxBuffers {
     // A finished request's buffers are final: built once, kept in the transaction for the
     // response's updates (which inspect signatures reading both sides).
     // (Not a multi-buffer's instance: the request headers one by one.)
-    const bool final = !tls && !dns && !smtp && !ssh && key < kBufCount && key != kBufPayload && t.req_done &&
+    const bool final = !tls && !dns && !smtp && !ssh && !sip && key < kBufCount && key != kBufPayload && t.req_done &&
                        base_buf(uint8_t(key)) != kBufHttpRequestHeader;
     if (final) {
       const auto it = owner->built.find(uint16_t(kFinal + key));
@@ -219,6 +228,29 @@ struct TxBuffers {
           return index < tls->certs.size() && hold(tls->certs[index], !tls->certs[index].empty());
         default: return false;
       }
+    }
+    if (sip) {
+      // The message of the side inspected: a request to the server, a response to the client.
+      if ((side == 0) != sip->request) return false;
+      switch (b) {
+        case kBufSipMethod: return hold(sip->method, true);
+        case kBufSipUri: return hold(sip->uri, true);
+        case kBufSipRequestLine: return hold(sip->line, !sip->line.empty());
+        case kBufSipStatCode: return hold(sip->code, true);
+        case kBufSipStatMsg: return hold(sip->reason, true);
+        case kBufSipResponseLine: return hold(sip->line, !sip->line.empty());
+        case kBufSipProtocol: return hold(sip->version, true);
+        default: break;
+      }
+      const char* name = b == kBufSipFrom          ? "From"
+                         : b == kBufSipTo          ? "To"
+                         : b == kBufSipVia         ? "Via"
+                         : b == kBufSipUserAgent   ? "User-Agent"
+                         : b == kBufSipContentType ? "Content-Type"
+                         : b == kBufSipContentLength ? "Content-Length"
+                                                     : nullptr;
+      const std::string* v = name ? sip->header(name, index) : nullptr;
+      return v && hold(*v, true);
     }
     if (ssh) {
       // The sender's identification string (the side inspected).
@@ -587,7 +619,7 @@ void DetectModule::Host::on_app(std::span<const AppUpdate> updates, std::vector<
   std::vector<uint32_t>& hits = w.hits;
   std::vector<uint32_t>& cand = w.cand;
   for (const AppUpdate& u : updates) {
-    if (!u.http() && !u.tls() && !u.dns() && !u.smtp() && !u.ssh()) continue;  // no signature buffers of its protocol
+    if (!u.http() && !u.tls() && !u.dns() && !u.smtp() && !u.ssh() && !u.sip()) continue;  // no signature buffers of its protocol
     AppTx& t = *u.tx;
     // The passes over an update: (protocol, first instance, instances). A multi-buffer (dns.query,
     // tls.certs, a mail's files, its recipients) is inspected per instance; a signature matches on
@@ -612,9 +644,11 @@ void DetectModule::Host::on_app(std::span<const AppUpdate> updates, std::vector<
         passes[np++] = Pass{6, 0, std::max<size_t>({1, m->rcpt_to.size(), received, m->mime ? m->mime->urls().size() : 0})};
       }
     } else {
-      passes[np++] = Pass{uint8_t(u.tls() ? 2 : u.dns() ? 3 : u.ssh() ? 5 : 1), 0,
+      passes[np++] = Pass{uint8_t(u.tls() ? 2 : u.dns() ? 3 : u.ssh() ? 5 : u.sip() ? 7 : 1), 0,
                           u.dns()   ? dns_instances(u.dns()->msg)
                           : u.tls() ? std::max<size_t>(1, u.tls()->certs.size())
+                          // sip.from, sip.via, ...: each field of the name an instance
+                          : u.sip() ? sip_instances(*u.sip())
                           // http.request_header / http.response_header: each header an instance
                           : u.http() && http_header_sigs_
                               ? std::max<size_t>({1, u.http()->req_headers.size(), u.http()->resp_headers.size()})
@@ -637,6 +671,7 @@ void DetectModule::Host::on_app(std::span<const AppUpdate> updates, std::vector<
         it = instance_buf(uint8_t(it->first % kBufCount)) ? t.scans.erase(it) : std::next(it);
     const uint32_t scan_base = proto == 4 ? uint32_t(std::min<size_t>(inst, kMimeMaxFiles - 1) * 2 * kBufCount) : 0;
     TxBuffers bufs(u.http() ? *u.http() : kNoHttp, u.tls(), u.dns(), u.smtp(), u.ssh(), inst, &t);
+    bufs.sip = u.sip();
     for (int e = 0; e < 2; ++e) {
       const int ep = (e == 0) == (u.client_lo != 0) ? 0 : 1;  // key endpoint of the client (e 0), the server (e 1)
       bufs.addr[e].assign(reinterpret_cast<const char*>(u.key.addr[ep]), u.key.family == 4 ? 4 : 16);
@@ -760,13 +795,14 @@ void DetectModule::Host::on_app(std::span<const AppUpdate> updates, std::vector<
       t.matched.insert(done_key);
       ++w.matches;
       // tx_id, the transaction's object (unless metadata.app-layer is off) and app_proto.
-      const char* proto = u.tls() ? "tls" : u.dns() ? "dns" : u.smtp() ? "smtp" : u.ssh() ? "ssh" : "http";
+      const char* proto = u.tls() ? "tls" : u.dns() ? "dns" : u.smtp() ? "smtp" : u.ssh() ? "ssh" : u.sip() ? "sip" : "http";
       std::string obj;
       if (alert_meta_.app_layer)
         obj = "," + (u.tls()    ? eve_tls_object(*u.tls())
                      : u.dns()  ? eve_dns_object(*u.dns(), false)
                      : u.smtp() ? eve_smtp_objects(*u.smtp())
                      : u.ssh()  ? eve_ssh_object(*u.ssh())
+                     : u.sip()  ? eve_sip_object(*u.sip())
                                 : eve_http_object(*u.http()));
       std::string context;  // `"KEY":{...}` members, the first object of each key
       std::vector<std::string> keys;

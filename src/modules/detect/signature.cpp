@@ -144,6 +144,11 @@ const BufName kStickyBuffers[] = {
     {"email.to", kBufEmailTo}, {"email.cc", kBufEmailCc}, {"email.date", kBufEmailDate},
     {"email.message_id", kBufEmailMessageId}, {"email.x_mailer", kBufEmailXMailer},
     {"email.received", kBufEmailReceived}, {"email.url", kBufEmailUrl}, {"email.body_md5", kBufEmailBodyMd5},
+    {"sip.method", kBufSipMethod}, {"sip.uri", kBufSipUri}, {"sip.request_line", kBufSipRequestLine},
+    {"sip.stat_code", kBufSipStatCode}, {"sip.stat_msg", kBufSipStatMsg}, {"sip.response_line", kBufSipResponseLine},
+    {"sip.protocol", kBufSipProtocol}, {"sip.from", kBufSipFrom}, {"sip.to", kBufSipTo}, {"sip.via", kBufSipVia},
+    {"sip.user_agent", kBufSipUserAgent}, {"sip.ua", kBufSipUserAgent}, {"sip.content_type", kBufSipContentType},
+    {"sip.content_length", kBufSipContentLength},
 };
 // The packet's header buffers (sticky, not the application layer's).
 const BufName kHeaderBuffers[] = {
@@ -958,6 +963,7 @@ std::string finish(Signature& s) {
              : b == kBufDnsQuery || b == kBufDnsQueryDot || (b >= kBufDnsQueriesRrname && b <= kBufDnsResponseRrname) ? 3
              : b == kBufSshProto || b == kBufSshSoftware ? 5
              : mail_buf(b)                               ? 6
+             : sip_buf(b)                                ? 7
                                                          : 1;
     };
     for (const SigOp& o : s.ops) {
@@ -972,11 +978,15 @@ std::string finish(Signature& s) {
     }
     if (s.http_events && s.app_proto && s.app_proto != 1) return "error:app-layer-event http.* in a rule of another protocol";
     if (!s.app_proto) s.app_proto = 1;
-    if (s.app_proto == 5 || s.app_proto == 6)
+    if (s.app_proto == 5 || s.app_proto == 6 || s.app_proto == 7)
       for (const SigOp& o : s.ops)
         if (o.buf == kBufPayload)
-          return std::string("skip:app-layer:") + (s.app_proto == 5 ? "ssh payload beside ssh buffers" : "smtp payload beside the mail's fields");
-    if (s.app_proto != 3) {
+          return std::string("skip:app-layer:") + (s.app_proto == 5   ? "ssh payload beside ssh buffers"
+                                                   : s.app_proto == 7 ? "sip payload beside sip buffers"
+                                                                      : "smtp payload beside the mail's fields");
+    if (s.app_proto == 7) {
+      if (s.rule.proto != 6 && s.rule.proto != 17 && s.rule.proto != 0) return "error:a sip rule that is neither UDP nor TCP";
+    } else if (s.app_proto != 3) {
       if (s.rule.proto != 6 && s.rule.proto != 0) return "error:an http or tls rule that is not TCP";
       s.rule.proto = 6;
     } else if (s.rule.proto != 6 && s.rule.proto != 17 && s.rule.proto != 0) {
@@ -1134,6 +1144,8 @@ int sig_buf_side(uint8_t b) {
     case kBufHttpHeader: case kBufHttpHeaderRaw: case kBufHttpCookie: case kBufHttpContentType:
     case kBufHttpContentLen: case kBufHttpStart: case kBufHttpHeaderNames:
     case kBufSshProto: case kBufSshSoftware:
+    case kBufSipProtocol: case kBufSipFrom: case kBufSipTo: case kBufSipVia: case kBufSipUserAgent:
+    case kBufSipContentType: case kBufSipContentLength:
     case kBufDnsQueriesRrname: case kBufDnsAnswersRrname: case kBufDnsAuthoritiesRrname: case kBufDnsAdditionalsRrname:
       return 2;
     case kBufDnsResponseRrname:
@@ -1142,6 +1154,7 @@ int sig_buf_side(uint8_t b) {
     case kBufHttpServer: case kBufHttpLocation: case kBufHttpResponseHeader:
     case kBufTlsCertSubject: case kBufTlsCertIssuer: case kBufTlsCertSerial: case kBufTlsCertFingerprint:
     case kBufTlsCerts: case kBufJa3sHash: case kBufJa3sString:
+    case kBufSipStatCode: case kBufSipStatMsg: case kBufSipResponseLine:
       return 1;
     case kBufSmtpHelo: case kBufSmtpMailFrom: case kBufSmtpRcptTo: case kBufHttpRequestHeader:
     case kBufEmailFrom: case kBufEmailSubject: case kBufEmailTo: case kBufEmailCc: case kBufEmailDate:
@@ -1151,6 +1164,7 @@ int sig_buf_side(uint8_t b) {
     case kBufHttpAccept: case kBufHttpAcceptEnc: case kBufHttpAcceptLang: case kBufHttpConnection: case kBufTlsSni:
     case kBufDnsQuery: case kBufTlsSniDot: case kBufDnsQueryDot: case kBufHttpHostDot: case kBufJa3Hash:
     case kBufJa3String:
+    case kBufSipMethod: case kBufSipUri: case kBufSipRequestLine:
       return 0;
     case kBufDerived: case kBufCount:
       break;
@@ -1162,7 +1176,12 @@ bool instance_buf(uint8_t b) {
   b = base_buf(b);
   return b == kBufDnsQuery || b == kBufDnsQueryDot || (b >= kBufDnsQueriesRrname && b <= kBufDnsResponseRrname) ||
          b == kBufTlsCerts || b == kBufSmtpRcptTo || b == kBufEmailReceived || b == kBufEmailUrl ||
-         b == kBufHttpRequestHeader || b == kBufHttpResponseHeader;
+         b == kBufHttpRequestHeader || b == kBufHttpResponseHeader || (b >= kBufSipFrom && b <= kBufSipContentLength);
+}
+
+bool sip_buf(uint8_t b) {
+  b = base_buf(b);
+  return b >= kBufSipMethod && b <= kBufSipContentLength;
 }
 
 bool mail_buf(uint8_t b) {
@@ -1195,6 +1214,10 @@ std::string parse_signature(const std::string& text, const RuleVars& vars, Signa
   } else if (out.rule.app_proto == "dns") {
     out.app = true;
     out.app_proto = 3;
+    out.rule.proto = 0;  // UDP and TCP
+  } else if (out.rule.app_proto == "sip") {
+    out.app = true;
+    out.app_proto = 7;
     out.rule.proto = 0;  // UDP and TCP
   } else if (out.rule.app_proto == "smtp" || out.rule.app_proto == "ftp" || out.rule.app_proto == "ssh" ||
              out.rule.app_proto == "smb") {

@@ -55,6 +55,11 @@
 //                      underscore forms), tls.certs (each certificate of the chain, DER, a
 //                      multi-buffer); ja3.hash (ja3_hash), ja3.string, ja3s.hash, ja3s.string;
 //                      the protocol `tls` in the header
+//   SIP                sip.method, sip.uri, sip.request_line (a request), sip.stat_code,
+//                      sip.stat_msg, sip.response_line (a response), sip.protocol (either),
+//                      sip.from, sip.to, sip.via, sip.user_agent (sip.ua), sip.content_type,
+//                      sip.content_length (the direction's message's fields, each an instance);
+//                      the protocol `sip` in the header (UDP and TCP)
 //   SSH                ssh.proto (ssh_proto), ssh.software (ssh_software): the sender's
 //                      identification string's version and software; the protocol `ssh` in the
 //                      header with them
@@ -154,6 +159,10 @@ enum SigBuf : uint8_t {
   kBufJa3sHash, kBufJa3sString,
   // SSH's identification strings (either side: the client's to the server, the server's to the client)
   kBufSshProto, kBufSshSoftware,
+  // SIP (applayer/sip.hpp): a request's start line (to the server), a response's (to the client),
+  // either message's version; header fields (multi-buffers: each field of the name an instance)
+  kBufSipMethod, kBufSipUri, kBufSipRequestLine, kBufSipStatCode, kBufSipStatMsg, kBufSipResponseLine,
+  kBufSipProtocol, kBufSipFrom, kBufSipTo, kBufSipVia, kBufSipUserAgent, kBufSipContentType, kBufSipContentLength,
   // a mail's envelope (to the server): HELO/EHLO's name, MAIL FROM's and each RCPT TO's address;
   // then its message's header fields (email.*; received and url are multi-buffers) and body MD5
   kBufSmtpHelo, kBufSmtpMailFrom, kBufSmtpRcptTo,
@@ -179,6 +188,8 @@ inline bool ip_addr_buf(uint8_t b) { return b == kBufIpSrc || b == kBufIpDst; }
 // Whether b (or the buffer b transforms) is one of a mail's fields: its envelope, header fields or
 // body MD5 (the buffers of an `alert smtp` signature's envelope pass; detect_app.cpp).
 bool mail_buf(uint8_t b);
+// Whether b (or the buffer b transforms) is one of SIP's (sip.*).
+bool sip_buf(uint8_t b);
 // Whether b (or the buffer b transforms) has instances (a multi-buffer: the DNS names, tls.certs,
 // a mail's recipients, the HTTP headers one by one; a mail's files, file.data, too, which is the
 // body buffer of HTTP's and not counted here).
@@ -327,7 +338,7 @@ struct Signature {
   // smb; Suricata's app_proto name): a packet or stream signature that matches only on flows
   // detected as that protocol, as of the matching packet (decided on the host, detect.hpp).
   std::string gate_proto;
-  uint8_t app_proto = 0;           // 1 http, 2 tls, 3 dns, 4 smtp files, 5 ssh, 6 smtp envelope (from the header's protocol or the buffers)
+  uint8_t app_proto = 0;           // 1 http, 2 tls, 3 dns, 4 smtp files, 5 ssh, 6 smtp envelope, 7 sip (from the header's protocol or the buffers)
   uint32_t http_events = 0;        // app-layer-event:http.NAME (applayer/http1.hpp HttpEvent bits), all required
   NumCond urilen;                  // urilen (on the normalized URI, or the raw one with urilen_raw)
   bool urilen_raw = false;
