@@ -324,6 +324,11 @@ struct TxBuffers {
         default: return false;
       }
     }
+    // HTTP/1's frames: the message of their side, as the payload of an HTTP signature reads it.
+    if (b == kBufHttpRequestFrame || b == kBufHttpResponseFrame) {
+      if (side != (b == kBufHttpResponseFrame ? 1 : 0)) return false;
+      b = kBufPayload;
+    }
     if (b == kBufTlsSni || b == kBufDnsQuery || (b >= kBufDnsQueriesRrname && b <= kBufDnsResponseRrname) || b >= kBufTlsCertSubject || b == kBufJa3Hash || b == kBufJa3String)
       return false;
     const bool req_line = t.req_line, req_hdr = t.req_headers_done;

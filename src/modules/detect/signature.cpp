@@ -1125,6 +1125,8 @@ const char* sig_buf_name(uint8_t b) {
   if (b == kBufTlsSniDot) return "tls.sni|dotprefix";
   if (b == kBufHttpHostDot) return "http.host|dotprefix";
   if (b == kBufBase64) return "base64_data";
+  if (b == kBufHttpRequestFrame) return "frame:http1.request";
+  if (b == kBufHttpResponseFrame) return "frame:http1.response";
   for (const BufName& n : kHeaderBuffers)
     if (n.buf == b) return n.name;
   if (const DerivedBuf* d = derived_buf(b)) return d->name.c_str();
@@ -1155,6 +1157,7 @@ int sig_buf_side(uint8_t b) {
     case kBufTlsCertSubject: case kBufTlsCertIssuer: case kBufTlsCertSerial: case kBufTlsCertFingerprint:
     case kBufTlsCerts: case kBufJa3sHash: case kBufJa3sString:
     case kBufSipStatCode: case kBufSipStatMsg: case kBufSipResponseLine:
+    case kBufHttpResponseFrame:
       return 1;
     case kBufSmtpHelo: case kBufSmtpMailFrom: case kBufSmtpRcptTo: case kBufHttpRequestHeader:
     case kBufEmailFrom: case kBufEmailSubject: case kBufEmailTo: case kBufEmailCc: case kBufEmailDate:
@@ -1165,6 +1168,7 @@ int sig_buf_side(uint8_t b) {
     case kBufDnsQuery: case kBufTlsSniDot: case kBufDnsQueryDot: case kBufHttpHostDot: case kBufJa3Hash:
     case kBufJa3String:
     case kBufSipMethod: case kBufSipUri: case kBufSipRequestLine:
+    case kBufHttpRequestFrame:
       return 0;
     case kBufDerived: case kBufCount:
       break;
@@ -1251,6 +1255,18 @@ std::string parse_signature(const std::string& text, const RuleVars& vars, Signa
       // transactional rule; the buffers here inspect the side they are met on.
       if (v == "to_server" || v == "to_client") return "skip:keyword " + k + " with a direction (" + v + ")";
       cur_buf = uint8_t(b);
+      pending.clear();
+      out.app = true;
+      continue;
+    }
+    if (k == "frame") {
+      // Frames (Suricata's detect-frame.c): HTTP/1's request and response, the protocol named or
+      // taken from the rule's header (`alert http1 ... frame:request`). Other protocols' frames
+      // (pdu, sip, smb2, ...) are not built.
+      const bool http = out.rule.app_proto == "http" || out.rule.app_proto == "http1";
+      if (v == "http1.request" || (http && v == "request")) cur_buf = kBufHttpRequestFrame;
+      else if (v == "http1.response" || (http && v == "response")) cur_buf = kBufHttpResponseFrame;
+      else return "skip:keyword frame " + v;
       pending.clear();
       out.app = true;
       continue;

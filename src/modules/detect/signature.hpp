@@ -163,6 +163,9 @@ enum SigBuf : uint8_t {
   // either message's version; header fields (multi-buffers: each field of the name an instance)
   kBufSipMethod, kBufSipUri, kBufSipRequestLine, kBufSipStatCode, kBufSipStatMsg, kBufSipResponseLine,
   kBufSipProtocol, kBufSipFrom, kBufSipTo, kBufSipVia, kBufSipUserAgent, kBufSipContentType, kBufSipContentLength,
+  // HTTP/1's request and response frames (frame:http1.request, frame:http1.response): the message
+  // as the transaction holds it (start line, header block, body)
+  kBufHttpRequestFrame, kBufHttpResponseFrame,
   // a mail's envelope (to the server): HELO/EHLO's name, MAIL FROM's and each RCPT TO's address;
   // then its message's header fields (email.*; received and url are multi-buffers) and body MD5
   kBufSmtpHelo, kBufSmtpMailFrom, kBufSmtpRcptTo,
