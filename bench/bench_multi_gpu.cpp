@@ -1,5 +1,6 @@
 // bench/bench_multi_gpu.cpp — the flows sharded over several GPUs (backend/sharded/), in one run:
 //   * the physical limits: each GPU's pinned H2D bandwidth alone, and all of them copying at once;
+//     with two GPUs, their peer copies each way and both at once (--limits-only: these alone);
 //   * the host's placement rate: every packet's headers decoded on the host to find its shard
 //     (shard_of_packet), on all host threads — what the sharded backend adds before any copy;
 //   * workloads (generator): the realistic mix, HTTP (1000 flows) and 64-byte frames;
@@ -101,6 +102,54 @@ double h2d_together(int gpus, int reps) {
   return s;
 }
 
+// Device-to-device GB/s between GPUs a and b with peer access on (NVLink where the GPUs have it,
+// else through the host): a to b alone, b to a alone, and both ways at once (the sum; 64 MiB
+// copies). The bandwidth a scheme that exchanges decoded records between GPUs would move them at.
+struct PeerGbs {
+  bool peer = false;  // the devices can address each other's memory
+  double ab = 0, ba = 0, both = 0;
+};
+PeerGbs peer_gbs(int a, int b, int reps) {
+  PeerGbs r;
+  int can_ab = 0, can_ba = 0;
+  CK(cudaDeviceCanAccessPeer(&can_ab, a, b));
+  CK(cudaDeviceCanAccessPeer(&can_ba, b, a));
+  r.peer = can_ab && can_ba;
+  if (!r.peer) return r;
+  const size_t big = 64ull << 20;
+  void* buf[2][2];  // [device][src, dst]
+  for (int k = 0; k < 2; ++k) {
+    const int d = k ? b : a;
+    CK(cudaSetDevice(d));
+    const cudaError_t e = cudaDeviceEnablePeerAccess(k ? a : b, 0);
+    if (e != cudaSuccess && e != cudaErrorPeerAccessAlreadyEnabled) CK(e);
+    (void)cudaGetLastError();
+    CK(cudaMalloc(&buf[k][0], big));
+    CK(cudaMalloc(&buf[k][1], big));
+    CK(cudaMemset(buf[k][0], 0x5a + k, big));
+  }
+  // One direction, timed on the source device's stream.
+  const auto one = [&](int from) {
+    CK(cudaSetDevice(from ? b : a));
+    return copy_gbps(buf[1 - from][1], buf[from][0], big, cudaMemcpyDeviceToDevice, reps);
+  };
+  r.ab = one(0);
+  r.ba = one(1);
+  double g[2] = {0, 0};
+  std::thread t0([&] { g[0] = one(0); });
+  std::thread t1([&] { g[1] = one(1); });
+  t0.join();
+  t1.join();
+  r.both = g[0] + g[1];
+  for (int k = 0; k < 2; ++k) {
+    CK(cudaSetDevice(k ? b : a));
+    CK(cudaFree(buf[k][0]));
+    CK(cudaFree(buf[k][1]));
+  }
+  CK(cudaSetDevice(0));
+  return r;
+}
+
 // Packets a second the host places (decode on the host + shard_of_packet), all host threads.
 double placement_mpps(const CaptureFile& cap, const std::vector<BatchDesc>& batches, uint64_t packets, int shards,
                       int reps) {
@@ -131,11 +180,13 @@ double placement_mpps(const CaptureFile& cap, const std::vector<BatchDesc>& batc
 
 int main(int argc, char** argv) {
   int want_gpus = 0;
+  bool limits_only = false;  // the links' limits only (H2D, peer copies), no workloads
   std::string commit = "unknown";
   std::vector<char*> rest = {argv[0]};
   for (int i = 1; i < argc; ++i) {
     const std::string o = argv[i];
     if (o == "--gpus" && i + 1 < argc) want_gpus = std::atoi(argv[++i]);
+    else if (o == "--limits-only") limits_only = true;
     else if (o == "--commit" && i + 1 < argc) commit = argv[++i];
     else rest.push_back(argv[i]);
   }
@@ -156,6 +207,15 @@ int main(int argc, char** argv) {
   std::printf("H2D (64 MiB pinned copies):");
   for (int d = 0; d < gpus; ++d) std::printf(" GPU %d alone %.1f GB/s;", d, alone[size_t(d)]);
   std::printf(" all at once %.1f GB/s\n", together);
+  PeerGbs peer;
+  if (gpus >= 2) {
+    peer = peer_gbs(0, 1, reps);
+    if (peer.peer)
+      std::printf("GPU 0 <-> GPU 1, peer copies (64 MiB): 0 to 1 %.1f GB/s, 1 to 0 %.1f GB/s, both at once %.1f GB/s\n",
+                  peer.ab, peer.ba, peer.both);
+    else
+      std::printf("GPU 0 and GPU 1 cannot access each other's memory (no peer copies)\n");
+  }
   std::string et_rules;
   if (!args.extra.empty())
     for (const char* f : {"drop.rules", "compromised.rules", "ciarmy.rules", "tor.rules", "dshield.rules"})
@@ -171,8 +231,19 @@ int main(int argc, char** argv) {
     std::snprintf(buf, sizeof buf, "%s%.2f", d ? "," : "", alone[size_t(d)]);
     json += buf;
   }
-  std::snprintf(buf, sizeof buf, "],\"h2d_gbs_together\":%.2f},", together);
+  std::snprintf(buf, sizeof buf, "],\"h2d_gbs_together\":%.2f", together);
   json += buf;
+  if (gpus >= 2) {
+    std::snprintf(buf, sizeof buf, ",\"peer\":{\"access\":%s,\"gbs_0_to_1\":%.2f,\"gbs_1_to_0\":%.2f,\"gbs_both\":%.2f}",
+                  peer.peer ? "true" : "false", peer.ab, peer.ba, peer.both);
+    json += buf;
+  }
+  json += "},";
+  if (limits_only) {
+    json += "\"workloads\":[]}";
+    if (!args.json.empty() && !write_file(args.json, json)) return 1;
+    return 0;
+  }
   json += "\"targets\":{\"firewall_mix_mpps\":700,\"firewall_mix_speedup\":1.8,\"decode_64b_mpps\":1100},\"workloads\":[";
   double fw_mix_best = 0, fw_mix_single = 0, decode64_multi = 0;
   std::printf("\n%-6s %-22s %10s %10s %7s\n", "work", "stage", "1 GPU", "sharded", "ratio");

@@ -46,6 +46,8 @@
 #                  generator's workloads (--gpus 2 where two GPUs are present, else two shards on one
 #                  GPU); shards-1..4: a quarter of the captures each (a half took over 10 minutes on
 #                  two H100s)
+#   run.sh bench-multi-limits  bench_multi_gpu --limits-only: H2D per GPU and together, peer
+#                  copies between two GPUs (NVLink on nvidia-h200-x2)
 #   run.sh bench-multi  bench_multi_gpu: one GPU against the flows sharded over every GPU (two
 #                  shards on one GPU where there is one), with each link's H2D limit alone and
 #                  together; JSON in $OUT/multi-gpu.json
@@ -163,6 +165,11 @@ shards|shards-1|shards-2|shards-3|shards-4)
   step "sharded outputs against one backend ($gpus GPU(s)): $sides $part"
   python3 tests/e2e/backend_equivalence.py $B/gaspp --generate $part --sides "$sides" bundle/data/pcaps > "$OUT/$cmd.log" 2>&1
   check "shard equivalence"; grep -v "^ok " "$OUT/$cmd.log" | tail -20; grep -c "^ok " "$OUT/$cmd.log"
+  ;;
+bench-multi-limits)
+  step "bench_multi_gpu --limits-only: each GPU's H2D alone and together, peer copies between GPUs"
+  $B/bench_multi_gpu --limits-only --json "$OUT/multi-gpu-limits.json" --reps 5 --commit "$(head -1 bundle/COMMIT)"
+  check "bench_multi_gpu limits"
   ;;
 bench-multi)
   step "bench_multi_gpu (captures in /dev/shm)"
