@@ -124,6 +124,8 @@ int sip_probe(const uint8_t* p, size_t n, bool* response) {
   // Methods that other protocols share (OPTIONS, UPDATE: HTTP) or short ones: Suricata also asks
   // its probing parser ("SIP/" in the data); here the request-uri's scheme must follow.
   static const char* const kProbed[] = {"ACK", "INFO", "NOTIFY", "SUBSCRIBE", "OPTIONS", "UPDATE"};
+  if (response) *response = false;
+  if (n == 0) return -1;  // nothing yet (and no bytes to compare)
   bool wait = false;
   const auto starts = [&](const char* w) {
     const size_t k = std::strlen(w);
@@ -135,7 +137,6 @@ int sip_probe(const uint8_t* p, size_t n, bool* response) {
     }
     return 1;
   };
-  if (response) *response = false;
   if (starts("SIP/2.0")) {
     if (response) *response = true;
     return 1;

@@ -3,7 +3,8 @@
 // The input is taken three ways: as a whole capture file (global header, records: the walker's
 // validation and the batcher, then the decoder on each record, through the CPU backend), after
 // the first byte picks a link type, as one raw frame for decode_frame(), and as the message of an
-// SMTP mail (the parser and its MIME decoder, hashing every file). Built with ASan and UBSan
+// SMTP mail (the parser and its MIME decoder, hashing every file), and as SIP (a datagram, TCP data
+// cut in two). Built with ASan and UBSan
 // (scripts/test.sh builds it with clang and runs it for 60 s).
 #include <cstdint>
 #include <cstring>
@@ -13,6 +14,7 @@
 #include "capture/capture_file.hpp"
 #include "pipeline/pipeline.hpp"
 #include "decode/decoder.hpp"
+#include "applayer/sip.hpp"
 #include "applayer/smtp.hpp"
 
 using namespace gaspp;
@@ -87,6 +89,21 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       if (t->mime)
         for (const MimeFile& f : t->mime->files())
           if (f.data.size() > f.size || f.data.size() > kMimeFileKeep) __builtin_trap();
+  }
+  // 4. The input as SIP: one datagram (exactly sized), then TCP data cut where its bytes say, and
+  //    the probe. Every transaction's body stays within what was fed.
+  {
+    std::vector<uint8_t> dgram(data, data + size);
+    SipStats st;
+    SipConn c(st, 4);
+    c.feed_datagram(0, dgram.data(), dgram.size());
+    const size_t cut = size ? data[size - 1] % (size + 1) : 0;
+    c.feed(1, data, cut);
+    c.feed(1, data + cut, size - cut, size > 2 && data[1] == 'G');
+    for (const auto& t : c.txs())
+      if (t->body_len > size && t->body_len <= kSipMaxBodyBytes) __builtin_trap();
+    bool response;
+    (void)sip_probe(dgram.data(), dgram.size(), &response);
   }
   return 0;
 }

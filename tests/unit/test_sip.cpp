@@ -106,6 +106,7 @@ TEST(Sip, ProbeAsSuricatasPatterns) {
       {"SIP/2", -1, false},                 {"INV", -1, false},    {"OPTIONS sip:x@y SIP/2.0", 1, false},
       {"OPTIONS * HTTP/1.1", 0, false},     {"OPTIONS sI", -1, false}, {"UPDATE tel:+123 SIP/2.0", 1, false},
       {"GET / HTTP/1.1", 0, false},         {"register sip:x", 0, false}, {"     ", 0, false},
+      {"", -1, false},
   };
   for (const Case& c : cases) {
     bool response = false;
