@@ -164,10 +164,9 @@ double placement_mpps(const CaptureFile& cap, const std::vector<BatchDesc>& batc
                         cap.link(), 0, DecodedView{}, nullptr, false, false};
       pool.parallel_for(d.rec_off.size(), [&](uint64_t lo, uint64_t hi, int) {
         DecodedPacket p;
-        for (uint64_t i = lo; i < hi; ++i) {
-          decode_batch_packet(v, uint32_t(i), p);
-          owner[i] = shard_of_packet(p, uint32_t(i), uint32_t(shards), false, false);
-        }
+        decode_batch_range(v, lo, hi, p, [&](uint64_t i, const DecodedPacket& q) {
+          owner[i] = shard_of_packet(q, uint32_t(i), uint32_t(shards), false, false);
+        });
       });
     }
     const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();

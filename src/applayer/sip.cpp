@@ -39,12 +39,12 @@ struct Cur {
   const uint8_t* end;
   bool more = false;  // ran out of bytes: more may make it parse
   size_t left() const { return size_t(end - p); }
+  // The run of bytes f accepts (empty when none; callers that need one check).
   template <class F>
-  std::string take_while(F f, bool one) {
+  std::string take_while(F f) {
     const uint8_t* s = p;
     while (p < end && f(*p)) ++p;
     if (p == end) more = true;  // streaming: the run may go on
-    if (one && p == s) return std::string();
     return std::string(reinterpret_cast<const char*>(s), size_t(p - s));
   }
   bool lit(const char* w) {
@@ -64,7 +64,7 @@ struct Cur {
 // "SIP/" digits and dots.
 bool version(Cur& c, std::string& out) {
   if (!c.lit("SIP/")) return false;
-  const std::string v = c.take_while(is_version, true);
+  const std::string v = c.take_while(is_version);
   if (v.empty() || c.more) return false;
   out = "SIP/" + v;
   return true;
@@ -179,11 +179,11 @@ size_t parse_sip_head(const uint8_t* p, size_t n, SipTx& t, bool* incomplete) {
     t.code.assign(reinterpret_cast<const char*>(c.p), 3);
     c.p += 3;
     if (!c.lit(" ")) return fail();
-    t.reason = c.take_while(is_reason, false);
+    t.reason = c.take_while(is_reason);
   } else {
-    t.method = c.take_while([](uint8_t b) { return std::isalpha(b) != 0; }, false);
+    t.method = c.take_while([](uint8_t b) { return std::isalpha(b) != 0; });
     if (!c.lit(" ")) return fail();
-    t.uri = c.take_while(is_uri, true);
+    t.uri = c.take_while(is_uri);
     if (t.uri.empty() || c.more || !c.lit(" ") || !version(c, t.version)) return fail();
   }
   if (!c.lit("\r\n")) return fail();
@@ -200,7 +200,7 @@ size_t parse_sip_head(const uint8_t* p, size_t n, SipTx& t, bool* incomplete) {
       return fail();
     }
     if (c.p[0] == '\r' && c.p[1] == '\n') break;
-    std::string name = c.take_while(is_token, false);
+    std::string name = c.take_while(is_token);
     if (c.more) return fail();
     while (c.p < c.end && (*c.p == ' ' || *c.p == '\t')) ++c.p;
     if (!c.lit(":")) return fail();

@@ -178,10 +178,7 @@ class CpuBackend final : public Backend, private StageExecutor {
     return g;
   }
 
-  std::vector<FlowRecordOut> flush_flows() override {
-    pool_.set_serial(false);  // the batches are done; the table may hold many flows
-    return plan_.flush_flows(*this);
-  }
+  std::vector<FlowRecordOut> flush_flows() override { return plan_.flush_flows(*this); }
 
   void flush_streams(std::vector<StreamChunk>& chunks, std::vector<uint8_t>& bytes, Counters& added,
                      StreamFlushModules& mods) override {
@@ -194,7 +191,6 @@ class CpuBackend final : public Backend, private StageExecutor {
     std::fill(stream_counts_.begin(), stream_counts_.end(), 0ull);
     StreamRef sr = stream_ref(nullptr, nullptr, true);
     for (auto& c : per_thread_) c = ThreadCounters{};
-    pool_.set_serial(false);  // the batches are done; what is held may be much
     walk(table_.ref(), DecodedView{}, 0, nullptr, nullptr, FlowTrackParams{}, false, FlowRecordSink{}, &sr, true);
     if (sr.hooks.bulk_n) bulk_pass(sr, DecodedView{});
     collect_chunks(sr, DecodedView{}, chunks, bytes);
@@ -274,6 +270,7 @@ class CpuBackend final : public Backend, private StageExecutor {
       } catch (...) {
         err = std::current_exception();
       }
+      pool_.set_serial(false);  // for this batch only: the flushes after the last may be large
       {
         std::lock_guard<std::mutex> lk(mu_);
         if (err && !error_) error_ = err;
@@ -294,18 +291,11 @@ class CpuBackend final : public Backend, private StageExecutor {
     pool_.parallel_for(b.count, [&](uint64_t begin, uint64_t end, int w) {
       HostCounterSink sink{per_thread_[size_t(w)]};
       DecodedPacket p;
-      constexpr uint64_t kAhead = 6;  // records in flight: enough to cover a miss at ~1 KB a packet
-      for (uint64_t i = begin; i < end; ++i) {
-        if (i + kAhead < end) {
-          const uint8_t* r = v_.data + v_.rec_off[i + kAhead];
-          __builtin_prefetch(r);
-          __builtin_prefetch(r + 64);
-        }
-        decode_batch_packet(v_, uint32_t(i), p);
-        store(v_.dec, uint32_t(i), p);
+      decode_batch_range(v_, begin, end, p, [&](uint64_t i, const DecodedPacket& d) {
+        store(v_.dec, uint32_t(i), d);
         v_.verdict[i] = kVerdictPass;
-        count_packet(sink, p);
-      }
+        count_packet(sink, d);
+      });
     });
     b.flow_records.clear();
     b.stream_chunks.clear();
@@ -490,7 +480,6 @@ class CpuBackend final : public Backend, private StageExecutor {
   }
 
   uint32_t shutdown_sweep(std::vector<FlowRecordOut>& into, bool& flows_left) override {
-    pool_.set_serial(false);
     const uint32_t n = sweep_table(0, false, true);
     into.insert(into.end(), records_.begin(), records_.begin() + n);
     flows_left = table_.state().live != 0;
@@ -590,34 +579,34 @@ class CpuBackend final : public Backend, private StageExecutor {
     // instead of scanning every packet and held segment for them (that cost grew with the
     // workers): packets by a counting sort over the ranges of the shards pass (range w's packets
     // of shard h go after those of ranges v < w), held segments by one serial pass.
+    // range_before_[w][h]: shard h's packets in ranges v < w, the place of range w's first one
+    // among them (the flags written back by packet below use it too).
+    range_before_.resize(size_t(workers) * stride_);
     shard_at_.assign(size_t(workers) + 1, 0);
     for (uint32_t h = 0; h < workers; ++h) {
       uint32_t sum = 0;
-      for (uint32_t w = 0; w < workers; ++w) sum += range_shard_n_[size_t(w) * stride_ + h];
+      for (uint32_t w = 0; w < workers; ++w) {
+        range_before_[size_t(w) * stride_ + h] = sum;
+        sum += range_shard_n_[size_t(w) * stride_ + h];
+      }
       shard_at_[h + 1] = shard_at_[h] + sum;
     }
     if (n) {
       shard_items_.resize(shard_at_[workers]);
       pool_.parallel_for(n, [&](uint64_t begin, uint64_t end, int w) {
         uint32_t* next = &range_next_[size_t(w) * stride_];
-        for (uint32_t h = 0; h < workers; ++h) {
-          uint32_t at = shard_at_[h];
-          for (int v = 0; v < w; ++v) at += range_shard_n_[size_t(v) * stride_ + h];
-          next[h] = at;
-        }
+        for (uint32_t h = 0; h < workers; ++h) next[h] = shard_at_[h] + range_before_[size_t(w) * stride_ + h];
         for (uint64_t i = begin; i < end; ++i)
           if (shard_of[i] != kNoShard) shard_items_[next[shard_of[i]]++] = uint32_t(i);
       });
     }
     held_at_.assign(size_t(workers) + 1, 0);
     held_items_.resize(held_n);
-    for (uint32_t h = 0; h < held_n; ++h) ++held_at_[mix32(sr->held_in[h].slot) % workers + 1];
+    held_shard_.resize(held_n);
+    for (uint32_t h = 0; h < held_n; ++h) ++held_at_[(held_shard_[h] = mix32(sr->held_in[h].slot) % workers) + 1];
     for (uint32_t k = 0; k < workers; ++k) held_at_[k + 1] += held_at_[k];
-    {
-      std::vector<uint32_t>& fill = held_fill_;
-      fill.assign(held_at_.begin(), held_at_.end() - 1);
-      for (uint32_t h = 0; h < held_n; ++h) held_items_[fill[mix32(sr->held_in[h].slot) % workers]++] = h;
-    }
+    held_fill_.assign(held_at_.begin(), held_at_.end() - 1);
+    for (uint32_t h = 0; h < held_n; ++h) held_items_[held_fill_[held_shard_[h]]++] = h;
     pool_.parallel_for(workers, [&](uint64_t begin, uint64_t end, int) {
       for (uint64_t shard = begin; shard < end; ++shard) {
         Group& g = groups_[shard];
@@ -700,16 +689,12 @@ class CpuBackend final : public Backend, private StageExecutor {
       }
     }
     // The walk's flags back by packet, each range by the worker that owns it: range w's first
-    // packet of shard h is that shard's packet number sum(range_shard_n_[v][h], v < w).
+    // packet of shard h is that shard's packet number range_before_[w][h].
     if (n) {
       StageClock back_clock(*this, "flow walk: flags back");
       pool_.parallel_for(n, [&](uint64_t begin, uint64_t end, int w) {
         uint32_t* next = &range_next_[size_t(w) * stride_];
-        for (uint32_t h = 0; h < workers; ++h) {
-          uint32_t before = 0;
-          for (int v = 0; v < w; ++v) before += range_shard_n_[size_t(v) * stride_ + h];
-          next[h] = before;
-        }
+        for (uint32_t h = 0; h < workers; ++h) next[h] = range_before_[size_t(w) * stride_ + h];
         for (uint64_t i = begin; i < end; ++i)
           if (shard_of[i] != kNoShard) flags[i] = groups_[shard_of[i]].flags[next[shard_of[i]]++];
       });
@@ -834,10 +819,11 @@ class CpuBackend final : public Backend, private StageExecutor {
   std::vector<uint32_t> renumber_;
   std::vector<uint32_t> run_of_slot_;                     // the grouping's scratch, kNoRun between walks
   std::vector<uint32_t> range_shard_n_;                   // the walk: packets of range w in shard h, [w * stride_ + h]
+  std::vector<uint32_t> range_before_;                    // the walk: shard h's packets in ranges before w, [w * stride_ + h]
   std::vector<uint32_t> shard_at_, shard_items_;          // the walk: shard h's packets, shard_items_[shard_at_[h]..[h+1])
-  std::vector<uint32_t> held_at_, held_items_, held_fill_;  // and its held segments, likewise
+  std::vector<uint32_t> held_at_, held_items_, held_fill_, held_shard_;  // and its held segments, likewise
   std::vector<uint32_t> range_next_;                      // the walk's write-back: each range's place in each shard
-  uint32_t stride_ = 0;                                   // of the two above: a line or more past the workers
+  uint32_t stride_ = 0;                                   // of the range tables: a line or more past the workers
   std::vector<std::vector<StreamPending>> shard_pend_;    // per shard: the walk's scratch
   HostFlowTable table_;
   bool streams_ = false;

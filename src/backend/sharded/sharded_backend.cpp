@@ -242,17 +242,10 @@ class ShardedBackend final : public Backend {
                       cfg_.flow.defrag};
     split_pool_.parallel_for(n, [&](uint64_t lo, uint64_t hi, int) {
       DecodedPacket p;
-      constexpr uint64_t kAhead = 6;  // records in flight, as the CPU backend's decode keeps
-      for (uint64_t i = lo; i < hi; ++i) {
-        if (i + kAhead < hi) {
-          const uint8_t* r = b.h_span + b.h_rec_off[i + kAhead];
-          __builtin_prefetch(r);
-          __builtin_prefetch(r + 64);
-        }
-        decode_batch_packet(v, uint32_t(i), p);
-        sl.owner[i] = shard_of_packet(p, uint32_t(i), n_, cfg_.flow.vlan_in_key, cfg_.flow.defrag);
-        sl.rec_bytes[i] = uint32_t(kRecordHeaderBytes + p.cap_len[0]);  // the decoder clipped it to the span
-      }
+      decode_batch_range(v, lo, hi, p, [&](uint64_t i, const DecodedPacket& d) {
+        sl.owner[i] = shard_of_packet(d, uint32_t(i), n_, cfg_.flow.vlan_in_key, cfg_.flow.defrag);
+        sl.rec_bytes[i] = uint32_t(kRecordHeaderBytes + d.cap_len[0]);  // the decoder clipped it to the span
+      });
     });
   }
 

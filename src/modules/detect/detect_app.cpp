@@ -134,7 +134,7 @@ struct TxBuffers {
   const DnsTx* dns;  // a DNS transaction (likewise)
   const SmtpTx* smtp;  // an SMTP transaction (likewise)
   const SshTx* ssh;    // an SSH connection's identification strings (likewise)
-  const SipTx* sip = nullptr;  // a SIP message (likewise)
+  const SipTx* sip;    // a SIP message (likewise)
   size_t index;      // a multi-buffer's instance: the DNS question, the certificate, the mail's file
   std::string val[2 * kBufCount];
   int8_t state[2 * kBufCount] = {};  // 0 not computed, 1 present, -1 absent
@@ -142,8 +142,9 @@ struct TxBuffers {
   AppTx* owner;      // where buffers kept between updates live (AppTx::built)
   std::string addr[2];  // the client's and the server's address: 4 bytes (IPv4) or 16, network order
 
-  TxBuffers(const HttpTx& tx, const TlsTx* tl, const DnsTx* dn, const SmtpTx* sm, const SshTx* sh, size_t i, AppTx* o)
-      : t(tx), tls(tl), dns(dn), smtp(sm), ssh(sh), index(i), owner(o) {}
+  TxBuffers(const HttpTx& tx, const TlsTx* tl, const DnsTx* dn, const SmtpTx* sm, const SshTx* sh, const SipTx* si,
+            size_t i, AppTx* o)
+      : t(tx), tls(tl), dns(dn), smtp(sm), ssh(sh), sip(si), index(i), owner(o) {}
 
   const std::string* ptr[2 * kBufCount] = {};
 
@@ -675,8 +676,7 @@ void DetectModule::Host::on_app(std::span<const AppUpdate> updates, std::vector<
       for (auto it = t.scans.begin(); it != t.scans.end();)
         it = instance_buf(uint8_t(it->first % kBufCount)) ? t.scans.erase(it) : std::next(it);
     const uint32_t scan_base = proto == 4 ? uint32_t(std::min<size_t>(inst, kMimeMaxFiles - 1) * 2 * kBufCount) : 0;
-    TxBuffers bufs(u.http() ? *u.http() : kNoHttp, u.tls(), u.dns(), u.smtp(), u.ssh(), inst, &t);
-    bufs.sip = u.sip();
+    TxBuffers bufs(u.http() ? *u.http() : kNoHttp, u.tls(), u.dns(), u.smtp(), u.ssh(), u.sip(), inst, &t);
     for (int e = 0; e < 2; ++e) {
       const int ep = (e == 0) == (u.client_lo != 0) ? 0 : 1;  // key endpoint of the client (e 0), the server (e 1)
       bufs.addr[e].assign(reinterpret_cast<const char*>(u.key.addr[ep]), u.key.family == 4 ? 4 : 16);
