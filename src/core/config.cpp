@@ -341,8 +341,9 @@ FlowTimeouts flow_timeouts(const std::string& path, const YAML::Node& v) {
   return t;
 }
 
-// Suricata's --set: "a.b.c=value" sets root[a][b][c], making maps on the way; a number indexes an
-// existing list.
+// Suricata's --set: "a.b.c=value" sets root[a][b][c], making maps on the way; a number indexes a
+// list, and a list it goes past, or one that does not exist yet, grows to it with empty entries (as
+// Suricata's ConfSet makes the node "1" of `outputs.1.eve-log...` on a configuration without one).
 void apply_set(YAML::Node root, const std::string& set) {
   const size_t eq = set.find('=');
   if (eq == std::string::npos || eq == 0) throw std::runtime_error("--set: expected KEY=VALUE, got '" + set + "'");
@@ -354,20 +355,39 @@ void apply_set(YAML::Node root, const std::string& set) {
     keys.push_back(path.substr(at, dot - at));
     at = dot + 1;
   }
+  auto index_of = [](const std::string& k, unsigned long& i) {
+    char* end = nullptr;
+    i = std::strtoul(k.c_str(), &end, 10);
+    return !k.empty() && std::isdigit(static_cast<unsigned char>(k[0])) && !*end && i < 4096;
+  };
+  // A node about to be gone through: a list when the next key is an index and it holds nothing yet.
+  auto step = [&](YAML::Node parent_child, size_t next) {
+    unsigned long i;
+    if (index_of(keys[next], i) && (!parent_child.IsDefined() || parent_child.IsNull()))
+      parent_child = YAML::Node(YAML::NodeType::Sequence);
+  };
   std::vector<YAML::Node> chain{root};  // yaml-cpp nodes are handles: keep each level alive
   for (size_t k = 0; k < keys.size(); ++k) {
     YAML::Node cur = chain.back();
     const bool last = k + 1 == keys.size();
     if (cur.IsSequence()) {
-      char* end = nullptr;
-      const unsigned long i = std::strtoul(keys[k].c_str(), &end, 10);
-      if (*end || i >= cur.size()) throw std::runtime_error("--set: '" + keys[k] + "' is not an index of the list at '" + path + "'");
-      if (last) cur[i] = value;
-      else chain.push_back(cur[i]);
+      unsigned long i;
+      if (!index_of(keys[k], i)) throw std::runtime_error("--set: '" + keys[k] + "' is not an index of the list at '" + path + "'");
+      while (cur.size() <= i) cur.push_back(YAML::Node(YAML::NodeType::Null));
+      if (last) {
+        cur[i] = value;
+      } else {
+        step(cur[i], k + 1);
+        chain.push_back(cur[i]);
+      }
     } else {
       if (cur.IsDefined() && !cur.IsMap() && !cur.IsNull()) throw std::runtime_error("--set: '" + path + "' goes through a value");
-      if (last) cur[keys[k]] = value;
-      else chain.push_back(cur[keys[k]]);
+      if (last) {
+        cur[keys[k]] = value;
+      } else {
+        step(cur[keys[k]], k + 1);
+        chain.push_back(cur[keys[k]]);
+      }
     }
   }
 }
@@ -436,6 +456,7 @@ FileConfig read_config(const std::string& path, const YAML::Node& root) {
     } else if (key == "modules") {
       if (!v.IsSequence()) fail(path, v, "modules: expected a list");
       for (const auto& m : v) {
+        if (m.IsNull()) continue;  // an entry --set made on its way to a later index
         if (!m.IsMap() || !m["name"]) fail(path, m, "a module needs a name");
         std::pair<std::string, ModuleOptions> spec{scalar(path, m["name"], "name"), {}};
         for (const auto& o : m) {

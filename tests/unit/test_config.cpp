@@ -98,7 +98,15 @@ TEST(Config, SetOverridesAndBuildsTheTree) {
   const FileConfig c = load_config(lp, {"modules.0.dport=80"});
   ASSERT_EQ(c.modules.size(), 1u);
   EXPECT_EQ(c.modules[0].second.at("dport"), "80");
-  EXPECT_NE(error_of(lp, {"modules.5.dport=80"}).find("not an index"), std::string::npos);
+  EXPECT_NE(error_of(lp, {"modules.x.dport=80"}).find("not an index"), std::string::npos);
+  // A list grows to the index (Suricata's ConfSet makes the node), with no list there yet too:
+  // outputs.1.eve-log... on no configuration file turns the alert's packet on.
+  const FileConfig d = load_config("", {"outputs.1.eve-log.types.0.alert.packet=yes"});
+  ASSERT_TRUE(d.eve_packet);
+  EXPECT_TRUE(*d.eve_packet);
+  const FileConfig e = load_config(lp, {"modules.2.name=probe", "modules.2.dport=7"});
+  ASSERT_EQ(e.modules.size(), 2u);  // the empty entry between is no module
+  EXPECT_EQ(e.modules[1].second.at("dport"), "7");
   EXPECT_NE(error_of("", {"novalue"}).find("KEY=VALUE"), std::string::npos);
   EXPECT_NE(error_of("", {"batch=3", "batch.x=1"}).find("goes through a value"), std::string::npos);
 }
