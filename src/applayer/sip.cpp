@@ -187,6 +187,7 @@ size_t parse_sip_head(const uint8_t* p, size_t n, SipTx& t, bool* incomplete) {
     if (t.uri.empty() || c.more || !c.lit(" ") || !version(c, t.version)) return fail();
   }
   if (!c.lit("\r\n")) return fail();
+  t.line_len = uint32_t(c.p - p);
   // The start line as Suricata's sip_take_line reads it: the reason-phrase characters from the
   // start (a request-uri's '#' or '~' ends it early, as there).
   {
@@ -210,8 +211,24 @@ size_t parse_sip_head(const uint8_t* p, size_t n, SipTx& t, bool* incomplete) {
     const char* full = expand(name);
     t.headers.emplace_back(full ? std::string(full) : std::move(name), std::move(value));
   }
+  t.headers_len = uint32_t(c.p - p) - t.line_len;
   c.p += 2;
   return size_t(c.p - p);
+}
+
+bool sip_frame_span(const SipTx& t, int kind, size_t& off, size_t& len) {
+  switch (kind) {
+    case 0: off = 0, len = t.body_off() + t.body_len; return true;
+    case 1: off = 0, len = t.line_len; return true;
+    case 2: off = t.line_len, len = t.headers_len; return true;
+    default: off = t.body_off(), len = t.body_len; return t.body_len != 0;
+  }
+}
+
+void SipConn::number_frames(int dir, SipTx& t) {
+  // pdu, start line, headers, and the body when there is one (Suricata makes no empty body frame).
+  t.frame_id = frame_ids_[dir] + 1;
+  frame_ids_[dir] += t.body_len ? 4 : 3;
 }
 
 void SipConn::add(std::unique_ptr<SipTx> t) {
@@ -223,28 +240,37 @@ void SipConn::feed_datagram(int dir, const uint8_t* p, size_t n) {
   auto t = std::make_unique<SipTx>();
   bool more = false;
   const size_t head = parse_sip_head(p, n, *t, &more);
-  if (head == 0) {
+  // Suricata parses what goes to the server as a request, what comes back as a response.
+  if (head == 0 || t->request != (dir == 0)) {
     ++stats_.invalid;
     return;
   }
   t->body_len = n - head;
+  t->raw.assign(reinterpret_cast<const char*>(p), n);
+  t->udp = true;
+  number_frames(dir, *t);
   add(std::move(t));
 }
 
 void SipConn::feed(int dir, const uint8_t* p, size_t n, bool gap) {
   if (gap) {
     ++stats_.gaps;
+    fed_[dir] = kSipNoOffset;  // how much the gap lost is not known here
     gap_[dir] = true;
     lost_[dir] = false;
     skip_[dir] = 0;
     buf_[dir].clear();
   }
   if (lost_[dir] || n == 0) return;
+  const auto pass_over = [&](size_t k) {
+    if (fed_[dir] != kSipNoOffset) fed_[dir] += k;
+    p += k;
+    n -= k;
+  };
   if (skip_[dir]) {  // the rest of a body beyond the limit
     const size_t k = std::min(n, skip_[dir]);
     skip_[dir] -= k;
-    p += k;
-    n -= k;
+    pass_over(k);
     if (n == 0) return;
   }
   if (gap_[dir]) {
@@ -259,7 +285,8 @@ void SipConn::feed(int dir, const uint8_t* p, size_t n, bool gap) {
     auto t = std::make_unique<SipTx>();
     bool more = false;
     const auto* s = reinterpret_cast<const uint8_t*>(b.data() + at);
-    const size_t head = parse_sip_head(s, b.size() - at, *t, &more);
+    size_t head = parse_sip_head(s, b.size() - at, *t, &more);
+    if (head != 0 && t->request != (dir == 0)) head = 0, more = false;  // the wrong side's message
     if (head == 0) {
       if (more && b.size() - at <= kSipMaxHeaderBytes) break;  // wait for the rest of the head
       ++(more ? stats_.too_long : stats_.invalid);
@@ -273,10 +300,13 @@ void SipConn::feed(int dir, const uint8_t* p, size_t n, bool gap) {
       body = v.empty() || v.size() > 9 ? 0 : size_t(std::stoul(v));
     }
     const size_t have = b.size() - at - head;
+    t->stream_offset = fed_[dir] == kSipNoOffset ? kSipNoOffset : fed_[dir] + at;
     if (body > kSipMaxBodyBytes) {
       // Not kept: the message is handed out with its head, the body passed over.
       ++stats_.too_long;
       t->body_len = body;
+      t->raw.assign(b, at, head);
+      number_frames(dir, *t);
       add(std::move(t));
       const size_t k = std::min(have, body);
       at += head + k;
@@ -285,11 +315,17 @@ void SipConn::feed(int dir, const uint8_t* p, size_t n, bool gap) {
     }
     if (have < body) break;  // wait for the whole body
     t->body_len = body;
+    t->raw.assign(b, at, head + body);
+    number_frames(dir, *t);
     add(std::move(t));
     at += head + body;
   }
-  if (lost_[dir]) b.clear();
-  else b.erase(0, at);
+  if (lost_[dir]) {
+    b.clear();
+  } else {
+    if (fed_[dir] != kSipNoOffset) fed_[dir] += at;
+    b.erase(0, at);
+  }
 }
 
 }  // namespace gaspp

@@ -11,7 +11,8 @@
 // value is kept, in order (sip.via and the other header buffers are multi-buffers).
 //
 // Transactions (Suricata's): every message is a transaction of its own, a request (client →
-// server) or a response; they are not paired. SipConn takes a flow's messages: feed_datagram()
+// server) or a response; they are not paired. As in Suricata, what goes to the server parses as
+// a request only and what comes back as a response only (else invalid). SipConn takes a flow's messages: feed_datagram()
 // for UDP (the datagram is the message, its body what follows the header block), feed() for a TCP
 // direction's in-order data, where a message ends after its Content-Length bytes of body (none
 // without the field; Suricata frames TCP messages by the SDP body it parses instead). A TCP
@@ -42,6 +43,7 @@ namespace gaspp {
 
 constexpr size_t kSipMaxHeaderBytes = 64 * 1024;
 constexpr size_t kSipMaxBodyBytes = 1024 * 1024;
+constexpr uint64_t kSipNoOffset = ~uint64_t(0);
 
 struct SipTx : AppTx {
   bool request = true;  // a request (client → server), else a response
@@ -51,6 +53,19 @@ struct SipTx : AppTx {
   std::string method, uri, version, code, reason, line;
   std::vector<std::pair<std::string, std::string>> headers;  // names expanded, in order
   size_t body_len = 0;
+  // The message as sent, for its frames (Suricata's SIP frames: pdu, the start line with its CRLF,
+  // the header fields without the empty line after them, the body): raw holds the start line,
+  // the header block, the empty line and the body as far as it was kept (a TCP body beyond
+  // kSipMaxBodyBytes is not). On UDP the body is the rest of the datagram.
+  std::string raw;
+  uint32_t line_len = 0, headers_len = 0;
+  size_t body_off() const { return size_t(line_len) + headers_len + 2; }
+  bool udp = false;
+  // TCP: where the message starts in its direction's stream (kSipNoOffset once a gap lost count).
+  uint64_t stream_offset = 0;
+  // Suricata's frame ids of the message, numbered per direction from 1: the pdu's; the start
+  // line's, the headers' and the body's follow it.
+  uint64_t frame_id = 0;
   // The value of the k-th field named `name` (case-sensitive after expansion, as Suricata looks
   // them up), or null.
   const std::string* header(const char* name, size_t k = 0) const;
@@ -67,8 +82,13 @@ int sip_probe(const uint8_t* p, size_t n, bool* response);
 
 // Parses one message from p[0, n): returns the bytes the start line and header block took
 // (through the empty line), 0 when the bytes cannot be a message, and sets *incomplete when they
-// may become one with more bytes.
+// may become one with more bytes. Sets t.line_len and t.headers_len, not t.raw.
 size_t parse_sip_head(const uint8_t* p, size_t n, SipTx& t, bool* incomplete);
+
+// A frame of message t: kind 0 the pdu (the whole message), 1 the start line with its CRLF, 2 the
+// header fields (without the empty line), 3 the body: its offset in the message and its length as
+// sent (t.raw may hold less of a TCP body cut at the limit); false for a body of no bytes.
+bool sip_frame_span(const SipTx& t, int kind, size_t& off, size_t& len);
 
 class SipConn {
  public:
@@ -91,6 +111,9 @@ class SipConn {
   std::string buf_[2];          // TCP: a message not complete yet
   size_t skip_[2] = {0, 0};     // TCP: body bytes still to pass over (beyond the limit)
   bool gap_[2] = {false, false}, lost_[2] = {false, false};
+  uint64_t fed_[2] = {0, 0};        // TCP: stream bytes before buf_ (kSipNoOffset after a gap)
+  uint64_t frame_ids_[2] = {0, 0};  // the last frame id given in each direction
+  void number_frames(int dir, SipTx& t);
 };
 
 }  // namespace gaspp

@@ -3,6 +3,7 @@
 
 #include <cstdio>
 #include <ctime>
+#include <algorithm>
 
 #include <nlohmann/json.hpp>
 
@@ -150,6 +151,25 @@ std::string eve_ether_json(const HostPacket& p) {
     return m;
   };
   return ",\"ether\":{\"src_mac\":\"" + mac(6) + "\",\"dest_mac\":\"" + mac(0) + "\"}";
+}
+
+std::pair<uint32_t, uint32_t> tunnel_packet_span(const HostPacket& p) {
+  if (!p.decoded || !p.frame) return {0, 0};
+  const DecodedPacket& d = *static_cast<const DecodedPacket*>(p.decoded);
+  if (!d.tunnel_depth[0]) return {0, 0};
+  // The innermost tunnel's carrier, then where its tunnel's payload starts: as decode_l3 finds it
+  // (an Ethernet frame inside VXLAN or Geneve included), and for GRE right after the GRE header
+  // (Suricata's pseudo-packet holds an ERSPAN or PPP header and what follows).
+  DecodedPacket c = carrier_of(p, d, int(d.tunnel_depth[0]) - 1);
+  const uint32_t end = c.payload_off[0] == kNoOffset ? p.cap_len : std::min<uint32_t>(p.cap_len, c.payload_off[0] + c.payload_len[0]);
+  uint16_t et = 0;
+  uint32_t inner = detail::gtp_u_inner(p.frame, p.cap_len, c);
+  if (inner == 0) inner = detail::ip_in_ip_inner(p.frame, p.cap_len, c);
+  if (inner == 0) inner = detail::udp_tunnel_inner(p.frame, p.cap_len, c, et);
+  uint32_t gre_end = 0;
+  if (inner == 0 && detail::gre_inner(p.frame, p.cap_len, c, et, &gre_end) != 0) inner = gre_end;
+  if (inner == 0 || inner >= end) return {0, 0};
+  return {inner, end - inner};
 }
 
 std::string eve_tunnel_json(const HostPacket& p) {

@@ -6,6 +6,7 @@
 #pragma once
 #include <cstdint>
 #include <string>
+#include <utility>
 
 #include "flow/flow_record.hpp"
 #include "gaspp/module.hpp"
@@ -36,6 +37,11 @@ std::string eve_ether_json(const HostPacket& p);
 // ,"tunnel":{src_ip, src_port, dest_ip, dest_port, proto, depth, pcap_cnt, pkt_src} of the
 // outermost packet as captured. Empty for a packet that came in no tunnel.
 std::string eve_tunnel_json(const HostPacket& p);
+// The packet Suricata makes of a tunnel's payload for a packet decoded out of a tunnel: {offset,
+// length} in p.frame of the innermost tunnel's payload (the inner IP packet, the Ethernet frame
+// VXLAN or Geneve carried, all GRE carried after its header) up to the end of its carrier's
+// payload; {0, 0} for a packet that came in no tunnel.
+std::pair<uint32_t, uint32_t> tunnel_packet_span(const HostPacket& p);
 // Suricata's `flow` object of an alert: ,"flow":{pkts_toserver, pkts_toclient, bytes_toserver,
 // bytes_toclient, start, src_ip, dest_ip, src_port, dest_port} — the flow's counters right after
 // the packet (HostPacket::flow_counts; for a flow-only event, the record's), addresses from the

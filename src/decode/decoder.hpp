@@ -618,7 +618,10 @@ constexpr int kMaxGreRoutes = 16;  // RFC 1701 source route entries walked in a 
 // off (gre_truncated) or breaks the rules (gre_bad_header: p is malformed); when it carries
 // anything else (undecoded gre_payload, or ppp_protocol for PPP control traffic); and for a PPTP
 // acknowledgement without payload (nothing inside).
-GASPP_HD inline uint32_t gre_inner(const uint8_t* f, uint32_t caplen, DecodedPacket& p, uint16_t& et) {
+// header_end, when given, gets where the GRE header ends (the EVE packet of a GRE tunnel's packet
+// starts there, before any ERSPAN or PPP header, as Suricata's pseudo-packet does).
+GASPP_HD inline uint32_t gre_inner(const uint8_t* f, uint32_t caplen, DecodedPacket& p, uint16_t& et,
+                                   uint32_t* header_end = nullptr) {
   if (p.l4[0] != uint8_t(L4::other) || p.ip_proto[0] != 47) return 0;
   if ((p.ip_frag[0] & kFragIsFragment) || p.malformed[0] || p.payload_off[0] == kNoOffset) return 0;
   const uint32_t base = p.payload_off[0], end = base + p.payload_len[0];
@@ -680,6 +683,7 @@ GASPP_HD inline uint32_t gre_inner(const uint8_t* f, uint32_t caplen, DecodedPac
   } else {
     return bad(DecodeEvent::gre_wrong_version);
   }
+  if (header_end) *header_end = o;
   switch (proto) {
     case 0x0800: case 0x86dd: case 0x0806: case 0x8100: case 0x88a8: case 0x6558:
       et = proto;

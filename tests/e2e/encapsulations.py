@@ -7,11 +7,18 @@ three ways:
   * flows: EVE flow records are keyed on the inner packet of a GTP-U tunnel (as Zeek and nDPI key
     them), so the two directions of one inner connection carried by different outer tunnels are
     one flow, with the packet counts the builder wrote;
-  * counters: `tunneled` and the `undecoded` reasons in --stats-json are what the builder wrote.
+  * counters: `tunneled` and the `undecoded` reasons in --stats-json are what the builder wrote;
+  * alerts' packets (--eve-packet, a rule on every IP packet): a packet decoded out of a tunnel is
+    logged as Suricata logs its tunnel pseudo-packet, the innermost tunnel's payload as scapy built
+    it (the inner IP packet, the Ethernet frame VXLAN or Geneve carried, what follows a GRE header)
+    with linktype 12
+    RAW; any other packet is the frame as written, with the capture's link type as libpcap reports
+    it (LINKTYPE_RAW 101 is DLT_RAW 12).
 
 usage: encapsulations.py GASPP [--backend cpu|cuda] [--no-tshark]
 (--no-tshark: where tshark is not installed, e.g. the GPU machine; flows and counters still checked)
 """
+import base64
 import ipaddress
 import json
 import os
@@ -24,7 +31,7 @@ sys.path.insert(0, HERE)
 import decode_vs_tshark  # noqa: E402
 
 try:
-    from scapy.all import Ether, IP, IPv6, TCP, UDP, ICMP, Raw, Dot1Q, Dot1AD, wrpcap
+    from scapy.all import Ether, IP, IPv6, TCP, UDP, ICMP, Raw, Dot1Q, Dot1AD, wrpcap, NoPayload
     from scapy.contrib.gtp import GTP_U_Header, GTPPDUSessionContainer
     from scapy.contrib.mpls import MPLS
     from scapy.layers.ppp import PPPoE, PPP, PPP_LCP, PPPoED
@@ -188,6 +195,44 @@ def write(path, link, pkts):
         wrpcap(path, [Raw(p) for p in pkts], linktype=link)
 
 
+def tunnel_payload(pkt):
+    """The bytes Suricata's tunnel pseudo-packet holds for pkt: from the innermost IP packet or
+    Ethernet frame that a tunnel header (IP in IP, VXLAN, Geneve, GTP-U) carries, or all that
+    follows a GRE header (an ERSPAN or PPP header included); None when no tunnel carries one."""
+    carriers = (IP, IPv6, VXLAN, GENEVE, GTP_U_Header, GTPPDUSessionContainer)
+    layers, layer = [], pkt
+    while not isinstance(layer, NoPayload):
+        layers.append(layer)
+        layer = layer.payload
+    start = None
+    for outer, inner in zip(layers, layers[1:]):
+        if isinstance(outer, GRE) or (isinstance(inner, (Ether, IP, IPv6)) and isinstance(outer, carriers)):
+            start = inner
+    return bytes(start) if start is not None else None
+
+
+def packet_problems(eve, link, pkts):
+    """Each alert's packet and packet_info against the packet written (see the module's doc)."""
+    problems, seen = [], 0
+    for line in open(eve):
+        r = json.loads(line)
+        if r.get("event_type") != "alert":
+            continue
+        seen += 1
+        pkt = pkts[r["pcap_cnt"] - 1]
+        inner = tunnel_payload(pkt) if "tunnel" in r else None
+        if "tunnel" in r and inner is None:
+            problems.append(f"packet {r['pcap_cnt']}: a tunnel alert where the builder wrote no tunnel")
+            continue
+        want = inner if inner is not None else bytes(pkt)
+        want_link = 12 if inner is not None or link == 101 else link
+        got = base64.b64decode(r.get("packet", ""))
+        info = r.get("packet_info", {})
+        if got != want or info.get("linktype") != want_link or (want_link == 12 and info.get("linktype_name") != "RAW"):
+            problems.append(f"packet {r['pcap_cnt']}: packet {got.hex()} linktype {info}, want {want.hex()} linktype {want_link}")
+    return problems, seen
+
+
 def flows(eve):
     out = {}
     for line in open(eve):
@@ -226,7 +271,11 @@ def main():
             eve_dir = os.path.join(d, name)
             os.makedirs(eve_dir)
             stats = os.path.join(d, name + ".json")
-            p = subprocess.run([gaspp, "-r", pcap, "--backend", backend, "-q", "-l", eve_dir, "--stats-json", stats],
+            rules = os.path.join(d, "every-ip-packet.rules")
+            with open(rules, "w") as f:
+                f.write("alert ip any any -> any any (msg:\"every IP packet\"; sid:1;)\n")
+            p = subprocess.run([gaspp, "-r", pcap, "--backend", backend, "-q", "-l", eve_dir, "--stats-json", stats,
+                                "--module", f"detect:rules={rules}", "--eve-packet"],
                                capture_output=True, text=True)
             if p.returncode != 0:
                 problems.append(f"gaspp exit {p.returncode}: {p.stderr.strip()}")
@@ -240,6 +289,10 @@ def main():
                 und = {k: v for k, v in s["undecoded"].items() if k != "total" and v}
                 if und != want_undecoded:
                     problems.append(f"undecoded: {und}, built {want_undecoded}")
+                bad, seen = packet_problems(os.path.join(eve_dir, "eve.json"), link, pkts)
+                problems += bad
+                if not seen:
+                    problems.append("no alerts: the rule on every IP packet matched none")
             print(f"{'ok  ' if not problems else 'FAIL'} {name}: {len(pkts)} packets")
             for x in problems:
                 print("     " + x)

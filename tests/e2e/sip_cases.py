@@ -19,11 +19,14 @@ Checked:
 - Counters: sip_requests and sip_responses equal the messages built, sip_invalid the keep-alive.
 - Signatures on the sip.* buffers (method, uri, request_line, stat_code, stat_msg, response_line,
   protocol, from, to, via as a multi-buffer, user_agent, content_type, content_length, with bsize
-  and flow directions) alert as a reference evaluated here over the messages built says (sid,
-  frame) pairs, each alert with app_proto sip and the sip object.
+  and flow directions) and on SIP's frames (pdu, request/response line, headers and body) alert
+  as a reference evaluated here over the messages built says (sid, frame) pairs, each alert with
+  app_proto sip and the sip object, a frame rule's with the frame object (type, length, the
+  frame's bytes, complete).
 
 usage: sip_cases.py GASPP DATA_DIR [--backend cpu|cuda]
 """
+import base64
 import json
 import os
 import shutil
@@ -132,9 +135,29 @@ def parse(msg):
     first = lines[0]
     if first.startswith("SIP/"):
         version, code, reason = first.split(" ", 2)
-        return {"request": False, "version": version, "code": code, "reason": reason, "line": first, "fields": fields}
+        return {"request": False, "version": version, "code": code, "reason": reason, "line": first, "fields": fields,
+                "raw": msg}
     method, uri, version = first.split(" ")
-    return {"request": True, "method": method, "uri": uri, "version": version, "line": first, "fields": fields}
+    return {"request": True, "method": method, "uri": uri, "version": version, "line": first, "fields": fields,
+            "raw": msg}
+
+
+def frame_bytes(m, name):
+    """Suricata's SIP frame `name` of message m (pdu, [request|response].line/headers/body), or None."""
+    raw = m["raw"]
+    if name == "pdu":
+        return raw
+    side, part = name.split(".")
+    if (side == "request") != m["request"]:
+        return None
+    line_end = raw.index(b"\r\n") + 2
+    head_end = raw.index(b"\r\n\r\n") + 2  # the fields end with their own CRLF
+    if part == "line":
+        return raw[:line_end]
+    if part == "headers":
+        return raw[line_end:head_end]
+    body = raw[head_end + 2:]
+    return body or None
 
 
 def build(path):
@@ -186,7 +209,7 @@ def build(path):
     tcp_flow(40100, 5080,
              [(TCP_OPTIONS[:20], []), (TCP_OPTIONS[20:90], []), (TCP_OPTIONS[90:], [TCP_OPTIONS]),
               (TCP_BYE + TCP_CANCEL, [TCP_BYE, TCP_CANCEL])],
-             [(TCP_OK, []), (BODY, [TCP_OK])])
+             [(TCP_OK, []), (BODY, [TCP_OK + BODY])])
     sip_frames = {f for f, _, _ in messages}
     http_start = len(pkts)
     tcp_flow(40101, 80, [(HTTP_OPTIONS, [])], [(HTTP_REPLY, [])])
@@ -309,27 +332,58 @@ RULES = [
      lambda m: any(v == "application/sdp" for v in field_values(m, "Content-Type"))),
     ('sip.content_length; content:"19"; bsize:2;', lambda m: any(v == "19" for v in field_values(m, "Content-Length"))),
     ('sip.method; content:"NOTIFY";', lambda m: False),
+    # Frames: the reference cuts each message as Suricata's parser does (frame_bytes); their alerts
+    # carry the frame object (checked in check_rules).
+    ('frame:pdu; content:"CSeq: 1 ";', lambda m: b"CSeq: 1 " in m["raw"], "pdu"),
+    ('frame:request.line; content:"SIP/2.0|0d 0a|"; endswith;',
+     lambda m: (frame_bytes(m, "request.line") or b"").endswith(b"SIP/2.0\r\n"), "request.line"),
+    ('frame:request.headers; content:"Via:"; startswith; content:"Content-Length: 0|0d 0a|"; endswith;',
+     lambda m: (lambda f: f.startswith(b"Via:") and f.endswith(b"Content-Length: 0\r\n"))(frame_bytes(m, "request.headers") or b""),
+     "request.headers"),
+    ('frame:sip.response.line; content:"401";', lambda m: b"401" in (frame_bytes(m, "response.line") or b""), "response.line"),
+    ('frame:response.headers; content:"Content-Type: text/plain|0d 0a|";',
+     lambda m: b"Content-Type: text/plain\r\n" in (frame_bytes(m, "response.headers") or b""), "response.headers"),
+    ('frame:request.body; content:"m=audio"; content:"|0d 0a|"; endswith;',
+     lambda m: (lambda f: b"m=audio" in f and f.endswith(b"\r\n"))(frame_bytes(m, "request.body") or b""), "request.body"),
+    ('frame:response.body; content:"plain body"; startswith;',
+     lambda m: (frame_bytes(m, "response.body") or b"").startswith(b"plain body"), "response.body"),
 ]
 
 
 def check_rules(gaspp, pcap, backend, messages, d):
     rf = os.path.join(d, "sip.rules")
     with open(rf, "w") as f:
-        for i, (opts, _) in enumerate(RULES):
+        for i, (opts, *_) in enumerate(RULES):
             f.write(f'alert sip any any -> any any (msg:"sip {i + 1}"; {opts} sid:{i + 1}; rev:1;)\n')
     events, _, err = gaspp_run(gaspp, pcap, backend, d, ["--module", f"detect:rules={rf},packet-alert-max=1000"])
     if err:
         return [err]
     # One alert per signature and packet: the engine raises a signature once per packet, however
     # many of the packet's transactions it matched (two messages in one TCP segment here).
-    want = sorted({(i + 1, frame) for frame, _, m in messages for i, (_, pred) in enumerate(RULES) if pred(m)})
+    want = sorted({(i + 1, frame) for frame, _, m in messages for i, (_, pred, *_) in enumerate(RULES) if pred(m)})
     got, bad = [], []
     for e in events:
         if e.get("event_type") != "alert":
             continue
-        got.append((e["alert"]["signature_id"], e["pcap_cnt"]))
+        sid = e["alert"]["signature_id"]
+        got.append((sid, e["pcap_cnt"]))
         if e.get("app_proto") != "sip" or "sip" not in e:
-            bad.append(f"alert of sid {e['alert']['signature_id']} without app_proto sip and the sip object")
+            bad.append(f"alert of sid {sid} without app_proto sip and the sip object")
+        rule = RULES[sid - 1]
+        if len(rule) < 3:
+            if "frame" in e:
+                bad.append(f"alert of sid {sid} (no frame rule) with a frame object")
+            continue
+        # The frame object: the frame of one of the packet's messages the rule matched, its bytes
+        # (up to the 4 KiB / 256 bytes Suricata logs) and length, direction and completeness.
+        f = e.get("frame", {})
+        cands = [frame_bytes(m, rule[2]) for fr, _, m in messages if fr == e["pcap_cnt"] and rule[1](m)]
+        payload = base64.b64decode(f.get("payload", ""))
+        if f.get("type") != rule[2] or f.get("complete") is not True or not any(
+                c is not None and f.get("length") == len(c) and payload == c[:len(payload)] and payload for c in cands):
+            bad.append(f"alert of sid {sid} at frame {e['pcap_cnt']}: frame object {f}, want type {rule[2]} over {cands}")
+        elif rule[2] != "pdu" and f.get("direction") != ("toclient" if rule[2].startswith("response") else "toserver"):
+            bad.append(f"alert of sid {sid}: frame direction {f.get('direction')}")
     got.sort()
     if got != want:
         extra = sorted(set(got) - set(want))

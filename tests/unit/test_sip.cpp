@@ -141,6 +141,31 @@ TEST(Sip, TcpFramingAtEverySplit) {
   const std::string c = "BYE sip:c@example.org SIP/2.0\r\nTo: <sip:c@example.org>\r\n\r\n";  // no Content-Length: no body
   const std::string stream = a + b + c;
   const std::vector<Msg> want = {{true, "OPTIONS", 0}, {true, "INVITE", 10}, {true, "BYE", 0}};
+  // Each message's frames: its bytes, where it starts in the stream, its frame ids (pdu, line,
+  // headers, and body when it has one: 3 or 4 ids a message, from 1), the start line's and the
+  // header fields' lengths (the fields without the empty line after them).
+  struct Frames {
+    const std::string* text;
+    uint64_t offset, id;
+  };
+  const Frames frames[] = {{&a, 0, 1}, {&b, a.size(), 4}, {&c, a.size() + b.size(), 8}};
+  const auto check_frames = [&](const SipConn& conn, const std::string& where) {
+    ASSERT_EQ(conn.txs().size(), 3u) << where;
+    for (size_t i = 0; i < 3; ++i) {
+      const SipTx& t = *conn.txs()[i];
+      const std::string& m = *frames[i].text;
+      EXPECT_EQ(t.raw, m) << where;
+      EXPECT_EQ(t.stream_offset, frames[i].offset) << where;
+      EXPECT_EQ(t.frame_id, frames[i].id) << where;
+      EXPECT_EQ(t.line_len, m.find("\r\n") + 2) << where;
+      EXPECT_EQ(t.headers_len, m.find("\r\n\r\n") + 2 - t.line_len) << where;
+      size_t off, len;
+      ASSERT_TRUE(sip_frame_span(t, 0, off, len));
+      EXPECT_EQ(m.substr(off, len), m) << where;
+      EXPECT_EQ(sip_frame_span(t, 3, off, len), t.body_len != 0);
+      if (t.body_len) EXPECT_EQ(m.substr(off, len), m.substr(m.find("\r\n\r\n") + 4)) << where;
+    }
+  };
   for (size_t split = 0; split <= stream.size(); ++split) {
     SipStats st;
     SipConn conn(st);
@@ -148,6 +173,7 @@ TEST(Sip, TcpFramingAtEverySplit) {
     conn.feed(0, reinterpret_cast<const uint8_t*>(stream.data()) + split, stream.size() - split);
     ASSERT_EQ(summary(conn), want) << "split at " << split;
     EXPECT_EQ(st.invalid, 0u);
+    check_frames(conn, "split at " + std::to_string(split));
   }
   for (const size_t piece : {size_t(1), size_t(7), size_t(65536)}) {
     SipStats st;
@@ -163,7 +189,7 @@ TEST(Sip, TcpInvalidStopsTheDirectionUntilAGap) {
   SipStats st;
   SipConn conn(st);
   const std::string bad = "INVITE sip:a@b SIP/2.0\r\nFrom: \x01\r\n\r\n";
-  const std::string good = "SIP/2.0 180 Ringing\r\n\r\n";
+  const std::string good = "ACK sip:a@b SIP/2.0\r\n\r\n";
   conn.feed(0, reinterpret_cast<const uint8_t*>(bad.data()), bad.size());
   conn.feed(0, reinterpret_cast<const uint8_t*>(good.data()), good.size());
   EXPECT_EQ(st.invalid, 1u);
@@ -172,8 +198,50 @@ TEST(Sip, TcpInvalidStopsTheDirectionUntilAGap) {
   EXPECT_TRUE(conn.txs().empty());
   conn.feed(0, reinterpret_cast<const uint8_t*>(good.data()), good.size());  // a message's start: resumed
   ASSERT_EQ(conn.txs().size(), 1u);
-  EXPECT_EQ(conn.txs()[0]->code, "180");
+  EXPECT_EQ(conn.txs()[0]->method, "ACK");
   EXPECT_EQ(st.gaps, 1u);
+  // After a gap the stream offset is not known.
+  EXPECT_EQ(conn.txs()[0]->stream_offset, kSipNoOffset);
+}
+
+// As Suricata's parser: to the server a request only, to the client a response only; a message of
+// the other kind is invalid (UDP: that datagram; TCP: the direction stops until a gap).
+TEST(Sip, EachDirectionParsesItsOwnKind) {
+  const std::string req = "REGISTER sip:x SIP/2.0\r\n\r\n", resp = "SIP/2.0 200 OK\r\n\r\n";
+  struct Case {
+    int dir;
+    const std::string* msg;
+    bool ok;
+  };
+  for (const Case& c : {Case{0, &req, true}, Case{1, &resp, true}, Case{1, &req, false}, Case{0, &resp, false}}) {
+    for (const bool udp : {true, false}) {
+      SipStats st;
+      SipConn conn(st);
+      const auto* d = reinterpret_cast<const uint8_t*>(c.msg->data());
+      if (udp) conn.feed_datagram(c.dir, d, c.msg->size());
+      else conn.feed(c.dir, d, c.msg->size());
+      EXPECT_EQ(conn.txs().size(), c.ok ? 1u : 0u) << *c.msg << " dir " << c.dir << (udp ? " udp" : " tcp");
+      EXPECT_EQ(st.invalid, c.ok ? 0u : 1u);
+      if (c.ok) {
+        EXPECT_EQ(conn.txs()[0]->udp, udp);
+        EXPECT_EQ(conn.txs()[0]->raw, *c.msg);
+      }
+    }
+  }
+  // A datagram's body is the rest of it, its frames numbered on from the direction's last.
+  SipStats st;
+  SipConn conn(st);
+  const std::string inv = "INVITE sip:x SIP/2.0\r\nl: 3\r\n\r\nv=0";
+  conn.feed_datagram(0, reinterpret_cast<const uint8_t*>(req.data()), req.size());
+  conn.feed_datagram(0, reinterpret_cast<const uint8_t*>(inv.data()), inv.size());
+  ASSERT_EQ(conn.txs().size(), 2u);
+  EXPECT_EQ(conn.txs()[0]->frame_id, 1u);
+  EXPECT_EQ(conn.txs()[1]->frame_id, 4u);
+  size_t off, len;
+  ASSERT_TRUE(sip_frame_span(*conn.txs()[1], 3, off, len));
+  EXPECT_EQ(inv.substr(off, len), "v=0");
+  ASSERT_TRUE(sip_frame_span(*conn.txs()[1], 2, off, len));
+  EXPECT_EQ(inv.substr(off, len), "l: 3\r\n");
 }
 
 TEST(Sip, LimitsAreCounted) {

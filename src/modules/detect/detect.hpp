@@ -592,7 +592,7 @@ struct DetectModule {
     // (flow, packet, signature) -> the alert's transaction fields (`,"tx_id":...`) and its
     // alert.context members (JSON datasets' objects; empty: none).
     struct AppAlertText {
-      std::string app, context;
+      std::string app, context, frame;  // frame: `,"frame":{...}` of a frame signature's match
     };
     using AppAlerts = std::map<std::tuple<uint64_t, uint32_t, uint32_t>, AppAlertText>;
     AppAlerts app_alerts_;

@@ -241,6 +241,16 @@ struct TxBuffers {
         case kBufSipStatMsg: return hold(sip->reason, true);
         case kBufSipResponseLine: return hold(sip->line, !sip->line.empty());
         case kBufSipProtocol: return hold(sip->version, true);
+        case kBufSipPduFrame: case kBufSipRequestLineFrame: case kBufSipRequestHeadersFrame:
+        case kBufSipRequestBodyFrame: case kBufSipResponseLineFrame: case kBufSipResponseHeadersFrame:
+        case kBufSipResponseBodyFrame: {
+          // The frame's bytes as the message holds them (a TCP body cut at the limit: as far as kept).
+          const int k = b == kBufSipPduFrame ? 0 : (b - kBufSipRequestLineFrame) % 3 + 1;
+          size_t off, len;
+          if (!sip_frame_span(*sip, k, off, len) || off >= sip->raw.size()) return false;
+          out.assign(sip->raw, off, std::min(len, sip->raw.size() - off));
+          return true;
+        }
         default: break;
       }
       const char* name = b == kBufSipFrom          ? "From"
@@ -816,8 +826,32 @@ void DetectModule::Host::on_app(std::span<const AppUpdate> updates, std::vector<
         keys.push_back(k);
         context += (context.empty() ? "\"" : ",\"") + json_escape(k) + "\":" + o;
       }
+      // A frame signature's alert carries the frame (the first frame buffer the signature reads).
+      std::string frame;
+      if (const SipTx* si = u.sip())
+        for (const AppPart& p : a.parts) {
+          const uint8_t fb = base_buf(uint8_t(p.key % kBufCount));
+          if (!sip_frame_buf(fb)) continue;
+          const int k = fb == kBufSipPduFrame ? 0 : (fb - kBufSipRequestLineFrame) % 3 + 1;
+          size_t off, len;
+          if (!sip_frame_span(*si, k, off, len)) break;
+          EveFrame f;
+          f.type = sip_frame_name(fb);
+          f.id = si->frame_id + uint64_t(k);
+          f.to_server = si->request;
+          f.tcp = !si->udp;
+          f.stream_offset = si->udp || si->stream_offset == kSipNoOffset ? kEveNoOffset : si->stream_offset + off;
+          f.length = len;
+          f.data = reinterpret_cast<const uint8_t*>(si->raw.data()) + std::min(off, si->raw.size());
+          f.have = off < si->raw.size() ? si->raw.size() - off : 0;
+          // Suricata's SIP parser ties every frame but a datagram's pdu to its transaction, by
+          // the transaction's own number, which counts from 1 (EVE's tx_id from 0).
+          if (k != 0 || !si->udp) f.tx_id = t.id + 1;
+          frame = eve_frame_json(f);
+          break;
+        }
       w.alerts[{u.flow_id, u.packet, a.sig}] =
-          AppAlertText{",\"tx_id\":" + std::to_string(t.id) + obj + ",\"app_proto\":\"" + proto + "\"", context};
+          AppAlertText{",\"tx_id\":" + std::to_string(t.id) + obj + ",\"app_proto\":\"" + proto + "\"", context, frame};
       out.push_back(ModuleEvent{u.flow_id, u.packet, (a.sig << 2) | 2u, 0, kMatch, u.dir});
     }
     }

@@ -898,6 +898,7 @@ void DetectModule::Host::on_event(const ModuleEvent& ev, const HostPacket& p, Mo
     if (it != app_alerts_.end()) {
       x.app = it->second.app;
       x.context = it->second.context;
+      x.frame = it->second.frame;
     }
   }
   out.eve(eve_alert_line(s.rule, classes_, p, dropped, x));
@@ -932,9 +933,8 @@ void DetectModule::Host::on_packet(const HostPacket& p, ModuleOutput& out) {
   if (tags_.empty() || !p.decoded) return;
   if (!tags_.handle(tag_packet(p)) || !tagged_packets_) return;
   // Suricata's tagged packet: the event head and the packet (EvePacket).
-  const DecodedPacket& d = *static_cast<const DecodedPacket*>(p.decoded);
   ++tagged_written_;
-  out.eve(eve_packet_head(p, "packet") + eve_packet_json(p.frame, p.cap_len, d.link[0]) + "}");
+  out.eve(eve_packet_head(p, "packet") + eve_packet_json(p) + "}");
 }
 
 void DetectModule::Host::on_packets_end() {

@@ -1127,6 +1127,13 @@ const char* sig_buf_name(uint8_t b) {
   if (b == kBufBase64) return "base64_data";
   if (b == kBufHttpRequestFrame) return "frame:http1.request";
   if (b == kBufHttpResponseFrame) return "frame:http1.response";
+  if (b == kBufSipPduFrame) return "frame:sip.pdu";
+  if (b == kBufSipRequestLineFrame) return "frame:sip.request.line";
+  if (b == kBufSipRequestHeadersFrame) return "frame:sip.request.headers";
+  if (b == kBufSipRequestBodyFrame) return "frame:sip.request.body";
+  if (b == kBufSipResponseLineFrame) return "frame:sip.response.line";
+  if (b == kBufSipResponseHeadersFrame) return "frame:sip.response.headers";
+  if (b == kBufSipResponseBodyFrame) return "frame:sip.response.body";
   for (const BufName& n : kHeaderBuffers)
     if (n.buf == b) return n.name;
   if (const DerivedBuf* d = derived_buf(b)) return d->name.c_str();
@@ -1147,7 +1154,7 @@ int sig_buf_side(uint8_t b) {
     case kBufHttpContentLen: case kBufHttpStart: case kBufHttpHeaderNames:
     case kBufSshProto: case kBufSshSoftware:
     case kBufSipProtocol: case kBufSipFrom: case kBufSipTo: case kBufSipVia: case kBufSipUserAgent:
-    case kBufSipContentType: case kBufSipContentLength:
+    case kBufSipContentType: case kBufSipContentLength: case kBufSipPduFrame:
     case kBufDnsQueriesRrname: case kBufDnsAnswersRrname: case kBufDnsAuthoritiesRrname: case kBufDnsAdditionalsRrname:
       return 2;
     case kBufDnsResponseRrname:
@@ -1157,6 +1164,7 @@ int sig_buf_side(uint8_t b) {
     case kBufTlsCertSubject: case kBufTlsCertIssuer: case kBufTlsCertSerial: case kBufTlsCertFingerprint:
     case kBufTlsCerts: case kBufJa3sHash: case kBufJa3sString:
     case kBufSipStatCode: case kBufSipStatMsg: case kBufSipResponseLine:
+    case kBufSipResponseLineFrame: case kBufSipResponseHeadersFrame: case kBufSipResponseBodyFrame:
     case kBufHttpResponseFrame:
       return 1;
     case kBufSmtpHelo: case kBufSmtpMailFrom: case kBufSmtpRcptTo: case kBufHttpRequestHeader:
@@ -1168,6 +1176,7 @@ int sig_buf_side(uint8_t b) {
     case kBufDnsQuery: case kBufTlsSniDot: case kBufDnsQueryDot: case kBufHttpHostDot: case kBufJa3Hash:
     case kBufJa3String:
     case kBufSipMethod: case kBufSipUri: case kBufSipRequestLine:
+    case kBufSipRequestLineFrame: case kBufSipRequestHeadersFrame: case kBufSipRequestBodyFrame:
     case kBufHttpRequestFrame:
       return 0;
     case kBufDerived: case kBufCount:
@@ -1185,7 +1194,18 @@ bool instance_buf(uint8_t b) {
 
 bool sip_buf(uint8_t b) {
   b = base_buf(b);
-  return b >= kBufSipMethod && b <= kBufSipContentLength;
+  return b >= kBufSipMethod && b <= kBufSipResponseBodyFrame;
+}
+
+bool sip_frame_buf(uint8_t b) {
+  b = base_buf(b);
+  return b >= kBufSipPduFrame && b <= kBufSipResponseBodyFrame;
+}
+
+const char* sip_frame_name(uint8_t b) {
+  static const char* const kNames[] = {"pdu", "request.line", "request.headers", "request.body",
+                                       "response.line", "response.headers", "response.body"};
+  return sip_frame_buf(b) ? kNames[base_buf(b) - kBufSipPduFrame] : "?";
 }
 
 bool mail_buf(uint8_t b) {
@@ -1260,12 +1280,21 @@ std::string parse_signature(const std::string& text, const RuleVars& vars, Signa
       continue;
     }
     if (k == "frame") {
-      // Frames (Suricata's detect-frame.c): HTTP/1's request and response, the protocol named or
-      // taken from the rule's header (`alert http1 ... frame:request`). Other protocols' frames
-      // (pdu, sip, smb2, ...) are not built.
+      // Frames (Suricata's detect-frame.c): HTTP/1's request and response and SIP's pdu, start
+      // lines, headers and bodies, the protocol named (`http1.request`, `sip.pdu`) or taken from
+      // the rule's header (`alert sip ... frame:request.line`). Other protocols' frames (smb2,
+      // dns, ...) are not built.
       const bool http = out.rule.app_proto == "http" || out.rule.app_proto == "http1";
+      const bool sip = out.rule.app_proto == "sip";
+      const std::string f = v.rfind("sip.", 0) == 0 ? v.substr(4) : (sip ? v : "");
+      static const char* const kSipFrames[] = {"pdu", "request.line", "request.headers", "request.body",
+                                               "response.line", "response.headers", "response.body"};
+      int sf = -1;
+      for (int i = 0; i < 7 && !f.empty(); ++i)
+        if (f == kSipFrames[i]) sf = i;
       if (v == "http1.request" || (http && v == "request")) cur_buf = kBufHttpRequestFrame;
       else if (v == "http1.response" || (http && v == "response")) cur_buf = kBufHttpResponseFrame;
+      else if (sf >= 0) cur_buf = uint8_t(kBufSipPduFrame + sf);
       else return "skip:keyword frame " + v;
       pending.clear();
       out.app = true;

@@ -163,6 +163,11 @@ enum SigBuf : uint8_t {
   // either message's version; header fields (multi-buffers: each field of the name an instance)
   kBufSipMethod, kBufSipUri, kBufSipRequestLine, kBufSipStatCode, kBufSipStatMsg, kBufSipResponseLine,
   kBufSipProtocol, kBufSipFrom, kBufSipTo, kBufSipVia, kBufSipUserAgent, kBufSipContentType, kBufSipContentLength,
+  // SIP's frames (frame:pdu, frame:request.line, ... in a sip rule; applayer/sip.hpp): the message
+  // (either side), a request's start line with its CRLF, header fields and body (to the server), a
+  // response's (to the client)
+  kBufSipPduFrame, kBufSipRequestLineFrame, kBufSipRequestHeadersFrame, kBufSipRequestBodyFrame,
+  kBufSipResponseLineFrame, kBufSipResponseHeadersFrame, kBufSipResponseBodyFrame,
   // HTTP/1's request and response frames (frame:http1.request, frame:http1.response): the message
   // as the transaction holds it (start line, header block, body)
   kBufHttpRequestFrame, kBufHttpResponseFrame,
@@ -193,6 +198,10 @@ inline bool ip_addr_buf(uint8_t b) { return b == kBufIpSrc || b == kBufIpDst; }
 bool mail_buf(uint8_t b);
 // Whether b (or the buffer b transforms) is one of SIP's (sip.*).
 bool sip_buf(uint8_t b);
+// A SIP frame's buffer (kBufSipPduFrame ... kBufSipResponseBodyFrame), and the frame's name as
+// Suricata writes it in EVE (frame.type): "pdu", "request.line", ...
+bool sip_frame_buf(uint8_t b);
+const char* sip_frame_name(uint8_t b);
 // Whether b (or the buffer b transforms) has instances (a multi-buffer: the DNS names, tls.certs,
 // a mail's recipients, the HTTP headers one by one; a mail's files, file.data, too, which is the
 // body buffer of HTTP's and not counted here).

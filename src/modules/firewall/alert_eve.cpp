@@ -53,15 +53,56 @@ bool alert_metadata_option(const std::string& k, const std::string& v, AlertMeta
 }
 
 std::string eve_packet_json(const uint8_t* frame, uint32_t len, uint8_t decoder_link) {
-  // The frame as captured (for a reassembled datagram, the one defrag built), and its link type
-  // as the capture file numbers it.
-  const unsigned link = decoder_link == uint8_t(LinkType::linux_sll2) ? 276u : decoder_link;
+  // The frame as captured (for a reassembled datagram, the one defrag built), and its link type as
+  // libpcap reports it (pcap_datalink: the file's LINKTYPE_RAW 101 is DLT_RAW 12 on Linux).
+  const unsigned link = decoder_link == uint8_t(LinkType::linux_sll2) ? 276u : decoder_link == uint8_t(LinkType::raw) ? 12u : decoder_link;
   // Suricata's names for the link types (util-datalink.c's table), "n/a" for the others.
   const char* name = link == 0 ? "NULL" : link == 1 ? "EN10MB" : link == 113 ? "LINUX_SLL" : link == 276 ? "LINUX_SLL2"
-                     : link == 9 ? "PPP" : link == 101 ? "RAW" : link == 104 ? "C_HDLC" : link == 228 ? "IPv4"
+                     : link == 9 ? "PPP" : link == 12 ? "RAW" : link == 104 ? "C_HDLC" : link == 228 ? "IPv4"
                      : link == 229 ? "IPv6" : "n/a";
   return ",\"packet\":\"" + base64(frame, len) + "\",\"packet_info\":{\"linktype\":" + std::to_string(link) +
          ",\"linktype_name\":\"" + name + "\"}";
+}
+
+std::string printable_of(const uint8_t* d, size_t n) {
+  std::string printable;
+  for (size_t i = 0; i < n; ++i) printable += (std::isprint(d[i]) || d[i] == '\n' || d[i] == '\r') ? char(d[i]) : '.';
+  return printable;
+}
+
+std::string eve_frame_json(const EveFrame& f) {
+  // Suricata's FrameJsonLogOneFrame: TCP frames carry their stream offset and as much of their
+  // bytes as the alert's payload buffer holds (4 KiB), complete when all of them were there; UDP
+  // frames at most 256 bytes, complete when the datagram holds the whole frame.
+  auto u = [](uint64_t v) { return std::to_string(v); };
+  std::string j = ",\"frame\":{\"type\":\"" + json_escape(f.type) + "\",\"id\":" + u(f.id) +
+                  ",\"direction\":\"" + (f.to_server ? "toserver" : "toclient") + "\"";
+  const size_t have = std::min<uint64_t>(f.have, f.length);
+  const bool complete = have == f.length;
+  if (f.tcp) {
+    if (f.stream_offset != kEveNoOffset) j += ",\"stream_offset\":" + u(f.stream_offset);
+    j += ",\"length\":" + u(f.length);
+    const size_t n = std::min<size_t>(have, 4096);
+    if (n) {
+      j += ",\"payload\":\"" + base64(f.data, n) + "\",\"payload_printable\":\"" + json_escape(printable_of(f.data, n)) +
+           "\",\"complete\":" + (complete ? "true" : "false");
+    }
+  } else {
+    const size_t n = std::min<size_t>(have, 256);
+    j += ",\"length\":" + u(f.length) + ",\"complete\":" + (complete ? "true" : "false") + ",\"payload\":\"" +
+         base64(f.data, n) + "\",\"payload_printable\":\"" + json_escape(printable_of(f.data, n)) + "\"";
+  }
+  if (f.tx_id != kEveNoOffset) j += ",\"tx_id\":" + u(f.tx_id);
+  return j + "}";
+}
+
+std::string eve_packet_json(const HostPacket& p) {
+  if (!p.decoded || !p.frame) return "";
+  // A packet decoded out of a tunnel is, as Suricata logs its tunnel pseudo-packet, the tunnel's
+  // payload with the raw link type.
+  const auto [off, len] = tunnel_packet_span(p);
+  if (len) return eve_packet_json(p.frame + off, len, 12);
+  return eve_packet_json(p.frame, p.cap_len, static_cast<const DecodedPacket*>(p.decoded)->link[0]);
 }
 
 std::string eve_alert_line(const Rule& r, const Classifications& classes_, const HostPacket& p, bool blocked,
@@ -103,14 +144,11 @@ std::string eve_alert_line(const Rule& r, const Classifications& classes_, const
     const uint8_t* d;
     uint32_t n;
     payload_of(p, d, n);
-    std::string printable;
-    for (uint32_t i = 0; i < n; ++i)
-      printable += (std::isprint(d[i]) || d[i] == '\n' || d[i] == '\r') ? char(d[i]) : '.';
-    j += ",\"payload\":\"" + base64(d, n) + "\",\"payload_printable\":\"" + json_escape(printable) +
+    j += ",\"payload\":\"" + base64(d, n) + "\",\"payload_printable\":\"" + json_escape(printable_of(d, n)) +
          "\",\"stream\":" + (x.stream ? "1" : "0");
   }
-  if (x.packet && p.decoded && p.frame)
-    j += eve_packet_json(p.frame, p.cap_len, static_cast<const DecodedPacket*>(p.decoded)->link[0]);
+  j += x.frame;
+  if (x.packet) j += eve_packet_json(p);
   if (x.verdict) {
     // Suricata's EveAddVerdict (IPS): drop when the packet is dropped, else pass for a pass rule's
     // alert, else alert.

@@ -40,11 +40,35 @@ struct AlertExtras {
   bool ether = false;    // ether: the frame's MAC addresses (eve-log's ethernet: yes)
   // alert.context's members (`"KEY":{...}`: JSON datasets' objects, detect/dataset.hpp); empty: none.
   std::string context;
+  // The frame a frame signature matched (`,"frame":{...}`, eve_frame_json); empty: none.
+  std::string frame;
 };
+
+// An application-layer frame for Suricata's EVE `frame` object (its FrameJsonLogOneFrame).
+inline constexpr uint64_t kEveNoOffset = ~uint64_t(0);
+struct EveFrame {
+  const char* type = "";      // the frame's name: "pdu", "request.headers", ...
+  uint64_t id = 0;            // its id, numbered per flow direction from 1
+  bool to_server = true;
+  bool tcp = false;           // TCP (stream_offset, up to 4 KiB of payload) or UDP (up to 256 bytes)
+  uint64_t stream_offset = kEveNoOffset;  // TCP: where it starts in the direction's stream, if known
+  uint64_t length = 0;        // its length as sent
+  const uint8_t* data = nullptr;  // its bytes, `have` of them (fewer than length: not complete)
+  size_t have = 0;
+  uint64_t tx_id = kEveNoOffset;  // the transaction Suricata ties it to, if any
+};
+// `,"frame":{"type","id","direction","stream_offset","length","payload","payload_printable",
+// "complete","tx_id"}` as Suricata writes it for TCP, and for UDP `type, id, direction, length,
+// complete, payload, payload_printable, tx_id`.
+std::string eve_frame_json(const EveFrame& f);
 
 // Suricata's EvePacket: `,"packet":BASE64,"packet_info":{"linktype":N,"linktype_name":NAME}` for
 // a frame of the decoder's link type (alerts with packet=on, tagged packets).
+// decoder_link 12 is DLT_RAW.
 std::string eve_packet_json(const uint8_t* frame, uint32_t len, uint8_t decoder_link);
+// The same for a decoded packet: its frame, or for a packet decoded out of a tunnel the tunnel's
+// payload as a raw packet (Suricata's tunnel pseudo-packet, linktype RAW); empty without a frame.
+std::string eve_packet_json(const HostPacket& p);
 std::string eve_alert_line(const Rule& r, const Classifications& classes, const HostPacket& p, bool blocked,
                            const AlertExtras& x = {});
 
