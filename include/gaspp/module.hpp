@@ -103,7 +103,10 @@ struct ModuleEvent {
   uint16_t module;    // position in the pipeline
   uint16_t kind;      // the module's own numbering; kEventToHost for to_host()
   uint8_t to_client;  // direction within the flow
-  uint8_t pad_[3] = {};
+  // Which of the module's events of this value on this packet it is, from 0 (several
+  // application-layer transactions one signature matched on one packet: one alert each).
+  uint8_t seq = 0;
+  uint8_t pad_[2] = {};
 };
 static_assert(sizeof(ModuleEvent) == 24, "ModuleEvent layout");
 constexpr uint16_t kEventToHost = 0xffff;

@@ -20,8 +20,8 @@ namespace gaspp {
 
 namespace {
 
-// Capture order (packet), then flow, module, kind, value and direction: a total order, so both
-// backends hand events over alike. Events with no packet (kNoPacket) come last, by flow.
+// Capture order (packet), then flow, module, kind, value, direction and seq: a total order, so
+// both backends hand events over alike. Events with no packet (kNoPacket) come last, by flow.
 void sort_events(std::vector<ModuleEvent>& ev) {
   std::sort(ev.begin(), ev.end(), [](const ModuleEvent& x, const ModuleEvent& y) {
     if (x.packet != y.packet) return x.packet < y.packet;
@@ -29,7 +29,8 @@ void sort_events(std::vector<ModuleEvent>& ev) {
     if (x.module != y.module) return x.module < y.module;
     if (x.kind != y.kind) return x.kind < y.kind;
     if (x.value != y.value) return x.value < y.value;
-    return x.to_client < y.to_client;
+    if (x.to_client != y.to_client) return x.to_client < y.to_client;
+    return x.seq < y.seq;
   });
 }
 

@@ -27,6 +27,7 @@ Checked:
 usage: sip_cases.py GASPP DATA_DIR [--backend cpu|cuda]
 """
 import base64
+import collections
 import json
 import os
 import shutil
@@ -358,9 +359,9 @@ def check_rules(gaspp, pcap, backend, messages, d):
     events, _, err = gaspp_run(gaspp, pcap, backend, d, ["--module", f"detect:rules={rf},packet-alert-max=1000"])
     if err:
         return [err]
-    # One alert per signature and packet: the engine raises a signature once per packet, however
-    # many of the packet's transactions it matched (two messages in one TCP segment here).
-    want = sorted({(i + 1, frame) for frame, _, m in messages for i, (_, pred, *_) in enumerate(RULES) if pred(m)})
+    # One alert per signature and transaction, as Suricata: two messages of one TCP segment that a
+    # signature matches are two alerts of that packet.
+    want = sorted((i + 1, frame) for frame, _, m in messages for i, (_, pred, *_) in enumerate(RULES) if pred(m))
     got, bad = [], []
     for e in events:
         if e.get("event_type") != "alert":
@@ -386,8 +387,8 @@ def check_rules(gaspp, pcap, backend, messages, d):
             bad.append(f"alert of sid {sid}: frame direction {f.get('direction')}")
     got.sort()
     if got != want:
-        extra = sorted(set(got) - set(want))
-        missing = sorted(set(want) - set(got))
+        extra = sorted((collections.Counter(got) - collections.Counter(want)).elements())
+        missing = sorted((collections.Counter(want) - collections.Counter(got)).elements())
         bad.append(f"alerts (sid, frame): missing {missing}, not expected {extra}")
     return bad
 

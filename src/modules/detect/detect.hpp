@@ -594,7 +594,8 @@ struct DetectModule {
     struct AppAlertText {
       std::string app, context, frame;  // frame: `,"frame":{...}` of a frame signature's match
     };
-    using AppAlerts = std::map<std::tuple<uint64_t, uint32_t, uint32_t>, AppAlertText>;
+    // (flow, packet, signature, seq): seq counts the signature's transactions matched on the packet.
+    using AppAlerts = std::map<std::tuple<uint64_t, uint32_t, uint32_t, uint8_t>, AppAlertText>;
     AppAlerts app_alerts_;
     // What one on_app worker keeps apart from the others (its scratch: AppPrefilter::scratch).
     struct alignas(64) AppWorker {
@@ -678,6 +679,7 @@ struct DetectModule {
     static TagPacket tag_packet(const HostPacket& p);
     uint64_t last_number_ = ~0ull, last_flow_ = 0;
     uint32_t last_sig_ = ~0u, packet_alerts_ = 0;
+    uint8_t last_seq_ = 0;  // the last match's ModuleEvent::seq (its transaction among the signature's on the packet)
     bool packet_passed_ = false;  // a pass signature matched the current packet
     uint64_t pass_matches_ = 0, after_pass_ = 0;
     uint64_t gated_sigs_ = 0, app_proto_rejected_ = 0;  // signatures with gate_proto; their matches on other flows

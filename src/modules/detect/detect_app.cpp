@@ -850,9 +850,16 @@ void DetectModule::Host::on_app(std::span<const AppUpdate> updates, std::vector<
           frame = eve_frame_json(f);
           break;
         }
-      w.alerts[{u.flow_id, u.packet, a.sig}] =
+      // Suricata alerts once per transaction a signature matched: several on one packet (pipelined
+      // requests, messages in one segment) are several alerts, each with its tx_id (at most 256;
+      // packet-alert-max bounds them anyway).
+      uint8_t seq = 0;
+      while (seq < 255 && w.alerts.count({u.flow_id, u.packet, a.sig, seq})) ++seq;
+      w.alerts[{u.flow_id, u.packet, a.sig, seq}] =
           AppAlertText{",\"tx_id\":" + std::to_string(t.id) + obj + ",\"app_proto\":\"" + proto + "\"", context, frame};
-      out.push_back(ModuleEvent{u.flow_id, u.packet, (a.sig << 2) | 2u, 0, kMatch, u.dir});
+      ModuleEvent ev{u.flow_id, u.packet, (a.sig << 2) | 2u, 0, kMatch, u.dir};
+      ev.seq = seq;
+      out.push_back(ev);
     }
     }
     }

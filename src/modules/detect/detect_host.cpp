@@ -817,9 +817,14 @@ void DetectModule::Host::on_event(const ModuleEvent& ev, const HostPacket& p, Mo
     ++host_recheck_matches_;
   }
   // One packet's matches come in rank order; its stream and payload matches of one signature are
-  // one match.
+  // one match; its transactions' matches of one signature (seq) are one alert each.
   const bool same_packet = p.number == last_number_ && e.flow_id == last_flow_ && p.number != 0;
-  if (same_packet && e.value == last_sig_) return;
+  if (same_packet && e.value == last_sig_ && (ev.value & 2) && ev.seq != last_seq_) {
+    // another transaction of the same signature: an alert of its own
+  } else if (same_packet && e.value == last_sig_) {
+    return;
+  }
+  last_seq_ = ev.seq;
   if (!same_packet) {
     packet_alerts_ = 0;
     packet_passed_ = false;
@@ -894,7 +899,7 @@ void DetectModule::Host::on_event(const ModuleEvent& ev, const HostPacket& p, Mo
   alerts_blocked_ += dropped;
   AlertExtras x{payload_, (ev.value & 2) != 0, eve_packet_, eve_verdict_, false, {}, alert_meta_, eve_ether_, {}};
   if (s.app) {
-    const auto it = app_alerts_.find({ev.flow_id, ev.packet, e.value});
+    const auto it = app_alerts_.find({ev.flow_id, ev.packet, e.value, ev.seq});
     if (it != app_alerts_.end()) {
       x.app = it->second.app;
       x.context = it->second.context;
