@@ -34,8 +34,15 @@ int looks_like_request(const std::string& s) {
   return wait ? -1 : 0;
 }
 
-// A TLS handshake record's start: 1, 0 not, -1 too few bytes.
+// A TLS handshake record's start, or an SSLv2-format ClientHello's (a 2-byte header with the high
+// bit set, CLIENT-HELLO, then SSL 2.0's version or SSL 3.0 to TLS 1.3's): 1, 0 not, -1 too few bytes.
 int looks_like_tls(const std::string& s) {
+  if (!s.empty() && (uint8_t(s[0]) & 0x80)) {
+    if (s.size() >= 3 && uint8_t(s[2]) != 1) return 0;
+    if (s.size() >= 4 && uint8_t(s[3]) != 0x00 && uint8_t(s[3]) != 0x03) return 0;
+    if (s.size() >= 5 && (uint8_t(s[3]) == 0 ? uint8_t(s[4]) != 0x02 : uint8_t(s[4]) > 0x04)) return 0;
+    return s.size() >= 5 ? 1 : -1;
+  }
   if (s.size() >= 1 && uint8_t(s[0]) != 0x16) return 0;
   if (s.size() >= 2 && uint8_t(s[1]) != 0x03) return 0;
   if (s.size() >= 3 && uint8_t(s[2]) > 0x04) return 0;

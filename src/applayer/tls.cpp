@@ -8,6 +8,7 @@
 #include <openssl/evp.h>
 #include <openssl/sha.h>
 #include <openssl/x509.h>
+#include <openssl/x509v3.h>
 
 #include <algorithm>
 #include <memory>
@@ -56,6 +57,30 @@ struct Reader {
 namespace {
 // A name as Suricata's X.509 parser prints it: the RDNs in encoding order, "SN=value" joined with
 // ", " (several in one RDN with " + "), values as they are (UTF-8), no escaping.
+// The subjectAltName entries of a certificate as Suricata's x509 module writes them
+// (SCGeneralName's Display): DNS names, URIs and e-mail addresses as text, IP addresses as the
+// byte list Rust's Debug prints ("[192, 0, 2, 1]"); other kinds are left out.
+std::vector<std::string> subject_alt_names(X509* x) {
+  std::vector<std::string> out;
+  GENERAL_NAMES* names = static_cast<GENERAL_NAMES*>(X509_get_ext_d2i(x, NID_subject_alt_name, nullptr, nullptr));
+  if (!names) return out;
+  for (int i = 0; i < sk_GENERAL_NAME_num(names) && out.size() < kTlsMaxSans; ++i) {
+    const GENERAL_NAME* g = sk_GENERAL_NAME_value(names, i);
+    if (g->type == GEN_DNS || g->type == GEN_URI || g->type == GEN_EMAIL) {
+      const ASN1_IA5STRING* v = g->d.ia5;
+      out.emplace_back(reinterpret_cast<const char*>(ASN1_STRING_get0_data(v)), size_t(ASN1_STRING_length(v)));
+    } else if (g->type == GEN_IPADD) {
+      const ASN1_OCTET_STRING* v = g->d.ip;
+      const unsigned char* b = ASN1_STRING_get0_data(v);
+      std::string t = "[";
+      for (int k = 0; k < ASN1_STRING_length(v); ++k) t += (k ? ", " : "") + std::to_string(unsigned(b[k]));
+      out.push_back(t + "]");
+    }
+  }
+  GENERAL_NAMES_free(names);
+  return out;
+}
+
 std::string name_text(const X509_NAME* name) {
   std::unique_ptr<BIO, decltype(&BIO_free)> b(BIO_new(BIO_s_mem()), BIO_free);
   if (!b) return "";
@@ -118,6 +143,7 @@ int TlsConn::parse_certificate(const uint8_t* p, size_t n) {
       OPENSSL_free(enc);
       tx_.not_before = epoch_of(X509_get0_notBefore(x.get()));
       tx_.not_after = epoch_of(X509_get0_notAfter(x.get()));
+      tx_.sans = subject_alt_names(x.get());
     } else if (undecoded_) {
       ++*undecoded_;
     }
@@ -141,6 +167,7 @@ int TlsConn::finish(int dir, int state) {
 int TlsConn::parse_hello(int dir, const uint8_t* p, size_t n) {
   Reader r{p, n};
   const uint16_t version = uint16_t(r.u(2));
+  if (r.at + 32 <= n) tx_.random[dir].assign(reinterpret_cast<const char*>(p + r.at), 32);
   r.skip(32);                 // random
   r.skip(r.u(1));             // session id
   // JA3 (client) / JA3S (server): version, ciphers, extensions[, groups, point formats], decimal,
@@ -201,6 +228,17 @@ int TlsConn::parse_hello(int dir, const uint8_t* p, size_t n) {
             break;
           }
         }
+      } else if (type == 16) {
+        // application_layer_protocol_negotiation: a 2-byte list length, then 1-byte-length names
+        // (the client's offers; the server's one choice).
+        Reader a{p, next, r.at};
+        const size_t aend = std::min(next, a.at + 2 + a.u(2));
+        while (a.ok && a.at + 1 <= aend && tx_.alpn[dir].size() < kTlsMaxAlpn) {
+          const size_t l = a.u(1);
+          if (a.at + l > aend) break;
+          tx_.alpn[dir].emplace_back(reinterpret_cast<const char*>(p + a.at), l);
+          a.at += l;
+        }
       } else if (dir == 1 && type == 43 && len == 2) {
         supported = uint16_t(p[r.at] << 8 | p[r.at + 1]);  // supported_versions: the one chosen
       }
@@ -234,6 +272,21 @@ int TlsConn::feed(int dir, const uint8_t* p, size_t n, bool gap) {
   std::string& hs = buf_[dir];
   const size_t max_msg = dir == 1 && tx_.server_hello ? kTlsMaxChain : kTlsMaxHello;
   size_t i = 0;
+  // An SSLv2-format ClientHello (RFC 6101 appendix E.2, still sent by some clients to offer TLS):
+  // a 2-byte header with the high bit set, then CLIENT-HELLO (1), the version, the cipher specs'
+  // length, the session id's and the challenge's. The client's direction ends there (Suricata
+  // reads the version from it; no SNI or JA3 in this format).
+  if (dir == 0 && hs.empty() && (!rec.empty() ? (uint8_t(rec[0]) & 0x80) != 0 : n > 0 && (p[0] & 0x80) != 0)) {
+    const size_t k = std::min(n, size_t(2 + 9) - std::min(rec.size(), size_t(11)));
+    rec.append(reinterpret_cast<const char*>(p), std::min(k, n));
+    if (rec.size() < 11) return 0;
+    const auto b = [&](size_t at) { return uint8_t(rec[at]); };
+    if (b(2) != 1) return finish(0, -1);
+    tx_.client_hello = true;
+    tx_.client_version = uint16_t(b(3) << 8 | b(4));
+    changed_ = true;
+    return finish(0, 1);
+  }
   while (i < n) {
     // Record header (5 bytes), then the body.
     if (rec.size() < 5) {

@@ -34,6 +34,9 @@ constexpr uint32_t kTlsMaxHello = 64 * 1024;
 constexpr uint32_t kTlsMaxChain = 256 * 1024;
 constexpr uint32_t kTlsMaxRaw = 64 * 1024;  // TlsTx::raw, a direction
 
+constexpr size_t kTlsMaxSans = 256;  // subjectAltName entries kept (the rest not inspected)
+constexpr size_t kTlsMaxAlpn = 32;   // ALPN protocols kept per hello
+
 struct TlsTx : AppTx {
   bool client_hello = false, server_hello = false;
   uint16_t client_version = 0;  // ClientHello.legacy_version
@@ -49,6 +52,13 @@ struct TlsTx : AppTx {
   std::vector<std::string> certs;
   std::string subject, issuer, serial, fingerprint;
   int64_t not_before = 0, not_after = 0;  // seconds since the epoch
+  // Its subjectAltName entries as Suricata writes them: DNS names, URIs and e-mail addresses as
+  // text, IP addresses as the byte list "[10, 0, 0, 1]" (at most kTlsMaxSans).
+  std::vector<std::string> sans;
+  // Each hello's random (client's [0], server's [1]; 32 bytes once read) and ALPN protocols (the
+  // client's offers, the server's choice; at most kTlsMaxAlpn each).
+  std::string random[2];
+  std::vector<std::string> alpn[2];
   bool handshake_done = false;  // the server's side of the handshake has been read (logged then)
   std::string raw[2];           // each direction's bytes as sent while read, up to kTlsMaxRaw
 };

@@ -78,12 +78,19 @@ std::string x509_time(int64_t t) {
 }  // namespace
 
 std::string eve_tls_object(const TlsTx& t) {
-  // Suricata's order (output-json-tls.c): subject, issuerdn, serial, fingerprint, sni, version,
-  // notbefore, notafter.
+  // Suricata's order (output-json-tls.c): subject, issuerdn, subjectaltname, serial, fingerprint,
+  // sni, version, notbefore, notafter, client_alpns, server_alpns.
   std::string j = "\"tls\":{";
+  const auto list = [&](const char* name, const std::vector<std::string>& v) {
+    if (v.empty()) return;
+    j += std::string(j.back() == '{' ? "" : ",") + "\"" + name + "\":[";
+    for (size_t i = 0; i < v.size(); ++i) j += (i ? ",\"" : "\"") + json_escape(v[i]) + "\"";
+    j += "]";
+  };
   if (t.cert_decoded) {
     str(j, "subject", t.subject);
     str(j, "issuerdn", t.issuer);
+    list("subjectaltname", t.sans);
     str(j, "serial", t.serial);
   }
   if (!t.fingerprint.empty()) str(j, "fingerprint", t.fingerprint);
@@ -92,6 +99,8 @@ std::string eve_tls_object(const TlsTx& t) {
   str(j, "version", tls_version_name(v));
   if (t.cert_decoded && t.not_before) str(j, "notbefore", x509_time(t.not_before));
   if (t.cert_decoded && t.not_after) str(j, "notafter", x509_time(t.not_after));
+  list("client_alpns", t.alpn[0]);
+  list("server_alpns", t.alpn[1]);
   return j + "}";
 }
 

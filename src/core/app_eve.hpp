@@ -31,9 +31,10 @@ std::string eve_http_event(uint64_t ts_ns, uint64_t flow_id, uint64_t pcap_cnt, 
 
 // EVE `tls` events (Suricata's eve-log type tls, its extended fields that gaspp has), one per
 // connection once the server's side of the handshake was read (its certificate, ServerHelloDone,
-// encrypted data; or when the flow leaves the table): `"tls":{"subject","issuerdn","serial",
-// "fingerprint","sni","version","notbefore","notafter"}` — the certificate's fields when one came,
-// the version the server chose, else the client's.
+// encrypted data; or when the flow leaves the table): `"tls":{"subject","issuerdn",
+// "subjectaltname","serial","fingerprint","sni","version","notbefore","notafter","client_alpns",
+// "server_alpns"}` — the certificate's fields when one came, the version the server chose, else
+// the client's; the lists when not empty.
 std::string eve_tls_object(const TlsTx& t);
 std::string eve_tls_event(uint64_t ts_ns, uint64_t flow_id, uint64_t pcap_cnt, const FlowKey& key, bool client_lo,
                           const TlsTx& t);

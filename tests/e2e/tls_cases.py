@@ -15,6 +15,11 @@ Checked:
   tls.cert_fingerprint, tls.certs: bytes only the CA's certificate holds, the multi-buffer's
   second instance) and of tls.sni with dotprefix: each once, at the connection; signatures whose
   content is not there: none;
+- the tls event's subjectaltname (DNS names and an IP address as Suricata writes them) and
+  client_alpns / server_alpns as built; signatures on tls.subjectaltname, tls.alpn, tls.random,
+  tls.random_time, tls.random_bytes, tls.cert_chain_len, the legacy tls.subject / tls.issuerdn /
+  tls.fingerprint (upper case) and tls_cert_notbefore / tls_cert_notafter against the dates
+  openssl gave the certificate: those that hold alert, the others do not;
 - tls.version per direction (the ClientHello's version to the server, the ServerHello's to the
   client; 1.2 and the raw 0x0303 match, 1.3 does not);
 - payload contents on `alert tls` signatures (no buffer) inspect each direction's bytes as sent,
@@ -50,11 +55,25 @@ def make_certs(d):
        "-set_serial", "5", cwd=d)
     sh("openssl", "req", "-new", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-keyout",
        "srv.key", "-out", "srv.csr", "-subj", "/C=US/ST=California/O=Example Org/CN=www.example.org", cwd=d)
+    with open(os.path.join(d, "san.cnf"), "w") as f:
+        f.write("subjectAltName=" + ",".join(SANS_WRITTEN) + "\n")
     sh("openssl", "x509", "-req", "-in", "srv.csr", "-CA", "ca.pem", "-CAkey", "ca.key", "-set_serial",
-       "0x8001AB", "-days", "30", "-out", "srv.pem", cwd=d)
+       "0x8001AB", "-days", "30", "-extfile", "san.cnf", "-out", "srv.pem", cwd=d)
     srv = sh("openssl", "x509", "-in", "srv.pem", "-outform", "DER", cwd=d)
     ca = sh("openssl", "x509", "-in", "ca.pem", "-outform", "DER", cwd=d)
     return srv, ca, os.path.join(d, "srv.pem")
+
+
+# The server certificate's subjectAltName as written, and as Suricata writes it (DNS names as text,
+# an IP address as Rust prints a byte list).
+SANS_WRITTEN = ["DNS:www.example.org", "DNS:api.example.org", "IP:192.0.2.7"]
+SANS_EVE = ["www.example.org", "api.example.org", "[192, 0, 2, 7]"]
+CLIENT_ALPNS, SERVER_ALPNS = ["h2", "http/1.1"], ["http/1.1"]
+
+
+def alpn_ext(names):
+    body = b"".join(bytes([len(n)]) + n.encode() for n in names)
+    return b"\x00\x10" + u16(len(body) + 2) + u16(len(body)) + body
 
 
 def u16(n):
@@ -79,10 +98,11 @@ def build(path, srv, ca, sni):
     exts += b"\x00\x00" + u16(len(name) + 2) + u16(len(name)) + name          # server_name
     exts += b"\x00\x0a\x00\x08\x00\x06\x3a\x3a\x00\x1d\x00\x17"            # groups: GREASE, x25519, P-256
     exts += b"\x00\x0b\x00\x02\x01\x00"                                     # point formats: uncompressed
+    exts += alpn_ext(CLIENT_ALPNS)
     suites = b"\x0a\x0a\xc0\x2f\xc0\x30\x00\x9c"                             # GREASE and three suites
     ch = b"\x03\x03" + b"r" * 32 + b"\x00" + u16(len(suites)) + suites + b"\x01\x00" + u16(len(exts)) + exts
     client = record(handshake(1, ch))
-    sh_ext = b"\xff\x01\x00\x01\x00"                                          # renegotiation_info
+    sh_ext = b"\xff\x01\x00\x01\x00" + alpn_ext(SERVER_ALPNS)                # renegotiation_info, ALPN
     sh_msg = handshake(2, b"\x03\x03" + b"s" * 32 + b"\x00" + b"\xc0\x2f\x00" + u16(len(sh_ext)) + sh_ext)
     chain = u24(len(srv)) + srv + u24(len(ca)) + ca
     cert_msg = handshake(11, u24(len(chain)) + chain)
@@ -141,6 +161,9 @@ def openssl_fields(pem):
             "notbefore": when(f["notBefore"]), "notafter": when(f["notAfter"])}
 
 
+NEW_ALERTS = []
+
+
 def main():
     gaspp = sys.argv[1]
     backend = sys.argv[sys.argv.index("--backend") + 1] if "--backend" in sys.argv else "cpu"
@@ -154,6 +177,8 @@ def main():
         sha = hashlib.sha1(srv).hexdigest()
         want["fingerprint"] = ":".join(sha[i:i + 2] for i in range(0, len(sha), 2))
         want["sni"] = "www.example.org"
+        want["subjectaltname"] = SANS_EVE
+        want["client_alpns"], want["server_alpns"] = CLIENT_ALPNS, SERVER_ALPNS
         pcap = os.path.join(d, "tls.pcap")
         cert_msg, half, server = build(pcap, srv, ca, want["sni"].encode())
         rules = os.path.join(d, "tls.rules")
@@ -191,6 +216,33 @@ def main():
                     % cert_msg[half - w:half + w].hex(" "))
             f.write('alert tls any any -> any any (msg:"client suites"; flow:to_server; content:"|0a 0a c0 2f c0 30|"; '
                     'sid:16;)\n')
+            # subjectAltName, ALPN and random (multi-buffers matched at any of their instances, two
+            # of them in one signature each at its own), the chain's length, the legacy
+            # tls.subject / tls.issuerdn / tls.fingerprint, the validity dates. Each (rule, alert?).
+            fp_upper = want["fingerprint"].upper()
+            year = datetime.datetime.now(datetime.timezone.utc).year
+            for sid, (opts, alerts) in enumerate([
+                    ('tls.subjectaltname; content:"api.example.org"; bsize:15;', True),
+                    ('tls.subjectaltname; content:"[192, 0, 2, 7]";', True),
+                    ('tls.subjectaltname; content:"other.example";', False),
+                    ('flow:to_server; tls.alpn; content:"h2"; bsize:2;', True),
+                    ('flow:to_client; tls.alpn; content:"h2";', False),
+                    ('tls.subjectaltname; content:"api.example.org"; tls.alpn; content:"http/1.1"; bsize:8;', True),
+                    ('flow:to_server; tls.random; content:"rrrr"; tls.random_time; content:"rrrr"; bsize:4;', True),
+                    ('flow:to_client; tls.random_bytes; content:"ssss"; bsize:28;', True),
+                    ('tls.cert_chain_len:2;', True),
+                    ('tls.cert_chain_len:>2;', False),
+                    ('tls.subject:"CN=www.example.org";', True),
+                    ('tls.subject:!"CN=www.example.org";', False),
+                    ('tls.issuerdn:"O=Example Trust";', True),
+                    (f'tls.fingerprint:"{fp_upper}";', True),
+                    (f'tls_cert_notbefore:>{year - 1};', True),
+                    ('tls_cert_notafter:<2000-01-01;', False),
+                    (f'tls_cert_notafter:{year - 1}-01-01<>{year + 2}-01-01;', True),
+            ], start=30):
+                f.write(f'alert tls any any -> any any (msg:"{sid}"; {opts} sid:{sid};)\n')
+                if alerts:
+                    NEW_ALERTS.append(sid)
         ja3 = {}
         if shutil.which("tshark"):
             t = subprocess.run(["tshark", "-r", pcap, "-Y", "tls.handshake.type == 1 || tls.handshake.type == 2", "-T",
@@ -222,7 +274,7 @@ def main():
             if tls[0]["tls"].get(k) != v:
                 fails.append(f"tls.{k}: gaspp {tls[0]['tls'].get(k)!r}, openssl {v!r}")
     alerts = sorted(e["alert"]["signature_id"] for e in events if e["event_type"] == "alert")
-    want_alerts = [1, 2, 3, 4, 5, 6, 9, 10, 12, 13, 14, 16] + [20 + k for k in range(len(ja3))]
+    want_alerts = sorted([1, 2, 3, 4, 5, 6, 9, 10, 12, 13, 14, 16] + [20 + k for k in range(len(ja3))] + NEW_ALERTS)
     if alerts != want_alerts:
         fails.append(f"alerts {alerts}, want {want_alerts} (20 and up: JA3/JA3S as tshark computes them: {ja3})")
     for f in fails:

@@ -564,8 +564,11 @@ struct DetectModule {
       uint32_t http_events;  // Signature's app-layer-event bits (HttpEvent): all on the transaction
       bool tls_version_on, tls_version_raw;  // Signature's tls.version
       bool per_instance;  // reads a multi-buffer (instance_buf): inspected at every instance
+      bool multi_any;     // reads two different multi-buffers: each matched at any of its instances
       uint16_t tls_version;
       DetCond dns_opcode, dns_rcode;  // Signature's dns.opcode, dns.rcode
+      DetCond tls_chain_len;          // tls.cert_chain_len
+      Signature::DateCond tls_notbefore, tls_notafter;  // tls_cert_notbefore, tls_cert_notafter
       IntCond dns_rrtype;             // and dns.rrtype
       struct Size {
         uint16_t key;

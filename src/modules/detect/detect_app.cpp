@@ -19,6 +19,7 @@
 #include <strings.h>
 
 #include <algorithm>
+#include <optional>
 #include <cctype>
 #include <cstring>
 #include <stdexcept>
@@ -106,8 +107,8 @@ std::string normalize_uri(const std::string& raw) {
 }
 
 // The instances a DNS message's multi-buffers have: the longest of its name lists (the response
-// names: every question, record and name-valued record data). A signature with two multi-buffers
-// matches when both match at one index (Suricata matches each on any of its own).
+// names: every question, record and name-valued record data). A signature with two different
+// multi-buffers matches each at any of its own instances (AppSig::multi_any), as Suricata does.
 // A record whose data is a name (CNAME, PTR, MX, NS); SOA's mname is one too.
 bool rdata_is_name(uint16_t rrtype) { return rrtype == 5 || rrtype == 12 || rrtype == 15 || rrtype == 2; }
 bool rdata_has_name(uint16_t rrtype) { return rdata_is_name(rrtype) || rrtype == 6; }
@@ -218,6 +219,15 @@ struct TxBuffers {
       if (b == kBufJa3String) return hold(tls->ja3_string, tls->client_hello);
       if (b == kBufJa3sHash) return hold(tls->ja3s_hash, side == 1 && tls->server_hello);
       if (b == kBufJa3sString) return hold(tls->ja3s_string, side == 1 && tls->server_hello);
+      // The inspected direction's hello: its random, and each ALPN protocol it names (an instance).
+      if (b == kBufTlsRandom || b == kBufTlsRandomTime || b == kBufTlsRandomBytes) {
+        const std::string& r = tls->random[side];
+        if (r.size() != 32) return false;
+        if (b == kBufTlsRandom) return hold(r, true);
+        out = b == kBufTlsRandomTime ? r.substr(0, 4) : r.substr(4);
+        return true;
+      }
+      if (b == kBufTlsAlpn) return index < tls->alpn[side].size() && hold(tls->alpn[side][index], true);
       // The server's certificate: to the client (Suricata's client certificates are not read).
       if (side != 1) return false;
       switch (b) {
@@ -227,6 +237,8 @@ struct TxBuffers {
         case kBufTlsCertFingerprint: return hold(tls->fingerprint, !tls->fingerprint.empty());
         case kBufTlsCerts:  // each certificate of the chain, one instance each
           return index < tls->certs.size() && hold(tls->certs[index], !tls->certs[index].empty());
+        case kBufTlsSubjectAltName:  // each subjectAltName entry, one instance each
+          return index < tls->sans.size() && hold(tls->sans[index], true);
         default: return false;
       }
     }
@@ -478,6 +490,15 @@ void DetectModule::Host::add_app_sig(uint32_t i) {
   a.per_instance = s.app_proto == 4;  // a mail's files
   for (const SigOp& o : s.ops) a.per_instance = a.per_instance || instance_buf(o.buf);
   for (const auto& z : s.bsize) a.per_instance = a.per_instance || instance_buf(z.first);
+  {
+    // Two different multi-buffers (tls.subjectaltname and tls.alpn, say): each is matched at any
+    // of its instances (its bsize with it), not at one index shared by both.
+    std::vector<uint8_t> multi;
+    for (const SigOp& o : s.ops)
+      if (instance_buf(o.buf) && std::find(multi.begin(), multi.end(), base_buf(o.buf)) == multi.end())
+        multi.push_back(base_buf(o.buf));
+    a.multi_any = multi.size() >= 2 && s.app_proto != 4;
+  }
   const auto per_header = [](uint8_t b) { return base_buf(b) == kBufHttpRequestHeader || base_buf(b) == kBufHttpResponseHeader; };
   for (const SigOp& o : s.ops) http_header_sigs_ = http_header_sigs_ || per_header(o.buf);
   for (const auto& z : s.bsize) http_header_sigs_ = http_header_sigs_ || per_header(z.first);
@@ -492,6 +513,9 @@ void DetectModule::Host::add_app_sig(uint32_t i) {
     return DetCond{uint8_t(c.on ? (c.range ? 2 : 1) : 0), c.cmp, uint8_t(c.neg ? 1 : 0), 0, c.lo, c.hi};
   };
   a.dns_opcode = cond(s.dns_opcode);
+  a.tls_chain_len = cond(s.tls_chain_len);
+  a.tls_notbefore = s.tls_notbefore;
+  a.tls_notafter = s.tls_notafter;
   a.dns_rcode = cond(s.dns_rcode);
   a.dns_rrtype = s.dns_rrtype;
   // Resolve each option's buffer to a side, then group the options by buffer in rule order.
@@ -662,7 +686,8 @@ void DetectModule::Host::on_app(std::span<const AppUpdate> updates, std::vector<
     } else {
       passes[np++] = Pass{uint8_t(u.tls() ? 2 : u.dns() ? 3 : u.ssh() ? 5 : u.sip() ? 7 : 1), 0,
                           u.dns()   ? dns_instances(u.dns()->msg)
-                          : u.tls() ? std::max<size_t>(1, u.tls()->certs.size())
+                          : u.tls() ? std::max<size_t>({1, u.tls()->certs.size(), u.tls()->sans.size(),
+                                                        u.tls()->alpn[0].size(), u.tls()->alpn[1].size()})
                           // sip.from, sip.via, ...: each field of the name an instance
                           : u.sip() ? sip_instances(*u.sip())
                           // http.request_header / http.response_header: each header an instance
@@ -760,6 +785,21 @@ void DetectModule::Host::on_app(std::span<const AppUpdate> updates, std::vector<
         if (!a.tls_version_raw && (v >> 8) == 0x7f) v = 0x0304;  // the 1.3 drafts
         if (!tl || v != a.tls_version) continue;
       }
+      if (a.tls_chain_len.kind || a.tls_notbefore.mode || a.tls_notafter.mode) {
+        // The server's certificate chain (to the client, once it came; Suricata's
+        // tls.cert_chain_len and tls validity keywords read the server's side).
+        const TlsTx* tl = u.tls();
+        if (!tl || u.dir != 1 || !tl->certificate) continue;
+        if (a.tls_chain_len.kind && !det_cond_holds(a.tls_chain_len, uint32_t(tl->certs.size()))) continue;
+        const auto date_holds = [&](const Signature::DateCond& c, int64_t v) {
+          return c.mode == 0 || (tl->cert_decoded && v != 0 &&
+                                 (c.mode == 1   ? v == c.at
+                                  : c.mode == 2 ? v <= c.at
+                                  : c.mode == 3 ? v >= c.at
+                                                : v >= c.at && v <= c.to));
+        };
+        if (!date_holds(a.tls_notbefore, tl->not_before) || !date_holds(a.tls_notafter, tl->not_after)) continue;
+      }
       const bool rrtype = a.dns_rrtype.c.mode != kUintNone;
       if (const DnsTx* dn = u.dns(); dn && (a.dns_opcode.kind || a.dns_rcode.kind || rrtype)) {
         // The inspected direction's message (Suricata's dns_opcode_match, dns_rcode_match,
@@ -786,7 +826,27 @@ void DetectModule::Host::on_app(std::span<const AppUpdate> updates, std::vector<
       }
       bool all = true;
       for (const AppSig::Size& z : a.bsize) {
-        const std::string* b = bufs.get(z.either ? uint16_t(z.key % kBufCount + u.dir * kBufCount) : z.key);
+        const uint16_t zk = z.either ? uint16_t(z.key % kBufCount + u.dir * kBufCount) : z.key;
+        if (a.multi_any && instance_buf(uint8_t(zk % kBufCount))) {
+          // A multi-buffer's bsize: checked at the instance its contents match (below); without
+          // contents, some instance must hold it.
+          const bool with_part = std::any_of(a.parts.begin(), a.parts.end(), [&](const AppPart& p) {
+            return (p.either ? uint16_t(p.key % kBufCount + u.dir * kBufCount) : p.key) == zk;
+          });
+          if (with_part) continue;
+          bool any = false;
+          for (size_t j = passes[pi].first; j < passes[pi].n && !any; ++j) {
+            TxBuffers tb(u.http() ? *u.http() : kNoHttp, u.tls(), u.dns(), u.smtp(), u.ssh(), u.sip(), j, &t);
+            const std::string* b = tb.get(zk);
+            any = b && det_cond_holds(z.cond, b->size());
+          }
+          if (!any) {
+            all = false;
+            break;
+          }
+          continue;
+        }
+        const std::string* b = bufs.get(zk);
         if (!b || !det_cond_holds(z.cond, b->size())) {
           all = false;
           break;
@@ -796,13 +856,33 @@ void DetectModule::Host::on_app(std::span<const AppUpdate> updates, std::vector<
       DatasetContexts& dctx = dataset_contexts();
       dctx.active = true;
       dctx.hits.clear();
+      std::optional<TxBuffers> other;  // another instance's buffers (multi_any)
       for (const AppPart& p : a.parts) {
         if (!all) break;
-        const std::string* b = bufs.get(p.either ? uint16_t(p.key % kBufCount + u.dir * kBufCount) : p.key);
-        if (!b || detect_inspect(host_view_, p.d, reinterpret_cast<const uint8_t*>(b->data()), uint32_t(b->size()), 0) !=
-                      kInspectMatch) {
-          all = false;
-          break;
+        const uint16_t key = p.either ? uint16_t(p.key % kBufCount + u.dir * kBufCount) : p.key;
+        const auto holds = [&](TxBuffers& tb) {
+          const std::string* b = tb.get(key);
+          if (!b) return false;
+          if (a.multi_any)  // a multi-buffer's bsize holds at the instance its contents match
+            for (const AppSig::Size& z : a.bsize)
+              if ((z.either ? uint16_t(z.key % kBufCount + u.dir * kBufCount) : z.key) == key &&
+                  !det_cond_holds(z.cond, b->size()))
+                return false;
+          return detect_inspect(host_view_, p.d, reinterpret_cast<const uint8_t*>(b->data()), uint32_t(b->size()), 0) ==
+                 kInspectMatch;
+        };
+        if (a.multi_any && instance_buf(uint8_t(key % kBufCount))) {
+          // Several multi-buffers: each matches at any of its own instances, as Suricata's.
+          bool any = false;
+          for (size_t j = passes[pi].first; j < passes[pi].n && !any; ++j) {
+            other.emplace(u.http() ? *u.http() : kNoHttp, u.tls(), u.dns(), u.smtp(), u.ssh(), u.sip(), j, &t);
+            other->addr[0] = bufs.addr[0];
+            other->addr[1] = bufs.addr[1];
+            any = holds(*other);
+          }
+          all = any;
+        } else {
+          all = holds(bufs);
         }
       }
       dctx.active = false;

@@ -11,6 +11,7 @@
 #include "gaspp/fields.hpp"
 
 #define PCRE2_CODE_UNIT_WIDTH 8
+#include <ctime>
 #include <pcre2.h>
 
 #include <algorithm>
@@ -136,7 +137,9 @@ const BufName kStickyBuffers[] = {
     {"tls.cert_issuer", kBufTlsCertIssuer}, {"tls_cert_issuer", kBufTlsCertIssuer},
     {"tls.cert_serial", kBufTlsCertSerial}, {"tls_cert_serial", kBufTlsCertSerial},
     {"tls.cert_fingerprint", kBufTlsCertFingerprint}, {"tls_cert_fingerprint", kBufTlsCertFingerprint},
-    {"tls.certs", kBufTlsCerts}, {"ja3.hash", kBufJa3Hash}, {"ja3_hash", kBufJa3Hash},
+    {"tls.certs", kBufTlsCerts}, {"tls.subjectaltname", kBufTlsSubjectAltName}, {"tls.random", kBufTlsRandom},
+    {"tls.random_time", kBufTlsRandomTime}, {"tls.random_bytes", kBufTlsRandomBytes}, {"tls.alpn", kBufTlsAlpn},
+    {"ja3.hash", kBufJa3Hash}, {"ja3_hash", kBufJa3Hash},
     {"ja3.string", kBufJa3String}, {"ja3s.hash", kBufJa3sHash}, {"ja3s.string", kBufJa3sString},
     {"ssh.proto", kBufSshProto}, {"ssh_proto", kBufSshProto}, {"ssh.software", kBufSshSoftware},
     {"ssh_software", kBufSshSoftware}, {"smtp.helo", kBufSmtpHelo}, {"smtp.mail_from", kBufSmtpMailFrom},
@@ -193,7 +196,8 @@ bool signature_keyword_known(const std::string& k, const RuleVars& vars) {
       "window", "decode-event", "icmp_id", "icmp_seq", "ipopts", "flow.pkts", "flow.bytes", "flow.pkts_toserver",
       "flow.pkts_toclient", "flow.bytes_toserver", "flow.bytes_toclient", "stream_size", "vlan.id", "vlan.layers", "flow.age", "ipv4-csum", "tcpv4-csum", "tcpv6-csum",
       "udpv4-csum", "udpv6-csum", "icmpv4-csum", "icmpv6-csum", "flags", "tcp.flags", "flow", "flowbits", "xbits", "hostbits", "app-layer-event", "prefilter",
-      "flowint", "noalert", "bsize", "tls.version", "dns.opcode", "dns.rcode", "dns.rrtype", "urilen", "requires"};
+      "flowint", "noalert", "bsize", "tls.version", "dns.opcode", "dns.rcode", "dns.rrtype", "urilen", "requires",
+      "tls.subject", "tls.issuerdn", "tls.fingerprint", "tls.cert_chain_len", "tls_cert_notbefore", "tls_cert_notafter"};
   if (name_keyword(k) || find_buf(kStickyBuffers, std::size(kStickyBuffers), k) >= 0 ||
       find_buf(kHeaderBuffers, std::size(kHeaderBuffers), k) >= 0 ||
       find_buf(kContentModifiers, std::size(kContentModifiers), k) >= 0 ||
@@ -452,6 +456,61 @@ std::string parse_pcre(const std::string& v, SigOp& op) {
       default: return std::string("error:unknown pcre flag '") + c + "'";
     }
   }
+  return "";
+}
+
+// A date as Suricata's tls validity keywords read it (DateStringToEpoch): seconds since the epoch
+// (digits, not four of them), or UTC YYYY, YYYY-MM, YYYY-MM-DD, then optionally [ T]HH, HH:MM or
+// HH:MM:SS; the missing parts are their first values. false when it is none of these.
+bool parse_cert_date(const std::string& text, int64_t& out) {
+  const std::string t = trim(text);
+  if (t.empty()) return false;
+  if (t.find_first_not_of("0123456789") == std::string::npos && t.size() != 4) {
+    if (t.size() > 12) return false;
+    out = std::stoll(t);
+    return true;
+  }
+  int y = 0, mo = 1, d = 1, h = 0, mi = 0, se = 0;
+  size_t i = 0;
+  auto num = [&](size_t digits, int& v) {
+    if (i + digits > t.size()) return false;
+    for (size_t k = 0; k < digits; ++k)
+      if (!std::isdigit(static_cast<unsigned char>(t[i + k]))) return false;
+    v = std::stoi(t.substr(i, digits));
+    i += digits;
+    return true;
+  };
+  if (!num(4, y)) return false;
+  if (i < t.size() && (t[i] != '-' || (++i, !num(2, mo)))) return false;
+  if (i < t.size() && (t[i] != '-' || (++i, !num(2, d)))) return false;
+  if (i < t.size() && ((t[i] != ' ' && t[i] != 'T') || (++i, !num(2, h)))) return false;
+  if (i < t.size() && (t[i] != ':' || (++i, !num(2, mi)))) return false;
+  if (i < t.size() && (t[i] != ':' || (++i, !num(2, se)))) return false;
+  if (i != t.size() || mo < 1 || mo > 12 || d < 1 || d > 31 || h > 23 || mi > 59 || se > 60) return false;
+  std::tm tm{};
+  tm.tm_year = y - 1900;
+  tm.tm_mon = mo - 1;
+  tm.tm_mday = d;
+  tm.tm_hour = h;
+  tm.tm_min = mi;
+  tm.tm_sec = se;
+  out = int64_t(timegm(&tm));
+  return true;
+}
+
+std::string parse_date_cond(const std::string& v, Signature::DateCond& c) {
+  std::string t = trim(v);
+  if (t.size() >= 2 && t.front() == '"' && t.back() == '"') t = trim(t.substr(1, t.size() - 2));
+  if (const size_t r = t.find("<>"); r != std::string::npos) {
+    if (!parse_cert_date(t.substr(0, r), c.at) || !parse_cert_date(t.substr(r + 2), c.to))
+      return "'" + t + "' is not DATE<>DATE";
+    if (c.to <= c.at) return "the range's end is not after its start";
+    c.mode = 4;
+    return "";
+  }
+  c.mode = 1;
+  if (!t.empty() && (t[0] == '<' || t[0] == '>')) c.mode = t[0] == '<' ? 2 : 3, t.erase(0, 1);
+  if (!parse_cert_date(t, c.at)) return "'" + t + "' is no date (YYYY[-MM[-DD[ HH[:MM[:SS]]]]] or seconds)";
   return "";
 }
 
@@ -877,7 +936,8 @@ std::string finish(Signature& s) {
   }
   const bool packet_bufs_only = std::all_of(s.ops.begin(), s.ops.end(), [](const SigOp& o) { return ip_addr_buf(o.buf); });
   if (s.app && s.rule.action == RuleAction::alert && packet_bufs_only && s.bsize.empty() && !s.urilen.on && !s.http_events &&
-      !s.tls_version_on && !s.dns_opcode.on && !s.dns_rcode.on && s.dns_rrtype.c.mode == kUintNone) {
+      !s.tls_version_on && !s.dns_opcode.on && !s.dns_rcode.on && s.dns_rrtype.c.mode == kUintNone && !s.tls_chain_len.on &&
+      !s.tls_notbefore.mode && !s.tls_notafter.mode) {
     // Only the protocol (`alert http any any -> any any (flow:...; sid:1;)`): no buffer to inspect,
     // so Suricata makes it a packet signature (SIG_TYPE_APPLAYER, or SIG_TYPE_PKT with packet
     // conditions) that matches every packet of a flow whose app_proto is the protocol, not each
@@ -1153,6 +1213,7 @@ int sig_buf_side(uint8_t b) {
     case kBufHttpHeader: case kBufHttpHeaderRaw: case kBufHttpCookie: case kBufHttpContentType:
     case kBufHttpContentLen: case kBufHttpStart: case kBufHttpHeaderNames:
     case kBufSshProto: case kBufSshSoftware:
+    case kBufTlsRandom: case kBufTlsRandomTime: case kBufTlsRandomBytes: case kBufTlsAlpn:
     case kBufSipProtocol: case kBufSipFrom: case kBufSipTo: case kBufSipVia: case kBufSipUserAgent:
     case kBufSipContentType: case kBufSipContentLength: case kBufSipPduFrame:
     case kBufDnsQueriesRrname: case kBufDnsAnswersRrname: case kBufDnsAuthoritiesRrname: case kBufDnsAdditionalsRrname:
@@ -1162,7 +1223,7 @@ int sig_buf_side(uint8_t b) {
     case kBufHttpStatCode: case kBufHttpStatMsg: case kBufHttpResponseLine: case kBufHttpResponseBody:
     case kBufHttpServer: case kBufHttpLocation: case kBufHttpResponseHeader:
     case kBufTlsCertSubject: case kBufTlsCertIssuer: case kBufTlsCertSerial: case kBufTlsCertFingerprint:
-    case kBufTlsCerts: case kBufJa3sHash: case kBufJa3sString:
+    case kBufTlsCerts: case kBufTlsSubjectAltName: case kBufJa3sHash: case kBufJa3sString:
     case kBufSipStatCode: case kBufSipStatMsg: case kBufSipResponseLine:
     case kBufSipResponseLineFrame: case kBufSipResponseHeadersFrame: case kBufSipResponseBodyFrame:
     case kBufHttpResponseFrame:
@@ -1188,7 +1249,7 @@ int sig_buf_side(uint8_t b) {
 bool instance_buf(uint8_t b) {
   b = base_buf(b);
   return b == kBufDnsQuery || b == kBufDnsQueryDot || (b >= kBufDnsQueriesRrname && b <= kBufDnsResponseRrname) ||
-         b == kBufTlsCerts || b == kBufSmtpRcptTo || b == kBufEmailReceived || b == kBufEmailUrl ||
+         b == kBufTlsCerts || b == kBufTlsSubjectAltName || b == kBufTlsAlpn || b == kBufSmtpRcptTo || b == kBufEmailReceived || b == kBufEmailUrl ||
          b == kBufHttpRequestHeader || b == kBufHttpResponseHeader || (b >= kBufSipFrom && b <= kBufSipContentLength);
 }
 
@@ -1357,6 +1418,45 @@ std::string parse_signature(const std::string& text, const RuleVars& vars, Signa
         out.tls_version_raw = true;
       }
       if (out.app_proto && out.app_proto != 2) return "error:tls.version on a signature of another protocol";
+      out.app = true;
+      out.app_proto = 2;
+      continue;
+    }
+    if (k == "tls.subject" || k == "tls.issuerdn" || k == "tls.fingerprint") {
+      // Suricata's legacy TLS keywords (detect-tls.c): the server certificate's subject or issuer
+      // holds the quoted text (negated with '!': does not hold it; no certificate: no match), or
+      // the fingerprint is it (lowercase); a content on tls.cert_subject, tls.cert_issuer or
+      // tls.cert_fingerprint that leaves the sticky buffer as it was.
+      SigOp op;
+      std::string t = trim(v);
+      if (!t.empty() && t[0] == '!') {
+        op.negated = true;
+        t = trim(t.substr(1));
+      }
+      if (t.size() < 2 || t.front() != '"' || t.back() != '"') return "error:" + k + " needs a quoted value";
+      op.bytes = t.substr(1, t.size() - 2);
+      op.buf = k == "tls.subject" ? kBufTlsCertSubject : k == "tls.issuerdn" ? kBufTlsCertIssuer : kBufTlsCertFingerprint;
+      if (op.buf == kBufTlsCertFingerprint)
+        for (char& ch : op.bytes) ch = char(std::tolower(static_cast<unsigned char>(ch)));
+      if (out.app_proto && out.app_proto != 2) return "error:" + k + " on a signature of another protocol";
+      out.ops.push_back(op);
+      out.app = true;
+      out.app_proto = 2;
+      continue;
+    }
+    if (k == "tls.cert_chain_len") {
+      const std::string r = parse_num_cond(k, v, 65535, out.tls_chain_len);
+      if (!r.empty()) return r;
+      if (out.app_proto && out.app_proto != 2) return "error:" + k + " on a signature of another protocol";
+      out.app = true;
+      out.app_proto = 2;
+      continue;
+    }
+    if (k == "tls_cert_notbefore" || k == "tls_cert_notafter") {
+      Signature::DateCond& c = k == "tls_cert_notbefore" ? out.tls_notbefore : out.tls_notafter;
+      const std::string r = parse_date_cond(v, c);
+      if (!r.empty()) return "error:" + k + ": " + r;
+      if (out.app_proto && out.app_proto != 2) return "error:" + k + " on a signature of another protocol";
       out.app = true;
       out.app_proto = 2;
       continue;

@@ -156,6 +156,10 @@ enum SigBuf : uint8_t {
   kBufHttpResponseHeader,  // each response header "Name: value" (a multi-buffer)
   // the server's certificate (TLS, to the client)
   kBufTlsCertSubject, kBufTlsCertIssuer, kBufTlsCertSerial, kBufTlsCertFingerprint, kBufTlsCerts,
+  kBufTlsSubjectAltName,  // each subjectAltName of the server's certificate (a multi-buffer)
+  // the inspected direction's hello: its random (32 bytes), the first 4, the other 28; each ALPN
+  // protocol it names (a multi-buffer: the client's offers, the server's choice)
+  kBufTlsRandom, kBufTlsRandomTime, kBufTlsRandomBytes, kBufTlsAlpn,
   kBufJa3sHash, kBufJa3sString,
   // SSH's identification strings (either side: the client's to the server, the server's to the client)
   kBufSshProto, kBufSshSoftware,
@@ -360,6 +364,13 @@ struct Signature {
   bool tls_version_on = false, tls_version_raw = false;
   uint16_t tls_version = 0;
   NumCond dns_opcode, dns_rcode;   // dns.opcode, dns.rcode
+  NumCond tls_chain_len;           // tls.cert_chain_len: the server's certificates
+  // tls_cert_notbefore / tls_cert_notafter: the server certificate's date against `at` (mode 1 =,
+  // 2 <= (written <), 3 >= (written >), 4 within [at, to] (written a<>b)), in seconds since the epoch.
+  struct DateCond {
+    uint8_t mode = 0;
+    int64_t at = 0, to = 0;
+  } tls_notbefore, tls_notafter;
   IntCond dns_rrtype;              // dns.rrtype: a multi-integer over the questions' or answers' types
   std::vector<std::pair<uint8_t, NumCond>> bsize;  // bsize: (the sticky buffer, its size condition)
 };
