@@ -15,6 +15,7 @@
 #include "pipeline/pipeline.hpp"
 #include "decode/decoder.hpp"
 #include "applayer/sip.hpp"
+#include "applayer/tls.hpp"
 #include "applayer/smtp.hpp"
 
 using namespace gaspp;
@@ -100,10 +101,30 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     const size_t cut = size ? data[size - 1] % (size + 1) : 0;
     c.feed(1, data, cut);
     c.feed(1, data + cut, size - cut, size > 2 && data[1] == 'G');
-    for (const auto& t : c.txs())
+    for (const auto& t : c.txs()) {
       if (t->body_len > size && t->body_len <= kSipMaxBodyBytes) __builtin_trap();
+      // The frames lie in the bytes the message keeps (a body beyond the limit is not kept).
+      if (t->body_off() > t->raw.size() || t->raw.size() > size) __builtin_trap();
+      if (t->body_len <= kSipMaxBodyBytes && t->body_off() + t->body_len != t->raw.size()) __builtin_trap();
+    }
     bool response;
     (void)sip_probe(dgram.data(), dgram.size(), &response);
+  }
+  // 5. The input as TLS: the client's bytes (an SSLv2-format or TLS hello) and the server's, each
+  //    cut where the bytes say. What the hellos and the certificate give stays within its limits.
+  {
+    TlsConn c;
+    const size_t cut = size ? data[0] % (size + 1) : 0;
+    c.feed(0, data, cut);
+    c.feed(0, data + cut, size - cut);
+    c.feed(1, data, size - cut);
+    c.feed(1, data + size - cut, cut);
+    const TlsTx& t = c.tx();
+    for (int d = 0; d < 2; ++d) {
+      if (!t.random[d].empty() && t.random[d].size() != 32) __builtin_trap();
+      if (t.alpn[d].size() > kTlsMaxAlpn) __builtin_trap();
+    }
+    if (t.sans.size() > kTlsMaxSans) __builtin_trap();
   }
   return 0;
 }
