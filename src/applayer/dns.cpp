@@ -266,6 +266,17 @@ std::string dns_rrtype_name(uint16_t t) {
   return std::to_string(t);
 }
 
+uint16_t dns_event_bit(const std::string& name) {
+  static const std::pair<const char*, uint16_t> kEvents[] = {
+      {"not_a_response", kDnsEvNotResponse},       {"z_flag_set", kDnsEvZFlagSet},
+      {"invalid_opcode", kDnsEvInvalidOpcode},     {"name_too_long", kDnsEvNameTooLong},
+      {"infinite_loop", kDnsEvInfiniteLoop},       {"too_many_labels", kDnsEvTooManyLabels},
+      {"invalid_additionals", kDnsEvInvalidAdditionals}, {"invalid_authorities", kDnsEvInvalidAuthorities}};
+  for (const auto& [n, b] : kEvents)
+    if (name == n) return b;
+  return 0;
+}
+
 std::string dns_rcode_name(uint8_t rcode) {
   static const char* const kCodes[] = {"NOERROR", "FORMERR", "SERVFAIL", "NXDOMAIN", "NOTIMP", "REFUSED",
                                        "YXDOMAIN", "YXRRSET", "NXRRSET", "NOTAUTH", "NOTZONE"};
@@ -291,6 +302,15 @@ void DnsConn::message(int dir, const uint8_t* p, size_t n, bool tcp) {
     return;
   }
   t->request = dir == 0;
+  // Suricata's events on the transaction (rust/src/dns/dns.rs dns_parse_request / _response).
+  const DnsMessage& m = t->msg;
+  t->events = uint16_t((dir == 1 && !m.is_response() ? kDnsEvNotResponse : 0) | ((m.flags & 0x0040) ? kDnsEvZFlagSet : 0) |
+                       (m.opcode() >= 7 ? kDnsEvInvalidOpcode : 0) |
+                       ((m.name_flags & kDnsNameTruncated) ? kDnsEvNameTooLong : 0) |
+                       ((m.name_flags & kDnsNameLoop) ? kDnsEvInfiniteLoop : 0) |
+                       ((m.name_flags & kDnsNameLabelLimit) ? kDnsEvTooManyLabels : 0) |
+                       (m.invalid_additionals ? kDnsEvInvalidAdditionals : 0) |
+                       (m.invalid_authorities ? kDnsEvInvalidAuthorities : 0));
   // p points into the direction's buffer on TCP, just past the message's length.
   t->raw.assign(reinterpret_cast<const char*>(tcp ? p - 2 : p), tcp ? n + 2 : n);
   ++(dir == 0 ? stats_.requests : stats_.responses);

@@ -95,8 +95,24 @@ int dns_probe_tcp(const uint8_t* p, size_t n, bool* request);
 std::string dns_rrtype_name(uint16_t t);
 std::string dns_rcode_name(uint8_t rcode);
 
+// Suricata's DNS app-layer events on a transaction (dns-events.rules: app-layer-event:dns.NAME).
+enum DnsEvent : uint16_t {
+  kDnsEvNotResponse = 1,         // not_a_response: a message to the client with QR clear
+  kDnsEvZFlagSet = 2,            // z_flag_set: the reserved Z bit (0x0040) set
+  kDnsEvInvalidOpcode = 4,       // invalid_opcode: opcode 7 or more
+  kDnsEvNameTooLong = 8,         // name_too_long: a name cut at the name limit
+  kDnsEvInfiniteLoop = 16,       // infinite_loop: a compression pointer loop
+  kDnsEvTooManyLabels = 32,      // too_many_labels: past the label limit
+  kDnsEvInvalidAdditionals = 64, // invalid_additionals: the additional records do not parse
+  kDnsEvInvalidAuthorities = 128 // invalid_authorities: the authority records do not parse
+};
+// The event's bit by Suricata's name (after "dns."), 0 for a name it does not know or gaspp does
+// not raise (malformed_data and not_a_request: Suricata sets them on the previous transaction).
+uint16_t dns_event_bit(const std::string& name);
+
 struct DnsTx : AppTx {
   bool request = true;  // false: a response
+  uint16_t events = 0;  // DnsEvent bits
   DnsMessage msg;
   // The message as sent (on TCP with its two-byte length): what the payload contents of an
   // `alert dns` signature inspect, as Suricata inspects the packet (or stream) of a DNS flow.

@@ -434,4 +434,43 @@ TEST(Dns, Names) {
 }
 
 }  // namespace
+// Suricata's DNS app-layer events on each transaction (rust/src/dns/dns.rs): a message built per
+// case with one header anomaly, or none, against the event bits it must raise (the name events
+// come from the name flags NameLimitsAsSuricata checks); and the names Suricata's
+// dns-events.rules use.
+TEST(Dns, EventsAsSuricata) {
+  struct Case {
+    const char* name;
+    int dir;
+    uint16_t flags;
+    int labels;  // labels of the question's name
+    uint16_t want;
+  };
+  const Case cases[] = {
+      {"a plain query", 0, 0x0100, 2, 0},
+      {"a plain response", 1, 0x8180, 2, 0},
+      {"the Z bit on a query", 0, 0x0140, 2, kDnsEvZFlagSet},
+      {"the Z bit on a response", 1, 0x81c0, 2, kDnsEvZFlagSet},
+      {"opcode 7", 0, 0x3900, 2, kDnsEvInvalidOpcode},
+      {"opcode 6 is valid", 0, 0x3100, 2, 0},
+      {"to the client without QR", 1, 0x0100, 2, kDnsEvNotResponse},
+  };
+  for (const Case& c : cases) {
+    Bytes m = header(7, c.flags, 1, 0);
+    std::string name;
+    for (int i = 0; i < c.labels; ++i) name += (i ? ".a" : "a");
+    label_name(m, name);
+    put16(m, 1);
+    put16(m, 1);
+    DnsStats st;
+    DnsConn conn(st);
+    conn.feed_datagram(c.dir, m.data(), m.size());
+    ASSERT_EQ(conn.touched().size(), 1u) << c.name;
+    EXPECT_EQ(conn.touched()[0]->events, c.want) << c.name;
+  }
+  EXPECT_EQ(dns_event_bit("z_flag_set"), kDnsEvZFlagSet);
+  EXPECT_EQ(dns_event_bit("invalid_additionals"), kDnsEvInvalidAdditionals);
+  EXPECT_EQ(dns_event_bit("malformed_data"), 0);  // not raised: the rule is skipped, counted
+}
+
 }  // namespace gaspp

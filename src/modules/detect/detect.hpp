@@ -562,6 +562,7 @@ struct DetectModule {
       DetCond urilen;
       bool urilen_raw;
       uint32_t http_events;  // Signature's app-layer-event bits (HttpEvent): all on the transaction
+      uint16_t dns_events;   // and its DNS ones (DnsEvent)
       bool tls_version_on, tls_version_raw;  // Signature's tls.version
       bool per_instance;  // reads a multi-buffer (instance_buf): inspected at every instance
       bool multi_any;     // reads two different multi-buffers: each matched at any of its instances

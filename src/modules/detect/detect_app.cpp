@@ -506,6 +506,7 @@ void DetectModule::Host::add_app_sig(uint32_t i) {
                      0, s.urilen.lo, s.urilen.hi};
   a.urilen_raw = s.urilen_raw;
   a.http_events = s.http_events;
+  a.dns_events = s.dns_events;
   a.tls_version_on = s.tls_version_on;
   a.tls_version_raw = s.tls_version_raw;
   a.tls_version = s.tls_version;
@@ -815,6 +816,10 @@ void DetectModule::Host::on_app(std::span<const AppUpdate> updates, std::vector<
             for (const DnsRecord& r : dn->msg.answers) types.push_back(r.rrtype);
           if (!uint_array_holds(a.dns_rrtype, types.data(), uint32_t(types.size()))) continue;
         }
+      }
+      if (a.dns_events) {
+        const DnsTx* dn = u.dns();
+        if (!dn || (dn->events & a.dns_events) != a.dns_events) continue;
       }
       if (a.http_events) {
         const HttpTx* h = u.http();

@@ -936,6 +936,7 @@ std::string finish(Signature& s) {
   }
   const bool packet_bufs_only = std::all_of(s.ops.begin(), s.ops.end(), [](const SigOp& o) { return ip_addr_buf(o.buf); });
   if (s.app && s.rule.action == RuleAction::alert && packet_bufs_only && s.bsize.empty() && !s.urilen.on && !s.http_events &&
+      !s.dns_events &&
       !s.tls_version_on && !s.dns_opcode.on && !s.dns_rcode.on && s.dns_rrtype.c.mode == kUintNone && !s.tls_chain_len.on &&
       !s.tls_notbefore.mode && !s.tls_notafter.mode) {
     // Only the protocol (`alert http any any -> any any (flow:...; sid:1;)`): no buffer to inspect,
@@ -1815,8 +1816,18 @@ std::string parse_signature(const std::string& text, const RuleVars& vars, Signa
       continue;
     }
     if (k == "app-layer-event") {
-      // An HTTP request anomaly the parser flags (applayer/http1.hpp); other events are skipped.
+      // An HTTP request anomaly the parser flags (applayer/http1.hpp) or a DNS message's
+      // (applayer/dns.hpp); other events are skipped.
       const std::string ev = trim(v);
+      if (ev.rfind("dns.", 0) == 0) {
+        const uint16_t dbit = dns_event_bit(ev.substr(4));
+        if (!dbit) return "skip:app-layer:app-layer-event " + ev;
+        if (out.app_proto && out.app_proto != 3) return "error:app-layer-event " + ev + " in a rule of another protocol";
+        out.dns_events |= dbit;
+        out.app = true;
+        out.app_proto = 3;
+        continue;
+      }
       const uint32_t bit = ev.rfind("http.", 0) == 0 ? http_event_bit(ev.substr(5)) : 0;
       if (!bit) return "skip:app-layer:app-layer-event " + ev;
       out.http_events |= bit;
