@@ -277,9 +277,9 @@ int TlsConn::feed(int dir, const uint8_t* p, size_t n, bool gap) {
   // length, the session id's and the challenge's. The client's direction ends there (Suricata
   // reads the version from it; no SNI or JA3 in this format).
   if (dir == 0 && hs.empty() && (!rec.empty() ? (uint8_t(rec[0]) & 0x80) != 0 : n > 0 && (p[0] & 0x80) != 0)) {
-    const size_t k = std::min(n, size_t(2 + 9) - std::min(rec.size(), size_t(11)));
-    rec.append(reinterpret_cast<const char*>(p), std::min(k, n));
-    if (rec.size() < 11) return 0;
+    constexpr size_t kV2Head = 11;  // the 2-byte header and the hello's 9 fixed bytes
+    rec.append(reinterpret_cast<const char*>(p), std::min(n, kV2Head - rec.size()));
+    if (rec.size() < kV2Head) return 0;
     const auto b = [&](size_t at) { return uint8_t(rec[at]); };
     if (b(2) != 1) return finish(0, -1);
     tx_.client_hello = true;

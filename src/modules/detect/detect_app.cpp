@@ -257,9 +257,8 @@ struct TxBuffers {
         case kBufSipRequestBodyFrame: case kBufSipResponseLineFrame: case kBufSipResponseHeadersFrame:
         case kBufSipResponseBodyFrame: {
           // The frame's bytes as the message holds them (a TCP body cut at the limit: as far as kept).
-          const int k = b == kBufSipPduFrame ? 0 : (b - kBufSipRequestLineFrame) % 3 + 1;
           size_t off, len;
-          if (!sip_frame_span(*sip, k, off, len) || off >= sip->raw.size()) return false;
+          if (!sip_frame_span(*sip, sip_frame_kind(b), off, len) || off >= sip->raw.size()) return false;
           out.assign(sip->raw, off, std::min(len, sip->raw.size() - off));
           return true;
         }
@@ -830,19 +829,29 @@ void DetectModule::Host::on_app(std::span<const AppUpdate> updates, std::vector<
         if (!uri || !det_cond_holds(a.urilen, uri->size())) continue;
       }
       bool all = true;
+      // A buffer key of the inspected side (an either-side buffer takes the update's direction).
+      const auto side_key = [&](uint16_t key, bool either) {
+        return either ? uint16_t(key % kBufCount + u.dir * kBufCount) : key;
+      };
+      // Instance j's buffers (multi_any: a multi-buffer matched at any of its own instances).
+      std::optional<TxBuffers> other;
+      const auto instance_bufs = [&](size_t j) -> TxBuffers& {
+        other.emplace(u.http() ? *u.http() : kNoHttp, u.tls(), u.dns(), u.smtp(), u.ssh(), u.sip(), j, &t);
+        other->addr[0] = bufs.addr[0];
+        other->addr[1] = bufs.addr[1];
+        return *other;
+      };
       for (const AppSig::Size& z : a.bsize) {
-        const uint16_t zk = z.either ? uint16_t(z.key % kBufCount + u.dir * kBufCount) : z.key;
+        const uint16_t zk = side_key(z.key, z.either);
         if (a.multi_any && instance_buf(uint8_t(zk % kBufCount))) {
           // A multi-buffer's bsize: checked at the instance its contents match (below); without
           // contents, some instance must hold it.
-          const bool with_part = std::any_of(a.parts.begin(), a.parts.end(), [&](const AppPart& p) {
-            return (p.either ? uint16_t(p.key % kBufCount + u.dir * kBufCount) : p.key) == zk;
-          });
+          const bool with_part =
+              std::any_of(a.parts.begin(), a.parts.end(), [&](const AppPart& p) { return side_key(p.key, p.either) == zk; });
           if (with_part) continue;
           bool any = false;
           for (size_t j = passes[pi].first; j < passes[pi].n && !any; ++j) {
-            TxBuffers tb(u.http() ? *u.http() : kNoHttp, u.tls(), u.dns(), u.smtp(), u.ssh(), u.sip(), j, &t);
-            const std::string* b = tb.get(zk);
+            const std::string* b = instance_bufs(j).get(zk);
             any = b && det_cond_holds(z.cond, b->size());
           }
           if (!any) {
@@ -861,30 +870,23 @@ void DetectModule::Host::on_app(std::span<const AppUpdate> updates, std::vector<
       DatasetContexts& dctx = dataset_contexts();
       dctx.active = true;
       dctx.hits.clear();
-      std::optional<TxBuffers> other;  // another instance's buffers (multi_any)
       for (const AppPart& p : a.parts) {
         if (!all) break;
-        const uint16_t key = p.either ? uint16_t(p.key % kBufCount + u.dir * kBufCount) : p.key;
+        const uint16_t key = side_key(p.key, p.either);
+        // Several multi-buffers: each matches at any of its own instances, as Suricata's.
+        const bool any_instance = a.multi_any && instance_buf(uint8_t(key % kBufCount));
         const auto holds = [&](TxBuffers& tb) {
           const std::string* b = tb.get(key);
           if (!b) return false;
-          if (a.multi_any)  // a multi-buffer's bsize holds at the instance its contents match
+          if (any_instance)  // its bsize holds at the instance its contents match
             for (const AppSig::Size& z : a.bsize)
-              if ((z.either ? uint16_t(z.key % kBufCount + u.dir * kBufCount) : z.key) == key &&
-                  !det_cond_holds(z.cond, b->size()))
-                return false;
+              if (side_key(z.key, z.either) == key && !det_cond_holds(z.cond, b->size())) return false;
           return detect_inspect(host_view_, p.d, reinterpret_cast<const uint8_t*>(b->data()), uint32_t(b->size()), 0) ==
                  kInspectMatch;
         };
-        if (a.multi_any && instance_buf(uint8_t(key % kBufCount))) {
-          // Several multi-buffers: each matches at any of its own instances, as Suricata's.
+        if (any_instance) {
           bool any = false;
-          for (size_t j = passes[pi].first; j < passes[pi].n && !any; ++j) {
-            other.emplace(u.http() ? *u.http() : kNoHttp, u.tls(), u.dns(), u.smtp(), u.ssh(), u.sip(), j, &t);
-            other->addr[0] = bufs.addr[0];
-            other->addr[1] = bufs.addr[1];
-            any = holds(*other);
-          }
+          for (size_t j = passes[pi].first; j < passes[pi].n && !any; ++j) any = holds(instance_bufs(j));
           all = any;
         } else {
           all = holds(bufs);
@@ -917,7 +919,7 @@ void DetectModule::Host::on_app(std::span<const AppUpdate> updates, std::vector<
         for (const AppPart& p : a.parts) {
           const uint8_t fb = base_buf(uint8_t(p.key % kBufCount));
           if (!sip_frame_buf(fb)) continue;
-          const int k = fb == kBufSipPduFrame ? 0 : (fb - kBufSipRequestLineFrame) % 3 + 1;
+          const int k = sip_frame_kind(fb);
           size_t off, len;
           if (!sip_frame_span(*si, k, off, len)) break;
           EveFrame f;

@@ -819,11 +819,8 @@ void DetectModule::Host::on_event(const ModuleEvent& ev, const HostPacket& p, Mo
   // One packet's matches come in rank order; its stream and payload matches of one signature are
   // one match; its transactions' matches of one signature (seq) are one alert each.
   const bool same_packet = p.number == last_number_ && e.flow_id == last_flow_ && p.number != 0;
-  if (same_packet && e.value == last_sig_ && (ev.value & 2) && ev.seq != last_seq_) {
-    // another transaction of the same signature: an alert of its own
-  } else if (same_packet && e.value == last_sig_) {
-    return;
-  }
+  const bool another_tx = (ev.value & 2) && ev.seq != last_seq_;
+  if (same_packet && e.value == last_sig_ && !another_tx) return;
   last_seq_ = ev.seq;
   if (!same_packet) {
     packet_alerts_ = 0;
@@ -897,7 +894,7 @@ void DetectModule::Host::on_event(const ModuleEvent& ev, const HostPacket& p, Mo
   const bool blocked = s.rule.action == RuleAction::drop || s.rule.action == RuleAction::reject;
   const bool dropped = blocked && (sigs_[e.value].verdict & kDetDrop);
   alerts_blocked_ += dropped;
-  AlertExtras x{payload_, (ev.value & 2) != 0, eve_packet_, eve_verdict_, false, {}, alert_meta_, eve_ether_, {}};
+  AlertExtras x{payload_, (ev.value & 2) != 0, eve_packet_, eve_verdict_, false, {}, alert_meta_, eve_ether_, {}, {}};
   if (s.app) {
     const auto it = app_alerts_.find({ev.flow_id, ev.packet, e.value, ev.seq});
     if (it != app_alerts_.end()) {

@@ -1264,10 +1264,17 @@ bool sip_frame_buf(uint8_t b) {
   return b >= kBufSipPduFrame && b <= kBufSipResponseBodyFrame;
 }
 
-const char* sip_frame_name(uint8_t b) {
-  static const char* const kNames[] = {"pdu", "request.line", "request.headers", "request.body",
-                                       "response.line", "response.headers", "response.body"};
-  return sip_frame_buf(b) ? kNames[base_buf(b) - kBufSipPduFrame] : "?";
+namespace {
+// SIP's frames in buffer order (kBufSipPduFrame ...), by Suricata's names.
+constexpr const char* kSipFrameNames[] = {"pdu", "request.line", "request.headers", "request.body",
+                                          "response.line", "response.headers", "response.body"};
+}  // namespace
+
+const char* sip_frame_name(uint8_t b) { return sip_frame_buf(b) ? kSipFrameNames[base_buf(b) - kBufSipPduFrame] : "?"; }
+
+int sip_frame_kind(uint8_t b) {
+  b = base_buf(b);
+  return b == kBufSipPduFrame ? 0 : (b - kBufSipRequestLineFrame) % 3 + 1;
 }
 
 bool mail_buf(uint8_t b) {
@@ -1349,11 +1356,9 @@ std::string parse_signature(const std::string& text, const RuleVars& vars, Signa
       const bool http = out.rule.app_proto == "http" || out.rule.app_proto == "http1";
       const bool sip = out.rule.app_proto == "sip";
       const std::string f = v.rfind("sip.", 0) == 0 ? v.substr(4) : (sip ? v : "");
-      static const char* const kSipFrames[] = {"pdu", "request.line", "request.headers", "request.body",
-                                               "response.line", "response.headers", "response.body"};
       int sf = -1;
-      for (int i = 0; i < 7 && !f.empty(); ++i)
-        if (f == kSipFrames[i]) sf = i;
+      for (int i = 0; i < int(std::size(kSipFrameNames)) && !f.empty(); ++i)
+        if (f == kSipFrameNames[i]) sf = i;
       if (v == "http1.request" || (http && v == "request")) cur_buf = kBufHttpRequestFrame;
       else if (v == "http1.response" || (http && v == "response")) cur_buf = kBufHttpResponseFrame;
       else if (sf >= 0) cur_buf = uint8_t(kBufSipPduFrame + sf);

@@ -206,6 +206,8 @@ bool sip_buf(uint8_t b);
 // Suricata writes it in EVE (frame.type): "pdu", "request.line", ...
 bool sip_frame_buf(uint8_t b);
 const char* sip_frame_name(uint8_t b);
+// Its part of the message for sip_frame_span (applayer/sip.hpp): 0 pdu, 1 start line, 2 headers, 3 body.
+int sip_frame_kind(uint8_t b);
 // Whether b (or the buffer b transforms) has instances (a multi-buffer: the DNS names, tls.certs,
 // a mail's recipients, the HTTP headers one by one; a mail's files, file.data, too, which is the
 // body buffer of HTTP's and not counted here).

@@ -64,10 +64,12 @@ std::string eve_packet_json(const uint8_t* frame, uint32_t len, uint8_t decoder_
          ",\"linktype_name\":\"" + name + "\"}";
 }
 
-std::string printable_of(const uint8_t* d, size_t n) {
+// `,"payload":BASE64,"payload_printable":TEXT` of n bytes (CR and LF kept, other unprintable
+// bytes as '.', as Suricata's SCJbSetPrintAsciiString).
+std::string payload_json(const uint8_t* d, size_t n) {
   std::string printable;
   for (size_t i = 0; i < n; ++i) printable += (std::isprint(d[i]) || d[i] == '\n' || d[i] == '\r') ? char(d[i]) : '.';
-  return printable;
+  return ",\"payload\":\"" + base64(d, n) + "\",\"payload_printable\":\"" + json_escape(printable) + "\"";
 }
 
 std::string eve_frame_json(const EveFrame& f) {
@@ -83,14 +85,10 @@ std::string eve_frame_json(const EveFrame& f) {
     if (f.stream_offset != kEveNoOffset) j += ",\"stream_offset\":" + u(f.stream_offset);
     j += ",\"length\":" + u(f.length);
     const size_t n = std::min<size_t>(have, 4096);
-    if (n) {
-      j += ",\"payload\":\"" + base64(f.data, n) + "\",\"payload_printable\":\"" + json_escape(printable_of(f.data, n)) +
-           "\",\"complete\":" + (complete ? "true" : "false");
-    }
+    if (n) j += payload_json(f.data, n) + ",\"complete\":" + (complete ? "true" : "false");
   } else {
-    const size_t n = std::min<size_t>(have, 256);
-    j += ",\"length\":" + u(f.length) + ",\"complete\":" + (complete ? "true" : "false") + ",\"payload\":\"" +
-         base64(f.data, n) + "\",\"payload_printable\":\"" + json_escape(printable_of(f.data, n)) + "\"";
+    j += ",\"length\":" + u(f.length) + ",\"complete\":" + (complete ? "true" : "false") +
+         payload_json(f.data, std::min<size_t>(have, 256));
   }
   if (f.tx_id != kEveNoOffset) j += ",\"tx_id\":" + u(f.tx_id);
   return j + "}";
@@ -144,8 +142,7 @@ std::string eve_alert_line(const Rule& r, const Classifications& classes_, const
     const uint8_t* d;
     uint32_t n;
     payload_of(p, d, n);
-    j += ",\"payload\":\"" + base64(d, n) + "\",\"payload_printable\":\"" + json_escape(printable_of(d, n)) +
-         "\",\"stream\":" + (x.stream ? "1" : "0");
+    j += payload_json(d, n) + ",\"stream\":" + (x.stream ? "1" : "0");
   }
   j += x.frame;
   if (x.packet) j += eve_packet_json(p);
