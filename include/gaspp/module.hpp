@@ -341,6 +341,23 @@ class TableMemory {
   }
 };
 
+struct HostPacket;
+
+// Decisions a host handler makes after the engine fixed the packet's verdict (the device decides
+// verdicts in its stages; a handler sees the match after the batch): a signature whose match only
+// the host can decide (an application-layer transaction, flowbits, a rate_filter's new_action).
+// ModuleSet applies them to the batch before its outputs (-w, inline forwarding, verdict counters)
+// see it: the packet is dropped and, with `flow`, every later packet of its flow too, whose module
+// events are then void, as a flow the device decided. A late decision can only add a drop.
+class LateVerdicts {
+ public:
+  enum Reason : uint8_t { rules = 0, threshold = 1 };  // the drop event's reason for the packet
+  virtual void drop(const HostPacket& p, bool flow, Reason why) = 0;
+
+ protected:
+  ~LateVerdicts() = default;
+};
+
 // A packet as the host handler sees it (re-decoded on the host from the batch's records). For an
 // event with no packet (kNoPacket) it is flow-only: number 0, no frame (null, lengths 0), decoded
 // null, ts_ns the flow's last packet time and `flow` its record (key, times, counters), the flow as
@@ -361,6 +378,8 @@ struct HostPacket {
   // The flow's application protocol as of this packet ("http", "tls", "dns", "failed"), when the
   // application layer runs and had decided it by then; null otherwise (alerts write it).
   const char* app_proto = nullptr;
+  // Where a handler's late drop goes (LateVerdicts); null for a flow-only event (no packet).
+  LateVerdicts* late = nullptr;
 };
 
 // Where host handlers write what they produce.

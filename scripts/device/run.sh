@@ -306,6 +306,8 @@ detect)
   python3 tests/e2e/sip_cases.py $B/gaspp bundle/data --backend cuda | tail -4; check "sip cases (cuda)"
   step "TLS certificates on CUDA against the openssl command (skipped where it is missing)"
   python3 tests/e2e/tls_cases.py $B/gaspp --backend cuda | tail -4; check "tls cases (cuda)"
+  step "Drops decided on the host after the verdicts (late) on CUDA against the reference"
+  python3 tests/e2e/detect_late_drops.py $B/gaspp --backend cuda | tail -5; check "late drops (cuda)"
   step "ET Open on every capture: CPU backend against CUDA"
   python3 tests/e2e/detect_equivalence.py $B/gaspp bundle/data cpu cuda | tail -12; check "detect equivalence (cpu, cuda)"
   ;;

@@ -67,6 +67,10 @@ void ModuleSet::hand_flow_only(std::vector<ModuleEvent>::const_iterator begin,
   for (const FlowRecordOut& f : prev_flows_) index.emplace(f.rec.flow_id, &f.rec);
   for (const FlowRecordOut& f : flows) index.emplace(f.rec.flow_id, &f.rec);
   for (auto e = begin; e != end; ++e) {
+    if (late_ids_.count(e->flow_id)) {  // a handler dropped the flow: nothing after that is inspected
+      ++suppressed_;
+      continue;
+    }
     const auto it = index.find(e->flow_id);
     if (it == index.end() || (e->module >= mods_.size() && e->module != kAppLogModule)) {
       ++unattributed_;
@@ -93,6 +97,7 @@ void ModuleSet::gather_datagrams(const PacketBatch& b) {
   for (const ModuleEvent& e : sorted_) {
     if (e.module != mod || e.packet >= b.count) continue;
     if (b.h_verdict[e.packet] & kVerdictFlowDecided) continue;  // its flow's decision came first
+    if (late_ids_.count(e.flow_id)) continue;                    // a handler dropped its flow
     decode_packet(b, e.packet, d);
     const uint64_t off = b.h_rec_off[e.packet];
     const RecordHeader rh = read_record_header(b.h_span + off, b.fmt);
@@ -113,9 +118,19 @@ void ModuleSet::gather_datagrams(const PacketBatch& b) {
 void ModuleSet::app_events(const std::vector<StreamChunk>& chunks, std::span<const uint8_t> bytes) {
   if (!app_ || (chunks.empty() && datagrams_.empty())) return;
   uint64_t clock = host_times_on_ ? now_ns() : 0;
+  // A flow a handler dropped in an earlier batch is parsed no further (as Suricata's stream engine
+  // skips a dropped flow); its chunks of this batch were reassembled before the decision reached
+  // the device, if it ever does.
+  const std::vector<StreamChunk>* in = &chunks;
+  if (!late_ids_.empty() && std::any_of(chunks.begin(), chunks.end(), [&](const StreamChunk& c) { return late_ids_.count(c.flow_id) != 0; })) {
+    late_chunks_.clear();
+    for (const StreamChunk& c : chunks)
+      if (!late_ids_.count(c.flow_id)) late_chunks_.push_back(c);
+    in = &late_chunks_;
+  }
   // Each shard's modules inspect its updates on the thread that parsed them.
   for (auto& ev : shard_events_) ev.clear();
-  app_->process(chunks, bytes, datagrams_, dgram_bytes_, [&](size_t shard, int worker, std::span<const AppUpdate> updates) {
+  app_->process(*in, bytes, datagrams_, dgram_bytes_, [&](size_t shard, int worker, std::span<const AppUpdate> updates) {
     std::vector<ModuleEvent>& ev = shard_events_[shard];
     for (size_t k = 0; k < mods_.size(); ++k) {
       if (!mods_[k]->wants_app_layer()) continue;
@@ -200,6 +215,7 @@ void ModuleSet::forget_app_flows(const std::vector<FlowRecordOut>& flows, Module
 void ModuleSet::finish_batch(const PacketBatch& b, ModuleOutput& out) {
   uint64_t clock = host_times_on_ ? now_ns() : 0;
   add_counts(b.module_counts);
+  late_packets_.clear();
   app_logs_.clear();
   sorted_.assign(b.events.begin(), b.events.end());
   if (!b.host_events.empty()) {
@@ -233,7 +249,7 @@ void ModuleSet::finish_batch(const PacketBatch& b, ModuleOutput& out) {
       ++unattributed_;
       continue;
     }
-    if (b.h_verdict[e.packet] & kVerdictFlowDecided) {
+    if ((b.h_verdict[e.packet] & kVerdictFlowDecided) || late_void(e.flow_id, b.packet_number(e.packet))) {
       ++suppressed_;
       continue;
     }
@@ -259,9 +275,18 @@ void ModuleSet::finish_batch(const PacketBatch& b, ModuleOutput& out) {
       write_app_log(e, hp.ts_ns, hp.number, out);
       continue;
     }
+    hp.late = &late_;
+    late_batch_ = &b;
+    late_packet_ = e.packet;
+    late_decoded_ = &d;
     mods_[e.module]->on_event(e, hp, out);
   }
+  late_batch_ = nullptr;
+  late_decoded_ = nullptr;
+  apply_late_drops(b);
   hand_flow_only(flow_only, sorted_.cend(), b.flow_records, out);
+  late_forget();
+  late_ended(b.flow_records);
   forget_app_flows(b.flow_records, out);
   host_time("events handled", clock);
   packets_to_modules(b, out);
@@ -336,6 +361,68 @@ void ModuleSet::recall_dropped_flow(DecodedPacket& d, uint64_t& flow_id, bool& t
   flow_id = it->second.flow_id;
   to_client = from_lo != it->second.initiator_lo;
   ++recalled_;
+}
+
+void ModuleSet::Late::drop(const HostPacket& p, bool flow, Reason why) {
+  ModuleSet& m = set_;
+  if (!m.late_batch_ || !p.number) return;  // no packet of a batch to drop
+  const PacketBatch& b = *m.late_batch_;
+  const uint32_t i = m.late_packet_;
+  if (!(b.h_verdict[i] & kVerdictDrop)) {
+    b.h_verdict[i] |= kVerdictDrop;
+    m.late_packets_.emplace_back(i, uint8_t(why));
+    ++m.late_n_.packets;
+  }
+  if (!flow || !p.flow_id || m.late_ids_.count(p.flow_id)) return;
+  FlowKey k{};
+  bool from_lo = false;
+  if (!m.late_decoded_ || !m.dropped_flow_key(*m.late_decoded_, k, from_lo)) return;
+  if (m.late_ids_.size() >= kLateFlowsMax) {
+    ++m.late_n_.flows_full;  // the packet is dropped; its flow's later packets are not
+    return;
+  }
+  m.late_ids_.emplace(p.flow_id, LateId{p.number, k});
+  m.late_keys_[k] = LateFlow{p.flow_id, p.number};
+  ++m.late_n_.flows;
+}
+
+void ModuleSet::apply_late_drops(const PacketBatch& b) {
+  if (late_keys_.empty()) return;
+  // A flow that left the table in this batch ends at its record's last packet: a later packet
+  // with its key starts another flow.
+  std::unordered_map<uint64_t, uint64_t> ended;  // flow id → last packet time
+  for (const FlowRecordOut& f : b.flow_records)
+    if (late_ids_.count(f.rec.flow_id)) ended.emplace(f.rec.flow_id, f.rec.last_ts);
+  DecodedPacket d;
+  for (uint32_t i = 0; i < b.count; ++i) {
+    if (b.h_verdict[i] & kVerdictFlowDecided) continue;  // the device decided its flow already
+    decode_packet(b, i, d);
+    FlowKey k{};
+    bool from_lo = false;
+    if (!dropped_flow_key(d, k, from_lo)) continue;
+    const auto it = late_keys_.find(k);
+    if (it == late_keys_.end() || b.packet_number(i) <= it->second.number) continue;
+    const auto end = ended.find(it->second.flow_id);
+    if (end != ended.end() && d.ts_ns[0] > end->second) continue;
+    b.h_verdict[i] = uint8_t(kVerdictDrop | kVerdictFlowDecided);
+    ++late_n_.followers;
+  }
+}
+
+void ModuleSet::late_forget() {
+  for (const uint64_t id : late_ended_) {
+    const auto it = late_ids_.find(id);
+    if (it == late_ids_.end()) continue;
+    const auto k = late_keys_.find(it->second.key);
+    if (k != late_keys_.end() && k->second.flow_id == id) late_keys_.erase(k);
+    late_ids_.erase(it);
+  }
+  late_ended_.clear();
+}
+
+void ModuleSet::late_ended(const std::vector<FlowRecordOut>& ended) {
+  for (const FlowRecordOut& f : ended)
+    if (late_ids_.count(f.rec.flow_id)) late_ended_.push_back(f.rec.flow_id);
 }
 
 void ModuleSet::decode_packet(const PacketBatch& b, uint32_t i, DecodedPacket& d) const {

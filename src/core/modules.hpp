@@ -201,10 +201,21 @@ class ModuleSet {
     static constexpr uint32_t kFlowDrop = 4;  // reason[] slot past the DropReasons: the flow's decision
     uint64_t reason[kFlowDrop + 1] = {};      // DropReason 1..3, and flow_drop (firewall mode); ips: ips_*
     uint64_t ips_flow_drop = 0, ips_rules = 0, ips_stream_error = 0, ips_stream_urgent = 0, ips_flow_memcap = 0;
+    uint64_t ips_threshold = 0;  // a rate_filter's new_action dropped it (late, on the host)
   };
   const VerdictStats& verdict_stats() const { return vs_; }
   // The stats as EVE/JSON members: "ips":{...}[,"firewall":{...}] (no braces around the two).
   nlohmann::ordered_json verdict_stats_json() const;
+
+  // Late drops (LateVerdicts): a flow a host handler dropped, for its EVE flow record's action.
+  // Counters: packets a handler dropped, flows it dropped, later packets of those flows dropped
+  // here, flows not remembered (more than kLateFlowsMax at once: their later packets pass).
+  bool late_dropped(uint64_t flow_id) const { return late_ids_.count(flow_id) != 0; }
+  struct LateCounts {
+    uint64_t packets = 0, flows = 0, followers = 0, flows_full = 0;
+  };
+  const LateCounts& late_counts() const { return late_n_; }
+  static constexpr size_t kLateFlowsMax = 1u << 20;  // the flow table's default capacity
 
   using Counts = std::array<uint64_t, kModuleCounters>;
   const std::vector<Counts>& counts() const { return counts_; }
@@ -294,6 +305,51 @@ class ModuleSet {
     bool initiator_lo;  // the flow's first packet came from endpoint 0 (the lower address, port)
   };
   std::unordered_map<FlowKey, DroppedFlow, KeyHash, KeyEq> dropped_flows_;
+  // Late drops: the flows handlers dropped, by flow id (the capture number of the deciding packet:
+  // its flow's events after it are void) and by flow key (the batch's later packets, which have no
+  // event to carry a flow id, are found by decoding them). A flow is forgotten once its record
+  // has been written (the batch after the one it left the table in: late_ended_).
+  class Late final : public LateVerdicts {
+   public:
+    explicit Late(ModuleSet& s) : set_(s) {}
+    void drop(const HostPacket& p, bool flow, Reason why) override;
+
+   private:
+    ModuleSet& set_;
+  };
+  Late late_{*this};
+  struct LateFlow {
+    uint64_t flow_id, number;
+  };
+  struct LateId {
+    uint64_t number;
+    FlowKey key;
+  };
+  std::unordered_map<uint64_t, LateId> late_ids_;
+  std::unordered_map<FlowKey, LateFlow, KeyHash, KeyEq> late_keys_;
+  std::vector<uint64_t> late_ended_;
+  // The packet the event loop is at (for Late::drop), and the batch's late-dropped packets with
+  // their reasons (account_verdicts names them).
+  const PacketBatch* late_batch_ = nullptr;
+  uint32_t late_packet_ = 0;
+  DecodedPacket* late_decoded_ = nullptr;
+  std::vector<std::pair<uint32_t, uint8_t>> late_packets_;
+  std::vector<StreamChunk> late_chunks_;  // a batch's chunks less those of late-dropped flows
+  LateCounts late_n_;
+  // After the event loop: the batch's later packets of late-dropped flows get the flow's drop.
+  void apply_late_drops(const PacketBatch& b);
+  // Whether an event on capture packet `number` of flow `flow_id` is void (its flow was dropped
+  // late at an earlier packet).
+  bool late_void(uint64_t flow_id, uint64_t number) const {
+    if (late_ids_.empty() || !flow_id) return false;
+    const auto it = late_ids_.find(flow_id);
+    return it != late_ids_.end() && number > it->second.number;
+  }
+  // Forgets the flows whose records the last batch wrote (late_ended_).
+  void late_forget();
+  // Notes the late-dropped flows among a batch's records, forgotten at the next batch (after the
+  // records were written with their action).
+  void late_ended(const std::vector<FlowRecordOut>& ended);
   size_t dropped_flows_max_ = kDroppedFlowsDefault;
   uint64_t recalled_ = 0, forgotten_ = 0;
 };

@@ -22,9 +22,10 @@ void ModuleSet::account_verdicts(const PacketBatch& b, ModuleOutput& out) {
   // (PacketBatch::reassembled, right after it) are counted once, at the datagram: dropped when
   // either was, for the reason of the one that was (the fragment's first).
   struct Outcome {
-    bool drop, stream_error, stream_urgent, memcap, by_flow, fw_event;
+    bool drop, stream_error, stream_urgent, memcap, by_flow, fw_event, threshold;
     uint32_t reason;
   };
+  size_t late = 0;  // late_packets_ is in packet order
   const auto count = [&](const Outcome& o) {
     if (!o.drop) {
       ++vs_.ips_accepted;
@@ -39,7 +40,7 @@ void ModuleSet::account_verdicts(const PacketBatch& b, ModuleOutput& out) {
     } else {
       vs_.fw_accepted += fw;  // the firewall let it through; detection dropped it
       ++vs_.ips_blocked;
-      ++(o.by_flow ? vs_.ips_flow_drop : vs_.ips_rules);
+      ++(o.by_flow ? vs_.ips_flow_drop : o.threshold ? vs_.ips_threshold : vs_.ips_rules);
     }
   };
   Outcome fragment{};  // the record before a reassembled datagram, counted with it
@@ -67,7 +68,11 @@ void ModuleSet::account_verdicts(const PacketBatch& b, ModuleOutput& out) {
       stream_error = !stream_urgent;
     }
     if (by_flow) reason = VerdictStats::kFlowDrop;
-    const Outcome o{drop, stream_error, stream_urgent, memcap, by_flow, fw_event, reason};
+    // A handler's late drop (LateVerdicts) because a rate_filter's new_action made it one.
+    for (; late < late_packets_.size() && late_packets_[late].first < i; ++late) {}
+    const bool threshold = drop && !by_flow && late < late_packets_.size() && late_packets_[late].first == i &&
+                           late_packets_[late].second == LateVerdicts::threshold;
+    const Outcome o{drop, stream_error, stream_urgent, memcap, by_flow, fw_event, threshold, reason};
     if (i + 1 < b.count && b.is_reassembled(i + 1)) fragment = o;  // counted with its datagram
     else if (b.is_reassembled(i)) count(fragment.drop || !drop ? fragment : o);
     else count(o);
@@ -77,8 +82,10 @@ void ModuleSet::account_verdicts(const PacketBatch& b, ModuleOutput& out) {
       else if (by_flow) recall_dropped_flow(d, flow_id, to_client);
       const HostPacket hp{b.packet_number(i), d.ts_ns[0], b.h_span + off + kRecordHeaderBytes, rh.cap_len,
                           rh.wire_len, &d, flow_id, to_client};
-      out.eve(drop_event_json(hp, drop_event_reason(memcap ? "flow_memcap" : stream_error ? "stream_error"
-                                                           : stream_urgent ? "stream_urgent" : drop_reason_name(reason)),
+      // Suricata's words for the threshold reason keep their underscore.
+      out.eve(drop_event_json(hp, threshold ? std::string("threshold detection_filter")
+                                            : drop_event_reason(memcap ? "flow_memcap" : stream_error ? "stream_error"
+                                                                : stream_urgent ? "stream_urgent" : drop_reason_name(reason)),
                              drop_ether_));
     }
   }
@@ -91,6 +98,7 @@ nlohmann::ordered_json ModuleSet::verdict_stats_json() const {
               {"drop_reason",
                {{"rules", vs_.ips_rules},
                 {"flow_drop", vs_.ips_flow_drop},
+                {"threshold_detection_filter", vs_.ips_threshold},
                 {"stream_error", vs_.ips_stream_error},
                 {"stream_urgent", vs_.ips_stream_urgent},
                 {"flow_memcap", vs_.ips_flow_memcap}}}};

@@ -74,7 +74,16 @@ void EveWriter::write_line(const std::string& json) {
 }
 
 void EveWriter::write_flows(const std::vector<FlowRecordOut>& v) {
-  for (const auto& r : v) write_line(eve_flow_json(r, app_proto_ ? app_proto_(r.rec.flow_id) : nullptr));
+  for (const auto& r : v) {
+    const char* proto = app_proto_ ? app_proto_(r.rec.flow_id) : nullptr;
+    if (late_drop_ && !(r.rec.misc & (kFlowDecidedDrop | kFlowDecidedPass)) && late_drop_(r.rec.flow_id)) {
+      FlowRecordOut d = r;
+      d.rec.misc |= kFlowDecidedDrop;
+      write_line(eve_flow_json(d, proto));
+    } else {
+      write_line(eve_flow_json(r, proto));
+    }
+  }
 }
 
 // Suricata's stats names (the EVE schema's), for what gaspp counts; every counter of its own is in

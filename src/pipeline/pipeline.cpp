@@ -106,11 +106,6 @@ RunReport run_source(Source& src, Backend& backend, const RunOptions& opt, const
       decode_record(rec, b.span_len - b.h_rec_off[j], b.fmt, b.link, d);
       if (d.vlan_count[0]) --rep.totals.v[c_vlan_tagged];
     }
-    uint64_t dropped = 0;
-    for (uint32_t i = 0; i < b.count; ++i)
-      if (!b.is_reassembled(i)) dropped += (b.record_verdict(i) & kVerdictDrop) != 0;
-    rep.dropped += dropped;
-    rep.passed += b.count - b.reassembled.size() - dropped;
     ++rep.batches;
     rep.flow_records += b.flow_records.size();
     if (opt.measure_latency) {
@@ -123,8 +118,14 @@ RunReport run_source(Source& src, Backend& backend, const RunOptions& opt, const
         rep.latency.add(now_ns > ts ? now_ns - ts : 0);
       }
     }
-    // The batch's packets (module events: alerts) before the flows that ended in it.
+    // The batch's packets (module events: alerts) before the flows that ended in it. The verdicts
+    // are counted after: a host handler may add drops (LateVerdicts).
     if (on_batch) on_batch(b);
+    uint64_t dropped = 0;
+    for (uint32_t i = 0; i < b.count; ++i)
+      if (!b.is_reassembled(i)) dropped += (b.record_verdict(i) & kVerdictDrop) != 0;
+    rep.dropped += dropped;
+    rep.passed += b.count - b.reassembled.size() - dropped;
     if (on_flows && !b.flow_records.empty()) on_flows(b.flow_records);
     if (on_streams && !b.stream_chunks.empty()) on_streams(b.stream_chunks, b.stream_data());
     busy[size_t(s)] = false;

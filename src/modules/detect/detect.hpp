@@ -666,6 +666,8 @@ struct DetectModule {
     AlertMetadata alert_meta_;  // metadata.* options
     std::vector<RuleThresholds> thresholds_;  // per signature: its own and threshold.config's
     uint64_t threshold_config_ = 0, rate_filter_pass_ = 0, rate_filter_unapplied_ = 0;
+    // Drops decided here after the device's verdicts (LateVerdicts), and those with no packet.
+    uint64_t late_drops_ = 0, drops_without_packet_ = 0;
     ThresholdTable threshold_table_;
     uint32_t packet_alert_max_ = 15;
     bool payload_ = false;

@@ -46,6 +46,18 @@ struct DetectHostMatchers {
 
 namespace {
 
+// Whether a drop decided on the host applies to the flow (Suricata's SignatureProperties, by its
+// SignatureSetType): an IP-only or like-IP-only signature, an application-layer one (a
+// transaction's buffers, or only the protocol: `alert http any any -> any any (sid:1;)`), or a
+// packet signature whose match was on the stream or a transaction; else the packet only.
+bool drop_scope_flow(const Signature& s, uint8_t verdict, bool stateful_match) {
+  if ((verdict & kDetFlowScope) || s.app || stateful_match) return true;
+  const bool app_only = !s.gate_proto.empty() && s.ops.empty() && !s.flow_keyword && !s.header_conds() &&
+                        !s.dsize.on && !s.itype.on && !s.icode.on && !s.has_flags && s.flowbits.empty() &&
+                        s.flowints.empty() && s.xbits.empty();
+  return app_only;
+}
+
 std::atomic<uint64_t> g_generation{1};
 
 struct ThreadScratch {
@@ -455,8 +467,15 @@ DetectModule::Host::Host(const ModuleOptions& opt) : ModuleHost<DetectModule>({}
     thresholds_.resize(mine);
   }
   // A threshold, rate filter or suppression decides on the host whether a match alerts.
-  for (size_t i = 0; i < sigs_.size(); ++i)
-    if (!thresholds_[i].empty()) sigs_[i].verdict &= uint8_t(~kDetAlerts);
+  // A rate_filter whose new_action is alert or pass can take a drop signature's drop away: its
+  // drop is decided on the host too (late, LateVerdicts), after the rate is counted.
+  for (size_t i = 0; i < sigs_.size(); ++i) {
+    if (thresholds_[i].empty()) continue;
+    sigs_[i].verdict &= uint8_t(~kDetAlerts);
+    for (const ThresholdSpec& t : thresholds_[i].thresholds)
+      if (t.kind == ThresholdSpec::rate_filter && (t.new_action == ThresholdSpec::alert || t.new_action == ThresholdSpec::pass))
+        sigs_[i].verdict &= uint8_t(~kDetDrop);
+  }
   load_seconds_ = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   // Suricata's summary of the loading, for all the rules when the firewall shares the files.
   const std::string reasons = top_skip_reasons(set_.skipped_by_reason, set_.errors);
@@ -883,7 +902,6 @@ void DetectModule::Host::on_event(const ModuleEvent& ev, const HostPacket& p, Mo
       ++rate_filter_pass_;
       return;
     }
-    rate_filter_unapplied_ += rate_filter_unapplied(rate_action, s.rule.action);
   }
   if (packet_alerts_ >= packet_alert_max_) {
     ++alert_overflow_;
@@ -891,8 +909,27 @@ void DetectModule::Host::on_event(const ModuleEvent& ev, const HostPacket& p, Mo
   }
   ++packet_alerts_;
   ++alerts_;
-  const bool blocked = s.rule.action == RuleAction::drop || s.rule.action == RuleAction::reject;
-  const bool dropped = blocked && (sigs_[e.value].verdict & kDetDrop);
+  // The alert's action (a rate_filter's new_action replaces the rule's), and the packet's verdict:
+  // the device dropped it when the match was decided there; otherwise the drop is decided here,
+  // late (LateVerdicts), for the packet and, with Suricata's scope, its flow.
+  const bool rule_blocks = s.rule.action == RuleAction::drop || s.rule.action == RuleAction::reject;
+  const bool rate_blocks = rate_action == ThresholdSpec::drop || rate_action == ThresholdSpec::reject;
+  const bool blocks = rate_blocks || (rule_blocks && rate_action != ThresholdSpec::alert);
+  const bool device_drop = rule_blocks && (sigs_[e.value].verdict & kDetDrop);
+  rate_filter_unapplied_ += device_drop && !blocks;  // new_action alert: the device dropped it already
+  bool dropped = device_drop;
+  HostPacket late_p = p;
+  if (blocks && !device_drop) {
+    if (p.late) {
+      p.late->drop(p, drop_scope_flow(s, sigs_[e.value].verdict, (ev.value & 2) != 0),
+                   rate_blocks ? LateVerdicts::threshold : LateVerdicts::rules);
+      late_p.verdict |= kVerdictDrop;
+      dropped = true;
+      ++late_drops_;
+    } else {
+      ++drops_without_packet_;  // a match on data flushed with no packet (the flow's end)
+    }
+  }
   alerts_blocked_ += dropped;
   AlertExtras x{payload_, (ev.value & 2) != 0, eve_packet_, eve_verdict_, false, {}, alert_meta_, eve_ether_, {}, {}};
   if (s.app) {
@@ -903,8 +940,8 @@ void DetectModule::Host::on_event(const ModuleEvent& ev, const HostPacket& p, Mo
       x.frame = it->second.frame;
     }
   }
-  out.eve(eve_alert_line(s.rule, classes_, p, dropped, x));
-  out.fast_log(fast_log_line(s.rule, classes_, p, dropped));
+  out.eve(eve_alert_line(s.rule, classes_, late_p, dropped, x));
+  out.fast_log(fast_log_line(s.rule, classes_, late_p, dropped));
   // Its tags start at this packet (tag.hpp); a flow-only event has no packet to start at.
   if (!s.tags.empty() && p.decoded && p.number)
     pending_tags_.push_back(PendingTag{p.number, e.value, tag_packet(p)});
@@ -969,6 +1006,8 @@ void DetectModule::Host::report(std::map<std::string, uint64_t>& r) const {
   r["threshold_table_full"] = threshold_table_.table_full();
   r["rate_filter_pass"] = rate_filter_pass_;
   r["rate_filter_unapplied"] = rate_filter_unapplied_;
+  r["late_drops"] = late_drops_;
+  r["drops_without_packet"] = drops_without_packet_;
   if (threshold_config_) r["threshold_config_entries"] = threshold_config_;
   r["flowbit_flows_full"] = flowbit_flows_full_;
   r["pcre_device"] = pcre_device_;

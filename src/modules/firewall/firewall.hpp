@@ -236,7 +236,7 @@ struct FirewallModule {
 
    private:
     void compile_policy();
-    void write_alert(const Rule& r, const HostPacket& p, ModuleOutput& out);
+    void write_alert(const Rule& r, const HostPacket& p, ModuleOutput& out, bool blocked);
     RuleSet set_;
     FirewallTables tables_;
     RuleSet policy_set_;                    // firewall rules, sorted by hook (file order within)

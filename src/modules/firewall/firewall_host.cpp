@@ -181,7 +181,8 @@ void FirewallModule::Host::on_event(const ModuleEvent& e, const HostPacket& p, M
   if (e.kind == kPolicyAlert) {
     if (e.value >= policy_set_.rules.size()) return;
     ++policy_alerts_;
-    write_alert(policy_set_.rules[e.value], p, out);
+    const Rule& r = policy_set_.rules[e.value];
+    write_alert(r, p, out, r.action == RuleAction::drop || r.action == RuleAction::reject);
     return;
   }
   if (e.kind != kAlert || e.value >= set_.rules.size()) return;
@@ -198,15 +199,27 @@ void FirewallModule::Host::on_event(const ModuleEvent& e, const HostPacket& p, M
       return;
     }
     rate_filter_unapplied_ += rate_filter_unapplied(act, r.action);
+    if ((act == ThresholdSpec::drop || act == ThresholdSpec::reject) && r.action != RuleAction::drop &&
+        r.action != RuleAction::reject && p.late) {
+      // A rate_filter made an alert rule's match a drop: the device let the packet through, so
+      // the drop is decided here (LateVerdicts), for the flow (the rules here are IP-only).
+      p.late->drop(p, true, LateVerdicts::threshold);
+      HostPacket q = p;
+      q.verdict |= kVerdictDrop;
+      ++alerts_;
+      ++alerts_blocked_;
+      write_alert(r, q, out, true);
+      return;
+    }
   }
   ++alerts_;
-  alerts_blocked_ += r.action == RuleAction::drop || r.action == RuleAction::reject;
-  write_alert(r, p, out);
+  const bool blocked = r.action == RuleAction::drop || r.action == RuleAction::reject;
+  alerts_blocked_ += blocked;
+  write_alert(r, p, out, blocked);
 }
 
-void FirewallModule::Host::write_alert(const Rule& r, const HostPacket& p, ModuleOutput& out) {
-  const bool blocked = r.action == RuleAction::drop || r.action == RuleAction::reject;
-  out.eve(eve_alert_line(r, classes_, p, blocked, AlertExtras{payload_, false, eve_packet_, eve_verdict_, false, {}, alert_meta_, eve_ether_, {}}));
+void FirewallModule::Host::write_alert(const Rule& r, const HostPacket& p, ModuleOutput& out, bool blocked) {
+  out.eve(eve_alert_line(r, classes_, p, blocked, AlertExtras{payload_, false, eve_packet_, eve_verdict_, false, {}, alert_meta_, eve_ether_, {}, {}}));
   out.fast_log(fast_log_line(r, classes_, p, blocked));
 }
 

@@ -242,19 +242,14 @@ size_t load_threshold_config_for(const std::string& path, const RuleVars& vars, 
   for (size_t k : unmatched)
     std::fprintf(stderr, "gaspp: %s:%u: threshold.config entry for gen_id %u, sig_id %u: no such rule\n",
                  entries[k].file.c_str(), entries[k].line, entries[k].gid, entries[k].sid);
-  for (const ThresholdConfigEntry& e : entries)
-    if (e.type == ThresholdConfigEntry::rate_filter &&
-        (e.spec.new_action == ThresholdSpec::drop || e.spec.new_action == ThresholdSpec::reject))
-      std::fprintf(stderr,
-                   "gaspp: %s:%u: rate_filter: its new_action changes which alerts are written; a packet's verdict stays "
-                   "the rule's (verdicts are decided before thresholds; counted as rate_filter_unapplied)\n",
-                   e.file.c_str(), e.line);
   return entries.size();
 }
 
 bool rate_filter_unapplied(ThresholdSpec::NewAction a, RuleAction rule) {
+  // A drop the device decided cannot be undone; one it did not decide is decided late
+  // (LateVerdicts) where the match has a packet.
   const bool blocks = rule == RuleAction::drop || rule == RuleAction::reject;
-  return ((a == ThresholdSpec::drop || a == ThresholdSpec::reject) && !blocks) || (a == ThresholdSpec::alert && blocks);
+  return a == ThresholdSpec::alert && blocks;
 }
 
 bool ThresholdTable::Key::operator<(const Key& o) const {

@@ -31,9 +31,11 @@
 //
 // Outcomes, as Suricata's: alert, no alert, or silent (no alert, the rule's action still taken).
 // Both are "no alert" here. rate_filter: after N matches in a window, the new action holds for
-// `timeout` seconds: new_action pass ends the packet's alerts and writes none; alert, drop and
-// reject cannot change the packet's verdict, which the engine fixed before the host saw the
-// match, so the alert keeps the verdict the packet really got (counted: rate_filter_unapplied).
+// `timeout` seconds: new_action pass ends the packet's alerts and writes none; drop and reject
+// make the match a drop, decided late on the host (LateVerdicts, gaspp/module.hpp); alert takes a
+// drop rule's drop away where the host decides it (the signature engine makes such a signature's
+// drop the host's), but not where the engine fixed it before the host saw the match (a firewall
+// rule): the alert then keeps the verdict the packet really got (counted: rate_filter_unapplied).
 //
 // Limit: `max_entries` tracked (rule, key) windows (default 1 M); a match that needs a new one when
 // the table is full alerts (it is not suppressed) and is counted (`threshold_table_full`). Flow
@@ -104,16 +106,14 @@ void apply_threshold_config(const std::vector<ThresholdConfigEntry>& entries, co
 
 // Reads the threshold.config at `path` and installs it on rules `ids` (apply_threshold_config).
 // Lines that do not parse are skipped. With `report`, they are reported on stderr (file:line:
-// why), and so are the entries that name no rule of ids and the rate_filters whose action cannot
-// change a verdict; a module that shares the file with one that reports (the firewall beside the
+// why), and so are the entries that name no rule of ids; a module that shares the file with one that reports (the firewall beside the
 // signature engine) passes false, so each message is written once. `who` prefixes the error.
 // Throws std::invalid_argument when the file cannot be read. Returns the entries installed.
 size_t load_threshold_config_for(const std::string& path, const RuleVars& vars, const std::vector<RuleId>& ids,
                                  std::vector<RuleThresholds>& out, bool report, const char* who);
 
-// Whether a rate_filter's new action `a` would have changed the verdict of a rule with action
-// `rule` (drop or reject on a rule that does not block, alert on one that does): what the engine
-// cannot do, counted as rate_filter_unapplied. (pass is applied: the alert is not written.)
+// Whether a rate_filter's new action `a` cannot be applied to a rule with action `rule` whose
+// drop the engine decided: alert on a drop or reject rule (the packet was dropped already).
 bool rate_filter_unapplied(ThresholdSpec::NewAction a, RuleAction rule);
 
 class ThresholdTable {
