@@ -348,11 +348,15 @@ struct HostPacket;
 // the host can decide (an application-layer transaction, flowbits, a rate_filter's new_action).
 // ModuleSet applies them to the batch before its outputs (-w, inline forwarding, verdict counters)
 // see it: the packet is dropped and, with `flow`, every later packet of its flow too, whose module
-// events are then void, as a flow the device decided. A late decision can only add a drop.
+// events are then void, as a flow the device decided. A late decision can only add a drop: a
+// late pass of the flow voids the module events of its later packets (no alerts; its application
+// layer still parsed and logged, as Suricata's pass), but a drop the engine already decided on
+// one of them stays.
 class LateVerdicts {
  public:
   enum Reason : uint8_t { rules = 0, threshold = 1 };  // the drop event's reason for the packet
   virtual void drop(const HostPacket& p, bool flow, Reason why) = 0;
+  virtual void pass_flow(const HostPacket& p) = 0;
 
  protected:
   ~LateVerdicts() = default;

@@ -67,8 +67,8 @@ void ModuleSet::hand_flow_only(std::vector<ModuleEvent>::const_iterator begin,
   for (const FlowRecordOut& f : prev_flows_) index.emplace(f.rec.flow_id, &f.rec);
   for (const FlowRecordOut& f : flows) index.emplace(f.rec.flow_id, &f.rec);
   for (auto e = begin; e != end; ++e) {
-    if (late_ids_.count(e->flow_id)) {  // a handler dropped the flow: nothing after that is inspected
-      ++suppressed_;
+    if (late_ids_.count(e->flow_id) || (e->module != kAppLogModule && late_pass_.count(e->flow_id))) {
+      ++suppressed_;  // a handler dropped the flow (nothing after is inspected) or passed it
       continue;
     }
     const auto it = index.find(e->flow_id);
@@ -249,7 +249,7 @@ void ModuleSet::finish_batch(const PacketBatch& b, ModuleOutput& out) {
       ++unattributed_;
       continue;
     }
-    if ((b.h_verdict[e.packet] & kVerdictFlowDecided) || late_void(e.flow_id, b.packet_number(e.packet))) {
+    if ((b.h_verdict[e.packet] & kVerdictFlowDecided) || late_void(e.flow_id, b.packet_number(e.packet), e.module != kAppLogModule)) {
       ++suppressed_;
       continue;
     }
@@ -386,6 +386,17 @@ void ModuleSet::Late::drop(const HostPacket& p, bool flow, Reason why) {
   ++m.late_n_.flows;
 }
 
+void ModuleSet::Late::pass_flow(const HostPacket& p) {
+  ModuleSet& m = set_;
+  if (!p.flow_id || !p.number || m.late_ids_.count(p.flow_id) || m.late_pass_.count(p.flow_id)) return;
+  if (m.late_pass_.size() >= kLateFlowsMax) {
+    ++m.late_n_.flows_full;
+    return;
+  }
+  m.late_pass_.emplace(p.flow_id, p.number);
+  ++m.late_n_.passed_flows;
+}
+
 void ModuleSet::apply_late_drops(const PacketBatch& b) {
   if (late_keys_.empty()) return;
   // A flow that left the table in this batch ends at its record's last packet: a later packet
@@ -417,12 +428,13 @@ void ModuleSet::late_forget() {
     if (k != late_keys_.end() && k->second.flow_id == id) late_keys_.erase(k);
     late_ids_.erase(it);
   }
+  for (const uint64_t id : late_ended_) late_pass_.erase(id);
   late_ended_.clear();
 }
 
 void ModuleSet::late_ended(const std::vector<FlowRecordOut>& ended) {
   for (const FlowRecordOut& f : ended)
-    if (late_ids_.count(f.rec.flow_id)) late_ended_.push_back(f.rec.flow_id);
+    if (late_ids_.count(f.rec.flow_id) || late_pass_.count(f.rec.flow_id)) late_ended_.push_back(f.rec.flow_id);
 }
 
 void ModuleSet::decode_packet(const PacketBatch& b, uint32_t i, DecodedPacket& d) const {

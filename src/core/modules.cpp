@@ -215,10 +215,11 @@ std::string ModuleSet::summary_text() const {
     for (auto& [n, v] : r) s += " " + n + "=" + std::to_string(v);
     s += "\n";
   }
-  if (late_n_.packets || late_n_.flows_full)
-    s += "late drops (decided on the host after the verdicts): packets " + std::to_string(late_n_.packets) + ", flows " +
-         std::to_string(late_n_.flows) + ", their later packets " + std::to_string(late_n_.followers) +
-         " (flows not remembered, table full: " + std::to_string(late_n_.flows_full) + ")\n";
+  if (late_n_.packets || late_n_.passed_flows || late_n_.flows_full)
+    s += "late decisions (on the host after the verdicts): packets dropped " + std::to_string(late_n_.packets) +
+         ", flows dropped " + std::to_string(late_n_.flows) + ", their later packets " + std::to_string(late_n_.followers) +
+         ", flows passed " + std::to_string(late_n_.passed_flows) + " (flows not remembered, table full: " +
+         std::to_string(late_n_.flows_full) + ")\n";
   if (recalled_ || forgotten_)
     s += "drop events given their flow's id: " + std::to_string(recalled_) + " (dropped flows forgotten, memory full: " +
          std::to_string(forgotten_) + ")\n";
@@ -235,6 +236,7 @@ nlohmann::ordered_json ModuleSet::summary_json() const {
   j["late_drops"] = {{"packets", late_n_.packets},
                      {"flows", late_n_.flows},
                      {"flow_packets", late_n_.followers},
+                     {"passed_flows", late_n_.passed_flows},
                      {"flows_full", late_n_.flows_full}};
   if (app_) {
     std::map<std::string, uint64_t> r;

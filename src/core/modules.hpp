@@ -211,8 +211,10 @@ class ModuleSet {
   // Counters: packets a handler dropped, flows it dropped, later packets of those flows dropped
   // here, flows not remembered (more than kLateFlowsMax at once: their later packets pass).
   bool late_dropped(uint64_t flow_id) const { return late_ids_.count(flow_id) != 0; }
+  bool late_passed(uint64_t flow_id) const { return late_pass_.count(flow_id) != 0; }
   struct LateCounts {
     uint64_t packets = 0, flows = 0, followers = 0, flows_full = 0;
+    uint64_t passed_flows = 0;  // flows a handler passed (their later module events void)
   };
   const LateCounts& late_counts() const { return late_n_; }
   static constexpr size_t kLateFlowsMax = 1u << 20;  // the flow table's default capacity
@@ -313,6 +315,7 @@ class ModuleSet {
    public:
     explicit Late(ModuleSet& s) : set_(s) {}
     void drop(const HostPacket& p, bool flow, Reason why) override;
+    void pass_flow(const HostPacket& p) override;
 
    private:
     ModuleSet& set_;
@@ -326,6 +329,7 @@ class ModuleSet {
     FlowKey key;
   };
   std::unordered_map<uint64_t, LateId> late_ids_;
+  std::unordered_map<uint64_t, uint64_t> late_pass_;  // passed flows: id → the deciding packet's number
   std::unordered_map<FlowKey, LateFlow, KeyHash, KeyEq> late_keys_;
   std::vector<uint64_t> late_ended_;
   // The packet the event loop is at (for Late::drop), and the batch's late-dropped packets with
@@ -338,12 +342,17 @@ class ModuleSet {
   LateCounts late_n_;
   // After the event loop: the batch's later packets of late-dropped flows get the flow's drop.
   void apply_late_drops(const PacketBatch& b);
-  // Whether an event on capture packet `number` of flow `flow_id` is void (its flow was dropped
-  // late at an earlier packet).
-  bool late_void(uint64_t flow_id, uint64_t number) const {
-    if (late_ids_.empty() || !flow_id) return false;
-    const auto it = late_ids_.find(flow_id);
-    return it != late_ids_.end() && number > it->second.number;
+  // Whether an event on capture packet `number` of flow `flow_id` is void: its flow was dropped
+  // late at an earlier packet, or passed (a module's event; the application layer's logs stay).
+  bool late_void(uint64_t flow_id, uint64_t number, bool module_event) const {
+    if (!flow_id) return false;
+    if (!late_ids_.empty()) {
+      const auto it = late_ids_.find(flow_id);
+      if (it != late_ids_.end() && number > it->second.number) return true;
+    }
+    if (!module_event || late_pass_.empty()) return false;
+    const auto it = late_pass_.find(flow_id);
+    return it != late_pass_.end() && number > it->second;
   }
   // Forgets the flows whose records the last batch wrote (late_ended_).
   void late_forget();

@@ -76,9 +76,10 @@ void EveWriter::write_line(const std::string& json) {
 void EveWriter::write_flows(const std::vector<FlowRecordOut>& v) {
   for (const auto& r : v) {
     const char* proto = app_proto_ ? app_proto_(r.rec.flow_id) : nullptr;
-    if (late_drop_ && !(r.rec.misc & (kFlowDecidedDrop | kFlowDecidedPass)) && late_drop_(r.rec.flow_id)) {
+    const uint8_t late = late_ && !(r.rec.misc & (kFlowDecidedDrop | kFlowDecidedPass)) ? late_(r.rec.flow_id) : 0;
+    if (late) {
       FlowRecordOut d = r;
-      d.rec.misc |= kFlowDecidedDrop;
+      d.rec.misc |= late;
       write_line(eve_flow_json(d, proto));
     } else {
       write_line(eve_flow_json(r, proto));

@@ -46,9 +46,10 @@ class EveWriter {
   void write_flows(const std::vector<FlowRecordOut>& v);
   // Where write_flows() finds a flow's app_proto (the application layer, ModuleSet::app_proto_of).
   void set_app_proto_lookup(std::function<const char*(uint64_t flow_id)> f) { app_proto_ = std::move(f); }
-  // Whether a host handler dropped the flow after the engine's verdicts (ModuleSet::late_dropped):
-  // its record's action is then drop, unless the engine had decided the flow.
-  void set_late_drop_lookup(std::function<bool(uint64_t flow_id)> f) { late_drop_ = std::move(f); }
+  // What a host handler decided for the flow after the engine's verdicts (ModuleSet::late_dropped,
+  // late_passed): kFlowDecidedDrop, kFlowDecidedPass or 0; the record's action, unless the engine
+  // had decided the flow.
+  void set_late_decision_lookup(std::function<uint8_t(uint64_t flow_id)> f) { late_ = std::move(f); }
   // extra: more members of the stats object (the modules' verdict accounting), or "".
   // `extra`: members added to the stats object (the modules' ips / firewall accounting).
   void write_stats(const RunReport& r, const nlohmann::ordered_json& extra = nlohmann::ordered_json::object());
@@ -62,7 +63,7 @@ class EveWriter {
   OutFile f_;
   uint64_t events_ = 0;
   std::function<const char*(uint64_t)> app_proto_;
-  std::function<bool(uint64_t)> late_drop_;
+  std::function<uint8_t(uint64_t)> late_;
 };
 
 }  // namespace gaspp

@@ -13,7 +13,9 @@ or out of one. Their drops must still reach the packets, as Suricata applies the
   * `rate_filter ... new_action drop` on a UDP alert signature: its matches past the rate are
     dropped with the drop reason "threshold detection_filter", the alert `blocked`;
   * `rate_filter ... new_action alert` on a UDP drop signature: its first match is dropped, the
-    later ones only alert (`allowed`).
+    later ones only alert (`allowed`);
+  * `pass http` on a request's Host: the flow's later request raises no alert, nothing is
+    dropped, and the flow event says `"action":"pass"`.
 
 The expected drops are worked out here from how the capture is built (the reference). Checked
 with batches of 1, 2, 5 and 65536 packets (a late decision then lands in a later batch than
@@ -43,6 +45,7 @@ alert udp any any -> any any (msg:"set"; content:"SETBIT"; flowbits:set,armed; f
 drop udp any any -> any any (msg:"kill when armed"; flowbits:isset,armed; content:"KILL"; sid:21;)
 alert udp any any -> any any (msg:"rate"; content:"RATE"; sid:30;)
 drop udp any any -> any any (msg:"soft"; content:"SOFT"; sid:40;)
+pass http any any -> any any (msg:"trusted host"; http.host; content:"trusted"; sid:50;)
 """
 THRESHOLDS = """
 rate_filter gen_id 1, sig_id 30, track by_flow, count 2, seconds 60, new_action drop, timeout 60
@@ -76,11 +79,11 @@ def udp(src, sport, data):
 def capture():
     """The packets, and per packet (1-based) what the reference expects: 'rules', 'flow drop',
     'threshold detection_filter' or None (passed); and the alerts expected: (pcap_cnt, sid, action)."""
-    evil, ok = Tcp("10.0.1.1", 40001), Tcp("10.0.1.2", 40002)
-    req = lambda uri: f"GET {uri} HTTP/1.1\r\nHost: h\r\n\r\n".encode()
+    evil, ok, trusted = Tcp("10.0.1.1", 40001), Tcp("10.0.1.2", 40002), Tcp("10.0.1.3", 40003)
+    req = lambda uri, host="h": f"GET {uri} HTTP/1.1\r\nHost: {host}\r\n\r\n".encode()
     resp = b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nhi"
     seq = []  # (flow name, packet)
-    for t, name in ((evil, "evil"), (ok, "ok")):
+    for t, name in ((evil, "evil"), (ok, "ok"), (trusted, "trusted")):
         seq += [(name, t.pkt("c", "S")), (name, t.pkt("s", "SA")), (name, t.pkt("c", "A"))]
     seq += [
         ("evil", evil.pkt("c", "PA", req("/evil"))),   # the drop: this packet and the flow's later ones
@@ -91,6 +94,10 @@ def capture():
         ("ok", ok.pkt("c", "PA", req("/after"))),      # alerts
         ("evil", evil.pkt("s", "PA", resp)),
         ("ok", ok.pkt("s", "PA", resp)),
+        ("trusted", trusted.pkt("c", "PA", req("/fine", "trusted"))),  # passes the flow
+        ("trusted", trusted.pkt("s", "PA", resp)),
+        ("trusted", trusted.pkt("c", "PA", req("/after", "trusted"))),  # no alert: the flow passed
+        ("trusted", trusted.pkt("s", "PA", resp)),
         ("udp-armed", udp("10.0.2.1", 5001, b"KILL before the bit")),  # no bit yet: passes
         ("udp-armed", udp("10.0.2.1", 5001, b"SETBIT")),
         ("udp-armed", udp("10.0.2.1", 5001, b"harmless")),
@@ -106,7 +113,7 @@ def capture():
     # The reference.
     want = [None] * len(pkts)
     alerts = []
-    dropped_flows = set()
+    dropped_flows, passed_flows = set(), set()
     armed = False
     rate_seen = soft_seen = 0
     for k, (name, p) in enumerate(seq):
@@ -115,8 +122,13 @@ def capture():
         if name in dropped_flows:
             want[k] = "flow drop"
             continue
-        if name in ("evil", "ok") and data.startswith(b"GET "):
+        if name in ("evil", "ok", "trusted") and data.startswith(b"GET "):
             uri = data.split(b" ")[1]
+            if name in passed_flows:
+                continue
+            if b"Host: trusted" in data:
+                passed_flows.add(name)
+                continue
             if b"/evil" in uri:
                 want[k] = "rules"
                 dropped_flows.add(name)
@@ -176,8 +188,8 @@ def main():
                 if alerts != sorted(want_alerts):
                     problems.append(f"alerts {alerts}, want {sorted(want_alerts)}")
                 actions = {e["src_port"]: e["flow"].get("action") for e in events if e["event_type"] == "flow"}
-                if actions.get(40001) != "drop" or actions.get(40002) is not None:
-                    problems.append(f"flow actions {actions}: want drop for the evil flow only")
+                if actions.get(40001) != "drop" or actions.get(40002) is not None or actions.get(40003) != "pass":
+                    problems.append(f"flow actions {actions}: want drop for the evil flow, pass for the trusted one")
                 ips = [e for e in events if e["event_type"] == "stats"][-1]["stats"]["ips"]
                 reasons = list(dropped.values())
                 want_ips = {"blocked": len(dropped), "rules": reasons.count("rules"),
@@ -192,8 +204,8 @@ def main():
                     problems.append(f"-w kept {len(kept)} packets, want {len(want_kept)}")
                 late = json.load(open(stats_json))["modules"]["late_drops"]
                 followers = reasons.count("flow drop")
-                if late["flows"] != 1 or late["flow_packets"] != followers or late["flows_full"]:
-                    problems.append(f"late_drops {late}: want 1 flow and its {followers} later packets")
+                if late["flows"] != 1 or late["flow_packets"] != followers or late["passed_flows"] != 1 or late["flows_full"]:
+                    problems.append(f"late_drops {late}: want 1 flow and its {followers} later packets, 1 passed flow")
             print(f"{'ok' if not problems else 'FAIL':5} batch {batch}" + "".join(f"\n      {x}" for x in problems))
             failed += bool(problems)
     print(f"{failed} failed")

@@ -46,11 +46,11 @@ struct DetectHostMatchers {
 
 namespace {
 
-// Whether a drop decided on the host applies to the flow (Suricata's SignatureProperties, by its
+// Whether a drop or pass decided on the host applies to the flow (Suricata's SignatureProperties, by its
 // SignatureSetType): an IP-only or like-IP-only signature, an application-layer one (a
 // transaction's buffers, or only the protocol: `alert http any any -> any any (sid:1;)`), or a
 // packet signature whose match was on the stream or a transaction; else the packet only.
-bool drop_scope_flow(const Signature& s, uint8_t verdict, bool stateful_match) {
+bool decides_flow(const Signature& s, uint8_t verdict, bool stateful_match) {
   if ((verdict & kDetFlowScope) || s.app || stateful_match) return true;
   const bool app_only = !s.gate_proto.empty() && s.ops.empty() && !s.flow_keyword && !s.header_conds() &&
                         !s.dsize.on && !s.itype.on && !s.icode.on && !s.has_flags && s.flowbits.empty() &&
@@ -880,9 +880,13 @@ void DetectModule::Host::on_event(const ModuleEvent& ev, const HostPacket& p, Mo
     ++after_pass_;
     return;
   }
+  // A pass the device did not decide passes the flow late where its scope is the flow
+  // (LateVerdicts): the flow's later packets raise no alerts.
+  const bool flow_scope = decides_flow(s, sigs_[e.value].verdict, (ev.value & 2) != 0);
   if (s.rule.action == RuleAction::pass) {
     packet_passed_ = true;
     ++pass_matches_;
+    if (p.late && flow_scope && !(sigs_[e.value].verdict & kDetPass)) p.late->pass_flow(p);
     return;
   }
   if (s.noalert || thr.noalert) {
@@ -900,6 +904,7 @@ void DetectModule::Host::on_event(const ModuleEvent& ev, const HostPacket& p, Mo
       // A rate_filter's pass acts as a pass signature's match: no alert, and none after it.
       packet_passed_ = true;
       ++rate_filter_pass_;
+      if (p.late && flow_scope) p.late->pass_flow(p);
       return;
     }
   }
@@ -921,8 +926,7 @@ void DetectModule::Host::on_event(const ModuleEvent& ev, const HostPacket& p, Mo
   HostPacket late_p = p;
   if (blocks && !device_drop) {
     if (p.late) {
-      p.late->drop(p, drop_scope_flow(s, sigs_[e.value].verdict, (ev.value & 2) != 0),
-                   rate_blocks ? LateVerdicts::threshold : LateVerdicts::rules);
+      p.late->drop(p, flow_scope, rate_blocks ? LateVerdicts::threshold : LateVerdicts::rules);
       late_p.verdict |= kVerdictDrop;
       dropped = true;
       ++late_drops_;
