@@ -119,6 +119,7 @@ void apply_file_config(const FileConfig& fc, Options& o) {
   if (fc.http_lzma_enabled) o.app_layer.http.lzma_enabled = *fc.http_lzma_enabled;
   if (fc.http_lzma_memlimit) o.app_layer.http.lzma_memlimit = *fc.http_lzma_memlimit;
   if (fc.file_hashes) o.app_layer.file_hashes = *fc.file_hashes;
+  if (fc.ftp_max_tx) o.app_layer.ftp_max_txs = *fc.ftp_max_tx;
   if (fc.mail_md5_log) o.app_layer.mail_md5_log = *fc.mail_md5_log;
 }
 

@@ -11,6 +11,7 @@ namespace gaspp {
 
 namespace {
 constexpr size_t kProbeBytes = 32;
+constexpr size_t kHoldBytes = 4096;
 
 // Suricata's HTTP probe methods (app-layer-htp.c), each followed by a space or a tab.
 constexpr const char* kMethods[] = {"GET", "PUT", "POST", "HEAD", "TRACE", "OPTIONS", "CONNECT", "DELETE", "PATCH",
@@ -189,14 +190,18 @@ AppProto AppLayer::proto(uint64_t flow_id) const {
 }
 
 void AppLayer::detect(FlowApp& f, int dir, const uint8_t* p, size_t n) {
-  if (f.settled[dir]) {
-    // Its start said nothing: later bytes of this direction are not held (the parser, should the
-    // other direction find one, sees a gap there).
-    f.lost[dir] = true;
-    return;
-  }
+  // A direction's bytes are held until the protocol is decided (up to kHoldBytes: a server's
+  // greeting whole, for the parser the client's bytes will choose); what does not fit is lost (the
+  // parser sees a gap there). Detection reads the first kProbeBytes.
   std::string& pr = f.probe[dir];
-  pr.append(reinterpret_cast<const char*>(p), std::min(n, kProbeBytes - std::min(kProbeBytes, pr.size())));
+  if (f.lost[dir]) return;
+  if (pr.size() + n > kHoldBytes) {
+    f.lost[dir] = true;
+    pr.append(reinterpret_cast<const char*>(p), kHoldBytes - std::min(kHoldBytes, pr.size()));
+  } else {
+    pr.append(reinterpret_cast<const char*>(p), n);
+  }
+  if (f.settled[dir]) return;  // its start said nothing: the other direction decides
   if (f.key.port[0] == 53 || f.key.port[1] == 53) {
     // Suricata's DNS probe on its detection port (before the content patterns, as its probing
     // parsers run for the port).
@@ -244,7 +249,10 @@ void AppLayer::decide(FlowApp& f, AppProto proto, bool turn) {
       f.smtp = std::make_unique<SmtpConn>(stats_.smtp, cfg_.http.max_txs, cfg_.file_hashes,
                                           cfg_.mail_body_md5 || (cfg_.mail_md5_log & kMailMd5Body), cfg_.mail_md5_log);
       break;
-    case AppProto::ftp: ++stats_.flows_ftp; break;
+    case AppProto::ftp:
+      ++stats_.flows_ftp;
+      f.ftp = std::make_unique<FtpConn>(stats_.ftp, cfg_.ftp_max_txs);
+      break;
     case AppProto::dns:
       ++stats_.flows_dns;
       f.dns = std::make_unique<DnsConn>(stats_.dns, cfg_.http.max_txs);
@@ -302,6 +310,7 @@ void AppLayer::release_touched() {
     if (it->second.http) it->second.http->release_done();
     if (it->second.dns) it->second.dns->release_done();
     if (it->second.sip) it->second.sip->release_done();
+    if (it->second.ftp) it->second.ftp->release_done();
   }
   touched_.clear();
 }
@@ -414,6 +423,7 @@ void AppLayer::process(const std::vector<StreamChunk>& chunks, std::span<const u
         if (f.proto == AppProto::ssh) feed_held(*f.ssh);
         if (f.proto == AppProto::smtp) feed_held(*f.smtp);
         if (f.proto == AppProto::sip) feed_held(*f.sip);
+        if (f.proto == AppProto::ftp) feed_held(*f.ftp);
       }
     } else if (f.proto == AppProto::tls) {
       const int dir = wire_dir ^ (f.reversed ? 1 : 0);
@@ -441,6 +451,10 @@ void AppLayer::process(const std::vector<StreamChunk>& chunks, std::span<const u
       const int dir = wire_dir ^ (f.reversed ? 1 : 0);
       if (c.len && !conflict) f.sip->feed(dir, p, c.len, c.gap != 0);
       else if (conflict) f.sip->feed(dir, nullptr, 0, true);
+    } else if (f.proto == AppProto::ftp && f.ftp) {
+      const int dir = wire_dir ^ (f.reversed ? 1 : 0);
+      if (c.len && !conflict) f.ftp->feed(dir, p, c.len, c.gap != 0);
+      else if (conflict) f.ftp->feed(dir, nullptr, 0, true);
     }
     decided(f, c.packet);
     // The parser's roles: a turned-around flow's client is the key's other endpoint.
@@ -467,6 +481,17 @@ void AppLayer::process(const std::vector<StreamChunk>& chunks, std::span<const u
       for (SipTx* t : f.sip->touched())
         out.push_back(AppUpdate{c.flow_id, c.packet, uint8_t(t->request ? 0 : 1), client_lo, c.key, AppProto::sip, t});
       f.sip->clear_touched();
+    }
+    if (f.ftp) {
+      // A reply also updates the transaction's request side: Suricata inspects a transaction to
+      // the server again once the reply changed it (its data port, mode), at the client's next
+      // packet; here at the reply's.
+      for (FtpTx* t : f.ftp->touched()) {
+        out.push_back(AppUpdate{c.flow_id, c.packet, uint8_t(dir), client_lo, c.key, AppProto::ftp, t});
+        if (dir == 1 && t->has_command())
+          out.push_back(AppUpdate{c.flow_id, c.packet, 0, client_lo, c.key, AppProto::ftp, t});
+      }
+      f.ftp->clear_touched();
     }
     if (f.smtp) {
       for (SmtpTx* t : f.smtp->touched())
@@ -508,6 +533,9 @@ void AppLayer::forget_flow(uint64_t flow_id, const Unlogged& unlogged) {
   if (unlogged && it->second.ssh && !it->second.ssh->tx().logged &&
       (it->second.ssh->tx().banner[0] || it->second.ssh->tx().banner[1]))
     unlogged(flow_id, it->second.key, it->second.client_lo, AppProto::ssh, it->second.ssh->tx());
+  if (unlogged && it->second.ftp)
+    for (const auto& t : it->second.ftp->txs())
+      if (!t->logged) unlogged(flow_id, it->second.key, it->second.client_lo, AppProto::ftp, *t);
   if (unlogged && it->second.smtp)
     for (const auto& t : it->second.smtp->txs())
       if (!t->logged && t->has_mail()) {
@@ -534,6 +562,14 @@ void AppLayer::report(std::map<std::string, uint64_t>& r) const {
   r["sip_gaps"] = stats_.sip.gaps;
   r["sip_too_long"] = stats_.sip.too_long;
   r["sip_txs_dropped"] = stats_.sip.txs_dropped;
+  r["ftp_requests"] = stats_.ftp.requests;
+  r["ftp_unknown_commands"] = stats_.ftp.unknown_commands;
+  r["ftp_replies"] = stats_.ftp.replies;
+  r["ftp_lines_too_long"] = stats_.ftp.lines_too_long;
+  r["ftp_gaps"] = stats_.ftp.gaps;
+  r["ftp_txs_dropped"] = stats_.ftp.txs_dropped;
+  r["ftp_replies_late"] = stats_.ftp.replies_late;
+  r["ftp_txs_completed_unanswered"] = stats_.ftp.txs_completed_unanswered;
   const DnsStats& d = stats_.dns;
   r["dns_requests"] = d.requests;
   r["dns_responses"] = d.responses;

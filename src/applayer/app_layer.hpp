@@ -27,8 +27,9 @@
 // nothing leaves the decision to the other one (Suricata waits for both directions); when neither
 // says anything, detection failed, and a flow still undecided at its end is "failed" too. Names
 // are Suricata's app_proto values. HTTP, TLS, DNS, SSH (its identification strings, ssh.hpp),
-// SMTP (envelopes and message headers, smtp.hpp) and SIP (sip.hpp) flows are parsed; FTP and SMB are detected only
-// (flow records, and signatures of those protocols: docs/rules.md).
+// SMTP (envelopes and message headers, smtp.hpp), SIP (sip.hpp) and FTP's control connection
+// (ftp.hpp) flows are parsed; SMB is detected only (flow records, and signatures of the protocol:
+// docs/rules.md).
 //
 // UDP: the datagrams the app-udp module brings to the host (AppDatagram: the payload of a packet to
 // or from port 53 or 5060) are probed as Suricata probes them, DNS on port 53, then SIP's patterns;
@@ -53,6 +54,7 @@
 
 #include "applayer/dns.hpp"
 #include "applayer/http1.hpp"
+#include "applayer/ftp.hpp"
 #include "applayer/sip.hpp"
 #include "applayer/smtp.hpp"
 #include "applayer/ssh.hpp"
@@ -68,12 +70,13 @@ struct AppLayerConfig {
   uint8_t file_hashes = 0;  // FileHash bits (mime.hpp): the hashes of each file (Suricata's force-hash)
   bool mail_body_md5 = false;  // each mail's body MD5 (smtp.hpp; email.body_md5, smtp.mime.body-md5)
   uint8_t mail_md5_log = 0;    // kMailMd5* bits: the hashes EVE's email object logs (eve-log smtp md5)
+  uint32_t ftp_max_txs = 1024; // FTP transactions waiting for their reply (app-layer.protocols.ftp.max-tx)
   size_t max_flows = 1u << 20;
 };
 
-// Suricata's app_proto values. ftp and smb are detected (for flow records and the signatures of
-// those protocols) but not parsed; ssh's banners and smtp's envelopes and message headers are read;
-// sip's messages (start line and header fields) are.
+// Suricata's app_proto values. smb is detected (for flow records and the signatures of the
+// protocol) but not parsed; ssh's banners and smtp's envelopes and message headers are read; sip's
+// messages (start line and header fields) and ftp's commands and replies are.
 enum class AppProto : uint8_t { unknown, http, tls, dns, smtp, ftp, ssh, smb, failed, sip };
 const char* app_proto_name(AppProto p);
 
@@ -92,6 +95,7 @@ struct AppUpdate {
   SshTx* ssh() const { return proto == AppProto::ssh ? static_cast<SshTx*>(tx) : nullptr; }
   SmtpTx* smtp() const { return proto == AppProto::smtp ? static_cast<SmtpTx*>(tx) : nullptr; }
   SipTx* sip() const { return proto == AppProto::sip ? static_cast<SipTx*>(tx) : nullptr; }
+  FtpTx* ftp() const { return proto == AppProto::ftp ? static_cast<FtpTx*>(tx) : nullptr; }
 };
 
 // A UDP packet's payload for the application layer: its flow, batch packet index, whether it
@@ -110,6 +114,7 @@ struct AppLayerStats {
   DnsStats dns;
   SmtpStats smtp;
   SipStats sip;
+  FtpStats ftp;
   uint64_t flows = 0, flows_http = 0, flows_tls = 0, flows_dns = 0, flows_failed = 0, flows_full = 0;
   uint64_t flows_smtp = 0, flows_ftp = 0, flows_ssh = 0, flows_smb = 0, flows_sip = 0;
   uint64_t ssh_banners_bad = 0;  // a direction without a readable SSH banner (too long, a gap)
@@ -157,6 +162,7 @@ class AppLayer {
     std::unique_ptr<SshConn> ssh;
     std::unique_ptr<SmtpConn> smtp;
     std::unique_ptr<SipConn> sip;
+    std::unique_ptr<FtpConn> ftp;
     bool ended[2] = {false, false};
     // A direction whose first bytes said nothing (1) or were a greeting that leaves the protocol
     // to the client (2): the other direction decides; lost: its later bytes were not held.

@@ -152,6 +152,41 @@ std::string eve_sip_event(uint64_t ts_ns, uint64_t flow_id, uint64_t pcap_cnt, c
   return app_event_head(ts_ns, flow_id, pcap_cnt, "sip", key, src_lo) + "," + eve_sip_object(t) + "}";
 }
 
+std::string eve_ftp_object(const FtpTx& t) {
+  std::string j = "\"ftp\":{";
+  const auto sep = [&] { return j.back() == '{' ? "" : ","; };
+  if (t.has_command()) {
+    j += "\"command\":\"" + json_escape(t.command) + "\"";
+    if (!t.command_data.empty()) {
+      str(j, "command_data", t.command_data);
+      j += std::string(",\"command_truncated\":") + (t.command_truncated ? "true" : "false");
+    }
+  }
+  // The codes of the lines that have one, and the texts that are not empty (not aligned).
+  const auto list = [&](const char* name, const std::vector<std::string>& v) {
+    bool open = false;
+    for (const std::string& x : v) {
+      if (x.empty()) continue;
+      j += open ? "," : std::string(sep()) + "\"" + name + "\":[";
+      j += "\"" + json_escape(x) + "\"";
+      open = true;
+    }
+    if (open) j += "]";
+  };
+  list("completion_code", t.codes);
+  list("reply", t.replies);
+  if (t.dynamic_port) j += std::string(sep()) + "\"dynamic_port\":" + std::to_string(t.dynamic_port);
+  if (t.mode_cmd) j += std::string(sep()) + "\"mode\":\"" + (t.active ? "active" : "passive") + "\"";
+  j += std::string(sep()) + "\"reply_received\":\"" + (t.done ? "yes" : "no") + "\"";
+  j += std::string(",\"reply_truncated\":") + (t.reply_truncated ? "true" : "false");
+  return j + "}";
+}
+
+std::string eve_ftp_event(uint64_t ts_ns, uint64_t flow_id, uint64_t pcap_cnt, const FlowKey& key, bool client_lo,
+                          const FtpTx& t) {
+  return app_event_head(ts_ns, flow_id, pcap_cnt, "ftp", key, client_lo) + "," + eve_ftp_object(t) + "}";
+}
+
 std::string eve_smtp_objects(const SmtpTx& t) {
   const auto opt = [](std::string& j, const char* name, const std::string& v) {
     if (!v.empty()) str(j, name, v);

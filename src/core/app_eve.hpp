@@ -16,6 +16,7 @@
 #include "applayer/http1.hpp"
 #include "applayer/tls.hpp"
 #include "applayer/smtp.hpp"
+#include "applayer/ftp.hpp"
 #include "applayer/sip.hpp"
 #include "applayer/ssh.hpp"
 #include "gaspp/flow.hpp"
@@ -61,6 +62,13 @@ std::string eve_ssh_event(uint64_t ts_ns, uint64_t flow_id, uint64_t pcap_cnt, c
 std::string eve_sip_object(const SipTx& t);
 std::string eve_sip_event(uint64_t ts_ns, uint64_t flow_id, uint64_t pcap_cnt, const FlowKey& key, bool client_lo,
                           const SipTx& t);
+// EVE `ftp` events (Suricata's eve-log type ftp), one per transaction once its reply came (or when
+// the flow leaves the table), src the client: `"ftp":{"command","command_data","command_truncated",
+// "completion_code":[...],"reply":[...],"dynamic_port","mode","reply_received","reply_truncated"}`
+// in Suricata's order (EveFTPLogCommand), each member present as Suricata writes it.
+std::string eve_ftp_object(const FtpTx& t);
+std::string eve_ftp_event(uint64_t ts_ns, uint64_t flow_id, uint64_t pcap_cnt, const FlowKey& key, bool client_lo,
+                          const FtpTx& t);
 // EVE `smtp` events (Suricata's eve-log type smtp), one per mail once it completed (its message
 // ended, RSET, or the flow's end): tx_id, `"smtp":{"helo","mail_from","rcpt_to":[...]}` and
 // `"email":{"status","from","to":[...],"cc":[...],"subject","date","message_id","x_mailer"}` (the

@@ -106,7 +106,7 @@ bool yes_no(const std::string& path, const YAML::Node& n, const std::string& key
 
 // app-layer: the HTTP parser's limits from protocols.http.libhtp.default-config and
 // protocols.tls.ja3-fingerprints and smtp.mime.body-md5 (given to the rules' parsers: `requires:
-// feature ja3`, the email.body_md5 keyword); the rest is listed as ignored.
+// feature ja3`, the email.body_md5 keyword), protocols.ftp.max-tx; the rest is listed as ignored.
 void app_layer_section(const std::string& path, const YAML::Node& v, FileConfig& c) {
   // Walked with const nodes: a missing level must not create (or invalidate) anything.
   const auto child = [](const YAML::Node& n, const char* k) -> YAML::Node {
@@ -134,6 +134,12 @@ void app_layer_section(const std::string& path, const YAML::Node& v, FileConfig&
     const std::string t = scalar(path, md5, "app-layer.protocols.smtp.mime.body-md5");
     c.vars["smtp-body-md5"] = t == "auto" ? "auto" : yes_no(path, md5, "app-layer.protocols.smtp.mime.body-md5") ? "yes" : "no";
   }
+  const YAML::Node ftp_max = child(child(protocols, "ftp"), "max-tx");
+  if (ftp_max) {
+    const uint64_t n = size_value(path, ftp_max, "app-layer.protocols.ftp.max-tx");
+    if (n == 0 || n > 0xffffffffu) fail(path, ftp_max, "app-layer.protocols.ftp.max-tx: 1 to 4294967295");
+    c.ftp_max_tx = uint32_t(n);
+  }
   const YAML::Node ja3 = child(child(protocols, "tls"), "ja3-fingerprints");
   if (ja3) {
     const std::string t = scalar(path, ja3, "app-layer.protocols.tls.ja3-fingerprints");
@@ -141,7 +147,7 @@ void app_layer_section(const std::string& path, const YAML::Node& v, FileConfig&
     else c.vars["ja3-fingerprints"] = yes_no(path, ja3, "app-layer.protocols.tls.ja3-fingerprints") ? "yes" : "no";
   }
   if (other || !d || !v.IsMap() || v.size() > 1 || !protocols || protocols.size() > 1)
-    c.ignored.push_back("app-layer (all but the HTTP body and decompression limits, lzma, tls.ja3-fingerprints and smtp.mime.body-md5)");
+    c.ignored.push_back("app-layer (all but the HTTP body and decompression limits, lzma, tls.ja3-fingerprints, smtp.mime.body-md5 and ftp.max-tx)");
 }
 
 // suricata.yaml's defrag section (defrag/defrag.hpp): memcap, trackers, max-frags and timeout are

@@ -83,6 +83,7 @@ struct FileConfig {
   // app-layer.protocols.http.libhtp.default-config: request-body-limit, response-body-limit,
   // response-body-decompress-layer-limit (the HTTP parser's limits, applayer/http1.hpp)
   std::optional<uint32_t> http_request_body_limit, http_response_body_limit, http_decompress_layer_limit;
+  std::optional<uint32_t> ftp_max_tx;  // app-layer.protocols.ftp.max-tx
   std::optional<bool> http_lzma_enabled;        // lzma-enabled
   std::optional<uint64_t> http_lzma_memlimit;   // lzma-memlimit
   // outputs: eve-log: types: alert: payload / packet / verdict (yes or no), as gaspp's --eve-payload,

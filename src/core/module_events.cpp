@@ -154,10 +154,11 @@ void ModuleSet::app_events(const std::vector<StreamChunk>& chunks, std::span<con
       // HTTP: when the response finished; TLS: when the server's side of the handshake was read
       // (its certificate); DNS: each message.
       // SSH: when both identification strings were read.
-      // SMTP: when the mail completed. SIP: each message.
+      // SMTP: when the mail completed. SIP: each message. FTP: when the reply came.
       const bool done = u.http()   ? u.http()->resp_done
                         : u.tls()  ? u.tls()->handshake_done
                         : u.ssh()  ? u.ssh()->done()
+                        : u.ftp()  ? u.ftp()->done
                         : u.smtp() ? u.smtp()->complete && u.smtp()->has_mail()
                                    : u.dns() != nullptr || u.sip() != nullptr;
       if (t.logged || !done) continue;
@@ -176,6 +177,7 @@ std::string app_event(AppProto proto, uint64_t ts, uint64_t flow_id, uint64_t cn
   if (proto == AppProto::ssh) return eve_ssh_event(ts, flow_id, cnt, key, client_lo, static_cast<const SshTx&>(t));
   if (proto == AppProto::sip) return eve_sip_event(ts, flow_id, cnt, key, client_lo, static_cast<const SipTx&>(t));
   if (proto == AppProto::smtp) return eve_smtp_event(ts, flow_id, cnt, key, client_lo, static_cast<const SmtpTx&>(t));
+  if (proto == AppProto::ftp) return eve_ftp_event(ts, flow_id, cnt, key, client_lo, static_cast<const FtpTx&>(t));
   return eve_http_event(ts, flow_id, cnt, key, client_lo, static_cast<const HttpTx&>(t));
 }
 

@@ -5,6 +5,17 @@ import os
 import subprocess
 
 
+def split_backend(argv):
+    """(backend, the other arguments) from a test's command line: `--backend NAME` (default cpu)."""
+    args = list(argv)
+    backend = "cpu"
+    if "--backend" in args:
+        i = args.index("--backend")
+        backend = args[i + 1]
+        del args[i:i + 2]
+    return backend, args
+
+
 def content_escape(v):
     """v as a rule's content string: the characters a content cannot hold bare, as |hex|."""
     return "".join(f"|{ord(c):02x}|" if c in '";\\|' else c for c in v)

@@ -27,7 +27,7 @@ import subprocess
 import sys
 import tempfile
 
-from app_rule_counts import content_escape, run_rule_counts
+from app_rule_counts import content_escape, run_rule_counts, split_backend
 
 
 def norm(a):
@@ -132,12 +132,7 @@ def envelope_rules(gaspp, pcap, backend, conns, d):
 
 
 def main():
-    args = sys.argv[1:]
-    backend = "cpu"
-    if "--backend" in args:
-        i = args.index("--backend")
-        backend = args[i + 1]
-        del args[i:i + 2]
+    backend, args = split_backend(sys.argv[1:])
     gaspp, data = args[:2]
     caps = sorted(c for c in glob.glob(os.path.join(data, "pcaps", "**", "*.pcap*"), recursive=True)
                   if c.endswith((".pcap", ".pcapng")))

@@ -3,8 +3,8 @@
 // The input is taken three ways: as a whole capture file (global header, records: the walker's
 // validation and the batcher, then the decoder on each record, through the CPU backend), after
 // the first byte picks a link type, as one raw frame for decode_frame(), and as the message of an
-// SMTP mail (the parser and its MIME decoder, hashing every file), and as SIP (a datagram, TCP data
-// cut in two). Built with ASan and UBSan
+// SMTP mail (the parser and its MIME decoder, hashing every file), as SIP (a datagram, TCP data
+// cut in two), as TLS and as FTP (both directions, cut where the bytes say). Built with ASan and UBSan
 // (scripts/test.sh builds it with clang and runs it for 60 s).
 #include <cstdint>
 #include <cstring>
@@ -14,6 +14,7 @@
 #include "capture/capture_file.hpp"
 #include "pipeline/pipeline.hpp"
 #include "decode/decoder.hpp"
+#include "applayer/ftp.hpp"
 #include "applayer/sip.hpp"
 #include "applayer/tls.hpp"
 #include "applayer/smtp.hpp"
@@ -125,6 +126,24 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       if (t.alpn[d].size() > kTlsMaxAlpn) __builtin_trap();
     }
     if (t.sans.size() > kTlsMaxSans) __builtin_trap();
+  }
+  // 6. The input as FTP: the client's lines and the server's, each cut where the bytes say. Lines
+  //    and transactions stay within their limits; a reply's codes and texts pair up.
+  {
+    FtpStats st;
+    FtpConn c(st, 8);
+    const size_t cut = size ? data[size - 1] % (size + 1) : 0;
+    c.feed(1, data, cut);
+    c.feed(0, data, size - cut);
+    c.feed(1, data + cut, size - cut, size > 3 && data[2] == 'G');
+    c.feed(0, data + size - cut, cut);
+    if (c.txs().size() > 8) __builtin_trap();
+    for (const auto& t : c.txs()) {
+      if (t->codes.size() != t->replies.size()) __builtin_trap();
+      if (t->command_data.size() > kFtpMaxLine) __builtin_trap();
+      for (const std::string& r : t->replies)
+        if (r.size() > kFtpMaxLine) __builtin_trap();
+    }
   }
   return 0;
 }

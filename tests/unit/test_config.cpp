@@ -219,7 +219,7 @@ TEST(Config, RealSuricataYaml) {
       EXPECT_EQ(c.flow_timeouts->normal[p][s], d.normal[p][s]);
       EXPECT_EQ(c.flow_timeouts->emergency[p][s], d.emergency[p][s]);
     }
-  for (const char* s : {"outputs (all but eve-log's ethernet, alert payload, packet, verdict, tagged-packets and metadata, anomaly decode, files force-hash and smtp md5)", "af-packet", "app-layer (all but the HTTP body and decompression limits, lzma, tls.ja3-fingerprints and smtp.mime.body-md5)",
+  for (const char* s : {"outputs (all but eve-log's ethernet, alert payload, packet, verdict, tagged-packets and metadata, anomaly decode, files force-hash and smtp md5)", "af-packet", "app-layer (all but the HTTP body and decompression limits, lzma, tls.ja3-fingerprints, smtp.mime.body-md5 and ftp.max-tx)",
                         "stream (all but reassembly.urgent)", "detect"})
     EXPECT_NE(std::find(c.ignored.begin(), c.ignored.end(), s), c.ignored.end()) << s;
   // Its defrag section, in Suricata's size syntax ("32 MiB"): the defaults, which are ours.

@@ -568,6 +568,9 @@ struct DetectModule {
       bool multi_any;     // reads two different multi-buffers: each matched at any of its instances
       uint16_t tls_version;
       DetCond dns_opcode, dns_rcode;  // Signature's dns.opcode, dns.rcode
+      DetCond ftp_dynamic_port;       // Signature's ftp.dynamic_port
+      uint8_t ftp_mode = 0, ftp_reply_received = 0, ftp_events = 0;
+      bool ftp_bounce = false;
       DetCond tls_chain_len;          // tls.cert_chain_len
       Signature::DateCond tls_notbefore, tls_notafter;  // tls_cert_notbefore, tls_cert_notafter
       IntCond dns_rrtype;             // and dns.rrtype

@@ -136,6 +136,7 @@ struct TxBuffers {
   const SmtpTx* smtp;  // an SMTP transaction (likewise)
   const SshTx* ssh;    // an SSH connection's identification strings (likewise)
   const SipTx* sip;    // a SIP message (likewise)
+  const FtpTx* ftp;    // an FTP transaction (likewise)
   size_t index;      // a multi-buffer's instance: the DNS question, the certificate, the mail's file
   std::string val[2 * kBufCount];
   int8_t state[2 * kBufCount] = {};  // 0 not computed, 1 present, -1 absent
@@ -144,8 +145,8 @@ struct TxBuffers {
   std::string addr[2];  // the client's and the server's address: 4 bytes (IPv4) or 16, network order
 
   TxBuffers(const HttpTx& tx, const TlsTx* tl, const DnsTx* dn, const SmtpTx* sm, const SshTx* sh, const SipTx* si,
-            size_t i, AppTx* o)
-      : t(tx), tls(tl), dns(dn), smtp(sm), ssh(sh), sip(si), index(i), owner(o) {}
+            const FtpTx* ft, size_t i, AppTx* o)
+      : t(tx), tls(tl), dns(dn), smtp(sm), ssh(sh), sip(si), ftp(ft), index(i), owner(o) {}
 
   const std::string* ptr[2 * kBufCount] = {};
 
@@ -157,7 +158,7 @@ struct TxBuffers {
     // A finished request's buffers are final: built once, kept in the transaction for the
     // response's updates (which inspect signatures reading both sides).
     // (Not a multi-buffer's instance: the request headers one by one.)
-    const bool final = !tls && !dns && !smtp && !ssh && !sip && key < kBufCount && key != kBufPayload && t.req_done &&
+    const bool final = !tls && !dns && !smtp && !ssh && !sip && !ftp && key < kBufCount && key != kBufPayload && t.req_done &&
                        base_buf(uint8_t(key)) != kBufHttpRequestHeader;
     if (final) {
       const auto it = owner->built.find(uint16_t(kFinal + key));
@@ -273,6 +274,21 @@ struct TxBuffers {
                                                      : nullptr;
       const std::string* v = name ? sip->header(name, index) : nullptr;
       return v && hold(*v, true);
+    }
+    if (ftp) {
+      // Suricata's ftp keywords see nothing of a transaction without a command (the greeting).
+      if (!ftp->has_command()) return false;
+      switch (b) {
+        case kBufFtpCommand: return side == 0 && hold(ftp->command, true);
+        case kBufFtpCommandData: return side == 0 && hold(ftp->command_data, !ftp->command_data.empty());
+        // The reply's lines once it is complete (not after a preliminary "1xx" only: Suricata's
+        // engines wait for the transaction's progress to finish).
+        case kBufFtpReply:
+          return side == 1 && ftp->done && index < ftp->replies.size() && hold(ftp->replies[index], true);
+        case kBufFtpCompletionCode:
+          return side == 1 && ftp->done && index < ftp->codes.size() && hold(ftp->codes[index], true);
+        default: return false;
+      }
     }
     if (ssh) {
       // The sender's identification string (the side inspected).
@@ -518,6 +534,11 @@ void DetectModule::Host::add_app_sig(uint32_t i) {
   a.tls_notafter = s.tls_notafter;
   a.dns_rcode = cond(s.dns_rcode);
   a.dns_rrtype = s.dns_rrtype;
+  a.ftp_dynamic_port = cond(s.ftp_dynamic_port);
+  a.ftp_mode = s.ftp_mode;
+  a.ftp_reply_received = s.ftp_reply_received;
+  a.ftp_events = s.ftp_events;
+  a.ftp_bounce = s.ftp_bounce;
   // Resolve each option's buffer to a side, then group the options by buffer in rule order.
   std::vector<uint16_t> key(s.ops.size());
   std::vector<bool> either(s.ops.size(), false);
@@ -659,7 +680,7 @@ void DetectModule::Host::on_app(std::span<const AppUpdate> updates, std::vector<
   std::vector<uint32_t>& hits = w.hits;
   std::vector<uint32_t>& cand = w.cand;
   for (const AppUpdate& u : updates) {
-    if (!u.http() && !u.tls() && !u.dns() && !u.smtp() && !u.ssh() && !u.sip()) continue;  // no signature buffers of its protocol
+    if (!u.http() && !u.tls() && !u.dns() && !u.smtp() && !u.ssh() && !u.sip() && !u.ftp()) continue;  // no signature buffers of its protocol
     AppTx& t = *u.tx;
     // The passes over an update: (protocol, first instance, instances). A multi-buffer (dns.query,
     // tls.certs, a mail's files, its recipients) is inspected per instance; a signature matches on
@@ -684,12 +705,14 @@ void DetectModule::Host::on_app(std::span<const AppUpdate> updates, std::vector<
         passes[np++] = Pass{6, 0, std::max<size_t>({1, m->rcpt_to.size(), received, m->mime ? m->mime->urls().size() : 0})};
       }
     } else {
-      passes[np++] = Pass{uint8_t(u.tls() ? 2 : u.dns() ? 3 : u.ssh() ? 5 : u.sip() ? 7 : 1), 0,
+      passes[np++] = Pass{uint8_t(u.tls() ? 2 : u.dns() ? 3 : u.ssh() ? 5 : u.sip() ? 7 : u.ftp() ? 8 : 1), 0,
                           u.dns()   ? dns_instances(u.dns()->msg)
                           : u.tls() ? std::max<size_t>({1, u.tls()->certs.size(), u.tls()->sans.size(),
                                                         u.tls()->alpn[0].size(), u.tls()->alpn[1].size()})
                           // sip.from, sip.via, ...: each field of the name an instance
                           : u.sip() ? sip_instances(*u.sip())
+                          // ftp.reply, ftp.completion_code: each reply line an instance
+                          : u.ftp() ? std::max<size_t>(1, u.ftp()->replies.size())
                           // http.request_header / http.response_header: each header an instance
                           : u.http() && http_header_sigs_
                               ? std::max<size_t>({1, u.http()->req_headers.size(), u.http()->resp_headers.size()})
@@ -711,7 +734,7 @@ void DetectModule::Host::on_app(std::span<const AppUpdate> updates, std::vector<
       for (auto it = t.scans.begin(); it != t.scans.end();)
         it = instance_buf(uint8_t(it->first % kBufCount)) ? t.scans.erase(it) : std::next(it);
     const uint32_t scan_base = proto == 4 ? uint32_t(std::min<size_t>(inst, kMimeMaxFiles - 1) * 2 * kBufCount) : 0;
-    TxBuffers bufs(u.http() ? *u.http() : kNoHttp, u.tls(), u.dns(), u.smtp(), u.ssh(), u.sip(), inst, &t);
+    TxBuffers bufs(u.http() ? *u.http() : kNoHttp, u.tls(), u.dns(), u.smtp(), u.ssh(), u.sip(), u.ftp(), inst, &t);
     for (int e = 0; e < 2; ++e) {
       const int ep = (e == 0) == (u.client_lo != 0) ? 0 : 1;  // key endpoint of the client (e 0), the server (e 1)
       bufs.addr[e].assign(reinterpret_cast<const char*>(u.key.addr[ep]), u.key.family == 4 ? 4 : 16);
@@ -816,6 +839,27 @@ void DetectModule::Host::on_app(std::span<const AppUpdate> updates, std::vector<
           if (!uint_array_holds(a.dns_rrtype, types.data(), uint32_t(types.size()))) continue;
         }
       }
+      if (a.ftp_dynamic_port.kind || a.ftp_mode || a.ftp_reply_received) {
+        // The transaction's data port, mode and reply (Suricata's detect-ftp-dynamic-port.c,
+        // detect-ftp-mode.c: a port must be known; ftp.reply_received: to the client).
+        const FtpTx* f = u.ftp();
+        if (!f || !f->has_command()) continue;
+        if ((a.ftp_dynamic_port.kind || a.ftp_mode) && !f->dynamic_port) continue;
+        if (a.ftp_dynamic_port.kind && !det_cond_holds(a.ftp_dynamic_port, f->dynamic_port)) continue;
+        if (a.ftp_mode && f->active != (a.ftp_mode == 1)) continue;
+        if (a.ftp_reply_received && (u.dir != 1 || f->done != (a.ftp_reply_received == 1))) continue;
+      }
+      if (a.ftp_bounce) {
+        // A PORT request naming an IPv4 address other than the client's (to the server).
+        const FtpTx* f = u.ftp();
+        if (!f || u.dir != 0 || f->command != "PORT" || !f->port_ip_ok || bufs.addr[0].size() != 4 ||
+            std::memcmp(bufs.addr[0].data(), f->port_ip, 4) == 0)
+          continue;
+      }
+      if (a.ftp_events) {
+        const FtpTx* f = u.ftp();
+        if (!f || (f->events & a.ftp_events) != a.ftp_events) continue;
+      }
       if (a.dns_events) {
         const DnsTx* dn = u.dns();
         if (!dn || (dn->events & a.dns_events) != a.dns_events) continue;
@@ -836,7 +880,7 @@ void DetectModule::Host::on_app(std::span<const AppUpdate> updates, std::vector<
       // Instance j's buffers (multi_any: a multi-buffer matched at any of its own instances).
       std::optional<TxBuffers> other;
       const auto instance_bufs = [&](size_t j) -> TxBuffers& {
-        other.emplace(u.http() ? *u.http() : kNoHttp, u.tls(), u.dns(), u.smtp(), u.ssh(), u.sip(), j, &t);
+        other.emplace(u.http() ? *u.http() : kNoHttp, u.tls(), u.dns(), u.smtp(), u.ssh(), u.sip(), u.ftp(), j, &t);
         other->addr[0] = bufs.addr[0];
         other->addr[1] = bufs.addr[1];
         return *other;
@@ -897,7 +941,7 @@ void DetectModule::Host::on_app(std::span<const AppUpdate> updates, std::vector<
       t.matched.insert(done_key);
       ++w.matches;
       // tx_id, the transaction's object (unless metadata.app-layer is off) and app_proto.
-      const char* proto = u.tls() ? "tls" : u.dns() ? "dns" : u.smtp() ? "smtp" : u.ssh() ? "ssh" : u.sip() ? "sip" : "http";
+      const char* proto = u.tls() ? "tls" : u.dns() ? "dns" : u.smtp() ? "smtp" : u.ssh() ? "ssh" : u.sip() ? "sip" : u.ftp() ? "ftp" : "http";
       std::string obj;
       if (alert_meta_.app_layer)
         obj = "," + (u.tls()    ? eve_tls_object(*u.tls())
@@ -905,6 +949,7 @@ void DetectModule::Host::on_app(std::span<const AppUpdate> updates, std::vector<
                      : u.smtp() ? eve_smtp_objects(*u.smtp())
                      : u.ssh()  ? eve_ssh_object(*u.ssh())
                      : u.sip()  ? eve_sip_object(*u.sip())
+                     : u.ftp()  ? eve_ftp_object(*u.ftp())
                                 : eve_http_object(*u.http()));
       std::string context;  // `"KEY":{...}` members, the first object of each key
       std::vector<std::string> keys;

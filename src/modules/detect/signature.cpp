@@ -8,6 +8,7 @@
 #include "modules/detect/detect_tables.hpp"
 #include "modules/detect/transform.hpp"
 #include "applayer/dns.hpp"
+#include "applayer/ftp.hpp"
 #include "gaspp/fields.hpp"
 
 #define PCRE2_CODE_UNIT_WIDTH 8
@@ -152,6 +153,8 @@ const BufName kStickyBuffers[] = {
     {"sip.protocol", kBufSipProtocol}, {"sip.from", kBufSipFrom}, {"sip.to", kBufSipTo}, {"sip.via", kBufSipVia},
     {"sip.user_agent", kBufSipUserAgent}, {"sip.ua", kBufSipUserAgent}, {"sip.content_type", kBufSipContentType},
     {"sip.content_length", kBufSipContentLength},
+    {"ftp.command", kBufFtpCommand}, {"ftp.command_data", kBufFtpCommandData}, {"ftp.reply", kBufFtpReply},
+    {"ftp.completion_code", kBufFtpCompletionCode},
 };
 // The packet's header buffers (sticky, not the application layer's).
 const BufName kHeaderBuffers[] = {
@@ -196,7 +199,7 @@ bool signature_keyword_known(const std::string& k, const RuleVars& vars) {
       "window", "decode-event", "icmp_id", "icmp_seq", "ipopts", "flow.pkts", "flow.bytes", "flow.pkts_toserver",
       "flow.pkts_toclient", "flow.bytes_toserver", "flow.bytes_toclient", "stream_size", "vlan.id", "vlan.layers", "flow.age", "ipv4-csum", "tcpv4-csum", "tcpv6-csum",
       "udpv4-csum", "udpv6-csum", "icmpv4-csum", "icmpv6-csum", "flags", "tcp.flags", "flow", "flowbits", "xbits", "hostbits", "app-layer-event", "prefilter",
-      "flowint", "noalert", "bsize", "tls.version", "dns.opcode", "dns.rcode", "dns.rrtype", "urilen", "requires",
+      "flowint", "noalert", "bsize", "tls.version", "dns.opcode", "dns.rcode", "dns.rrtype", "ftp.dynamic_port", "ftp.mode", "ftp.reply_received", "ftpbounce", "urilen", "requires",
       "tls.subject", "tls.issuerdn", "tls.fingerprint", "tls.cert_chain_len", "tls_cert_notbefore", "tls_cert_notafter"};
   if (name_keyword(k) || find_buf(kStickyBuffers, std::size(kStickyBuffers), k) >= 0 ||
       find_buf(kHeaderBuffers, std::size(kHeaderBuffers), k) >= 0 ||
@@ -938,7 +941,7 @@ std::string finish(Signature& s) {
   if (s.app && s.rule.action == RuleAction::alert && packet_bufs_only && s.bsize.empty() && !s.urilen.on && !s.http_events &&
       !s.dns_events &&
       !s.tls_version_on && !s.dns_opcode.on && !s.dns_rcode.on && s.dns_rrtype.c.mode == kUintNone && !s.tls_chain_len.on &&
-      !s.tls_notbefore.mode && !s.tls_notafter.mode) {
+      !s.tls_notbefore.mode && !s.tls_notafter.mode && !s.ftp_dynamic_port.on && !s.ftp_mode && !s.ftp_reply_received && !s.ftp_events && !s.ftp_bounce) {
     // Only the protocol (`alert http any any -> any any (flow:...; sid:1;)`): no buffer to inspect,
     // so Suricata makes it a packet signature (SIG_TYPE_APPLAYER, or SIG_TYPE_PKT with packet
     // conditions) that matches every packet of a flow whose app_proto is the protocol, not each
@@ -1001,6 +1004,16 @@ std::string finish(Signature& s) {
     s.gate_proto.clear();
     s.app_proto = 5;
   }
+  if (s.gate_proto == "ftp" && s.app) {
+    // The control connection's transactions (applayer/ftp.hpp).
+    for (const SigOp& o : s.ops)
+      if (!ftp_buf(o.buf) && o.buf != kBufBase64 && o.buf != kBufPayload)
+        return "skip:app-layer:ftp " + std::string(sig_buf_name(o.buf));
+    for (const auto& [b, c] : s.bsize)
+      if (!ftp_buf(b)) return "skip:app-layer:ftp bsize on " + std::string(sig_buf_name(b));
+    s.gate_proto.clear();
+    s.app_proto = 8;
+  }
   if (!s.gate_proto.empty() && s.app) {
     // No parser for the protocol: none of its buffers (the mail's headers, ...) exists.
     for (const SigOp& o : s.ops)
@@ -1025,6 +1038,7 @@ std::string finish(Signature& s) {
              : b == kBufSshProto || b == kBufSshSoftware ? 5
              : mail_buf(b)                               ? 6
              : sip_buf(b)                                ? 7
+             : ftp_buf(b)                                ? 8
                                                          : 1;
     };
     for (const SigOp& o : s.ops) {
@@ -1038,6 +1052,24 @@ std::string finish(Signature& s) {
       s.app_proto = p;
     }
     if (s.http_events && s.app_proto && s.app_proto != 1) return "error:app-layer-event http.* in a rule of another protocol";
+    if (s.app_proto == 8) {
+      // Suricata's SigConsolidateDirection: a request's buffers exist to the server only, a
+      // reply's to the client only.
+      bool to_server = false, to_client = false;
+      for (const SigOp& o : s.ops)
+        if (ftp_buf(o.buf)) (sig_buf_side(o.buf) == 0 ? to_server : to_client) = true;
+      to_client = to_client || s.ftp_reply_received;
+      to_server = to_server || s.ftp_bounce;
+      if ((to_server && (to_client || s.flow_dir == 2)) || (to_client && s.flow_dir == 1))
+        return "error:ftp keywords of the request and of the reply, or against the flow direction";
+      for (const SigOp& o : s.ops)
+        if (o.buf == kBufPayload) return "skip:app-layer:ftp payload beside ftp keywords";
+      if (s.rule.proto != 6 && s.rule.proto != 0) return "error:an ftp rule that is not TCP";
+      s.rule.proto = 6;
+      s.mode = 0;
+      s.ip_only = false;
+      return "";
+    }
     if (!s.app_proto) s.app_proto = 1;
     if (s.app_proto == 5 || s.app_proto == 6 || s.app_proto == 7)
       for (const SigOp& o : s.ops)
@@ -1227,7 +1259,7 @@ int sig_buf_side(uint8_t b) {
     case kBufTlsCerts: case kBufTlsSubjectAltName: case kBufJa3sHash: case kBufJa3sString:
     case kBufSipStatCode: case kBufSipStatMsg: case kBufSipResponseLine:
     case kBufSipResponseLineFrame: case kBufSipResponseHeadersFrame: case kBufSipResponseBodyFrame:
-    case kBufHttpResponseFrame:
+    case kBufHttpResponseFrame: case kBufFtpReply: case kBufFtpCompletionCode:
       return 1;
     case kBufSmtpHelo: case kBufSmtpMailFrom: case kBufSmtpRcptTo: case kBufHttpRequestHeader:
     case kBufEmailFrom: case kBufEmailSubject: case kBufEmailTo: case kBufEmailCc: case kBufEmailDate:
@@ -1239,7 +1271,7 @@ int sig_buf_side(uint8_t b) {
     case kBufJa3String:
     case kBufSipMethod: case kBufSipUri: case kBufSipRequestLine:
     case kBufSipRequestLineFrame: case kBufSipRequestHeadersFrame: case kBufSipRequestBodyFrame:
-    case kBufHttpRequestFrame:
+    case kBufHttpRequestFrame: case kBufFtpCommand: case kBufFtpCommandData:
       return 0;
     case kBufDerived: case kBufCount:
       break;
@@ -1251,7 +1283,13 @@ bool instance_buf(uint8_t b) {
   b = base_buf(b);
   return b == kBufDnsQuery || b == kBufDnsQueryDot || (b >= kBufDnsQueriesRrname && b <= kBufDnsResponseRrname) ||
          b == kBufTlsCerts || b == kBufTlsSubjectAltName || b == kBufTlsAlpn || b == kBufSmtpRcptTo || b == kBufEmailReceived || b == kBufEmailUrl ||
-         b == kBufHttpRequestHeader || b == kBufHttpResponseHeader || (b >= kBufSipFrom && b <= kBufSipContentLength);
+         b == kBufHttpRequestHeader || b == kBufHttpResponseHeader || (b >= kBufSipFrom && b <= kBufSipContentLength) ||
+         b == kBufFtpReply || b == kBufFtpCompletionCode;
+}
+
+bool ftp_buf(uint8_t b) {
+  b = base_buf(b);
+  return b >= kBufFtpCommand && b <= kBufFtpCompletionCode;
 }
 
 bool sip_buf(uint8_t b) {
@@ -1503,6 +1541,38 @@ std::string parse_signature(const std::string& text, const RuleVars& vars, Signa
       if (out.app_proto && out.app_proto != 3) return "error:" + k + " on a signature of another protocol";
       out.app = true;
       out.app_proto = 3;
+      continue;
+    }
+    if (k == "ftpbounce") {
+      // Suricata's DetectFtpbounceMatch: the transaction's PORT request (applayer/ftp.hpp).
+      if (out.app_proto && out.app_proto != 8) return "error:ftpbounce on a signature of another protocol";
+      if (out.gate_proto == "ftp") out.gate_proto.clear();
+      out.ftp_bounce = true;
+      out.app = true;
+      out.app_proto = 8;
+      continue;
+    }
+    if (k == "ftp.dynamic_port" || k == "ftp.mode" || k == "ftp.reply_received") {
+      // The transaction's (applayer/ftp.hpp); Suricata's value syntax (detect-ftp-*.c).
+      std::string t = trim(v);
+      for (char& ch : t) ch = char(std::tolower(static_cast<unsigned char>(ch)));
+      if (k == "ftp.dynamic_port") {
+        if (out.ftp_dynamic_port.on) return "skip:keyword " + k + " twice";
+        const std::string r = parse_num_cond(k, v, 65535, out.ftp_dynamic_port);
+        if (!r.empty()) return r;
+      } else if (k == "ftp.mode") {
+        if (t != "active" && t != "passive") return "error:ftp.mode: '" + v + "' is neither active nor passive";
+        out.ftp_mode = t == "active" ? 1 : 2;
+      } else {
+        const bool yes = t == "yes" || t == "on" || t == "true" || t == "1";
+        const bool no = t == "no" || t == "off" || t == "false" || t == "0";
+        if (!yes && !no) return "error:ftp.reply_received: '" + v + "': specify yes or no";
+        out.ftp_reply_received = yes ? 1 : 2;
+      }
+      if (out.app_proto && out.app_proto != 8) return "error:" + k + " on a signature of another protocol";
+      if (out.gate_proto == "ftp") out.gate_proto.clear();
+      out.app = true;
+      out.app_proto = 8;
       continue;
     }
     if (k == "urilen") {
@@ -1831,6 +1901,16 @@ std::string parse_signature(const std::string& text, const RuleVars& vars, Signa
         out.dns_events |= dbit;
         out.app = true;
         out.app_proto = 3;
+        continue;
+      }
+      if (ev.rfind("ftp.", 0) == 0) {
+        const uint8_t fbit = ftp_event_bit(ev.substr(4));
+        if (!fbit) return "skip:app-layer:app-layer-event " + ev;
+        if (out.app_proto && out.app_proto != 8) return "error:app-layer-event " + ev + " in a rule of another protocol";
+        out.ftp_events |= fbit;
+        if (out.gate_proto == "ftp") out.gate_proto.clear();
+        out.app = true;
+        out.app_proto = 8;
         continue;
       }
       const uint32_t bit = ev.rfind("http.", 0) == 0 ? http_event_bit(ev.substr(5)) : 0;

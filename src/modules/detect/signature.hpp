@@ -55,6 +55,9 @@
 //                      underscore forms), tls.certs (each certificate of the chain, DER, a
 //                      multi-buffer); ja3.hash (ja3_hash), ja3.string, ja3s.hash, ja3s.string;
 //                      the protocol `tls` in the header
+//   FTP                ftp.command, ftp.command_data (a request: to the server), ftp.reply,
+//                      ftp.completion_code (each reply line an instance: to the client), and the
+//                      keywords ftp.dynamic_port, ftp.mode, ftp.reply_received
 //   SIP                sip.method, sip.uri, sip.request_line (a request), sip.stat_code,
 //                      sip.stat_msg, sip.response_line (a response), sip.protocol (either),
 //                      sip.from, sip.to, sip.via, sip.user_agent (sip.ua), sip.content_type,
@@ -175,6 +178,9 @@ enum SigBuf : uint8_t {
   // HTTP/1's request and response frames (frame:http1.request, frame:http1.response): the message
   // as the transaction holds it (start line, header block, body)
   kBufHttpRequestFrame, kBufHttpResponseFrame,
+  // FTP (applayer/ftp.hpp): a request's command (its table name) and command data (to the server);
+  // each reply line's text and completion code (to the client; multi-buffers)
+  kBufFtpCommand, kBufFtpCommandData, kBufFtpReply, kBufFtpCompletionCode,
   // a mail's envelope (to the server): HELO/EHLO's name, MAIL FROM's and each RCPT TO's address;
   // then its message's header fields (email.*; received and url are multi-buffers) and body MD5
   kBufSmtpHelo, kBufSmtpMailFrom, kBufSmtpRcptTo,
@@ -202,6 +208,8 @@ inline bool ip_addr_buf(uint8_t b) { return b == kBufIpSrc || b == kBufIpDst; }
 bool mail_buf(uint8_t b);
 // Whether b (or the buffer b transforms) is one of SIP's (sip.*).
 bool sip_buf(uint8_t b);
+// Whether b (or the buffer b transforms) is one of FTP's (ftp.*).
+bool ftp_buf(uint8_t b);
 // A SIP frame's buffer (kBufSipPduFrame ... kBufSipResponseBodyFrame), and the frame's name as
 // Suricata writes it in EVE (frame.type): "pdu", "request.line", ...
 bool sip_frame_buf(uint8_t b);
@@ -356,7 +364,13 @@ struct Signature {
   // smb; Suricata's app_proto name): a packet or stream signature that matches only on flows
   // detected as that protocol, as of the matching packet (decided on the host, detect.hpp).
   std::string gate_proto;
-  uint8_t app_proto = 0;           // 1 http, 2 tls, 3 dns, 4 smtp files, 5 ssh, 6 smtp envelope, 7 sip (from the header's protocol or the buffers)
+  uint8_t app_proto = 0;           // 1 http, 2 tls, 3 dns, 4 smtp files, 5 ssh, 6 smtp envelope, 7 sip, 8 ftp (from the header's protocol or the buffers)
+  // ftp.dynamic_port, ftp.mode (1 active, 2 passive), ftp.reply_received (1 yes, 2 no): the
+  // transaction's (applayer/ftp.hpp)
+  NumCond ftp_dynamic_port;
+  uint8_t ftp_mode = 0, ftp_reply_received = 0;
+  bool ftp_bounce = false;         // ftpbounce: a PORT request naming another address than the client's
+  uint8_t ftp_events = 0;          // app-layer-event:ftp.NAME (applayer/ftp.hpp FtpEvent bits), all required
   uint32_t http_events = 0;        // app-layer-event:http.NAME (applayer/http1.hpp HttpEvent bits), all required
   uint16_t dns_events = 0;         // app-layer-event:dns.NAME (applayer/dns.hpp DnsEvent bits), all required
   NumCond urilen;                  // urilen (on the normalized URI, or the raw one with urilen_raw)
