@@ -562,6 +562,7 @@ void AppLayer::report(std::map<std::string, uint64_t>& r) const {
   r["sip_gaps"] = stats_.sip.gaps;
   r["sip_too_long"] = stats_.sip.too_long;
   r["sip_txs_dropped"] = stats_.sip.txs_dropped;
+  r["sip_sdp_bodies"] = stats_.sip.sdp;
   r["ftp_requests"] = stats_.ftp.requests;
   r["ftp_unknown_commands"] = stats_.ftp.unknown_commands;
   r["ftp_replies"] = stats_.ftp.replies;

@@ -233,6 +233,11 @@ void SipConn::number_frames(int dir, SipTx& t) {
 
 void SipConn::add(std::unique_ptr<SipTx> t) {
   ++(t->request ? stats_.requests : stats_.responses);
+  const size_t at = t->body_off();
+  if (t->raw.size() > at) {
+    t->has_sdp = parse_sdp(reinterpret_cast<const uint8_t*>(t->raw.data()) + at, t->raw.size() - at, t->sdp);
+    stats_.sdp += t->has_sdp;
+  }
   q_.add(std::move(t), &stats_.txs_dropped);
 }
 

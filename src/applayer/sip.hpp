@@ -19,6 +19,9 @@
 // message that does not parse stops its direction until a gap (counted: invalid); after a gap a
 // direction resumes at the first piece that starts like a SIP message.
 //
+// A body (as far as it is kept) is read as SDP, as Suricata's parser tries every body
+// (applayer/sdp.hpp).
+//
 // Limits: a header block of at most kSipMaxHeaderBytes (64 KiB) and a body of at most
 // kSipMaxBodyBytes (1 MiB, skipped past beyond) on TCP; at most max_txs transactions of a
 // connection wait to be handed out (more: the oldest go, counted).
@@ -37,6 +40,7 @@
 #include <vector>
 
 #include "applayer/app_tx.hpp"
+#include "applayer/sdp.hpp"
 #include "applayer/tx_queue.hpp"
 
 namespace gaspp {
@@ -66,6 +70,9 @@ struct SipTx : AppTx {
   // Suricata's frame ids of the message, numbered per direction from 1: the pdu's; the start
   // line's, the headers' and the body's follow it.
   uint64_t frame_id = 0;
+  // The body read as SDP (applayer/sdp.hpp), when it is one (has_sdp).
+  SdpMessage sdp;
+  bool has_sdp = false;
   // The value of the k-th field named `name` (case-sensitive after expansion, as Suricata looks
   // them up), or null.
   const std::string* header(const char* name, size_t k = 0) const;
@@ -74,6 +81,7 @@ struct SipTx : AppTx {
 
 struct SipStats {
   uint64_t requests = 0, responses = 0, invalid = 0, gaps = 0, txs_dropped = 0, too_long = 0;
+  uint64_t sdp = 0;  // messages whose body is SDP
 };
 
 // What the first bytes of a direction say (Suricata's SIP patterns): 1 a SIP request method or

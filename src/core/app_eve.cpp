@@ -128,6 +128,51 @@ std::string eve_ssh_event(uint64_t ts_ns, uint64_t flow_id, uint64_t pcap_cnt, c
   return app_event_head(ts_ns, flow_id, pcap_cnt, "ssh", key, client_lo) + "," + eve_ssh_object(t) + "}";
 }
 
+namespace {
+// Suricata's sdp object (rust/src/sdp/logger.rs).
+std::string eve_sdp_object(const SdpMessage& m) {
+  const auto list = [](std::string& j, const char* name, const std::vector<std::string>& v) {
+    if (v.empty()) return;
+    j += std::string(",\"") + name + "\":[";
+    for (size_t i = 0; i < v.size(); ++i) j += (i ? ",\"" : "\"") + json_escape(v[i]) + "\"";
+    j += "]";
+  };
+  std::string j = "\"sdp\":{\"origin\":\"" + json_escape(m.origin) + "\"";
+  str(j, "session_name", m.session_name);
+  if (m.has_info) str(j, "session_info", m.session_info);
+  if (m.has_uri) str(j, "uri", m.uri);
+  if (m.has_email) str(j, "email", m.email);
+  if (m.has_phone) str(j, "phone_number", m.phone);
+  if (m.has_connection) str(j, "connection_data", m.connection);
+  list(j, "bandwidths", m.bandwidths);
+  j += ",\"time_descriptions\":[";
+  for (size_t i = 0; i < m.times.size(); ++i) {
+    j += (i ? ",{\"time\":\"" : "{\"time\":\"") + json_escape(m.times[i].time) + "\"";
+    if (m.times[i].has_repeat) str(j, "repeat_time", m.times[i].repeat);
+    j += "}";
+  }
+  j += "]";
+  if (m.has_timezone) str(j, "timezone", m.timezone);
+  if (m.has_key) str(j, "encryption_key", m.key);
+  list(j, "attributes", m.attributes);
+  if (!m.media.empty()) {
+    j += ",\"media_descriptions\":[";
+    for (size_t i = 0; i < m.media.size(); ++i) {
+      const SdpMedia& d = m.media[i];
+      j += (i ? ",{\"media\":\"" : "{\"media\":\"") + json_escape(d.media) + "\"";
+      if (d.has_info) str(j, "media_info", d.info);
+      list(j, "bandwidths", d.bandwidths);
+      if (d.has_connection) str(j, "connection_data", d.connection);
+      if (d.has_key) str(j, "encryption_key", d.key);
+      list(j, "attributes", d.attributes);
+      j += "}";
+    }
+    j += "]";
+  }
+  return j + "}";
+}
+}  // namespace
+
 std::string eve_sip_object(const SipTx& t) {
   // Suricata's order (rust/src/sip/log.rs).
   std::string j = "\"sip\":{";
@@ -135,11 +180,13 @@ std::string eve_sip_object(const SipTx& t) {
     j += "\"method\":\"" + json_escape(t.method) + "\"";
     str(j, "uri", t.uri);
     str(j, "version", t.version);
+    if (t.has_sdp) j += "," + eve_sdp_object(t.sdp);
     if (!t.line.empty()) str(j, "request_line", t.line);
   } else {
     j += "\"version\":\"" + json_escape(t.version) + "\"";
     str(j, "code", t.code);
     str(j, "reason", t.reason);
+    if (t.has_sdp) j += "," + eve_sdp_object(t.sdp);
     if (!t.line.empty()) str(j, "response_line", t.line);
   }
   return j + "}";

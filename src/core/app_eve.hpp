@@ -58,7 +58,8 @@ std::string eve_ssh_event(uint64_t ts_ns, uint64_t flow_id, uint64_t pcap_cnt, c
                           const SshTx& t);
 // EVE `sip` events (Suricata's eve-log type sip), one per message, src its sender:
 // `"sip":{"method","uri","version","request_line"}` for a request, `"sip":{"version","code",
-// "reason","response_line"}` for a response (the SDP body's fields are not written).
+// "reason","response_line"}` for a response, an `sdp` object before the line when the body is SDP
+// (applayer/sdp.hpp).
 std::string eve_sip_object(const SipTx& t);
 std::string eve_sip_event(uint64_t ts_ns, uint64_t flow_id, uint64_t pcap_cnt, const FlowKey& key, bool client_lo,
                           const SipTx& t);

@@ -137,7 +137,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     c.feed(0, data, size - cut);
     c.feed(1, data + cut, size - cut, size > 3 && data[2] == 'G');
     c.feed(0, data + size - cut, cut);
-    if (c.txs().size() > 8) __builtin_trap();
+    // At most kFtpMaxKept kept, at most max_txs (8) of them waiting for their reply.
+    if (c.txs().size() > kFtpMaxKept) __builtin_trap();
+    size_t waiting = 0;
+    for (const auto& t : c.txs()) waiting += !t->done;
+    if (waiting > 8) __builtin_trap();
     for (const auto& t : c.txs()) {
       if (t->codes.size() != t->replies.size()) __builtin_trap();
       if (t->command_data.size() > kFtpMaxLine) __builtin_trap();

@@ -111,7 +111,9 @@ TEST(Sip, ProbeAsSuricatasPatterns) {
   for (const Case& c : cases) {
     bool response = false;
     EXPECT_EQ(sip_probe(reinterpret_cast<const uint8_t*>(c.data.data()), c.data.size(), &response), c.want) << c.data;
-    if (c.want > 0) EXPECT_EQ(response, c.response) << c.data;
+    if (c.want > 0) {
+      EXPECT_EQ(response, c.response) << c.data;
+    }
   }
 }
 
@@ -163,7 +165,9 @@ TEST(Sip, TcpFramingAtEverySplit) {
       ASSERT_TRUE(sip_frame_span(t, 0, off, len));
       EXPECT_EQ(m.substr(off, len), m) << where;
       EXPECT_EQ(sip_frame_span(t, 3, off, len), t.body_len != 0);
-      if (t.body_len) EXPECT_EQ(m.substr(off, len), m.substr(m.find("\r\n\r\n") + 4)) << where;
+      if (t.body_len) {
+        EXPECT_EQ(m.substr(off, len), m.substr(m.find("\r\n\r\n") + 4)) << where;
+      }
     }
   };
   for (size_t split = 0; split <= stream.size(); ++split) {
@@ -281,4 +285,67 @@ TEST(Sip, LimitsAreCounted) {
   EXPECT_EQ(conn3.txs().size(), 4u);
   EXPECT_EQ(st3.txs_dropped, 2u);
   EXPECT_EQ(conn3.txs().front()->id, 2u);
+}
+
+namespace {
+
+struct SdpCase {
+  const char* name;
+  std::string body;
+  bool ok;
+  std::string origin, session_name, connection;
+  size_t times, attributes, media;
+  std::string first_media;
+};
+
+}  // namespace
+
+// SDP bodies read with Suricata's strict grammar (applayer/sdp.hpp): what fails the whole SDP (up
+// to the first t=), what ends it early (after), and the values as Suricata stores them.
+TEST(Sdp, BodiesParseAsSuricatasParser) {
+  const std::string head = "v=0\r\no=alice  2890844526 2890844527 IN IP4 10.47.16.5\r\ns=SIP call\r\n";
+  const std::vector<SdpCase> cases = {
+      {"session with media", head + "c=IN IP4 224.2.17.12/127\r\nt=0 0\r\na=sendrecv\r\nm=audio 49170 RTP/AVP 0 8\r\na=rtpmap:0 PCMU/8000\r\n",
+       true, "alice 2890844526 2890844527 IN IP4 10.47.16.5", "SIP call", "IN IP4 224.2.17.12/127", 1, 1, 1,
+       "audio 49170 RTP/AVP 0 8"},
+      {"LF line endings, IPv6 written back normalised", "v=0\no=- 1 2 IN IP6 x\ns=\nc=IN IP6 FF15:0:0::101/3\nt=1 2\n", true,
+       "- 1 2 IN IP6 x", "", "IN IP6 ff15::101/3", 1, 0, 0, ""},
+      {"s=- is not Suricata's text: no SDP", "v=0\r\no=a 1 2 IN IP4 1.2.3.4\r\ns=-\r\nt=0 0\r\n", false, "", "", "", 0, 0, 0, ""},
+      {"v= other than 0", "v=1\r\no=a 1 2 IN IP4 1.2.3.4\r\ns=x\r\nt=0 0\r\n", false, "", "", "", 0, 0, 0, ""},
+      {"an IPv4 multicast address without its TTL fails before t=",
+       head + "c=IN IP4 224.2.17.12\r\nt=0 0\r\n", false, "", "", "", 0, 0, 0, ""},
+      {"no t=", head + "a=x\r\n", false, "", "", "", 0, 0, 0, ""},
+      {"an attribute name with a dash ends the SDP there", head + "t=0 0\r\na=sendonly\r\na=rtcp-mux\r\na=x\r\n", true,
+       "alice 2890844526 2890844527 IN IP4 10.47.16.5", "SIP call", "", 1, 1, 0, ""},
+      {"an m= of another proto ends it", head + "t=0 0\r\nm=audio 1 RTP/AVPF 0\r\n", true,
+       "alice 2890844526 2890844527 IN IP4 10.47.16.5", "SIP call", "", 1, 0, 0, ""},
+      {"two time descriptions, the port's leading zeros dropped", head + "t=1 2\r\nr=7d 1h 0 25h\r\nt=3 4\r\nm=video 0049 udp 31\r\n",
+       true, "alice 2890844526 2890844527 IN IP4 10.47.16.5", "SIP call", "", 2, 0, 1, "video 49 udp 31"},
+      {"a last line without its end is no line", head + "t=0 0", false, "", "", "", 0, 0, 0, ""},
+  };
+  for (const SdpCase& c : cases) {
+    SdpMessage m;
+    const bool ok = parse_sdp(reinterpret_cast<const uint8_t*>(c.body.data()), c.body.size(), m);
+    EXPECT_EQ(ok, c.ok) << c.name;
+    if (!ok || !c.ok) continue;
+    EXPECT_EQ(m.origin, c.origin) << c.name;
+    EXPECT_EQ(m.session_name, c.session_name) << c.name;
+    EXPECT_EQ(m.connection, c.connection) << c.name;
+    EXPECT_EQ(m.times.size(), c.times) << c.name;
+    EXPECT_EQ(m.attributes.size(), c.attributes) << c.name;
+    ASSERT_EQ(m.media.size(), c.media) << c.name;
+    if (c.media) {
+      EXPECT_EQ(m.media[0].media, c.first_media) << c.name;
+    }
+  }
+  // A SIP message's body is read as SDP.
+  SipStats st;
+  SipConn conn(st);
+  const std::string body = head + "t=0 0\r\n";
+  const std::string msg = "INVITE sip:b@c SIP/2.0\r\nContent-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body;
+  conn.feed_datagram(0, reinterpret_cast<const uint8_t*>(msg.data()), msg.size());
+  ASSERT_EQ(conn.txs().size(), 1u);
+  EXPECT_TRUE(conn.txs()[0]->has_sdp);
+  EXPECT_EQ(conn.txs()[0]->sdp.times[0].time, "0 0");
+  EXPECT_EQ(st.sdp, 1u);
 }

@@ -120,12 +120,57 @@ size_t dns_instances(const DnsMessage& m) {
   return std::max<size_t>(1, names);
 }
 
-// The instances a SIP message's multi-buffers have: the most fields of one of their names.
+// The instances a SIP message's multi-buffers have: the most fields of one of their names, or
+// lines, time or media descriptions of its SDP body.
 size_t sip_instances(const SipTx& t) {
   size_t n = 1;
   for (const char* name : {"From", "To", "Via", "User-Agent", "Content-Type", "Content-Length"})
     n = std::max(n, t.header_count(name));
+  if (t.has_sdp)
+    n = std::max({n, t.sdp.bandwidths.size(), t.sdp.times.size(), t.sdp.attributes.size(), t.sdp.media.size()});
   return n;
+}
+
+// An SDP buffer of the message (sdp.hpp): the session's fields, or instance `index` of a
+// multi-buffer (as Suricata's, a per-description field stops at the first description without it).
+bool sdp_buffer(const SdpMessage& m, uint8_t b, size_t index, const std::string*& out) {
+  const auto one = [&](const std::string& v, bool present) {
+    out = &v;
+    return present;
+  };
+  const auto nth = [&](const std::vector<std::string>& v) { return index < v.size() && one(v[index], true); };
+  const auto media_field = [&](auto has, auto get) {
+    for (size_t k = 0; k <= index; ++k)
+      if (k >= m.media.size() || !has(m.media[k])) return false;
+    return one(get(m.media[index]), true);
+  };
+  switch (b) {
+    case kBufSdpOrigin: return one(m.origin, true);
+    case kBufSdpSessionName: return one(m.session_name, !m.session_name.empty());
+    case kBufSdpSessionInfo: return one(m.session_info, m.has_info);
+    case kBufSdpUri: return one(m.uri, m.has_uri);
+    case kBufSdpEmail: return one(m.email, m.has_email);
+    case kBufSdpPhone: return one(m.phone, m.has_phone);
+    case kBufSdpConnection: return one(m.connection, m.has_connection);
+    case kBufSdpTimezone: return one(m.timezone, m.has_timezone);
+    case kBufSdpKey: return one(m.key, m.has_key);
+    case kBufSdpBandwidth: return nth(m.bandwidths);
+    case kBufSdpAttribute: return nth(m.attributes);
+    case kBufSdpTime: return index < m.times.size() && one(m.times[index].time, true);
+    case kBufSdpRepeatTime:
+      for (size_t k = 0; k <= index; ++k)
+        if (k >= m.times.size() || !m.times[k].has_repeat) return false;
+      return one(m.times[index].repeat, true);
+    case kBufSdpMedia: return index < m.media.size() && one(m.media[index].media, true);
+    case kBufSdpMediaInfo:
+      return media_field([](const SdpMedia& d) { return d.has_info; }, [](const SdpMedia& d) -> const std::string& { return d.info; });
+    case kBufSdpMediaConnection:
+      return media_field([](const SdpMedia& d) { return d.has_connection; },
+                         [](const SdpMedia& d) -> const std::string& { return d.connection; });
+    case kBufSdpMediaKey:
+      return media_field([](const SdpMedia& d) { return d.has_key; }, [](const SdpMedia& d) -> const std::string& { return d.key; });
+    default: return false;
+  }
 }
 
 // A transaction's buffer, computed on first use during one update.
@@ -254,6 +299,15 @@ struct TxBuffers {
         case kBufSipStatMsg: return hold(sip->reason, true);
         case kBufSipResponseLine: return hold(sip->line, !sip->line.empty());
         case kBufSipProtocol: return hold(sip->version, true);
+        case kBufSdpOrigin: case kBufSdpSessionName: case kBufSdpSessionInfo: case kBufSdpUri: case kBufSdpEmail:
+        case kBufSdpPhone: case kBufSdpConnection: case kBufSdpTimezone: case kBufSdpKey: case kBufSdpBandwidth:
+        case kBufSdpTime: case kBufSdpRepeatTime: case kBufSdpAttribute: case kBufSdpMedia: case kBufSdpMediaInfo:
+        case kBufSdpMediaConnection: case kBufSdpMediaKey: {
+          const std::string* v = nullptr;
+          if (!sip->has_sdp || !sdp_buffer(sip->sdp, b, index, v)) return false;
+          held = v;
+          return true;
+        }
         case kBufSipPduFrame: case kBufSipRequestLineFrame: case kBufSipRequestHeadersFrame:
         case kBufSipRequestBodyFrame: case kBufSipResponseLineFrame: case kBufSipResponseHeadersFrame:
         case kBufSipResponseBodyFrame: {

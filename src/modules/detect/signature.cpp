@@ -153,6 +153,12 @@ const BufName kStickyBuffers[] = {
     {"sip.protocol", kBufSipProtocol}, {"sip.from", kBufSipFrom}, {"sip.to", kBufSipTo}, {"sip.via", kBufSipVia},
     {"sip.user_agent", kBufSipUserAgent}, {"sip.ua", kBufSipUserAgent}, {"sip.content_type", kBufSipContentType},
     {"sip.content_length", kBufSipContentLength},
+    {"sdp.origin", kBufSdpOrigin}, {"sdp.session_name", kBufSdpSessionName}, {"sdp.session_info", kBufSdpSessionInfo},
+    {"sdp.uri", kBufSdpUri}, {"sdp.email", kBufSdpEmail}, {"sdp.phone_number", kBufSdpPhone},
+    {"sdp.connection_data", kBufSdpConnection}, {"sdp.timezone", kBufSdpTimezone}, {"sdp.encryption_key", kBufSdpKey},
+    {"sdp.bandwidth", kBufSdpBandwidth}, {"sdp.time", kBufSdpTime}, {"sdp.repeat_time", kBufSdpRepeatTime},
+    {"sdp.attribute", kBufSdpAttribute}, {"sdp.media.media", kBufSdpMedia}, {"sdp.media.media_info", kBufSdpMediaInfo},
+    {"sdp.media.connection_data", kBufSdpMediaConnection}, {"sdp.media.encryption_key", kBufSdpMediaKey},
     {"ftp.command", kBufFtpCommand}, {"ftp.command_data", kBufFtpCommandData}, {"ftp.reply", kBufFtpReply},
     {"ftp.completion_code", kBufFtpCompletionCode},
 };
@@ -1249,6 +1255,10 @@ int sig_buf_side(uint8_t b) {
     case kBufTlsRandom: case kBufTlsRandomTime: case kBufTlsRandomBytes: case kBufTlsAlpn:
     case kBufSipProtocol: case kBufSipFrom: case kBufSipTo: case kBufSipVia: case kBufSipUserAgent:
     case kBufSipContentType: case kBufSipContentLength: case kBufSipPduFrame:
+    case kBufSdpOrigin: case kBufSdpSessionName: case kBufSdpSessionInfo: case kBufSdpUri: case kBufSdpEmail:
+    case kBufSdpPhone: case kBufSdpConnection: case kBufSdpTimezone: case kBufSdpKey: case kBufSdpBandwidth:
+    case kBufSdpTime: case kBufSdpRepeatTime: case kBufSdpAttribute: case kBufSdpMedia: case kBufSdpMediaInfo:
+    case kBufSdpMediaConnection: case kBufSdpMediaKey:
     case kBufDnsQueriesRrname: case kBufDnsAnswersRrname: case kBufDnsAuthoritiesRrname: case kBufDnsAdditionalsRrname:
       return 2;
     case kBufDnsResponseRrname:
@@ -1284,7 +1294,7 @@ bool instance_buf(uint8_t b) {
   return b == kBufDnsQuery || b == kBufDnsQueryDot || (b >= kBufDnsQueriesRrname && b <= kBufDnsResponseRrname) ||
          b == kBufTlsCerts || b == kBufTlsSubjectAltName || b == kBufTlsAlpn || b == kBufSmtpRcptTo || b == kBufEmailReceived || b == kBufEmailUrl ||
          b == kBufHttpRequestHeader || b == kBufHttpResponseHeader || (b >= kBufSipFrom && b <= kBufSipContentLength) ||
-         b == kBufFtpReply || b == kBufFtpCompletionCode;
+         b == kBufFtpReply || b == kBufFtpCompletionCode || (b >= kBufSdpBandwidth && b <= kBufSdpMediaKey);
 }
 
 bool ftp_buf(uint8_t b) {
@@ -1294,7 +1304,7 @@ bool ftp_buf(uint8_t b) {
 
 bool sip_buf(uint8_t b) {
   b = base_buf(b);
-  return b >= kBufSipMethod && b <= kBufSipResponseBodyFrame;
+  return b >= kBufSipMethod && b <= kBufSdpMediaKey;  // the SIP message's fields, frames and SDP body
 }
 
 bool sip_frame_buf(uint8_t b) {

@@ -62,7 +62,8 @@
 //                      sip.stat_msg, sip.response_line (a response), sip.protocol (either),
 //                      sip.from, sip.to, sip.via, sip.user_agent (sip.ua), sip.content_type,
 //                      sip.content_length (the direction's message's fields, each an instance);
-//                      the protocol `sip` in the header (UDP and TCP)
+//                      the protocol `sip` in the header (UDP and TCP); the SDP body's sdp.origin,
+//                      sdp.session_name, ..., sdp.media.encryption_key (applayer/sdp.hpp)
 //   SSH                ssh.proto (ssh_proto), ssh.software (ssh_software): the sender's
 //                      identification string's version and software; the protocol `ssh` in the
 //                      header with them
@@ -175,6 +176,13 @@ enum SigBuf : uint8_t {
   // response's (to the client)
   kBufSipPduFrame, kBufSipRequestLineFrame, kBufSipRequestHeadersFrame, kBufSipRequestBodyFrame,
   kBufSipResponseLineFrame, kBufSipResponseHeadersFrame, kBufSipResponseBodyFrame,
+  // a SIP message's SDP body (applayer/sdp.hpp; either side: a request's to the server, a
+  // response's to the client): session fields, then the multi-buffers (each line, time or media
+  // description an instance)
+  kBufSdpOrigin, kBufSdpSessionName, kBufSdpSessionInfo, kBufSdpUri, kBufSdpEmail, kBufSdpPhone,
+  kBufSdpConnection, kBufSdpTimezone, kBufSdpKey,
+  kBufSdpBandwidth, kBufSdpTime, kBufSdpRepeatTime, kBufSdpAttribute, kBufSdpMedia, kBufSdpMediaInfo,
+  kBufSdpMediaConnection, kBufSdpMediaKey,
   // HTTP/1's request and response frames (frame:http1.request, frame:http1.response): the message
   // as the transaction holds it (start line, header block, body)
   kBufHttpRequestFrame, kBufHttpResponseFrame,
