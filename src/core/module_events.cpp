@@ -383,8 +383,8 @@ void ModuleSet::Late::drop(const HostPacket& p, bool flow, Reason why) {
     ++m.late_n_.flows_full;  // the packet is dropped; its flow's later packets are not
     return;
   }
-  m.late_ids_.emplace(p.flow_id, LateId{p.number, k});
-  m.late_keys_[k] = LateFlow{p.flow_id, p.number};
+  m.late_ids_.emplace(p.flow_id, LateDrop{p.number, k});
+  m.late_keys_[k] = p.flow_id;
   ++m.late_n_.flows;
 }
 
@@ -414,8 +414,8 @@ void ModuleSet::apply_late_drops(const PacketBatch& b) {
     bool from_lo = false;
     if (!dropped_flow_key(d, k, from_lo)) continue;
     const auto it = late_keys_.find(k);
-    if (it == late_keys_.end() || b.packet_number(i) <= it->second.number) continue;
-    const auto end = ended.find(it->second.flow_id);
+    if (it == late_keys_.end() || b.packet_number(i) <= late_ids_.at(it->second).number) continue;
+    const auto end = ended.find(it->second);
     if (end != ended.end() && d.ts_ns[0] > end->second) continue;
     b.h_verdict[i] = uint8_t(kVerdictDrop | kVerdictFlowDecided);
     ++late_n_.followers;
@@ -427,7 +427,7 @@ void ModuleSet::late_forget() {
     const auto it = late_ids_.find(id);
     if (it == late_ids_.end()) continue;
     const auto k = late_keys_.find(it->second.key);
-    if (k != late_keys_.end() && k->second.flow_id == id) late_keys_.erase(k);
+    if (k != late_keys_.end() && k->second == id) late_keys_.erase(k);
     late_ids_.erase(it);
   }
   for (const uint64_t id : late_ended_) late_pass_.erase(id);

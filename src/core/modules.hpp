@@ -321,16 +321,15 @@ class ModuleSet {
     ModuleSet& set_;
   };
   Late late_{*this};
-  struct LateFlow {
-    uint64_t flow_id, number;
-  };
-  struct LateId {
+  // A late-dropped flow: the deciding packet's number and the flow's key, found by id
+  // (late_ids_) and by key (late_keys_: the key's current late-dropped flow, for apply_late_drops).
+  struct LateDrop {
     uint64_t number;
     FlowKey key;
   };
-  std::unordered_map<uint64_t, LateId> late_ids_;
+  std::unordered_map<uint64_t, LateDrop> late_ids_;
+  std::unordered_map<FlowKey, uint64_t, KeyHash, KeyEq> late_keys_;
   std::unordered_map<uint64_t, uint64_t> late_pass_;  // passed flows: id → the deciding packet's number
-  std::unordered_map<FlowKey, LateFlow, KeyHash, KeyEq> late_keys_;
   std::vector<uint64_t> late_ended_;
   // The packet the event loop is at (for Late::drop), and the batch's late-dropped packets with
   // their reasons (account_verdicts names them).

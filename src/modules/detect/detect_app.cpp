@@ -139,10 +139,11 @@ bool sdp_buffer(const SdpMessage& m, uint8_t b, size_t index, const std::string*
     return present;
   };
   const auto nth = [&](const std::vector<std::string>& v) { return index < v.size() && one(v[index], true); };
-  const auto media_field = [&](auto has, auto get) {
+  // Instance `index` of a per-description field: present only when every description up to it has it.
+  const auto leading = [&](const auto& v, auto has, auto value) {
     for (size_t k = 0; k <= index; ++k)
-      if (k >= m.media.size() || !has(m.media[k])) return false;
-    return one(get(m.media[index]), true);
+      if (k >= v.size() || !(v[k].*has)) return false;
+    return one(v[index].*value, true);
   };
   switch (b) {
     case kBufSdpOrigin: return one(m.origin, true);
@@ -157,18 +158,11 @@ bool sdp_buffer(const SdpMessage& m, uint8_t b, size_t index, const std::string*
     case kBufSdpBandwidth: return nth(m.bandwidths);
     case kBufSdpAttribute: return nth(m.attributes);
     case kBufSdpTime: return index < m.times.size() && one(m.times[index].time, true);
-    case kBufSdpRepeatTime:
-      for (size_t k = 0; k <= index; ++k)
-        if (k >= m.times.size() || !m.times[k].has_repeat) return false;
-      return one(m.times[index].repeat, true);
+    case kBufSdpRepeatTime: return leading(m.times, &SdpTime::has_repeat, &SdpTime::repeat);
     case kBufSdpMedia: return index < m.media.size() && one(m.media[index].media, true);
-    case kBufSdpMediaInfo:
-      return media_field([](const SdpMedia& d) { return d.has_info; }, [](const SdpMedia& d) -> const std::string& { return d.info; });
-    case kBufSdpMediaConnection:
-      return media_field([](const SdpMedia& d) { return d.has_connection; },
-                         [](const SdpMedia& d) -> const std::string& { return d.connection; });
-    case kBufSdpMediaKey:
-      return media_field([](const SdpMedia& d) { return d.has_key; }, [](const SdpMedia& d) -> const std::string& { return d.key; });
+    case kBufSdpMediaInfo: return leading(m.media, &SdpMedia::has_info, &SdpMedia::info);
+    case kBufSdpMediaConnection: return leading(m.media, &SdpMedia::has_connection, &SdpMedia::connection);
+    case kBufSdpMediaKey: return leading(m.media, &SdpMedia::has_key, &SdpMedia::key);
     default: return false;
   }
 }
