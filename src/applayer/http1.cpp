@@ -1,6 +1,8 @@
 // applayer/http1.cpp — see http1.hpp.
 #include "applayer/http1.hpp"
 
+#include <arpa/inet.h>
+
 #include <algorithm>
 #include <cctype>
 #include <cstring>
@@ -34,15 +36,21 @@ bool contains_nocase(const std::string& s, const char* word) {
   return t.find(word) != std::string::npos;
 }
 
-bool header_of(const std::vector<HttpHeader>& hs, const char* name, std::string& out) {
+// The values of the headers whose names `same` accepts, joined with ", "; false when there is none.
+template <class Same>
+bool join_headers(const std::vector<HttpHeader>& hs, Same same, std::string& out) {
   bool any = false;
   for (const HttpHeader& h : hs)
-    if (ieq(h.name, name)) {
+    if (same(h.name)) {
       if (any) out += ", ";
       out += h.value;
       any = true;
     }
   return any;
+}
+
+bool header_of(const std::vector<HttpHeader>& hs, const char* name, std::string& out) {
+  return join_headers(hs, [&](const std::string& n) { return ieq(n, name); }, out);
 }
 
 // A chunk-size line: optional whitespace, hex digits, then anything (extensions). -1: no digits.
@@ -78,6 +86,8 @@ bool token_char(uint8_t c) {
   return c > 0x20 && c < 0x7f && !std::strchr("()<>@,;:\\\"/[]?={}", c);
 }
 
+uint64_t header_name_events(const std::string& raw, bool colon, int side);
+
 // The response header block at the start of b, as libhtp's response header parser reads it
 // (headers.rs, Side::Response): a lone CR ends a line, "\n\r" is one line end, a line folds when
 // its end is followed by SP, HT or NUL unless that continuation looks like "Name:", and the block
@@ -86,6 +96,7 @@ bool token_char(uint8_t c) {
 class RespHeaderParser {
  public:
   RespHeaderParser(const std::string& b, bool eof) : b_(b), n_(b.size()), eof_(eof) {}
+  uint64_t events = 0;  // the header names' anomalies (HttpEvent bits), valid when parse() used the block
   size_t parse(std::vector<HttpHeader>& out) {
     size_t i = 0;
     for (;;) {
@@ -163,10 +174,12 @@ class RespHeaderParser {
     if (j >= n_ && !eof_) return false;
     size_t k;
     if (j < n_ && at(j) == ':') {
+      events |= header_name_events(b_.substr(i, j - i), true, 1);
       h.name = trim_ws(b_.substr(i, j - i));
       k = j + 1;
       while (k < n_ && (at(k) == ' ' || at(k) == '\t')) ++k;
     } else {
+      events |= header_name_events("", false, 1);
       k = i;  // no colon: a header without a name, the line its value
     }
     size_t e = line_end(k);
@@ -238,6 +251,22 @@ const HttpHeader* find_header(const std::vector<HttpHeader>& hs, const char* wan
   return nullptr;
 }
 
+// Whether a response's Content-Type (up to ';' or whitespace) names multipart/byteranges.
+bool multipart_byteranges(const HttpTx& t) {
+  const HttpHeader* ct = find_header(t.resp_headers, "content-type");
+  if (!ct) return false;
+  const std::string& v = ct->value;
+  size_t e = 0;
+  while (e < v.size() && v[e] != ';' && !is_ws(uint8_t(v[e]))) ++e;
+  return contains_nocase(v.substr(0, e), "multipart/byteranges");
+}
+
+// The values of every header named `want` (libhtp's lookup: no case, NULs left out), joined with
+// ", " as libhtp joins repeats; false when there is none.
+bool joined_header(const std::vector<HttpHeader>& hs, const char* want, std::string& out) {
+  return join_headers(hs, [&](const std::string& n) { return name_is(n, want); }, out);
+}
+
 // libhtp's protocol number of a request line's protocol (parsers.rs protocol_version): "HTTP",
 // "/", the version .9, 1.0 or 1.1 with spaces and leading zeros allowed around them; 9, 100 or
 // 101, and -2 for anything else (below 1.1, as libhtp's Invalid). A request line without one is
@@ -287,7 +316,165 @@ int status_code(const std::string& s) {
   return i == s.size() && d > 0 && v >= 100 && v <= 999 ? v : 0;
 }
 
+// libhtp's known methods (HtpMethod::new, case as written); any other is Unknown.
+bool known_method(const std::string& m) {
+  static const char* const kMethods[] = {"GET", "PUT", "POST", "DELETE", "CONNECT", "OPTIONS", "TRACE", "PATCH",
+                                         "PROPFIND", "PROPPATCH", "MKCOL", "COPY", "MOVE", "LOCK", "UNLOCK",
+                                         "VERSION-CONTROL", "CHECKOUT", "UNCHECKOUT", "CHECKIN", "UPDATE", "LABEL",
+                                         "REPORT", "MKWORKSPACE", "MKACTIVITY", "BASELINE-CONTROL", "MERGE",
+                                         "INVALID", "HEAD"};
+  return std::any_of(std::begin(kMethods), std::end(kMethods), [&](const char* k) { return m == k; });
+}
+
+std::string trim_space(const std::string& s) {
+  size_t a = 0, z = s.size();
+  while (a < z && is_ws(uint8_t(s[a]))) ++a;
+  while (z > a && is_ws(uint8_t(s[z - 1]))) --z;
+  return s.substr(a, z - a);
+}
+
+// The anomalies of a header name as libhtp's header parser flags them (headers.rs name()): the
+// name as written before its colon; side 0 request, 1 response. A request's leading whitespace
+// only reaches here on a block's first line (later ones fold into the header before).
+uint64_t header_name_events(const std::string& raw, bool colon, int side) {
+  if (!colon) return side ? kHttpEvResponseFieldMissingColon : kHttpEvRequestFieldMissingColon;
+  if (raw.empty()) return side ? kHttpEvResponseInvalidEmptyName : kHttpEvRequestInvalidEmptyName;
+  uint64_t ev = 0;
+  if (is_ws(uint8_t(raw[0]))) ev |= side ? kHttpEvInvalidResponseFieldFolding : kHttpEvInvalidRequestFieldFolding;
+  if (is_ws(uint8_t(raw.back()))) ev |= side ? kHttpEvResponseInvalidLwsAfterName : kHttpEvRequestInvalidLwsAfterName;
+  // token_chars: SP/HT, token characters, SP/HT; anything left is not a token.
+  size_t i = 0;
+  while (i < raw.size() && ws(raw[i])) ++i;
+  while (i < raw.size() && token_char(uint8_t(raw[i]))) ++i;
+  while (i < raw.size() && ws(raw[i])) ++i;
+  if (i < raw.size()) ev |= side ? kHttpEvResponseHeaderNameNotToken : kHttpEvRequestHeaderInvalid;
+  return ev;
+}
+
+// A chunk-size line with a chunk extension (libhtp's parse_chunked_length): a valid size followed by
+// data holding a ';'.
+bool chunk_extension(const std::string& line) {
+  size_t i = 0;
+  while (i < line.size() && is_ws(uint8_t(line[i]))) ++i;
+  while (i < line.size() && hexval_of(uint8_t(line[i])) >= 0) ++i;
+  return line.find(';', i) != std::string::npos;
+}
+
+// Rust's char::is_alphanumeric over a byte taken as U+0000..U+00FF (libhtp's validate_hostname).
+bool latin1_alnum(uint8_t c) {
+  if (c < 0x80) return std::isalnum(c) != 0;
+  return c == 0xaa || c == 0xb2 || c == 0xb3 || c == 0xb5 || c == 0xb9 || c == 0xba || (c >= 0xbc && c <= 0xbe) ||
+         (c >= 0xc0 && c != 0xd7 && c != 0xf7);
+}
+
+// libhtp's relaxed hostname check (util.rs validate_hostname).
+bool valid_hostname(const std::string& h) {
+  if (h.empty() || h.size() > 255) return false;
+  if (h[0] == '[') {
+    const size_t rb = h.find_first_of("#?/]", 1);
+    if (rb != std::string::npos && h[rb] == ']' && rb > 1) {
+      in6_addr a;
+      return inet_pton(AF_INET6, h.substr(1, rb - 1).c_str(), &a) == 1;
+    }
+  }
+  if (h[0] == '.' || h.find("..") != std::string::npos) return false;
+  size_t start = 0;
+  for (;;) {
+    const size_t dot = h.find('.', start);
+    const size_t end = dot == std::string::npos ? h.size() : dot;
+    if (end - start > 63) return false;
+    for (size_t k = start; k < end; ++k)
+      if (!(h[k] == '_' || h[k] == '-' || latin1_alnum(uint8_t(h[k])))) return false;
+    if (dot == std::string::npos) return true;
+    start = dot + 1;
+  }
+}
+
+// An authority as libhtp's parse_hostport reads a Host header or a CONNECT target: the hostname
+// (leading "//" and spaces skipped; an IPv6 literal in brackets, else up to / ? # :), then an
+// optional ":port" (port: its number, -1 when there is none, -2 when it is not one). False when it
+// has no hostname; valid says whether hostname and port are.
+bool parse_hostport(const std::string& in, std::string& host, int& port, bool& valid) {
+  size_t i = in.compare(0, 2, "//") == 0 ? 2 : 0;
+  if (i < in.size() && in[i] == '/') return false;
+  while (i < in.size() && in[i] == ' ') ++i;
+  size_t e = i;
+  if (i < in.size() && in[i] == '[') {
+    const size_t rb = in.find(']', i);
+    e = rb == std::string::npos ? in.size() : rb + 1;
+  } else {
+    while (e < in.size() && !std::strchr("/?#:", in[e])) ++e;
+  }
+  if (e == i) return false;
+  host = in.substr(i, e - i);
+  while (!host.empty() && host.back() == ' ') host.pop_back();
+  valid = valid_hostname(host);
+  port = -1;
+  if (e < in.size() && in[e] == ':') {
+    size_t k = e + 1;
+    while (k < in.size() && in[k] == ' ') ++k;
+    size_t z = k;
+    while (z < in.size() && !std::strchr("/?#", in[z])) ++z;
+    std::string p = in.substr(k, z - k);
+    p = p.substr(0, p.find(' '));
+    if (p.empty()) {
+      valid = false;  // ":" and no port: libhtp's port() does not match, and data is left over
+      return true;
+    }
+    const bool digits = !p.empty() && p.size() <= 5 && p.find_first_not_of("0123456789") == std::string::npos;
+    const int n = digits ? std::stoi(p) : 0;
+    if (digits && n >= 1 && n <= 65535) {
+      port = n;
+    } else {
+      port = -2;
+      valid = false;
+    }
+  } else if (e < in.size()) {
+    valid = false;  // data after the hostname that is no port
+  }
+  return true;
+}
+
+// The hostname of a request URI as libhtp's parse_uri finds one: after a scheme (the URI does not
+// start with '/' and has a ':'), past "//user@" credentials; port and valid as parse_hostport's.
+// False when the URI names no host.
+bool uri_authority(const std::string& uri, std::string& host, int& port, bool& valid) {
+  if (uri.empty() || uri[0] == '/') return false;
+  const size_t colon = uri.find(':');
+  if (colon == std::string::npos) return false;
+  std::string rest = uri.substr(colon + 1);
+  if (rest.compare(0, 2, "//") == 0 && rest.compare(0, 3, "///") != 0) {
+    const size_t at = rest.find('@');
+    if (at != std::string::npos) rest = rest.substr(at + 1);
+  }
+  // Past the authority comes the path: only the hostname and a port given must be valid.
+  bool rest_valid = true;
+  if (!parse_hostport(rest, host, port, rest_valid)) return false;
+  valid = valid_hostname(host) && port != -2;
+  return true;
+}
+
 }  // namespace
+
+uint64_t http_event_bit(const std::string& name) {
+#define GASPP_HTTP_EVENT_LOOKUP(id, text) \
+  if (name == text) return kHttpEv##id;
+  GASPP_HTTP_EVENTS(GASPP_HTTP_EVENT_LOOKUP)
+#undef GASPP_HTTP_EVENT_LOOKUP
+  return 0;
+}
+
+std::vector<const char*> http_event_names(uint64_t events) {
+  static const char* const kNames[] = {
+#define GASPP_HTTP_EVENT_NAME(id, text) text,
+      GASPP_HTTP_EVENTS(GASPP_HTTP_EVENT_NAME)
+#undef GASPP_HTTP_EVENT_NAME
+  };
+  std::vector<const char*> out;
+  for (size_t b = 0; b < size_t(HttpEventId::kCount); ++b)
+    if (events >> b & 1) out.push_back(kNames[b]);
+  return out;
+}
 
 std::string HttpTx::req_header(const char* name) const {
   std::string v;
@@ -356,6 +543,7 @@ HttpTx* Http1Conn::new_tx() {
     if (front.get() != busy0 && front.get() != busy1 &&
         std::find(touched_.begin(), touched_.end(), front.get()) == touched_.end()) {
       if (front.get() == last_resp_) last_resp_ = nullptr;
+      if (front.get() == last_req_) last_req_ = nullptr;
       txs_.pop_front();
       if (answered_) --answered_;
       ++stats_.txs_dropped;
@@ -375,6 +563,7 @@ HttpTx* Http1Conn::tx_for_response() {
   if (answered_ < txs_.size()) return txs_[answered_].get();
   HttpTx* t = new_tx();
   t->req_done = true;  // no request will come for it (a later one starts a transaction of its own)
+  t->events |= kHttpEvUnableToMatchResponse;
   return t;
 }
 
@@ -384,6 +573,23 @@ void Http1Conn::lose(int dir, uint64_t& counter) {
   d.phase = kLost;
   d.line.clear();
   d.dec.reset();
+  if (dir == 0) last_req_ = nullptr;
+}
+
+// A line or header block past header_limit: libhtp's field-too-long, on the message being parsed
+// (a request line too long starts its transaction, as libhtp's does), and the direction stops.
+void Http1Conn::too_long(int dir) {
+  Dir& d = d_[dir];
+  HttpTx* t = d.tx;
+  if (!t && dir == 0) {
+    t = new_tx();
+    ++stats_.requests;
+  } else if (!t) {
+    t = tx_for_response();
+  }
+  t->events |= dir == 0 ? kHttpEvRequestFieldTooLong : kHttpEvResponseFieldTooLong;
+  touch(t);
+  lose(dir, stats_.lines_too_long);
 }
 
 void Http1Conn::feed(int dir, const uint8_t* p, size_t n, bool gap) {
@@ -432,6 +638,7 @@ void Http1Conn::feed(int dir, const uint8_t* p, size_t n, bool gap) {
           while (i < n && (is_ws(p[i]))) ++i;
           if (i == n) break;
           if (hexval_of(p[i]) < 0) {
+            if (d.tx) d.tx->events |= dir == 0 ? kHttpEvInvalidRequestChunkLen : kHttpEvInvalidResponseChunkLen;
             d.phase = kBodyClose;
             break;
           }
@@ -442,7 +649,7 @@ void Http1Conn::feed(int dir, const uint8_t* p, size_t n, bool gap) {
         const uint8_t* lf = static_cast<const uint8_t*>(std::memchr(p + i, '\n', n - i));
         const size_t take = lf ? size_t(lf - (p + i)) + 1 : n - i;
         if (d.line.size() + take > lim_.header_limit) {
-          lose(dir, stats_.lines_too_long);
+          too_long(dir);
           return;
         }
         d.line.append(reinterpret_cast<const char*>(p + i), take);
@@ -462,7 +669,10 @@ void Http1Conn::on_line(int dir, std::string& raw) {
   while (!line.empty() && (line.back() == '\n' || line.back() == '\r')) line.pop_back();
   switch (d.phase) {
     case kLine:
-      begin_request(line);  // responses' lines go through response_head
+      // responses' lines go through response_head
+      if (last_req_ && unexpected_body(line, raw)) return;
+      last_req_ = nullptr;
+      begin_request(line);
       return;
     case kHeaders: {
       HttpTx& t = *d.tx;
@@ -473,7 +683,7 @@ void Http1Conn::on_line(int dir, std::string& raw) {
       std::string& rawblock = dir == 0 ? t.req_headers_raw : t.resp_headers_raw;
       std::vector<HttpHeader>& hs = dir == 0 ? t.req_headers : t.resp_headers;
       if (rawblock.size() + raw.size() > lim_.header_limit) {
-        lose(dir, stats_.lines_too_long);
+        too_long(dir);
         return;
       }
       rawblock += raw;
@@ -491,6 +701,22 @@ void Http1Conn::on_line(int dir, std::string& raw) {
         h.name = trim(line.substr(0, colon));
         h.value = trim(line.substr(colon + 1));
       }
+      if (dir == 0) {
+        t.events |= header_name_events(colon == std::string::npos ? line : line.substr(0, colon), colon != std::string::npos, 0);
+        // Repetition by libhtp's names (a colonless line's is "", so two of them repeat); a
+        // repeated Content-Length whose values differ (or do not parse) is ambiguous.
+        const std::string name = colon == std::string::npos ? std::string() : h.name;
+        for (size_t k = 0; k < d.names.size(); ++k) {
+          if (d.names[k].size() != name.size() || !ieq(d.names[k], name.c_str())) continue;
+          t.events |= kHttpEvRequestHeaderRepetition;
+          if (ieq(name, "content-length")) {
+            const int64_t x = lenient_length(hs[k].value), y = lenient_length(h.value);
+            if (x < 0 || y < 0 || x != y) t.events |= kHttpEvDuplicateClRequest;
+          }
+          break;
+        }
+        d.names.push_back(name);
+      }
       hs.push_back(std::move(h));
       touch(&t);
       return;
@@ -498,7 +724,10 @@ void Http1Conn::on_line(int dir, std::string& raw) {
     case kChunkSize: {
       const int64_t size = parse_chunk_size(line);
       if (size > 0x7fffffff) return;  // skipped, as libhtp does
+      if (d.tx && size >= 0 && chunk_extension(line))
+        d.tx->events |= dir == 0 ? kHttpEvRequestChunkExtension : kHttpEvResponseChunkExtension;
       if (size < 0) {
+        if (d.tx) d.tx->events |= dir == 0 ? kHttpEvInvalidRequestChunkLen : kHttpEvInvalidResponseChunkLen;
         // Not a chunk size: libhtp stops dechunking and takes the rest as the body until the
         // connection closes, this line included.
         body(dir, reinterpret_cast<const uint8_t*>(raw.data()), raw.size());
@@ -525,24 +754,45 @@ void Http1Conn::on_line(int dir, std::string& raw) {
   }
 }
 
-uint32_t http_event_bit(const std::string& name) {
-  if (name == "invalid_transfer_encoding_value_in_request") return kHttpEvInvalidTeRequest;
-  if (name == "invalid_content_length_field_in_request") return kHttpEvInvalidClRequest;
-  if (name == "missing_host_header") return kHttpEvMissingHost;
-  return 0;
-}
-
 void Http1Conn::begin_request(const std::string& line) {
   Dir& d = d_[0];
   HttpTx* t = new_tx();
   d.tx = t;
   ++stats_.requests;
   t->request_line = line;
+  d.names.clear();
+  // The method: after any leading whitespace (libhtp's IDS personality ignores it), up to the
+  // next whitespace.
   size_t i = 0;
-  while (i < line.size() && !ws(line[i])) ++i;
-  t->method = line.substr(0, i);
-  while (i < line.size() && ws(line[i])) ++i;
+  while (i < line.size() && is_ws(uint8_t(line[i]))) ++i;
+  if (i) t->events |= kHttpEvRequestLineLeadingWhitespace;
+  const size_t m0 = i;
+  while (i < line.size() && !is_ws(uint8_t(line[i]))) ++i;
+  t->method = line.substr(m0, i - m0);
+  const size_t delim = i;
+  while (i < line.size() && is_ws(uint8_t(line[i]))) ++i;
+  if (line.find_first_not_of(' ', delim) < i) t->events |= kHttpEvMethodDelimNonCompliant;
   const std::string rest = line.substr(i);
+  // The request line's anomalies as libhtp's parse_request_line reads it: the URI ends at the
+  // first space (else at any whitespace), the protocol is the rest.
+  const bool known = known_method(t->method);
+  if (rest.empty()) {
+    if (!known) t->events |= kHttpEvRequestLineUnknownMethod;
+  } else {
+    const std::string rem = trim_space(rest);
+    size_t sp = rem.find(' ');
+    if (std::any_of(rem.begin(), rem.begin() + long(std::min(sp, rem.size())), [](char c) { return c != ' ' && is_ws(uint8_t(c)); })) {
+      t->events |= kHttpEvUriDelimNonCompliant;
+      if (sp == std::string::npos)
+        sp = size_t(std::find_if(rem.begin(), rem.end(), [](char c) { return is_ws(uint8_t(c)); }) - rem.begin());
+    }
+    const std::string proto = sp >= rem.size() ? std::string() : trim_space(rem.substr(sp + 1));
+    if (proto.empty()) {
+      if (!known) t->events |= kHttpEvRequestLineUnknownMethodNoProtocol;
+    } else if (!known && protocol_number(proto) == -2) {
+      t->events |= kHttpEvRequestLineUnknownMethodInvalidProtocol;
+    }
+  }
   // The protocol is the last word when it names HTTP (a URI may hold spaces); else the URI ends
   // at the first space.
   size_t last = rest.find_last_of(" \t");
@@ -566,6 +816,46 @@ void Http1Conn::begin_request(const std::string& line) {
   d.phase = kHeaders;
 }
 
+// The hostname checks of libhtp's process_request_headers and parse_request_line: the URI's host
+// (a CONNECT target: host and port) and the Host header's must be valid, and must not disagree.
+void Http1Conn::request_host_events(HttpTx& t) {
+  std::string uhost;
+  int uport = -1;
+  bool have_uri;
+  bool uvalid = true;
+  have_uri = t.method == "CONNECT" ? parse_hostport(t.uri_raw, uhost, uport, uvalid) : uri_authority(t.uri_raw, uhost, uport, uvalid);
+  if (have_uri && !uvalid) t.events |= kHttpEvUriHostInvalid;
+  std::string hv;
+  if (!joined_header(t.req_headers, "host", hv)) return;
+  std::string hhost;
+  int hport = -1;
+  bool hvalid = true;
+  if (parse_hostport(hv, hhost, hport, hvalid)) {
+    if (!hvalid) t.events |= kHttpEvHeaderHostInvalid;
+    if (have_uri && (uhost.size() != hhost.size() || !ieq(uhost, hhost.c_str()))) t.events |= kHttpEvHostAmbiguous;
+    if (have_uri && hport != -1 && uport != -1 && hport != uport) t.events |= kHttpEvHostAmbiguous;
+  } else if (have_uri) {
+    t.events |= kHttpEvHostAmbiguous;
+  }
+}
+
+bool Http1Conn::unexpected_body(const std::string& line, const std::string& raw) {
+  size_t k = 0;
+  while (k < line.size() && is_ws(uint8_t(line[k]))) ++k;
+  size_t e = k;
+  while (e < line.size() && !is_ws(uint8_t(line[e]))) ++e;
+  const std::string method = line.substr(k, e - k);
+  if (!method.empty() && known_method(method)) return false;
+  Dir& d = d_[0];
+  if (!method.empty()) last_req_->events |= kHttpEvRequestBodyUnexpected;
+  d.tx = last_req_;
+  body(0, reinterpret_cast<const uint8_t*>(raw.data()), raw.size());
+  touch(d.tx);
+  d.tx = nullptr;
+  d.phase = kIdle;
+  return true;
+}
+
 void Http1Conn::end_headers(int dir) {
   Dir& d = d_[dir];
   HttpTx& t = *d.tx;
@@ -586,6 +876,13 @@ void Http1Conn::end_headers(int dir) {
       t.events |= kHttpEvInvalidClRequest;
     }
     if (proto >= 101 && !find_header(t.req_headers, "host")) t.events |= kHttpEvMissingHost;
+    request_host_events(t);
+    // Authorization: libhtp reads Basic, Digest and Bearer.
+    std::string auth;
+    if (joined_header(t.req_headers, "authorization", auth)) {
+      const auto starts = [&](const char* w) { return auth.size() >= std::strlen(w) && ieq(auth.substr(0, std::strlen(w)), w); };
+      if (!starts("basic") && !starts("digest") && !starts("bearer")) t.events |= kHttpEvAuthUnrecognized;
+    }
     // Request bodies are decoded too (Suricata turns libhtp's request decompression on).
     const HttpHeader* ce = find_header(t.req_headers, "content-encoding");
     std::vector<HttpCoding> codings;
@@ -603,7 +900,7 @@ void Http1Conn::drain_response(bool eof) {
   Dir& d = d_[1];
   while (d.phase == kLine || d.phase == kHeaders) {
     if (d.line.size() > lim_.header_limit) {
-      lose(1, stats_.lines_too_long);
+      too_long(1);
       return;
     }
     const size_t used = response_head(eof);
@@ -627,18 +924,30 @@ size_t Http1Conn::response_head(bool eof) {
   if (d.phase == kHeaders) {
     HttpTx& t = *d.tx;
     std::vector<HttpHeader> hs;
-    const size_t used = RespHeaderParser(b, eof).parse(hs);
+    RespHeaderParser parser(b, eof);
+    const size_t used = parser.parse(hs);
     if (!used) return 0;
+    t.events |= parser.events;
     // Repeated names (case-insensitive, NUL counts) are joined with ", ", but the first
-    // Content-Length stays (libhtp's process_response_header).
+    // Content-Length stays (libhtp's process_response_header), and a second one that differs is
+    // ambiguous.
     for (HttpHeader& h : hs) {
       HttpHeader* same = nullptr;
       for (HttpHeader& o : t.resp_headers)
         if (o.name.size() == h.name.size() && ieq(o.name, h.name.c_str()) &&
             std::memchr(o.name.data(), 0, o.name.size()) == std::memchr(h.name.data(), 0, h.name.size()))
           same = &o;
-      if (!same) t.resp_headers.push_back(std::move(h));
-      else if (!name_is(same->name, "content-length")) same->value += ", " + h.value;
+      if (!same) {
+        t.resp_headers.push_back(std::move(h));
+        continue;
+      }
+      t.events |= kHttpEvResponseHeaderRepetition;
+      if (!name_is(same->name, "content-length")) {
+        same->value += ", " + h.value;
+      } else {
+        const int64_t x = lenient_length(same->value), y = lenient_length(h.value);
+        if (x < 0 || y < 0 || x != y) t.events |= kHttpEvDuplicateClResponse;
+      }
     }
     t.resp_headers_raw = b.substr(0, used);
     response_headers_done(used);
@@ -693,6 +1002,9 @@ size_t Http1Conn::response_head(bool eof) {
   while (j < line.size() && is_ws(uint8_t(line[j]))) ++j;
   t->stat_msg = line.substr(j);
   t->resp_line = true;
+  // libhtp's validate_response_line.
+  if (protocol_number(t->resp_protocol) == -2) t->events |= kHttpEvResponseLineInvalidProtocol;
+  if (!status_code(t->stat_code)) t->events |= kHttpEvResponseLineInvalidResponseStatus;
   d.phase = kHeaders;
   return e + eol;
 }
@@ -721,8 +1033,11 @@ void Http1Conn::response_headers_done(size_t) {
     d_[0].phase = kLost;
     return;
   }
+  if (code == 101) t.events |= kHttpEvSwitchingProtoWithContentLength;
   if (code == 100 && !te && len <= 0) {
     // An interim response: the final one follows for the same request.
+    if (t.seen_100continue) t.events |= kHttpEvContinueAlreadySeen;
+    t.seen_100continue = true;
     t.response_line.clear();
     t.resp_protocol.clear();
     t.stat_code.clear();
@@ -740,12 +1055,17 @@ void Http1Conn::response_headers_done(size_t) {
   std::vector<HttpCoding> codings;
   if (ce) parse_content_codings_htp(ce->value, lim_.decompress_layer_limit, codings, lim_.lzma_enabled);
   d.dec = codings.empty() ? nullptr : std::make_unique<HttpBodyDecoder>(codings, 0, lim_.lzma_memlimit);
-  if (t.method == "HEAD" || ((code / 100 == 1 || code == 204 || code == 304) && !te && !cl)) {
+  const bool no_body = code / 100 == 1 || code == 204 || code == 304;
+  if (t.method != "HEAD" && no_body && (te || cl)) t.events |= kHttpEvResponseBodyUnexpected;
+  if (t.method == "HEAD" || (no_body && !te && !cl)) {
     finish_message(1);
   } else if (chunked) {
+    if (!ieq(te->value, "chunked")) t.events |= kHttpEvResponseAbnormalTransferEncoding;
+    if (protocol_number(t.resp_protocol) < 101) t.events |= kHttpEvResponseChunkedOldProto;
     d.phase = kChunkSize;
   } else if (cl) {
     if (len < 0) {
+      t.events |= kHttpEvInvalidClResponse;
       lose(1, stats_.not_http);  // an invalid Content-Length ends libhtp's parsing of the connection
       d_[0].phase = kLost;
     } else if (len == 0) {
@@ -754,6 +1074,12 @@ void Http1Conn::response_headers_done(size_t) {
       d.phase = kBodyLen;
       d.remain = uint64_t(len);
     }
+  } else if (multipart_byteranges(t)) {
+    // libhtp cannot frame a multipart/byteranges body without a length: its parsing of the
+    // connection ends.
+    t.events |= kHttpEvResponseMultipartByteranges;
+    lose(1, stats_.not_http);
+    d_[0].phase = kLost;
   } else {
     d.phase = kBodyClose;
   }
@@ -793,8 +1119,12 @@ void Http1Conn::finish_message(int dir) {
   Dir& d = d_[dir];
   if (d.tx) {
     touch(d.tx);
-    if (dir == 0) d.tx->req_done = true;
-    else d.tx->resp_done = true, last_resp_ = d.tx;
+    if (dir == 0) {
+      d.tx->req_done = true;
+      if (!d.tx->protocol.empty()) last_req_ = d.tx;  // not after HTTP/0.9 (libhtp ignores what follows)
+    } else {
+      d.tx->resp_done = true, last_resp_ = d.tx;
+    }
   }
   d.tx = nullptr;
   d.dec.reset();
@@ -823,6 +1153,7 @@ void Http1Conn::release_done() {
         std::find(touched_.begin(), touched_.end(), t) != touched_.end())
       break;
     if (t == last_resp_) last_resp_ = nullptr;
+    if (t == last_req_) last_req_ = nullptr;
     txs_.pop_front();
     if (answered_) --answered_;
   }

@@ -57,19 +57,78 @@ struct HttpHeader {
   std::string name, value;
 };
 
-// Request anomalies that libhtp flags on a transaction's headers (process_request_headers) and
-// Suricata raises as app-layer events (`app-layer-event:http.NAME`), one bit each.
-enum HttpEvent : uint32_t {
-  kHttpEvInvalidTeRequest = 1,  // invalid_transfer_encoding_value_in_request: T-E without "chunked", or chunked below HTTP/1.1
-  kHttpEvInvalidClRequest = 2,  // invalid_content_length_field_in_request: no T-E, and a C-L with no number
-  kHttpEvMissingHost = 4,       // missing_host_header: HTTP/1.1 or later without a Host header
+// The anomalies Suricata raises as HTTP app-layer events (`app-layer-event:http.NAME`, and EVE
+// `anomaly` events of type applayer): what libhtp logs while parsing a message (its HtpLogCode)
+// and flags on a request's headers (HTPErrorCheckTxRequestFlags), each set on the transaction
+// whose message was being parsed, one bit each. Names as Suricata's http_decoder_event_table,
+// lowercase. Where gaspp's parsing differs from libhtp's (applayer/http1.cpp says where), an event
+// follows gaspp's reading of the message.
+#define GASPP_HTTP_EVENTS(X)                                                        \
+  X(InvalidTeRequest, "invalid_transfer_encoding_value_in_request")                 \
+  X(InvalidClRequest, "invalid_content_length_field_in_request")                    \
+  X(MissingHost, "missing_host_header")                                             \
+  X(HostAmbiguous, "host_header_ambiguous")                                         \
+  X(UriHostInvalid, "request_uri_host_invalid")                                     \
+  X(HeaderHostInvalid, "request_header_host_invalid")                               \
+  X(AuthUnrecognized, "request_auth_unrecognized")                                  \
+  X(DuplicateClRequest, "duplicate_content_length_field_in_request")                \
+  X(DuplicateClResponse, "duplicate_content_length_field_in_response")              \
+  X(RequestHeaderRepetition, "request_header_repetition")                           \
+  X(ResponseHeaderRepetition, "response_header_repetition")                         \
+  X(RequestFieldMissingColon, "request_field_missing_colon")                        \
+  X(ResponseFieldMissingColon, "response_field_missing_colon")                      \
+  X(RequestInvalidEmptyName, "request_invalid_empty_name")                          \
+  X(ResponseInvalidEmptyName, "response_invalid_empty_name")                        \
+  X(RequestInvalidLwsAfterName, "request_invalid_lws_after_name")                   \
+  X(ResponseInvalidLwsAfterName, "response_invalid_lws_after_name")                 \
+  X(RequestHeaderInvalid, "request_header_invalid")                                 \
+  X(ResponseHeaderNameNotToken, "response_header_name_not_token")                   \
+  X(InvalidRequestFieldFolding, "invalid_request_field_folding")                    \
+  X(InvalidResponseFieldFolding, "invalid_response_field_folding")                  \
+  X(RequestFieldTooLong, "request_field_too_long")                                  \
+  X(ResponseFieldTooLong, "response_field_too_long")                                \
+  X(RequestLineLeadingWhitespace, "request_line_leading_whitespace")                \
+  X(MethodDelimNonCompliant, "method_delim_non_compliant")                          \
+  X(UriDelimNonCompliant, "uri_delim_non_compliant")                                \
+  X(RequestLineUnknownMethod, "request_line_unknown_method")                        \
+  X(RequestLineUnknownMethodNoProtocol, "request_line_unknown_method_no_protocol")  \
+  X(RequestLineUnknownMethodInvalidProtocol, "request_line_unknown_method_invalid_protocol") \
+  X(RequestChunkExtension, "request_chunk_extension")                               \
+  X(ResponseChunkExtension, "response_chunk_extension")                             \
+  X(InvalidRequestChunkLen, "invalid_request_chunk_len")                            \
+  X(InvalidResponseChunkLen, "invalid_response_chunk_len")                          \
+  X(RequestBodyUnexpected, "request_body_unexpected")                               \
+  X(ResponseBodyUnexpected, "response_body_unexpected")                             \
+  X(InvalidClResponse, "invalid_content_length_field_in_response")                  \
+  X(ResponseAbnormalTransferEncoding, "response_abnormal_transfer_encoding")        \
+  X(ResponseChunkedOldProto, "response_chunked_old_proto")                          \
+  X(ResponseMultipartByteranges, "response_multipart_byteranges")                   \
+  X(SwitchingProtoWithContentLength, "switching_proto_with_content_length")         \
+  X(ContinueAlreadySeen, "100_continue_already_seen")                               \
+  X(ResponseLineInvalidProtocol, "response_line_invalid_protocol")                  \
+  X(ResponseLineInvalidResponseStatus, "response_line_invalid_response_status")     \
+  X(UnableToMatchResponse, "unable_to_match_response_to_request")
+
+enum class HttpEventId : uint8_t {
+#define GASPP_HTTP_EVENT_ID(id, name) id,
+  GASPP_HTTP_EVENTS(GASPP_HTTP_EVENT_ID)
+#undef GASPP_HTTP_EVENT_ID
+  kCount
+};
+static_assert(size_t(HttpEventId::kCount) <= 64, "HTTP events are bits of a uint64_t");
+enum HttpEvent : uint64_t {
+#define GASPP_HTTP_EVENT_BIT(id, name) kHttpEv##id = uint64_t(1) << unsigned(HttpEventId::id),
+  GASPP_HTTP_EVENTS(GASPP_HTTP_EVENT_BIT)
+#undef GASPP_HTTP_EVENT_BIT
 };
 // The bit of Suricata's HTTP event NAME (without "http."); 0 for the events not raised here.
-uint32_t http_event_bit(const std::string& name);
+uint64_t http_event_bit(const std::string& name);
+// The name of each bit set in `events`, in bit order.
+std::vector<const char*> http_event_names(uint64_t events);
 
 // One transaction. Buffers hold what the detection buffers of the same names are (Suricata's).
 struct HttpTx : AppTx {
-  uint32_t events = 0;           // HttpEvent bits, set when the request headers are done
+  uint64_t events = 0;           // HttpEvent bits, set as the messages are parsed
   // Request
   std::string request_line, method, uri_raw, protocol;
   std::vector<HttpHeader> req_headers;
@@ -82,6 +141,7 @@ struct HttpTx : AppTx {
   std::string resp_headers_raw;
   std::string response_body;     // dechunked, decoded, first response_body_limit bytes
   bool resp_line = false, resp_headers_done = false, resp_done = false;
+  bool seen_100continue = false;  // an interim 100 response came
   uint64_t request_body_len = 0, response_body_len = 0;  // as framed on the wire
   // Header values by name (case-insensitive; repeated headers joined with ", "), "" when absent.
   std::string req_header(const char* name) const;
@@ -119,6 +179,7 @@ class Http1Conn {
     HttpTx* tx = nullptr;    // the message being parsed
     std::unique_ptr<HttpBodyDecoder> dec;
     bool hit_limit = false;
+    std::vector<std::string> names;  // the request headers' names as libhtp reads them (repetitions)
   };
   void touch(HttpTx* t);
   HttpTx* new_tx();
@@ -129,6 +190,11 @@ class Http1Conn {
   void body(int dir, const uint8_t* p, size_t n);
   void finish_message(int dir);
   void lose(int dir, uint64_t& counter);
+  void too_long(int dir);
+  void request_host_events(HttpTx& t);
+  // libhtp's request_finalize: a line after a finished request that starts with no method it
+  // knows (or is only whitespace) is more of that request's body. True when it took the line.
+  bool unexpected_body(const std::string& line, const std::string& raw);
   // The response side's line and header phases, libhtp's way, over the buffered bytes d_[1].line:
   // returns the bytes it used; 0 when it needs more (eof: none will come).
   size_t response_head(bool eof);
@@ -142,6 +208,7 @@ class Http1Conn {
   size_t answered_ = 0;  // txs_[answered_] is the oldest request without a finished response
   std::vector<HttpTx*> touched_;
   HttpTx* last_resp_ = nullptr;  // the last finished response: lines after its body still belong to it
+  HttpTx* last_req_ = nullptr;   // the last finished request, until the next one starts
 };
 
 }  // namespace gaspp

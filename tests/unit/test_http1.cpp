@@ -166,42 +166,154 @@ TEST(Http1, PipelinedRequestsPairWithTheirResponses) {
   EXPECT_EQ(c.txs()[1]->response_body, "b");
 }
 
-// The request anomalies libhtp flags (transaction.rs, process_request_headers) and Suricata raises
-// as app-layer events, at every split of the request.
-TEST(Http1, RequestEventsAsLibhtp) {
+// The anomalies libhtp logs or flags and Suricata raises as app-layer events (http1.hpp
+// GASPP_HTTP_EVENTS), on the first transaction, at every split of the request and of the response.
+// Expected values: libhtp's own test files where one covers the case (rust/htp/src/test/files,
+// named), else libhtp's code read case by case (request.rs, response.rs, transaction.rs).
+TEST(Http1, EventsAsLibhtp) {
   struct Case {
     const char* request;
-    uint32_t events;
+    const char* response;
+    uint64_t events;
   };
+  const char* const ok = "HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n";
   const Case cases[] = {
-      {"GET / HTTP/1.1\r\nHost: a\r\n\r\n", 0},
-      {"GET / HTTP/1.1\r\n\r\n", kHttpEvMissingHost},
-      {"GET / HTTP/1.0\r\n\r\n", 0},                                    // 1.0 needs no Host
-      {"GET /\r\n", 0},                                                    // HTTP/0.9
-      {"GET / HTTP/ 01.1 \r\n\r\n", kHttpEvMissingHost},                // spaces and zeros: still 1.1
-      {"POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: gzip\r\n\r\n", kHttpEvInvalidTeRequest},
-      {"POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: gzip, CHUNKED\r\n\r\n0\r\n\r\n", 0},
-      {"POST / HTTP/1.0\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n", kHttpEvInvalidTeRequest},  // chunked below 1.1
-      {"POST / HTTP/2.0\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n", kHttpEvInvalidTeRequest},  // not a version libhtp knows
-      {"POST / HTTP/1.1\r\nHost: a\r\nContent-Length: abc\r\n\r\n", kHttpEvInvalidClRequest},
-      {"POST / HTTP/1.1\r\nHost: a\r\nContent-Length: x1\r\n\r\nb", 0},         // digits after junk: a length
-      {"POST / HTTP/1.1\r\nTransfer-Encoding: x\r\nContent-Length: abc\r\n\r\n",  // T-E wins: C-L not checked
+      {"GET / HTTP/1.1\r\nHost: a\r\n\r\n", ok, 0},
+      {"GET / HTTP/1.1\r\n\r\n", "", kHttpEvMissingHost},
+      {"GET / HTTP/1.0\r\n\r\n", "", 0},                                    // 1.0 needs no Host
+      {"GET /\r\n", "", 0},                                                    // HTTP/0.9
+      {"GET / HTTP/ 01.1 \r\n\r\n", "", kHttpEvMissingHost},                // spaces and zeros: still 1.1
+      {"POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: gzip\r\n\r\n", "", kHttpEvInvalidTeRequest},
+      {"POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: gzip, CHUNKED\r\n\r\n0\r\n\r\n", "", 0},
+      {"POST / HTTP/1.0\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n", "", kHttpEvInvalidTeRequest},  // chunked below 1.1
+      {"POST / HTTP/2.0\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n", "", kHttpEvInvalidTeRequest},  // not a version libhtp knows
+      {"POST / HTTP/1.1\r\nHost: a\r\nContent-Length: abc\r\n\r\n", "", kHttpEvInvalidClRequest},
+      {"POST / HTTP/1.1\r\nHost: a\r\nContent-Length: x1\r\n\r\nb", "", 0},         // digits after junk: a length
+      {"POST / HTTP/1.1\r\nTransfer-Encoding: x\r\nContent-Length: abc\r\n\r\n", "",  // T-E wins: C-L not checked
        kHttpEvInvalidTeRequest | kHttpEvMissingHost},
+      // Hosts: 20-ambiguous-host.t, 32/33/34-invalid-hostname.t
+      {"GET http://example.com/1 HTTP/1.1\r\nHost: example.com\r\n\r\n", "", 0},
+      {"GET http://example.com/2 HTTP/1.1\r\nHost: foo.com\r\n\r\n", "", kHttpEvHostAmbiguous},
+      {"GET http://www.example.com:8001/3 HTTP/1.1\r\nHost: www.example.com:8001\r\n\r\n", "", 0},
+      {"GET http://www.example.com:8002/4 HTTP/1.1\r\nHost: www.example.com:8003\r\n\r\n", "", kHttpEvHostAmbiguous},
+      {"GET http://www.example.com:80/5 HTTP/1.1\r\nHost: www.example.com\r\n\r\n", "", 0},
+      {"GET http://www..example.com/?p=%20 HTTP/1.0\r\nHost: www example.com\r\n\r\n", "",
+       kHttpEvUriHostInvalid | kHttpEvHeaderHostInvalid | kHttpEvHostAmbiguous},
+      {"GET http://www.example.com:XXX/?p=%20 HTTP/1.0\r\nHost: www.example.com\r\n\r\n", "", kHttpEvUriHostInvalid},
+      {"GET /?p=%20 HTTP/1.0\r\nHost: www.example.com:\r\n\r\n", "", kHttpEvHeaderHostInvalid},
+      {"CONNECT a.b:99999 HTTP/1.1\r\nHost: a.b\r\n\r\n", "", kHttpEvUriHostInvalid},
+      {"GET / HTTP/1.1\r\nHost: [::1]:80\r\n\r\n", "", 0},
+      {"GET / HTTP/1.1\r\nHost: [::g]\r\n\r\n", "", kHttpEvHeaderHostInvalid},
+      // Authorization: 47-auth-unrecognized.t; Basic, Digest and Bearer are known (even malformed)
+      {"GET / HTTP/1.1\r\nHost: www.example.com\r\nAuthorization: Turbo customAuthDataHere\r\n\r\n", "", kHttpEvAuthUnrecognized},
+      {"GET / HTTP/1.1\r\nHost: a\r\nAuthorization: basic !!\r\n\r\n", "", 0},
+      {"GET / HTTP/1.1\r\nHost: a\r\nAuthorization: Bearer x\r\n\r\n", "", 0},
+      // Request line
+      {" GET / HTTP/1.1\r\nHost: a\r\n\r\n", "", kHttpEvRequestLineLeadingWhitespace},
+      {"GET\t/ HTTP/1.1\r\nHost: a\r\n\r\n", "", kHttpEvMethodDelimNonCompliant},
+      {"GET /a\tb HTTP/1.1\r\nHost: a\r\n\r\n", "", kHttpEvUriDelimNonCompliant},
+      {"FOO\r\n", "", kHttpEvRequestLineUnknownMethod},
+      {"FOO /\r\n", "", kHttpEvRequestLineUnknownMethodNoProtocol},
+      {"FOO / XTTP/1.1\r\nHost: a\r\n\r\n", "", kHttpEvRequestLineUnknownMethodInvalidProtocol},
+      {"FOO / HTTP/1.1\r\nHost: a\r\n\r\n", "", 0},                           // an unknown method alone is fine
+      // Request headers: names (headers.rs flags), repetitions, Content-Length duplicates
+      {"GET / HTTP/1.1\r\nHost: a\r\nNo Colon\r\n\r\n", "", kHttpEvRequestFieldMissingColon},
+      {"GET / HTTP/1.1\r\nHost: a\r\n: Empty\r\n\r\n", "", kHttpEvRequestInvalidEmptyName},
+      {"GET / HTTP/1.1\r\nHost: a\r\nLws : v\r\n\r\n", "", kHttpEvRequestInvalidLwsAfterName},
+      {"GET / HTTP/1.1\r\nHost: a\r\nHeader@Name: v\r\n\r\n", "", kHttpEvRequestHeaderInvalid},
+      {"GET / HTTP/1.1\r\nHost: a\r\nX: 1\r\nx: 2\r\n\r\n", "", kHttpEvRequestHeaderRepetition},
+      {"GET / HTTP/1.1\r\nHost: a\r\nA\r\nB\r\n\r\n", "", kHttpEvRequestFieldMissingColon | kHttpEvRequestHeaderRepetition},
+      {"POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 1\r\nContent-Length: 1\r\n\r\nx", "", kHttpEvRequestHeaderRepetition},
+      {"POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\nx", "",
+       kHttpEvRequestHeaderRepetition | kHttpEvDuplicateClRequest},
+      // Chunked request bodies
+      {"POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n1;ext=1\r\nx\r\n0\r\n\r\n", "", kHttpEvRequestChunkExtension},
+      // Responses: 48/49-invalid-response-headers.t, then libhtp's response.rs case by case
+      {"GET / HTTP/1.0\r\n\r\n",
+       "HTTP/1.0 200 OK\r\nContent-Length: 12\r\nNo Colon\r\nLws : After Header Name\r\nHeader@Name: Not Token\r\n\r\nHello World!",
+       kHttpEvResponseFieldMissingColon | kHttpEvResponseInvalidLwsAfterName | kHttpEvResponseHeaderNameNotToken},
+      {"GET / HTTP/1.0\r\n\r\n", "HTTP/1.0 200 OK\r\nContent-Length: 12\r\n: Empty Name\r\n\r\nHello World!", kHttpEvResponseInvalidEmptyName},
+      {"GET / HTTP/1.0\r\n\r\n", "HTTP/1.0 200 OK\r\nA: 1\r\na: 2\r\nContent-Length: 0\r\n\r\n", kHttpEvResponseHeaderRepetition},
+      {"GET / HTTP/1.0\r\n\r\n", "HTTP/1.0 200 OK\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\nx",
+       kHttpEvResponseHeaderRepetition | kHttpEvDuplicateClResponse},
+      {"GET / HTTP/1.0\r\n\r\n", "HTTP/1.0 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n", kHttpEvResponseChunkedOldProto},
+      {"GET / HTTP/1.1\r\nHost: a\r\n\r\n", "HTTP/1.1 200 OK\r\nTransfer-Encoding: xchunked\r\n\r\n0\r\n\r\n",
+       kHttpEvResponseAbnormalTransferEncoding},
+      {"GET / HTTP/1.1\r\nHost: a\r\n\r\n", "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n1 ; a\r\nx\r\n0\r\n\r\n",
+       kHttpEvResponseChunkExtension},
+      {"GET / HTTP/1.1\r\nHost: a\r\n\r\n", "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n", kHttpEvInvalidResponseChunkLen},
+      {"GET / HTTP/1.1\r\nHost: a\r\n\r\n", "HTTP/1.1 200 OK\r\nContent-Length: x\r\n\r\n", kHttpEvInvalidClResponse},
+      {"GET / HTTP/1.1\r\nHost: a\r\n\r\n", "HTTP/1.1 204 OK\r\nContent-Length: 1\r\n\r\nx", kHttpEvResponseBodyUnexpected},
+      {"HEAD / HTTP/1.1\r\nHost: a\r\n\r\n", "HTTP/1.1 204 OK\r\nContent-Length: 1\r\n\r\n", 0},
+      {"GET / HTTP/1.1\r\nHost: a\r\n\r\n", "HTTP/1.1 101 Up\r\nContent-Length: 0\r\n\r\n",
+       kHttpEvSwitchingProtoWithContentLength | kHttpEvResponseBodyUnexpected},  // a 1xx with a length, too
+      {"GET / HTTP/1.1\r\nHost: a\r\n\r\n", "HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 100 Continue\r\n\r\n" "HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n",
+       kHttpEvContinueAlreadySeen},
+      {"GET / HTTP/1.1\r\nHost: a\r\n\r\n", "HTTP/1.1 200 OK\r\nContent-Type: multipart/byteranges; boundary=x\r\n\r\n",
+       kHttpEvResponseMultipartByteranges},
+      {"GET / HTTP/1.1\r\nHost: a\r\n\r\n", "HTTP/2.0 200 OK\r\nContent-Length: 0\r\n\r\n", kHttpEvResponseLineInvalidProtocol},
+      {"GET / HTTP/1.1\r\nHost: a\r\n\r\n", "HTTP/1.1 2000 OK\r\nContent-Length: 0\r\n\r\n", kHttpEvResponseLineInvalidResponseStatus},
+      {"", "HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n", kHttpEvUnableToMatchResponse},
+  };
+  const auto run = [](const std::string& req, const std::string& resp, size_t cut_req, size_t cut_resp) {
+    HttpStats st;
+    Http1Conn c(HttpLimits{}, st);
+    const auto* q = reinterpret_cast<const uint8_t*>(req.data());
+    const auto* r = reinterpret_cast<const uint8_t*>(resp.data());
+    c.feed(0, q, cut_req);
+    c.feed(0, q + cut_req, req.size() - cut_req);
+    c.feed(1, r, cut_resp);
+    c.feed(1, r + cut_resp, resp.size() - cut_resp);
+    c.end(0);
+    c.end(1);
+    return c.txs().empty() ? ~uint64_t(0) : c.txs()[0]->events;
+  };
+  const auto names = [](uint64_t ev) {
+    std::string out;
+    for (const char* n : http_event_names(ev)) out += std::string(out.empty() ? "" : ",") + n;
+    return out;
   };
   for (const Case& k : cases) {
-    const std::string req = k.request;
-    for (size_t cut = 0; cut <= req.size(); ++cut) {
-      HttpStats st;
-      Http1Conn c(HttpLimits{}, st);
-      c.feed(0, reinterpret_cast<const uint8_t*>(req.data()), cut);
-      c.feed(0, reinterpret_cast<const uint8_t*>(req.data()) + cut, req.size() - cut);
-      ASSERT_EQ(c.txs().size(), 1u) << req;
-      EXPECT_EQ(c.txs()[0]->events, k.events) << req << " cut at " << cut;
+    const std::string req = k.request, resp = k.response;
+    for (size_t cut = 0; cut <= req.size() + resp.size(); ++cut) {
+      const uint64_t got = cut <= req.size() ? run(req, resp, cut, 0) : run(req, resp, 0, cut - req.size());
+      EXPECT_EQ(names(got), names(k.events)) << req << resp << " cut at " << cut;
+      if (got != k.events) break;  // one failure per case
     }
   }
-  EXPECT_EQ(http_event_bit("invalid_transfer_encoding_value_in_request"), uint32_t(kHttpEvInvalidTeRequest));
-  EXPECT_EQ(http_event_bit("missing_host_header"), uint32_t(kHttpEvMissingHost));
-  EXPECT_EQ(http_event_bit("request_field_too_long"), 0u);  // not raised here: such rules are skipped
+  EXPECT_EQ(http_event_bit("invalid_transfer_encoding_value_in_request"), uint64_t(kHttpEvInvalidTeRequest));
+  EXPECT_EQ(http_event_bit("100_continue_already_seen"), uint64_t(kHttpEvContinueAlreadySeen));
+  EXPECT_EQ(http_event_bit("gzip_decompression_failed"), 0u);  // not raised here: such rules are skipped
+  EXPECT_EQ(http_event_names(kHttpEvMissingHost | kHttpEvUnableToMatchResponse),
+            (std::vector<const char*>{"missing_host_header", "unable_to_match_response_to_request"}));
+}
+
+// A request line too long starts a transaction holding libhtp's field-too-long; a line after a
+// finished request that starts with no method libhtp knows is more of that request's body.
+TEST(Http1, TooLongLinesAndUnexpectedBodies) {
+  {
+    HttpStats st;
+    HttpLimits lim;
+    lim.header_limit = 64;
+    Http1Conn c(lim, st);
+    const std::string req = "GET /" + std::string(100, 'a') + " HTTP/1.1\r\n";
+    c.feed(0, reinterpret_cast<const uint8_t*>(req.data()), req.size());
+    ASSERT_EQ(c.txs().size(), 1u);
+    EXPECT_EQ(c.txs()[0]->events, uint64_t(kHttpEvRequestFieldTooLong));
+    EXPECT_EQ(st.lines_too_long, 1u);
+  }
+  const std::string req = "GET / HTTP/1.1\r\nHost: a\r\n\r\nlogin=foo&password=bar\r\nGET /2 HTTP/1.1\r\nHost: a\r\n\r\n";
+  for (size_t cut = 0; cut <= req.size(); ++cut) {
+    HttpStats st;
+    Http1Conn c(HttpLimits{}, st);
+    c.feed(0, reinterpret_cast<const uint8_t*>(req.data()), cut);
+    c.feed(0, reinterpret_cast<const uint8_t*>(req.data()) + cut, req.size() - cut);
+    ASSERT_EQ(c.txs().size(), 2u) << "cut at " << cut;
+    EXPECT_EQ(c.txs()[0]->events, uint64_t(kHttpEvRequestBodyUnexpected)) << "cut at " << cut;
+    EXPECT_EQ(c.txs()[0]->request_body, "login=foo&password=bar\r\n") << "cut at " << cut;
+    EXPECT_EQ(c.txs()[1]->uri_raw, "/2");
+    EXPECT_EQ(c.txs()[1]->events, 0u);
+  }
 }
 
 TEST(Http1, BodyLimitCutsAndCounts) {

@@ -561,7 +561,7 @@ struct DetectModule {
       uint8_t side;
       DetCond urilen;
       bool urilen_raw;
-      uint32_t http_events;  // Signature's app-layer-event bits (HttpEvent): all on the transaction
+      uint64_t http_events;  // Signature's app-layer-event bits (HttpEvent): all on the transaction
       uint16_t dns_events;   // and its DNS ones (DnsEvent)
       bool tls_version_on, tls_version_raw;  // Signature's tls.version
       bool per_instance;  // reads a multi-buffer (instance_buf): inspected at every instance

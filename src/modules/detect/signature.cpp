@@ -1923,7 +1923,7 @@ std::string parse_signature(const std::string& text, const RuleVars& vars, Signa
         out.app_proto = 8;
         continue;
       }
-      const uint32_t bit = ev.rfind("http.", 0) == 0 ? http_event_bit(ev.substr(5)) : 0;
+      const uint64_t bit = ev.rfind("http.", 0) == 0 ? http_event_bit(ev.substr(5)) : 0;
       if (!bit) return "skip:app-layer:app-layer-event " + ev;
       out.http_events |= bit;
       out.app = true;
