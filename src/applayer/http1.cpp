@@ -317,6 +317,8 @@ int status_code(const std::string& s) {
 }
 
 // libhtp's known methods (HtpMethod::new, case as written); any other is Unknown.
+constexpr size_t kHttp09MaxJunk = 16;  // libhtp's HTTP09_MAX_JUNK_LEN
+
 bool known_method(const std::string& m) {
   static const char* const kMethods[] = {"GET", "PUT", "POST", "DELETE", "CONNECT", "OPTIONS", "TRACE", "PATCH",
                                          "PROPFIND", "PROPPATCH", "MKCOL", "COPY", "MOVE", "LOCK", "UNLOCK",
@@ -657,6 +659,19 @@ void Http1Conn::feed(int dir, const uint8_t* p, size_t n, bool gap) {
         if (!lf) break;
         on_line(dir, d.line);
         d.line.clear();
+        if (d.maybe_09) {
+          // libhtp's request_protocol: a request line without a protocol followed, in the data at
+          // hand, by more than up to 16 bytes of whitespace is not HTTP/0.9: its headers follow.
+          d.maybe_09 = false;
+          size_t k = i;
+          while (k < n && is_ws(p[k])) ++k;
+          if (k < n || k - i > kHttp09MaxJunk) {
+            d.tx->events |= kHttpEvRequestLineMissingProtocol;
+          } else {
+            d.tx->req_headers_done = true;
+            finish_message(0);
+          }
+        }
         break;
       }
     }
@@ -807,13 +822,10 @@ void Http1Conn::begin_request(const std::string& line) {
   }
   t->req_line = true;
   touch(t);
-  if (t->protocol.empty()) {
-    // HTTP/0.9: a request line alone.
-    t->req_headers_done = true;
-    finish_message(0);
-    return;
-  }
   d.phase = kHeaders;
+  // HTTP/0.9, a request line alone, unless more than whitespace follows it in the same data
+  // (feed decides, as libhtp's request_protocol does).
+  d.maybe_09 = t->protocol.empty();
 }
 
 // The hostname checks of libhtp's process_request_headers and parse_request_line: the URI's host

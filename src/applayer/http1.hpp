@@ -93,6 +93,7 @@ struct HttpHeader {
   X(RequestLineUnknownMethod, "request_line_unknown_method")                        \
   X(RequestLineUnknownMethodNoProtocol, "request_line_unknown_method_no_protocol")  \
   X(RequestLineUnknownMethodInvalidProtocol, "request_line_unknown_method_invalid_protocol") \
+  X(RequestLineMissingProtocol, "request_line_missing_protocol")                    \
   X(RequestChunkExtension, "request_chunk_extension")                               \
   X(ResponseChunkExtension, "response_chunk_extension")                             \
   X(InvalidRequestChunkLen, "invalid_request_chunk_len")                            \
@@ -180,6 +181,7 @@ class Http1Conn {
     std::unique_ptr<HttpBodyDecoder> dec;
     bool hit_limit = false;
     std::vector<std::string> names;  // the request headers' names as libhtp reads them (repetitions)
+    bool maybe_09 = false;           // a request line without a protocol was just read
   };
   void touch(HttpTx* t);
   HttpTx* new_tx();

@@ -302,6 +302,27 @@ TEST(Http1, TooLongLinesAndUnexpectedBodies) {
     EXPECT_EQ(c.txs()[0]->events, uint64_t(kHttpEvRequestFieldTooLong));
     EXPECT_EQ(st.lines_too_long, 1u);
   }
+  {
+    // A request line without a protocol is HTTP/0.9 unless more than whitespace follows it in the
+    // same data (libhtp's request_protocol): then its headers are read.
+    const std::string req = "GET /\nFakeHeader\nHost: localhost\nUser-Agent: myscript\n\n";
+    for (const size_t cut : {req.size(), size_t(6)}) {
+      HttpStats st;
+      Http1Conn c(HttpLimits{}, st);
+      c.feed(0, reinterpret_cast<const uint8_t*>(req.data()), cut);
+      c.feed(0, reinterpret_cast<const uint8_t*>(req.data()) + cut, req.size() - cut);
+      ASSERT_GE(c.txs().size(), 1u);
+      const HttpTx& t = *c.txs()[0];
+      if (cut == req.size()) {
+        EXPECT_EQ(t.events, uint64_t(kHttpEvRequestLineMissingProtocol | kHttpEvRequestFieldMissingColon));
+        EXPECT_EQ(t.req_header("user-agent"), "myscript");
+        EXPECT_EQ(c.txs().size(), 1u);
+      } else {
+        EXPECT_EQ(t.events, 0u);  // the line ended the data: HTTP/0.9
+        EXPECT_TRUE(t.req_headers.empty());
+      }
+    }
+  }
   const std::string req = "GET / HTTP/1.1\r\nHost: a\r\n\r\nlogin=foo&password=bar\r\nGET /2 HTTP/1.1\r\nHost: a\r\n\r\n";
   for (size_t cut = 0; cut <= req.size(); ++cut) {
     HttpStats st;
