@@ -212,6 +212,7 @@ int main(int argc, char** argv) {
     // http events.
     modules.set_app_layer_config(o.app_layer, o.app_layer_on, bc.threads);
     modules.set_app_log(!eve_dir.empty());
+    modules.set_app_anomalies(!eve_dir.empty() && o.eve_anomaly_applayer);
     modules.set_host_times(bc.stage_times);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "gaspp: %s\n", e.what());

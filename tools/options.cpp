@@ -107,6 +107,7 @@ void apply_file_config(const FileConfig& fc, Options& o) {
   o.config_vars = fc.vars;
   if (fc.eve_payload) o.eve_payload = *fc.eve_payload;
   if (fc.eve_anomaly_decode) o.eve_anomaly = *fc.eve_anomaly_decode;
+  if (fc.eve_anomaly_applayer) o.eve_anomaly_applayer = *fc.eve_anomaly_applayer;
   if (fc.eve_packet) o.eve_packet = *fc.eve_packet;
   if (fc.eve_verdict) o.eve_verdict = *fc.eve_verdict;
   if (fc.eve_tagged_packets) o.eve_tagged_packets = *fc.eve_tagged_packets;
@@ -452,6 +453,10 @@ int parse_command_line(int argc, char** argv, Options& o) {
   flag("--eve-drops", "an EVE `drop` event for every dropped packet (with -l)", kMods, [&] { eve_drops = true; });
   flag("--eve-anomaly", "an EVE `anomaly` event (type decode) for every decoder event a packet raised (with -l)", kMods,
        [&] { o.eve_anomaly = true; });
+  flag("--eve-anomaly-applayer",
+       "an EVE `anomaly` event (type applayer) for every application-layer event a transaction raised (with -l and the "
+       "application layer on)",
+       kMods, [&] { o.eve_anomaly_applayer = true; });
   flag("--eve-payload", "alerts carry payload (base64), payload_printable and stream, as Suricata's eve-log payload options",
        kMods, [&] { o.eve_payload = true; });
   flag("--eve-packet", "alerts carry the packet (base64) and packet_info.linktype, as Suricata's eve-log packet option",

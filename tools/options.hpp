@@ -43,6 +43,7 @@ struct Options {
   std::string detect_prefilter;  // --detect-prefilter: the detect modules' prefilter option
   bool eve_payload = false;      // --eve-payload: alerts carry the payload
   bool eve_anomaly = false;      // --eve-anomaly: EVE anomaly events for decoder events
+  bool eve_anomaly_applayer = false;  // --eve-anomaly-applayer: and for the application layer's events
   bool eve_packet = false;       // --eve-packet: alerts carry the packet (base64) and its link type
   bool eve_tagged_packets = false;  // --eve-tagged-packets: EVE packet events for tagged packets
   bool eve_verdict = false;      // --eve-verdict: alerts carry the packet's final verdict

@@ -130,6 +130,7 @@ std::vector<const char*> http_event_names(uint64_t events);
 // One transaction. Buffers hold what the detection buffers of the same names are (Suricata's).
 struct HttpTx : AppTx {
   uint64_t events = 0;           // HttpEvent bits, set as the messages are parsed
+  uint64_t events_logged = 0;    // those the EVE anomaly log wrote
   // Request
   std::string request_line, method, uri_raw, protocol;
   std::vector<HttpHeader> req_headers;

@@ -59,6 +59,15 @@ std::string app_event_head(uint64_t ts_ns, uint64_t flow_id, uint64_t pcap_cnt, 
 }
 }  // namespace
 
+std::string eve_applayer_anomaly_event(uint64_t ts_ns, uint64_t flow_id, uint64_t pcap_cnt, const FlowKey& key, bool src_lo,
+                                       uint64_t tx_id, const char* app_proto, const char* event) {
+  std::string name = event;
+  for (char& c : name) c = char(std::toupper(static_cast<unsigned char>(c)));
+  return app_event_head(ts_ns, flow_id, pcap_cnt, "anomaly", key, src_lo) + ",\"tx_id\":" + std::to_string(tx_id) +
+         ",\"anomaly\":{\"app_proto\":\"" + app_proto + "\",\"type\":\"applayer\",\"event\":\"" + name +
+         "\",\"layer\":\"proto_parser\"}}";
+}
+
 std::string eve_http_event(uint64_t ts_ns, uint64_t flow_id, uint64_t pcap_cnt, const FlowKey& key, bool client_lo,
                            const HttpTx& t) {
   return app_event_head(ts_ns, flow_id, pcap_cnt, "http", key, client_lo) + ",\"tx_id\":" + std::to_string(t.id) + "," +

@@ -293,11 +293,15 @@ void outputs_section(const std::string& path, const YAML::Node& v, FileConfig& c
           c.mail_md5_log = bits;
         }
         if (t.IsMap() && t["anomaly"] && t["anomaly"].IsMap()) {
-          // Suricata's anomaly log: on unless enabled: no; its decode type off unless types: decode: yes.
+          // Suricata's anomaly log: on unless enabled: no; its decode type off unless types: decode:
+          // yes, its applayer type on unless types: applayer: no.
           const YAML::Node a = t["anomaly"];
           const bool on = !a["enabled"] || yes(a["enabled"], "outputs.eve-log.types.anomaly.enabled");
           const YAML::Node ty = a["types"];
-          c.eve_anomaly_decode = on && ty && ty.IsMap() && ty["decode"] && yes(ty["decode"], "outputs.eve-log.types.anomaly.types.decode");
+          const bool types = ty && ty.IsMap();
+          c.eve_anomaly_decode = on && types && ty["decode"] && yes(ty["decode"], "outputs.eve-log.types.anomaly.types.decode");
+          c.eve_anomaly_applayer =
+              on && (!types || !ty["applayer"] || yes(ty["applayer"], "outputs.eve-log.types.anomaly.types.applayer"));
         }
         if (!t.IsMap() || !t["alert"] || !t["alert"].IsMap()) continue;
         for (const auto& o : t["alert"]) {

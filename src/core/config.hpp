@@ -91,7 +91,8 @@ struct FileConfig {
   std::optional<bool> eve_payload, eve_packet, eve_verdict;
   std::optional<bool> eve_tagged_packets;  // types: alert: tagged-packets (--eve-tagged-packets)
   std::optional<bool> eve_ethernet;  // eve-log's ethernet: yes (--eve-ethernet)
-  std::optional<bool> eve_anomaly_decode;  // eve-log types: anomaly (enabled, types: decode)
+  std::optional<bool> eve_anomaly_decode;    // eve-log types: anomaly (enabled, types: decode)
+  std::optional<bool> eve_anomaly_applayer;  // eve-log types: anomaly (enabled, types: applayer, on unless no)
   // eve-log alert `metadata`: module options metadata.flow, metadata.app-layer,
   // metadata.rule.metadata, metadata.rule.raw ("on"/"off") for the firewall and detect.
   std::map<std::string, std::string> eve_alert_metadata;

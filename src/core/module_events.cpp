@@ -161,6 +161,17 @@ void ModuleSet::app_events(const std::vector<StreamChunk>& chunks, std::span<con
                         : u.ftp()  ? u.ftp()->done
                         : u.smtp() ? u.smtp()->complete && u.smtp()->has_mail()
                                    : u.dns() != nullptr || u.sip() != nullptr;
+      if (app_anomalies_ && u.proto == AppProto::http) {
+        // Anomalies at the packet whose data raised them, as Suricata's anomaly tx logger.
+        HttpTx& h = static_cast<HttpTx&>(t);
+        const uint64_t fresh = h.events & ~h.events_logged;
+        if (fresh) {
+          h.events_logged |= fresh;
+          const bool src_lo = (u.client_lo != 0) == (u.dir == 0);
+          sorted_.push_back(ModuleEvent{u.flow_id, u.packet, uint32_t(app_logs_.size()), kAppLogModule, 0, u.dir});
+          app_logs_.push_back(AppLog{u.proto, &t, u.key, u.client_lo != 0, fresh, src_lo});
+        }
+      }
       if (t.logged || !done) continue;
       t.logged = true;
       sorted_.push_back(ModuleEvent{u.flow_id, u.packet, uint32_t(app_logs_.size()), kAppLogModule, 0, u.dir});
@@ -194,9 +205,19 @@ void app_events_of(AppProto proto, uint64_t ts, uint64_t flow_id, uint64_t cnt, 
 }
 }  // namespace
 
+void ModuleSet::write_anomalies(uint64_t ts_ns, uint64_t flow_id, uint64_t pcap_cnt, const FlowKey& key, bool src_lo,
+                                const AppTx& t, uint64_t events, ModuleOutput& out) {
+  for (const char* name : http_event_names(events))
+    out.eve(eve_applayer_anomaly_event(ts_ns, flow_id, pcap_cnt, key, src_lo, t.id, "http", name));
+}
+
 void ModuleSet::write_app_log(const ModuleEvent& e, uint64_t ts_ns, uint64_t pcap_cnt, ModuleOutput& out) {
   if (e.value >= app_logs_.size()) return;
   const AppLog& l = app_logs_[e.value];
+  if (l.anomalies) {
+    write_anomalies(ts_ns, e.flow_id, pcap_cnt, l.key, l.src_lo, *l.tx, l.anomalies, out);
+    return;
+  }
   app_events_of(l.proto, ts_ns, e.flow_id, pcap_cnt, l.key, l.client_lo, *l.tx, out);
 }
 
@@ -209,6 +230,14 @@ void ModuleSet::forget_app_flows(const std::vector<FlowRecordOut>& flows, Module
   std::unordered_map<uint64_t, uint64_t> last_ts;
   for (const FlowRecordOut& f : flows) last_ts[f.rec.flow_id] = f.rec.last_ts;
   app_->forget(flows, [&](uint64_t flow_id, const FlowKey& key, bool client_lo, AppProto proto, AppTx& t) {
+    if (app_anomalies_ && proto == AppProto::http) {
+      // Events no update handed over (raised at the flow's end): from the client's side.
+      HttpTx& h = static_cast<HttpTx&>(t);
+      const uint64_t fresh = h.events & ~h.events_logged;
+      h.events_logged |= fresh;
+      if (fresh) write_anomalies(last_ts[flow_id], flow_id, 0, key, client_lo, t, fresh, out);
+    }
+    if (t.logged) return;
     t.logged = true;
     app_events_of(proto, last_ts[flow_id], flow_id, 0, key, client_lo, t, out);
   });

@@ -151,6 +151,8 @@ class ModuleSet {
   void set_app_layer_config(const AppLayerConfig& c, bool on = false, int threads = 0);
   // Write an EVE `http` event per transaction (core/app_eve.hpp) through the module output.
   void set_app_log(bool on) { app_log_ = on; }
+  // With the app log on: EVE anomaly events of type applayer for the transactions' app-layer events.
+  void set_app_anomalies(bool on) { app_anomalies_ = on; }
   // Time the host's share of each batch (gaspp --stage-times): each phase of finish_batch and
   // finish_flush, summed over the batches that ran it, in the order the phases first ran.
   struct HostTime {
@@ -247,13 +249,20 @@ class ModuleSet {
   // EVE http events: finished transactions of the batch, handed out in capture order as events
   // of the pseudo-module kAppLogModule (value: index here).
   static constexpr uint16_t kAppLogModule = 0xfffe;
+  // An EVE event of a transaction: its own (anomalies 0), or anomaly events for the app-layer
+  // events `anomalies` (HTTP's HttpEvent bits), raised by a packet that src_lo's endpoint sent.
   struct AppLog {
     AppProto proto;
     const AppTx* tx;
     FlowKey key;
     bool client_lo;
+    uint64_t anomalies = 0;
+    bool src_lo = false;
   };
   bool app_log_ = false;
+  bool app_anomalies_ = false;
+  void write_anomalies(uint64_t ts_ns, uint64_t flow_id, uint64_t pcap_cnt, const FlowKey& key, bool src_lo, const AppTx& t,
+                       uint64_t events, ModuleOutput& out);
   // A module reads the application layer: the backends' verdict walk keeps the flow's counters at
   // every packet with payload (core/module_stage.hpp), for the alerts raised after the batch.
   bool payload_counts_ = false;

@@ -5,7 +5,8 @@
 The runs cover every event type gaspp writes: flow records and the stats event on every capture in
 ../shared/data/pcaps and two fragmented ones from detect/ (defrag statistics); alerts (with classtype, metadata, category from classification.config, drop
 actions) from a rule set that matches every capture; drop events (--eve-drops) in firewall mode
-(the suricata-verify firewall tests' rules) and from drop rules; anomaly events (--eve-anomaly);
+(the suricata-verify firewall tests' rules) and from drop rules; anomaly events (--eve-anomaly, and of type applayer with
+--eve-anomaly-applayer);
 alerts, drop and anomaly events with their ether object (--eve-ethernet). Also checked against what
 Suricata writes: tcp_flags as two hex digits, alert.category as the class's description,
 alert.metadata as key → list, pkt_src on packet events.
@@ -76,6 +77,8 @@ def main():
                 bad(f"not UTF-8 JSON: {type(x).__name__}", where)
                 continue
             seen[e.get("event_type")] += 1
+            if e.get("event_type") == "anomaly":
+                seen["anomaly " + e["anomaly"].get("type", "?")] += 1
             if "ether" in e:
                 seen["ether"] += 1
                 if e.get("event_type") not in ("alert", "drop", "anomaly"):
@@ -108,7 +111,8 @@ def main():
         for cap in captures(data):
             runs.append((cap, ["-r", cap, "--module",
                                "firewall:classification-file=" + os.path.join(data, "eve", "classification.config"),
-                               "-s", rules, "--eve-drops", "--app-layer", "--eve-ethernet", "--eve-anomaly"]))
+                               "-s", rules, "--eve-drops", "--app-layer", "--eve-ethernet", "--eve-anomaly",
+                               "--eve-anomaly-applayer"]))
         fw = os.path.join(data, "pcaps", "suricata-verify", "firewall")
         for t in sorted(os.listdir(fw)) if os.path.isdir(fw) else []:
             tdir = os.path.join(fw, t)
@@ -126,7 +130,7 @@ def main():
                 continue
             check_file(os.path.join(out, "eve.json"), os.path.relpath(label, data) if os.path.isabs(label) else label)
     print("events checked: " + ", ".join(f"{k} {v}" for k, v in sorted(seen.items(), key=lambda x: str(x[0]))))
-    for want in ("flow", "stats", "alert", "drop", "anomaly", "ether"):
+    for want in ("flow", "stats", "alert", "drop", "anomaly decode", "anomaly applayer", "ether"):
         if not seen[want]:
             bad(f"no {want} event was written", "-")
     for kind, n in sorted(problems.items()):
