@@ -313,7 +313,8 @@ int main(int argc, char** argv) {
       eve = std::make_unique<EveWriter>(eve_dir);
       if (modules.wants_app_layer()) eve->set_app_proto_lookup([&modules](uint64_t id) { return modules.app_proto_of(id); });
       eve->set_late_decision_lookup([&modules](uint64_t id) -> uint8_t {
-        return modules.late_dropped(id) ? kFlowDecidedDrop : modules.late_passed(id) ? kFlowDecidedPass : 0;
+        const uint8_t decided = modules.late_dropped(id) ? kFlowDecidedDrop : modules.late_passed(id) ? kFlowDecidedPass : 0;
+        return uint8_t(decided | (modules.late_alerted(id) ? kFlowAlerted : 0));
       });
     }
     if (o.fast_log) fast = OutFile(eve_dir + "/fast.log", "w");

@@ -357,6 +357,9 @@ class LateVerdicts {
   enum Reason : uint8_t { rules = 0, threshold = 1 };  // the drop event's reason for the packet
   virtual void drop(const HostPacket& p, bool flow, Reason why) = 0;
   virtual void pass_flow(const HostPacket& p) = 0;
+  // The handler alerted on the packet: its flow's EVE flow event says alerted (Suricata's
+  // FLOW_HAS_ALERTS), as for an alert the device decided.
+  virtual void alerted(const HostPacket&) {}
 
  protected:
   ~LateVerdicts() = default;

@@ -428,6 +428,16 @@ void ModuleSet::Late::pass_flow(const HostPacket& p) {
   ++m.late_n_.passed_flows;
 }
 
+void ModuleSet::Late::alerted(const HostPacket& p) {
+  ModuleSet& m = set_;
+  if (!p.flow_id || m.late_alerted_.count(p.flow_id)) return;
+  if (m.late_alerted_.size() >= kLateFlowsMax) {
+    ++m.late_n_.flows_full;  // its flow event may say alerted: false
+    return;
+  }
+  m.late_alerted_.insert(p.flow_id);
+}
+
 void ModuleSet::apply_late_drops(const PacketBatch& b) {
   if (late_keys_.empty()) return;
   // A flow that left the table in this batch ends at its record's last packet: a later packet
@@ -459,13 +469,14 @@ void ModuleSet::late_forget() {
     if (k != late_keys_.end() && k->second == id) late_keys_.erase(k);
     late_ids_.erase(it);
   }
-  for (const uint64_t id : late_ended_) late_pass_.erase(id);
+  for (const uint64_t id : late_ended_) late_pass_.erase(id), late_alerted_.erase(id);
   late_ended_.clear();
 }
 
 void ModuleSet::late_ended(const std::vector<FlowRecordOut>& ended) {
   for (const FlowRecordOut& f : ended)
-    if (late_ids_.count(f.rec.flow_id) || late_pass_.count(f.rec.flow_id)) late_ended_.push_back(f.rec.flow_id);
+    if (late_ids_.count(f.rec.flow_id) || late_pass_.count(f.rec.flow_id) || late_alerted_.count(f.rec.flow_id))
+      late_ended_.push_back(f.rec.flow_id);
 }
 
 void ModuleSet::decode_packet(const PacketBatch& b, uint32_t i, DecodedPacket& d) const {

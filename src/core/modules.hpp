@@ -31,6 +31,7 @@
 #include <memory>
 #include <string>
 #include <unordered_map>
+#include <unordered_set>
 #include <span>
 #include <vector>
 
@@ -214,6 +215,8 @@ class ModuleSet {
   // here, flows not remembered (more than kLateFlowsMax at once: their later packets pass).
   bool late_dropped(uint64_t flow_id) const { return late_ids_.count(flow_id) != 0; }
   bool late_passed(uint64_t flow_id) const { return late_pass_.count(flow_id) != 0; }
+  // A handler alerted on the flow (LateVerdicts::alerted); remembered as the late decisions are.
+  bool late_alerted(uint64_t flow_id) const { return late_alerted_.count(flow_id) != 0; }
   struct LateCounts {
     uint64_t packets = 0, flows = 0, followers = 0, flows_full = 0;
     uint64_t passed_flows = 0;  // flows a handler passed (their later module events void)
@@ -325,6 +328,7 @@ class ModuleSet {
     explicit Late(ModuleSet& s) : set_(s) {}
     void drop(const HostPacket& p, bool flow, Reason why) override;
     void pass_flow(const HostPacket& p) override;
+    void alerted(const HostPacket& p) override;
 
    private:
     ModuleSet& set_;
@@ -339,6 +343,7 @@ class ModuleSet {
   std::unordered_map<uint64_t, LateDrop> late_ids_;
   std::unordered_map<FlowKey, uint64_t, KeyHash, KeyEq> late_keys_;
   std::unordered_map<uint64_t, uint64_t> late_pass_;  // passed flows: id → the deciding packet's number
+  std::unordered_set<uint64_t> late_alerted_;  // flows a handler alerted on
   std::vector<uint64_t> late_ended_;
   // The packet the event loop is at (for Late::drop), and the batch's late-dropped packets with
   // their reasons (account_verdicts names them).

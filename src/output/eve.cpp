@@ -76,7 +76,9 @@ void EveWriter::write_line(const std::string& json) {
 void EveWriter::write_flows(const std::vector<FlowRecordOut>& v) {
   for (const auto& r : v) {
     const char* proto = app_proto_ ? app_proto_(r.rec.flow_id) : nullptr;
-    const uint8_t late = late_ && !(r.rec.misc & (kFlowDecidedDrop | kFlowDecidedPass)) ? late_(r.rec.flow_id) : 0;
+    // A decision the device made stands; the host's alerts add to the device's.
+    uint8_t late = late_ ? late_(r.rec.flow_id) : 0;
+    if (r.rec.misc & (kFlowDecidedDrop | kFlowDecidedPass)) late &= uint8_t(~(kFlowDecidedDrop | kFlowDecidedPass));
     if (late) {
       FlowRecordOut d = r;
       d.rec.misc |= late;

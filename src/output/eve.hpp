@@ -47,8 +47,8 @@ class EveWriter {
   // Where write_flows() finds a flow's app_proto (the application layer, ModuleSet::app_proto_of).
   void set_app_proto_lookup(std::function<const char*(uint64_t flow_id)> f) { app_proto_ = std::move(f); }
   // What a host handler decided for the flow after the engine's verdicts (ModuleSet::late_dropped,
-  // late_passed): kFlowDecidedDrop, kFlowDecidedPass or 0; the record's action, unless the engine
-  // had decided the flow.
+  // late_passed, late_alerted): kFlowDecidedDrop or kFlowDecidedPass, the record's action unless the
+  // engine had decided the flow, and kFlowAlerted when a handler alerted on it.
   void set_late_decision_lookup(std::function<uint8_t(uint64_t flow_id)> f) { late_ = std::move(f); }
   // extra: more members of the stats object (the modules' verdict accounting), or "".
   // `extra`: members added to the stats object (the modules' ips / firewall accounting).

@@ -69,6 +69,7 @@ def main():
 
     def check_file(path, label):
         raw = open(path, "rb").read()
+        alerted, flows = set(), {}
         for n, line in enumerate(raw.split(b"\n")[:-1], 1):
             where = f"{label} line {n}"
             try:
@@ -77,6 +78,10 @@ def main():
                 bad(f"not UTF-8 JSON: {type(x).__name__}", where)
                 continue
             seen[e.get("event_type")] += 1
+            if e.get("event_type") == "alert" and "flow_id" in e:
+                alerted.add(e["flow_id"])
+            if e.get("event_type") == "flow":
+                flows[e["flow_id"]] = (e["flow"].get("alerted"), where)
             if e.get("event_type") == "anomaly":
                 seen["anomaly " + e["anomaly"].get("type", "?")] += 1
             if "ether" in e:
@@ -103,11 +108,20 @@ def main():
                     bad("alert.metadata not as Suricata groups it", where)
                 if a.get("signature") != 'tcp "quoted" é' or a.get("rev") != 3:
                     bad("alert signature or rev", where)
+        # Suricata's flow event says alerted when any alert was raised on the flow.
+        for fid in alerted:
+            if fid in flows and flows[fid][0] is not True:
+                bad("a flow with alerts whose flow event says alerted: false", flows[fid][1])
 
     with tempfile.TemporaryDirectory() as d:
         rules = os.path.join(d, "all.rules")
         open(rules, "w", encoding="utf-8").write(RULES)
         runs = []
+        # Alerts only the application layer decides: their flows' events must say alerted too.
+        app_rules = os.path.join(d, "app.rules")
+        open(app_rules, "w").write(RULES.splitlines()[-1] + "\n")
+        for cap in captures(data):
+            runs.append((cap, ["-r", cap, "-s", app_rules]))
         for cap in captures(data):
             runs.append((cap, ["-r", cap, "--module",
                                "firewall:classification-file=" + os.path.join(data, "eve", "classification.config"),

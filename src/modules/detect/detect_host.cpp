@@ -946,6 +946,7 @@ void DetectModule::Host::on_event(const ModuleEvent& ev, const HostPacket& p, Mo
   }
   out.eve(eve_alert_line(s.rule, classes_, late_p, dropped, x));
   out.fast_log(fast_log_line(s.rule, classes_, late_p, dropped));
+  if (p.late) p.late->alerted(p);
   // Its tags start at this packet (tag.hpp); a flow-only event has no packet to start at.
   if (!s.tags.empty() && p.decoded && p.number)
     pending_tags_.push_back(PendingTag{p.number, e.value, tag_packet(p)});
