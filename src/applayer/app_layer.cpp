@@ -202,8 +202,8 @@ void AppLayer::detect(FlowApp& f, int dir, const uint8_t* p, size_t n) {
     pr.append(reinterpret_cast<const char*>(p), n);
   }
   if (f.settled[dir]) return;  // its start said nothing: the other direction decides
-  if (f.key.port[0] == 53 || f.key.port[1] == 53) {
-    // Suricata's DNS probe on its detection port (before the content patterns, as its probing
+  if (cfg_.dns_tcp_ports.has(f.key.port[0]) || cfg_.dns_tcp_ports.has(f.key.port[1])) {
+    // Suricata's DNS probe on its detection ports (before the content patterns, as its probing
     // parsers run for the port).
     bool request = false;
     const int d = dns_probe_tcp(reinterpret_cast<const uint8_t*>(pr.data()), pr.size(), &request);
@@ -328,7 +328,8 @@ void AppLayer::datagram(const AppDatagram& d, const uint8_t* p, std::vector<AppU
   if (f.proto == AppProto::unknown) {
     // DNS on its port (Suricata's probing parser for the port), then SIP's patterns on any port.
     bool request = false, response = false;
-    if ((f.key.port[0] == 53 || f.key.port[1] == 53) && dns_probe(p, d.len, d.len, &request) > 0) {
+    const bool dns_port = cfg_.dns_udp_ports.has(f.key.port[0]) || cfg_.dns_udp_ports.has(f.key.port[1]);
+    if (dns_port && dns_probe(p, d.len, d.len, &request) > 0) {
       decide(f, AppProto::dns, (wire_dir == 0) != request);  // requests go to the server
     } else if (sip_probe(p, d.len, &response) > 0) {
       decide(f, AppProto::sip, (wire_dir == 0) == response);

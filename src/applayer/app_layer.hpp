@@ -52,6 +52,7 @@
 #include <span>
 #include <vector>
 
+#include "applayer/detection_ports.hpp"
 #include "applayer/dns.hpp"
 #include "applayer/http1.hpp"
 #include "applayer/ftp.hpp"
@@ -71,6 +72,9 @@ struct AppLayerConfig {
   bool mail_body_md5 = false;  // each mail's body MD5 (smtp.hpp; email.body_md5, smtp.mime.body-md5)
   uint8_t mail_md5_log = 0;    // kMailMd5* bits: the hashes EVE's email object logs (eve-log smtp md5)
   uint32_t ftp_max_txs = 1024; // FTP transactions waiting for their reply (app-layer.protocols.ftp.max-tx)
+  // The ports DNS (over UDP, over TCP) and SIP (over UDP) are probed on: Suricata's detection-ports.
+  PortRanges dns_udp_ports = PortRanges::one(53), dns_tcp_ports = PortRanges::one(53);
+  PortRanges sip_udp_ports = PortRanges::one(5060);
   size_t max_flows = 1u << 20;
 };
 

@@ -134,6 +134,29 @@ void app_layer_section(const std::string& path, const YAML::Node& v, FileConfig&
     const std::string t = scalar(path, md5, "app-layer.protocols.smtp.mime.body-md5");
     c.vars["smtp-body-md5"] = t == "auto" ? "auto" : yes_no(path, md5, "app-layer.protocols.smtp.mime.body-md5") ? "yes" : "no";
   }
+  // Detection ports: PROTO.detection-ports.dp for every transport, PROTO.udp/.tcp.detection-ports.dp
+  // for one (the more specific wins, as Suricata looks it up first).
+  const auto ports = [&](const char* proto, const char* transport, std::optional<PortRanges>& out) {
+    for (const YAML::Node& base : {child(child(protocols, proto), transport), child(protocols, proto)}) {
+      const YAML::Node dp = child(child(base, "detection-ports"), "dp");
+      if (!dp) continue;
+      const std::string key = std::string("app-layer.protocols.") + proto + ".detection-ports.dp";
+      const std::string text = dp.IsSequence() ? [&] {
+        std::string t;
+        for (const auto& e : dp) t += (t.empty() ? "" : ",") + scalar(path, e, key);
+        return t;
+      }()
+                                               : scalar(path, dp, key);
+      PortRanges r;
+      const std::string why = parse_port_ranges(text, r);
+      if (!why.empty()) fail(path, dp, key + ": " + why);
+      out = r;
+      return;
+    }
+  };
+  ports("dns", "udp", c.dns_udp_ports);
+  ports("dns", "tcp", c.dns_tcp_ports);
+  ports("sip", "udp", c.sip_udp_ports);
   const YAML::Node ftp_max = child(child(protocols, "ftp"), "max-tx");
   if (ftp_max) {
     const uint64_t n = size_value(path, ftp_max, "app-layer.protocols.ftp.max-tx");
@@ -147,7 +170,8 @@ void app_layer_section(const std::string& path, const YAML::Node& v, FileConfig&
     else c.vars["ja3-fingerprints"] = yes_no(path, ja3, "app-layer.protocols.tls.ja3-fingerprints") ? "yes" : "no";
   }
   if (other || !d || !v.IsMap() || v.size() > 1 || !protocols || protocols.size() > 1)
-    c.ignored.push_back("app-layer (all but the HTTP body and decompression limits, lzma, tls.ja3-fingerprints, smtp.mime.body-md5 and ftp.max-tx)");
+    c.ignored.push_back("app-layer (all but the HTTP body and decompression limits, lzma, tls.ja3-fingerprints, smtp.mime.body-md5, "
+                        "ftp.max-tx and the DNS and SIP detection ports)");
 }
 
 // suricata.yaml's defrag section (defrag/defrag.hpp): memcap, trackers, max-frags and timeout are

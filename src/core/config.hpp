@@ -52,6 +52,7 @@
 #include <utility>
 #include <vector>
 
+#include "applayer/detection_ports.hpp"
 #include "defrag/defrag.hpp"
 #include "flow/flow_record.hpp"
 #include "gaspp/module.hpp"
@@ -84,6 +85,8 @@ struct FileConfig {
   // response-body-decompress-layer-limit (the HTTP parser's limits, applayer/http1.hpp)
   std::optional<uint32_t> http_request_body_limit, http_response_body_limit, http_decompress_layer_limit;
   std::optional<uint32_t> ftp_max_tx;  // app-layer.protocols.ftp.max-tx
+  // app-layer.protocols.dns[.udp|.tcp].detection-ports.dp, sip[.udp].detection-ports.dp
+  std::optional<PortRanges> dns_udp_ports, dns_tcp_ports, sip_udp_ports;
   std::optional<bool> http_lzma_enabled;        // lzma-enabled
   std::optional<uint64_t> http_lzma_memlimit;   // lzma-memlimit
   // outputs: eve-log: types: alert: payload / packet / verdict (yes or no), as gaspp's --eve-payload,

@@ -178,7 +178,8 @@ void ModuleSet::set_app_layer_config(const AppLayerConfig& c, bool on, int threa
   counts_.clear();
   state_bytes_ = 0;
   stream_modules_ = false;
-  add(make_module(AppUdpModule::kName, {}));
+  add(make_module(AppUdpModule::kName, {{"dns-ports", port_ranges_text(c.dns_udp_ports)},
+                                        {"sip-ports", port_ranges_text(c.sip_udp_ports)}}));
   for (auto& m : rest) add(std::move(m));
 }
 

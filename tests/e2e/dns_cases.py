@@ -241,6 +241,23 @@ def main():
             return 1
         summary = json.load(open(os.path.join(d, "stats.json")))
         events = [json.loads(l) for l in open(os.path.join(out, "eve.json"))]
+        # Again with 5300 among the UDP detection ports (Suricata's detection-ports.dp): its request
+        # is DNS there, and sid 7 (the reference's alert on its name) matches.
+        out2 = os.path.join(d, "out2")
+        os.mkdir(out2)
+        p2 = subprocess.run([gaspp, "-r", pcap, "--backend", backend, "-S", rules, "--app-layer", "-l", out2, "-q",
+                             "--set", "app-layer.protocols.dns.udp.detection-ports.dp=[53, 5300]"],
+                            capture_output=True, text=True)
+        events2 = [json.loads(l) for l in open(os.path.join(out2, "eve.json"))] if p2.returncode == 0 else []
+        if p2.returncode != 0:
+            fails.append(f"with detection ports 53 and 5300: exit {p2.returncode}: {p2.stderr.strip()[-200:]}")
+        q5300 = [e for e in events2 if e["event_type"] == "dns" and e["dest_port"] == 5300 and
+                 [q["rrname"] for q in e["dns"].get("queries", [])] == ["port5300.example"]]
+        a5300 = [e for e in events2 if e["event_type"] == "alert" and e["alert"]["signature_id"] == 7]
+        f5300 = [e.get("app_proto") for e in events2 if e["event_type"] == "flow" and e["dest_port"] == 5300]
+        if len(q5300) != 1 or len(a5300) != (1 if 7 in reference("port5300.example") else 0) or f5300 != ["dns"]:
+            fails.append(f"with detection ports 53 and 5300: {len(q5300)} dns events on 5300, {len(a5300)} alerts "
+                         f"of sid 7, flow app_proto {f5300}")
         # The GPU machine has no tshark: there the events are checked against the reference only.
         import shutil
         theirs = tshark_dns(pcap) if shutil.which("tshark") else {}

@@ -188,6 +188,53 @@ TEST(Config, AnomalyDecode) {
             std::string::npos);
 }
 
+TEST(Config, AnomalyApplayerOnUnlessNo) {
+  const auto applayer = [](const std::string& body) {
+    return load_config(write_yaml("outputs:\n  - eve-log:\n      types:\n        - anomaly:\n" + body)).eve_anomaly_applayer;
+  };
+  EXPECT_EQ(applayer("            enabled: yes\n").value_or(false), true);
+  EXPECT_EQ(applayer("            enabled: yes\n            types:\n              decode: yes\n").value_or(false), true);
+  EXPECT_EQ(applayer("            types:\n              applayer: no\n").value_or(true), false);
+  EXPECT_EQ(applayer("            enabled: no\n").value_or(true), false);
+}
+
+// Suricata's port lists: a port, a range, any, a bracketed list; errors say why.
+TEST(Config, DetectionPorts) {
+  struct Case {
+    const char* text;
+    const char* back;  // port_ranges_text of what parsed; null: an error
+  };
+  const Case cases[] = {
+      {"53", "53"},           {"[53, 5353]", "53,5353"}, {"1000:2000", "1000:2000"}, {"any", "0:65535"},
+      {"[53,any]", "53,0:65535"}, {"65536", nullptr},   {"2000:1000", nullptr},      {"x", nullptr},
+      {"", nullptr},          {"[1,2,3,4,5,6,7,8,9]", nullptr},
+  };
+  for (const Case& k : cases) {
+    PortRanges p;
+    const std::string why = parse_port_ranges(k.text, p);
+    if (k.back) {
+      EXPECT_EQ(why, "") << k.text;
+      EXPECT_EQ(port_ranges_text(p), k.back) << k.text;
+    } else {
+      EXPECT_NE(why, "") << k.text;
+    }
+  }
+  PortRanges p;
+  ASSERT_EQ(parse_port_ranges("[53, 5353]", p), "");
+  EXPECT_TRUE(p.has(53) && p.has(5353) && !p.has(54));
+  // Every transport, then one transport's own (more specific wins).
+  const FileConfig c = load_config(write_yaml("app-layer:\n  protocols:\n    dns:\n      detection-ports:\n        dp: 5353\n"
+                                              "      tcp:\n        detection-ports:\n          dp: [53, 5300]\n"
+                                              "    sip:\n      detection-ports:\n        dp: 5070\n"));
+  ASSERT_TRUE(c.dns_udp_ports && c.dns_tcp_ports && c.sip_udp_ports);
+  EXPECT_EQ(port_ranges_text(*c.dns_udp_ports), "5353");
+  EXPECT_EQ(port_ranges_text(*c.dns_tcp_ports), "53,5300");
+  EXPECT_EQ(port_ranges_text(*c.sip_udp_ports), "5070");
+  EXPECT_NE(error_of(write_yaml("app-layer:\n  protocols:\n    dns:\n      detection-ports:\n        dp: 70000\n"))
+                .find("detection-ports.dp"),
+            std::string::npos);
+}
+
 TEST(Config, FilesForceHash) {
   const FileConfig c = load_config(write_yaml(
       "outputs:\n  - eve-log:\n      types:\n        - files:\n            force-hash: [md5, sha256]\n"));
@@ -219,7 +266,7 @@ TEST(Config, RealSuricataYaml) {
       EXPECT_EQ(c.flow_timeouts->normal[p][s], d.normal[p][s]);
       EXPECT_EQ(c.flow_timeouts->emergency[p][s], d.emergency[p][s]);
     }
-  for (const char* s : {"outputs (all but eve-log's ethernet, alert payload, packet, verdict, tagged-packets and metadata, anomaly decode, files force-hash and smtp md5)", "af-packet", "app-layer (all but the HTTP body and decompression limits, lzma, tls.ja3-fingerprints, smtp.mime.body-md5 and ftp.max-tx)",
+  for (const char* s : {"outputs (all but eve-log's ethernet, alert payload, packet, verdict, tagged-packets and metadata, anomaly decode, files force-hash and smtp md5)", "af-packet", "app-layer (all but the HTTP body and decompression limits, lzma, tls.ja3-fingerprints, smtp.mime.body-md5, ftp.max-tx and the DNS and SIP detection ports)",
                         "stream (all but reassembly.urgent)", "detect"})
     EXPECT_NE(std::find(c.ignored.begin(), c.ignored.end(), s), c.ignored.end()) << s;
   // Its defrag section, in Suricata's size syntax ("32 MiB"): the defaults, which are ours.
