@@ -121,6 +121,26 @@ TEST(Transforms, ApplyAsSuricataDoes) {
       {"from_base64", "bytes 4", "Zm9vYmFy", "foo"},
       {"from_base64", "bytes 8", "Zm9vYmFy", "Zm9vYmFy"},  // bytes not below what is left: as it was
       {"from_base64", "offset 8", "Zm9vYmFy", "Zm9vYmFy"},
+      // subslice: Suricata's own cases (rust/src/detect/transforms/subslice.rs tests)
+      {"subslice", "1", "this is suricata", "his is suricata"},
+      {"subslice", "00,9", "this is suricata", "this is s"},
+      {"subslice", "3", "this is suricata", "s is suricata"},
+      {"subslice", "1,12", "this is suricata", "his is suric"},
+      {"subslice", "13,-12", "this is suricata", " is suric"},
+      {"subslice", "2, 30", "this is suricata", ""},
+      {"subslice", "2, 30, truncate", "this is suricata", "is is suricata"},
+      {"subslice", "13,-15", "this is suricata", "his is suric"},
+      {"subslice", "10,-5", "this is suricata", "r"},
+      {"subslice", "-3", "this is suricata", "ata"},
+      {"subslice", "-20", "this is suricata", ""},
+      {"subslice", "-20, truncate", "this is suricata", "this is suricata"},
+      // gunzip / zlib_deflate: streams Python's gzip.compress / zlib.compress made of "hello world"
+      {"gunzip", "", std::string("\x1f\x8b\x08\x00\xab@\x0bk\x02\xff\xcbH\xcd\xc9\xc9W(\xcf/\xcaI\x01\x00\x85\x11J\r\x0b\x00\x00\x00", 31), "hello world"},
+      {"gunzip", "max-size 5", std::string("\x1f\x8b\x08\x00\xab@\x0bk\x02\xff\xcbH\xcd\xc9\xc9W(\xcf/\xcaI\x01\x00\x85\x11J\r\x0b\x00\x00\x00", 31), "hello"},
+      {"zlib_deflate", "", std::string("x\x9c\xcbH\xcd\xc9\xc9W(\xcf/\xcaI\x01\x00\x1a\x0b\x04]", 19), "hello world"},
+      {"zlib_deflate", "max-size 1kb", std::string("x\x9c\xcbH\xcd\xc9\xc9W(\xcf/\xcaI\x01\x00\x1a\x0b\x04]", 19), "hello world"},
+      {"gunzip", "", "not gzip at all", ""},
+      {"zlib_deflate", "", std::string("\x1f\x8b\x08\x00", 4), ""},  // gzip is not zlib
   };
   for (const Case& c : cases) {
     Transform t;
@@ -130,6 +150,21 @@ TEST(Transforms, ApplyAsSuricataDoes) {
     std::string b = c.in;
     apply_transform(t, b);
     EXPECT_EQ(b, c.out) << c.kw << " " << c.arg << " on '" << c.in << "'";
+  }
+}
+
+// Suricata's parse errors of subslice and the decompressions (subslice.rs, decompress.rs tests).
+TEST(Transforms, MalformedArgumentsAreErrors) {
+  const std::pair<const char*, const char*> bad[] = {
+      {"subslice", "f, y"}, {"subslice", "0:-10"}, {"subslice", "1 1"}, {"subslice", "1,0"}, {"subslice", ""},
+      {"subslice", "1, 2, nottruncate"}, {"subslice", "1, 2, 3, 4"}, {"subslice", "1, 2, truncate, extra"},
+      {"gunzip", "max-size 0"}, {"gunzip", "max-size 17mb"}, {"zlib_deflate", "size 10"}, {"gunzip", "max-size"},
+  };
+  for (const auto& [kw, arg] : bad) {
+    Transform t;
+    std::string why;
+    ASSERT_TRUE(parse_transform(kw, arg, t, why)) << kw;
+    EXPECT_EQ(why.rfind("error:", 0), 0u) << kw << " " << arg << " -> '" << why << "'";
   }
 }
 

@@ -5,6 +5,7 @@
 
 #include <openssl/evp.h>
 #include <pcre2.h>
+#include <zlib.h>
 
 #include <array>
 #include <atomic>
@@ -113,7 +114,8 @@ struct PcreFree {
 
 bool Transform::operator==(const Transform& o) const {
   return kind == o.kind && arg == o.arg && offset == o.offset && nbytes == o.nbytes && key_at == o.key_at &&
-         key_extract == o.key_extract && mode == o.mode;
+         key_extract == o.key_extract && mode == o.mode && s_offset == o.s_offset && s_nbytes == o.s_nbytes &&
+         truncate == o.truncate && max_size == o.max_size;
 }
 
 const char* transform_name(TransformKind k) {
@@ -132,6 +134,9 @@ const char* transform_name(TransformKind k) {
     case TransformKind::header_lowercase: return "header_lowercase";
     case TransformKind::strip_pseudo_headers: return "strip_pseudo_headers";
     case TransformKind::from_base64: return "from_base64";
+    case TransformKind::subslice: return "subslice";
+    case TransformKind::gunzip: return "gunzip";
+    case TransformKind::zlib_deflate: return "zlib_deflate";
   }
   return "?";
 }
@@ -150,7 +155,7 @@ bool parse_transform(const std::string& k, const std::string& v0, Transform& t, 
       {"header_lowercase", TransformKind::header_lowercase},
       {"strip_pseudo_headers", TransformKind::strip_pseudo_headers},
   };
-  static const char* const kUnsupported[] = {"domain", "tld", "gunzip", "zlib_deflate", "subslice", "luaxform"};
+  static const char* const kUnsupported[] = {"domain", "tld", "luaxform"};
   t = Transform{};
   why.clear();
   const std::string v = trim(v0);
@@ -200,6 +205,60 @@ bool parse_transform(const std::string& k, const std::string& v0, Transform& t, 
     uint32_t groups = 0;
     pcre2_pattern_info(re, PCRE2_INFO_CAPTURECOUNT, &groups);
     if (groups != 1) why = "error:pcrexform needs exactly one capture group, found " + std::to_string(groups);
+    return true;
+  }
+  if (k == "subslice") {
+    // Suricata's subslice.rs: OFFSET, OFFSET,NBYTES, OFFSET,truncate or OFFSET,NBYTES,truncate.
+    t.kind = TransformKind::subslice;
+    std::vector<std::string> parts;
+    for (size_t at = 0;;) {
+      const size_t comma = v.find(',', at);
+      parts.push_back(trim(v.substr(at, comma == std::string::npos ? std::string::npos : comma - at)));
+      if (comma == std::string::npos) break;
+      at = comma + 1;
+    }
+    const auto number = [](const std::string& s, int32_t& out) {
+      if (s.empty() || s.size() > 11) return false;
+      size_t i = s[0] == '-' || s[0] == '+' ? 1 : 0;
+      if (i == s.size() || s.find_first_not_of("0123456789", i) != std::string::npos) return false;
+      const long long n = std::stoll(s);
+      if (n < INT32_MIN || n > INT32_MAX) return false;
+      out = int32_t(n);
+      return true;
+    };
+    const auto is_truncate = [](std::string s) {
+      for (char& c : s) c = char(std::tolower(static_cast<unsigned char>(c)));
+      return s == "truncate";
+    };
+    bool ok = !parts.empty() && parts.size() <= 3 && number(parts[0], t.s_offset);
+    if (ok && parts.size() == 2) {
+      if (is_truncate(parts[1])) t.truncate = true;
+      else ok = number(parts[1], t.s_nbytes) && t.s_nbytes != 0;
+    } else if (ok && parts.size() == 3) {
+      ok = number(parts[1], t.s_nbytes) && t.s_nbytes != 0 && is_truncate(parts[2]);
+      t.truncate = true;
+    }
+    if (!ok) why = "error:subslice: 'offset', 'offset, nbytes' (not 0), 'offset, truncate' or 'offset, nbytes, truncate', not '" + v + "'";
+    return true;
+  }
+  if (k == "gunzip" || k == "zlib_deflate") {
+    // Suricata's decompress.rs: an optional "max-size N" (units kb, mb; 1 to 16 MiB).
+    t.kind = k == "gunzip" ? TransformKind::gunzip : TransformKind::zlib_deflate;
+    if (v.empty()) return true;
+    const size_t sp = v.find(' ');
+    const std::string key = v.substr(0, sp), val = sp == std::string::npos ? "" : trim(v.substr(sp + 1));
+    uint64_t mult = 1;
+    std::string digits = val;
+    for (const auto& [unit, m] : {std::pair<const char*, uint64_t>{"kb", 1024}, {"mb", 1024 * 1024}, {"gb", 1024ull << 20}})
+      if (digits.size() > 2 && digits.compare(digits.size() - 2, 2, unit) == 0) {
+        mult = m;
+        digits.resize(digits.size() - 2);
+      }
+    uint32_t n = 0;
+    if (key != "max-size" || !parse_u32(trim(digits), 0xffffffffu, n) || n == 0 || uint64_t(n) * mult > (16u << 20))
+      why = "error:" + k + ": 'max-size N' from 1 to 16 MiB, not '" + v + "'";
+    else
+      t.max_size = uint32_t(uint64_t(n) * mult);
     return true;
   }
   if (k == "from_base64") {
@@ -385,6 +444,58 @@ void apply_transform(const Transform& t, std::string& b) {
         i = e;
       }
       b = std::move(o);
+      return;
+    }
+    case TransformKind::subslice: {
+      // subslice.rs subslice_apply.
+      const int64_t len = int64_t(b.size()), off = t.s_offset;
+      if ((off < 0 ? -off : off) > len && !t.truncate) {
+        b.clear();
+        return;
+      }
+      const int64_t start = off >= 0 ? std::min(off, len) : len + std::max(off, -len);
+      int64_t end = len;
+      if (t.s_nbytes < 0) {
+        end = len + t.s_nbytes;
+        if (end < 0) {
+          if (!t.truncate) {
+            b.clear();
+            return;
+          }
+          end = 0;
+        }
+      } else if (t.s_nbytes > 0) {
+        end = start + t.s_nbytes;
+        if (end > len && !t.truncate) {
+          b.clear();
+          return;
+        }
+        end = std::min(end, len);
+      }
+      const int64_t lo = std::min(start, end), hi = std::max(start, end);
+      b = b.substr(size_t(lo), size_t(hi - lo));
+      return;
+    }
+    case TransformKind::gunzip:
+    case TransformKind::zlib_deflate: {
+      // decompress.rs: one read of at most max_size bytes from a gzip (gunzip) or zlib stream.
+      z_stream z{};
+      if (inflateInit2(&z, t.kind == TransformKind::gunzip ? 16 + MAX_WBITS : MAX_WBITS) != Z_OK) {
+        b.clear();
+        return;
+      }
+      std::string out(t.max_size, '\0');
+      z.next_in = reinterpret_cast<Bytef*>(b.data());
+      z.avail_in = uInt(b.size());
+      z.next_out = reinterpret_cast<Bytef*>(out.data());
+      z.avail_out = uInt(out.size());
+      int rc = Z_OK;
+      while (rc == Z_OK && z.avail_out > 0 && z.avail_in > 0) rc = inflate(&z, Z_NO_FLUSH);
+      const size_t got = out.size() - z.avail_out;
+      inflateEnd(&z);
+      // flate2's read fails on corrupt data (its one inflate call runs into it): an empty buffer.
+      out.resize(rc == Z_OK || rc == Z_STREAM_END || rc == Z_BUF_ERROR ? got : 0);
+      b = std::move(out);
       return;
     }
     case TransformKind::from_base64: {

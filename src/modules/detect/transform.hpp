@@ -23,8 +23,13 @@
 //   from_base64[:bytes N, offset M, mode strict|rfc4648|rfc2045]   the base64 decoded; the buffer as
 //                         it was when offset is past its end, when bytes is not less than what is
 //                         left after offset, or when nothing decodes
-// The others Suricata has (domain and tld, which need the public suffix list; gunzip and
-// zlib_deflate; subslice; luaxform) skip the rule, counted as "app-layer:<name>".
+//   subslice:OFFSET[,NBYTES][,truncate]   bytes from OFFSET (from the end when negative), NBYTES of
+//                         them (up to NBYTES from the end when negative); out of range: empty,
+//                         unless truncate clamps to the buffer
+//   gunzip / zlib_deflate[:max-size N]     the gzip / zlib stream decompressed (zlib), at most N bytes
+//                         (default 1024, at most 16 MiB); empty when nothing decompresses
+// The others Suricata has (domain and tld, which need the public suffix list; luaxform) skip the
+// rule, counted as "app-layer:<name>".
 //
 // A content after a transform must survive it (Suricata's TransformValidate): uppercase after
 // to_lowercase, lowercase after to_uppercase, whitespace after strip_whitespace, or two whitespace
@@ -44,7 +49,7 @@ namespace gaspp {
 
 enum class TransformKind : uint8_t {
   dotprefix, to_lowercase, to_uppercase, strip_whitespace, compress_whitespace, to_md5, to_sha1, to_sha256,
-  url_decode, xor_key, pcrexform, header_lowercase, strip_pseudo_headers, from_base64
+  url_decode, xor_key, pcrexform, header_lowercase, strip_pseudo_headers, from_base64, subslice, gunzip, zlib_deflate
 };
 
 struct Transform {
@@ -55,6 +60,10 @@ struct Transform {
   uint32_t key_at = 0;         // xor extract: where the key is read
   bool key_extract = false;    // xor: the key is read from the buffer
   uint8_t mode = 1;            // from_base64: 0 strict, 1 rfc4648, 2 rfc2045
+  int32_t s_offset = 0;        // subslice: the offset (negative: from the end)
+  int32_t s_nbytes = 0;        // subslice: bytes (negative: up to that many from the end); 0: to the end
+  bool truncate = false;       // subslice: clamp to the buffer instead of giving an empty one
+  uint32_t max_size = 1024;    // gunzip, zlib_deflate: the most bytes decompressed
   std::shared_ptr<void> code;  // pcrexform: the compiled expression (pcre2_code)
   bool operator==(const Transform& o) const;
 };
