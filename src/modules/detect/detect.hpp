@@ -580,6 +580,11 @@ struct DetectModule {
         DetCond cond;
       };
       std::vector<Size> bsize;  // bsize conditions on their buffers
+      struct Absent {
+        uint16_t key;
+        bool either, or_else;
+      };
+      std::vector<Absent> absent;  // absent on their buffers (Signature::absent)
       std::vector<AppPart> parts;
     };
     struct AppPrefilter;  // Hyperscan databases of the parts' fast patterns, per buffer

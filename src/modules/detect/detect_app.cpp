@@ -131,6 +131,22 @@ size_t sip_instances(const SipTx& t) {
   return n;
 }
 
+// Whether the update's transaction has got as far as buffer `key` (side * kBufCount + buffer): a
+// buffer it does not have by then it will not have (absent), as Suricata runs a buffer's inspection
+// once the transaction's progress reaches it. HTTP: a body once its message is done, the others
+// once its headers are; a DNS, SIP or FTP message is whole when parsed; TLS's handshake and SSH's
+// banners when read.
+bool buffer_final(const AppUpdate& u, uint16_t key) {
+  if (const HttpTx* h = u.http()) {
+    const uint8_t b = base_buf(uint8_t(key % kBufCount));
+    const bool body = b == kBufHttpRequestBody || b == kBufHttpResponseBody;
+    return key / kBufCount ? (body ? h->resp_done : h->resp_headers_done) : (body ? h->req_done : h->req_headers_done);
+  }
+  if (const TlsTx* t = u.tls()) return t->handshake_done;
+  if (const SshTx* s = u.ssh()) return s->done();
+  return true;
+}
+
 // An SDP buffer of the message (sdp.hpp): the session's fields, or instance `index` of a
 // multi-buffer (as Suricata's, a per-description field stops at the first description without it).
 bool sdp_buffer(const SdpMessage& m, uint8_t b, size_t index, const std::string*& out) {
@@ -593,6 +609,7 @@ void DetectModule::Host::add_app_sig(uint32_t i) {
   bool fixed = false;  // some buffer belongs to one side
   for (const SigOp& o : s.ops) fixed = fixed || sig_buf_side(o.buf) != 2 || (o.buf == kBufHttpResponseBody);
   for (const auto& [b, c] : s.bsize) fixed = fixed || sig_buf_side(b) != 2;
+  for (const auto& [b, e] : s.absent) fixed = fixed || sig_buf_side(b) != 2;
   a.side = s.flow_dir == 2 ? 1 : 0;
   if (!fixed && s.flow_dir == 0) a.side = 2;
   // A response buffer anywhere makes it a response signature: decided before the buffers of either
@@ -614,19 +631,31 @@ void DetectModule::Host::add_app_sig(uint32_t i) {
     if (reads_response(o.buf)) a.side = 1;
   for (const auto& [b, c] : s.bsize)
     if (reads_response(b)) a.side = 1;
-  for (const auto& [b0, c] : s.bsize) {
-    uint8_t b = b0;
+  for (const auto& [b, e] : s.absent)
+    if (reads_response(b)) a.side = 1;
+  // A bsize's or an absent's buffer with its side: the key, and whether it is the update's side.
+  const auto resolve = [&](uint8_t b, bool& either) {
     int side = sig_buf_side(b);
     to_request_body(b, side);
-    AppSig::Size z{};
+    either = false;
     if (side == 2) {
-      z.either = a.side == 2;
+      either = a.side == 2;
       side = a.side == 1 || s.flow_dir == 2 ? 1 : 0;
     }
     if (side == 1) a.side = 1;
-    z.key = uint16_t(side * kBufCount + b);
+    return uint16_t(side * kBufCount + b);
+  };
+  for (const auto& [b, c] : s.bsize) {
+    AppSig::Size z{};
+    z.key = resolve(b, z.either);
     z.cond = DetCond{uint8_t(c.range ? 2 : 1), c.cmp, uint8_t(c.neg ? 1 : 0), 0, c.lo, c.hi};
     a.bsize.push_back(z);
+  }
+  for (const auto& [b, or_else] : s.absent) {
+    AppSig::Absent z{};
+    z.key = resolve(b, z.either);
+    z.or_else = or_else;
+    a.absent.push_back(z);
   }
   // The base64_data options: a list of their own, inspected by the base64_decode op of a part.
   std::vector<size_t> b64;
@@ -672,16 +701,7 @@ void DetectModule::Host::build_app_prefilter() {
   std::map<uint16_t, std::map<std::pair<std::string, bool>, std::vector<uint32_t>>> lits;
   for (uint32_t a = 0; a < app_sigs_.size(); ++a) {
     const Signature& s = set_.sigs[app_sigs_[a].sig];
-    int fp = -1;
-    for (size_t k = 0; k < s.ops.size(); ++k) {
-      const SigOp& o = s.ops[k];
-      if (o.type != SigOpType::content || o.negated || o.buf == kBufBase64) continue;
-      if (o.fast_pattern) {
-        fp = int(k);
-        break;
-      }
-      if (fp < 0 || o.bytes.size() > s.ops[size_t(fp)].bytes.size()) fp = int(k);
-    }
+    const int fp = s.fast_pattern;  // signature.cpp's choice (none on a buffer tested absent)
     if (fp < 0) {
       app_pf_->nofp.push_back(a);
       continue;
@@ -933,8 +953,32 @@ void DetectModule::Host::on_app(std::span<const AppUpdate> updates, std::vector<
         other->addr[1] = bufs.addr[1];
         return *other;
       };
-      for (const AppSig::Size& z : a.bsize) {
+      // absent (Suricata 8): a buffer the transaction does not have (none, or empty) and will not
+      // have (buffer_final) satisfies its list; `absent` alone fails on one
+      // it has, `absent: or_else` goes on to the list's other options.
+      uint16_t absent_keys[4];
+      size_t n_absent = 0;
+      for (const AppSig::Absent& z : a.absent) {
         const uint16_t zk = side_key(z.key, z.either);
+        const std::string* b = bufs.get(zk);
+        if (b && !b->empty()) {
+          if (z.or_else) continue;
+          all = false;
+          break;
+        }
+        if (!buffer_final(u, zk)) {
+          all = false;  // not yet: it may still come
+          break;
+        }
+        if (n_absent < std::size(absent_keys)) absent_keys[n_absent++] = zk;
+      }
+      const auto satisfied = [&](uint16_t key) {
+        return std::find(absent_keys, absent_keys + n_absent, key) != absent_keys + n_absent;
+      };
+      for (const AppSig::Size& z : a.bsize) {
+        if (!all) break;
+        const uint16_t zk = side_key(z.key, z.either);
+        if (satisfied(zk)) continue;
         if (a.multi_any && instance_buf(uint8_t(zk % kBufCount))) {
           // A multi-buffer's bsize: checked at the instance its contents match (below); without
           // contents, some instance must hold it.
@@ -965,6 +1009,7 @@ void DetectModule::Host::on_app(std::span<const AppUpdate> updates, std::vector<
       for (const AppPart& p : a.parts) {
         if (!all) break;
         const uint16_t key = side_key(p.key, p.either);
+        if (satisfied(key)) continue;
         // Several multi-buffers: each matches at any of its own instances, as Suricata's.
         const bool any_instance = a.multi_any && instance_buf(uint8_t(key % kBufCount));
         const auto holds = [&](TxBuffers& tb) {

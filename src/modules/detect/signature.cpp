@@ -205,7 +205,7 @@ bool signature_keyword_known(const std::string& k, const RuleVars& vars) {
       "window", "decode-event", "icmp_id", "icmp_seq", "ipopts", "flow.pkts", "flow.bytes", "flow.pkts_toserver",
       "flow.pkts_toclient", "flow.bytes_toserver", "flow.bytes_toclient", "stream_size", "vlan.id", "vlan.layers", "flow.age", "ipv4-csum", "tcpv4-csum", "tcpv6-csum",
       "udpv4-csum", "udpv6-csum", "icmpv4-csum", "icmpv6-csum", "flags", "tcp.flags", "flow", "flowbits", "xbits", "hostbits", "app-layer-event", "prefilter",
-      "flowint", "noalert", "bsize", "tls.version", "dns.opcode", "dns.rcode", "dns.rrtype", "ftp.dynamic_port", "ftp.mode", "ftp.reply_received", "ftpbounce", "urilen", "requires",
+      "flowint", "noalert", "bsize", "absent", "tls.version", "dns.opcode", "dns.rcode", "dns.rrtype", "ftp.dynamic_port", "ftp.mode", "ftp.reply_received", "ftpbounce", "urilen", "requires",
       "tls.subject", "tls.issuerdn", "tls.fingerprint", "tls.cert_chain_len", "tls_cert_notbefore", "tls_cert_notafter"};
   if (name_keyword(k) || find_buf(kStickyBuffers, std::size(kStickyBuffers), k) >= 0 ||
       find_buf(kHeaderBuffers, std::size(kHeaderBuffers), k) >= 0 ||
@@ -929,10 +929,15 @@ std::string finish(Signature& s) {
       if (s.ops[i].buf == kBufBase64 || header_buf(s.ops[i].buf)) s.ops[i].fast_pattern = false;
       else fp = int(i);
     }
+  // Nor one of a buffer tested `absent: or_else` (the list holds without the buffer: Suricata's
+  // prefilter leaves such a buffer out).
+  const auto absent_buf = [&](uint8_t b) {
+    return std::any_of(s.absent.begin(), s.absent.end(), [&](const auto& z) { return z.first == b; });
+  };
   if (fp < 0)
     for (size_t i = 0; i < s.ops.size(); ++i)
       if (s.ops[i].type == SigOpType::content && !s.ops[i].negated && s.ops[i].buf != kBufBase64 && !header_buf(s.ops[i].buf) &&
-          (fp < 0 || s.ops[i].bytes.size() > s.ops[size_t(fp)].bytes.size()))
+          !absent_buf(s.ops[i].buf) && (fp < 0 || s.ops[i].bytes.size() > s.ops[size_t(fp)].bytes.size()))
         fp = int(i);
   s.fast_pattern = fp;
   for (const SigOp& o : s.ops) {
@@ -944,7 +949,7 @@ std::string finish(Signature& s) {
       return "skip:keyword base64_data with byte_extract variables";
   }
   const bool packet_bufs_only = std::all_of(s.ops.begin(), s.ops.end(), [](const SigOp& o) { return ip_addr_buf(o.buf); });
-  if (s.app && s.rule.action == RuleAction::alert && packet_bufs_only && s.bsize.empty() && !s.urilen.on && !s.http_events &&
+  if (s.app && s.rule.action == RuleAction::alert && packet_bufs_only && s.bsize.empty() && s.absent.empty() && !s.urilen.on && !s.http_events &&
       !s.dns_events &&
       !s.tls_version_on && !s.dns_opcode.on && !s.dns_rcode.on && s.dns_rrtype.c.mode == kUintNone && !s.tls_chain_len.on &&
       !s.tls_notbefore.mode && !s.tls_notafter.mode && !s.ftp_dynamic_port.on && !s.ftp_mode && !s.ftp_reply_received && !s.ftp_events && !s.ftp_bounce) {
@@ -970,6 +975,7 @@ std::string finish(Signature& s) {
   if (hdr_bufs[0] && s.app) return "skip:app-layer:" + std::string(sig_buf_name(hdr_bufs[0])) + " in an application-layer signature";
   if (hdr_bufs[0] && (s.only_stream || s.rule.tcp_stream)) return "error:a header buffer in a stream-only rule";
   if (s.gate_proto == "smtp" && s.app) {
+    if (!s.absent.empty()) return "skip:app-layer:absent on smtp buffers";
     // A mail's buffers, one part of it a signature: its fields (applayer/smtp.hpp: the envelope's
     // smtp.helo, smtp.mail_from, smtp.rcpt_to, the message's email.* header fields and body MD5) or
     // its attachments (applayer/mime.hpp: file.data, each file an
@@ -998,6 +1004,7 @@ std::string finish(Signature& s) {
     return "";
   }
   if (s.gate_proto == "ssh" && s.app) {
+    if (!s.absent.empty()) return "skip:app-layer:absent on ssh buffers";
     // The identification strings (applayer/ssh.hpp): ssh.proto and ssh.software, per direction.
     for (const SigOp& o : s.ops) {
       const uint8_t b = base_buf(o.buf);
@@ -1011,6 +1018,7 @@ std::string finish(Signature& s) {
     s.app_proto = 5;
   }
   if (s.gate_proto == "ftp" && s.app) {
+    if (!s.absent.empty()) return "skip:app-layer:absent on ftp buffers";
     // The control connection's transactions (applayer/ftp.hpp).
     for (const SigOp& o : s.ops)
       if (!ftp_buf(o.buf) && o.buf != kBufBase64 && o.buf != kBufPayload)
@@ -1055,6 +1063,11 @@ std::string finish(Signature& s) {
     for (const auto& [b, c] : s.bsize) {
       const uint8_t p = proto_of(b);
       if (s.app_proto && p != s.app_proto) return "error:bsize on a buffer of another protocol than the rule's";
+      s.app_proto = p;
+    }
+    for (const auto& [b, e] : s.absent) {
+      const uint8_t p = proto_of(b);
+      if (s.app_proto && p != s.app_proto) return "error:absent on a buffer of another protocol than the rule's";
       s.app_proto = p;
     }
     if (s.http_events && s.app_proto && s.app_proto != 1) return "error:app-layer-event http.* in a rule of another protocol";
@@ -1445,6 +1458,21 @@ std::string parse_signature(const std::string& text, const RuleVars& vars, Signa
         return "skip:app-layer:transforms: more than " + std::to_string(kMaxDerivedBufs) +
                " buffer and transform combinations";
       cur_buf = next;
+    }
+    if (k == "absent") {
+      // Suricata 8's absent: first on its buffer; alone, or (or_else) before other options.
+      if (cur_buf == kBufPayload) return "error:absent without a sticky buffer";
+      const std::string t = trim(v);
+      if (!t.empty() && t != "or_else") return "error:absent: nothing or or_else, not '" + t + "'";
+      const uint8_t b = cur_buf;
+      if (std::any_of(out.ops.begin(), out.ops.end(), [&](const SigOp& o) { return o.buf == b; }) ||
+          std::any_of(out.bsize.begin(), out.bsize.end(), [&](const auto& z) { return z.first == b; }) ||
+          std::any_of(out.absent.begin(), out.absent.end(), [&](const auto& z) { return z.first == b; }))
+        return "error:absent must come first, right after its buffer";
+      if (out.absent.size() == 4) return "skip:keyword absent on more than 4 buffers";
+      out.absent.push_back({b, !t.empty()});
+      out.app = true;
+      continue;
     }
     if (k == "bsize") {
       if (cur_buf == kBufPayload) return "skip:keyword bsize without a sticky buffer";
@@ -1947,6 +1975,14 @@ std::string parse_signature(const std::string& text, const RuleVars& vars, Signa
     return "skip:keyword " + k;
   }
   if (!have_sid) return "error:no sid";
+  for (const auto& [b, or_else] : out.absent) {
+    const bool other = std::any_of(out.ops.begin(), out.ops.end(), [&](const SigOp& o) { return o.buf == b; }) ||
+                       std::any_of(out.bsize.begin(), out.bsize.end(), [&](const auto& z) { return z.first == b; });
+    if (!or_else && other) return "error:absent: a buffer tested absent is not tested with other options too";
+    if (or_else && !other) return "error:absent: or_else expects other options on its buffer";
+    if (std::any_of(out.ops.begin(), out.ops.end(), [&](const SigOp& o) { return o.buf == b && o.fast_pattern; }))
+      return "error:absent and fast_pattern on one buffer";
+  }
   if (out.rule.transactional) {
     // Suricata 8's `=>`: one transaction, request and response buffers; it refuses a rule that one
     // direction could carry. Matched here as a transaction signature with buffers of both sides

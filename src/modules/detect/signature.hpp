@@ -398,6 +398,9 @@ struct Signature {
   } tls_notbefore, tls_notafter;
   IntCond dns_rrtype;              // dns.rrtype: a multi-integer over the questions' or answers' types
   std::vector<std::pair<uint8_t, NumCond>> bsize;  // bsize: (the sticky buffer, its size condition)
+  // absent (Suricata 8): (the sticky buffer, or_else). The buffer's list matches when the
+  // transaction does not have it; with or_else, one it has goes on to the list's other options.
+  std::vector<std::pair<uint8_t, bool>> absent;
 };
 
 struct SignatureSet {
