@@ -1975,7 +1975,9 @@ std::string parse_signature(const std::string& text, const RuleVars& vars, Signa
     return "skip:keyword " + k;
   }
   if (!have_sid) return "error:no sid";
-  for (const auto& [b, or_else] : out.absent) {
+  for (const auto& z : out.absent) {
+    const uint8_t b = z.first;  // not a structured binding: lambdas capture it
+    const bool or_else = z.second;
     const bool other = std::any_of(out.ops.begin(), out.ops.end(), [&](const SigOp& o) { return o.buf == b; }) ||
                        std::any_of(out.bsize.begin(), out.bsize.end(), [&](const auto& z) { return z.first == b; });
     if (!or_else && other) return "error:absent: a buffer tested absent is not tested with other options too";
