@@ -82,6 +82,14 @@ int hexval_of(uint8_t c) {
 
 bool is_ws(uint8_t c) { return c == ' ' || c == '\t' || c == '\r' || c == '\n' || c == 0x0b || c == 0x0c; }
 
+// s without the whitespace (libhtp's is_space) at either end.
+std::string trim_space(const std::string& s) {
+  size_t a = 0, z = s.size();
+  while (a < z && is_ws(uint8_t(s[a]))) ++a;
+  while (z > a && is_ws(uint8_t(s[z - 1]))) --z;
+  return s.substr(a, z - a);
+}
+
 bool token_char(uint8_t c) {
   return c > 0x20 && c < 0x7f && !std::strchr("()<>@,;:\\\"/[]?={}", c);
 }
@@ -148,12 +156,6 @@ class RespHeaderParser {
     while (k < n_ && at(k) != '\r' && at(k) != '\n') ++k;
     return k;
   }
-  static std::string trim_ws(const std::string& s) {
-    size_t a = 0, z = s.size();
-    while (a < z && is_ws(uint8_t(s[a]))) ++a;
-    while (z > a && is_ws(uint8_t(s[z - 1]))) --z;
-    return s.substr(a, z - a);
-  }
   // One header from i; i moves past its line end (not past the block's end).
   bool header(size_t& i, HttpHeader& h) {
     // The name runs to the first ':' before a line end; a line end followed by SP or HT does not
@@ -175,7 +177,7 @@ class RespHeaderParser {
     size_t k;
     if (j < n_ && at(j) == ':') {
       events |= header_name_events(b_.substr(i, j - i), true, 1);
-      h.name = trim_ws(b_.substr(i, j - i));
+      h.name = trim_space(b_.substr(i, j - i));
       k = j + 1;
       while (k < n_ && (at(k) == ' ' || at(k) == '\t')) ++k;
     } else {
@@ -227,7 +229,7 @@ class RespHeaderParser {
       pos = e2;  // a fold of one byte and a 1-byte line end: the block ends at that line end
       break;
     }
-    h.value = trim_ws(v);
+    h.value = trim_space(v);
     i = pos;
     return true;
   }
@@ -326,13 +328,6 @@ bool known_method(const std::string& m) {
                                          "REPORT", "MKWORKSPACE", "MKACTIVITY", "BASELINE-CONTROL", "MERGE",
                                          "INVALID", "HEAD"};
   return std::any_of(std::begin(kMethods), std::end(kMethods), [&](const char* k) { return m == k; });
-}
-
-std::string trim_space(const std::string& s) {
-  size_t a = 0, z = s.size();
-  while (a < z && is_ws(uint8_t(s[a]))) ++a;
-  while (z > a && is_ws(uint8_t(s[z - 1]))) --z;
-  return s.substr(a, z - a);
 }
 
 // The anomalies of a header name as libhtp's header parser flags them (headers.rs name()): the

@@ -115,6 +115,19 @@ void ModuleSet::gather_datagrams(const PacketBatch& b) {
   std::erase_if(sorted_, [mod](const ModuleEvent& e) { return e.module == mod; });
 }
 
+namespace {
+// The app-layer events of an HTTP transaction the EVE anomaly log has not written yet, marked
+// written; 0 for other protocols.
+uint64_t take_unlogged_events(AppProto proto, AppTx& t) {
+  if (proto != AppProto::http) return 0;
+  HttpTx& h = static_cast<HttpTx&>(t);
+  const uint64_t fresh = h.events & ~h.events_logged;
+  h.events_logged |= fresh;
+  return fresh;
+}
+
+}  // namespace
+
 void ModuleSet::app_events(const std::vector<StreamChunk>& chunks, std::span<const uint8_t> bytes) {
   if (!app_ || (chunks.empty() && datagrams_.empty())) return;
   uint64_t clock = host_times_on_ ? now_ns() : 0;
@@ -161,12 +174,10 @@ void ModuleSet::app_events(const std::vector<StreamChunk>& chunks, std::span<con
                         : u.ftp()  ? u.ftp()->done
                         : u.smtp() ? u.smtp()->complete && u.smtp()->has_mail()
                                    : u.dns() != nullptr || u.sip() != nullptr;
-      if (app_anomalies_ && u.proto == AppProto::http) {
+      if (app_anomalies_) {
         // Anomalies at the packet whose data raised them, as Suricata's anomaly tx logger.
-        HttpTx& h = static_cast<HttpTx&>(t);
-        const uint64_t fresh = h.events & ~h.events_logged;
+        const uint64_t fresh = take_unlogged_events(u.proto, t);
         if (fresh) {
-          h.events_logged |= fresh;
           const bool src_lo = (u.client_lo != 0) == (u.dir == 0);
           sorted_.push_back(ModuleEvent{u.flow_id, u.packet, uint32_t(app_logs_.size()), kAppLogModule, 0, u.dir});
           app_logs_.push_back(AppLog{u.proto, &t, u.key, u.client_lo != 0, fresh, src_lo});
@@ -230,11 +241,9 @@ void ModuleSet::forget_app_flows(const std::vector<FlowRecordOut>& flows, Module
   std::unordered_map<uint64_t, uint64_t> last_ts;
   for (const FlowRecordOut& f : flows) last_ts[f.rec.flow_id] = f.rec.last_ts;
   app_->forget(flows, [&](uint64_t flow_id, const FlowKey& key, bool client_lo, AppProto proto, AppTx& t) {
-    if (app_anomalies_ && proto == AppProto::http) {
+    if (app_anomalies_) {
       // Events no update handed over (raised at the flow's end): from the client's side.
-      HttpTx& h = static_cast<HttpTx&>(t);
-      const uint64_t fresh = h.events & ~h.events_logged;
-      h.events_logged |= fresh;
+      const uint64_t fresh = take_unlogged_events(proto, t);
       if (fresh) write_anomalies(last_ts[flow_id], flow_id, 0, key, client_lo, t, fresh, out);
     }
     if (t.logged) return;
