@@ -118,6 +118,11 @@ void apply_file_config(const FileConfig& fc, Options& o) {
   if (fc.http_response_body_limit) o.app_layer.http.response_body_limit = *fc.http_response_body_limit;
   if (fc.http_decompress_layer_limit) o.app_layer.http.decompress_layer_limit = *fc.http_decompress_layer_limit;
   if (fc.http_lzma_enabled) o.app_layer.http.lzma_enabled = *fc.http_lzma_enabled;
+  if (fc.http_request_inspect_min) o.app_layer.http.request_inspect_min = *fc.http_request_inspect_min;
+  if (fc.http_request_inspect_window) o.app_layer.http.request_inspect_window = *fc.http_request_inspect_window;
+  if (fc.http_response_inspect_min) o.app_layer.http.response_inspect_min = *fc.http_response_inspect_min;
+  if (fc.http_response_inspect_window) o.app_layer.http.response_inspect_window = *fc.http_response_inspect_window;
+  if (fc.http_body_inline) o.http_body_inline = *fc.http_body_inline;
   if (fc.http_lzma_memlimit) o.app_layer.http.lzma_memlimit = *fc.http_lzma_memlimit;
   if (fc.file_hashes) o.app_layer.file_hashes = *fc.file_hashes;
   if (fc.ftp_max_tx) o.app_layer.ftp_max_txs = *fc.ftp_max_tx;
@@ -615,6 +620,7 @@ int parse_command_line(int argc, char** argv, Options& o) {
     o.inline_ips = true;
     o.live.ignore_outgoing = true;  // what gaspp forwards is not captured again
   }
+  o.app_layer.http.body_inline = o.http_body_inline == "yes" || (o.http_body_inline == "auto" && o.inline_ips);
   ro.policy.adaptive = adaptive_flag.empty() ? !o.ifaces.empty() : adaptive_flag == "on";
   if (!o.ifaces.empty()) {  // live: batches go out when the ring runs dry; latency is measured
     ro.policy.linger_ns = uint64_t(linger_us) * 1000ull;

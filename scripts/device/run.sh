@@ -115,6 +115,7 @@ tests)
   python3 tests/e2e/detect_app_proto.py $B/gaspp bundle/data cuda | tail -3; check "alert smtp/ftp/ssh/smb signatures (cuda)"
   python3 tests/e2e/detect_xbits.py $B/gaspp cuda | tail -3; check "xbits vs reference (cuda)"
   python3 tests/e2e/detect_base64.py $B/gaspp cuda | tail -3; check "base64_decode / base64_data (cuda)"
+  python3 tests/e2e/detect_body_windows.py $B/gaspp cuda | tail -3; check "HTTP body inspection windows (cuda)"
   python3 tests/e2e/detect_transforms.py $B/gaspp cuda | tail -3; check "transforms (cuda)"
   python3 tests/e2e/detect_header.py $B/gaspp cuda 2>&1 | grep -v WARNING | tail -3; check "ttl, ip_proto, tcp.mss, seq, ack, window (cuda)"
   python3 tests/e2e/detect_decode_events.py $B/gaspp cuda 2>&1 | grep -v WARNING | tail -3; check "decoder events, decode-event (cuda)"

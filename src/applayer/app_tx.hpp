@@ -23,6 +23,15 @@ struct AppTx {
     std::vector<uint32_t> hits;
   };
   std::unordered_map<uint32_t, Scan> scans;  // per buffer: the size last scanned and the hits then
+  // A body's prefilter hits per buffer, with where each signature's last one ended (bodies are
+  // inspected in windows: modules/detect/body_window.hpp), and how much of each direction's body
+  // was inspected.
+  struct WindowScan {
+    size_t size = 0;  // scanned up to here
+    std::vector<std::pair<uint32_t, uint64_t>> hits;  // (signature, where its last hit ended)
+  };
+  std::unordered_map<uint16_t, WindowScan> window_scans;
+  uint64_t body_inspected[2] = {0, 0};
   // Buffers built from the transaction that only grow once built (an HTTP message once its
   // headers are done: start line, headers, then the body as it comes), kept between updates so
   // that each update appends what is new instead of copying the whole again; and the buffers of

@@ -549,6 +549,7 @@ HttpTx* Http1Conn::new_tx() {
   txs_.push_back(std::make_unique<HttpTx>());
   HttpTx* t = txs_.back().get();
   t->id = next_id_++;
+  t->limits = &lim_;
   ++stats_.txs;
   return t;
 }
@@ -1116,6 +1117,7 @@ void Http1Conn::body(int dir, const uint8_t* p, size_t n) {
     ++stats_.bodies_truncated;
     d.hit_limit = true;
   }
+  if (out.size() >= limit) t.body_cut[dir] = true;
   // Only a body that grew is news to the consumers: bytes past the limit (or a decoder still
   // gathering) change nothing they inspect, and a multi-megabyte download would otherwise make
   // them look at the same 100 KiB again for every segment.

@@ -41,6 +41,16 @@ struct HttpLimits {
   bool lzma_enabled = false;                  // lzma-enabled: lzma bodies decoded (else inspected as sent)
   uint64_t lzma_memlimit = 1u << 20;          // lzma-memlimit
   uint32_t max_txs = 512;                     // unfinished transactions kept per connection
+  // How the detection engine inspects bodies (Suricata's body inspection windows, read by
+  // detection from the parser's configuration as Suricata's htp cfg is): a body is inspected once
+  // it has request-body-minimal-inspect-size / response-body-minimal-inspect-size bytes, is
+  // complete, or reached its limit; after that each update inspects its new bytes with some of
+  // the old before them (up to the inspect window). The defaults are suricata.yaml's.
+  uint32_t request_inspect_min = 32 * 1024, request_inspect_window = 4 * 1024;
+  uint32_t response_inspect_min = 40 * 1024, response_inspect_window = 16 * 1024;
+  // http-body-inline: bodies inspected at every update from their first bytes, without waiting
+  // for the minimal size (Suricata's inline mode; `auto` is on with --inline).
+  bool body_inline = false;
 };
 
 struct HttpStats {
@@ -145,6 +155,8 @@ struct HttpTx : AppTx {
   bool resp_line = false, resp_headers_done = false, resp_done = false;
   bool seen_100continue = false;  // an interim 100 response came
   uint64_t request_body_len = 0, response_body_len = 0;  // as framed on the wire
+  bool body_cut[2] = {false, false};  // a body (request, response) reached its limit: the rest is not kept
+  const HttpLimits* limits = nullptr;  // the connection's configuration (set by the parser)
   // Header values by name (case-insensitive; repeated headers joined with ", "), "" when absent.
   std::string req_header(const char* name) const;
   std::string resp_header(const char* name) const;

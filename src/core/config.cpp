@@ -125,7 +125,18 @@ void app_layer_section(const std::string& path, const YAML::Node& v, FileConfig&
       else if (k == "response-body-decompress-layer-limit") c.http_decompress_layer_limit = uint32_t(std::min<uint64_t>(size_value(path, kv.second, k), 0xffffffffu));
       else if (k == "lzma-enabled") c.http_lzma_enabled = yes_no(path, kv.second, k);
       else if (k == "lzma-memlimit") c.http_lzma_memlimit = size_value(path, kv.second, k);
-      else other = true;
+      else if (k == "request-body-minimal-inspect-size" || k == "request-body-inspect-window" ||
+               k == "response-body-minimal-inspect-size" || k == "response-body-inspect-window") {
+        const uint64_t n = size_value(path, kv.second, k);
+        // Suricata keeps these in 32 bits; a window of 0 would inspect nothing old before new data.
+        if (n == 0 || n > 0xffffffffu) fail(path, kv.second, k + " must be 1 byte .. 4 GiB");
+        (k[2] == 'q' ? (k.find("window") != std::string::npos ? c.http_request_inspect_window : c.http_request_inspect_min)
+                     : (k.find("window") != std::string::npos ? c.http_response_inspect_window : c.http_response_inspect_min)) =
+            uint32_t(n);
+      } else if (k == "http-body-inline") {
+        const std::string t = scalar(path, kv.second, k);
+        c.http_body_inline = t == "auto" ? "auto" : yes_no(path, kv.second, k) ? "yes" : "no";
+      } else other = true;
     }
   }
   // smtp.mime.body-md5: no turns email.body_md5 off (yes, auto: computed when a rule asks).
@@ -170,7 +181,7 @@ void app_layer_section(const std::string& path, const YAML::Node& v, FileConfig&
     else c.vars["ja3-fingerprints"] = yes_no(path, ja3, "app-layer.protocols.tls.ja3-fingerprints") ? "yes" : "no";
   }
   if (other || !d || !v.IsMap() || v.size() > 1 || !protocols || protocols.size() > 1)
-    c.ignored.push_back("app-layer (all but the HTTP body and decompression limits, lzma, tls.ja3-fingerprints, smtp.mime.body-md5, "
+    c.ignored.push_back("app-layer (all but the HTTP body and decompression limits, body inspection sizes, http-body-inline, lzma, tls.ja3-fingerprints, smtp.mime.body-md5, "
                         "ftp.max-tx and the DNS and SIP detection ports)");
 }
 

@@ -84,6 +84,11 @@ struct FileConfig {
   // app-layer.protocols.http.libhtp.default-config: request-body-limit, response-body-limit,
   // response-body-decompress-layer-limit (the HTTP parser's limits, applayer/http1.hpp)
   std::optional<uint32_t> http_request_body_limit, http_response_body_limit, http_decompress_layer_limit;
+  // ... request-body-minimal-inspect-size, request-body-inspect-window, response-body-minimal-
+  // inspect-size, response-body-inspect-window; http-body-inline (yes, no or auto)
+  std::optional<uint32_t> http_request_inspect_min, http_request_inspect_window;
+  std::optional<uint32_t> http_response_inspect_min, http_response_inspect_window;
+  std::optional<std::string> http_body_inline;
   std::optional<uint32_t> ftp_max_tx;  // app-layer.protocols.ftp.max-tx
   // app-layer.protocols.dns[.udp|.tcp].detection-ports.dp, sip[.udp].detection-ports.dp
   std::optional<PortRanges> dns_udp_ports, dns_tcp_ports, sip_udp_ports;

@@ -163,8 +163,23 @@ def run(gaspp, path, pcap, rules, d, options="", args=()):
     for line in open(os.path.join(out, "eve.json")):
         e = json.loads(line)
         if e.get("event_type") == "alert":
-            got[e["alert"]["signature_id"]] = got.get(e["alert"]["signature_id"], 0) + 1
+            got.setdefault(e["alert"]["signature_id"], []).append(e.get("pcap_cnt"))
     return got, p.stderr
+
+
+def runs(gaspp, paths, packets, rules, name, options="", args=()):
+    """Writes the capture and the rules (one a line), runs gaspp (with `args`) through each path;
+    yields (path, {sid: [pcap_cnt of each alert]}, stderr)."""
+    from scapy.all import wrpcap
+    with tempfile.TemporaryDirectory() as d:
+        pcap = os.path.join(d, name + ".pcap")
+        wrpcap(pcap, packets)
+        rf = os.path.join(d, name + ".rules")
+        with open(rf, "w") as f:
+            f.write("\n".join(rules) + "\n")
+        for path in paths:
+            got, err = run(gaspp, path, pcap, rf, d, options, args)
+            yield path, got, err
 
 
 def bad_rules_reported(name, first_bad, n_rules):
@@ -184,25 +199,18 @@ def check_counts(gaspp, paths, packets, rules, want, name, options="", on_stderr
     """Writes the capture and the rules (one a line, sid N on line N where the test says so), runs
     gaspp (with `args`) through each path and compares the alerts of each sid with want.
     on_stderr(path, err) may return more failures. Returns the failures."""
-    from scapy.all import wrpcap
     failed = 0
-    with tempfile.TemporaryDirectory() as d:
-        pcap = os.path.join(d, name + ".pcap")
-        wrpcap(pcap, packets)
-        rf = os.path.join(d, name + ".rules")
-        with open(rf, "w") as f:
-            f.write("\n".join(rules) + "\n")
-        for path in paths:
-            got, err = run(gaspp, path, pcap, rf, d, options, args)
-            bad = [(sid, n, got.get(sid, 0)) for sid, n in sorted(want.items()) if got.get(sid, 0) != n]
-            extra = sorted(set(got) - set(want))
-            for sid, n, g in bad:
-                print(f"FAIL {path}: sid {sid}: {g} alerts, expected {n}")
-            if extra:
-                print(f"FAIL {path}: alerts of unknown sids {extra}")
-            failed += len(bad) + len(extra) + (on_stderr(path, err) if on_stderr else 0)
-            print(f"{path}: {len(want)} rules, {sum(want.values())} alerts expected, {sum(got.values())} raised, "
-                  f"{len(bad)} wrong")
+    for path, at, err in runs(gaspp, paths, packets, rules, name, options, args):
+        got = {sid: len(cnts) for sid, cnts in at.items()}
+        bad = [(sid, n, got.get(sid, 0)) for sid, n in sorted(want.items()) if got.get(sid, 0) != n]
+        extra = sorted(set(got) - set(want))
+        for sid, n, g in bad:
+            print(f"FAIL {path}: sid {sid}: {g} alerts, expected {n}")
+        if extra:
+            print(f"FAIL {path}: alerts of unknown sids {extra}")
+        failed += len(bad) + len(extra) + (on_stderr(path, err) if on_stderr else 0)
+        print(f"{path}: {len(want)} rules, {sum(want.values())} alerts expected, {sum(got.values())} raised, "
+              f"{len(bad)} wrong")
     return failed
 
 

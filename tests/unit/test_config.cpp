@@ -266,7 +266,7 @@ TEST(Config, RealSuricataYaml) {
       EXPECT_EQ(c.flow_timeouts->normal[p][s], d.normal[p][s]);
       EXPECT_EQ(c.flow_timeouts->emergency[p][s], d.emergency[p][s]);
     }
-  for (const char* s : {"outputs (all but eve-log's ethernet, alert payload, packet, verdict, tagged-packets and metadata, anomaly decode, files force-hash and smtp md5)", "af-packet", "app-layer (all but the HTTP body and decompression limits, lzma, tls.ja3-fingerprints, smtp.mime.body-md5, ftp.max-tx and the DNS and SIP detection ports)",
+  for (const char* s : {"outputs (all but eve-log's ethernet, alert payload, packet, verdict, tagged-packets and metadata, anomaly decode, files force-hash and smtp md5)", "af-packet", "app-layer (all but the HTTP body and decompression limits, body inspection sizes, http-body-inline, lzma, tls.ja3-fingerprints, smtp.mime.body-md5, ftp.max-tx and the DNS and SIP detection ports)",
                         "stream (all but reassembly.urgent)", "detect"})
     EXPECT_NE(std::find(c.ignored.begin(), c.ignored.end(), s), c.ignored.end()) << s;
   // Its defrag section, in Suricata's size syntax ("32 MiB"): the defaults, which are ours.
@@ -286,6 +286,21 @@ TEST(Config, RealSuricataYaml) {
   ASSERT_TRUE(c.urgent && c.urgent_oob_limit);
   EXPECT_EQ(*c.urgent, UrgentPolicy::oob);
   EXPECT_EQ(*c.urgent_oob_limit, UrgentPolicy::drop);
+  // Its HTTP body inspection sizes (Suricata's defaults without it are other: 32 KiB / 4 KiB both).
+  EXPECT_EQ(c.http_request_inspect_min.value_or(0), 32u << 10);
+  EXPECT_EQ(c.http_request_inspect_window.value_or(0), 4u << 10);
+  EXPECT_EQ(c.http_response_inspect_min.value_or(0), 40u << 10);
+  EXPECT_EQ(c.http_response_inspect_window.value_or(0), 16u << 10);
+  EXPECT_EQ(c.http_body_inline.value_or(""), "auto");
+}
+
+TEST(Config, HttpBodyInspection) {
+  const std::string k = "app-layer.protocols.http.libhtp.default-config.";
+  const FileConfig c = load_config("", {k + "response-body-inspect-window=2kb", k + "http-body-inline=yes"});
+  EXPECT_EQ(c.http_response_inspect_window.value_or(0), 2048u);
+  EXPECT_EQ(c.http_body_inline.value_or(""), "yes");
+  EXPECT_NE(error_of("", {k + "request-body-inspect-window=0"}).find("request-body-inspect-window must be"), std::string::npos);
+  EXPECT_NE(error_of("", {k + "http-body-inline=maybe"}).find("http-body-inline"), std::string::npos);
 }
 
 TEST(Config, ExceptionPolicies) {

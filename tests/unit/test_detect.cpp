@@ -19,6 +19,7 @@
 #include "modules/detect/dataset.hpp"
 #include "modules/detect/iprep.hpp"
 #include "modules/detect/tag.hpp"
+#include "modules/detect/body_window.hpp"
 #include "modules/detect/detect.hpp"
 #include "modules/detect/signature.hpp"
 #include "modules/detect/transform.hpp"
@@ -1678,3 +1679,53 @@ TEST(Tags, CountAsSuricatasTagEngine) {
 
 }  // namespace
 }  // namespace gaspp
+
+// What each update inspects of an HTTP body (body_window.hpp): Suricata's FiledataGetDataCallback
+// (response) and HttpRequestBodyGetDataCallback (request), worked through by hand for each step.
+TEST(BodyWindow, AsSuricatasBodyCallbacks) {
+  struct Step {
+    uint64_t size;
+    bool done, cut;
+    bool inspect;
+    uint64_t offset;
+  };
+  struct Case {
+    const char* name;
+    gaspp::BodyWindowCfg cfg;
+    std::vector<Step> steps;
+  };
+  const gaspp::BodyWindowCfg resp{40960, 16384, false, false}, resp_inline{40960, 16384, false, true};
+  const gaspp::BodyWindowCfg req{32768, 4096, true, false};
+  const std::vector<Case> cases = {
+      {"small response: waits for its end", resp, {{1000, false, false, false, 0}, {5000, true, false, true, 0}}},
+      {"large response: minimal size, then windows",
+       resp,
+       {{41000, false, false, true, 0},
+        {42400, false, false, true, 42400 - 16384},         // 1,400 new: a window in all
+        {80000, false, false, true, 42400 - 4096},          // more than a window new: a quarter window of old
+        {80000, false, false, false, 0}}},                  // nothing new
+      {"response at its limit: inspected at once", resp, {{20000, false, true, true, 0}}},
+      {"inline response: from the start until the minimal size",
+       resp_inline,
+       {{100, false, false, true, 0}, {200, false, false, true, 0}, {41000, false, false, true, 0},
+        {42000, false, false, true, 41000 - (16384 - 1000)}}},
+      {"request: from the start until more than the minimal size was inspected",
+       req,
+       {{10000, false, false, false, 0},
+        {33000, false, false, true, 0},
+        {34000, false, false, true, 33000 - (4096 - 1000)},
+        {40000, false, false, true, 34000 - 1024}}},
+      {"small request: at its end", req, {{10000, true, false, true, 0}}},
+  };
+  for (const Case& c : cases) {
+    uint64_t inspected = 0;
+    for (size_t i = 0; i < c.steps.size(); ++i) {
+      const Step& s = c.steps[i];
+      const gaspp::BodyWindow w = gaspp::body_window(c.cfg, s.size, s.done, s.cut, inspected);
+      EXPECT_EQ(w.inspect, s.inspect) << c.name << ", step " << i;
+      if (s.inspect) {
+        EXPECT_EQ(w.offset, s.offset) << c.name << ", step " << i;
+      }
+    }
+  }
+}

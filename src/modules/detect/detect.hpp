@@ -612,6 +612,7 @@ struct DetectModule {
     // What one on_app worker keeps apart from the others (its scratch: AppPrefilter::scratch).
     struct alignas(64) AppWorker {
       std::vector<uint32_t> hits, cand;
+      std::vector<std::pair<uint32_t, uint64_t>> ends;  // a body scan's (pattern, match end)
       uint64_t updates = 0, candidates = 0, matches = 0;
       AppAlerts alerts;
     };

@@ -24,6 +24,7 @@
 #include <cstring>
 #include <stdexcept>
 
+#include "modules/detect/body_window.hpp"
 #include "modules/detect/detect.hpp"
 #include "modules/detect/hs_cache.hpp"
 #include "modules/detect/transform.hpp"
@@ -198,6 +199,20 @@ struct TxBuffers {
 
   AppTx* owner;      // where buffers kept between updates live (AppTx::built)
   std::string addr[2];  // the client's and the server's address: 4 bytes (IPv4) or 16, network order
+  // The update's own body (kBufHttpRequestBody or kBufHttpResponseBody; kBufPayload: none) is
+  // inspected in a window (body_window.hpp): its buffers, and those transformed from it, hold the
+  // window's bytes, or are absent when the update inspects none of it. The other side's body is
+  // read whole (a signature reading both sides matches again at the response).
+  uint8_t win_buf = kBufPayload;
+  BodyWindow win;
+  bool windowed(uint16_t key) const { return win_buf != kBufPayload && base_buf(uint8_t(key % kBufCount)) == win_buf; }
+  // Where a buffer's bytes start in the buffer they are part of (Suricata's inspect offset).
+  uint64_t base_of(uint16_t key) const { return windowed(key) ? win.offset : 0; }
+  // Whether the transaction has the body a windowed buffer reads (whatever this update inspects).
+  bool body_present(uint16_t key) const {
+    return base_buf(uint8_t(key % kBufCount)) == kBufHttpRequestBody ? t.req_headers_done && !t.request_body.empty()
+                                                                     : t.resp_headers_done && !t.response_body.empty();
+  }
 
   TxBuffers(const HttpTx& tx, const TlsTx* tl, const DnsTx* dn, const SmtpTx* sm, const SshTx* sh, const SipTx* si,
             const FtpTx* ft, size_t i, AppTx* o)
@@ -214,7 +229,7 @@ struct TxBuffers {
     // response's updates (which inspect signatures reading both sides).
     // (Not a multi-buffer's instance: the request headers one by one.)
     const bool final = !tls && !dns && !smtp && !ssh && !sip && !ftp && key < kBufCount && key != kBufPayload && t.req_done &&
-                       base_buf(uint8_t(key)) != kBufHttpRequestHeader;
+                       base_buf(uint8_t(key)) != kBufHttpRequestHeader && !windowed(key);
     if (final) {
       const auto it = owner->built.find(uint16_t(kFinal + key));
       if (it != owner->built.end()) {
@@ -235,6 +250,21 @@ struct TxBuffers {
     return ptr[key];
   }
   static constexpr uint16_t kFinal = 0x4000;  // AppTx::built ids of final request buffers
+
+  // A body: held whole, or, the update's own body, its window's bytes (none: absent).
+  bool body_part(const std::string& body, bool headers_done, uint8_t b, std::string& out,
+                 const std::string*& held) const {
+    if (!headers_done || body.empty()) return false;
+    if (b == win_buf) {
+      if (!win.inspect) return false;
+      if (win.offset != 0) {
+        out.assign(body, size_t(win.offset), std::string::npos);
+        return true;
+      }
+    }
+    held = &body;
+    return true;
+  }
 
   bool header(int side, const char* name, std::string& out) const { return t.header(side, name, out); }
 
@@ -466,7 +496,7 @@ struct TxBuffers {
       case kBufHttpAcceptEnc: return req_hdr && header(0, "accept-encoding", out);
       case kBufHttpAcceptLang: return req_hdr && header(0, "accept-language", out);
       case kBufHttpConnection: return req_hdr && header(0, "connection", out);
-      case kBufHttpRequestBody: return hold(t.request_body, req_hdr && !t.request_body.empty());
+      case kBufHttpRequestBody: return body_part(t.request_body, req_hdr, b, out, held);
       case kBufHttpHeader: {
         if (!hdr) return false;
         for (const HttpHeader& h : side ? t.resp_headers : t.req_headers) {
@@ -505,7 +535,7 @@ struct TxBuffers {
       case kBufHttpStatCode: return hold(t.stat_code, resp_line && !t.stat_code.empty());
       case kBufHttpStatMsg: return hold(t.stat_msg, resp_line && !t.stat_msg.empty());
       case kBufHttpResponseLine: return hold(t.response_line, resp_line && !t.response_line.empty());
-      case kBufHttpResponseBody: return hold(t.response_body, resp_hdr && !t.response_body.empty());
+      case kBufHttpResponseBody: return body_part(t.response_body, resp_hdr, b, out, held);
       case kBufHttpServer: return resp_hdr && header(1, "server", out);
       case kBufHttpLocation: return resp_hdr && header(1, "location", out);
       default: return false;
@@ -518,30 +548,46 @@ int on_app_match(unsigned int id, unsigned long long, unsigned long long, unsign
   return 0;
 }
 
+// The pattern and where its match ended.
+int on_app_match_end(unsigned int id, unsigned long long, unsigned long long to, unsigned int, void* ctx) {
+  static_cast<std::vector<std::pair<uint32_t, uint64_t>>*>(ctx)->emplace_back(id, to);
+  return 0;
+}
+
 }  // namespace
 
 // One Hyperscan database over the fast patterns of every buffer (one compile: a database a
 // buffer cost a fixed compile time each, most of the load time of the HTTP rules); a hit counts
 // for the signatures whose pattern is on the buffer scanned.
+// One database per buffer key, as Suricata has an MPM context per buffer: a buffer is scanned for
+// its own signatures' patterns only. (One database of every buffer's patterns scanned each buffer
+// for all of them: with ET Open, Hyperscan's time per byte on the 20,000-pattern database was most
+// of the application layer's inspection.)
 struct DetectModule::Host::AppPrefilter {
-  hs_database_t* db = nullptr;
-  std::vector<hs_scratch_t*> scratch;  // one per on_app worker
-  std::vector<std::vector<std::pair<uint16_t, uint32_t>>> pat_sigs;  // pattern id -> (buffer key, app signature)
+  struct KeyDb {
+    hs_database_t* db = nullptr;
+    std::vector<std::vector<uint32_t>> pat_sigs;  // pattern id -> app signatures
+    size_t max_len = 0;                           // the longest pattern
+  };
+  std::vector<KeyDb> by_key = std::vector<KeyDb>(2 * kBufCount);
+  std::vector<hs_scratch_t*> scratch;  // one per on_app worker, large enough for every database
   std::vector<uint16_t> keys;    // the buffer keys some pattern is on
   std::vector<uint32_t> nofp;    // app signatures without a fast pattern
-  size_t max_len = 0;            // the longest pattern
   ~AppPrefilter() {
     for (hs_scratch_t* sc : scratch) hs_free_scratch(sc);
-    if (db) hs_free_database(db);
+    for (KeyDb& k : by_key)
+      if (k.db) hs_free_database(k.db);
   }
 };
 
 void DetectModule::Host::set_app_workers(int n) {
   app_workers_ = std::vector<AppWorker>(size_t(std::max(1, n)));
-  if (!app_pf_ || !app_pf_->db) return;
+  if (!app_pf_ || app_pf_->keys.empty()) return;
   while (app_pf_->scratch.size() < app_workers_.size()) {
     hs_scratch_t* sc = nullptr;
-    if (hs_alloc_scratch(app_pf_->db, &sc) != HS_SUCCESS) throw std::runtime_error("detect: Hyperscan scratch allocation failed");
+    for (const uint16_t k : app_pf_->keys)
+      if (hs_alloc_scratch(app_pf_->by_key[k].db, &sc) != HS_SUCCESS)
+        throw std::runtime_error("detect: Hyperscan scratch allocation failed");
     app_pf_->scratch.push_back(sc);
   }
 }
@@ -718,27 +764,26 @@ void DetectModule::Host::build_app_prefilter() {
     lits[kb][{lit, o.nocase}].push_back(a);
     if (app_sigs_[a].side == 2) lits[uint16_t(kb % kBufCount + kBufCount)][{lit, o.nocase}].push_back(a);  // both sides
   }
-  std::map<std::pair<std::string, bool>, std::vector<std::pair<uint16_t, uint32_t>>> pats;
   for (auto& [kb, m] : lits) {
+    AppPrefilter::KeyDb& kd = app_pf_->by_key[kb];
+    std::vector<std::string> ptr;
+    std::vector<unsigned> flags, ids;
+    for (auto& [lit, sigs] : m) {
+      ids.push_back(unsigned(kd.pat_sigs.size()));
+      kd.pat_sigs.push_back(sigs);
+      ptr.push_back(lit.first);
+      kd.max_len = std::max(kd.max_len, lit.first.size());
+      flags.push_back(HS_FLAG_SINGLEMATCH | (lit.second ? HS_FLAG_CASELESS : 0));
+    }
+    try {
+      kd.db = hs_compile_lit_cached(ptr, flags, ids, hs_cache_dir_, hs_cache_);
+    } catch (const std::runtime_error& e) {
+      throw std::runtime_error(std::string("detect: Hyperscan could not compile the fast patterns of buffer ") +
+                               sig_buf_name(uint8_t(kb % kBufCount)) + ": " + e.what());
+    }
     app_pf_->keys.push_back(kb);
-    for (auto& [lit, sigs] : m)
-      for (uint32_t a : sigs) pats[lit].push_back({kb, a});
   }
-  if (pats.empty()) return;
-  std::vector<std::string> ptr;
-  std::vector<unsigned> flags, ids;
-  for (auto& [lit, sigs] : pats) {
-    ids.push_back(unsigned(app_pf_->pat_sigs.size()));
-    app_pf_->pat_sigs.push_back(sigs);
-    ptr.push_back(lit.first);
-    app_pf_->max_len = std::max(app_pf_->max_len, lit.first.size());
-    flags.push_back(HS_FLAG_SINGLEMATCH | (lit.second ? HS_FLAG_CASELESS : 0));
-  }
-  try {
-    app_pf_->db = hs_compile_lit_cached(ptr, flags, ids, hs_cache_dir_, hs_cache_);
-  } catch (const std::runtime_error& e) {
-    throw std::runtime_error(std::string("detect: Hyperscan could not compile the HTTP buffers' fast patterns: ") + e.what());
-  }
+  if (app_pf_->keys.empty()) return;
   set_app_workers(int(std::max<size_t>(1, app_workers_.size())));
 }
 
@@ -788,6 +833,19 @@ void DetectModule::Host::on_app(std::span<const AppUpdate> updates, std::vector<
     }
     if (!np) continue;
     ++w.updates;
+    // The update's own HTTP body: what of it this update inspects (body_window.hpp).
+    uint8_t win_buf = kBufPayload;
+    BodyWindow win;
+    if (const HttpTx* h = u.http()) {
+      static const HttpLimits kDefaults;
+      const HttpLimits& lim = h->limits ? *h->limits : kDefaults;
+      const bool req = u.dir == 0;
+      const BodyWindowCfg c{req ? lim.request_inspect_min : lim.response_inspect_min,
+                            req ? lim.request_inspect_window : lim.response_inspect_window, req, lim.body_inline};
+      win = body_window(c, (req ? h->request_body : h->response_body).size(), req ? h->req_done : h->resp_done,
+                        h->body_cut[u.dir], t.body_inspected[u.dir]);
+      win_buf = req ? kBufHttpRequestBody : kBufHttpResponseBody;
+    }
     static const HttpTx kNoHttp;
     for (int pi = 0; pi < np; ++pi) {
     const uint8_t proto = passes[pi].proto;
@@ -803,6 +861,8 @@ void DetectModule::Host::on_app(std::span<const AppUpdate> updates, std::vector<
         it = instance_buf(uint8_t(it->first % kBufCount)) ? t.scans.erase(it) : std::next(it);
     const uint32_t scan_base = proto == 4 ? uint32_t(std::min<size_t>(inst, kMimeMaxFiles - 1) * 2 * kBufCount) : 0;
     TxBuffers bufs(u.http() ? *u.http() : kNoHttp, u.tls(), u.dns(), u.smtp(), u.ssh(), u.sip(), u.ftp(), inst, &t);
+    bufs.win_buf = win_buf;
+    bufs.win = win;
     for (int e = 0; e < 2; ++e) {
       const int ep = (e == 0) == (u.client_lo != 0) ? 0 : 1;  // key endpoint of the client (e 0), the server (e 1)
       bufs.addr[e].assign(reinterpret_cast<const char*>(u.key.addr[ep]), u.key.family == 4 ? 4 : 16);
@@ -816,6 +876,30 @@ void DetectModule::Host::on_app(std::span<const AppUpdate> updates, std::vector<
       if (u.smtp() && envelope_key(key) != (proto == 6)) continue;
       const std::string* b = bufs.get(key);
       if (!b || b->empty()) continue;
+      const AppPrefilter::KeyDb& kd = app_pf_->by_key[key];
+      if (bufs.windowed(key) && !derived_buf(uint8_t(key % kBufCount))) {
+        // The update's own body: scanned as it grows (from where a pattern ending in the new
+        // bytes can start), each signature's hit kept with where its last one ended; those
+        // ending in the window are candidates, the others cannot be again (windows only move on).
+        const std::string& body = u.dir ? u.http()->response_body : u.http()->request_body;
+        AppTx::WindowScan& ws = t.window_scans[key];
+        if (body.size() > ws.size) {
+          const size_t from = ws.size + 1 > kd.max_len ? ws.size + 1 - kd.max_len : 0;
+          w.ends.clear();
+          hs_scan(kd.db, body.data() + from, unsigned(body.size() - from), 0, app_pf_->scratch[size_t(worker)],
+                  on_app_match_end, &w.ends);
+          for (const auto& [id, to] : w.ends)
+            for (const uint32_t a : kd.pat_sigs[id]) {
+              const auto it = std::find_if(ws.hits.begin(), ws.hits.end(), [&](const auto& x) { return x.first == a; });
+              if (it == ws.hits.end()) ws.hits.emplace_back(a, from + to);
+              else it->second = std::max<uint64_t>(it->second, from + to);
+            }
+          ws.size = body.size();
+        }
+        std::erase_if(ws.hits, [&](const auto& x) { return x.second <= win.offset; });
+        for (const auto& x : ws.hits) cand.push_back(x.first);
+        continue;
+      }
       // A buffer scanned before at the same size (a finished header, say) has the same hits. The
       // envelope's buffers are short and change per recipient: scanned every time.
       AppTx::Scan fresh;
@@ -826,18 +910,16 @@ void DetectModule::Host::on_app(std::span<const AppUpdate> updates, std::vector<
         // start, and its hits join the earlier ones. Other buffers are scanned whole.
         const uint8_t base = uint8_t(key % kBufCount);
         const bool grows = sc.append_only && b->size() > sc.size;
-        const size_t from = grows && sc.size + 1 > app_pf_->max_len ? sc.size + 1 - app_pf_->max_len : 0;
+        const size_t from = grows && sc.size + 1 > kd.max_len ? sc.size + 1 - kd.max_len : 0;
         if (!grows) sc.hits.clear();
         sc.size = b->size();
         const HttpTx* h = u.http();
         sc.append_only = base == kBufHttpResponseBody || base == kBufHttpRequestBody ||  // a mail's file too
                          (base == kBufPayload && h && (key >= kBufCount ? h->resp_headers_done : h->req_headers_done));
         hits.clear();
-        if (hs_scan(app_pf_->db, b->data() + from, unsigned(b->size() - from), 0, app_pf_->scratch[size_t(worker)], on_app_match,
+        if (hs_scan(kd.db, b->data() + from, unsigned(b->size() - from), 0, app_pf_->scratch[size_t(worker)], on_app_match,
                     &hits) == HS_SUCCESS)
-          for (uint32_t id : hits)
-            for (const auto& [k, a] : app_pf_->pat_sigs[id])
-              if (k == key) sc.hits.push_back(a);
+          for (uint32_t id : hits) sc.hits.insert(sc.hits.end(), kd.pat_sigs[id].begin(), kd.pat_sigs[id].end());
         if (grows) {
           std::sort(sc.hits.begin(), sc.hits.end());
           sc.hits.erase(std::unique(sc.hits.begin(), sc.hits.end()), sc.hits.end());
@@ -951,6 +1033,8 @@ void DetectModule::Host::on_app(std::span<const AppUpdate> updates, std::vector<
         other.emplace(u.http() ? *u.http() : kNoHttp, u.tls(), u.dns(), u.smtp(), u.ssh(), u.sip(), u.ftp(), j, &t);
         other->addr[0] = bufs.addr[0];
         other->addr[1] = bufs.addr[1];
+        other->win_buf = win_buf;
+        other->win = win;
         return *other;
       };
       // absent (Suricata 8): a buffer the transaction does not have (none, or empty) and will not
@@ -961,7 +1045,7 @@ void DetectModule::Host::on_app(std::span<const AppUpdate> updates, std::vector<
       for (const AppSig::Absent& z : a.absent) {
         const uint16_t zk = side_key(z.key, z.either);
         const std::string* b = bufs.get(zk);
-        if (b && !b->empty()) {
+        if (bufs.windowed(zk) ? bufs.body_present(zk) : b && !b->empty()) {
           if (z.or_else) continue;
           all = false;
           break;
@@ -987,8 +1071,9 @@ void DetectModule::Host::on_app(std::span<const AppUpdate> updates, std::vector<
           if (with_part) continue;
           bool any = false;
           for (size_t j = passes[pi].first; j < passes[pi].n && !any; ++j) {
-            const std::string* b = instance_bufs(j).get(zk);
-            any = b && det_cond_holds(z.cond, b->size());
+            TxBuffers& tb = instance_bufs(j);
+            const std::string* b = tb.get(zk);
+            any = b && det_cond_holds(z.cond, b->size() + tb.base_of(zk));
           }
           if (!any) {
             all = false;
@@ -997,7 +1082,7 @@ void DetectModule::Host::on_app(std::span<const AppUpdate> updates, std::vector<
           continue;
         }
         const std::string* b = bufs.get(zk);
-        if (!b || !det_cond_holds(z.cond, b->size())) {
+        if (!b || !det_cond_holds(z.cond, b->size() + bufs.base_of(zk))) {
           all = false;
           break;
         }
@@ -1017,9 +1102,9 @@ void DetectModule::Host::on_app(std::span<const AppUpdate> updates, std::vector<
           if (!b) return false;
           if (any_instance)  // its bsize holds at the instance its contents match
             for (const AppSig::Size& z : a.bsize)
-              if (side_key(z.key, z.either) == key && !det_cond_holds(z.cond, b->size())) return false;
-          return detect_inspect(host_view_, p.d, reinterpret_cast<const uint8_t*>(b->data()), uint32_t(b->size()), 0) ==
-                 kInspectMatch;
+              if (side_key(z.key, z.either) == key && !det_cond_holds(z.cond, b->size() + tb.base_of(key))) return false;
+          return detect_inspect(host_view_, p.d, reinterpret_cast<const uint8_t*>(b->data()), uint32_t(b->size()), 0,
+                                kInspectAnywhere, tb.base_of(key)) == kInspectMatch;
         };
         if (any_instance) {
           bool any = false;

@@ -108,18 +108,21 @@ GASPP_HD inline bool det_extract(const DetOp& o, uint32_t nbytes, const uint8_t*
 // Evaluates the option list ops[op_off, op_off + op_n) on buf[0..len), with the signature's
 // byte_extract / byte_math variables in vals (read and written). Returns an InspectResult. kRegex
 // false: the device's regex search is not compiled in; a pcre that would need it answers
-// kInspectRetry.
+// kInspectRetry. base: where buf starts in the buffer it is part of (an HTTP body's inspect
+// window, body_window.hpp): a content's depth counts from the buffer's start, as Suricata's
+// stream_start_offset makes it (its offset and other positions count from buf's start, as there).
 template <bool kRegex = true>
 GASPP_HD inline int detect_inspect_list(const DetectView& v, uint32_t op_off, uint32_t op_n, const uint8_t* buf,
-                                        uint32_t len, uint32_t min_end, uint32_t max_start, uint64_t* vals);
+                                        uint32_t len, uint32_t min_end, uint32_t max_start, uint64_t* vals,
+                                        uint64_t base = 0);
 
 // Signature s's payload list on buf[0..len), its variables starting at 0.
 template <bool kRegex = true>
 GASPP_HD inline int detect_inspect(const DetectView& v, const DetSig& s, const uint8_t* buf, uint32_t len,
-                                   uint32_t min_end = 0, uint32_t max_start = kInspectAnywhere) {
+                                   uint32_t min_end = 0, uint32_t max_start = kInspectAnywhere, uint64_t base = 0) {
   uint64_t vals[kDetMaxVars];
   for (uint32_t k = 0; k < kDetMaxVars; ++k) vals[k] = 0;
-  return detect_inspect_list<kRegex>(v, s.op_off, s.op_n, buf, len, min_end, max_start, vals);
+  return detect_inspect_list<kRegex>(v, s.op_off, s.op_n, buf, len, min_end, max_start, vals, base);
 }
 
 // Where a packet's headers lie in its frame (what the header buffers read).
@@ -215,7 +218,8 @@ GASPP_HD inline int det_packet_lists(const DetectView& v, const DetSig& s, const
 
 template <bool kRegex>
 GASPP_HD inline int detect_inspect_list(const DetectView& v, uint32_t op_off, uint32_t op_n, const uint8_t* buf,
-                                        uint32_t len, uint32_t min_end, uint32_t max_start, uint64_t* vals) {
+                                        uint32_t len, uint32_t min_end, uint32_t max_start, uint64_t* vals,
+                                        uint64_t base) {
   struct Frame {
     uint16_t op;
     uint32_t retry_at;   // content: where the next search starts; pcre: the next match start (0: none)
@@ -249,6 +253,14 @@ GASPP_HD inline int detect_inspect_list(const DetectView& v, uint32_t op_off, ui
       }
       retry = false;
       int64_t depth = len, offset = 0;
+      bool before_base = false;  // the depth ends before buf starts (base)
+      // Suricata's depth against a buffer that starts at base: before it, no match; within it,
+      // counted from base.
+      const auto rebase = [&] {
+        if (base == 0) return;
+        if (uint64_t(depth) <= base) before_base = true;
+        else if (uint64_t(depth) < base + len) depth -= int64_t(base);
+      };
       const bool rel = o.flags & (kOpDistance | kOpWithin);
       int64_t dist = o.distance_var >= 0 ? int64_t(int32_t(vals[o.distance_var])) : o.distance;
       if (rel) {
@@ -262,6 +274,7 @@ GASPP_HD inline int detect_inspect_list(const DetectView& v, uint32_t op_off, ui
         if (o.flags & kOpWithin) {
           const int64_t w = o.within_var >= 0 ? int64_t(vals[o.within_var]) : o.within;
           if (depth > int64_t(pbo) + w + dist) depth = int64_t(pbo) + w + dist;
+          if (pbo == 0) rebase();
         }
         if (o.flags & kOpDepth) {
           const int64_t d = o.depth_var >= 0 ? int64_t(vals[o.depth_var]) : o.depth;
@@ -270,7 +283,10 @@ GASPP_HD inline int detect_inspect_list(const DetectView& v, uint32_t op_off, ui
         const int64_t off = o.offset_var >= 0 ? int64_t(vals[o.offset_var]) : o.offset;
         if ((o.flags & kOpOffset) && off > offset) offset = off;
       } else {
-        if (o.flags & kOpDepth) depth = o.depth_var >= 0 ? int64_t(vals[o.depth_var]) : o.depth;
+        if (o.flags & kOpDepth) {
+          depth = o.depth_var >= 0 ? int64_t(vals[o.depth_var]) : o.depth;
+          rebase();
+        }
         offset = (o.flags & kOpOffset) ? (o.offset_var >= 0 ? int64_t(vals[o.offset_var]) : o.offset) : 0;
         pbo = 0;
       }
@@ -279,7 +295,7 @@ GASPP_HD inline int detect_inspect_list(const DetectView& v, uint32_t op_off, ui
       if (depth > int64_t(len)) depth = len;
       const bool neg = o.flags & kOpNegated;
       int64_t found = -1;
-      if (offset > depth || depth == 0) {
+      if (offset > depth || depth == 0 || before_base) {
         found = -2;  // cannot match
       } else if (!((o.flags & kOpEndsWith) && depth < int64_t(len)) && int64_t(o.pat_len) <= depth - offset) {
         found = det_find(buf + offset, uint32_t(depth - offset), v.bytes + o.pat_off, o.pat_len, o.flags & kOpNocase);
