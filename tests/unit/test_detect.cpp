@@ -391,11 +391,13 @@ TEST(Signatures, InspectionMatchesARecursiveReferenceOnRandomChains) {
       }
     }
     text += "sid:1;)";
-    // Suricata's flags on the previous content: within_next / relative_next.
+    // Suricata's flags on the previous content: within_next / relative_next (detect-within.c sets
+    // WITHIN_NEXT; detect-distance.c DISTANCE_NEXT, or RELATIVE_NEXT, which holds the WITHIN_NEXT
+    // bit, when the content is negated).
     for (size_t k = 1; k < cs.size(); ++k)
       if (cs[k].dist || cs[k].within) {
         cs[k - 1].relative_next = true;
-        if (cs[k].within) cs[k - 1].within_next = true;
+        if (cs[k].within || (cs[k].dist && cs[k].neg)) cs[k - 1].within_next = true;
       }
     const std::string r = parse_signature(text, RuleVars{}, sig);
     if (!r.empty()) continue;  // e.g. depth below the content: refused as Suricata does
@@ -426,6 +428,24 @@ TEST(Signatures, InspectionMatchesARecursiveReferenceOnRandomChains) {
   EXPECT_GT(matched, cases / 10);
 }
 
+
+// Whether a signature with these options (alert tcp, sid 1) matches buf, compiled through the
+// module's host side as the engine sees it.
+bool inspect_one(const std::string& opts, const std::string& buf) {
+  struct Mem : TableMemory {
+    const void* place(const void* h, size_t) override { return h; }
+  } mem;
+  const std::string path = testing::TempDir() + "/inspect_one.rules";
+  {
+    std::ofstream f(path);
+    f << "alert tcp any any -> any any (" << opts << " sid:1;)\n";
+  }
+  DetectModule::Host host({{"rules", path}});
+  const DetectView v = host.upload(mem);
+  EXPECT_EQ(v.sig_n, 1u) << opts;
+  if (v.sig_n != 1) return false;
+  return detect_inspect(v, v.sigs[0], reinterpret_cast<const uint8_t*>(buf.data()), uint32_t(buf.size())) == kInspectMatch;
+}
 
 // byte_test, byte_jump and byte_extract as Suricata's DetectBytetestDoMatch, DetectBytejumpDoMatch
 // and DetectByteExtractDoMatch compute them; each expectation is worked out by hand from that code
@@ -498,21 +518,33 @@ TEST(Signatures, ByteOptionsMatchAsSuricatasCode) {
       {"byte_extract:1,5,n; byte_math:bytes 1, offset 8, oper -, rvalue n, result r; byte_math:bytes 1, offset 5, oper +, rvalue r, result q; byte_test:1,=,q,8;", true},
       {"byte_extract:1,5,n; byte_math:bytes 1, offset 8, oper -, rvalue n, result r; byte_math:bytes 1, offset 5, oper *, rvalue r, result q; byte_test:1,=,q,8;", false},
   };
-  struct Mem : TableMemory {
-    const void* place(const void* h, size_t) override { return h; }
-  } mem;
-  for (const Row& r : rows) {
-    const std::string path = testing::TempDir() + "/byte_case.rules";
-    {
-      std::ofstream f(path);
-      f << "alert tcp any any -> any any (" << r.opts << " sid:1;)\n";
-    }
-    DetectModule::Host host({{"rules", path}});
-    const DetectView v = host.upload(mem);
-    ASSERT_EQ(v.sig_n, 1u) << r.opts;
-    const int got = detect_inspect(v, v.sigs[0], reinterpret_cast<const uint8_t*>(buf.data()), uint32_t(buf.size()));
-    EXPECT_EQ(got == kInspectMatch, r.match) << r.opts;
-  }
+  for (const Row& r : rows) EXPECT_EQ(inspect_one(r.opts, buf), r.match) << r.opts;
+}
+
+// Another occurrence of a content is tried when what follows depends on where it ended, as
+// Suricata's DETECT_CONTENT_WITHIN_NEXT (part of RELATIVE_NEXT, which isdataat, byte_*, pcre /R
+// and a negated relative content set on the content before them); a later occurrence is not tried
+// for a content followed by one with only distance. On "ab1234ab12": the first "ab" fails what
+// follows, the second passes.
+TEST(Signatures, ContentRetriedWhenWhatFollowsDependsOnIt) {
+  const std::string buf = "ab1234ab12";
+  struct Row {
+    const char* opts;
+    bool match;
+  };
+  const Row rows[] = {
+      {"content:\"ab\"; isdataat:!3,relative;", true},      // 8 bytes after the first, 2 after the second
+      {"content:\"ab\"; isdataat:!9,relative;", true},
+      {"content:\"ab\"; isdataat:!2,relative;", false},     // 2 bytes after the last one too
+      {"content:\"ab\"; pcre:\"/^12$/R\";", true},
+      {"content:\"ab\"; byte_test:1,=,0x31,1,relative;", false},  // '2' then '2'
+      {"content:\"ab\"; byte_test:2,=,12,0,relative,string,dec;", true},  // "12" then "12"
+      {"content:\"ab\"; byte_test:4,=,1234,0,relative,string,dec;", true},
+      {"content:\"ab\"; content:!\"123\"; within:3;", true},   // the second "ab" is not followed by 123
+      {"content:\"ab\"; content:!\"1\"; distance:0;", false},  // negated with distance: "1" follows both
+      {"content:\"ab\"; content:\"12\"; within:2; isdataat:!1,relative;", true},
+  };
+  for (const Row& r : rows) EXPECT_EQ(inspect_one(r.opts, buf), r.match) << r.opts;
 }
 
 // byte_math's arguments as Suricata's parser takes and refuses them.

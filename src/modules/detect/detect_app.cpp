@@ -495,7 +495,7 @@ struct TxBuffers {
       case kBufHttpAccept: return req_hdr && header(0, "accept", out);
       case kBufHttpAcceptEnc: return req_hdr && header(0, "accept-encoding", out);
       case kBufHttpAcceptLang: return req_hdr && header(0, "accept-language", out);
-      case kBufHttpConnection: return req_hdr && header(0, "connection", out);
+      case kBufHttpConnection: return hdr && header(side, "connection", out);
       case kBufHttpRequestBody: return body_part(t.request_body, req_hdr, b, out, held);
       case kBufHttpHeader: {
         if (!hdr) return false;

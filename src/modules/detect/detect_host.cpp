@@ -560,7 +560,12 @@ void DetectModule::Host::add_ops(const Signature& s, const std::vector<size_t>& 
     }
     if (o.relative && last_pm >= 0) {
       ops_[d.op_off + uint32_t(last_pm)].flags |= kOpRelativeNext;
-      if (o.type == SigOpType::content && o.has_within) ops_[d.op_off + uint32_t(last_pm)].flags |= kOpWithinNext;
+      // Suricata retries other occurrences of a content when what follows it depends on where it
+      // ended (DETECT_CONTENT_WITHIN_NEXT, part of RELATIVE_NEXT): a content with within, a negated
+      // relative content, a relative isdataat, byte_test, byte_jump, byte_extract, byte_math or
+      // pcre; not a content with only distance (a later occurrence could only narrow its search).
+      const bool distance_only = o.type == SigOpType::content && !o.has_within && !o.negated;
+      if (!distance_only) ops_[d.op_off + uint32_t(last_pm)].flags |= kOpWithinNext;
     }
     if (o.type == SigOpType::content || o.type == SigOpType::pcre) last_pm = int(n);
     ops_.push_back(x);

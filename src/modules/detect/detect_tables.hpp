@@ -41,7 +41,7 @@ enum DetOpFlags : uint32_t {
   kOpOffset = 1u << 5,
   kOpDistance = 1u << 6,
   kOpWithin = 1u << 7,
-  kOpWithinNext = 1u << 8,   // the next content has `within` on this one: retry other occurrences
+  kOpWithinNext = 1u << 8,   // what follows depends on where this content ended: retry other occurrences
   kOpRelativeNext = 1u << 9, // the next option is relative to this one
   kOpLast = 1u << 10,
   kOpLittle = 1u << 11,

@@ -5,8 +5,9 @@
 // Semantics, as Suricata's: a content is searched in its window — [offset, depth) from the buffer
 // start, or for distance/within from the end of the previous match (prev + distance, up to prev +
 // distance + within), byte_extract variables in place of numbers. On a match the next option runs;
-// when it fails and it has `within` on this content (kOpWithinNext), the content is searched again
-// from one past this occurrence's start; otherwise the chain gives up. A content with neither
+// when it fails and it depends on where this content ended (kOpWithinNext: within, a negated
+// relative content, a relative isdataat, byte_* or pcre), the content is searched again from one
+// past this occurrence's start; otherwise the chain gives up. A content with neither
 // relative modifiers nor a relative next that is not found ends the whole evaluation
 // (discontinue). A negated content matches when its window does not hold it. pcre (R: from the
 // previous match end) records the match end for what follows and retries later matches the same

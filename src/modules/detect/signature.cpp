@@ -1263,7 +1263,7 @@ int sig_buf_side(uint8_t b) {
     case kBufIpv4Hdr: case kBufIpv6Hdr: case kBufTcpHdr: case kBufUdpHdr: case kBufIcmpv4Hdr: case kBufIcmpv6Hdr:
     case kBufIpSrc: case kBufIpDst:  // the sender / receiver of the direction inspected
     case kBufHttpHeader: case kBufHttpHeaderRaw: case kBufHttpCookie: case kBufHttpContentType:
-    case kBufHttpContentLen: case kBufHttpStart: case kBufHttpHeaderNames:
+    case kBufHttpContentLen: case kBufHttpStart: case kBufHttpHeaderNames: case kBufHttpConnection:
     case kBufSshProto: case kBufSshSoftware:
     case kBufTlsRandom: case kBufTlsRandomTime: case kBufTlsRandomBytes: case kBufTlsAlpn:
     case kBufSipProtocol: case kBufSipFrom: case kBufSipTo: case kBufSipVia: case kBufSipUserAgent:
@@ -1289,7 +1289,7 @@ int sig_buf_side(uint8_t b) {
     case kBufEmailMessageId: case kBufEmailXMailer: case kBufEmailReceived: case kBufEmailUrl: case kBufEmailBodyMd5:
     case kBufHttpUri: case kBufHttpUriRaw: case kBufHttpMethod: case kBufHttpProtocol: case kBufHttpRequestLine:
     case kBufHttpHost: case kBufHttpHostRaw: case kBufHttpUserAgent: case kBufHttpRequestBody: case kBufHttpReferer:
-    case kBufHttpAccept: case kBufHttpAcceptEnc: case kBufHttpAcceptLang: case kBufHttpConnection: case kBufTlsSni:
+    case kBufHttpAccept: case kBufHttpAcceptEnc: case kBufHttpAcceptLang: case kBufTlsSni:
     case kBufDnsQuery: case kBufTlsSniDot: case kBufDnsQueryDot: case kBufHttpHostDot: case kBufJa3Hash:
     case kBufJa3String:
     case kBufSipMethod: case kBufSipUri: case kBufSipRequestLine:

@@ -134,15 +134,16 @@ enum class SigOpType : uint8_t { content, pcre, isdataat, byte_test, byte_jump, 
 // The buffer an option inspects: the packet payload or stream (kBufPayload), or an HTTP
 // transaction's buffer (applayer/http1.hpp), by Suricata's sticky-buffer names and the legacy
 // content modifiers. Each buffer belongs to the request or the response side; http.header,
-// http.header.raw, http.cookie, http.content_type, http.content_len, http.start, http.header_names
-// and file_data belong to the side the signature's flow direction names (request without one, as
+// http.header.raw, http.cookie, http.content_type, http.content_len, http.connection, http.start,
+// http.header_names and file_data belong to the side the signature's flow direction names (request without one, as
 // Suricata registers them for both and matches either; file_data: the response by default).
 inline constexpr int kMaxDerivedBufs = 64;
 enum SigBuf : uint8_t {
   kBufPayload = 0,
   kBufHttpUri, kBufHttpUriRaw, kBufHttpMethod, kBufHttpProtocol, kBufHttpRequestLine, kBufHttpHost, kBufHttpHostRaw,
   kBufHttpUserAgent, kBufHttpRequestBody, kBufHttpReferer, kBufHttpAccept, kBufHttpAcceptEnc, kBufHttpAcceptLang,
-  kBufHttpConnection, kBufTlsSni, kBufDnsQuery,
+  kBufHttpConnection,  // either side, as Suricata registers it (sig_buf_side), listed here for its id
+  kBufTlsSni, kBufDnsQuery,
   // each request header "Name: value" (a multi-buffer)
   kBufHttpRequestHeader,
   // the dotprefix transform over a name buffer: "." then the buffer
