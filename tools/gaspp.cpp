@@ -187,6 +187,8 @@ int main(int argc, char** argv) {
     if ((name == "detect" || name == "firewall") && o.eve_packet) opt["packet"] = "on";
     if ((name == "detect" || name == "firewall") && o.eve_verdict) opt["verdict"] = "on";
     if (name == "detect" && o.eve_tagged_packets) opt["tagged-packets"] = "on";
+    if (name == "detect")
+      for (const auto& [k, v] : o.eve_xff) opt.emplace(k, v);
     if ((name == "detect" || name == "firewall") && o.eve_ethernet) opt["ethernet"] = "on";
     if (name == "detect" || name == "firewall")
       for (const auto& [k, v] : o.eve_alert_metadata) opt.emplace(k, v);

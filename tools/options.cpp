@@ -111,6 +111,7 @@ void apply_file_config(const FileConfig& fc, Options& o) {
   if (fc.eve_packet) o.eve_packet = *fc.eve_packet;
   if (fc.eve_verdict) o.eve_verdict = *fc.eve_verdict;
   if (fc.eve_tagged_packets) o.eve_tagged_packets = *fc.eve_tagged_packets;
+  if (!fc.eve_xff.empty()) o.eve_xff = fc.eve_xff;
   if (fc.eve_ethernet) o.eve_ethernet = *fc.eve_ethernet;
   o.eve_alert_metadata = fc.eve_alert_metadata;
   if (fc.packet_alert_max) o.packet_alert_max = *fc.packet_alert_max;

@@ -48,6 +48,7 @@ struct Options {
   bool eve_anomaly_applayer = false;  // --eve-anomaly-applayer: and for the application layer's events
   bool eve_packet = false;       // --eve-packet: alerts carry the packet (base64) and its link type
   bool eve_tagged_packets = false;  // --eve-tagged-packets: EVE packet events for tagged packets
+  std::map<std::string, std::string> eve_xff;  // eve-log alert xff: the detect module's xff options
   bool eve_verdict = false;      // --eve-verdict: alerts carry the packet's final verdict
   bool eve_ethernet = false;     // --eve-ethernet: alerts carry the frame's MAC addresses (ether)
   std::map<std::string, std::string> eve_alert_metadata;  // the configuration's alert metadata switches

@@ -7,6 +7,8 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include <strings.h>
+
 #include <cctype>
 #include <stdexcept>
 
@@ -257,6 +259,28 @@ void stream_section(const std::string& path, const YAML::Node& v, FileConfig& c)
   if (other) c.ignored.push_back("stream (all but reassembly.urgent)");
 }
 
+// eve-log alert xff (Suricata's HttpXFFGetCfg): off unless enabled; mode overwrite or extra-data,
+// deployment forward or reverse, the header X-Forwarded-For unless named. Suricata falls back to
+// extra-data and reverse on other values with a warning: so does this.
+void xff_config(const std::string& path, const YAML::Node& n, FileConfig& c) {
+  const std::string key = "outputs.eve-log.types.alert.xff";
+  if (!n.IsMap()) fail(path, n, key + ": expected a map (enabled, mode, deployment, header)");
+  if (!n["enabled"] || !yes_no(path, n["enabled"], key + ".enabled")) return;
+  const auto text = [&](const char* k) { return n[k] ? scalar(path, n[k], key + "." + k) : std::string(); };
+  std::string mode = text("mode"), deployment = text("deployment"), header = text("header");
+  if (strcasecmp(mode.c_str(), "overwrite") != 0 && strcasecmp(mode.c_str(), "extra-data") != 0) {
+    c.warnings.push_back(path + ": " + key + ".mode '" + mode + "' is not overwrite or extra-data: extra-data");
+    mode = "extra-data";
+  }
+  if (strcasecmp(deployment.c_str(), "forward") != 0 && strcasecmp(deployment.c_str(), "reverse") != 0) {
+    c.warnings.push_back(path + ": " + key + ".deployment '" + deployment + "' is not forward or reverse: reverse");
+    deployment = "reverse";
+  }
+  for (std::string* s : {&mode, &deployment})
+    for (char& ch : *s) ch = char(std::tolower(static_cast<unsigned char>(ch)));
+  c.eve_xff = {{"xff", mode}, {"xff-deployment", deployment}, {"xff-header", header.empty() ? "X-Forwarded-For" : header}};
+}
+
 // eve-log alert `metadata` (Suricata's JsonAlertLogSetupMetadata): false leaves out the flow
 // object, the application-layer object and the rule's metadata; a map sets each of them (flow,
 // app-layer, rule: {metadata, raw}). Written as the modules' options metadata.flow, ...
@@ -346,11 +370,12 @@ void outputs_section(const std::string& path, const YAML::Node& v, FileConfig& c
           else if (k == "verdict") c.eve_verdict = yes(o.second, "outputs.eve-log.types.alert.verdict");
           else if (k == "tagged-packets") c.eve_tagged_packets = yes(o.second, "outputs.eve-log.types.alert.tagged-packets");
           else if (k == "metadata") alert_metadata(path, o.second, c.eve_alert_metadata);
+          else if (k == "xff") xff_config(path, o.second, c);
         }
       }
     }
   }
-  c.ignored.push_back("outputs (all but eve-log's ethernet, alert payload, packet, verdict, tagged-packets and metadata, anomaly decode, files force-hash and smtp md5)");
+  c.ignored.push_back("outputs (all but eve-log's ethernet, alert payload, packet, verdict, tagged-packets, metadata and xff, anomaly decode, files force-hash and smtp md5)");
 }
 
 bool is_suricata_section(const std::string& key) {

@@ -98,6 +98,9 @@ struct FileConfig {
   // --eve-packet, --eve-verdict
   std::optional<bool> eve_payload, eve_packet, eve_verdict;
   std::optional<bool> eve_tagged_packets;  // types: alert: tagged-packets (--eve-tagged-packets)
+  // types: alert: xff: the module options xff (extra-data, overwrite; absent: off), xff-deployment
+  // (reverse, forward) and xff-header, as Suricata's HttpXFFGetCfg reads them
+  std::map<std::string, std::string> eve_xff;
   std::optional<bool> eve_ethernet;  // eve-log's ethernet: yes (--eve-ethernet)
   std::optional<bool> eve_anomaly_decode;    // eve-log types: anomaly (enabled, types: decode)
   std::optional<bool> eve_anomaly_applayer;  // eve-log types: anomaly (enabled, types: applayer, on unless no)

@@ -114,7 +114,7 @@ TEST(Config, SetOverridesAndBuildsTheTree) {
 TEST(Config, UnknownSettingIsAnErrorButSuricataSectionsAreListed) {
   EXPECT_NE(error_of(write_yaml("bacth: 5\n")).find("unknown setting 'bacth'"), std::string::npos);
   const FileConfig c = load_config(write_yaml("outputs:\n  - fast:\n      enabled: yes\naf-packet:\n  - interface: eth0\nbatch: 8\n"));
-  EXPECT_EQ(c.ignored, (std::vector<std::string>{"outputs (all but eve-log's ethernet, alert payload, packet, verdict, tagged-packets and metadata, anomaly decode, files force-hash and smtp md5)", "af-packet"}));
+  EXPECT_EQ(c.ignored, (std::vector<std::string>{"outputs (all but eve-log's ethernet, alert payload, packet, verdict, tagged-packets, metadata and xff, anomaly decode, files force-hash and smtp md5)", "af-packet"}));
 }
 
 // suricata.yaml's action-order, packet-alert-max and eve-log alert switches, as Suricata reads them.
@@ -266,7 +266,7 @@ TEST(Config, RealSuricataYaml) {
       EXPECT_EQ(c.flow_timeouts->normal[p][s], d.normal[p][s]);
       EXPECT_EQ(c.flow_timeouts->emergency[p][s], d.emergency[p][s]);
     }
-  for (const char* s : {"outputs (all but eve-log's ethernet, alert payload, packet, verdict, tagged-packets and metadata, anomaly decode, files force-hash and smtp md5)", "af-packet", "app-layer (all but the HTTP body and decompression limits, body inspection sizes, http-body-inline, lzma, tls.ja3-fingerprints, smtp.mime.body-md5, ftp.max-tx and the DNS and SIP detection ports)",
+  for (const char* s : {"outputs (all but eve-log's ethernet, alert payload, packet, verdict, tagged-packets, metadata and xff, anomaly decode, files force-hash and smtp md5)", "af-packet", "app-layer (all but the HTTP body and decompression limits, body inspection sizes, http-body-inline, lzma, tls.ja3-fingerprints, smtp.mime.body-md5, ftp.max-tx and the DNS and SIP detection ports)",
                         "stream (all but reassembly.urgent)", "detect"})
     EXPECT_NE(std::find(c.ignored.begin(), c.ignored.end(), s), c.ignored.end()) << s;
   // Its defrag section, in Suricata's size syntax ("32 MiB"): the defaults, which are ours.
@@ -292,6 +292,23 @@ TEST(Config, RealSuricataYaml) {
   EXPECT_EQ(c.http_response_inspect_min.value_or(0), 40u << 10);
   EXPECT_EQ(c.http_response_inspect_window.value_or(0), 16u << 10);
   EXPECT_EQ(c.http_body_inline.value_or(""), "auto");
+}
+
+// eve-log alert xff as Suricata's HttpXFFGetCfg reads it: off unless enabled; other modes and
+// deployments fall back to extra-data and reverse, with a warning.
+TEST(Config, EveAlertXff) {
+  const auto xff = [](const std::string& body) {
+    return load_config(write_yaml("outputs:\n  - eve-log:\n      types:\n        - alert:\n            xff:\n" + body));
+  };
+  EXPECT_TRUE(xff("              enabled: no\n              mode: overwrite\n").eve_xff.empty());
+  const FileConfig a = xff("              enabled: yes\n              mode: overwrite\n              deployment: forward\n");
+  EXPECT_EQ(a.eve_xff, (std::map<std::string, std::string>{{"xff", "overwrite"}, {"xff-deployment", "forward"},
+                                                           {"xff-header", "X-Forwarded-For"}}));
+  EXPECT_TRUE(a.warnings.empty());
+  const FileConfig b = xff("              enabled: yes\n              mode: sideways\n              header: X-Real-IP\n");
+  EXPECT_EQ(b.eve_xff, (std::map<std::string, std::string>{{"xff", "extra-data"}, {"xff-deployment", "reverse"},
+                                                           {"xff-header", "X-Real-IP"}}));
+  EXPECT_EQ(b.warnings.size(), 2u);  // the mode, and no deployment
 }
 
 TEST(Config, HttpBodyInspection) {

@@ -605,6 +605,8 @@ struct DetectModule {
     // alert.context members (JSON datasets' objects; empty: none).
     struct AppAlertText {
       std::string app, context, frame;  // frame: `,"frame":{...}` of a frame signature's match
+      std::string xff;                  // the address the transaction's XFF header names (xff on)
+      bool to_client = false;           // the update's packet went to the client
     };
     // (flow, packet, signature, seq): seq counts the signature's transactions matched on the packet.
     using AppAlerts = std::map<std::tuple<uint64_t, uint32_t, uint32_t, uint8_t>, AppAlertText>;
@@ -682,6 +684,11 @@ struct DetectModule {
     bool payload_ = false;
     bool eve_packet_ = false, eve_verdict_ = false, eve_ether_ = false;  // packet=on, verdict=on, ethernet=on
     bool tagged_packets_ = false;  // tagged-packets=on: EVE packet events for tagged packets
+    // eve-log alert xff (options xff=extra-data|overwrite, xff-deployment=reverse|forward,
+    // xff-header): an HTTP transaction's alert carries the address its header names.
+    uint8_t xff_mode_ = 0;  // 0 off, 1 extra-data (alert.xff), 2 overwrite (the packet's sender or receiver)
+    bool xff_forward_ = false;
+    std::string xff_header_ = "X-Forwarded-For";
     struct PendingTag {
       uint64_t number;  // the alerted packet's pcap_cnt
       uint32_t sig;

@@ -15,6 +15,7 @@
 // The candidates of an update: a Hyperscan literal database per buffer over the fast patterns
 // (the marked content, else the longest non-negated one, of any of the signature's lists), and the
 // signatures without one.
+#include <arpa/inet.h>
 #include <hs/hs.h>
 #include <strings.h>
 
@@ -546,6 +547,30 @@ struct TxBuffers {
 int on_app_match(unsigned int id, unsigned long long, unsigned long long, unsigned int, void* ctx) {
   static_cast<std::vector<uint32_t>*>(ctx)->push_back(id);
   return 0;
+}
+
+// The address an HTTP transaction's X-Forwarded-For (or the configured header) names, as Suricata's
+// HttpXFFGetIPFromTxAux and ParseXFFString read it: a value of 7 to 255 bytes; reverse deployment:
+// what follows its last space, forward: what precedes its first comma; a bracketed IPv6 address
+// loses its brackets (and what follows), an IPv4 address its port. "" unless that is an address.
+std::string xff_address(const HttpTx& t, const std::string& header, bool forward) {
+  std::string v;
+  if (!t.header(0, header.c_str(), v) || v.size() < 7 || v.size() >= 256) return "";
+  if (forward) {
+    v = v.substr(0, v.find(','));
+  } else {
+    const size_t sp = v.rfind(' ');
+    if (sp != std::string::npos) v = v.substr(sp + 1);
+  }
+  if (!v.empty() && v[0] == '[') {
+    const size_t end = v.find(']');
+    if (end == std::string::npos) return "";
+    v = v.substr(1, end - 1);
+  } else if (std::count(v.begin(), v.end(), '.') == 3 && std::count(v.begin(), v.end(), ':') == 1) {
+    v = v.substr(0, v.find(':'));
+  }
+  unsigned char a[16];
+  return inet_pton(AF_INET, v.c_str(), a) == 1 || inet_pton(AF_INET6, v.c_str(), a) == 1 ? v : "";
 }
 
 // The pattern and where its match ended.
@@ -1166,7 +1191,9 @@ void DetectModule::Host::on_app(std::span<const AppUpdate> updates, std::vector<
       uint8_t seq = 0;
       while (seq < 255 && w.alerts.count({u.flow_id, u.packet, a.sig, seq})) ++seq;
       w.alerts[{u.flow_id, u.packet, a.sig, seq}] =
-          AppAlertText{",\"tx_id\":" + std::to_string(t.id) + obj + ",\"app_proto\":\"" + proto + "\"", context, frame};
+          AppAlertText{",\"tx_id\":" + std::to_string(t.id) + obj + ",\"app_proto\":\"" + proto + "\"", context, frame,
+                       xff_mode_ && u.http() ? xff_address(*u.http(), xff_header_, xff_forward_) : std::string(),
+                       u.dir == 1};
       ModuleEvent ev{u.flow_id, u.packet, (a.sig << 2) | 2u, 0, kMatch, u.dir};
       ev.seq = seq;
       out.push_back(ev);

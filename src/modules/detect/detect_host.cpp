@@ -227,6 +227,17 @@ DetectModule::Host::Host(const ModuleOptions& opt) : ModuleHost<DetectModule>({}
       eve_ether_ = v == "on";
     } else if (k == "tagged-packets") {
       tagged_packets_ = v == "on";
+    } else if (k == "xff") {
+      if (v != "extra-data" && v != "overwrite" && v != "off")
+        throw std::invalid_argument("detect: xff is extra-data, overwrite or off, not '" + v + "'");
+      xff_mode_ = v == "extra-data" ? 1 : v == "overwrite" ? 2 : 0;
+    } else if (k == "xff-deployment") {
+      if (v != "reverse" && v != "forward")
+        throw std::invalid_argument("detect: xff-deployment is reverse or forward, not '" + v + "'");
+      xff_forward_ = v == "forward";
+    } else if (k == "xff-header") {
+      if (v.empty()) throw std::invalid_argument("detect: xff-header names a header");
+      xff_header_ = v;
     } else if (k == "firewall") {
       leave_to_firewall = v == "on";
     } else if (k == "packet-alert-max") {
@@ -243,7 +254,7 @@ DetectModule::Host::Host(const ModuleOptions& opt) : ModuleHost<DetectModule>({}
       if (!err.empty()) throw std::invalid_argument("detect: " + err);
     } else {
       throw std::invalid_argument("detect: unknown option '" + k +
-                                  "' (rules, classification-file, threshold-file, ja3-fingerprints, smtp-body-md5, metadata.flow|app-layer|rule.metadata|rule.raw, packet-alert-max, prefilter, matcher, mpm-cache, firewall, payload, packet, verdict, ethernet, tagged-packets, action-order, datasets-allow-absolute, iprep-categories, iprep-files, iprep-path, address.NAME, port.NAME)");
+                                  "' (rules, classification-file, threshold-file, ja3-fingerprints, smtp-body-md5, metadata.flow|app-layer|rule.metadata|rule.raw, packet-alert-max, prefilter, matcher, mpm-cache, firewall, payload, packet, verdict, ethernet, tagged-packets, xff, xff-deployment, xff-header, action-order, datasets-allow-absolute, iprep-categories, iprep-files, iprep-path, address.NAME, port.NAME)");
     }
   }
   const std::set<std::string> read = leave_to_firewall ? flowbits_read(files, vars) : std::set<std::string>{};
@@ -940,13 +951,17 @@ void DetectModule::Host::on_event(const ModuleEvent& ev, const HostPacket& p, Mo
     }
   }
   alerts_blocked_ += dropped;
-  AlertExtras x{payload_, (ev.value & 2) != 0, eve_packet_, eve_verdict_, false, {}, alert_meta_, eve_ether_, {}, {}};
+  AlertExtras x{payload_, (ev.value & 2) != 0, eve_packet_, eve_verdict_, false, {}, alert_meta_, eve_ether_, {}, {}, {}, 0};
   if (s.app) {
     const auto it = app_alerts_.find({ev.flow_id, ev.packet, e.value, ev.seq});
     if (it != app_alerts_.end()) {
       x.app = it->second.app;
       x.context = it->second.context;
       x.frame = it->second.frame;
+      if (!it->second.xff.empty()) {
+        x.xff = it->second.xff;
+        x.xff_overwrite = xff_mode_ != 2 ? 0 : it->second.to_client ? 2 : 1;
+      }
     }
   }
   out.eve(eve_alert_line(s.rule, classes_, late_p, dropped, x));

@@ -106,6 +106,14 @@ std::string eve_packet_json(const HostPacket& p) {
 std::string eve_alert_line(const Rule& r, const Classifications& classes_, const HostPacket& p, bool blocked,
                            const AlertExtras& x) {
   std::string j = eve_packet_head(p, "alert");
+  if (x.xff_overwrite) {
+    const std::string key = x.xff_overwrite == 1 ? ",\"src_ip\":\"" : ",\"dest_ip\":\"";
+    const size_t at = j.find(key);
+    if (at != std::string::npos) {
+      const size_t from = at + key.size(), to = j.find('"', from);
+      j.replace(from, to - from, json_escape(x.xff));
+    }
+  }
   if (x.ether) j += eve_ether_json(p);
   j += ",\"alert\":{\"action\":\"";
   j += blocked ? "blocked" : "allowed";
@@ -129,8 +137,9 @@ std::string eve_alert_line(const Rule& r, const Classifications& classes_, const
     }
     j += "}";
   }
-  if (x.meta.rule_raw && !r.text.empty()) j += ",\"rule\":\"" + json_escape(r.text) + "\"";
   if (!x.context.empty()) j += ",\"context\":{" + x.context + "}";
+  if (x.meta.rule_raw && !r.text.empty()) j += ",\"rule\":\"" + json_escape(r.text) + "\"";
+  if (!x.xff.empty() && !x.xff_overwrite) j += ",\"xff\":\"" + json_escape(x.xff) + "\"";
   j += "}";
   // A transaction's alert carries its app_proto with its object; any other alert the flow's, as
   // Suricata writes it for every alert on a flow whose protocol it knows.

@@ -42,6 +42,11 @@ struct AlertExtras {
   std::string context;
   // The frame a frame signature matched (`,"frame":{...}`, eve_frame_json); empty: none.
   std::string frame;
+  // An address from an HTTP transaction's X-Forwarded-For (eve-log alert xff): alert.xff, or, with
+  // xff_overwrite, in place of the packet's source (1) or destination (2), as Suricata's
+  // AlertJsonHeader / JsonAddrInfo write it.
+  std::string xff;
+  uint8_t xff_overwrite = 0;
 };
 
 // An application-layer frame for Suricata's EVE `frame` object (its FrameJsonLogOneFrame).

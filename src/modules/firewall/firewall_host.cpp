@@ -219,7 +219,7 @@ void FirewallModule::Host::on_event(const ModuleEvent& e, const HostPacket& p, M
 }
 
 void FirewallModule::Host::write_alert(const Rule& r, const HostPacket& p, ModuleOutput& out, bool blocked) {
-  out.eve(eve_alert_line(r, classes_, p, blocked, AlertExtras{payload_, false, eve_packet_, eve_verdict_, false, {}, alert_meta_, eve_ether_, {}, {}}));
+  out.eve(eve_alert_line(r, classes_, p, blocked, AlertExtras{payload_, false, eve_packet_, eve_verdict_, false, {}, alert_meta_, eve_ether_, {}, {}, {}, 0}));
   out.fast_log(fast_log_line(r, classes_, p, blocked));
 }
 
