@@ -1053,7 +1053,8 @@ void Http1Conn::response_headers_done(size_t) {
     t.resp_headers.clear();
     t.resp_headers_raw.clear();
     t.resp_line = t.resp_headers_done = false;
-    t.scans.clear();  // what consumers scanned of the interim response is gone
+    t.scans.clear();  // what consumers scanned or built of the interim response is gone
+    t.built.clear();
     d.phase = kLine;
     return;
   }

@@ -227,10 +227,15 @@ struct TxBuffers {
   const std::string* get(uint16_t key) {
     if (state[key] != 0) return ptr[key];
     // A finished request's buffers are final: built once, kept in the transaction for the
-    // response's updates (which inspect signatures reading both sides).
-    // (Not a multi-buffer's instance: the request headers one by one.)
-    const bool final = !tls && !dns && !smtp && !ssh && !sip && !ftp && key < kBufCount && key != kBufPayload && t.req_done &&
-                       base_buf(uint8_t(key)) != kBufHttpRequestHeader && !windowed(key);
+    // response's updates (which inspect signatures reading both sides); so are a message's start
+    // line and header buffers once its headers are done (trailers are not kept), for the updates
+    // its body brings. (Not a multi-buffer's instance: the headers one by one.)
+    const bool http = !tls && !dns && !smtp && !ssh && !sip && !ftp;
+    const uint8_t base = base_buf(uint8_t(key % kBufCount));
+    const bool final = http && !windowed(key) &&
+                       (key < kBufCount ? key != kBufPayload && base != kBufHttpRequestHeader &&
+                                              (t.req_done || (t.req_headers_done && head_buf(base, 0)))
+                                        : t.resp_headers_done && head_buf(base, 1));
     if (final) {
       const auto it = owner->built.find(uint16_t(kFinal + key));
       if (it != owner->built.end()) {
@@ -250,7 +255,26 @@ struct TxBuffers {
     }
     return ptr[key];
   }
-  static constexpr uint16_t kFinal = 0x4000;  // AppTx::built ids of final request buffers
+  static constexpr uint16_t kFinal = 0x4000;  // AppTx::built ids of final buffers
+
+  // A buffer of a side (0 request, 1 response) read from its start line and headers alone.
+  static bool head_buf(uint8_t b, int side) {
+    switch (b) {
+      case kBufHttpProtocol: case kBufHttpHeader: case kBufHttpHeaderRaw: case kBufHttpCookie:
+      case kBufHttpContentType: case kBufHttpContentLen: case kBufHttpConnection: case kBufHttpStart:
+      case kBufHttpHeaderNames:
+        return true;
+      case kBufHttpStatCode: case kBufHttpStatMsg: case kBufHttpResponseLine: case kBufHttpServer:
+      case kBufHttpLocation:
+        return side == 1;
+      case kBufHttpUri: case kBufHttpUriRaw: case kBufHttpMethod: case kBufHttpRequestLine: case kBufHttpHost:
+      case kBufHttpHostRaw: case kBufHttpUserAgent: case kBufHttpReferer: case kBufHttpAccept:
+      case kBufHttpAcceptEnc: case kBufHttpAcceptLang: case kBufHttpHostDot:
+        return side == 0;
+      default:
+        return false;
+    }
+  }
 
   // A body: held whole, or, the update's own body, its window's bytes (none: absent).
   bool body_part(const std::string& body, bool headers_done, uint8_t b, std::string& out,
