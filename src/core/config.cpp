@@ -132,9 +132,11 @@ void app_layer_section(const std::string& path, const YAML::Node& v, FileConfig&
         const uint64_t n = size_value(path, kv.second, k);
         // Suricata keeps these in 32 bits; a window of 0 would inspect nothing old before new data.
         if (n == 0 || n > 0xffffffffu) fail(path, kv.second, k + " must be 1 byte .. 4 GiB");
-        (k[2] == 'q' ? (k.find("window") != std::string::npos ? c.http_request_inspect_window : c.http_request_inspect_min)
-                     : (k.find("window") != std::string::npos ? c.http_response_inspect_window : c.http_response_inspect_min)) =
-            uint32_t(n);
+        std::optional<uint32_t>& to = k == "request-body-minimal-inspect-size" ? c.http_request_inspect_min
+                                      : k == "request-body-inspect-window"     ? c.http_request_inspect_window
+                                      : k == "response-body-minimal-inspect-size" ? c.http_response_inspect_min
+                                                                                  : c.http_response_inspect_window;
+        to = uint32_t(n);
       } else if (k == "http-body-inline") {
         const std::string t = scalar(path, kv.second, k);
         c.http_body_inline = t == "auto" ? "auto" : yes_no(path, kv.second, k) ? "yes" : "no";

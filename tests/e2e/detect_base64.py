@@ -149,7 +149,7 @@ def build(rng):
 
 
 def run(gaspp, path, pcap, rules, d, options="", args=()):
-    """gaspp on the capture through `path` (cpu, cpu-device, cuda); (alerts by sid, stderr).
+    """gaspp on the capture through `path` (cpu, cpu-device, cuda); ({sid: [its alert events]}, stderr).
     options: more of the detect module's, ",KEY=VALUE..."; args: more of gaspp's."""
     out = os.path.join(d, path)
     os.makedirs(out, exist_ok=True)
@@ -163,13 +163,13 @@ def run(gaspp, path, pcap, rules, d, options="", args=()):
     for line in open(os.path.join(out, "eve.json")):
         e = json.loads(line)
         if e.get("event_type") == "alert":
-            got.setdefault(e["alert"]["signature_id"], []).append(e.get("pcap_cnt"))
+            got.setdefault(e["alert"]["signature_id"], []).append(e)
     return got, p.stderr
 
 
 def runs(gaspp, paths, packets, rules, name, options="", args=()):
     """Writes the capture and the rules (one a line), runs gaspp (with `args`) through each path;
-    yields (path, {sid: [pcap_cnt of each alert]}, stderr)."""
+    yields (path, {sid: [its alert events]}, stderr)."""
     from scapy.all import wrpcap
     with tempfile.TemporaryDirectory() as d:
         pcap = os.path.join(d, name + ".pcap")

@@ -140,7 +140,8 @@ def check_alerts_at(gaspp, paths, packets, rules, want, name):
     """Each sid's alerts' pcap_cnt against want, through each path (cpu, cpu-device: the device's
     prefilter on the CPU, cuda). Returns the failures."""
     failed = 0
-    for path, got, _ in runs(gaspp, paths, packets, rules, name):
+    for path, alerts, _ in runs(gaspp, paths, packets, rules, name):
+        got = {sid: [e.get("pcap_cnt") for e in es] for sid, es in alerts.items()}
         bad = 0
         for sid in sorted(set(want) | set(got)):
             if sorted(got.get(sid, [])) != want.get(sid):

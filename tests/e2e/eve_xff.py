@@ -13,13 +13,11 @@ extra-data writes alert.xff).
 usage: eve_xff.py GASPP
 """
 import ipaddress
-import json
 import os
-import subprocess
 import sys
 import tempfile
 
-from detect_base64 import session
+from detect_base64 import runs, session
 
 VALUES = ["10.1.1.1", "10.1.1.1, 10.2.2.2, 10.3.3.3", "192.0.2.9:8080", "[2001:db8::5]:443", "1.2.3",
           "not an address", "2001:db8::7, 10.9.9.9", None]
@@ -44,7 +42,6 @@ def reference(value, forward):
 
 
 def main():
-    from scapy.all import wrpcap
     gaspp = sys.argv[1]
     pk = []
     for k, value in enumerate(VALUES):
@@ -56,11 +53,6 @@ def main():
              'alert http any any -> any any (msg:"response"; flow:to_client; file_data; content:"body"; sid:2;)']
     failed = 0
     with tempfile.TemporaryDirectory() as d:
-        pcap = os.path.join(d, "xff.pcap")
-        wrpcap(pcap, pk)
-        rf = os.path.join(d, "xff.rules")
-        with open(rf, "w") as f:
-            f.write("\n".join(rules) + "\n")
         for mode in ("extra-data", "overwrite"):
             for deployment in ("reverse", "forward"):
                 for header in ("X-Forwarded-For", "X-Real-Client"):
@@ -69,13 +61,8 @@ def main():
                         f.write("%YAML 1.1\n---\noutputs:\n  - eve-log:\n      types:\n        - alert:\n"
                                 f"            xff:\n              enabled: yes\n              mode: {mode}\n"
                                 f"              deployment: {deployment}\n              header: {header}\n")
-                    out = os.path.join(d, "out")
-                    os.makedirs(out, exist_ok=True)
-                    p = subprocess.run([gaspp, "-r", pcap, "-c", cfg, "-S", rf, "-q", "-l", out], capture_output=True, text=True)
-                    if p.returncode != 0:
-                        print(f"FAIL: gaspp exited {p.returncode}: {p.stderr.strip()[-300:]}")
-                        return 1
-                    alerts = [json.loads(l) for l in open(os.path.join(out, "eve.json")) if '"event_type":"alert"' in l]
+                    _, got, _ = next(runs(gaspp, ["cpu"], pk, rules, "xff", args=("-c", cfg)))
+                    alerts = [a for es in got.values() for a in es]
                     bad = 0
                     for a in alerts:
                         k = (a["src_port"] if a["alert"]["signature_id"] == 1 else a["dest_port"]) - 41000
@@ -85,11 +72,11 @@ def main():
                         src, dst = (server, client) if to_client else (client, server)
                         if mode == "overwrite" and want:
                             src, dst = (src, want) if to_client else (want, dst)
-                        got = (a["src_ip"], a["dest_ip"], a["alert"].get("xff"))
+                        got_fields = (a["src_ip"], a["dest_ip"], a["alert"].get("xff"))
                         exp = (src, dst, want if mode == "extra-data" else None)
-                        if got != exp:
+                        if got_fields != exp:
                             print(f"FAIL {mode} {deployment} {header}: value {VALUES[k]!r}, sid {a['alert']['signature_id']}: "
-                                  f"(src_ip, dest_ip, xff) {got}, expected {exp}")
+                                  f"(src_ip, dest_ip, xff) {got_fields}, expected {exp}")
                             bad += 1
                     if len(alerts) != 2 * len(VALUES):
                         print(f"FAIL {mode} {deployment} {header}: {len(alerts)} alerts, expected {2 * len(VALUES)}")

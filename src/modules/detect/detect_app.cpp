@@ -605,9 +605,6 @@ int on_app_match_end(unsigned int id, unsigned long long, unsigned long long to,
 
 }  // namespace
 
-// One Hyperscan database over the fast patterns of every buffer (one compile: a database a
-// buffer cost a fixed compile time each, most of the load time of the HTTP rules); a hit counts
-// for the signatures whose pattern is on the buffer scanned.
 // One database per buffer key, as Suricata has an MPM context per buffer: a buffer is scanned for
 // its own signatures' patterns only. (One database of every buffer's patterns scanned each buffer
 // for all of them: with ET Open, Hyperscan's time per byte on the 20,000-pattern database was most
