@@ -370,7 +370,7 @@ void AppLayer::process(const std::vector<StreamChunk>& chunks, std::span<const u
   size_t handed = out.size();
   const auto hand = [&](uint64_t next_flow, bool last) {
     if (!step || handed == out.size() || (!last && out.back().flow_id != next_flow)) return;
-    step(std::span<const AppUpdate>(out).subspan(handed));
+    step(std::span<AppUpdate>(out).subspan(handed));
     handed = out.size();
   };
   for (const AppDatagram& d : datagrams) {

@@ -100,6 +100,9 @@ struct AppUpdate {
   SmtpTx* smtp() const { return proto == AppProto::smtp ? static_cast<SmtpTx*>(tx) : nullptr; }
   SipTx* sip() const { return proto == AppProto::sip ? static_cast<SipTx*>(tx) : nullptr; }
   FtpTx* ftp() const { return proto == AppProto::ftp ? static_cast<FtpTx*>(tx) : nullptr; }
+  // The capture time of the packet that delivered it (ns since the epoch), filled in by whoever
+  // hands the update on with the batch at hand; 0: unknown (a flow's end, a test).
+  uint64_t ts_ns = 0;
 };
 
 // A UDP packet's payload for the application layer: its flow, batch packet index, whether it
@@ -135,7 +138,7 @@ class AppLayer {
   // signature matches at the packet that completed its buffers, as Suricata inspects each packet),
   // while the flows of a batch are still parsed in one pass (a flow's updates wait while other
   // flows are parsed).
-  using Step = std::function<void(std::span<const AppUpdate>)>;
+  using Step = std::function<void(std::span<AppUpdate>)>;
   void process(const std::vector<StreamChunk>& chunks, std::span<const uint8_t> bytes, std::vector<AppUpdate>& out,
                const std::vector<AppDatagram>& datagrams = {}, const std::vector<uint8_t>& dgram_bytes = {},
                const Step& step = nullptr);

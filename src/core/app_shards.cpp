@@ -29,7 +29,7 @@ void AppShards::process(const std::vector<StreamChunk>& chunks, std::span<const 
       Part& p = part_[s];
       p.updates.clear();
       AppLayer::Step step;
-      if (then) step = [&](std::span<const AppUpdate> u) { then(size_t(s), worker, u); };
+      if (then) step = [&](std::span<AppUpdate> u) { then(size_t(s), worker, u); };
       shards_[s]->process(p.chunks, bytes, p.updates, p.datagrams, dgram_bytes, step);
     }
   });

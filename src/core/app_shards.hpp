@@ -47,7 +47,7 @@ class AppShards {
   // a pool thread, which calls then(shard, worker, updates) with its updates as they come
   // (AppLayer::process's step: each before its flow is parsed further; worker < workers(); a
   // worker runs one shard at a time). Returns when every shard is done (it waits).
-  using ShardFn = std::function<void(size_t shard, int worker, std::span<const AppUpdate> updates)>;
+  using ShardFn = std::function<void(size_t shard, int worker, std::span<AppUpdate> updates)>;
   void process(const std::vector<StreamChunk>& chunks, std::span<const uint8_t> bytes,
                const std::vector<AppDatagram>& datagrams, const std::vector<uint8_t>& dgram_bytes, const ShardFn& then);
   // The updates of shard s's last process() (valid until the next).

@@ -122,8 +122,16 @@ void app_layer_section(const std::string& path, const YAML::Node& v, FileConfig&
   if (d && d.IsMap()) {
     for (const auto& kv : d) {
       const std::string k = kv.first.as<std::string>();
-      if (k == "request-body-limit") c.http_request_body_limit = uint32_t(std::min<uint64_t>(size_value(path, kv.second, k), 0xffffffffu));
-      else if (k == "response-body-limit") c.http_response_body_limit = uint32_t(std::min<uint64_t>(size_value(path, kv.second, k), 0xffffffffu));
+      // A body limit of 0 is Suricata's "unlimited", where its stream reassembly depth (1 MiB by
+      // default) still bounds what a body can hold; gaspp has no stream depth, so that bound is the
+      // limit here (bodies_truncated counts what it cuts).
+      constexpr uint64_t kUnlimitedBody = 1 << 20;
+      const auto body_limit = [&](const std::string& key) {
+        const uint64_t n = size_value(path, kv.second, key);
+        return uint32_t(std::min<uint64_t>(n == 0 ? kUnlimitedBody : n, 0xffffffffu));
+      };
+      if (k == "request-body-limit") c.http_request_body_limit = body_limit(k);
+      else if (k == "response-body-limit") c.http_response_body_limit = body_limit(k);
       else if (k == "response-body-decompress-layer-limit") c.http_decompress_layer_limit = uint32_t(std::min<uint64_t>(size_value(path, kv.second, k), 0xffffffffu));
       else if (k == "lzma-enabled") c.http_lzma_enabled = yes_no(path, kv.second, k);
       else if (k == "lzma-memlimit") c.http_lzma_memlimit = size_value(path, kv.second, k);

@@ -128,7 +128,7 @@ uint64_t take_unlogged_events(AppProto proto, AppTx& t) {
 
 }  // namespace
 
-void ModuleSet::app_events(const std::vector<StreamChunk>& chunks, std::span<const uint8_t> bytes) {
+void ModuleSet::app_events(const std::vector<StreamChunk>& chunks, std::span<const uint8_t> bytes, const PacketBatch* b) {
   if (!app_ || (chunks.empty() && datagrams_.empty())) return;
   uint64_t clock = host_times_on_ ? now_ns() : 0;
   // A flow a handler dropped in an earlier batch is parsed no further (as Suricata's stream engine
@@ -143,8 +143,11 @@ void ModuleSet::app_events(const std::vector<StreamChunk>& chunks, std::span<con
   }
   // Each shard's modules inspect its updates on the thread that parsed them.
   for (auto& ev : shard_events_) ev.clear();
-  app_->process(*in, bytes, datagrams_, dgram_bytes_, [&](size_t shard, int worker, std::span<const AppUpdate> updates) {
+  app_->process(*in, bytes, datagrams_, dgram_bytes_, [&](size_t shard, int worker, std::span<AppUpdate> updates) {
     std::vector<ModuleEvent>& ev = shard_events_[shard];
+    if (b)
+      for (AppUpdate& u : updates)
+        if (u.packet < b->count) u.ts_ns = read_record_header(b->h_span + b->h_rec_off[u.packet], b->fmt).ts_ns;
     for (size_t k = 0; k < mods_.size(); ++k) {
       if (!mods_[k]->wants_app_layer()) continue;
       const size_t at = ev.size();
@@ -270,7 +273,7 @@ void ModuleSet::finish_batch(const PacketBatch& b, ModuleOutput& out) {
   }
   gather_datagrams(b);
   host_time("events in, datagrams", clock);
-  app_events(b.stream_chunks, b.stream_data());
+  app_events(b.stream_chunks, b.stream_data(), &b);
   if (host_times_on_) clock = now_ns();
   sort_events(sorted_);
   host_time("events sorted", clock);

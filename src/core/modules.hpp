@@ -235,8 +235,9 @@ class ModuleSet {
 
  private:
   void account_verdicts(const PacketBatch& b, ModuleOutput& out);
-  // Runs the chunks through the application layer and appends the modules' events on them.
-  void app_events(const std::vector<StreamChunk>& chunks, std::span<const uint8_t> bytes);
+  // Runs the chunks through the application layer and appends the modules' events on them; b:
+  // the batch whose packets delivered them (gives each update its packet's time), or null.
+  void app_events(const std::vector<StreamChunk>& chunks, std::span<const uint8_t> bytes, const PacketBatch* b = nullptr);
   // Starts the application layer (threads: AppShards') with c as the modules amend it, and
   // tells the modules its workers.
   void start_app_layer(const AppLayerConfig& c, int threads);

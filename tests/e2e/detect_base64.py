@@ -13,7 +13,8 @@ alert count checked against an oracle:
     a group with '=' in its first or second place (or one character left over) fails the whole
     decode, the groups before it included;
   * the decode ends its buffer's list: a content after the base64_decode in the same buffer does
-    not count, and without base64_data nothing matches.
+    not count, and without base64_data nothing matches; the content before a relative decode is
+    not tried again at a later occurrence when the decoded data does not match.
 The same runs on the device's path (detect:prefilter=device on the CPU) and, with `cuda`, on the
 CUDA backend.
 
@@ -142,6 +143,16 @@ def build(rng):
              'base64_decode:relative; content:"zq"; base64_data; content:"ABC"; SID)', 1)
     add(1102, 'alert http any any -> any any (msg:"no data list"; http.request_body; content:"k1="; '
              'base64_decode:relative; SID)', 0)
+    # A relative base64_decode does not make the content before it tried again at its next
+    # occurrence (Suricata's sets no RELATIVE_NEXT on it): the first "rq=" is followed by "foobar"
+    # encoded, the second by "hello", which is not found.
+    pk += session(port, post("/retry", b"rq=Zm9vYmFy&rq=aGVsbG8="))
+    port += 1
+    for k, (content, n) in enumerate([(b"foobar", 1), (b"hello", 0)]):
+        add(1110 + k, f'alert http any any -> any any (msg:"no retry {k}"; http.request_body; content:"rq="; '
+                      f'base64_decode:bytes 8,relative; base64_data; content:"{hexs(content)}"; SID)', n)
+    add(1112, 'alert http any any -> any any (msg:"second"; http.request_body; content:"rq="; '
+              'base64_decode:bytes 8,offset 15; base64_data; content:"hello"; SID)', 1)
     # Offset past the end of the buffer: nothing to decode.
     add(1103, 'alert http any any -> any any (msg:"offset"; http.request_body; content:"k1="; '
              'base64_decode:offset 100000,relative; base64_data; content:"ABC"; SID)', 0)

@@ -29,20 +29,20 @@ REQ_MIN, REQ_WIN = 32 * 1024, 4 * 1024
 LIMIT = 100 * 1024
 
 
-def response_window(size, done, inspected):
+def response_window(size, done, inspected, min_size=RESP_MIN, win=RESP_WIN):
     """Suricata's FiledataGetDataCallback for an HTTP body (IDS): (inspect, offset, inspected)."""
     if inspected == size or size == 0:
         return False, 0, inspected
-    if size < LIMIT and size < RESP_MIN and not done:
+    if size < LIMIT and size < min_size and not done:
         return False, 0, inspected
     offset = 0
     if inspected != 0:
         new_data = size - inspected
-        if new_data < RESP_WIN:
-            inspect_short = RESP_WIN - new_data
+        if new_data < win:
+            inspect_short = win - new_data
             offset = 0 if inspected < inspect_short else inspected - inspect_short
         else:
-            margin = RESP_WIN // 4
+            margin = win // 4
             offset = inspected - margin if margin <= inspected else 0
     return True, offset, max(inspected, size)
 
@@ -73,7 +73,8 @@ def matches(body, base, size, rule):
         ok = "depth" not in rule or base + pos + len(first) <= rule["depth"]
         if ok and len(rule["contents"]) == 1:
             return True
-        if ok and window.find(rule["contents"][1], pos + len(first)) >= 0:
+        end = pos + len(first) + rule["within"] if "within" in rule else len(window)
+        if ok and window.find(rule["contents"][1], pos + len(first), end) >= 0:
             return True
         pos = window.find(first, pos + 1)
     return False
@@ -136,11 +137,11 @@ def put(body, at, text):
     body[at:at + len(text)] = text
 
 
-def check_alerts_at(gaspp, paths, packets, rules, want, name):
+def check_alerts_at(gaspp, paths, packets, rules, want, name, args=()):
     """Each sid's alerts' pcap_cnt against want, through each path (cpu, cpu-device: the device's
     prefilter on the CPU, cuda). Returns the failures."""
     failed = 0
-    for path, alerts, _ in runs(gaspp, paths, packets, rules, name):
+    for path, alerts, _ in runs(gaspp, paths, packets, rules, name, args=args):
         got = {sid: [e.get("pcap_cnt") for e in es] for sid, es in alerts.items()}
         bad = 0
         for sid in sorted(set(want) | set(got)):
@@ -213,7 +214,48 @@ def main():
         print(f"FAIL: only {differ} cases differ from whole-body inspection")
         return 1
     failed = check_alerts_at(gaspp, paths, pk, rules, want, "body-windows")
-    return 1 if failed else 0
+    return 1 if failed or small_windows(gaspp, paths) else 0
+
+
+def small_windows(gaspp, paths):
+    """Windows set small in suricata.yaml (minimal size 100, window 64: a quarter window of 16 old
+    bytes before more than a window of new), where a fast pattern is longer than a quarter window:
+    the body's scan for patterns then starts before the window. A 40-byte pattern no body has
+    makes that so for the rules on file_data. sid 10's fast pattern "XY" occurs in the first
+    segment, before the second packet's window, and again in the second segment: the second one is
+    in the window and alerts. sid 11 reads the body upper-cased: each packet's window is the same
+    size (its new segment and 16 old bytes) and holds other bytes; "markq" is in the third."""
+    import os
+    import tempfile
+    min_size, win = 100, 64
+    body = filler(5 * SEG, 4)
+    put(body, SEG - 30, b"XY")        # ends 28 before the first packet's end: before the next window
+    put(body, SEG + 500, b"XYW")
+    put(body, 2 * SEG + 700, b"markq")
+    pk = []
+    _, cnt = tcp_session(40004, b"GET /w HTTP/1.1\r\nHost: test\r\n\r\n", b"",
+                         f"HTTP/1.1 200 OK\r\nContent-Length: {len(body)}\r\n\r\n".encode(), bytes(body), pk)
+    fn = lambda size, done, inspected: response_window(size, done, inspected, min_size, win)  # noqa: E731
+    ends = [min(k + SEG, len(body)) for k in range(0, len(body), SEG)]
+    cases = [
+        (9, 'file_data; content:"' + "Q" * 40 + '";', {"contents": [b"Q" * 40]}, bytes(body)),
+        (10, 'file_data; content:"XY"; content:"W"; distance:0; within:1;', {"contents": [b"XY", b"W"], "within": 1},
+         bytes(body)),
+        (11, 'file_data; to_uppercase; content:"MARKQ";', {"contents": [b"MARKQ"]}, bytes(body).upper()),
+    ]
+    rules, want = [], {}
+    for sid, opts, rule, b in cases:
+        rules.append(f'alert http any any -> any any (msg:"small window {sid}"; flow:established,to_client; {opts} sid:{sid};)')
+        i = first_alert(b, ends, fn, rule)
+        want[sid] = [cnt[i]] if i is not None else []
+    assert want[10] == [cnt[1]] and want[11] == [cnt[2]], want
+    with tempfile.TemporaryDirectory() as d:
+        cfg = os.path.join(d, "suricata.yaml")
+        with open(cfg, "w") as f:
+            f.write("%YAML 1.1\n---\napp-layer:\n  protocols:\n    http:\n      libhtp:\n        default-config:\n"
+                    f"          response-body-minimal-inspect-size: {min_size}\n"
+                    f"          response-body-inspect-window: {win}\n")
+        return check_alerts_at(gaspp, paths, pk, rules, want, "body-windows-small", args=("-c", cfg))
 
 
 if __name__ == "__main__":

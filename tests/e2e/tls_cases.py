@@ -19,7 +19,9 @@ Checked:
   client_alpns / server_alpns as built; signatures on tls.subjectaltname, tls.alpn, tls.random,
   tls.random_time, tls.random_bytes, tls.cert_chain_len, the legacy tls.subject / tls.issuerdn /
   tls.fingerprint (upper case) and tls_cert_notbefore / tls_cert_notafter against the dates
-  openssl gave the certificate: those that hold alert, the others do not;
+  openssl gave the certificate: those that hold alert, the others do not; tls_cert_valid alerts on
+  the capture (from 2023, before the certificate's notAfter) and tls_cert_expired does not, the
+  other way round on the same capture moved to 40 days from now (past its 30 days);
 - tls.version per direction (the ClientHello's version to the server, the ServerHello's to the
   client; 1.2 and the raw 0x0303 match, 1.3 does not);
 - payload contents on `alert tls` signatures (no buffer) inspect each direction's bytes as sent,
@@ -164,6 +166,17 @@ def openssl_fields(pem):
 NEW_ALERTS = []
 
 
+def run(gaspp, backend, pcap, rules, out):
+    """gaspp on the capture: its EVE events, or None when it failed (its stderr printed)."""
+    os.mkdir(out)
+    p = subprocess.run([gaspp, "-r", pcap, "--backend", backend, "-S", rules, "-l", out, "-q"],
+                       capture_output=True, text=True)
+    if p.returncode != 0:
+        print(p.stderr)
+        return None
+    return [json.loads(l) for l in open(os.path.join(out, "eve.json"))]
+
+
 def main():
     gaspp = sys.argv[1]
     backend = sys.argv[sys.argv.index("--backend") + 1] if "--backend" in sys.argv else "cpu"
@@ -258,14 +271,28 @@ def main():
         with open(rules, "a") as f:
             for k, (buf, v) in enumerate(sorted(ja3.items())):
                 f.write(f'alert tls any any -> any any (msg:"{buf}"; {buf}; content:"{v}"; bsize:{len(v)}; sid:{20 + k};)\n')
-        out = os.path.join(d, "out")
-        os.mkdir(out)
-        p = subprocess.run([gaspp, "-r", pcap, "--backend", backend, "-S", rules, "-l", out, "-q"],
-                           capture_output=True, text=True)
-        if p.returncode != 0:
-            print(p.stderr)
+        events = run(gaspp, backend, pcap, rules, os.path.join(d, "out"))
+        if events is None:
             return 1
-        events = [json.loads(l) for l in open(os.path.join(out, "eve.json"))]
+        # The certificate's validity against the packets' time, in a run of their own (the
+        # certificate's packet has Suricata's 15 alerts already): the capture is from 2023,
+        # before the notAfter (tls_cert_valid); the same capture 40 days after now is past it
+        # (30 days: tls_cert_expired).
+        validity = os.path.join(d, "validity.rules")
+        with open(validity, "w") as f:
+            f.write('alert tls any any -> any any (msg:"valid"; tls_cert_valid; sid:1;)\n'
+                    'alert tls any any -> any any (msg:"expired"; tls_cert_expired; sid:2;)\n')
+        events_valid = run(gaspp, backend, pcap, validity, os.path.join(d, "out-valid"))
+        from scapy.all import rdpcap, wrpcap
+        late = rdpcap(pcap)
+        shift = datetime.datetime.now(datetime.timezone.utc).timestamp() + 40 * 86400 - float(late[0].time)
+        for pk in late:
+            pk.time = float(pk.time) + shift
+        pcap_late = os.path.join(d, "tls-late.pcap")
+        wrpcap(pcap_late, late)
+        events_late = run(gaspp, backend, pcap_late, validity, os.path.join(d, "out-late"))
+        if events_valid is None or events_late is None:
+            return 1
     tls = [e for e in events if e["event_type"] == "tls"]
     if len(tls) != 1:
         fails.append(f"{len(tls)} tls events, want 1")
@@ -277,6 +304,10 @@ def main():
     want_alerts = sorted([1, 2, 3, 4, 5, 6, 9, 10, 12, 13, 14, 16] + [20 + k for k in range(len(ja3))] + NEW_ALERTS)
     if alerts != want_alerts:
         fails.append(f"alerts {alerts}, want {want_alerts} (20 and up: JA3/JA3S as tshark computes them: {ja3})")
+    for name, evs, want_sids in (("the capture", events_valid, [1]), ("40 days from now", events_late, [2])):
+        got = sorted(e["alert"]["signature_id"] for e in evs if e["event_type"] == "alert")
+        if got != want_sids:
+            fails.append(f"validity, {name}: alerts {got}, want {want_sids} (1 tls_cert_valid, 2 tls_cert_expired)")
     for f in fails:
         print("FAIL", f)
     print(f"tls event fields compared with openssl: {len(want)}, alerts {alerts}, {len(fails)} problems")

@@ -318,6 +318,10 @@ TEST(Config, HttpBodyInspection) {
   EXPECT_EQ(c.http_body_inline.value_or(""), "yes");
   EXPECT_NE(error_of("", {k + "request-body-inspect-window=0"}).find("request-body-inspect-window must be"), std::string::npos);
   EXPECT_NE(error_of("", {k + "http-body-inline=maybe"}).find("http-body-inline"), std::string::npos);
+  // Body limits: a size, or 0 (Suricata's unlimited: its default stream depth, 1 MiB, bounds it).
+  const FileConfig l = load_config("", {k + "request-body-limit=3kb", k + "response-body-limit=0"});
+  EXPECT_EQ(l.http_request_body_limit.value_or(1), 3072u);
+  EXPECT_EQ(l.http_response_body_limit.value_or(1), 1u << 20);
 }
 
 TEST(Config, ExceptionPolicies) {

@@ -431,7 +431,7 @@ TEST(Signatures, InspectionMatchesARecursiveReferenceOnRandomChains) {
 
 // Whether a signature with these options (alert tcp, sid 1) matches buf, compiled through the
 // module's host side as the engine sees it.
-bool inspect_one(const std::string& opts, const std::string& buf) {
+bool inspect_one(const std::string& opts, const std::string& buf, uint64_t base = 0) {
   struct Mem : TableMemory {
     const void* place(const void* h, size_t) override { return h; }
   } mem;
@@ -444,7 +444,8 @@ bool inspect_one(const std::string& opts, const std::string& buf) {
   const DetectView v = host.upload(mem);
   EXPECT_EQ(v.sig_n, 1u) << opts;
   if (v.sig_n != 1) return false;
-  return detect_inspect(v, v.sigs[0], reinterpret_cast<const uint8_t*>(buf.data()), uint32_t(buf.size())) == kInspectMatch;
+  return detect_inspect(v, v.sigs[0], reinterpret_cast<const uint8_t*>(buf.data()), uint32_t(buf.size()), 0,
+                        kInspectAnywhere, base) == kInspectMatch;
 }
 
 // byte_test, byte_jump and byte_extract as Suricata's DetectBytetestDoMatch, DetectBytejumpDoMatch
@@ -545,6 +546,28 @@ TEST(Signatures, ContentRetriedWhenWhatFollowsDependsOnIt) {
       {"content:\"ab\"; content:\"12\"; within:2; isdataat:!1,relative;", true},
   };
   for (const Row& r : rows) EXPECT_EQ(inspect_one(r.opts, buf), r.match) << r.opts;
+}
+
+// A buffer that is part of a longer one (an HTTP body's inspection window, starting at base):
+// a content's depth counts from the longer buffer's start, as Suricata's stream_start_offset
+// handling; a depth ending before the window is no match, negated or not.
+TEST(Signatures, DepthCountsFromTheWholeBodysStart) {
+  const std::string win = "abcxyz";  // bytes 100..105 of the body
+  struct Row {
+    const char* opts;
+    bool match;
+  };
+  const Row rows[] = {
+      {"content:\"abc\"; depth:50;", false},
+      {"content:!\"abc\"; depth:50;", false},   // before the window: no match, not a negated match
+      {"content:!\"zz\"; depth:100;", false},
+      {"content:\"abc\"; depth:103;", true},     // 3 bytes into the window
+      {"content:\"xyz\"; depth:103;", false},
+      {"content:!\"xyz\"; depth:103;", true},
+      {"content:\"xyz\"; depth:500;", true},
+      {"content:\"abc\";", true},
+  };
+  for (const Row& r : rows) EXPECT_EQ(inspect_one(r.opts, win, 100), r.match) << r.opts;
 }
 
 // byte_math's arguments as Suricata's parser takes and refuses them.
@@ -1748,6 +1771,11 @@ TEST(BodyWindow, AsSuricatasBodyCallbacks) {
         {34000, false, false, true, 33000 - (4096 - 1000)},
         {40000, false, false, true, 34000 - 1024}}},
       {"small request: at its end", req, {{10000, true, false, true, 0}}},
+      // A window over four times the minimal size: the quarter window reaches before the body's
+      // start, so the whole body is inspected (not an offset wrapped round).
+      {"request with a window over four minimal sizes",
+       gaspp::BodyWindowCfg{100, 1000, true, false},
+       {{150, false, false, true, 0}, {1200, false, false, true, 0}, {1300, false, false, true, 1200 - 900}}},
   };
   for (const Case& c : cases) {
     uint64_t inspected = 0;

@@ -42,7 +42,7 @@ inline BodyWindow body_window(const BodyWindowCfg& c, uint64_t size, bool done, 
     if (inspected > c.min_size) {
       const uint64_t fresh = size - inspected;
       w.offset = fresh < c.window ? (inspected < c.window - fresh ? 0 : inspected - (c.window - fresh))
-                                  : inspected - c.window / 4;
+                                  : (c.window / 4 <= inspected ? inspected - c.window / 4 : 0);
     }
     inspected = size;
   } else {

@@ -573,6 +573,7 @@ struct DetectModule {
       bool ftp_bounce = false;
       DetCond tls_chain_len;          // tls.cert_chain_len
       Signature::DateCond tls_notbefore, tls_notafter;  // tls_cert_notbefore, tls_cert_notafter
+      uint8_t tls_expiry = 0;                           // tls_cert_expired 1, tls_cert_valid 2
       IntCond dns_rrtype;             // and dns.rrtype
       struct Size {
         uint16_t key;
@@ -614,7 +615,6 @@ struct DetectModule {
     // What one on_app worker keeps apart from the others (its scratch: AppPrefilter::scratch).
     struct alignas(64) AppWorker {
       std::vector<uint32_t> hits, cand;
-      std::vector<std::pair<uint32_t, uint64_t>> ends;  // a body scan's (pattern, match end)
       uint64_t updates = 0, candidates = 0, matches = 0;
       AppAlerts alerts;
     };

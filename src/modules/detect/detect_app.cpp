@@ -597,12 +597,6 @@ std::string xff_address(const HttpTx& t, const std::string& header, bool forward
   return inet_pton(AF_INET, v.c_str(), a) == 1 || inet_pton(AF_INET6, v.c_str(), a) == 1 ? v : "";
 }
 
-// The pattern and where its match ended.
-int on_app_match_end(unsigned int id, unsigned long long, unsigned long long to, unsigned int, void* ctx) {
-  static_cast<std::vector<std::pair<uint32_t, uint64_t>>*>(ctx)->emplace_back(id, to);
-  return 0;
-}
-
 }  // namespace
 
 // One database per buffer key, as Suricata has an MPM context per buffer: a buffer is scanned for
@@ -688,6 +682,7 @@ void DetectModule::Host::add_app_sig(uint32_t i) {
   a.tls_chain_len = cond(s.tls_chain_len);
   a.tls_notbefore = s.tls_notbefore;
   a.tls_notafter = s.tls_notafter;
+  a.tls_expiry = s.tls_expiry;
   a.dns_rcode = cond(s.dns_rcode);
   a.dns_rrtype = s.dns_rrtype;
   a.ftp_dynamic_port = cond(s.ftp_dynamic_port);
@@ -925,20 +920,22 @@ void DetectModule::Host::on_app(std::span<const AppUpdate> updates, std::vector<
       const AppPrefilter::KeyDb& kd = app_pf_->by_key[key];
       if (bufs.windowed(key) && !derived_buf(uint8_t(key % kBufCount))) {
         // The update's own body: scanned as it grows (from where a pattern ending in the new
-        // bytes can start), each signature's hit kept with where its last one ended; those
-        // ending in the window are candidates, the others cannot be again (windows only move on).
+        // bytes can start), each signature's hit kept with the end of the last scan that found
+        // it (the database reports a pattern's first occurrence in a scan only, so a later one
+        // may end anywhere up to the scan's end); those whose scan ended in the window are
+        // candidates, the others cannot be again (windows only move on).
         const std::string& body = u.dir ? u.http()->response_body : u.http()->request_body;
         AppTx::WindowScan& ws = t.window_scans[key];
         if (body.size() > ws.size) {
           const size_t from = ws.size + 1 > kd.max_len ? ws.size + 1 - kd.max_len : 0;
-          w.ends.clear();
+          hits.clear();
           hs_scan(kd.db, body.data() + from, unsigned(body.size() - from), 0, app_pf_->scratch[size_t(worker)],
-                  on_app_match_end, &w.ends);
-          for (const auto& [id, to] : w.ends)
+                  on_app_match, &hits);
+          for (const uint32_t id : hits)
             for (const uint32_t a : kd.pat_sigs[id]) {
               const auto it = std::find_if(ws.hits.begin(), ws.hits.end(), [&](const auto& x) { return x.first == a; });
-              if (it == ws.hits.end()) ws.hits.emplace_back(a, from + to);
-              else it->second = std::max<uint64_t>(it->second, from + to);
+              if (it == ws.hits.end()) ws.hits.emplace_back(a, body.size());
+              else it->second = body.size();
             }
           ws.size = body.size();
         }
@@ -947,9 +944,10 @@ void DetectModule::Host::on_app(std::span<const AppUpdate> updates, std::vector<
         continue;
       }
       // A buffer scanned before at the same size (a finished header, say) has the same hits. The
-      // envelope's buffers are short and change per recipient: scanned every time.
+      // envelope's buffers are short and change per recipient, and a transformed window of a
+      // body holds other bytes at every update, whatever its size: scanned every time.
       AppTx::Scan fresh;
-      AppTx::Scan& sc = proto == 6 ? fresh : t.scans[scan_base + key];
+      AppTx::Scan& sc = proto == 6 || bufs.windowed(key) ? fresh : t.scans[scan_base + key];
       if (sc.size != b->size()) {
         // Bodies only grow (appended as they are decoded), and so does a message once its headers
         // are done: a grown one is scanned from where a pattern ending in the new bytes can
@@ -1004,7 +1002,7 @@ void DetectModule::Host::on_app(std::span<const AppUpdate> updates, std::vector<
         if (!a.tls_version_raw && (v >> 8) == 0x7f) v = 0x0304;  // the 1.3 drafts
         if (!tl || v != a.tls_version) continue;
       }
-      if (a.tls_chain_len.kind || a.tls_notbefore.mode || a.tls_notafter.mode) {
+      if (a.tls_chain_len.kind || a.tls_notbefore.mode || a.tls_notafter.mode || a.tls_expiry) {
         // The server's certificate chain (to the client, once it came; Suricata's
         // tls.cert_chain_len and tls validity keywords read the server's side).
         const TlsTx* tl = u.tls();
@@ -1018,6 +1016,10 @@ void DetectModule::Host::on_app(std::span<const AppUpdate> updates, std::vector<
                                                 : v >= c.at && v <= c.to));
         };
         if (!date_holds(a.tls_notbefore, tl->not_before) || !date_holds(a.tls_notafter, tl->not_after)) continue;
+        // Seconds, as Suricata compares them; an update without its packet's time (a flow's end) decides nothing.
+        if (a.tls_expiry && (!tl->cert_decoded || tl->not_after == 0 || u.ts_ns == 0 ||
+                             (int64_t(u.ts_ns / 1000000000u) > tl->not_after) != (a.tls_expiry == 1)))
+          continue;
       }
       const bool rrtype = a.dns_rrtype.c.mode != kUintNone;
       if (const DnsTx* dn = u.dns(); dn && (a.dns_opcode.kind || a.dns_rcode.kind || rrtype)) {

@@ -569,7 +569,9 @@ void DetectModule::Host::add_ops(const Signature& s, const std::vector<size_t>& 
         throw std::invalid_argument("detect: sid " + std::to_string(s.rule.sid) + ": " + e.what());
       }
     }
-    if (o.relative && last_pm >= 0) {
+    // A relative base64_decode marks nothing (Suricata's does not flag the content before it): a
+    // later occurrence of that content is not tried when what follows fails.
+    if (o.relative && last_pm >= 0 && o.type != SigOpType::base64_decode) {
       ops_[d.op_off + uint32_t(last_pm)].flags |= kOpRelativeNext;
       // Suricata retries other occurrences of a content when what follows it depends on where it
       // ended (DETECT_CONTENT_WITHIN_NEXT, part of RELATIVE_NEXT): a content with within, a negated

@@ -302,7 +302,9 @@ GASPP_HD inline int detect_inspect_list(const DetectView& v, uint32_t op_off, ui
         found = det_find(buf + offset, uint32_t(depth - offset), v.bytes + o.pat_off, o.pat_len, o.flags & kOpNocase);
         if (found >= 0) found += offset;
       }
-      if (found < 0) {
+      if (before_base) {
+        r = 0;  // Suricata's no_match, negated or not: the depth ends before this buffer
+      } else if (found < 0) {
         if (neg) next = true;
         else r = (found == -1 && !rel) ? -1 : 0;
         if (found == -2 && !neg) r = 0;

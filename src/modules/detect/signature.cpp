@@ -206,7 +206,8 @@ bool signature_keyword_known(const std::string& k, const RuleVars& vars) {
       "flow.pkts_toclient", "flow.bytes_toserver", "flow.bytes_toclient", "stream_size", "vlan.id", "vlan.layers", "flow.age", "ipv4-csum", "tcpv4-csum", "tcpv6-csum",
       "udpv4-csum", "udpv6-csum", "icmpv4-csum", "icmpv6-csum", "flags", "tcp.flags", "flow", "flowbits", "xbits", "hostbits", "app-layer-event", "prefilter",
       "flowint", "noalert", "bsize", "absent", "tls.version", "dns.opcode", "dns.rcode", "dns.rrtype", "ftp.dynamic_port", "ftp.mode", "ftp.reply_received", "ftpbounce", "urilen", "requires",
-      "tls.subject", "tls.issuerdn", "tls.fingerprint", "tls.cert_chain_len", "tls_cert_notbefore", "tls_cert_notafter"};
+      "tls.subject", "tls.issuerdn", "tls.fingerprint", "tls.cert_chain_len", "tls_cert_notbefore", "tls_cert_notafter",
+      "tls_cert_expired", "tls_cert_valid"};
   if (name_keyword(k) || find_buf(kStickyBuffers, std::size(kStickyBuffers), k) >= 0 ||
       find_buf(kHeaderBuffers, std::size(kHeaderBuffers), k) >= 0 ||
       find_buf(kContentModifiers, std::size(kContentModifiers), k) >= 0 ||
@@ -952,7 +953,7 @@ std::string finish(Signature& s) {
   if (s.app && s.rule.action == RuleAction::alert && packet_bufs_only && s.bsize.empty() && s.absent.empty() && !s.urilen.on && !s.http_events &&
       !s.dns_events &&
       !s.tls_version_on && !s.dns_opcode.on && !s.dns_rcode.on && s.dns_rrtype.c.mode == kUintNone && !s.tls_chain_len.on &&
-      !s.tls_notbefore.mode && !s.tls_notafter.mode && !s.ftp_dynamic_port.on && !s.ftp_mode && !s.ftp_reply_received && !s.ftp_events && !s.ftp_bounce) {
+      !s.tls_notbefore.mode && !s.tls_notafter.mode && !s.tls_expiry && !s.ftp_dynamic_port.on && !s.ftp_mode && !s.ftp_reply_received && !s.ftp_events && !s.ftp_bounce) {
     // Only the protocol (`alert http any any -> any any (flow:...; sid:1;)`): no buffer to inspect,
     // so Suricata makes it a packet signature (SIG_TYPE_APPLAYER, or SIG_TYPE_PKT with packet
     // conditions) that matches every packet of a flow whose app_proto is the protocol, not each
@@ -1529,6 +1530,14 @@ std::string parse_signature(const std::string& text, const RuleVars& vars, Signa
     if (k == "tls.cert_chain_len") {
       const std::string r = parse_num_cond(k, v, 65535, out.tls_chain_len);
       if (!r.empty()) return r;
+      if (out.app_proto && out.app_proto != 2) return "error:" + k + " on a signature of another protocol";
+      out.app = true;
+      out.app_proto = 2;
+      continue;
+    }
+    if (k == "tls_cert_expired" || k == "tls_cert_valid") {
+      if (!trim(v).empty()) return "error:" + k + " takes no value";
+      out.tls_expiry = k == "tls_cert_expired" ? 1 : 2;
       if (out.app_proto && out.app_proto != 2) return "error:" + k + " on a signature of another protocol";
       out.app = true;
       out.app_proto = 2;

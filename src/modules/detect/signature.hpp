@@ -397,6 +397,9 @@ struct Signature {
     uint8_t mode = 0;
     int64_t at = 0, to = 0;
   } tls_notbefore, tls_notafter;
+  // tls_cert_expired (1) / tls_cert_valid (2): the server certificate's notAfter against the time
+  // of the packet inspecting it (Suricata's flow last time): before it, expired; else valid.
+  uint8_t tls_expiry = 0;
   IntCond dns_rrtype;              // dns.rrtype: a multi-integer over the questions' or answers' types
   std::vector<std::pair<uint8_t, NumCond>> bsize;  // bsize: (the sticky buffer, its size condition)
   // absent (Suricata 8): (the sticky buffer, or_else). The buffer's list matches when the
