@@ -21,7 +21,8 @@ Checked:
   tls.fingerprint (upper case) and tls_cert_notbefore / tls_cert_notafter against the dates
   openssl gave the certificate: those that hold alert, the others do not; tls_cert_valid alerts on
   the capture (from 2023, before the certificate's notAfter) and tls_cert_expired does not, the
-  other way round on the same capture moved to 40 days from now (past its 30 days);
+  other way round on the same capture moved to 40 days from now (past its 30 days); ssl_version
+  per direction, lists and negation (`alert tcp` signatures: the keyword makes them TLS ones);
 - tls.version per direction (the ClientHello's version to the server, the ServerHello's to the
   client; 1.2 and the raw 0x0303 match, 1.3 does not);
 - payload contents on `alert tls` signatures (no buffer) inspect each direction's bytes as sent,
@@ -281,7 +282,13 @@ def main():
         validity = os.path.join(d, "validity.rules")
         with open(validity, "w") as f:
             f.write('alert tls any any -> any any (msg:"valid"; tls_cert_valid; sid:1;)\n'
-                    'alert tls any any -> any any (msg:"expired"; tls_cert_expired; sid:2;)\n')
+                    'alert tls any any -> any any (msg:"expired"; tls_cert_expired; sid:2;)\n'
+                    # ssl_version: each direction's hello is TLS 1.2
+                    'alert tcp any any -> any any (msg:"client 1.2"; flow:to_server; ssl_version:tls1.2; sid:3;)\n'
+                    'alert tcp any any -> any any (msg:"not 1.2"; ssl_version:!tls1.2; sid:4;)\n'
+                    'alert tcp any any -> any any (msg:"old"; ssl_version:sslv3,TLS1.0; sid:5;)\n'
+                    'alert tcp any any -> any any (msg:"server"; flow:to_client; ssl_version:tls1.1 tls1.2; sid:6;)\n'
+                    'alert tcp any any -> any any (msg:"not 1.3"; flow:to_client; ssl_version:!tls1.3; sid:7;)\n')
         events_valid = run(gaspp, backend, pcap, validity, os.path.join(d, "out-valid"))
         from scapy.all import rdpcap, wrpcap
         late = rdpcap(pcap)
@@ -304,10 +311,11 @@ def main():
     want_alerts = sorted([1, 2, 3, 4, 5, 6, 9, 10, 12, 13, 14, 16] + [20 + k for k in range(len(ja3))] + NEW_ALERTS)
     if alerts != want_alerts:
         fails.append(f"alerts {alerts}, want {want_alerts} (20 and up: JA3/JA3S as tshark computes them: {ja3})")
-    for name, evs, want_sids in (("the capture", events_valid, [1]), ("40 days from now", events_late, [2])):
+    for name, evs, want_sids in (("the capture", events_valid, [1, 3, 6, 7]), ("40 days from now", events_late, [2, 3, 6, 7])):
         got = sorted(e["alert"]["signature_id"] for e in evs if e["event_type"] == "alert")
         if got != want_sids:
-            fails.append(f"validity, {name}: alerts {got}, want {want_sids} (1 tls_cert_valid, 2 tls_cert_expired)")
+            fails.append(f"validity, {name}: alerts {got}, want {want_sids} (1 tls_cert_valid, 2 tls_cert_expired, "
+                         "3.. ssl_version)")
     for f in fails:
         print("FAIL", f)
     print(f"tls event fields compared with openssl: {len(want)}, alerts {alerts}, {len(fails)} problems")

@@ -252,6 +252,38 @@ TEST(Transforms, RulesAreCheckedAsSuricataChecksThem) {
 // A (gid, sid) loaded again, in one file or another: Suricata's DetectEngineSignatureIsDuplicate
 // keeps the higher rev (a newer one replaces the older in place; the same or an older rev is an
 // error naming the rule loaded); another gid is another rule.
+// ssl_version and the certificate validity keywords parse as Suricata's DetectSslVersionParse and
+// DetectTlsValiditySetup take them (a leading '!' negates the list; names in any case, each once).
+TEST(Signatures, TlsStateKeywordsParseAsSuricata) {
+  struct Case {
+    const char* opts;
+    const char* result;  // the start of parse_signature's answer
+    uint8_t versions;
+    bool neg;
+  };
+  const Case cases[] = {
+      {"ssl_version:sslv3;", "", 0x02, false},
+      {"ssl_version:!tls1.3,tls1.2;", "", 0x30, true},
+      {"ssl_version: TLS1.0 , tls1.1;", "", 0x0c, false},
+      {"ssl_version:sslv2 sslv3;", "", 0x03, false},
+      {"ssl_version:tls1.4;", "error:ssl_version: unknown version 'tls1.4'", 0, false},
+      {"ssl_version:tls1.0,tls1.0;", "error:ssl_version: 'tls1.0' twice", 0, false},
+      {"ssl_version:;", "error:ssl_version: an empty value", 0, false},
+      {"tls_cert_expired;", "", 0, false},
+      {"tls_cert_valid:now;", "error:tls_cert_valid takes no value", 0, false},
+  };
+  for (const Case& c : cases) {
+    Signature s;
+    const std::string r = parse_signature(std::string("alert tcp any any -> any any (") + c.opts + " sid:1;)", RuleVars{}, s);
+    EXPECT_EQ(r.substr(0, std::strlen(c.result)), c.result) << c.opts << ": " << r;
+    if (!*c.result) {
+      EXPECT_EQ(s.ssl_version, c.versions) << c.opts;
+      EXPECT_EQ(s.ssl_version_neg, c.neg) << c.opts;
+      EXPECT_EQ(s.app_proto, 2) << c.opts;  // a TLS signature whatever its header says
+    }
+  }
+}
+
 TEST(Signatures, DuplicateSidsKeepTheNewestRev) {
   namespace fs = std::filesystem;
   const fs::path dir = fs::path(testing::TempDir()) / "dup_sids";

@@ -574,6 +574,8 @@ struct DetectModule {
       DetCond tls_chain_len;          // tls.cert_chain_len
       Signature::DateCond tls_notbefore, tls_notafter;  // tls_cert_notbefore, tls_cert_notafter
       uint8_t tls_expiry = 0;                           // tls_cert_expired 1, tls_cert_valid 2
+      uint8_t ssl_version = 0;                          // Signature's ssl_version
+      bool ssl_version_neg = false;
       IntCond dns_rrtype;             // and dns.rrtype
       struct Size {
         uint16_t key;

@@ -683,6 +683,8 @@ void DetectModule::Host::add_app_sig(uint32_t i) {
   a.tls_notbefore = s.tls_notbefore;
   a.tls_notafter = s.tls_notafter;
   a.tls_expiry = s.tls_expiry;
+  a.ssl_version = s.ssl_version;
+  a.ssl_version_neg = s.ssl_version_neg;
   a.dns_rcode = cond(s.dns_rcode);
   a.dns_rrtype = s.dns_rrtype;
   a.ftp_dynamic_port = cond(s.ftp_dynamic_port);
@@ -995,6 +997,15 @@ void DetectModule::Host::on_app(std::span<const AppUpdate> updates, std::vector<
       if (inst > passes[pi].first && !a.per_instance) continue;
       ++w.candidates;
       if (!sig_applies(host_view_, a.sig, pk, true, u.dir == 1, true, PacketFacts{})) continue;
+      if (a.ssl_version) {
+        // The inspected direction's version as Suricata's connection state holds it after the
+        // hello (DetectSslVersionMatch): one it does not name matches neither way.
+        const TlsTx* tl = u.tls();
+        const uint16_t v = !tl ? 0 : u.dir ? tl->server_version : tl->client_offered ? tl->client_offered : tl->client_version;
+        const int bit = v == 0x0002 ? 0 : v == 0x0300 ? 1 : v == 0x0301 ? 2 : v == 0x0302 ? 3 : v == 0x0303 ? 4
+                        : v == 0x0304 || (v >> 8) == 0x7f ? 5 : -1;
+        if (bit < 0 || (((a.ssl_version >> bit) & 1) != 0) == a.ssl_version_neg) continue;
+      }
       if (a.tls_version_on) {
         // The inspected direction's hello (Suricata's DetectTlsVersionMatch).
         const TlsTx* tl = u.tls();

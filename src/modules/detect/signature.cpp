@@ -207,7 +207,7 @@ bool signature_keyword_known(const std::string& k, const RuleVars& vars) {
       "udpv4-csum", "udpv6-csum", "icmpv4-csum", "icmpv6-csum", "flags", "tcp.flags", "flow", "flowbits", "xbits", "hostbits", "app-layer-event", "prefilter",
       "flowint", "noalert", "bsize", "absent", "tls.version", "dns.opcode", "dns.rcode", "dns.rrtype", "ftp.dynamic_port", "ftp.mode", "ftp.reply_received", "ftpbounce", "urilen", "requires",
       "tls.subject", "tls.issuerdn", "tls.fingerprint", "tls.cert_chain_len", "tls_cert_notbefore", "tls_cert_notafter",
-      "tls_cert_expired", "tls_cert_valid"};
+      "tls_cert_expired", "tls_cert_valid", "ssl_version"};
   if (name_keyword(k) || find_buf(kStickyBuffers, std::size(kStickyBuffers), k) >= 0 ||
       find_buf(kHeaderBuffers, std::size(kHeaderBuffers), k) >= 0 ||
       find_buf(kContentModifiers, std::size(kContentModifiers), k) >= 0 ||
@@ -953,7 +953,7 @@ std::string finish(Signature& s) {
   if (s.app && s.rule.action == RuleAction::alert && packet_bufs_only && s.bsize.empty() && s.absent.empty() && !s.urilen.on && !s.http_events &&
       !s.dns_events &&
       !s.tls_version_on && !s.dns_opcode.on && !s.dns_rcode.on && s.dns_rrtype.c.mode == kUintNone && !s.tls_chain_len.on &&
-      !s.tls_notbefore.mode && !s.tls_notafter.mode && !s.tls_expiry && !s.ftp_dynamic_port.on && !s.ftp_mode && !s.ftp_reply_received && !s.ftp_events && !s.ftp_bounce) {
+      !s.tls_notbefore.mode && !s.tls_notafter.mode && !s.tls_expiry && !s.ssl_version && !s.ftp_dynamic_port.on && !s.ftp_mode && !s.ftp_reply_received && !s.ftp_events && !s.ftp_bounce) {
     // Only the protocol (`alert http any any -> any any (flow:...; sid:1;)`): no buffer to inspect,
     // so Suricata makes it a packet signature (SIG_TYPE_APPLAYER, or SIG_TYPE_PKT with packet
     // conditions) that matches every packet of a flow whose app_proto is the protocol, not each
@@ -1483,6 +1483,33 @@ std::string parse_signature(const std::string& text, const RuleVars& vars, Signa
       if (!r.empty()) return r;
       out.bsize.push_back({cur_buf, c});
       out.app = true;
+      continue;
+    }
+    if (k == "ssl_version") {
+      // Suricata's DetectSslVersionParse: an optional leading '!' (for the whole list), then
+      // names separated by commas or spaces, any case, each once.
+      static const char* const kNames[] = {"sslv2", "sslv3", "tls1.0", "tls1.1", "tls1.2", "tls1.3"};
+      if (out.ssl_version) return "skip:keyword ssl_version twice";
+      std::string t = trim(v);
+      if (t.empty()) return "error:ssl_version: an empty value";
+      if (t[0] == '!') out.ssl_version_neg = true, t.erase(0, 1);
+      size_t i = 0;
+      while (i < t.size()) {
+        size_t n = 0;
+        while (i + n < t.size() && !std::isspace(static_cast<unsigned char>(t[i + n])) && t[i + n] != ',') ++n;
+        const std::string w = t.substr(i, n);
+        int bit = -1;
+        for (int b = 0; b < 6; ++b)
+          if (strcasecmp(w.c_str(), kNames[b]) == 0) bit = b;
+        if (bit < 0) return "error:ssl_version: unknown version '" + w + "' (sslv2, sslv3, tls1.0, tls1.1, tls1.2, tls1.3)";
+        if (out.ssl_version & (1u << bit)) return "error:ssl_version: '" + w + "' twice";
+        out.ssl_version |= uint8_t(1u << bit);
+        i += n;
+        while (i < t.size() && (std::isspace(static_cast<unsigned char>(t[i])) || t[i] == ',')) ++i;
+      }
+      if (out.app_proto && out.app_proto != 2) return "error:ssl_version on a signature of another protocol";
+      out.app = true;
+      out.app_proto = 2;
       continue;
     }
     if (k == "tls.version") {

@@ -400,6 +400,12 @@ struct Signature {
   // tls_cert_expired (1) / tls_cert_valid (2): the server certificate's notAfter against the time
   // of the packet inspecting it (Suricata's flow last time): before it, expired; else valid.
   uint8_t tls_expiry = 0;
+  // ssl_version: the inspected direction's version (its hello's: the supported_versions choice,
+  // else the hello's version; an SSLv2-framed hello's version field) among these, bit k for sslv2,
+  // sslv3, tls1.0, tls1.1, tls1.2, tls1.3 (its drafts too); negated: not among them. A direction
+  // without a hello matches neither way (Suricata's DetectSslVersionMatch).
+  uint8_t ssl_version = 0;
+  bool ssl_version_neg = false;
   IntCond dns_rrtype;              // dns.rrtype: a multi-integer over the questions' or answers' types
   std::vector<std::pair<uint8_t, NumCond>> bsize;  // bsize: (the sticky buffer, its size condition)
   // absent (Suricata 8): (the sticky buffer, or_else). The buffer's list matches when the
