@@ -1246,6 +1246,18 @@ TEST(Signatures, TransactionalRulesNeedBothSides) {
   }
   Rule fw;
   EXPECT_EQ(parse_rule("alert ip any any => any any (sid:1;)", RuleVars{}, fw).rfind("error:=>", 0), 0u);
+  // file.data with a direction (Suricata 8): the body of that side.
+  for (const auto& [dir, buf] : {std::pair{"to_server", kBufHttpRequestBody}, std::pair{"to_client", kBufHttpResponseBody}}) {
+    Signature sig;
+    const std::string text = std::string("alert http any any => any any (http.method; content:\"POST\"; http.stat_code; "
+                                         "content:\"500\"; file.data: ") + dir + "; content:\"x\"; sid:1;)";
+    ASSERT_EQ(parse_signature(text, RuleVars{}, sig), "") << text;
+    EXPECT_EQ(sig.ops.back().buf, buf) << text;
+  }
+  Signature tcp_fd;
+  EXPECT_EQ(parse_signature("alert smtp any any -> any any (file.data: to_client; content:\"x\"; sid:1;)", RuleVars{}, tcp_fd)
+                .rfind("skip:keyword file.data with a direction", 0),
+            0u);
 }
 
 // flowint and flowbits on the host, as Suricata evaluates them: signatures in its order (setters

@@ -1403,7 +1403,15 @@ std::string parse_signature(const std::string& text, const RuleVars& vars, Signa
       if (std::find(vars.keywords_off.begin(), vars.keywords_off.end(), k) != vars.keywords_off.end())
         return "error:keyword " + k + " is turned off by the configuration";
       // `http.content_type: to_server`: Suricata 8's direction for a buffer of either side, in a
-      // transactional rule; the buffers here inspect the side they are met on.
+      // transactional rule; the buffers here inspect the side they are met on. An HTTP rule's
+      // file.data with one is the body of that side (the request's, or the response's as without).
+      if ((v == "to_server" || v == "to_client") && b == kBufHttpResponseBody && k.rfind("file", 0) == 0 &&
+          (out.rule.app_proto == "http" || out.rule.app_proto == "http1")) {
+        cur_buf = v == "to_server" ? uint8_t(kBufHttpRequestBody) : uint8_t(kBufHttpResponseBody);
+        pending.clear();
+        out.app = true;
+        continue;
+      }
       if (v == "to_server" || v == "to_client") return "skip:keyword " + k + " with a direction (" + v + ")";
       cur_buf = uint8_t(b);
       pending.clear();
