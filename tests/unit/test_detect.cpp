@@ -1175,6 +1175,29 @@ TEST(Signatures, VlanAndFlowConditionsHoldAsSuricatasDo) {
 
 // hostbits are xbits tracked by host (detect-hostbits.c): source by default, dst on request,
 // expiring after 300 s; noalert; the forms Suricata refuses are refused.
+// Suricata's host and address-pair bit roles (SCSigOrderByHostbitsCompare / ...IPPairbitsCompare
+// over SCSigGetXbitsType): setters first, then set+test, then testers, then the rest; its tests
+// are the xbits keyword's isset/isnotset and its writes the hostbits keyword's set/unset/toggle
+// only, so a hostbits test and an xbits setter rank with the signatures that use neither.
+TEST(Signatures, HostAndPairBitsFollowSuricatasOrder) {
+  const std::string path = testing::TempDir() + "/xbits-order.rules";
+  {
+    std::ofstream f(path);
+    f << "alert ip any any -> any any (hostbits:isset,a; sid:1;)\n"
+         "alert ip any any -> any any (xbits:isset,b,track ip_src; sid:2;)\n"
+         "alert ip any any -> any any (xbits:set,b,track ip_src; sid:3;)\n"
+         "alert ip any any -> any any (hostbits:set,a; sid:4;)\n"
+         "alert ip any any -> any any (xbits:isset,c,track ip_src; hostbits:set,d; sid:5;)\n"
+         "alert ip any any -> any any (xbits:isset,p,track ip_pair; sid:6;)\n"
+         "alert ip any any -> any any (sid:7;)\n";
+  }
+  DetectModule::Host host({{"rules", path}});
+  std::vector<uint32_t> order;
+  for (const Signature& g : host.signatures().sigs) order.push_back(g.rule.sid);
+  // Host roles: 4 (set), 5 (set+test), 2 (test), then 1, 3, 6, 7; among those the pair tester 6 first.
+  EXPECT_EQ(order, (std::vector<uint32_t>{4, 5, 2, 6, 1, 3, 7}));
+}
+
 TEST(Signatures, HostbitsAreHostXbits) {
   struct Row {
     const char* opt;

@@ -114,13 +114,22 @@ int flowint_order(const Signature& s) {
   return 3;
 }
 
-// The xbits role in Suricata's order (SCSigOrderByHostbitsCompare, then ...IPPairbits): signatures
-// that test a bit of that kind first. Suricata counts only the tests of xbits there (its count of
-// writers looks for the hostbits keyword), so xbits setters rank with the signatures without any.
+// The xbits role in Suricata's order (SCSigOrderByHostbitsCompare, then ...IPPairbits; its
+// SCSigGetXbitsType): setters, then setters that also test, then testers, then the others. Suricata
+// counts as tests only the xbits keyword's isset/isnotset, and as writes only the hostbits
+// keyword's set/unset/toggle (host bits: never an address pair's); so an xbits setter and a
+// hostbits test rank with the signatures that use neither.
 int xbits_order(const Signature& s, bool pair) {
-  for (const XbitCmd& c : s.xbits)
-    if (c.condition() && (c.track == XbitCmd::ip_pair) == pair) return 0;
-  return 1;
+  bool rd = false, wr = false;
+  for (const XbitCmd& c : s.xbits) {
+    if ((c.track == XbitCmd::ip_pair) != pair) continue;
+    if (c.condition() && !c.hostbits) rd = true;
+    if (!c.condition() && c.hostbits) wr = true;
+  }
+  if (wr && !rd) return 0;
+  if (wr && rd) return 1;
+  if (rd) return 2;
+  return 3;
 }
 
 // Whether the match depends on what only the host keeps (flowbits, flowints, xbits, IP reputation).

@@ -815,6 +815,7 @@ std::string parse_hostbits(const std::string& v, Signature& s) {
   }
   XbitCmd c;
   c.expire = 300;
+  c.hostbits = true;
   if (!xbit_cmd(a[0], c)) return "error:unknown hostbits command '" + a[0] + "'";
   if (a.size() < 2 || a[1].empty()) return "error:hostbits:" + a[0] + " needs a name";
   if (a.size() > 3) return "error:hostbits: " + a[0] + ",NAME[,src|dst], not '" + v + "'";

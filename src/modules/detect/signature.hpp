@@ -307,6 +307,7 @@ struct XbitCmd {
   enum Track : uint8_t { ip_src, ip_dst, ip_pair } track = ip_src;
   std::string name;
   uint32_t expire = 30;
+  bool hostbits = false;  // written with the hostbits keyword (Suricata orders those apart: detect_host.cpp)
   bool condition() const { return cmd == isset || cmd == isnotset; }
 };
 
