@@ -1175,25 +1175,35 @@ TEST(Signatures, VlanAndFlowConditionsHoldAsSuricatasDo) {
 
 // hostbits are xbits tracked by host (detect-hostbits.c): source by default, dst on request,
 // expiring after 300 s; noalert; the forms Suricata refuses are refused.
+// Writes `text` to a rules file in the test directory; its path.
+std::string rules_file(const std::string& name, const std::string& text) {
+  const std::string path = testing::TempDir() + "/" + name;
+  std::ofstream(path) << text;
+  return path;
+}
+
+// The sids of a rules file in the order the engine evaluates them.
+std::vector<uint32_t> evaluation_order(const DetectModule::Host& host) {
+  std::vector<uint32_t> order;
+  for (const Signature& g : host.signatures().sigs) order.push_back(g.rule.sid);
+  return order;
+}
+
 // Suricata's host and address-pair bit roles (SCSigOrderByHostbitsCompare / ...IPPairbitsCompare
 // over SCSigGetXbitsType): setters first, then set+test, then testers, then the rest; its tests
 // are the xbits keyword's isset/isnotset and its writes the hostbits keyword's set/unset/toggle
 // only, so a hostbits test and an xbits setter rank with the signatures that use neither.
 TEST(Signatures, HostAndPairBitsFollowSuricatasOrder) {
-  const std::string path = testing::TempDir() + "/xbits-order.rules";
-  {
-    std::ofstream f(path);
-    f << "alert ip any any -> any any (hostbits:isset,a; sid:1;)\n"
+  const std::string path = rules_file("xbits-order.rules",
+         "alert ip any any -> any any (hostbits:isset,a; sid:1;)\n"
          "alert ip any any -> any any (xbits:isset,b,track ip_src; sid:2;)\n"
          "alert ip any any -> any any (xbits:set,b,track ip_src; sid:3;)\n"
          "alert ip any any -> any any (hostbits:set,a; sid:4;)\n"
          "alert ip any any -> any any (xbits:isset,c,track ip_src; hostbits:set,d; sid:5;)\n"
          "alert ip any any -> any any (xbits:isset,p,track ip_pair; sid:6;)\n"
-         "alert ip any any -> any any (sid:7;)\n";
-  }
+         "alert ip any any -> any any (sid:7;)\n");
   DetectModule::Host host({{"rules", path}});
-  std::vector<uint32_t> order;
-  for (const Signature& g : host.signatures().sigs) order.push_back(g.rule.sid);
+  const std::vector<uint32_t> order = evaluation_order(host);
   // Host roles: 4 (set), 5 (set+test), 2 (test), then 1, 3, 6, 7; among those the pair tester 6 first.
   EXPECT_EQ(order, (std::vector<uint32_t>{4, 5, 2, 6, 1, 3, 7}));
 }
@@ -1310,9 +1320,7 @@ TEST(Signatures, FlowintAndFlowbitsFollowSuricatasOrderAndSemantics) {
   // Suricata's order (SCSigLessThan over its comparators): flowbits role first (setters 10 — a
   // toggle writes in Suricata 8 —, set+read 8, read 9 and 11, then those without flowbits), then
   // flowint role (setters 1, 5; readers), then load order.
-  std::vector<uint32_t> order;
-  for (const Signature& g : set.sigs) order.push_back(g.rule.sid);
-  EXPECT_EQ(order, (std::vector<uint32_t>{10, 8, 9, 11, 1, 5, 2, 3, 4, 6, 7}));
+  EXPECT_EQ(evaluation_order(host), (std::vector<uint32_t>{10, 8, 9, 11, 1, 5, 2, 3, 4, 6, 7}));
   struct Out : ModuleOutput {
     std::vector<uint32_t> sids;
     void eve(const std::string& line) override {
