@@ -284,6 +284,36 @@ TEST(Signatures, TlsStateKeywordsParseAsSuricata) {
   }
 }
 
+// Keywords by their Suricata 8 names and by their aliases parse alike.
+TEST(Signatures, KeywordNamesAndAliasesAgree) {
+  struct Case {
+    const char *name, *alias;
+  };
+  const Case cases[] = {
+      {"alert tcp any any -> any any (tcp.seq:7; tcp.ack:9; tcp.window:!100; sid:1;)",
+       "alert tcp any any -> any any (seq:7; ack:9; window:!100; sid:1;)"},
+      {"alert http any any -> any any (http.uri.normalized; content:\"/a\"; sid:1;)",
+       "alert http any any -> any any (http.uri; content:\"/a\"; sid:1;)"},
+      {"alert tls any any -> any any (ja3_string; content:\"771\"; sid:1;)",
+       "alert tls any any -> any any (ja3.string; content:\"771\"; sid:1;)"},
+  };
+  for (const Case& c : cases) {
+    Signature a, b;
+    ASSERT_EQ(parse_signature(c.name, RuleVars{}, a), "") << c.name;
+    ASSERT_EQ(parse_signature(c.alias, RuleVars{}, b), "") << c.alias;
+    EXPECT_EQ(a.seq_on, b.seq_on) << c.name;
+    EXPECT_EQ(a.seq, b.seq) << c.name;
+    EXPECT_EQ(a.ack_on, b.ack_on) << c.name;
+    EXPECT_EQ(a.ack, b.ack) << c.name;
+    EXPECT_EQ(a.win_on, b.win_on) << c.name;
+    ASSERT_EQ(a.ops.size(), b.ops.size()) << c.name;
+    for (size_t i = 0; i < a.ops.size(); ++i) EXPECT_EQ(a.ops[i].buf, b.ops[i].buf) << c.name;
+  }
+  Signature s;
+  ASSERT_EQ(parse_signature(cases[0].name, RuleVars{}, s), "");
+  EXPECT_TRUE(s.seq_on && s.ack_on && s.win_on);
+}
+
 TEST(Signatures, DuplicateSidsKeepTheNewestRev) {
   namespace fs = std::filesystem;
   const fs::path dir = fs::path(testing::TempDir()) / "dup_sids";

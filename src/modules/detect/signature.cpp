@@ -111,7 +111,7 @@ struct BufName {
 };
 // Sticky buffers: the options after them inspect the buffer.
 const BufName kStickyBuffers[] = {
-    {"http.uri", kBufHttpUri}, {"http.uri.raw", kBufHttpUriRaw}, {"http.method", kBufHttpMethod},
+    {"http.uri", kBufHttpUri}, {"http.uri.normalized", kBufHttpUri}, {"http.uri.raw", kBufHttpUriRaw}, {"http.method", kBufHttpMethod},
     {"http.protocol", kBufHttpProtocol}, {"http_protocol", kBufHttpProtocol},
     {"http.request_line", kBufHttpRequestLine}, {"http_request_line", kBufHttpRequestLine},
     {"http.header", kBufHttpHeader}, {"http.header.raw", kBufHttpHeaderRaw}, {"http.host", kBufHttpHost},
@@ -141,7 +141,7 @@ const BufName kStickyBuffers[] = {
     {"tls.certs", kBufTlsCerts}, {"tls.subjectaltname", kBufTlsSubjectAltName}, {"tls.random", kBufTlsRandom},
     {"tls.random_time", kBufTlsRandomTime}, {"tls.random_bytes", kBufTlsRandomBytes}, {"tls.alpn", kBufTlsAlpn},
     {"ja3.hash", kBufJa3Hash}, {"ja3_hash", kBufJa3Hash},
-    {"ja3.string", kBufJa3String}, {"ja3s.hash", kBufJa3sHash}, {"ja3s.string", kBufJa3sString},
+    {"ja3.string", kBufJa3String}, {"ja3_string", kBufJa3String}, {"ja3s.hash", kBufJa3sHash}, {"ja3s.string", kBufJa3sString},
     {"ssh.proto", kBufSshProto}, {"ssh_proto", kBufSshProto}, {"ssh.software", kBufSshSoftware},
     {"ssh_software", kBufSshSoftware}, {"smtp.helo", kBufSmtpHelo}, {"smtp.mail_from", kBufSmtpMailFrom},
     {"smtp.rcpt_to", kBufSmtpRcptTo}, {"email.from", kBufEmailFrom}, {"email.subject", kBufEmailSubject},
@@ -202,7 +202,7 @@ bool signature_keyword_known(const std::string& k, const RuleVars& vars) {
       "content", "uricontent", "nocase", "depth", "offset", "distance", "within", "startswith", "endswith",
       "fast_pattern", "rawbytes", "pcre", "isdataat", "byte_test", "byte_jump", "byte_extract", "byte_math", "dataset", "datarep", "iprep", "tag", "pkt_data",
       "base64_decode", "base64_data", "dsize", "itype", "icode", "ttl", "tcp.mss", "ip_proto", "seq", "ack",
-      "window", "decode-event", "icmp_id", "icmp_seq", "ipopts", "flow.pkts", "flow.bytes", "flow.pkts_toserver",
+      "window", "tcp.seq", "tcp.ack", "tcp.window", "decode-event", "icmp_id", "icmp_seq", "ipopts", "flow.pkts", "flow.bytes", "flow.pkts_toserver",
       "flow.pkts_toclient", "flow.bytes_toserver", "flow.bytes_toclient", "stream_size", "vlan.id", "vlan.layers", "flow.age", "ipv4-csum", "tcpv4-csum", "tcpv6-csum",
       "udpv4-csum", "udpv6-csum", "icmpv4-csum", "icmpv6-csum", "flags", "tcp.flags", "flow", "flowbits", "xbits", "hostbits", "app-layer-event", "prefilter",
       "flowint", "noalert", "bsize", "absent", "tls.version", "dns.opcode", "dns.rcode", "dns.rrtype", "ftp.dynamic_port", "ftp.mode", "ftp.reply_received", "ftpbounce", "urilen", "requires",
@@ -1387,6 +1387,8 @@ std::string parse_signature(const std::string& text, const RuleVars& vars, Signa
   uint8_t cur_buf = kBufPayload;  // the sticky buffer in force
   std::vector<Transform> pending;  // transforms after it not yet registered (transform.hpp)
   for (auto& [k, v] : opts) {
+    // Suricata 8's names of the TCP header keywords (seq, ack and window are their aliases).
+    if (k == "tcp.seq" || k == "tcp.ack" || k == "tcp.window") k.erase(0, 4);
     if (k == "requires") {
       // Versions and features held (parse_rule_head); the keywords are checked here.
       for (const std::string& kw : out.rule.requires_keywords)
