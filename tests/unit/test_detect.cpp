@@ -314,6 +314,29 @@ TEST(Signatures, KeywordNamesAndAliasesAgree) {
   EXPECT_TRUE(s.seq_on && s.ack_on && s.win_on);
 }
 
+// Suricata 8's alert keyword: the rule alerts whatever noalert said before it.
+TEST(Signatures, AlertKeywordUndoesNoalert) {
+  struct Case {
+    const char* rule;
+    const char* result;  // the start of parse_signature's answer
+    bool noalert;
+  };
+  const Case cases[] = {
+      {"alert http1 any any -> any any (http.method; content:\"GET\"; alert; sid:1;)", "", false},
+      {"alert tcp any any -> any any (flowbits:set,x; noalert; alert; sid:1;)", "", false},
+      {"alert tcp any any -> any any (alert; flowbits:set,x; noalert; sid:1;)", "", true},
+      {"drop tcp any any -> any any (content:\"x\"; alert; sid:1;)", "", false},
+      {"pass tcp any any -> any any (content:\"x\"; alert; sid:1;)", "skip:keyword alert on a pass rule", false},
+      {"alert tcp any any -> any any (alert:yes; sid:1;)", "error:alert takes no value", false},
+  };
+  for (const Case& c : cases) {
+    Signature s;
+    const std::string r = parse_signature(c.rule, RuleVars{}, s);
+    EXPECT_EQ(r.substr(0, std::strlen(c.result)), c.result) << c.rule << ": " << r;
+    if (!*c.result) EXPECT_EQ(s.noalert, c.noalert) << c.rule;
+  }
+}
+
 TEST(Signatures, DuplicateSidsKeepTheNewestRev) {
   namespace fs = std::filesystem;
   const fs::path dir = fs::path(testing::TempDir()) / "dup_sids";

@@ -205,7 +205,7 @@ bool signature_keyword_known(const std::string& k, const RuleVars& vars) {
       "window", "tcp.seq", "tcp.ack", "tcp.window", "decode-event", "icmp_id", "icmp_seq", "ipopts", "flow.pkts", "flow.bytes", "flow.pkts_toserver",
       "flow.pkts_toclient", "flow.bytes_toserver", "flow.bytes_toclient", "stream_size", "vlan.id", "vlan.layers", "flow.age", "ipv4-csum", "tcpv4-csum", "tcpv6-csum",
       "udpv4-csum", "udpv6-csum", "icmpv4-csum", "icmpv6-csum", "flags", "tcp.flags", "flow", "flowbits", "xbits", "hostbits", "app-layer-event", "prefilter",
-      "flowint", "noalert", "bsize", "absent", "tls.version", "dns.opcode", "dns.rcode", "dns.rrtype", "ftp.dynamic_port", "ftp.mode", "ftp.reply_received", "ftpbounce", "urilen", "requires",
+      "flowint", "noalert", "alert", "bsize", "absent", "tls.version", "dns.opcode", "dns.rcode", "dns.rrtype", "ftp.dynamic_port", "ftp.mode", "ftp.reply_received", "ftpbounce", "urilen", "requires",
       "tls.subject", "tls.issuerdn", "tls.fingerprint", "tls.cert_chain_len", "tls_cert_notbefore", "tls_cert_notafter",
       "tls_cert_expired", "tls_cert_valid", "ssl_version"};
   if (name_keyword(k) || find_buf(kStickyBuffers, std::size(kStickyBuffers), k) >= 0 ||
@@ -2016,6 +2016,16 @@ std::string parse_signature(const std::string& text, const RuleVars& vars, Signa
     }
     if (k == "noalert") {
       out.noalert = true;
+      continue;
+    }
+    if (k == "alert") {
+      // Suricata 8's alert keyword (detect-noalert.c): the rule alerts whatever its action, the
+      // later of alert and noalert winning. Alert, drop and reject rules alert already; a pass
+      // rule that also alerts is not supported.
+      if (!trim(v).empty()) return "error:alert takes no value";
+      if (out.rule.action == RuleAction::pass || out.rule.action == RuleAction::accept)
+        return "skip:keyword alert on a " + std::string(out.rule.action == RuleAction::pass ? "pass" : "accept") + " rule";
+      out.noalert = false;
       continue;
     }
     if (app_layer_keyword(k)) return "skip:app-layer:" + k;
