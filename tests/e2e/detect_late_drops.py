@@ -15,7 +15,9 @@ or out of one. Their drops must still reach the packets, as Suricata applies the
   * `rate_filter ... new_action alert` on a UDP drop signature: its first match is dropped, the
     later ones only alert (`allowed`);
   * `pass http` on a request's Host: the flow's later request raises no alert, nothing is
-    dropped, and the flow event says `"action":"pass"`.
+    dropped, and the flow event says `"action":"pass"`;
+  * a `pass udp` signature with the `alert` keyword (Suricata 8): its match alerts (`allowed`) and
+    ends the packet's alerts, an alert signature on the same bytes raises none.
 
 The expected drops are worked out here from how the capture is built (the reference). Checked
 with batches of 1, 2, 5 and 65536 packets (a late decision then lands in a later batch than
@@ -46,6 +48,8 @@ drop udp any any -> any any (msg:"kill when armed"; flowbits:isset,armed; conten
 alert udp any any -> any any (msg:"rate"; content:"RATE"; sid:30;)
 drop udp any any -> any any (msg:"soft"; content:"SOFT"; sid:40;)
 pass http any any -> any any (msg:"trusted host"; http.host; content:"trusted"; sid:50;)
+pass udp any any -> any any (msg:"pass that alerts"; content:"PASSALERT"; alert; sid:60;)
+alert udp any any -> any any (msg:"after the pass"; content:"PASSALERT"; sid:61;)
 """
 THRESHOLDS = """
 rate_filter gen_id 1, sig_id 30, track by_flow, count 2, seconds 60, new_action drop, timeout 60
@@ -107,6 +111,7 @@ def capture():
     ]
     seq += [("udp-rate", udp("10.0.2.2", 5002, b"RATE %d" % k)) for k in range(5)]
     seq += [("udp-soft", udp("10.0.2.3", 5003, b"SOFT %d" % k)) for k in range(3)]
+    seq += [("udp-passalert", udp("10.0.2.4", 5004, b"PASSALERT"))]
     pkts = [p for _, p in seq]
     for k, p in enumerate(pkts):
         p.time = 1_700_000_000 + k * 0.001
@@ -151,6 +156,8 @@ def capture():
             if soft_seen == 1:
                 want[k] = "rules"
             alerts.append((n, 40, "blocked" if soft_seen == 1 else "allowed"))
+        elif name == "udp-passalert":
+            alerts.append((n, 60, "allowed"))  # the pass alerts; it ends the packet's alerts (no 61)
     return pkts, want, alerts
 
 

@@ -326,14 +326,16 @@ TEST(Signatures, AlertKeywordUndoesNoalert) {
       {"alert tcp any any -> any any (flowbits:set,x; noalert; alert; sid:1;)", "", false},
       {"alert tcp any any -> any any (alert; flowbits:set,x; noalert; sid:1;)", "", true},
       {"drop tcp any any -> any any (content:\"x\"; alert; sid:1;)", "", false},
-      {"pass tcp any any -> any any (content:\"x\"; alert; sid:1;)", "skip:keyword alert on a pass rule", false},
+      {"pass tcp any any -> any any (content:\"x\"; alert; sid:1;)", "", false},
       {"alert tcp any any -> any any (alert:yes; sid:1;)", "error:alert takes no value", false},
   };
   for (const Case& c : cases) {
     Signature s;
     const std::string r = parse_signature(c.rule, RuleVars{}, s);
     EXPECT_EQ(r.substr(0, std::strlen(c.result)), c.result) << c.rule << ": " << r;
-    if (!*c.result) EXPECT_EQ(s.noalert, c.noalert) << c.rule;
+    if (*c.result) continue;
+    EXPECT_EQ(s.noalert, c.noalert) << c.rule;
+    EXPECT_EQ(s.pass_alerts, s.rule.action == RuleAction::pass) << c.rule;
   }
 }
 

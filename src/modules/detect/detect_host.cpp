@@ -914,7 +914,7 @@ void DetectModule::Host::on_event(const ModuleEvent& ev, const HostPacket& p, Mo
     packet_passed_ = true;
     ++pass_matches_;
     if (p.late && flow_scope && !(sigs_[e.value].verdict & kDetPass)) p.late->pass_flow(p);
-    return;
+    if (!s.pass_alerts) return;  // a pass alerts only with the alert keyword: then as an alert rule below
   }
   if (s.noalert || thr.noalert) {
     ++noalert_;

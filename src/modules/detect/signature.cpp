@@ -2016,16 +2016,18 @@ std::string parse_signature(const std::string& text, const RuleVars& vars, Signa
     }
     if (k == "noalert") {
       out.noalert = true;
+      out.pass_alerts = false;
       continue;
     }
     if (k == "alert") {
       // Suricata 8's alert keyword (detect-noalert.c): the rule alerts whatever its action, the
       // later of alert and noalert winning. Alert, drop and reject rules alert already; a pass
-      // rule that also alerts is not supported.
+      // rule alerts at the match that passes (EVE action "allowed"). An accept rule's is the
+      // firewall's (its rules files), not the signatures'.
       if (!trim(v).empty()) return "error:alert takes no value";
-      if (out.rule.action == RuleAction::pass || out.rule.action == RuleAction::accept)
-        return "skip:keyword alert on a " + std::string(out.rule.action == RuleAction::pass ? "pass" : "accept") + " rule";
+      if (out.rule.action == RuleAction::accept) return "skip:keyword alert on an accept rule";
       out.noalert = false;
+      out.pass_alerts = out.rule.action == RuleAction::pass;
       continue;
     }
     if (app_layer_keyword(k)) return "skip:app-layer:" + k;

@@ -355,6 +355,7 @@ struct Signature {
   std::vector<DatasetSpec> datasets;  // the dataset and datarep options (SigOp::dataset), as parsed
   std::vector<TagSpec> tags;       // tag options (tag.hpp): applied on the host when the signature alerts
   bool noalert = false;
+  bool pass_alerts = false;  // a pass rule with the alert keyword (Suricata 8): its match alerts too
   bool flow_keyword = false;       // a `flow` option was given (any of its values)
   // Suricata's IP-only (and like-IP-only) signature: nothing but the header, thresholds and
   // flowbits `set`. Its drop or pass applies to the whole flow; other signatures' to the packet
