@@ -259,9 +259,187 @@ int TlsConn::parse_hello(int dir, const uint8_t* p, size_t n) {
   return 1;
 }
 
+uint32_t tls_event_bit(const std::string& name) {
+  static const std::pair<const char*, uint32_t> kEvents[] = {
+      {"invalid_record_type", kTlsEvInvalidRecordType},       {"invalid_record_version", kTlsEvInvalidRecordVersion},
+      {"invalid_record_length", kTlsEvInvalidRecordLength},   {"invalid_ssl_record", kTlsEvInvalidSslRecord},
+      {"invalid_alert_message", kTlsEvInvalidAlert},          {"invalid_heartbeat_message", kTlsEvInvalidHeartbeat},
+      {"overflow_heartbeat_message", kTlsEvOverflowHeartbeat}, {"dataleak_heartbeat_mismatch", kTlsEvDataleakHeartbeat},
+      {"handshake_invalid_length", kTlsEvHandshakeInvalidLength}};
+  for (const auto& [n, b] : kEvents)
+    if (name == n) return b;
+  return 0;
+}
+
+void TlsConn::event(uint32_t bit) {
+  if ((tx_.events & bit) == bit) return;
+  tx_.events |= bit;
+  changed_ = true;
+}
+
+namespace {
+// Suricata's hello version as its state keeps it: the TLS 1.3 drafts before 16 (0x7f01..0x7f0f)
+// and a hello's own 0x0304 are its "pre-draft-16" (0x7f01 here, a version it knows).
+uint16_t hello_version(uint16_t v) { return (v >= 0x7f01 && v < 0x7f10) || v == 0x0304 ? 0x7f01 : v; }
+}  // namespace
+
+bool TlsConn::scan_records(int dir, const uint8_t* p, size_t n) {
+  std::string& h = scan_[dir];
+  size_t i = 0;
+  while (i < n) {
+    if (skip_[dir]) {
+      const size_t k = std::min(n - i, skip_[dir]);
+      i += k;
+      skip_[dir] -= k;
+      continue;
+    }
+    if (h.size() < 5) {
+      const size_t k = std::min(n - i, 5 - h.size());
+      h.append(reinterpret_cast<const char*>(p + i), k);
+      i += k;
+      if (h.size() < 5) return true;
+      // The header (SSLv3ParseRecord, then SSLv3Decode's checks, in its order).
+      const uint16_t prev = ver_[dir];
+      if (!(hello_[dir] && ver_[dir] != 0)) ver_[dir] = uint16_t(uint8_t(h[1]) << 8 | uint8_t(h[2]));
+      const uint8_t type = uint8_t(h[0]);
+      const size_t len = size_t(uint8_t(h[3])) << 8 | uint8_t(h[4]);
+      if (type < 20 || type > 24) {
+        event(kTlsEvInvalidRecordType);
+        if (prev != 0x0301 && prev != 0x0302) return false;
+        // TLS 1.0 and 1.1 tolerate it: the rest of the data at hand is dropped, the record
+        // state reset, the last good version kept.
+        h.clear();
+        ver_[dir] = prev;
+        return true;
+      }
+      if (len == 0) {
+        event(kTlsEvInvalidRecordLength);
+        return false;
+      }
+      if (!tls_version_known(ver_[dir])) {
+        event(kTlsEvInvalidRecordVersion);
+        return false;
+      }
+      if (len > (1u << 14) + 1024) {
+        event(kTlsEvInvalidRecordLength);
+        return false;
+      }
+    }
+    const size_t len = size_t(uint8_t(h[3])) << 8 | uint8_t(h[4]);
+    const size_t want = 5 + std::min(len, kScanHead - 5);
+    if (h.size() < want) {
+      const size_t k = std::min(n - i, want - h.size());
+      h.append(reinterpret_cast<const char*>(p + i), k);
+      i += k;
+      if (h.size() < want) return true;
+    }
+    if (!record_done(dir)) return false;
+    skip_[dir] = 5 + len - h.size();
+    h.clear();
+  }
+  return true;
+}
+
+// A record's checks once its header and first bytes are in (scan_[dir]).
+bool TlsConn::record_done(int dir) {
+  const std::string& h = scan_[dir];
+  const uint8_t type = uint8_t(h[0]);
+  const size_t len = size_t(uint8_t(h[3])) << 8 | uint8_t(h[4]);
+  const auto b = [&](size_t k) { return uint8_t(h[5 + k]); };
+  switch (type) {
+    case 20:  // ChangeCipherSpec
+      ccs_ = true;
+      return true;
+    case 21:  // alert (SSLv3ParseAlertProtocol)
+      if (len < 2) {
+        event(kTlsEvInvalidAlert);
+        return false;
+      }
+      return true;
+    case 22: {  // handshake: encrypted after ChangeCipherSpec, but for TLS 1.3's middlebox one
+      if (ccs_ && !(hello_[0] && ver_[0] > 0x0303 && !hello_[1])) return true;
+      if (len < 4) {
+        event(kTlsEvInvalidSslRecord);
+        return false;
+      }
+      // A hello starting the record sets the direction's version (TLSDecodeHSHelloVersion).
+      if (h.size() >= 5 + 6 && b(0) == (dir == 0 ? 1 : 2)) {
+        hello_[dir] = true;
+        ver_[dir] = hello_version(uint16_t(b(4) << 8 | b(5)));
+      }
+      return true;
+    }
+    case 24: {  // heartbeat (SSLv3ParseHeartbeatProtocol, RFC 6520)
+      if (len < 3) return true;
+      const uint8_t hb_type = b(0);
+      if (!ccs_ && hb_type != 1 && hb_type != 2) {
+        event(kTlsEvInvalidHeartbeat);
+        return false;
+      }
+      if (!hb_inflight_) {
+        hb_inflight_ = true;
+        hb_server_ = dir == 1;
+        if (ccs_) {
+          hb_len_ = uint32_t(len);  // encrypted: its length, to compare the response's with
+          return true;
+        }
+        const size_t payload = size_t(b(1)) << 8 | b(2);
+        if (payload + 3 > len) {
+          event(kTlsEvOverflowHeartbeat);
+          return false;
+        }
+        if (len - payload - 3 < 16) {
+          event(kTlsEvInvalidHeartbeat);  // padding under 16 bytes
+          return false;
+        }
+        return true;
+      }
+      if ((dir == 1) == hb_server_) {
+        event(kTlsEvInvalidHeartbeat);  // a second one in flight from the same side
+        return false;
+      }
+      hb_inflight_ = false;  // the answer
+      if (ccs_ && hb_len_ > 0 && hb_len_ < len) {
+        event(kTlsEvDataleakHeartbeat);
+        hb_len_ = 0;
+        return false;
+      }
+      hb_len_ = 0;
+      return true;
+    }
+    default:  // application data
+      return true;
+  }
+}
+
 int TlsConn::feed(int dir, const uint8_t* p, size_t n, bool gap) {
-  if (state_[dir]) return state_[dir];
-  if (gap) return finish(dir, -1);
+  if (stopped_[dir]) return -1;
+  if (gap) {
+    // Data lost: the direction stops; counted malformed only while its handshake was read.
+    stopped_[dir] = true;
+    return state_[dir] == 0 ? finish(dir, -1) : 1;
+  }
+  if (first_[dir] < 0 && n) first_[dir] = p[0];
+  const bool v2 = dir == 0 && first_[0] >= 0 && (first_[0] & 0x80) != 0;
+  if (!v2 && !scan_records(dir, p, n)) {
+    // Suricata's parser error: the connection is parsed no further.
+    for (int d = 0; d < 2; ++d) {
+      stopped_[d] = true;
+      if (state_[d] == 0) finish(d, -1);
+    }
+    return -1;
+  }
+  if (state_[dir] == 0) {
+    handshake(dir, p, n);
+    if (tx_.client_hello) hello_[0] = true, ver_[0] = hello_version(tx_.client_offered ? tx_.client_offered : tx_.client_version);
+    if (tx_.server_hello) hello_[1] = true, ver_[1] = hello_version(tx_.server_version);
+  }
+  // A malformed handshake, or an SSLv2 client's hello read (its records are not walked): stopped.
+  if (state_[dir] < 0 || (v2 && state_[dir] != 0)) stopped_[dir] = true;
+  return state_[dir];
+}
+
+int TlsConn::handshake(int dir, const uint8_t* p, size_t n) {
   std::string& raw = tx_.raw[dir];
   if (raw.size() < kTlsMaxRaw) {
     const size_t k = std::min(n, size_t(kTlsMaxRaw) - raw.size());
@@ -295,7 +473,9 @@ int TlsConn::feed(int dir, const uint8_t* p, size_t n, bool gap) {
       i += k;
       if (rec.size() < 5) return 0;
       const uint8_t type = uint8_t(rec[0]);
-      if (type != 22) return finish(dir, (type >= 20 && type <= 23) ? 1 : -1);  // not a handshake: done
+      // Not a handshake: this direction's handshake is over (a record type Suricata refuses was
+      // an event of the record walk, which stopped the connection or skips it).
+      if (type != 22) return finish(dir, 1);
     }
     const size_t len = size_t(uint8_t(rec[3])) << 8 | uint8_t(rec[4]);
     const size_t have = rec.size() - 5;
@@ -313,9 +493,18 @@ int TlsConn::feed(int dir, const uint8_t* p, size_t n, bool gap) {
       if (ml > (dir == 1 && tx_.server_hello ? kTlsMaxChain : kTlsMaxHello)) return finish(dir, -1);
       if (hs.size() < 4 + ml) break;
       const uint8_t* m = reinterpret_cast<const uint8_t*>(hs.data()) + 4;
-      if (dir == 0 && mt == 1) return state_[0] = parse_hello(0, m, ml);
+      if (dir == 0 && mt == 1) {
+        if (parse_hello(0, m, ml) < 0) {
+          event(kTlsEvHandshakeInvalidLength);  // Suricata's hello decoders: the event, no parser error
+          return finish(0, -1);
+        }
+        return finish(0, 1);
+      }
       if (dir == 1 && mt == 2 && !tx_.server_hello) {
-        if (parse_hello(1, m, ml) < 0) return finish(1, -1);
+        if (parse_hello(1, m, ml) < 0) {
+          event(kTlsEvHandshakeInvalidLength);  // Suricata's hello decoders: the event, no parser error
+          return finish(1, -1);
+        }
         // TLS 1.3 encrypts the rest of the server's handshake.
         if (tx_.server_version >= 0x0304) return finish(1, 1);
       } else if (dir == 1 && mt == 11 && tx_.server_hello) {

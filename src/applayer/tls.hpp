@@ -17,6 +17,22 @@
 // payload contents of `alert tls` signatures, as Suricata inspects the stream of a TLS flow: up to
 // kTlsMaxRaw bytes a direction; what a limit cuts is counted (tls_raw_cut).
 //
+// Past the handshake the records are still walked, headers only (bodies skipped, a few first
+// bytes read where needed), for the decoder events of Suricata's record layer (SSLv3Decode,
+// SSLv3ParseHeartbeatProtocol, SSLv3ParseAlertProtocol; TlsEvent): a record type outside 20..24
+// (invalid_record_type: the rest of the segment is skipped after TLS 1.0 or 1.1, else parsing
+// stops), a length of 0 or over 17,408 bytes (invalid_record_length), a record version Suricata
+// does not know before the hello set it (invalid_record_version), a handshake record under 4 bytes
+// (invalid_ssl_record), an alert record under 2 (invalid_alert_message), and heartbeats: one whose
+// payload length runs past its record (overflow_heartbeat_message, CVE-2014-0160), one with less
+// than 16 bytes of padding, an unknown type before ChangeCipherSpec or a second in flight from the
+// same side (invalid_heartbeat_message), and an encrypted response longer than its request
+// (dataleak_heartbeat_mismatch). Each of these but the skipped record type stops the connection's
+// parsing, as Suricata's parser error does. A malformed hello raises handshake_invalid_length
+// (gaspp stops reading that direction's handshake; Suricata's hello decoders raise it and go on).
+// Not raised: invalid_handshake_message (Suricata's walk of handshake message headers across
+// records), the SNI events, the certificate decoder's events, SSLv2's.
+//
 // Example:
 //   TlsConn c;
 //   c.feed(0, data, n);            // client → server bytes
@@ -36,6 +52,21 @@ constexpr uint32_t kTlsMaxRaw = 64 * 1024;  // TlsTx::raw, a direction
 
 constexpr size_t kTlsMaxSans = 256;  // subjectAltName entries kept (the rest not inspected)
 constexpr size_t kTlsMaxAlpn = 32;   // ALPN protocols kept per hello
+
+// The decoder events of a TLS connection (Suricata's tls decoder event names, app-layer-event:tls.*).
+enum TlsEvent : uint32_t {
+  kTlsEvInvalidRecordType = 1,        // invalid_record_type
+  kTlsEvInvalidRecordVersion = 2,     // invalid_record_version
+  kTlsEvInvalidRecordLength = 4,      // invalid_record_length
+  kTlsEvInvalidSslRecord = 8,         // invalid_ssl_record
+  kTlsEvInvalidAlert = 16,            // invalid_alert_message
+  kTlsEvInvalidHeartbeat = 32,        // invalid_heartbeat_message
+  kTlsEvOverflowHeartbeat = 64,       // overflow_heartbeat_message
+  kTlsEvDataleakHeartbeat = 128,      // dataleak_heartbeat_mismatch
+  kTlsEvHandshakeInvalidLength = 256  // handshake_invalid_length
+};
+// The event's bit by Suricata's name (after "tls."); 0 for one gaspp does not raise.
+uint32_t tls_event_bit(const std::string& name);
 
 struct TlsTx : AppTx {
   bool client_hello = false, server_hello = false;
@@ -60,6 +91,7 @@ struct TlsTx : AppTx {
   std::string random[2];
   std::vector<std::string> alpn[2];
   bool handshake_done = false;  // the server's side of the handshake has been read (logged then)
+  uint32_t events = 0;          // TlsEvent bits (the connection's: either direction raised them)
   std::string raw[2];           // each direction's bytes as sent while read, up to kTlsMaxRaw
 };
 
@@ -74,18 +106,38 @@ class TlsConn {
  public:
   explicit TlsConn(uint64_t* certs_undecoded = nullptr, uint64_t* raw_cut = nullptr)
       : undecoded_(certs_undecoded), raw_cut_(raw_cut) {}
-  // 0: still reading, 1: done with the direction (hello seen or encrypted data), -1: malformed.
+  // 0: still reading the handshake, 1: its part of the direction read (hello seen or encrypted
+  // data; records are still walked for events), -1: parsing stopped here (malformed, an event
+  // that ends it, a gap). Once stopped, done().
   int feed(int dir, const uint8_t* p, size_t n, bool gap = false);
   TlsTx& tx() { return tx_; }
   bool changed() const { return changed_; }
   void clear_changed() { changed_ = false; }
-  bool done(int dir) const { return state_[dir] != 0; }
+  bool done(int dir) const { return stopped_[dir]; }
 
  private:
   int parse_hello(int dir, const uint8_t* p, size_t n);
+  int handshake(int dir, const uint8_t* p, size_t n);  // feed's handshake part (its return value)
   int parse_certificate(const uint8_t* p, size_t n);
   int finish(int dir, int state);  // the direction ends with state (1 done, -1 malformed)
+  // The record layer's walk for events (see the header comment); false: parsing stops.
+  bool scan_records(int dir, const uint8_t* p, size_t n);
+  bool record_done(int dir);  // a record's header and first bytes are in: its checks
+  void event(uint32_t bit);
   TlsTx tx_;
+  bool stopped_[2] = {false, false};
+  // The record walk: each direction's record header and first body bytes gathered (at most
+  // kScanHead), the body bytes left to skip, Suricata's version of the direction (record
+  // headers' until its hello, the hello's after), whether its hello was seen.
+  static constexpr size_t kScanHead = 5 + 6;
+  std::string scan_[2];
+  size_t skip_[2] = {0, 0};
+  uint16_t ver_[2] = {0, 0};
+  bool hello_[2] = {false, false};
+  bool ccs_ = false;                       // a ChangeCipherSpec seen (either side)
+  int first_[2] = {-1, -1};                // each direction's first byte (an SSLv2 client's has the high bit)
+  bool hb_inflight_ = false, hb_server_ = false;
+  uint32_t hb_len_ = 0;                    // an encrypted heartbeat request's record length
   std::string buf_[2];  // handshake bytes gathered (record headers removed)
   std::string rec_[2];  // a record header or body not complete yet
   int state_[2] = {0, 0};

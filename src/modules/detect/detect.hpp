@@ -570,6 +570,7 @@ struct DetectModule {
       DetCond dns_opcode, dns_rcode;  // Signature's dns.opcode, dns.rcode
       DetCond ftp_dynamic_port;       // Signature's ftp.dynamic_port
       uint8_t ftp_mode = 0, ftp_reply_received = 0, ftp_events = 0;
+      uint32_t tls_events = 0;  // Signature's app-layer-event:tls.*
       bool ftp_bounce = false;
       DetCond tls_chain_len;          // tls.cert_chain_len
       Signature::DateCond tls_notbefore, tls_notafter;  // tls_cert_notbefore, tls_cert_notafter

@@ -691,6 +691,7 @@ void DetectModule::Host::add_app_sig(uint32_t i) {
   a.ftp_mode = s.ftp_mode;
   a.ftp_reply_received = s.ftp_reply_received;
   a.ftp_events = s.ftp_events;
+  a.tls_events = s.tls_events;
   a.ftp_bounce = s.ftp_bounce;
   // Resolve each option's buffer to a side, then group the options by buffer in rule order.
   std::vector<uint16_t> key(s.ops.size());
@@ -1068,6 +1069,11 @@ void DetectModule::Host::on_app(std::span<const AppUpdate> updates, std::vector<
       if (a.ftp_events) {
         const FtpTx* f = u.ftp();
         if (!f || (f->events & a.ftp_events) != a.ftp_events) continue;
+      }
+      if (a.tls_events) {
+        // The connection's decoder events (either direction raised them, as Suricata's one tx).
+        const TlsTx* tl = u.tls();
+        if (!tl || (tl->events & a.tls_events) != a.tls_events) continue;
       }
       if (a.dns_events) {
         const DnsTx* dn = u.dns();

@@ -9,6 +9,7 @@
 #include "modules/detect/transform.hpp"
 #include "applayer/dns.hpp"
 #include "applayer/ftp.hpp"
+#include "applayer/tls.hpp"
 #include "gaspp/fields.hpp"
 
 #define PCRE2_CODE_UNIT_WIDTH 8
@@ -954,7 +955,7 @@ std::string finish(Signature& s) {
   if (s.app && s.rule.action == RuleAction::alert && packet_bufs_only && s.bsize.empty() && s.absent.empty() && !s.urilen.on && !s.http_events &&
       !s.dns_events &&
       !s.tls_version_on && !s.dns_opcode.on && !s.dns_rcode.on && s.dns_rrtype.c.mode == kUintNone && !s.tls_chain_len.on &&
-      !s.tls_notbefore.mode && !s.tls_notafter.mode && !s.tls_expiry && !s.ssl_version && !s.ftp_dynamic_port.on && !s.ftp_mode && !s.ftp_reply_received && !s.ftp_events && !s.ftp_bounce) {
+      !s.tls_notbefore.mode && !s.tls_notafter.mode && !s.tls_expiry && !s.ssl_version && !s.tls_events && !s.ftp_dynamic_port.on && !s.ftp_mode && !s.ftp_reply_received && !s.ftp_events && !s.ftp_bounce) {
     // Only the protocol (`alert http any any -> any any (flow:...; sid:1;)`): no buffer to inspect,
     // so Suricata makes it a packet signature (SIG_TYPE_APPLAYER, or SIG_TYPE_PKT with packet
     // conditions) that matches every packet of a flow whose app_proto is the protocol, not each
@@ -1976,26 +1977,31 @@ std::string parse_signature(const std::string& text, const RuleVars& vars, Signa
       continue;
     }
     if (k == "app-layer-event") {
-      // An HTTP request anomaly the parser flags (applayer/http1.hpp) or a DNS message's
-      // (applayer/dns.hpp); other events are skipped.
+      // An event a parser raises: an HTTP request's anomaly (applayer/http1.hpp), a DNS
+      // message's (applayer/dns.hpp), a TLS connection's (applayer/tls.hpp), an FTP
+      // transaction's (applayer/ftp.hpp); other events are skipped.
       const std::string ev = trim(v);
-      if (ev.rfind("dns.", 0) == 0) {
-        const uint16_t dbit = dns_event_bit(ev.substr(4));
-        if (!dbit) return "skip:app-layer:app-layer-event " + ev;
-        if (out.app_proto && out.app_proto != 3) return "error:app-layer-event " + ev + " in a rule of another protocol";
-        out.dns_events |= dbit;
+      // proto.NAME of a signature protocol (signature.hpp app_proto): its bit into `bits`.
+      const auto take = [&](uint32_t bit, uint8_t proto, auto& bits) -> std::string {
+        if (!bit) return "skip:app-layer:app-layer-event " + ev;
+        if (out.app_proto && out.app_proto != proto) return "error:app-layer-event " + ev + " in a rule of another protocol";
+        bits |= decltype(+bits)(bit);
         out.app = true;
-        out.app_proto = 3;
+        out.app_proto = proto;
+        return "";
+      };
+      const std::string name = ev.substr(std::min<size_t>(ev.size(), 4));
+      if (ev.rfind("dns.", 0) == 0) {
+        if (std::string r = take(dns_event_bit(name), 3, out.dns_events); !r.empty()) return r;
+        continue;
+      }
+      if (ev.rfind("tls.", 0) == 0) {
+        if (std::string r = take(tls_event_bit(name), 2, out.tls_events); !r.empty()) return r;
         continue;
       }
       if (ev.rfind("ftp.", 0) == 0) {
-        const uint8_t fbit = ftp_event_bit(ev.substr(4));
-        if (!fbit) return "skip:app-layer:app-layer-event " + ev;
-        if (out.app_proto && out.app_proto != 8) return "error:app-layer-event " + ev + " in a rule of another protocol";
-        out.ftp_events |= fbit;
+        if (std::string r = take(ftp_event_bit(name), 8, out.ftp_events); !r.empty()) return r;
         if (out.gate_proto == "ftp") out.gate_proto.clear();
-        out.app = true;
-        out.app_proto = 8;
         continue;
       }
       const uint64_t bit = ev.rfind("http.", 0) == 0 ? http_event_bit(ev.substr(5)) : 0;

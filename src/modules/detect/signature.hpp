@@ -382,6 +382,7 @@ struct Signature {
   uint8_t ftp_mode = 0, ftp_reply_received = 0;
   bool ftp_bounce = false;         // ftpbounce: a PORT request naming another address than the client's
   uint8_t ftp_events = 0;          // app-layer-event:ftp.NAME (applayer/ftp.hpp FtpEvent bits), all required
+  uint32_t tls_events = 0;         // app-layer-event:tls.NAME (applayer/tls.hpp TlsEvent bits), all required
   uint64_t http_events = 0;        // app-layer-event:http.NAME (applayer/http1.hpp HttpEvent bits), all required
   uint16_t dns_events = 0;         // app-layer-event:dns.NAME (applayer/dns.hpp DnsEvent bits), all required
   NumCond urilen;                  // urilen (on the normalized URI, or the raw one with urilen_raw)

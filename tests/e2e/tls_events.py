@@ -1,0 +1,145 @@
+#!/usr/bin/env python3
+"""TLS decoder events (app-layer-event:tls.*) on connections built here (scapy), one case each.
+
+The expected events come from Suricata 8's record layer, read in app-layer-ssl.c: SSLv3Decode's
+header checks (a record type outside 20..24: invalid_record_type; a length of 0 or over
+2^14 + 1024: invalid_record_length; a handshake record under 4 bytes: invalid_ssl_record),
+SSLv3ParseAlertProtocol (an alert record under 2 bytes: invalid_alert_message) and
+SSLv3ParseHeartbeatProtocol (a clear heartbeat whose payload length runs past its record:
+overflow_heartbeat_message, CVE-2014-0160; one with under 16 bytes of padding or an unknown type:
+invalid_heartbeat_message; after ChangeCipherSpec, a response record longer than its request's:
+dataleak_heartbeat_mismatch). Every connection starts with a well-formed TLS 1.2 ClientHello and
+ServerHello; the "clean" ones (a valid clear heartbeat and its answer, an encrypted one answered
+with a record of its request's length, application data) must raise nothing. Each case's rule
+alerts on its connection only, once.
+
+usage: tls_events.py GASPP [--backend cpu|cuda]
+"""
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+try:
+    from scapy.all import IP, TCP, Ether, Raw, wrpcap
+except ImportError:
+    print("scapy is not installed (scripts/setup.sh installs it); skipping")
+    sys.exit(1 if os.environ.get("CI") else 77)
+
+C, S = "10.9.0.1", "10.9.0.2"
+EVENTS = ["invalid_record_type", "invalid_record_length", "invalid_ssl_record", "invalid_alert_message",
+          "overflow_heartbeat_message", "invalid_heartbeat_message", "dataleak_heartbeat_mismatch"]
+
+
+def record(t, body, version=b"\x03\x03"):
+    return bytes([t]) + version + len(body).to_bytes(2, "big") + body
+
+
+def handshake(t, body):
+    return bytes([t]) + len(body).to_bytes(3, "big") + body
+
+
+CLIENT_HELLO = record(22, handshake(1, b"\x03\x03" + b"r" * 32 + b"\x00" + b"\x00\x02\xc0\x2f" + b"\x01\x00" + b"\x00\x00"))
+SERVER_HELLO = record(22, handshake(2, b"\x03\x03" + b"s" * 32 + b"\x00" + b"\xc0\x2f" + b"\x00" + b"\x00\x00")
+                      + handshake(14, b""))
+CCS = record(20, b"\x01")
+
+
+def heartbeat(hb_type, payload_len, payload, padding):
+    return record(24, bytes([hb_type]) + payload_len.to_bytes(2, "big") + payload + padding)
+
+
+# (name, [(sender, bytes)] after the hellos, the event it raises or None)
+CASES = [
+    ("record type", [("s", record(0x30, b"xxxx"))], "invalid_record_type"),
+    ("record length 0", [("c", record(23, b""))], "invalid_record_length"),
+    ("record too long", [("s", b"\x17\x03\x03\x44\x01" + b"x" * 100)], "invalid_record_length"),
+    ("short handshake", [("c", record(22, b"\x10\x00"))], "invalid_ssl_record"),
+    ("short alert", [("s", record(21, b"\x02"))], "invalid_alert_message"),
+    ("heartbleed", [("c", heartbeat(1, 0x4000, b"", b""))], "overflow_heartbeat_message"),
+    ("short padding", [("c", heartbeat(1, 4, b"ping", b"p" * 8))], "invalid_heartbeat_message"),
+    ("unknown heartbeat type", [("c", heartbeat(7, 4, b"ping", b"p" * 16))], "invalid_heartbeat_message"),
+    ("two in flight", [("c", heartbeat(1, 4, b"ping", b"p" * 16)), ("c", heartbeat(1, 4, b"ping", b"p" * 16))],
+     "invalid_heartbeat_message"),
+    ("encrypted leak", [("c", CCS), ("s", CCS), ("c", record(24, b"e" * 40)), ("s", record(24, b"E" * 16384))],
+     "dataleak_heartbeat_mismatch"),
+    ("clean heartbeat", [("c", heartbeat(1, 4, b"ping", b"p" * 16)), ("s", heartbeat(2, 4, b"ping", b"q" * 16))], None),
+    ("clean encrypted", [("c", CCS), ("s", CCS), ("c", record(24, b"e" * 40)), ("s", record(24, b"E" * 40)),
+                         ("c", record(23, b"a" * 300)), ("s", record(23, b"b" * 3000))], None),
+    ("tls 1.0 tolerates a bad type", [("s", record(0x30, b"xxxx", b"\x03\x01"))], "invalid_record_type"),
+]
+
+
+def connection(port, steps, pk):
+    """Handshake, the hellos, then the case's records, each its own segment, acknowledged."""
+    seq = {"c": 1000, "s": 5000}
+
+    def seg(frm, flags, data=b""):
+        src, dst, sp, dp = (C, S, port, 443) if frm == "c" else (S, C, 443, port)
+        ack = 0 if flags == "S" else seq["s" if frm == "c" else "c"]
+        p = Ether() / IP(src=src, dst=dst) / TCP(sport=sp, dport=dp, flags=flags, seq=seq[frm], ack=ack, window=65535)
+        pk.append(p / Raw(data) if data else p)
+        seq[frm] += len(data) + (1 if "S" in flags or "F" in flags else 0)
+
+    seg("c", "S")
+    seg("s", "SA")
+    seg("c", "A")
+    for frm, data in [("c", CLIENT_HELLO), ("s", SERVER_HELLO)] + steps:
+        for k in range(0, len(data), 1400):
+            seg(frm, "PA", data[k:k + 1400])
+        seg("s" if frm == "c" else "c", "A")
+    seg("c", "FA")
+    seg("s", "FA")
+    seg("c", "A")
+
+
+def main():
+    gaspp = sys.argv[1]
+    backend = sys.argv[sys.argv.index("--backend") + 1] if "--backend" in sys.argv else "cpu"
+    # The TLS 1.0 case: hellos of that version (the record walk keeps the hello's version).
+    pk, want = [], {}
+    for k, (name, steps, ev) in enumerate(CASES):
+        port = 40000 + k
+        if name.startswith("tls 1.0"):
+            global CLIENT_HELLO, SERVER_HELLO
+            saved = CLIENT_HELLO, SERVER_HELLO
+            CLIENT_HELLO = CLIENT_HELLO.replace(b"\x03\x03" + b"r" * 32, b"\x03\x01" + b"r" * 32)
+            SERVER_HELLO = SERVER_HELLO.replace(b"\x03\x03" + b"s" * 32, b"\x03\x01" + b"s" * 32)
+            connection(port, steps, pk)
+            CLIENT_HELLO, SERVER_HELLO = saved
+        else:
+            connection(port, steps, pk)
+        if ev:
+            want.setdefault(EVENTS.index(ev) + 1, []).append(port)
+    fails = []
+    with tempfile.TemporaryDirectory() as d:
+        pcap, rules, out = os.path.join(d, "tls.pcap"), os.path.join(d, "tls.rules"), os.path.join(d, "out")
+        wrpcap(pcap, pk)
+        with open(rules, "w") as f:
+            for sid, ev in enumerate(EVENTS, start=1):
+                f.write(f'alert tls any any -> any any (msg:"{ev}"; app-layer-event:tls.{ev}; sid:{sid};)\n')
+        os.mkdir(out)
+        p = subprocess.run([gaspp, "-r", pcap, "--backend", backend, "-S", rules, "-l", out, "-q"],
+                           capture_output=True, text=True)
+        if p.returncode != 0:
+            print(p.stderr)
+            return 1
+        got = {}
+        for line in open(os.path.join(out, "eve.json")):
+            e = json.loads(line)
+            if e["event_type"] == "alert":
+                port = e["src_port"] if e["src_port"] != 443 else e["dest_port"]
+                got.setdefault(e["alert"]["signature_id"], []).append(port)
+    for sid in sorted(set(want) | set(got)):
+        if sorted(got.get(sid, [])) != sorted(want.get(sid, [])):
+            fails.append(f"{EVENTS[sid - 1]} (sid {sid}): alerts on ports {sorted(got.get(sid, []))}, "
+                         f"expected {sorted(want.get(sid, []))}")
+    for f in fails:
+        print("FAIL", f)
+    print(f"{len(CASES)} connections, {len(EVENTS)} event rules, {len(fails)} problems")
+    return 1 if fails else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
