@@ -22,8 +22,21 @@ const char* tls_version_name(uint16_t v) {
     case 0x0302: return "TLS 1.1";
     case 0x0303: return "TLS 1.2";
     case 0x0304: return "TLS 1.3";
-    default: return "UNDETERMINED";
+    case 0x7f01: return "TLS 1.3 draft-<16";
+    case 0xfb14: return "TLS 1.3 draft-20-fb";
+    case 0xfb15: return "TLS 1.3 draft-21-fb";
+    case 0xfb16: return "TLS 1.3 draft-22-fb";
+    case 0xfb17: return "TLS 1.3 draft-23-fb";
+    case 0xfb1a: return "TLS 1.3 draft-26-fb";
+    default: break;
   }
+  // The drafts 16 to 28 (0x7f10..0x7f1c), as Suricata names them.
+  static const char* const kDrafts[] = {"TLS 1.3 draft-16", "TLS 1.3 draft-17", "TLS 1.3 draft-18", "TLS 1.3 draft-19",
+                                        "TLS 1.3 draft-20", "TLS 1.3 draft-21", "TLS 1.3 draft-22", "TLS 1.3 draft-23",
+                                        "TLS 1.3 draft-24", "TLS 1.3 draft-25", "TLS 1.3 draft-26", "TLS 1.3 draft-27",
+                                        "TLS 1.3 draft-28"};
+  if (v >= 0x7f10 && v <= 0x7f1c) return kDrafts[v - 0x7f10];
+  return "UNDETERMINED";
 }
 
 bool tls_version_known(uint16_t v) {
@@ -163,13 +176,22 @@ int TlsConn::finish(int dir, int state) {
   return state_[dir] = state;
 }
 
+namespace {
+// Suricata's hello version as its state keeps it: the TLS 1.3 drafts before 16 (0x7f01..0x7f0f)
+// and a hello's own 0x0304 are its "pre-draft-16" (0x7f01 here, a version it knows).
+uint16_t hello_version(uint16_t v) { return (v >= 0x7f01 && v < 0x7f10) || v == 0x0304 ? 0x7f01 : v; }
+}  // namespace
+
 // One hello (handshake message type 1 or 2, without its 4-byte header): 1 when read, -1 malformed.
 int TlsConn::parse_hello(int dir, const uint8_t* p, size_t n) {
   Reader r{p, n};
   const uint16_t version = uint16_t(r.u(2));
   if (r.at + 32 <= n) tx_.random[dir].assign(reinterpret_cast<const char*>(p + r.at), 32);
   r.skip(32);                 // random
-  r.skip(r.u(1));             // session id
+  // A ServerHello of the TLS 1.3 drafts before 22 (its version field 0x7fNN or 0x0304) has no
+  // session id and no compression method (Suricata's SSL_AL_FLAG_LOG_WITHOUT_CERT case).
+  const bool draft = dir == 1 && (version == 0x0304 || (version >> 8) == 0x7f);
+  if (!draft) r.skip(r.u(1));  // session id
   // JA3 (client) / JA3S (server): version, ciphers, extensions[, groups, point formats], decimal,
   // '-' within a field, ',' between; GREASE values (RFC 8701) left out.
   const auto grease = [](uint32_t v) { return (v & 0x0f0f) == 0x0a0a && (v >> 8) == (v & 0xff); };
@@ -186,7 +208,7 @@ int TlsConn::parse_hello(int dir, const uint8_t* p, size_t n) {
     r.skip(r.u(1));           // compression methods
   } else {
     add(ciphers, r.u(2));     // cipher suite
-    r.skip(1);                // compression method
+    if (!draft) r.skip(1);    // compression method
   }
   if (!r.ok || r.at > n) return -1;
   uint16_t supported = 0;
@@ -253,7 +275,9 @@ int TlsConn::parse_hello(int dir, const uint8_t* p, size_t n) {
     tx_.client_version = version;
   } else {
     tx_.server_hello = true;
-    tx_.server_version = supported ? supported : version;
+    // Without supported_versions, the version field; the drafts before 16 (0x7f01..0x7f0f, or
+    // 0x0304 before supported_versions existed) are Suricata's "draft-<16".
+    tx_.server_version = supported ? supported : hello_version(version);
   }
   changed_ = true;
   return 1;
@@ -265,7 +289,7 @@ uint32_t tls_event_bit(const std::string& name) {
       {"invalid_record_length", kTlsEvInvalidRecordLength},   {"invalid_ssl_record", kTlsEvInvalidSslRecord},
       {"invalid_alert_message", kTlsEvInvalidAlert},          {"invalid_heartbeat_message", kTlsEvInvalidHeartbeat},
       {"overflow_heartbeat_message", kTlsEvOverflowHeartbeat}, {"dataleak_heartbeat_mismatch", kTlsEvDataleakHeartbeat},
-      {"handshake_invalid_length", kTlsEvHandshakeInvalidLength}};
+      {"handshake_invalid_length", kTlsEvHandshakeInvalidLength}, {"invalid_handshake_message", kTlsEvInvalidHandshake}};
   for (const auto& [n, b] : kEvents)
     if (name == n) return b;
   return 0;
@@ -277,11 +301,6 @@ void TlsConn::event(uint32_t bit) {
   changed_ = true;
 }
 
-namespace {
-// Suricata's hello version as its state keeps it: the TLS 1.3 drafts before 16 (0x7f01..0x7f0f)
-// and a hello's own 0x0304 are its "pre-draft-16" (0x7f01 here, a version it knows).
-uint16_t hello_version(uint16_t v) { return (v >= 0x7f01 && v < 0x7f10) || v == 0x0304 ? 0x7f01 : v; }
-}  // namespace
 
 bool TlsConn::scan_records(int dir, const uint8_t* p, size_t n) {
   std::string& h = scan_[dir];
@@ -291,6 +310,10 @@ bool TlsConn::scan_records(int dir, const uint8_t* p, size_t n) {
       const size_t k = std::min(n - i, skip_[dir]);
       i += k;
       skip_[dir] -= k;
+      continue;
+    }
+    if (hs_body_[dir]) {
+      if (!walk_handshake(dir, p, n, i)) return false;
       continue;
     }
     if (h.size() < 5) {
@@ -324,6 +347,21 @@ bool TlsConn::scan_records(int dir, const uint8_t* p, size_t n) {
         event(kTlsEvInvalidRecordLength);
         return false;
       }
+      if (type == 22) {
+        // Handshake: encrypted after ChangeCipherSpec, but for TLS 1.3's middlebox one (skipped
+        // whole); else its messages are walked.
+        h.clear();
+        if (ccs_ && !(hello_[0] && ver_[0] > 0x0303 && !hello_[1])) {
+          skip_[dir] = len;
+          continue;
+        }
+        if (len < 4) {
+          event(kTlsEvInvalidSslRecord);
+          return false;
+        }
+        hs_body_[dir] = len;
+        continue;
+      }
     }
     const size_t len = size_t(uint8_t(h[3])) << 8 | uint8_t(h[4]);
     const size_t want = 5 + std::min(len, kScanHead - 5);
@@ -349,6 +387,7 @@ bool TlsConn::record_done(int dir) {
   switch (type) {
     case 20:  // ChangeCipherSpec
       ccs_ = true;
+      ccs_dir_[dir] = true;
       return true;
     case 21:  // alert (SSLv3ParseAlertProtocol)
       if (len < 2) {
@@ -356,19 +395,6 @@ bool TlsConn::record_done(int dir) {
         return false;
       }
       return true;
-    case 22: {  // handshake: encrypted after ChangeCipherSpec, but for TLS 1.3's middlebox one
-      if (ccs_ && !(hello_[0] && ver_[0] > 0x0303 && !hello_[1])) return true;
-      if (len < 4) {
-        event(kTlsEvInvalidSslRecord);
-        return false;
-      }
-      // A hello starting the record sets the direction's version (TLSDecodeHSHelloVersion).
-      if (h.size() >= 5 + 6 && b(0) == (dir == 0 ? 1 : 2)) {
-        hello_[dir] = true;
-        ver_[dir] = hello_version(uint16_t(b(4) << 8 | b(5)));
-      }
-      return true;
-    }
     case 24: {  // heartbeat (SSLv3ParseHeartbeatProtocol, RFC 6520)
       if (len < 3) return true;
       const uint8_t hb_type = b(0);
@@ -410,6 +436,58 @@ bool TlsConn::record_done(int dir) {
     default:  // application data
       return true;
   }
+}
+
+// The messages of a handshake record (SSLv3ParseHandshakeProtocol): a message header must fit in
+// what is left of the record; a message may run on into the next records; one of a type Suricata
+// does not know is skipped to its record's end. A hello's first two bytes are its version.
+bool TlsConn::walk_handshake(int dir, const uint8_t* p, size_t n, size_t& i) {
+  size_t& body = hs_body_[dir];
+  std::string& hdr = msg_hdr_[dir];
+  while (body > 0 && i < n) {
+    if (msg_skip_[dir] || msg_left_[dir]) {
+      size_t& left = msg_skip_[dir] ? msg_skip_[dir] : msg_left_[dir];
+      size_t k = std::min({left, body, n - i});
+      if (want_ver_[dir] && !msg_skip_[dir]) {
+        const size_t v = std::min(k, 2 - ver_buf_[dir].size());
+        ver_buf_[dir].append(reinterpret_cast<const char*>(p + i), v);
+        if (ver_buf_[dir].size() == 2) {
+          want_ver_[dir] = false;
+          hello_[dir] = true;
+          ver_[dir] = hello_version(uint16_t(uint8_t(ver_buf_[dir][0]) << 8 | uint8_t(ver_buf_[dir][1])));
+        }
+      }
+      i += k;
+      body -= k;
+      left -= k;
+      if (body == 0) msg_skip_[dir] = 0;  // an unknown message ends with its record
+      continue;
+    }
+    if (hdr.empty() && body < 4) {
+      event(kTlsEvInvalidSslRecord | kTlsEvInvalidHandshake);
+      return false;
+    }
+    const size_t k = std::min(4 - hdr.size(), n - i);
+    hdr.append(reinterpret_cast<const char*>(p + i), k);
+    i += k;
+    body -= k;
+    if (hdr.size() < 4) return true;
+    const uint8_t type = uint8_t(hdr[0]);
+    const size_t mlen = size_t(uint8_t(hdr[1])) << 16 | size_t(uint8_t(hdr[2])) << 8 | uint8_t(hdr[3]);
+    hdr.clear();
+    const bool known = type <= 2 || type == 4 || (type >= 11 && type <= 16) || (type >= 20 && type <= 22);
+    if (!known) {
+      if (!ccs_dir_[dir]) event(kTlsEvInvalidHandshake);
+      msg_skip_[dir] = std::min(body, mlen);
+      continue;
+    }
+    if (type == (dir == 0 ? 1 : 2) && mlen >= 2) {
+      want_ver_[dir] = true;
+      ver_buf_[dir].clear();
+    }
+    msg_left_[dir] = mlen;
+  }
+  return true;
 }
 
 int TlsConn::feed(int dir, const uint8_t* p, size_t n, bool gap) {

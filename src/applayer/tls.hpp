@@ -23,15 +23,17 @@
 // (invalid_record_type: the rest of the segment is skipped after TLS 1.0 or 1.1, else parsing
 // stops), a length of 0 or over 17,408 bytes (invalid_record_length), a record version Suricata
 // does not know before the hello set it (invalid_record_version), a handshake record under 4 bytes
-// (invalid_ssl_record), an alert record under 2 (invalid_alert_message), and heartbeats: one whose
+// (invalid_ssl_record), a handshake message header that does not fit in what is left of its record
+// (invalid_ssl_record and invalid_handshake_message; messages may span records) or of a type
+// Suricata does not know before the sender's ChangeCipherSpec (invalid_handshake_message, parsing
+// goes on), an alert record under 2 (invalid_alert_message), and heartbeats: one whose
 // payload length runs past its record (overflow_heartbeat_message, CVE-2014-0160), one with less
 // than 16 bytes of padding, an unknown type before ChangeCipherSpec or a second in flight from the
 // same side (invalid_heartbeat_message), and an encrypted response longer than its request
 // (dataleak_heartbeat_mismatch). Each of these but the skipped record type stops the connection's
 // parsing, as Suricata's parser error does. A malformed hello raises handshake_invalid_length
 // (gaspp stops reading that direction's handshake; Suricata's hello decoders raise it and go on).
-// Not raised: invalid_handshake_message (Suricata's walk of handshake message headers across
-// records), the SNI events, the certificate decoder's events, SSLv2's.
+// Not raised: the SNI events, the certificate decoder's events, SSLv2's.
 //
 // Example:
 //   TlsConn c;
@@ -63,7 +65,8 @@ enum TlsEvent : uint32_t {
   kTlsEvInvalidHeartbeat = 32,        // invalid_heartbeat_message
   kTlsEvOverflowHeartbeat = 64,       // overflow_heartbeat_message
   kTlsEvDataleakHeartbeat = 128,      // dataleak_heartbeat_mismatch
-  kTlsEvHandshakeInvalidLength = 256  // handshake_invalid_length
+  kTlsEvHandshakeInvalidLength = 256, // handshake_invalid_length
+  kTlsEvInvalidHandshake = 512        // invalid_handshake_message
 };
 // The event's bit by Suricata's name (after "tls."); 0 for one gaspp does not raise.
 uint32_t tls_event_bit(const std::string& name);
@@ -95,8 +98,8 @@ struct TlsTx : AppTx {
   std::string raw[2];           // each direction's bytes as sent while read, up to kTlsMaxRaw
 };
 
-// Suricata's names of the versions: "SSLv3", "TLSv1", "TLS 1.1", "TLS 1.2", "TLS 1.3", else
-// "UNDETERMINED".
+// Suricata's names of the versions: "SSLv3", "TLSv1", "TLS 1.1", "TLS 1.2", "TLS 1.3", the 1.3
+// drafts' ("TLS 1.3 draft-18", "TLS 1.3 draft-<16", "TLS 1.3 draft-23-fb"), else "UNDETERMINED".
 const char* tls_version_name(uint16_t v);
 
 // Whether v is a version Suricata's TLS parser knows (SSLv3 to TLS 1.3 and its drafts, not SSLv2).
@@ -123,6 +126,7 @@ class TlsConn {
   // The record layer's walk for events (see the header comment); false: parsing stops.
   bool scan_records(int dir, const uint8_t* p, size_t n);
   bool record_done(int dir);  // a record's header and first bytes are in: its checks
+  bool walk_handshake(int dir, const uint8_t* p, size_t n, size_t& i);  // a handshake record's messages
   void event(uint32_t bit);
   TlsTx tx_;
   bool stopped_[2] = {false, false};
@@ -135,6 +139,13 @@ class TlsConn {
   uint16_t ver_[2] = {0, 0};
   bool hello_[2] = {false, false};
   bool ccs_ = false;                       // a ChangeCipherSpec seen (either side)
+  bool ccs_dir_[2] = {false, false};       // ... from this side
+  // The handshake records' message walk (SSLv3ParseHandshakeProtocol): the record's body bytes
+  // left, the current message's bytes left (it may span records), the bytes of an unknown
+  // message's skipped in this record, a message header gathered, the hello version's bytes.
+  size_t hs_body_[2] = {0, 0}, msg_left_[2] = {0, 0}, msg_skip_[2] = {0, 0};
+  std::string msg_hdr_[2], ver_buf_[2];
+  bool want_ver_[2] = {false, false};
   int first_[2] = {-1, -1};                // each direction's first byte (an SSLv2 client's has the high bit)
   bool hb_inflight_ = false, hb_server_ = false;
   uint32_t hb_len_ = 0;                    // an encrypted heartbeat request's record length

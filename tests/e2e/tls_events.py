@@ -4,6 +4,9 @@
 The expected events come from Suricata 8's record layer, read in app-layer-ssl.c: SSLv3Decode's
 header checks (a record type outside 20..24: invalid_record_type; a length of 0 or over
 2^14 + 1024: invalid_record_length; a handshake record under 4 bytes: invalid_ssl_record),
+SSLv3ParseHandshakeProtocol (a message header that does not fit in what is left of its record:
+invalid_ssl_record and invalid_handshake_message; an unknown message type before the sender's
+ChangeCipherSpec: invalid_handshake_message; a message split over two records: nothing),
 SSLv3ParseAlertProtocol (an alert record under 2 bytes: invalid_alert_message) and
 SSLv3ParseHeartbeatProtocol (a clear heartbeat whose payload length runs past its record:
 overflow_heartbeat_message, CVE-2014-0160; one with under 16 bytes of padding or an unknown type:
@@ -29,7 +32,8 @@ except ImportError:
 
 C, S = "10.9.0.1", "10.9.0.2"
 EVENTS = ["invalid_record_type", "invalid_record_length", "invalid_ssl_record", "invalid_alert_message",
-          "overflow_heartbeat_message", "invalid_heartbeat_message", "dataleak_heartbeat_mismatch"]
+          "overflow_heartbeat_message", "invalid_heartbeat_message", "dataleak_heartbeat_mismatch",
+          "invalid_handshake_message"]
 
 
 def record(t, body, version=b"\x03\x03"):
@@ -44,13 +48,14 @@ CLIENT_HELLO = record(22, handshake(1, b"\x03\x03" + b"r" * 32 + b"\x00" + b"\x0
 SERVER_HELLO = record(22, handshake(2, b"\x03\x03" + b"s" * 32 + b"\x00" + b"\xc0\x2f" + b"\x00" + b"\x00\x00")
                       + handshake(14, b""))
 CCS = record(20, b"\x01")
+CKE = handshake(16, b"k" * 10)  # a ClientKeyExchange
 
 
 def heartbeat(hb_type, payload_len, payload, padding):
     return record(24, bytes([hb_type]) + payload_len.to_bytes(2, "big") + payload + padding)
 
 
-# (name, [(sender, bytes)] after the hellos, the event it raises or None)
+# (name, [(sender, bytes)] after the hellos, the events it raises)
 CASES = [
     ("record type", [("s", record(0x30, b"xxxx"))], "invalid_record_type"),
     ("record length 0", [("c", record(23, b""))], "invalid_record_length"),
@@ -64,10 +69,14 @@ CASES = [
      "invalid_heartbeat_message"),
     ("encrypted leak", [("c", CCS), ("s", CCS), ("c", record(24, b"e" * 40)), ("s", record(24, b"E" * 16384))],
      "dataleak_heartbeat_mismatch"),
-    ("clean heartbeat", [("c", heartbeat(1, 4, b"ping", b"p" * 16)), ("s", heartbeat(2, 4, b"ping", b"q" * 16))], None),
+    ("clean heartbeat", [("c", heartbeat(1, 4, b"ping", b"p" * 16)), ("s", heartbeat(2, 4, b"ping", b"q" * 16))], ()),
     ("clean encrypted", [("c", CCS), ("s", CCS), ("c", record(24, b"e" * 40)), ("s", record(24, b"E" * 40)),
-                         ("c", record(23, b"a" * 300)), ("s", record(23, b"b" * 3000))], None),
+                         ("c", record(23, b"a" * 300)), ("s", record(23, b"b" * 3000))], ()),
     ("tls 1.0 tolerates a bad type", [("s", record(0x30, b"xxxx", b"\x03\x01"))], "invalid_record_type"),
+    ("unknown handshake type", [("c", record(22, handshake(99, b"abc"))), ("c", CCS)], "invalid_handshake_message"),
+    ("message header past its record", [("c", record(22, CKE + b"\x10\x00"))],
+     ("invalid_ssl_record", "invalid_handshake_message")),
+    ("message across records", [("c", record(22, CKE[:8])), ("c", record(22, CKE[8:])), ("c", CCS)], ()),
 ]
 
 
@@ -110,8 +119,8 @@ def main():
             CLIENT_HELLO, SERVER_HELLO = saved
         else:
             connection(port, steps, pk)
-        if ev:
-            want.setdefault(EVENTS.index(ev) + 1, []).append(port)
+        for e in (ev,) if isinstance(ev, str) else ev or ():
+            want.setdefault(EVENTS.index(e) + 1, []).append(port)
     fails = []
     with tempfile.TemporaryDirectory() as d:
         pcap, rules, out = os.path.join(d, "tls.pcap"), os.path.join(d, "tls.rules"), os.path.join(d, "out")

@@ -526,6 +526,32 @@ TEST(Tls, ServerNameAndVersionAtEverySplit) {
     EXPECT_EQ(c.tx().server_version, 0x0304);
     EXPECT_STREQ(tls_version_name(c.tx().server_version), "TLS 1.3");
   }
+  // The TLS 1.3 drafts' ServerHellos (Suricata's TLSDecodeHSHelloVersion and the
+  // SSL_AL_FLAG_LOG_WITHOUT_CERT layout: a version field of 0x7fNN or 0x0304 means no session id
+  // and no compression method; before draft 16 the version is Suricata's "draft-<16").
+  struct Draft {
+    std::string version;
+    bool legacy_layout;  // with session id and compression
+    const char* name;
+  };
+  const Draft drafts[] = {{"\x7f\x12", false, "TLS 1.3 draft-18"},
+                          {"\x7f\x0e", false, "TLS 1.3 draft-<16"},
+                          {"\x03\x04", false, "TLS 1.3 draft-<16"},
+                          {"\x03\x03", true, "TLS 1.2"}};
+  for (const Draft& dr : drafts) {
+    std::string body = dr.version + std::string(32, 's');
+    if (dr.legacy_layout) body += '\0';
+    body += std::string("\x13\x01", 2);
+    if (dr.legacy_layout) body += '\0';
+    body += std::string("\x00\x00", 2);  // no extensions
+    const std::string msg = tls_record(2, body);
+    TlsConn c;
+    c.feed(0, reinterpret_cast<const uint8_t*>(ch.data()), ch.size());
+    c.feed(1, reinterpret_cast<const uint8_t*>(msg.data()), msg.size());
+    ASSERT_TRUE(c.tx().server_hello) << dr.name;
+    EXPECT_STREQ(tls_version_name(c.tx().server_version), dr.name);
+    EXPECT_EQ(c.tx().ja3s_string.substr(c.tx().ja3s_string.find(',') + 1, 4), "4865") << dr.name;  // the suite read right
+  }
   // Application data first: done with the direction, no hello.
   TlsConn d;
   const std::string app = std::string("\x17\x03\x03\x00\x02zz", 7);
