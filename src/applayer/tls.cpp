@@ -301,7 +301,6 @@ void TlsConn::event(uint32_t bit) {
   changed_ = true;
 }
 
-
 bool TlsConn::scan_records(int dir, const uint8_t* p, size_t n) {
   std::string& h = scan_[dir];
   size_t i = 0;
@@ -351,7 +350,7 @@ bool TlsConn::scan_records(int dir, const uint8_t* p, size_t n) {
         // Handshake: encrypted after ChangeCipherSpec, but for TLS 1.3's middlebox one (skipped
         // whole); else its messages are walked.
         h.clear();
-        if (ccs_ && !(hello_[0] && ver_[0] > 0x0303 && !hello_[1])) {
+        if (ccs() && !(hello_[0] && ver_[0] > 0x0303 && !hello_[1])) {
           skip_[dir] = len;
           continue;
         }
@@ -386,8 +385,7 @@ bool TlsConn::record_done(int dir) {
   const auto b = [&](size_t k) { return uint8_t(h[5 + k]); };
   switch (type) {
     case 20:  // ChangeCipherSpec
-      ccs_ = true;
-      ccs_dir_[dir] = true;
+      ccs_[dir] = true;
       return true;
     case 21:  // alert (SSLv3ParseAlertProtocol)
       if (len < 2) {
@@ -398,14 +396,14 @@ bool TlsConn::record_done(int dir) {
     case 24: {  // heartbeat (SSLv3ParseHeartbeatProtocol, RFC 6520)
       if (len < 3) return true;
       const uint8_t hb_type = b(0);
-      if (!ccs_ && hb_type != 1 && hb_type != 2) {
+      if (!ccs() && hb_type != 1 && hb_type != 2) {
         event(kTlsEvInvalidHeartbeat);
         return false;
       }
       if (!hb_inflight_) {
         hb_inflight_ = true;
         hb_server_ = dir == 1;
-        if (ccs_) {
+        if (ccs()) {
           hb_len_ = uint32_t(len);  // encrypted: its length, to compare the response's with
           return true;
         }
@@ -425,7 +423,7 @@ bool TlsConn::record_done(int dir) {
         return false;
       }
       hb_inflight_ = false;  // the answer
-      if (ccs_ && hb_len_ > 0 && hb_len_ < len) {
+      if (ccs() && hb_len_ > 0 && hb_len_ < len) {
         event(kTlsEvDataleakHeartbeat);
         hb_len_ = 0;
         return false;
@@ -477,7 +475,7 @@ bool TlsConn::walk_handshake(int dir, const uint8_t* p, size_t n, size_t& i) {
     hdr.clear();
     const bool known = type <= 2 || type == 4 || (type >= 11 && type <= 16) || (type >= 20 && type <= 22);
     if (!known) {
-      if (!ccs_dir_[dir]) event(kTlsEvInvalidHandshake);
+      if (!ccs_[dir]) event(kTlsEvInvalidHandshake);
       msg_skip_[dir] = std::min(body, mlen);
       continue;
     }
@@ -497,8 +495,8 @@ int TlsConn::feed(int dir, const uint8_t* p, size_t n, bool gap) {
     stopped_[dir] = true;
     return state_[dir] == 0 ? finish(dir, -1) : 1;
   }
-  if (first_[dir] < 0 && n) first_[dir] = p[0];
-  const bool v2 = dir == 0 && first_[0] >= 0 && (first_[0] & 0x80) != 0;
+  if (dir == 0 && client_first_ < 0 && n) client_first_ = p[0];
+  const bool v2 = dir == 0 && client_first_ >= 0 && (client_first_ & 0x80) != 0;
   if (!v2 && !scan_records(dir, p, n)) {
     // Suricata's parser error: the connection is parsed no further.
     for (int d = 0; d < 2; ++d) {
@@ -509,8 +507,8 @@ int TlsConn::feed(int dir, const uint8_t* p, size_t n, bool gap) {
   }
   if (state_[dir] == 0) {
     handshake(dir, p, n);
-    if (tx_.client_hello) hello_[0] = true, ver_[0] = hello_version(tx_.client_offered ? tx_.client_offered : tx_.client_version);
-    if (tx_.server_hello) hello_[1] = true, ver_[1] = hello_version(tx_.server_version);
+    if (tx_.client_hello) hello_[0] = true, ver_[0] = hello_version(tx_.version(0));
+    if (tx_.server_hello) hello_[1] = true, ver_[1] = hello_version(tx_.version(1));
   }
   // A malformed handshake, or an SSLv2 client's hello read (its records are not walked): stopped.
   if (state_[dir] < 0 || (v2 && state_[dir] != 0)) stopped_[dir] = true;
@@ -532,7 +530,7 @@ int TlsConn::handshake(int dir, const uint8_t* p, size_t n) {
   // a 2-byte header with the high bit set, then CLIENT-HELLO (1), the version, the cipher specs'
   // length, the session id's and the challenge's. The client's direction ends there (Suricata
   // reads the version from it; no SNI or JA3 in this format).
-  if (dir == 0 && hs.empty() && (!rec.empty() ? (uint8_t(rec[0]) & 0x80) != 0 : n > 0 && (p[0] & 0x80) != 0)) {
+  if (dir == 0 && client_first_ >= 0 && (client_first_ & 0x80) != 0) {
     constexpr size_t kV2Head = 11;  // the 2-byte header and the hello's 9 fixed bytes
     rec.append(reinterpret_cast<const char*>(p), std::min(n, kV2Head - rec.size()));
     if (rec.size() < kV2Head) return 0;

@@ -95,6 +95,10 @@ struct TlsTx : AppTx {
   std::vector<std::string> alpn[2];
   bool handshake_done = false;  // the server's side of the handshake has been read (logged then)
   uint32_t events = 0;          // TlsEvent bits (the connection's: either direction raised them)
+  // A direction's version as its hello gave it: the server's (supported_versions' choice, else its
+  // version field), the client's supported_versions first known one, else its version field; 0
+  // before the hello.
+  uint16_t version(int dir) const { return dir ? server_version : client_offered ? client_offered : client_version; }
   std::string raw[2];           // each direction's bytes as sent while read, up to kTlsMaxRaw
 };
 
@@ -138,15 +142,15 @@ class TlsConn {
   size_t skip_[2] = {0, 0};
   uint16_t ver_[2] = {0, 0};
   bool hello_[2] = {false, false};
-  bool ccs_ = false;                       // a ChangeCipherSpec seen (either side)
-  bool ccs_dir_[2] = {false, false};       // ... from this side
+  bool ccs_[2] = {false, false};           // a ChangeCipherSpec seen from this side
+  bool ccs() const { return ccs_[0] || ccs_[1]; }  // ... from either
   // The handshake records' message walk (SSLv3ParseHandshakeProtocol): the record's body bytes
   // left, the current message's bytes left (it may span records), the bytes of an unknown
   // message's skipped in this record, a message header gathered, the hello version's bytes.
   size_t hs_body_[2] = {0, 0}, msg_left_[2] = {0, 0}, msg_skip_[2] = {0, 0};
   std::string msg_hdr_[2], ver_buf_[2];
   bool want_ver_[2] = {false, false};
-  int first_[2] = {-1, -1};                // each direction's first byte (an SSLv2 client's has the high bit)
+  int client_first_ = -1;                  // the client's first byte (an SSLv2 client's has the high bit)
   bool hb_inflight_ = false, hb_server_ = false;
   uint32_t hb_len_ = 0;                    // an encrypted heartbeat request's record length
   std::string buf_[2];  // handshake bytes gathered (record headers removed)

@@ -1002,7 +1002,7 @@ void DetectModule::Host::on_app(std::span<const AppUpdate> updates, std::vector<
         // The inspected direction's version as Suricata's connection state holds it after the
         // hello (DetectSslVersionMatch): one it does not name matches neither way.
         const TlsTx* tl = u.tls();
-        const uint16_t v = !tl ? 0 : u.dir ? tl->server_version : tl->client_offered ? tl->client_offered : tl->client_version;
+        const uint16_t v = tl ? tl->version(u.dir) : 0;
         const int bit = v == 0x0002 ? 0 : v == 0x0300 ? 1 : v == 0x0301 ? 2 : v == 0x0302 ? 3 : v == 0x0303 ? 4
                         : v == 0x0304 || (v >> 8) == 0x7f ? 5 : -1;
         if (bit < 0 || (((a.ssl_version >> bit) & 1) != 0) == a.ssl_version_neg) continue;
@@ -1010,7 +1010,7 @@ void DetectModule::Host::on_app(std::span<const AppUpdate> updates, std::vector<
       if (a.tls_version_on) {
         // The inspected direction's hello (Suricata's DetectTlsVersionMatch).
         const TlsTx* tl = u.tls();
-        uint16_t v = !tl ? 0 : u.dir ? tl->server_version : tl->client_offered ? tl->client_offered : tl->client_version;
+        uint16_t v = tl ? tl->version(u.dir) : 0;
         if (!a.tls_version_raw && (v >> 8) == 0x7f) v = 0x0304;  // the 1.3 drafts
         if (!tl || v != a.tls_version) continue;
       }
