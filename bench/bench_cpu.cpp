@@ -11,6 +11,11 @@
 //   * the flows sharded (backend/sharded/): all threads as N backends of threads/N threads each
 //     (N = all threads: one thread a backend, each walking only its own flows), the packets placed
 //     by a host decode on all threads first; + reassembly, at the CPU's batch size;
+//   * the ceiling of any partition of the work over cores: N copies of the one-thread backend, each
+//     with its own flow table, over the whole capture at once (nothing shared but the records,
+//     read-only, and the memory system), against one copy alone; and the clock's share of that
+//     ceiling: a chain of register-only arithmetic on one thread and on N (a core runs faster when
+//     the others are idle);
 //   * where a +reassembly batch's time goes with one thread and all threads (stage times: each
 //     stage's mean and how busy it kept the threads), one untimed pass each;
 //   * the peer: libnids on one core (peer_libnids, --nids PATH; its callback does no per-byte work);
@@ -24,6 +29,7 @@
 
 #include <atomic>
 #include <cstdio>
+#include <latch>
 #include <fstream>
 #include <string>
 #include <thread>
@@ -90,7 +96,67 @@ std::string stage_profile(const CaptureFile& cap, uint32_t batch, uint64_t packe
   return json + "]";
 }
 
-std::atomic<uint64_t> g_sum{0};  // the read loops' sums land here, so the reads are not dropped
+// `copies` backends of one thread each (+ reassembly, the CPU's batch size), each over the whole
+// capture, all started together: aggregate Mpps (copies x packets over the wall time until the
+// last one ends), median of reps after a warm-up. No executor that splits the same work over
+// `copies` cores shares less than this.
+double independent_mpps(const CaptureFile& cap, uint64_t packets, int copies, int reps) {
+  const auto batches = index_batches(cap, kCpuBatchPackets);
+  std::vector<double> t;
+  for (int rep = 0; rep < reps + 1; ++rep) {
+    std::vector<std::unique_ptr<Backend>> bes;
+    for (int k = 0; k < copies; ++k) {
+      BackendConfig bc;
+      bc.batch_packets = kCpuBatchPackets;
+      bc.threads = 1;
+      bc.flow.enabled = bc.stream.enabled = true;
+      bes.push_back(make_cpu_backend(bc));
+    }
+    std::latch ready(copies + 1);
+    std::vector<std::thread> th;
+    for (int k = 0; k < copies; ++k)
+      th.emplace_back([&, k] {
+        ready.arrive_and_wait();
+        checked_pass(*bes[size_t(k)], cap, batches, packets, "bench_cpu");
+      });
+    const auto t0 = std::chrono::steady_clock::now();
+    ready.count_down();
+    for (auto& x : th) x.join();
+    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    if (rep) t.push_back(s);
+  }
+  return double(packets) * copies / median(t) / 1e6;
+}
+
+std::atomic<uint64_t> g_sum{0};  // the loops' results land here, so their work is not dropped
+
+// Iterations a second of `threads` threads each running a dependent multiply-xorshift chain in
+// registers (no memory), median of reps: its ratio at N threads to one thread is what the clock
+// allows (turbo on one busy core against all cores busy), whatever the code.
+double compute_rate(int threads, int reps) {
+  constexpr uint64_t kIters = 200'000'000;
+  std::vector<double> t;
+  for (int rep = 0; rep < reps + 1; ++rep) {
+    std::latch ready(threads + 1);
+    std::vector<std::thread> th;
+    for (int k = 0; k < threads; ++k)
+      th.emplace_back([&, k] {
+        uint64_t x = 0x9e3779b97f4a7c15ull + uint64_t(k);
+        ready.arrive_and_wait();
+        for (uint64_t i = 0; i < kIters; ++i) {
+          x *= 0xbf58476d1ce4e5b9ull;
+          x ^= x >> 31;
+        }
+        g_sum += x;
+      });
+    const auto t0 = std::chrono::steady_clock::now();
+    ready.count_down();
+    for (auto& x : th) x.join();
+    if (rep) t.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+  }
+  return double(kIters) * threads / median(t);
+}
+  // the read loops' sums land here, so the reads are not dropped
 
 // GB/s of `threads` threads summing their share of a buffer (each 8 bytes read once), median.
 double read_gbps(const std::vector<uint64_t>& buf, int threads, int reps) {
@@ -187,6 +253,8 @@ int main(int argc, char** argv) {
   const double read1 = read_gbps(buf, 1, reps), readn = read_gbps(buf, max_threads, reps);
   buf = {};
   std::printf("memory read: %.1f GB/s one thread, %.1f GB/s %d threads\n", read1, readn, max_threads);
+  const double comp1 = compute_rate(1, reps), compn = compute_rate(max_threads, reps);
+  std::printf("register-only arithmetic: %d threads do %.2fx one thread\n", max_threads, compn / comp1);
 
   struct Work {
     std::string name, path;
@@ -213,8 +281,10 @@ int main(int argc, char** argv) {
   char b[512];
   std::snprintf(b, sizeof b, "\"memory_read_gbs\":{\"1t\":%.2f,\"%dt\":%.2f},", read1, max_threads, readn);
   json += b;
+  std::snprintf(b, sizeof b, "\"compute_scaling\":{\"threads\":%d,\"over_1t\":%.3f},", max_threads, compn / comp1);
+  json += b;
   json += "\"workloads\":[";
-  double http1 = 0, httpn = 0, nids_http = 0, http_sharded = 0;
+  double http1 = 0, httpn = 0, nids_http = 0, http_sharded = 0, http_indep = 0;
   for (size_t w = 0; w < works.size(); ++w) {
     const Work& wk = works[w];
     const CaptureFile cap = CaptureFile::open(wk.path);
@@ -265,6 +335,14 @@ int main(int argc, char** argv) {
       if (per == 1 && wk.name == "http") http_sharded = m;
     }
     json += "]";
+    // N independent copies of the one-thread backend: the ceiling of any split over N cores.
+    const double indep = max_threads > 1 ? independent_mpps(cap, size.packets, max_threads, reps) : stream1;
+    std::printf("%d independent copies of one thread, +stream: %.3f Mpps (%.1fx one)\n", max_threads, indep,
+                stream1 > 0 ? indep / stream1 : 0.0);
+    std::snprintf(b, sizeof b, ",\"independent\":{\"copies\":%d,\"stream_mpps\":%.4f,\"over_1t\":%.3f}", max_threads,
+                  indep, stream1 > 0 ? indep / stream1 : 0.0);
+    json += b;
+    if (wk.name == "http") http_indep = indep;
     double nids_mpps = 0;
     if (!nids.empty()) {
       const std::string peer = first_line(nids + " " + wk.path + " " + std::to_string(reps));
@@ -292,15 +370,17 @@ int main(int argc, char** argv) {
   }
   std::snprintf(b, sizeof b,
                 "],\"http_reassembly_1t_mpps\":%.4f,\"http_reassembly_%dt_mpps\":%.4f,\"libnids_1t_mpps\":%.4f,"
-                "\"http_reassembly_sharded_1t_each_mpps\":%.4f,"
+                "\"http_reassembly_sharded_1t_each_mpps\":%.4f,\"http_reassembly_independent_mpps\":%.4f,"
                 "\"targets\":{\"http_1t_over_libnids\":{\"target\":2,\"measured\":%.3f},"
-                "\"http_scaling\":{\"threads\":%d,\"target\":12,\"measured\":%.3f}}}\n",
-                http1, max_threads, httpn, nids_http, http_sharded, nids_http > 0 ? http1 / nids_http : 0.0, max_threads,
-                http1 > 0 ? httpn / http1 : 0.0);
+                "\"http_scaling\":{\"threads\":%d,\"target\":12,\"measured\":%.3f,"
+                "\"independent_copies_bound\":%.3f,\"compute_bound\":%.3f}}}\n",
+                http1, max_threads, httpn, nids_http, http_sharded, http_indep, nids_http > 0 ? http1 / nids_http : 0.0,
+                max_threads, http1 > 0 ? httpn / http1 : 0.0, http1 > 0 ? http_indep / http1 : 0.0, compn / comp1);
   json += b;
   std::printf("\nhttp with reassembly: %.3f Mpps one thread (%.2fx libnids), %.3f Mpps %d threads (%.1fx one); "
-              "sharded, one thread a backend: %.3f Mpps (%.1fx one)\n",
+              "sharded, one thread a backend: %.3f Mpps (%.1fx one); %d independent copies: %.3f Mpps (%.1fx one)\n",
               http1, nids_http > 0 ? http1 / nids_http : 0.0, httpn, max_threads, http1 > 0 ? httpn / http1 : 0.0,
-              http_sharded, http1 > 0 ? http_sharded / http1 : 0.0);
+              http_sharded, http1 > 0 ? http_sharded / http1 : 0.0, max_threads, http_indep,
+              http1 > 0 ? http_indep / http1 : 0.0);
   return write_file(json_path, json) ? 0 : 1;
 }
