@@ -341,7 +341,7 @@ TEST(Signatures, AlertKeywordUndoesNoalert) {
 
 TEST(Signatures, DuplicateSidsKeepTheNewestRev) {
   namespace fs = std::filesystem;
-  const fs::path dir = fs::path(testing::TempDir()) / "dup_sids";
+  const fs::path dir = fs::path(test::temp_path("dup_sids"));
   fs::create_directories(dir);
   std::ofstream(dir / "a.rules") << "alert tcp any any -> any any (msg:\"one\"; content:\"a\"; sid:1; rev:1;)\n"
                                  << "alert tcp any any -> any any (msg:\"two\"; content:\"b\"; sid:2; rev:5;)\n"
@@ -492,7 +492,7 @@ TEST(Signatures, InspectionMatchesARecursiveReferenceOnRandomChains) {
     const int blen = pick(24);
     for (int q = 0; q < blen; ++q) buf += alpha[size_t(pick(int(alpha.size())))];
     // Compile through the module's host side, as the engine sees it.
-    const std::string path = testing::TempDir() + "/inspect_case.rules";
+    const std::string path = test::temp_path("inspect_case.rules");
     {
       std::ofstream f(path);
       f << text << "\n";
@@ -522,7 +522,7 @@ bool inspect_one(const std::string& opts, const std::string& buf, uint64_t base 
   struct Mem : TableMemory {
     const void* place(const void* h, size_t) override { return h; }
   } mem;
-  const std::string path = testing::TempDir() + "/inspect_one.rules";
+  const std::string path = test::temp_path("inspect_one.rules");
   {
     std::ofstream f(path);
     f << "alert tcp any any -> any any (" << opts << " sid:1;)\n";
@@ -694,7 +694,7 @@ TEST(Signatures, ByteMathParsesAsSuricata) {
 // file, subdomains, digests by length, reputations; a bad line is an error with its line.
 TEST(Datasets, CommandsAndFilesBehaveAsSuricatas) {
   namespace fs = std::filesystem;
-  const fs::path dir = fs::path(testing::TempDir()) / "datasets_case";
+  const fs::path dir = fs::path(test::temp_path("datasets_case"));
   fs::create_directories(dir);
   {
     std::ofstream(dir / "names.lst") << "ZXZpbC5jb20=\n\nLmV4YW1wbGUub3Jn\na,b,c\n";  // evil.com, .example.org
@@ -790,7 +790,7 @@ TEST(Datasets, CommandsAndFilesBehaveAsSuricatas) {
 // prefix first, its address masked), sides any / src / dst / both, isset and isnotset.
 TEST(Iprep, ListsAndConditionsBehaveAsSuricatas) {
   namespace fs = std::filesystem;
-  const fs::path dir = fs::path(testing::TempDir()) / "iprep_case";
+  const fs::path dir = fs::path(test::temp_path("iprep_case"));
   fs::create_directories(dir);
   std::ofstream(dir / "cats.txt") << "1,Bad,bad hosts\n2,Scan,scanners\n# comment\n";
   std::ofstream(dir / "rep.list") << "ip,cat,score\n10.0.0.1,1,90\n10.0.0.1,2,5\n192.168.1.77/16,2,40\n192.168.3.0/24,2,7\n"
@@ -968,7 +968,7 @@ TEST(Signatures, HeaderBuffersReadThePacketsHeaders) {
         }
       if (payload) cases.push_back({"content:\"" + hex(payload, std::min<uint32_t>(plen, 3)) + "\"; " + kNames[hb] + "; content:\"" + first + "\"; depth:2;", true});
       for (const Case& c : cases) {
-        const std::string path = testing::TempDir() + "/hdr_case.rules";
+        const std::string path = test::temp_path("hdr_case.rules");
         {
           std::ofstream f(path);
           f << "alert ip any any -> any any (" << c.opts << " sid:1;)\n";
@@ -1232,7 +1232,7 @@ TEST(Signatures, VlanAndFlowConditionsHoldAsSuricatasDo) {
 // expiring after 300 s; noalert; the forms Suricata refuses are refused.
 // Writes `text` to a rules file in the test directory; its path.
 std::string rules_file(const std::string& name, const std::string& text) {
-  const std::string path = testing::TempDir() + "/" + name;
+  const std::string path = test::temp_path(name);
   std::ofstream(path) << text;
   return path;
 }
@@ -1354,7 +1354,7 @@ TEST(Signatures, TransactionalRulesNeedBothSides) {
 // (a bit set by an earlier signature of the packet is seen by a later one: sids 8 then 9 on the
 // first packet).
 TEST(Signatures, FlowintAndFlowbitsFollowSuricatasOrderAndSemantics) {
-  const std::string path = testing::TempDir() + "/flowint.rules";
+  const std::string path = test::temp_path("flowint.rules");
   {
     std::ofstream f(path);
     f << "alert ip any any -> any any (msg:\"read cnt==3\"; flowint:cnt,==,3; sid:2;)\n"
@@ -1503,7 +1503,7 @@ const ActionRow kActionRows[] = {
 TEST(Signatures, ActionsFollowSuricatasOrderAndScopes) {
   for (const ActionRow& row : kActionRows) {
     SCOPED_TRACE(row.name);
-    const std::string path = testing::TempDir() + "/actions.rules";
+    const std::string path = test::temp_path("actions.rules");
     {
       std::ofstream f(path);
       f << row.rules;
@@ -1644,7 +1644,7 @@ void expect_load_error(Datasets& ds, const std::string& opt, const std::string& 
 // ip.dst's bytes, as the packet carries them.
 TEST(Datasets, AddressSetsHoldWhatSuricataStores) {
   namespace fs = std::filesystem;
-  const fs::path dir = fs::path(testing::TempDir()) / "datasets_ip";
+  const fs::path dir = fs::path(test::temp_path("datasets_ip"));
   fs::create_directories(dir);
   std::ofstream(dir / "v4.lst") << "192.0.2.7\n10.1.2.3,7\n";
   std::ofstream(dir / "ip.lst") << "192.0.2.7\n::ffff:10.1.2.3\n2001:db8::1\n";
@@ -1701,7 +1701,7 @@ TEST(Datasets, AddressSetsHoldWhatSuricataStores) {
 // is an error naming the file and the entry; an entry without the key is passed over, counted.
 TEST(Datasets, JsonSetsLoadAndGiveTheirObjects) {
   namespace fs = std::filesystem;
-  const fs::path dir = fs::path(testing::TempDir()) / "datasets_json";
+  const fs::path dir = fs::path(test::temp_path("datasets_json"));
   fs::create_directories(dir);
   std::ofstream(dir / "arr.json")
       << R"([{"host":"evil.com","year":2005},{"host":"x.org","meta":{"k":1}},{"host":"evil.com","year":2006}])";

@@ -272,7 +272,7 @@ TEST(Firewall, TablesEqualBruteForceOnRandomRuleSets) {
 // order: action (drop, reject, alert), then priority (explicit, else the classtype's from
 // classification.config, else 3), then file order. The expected order is written out by hand.
 TEST(Firewall, AlertsKeepSuricatasOrderWithClassPriorities) {
-  const auto dir = std::filesystem::temp_directory_path() / "gaspp-test-alert-order";
+  const auto dir = std::filesystem::path(test::temp_path("alert-order"));
   std::filesystem::create_directories(dir);
   auto write = [&](const char* name, const std::string& text) {
     std::FILE* f = std::fopen((dir / name).c_str(), "w");
@@ -495,7 +495,7 @@ TEST(Firewall, PipelineVerdictsStickToFlowsLikeTheReference) {
     ASSERT_EQ(parse_rule(r, RuleVars{}, x), "");
     rules.push_back(x);
   }
-  const auto path = std::filesystem::temp_directory_path() / "gaspp-test-firewall.rules";
+  const auto path = std::filesystem::path(test::temp_path("firewall.rules"));
   {
     std::FILE* f = std::fopen(path.c_str(), "w");
     ASSERT_TRUE(f);
@@ -539,7 +539,7 @@ TEST(Firewall, PipelineVerdictsStickToFlowsLikeTheReference) {
 TEST(Firewall, DropEventsRecallFlowIdsWithinTheMemoryLimit) {
   const CaptureFile cap = traffic(5, 3000);
   const std::vector<DecodedPacket> pk = decode_all(cap);
-  const auto path = std::filesystem::temp_directory_path() / "gaspp-test-drop-all.rules";
+  const auto path = std::filesystem::path(test::temp_path("drop-all.rules"));
   {
     std::FILE* f = std::fopen(path.c_str(), "w");
     ASSERT_TRUE(f);
@@ -1341,7 +1341,7 @@ TEST(FirewallPolicy, DefaultDropAndAppHooksGiveTheSameVerdictsAtEveryBatchSize) 
   g.loss = 0.01;
   g.seed = 21;
   const CaptureFile cap = test::generated_capture(g, "fw-policy");
-  const std::filesystem::path rules = std::filesystem::temp_directory_path() / "gaspp-test-fw-policy.rules";
+  const std::filesystem::path rules = std::filesystem::path(test::temp_path("fw-policy.rules"));
   {
     std::FILE* f = std::fopen(rules.string().c_str(), "w");
     std::fputs("accept:hook tcp:all any any -> any 80 (sid:1;)\n"

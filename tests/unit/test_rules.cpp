@@ -149,7 +149,7 @@ TEST(Rules, SkippedAndBrokenRulesSayWhy) {
 // Header rules loaded twice keep the newest rev, as the signature engine's do (Suricata's
 // DetectEngineSignatureIsDuplicate; test_detect.cpp has the cases across files).
 TEST(Rules, DuplicateSidsKeepTheNewestRev) {
-  const std::filesystem::path f = std::filesystem::path(testing::TempDir()) / "dup_header.rules";
+  const std::filesystem::path f = std::filesystem::path(test::temp_path("dup_header.rules"));
   {
     std::ofstream o(f);
     o << "alert ip 10.0.0.1 any -> any any (msg:\"old\"; sid:7; rev:1;)\n"

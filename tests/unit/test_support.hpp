@@ -1,6 +1,7 @@
 // Helpers shared by the unit tests: the backend under test and an in-memory pcap builder.
 #pragma once
 #include <arpa/inet.h>
+#include <unistd.h>
 
 #include <array>
 #include <cstdlib>
@@ -16,6 +17,14 @@
 #include "tools/gen/generator.hpp"
 
 namespace gaspp::test {
+
+// A path in the test temporary directory for this process alone: ctest runs each test in a
+// process of its own, several at once, and two tests writing one fixed name raced.
+inline std::string temp_path(const std::string& name) {
+  return (std::filesystem::path(std::getenv("TMPDIR") && *std::getenv("TMPDIR") ? std::getenv("TMPDIR") : "/tmp") /
+          ("gaspp-" + std::to_string(::getpid()) + "-" + name))
+      .string();
+}
 
 // GASPP_TEST_BACKEND=cpu|cuda selects the backend; cpu when unset.
 inline std::string backend_under_test() {
