@@ -144,11 +144,8 @@ GASPP_HD GASPP_FORCEINLINE bool flow_reserve_live(const FlowTableRef& t) {
 
 // Finds the flow of key k (hash h) or creates it. Returns its slot and sets `created`, or kNoFlow
 // when there is no room (the caller retries with flow_claim_or_evict). Lock-free; see the header.
-// reserved: the caller has counted the flow in state->live already (a CPU thread claiming many
-// flows reserves them at once: one shared counter bumped by every claim on every core was most of
-// the time claims took); no room then means only a full bucket.
 GASPP_HD inline uint32_t flow_find_or_claim(const FlowTableRef& t, const FlowKey& k, uint32_t h, uint32_t epoch,
-                                            bool& created, bool reserved = false) {
+                                            bool& created) {
   created = false;
   const uint32_t tag = flow_tag(h);
   const uint32_t base = flow_bucket(t, h) * kFlowBucketSlots;
@@ -172,7 +169,7 @@ GASPP_HD inline uint32_t flow_find_or_claim(const FlowTableRef& t, const FlowKey
     }
     if (first_free == kNoFlow) return kNoFlow;
     if (!atomic_cas(&t.tags[first_free], kTagEmpty, kTagBusy)) continue;  // lost the slot: look again
-    if (!reserved && !flow_reserve_live(t)) {
+    if (!flow_reserve_live(t)) {
       atomic_store_release(&t.tags[first_free], kTagEmpty);
       return kNoFlow;
     }

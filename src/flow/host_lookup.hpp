@@ -6,10 +6,11 @@
 // tags, then a prefetch of the record its tag points at, then the lookups themselves
 // (flow_find_or_claim, the same function the GPU runs), which now hit the cache.
 //
-// Two ways in: flow_lookup_range() over a range of packets, and flow_find_items() over a list of
-// packets whose keys and hashes are known, claiming nothing (the CPU backend's per-shard lookup:
-// each worker finds the flows it walks, so their records stay in that core's cache, and claims
-// slots for the packets whose flows have none afterwards; see cpu_backend.cpp).
+// Two ways in: flow_lookup_range() over a range of packets, and flow_lookup_items() over a list of
+// packets whose hashes are known (the CPU backend's per-shard lookup: each worker looks up the
+// packets of the flows it walks, so the flows' records stay in that core's cache), which can also
+// only find (claim nothing): the CPU backend finds every packet's flow first, and claims slots for
+// the rest in parallel only where the table has room for all of them (see cpu_backend.cpp).
 #pragma once
 #include <algorithm>
 #include <cstdint>
@@ -97,12 +98,13 @@ inline void flow_lookup_range(const FlowTableRef& t, const DecodedView& dec, uin
   }
 }
 
-// Finds the flows of the n packets items[0..n), packet i's flow key in keys[i] and its hash in
-// hash[i] (the caller computed both: flow_key_of, flow_key_hash), claiming nothing: slot_at[k]
-// gets the flow's slot, or kNoFlow and on_miss(k) when the flow has none.
+// Looks up the n packets items[0..n), each with a flow whose key hashes to hash[items[k]] (the
+// caller computed it, flow_key_hash): slot_at[k] gets the flow slot, or kNoFlow and on_miss(k)
+// when the flow has none (claim false) or there was no room.
 template <class OnMiss>
-inline void flow_find_items(const FlowTableRef& t, const uint32_t* items, uint32_t n, const FlowKey* keys,
-                            const uint32_t* hash, uint32_t epoch, uint32_t* slot_at, OnMiss&& on_miss) {
+inline void flow_lookup_items(const FlowTableRef& t, const DecodedView& dec, const uint32_t* items, uint32_t n,
+                              const uint32_t* hash, const FlowTrackParams& prm, bool claim, uint32_t* slot_at,
+                              OnMiss&& on_miss) {
   using namespace lookup_detail;
   FlowKey key[kGroup];
   uint32_t h[kGroup];
@@ -110,14 +112,16 @@ inline void flow_find_items(const FlowTableRef& t, const uint32_t* items, uint32
   for (uint32_t g = 0; g < n; g += kGroup) {
     const uint32_t m = std::min(kGroup, n - g);
     for (uint32_t j = 0; j < m; ++j) {
+      bool from_lo = false;
       const uint32_t i = items[g + j];
-      key[j] = keys[i];
+      live[j] = flow_key_of(dec, i, prm.vlan_in_key, prm.defrag, key[j], from_lo) == FlowSkip::none;
       h[j] = hash[i];
-      live[j] = true;
     }
-    lookup_group(t, key, h, live, m, epoch, false, slot_at + g);
-    for (uint32_t j = 0; j < m; ++j)
-      if (slot_at[g + j] == kNoFlow) on_miss(g + j);
+    lookup_group(t, key, h, live, m, prm.epoch, claim, slot_at + g);
+    for (uint32_t j = 0; j < m; ++j) {
+      if (!live[j]) slot_at[g + j] = kNoFlow;  // not a packet the caller should list: no flow, no retry
+      else if (slot_at[g + j] == kNoFlow) on_miss(g + j);
+    }
   }
 }
 

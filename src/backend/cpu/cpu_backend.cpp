@@ -77,8 +77,6 @@ class CpuBackend final : public Backend, private StageExecutor {
     if (cfg.flow.enabled) {
       run_of_slot_.assign(table_.shape().slots(), kNoRun);
       hash_.resize(cfg.batch_packets);
-      keys_.resize(cfg.batch_packets);
-      created_.resize(size_t(pool_.size()));
     }
     // Each worker's counters a cache line apart from the next one's, whatever the vector's alignment.
     stride_ = (uint32_t(pool_.size()) + 15) / 16 * 16 + 16;
@@ -382,7 +380,6 @@ class CpuBackend final : public Backend, private StageExecutor {
             continue;
           }
           hash[i] = flow_key_hash(k);
-          keys_[i] = k;
           ++count[shard_of[i] = shard_of_hash(hash[i], workers)];
         }
       });
@@ -399,8 +396,8 @@ class CpuBackend final : public Backend, private StageExecutor {
       pool_.parallel_for(workers, [&](uint64_t begin, uint64_t end, int) {
         for (uint64_t h = begin; h < end; ++h) {
           const uint32_t at = shard_at_[h];
-          flow_find_items(t, shard_items_.data() + at, shard_at_[h + 1] - at, keys_.data(), hash, prm_.epoch,
-                          shard_slot_.data() + at, [&](uint32_t k) { miss_[h].push_back(at + k); });
+          flow_lookup_items(t, dec, shard_items_.data() + at, shard_at_[h + 1] - at, hash, prm_, false,
+                            shard_slot_.data() + at, [&](uint32_t k) { miss_[h].push_back(at + k); });
         }
       });
     }
@@ -413,35 +410,27 @@ class CpuBackend final : public Backend, private StageExecutor {
     for (const auto& m : miss_) misses += m.size();
     if (misses) {
       StageClock clock(*this, "flow lookup: new flows");
-      // reserved: the flows were counted in the table's occupancy beforehand (flow_find_or_claim).
-      auto claim = [&](uint32_t at, bool reserved, std::vector<uint32_t>& failed) {
+      auto claim = [&](uint32_t at, std::vector<uint32_t>& failed) {
         const uint32_t i = shard_items_[at];
-        bool created = false;
-        shard_slot_[at] = flow_find_or_claim(t, keys_[i], hash[i], prm_.epoch, created, reserved);
+        FlowKey k;
+        bool from_lo = false, created = false;
+        flow_key_of(dec, i, prm_.vlan_in_key, prm_.defrag, k, from_lo);
+        shard_slot_[at] = flow_find_or_claim(t, k, hash[i], prm_.epoch, created);
         if (shard_slot_[at] == kNoFlow) {
           atomic_add(&t.state->failed, 1);
           failed.push_back(at);
         }
-        return created;
       };
-      FlowTableState& st = *t.state;  // between jobs: no other thread touches it
-      if (uint64_t(st.live) + misses <= t.capacity) {
-        // Room for every one: each a place in the occupancy now, the unused ones given back after.
-        st.live += uint32_t(misses);
-        for (auto& c : created_) c.n = 0;
+      if (uint64_t(t.state->live) + misses <= t.capacity) {
         pool_.parallel_for(workers, [&](uint64_t begin, uint64_t end, int w) {
           for (uint64_t h = begin; h < end; ++h)
-            for (const uint32_t at : miss_[h]) created_[size_t(w)].n += claim(at, true, failed_[size_t(w)]);
+            for (const uint32_t at : miss_[h]) claim(at, failed_[size_t(w)]);
         });
-        uint64_t made = 0;
-        for (const auto& c : created_) made += c.n;
-        st.live -= uint32_t(misses - made);
-        st.peak_live = std::max(st.peak_live, st.live);
       } else {
         retry_at_.clear();
         for (const auto& m : miss_) retry_at_.insert(retry_at_.end(), m.begin(), m.end());
         std::sort(retry_at_.begin(), retry_at_.end(), [&](uint32_t a, uint32_t b) { return shard_items_[a] < shard_items_[b]; });
-        for (const uint32_t at : retry_at_) claim(at, false, failed_[0]);
+        for (const uint32_t at : retry_at_) claim(at, failed_[0]);
       }
     }
     // Packets that found no room retry in capture order.
@@ -931,11 +920,6 @@ class CpuBackend final : public Backend, private StageExecutor {
   std::vector<uint32_t> hash_;                            // per packet with a flow: its key's hash (flow_key_hash)
   std::vector<uint32_t> retry_at_;                        // the lookup's claims and retries in capture order: places in shard_items_
   std::vector<std::vector<uint32_t>> miss_;               // per shard: places of packets whose flow had no slot
-  std::vector<FlowKey> keys_;                             // per packet with a flow: its key (flow_key_of)
-  struct alignas(64) Created {
-    uint64_t n = 0;
-  };
-  std::vector<Created> created_;                          // per thread: flows the lookup created
   std::vector<uint32_t> held_at_, held_items_, held_fill_, held_shard_;  // and its held segments, likewise
   std::vector<uint32_t> range_next_;                      // the walk's write-back: each range's place in each shard
   uint32_t stride_ = 0;                                   // of the range tables: a line or more past the workers
