@@ -11,22 +11,16 @@
 // How each stage runs here:
 //   decode        the pool's threads over ranges of packets, a counter array per thread, merged in
 //                 results();
-//   flow lookup   each packet's key hashed over ranges of packets, which gives its shard (the hash
-//                 mixed, mod workers; both directions of a flow share a key, so a shard holds
-//                 whole flows); each shard's packets listed once in capture order (a counting sort
-//                 over the ranges); then worker h finds or claims the flow slots of shard h's
-//                 packets (flow/host_lookup.hpp, prefetching), the flows it will walk, so a flow's
-//                 record stays in one core's cache from batch to batch: looked up by ranges of
-//                 packets, a record was read by every core with one of its packets and written by
-//                 its walker, its cache lines moving between cores several times a batch. Packets
-//                 that found no room retry in capture order on one thread; the slots go back by
-//                 packet, each range by its worker;
-//   flow walk     worker h takes shard h's items (its packets, and the segments held in the
-//                 out-of-order buffer whose slot is one of its flows'), groups them by slot in
-//                 linear time — a flow's items become a run, held segments first, then packets in
-//                 capture order; runs in order of first appearance, with a slot-indexed scratch
-//                 array, where a sort of (slot, item) pairs was a tenth of the time — and walks
-//                 each run. A worker writes its packets' new flags to an array of its own, and
+//   flow lookup   every packet finds or claims its flow slot in parallel (flow/host_lookup.hpp,
+//                 prefetching); packets that found no room retry in capture order on one thread;
+//   flow walk     worker w takes the items (packets, and segments held in the out-of-order buffer)
+//                 whose hashed slot % workers == w (the shard of each packet computed once, in
+//                 parallel), groups them by slot in linear time — a flow's items become a run,
+//                 held segments first, then packets in capture order; runs in order of first
+//                 appearance, with a slot-indexed scratch array, where a sort of (slot, item) pairs
+//                 was a tenth of the time — and walks each run (hashed: in a sparse table most
+//                 flows sit in the first slot of their bucket, so plain slot numbers would share
+//                 out badly). A worker writes its packets' new flags to an array of its own, and
 //                 each range's worker copies them back by packet afterwards: written in place by
 //                 flow, the flags of neighbouring packets (other workers' flows) share cache lines,
 //                 which bounced between cores on every packet;
@@ -71,13 +65,10 @@ class CpuBackend final : public Backend, private StageExecutor {
   explicit CpuBackend(const BackendConfig& cfg)
       : cfg_(cfg), plan_(cfg), pool_(cfg.threads > 0 ? cfg.threads : int(std::max(1u, std::thread::hardware_concurrency()))),
         slots_(size_t(std::max(cfg.slots, 3))), per_thread_(size_t(pool_.size())), failed_(size_t(pool_.size())),
-        groups_(size_t(pool_.size())), chunk_blocks_(size_t(pool_.size()), StreamRef::ChunkBlock{0, 0}), miss_(size_t(pool_.size())),
+        groups_(size_t(pool_.size())), chunk_blocks_(size_t(pool_.size()), StreamRef::ChunkBlock{0, 0}),
         shard_pend_(size_t(pool_.size())), table_(cfg.flow) {
     pool_.set_timing(cfg.stage_times);
-    if (cfg.flow.enabled) {
-      run_of_slot_.assign(table_.shape().slots(), kNoRun);
-      hash_.resize(cfg.batch_packets);
-    }
+    if (cfg.flow.enabled) run_of_slot_.assign(table_.shape().slots(), kNoRun);
     // Each worker's counters a cache line apart from the next one's, whatever the vector's alignment.
     stride_ = (uint32_t(pool_.size()) + 15) / 16 * 16 + 16;
     range_next_.resize(size_t(pool_.size()) * stride_);
@@ -200,7 +191,7 @@ class CpuBackend final : public Backend, private StageExecutor {
     std::fill(stream_counts_.begin(), stream_counts_.end(), 0ull);
     StreamRef sr = stream_ref(nullptr, nullptr, true);
     for (auto& c : per_thread_) c = ThreadCounters{};
-    walk(table_.ref(), DecodedView{}, 0, nullptr, FlowTrackParams{}, false, FlowRecordSink{}, &sr, true);
+    walk(table_.ref(), DecodedView{}, 0, nullptr, nullptr, FlowTrackParams{}, false, FlowRecordSink{}, &sr, true);
     if (sr.hooks.bulk_n) bulk_pass(sr, DecodedView{});
     collect_chunks(sr, DecodedView{}, chunks, bytes);
     in_ ^= 1;  // the final walk held nothing
@@ -355,137 +346,27 @@ class CpuBackend final : public Backend, private StageExecutor {
     a_.flow_epoch = prm_.epoch;
     uint32_t* slot = s.flow_slot.data();
     uint8_t* flags = s.flow_flags.data();
-    const uint32_t n = v_.count, workers = uint32_t(pool_.size());
-    uint16_t* shard_of = s.shard.data();
-    uint32_t* hash = hash_.data();
     for (auto& f : failed_) f.clear();
-    // Each packet's key hashed, its direction and its shard (the hash mixed, mod workers: both
-    // directions of a flow have one key, so one shard), over ranges; then each shard's packets
-    // listed in capture order.
-    range_shard_n_.assign(size_t(workers) * stride_, 0);
-    {
-      StageClock clock(*this, "flow lookup: shards");
-      pool_.parallel_for(n, [&](uint64_t begin, uint64_t end, int w) {
-        HostCounterSink sink{per_thread_[size_t(w)]};
-        uint32_t* count = &range_shard_n_[size_t(w) * stride_];
-        for (uint64_t i = begin; i < end; ++i) {
-          FlowKey k;
-          bool from_lo = false;
-          const FlowSkip why = flow_key_of(dec, uint32_t(i), prm_.vlan_in_key, prm_.defrag, k, from_lo);
-          flags[i] = from_lo ? kPktFromLo : 0;
-          if (why != FlowSkip::none) {
-            slot[i] = kNoFlow;
-            shard_of[i] = kNoShard;
-            count_skip(sink, why);
-            continue;
-          }
-          hash[i] = flow_key_hash(k);
-          ++count[shard_of[i] = shard_of_hash(hash[i], workers)];
-        }
-      });
-    }
-    list_shards(n, workers);
-    // Worker h looks up shard h's packets, the packets whose flows it walks: a flow's record is
-    // read and written by one core, batch after batch. Looked up by ranges of packets, each flow's
-    // record was read by every core that had one of its packets and written by its walker, and
-    // its lines moved between cores several times a batch.
-    shard_slot_.resize(shard_at_[workers]);
-    for (auto& m : miss_) m.clear();
     {
       StageClock clock(*this, "flow lookup");
-      pool_.parallel_for(workers, [&](uint64_t begin, uint64_t end, int) {
-        for (uint64_t h = begin; h < end; ++h) {
-          const uint32_t at = shard_at_[h];
-          flow_lookup_items(t, dec, shard_items_.data() + at, shard_at_[h + 1] - at, hash, prm_, false,
-                            shard_slot_.data() + at, [&](uint32_t k) { miss_[h].push_back(at + k); });
-        }
+      pool_.parallel_for(v_.count, [&](uint64_t begin, uint64_t end, int w) {
+        HostCounterSink sink{per_thread_[size_t(w)]};
+        flow_lookup_range(t, dec, begin, end, prm_, slot, flags, [&](FlowSkip why) { count_skip(sink, why); },
+                          [&](uint32_t i) {
+                            atomic_add(&t.state->failed, 1);
+                            failed_[size_t(w)].push_back(i);
+                          });
       });
     }
-    // Packets whose flow has no slot yet: claimed by their shard's worker when the table has room
-    // for all of them (each could be a flow of its own), else in capture order on one thread, so
-    // that which flows get the last places does not depend on how the threads ran (claimed in
-    // parallel, a thread that came late lost its flows to the others'). A full bucket in a table
-    // with room still goes to whichever thread came first, as on the GPU.
-    size_t misses = 0;
-    for (const auto& m : miss_) misses += m.size();
-    if (misses) {
-      StageClock clock(*this, "flow lookup: new flows");
-      auto claim = [&](uint32_t at, std::vector<uint32_t>& failed) {
-        const uint32_t i = shard_items_[at];
-        FlowKey k;
-        bool from_lo = false, created = false;
-        flow_key_of(dec, i, prm_.vlan_in_key, prm_.defrag, k, from_lo);
-        shard_slot_[at] = flow_find_or_claim(t, k, hash[i], prm_.epoch, created);
-        if (shard_slot_[at] == kNoFlow) {
-          atomic_add(&t.state->failed, 1);
-          failed.push_back(at);
-        }
-      };
-      if (uint64_t(t.state->live) + misses <= t.capacity) {
-        pool_.parallel_for(workers, [&](uint64_t begin, uint64_t end, int w) {
-          for (uint64_t h = begin; h < end; ++h)
-            for (const uint32_t at : miss_[h]) claim(at, failed_[size_t(w)]);
-        });
-      } else {
-        retry_at_.clear();
-        for (const auto& m : miss_) retry_at_.insert(retry_at_.end(), m.begin(), m.end());
-        std::sort(retry_at_.begin(), retry_at_.end(), [&](uint32_t a, uint32_t b) { return shard_items_[a] < shard_items_[b]; });
-        for (const uint32_t at : retry_at_) claim(at, failed_[0]);
-      }
-    }
-    // Packets that found no room retry in capture order.
+    // Each worker's list is in capture order and workers hold consecutive ranges.
     StageClock retries(*this, "flow lookup: retries");
     const FlowRecordSink out = record_sink();
     HostCounterSink sink{per_thread_[0]};
-    retry_at_.clear();
-    for (auto& f : failed_) retry_at_.insert(retry_at_.end(), f.begin(), f.end());
-    std::sort(retry_at_.begin(), retry_at_.end(), [&](uint32_t a, uint32_t b) { return shard_items_[a] < shard_items_[b]; });
-    for (const uint32_t at : retry_at_) {
-      const uint32_t i = shard_items_[at];
-      shard_slot_[at] = flow_retry_packet(t, dec, i, prm_, out, sink);
-      untracked_policy(shard_slot_[at], i, cfg_.untracked_drop ? v_.verdict : nullptr, sink);
-    }
-    retries.stop();
-    // The slots back by packet, each range by its worker (written by shard, neighbouring packets'
-    // slots would share cache lines between cores): range w's first packet of shard h is that
-    // shard's packet number range_before_[w][h].
-    StageClock back(*this, "flow lookup: slots back");
-    pool_.parallel_for(n, [&](uint64_t begin, uint64_t end, int w) {
-      uint32_t* next = &range_next_[size_t(w) * stride_];
-      for (uint32_t h = 0; h < workers; ++h) next[h] = shard_at_[h] + range_before_[size_t(w) * stride_ + h];
-      for (uint64_t i = begin; i < end; ++i)
-        if (shard_of[i] != kNoShard) slot[i] = shard_slot_[next[shard_of[i]]++];
-    });
-  }
-
-  static uint16_t shard_of_hash(uint32_t h, uint32_t workers) { return uint16_t(mix32(h ^ 0x5bd1e995u) % workers); }
-
-  // Shard h's packets listed once, in capture order (shard_items_[shard_at_[h]..[h+1])), by a
-  // counting sort over the ranges of the pass that found the shards (range_shard_n_): range w's
-  // packets of shard h go after those of ranges v < w. So a shard's worker reads its own packets
-  // instead of scanning every packet for them (that cost grew with the workers).
-  // range_before_[w][h]: shard h's packets in ranges v < w, the place of range w's first one among
-  // them (the write-backs by packet use it).
-  void list_shards(uint32_t n, uint32_t workers) {
-    const uint16_t* shard_of = cur_->shard.data();
-    range_before_.resize(size_t(workers) * stride_);
-    shard_at_.assign(size_t(workers) + 1, 0);
-    for (uint32_t h = 0; h < workers; ++h) {
-      uint32_t sum = 0;
-      for (uint32_t w = 0; w < workers; ++w) {
-        range_before_[size_t(w) * stride_ + h] = sum;
-        sum += range_shard_n_[size_t(w) * stride_ + h];
+    for (auto& f : failed_)
+      for (uint32_t i : f) {
+        slot[i] = flow_retry_packet(t, dec, i, prm_, out, sink);
+        untracked_policy(slot[i], i, cfg_.untracked_drop ? v_.verdict : nullptr, sink);
       }
-      shard_at_[h + 1] = shard_at_[h] + sum;
-    }
-    if (!n) return;
-    shard_items_.resize(shard_at_[workers]);
-    pool_.parallel_for(n, [&](uint64_t begin, uint64_t end, int w) {
-      uint32_t* next = &range_next_[size_t(w) * stride_];
-      for (uint32_t h = 0; h < workers; ++h) next[h] = shard_at_[h] + range_before_[size_t(w) * stride_ + h];
-      for (uint64_t i = begin; i < end; ++i)
-        if (shard_of[i] != kNoShard) shard_items_[next[shard_of[i]]++] = uint32_t(i);
-    });
   }
 
   void flow_tick() override {
@@ -503,7 +384,7 @@ class CpuBackend final : public Backend, private StageExecutor {
     const FlowRecordSink out = record_sink();
     if (streams_) {
       StreamRef sr = stream_ref(v_.data, v_.rec_off, false);
-      walk(t, v_.dec, v_.count, s.flow_flags.data(), prm_, emergency_, out, &sr, false);
+      walk(t, v_.dec, v_.count, s.flow_slot.data(), s.flow_flags.data(), prm_, emergency_, out, &sr, false);
       if (sr.hooks.bulk_n) {
         StageClock clock(*this, "stream bulk hooks");
         bulk_pass(sr, v_.dec);
@@ -516,7 +397,7 @@ class CpuBackend final : public Backend, private StageExecutor {
         collect_chunks(sr, v_.dec, b.stream_chunks, b.stream_bytes);
       }
     } else {
-      walk(t, v_.dec, v_.count, s.flow_flags.data(), prm_, emergency_, out, nullptr, false);
+      walk(t, v_.dec, v_.count, s.flow_slot.data(), s.flow_flags.data(), prm_, emergency_, out, nullptr, false);
     }
   }
 
@@ -675,27 +556,54 @@ class CpuBackend final : public Backend, private StageExecutor {
   }
 
   // Step 4 of the flow stage (see the header): n packets plus, with reassembly, the held segments.
-  void walk(const FlowTableRef& t, const DecodedView& dec, uint32_t n, uint8_t* flags,
+  void walk(const FlowTableRef& t, const DecodedView& dec, uint32_t n, const uint32_t* slot, uint8_t* flags,
             const FlowTrackParams& prm, bool emergency, const FlowRecordSink& out, const StreamRef* sr, bool final) {
     const uint32_t workers = uint32_t(pool_.size());
     const uint32_t held_n = sr ? *sr->held_in_n : 0;  // clamped by stream_begin
     const uint32_t base = sr ? sr->held_cap : 0;  // item number of packet 0
-    const uint16_t* shard_of = cur_ && n ? cur_->shard.data() : nullptr;
-    // The packets' shards and each shard's list come from the lookup (flow_lookup: shard h's
-    // packets are shard_items_[shard_at_[h]..[h+1]), their slots at the same places in
-    // shard_slot_); the final flush has no packets.
-    if (!n) shard_at_.assign(size_t(workers) + 1, 0);
+    uint16_t* shard_of = cur_ && n ? cur_->shard.data() : nullptr;
+    // Range w's packets of each shard (ranges as parallel_for splits n, the same in every pass).
+    range_shard_n_.assign(size_t(workers) * stride_, 0);
+    if (n) {
+      StageClock clock(*this, "flow walk: shards");
+      pool_.parallel_for(n, [&](uint64_t begin, uint64_t end, int w) {
+        uint32_t* count = &range_shard_n_[size_t(w) * stride_];
+        for (uint64_t i = begin; i < end; ++i) {
+          shard_of[i] = slot[i] == kNoFlow ? kNoShard : uint16_t(mix32(slot[i]) % workers);
+          if (shard_of[i] != kNoShard) ++count[shard_of[i]];
+        }
+      });
+    }
     StageClock group_clock(*this, final ? "stream flush: grouping" : "flow walk: grouping");
-    // Held segments: a live slot's in its flow's shard (where this batch's packets of that slot
-    // are), a free slot's by the slot number, so that a slot's items are in one shard.
+    // Each shard's items listed once, in order, so that a shard's worker reads its own items
+    // instead of scanning every packet and held segment for them (that cost grew with the
+    // workers): packets by a counting sort over the ranges of the shards pass (range w's packets
+    // of shard h go after those of ranges v < w), held segments by one serial pass.
+    // range_before_[w][h]: shard h's packets in ranges v < w, the place of range w's first one
+    // among them (the flags written back by packet below use it too).
+    range_before_.resize(size_t(workers) * stride_);
+    shard_at_.assign(size_t(workers) + 1, 0);
+    for (uint32_t h = 0; h < workers; ++h) {
+      uint32_t sum = 0;
+      for (uint32_t w = 0; w < workers; ++w) {
+        range_before_[size_t(w) * stride_ + h] = sum;
+        sum += range_shard_n_[size_t(w) * stride_ + h];
+      }
+      shard_at_[h + 1] = shard_at_[h] + sum;
+    }
+    if (n) {
+      shard_items_.resize(shard_at_[workers]);
+      pool_.parallel_for(n, [&](uint64_t begin, uint64_t end, int w) {
+        uint32_t* next = &range_next_[size_t(w) * stride_];
+        for (uint32_t h = 0; h < workers; ++h) next[h] = shard_at_[h] + range_before_[size_t(w) * stride_ + h];
+        for (uint64_t i = begin; i < end; ++i)
+          if (shard_of[i] != kNoShard) shard_items_[next[shard_of[i]]++] = uint32_t(i);
+      });
+    }
     held_at_.assign(size_t(workers) + 1, 0);
     held_items_.resize(held_n);
     held_shard_.resize(held_n);
-    for (uint32_t h = 0; h < held_n; ++h) {
-      const uint32_t hs = sr->held_in[h].slot;
-      held_shard_[h] = t.tags[hs] >= 2 ? shard_of_hash(flow_key_hash(t.recs[hs].key), workers) : uint16_t(mix32(hs) % workers);
-      ++held_at_[held_shard_[h] + 1];
-    }
+    for (uint32_t h = 0; h < held_n; ++h) ++held_at_[(held_shard_[h] = mix32(sr->held_in[h].slot) % workers) + 1];
     for (uint32_t k = 0; k < workers; ++k) held_at_[k + 1] += held_at_[k];
     held_fill_.assign(held_at_.begin(), held_at_.end() - 1);
     for (uint32_t h = 0; h < held_n; ++h) held_items_[held_fill_[held_shard_[h]]++] = h;
@@ -714,12 +622,9 @@ class CpuBackend final : public Backend, private StageExecutor {
           g.items.push_back(uint64_t(r) << 32 | item);
         };
         for (uint32_t k = held_at_[shard]; k < held_at_[shard + 1]; ++k) add(sr->held_in[held_items_[k]].slot, held_items_[k]);
-        const uint32_t first = shard_at_[shard], count = shard_at_[shard + 1] - first;
-        g.flags.resize(count);
-        for (uint32_t k = first; k < first + count; ++k) {
+        for (uint32_t k = shard_at_[shard]; k < shard_at_[shard + 1]; ++k) {
           const uint32_t i = shard_items_[k];
-          if (shard_slot_[k] != kNoFlow) add(shard_slot_[k], base + (k - first));  // by place, see below
-          else g.flags[k - first] = flags[i];  // no room even after the retry: not walked, flags kept
+          add(slot[i], base + i);
         }
         // Each run's place, then its items in the order they came (held first, then capture order).
         uint32_t at = 0;
@@ -732,14 +637,14 @@ class CpuBackend final : public Backend, private StageExecutor {
         g.vals.resize(at);
         g.ord.resize(at);
         g.flags_at.resize(at);
+        uint32_t packets = 0;
         for (const uint64_t x : g.items) {
           Run& r = g.runs[x >> 32];
           const uint32_t pos = r.start + r.n++;
-          // A packet came by its place among the shard's packets (where its flags go back).
-          const uint32_t v = uint32_t(x);
-          g.vals[pos] = v < base ? v : base + shard_items_[first + (v - base)];
-          g.ord[pos] = v < base ? kHeldItem : v - base;
+          g.vals[pos] = uint32_t(x);
+          g.ord[pos] = uint32_t(x) < base ? kHeldItem : packets++;
         }
+        g.flags.resize(packets);
       }
     });
     group_clock.stop();
@@ -891,7 +796,7 @@ class CpuBackend final : public Backend, private StageExecutor {
   // Per-thread counters on cache lines of their own (workers add to them for every packet).
   struct alignas(64) ThreadCounters : Counters {};
   struct Slot {
-    std::vector<uint16_t> shard;           // each packet's shard (kNoShard: no flow), from the lookup
+    std::vector<uint16_t> shard;           // the walk: each packet's shard (kNoShard: no flow)
     std::vector<FlowCountsAt> pkt_counts;  // modules with flows: counters at alerted packets
     std::vector<FlowPosAt> flow_pos;       // a module wants positions (flow_pos_): the walk writes each packet's
     std::vector<FlowIdAt> flow_id_at;      // modules with flows: ended connections' ids (FlowIdAt)
@@ -913,13 +818,9 @@ class CpuBackend final : public Backend, private StageExecutor {
   std::vector<std::pair<uint32_t, uint32_t>> hole_;       // close_chunk_blocks' scratch
   std::vector<uint32_t> renumber_;
   std::vector<uint32_t> run_of_slot_;                     // the grouping's scratch, kNoRun between walks
-  std::vector<uint32_t> range_shard_n_;                   // packets of range w in shard h, [w * stride_ + h]
-  std::vector<uint32_t> range_before_;                    // shard h's packets in ranges before w, [w * stride_ + h]
-  std::vector<uint32_t> shard_at_, shard_items_;          // shard h's packets, shard_items_[shard_at_[h]..[h+1]) (list_shards)
-  std::vector<uint32_t> shard_slot_;                      // their flow slots, by the same places (the lookup's)
-  std::vector<uint32_t> hash_;                            // per packet with a flow: its key's hash (flow_key_hash)
-  std::vector<uint32_t> retry_at_;                        // the lookup's claims and retries in capture order: places in shard_items_
-  std::vector<std::vector<uint32_t>> miss_;               // per shard: places of packets whose flow had no slot
+  std::vector<uint32_t> range_shard_n_;                   // the walk: packets of range w in shard h, [w * stride_ + h]
+  std::vector<uint32_t> range_before_;                    // the walk: shard h's packets in ranges before w, [w * stride_ + h]
+  std::vector<uint32_t> shard_at_, shard_items_;          // the walk: shard h's packets, shard_items_[shard_at_[h]..[h+1])
   std::vector<uint32_t> held_at_, held_items_, held_fill_, held_shard_;  // and its held segments, likewise
   std::vector<uint32_t> range_next_;                      // the walk's write-back: each range's place in each shard
   uint32_t stride_ = 0;                                   // of the range tables: a line or more past the workers
