@@ -480,14 +480,12 @@ GASPP_HD inline void keep_ended_flow_id(const FlowTrackParams& prm, const uint32
 // Each packet's flags are read from pkt_flags[packet] (the lookup's) and its new flags written
 // there, or, when flags_at is given, at flags_at[q] for item q: the CPU's workers walk different
 // flows whose packets share cache lines of pkt_flags, and writes there would bounce the lines
-// between cores; it writes them back by packet afterwards. Likewise, when packed_at is given, item
-// q's tracked fields are read at packed_at[q] instead of from the decoded arrays (the CPU packs
-// each walker's packets' fields together; see flow_walk in backend/cpu).
+// between cores; it writes them back by packet afterwards.
 template <class Sink>
 GASPP_HD inline void flow_walk_run(const FlowTableRef& t, const DecodedView& d, const uint32_t* vals, uint32_t j,
                                    uint32_t m, uint32_t slot, uint8_t* pkt_flags, const FlowTrackParams& prm,
                                    bool emergency, const FlowRecordSink& out, const StreamRef* s, bool final, Sink& c,
-                                   uint8_t* flags_at = nullptr, const TrackedPacket* packed_at = nullptr) {
+                                   uint8_t* flags_at = nullptr) {
   using namespace stream_detail;
   FlowRecord& r = t.recs[slot];
   if (!s) {
@@ -496,7 +494,7 @@ GASPP_HD inline void flow_walk_run(const FlowTableRef& t, const DecodedView& d, 
     // one is applied. Items are distinct packets, so nothing read ahead is written before its turn.
     FlowRecord rec = r;
     uint32_t i = vals[j];
-    TrackedPacket p = packed_at ? packed_at[j] : tracked_packet(d, i);
+    TrackedPacket p = tracked_packet(d, i);
     uint8_t lookup_flags = pkt_flags[i];
     uint32_t since = j;  // the first item of the connection the record holds (keep_ended_flow_id)
     for (uint32_t q = j; q < m; ++q) {
@@ -505,7 +503,7 @@ GASPP_HD inline void flow_walk_run(const FlowTableRef& t, const DecodedView& d, 
       const uint8_t fc = lookup_flags;
       if (q + 1 < m) {
         i = vals[q + 1];
-        p = packed_at ? packed_at[q + 1] : tracked_packet(d, i);
+        p = tracked_packet(d, i);
         lookup_flags = pkt_flags[i];
       }
       // A restart leaves the ended connection's counters at the packet's entry (rare; see
@@ -568,8 +566,7 @@ GASPP_HD inline void flow_walk_run(const FlowTableRef& t, const DecodedView& d, 
     };
     run.cur = i;
     uint8_t& f = flags_at ? flags_at[q] : pkt_flags[i];
-    f = flow_track_packet(t, slot, r, packed_at ? packed_at[q] : tracked_packet(d, i), pkt_flags[i], prm, emergency, out,
-                          c, on_end);
+    f = flow_track_packet(t, slot, r, tracked_packet(d, i), pkt_flags[i], prm, emergency, out, c, on_end);
     if (prm.pkt_pos) prm.pkt_pos[i] = flow_pos_of(r);  // before the hooks: on_stream reads it
     if (r.proto_class != uint8_t(FlowProto::tcp) || (r.misc & kFlowNoSession) || (f & kPktTcpIgnored)) continue;
     Owner o{&r.key, r.flow_id, r.client_lo, r.stream, slot};

@@ -593,16 +593,11 @@ class CpuBackend final : public Backend, private StageExecutor {
     }
     if (n) {
       shard_items_.resize(shard_at_[workers]);
-      shard_packed_.resize(shard_at_[workers]);
       pool_.parallel_for(n, [&](uint64_t begin, uint64_t end, int w) {
         uint32_t* next = &range_next_[size_t(w) * stride_];
         for (uint32_t h = 0; h < workers; ++h) next[h] = shard_at_[h] + range_before_[size_t(w) * stride_ + h];
         for (uint64_t i = begin; i < end; ++i)
-          if (shard_of[i] != kNoShard) {
-            const uint32_t k = next[shard_of[i]]++;
-            shard_items_[k] = uint32_t(i);
-            shard_packed_[k] = tracked_packet(dec, uint32_t(i));
-          }
+          if (shard_of[i] != kNoShard) shard_items_[next[shard_of[i]]++] = uint32_t(i);
       });
     }
     held_at_.assign(size_t(workers) + 1, 0);
@@ -627,9 +622,10 @@ class CpuBackend final : public Backend, private StageExecutor {
           g.items.push_back(uint64_t(r) << 32 | item);
         };
         for (uint32_t k = held_at_[shard]; k < held_at_[shard + 1]; ++k) add(sr->held_in[held_items_[k]].slot, held_items_[k]);
-        // Packets come by their place among the shard's packets (see below).
-        const uint32_t first = shard_at_[shard];
-        for (uint32_t k = first; k < shard_at_[shard + 1]; ++k) add(slot[shard_items_[k]], base + (k - first));
+        for (uint32_t k = shard_at_[shard]; k < shard_at_[shard + 1]; ++k) {
+          const uint32_t i = shard_items_[k];
+          add(slot[i], base + i);
+        }
         // Each run's place, then its items in the order they came (held first, then capture order).
         uint32_t at = 0;
         for (Run& r : g.runs) {
@@ -641,23 +637,14 @@ class CpuBackend final : public Backend, private StageExecutor {
         g.vals.resize(at);
         g.ord.resize(at);
         g.flags_at.resize(at);
-        g.packed.resize(at);
+        uint32_t packets = 0;
         for (const uint64_t x : g.items) {
           Run& r = g.runs[x >> 32];
           const uint32_t pos = r.start + r.n++;
-          const uint32_t v = uint32_t(x);
-          if (v < base) {
-            g.vals[pos] = v;
-            g.ord[pos] = kHeldItem;
-          } else {
-            // The packet's place among the shard's packets in capture order: its item, its packed
-            // fields, and where its flags go back.
-            g.vals[pos] = base + shard_items_[first + (v - base)];
-            g.packed[pos] = shard_packed_[first + (v - base)];
-            g.ord[pos] = v - base;
-          }
+          g.vals[pos] = uint32_t(x);
+          g.ord[pos] = uint32_t(x) < base ? kHeldItem : packets++;
         }
-        g.flags.resize(shard_at_[shard + 1] - first);
+        g.flags.resize(packets);
       }
     });
     group_clock.stop();
@@ -679,11 +666,11 @@ class CpuBackend final : public Backend, private StageExecutor {
           if (sr) {
             StreamHookSink<HostCounterSink> walk_sink{sink};
             flow_walk_run(t, dec, g.vals.data(), r.start, r.start + r.n, r.slot, flags, prm, emergency, out, &mine, final,
-                          walk_sink, g.flags_at.data(), g.packed.data());
+                          walk_sink, g.flags_at.data());
           } else {
             NoStreamModules<HostCounterSink> walk_sink{sink};
             flow_walk_run(t, dec, g.vals.data(), r.start, r.start + r.n, r.slot, flags, prm, emergency, out, nullptr,
-                          final, walk_sink, g.flags_at.data(), g.packed.data());
+                          final, walk_sink, g.flags_at.data());
           }
         }
         for (uint32_t pos = 0; pos < at; ++pos)
@@ -804,7 +791,6 @@ class CpuBackend final : public Backend, private StageExecutor {
     std::vector<uint64_t> items;   // scratch: (run << 32 | item) in arrival order
     std::vector<uint32_t> ord;     // per vals entry: the packet's place among the shard's packets in capture order
     std::vector<uint8_t> flags_at;  // per vals entry: the walk's packet flags (flow_walk_run's flags_at)
-    std::vector<TrackedPacket> packed;  // per vals entry that is a packet: its tracked fields (flow_walk_run's packed_at)
     std::vector<uint8_t> flags;    // the same by ord: the shard's packets' flags in capture order
   };
   // Per-thread counters on cache lines of their own (workers add to them for every packet).
@@ -835,7 +821,6 @@ class CpuBackend final : public Backend, private StageExecutor {
   std::vector<uint32_t> range_shard_n_;                   // the walk: packets of range w in shard h, [w * stride_ + h]
   std::vector<uint32_t> range_before_;                    // the walk: shard h's packets in ranges before w, [w * stride_ + h]
   std::vector<uint32_t> shard_at_, shard_items_;          // the walk: shard h's packets, shard_items_[shard_at_[h]..[h+1])
-  std::vector<TrackedPacket> shard_packed_;               // the walk: their tracked fields, at the same places
   std::vector<uint32_t> held_at_, held_items_, held_fill_, held_shard_;  // and its held segments, likewise
   std::vector<uint32_t> range_next_;                      // the walk's write-back: each range's place in each shard
   uint32_t stride_ = 0;                                   // of the range tables: a line or more past the workers
