@@ -40,6 +40,9 @@
 #                  the generator's HTTP and mix and the largest real capture, the flows sharded
 #                  over backends of 1 and 4 threads, libnids on one core, the host's memory-read
 #                  limit, gaspp end to end; JSON in $OUT/bench_cpu.json
+#   run.sh bench-cpu-limits  bench_cpu --limits-only: memory reads and register-only arithmetic (one
+#                  dependent chain, eight independent ones) on one thread and all; JSON in
+#                  $OUT/bench_cpu_limits.json
 #   run.sh shards | shards-1 .. shards-4  the sharded backend (backend/sharded/) on CUDA: its unit
 #                  tests and a memcheck of the sharded CLI (shards-1), then the CLI's outputs with the
 #                  flows sharded against one GPU and the CPU backend on every capture and the
@@ -347,6 +350,13 @@ RULES
   done
   [ "$(grep -c '"event_type":"alert"' "$OUT/retry-cpu/eve.json")" = "$(grep -c '"event_type":"alert"' "$OUT/retry-cuda/eve.json")" ]
   check "retry alerts cpu = cuda"
+  ;;
+bench-cpu-limits)
+  step "bench_cpu --limits-only: the host's memory-read and arithmetic scaling"
+  lscpu | grep -E "^(Model name|Socket|Core|Thread|NUMA node\(s\)|L2|L3)" || true
+  $B/bench_cpu --limits-only --json "$OUT/bench_cpu_limits.json" --reps 3 --packets 1000 --tmp /dev/shm \
+    --commit "$(head -1 bundle/COMMIT)"
+  check "bench_cpu limits"
   ;;
 bench-cpu)
   step "bench_cpu (captures in /dev/shm)"
