@@ -13,9 +13,10 @@
 //     by a host decode on all threads first; + reassembly, at the CPU's batch size;
 //   * the ceiling of any partition of the work over cores: N copies of the one-thread backend, each
 //     with its own flow table, over the whole capture at once (nothing shared but the records,
-//     read-only, and the memory system), against one copy alone; and the clock's share of that
-//     ceiling: a chain of register-only arithmetic on one thread and on N (a core runs faster when
-//     the others are idle);
+//     read-only, and the memory system), against one copy alone; and the host's share of that
+//     ceiling: register-only arithmetic on one thread and on N, one dependent chain (the clock: a
+//     core may run faster when the others are idle) and eight independent ones (a core's
+//     multiplier busy every cycle: cores that share physical resources do not add up);
 //   * where a +reassembly batch's time goes with one thread and all threads (stage times: each
 //     stage's mean and how busy it kept the threads), one untimed pass each;
 //   * the peer: libnids on one core (peer_libnids, --nids PATH; its callback does no per-byte work);
@@ -294,7 +295,8 @@ int main(int argc, char** argv) {
   for (const std::string& c : captures) works.push_back({c.substr(c.find_last_of('/') + 1), c, false});
 
   std::string json = "{\"device\":\"" + device + "\",\"commit\":\"" + commit +
-                     "\",\"command\":\"scripts/device/run.sh bench-cpu\",\"host_threads\":" +
+                     "\",\"command\":\"scripts/device/run.sh " + (limits_only ? "bench-cpu-limits" : "bench-cpu") +
+                     "\",\"host_threads\":" +
                      std::to_string(std::thread::hardware_concurrency()) + ",\"reps\":" + std::to_string(reps) +
                      ",\"cpu_batch_packets\":" + std::to_string(kCpuBatchPackets) + ",";
   char b[512];
