@@ -50,17 +50,50 @@ namespace {
 enum class Stages { decode, flow, stream };
 const char* const kStageNames[] = {"decode", "flow", "stream"};
 
+// The CPU backend's configuration for a stage set: decode alone, + flow tracking, + reassembly.
+BackendConfig cpu_config(Stages st, uint32_t batch, int threads) {
+  BackendConfig bc;
+  bc.batch_packets = batch;
+  bc.threads = threads;
+  bc.flow.enabled = st != Stages::decode;
+  bc.stream.enabled = st == Stages::stream;
+  return bc;
+}
+
+// The median of `reps` values of pass() after one more, first, that warms caches and pages.
+template <class Pass>
+double median_after_warmup(int reps, Pass&& pass) {
+  std::vector<double> t;
+  for (int rep = 0; rep < reps + 1; ++rep) {
+    const double v = pass();
+    if (rep) t.push_back(v);
+  }
+  return median(t);
+}
+
+// Seconds from starting `threads` threads running fn(k) (k = 0..threads-1), all released at
+// once, until the last of them ends.
+template <class Fn>
+double together_s(int threads, Fn&& fn) {
+  std::latch ready(threads + 1);
+  std::vector<std::thread> th;
+  for (int k = 0; k < threads; ++k)
+    th.emplace_back([&, k] {
+      ready.arrive_and_wait();
+      fn(k);
+    });
+  const auto t0 = std::chrono::steady_clock::now();
+  ready.count_down();
+  for (auto& x : th) x.join();
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
 // shards > 1: that many CPU backends of threads / shards threads each behind make_sharded_backend.
 double measure(Stages st, const CaptureFile& cap, uint32_t batch, uint64_t packets, int reps, int threads,
                int shards = 1) {
   const auto batches = index_batches(cap, batch);
-  std::vector<double> t;
-  for (int rep = 0; rep < reps + 1; ++rep) {
-    BackendConfig bc;
-    bc.batch_packets = batch;
-    bc.threads = threads;
-    bc.flow.enabled = st != Stages::decode;
-    bc.stream.enabled = st == Stages::stream;
+  const double s = median_after_warmup(reps, [&] {
+    const BackendConfig bc = cpu_config(st, batch, threads);
     std::unique_ptr<Backend> be;
     if (shards <= 1) {
       be = make_cpu_backend(bc);
@@ -69,10 +102,9 @@ double measure(Stages st, const CaptureFile& cap, uint32_t batch, uint64_t packe
       for (int k = 0; k < shards; ++k) parts.push_back(make_cpu_backend(shard_config(bc, k, shards, false, 1)));
       be = make_sharded_backend(std::move(parts), bc, threads);
     }
-    const double s = checked_pass(*be, cap, batches, packets, "bench_cpu");
-    if (rep) t.push_back(s);  // the first pass warms caches and pages
-  }
-  return double(packets) / median(t) / 1e6;
+    return checked_pass(*be, cap, batches, packets, "bench_cpu");
+  });
+  return double(packets) / s / 1e6;
 }
 
 // One pass of the backend with reassembly and BackendConfig::stage_times (after the timed passes,
@@ -80,10 +112,7 @@ double measure(Stages st, const CaptureFile& cap, uint32_t batch, uint64_t packe
 // the threads. Written as a JSON array.
 std::string stage_profile(const CaptureFile& cap, uint32_t batch, uint64_t packets, int threads) {
   const auto batches = index_batches(cap, batch);
-  BackendConfig bc;
-  bc.batch_packets = batch;
-  bc.threads = threads;
-  bc.flow.enabled = bc.stream.enabled = true;
+  BackendConfig bc = cpu_config(Stages::stream, batch, threads);
   bc.stage_times = true;
   auto be = make_cpu_backend(bc);
   checked_pass(*be, cap, batches, packets, "bench_cpu");
@@ -104,30 +133,12 @@ std::string stage_profile(const CaptureFile& cap, uint32_t batch, uint64_t packe
 // `copies` cores shares less than this.
 double independent_mpps(const CaptureFile& cap, uint64_t packets, int copies, int reps) {
   const auto batches = index_batches(cap, kCpuBatchPackets);
-  std::vector<double> t;
-  for (int rep = 0; rep < reps + 1; ++rep) {
-    std::vector<std::unique_ptr<Backend>> bes;
-    for (int k = 0; k < copies; ++k) {
-      BackendConfig bc;
-      bc.batch_packets = kCpuBatchPackets;
-      bc.threads = 1;
-      bc.flow.enabled = bc.stream.enabled = true;
-      bes.push_back(make_cpu_backend(bc));
-    }
-    std::latch ready(copies + 1);
-    std::vector<std::thread> th;
-    for (int k = 0; k < copies; ++k)
-      th.emplace_back([&, k] {
-        ready.arrive_and_wait();
-        checked_pass(*bes[size_t(k)], cap, batches, packets, "bench_cpu");
-      });
-    const auto t0 = std::chrono::steady_clock::now();
-    ready.count_down();
-    for (auto& x : th) x.join();
-    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    if (rep) t.push_back(s);
-  }
-  return double(packets) * copies / median(t) / 1e6;
+  const double s = median_after_warmup(reps, [&] {
+    std::vector<std::unique_ptr<Backend>> bes;  // built outside the timing
+    for (int k = 0; k < copies; ++k) bes.push_back(make_cpu_backend(cpu_config(Stages::stream, kCpuBatchPackets, 1)));
+    return together_s(copies, [&](int k) { checked_pass(*bes[size_t(k)], cap, batches, packets, "bench_cpu"); });
+  });
+  return double(packets) * copies / s / 1e6;
 }
 
 std::atomic<uint64_t> g_sum{0};  // the loops' results land here, so their work is not dropped
@@ -143,60 +154,45 @@ double compute_rate(int threads, int reps) {
   static_assert(Chains == 1 || Chains == 8);
   constexpr uint64_t kIters = 200'000'000 / Chains;
   constexpr uint64_t kMul = 0xbf58476d1ce4e5b9ull;
-  std::vector<double> t;
-  for (int rep = 0; rep < reps + 1; ++rep) {
-    std::latch ready(threads + 1);
-    std::vector<std::thread> th;
-    for (int k = 0; k < threads; ++k)
-      th.emplace_back([&, k] {
-        // Named variables, not an array: the compiler keeps them in registers (an array's loop
-        // over the chains went through the stack).
-        uint64_t a = 0x9e3779b97f4a7c15ull + uint64_t(k), b = a + 1, c = a + 2, d = a + 3, e = a + 4, f = a + 5,
-                 g = a + 6, h = a + 7;
-        ready.arrive_and_wait();
-        auto step = [](uint64_t& v) {
-          v *= kMul;
-          v ^= v >> 31;
-        };
-        for (uint64_t i = 0; i < kIters; ++i) {
-          step(a);
-          if constexpr (Chains == 8) {
-            step(b), step(c), step(d), step(e), step(f), step(g), step(h);
-          }
+  const double s = median_after_warmup(reps, [&] {
+    return together_s(threads, [](int k) {
+      // Named variables, not an array: the compiler keeps them in registers (an array's loop
+      // over the chains went through the stack).
+      uint64_t a = 0x9e3779b97f4a7c15ull + uint64_t(k), b = a + 1, c = a + 2, d = a + 3, e = a + 4, f = a + 5,
+               g = a + 6, h = a + 7;
+      auto step = [](uint64_t& v) {
+        v *= kMul;
+        v ^= v >> 31;
+      };
+      for (uint64_t i = 0; i < kIters; ++i) {
+        step(a);
+        if constexpr (Chains == 8) {
+          step(b), step(c), step(d), step(e), step(f), step(g), step(h);
         }
-        g_sum += Chains == 8 ? a + b + c + d + e + f + g + h : a;
-      });
-    const auto t0 = std::chrono::steady_clock::now();
-    ready.count_down();
-    for (auto& x : th) x.join();
-    if (rep) t.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
-  }
-  return double(kIters) * Chains * threads / median(t);
+      }
+      g_sum += Chains == 8 ? a + b + c + d + e + f + g + h : a;
+    });
+  });
+  return double(kIters) * Chains * threads / s;
 }
 
 // GB/s of `threads` threads summing their share of a buffer (each 8 bytes read once), median.
 double read_gbps(const std::vector<uint64_t>& buf, int threads, int reps) {
-  std::vector<double> t;
-  for (int rep = 0; rep < reps + 1; ++rep) {
-    const auto t0 = std::chrono::steady_clock::now();
-    std::vector<std::thread> th;
-    const size_t per = buf.size() / size_t(threads);
-    for (int k = 0; k < threads; ++k)
-      th.emplace_back([&, k] {
-        const uint64_t* p = buf.data() + per * size_t(k);
-        uint64_t a = 0, b = 0, c = 0, d = 0;
-        for (size_t i = 0; i + 4 <= per; i += 4) {
-          a += p[i];
-          b += p[i + 1];
-          c += p[i + 2];
-          d += p[i + 3];
-        }
-        g_sum += a + b + c + d;
-      });
-    for (auto& x : th) x.join();
-    if (rep) t.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
-  }
-  return double(buf.size() / size_t(threads) * size_t(threads) * 8) / median(t) / 1e9;
+  const size_t per = buf.size() / size_t(threads);
+  const double s = median_after_warmup(reps, [&] {
+    return together_s(threads, [&](int k) {
+      const uint64_t* p = buf.data() + per * size_t(k);
+      uint64_t a = 0, b = 0, c = 0, d = 0;
+      for (size_t i = 0; i + 4 <= per; i += 4) {
+        a += p[i];
+        b += p[i + 1];
+        c += p[i + 2];
+        d += p[i + 3];
+      }
+      g_sum += a + b + c + d;
+    });
+  });
+  return double(per * size_t(threads) * 8) / s / 1e9;
 }
 
 // The first line a command prints (empty when it cannot run).

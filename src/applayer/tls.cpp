@@ -180,6 +180,8 @@ namespace {
 // Suricata's hello version as its state keeps it: the TLS 1.3 drafts before 16 (0x7f01..0x7f0f)
 // and a hello's own 0x0304 are its "pre-draft-16" (0x7f01 here, a version it knows).
 uint16_t hello_version(uint16_t v) { return (v >= 0x7f01 && v < 0x7f10) || v == 0x0304 ? 0x7f01 : v; }
+// The body length in a gathered 5-byte record header.
+size_t record_len(const std::string& h) { return size_t(uint8_t(h[3])) << 8 | uint8_t(h[4]); }
 }  // namespace
 
 // One hello (handshake message type 1 or 2, without its 4-byte header): 1 when read, -1 malformed.
@@ -324,7 +326,7 @@ bool TlsConn::scan_records(int dir, const uint8_t* p, size_t n) {
       const uint16_t prev = ver_[dir];
       if (!(hello_[dir] && ver_[dir] != 0)) ver_[dir] = uint16_t(uint8_t(h[1]) << 8 | uint8_t(h[2]));
       const uint8_t type = uint8_t(h[0]);
-      const size_t len = size_t(uint8_t(h[3])) << 8 | uint8_t(h[4]);
+      const size_t len = record_len(h);
       if (type < 20 || type > 24) {
         event(kTlsEvInvalidRecordType);
         if (prev != 0x0301 && prev != 0x0302) return false;
@@ -362,7 +364,7 @@ bool TlsConn::scan_records(int dir, const uint8_t* p, size_t n) {
         continue;
       }
     }
-    const size_t len = size_t(uint8_t(h[3])) << 8 | uint8_t(h[4]);
+    const size_t len = record_len(h);
     const size_t want = 5 + std::min(len, kScanHead - 5);
     if (h.size() < want) {
       const size_t k = std::min(n - i, want - h.size());
@@ -381,7 +383,7 @@ bool TlsConn::scan_records(int dir, const uint8_t* p, size_t n) {
 bool TlsConn::record_done(int dir) {
   const std::string& h = scan_[dir];
   const uint8_t type = uint8_t(h[0]);
-  const size_t len = size_t(uint8_t(h[3])) << 8 | uint8_t(h[4]);
+  const size_t len = record_len(h);
   const auto b = [&](size_t k) { return uint8_t(h[5 + k]); };
   switch (type) {
     case 20:  // ChangeCipherSpec
@@ -553,7 +555,7 @@ int TlsConn::handshake(int dir, const uint8_t* p, size_t n) {
       // an event of the record walk, which stopped the connection or skips it).
       if (type != 22) return finish(dir, 1);
     }
-    const size_t len = size_t(uint8_t(rec[3])) << 8 | uint8_t(rec[4]);
+    const size_t len = record_len(rec);
     const size_t have = rec.size() - 5;
     const size_t k = std::min(n - i, len - have);
     hs.append(reinterpret_cast<const char*>(p + i), k);
