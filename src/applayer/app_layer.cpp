@@ -240,10 +240,13 @@ void AppLayer::decide(FlowApp& f, AppProto proto, bool turn) {
       ++stats_.flows_tls;
       f.tls = std::make_unique<TlsConn>(&stats_.tls_certs_undecoded, &stats_.tls_raw_cut);
       break;
-    case AppProto::http:
+    case AppProto::http: {
       ++stats_.flows_http;
-      f.http = std::make_unique<Http1Conn>(cfg_.http, stats_.http);
+      HttpLimits lim = cfg_.http;
+      lim.file_hashes |= cfg_.file_hashes;
+      f.http = std::make_unique<Http1Conn>(lim, stats_.http);
       break;
+    }
     case AppProto::smtp:
       ++stats_.flows_smtp;
       f.smtp = std::make_unique<SmtpConn>(stats_.smtp, cfg_.http.max_txs, cfg_.file_hashes,
@@ -614,6 +617,10 @@ void AppLayer::report(std::map<std::string, uint64_t>& r) const {
   r["http_bodies_truncated"] = h.bodies_truncated;
   r["http_decode_failures"] = h.decode_failures;
   r["http_txs_dropped"] = h.txs_dropped;
+  r["http_files"] = h.files + h.form.files;
+  r["http_files_truncated"] = h.files_truncated;
+  r["http_form_files_dropped"] = h.form.files_dropped;
+  r["http_form_file_bytes_not_kept"] = h.form.bytes_not_kept;
 }
 
 }  // namespace gaspp

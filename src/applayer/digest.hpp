@@ -27,11 +27,14 @@ inline std::string hex_of(const unsigned char* p, unsigned n) {
   return s;
 }
 
-// The MD5 of s in hex; "" if OpenSSL fails.
-inline std::string md5_hex(std::string_view s) {
+// The digest `md` of s in hex; "" if OpenSSL fails.
+inline std::string digest_hex(std::string_view s, const EVP_MD* md) {
   unsigned char d[EVP_MAX_MD_SIZE];
   unsigned n = 0;
-  return EVP_Digest(s.data(), s.size(), d, &n, EVP_md5(), nullptr) == 1 ? hex_of(d, n) : std::string();
+  return EVP_Digest(s.data(), s.size(), d, &n, md, nullptr) == 1 ? hex_of(d, n) : std::string();
 }
+
+// The MD5 of s in hex; "" if OpenSSL fails.
+inline std::string md5_hex(std::string_view s) { return digest_hex(s, EVP_md5()); }
 
 }  // namespace gaspp

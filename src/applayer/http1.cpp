@@ -263,6 +263,59 @@ bool multipart_byteranges(const HttpTx& t) {
   return contains_nocase(v.substr(0, e), "multipart/byteranges");
 }
 
+// A file's name from a URI as sent (Suricata names an HTTP file by libhtp's parsed path): the
+// path, after an absolute URI's scheme and authority, before its query or fragment.
+std::string uri_path(const std::string& uri) {
+  size_t b = 0;
+  const size_t scheme = uri.find("://");
+  if (scheme != std::string::npos && uri.find_first_of("/?#") > scheme) {
+    b = uri.find_first_of("/?#", scheme + 3);
+    if (b == std::string::npos) return "";
+  }
+  const size_t e = uri.find_first_of("?#", b);
+  return uri.substr(b, e == std::string::npos ? std::string::npos : e - b);
+}
+
+// Content-Disposition's filename parameter (Suricata's HTTPParseContentDispositionHeader: the
+// value after `filename=`, its quotes taken off); "" when there is none.
+std::string disposition_filename(const std::string& v) {
+  size_t i = 0;
+  while (i < v.size()) {
+    size_t semi = v.find(';', i);
+    if (semi == std::string::npos) semi = v.size();
+    size_t a = i;
+    while (a < semi && is_ws(uint8_t(v[a]))) ++a;
+    const size_t eq = v.find('=', a);
+    if (eq < semi) {
+      std::string key = v.substr(a, eq - a);
+      while (!key.empty() && is_ws(uint8_t(key.back()))) key.pop_back();
+      if (key.size() == 8 && contains_nocase(key, "filename")) {
+        std::string val = v.substr(eq + 1, semi - eq - 1);
+        while (!val.empty() && is_ws(uint8_t(val.front()))) val.erase(0, 1);
+        while (!val.empty() && is_ws(uint8_t(val.back()))) val.pop_back();
+        if (val.size() >= 2 && val.front() == '"' && val.back() == '"') val = val.substr(1, val.size() - 2);
+        return val;
+      }
+    }
+    i = semi + 1;
+  }
+  return "";
+}
+
+// Whether a request's Content-Type names multipart/form-data (and the boundary it needs).
+bool form_data(const HttpTx& t) {
+  const HttpHeader* ct = find_header(t.req_headers, "content-type");
+  return ct && contains_nocase(ct->value, "multipart/form-data") && contains_nocase(ct->value, "boundary");
+}
+
+// The hashes `bits` asks for of a closed file's bytes.
+void hash_file(MimeFile& f, const std::string& bytes, uint8_t bits) {
+  const EVP_MD* mds[3] = {EVP_md5(), EVP_sha1(), EVP_sha256()};
+  std::string* out[3] = {&f.md5, &f.sha1, &f.sha256};
+  for (int k = 0; k < 3; ++k)
+    if (bits & (1 << k)) *out[k] = digest_hex(bytes, mds[k]);
+}
+
 // The values of every header named `want` (libhtp's lookup: no case, NULs left out), joined with
 // ", " as libhtp joins repeats; false when there is none.
 bool joined_header(const std::vector<HttpHeader>& hs, const char* want, std::string& out) {
@@ -571,6 +624,7 @@ void Http1Conn::lose(int dir, uint64_t& counter) {
   d.phase = kLost;
   d.line.clear();
   d.dec.reset();
+  if (d.tx) update_files(dir, *d.tx, true, true);  // the message's files end here
   if (dir == 0) last_req_ = nullptr;
 }
 
@@ -1119,15 +1173,63 @@ void Http1Conn::body(int dir, const uint8_t* p, size_t n) {
     d.hit_limit = true;
   }
   if (out.size() >= limit) t.body_cut[dir] = true;
+  if (out.size() != before) update_files(dir, t, false, false);
   // Only a body that grew is news to the consumers: bytes past the limit (or a decoder still
   // gathering) change nothing they inspect, and a multi-megabyte download would otherwise make
   // them look at the same 100 KiB again for every segment.
   if (out.size() != before) touch(&t);
 }
 
-void Http1Conn::finish_message(int dir) {
+void Http1Conn::update_files(int dir, HttpTx& t, bool done, bool incomplete) {
+  const std::string& body = dir == 0 ? t.request_body : t.response_body;
+  if (dir == 0 && !t.form && t.form_fed == 0 && !body.empty() && form_data(t)) {
+    // A form's parts are MIME entities under the request's Content-Type.
+    t.form = std::make_unique<MimeDecoder>(stats_.form, lim_.file_hashes);
+    t.form->line("Content-Type: " + find_header(t.req_headers, "content-type")->value, "\r\n");
+    t.form->line("", "\r\n");
+  }
+  if (dir == 0 && t.form) {
+    // Whole lines only; the rest waits for its line break or the body's end.
+    while (t.form_fed < body.size()) {
+      const size_t nl = body.find('\n', t.form_fed);
+      if (nl == std::string::npos && !done) break;
+      const size_t e = nl == std::string::npos ? body.size() : nl + 1;
+      size_t le = e;
+      if (le > t.form_fed && body[le - 1] == '\n') --le;
+      if (le > t.form_fed && body[le - 1] == '\r') --le;
+      t.form->line(std::string_view(body).substr(t.form_fed, le - t.form_fed), std::string_view(body).substr(le, e - le));
+      t.form_fed = e;
+    }
+    if (done) t.form->end(incomplete || t.body_cut[0]);
+    return;
+  }
+  if (dir == 0 && t.method != "PUT") return;
+  std::vector<MimeFile>& fs = t.body_files[dir];
+  if (fs.empty()) {
+    if (body.empty()) return;  // a file opens with its first byte (Suricata's)
+    ++stats_.files;
+    fs.emplace_back();
+    const HttpHeader* cd = dir == 1 ? find_header(t.resp_headers, "content-disposition") : nullptr;
+    fs[0].name = cd ? disposition_filename(cd->value) : "";
+    if (fs[0].name.empty()) fs[0].name = uri_path(t.uri_raw);
+  }
+  MimeFile& f = fs[0];
+  if (!f.open()) return;
+  f.size = body.size();
+  if (!done) return;
+  if (incomplete || t.body_cut[dir]) {
+    f.truncated = true;
+    ++stats_.files_truncated;
+  } else {
+    f.closed = true;
+    hash_file(f, body, lim_.file_hashes);
+  }
+}
+
+void Http1Conn::finish_message(int dir, bool incomplete) {
   Dir& d = d_[dir];
   if (d.tx) {
+    update_files(dir, *d.tx, true, incomplete);
     touch(d.tx);
     if (dir == 0) {
       d.tx->req_done = true;
@@ -1152,7 +1254,9 @@ void Http1Conn::end(int dir) {
   }
   if (d.phase == kBodyClose || d.phase == kChunkSize || d.phase == kChunkData || d.phase == kChunkEnd ||
       d.phase == kBodyLen || (dir == 1 && d.tx && d.tx->resp_line))
-    finish_message(dir);
+    // A body that runs to the close is whole; one whose length or chunks were cut off is not.
+    finish_message(dir, d.phase == kChunkSize || d.phase == kChunkData || d.phase == kChunkEnd ||
+                            (d.phase == kBodyLen && d.remain > 0));
   if (d.phase != kLost) d.phase = kLost;
 }
 

@@ -30,6 +30,7 @@
 
 #include "applayer/app_tx.hpp"
 #include "applayer/http_body.hpp"
+#include "applayer/mime.hpp"
 
 namespace gaspp {
 
@@ -51,6 +52,7 @@ struct HttpLimits {
   // http-body-inline: bodies inspected at every update from their first bytes, without waiting
   // for the minimal size (Suricata's inline mode; `auto` is on with --inline).
   bool body_inline = false;
+  uint8_t file_hashes = 0;  // FileHash bits (mime.hpp): the hashes of each file (force-hash, file keywords)
 };
 
 struct HttpStats {
@@ -61,6 +63,9 @@ struct HttpStats {
   uint64_t bodies_truncated = 0;  // a body past its limit (the rest is not kept)
   uint64_t decode_failures = 0;   // a Content-Encoding that did not decode (passed through)
   uint64_t txs_dropped = 0;       // past max_txs
+  uint64_t files = 0;             // body files opened (a response's, a PUT's)
+  uint64_t files_truncated = 0;   // body files cut by their body limit or by the stream's end
+  MimeStats form;                 // multipart/form-data request bodies: their parts' files
 };
 
 struct HttpHeader {
@@ -157,6 +162,17 @@ struct HttpTx : AppTx {
   uint64_t request_body_len = 0, response_body_len = 0;  // as framed on the wire
   bool body_cut[2] = {false, false};  // a body (request, response) reached its limit: the rest is not kept
   const HttpLimits* limits = nullptr;  // the connection's configuration (set by the parser)
+  // Files (Suricata's HTTP files): side 1 the response body, named by Content-Disposition's
+  // filename, else the URI's path; side 0 a PUT request's body (the URI's path), or the parts of a
+  // multipart/form-data request body that carry a file name (form->files(): each part's own
+  // decoded bytes). A body file's bytes are its body buffer (decoded, up to the body limit: a
+  // body the limit cut, or the stream ended inside, is a truncated file, as Suricata's body
+  // limits cut its files; docs/app-layer.md "Files"); its hashes (HttpLimits::file_hashes) are
+  // taken when it closes.
+  std::vector<MimeFile> body_files[2];  // at most one each
+  std::unique_ptr<MimeDecoder> form;
+  size_t form_fed = 0;  // request_body bytes handed to form
+  const std::vector<MimeFile>& files(int side) const { return side == 0 && form ? form->files() : body_files[side]; }
   // Header values by name (case-insensitive; repeated headers joined with ", "), "" when absent.
   std::string req_header(const char* name) const;
   std::string resp_header(const char* name) const;
@@ -203,7 +219,10 @@ class Http1Conn {
   void begin_request(const std::string& line);
   void end_headers(int dir);
   void body(int dir, const uint8_t* p, size_t n);
-  void finish_message(int dir);
+  void finish_message(int dir, bool incomplete = false);
+  // The direction's message's files after its body grew; done: the message ended (incomplete:
+  // inside its body), lost: the direction stopped.
+  void update_files(int dir, HttpTx& t, bool done, bool incomplete);
   void lose(int dir, uint64_t& counter);
   void too_long(int dir);
   void request_host_events(HttpTx& t);

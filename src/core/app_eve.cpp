@@ -280,16 +280,30 @@ std::string eve_smtp_objects(const SmtpTx& t) {
   return j + "}";
 }
 
-std::string eve_fileinfo_event(uint64_t ts_ns, uint64_t flow_id, uint64_t pcap_cnt, const FlowKey& key, bool client_lo,
-                               const SmtpTx& t, const MimeFile& f) {
-  std::string j = app_event_head(ts_ns, flow_id, pcap_cnt, "fileinfo", key, client_lo) + "," + eve_smtp_objects(t) +
-                  ",\"app_proto\":\"smtp\",\"fileinfo\":{\"filename\":\"" + json_escape(f.name) +
-                  "\",\"gaps\":false,\"state\":\"" + (f.closed ? "CLOSED" : f.truncated ? "TRUNCATED" : "UNKNOWN") + "\"";
-  // As Suricata's EveFileInfo: md5 and sha1 of a closed file only, sha256 of any.
+namespace {
+// A file's `fileinfo` object, as Suricata's EveFileInfo writes it: md5 and sha1 of a closed file
+// only, sha256 of any (a truncated file has none here: its hashes are taken when it closes).
+std::string fileinfo_object(const MimeFile& f, uint64_t tx_id) {
+  std::string j = ",\"fileinfo\":{\"filename\":\"" + json_escape(f.name) + "\",\"gaps\":false,\"state\":\"" +
+                  (f.closed ? "CLOSED" : f.truncated ? "TRUNCATED" : "UNKNOWN") + "\"";
   if (f.closed && !f.md5.empty()) j += ",\"md5\":\"" + f.md5 + "\"";
   if (f.closed && !f.sha1.empty()) j += ",\"sha1\":\"" + f.sha1 + "\"";
   if (!f.sha256.empty()) j += ",\"sha256\":\"" + f.sha256 + "\"";
-  return j + ",\"stored\":false,\"size\":" + std::to_string(f.size) + ",\"tx_id\":" + std::to_string(t.id) + "}}";
+  return j + ",\"stored\":false,\"size\":" + std::to_string(f.size) + ",\"tx_id\":" + std::to_string(tx_id) + "}}";
+}
+}  // namespace
+
+std::string eve_fileinfo_event(uint64_t ts_ns, uint64_t flow_id, uint64_t pcap_cnt, const FlowKey& key, bool client_lo,
+                               const SmtpTx& t, const MimeFile& f) {
+  return app_event_head(ts_ns, flow_id, pcap_cnt, "fileinfo", key, client_lo) + "," + eve_smtp_objects(t) +
+         ",\"app_proto\":\"smtp\"" + fileinfo_object(f, t.id);
+}
+
+std::string eve_fileinfo_event(uint64_t ts_ns, uint64_t flow_id, uint64_t pcap_cnt, const FlowKey& key, bool client_lo,
+                               const HttpTx& t, int side, const MimeFile& f) {
+  // From the file's sender: the server for a response's.
+  return app_event_head(ts_ns, flow_id, pcap_cnt, "fileinfo", key, side == 1 ? !client_lo : client_lo) + "," +
+         eve_http_object(t) + ",\"app_proto\":\"http\"" + fileinfo_object(f, t.id);
 }
 
 std::string eve_smtp_event(uint64_t ts_ns, uint64_t flow_id, uint64_t pcap_cnt, const FlowKey& key, bool client_lo,

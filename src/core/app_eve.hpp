@@ -92,5 +92,10 @@ std::string eve_smtp_event(uint64_t ts_ns, uint64_t flow_id, uint64_t pcap_cnt, 
 // "sha256" (the hashes --force-hash asked for),"stored":false,"size","tx_id"}`.
 std::string eve_fileinfo_event(uint64_t ts_ns, uint64_t flow_id, uint64_t pcap_cnt, const FlowKey& key, bool client_lo,
                                const SmtpTx& t, const MimeFile& f);
+// An HTTP transaction's files (HttpTx::files: the request's, side 0, the response's, side 1),
+// written with its http event, before it: the http object, app_proto and the fileinfo object as
+// above, from the file's sender.
+std::string eve_fileinfo_event(uint64_t ts_ns, uint64_t flow_id, uint64_t pcap_cnt, const FlowKey& key, bool client_lo,
+                               const HttpTx& t, int side, const MimeFile& f);
 
 }  // namespace gaspp

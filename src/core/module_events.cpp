@@ -206,14 +206,19 @@ std::string app_event(AppProto proto, uint64_t ts, uint64_t flow_id, uint64_t cn
   return eve_http_event(ts, flow_id, cnt, key, client_lo, static_cast<const HttpTx&>(t));
 }
 
-// A transaction's event, after its files' fileinfo events (a mail's attachments: Suricata logs a
-// file when it closes, before the mail's smtp event).
+// A transaction's event, after its files' fileinfo events (a mail's attachments, an HTTP
+// transaction's files: Suricata logs a file when it closes, before its transaction's event).
 void app_events_of(AppProto proto, uint64_t ts, uint64_t flow_id, uint64_t cnt, const FlowKey& key, bool client_lo,
                    const AppTx& t, ModuleOutput& out) {
   if (proto == AppProto::smtp) {
     const SmtpTx& m = static_cast<const SmtpTx&>(t);
     if (m.mime)
       for (const MimeFile& f : m.mime->files()) out.eve(eve_fileinfo_event(ts, flow_id, cnt, key, client_lo, m, f));
+  }
+  if (proto == AppProto::http) {
+    const HttpTx& h = static_cast<const HttpTx&>(t);
+    for (int side = 0; side < 2; ++side)
+      for (const MimeFile& f : h.files(side)) out.eve(eve_fileinfo_event(ts, flow_id, cnt, key, client_lo, h, side, f));
   }
   out.eve(app_event(proto, ts, flow_id, cnt, key, client_lo, t));
 }

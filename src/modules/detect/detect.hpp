@@ -521,7 +521,10 @@ struct DetectModule {
     // flow.pkts, flow.bytes and stream_size read the flow as each packet left it.
     bool wants_flow_positions() const { return flow_positions_; }
     // What the signatures need of the application layer's parsers (email.body_md5).
-    void amend_app_layer(AppLayerConfig& c) const { c.mail_body_md5 = c.mail_body_md5 || mail_body_md5_; }
+    void amend_app_layer(AppLayerConfig& c) const {
+      c.mail_body_md5 = c.mail_body_md5 || mail_body_md5_;
+      c.file_hashes |= file_hash_bits_;  // the hashes filemd5/filesha1/filesha256 compare (Suricata's too)
+    }
     // on_app runs on several threads at once (ModuleInstance::on_app): each worker has its own
     // Hyperscan scratch, counters and alerts, merged by on_app_end.
     void set_app_workers(int n);
@@ -578,6 +581,8 @@ struct DetectModule {
       uint8_t ssl_version = 0;                          // Signature's ssl_version
       bool ssl_version_neg = false;
       IntCond dns_rrtype;             // and dns.rrtype
+      const std::vector<Signature::FileHashCond>* file_hashes = nullptr;  // the signature's (set_ holds them)
+      UintCond filesize;                                                  // and its filesize
       struct Size {
         uint16_t key;
         bool either;
@@ -601,6 +606,8 @@ struct DetectModule {
     bool smtp_envelope_sigs_ = false;  // an app signature reads a mail's fields (app_proto 6)
     bool mail_body_md5_ = false;       // ... its body's MD5 (email.body_md5): the parser computes it
     bool http_header_sigs_ = false;    // one reads http.request_header or http.response_header
+    bool http_file_sigs_ = false;      // one reads an HTTP transaction's files (file.name, file conditions)
+    uint8_t file_hash_bits_ = 0;       // FileHash bits the signatures' file hash lists need
     std::shared_ptr<AppPrefilter> app_pf_;  // shared: its type is complete in detect_app.cpp only
     uint64_t app_updates_ = 0, app_candidates_ = 0, app_matches_ = 0;
     // The transactions of this batch's app-layer matches, for their alerts (tx_id, http object):

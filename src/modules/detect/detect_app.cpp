@@ -185,6 +185,16 @@ bool sdp_buffer(const SdpMessage& m, uint8_t b, size_t index, const std::string*
   }
 }
 
+// Whether a file satisfies every hash list of a signature: its hash (known once it closed) is
+// listed, or, negated, it is not.
+bool file_hashes_hold(const std::vector<Signature::FileHashCond>& cs, const MimeFile& f) {
+  for (const Signature::FileHashCond& c : cs) {
+    const std::string& h = c.algo == kHashMd5 ? f.md5 : c.algo == kHashSha1 ? f.sha1 : f.sha256;
+    if (!f.closed || h.empty() || !c.hashes || (c.hashes->count(h) != 0) == c.neg) return false;
+  }
+  return true;
+}
+
 // A transaction's buffer, computed on first use during one update.
 struct TxBuffers {
   const HttpTx& t;
@@ -233,7 +243,7 @@ struct TxBuffers {
     const bool http = !tls && !dns && !smtp && !ssh && !sip && !ftp;
     const uint8_t base = base_buf(uint8_t(key % kBufCount));
     const bool final = http && !windowed(key) &&
-                       (key < kBufCount ? key != kBufPayload && base != kBufHttpRequestHeader &&
+                       (key < kBufCount ? key != kBufPayload && base != kBufHttpRequestHeader && base != kBufFileName &&
                                               (t.req_done || (t.req_headers_done && head_buf(base, 0)))
                                         : t.resp_headers_done && head_buf(base, 1));
     if (final) {
@@ -438,6 +448,13 @@ struct TxBuffers {
                                                    : "received";
       const std::string* v = smtp->header(name, b == kBufEmailReceived ? index : 0);
       return v && hold(*v, true);
+    }
+    if (b == kBufFileName) {
+      // Each file's name of the side (a mail's attachments go to the server).
+      const std::vector<MimeFile>* fs = smtp                                  ? (smtp->mime && side == 0 ? &smtp->mime->files() : nullptr)
+                                        : !tls && !dns && !ssh && !sip && !ftp ? &t.files(side)
+                                                                               : nullptr;
+      return fs && index < fs->size() && hold((*fs)[index].name, !(*fs)[index].name.empty());
     }
     if (smtp) {
       // file.data (to the server, as the request body's buffer): the mail's files, one instance each.
@@ -652,7 +669,14 @@ void DetectModule::Host::add_app_sig(uint32_t i) {
   smtp_envelope_sigs_ = smtp_envelope_sigs_ || s.app_proto == 6;
   for (const SigOp& o : s.ops) mail_body_md5_ = mail_body_md5_ || base_buf(o.buf) == kBufEmailBodyMd5;
   for (const auto& z : s.bsize) mail_body_md5_ = mail_body_md5_ || base_buf(z.first) == kBufEmailBodyMd5;
-  a.per_instance = s.app_proto == 4;  // a mail's files
+  a.per_instance = s.app_proto == 4 || s.file_conds();  // a mail's files, the file keywords' files
+  if (s.file_conds()) {
+    a.file_hashes = s.file_hashes.empty() ? nullptr : &s.file_hashes;
+    a.filesize = s.filesize;
+    for (const auto& c : s.file_hashes) file_hash_bits_ |= c.algo;
+  }
+  for (const SigOp& o : s.ops) http_file_sigs_ = http_file_sigs_ || base_buf(o.buf) == kBufFileName;
+  http_file_sigs_ = http_file_sigs_ || (s.file_conds() && s.app_proto == 1);
   for (const SigOp& o : s.ops) a.per_instance = a.per_instance || instance_buf(o.buf);
   for (const auto& z : s.bsize) a.per_instance = a.per_instance || instance_buf(z.first);
   {
@@ -871,9 +895,12 @@ void DetectModule::Host::on_app(std::span<const AppUpdate> updates, std::vector<
                           // ftp.reply, ftp.completion_code: each reply line an instance
                           : u.ftp() ? std::max<size_t>(1, u.ftp()->replies.size())
                           // http.request_header / http.response_header: each header an instance
-                          : u.http() && http_header_sigs_
-                              ? std::max<size_t>({1, u.http()->req_headers.size(), u.http()->resp_headers.size()})
-                              : 1};
+                          // http.request_header / http.response_header: each header an instance;
+                          // the file keywords: each file of the update's side
+                          : u.http() ? std::max<size_t>({1, http_header_sigs_ ? u.http()->req_headers.size() : 0,
+                                                         http_header_sigs_ ? u.http()->resp_headers.size() : 0,
+                                                         http_file_sigs_ ? u.http()->files(u.dir).size() : 0})
+                          : 1};
     }
     if (!np) continue;
     ++w.updates;
@@ -1082,6 +1109,20 @@ void DetectModule::Host::on_app(std::span<const AppUpdate> updates, std::vector<
       if (a.http_events) {
         const HttpTx* h = u.http();
         if (!h || (h->events & a.http_events) != a.http_events) continue;
+      }
+      if (a.file_hashes || a.filesize.mode != kUintNone) {
+        // The instance's file of the side inspected (a mail's attachments: to the server).
+        const std::vector<MimeFile>* fs = u.smtp() ? (u.smtp()->mime ? &u.smtp()->mime->files() : nullptr)
+                                          : u.http() ? &u.http()->files(u.dir)
+                                                     : nullptr;
+        if (!fs || inst >= fs->size()) continue;
+        const MimeFile& f = (*fs)[inst];
+        if (a.file_hashes && !file_hashes_hold(*a.file_hashes, f)) continue;
+        if (a.filesize.mode != kUintNone) {
+          // A closed file's size decides; an open one's only where more bytes cannot undo it.
+          const bool grows_into = (a.filesize.mode == kUintGt || a.filesize.mode == kUintGe) && uint_cond_holds(a.filesize, f.size);
+          if (!(f.closed ? uint_cond_holds(a.filesize, f.size) : f.open() && grows_into)) continue;
+        }
       }
       if (a.urilen.kind) {
         const std::string* uri = bufs.get(a.urilen_raw ? kBufHttpUriRaw : kBufHttpUri);

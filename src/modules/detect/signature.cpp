@@ -123,6 +123,7 @@ const BufName kStickyBuffers[] = {
     {"http.stat_msg", kBufHttpStatMsg}, {"http.response_line", kBufHttpResponseLine},
     {"http_response_line", kBufHttpResponseLine}, {"http.response_body", kBufHttpResponseBody},
     {"file_data", kBufHttpResponseBody}, {"file.data", kBufHttpResponseBody}, {"http.start", kBufHttpStart},
+    {"file.name", kBufFileName}, {"file_name", kBufFileName},
     {"http_start", kBufHttpStart}, {"http.header_names", kBufHttpHeaderNames},
     {"http_header_names", kBufHttpHeaderNames}, {"http.server", kBufHttpServer}, {"http_server", kBufHttpServer},
     {"http.location", kBufHttpLocation}, {"http_location", kBufHttpLocation}, {"http.referer", kBufHttpReferer},
@@ -208,7 +209,8 @@ bool signature_keyword_known(const std::string& k, const RuleVars& vars) {
       "udpv4-csum", "udpv6-csum", "icmpv4-csum", "icmpv6-csum", "flags", "tcp.flags", "flow", "flowbits", "xbits", "hostbits", "app-layer-event", "prefilter",
       "flowint", "noalert", "alert", "bsize", "absent", "tls.version", "dns.opcode", "dns.rcode", "dns.rrtype", "ftp.dynamic_port", "ftp.mode", "ftp.reply_received", "ftpbounce", "urilen", "requires",
       "tls.subject", "tls.issuerdn", "tls.fingerprint", "tls.cert_chain_len", "tls_cert_notbefore", "tls_cert_notafter",
-      "tls_cert_expired", "tls_cert_valid", "ssl_version"};
+      "tls_cert_expired", "tls_cert_valid", "ssl_version", "filename", "fileext", "filemd5", "filesha1", "filesha256",
+      "filesize", "filestore"};
   if (name_keyword(k) || find_buf(kStickyBuffers, std::size(kStickyBuffers), k) >= 0 ||
       find_buf(kHeaderBuffers, std::size(kHeaderBuffers), k) >= 0 ||
       find_buf(kContentModifiers, std::size(kContentModifiers), k) >= 0 ||
@@ -953,6 +955,7 @@ std::string finish(Signature& s) {
   }
   const bool packet_bufs_only = std::all_of(s.ops.begin(), s.ops.end(), [](const SigOp& o) { return ip_addr_buf(o.buf); });
   if (s.app && s.rule.action == RuleAction::alert && packet_bufs_only && s.bsize.empty() && s.absent.empty() && !s.urilen.on && !s.http_events &&
+      !s.file_conds() &&
       !s.dns_events &&
       !s.tls_version_on && !s.dns_opcode.on && !s.dns_rcode.on && s.dns_rrtype.c.mode == kUintNone && !s.tls_chain_len.on &&
       !s.tls_notbefore.mode && !s.tls_notafter.mode && !s.tls_expiry && !s.ssl_version && !s.tls_events && !s.ftp_dynamic_port.on && !s.ftp_mode && !s.ftp_reply_received && !s.ftp_events && !s.ftp_bounce) {
@@ -985,9 +988,12 @@ std::string finish(Signature& s) {
     // instance, and what base64_data decodes of it).
     const bool env = std::any_of(s.ops.begin(), s.ops.end(), [&](const SigOp& o) { return mail_buf(o.buf); }) ||
                      std::any_of(s.bsize.begin(), s.bsize.end(), [&](const auto& z) { return mail_buf(z.first); });
-    const auto in_part = [&](uint8_t b) { return env ? mail_buf(b) : base_buf(b) == kBufHttpResponseBody; };
+    const auto in_part = [&](uint8_t b) {
+      return env ? mail_buf(b) : base_buf(b) == kBufHttpResponseBody || base_buf(b) == kBufFileName;
+    };
     const std::string part = env ? "the mail's fields" : "file.data";
-    if (!env && std::none_of(s.ops.begin(), s.ops.end(), [&](const SigOp& o) { return in_part(o.buf); }))
+    if (env && s.file_conds()) return "skip:app-layer:smtp file keywords beside the mail's fields";
+    if (!env && !s.file_conds() && std::none_of(s.ops.begin(), s.ops.end(), [&](const SigOp& o) { return in_part(o.buf); }))
       return "skip:app-layer:base64_decode on packet or stream data (it is read on the application layer's buffers)";
     for (const SigOp& o : s.ops)
       if (!in_part(o.buf) && o.buf != kBufBase64)
@@ -1240,6 +1246,7 @@ const char* sig_buf_name(uint8_t b) {
   if (b == kBufTlsSniDot) return "tls.sni|dotprefix";
   if (b == kBufHttpHostDot) return "http.host|dotprefix";
   if (b == kBufBase64) return "base64_data";
+  if (b == kBufFileName) return "file.name";
   if (b == kBufHttpRequestFrame) return "frame:http1.request";
   if (b == kBufHttpResponseFrame) return "frame:http1.response";
   if (b == kBufSipPduFrame) return "frame:sip.pdu";
@@ -1276,6 +1283,7 @@ int sig_buf_side(uint8_t b) {
     case kBufSdpTime: case kBufSdpRepeatTime: case kBufSdpAttribute: case kBufSdpMedia: case kBufSdpMediaInfo:
     case kBufSdpMediaConnection: case kBufSdpMediaKey:
     case kBufDnsQueriesRrname: case kBufDnsAnswersRrname: case kBufDnsAuthoritiesRrname: case kBufDnsAdditionalsRrname:
+    case kBufFileName:  // the files of the direction inspected
       return 2;
     case kBufDnsResponseRrname:
       return 1;
@@ -1310,7 +1318,8 @@ bool instance_buf(uint8_t b) {
   return b == kBufDnsQuery || b == kBufDnsQueryDot || (b >= kBufDnsQueriesRrname && b <= kBufDnsResponseRrname) ||
          b == kBufTlsCerts || b == kBufTlsSubjectAltName || b == kBufTlsAlpn || b == kBufSmtpRcptTo || b == kBufEmailReceived || b == kBufEmailUrl ||
          b == kBufHttpRequestHeader || b == kBufHttpResponseHeader || (b >= kBufSipFrom && b <= kBufSipContentLength) ||
-         b == kBufFtpReply || b == kBufFtpCompletionCode || (b >= kBufSdpBandwidth && b <= kBufSdpMediaKey);
+         b == kBufFtpReply || b == kBufFtpCompletionCode || (b >= kBufSdpBandwidth && b <= kBufSdpMediaKey) ||
+         b == kBufFileName;
 }
 
 bool ftp_buf(uint8_t b) {
@@ -1694,6 +1703,47 @@ std::string parse_signature(const std::string& text, const RuleVars& vars, Signa
           if (!transform_accepts(tr, op.bytes))
             return "error:content \"" + t + "\" incompatible with the " + transform_name(tr.kind) + " transform";
       out.ops.push_back(op);
+      continue;
+    }
+    if (k == "filename" || k == "fileext") {
+      // Suricata's legacy file keywords, contents on file.name: the name, or ".EXT" at its end; no case.
+      SigOp op;
+      std::string t = trim(v);
+      if (!t.empty() && t[0] == '!') {
+        op.negated = true;
+        t = trim(t.substr(1));
+      }
+      if (!parse_content(t, op.bytes, why)) return "error:" + k + ": " + why;
+      if (op.bytes.empty()) return "error:" + k + " needs a value";
+      if (k == "fileext") op.bytes = "." + op.bytes, op.endswith = true;
+      op.nocase = true;
+      for (char& ch : op.bytes) ch = char(std::tolower(static_cast<unsigned char>(ch)));
+      op.buf = kBufFileName;
+      out.app = true;
+      out.ops.push_back(op);
+      continue;
+    }
+    if (k == "filemd5" || k == "filesha1" || k == "filesha256") {
+      Signature::FileHashCond c;
+      c.algo = k == "filemd5" ? kHashMd5 : k == "filesha1" ? kHashSha1 : kHashSha256;
+      std::string t = trim(v);
+      if (!t.empty() && t[0] == '!') c.neg = true, t = trim(t.substr(1));
+      if (t.size() >= 2 && t.front() == '"' && t.back() == '"') t = t.substr(1, t.size() - 2);
+      if (t.empty()) return "error:" + k + " needs a list file";
+      c.list = t;
+      out.file_hashes.push_back(std::move(c));
+      out.app = true;
+      continue;
+    }
+    if (k == "filesize") {
+      const std::string r = parse_uint_cond(trim(v), UINT64_MAX, out.filesize);
+      if (!r.empty()) return "error:filesize: " + r;
+      out.app = true;
+      continue;
+    }
+    if (k == "filestore") {
+      out.filestore = true;
+      out.app = true;
       continue;
     }
     if (k == "uricontent") {
@@ -2086,6 +2136,41 @@ std::string check_dataset_files(const Signature& s, const std::string& rule_file
 }
 }  // namespace
 
+namespace {
+// A signature's file hash lists (filemd5, filesha1, filesha256), read beside the rule file when
+// relative: one hash a line (lowercase hex of the algorithm's length, what follows it on the line
+// ignored), empty lines and lines starting with '#' or whitespace skipped, as Suricata reads
+// them. A list read once is shared. An unreadable list or a bad line is the rule's error.
+std::string load_file_hash_lists(Signature& s, const std::string& rule_file,
+                                 std::map<std::string, std::shared_ptr<const std::unordered_set<std::string>>>& cache) {
+  for (Signature::FileHashCond& c : s.file_hashes) {
+    const std::string at = dataset_path(c.list, rule_file);
+    const size_t len = c.algo == kHashMd5 ? 32 : c.algo == kHashSha1 ? 40 : 64;
+    const std::string key = std::to_string(len) + ":" + at;
+    if (const auto it = cache.find(key); it != cache.end()) {
+      c.hashes = it->second;
+      continue;
+    }
+    std::ifstream in(at);
+    if (!in) return "error:" + c.list + ": cannot read " + at;
+    auto set = std::make_shared<std::unordered_set<std::string>>();
+    std::string line;
+    for (uint64_t n = 1; std::getline(in, line); ++n) {
+      if (!line.empty() && line.back() == '\r') line.pop_back();
+      if (line.empty() || line[0] == '#' || line[0] == ' ' || line[0] == '\t') continue;
+      std::string h = line.substr(0, line.find_first_of(" \t"));
+      for (char& ch : h) ch = char(std::tolower(static_cast<unsigned char>(ch)));
+      if (h.size() != len || h.find_first_not_of("0123456789abcdef") != std::string::npos)
+        return "error:" + at + ":" + std::to_string(n) + ": not a hash of " + std::to_string(len) + " hex digits";
+      set->insert(std::move(h));
+    }
+    c.hashes = set;
+    cache.emplace(key, std::move(set));
+  }
+  return "";
+}
+}  // namespace
+
 bool load_signature_file(const std::string& path, const RuleVars& vars, SignatureSet& set,
                          const std::set<std::string>* leave_to_firewall) {
   return read_rule_texts(path, set.errors, set.lines, set.comments, [&](const std::string& text, uint32_t first) {
@@ -2100,6 +2185,7 @@ bool load_signature_file(const std::string& path, const RuleVars& vars, Signatur
     Signature s;
     std::string res = parse_signature(text, vars, s);
     if (res.empty()) res = check_dataset_files(s, path, vars);
+    if (res.empty()) res = load_file_hash_lists(s, path, set.file_hash_lists);
     if (res.empty()) {
       s.rule.file = path;
       s.rule.line = first;

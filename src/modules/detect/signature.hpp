@@ -67,6 +67,12 @@
 //   SSH                ssh.proto (ssh_proto), ssh.software (ssh_software): the sender's
 //                      identification string's version and software; the protocol `ssh` in the
 //                      header with them
+//   files              file.name (file_name; each file's name, an instance), filename:"NAME" (a
+//                      content on file.name, nocase), fileext:"EXT" (".EXT" at file.name's end,
+//                      nocase), filemd5 / filesha1 / filesha256:[!]LIST (a file of one hash a
+//                      line: the file's hash is listed), filesize (N, <N, >N, N<>M, ...), filestore
+//                      (accepted; nothing is stored): on HTTP's files (HttpTx::files: the response
+//                      body, a PUT's body, a form's parts) or, in an smtp rule, a mail's attachments
 //   SMTP               file.data (a mail's attachments, each an instance), smtp.helo,
 //                      smtp.mail_from, smtp.rcpt_to (each recipient an instance); the message's
 //                      header fields once its header block ended (email.from, email.subject,
@@ -117,8 +123,10 @@
 #include <algorithm>
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <set>
 #include <string>
+#include <unordered_set>
 #include <vector>
 
 #include "modules/detect/dataset.hpp"
@@ -187,6 +195,9 @@ enum SigBuf : uint8_t {
   // HTTP/1's request and response frames (frame:http1.request, frame:http1.response): the message
   // as the transaction holds it (start line, header block, body)
   kBufHttpRequestFrame, kBufHttpResponseFrame,
+  // file.name: each file's name of the inspected direction (HttpTx::files; a mail's attachments),
+  // a multi-buffer (filename and fileext are contents on it)
+  kBufFileName,
   // FTP (applayer/ftp.hpp): a request's command (its table name) and command data (to the server);
   // each reply line's text and completion code (to the client; multi-buffers)
   kBufFtpCommand, kBufFtpCommandData, kBufFtpReply, kBufFtpCompletionCode,
@@ -354,6 +365,22 @@ struct Signature {
   std::vector<IprepCond> iprep;    // iprep (iprep.hpp), all required: decided on the host
   std::vector<DatasetSpec> datasets;  // the dataset and datarep options (SigOp::dataset), as parsed
   std::vector<TagSpec> tags;       // tag options (tag.hpp): applied on the host when the signature alerts
+  // filemd5, filesha1, filesha256 (Suricata's): the file's hash is in the list (negated: is not),
+  // known once the file closed; all of them, on one file (each file an instance).
+  struct FileHashCond {
+    uint8_t algo = 0;  // FileHash bit (applayer/mime.hpp)
+    bool neg = false;
+    std::string list;  // the list file as written (beside the rule file when relative)
+    std::shared_ptr<const std::unordered_set<std::string>> hashes;  // lowercase hex, read at load
+  };
+  std::vector<FileHashCond> file_hashes;
+  // filesize: the file's size; decided once it closed, or earlier where its size so far already
+  // satisfies a greater-than (Suricata's DetectFilesizeMatch).
+  UintCond filesize;
+  // filestore: accepted; files are not written to disk (gaspp has no file-store output, so the
+  // keyword does what Suricata's does with that output off: nothing; docs/rules.md).
+  bool filestore = false;
+  bool file_conds() const { return !file_hashes.empty() || filesize.mode != kUintNone; }
   bool noalert = false;
   bool pass_alerts = false;  // a pass rule with the alert keyword (Suricata 8): its match alerts too
   bool flow_keyword = false;       // a `flow` option was given (any of its values)
@@ -427,6 +454,8 @@ struct SignatureSet {
   // (add_keeping_newest_rev, firewall/rules.hpp). Counted: duplicates_replaced.
   std::map<std::pair<uint32_t, uint32_t>, size_t> by_id;
   uint64_t duplicates_replaced = 0;
+  // The file hash lists read (Signature::FileHashCond), by length and path: read once, shared.
+  std::map<std::string, std::shared_ptr<const std::unordered_set<std::string>>> file_hash_lists;
   uint64_t skipped() const;
   uint64_t skipped_app_layer() const;  // those whose reason starts with "app-layer:"
 };
