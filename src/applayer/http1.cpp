@@ -1153,7 +1153,7 @@ void Http1Conn::body(int dir, const uint8_t* p, size_t n) {
   if (!d.tx || n == 0) return;
   HttpTx& t = *d.tx;
   std::string& out = dir == 0 ? t.request_body : t.response_body;
-  const size_t limit = dir == 0 ? lim_.request_body_limit : lim_.response_body_limit;
+  const size_t limit = t.file_depth_set[dir] ? lim_.file_store_depth : dir == 0 ? lim_.request_body_limit : lim_.response_body_limit;
   (dir == 0 ? t.request_body_len : t.response_body_len) += n;
   const size_t before = out.size();
   if (before >= limit) {

@@ -53,6 +53,9 @@ struct HttpLimits {
   // for the minimal size (Suricata's inline mode; `auto` is on with --inline).
   bool body_inline = false;
   uint8_t file_hashes = 0;  // FileHash bits (mime.hpp): the hashes of each file (force-hash, file keywords)
+  // The body limit of a message whose file a filestore signature matched (HttpTx::file_depth_set):
+  // Suricata's file reassembly depth, its stream reassembly depth by default (1 MiB).
+  uint32_t file_store_depth = 1u << 20;
 };
 
 struct HttpStats {
@@ -170,6 +173,9 @@ struct HttpTx : AppTx {
   // limits cut its files; docs/app-layer.md "Files"); its hashes (HttpLimits::file_hashes) are
   // taken when it closes.
   std::vector<MimeFile> body_files[2];  // at most one each
+  // A filestore signature matched the side's file: its body is kept up to file_store_depth
+  // instead of its body limit, from the next bytes on (set by detection between updates).
+  bool file_depth_set[2] = {false, false};
   std::unique_ptr<MimeDecoder> form;
   size_t form_fed = 0;  // request_body bytes handed to form
   const std::vector<MimeFile>& files(int side) const { return side == 0 && form ? form->files() : body_files[side]; }

@@ -280,17 +280,17 @@ std::string eve_smtp_objects(const SmtpTx& t) {
   return j + "}";
 }
 
-namespace {
-// A file's `fileinfo` object, as Suricata's EveFileInfo writes it: md5 and sha1 of a closed file
-// only, sha256 of any (a truncated file has none here: its hashes are taken when it closes).
-std::string fileinfo_object(const MimeFile& f, uint64_t tx_id) {
-  std::string j = ",\"fileinfo\":{\"filename\":\"" + json_escape(f.name) + "\",\"gaps\":false,\"state\":\"" +
+std::string eve_file_object(const MimeFile& f, uint64_t tx_id) {
+  std::string j = "{\"filename\":\"" + json_escape(f.name) + "\",\"gaps\":false,\"state\":\"" +
                   (f.closed ? "CLOSED" : f.truncated ? "TRUNCATED" : "UNKNOWN") + "\"";
   if (f.closed && !f.md5.empty()) j += ",\"md5\":\"" + f.md5 + "\"";
   if (f.closed && !f.sha1.empty()) j += ",\"sha1\":\"" + f.sha1 + "\"";
   if (!f.sha256.empty()) j += ",\"sha256\":\"" + f.sha256 + "\"";
-  return j + ",\"stored\":false,\"size\":" + std::to_string(f.size) + ",\"tx_id\":" + std::to_string(tx_id) + "}}";
+  return j + ",\"stored\":false,\"size\":" + std::to_string(f.size) + ",\"tx_id\":" + std::to_string(tx_id) + "}";
 }
+
+namespace {
+std::string fileinfo_object(const MimeFile& f, uint64_t tx_id) { return ",\"fileinfo\":" + eve_file_object(f, tx_id) + "}"; }
 }  // namespace
 
 std::string eve_fileinfo_event(uint64_t ts_ns, uint64_t flow_id, uint64_t pcap_cnt, const FlowKey& key, bool client_lo,

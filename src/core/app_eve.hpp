@@ -86,6 +86,11 @@ std::string eve_ftp_event(uint64_t ts_ns, uint64_t flow_id, uint64_t pcap_cnt, c
 std::string eve_smtp_objects(const SmtpTx& t);
 std::string eve_smtp_event(uint64_t ts_ns, uint64_t flow_id, uint64_t pcap_cnt, const FlowKey& key, bool client_lo,
                            const SmtpTx& t);
+// A file's object as Suricata's EveFileInfo writes it (in fileinfo events, and in an alert's
+// `files` array): {"filename","gaps","state" (CLOSED; TRUNCATED when cut by a limit or the flow's
+// end; UNKNOWN while open),"md5","sha1" (closed files),"sha256","stored":false,"size","tx_id"},
+// the hashes those asked for (force-hash, the file hash keywords) that were taken.
+std::string eve_file_object(const MimeFile& f, uint64_t tx_id);
 // EVE `fileinfo` events (Suricata's eve-log type files) of a mail's attachments, written with its
 // smtp event: the smtp and email objects, app_proto, and `"fileinfo":{"filename","gaps","state"
 // (CLOSED, or TRUNCATED when the flow ended inside the message),"md5","sha1" (closed files),

@@ -25,7 +25,11 @@ std::string summary(const Http1Conn& c) {
     for (const HttpHeader& h : t->req_headers) s += h.name + "=" + h.value + ";";
     s += "|" + t->request_body + "|" + t->stat_code + "|" + t->stat_msg + "|";
     for (const HttpHeader& h : t->resp_headers) s += h.name + "=" + h.value + ";";
-    s += "|" + t->response_body + "|" + (t->req_done ? "q" : "-") + (t->resp_done ? "r" : "-") + "]";
+    s += "|" + t->response_body + "|" + (t->req_done ? "q" : "-") + (t->resp_done ? "r" : "-");
+    for (int side = 0; side < 2; ++side)
+      for (const MimeFile& f : t->files(side))
+        s += "|file " + std::to_string(side) + " " + f.name + " " + std::to_string(f.size) + (f.closed ? " closed " : f.truncated ? " truncated " : " open ") + f.md5;
+    s += "]";
   }
   return s;
 }
@@ -34,7 +38,9 @@ std::string summary(const Http1Conn& c) {
 std::string run(const std::string& req, const std::string& resp, const std::vector<size_t>& cuts_req,
                 const std::vector<size_t>& cuts_resp) {
   HttpStats st;
-  Http1Conn c(HttpLimits{}, st);
+  HttpLimits lim;
+  lim.file_hashes = kHashMd5;
+  Http1Conn c(lim, st);
   auto feed = [&](int dir, const std::string& s, const std::vector<size_t>& cuts) {
     size_t at = 0;
     for (size_t cut : cuts) {
@@ -334,6 +340,101 @@ TEST(Http1, TooLongLinesAndUnexpectedBodies) {
     EXPECT_EQ(c.txs()[0]->request_body, "login=foo&password=bar\r\n") << "cut at " << cut;
     EXPECT_EQ(c.txs()[1]->uri_raw, "/2");
     EXPECT_EQ(c.txs()[1]->events, 0u);
+  }
+}
+
+// The MD5 of bytes, as the oracle for a file's hash (OpenSSL's EVP one-shot digest).
+std::string md5_of(const std::string& b) {
+  unsigned char d[EVP_MAX_MD_SIZE];
+  unsigned n = 0;
+  EVP_Digest(b.data(), b.size(), d, &n, EVP_md5(), nullptr);
+  static const char kHex[] = "0123456789abcdef";
+  std::string h;
+  for (unsigned i = 0; i < n; ++i) h += kHex[d[i] >> 4], h += kHex[d[i] & 15];
+  return h;
+}
+
+// HTTP's files (HttpTx::files) as Suricata names and bounds them: the response body named by
+// Content-Disposition's filename or else the URI's path; a PUT's body; a form's parts with a file
+// name (their own bytes, the CRLF before a boundary not theirs); a body cut by its limit or by
+// the stream's end is truncated (no hash). Each case also at every split of the request and the
+// response, which must not change the files.
+TEST(Http1, FilesAsSuricataNamesThem) {
+  struct File {
+    int side;
+    std::string name, bytes;
+    const char* state;  // "closed" or "truncated"
+  };
+  struct FileCase {
+    const char* name;
+    std::string req, resp;
+    std::vector<File> want;
+    bool end_early = false;  // the response stream ends before its Content-Length
+  };
+  const std::string body = "MZ\x90\x00 not really an executable\r\n\r\n--not-a-boundary\r\n";
+  const std::string form_a = "toto est dans un bateau\n", form_b = std::string("\x00\x01bin\r\nary\xff", 12);
+  const std::string form = "--XyZ\r\nContent-Disposition: form-data; name=\"f\"\r\n\r\nfield value\r\n"
+                           "--XyZ\r\nContent-Disposition: form-data; name=\"u1\"; filename=\"toto.txt\"\r\n"
+                           "Content-Type: text/plain\r\n\r\n" + form_a + "\r\n"
+                           "--XyZ\r\nContent-Disposition: form-data; name=\"u2\"; filename=\"b.bin\"\r\n\r\n" + form_b +
+                           "\r\n--XyZ--\r\n";
+  const auto ok = [](const std::string& b) {
+    return "HTTP/1.1 200 OK\r\nContent-Length: " + std::to_string(b.size()) + "\r\n\r\n" + b;
+  };
+  std::vector<FileCase> cases = {
+      {"the URI's path names a response's file", "GET /dl/a%20b.exe?x=1#f HTTP/1.1\r\nHost: h\r\n\r\n", ok(body),
+       {{1, "/dl/a%20b.exe", body, "closed"}}},
+      {"an absolute URI's path", "GET http://h.example:8080/p/q.zip?z HTTP/1.1\r\n\r\n", ok(body),
+       {{1, "/p/q.zip", body, "closed"}}},
+      {"Content-Disposition's filename wins", "GET /x HTTP/1.1\r\n\r\n",
+       "HTTP/1.1 200 OK\r\nContent-Disposition: attachment; filename=\"report.pdf\"\r\nContent-Length: " +
+           std::to_string(body.size()) + "\r\n\r\n" + body,
+       {{1, "report.pdf", body, "closed"}}},
+      {"no body, no file", "GET /x HTTP/1.1\r\n\r\n", "HTTP/1.1 204 No Content\r\n\r\n", {}},
+      {"a PUT's body", "PUT /up/f.txt HTTP/1.1\r\nContent-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body,
+       ok(""), {{0, "/up/f.txt", body, "closed"}}},
+      {"a POST's plain body is no file", "POST /p HTTP/1.1\r\nContent-Length: 5\r\n\r\nhello", ok("ok"),
+       {{1, "/p", "ok", "closed"}}},
+      {"a form's parts with a file name", "POST /upload.cgi HTTP/1.1\r\nContent-Type: multipart/form-data; boundary=XyZ\r\n"
+       "Content-Length: " + std::to_string(form.size()) + "\r\n\r\n" + form, ok(""),
+       {{0, "toto.txt", form_a, "closed"}, {0, "b.bin", form_b, "closed"}}},
+      {"cut by the body limit", "GET /big HTTP/1.1\r\n\r\n", ok(std::string(300, 'A')),
+       {{1, "/big", std::string(200, 'A'), "truncated"}}},
+      {"the stream ends inside the body", "GET /short HTTP/1.1\r\n\r\n",
+       "HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\n" + body, {{1, "/short", body, "truncated"}}, true},
+  };
+  for (const FileCase& fc : cases) {
+    SCOPED_TRACE(fc.name);
+    const auto files_at = [&](size_t cut_req, size_t cut_resp) {
+      HttpStats st;
+      HttpLimits lim;
+      lim.file_hashes = kHashMd5;
+      lim.response_body_limit = 200;
+      Http1Conn c(lim, st);
+      const auto feed = [&](int dir, const std::string& b, size_t cut) {
+        const size_t k = cut && cut < b.size() ? cut : b.size();
+        c.feed(dir, reinterpret_cast<const uint8_t*>(b.data()), k);
+        if (k < b.size()) c.feed(dir, reinterpret_cast<const uint8_t*>(b.data()) + k, b.size() - k);
+      };
+      feed(0, fc.req, cut_req);
+      feed(1, fc.resp, cut_resp);
+      c.end(0);
+      c.end(1);
+      std::string got;
+      for (const auto& t : c.txs())
+        for (int side = 0; side < 2; ++side)
+          for (const MimeFile& f : t->files(side))
+            got += std::to_string(side) + " " + f.name + " " + std::to_string(f.size) + " " +
+                   (f.closed ? "closed" : f.truncated ? "truncated" : "open") + " " + f.md5 + "\n";
+      return got;
+    };
+    std::string want;
+    for (const File& f : fc.want)
+      want += std::to_string(f.side) + " " + f.name + " " + std::to_string(f.bytes.size()) + " " + f.state + " " +
+              (std::string(f.state) == "closed" ? md5_of(f.bytes) : "") + "\n";
+    EXPECT_EQ(files_at(0, 0), want);
+    for (size_t k = 1; k < fc.req.size(); ++k) EXPECT_EQ(files_at(k, 0), want) << "request split at " << k;
+    for (size_t k = 1; k < fc.resp.size(); ++k) EXPECT_EQ(files_at(0, k), want) << "response split at " << k;
   }
 }
 

@@ -1118,11 +1118,8 @@ void DetectModule::Host::on_app(std::span<const AppUpdate> updates, std::vector<
         if (!fs || inst >= fs->size()) continue;
         const MimeFile& f = (*fs)[inst];
         if (a.file_hashes && !file_hashes_hold(*a.file_hashes, f)) continue;
-        if (a.filesize.mode != kUintNone) {
-          // A closed file's size decides; an open one's only where more bytes cannot undo it.
-          const bool grows_into = (a.filesize.mode == kUintGt || a.filesize.mode == kUintGe) && uint_cond_holds(a.filesize, f.size);
-          if (!(f.closed ? uint_cond_holds(a.filesize, f.size) : f.open() && grows_into)) continue;
-        }
+        // A size is compared once the file closed or was truncated (Suricata's FILE_SIG_NEED_SIZE).
+        if (a.filesize.mode != kUintNone && (f.open() || !uint_cond_holds(a.filesize, f.size))) continue;
       }
       if (a.urilen.kind) {
         const std::string* uri = bufs.get(a.urilen_raw ? kBufHttpUriRaw : kBufHttpUri);
@@ -1224,6 +1221,11 @@ void DetectModule::Host::on_app(std::span<const AppUpdate> updates, std::vector<
       if (!all) continue;
       t.matched.insert(done_key);
       ++w.matches;
+      // filestore on an HTTP transaction: its file of this direction is kept past the body limit,
+      // up to the file store depth, from the next bytes on (Suricata's HTP_STREAM_DEPTH_SET; the
+      // parser reads the flag when the flow's next data comes, after this update).
+      if (set_.sigs[a.sig].filestore)
+        if (HttpTx* h = u.http()) h->file_depth_set[u.dir] = true;
       // tx_id, the transaction's object (unless metadata.app-layer is off) and app_proto.
       const char* proto = u.tls() ? "tls" : u.dns() ? "dns" : u.smtp() ? "smtp" : u.ssh() ? "ssh" : u.sip() ? "sip" : u.ftp() ? "ftp" : "http";
       std::string obj;
@@ -1235,6 +1237,18 @@ void DetectModule::Host::on_app(std::span<const AppUpdate> updates, std::vector<
                      : u.sip()  ? eve_sip_object(*u.sip())
                      : u.ftp()  ? eve_ftp_object(*u.ftp())
                                 : eve_http_object(*u.http()));
+      // The files of the transaction in the alerted packet's direction (Suricata's AlertAddFiles,
+      // written with the rule metadata).
+      if (alert_meta_.rule_metadata) {
+        const std::vector<MimeFile>* fs = u.smtp() ? (u.dir == 0 && u.smtp()->mime ? &u.smtp()->mime->files() : nullptr)
+                                          : u.http() ? &u.http()->files(u.dir)
+                                                     : nullptr;
+        if (fs && !fs->empty()) {
+          obj += ",\"files\":[";
+          for (size_t k = 0; k < fs->size(); ++k) obj += (k ? "," : "") + eve_file_object((*fs)[k], t.id);
+          obj += "]";
+        }
+      }
       std::string context;  // `"KEY":{...}` members, the first object of each key
       std::vector<std::string> keys;
       for (const auto& [k, o] : dctx.hits) {

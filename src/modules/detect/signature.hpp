@@ -374,8 +374,8 @@ struct Signature {
     std::shared_ptr<const std::unordered_set<std::string>> hashes;  // lowercase hex, read at load
   };
   std::vector<FileHashCond> file_hashes;
-  // filesize: the file's size; decided once it closed, or earlier where its size so far already
-  // satisfies a greater-than (Suricata's DetectFilesizeMatch).
+  // filesize: the file's size, compared once it closed or was truncated (Suricata's
+  // FILE_SIG_NEED_SIZE).
   UintCond filesize;
   // filestore: accepted; files are not written to disk (gaspp has no file-store output, so the
   // keyword does what Suricata's does with that output off: nothing; docs/rules.md).
