@@ -126,6 +126,7 @@ tests)
   python3 tests/e2e/detect_dns.py $B/gaspp cuda 2>&1 | grep -v WARNING | tail -3; check "dns names, opcode, rcode, rrtype (cuda)"
   python3 tests/e2e/detect_header_buffers.py $B/gaspp cuda 2>&1 | grep -v WARNING | tail -3; check "header buffers and byte_math (cuda)"
   python3 tests/e2e/smtp_files.py $B/gaspp bundle/data --backend cuda --no-tshark | tail -3; check "SMTP attachments and file.data (cuda)"
+  python3 tests/e2e/http_files.py $B/gaspp bundle/data --backend cuda --no-tshark | tail -3; check "HTTP files and the file keywords (cuda)"
   python3 tests/e2e/encapsulations.py $B/gaspp --backend cuda --no-tshark | tail -5; check "encapsulations (cuda)"
   step "stream oracles, CUDA backend"
   python3 tests/e2e/streams_vs_oracles.py $B/gaspp bundle/data --backend cuda --no-tshark | tail -6; check "stream oracles (cuda)"

@@ -1182,7 +1182,7 @@ void Http1Conn::body(int dir, const uint8_t* p, size_t n) {
 
 void Http1Conn::update_files(int dir, HttpTx& t, bool done, bool incomplete) {
   const std::string& body = dir == 0 ? t.request_body : t.response_body;
-  if (dir == 0 && !t.form && t.form_fed == 0 && !body.empty() && form_data(t)) {
+  if (dir == 0 && !t.form && t.form_fed == 0 && !body.empty() && t.method == "POST" && form_data(t)) {
     // A form's parts are MIME entities under the request's Content-Type.
     t.form = std::make_unique<MimeDecoder>(stats_.form, lim_.file_hashes);
     t.form->line("Content-Type: " + find_header(t.req_headers, "content-type")->value, "\r\n");
@@ -1203,7 +1203,8 @@ void Http1Conn::update_files(int dir, HttpTx& t, bool done, bool incomplete) {
     if (done) t.form->end(incomplete || t.body_cut[0]);
     return;
   }
-  if (dir == 0 && t.method != "PUT") return;
+  // Suricata's request files: a POST's or a PUT's body (methods as libhtp numbers them: uppercase).
+  if (dir == 0 && t.method != "POST" && t.method != "PUT") return;
   std::vector<MimeFile>& fs = t.body_files[dir];
   if (fs.empty()) {
     if (body.empty()) return;  // a file opens with its first byte (Suricata's)

@@ -166,8 +166,8 @@ struct HttpTx : AppTx {
   bool body_cut[2] = {false, false};  // a body (request, response) reached its limit: the rest is not kept
   const HttpLimits* limits = nullptr;  // the connection's configuration (set by the parser)
   // Files (Suricata's HTTP files): side 1 the response body, named by Content-Disposition's
-  // filename, else the URI's path; side 0 a PUT request's body (the URI's path), or the parts of a
-  // multipart/form-data request body that carry a file name (form->files(): each part's own
+  // filename, else the URI's path; side 0 a POST's or PUT's body (the URI's path), or the parts
+  // of a multipart/form-data POST body that carry a file name (form->files(): each part's own
   // decoded bytes). A body file's bytes are its body buffer (decoded, up to the body limit: a
   // body the limit cut, or the stream ended inside, is a truncated file, as Suricata's body
   // limits cut its files; docs/app-layer.md "Files"); its hashes (HttpLimits::file_hashes) are

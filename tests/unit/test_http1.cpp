@@ -355,8 +355,8 @@ std::string md5_of(const std::string& b) {
 }
 
 // HTTP's files (HttpTx::files) as Suricata names and bounds them: the response body named by
-// Content-Disposition's filename or else the URI's path; a PUT's body; a form's parts with a file
-// name (their own bytes, the CRLF before a boundary not theirs); a body cut by its limit or by
+// Content-Disposition's filename or else the URI's path; a POST's or PUT's body; a form's parts
+// with a file name (their own bytes, the CRLF before a boundary not theirs); a body cut by its limit or by
 // the stream's end is truncated (no hash). Each case also at every split of the request and the
 // response, which must not change the files.
 TEST(Http1, FilesAsSuricataNamesThem) {
@@ -393,8 +393,9 @@ TEST(Http1, FilesAsSuricataNamesThem) {
       {"no body, no file", "GET /x HTTP/1.1\r\n\r\n", "HTTP/1.1 204 No Content\r\n\r\n", {}},
       {"a PUT's body", "PUT /up/f.txt HTTP/1.1\r\nContent-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body,
        ok(""), {{0, "/up/f.txt", body, "closed"}}},
-      {"a POST's plain body is no file", "POST /p HTTP/1.1\r\nContent-Length: 5\r\n\r\nhello", ok("ok"),
-       {{1, "/p", "ok", "closed"}}},
+      {"a POST's plain body is a file too", "POST /p?x HTTP/1.1\r\nContent-Length: 5\r\n\r\nhello", ok("ok"),
+       {{0, "/p", "hello", "closed"}, {1, "/p", "ok", "closed"}}},
+      {"a GET's body is none", "GET /g HTTP/1.1\r\nContent-Length: 5\r\n\r\nhello", ok(""), {}},
       {"a form's parts with a file name", "POST /upload.cgi HTTP/1.1\r\nContent-Type: multipart/form-data; boundary=XyZ\r\n"
        "Content-Length: " + std::to_string(form.size()) + "\r\n\r\n" + form, ok(""),
        {{0, "toto.txt", form_a, "closed"}, {0, "b.bin", form_b, "closed"}}},
