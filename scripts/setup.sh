@@ -7,7 +7,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 packages=(cmake ninja-build g++ pkg-config libpcap-dev libgtest-dev python3 tshark clang libnids-dev libyaml-cpp-dev
-          nlohmann-json3-dev libcli11-dev libhyperscan-dev libpcre2-dev libssl-dev zlib1g-dev liblzma-dev openssl tcpdump iproute2)
+          nlohmann-json3-dev libcli11-dev libhyperscan-dev libpcre2-dev libssl-dev zlib1g-dev liblzma-dev libnghttp2-dev openssl tcpdump iproute2)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -103,6 +103,10 @@ Probe probe_smb(const std::string& s, int dir) {
 
 // The client role's first bytes: an HTTP request, or SMTP's and FTP's commands.
 Probe probe_client(const std::string& s, const FlowKey& k) {
+  // HTTP/2 with prior knowledge: the client's connection preface (Suricata's http2 pattern).
+  const int h2 = starts(s, "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n", true);
+  if (h2 > 0) return {Probe::found, AppProto::http2};
+  if (h2 < 0) return {Probe::wait};
   const int r = looks_like_request(s);
   if (r > 0) return {Probe::found, AppProto::http};
   bool wait = r < 0;
@@ -170,6 +174,7 @@ Probe probe_direction(const std::string& s, int dir, const FlowKey& k) {
 const char* app_proto_name(AppProto p) {
   switch (p) {
     case AppProto::http: return "http";
+    case AppProto::http2: return "http2";
     case AppProto::tls: return "tls";
     case AppProto::dns: return "dns";
     case AppProto::smtp: return "smtp";
@@ -240,6 +245,13 @@ void AppLayer::decide(FlowApp& f, AppProto proto, bool turn) {
       ++stats_.flows_tls;
       f.tls = std::make_unique<TlsConn>(&stats_.tls_certs_undecoded, &stats_.tls_raw_cut);
       break;
+    case AppProto::http2: {
+      ++stats_.flows_http2;
+      HttpLimits lim = cfg_.http;
+      lim.file_hashes |= cfg_.file_hashes;
+      f.http2 = std::make_unique<Http2Conn>(lim, stats_.http, stats_.http2);
+      break;
+    }
     case AppProto::http: {
       ++stats_.flows_http;
       HttpLimits lim = cfg_.http;
@@ -311,6 +323,7 @@ void AppLayer::release_touched() {
     const auto it = flows_.find(id);
     if (it == flows_.end()) continue;
     if (it->second.http) it->second.http->release_done();
+    if (it->second.http2) it->second.http2->release_done();
     if (it->second.dns) it->second.dns->release_done();
     if (it->second.sip) it->second.sip->release_done();
     if (it->second.ftp) it->second.ftp->release_done();
@@ -423,6 +436,7 @@ void AppLayer::process(const std::vector<StreamChunk>& chunks, std::span<const u
         };
         if (f.proto == AppProto::tls) feed_held(*f.tls);
         if (f.proto == AppProto::http) feed_held(*f.http);
+        if (f.proto == AppProto::http2) feed_held(*f.http2);
         if (f.proto == AppProto::dns) feed_held(*f.dns);
         if (f.proto == AppProto::ssh) feed_held(*f.ssh);
         if (f.proto == AppProto::smtp) feed_held(*f.smtp);
@@ -439,6 +453,10 @@ void AppLayer::process(const std::vector<StreamChunk>& chunks, std::span<const u
       const int dir = wire_dir ^ (f.reversed ? 1 : 0);
       if (c.len && !conflict) f.http->feed(dir, p, c.len, c.gap != 0);
       else if (conflict) f.http->feed(dir, nullptr, 0, true);
+    } else if (f.proto == AppProto::http2) {
+      const int dir = wire_dir ^ (f.reversed ? 1 : 0);
+      if (c.len && !conflict) f.http2->feed(dir, p, c.len, c.gap != 0);
+      else if (conflict) f.http2->feed(dir, nullptr, 0, true);
     } else if (f.proto == AppProto::ssh || f.proto == AppProto::smtp) {
       // Line protocols: a conflict, like a gap, ends the direction's parsing.
       const int dir = wire_dir ^ (f.reversed ? 1 : 0);
@@ -468,6 +486,7 @@ void AppLayer::process(const std::vector<StreamChunk>& chunks, std::span<const u
     f.client_lo = client_lo != 0;
     if (c.flags & kChunkEnd) {
       if (f.http) f.http->end(dir);
+      if (f.http2) f.http2->end(dir);
       if (f.smtp) f.smtp->end();
       f.ended[wire_dir] = true;  // the state stays until the flow leaves the table (forget)
     }
@@ -475,6 +494,11 @@ void AppLayer::process(const std::vector<StreamChunk>& chunks, std::span<const u
       for (HttpTx* t : f.http->touched())
         out.push_back(AppUpdate{c.flow_id, c.packet, uint8_t(dir), client_lo, c.key, AppProto::http, t});
       f.http->clear_touched();
+    }
+    if (f.http2) {
+      for (HttpTx* t : f.http2->touched())
+        out.push_back(AppUpdate{c.flow_id, c.packet, uint8_t(dir), client_lo, c.key, AppProto::http2, t});
+      f.http2->clear_touched();
     }
     if (f.dns) {
       for (DnsTx* t : f.dns->touched())
@@ -532,6 +556,9 @@ void AppLayer::forget_flow(uint64_t flow_id, const Unlogged& unlogged) {
   if (unlogged && it->second.http)
     for (const auto& t : it->second.http->txs())
       if (!t->logged && t->req_line) unlogged(flow_id, it->second.key, it->second.client_lo, AppProto::http, *t);
+  if (unlogged && it->second.http2)
+    for (const auto& t : it->second.http2->txs())
+      if (!t->logged && (t->req_line || t->h2_events)) unlogged(flow_id, it->second.key, it->second.client_lo, AppProto::http2, *t);
   if (unlogged && it->second.tls && !it->second.tls->tx().logged && it->second.tls->tx().client_hello)
     unlogged(flow_id, it->second.key, it->second.client_lo, AppProto::tls, it->second.tls->tx());
   if (unlogged && it->second.ssh && !it->second.ssh->tx().logged &&
@@ -560,6 +587,14 @@ void AppLayer::report(std::map<std::string, uint64_t>& r) const {
   r["app_flows_ssh"] = stats_.flows_ssh;
   r["app_flows_smb"] = stats_.flows_smb;
   r["app_flows_sip"] = stats_.flows_sip;
+  r["app_flows_http2"] = stats_.flows_http2;
+  r["http2_frames"] = stats_.http2.frames;
+  r["http2_streams"] = stats_.http2.streams;
+  r["http2_hpack_errors"] = stats_.http2.hpack_errors;
+  r["http2_long_frames"] = stats_.http2.long_frames;
+  r["http2_gaps"] = stats_.http2.gaps;
+  r["http2_txs_dropped"] = stats_.http2.txs_dropped;
+  r["http2_bad_preface"] = stats_.http2.bad_preface;
   r["sip_requests"] = stats_.sip.requests;
   r["sip_responses"] = stats_.sip.responses;
   r["sip_invalid"] = stats_.sip.invalid;

@@ -55,6 +55,7 @@
 #include "applayer/detection_ports.hpp"
 #include "applayer/dns.hpp"
 #include "applayer/http1.hpp"
+#include "applayer/http2.hpp"
 #include "applayer/ftp.hpp"
 #include "applayer/sip.hpp"
 #include "applayer/smtp.hpp"
@@ -81,7 +82,7 @@ struct AppLayerConfig {
 // Suricata's app_proto values. smb is detected (for flow records and the signatures of the
 // protocol) but not parsed; ssh's banners and smtp's envelopes and message headers are read; sip's
 // messages (start line and header fields) and ftp's commands and replies are.
-enum class AppProto : uint8_t { unknown, http, tls, dns, smtp, ftp, ssh, smb, failed, sip };
+enum class AppProto : uint8_t { unknown, http, tls, dns, smtp, ftp, ssh, smb, failed, sip, http2 };
 const char* app_proto_name(AppProto p);
 
 // A transaction some chunk changed: the chunk's flow, direction and delivering packet.
@@ -93,7 +94,8 @@ struct AppUpdate {
   FlowKey key;
   AppProto proto;    // http: tx is an HttpTx; tls: a TlsTx; dns: a DnsTx; ssh: an SshTx; smtp: an SmtpTx
   AppTx* tx;         // valid until the next process() or forget()
-  HttpTx* http() const { return proto == AppProto::http ? static_cast<HttpTx*>(tx) : nullptr; }
+  // HTTP/2's streams are HttpTx too (http2.hpp): the HTTP buffers read both versions.
+  HttpTx* http() const { return proto == AppProto::http || proto == AppProto::http2 ? static_cast<HttpTx*>(tx) : nullptr; }
   TlsTx* tls() const { return proto == AppProto::tls ? static_cast<TlsTx*>(tx) : nullptr; }
   DnsTx* dns() const { return proto == AppProto::dns ? static_cast<DnsTx*>(tx) : nullptr; }
   SshTx* ssh() const { return proto == AppProto::ssh ? static_cast<SshTx*>(tx) : nullptr; }
@@ -118,12 +120,13 @@ struct AppDatagram {
 
 struct AppLayerStats {
   HttpStats http;
+  Http2Stats http2;
   DnsStats dns;
   SmtpStats smtp;
   SipStats sip;
   FtpStats ftp;
   uint64_t flows = 0, flows_http = 0, flows_tls = 0, flows_dns = 0, flows_failed = 0, flows_full = 0;
-  uint64_t flows_smtp = 0, flows_ftp = 0, flows_ssh = 0, flows_smb = 0, flows_sip = 0;
+  uint64_t flows_smtp = 0, flows_ftp = 0, flows_ssh = 0, flows_smb = 0, flows_sip = 0, flows_http2 = 0;
   uint64_t ssh_banners_bad = 0;  // a direction without a readable SSH banner (too long, a gap)
   uint64_t tls_updates = 0, tls_malformed = 0, tls_certs = 0, tls_certs_undecoded = 0, tls_raw_cut = 0;
 };
@@ -164,6 +167,7 @@ class AppLayer {
     AppProto proto = AppProto::unknown;
     std::string probe[2];  // the first bytes of each direction while detection waits for more
     std::unique_ptr<Http1Conn> http;
+    std::unique_ptr<Http2Conn> http2;
     std::unique_ptr<TlsConn> tls;
     std::unique_ptr<DnsConn> dns;
     std::unique_ptr<SshConn> ssh;

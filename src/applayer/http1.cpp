@@ -556,7 +556,8 @@ std::string HttpTx::hostname(int* port) const {
     const size_t at = h.rfind('@');
     if (at != std::string::npos) h = h.substr(at + 1);
   } else if (!header_of(req_headers, "host", h)) {
-    return "";
+    if (authority.empty()) return "";
+    h = authority;  // HTTP/2's :authority
   }
   h = trim(h);
   // The port: after the bracketed IPv6 address, else after the first colon.
@@ -1181,6 +1182,10 @@ void Http1Conn::body(int dir, const uint8_t* p, size_t n) {
 }
 
 void Http1Conn::update_files(int dir, HttpTx& t, bool done, bool incomplete) {
+  update_http_files(t, dir, done, incomplete, lim_, stats_);
+}
+
+void update_http_files(HttpTx& t, int dir, bool done, bool incomplete, const HttpLimits& lim_, HttpStats& stats_) {
   const std::string& body = dir == 0 ? t.request_body : t.response_body;
   if (dir == 0 && !t.form && t.form_fed == 0 && !body.empty() && t.method == "POST" && form_data(t)) {
     // A form's parts are MIME entities under the request's Content-Type.

@@ -179,6 +179,12 @@ struct HttpTx : AppTx {
   std::unique_ptr<MimeDecoder> form;
   size_t form_fed = 0;  // request_body bytes handed to form
   const std::vector<MimeFile>& files(int side) const { return side == 0 && form ? form->files() : body_files[side]; }
+  // HTTP/2 (http2.hpp): the stream's transaction; its :authority (the host without a Host
+  // header) and anomalies (Http2Event bits; those the EVE anomaly log wrote).
+  bool http2 = false;
+  uint32_t stream_id = 0;
+  std::string authority;
+  uint32_t h2_events = 0, h2_events_logged = 0;
   // Header values by name (case-insensitive; repeated headers joined with ", "), "" when absent.
   std::string req_header(const char* name) const;
   std::string resp_header(const char* name) const;
@@ -190,6 +196,11 @@ struct HttpTx : AppTx {
   // port apart (*port: the port when one is given and valid, else -1). "" when there is none.
   std::string hostname(int* port = nullptr) const;
 };
+
+// A message's files after its body grew (HttpTx::files): opened with the body's first byte, a
+// form's parts handed to its MIME decoder; done: the message ended (incomplete: inside its body),
+// closed (hashes taken) or truncated. Both HTTP versions' parsers call it.
+void update_http_files(HttpTx& t, int dir, bool done, bool incomplete, const HttpLimits& lim, HttpStats& st);
 
 class Http1Conn {
  public:

@@ -60,9 +60,10 @@ std::string app_event_head(uint64_t ts_ns, uint64_t flow_id, uint64_t pcap_cnt, 
 }  // namespace
 
 std::string eve_applayer_anomaly_event(uint64_t ts_ns, uint64_t flow_id, uint64_t pcap_cnt, const FlowKey& key, bool src_lo,
-                                       uint64_t tx_id, const char* app_proto, const char* event) {
+                                       uint64_t tx_id, const char* app_proto, const char* event, bool upper) {
   std::string name = event;
-  for (char& c : name) c = char(std::toupper(static_cast<unsigned char>(c)));
+  if (upper)
+    for (char& c : name) c = char(std::toupper(static_cast<unsigned char>(c)));
   return app_event_head(ts_ns, flow_id, pcap_cnt, "anomaly", key, src_lo) + ",\"tx_id\":" + std::to_string(tx_id) +
          ",\"anomaly\":{\"app_proto\":\"" + app_proto + "\",\"type\":\"applayer\",\"event\":\"" + name +
          "\",\"layer\":\"proto_parser\"}}";
@@ -303,7 +304,7 @@ std::string eve_fileinfo_event(uint64_t ts_ns, uint64_t flow_id, uint64_t pcap_c
                                const HttpTx& t, int side, const MimeFile& f) {
   // From the file's sender: the server for a response's.
   return app_event_head(ts_ns, flow_id, pcap_cnt, "fileinfo", key, side == 1 ? !client_lo : client_lo) + "," +
-         eve_http_object(t) + ",\"app_proto\":\"http\"" + fileinfo_object(f, t.id);
+         eve_http_object(t) + (t.http2 ? ",\"app_proto\":\"http2\"" : ",\"app_proto\":\"http\"") + fileinfo_object(f, t.id);
 }
 
 std::string eve_smtp_event(uint64_t ts_ns, uint64_t flow_id, uint64_t pcap_cnt, const FlowKey& key, bool client_lo,

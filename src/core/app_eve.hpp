@@ -25,10 +25,11 @@ namespace gaspp {
 
 // EVE `anomaly` events of type applayer (Suricata's anomaly log, its applayer type): one per
 // app-layer event a transaction raised, `"tx_id"` and `"anomaly":{"app_proto","type":"applayer",
-// "event" (Suricata's name, uppercase),"layer":"proto_parser"}`; src the sender of the packet
-// that raised it (src_lo: key endpoint 0 sent it).
+// "event" (Suricata's name: uppercase for libhtp's events, as written for the Rust parsers'),
+// "layer":"proto_parser"}`; src the sender of the packet that raised it (src_lo: key endpoint 0
+// sent it).
 std::string eve_applayer_anomaly_event(uint64_t ts_ns, uint64_t flow_id, uint64_t pcap_cnt, const FlowKey& key, bool src_lo,
-                                       uint64_t tx_id, const char* app_proto, const char* event);
+                                       uint64_t tx_id, const char* app_proto, const char* event, bool upper = true);
 
 // The `"http":{...}` member (no leading comma).
 std::string eve_http_object(const HttpTx& t);

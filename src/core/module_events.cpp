@@ -116,9 +116,15 @@ void ModuleSet::gather_datagrams(const PacketBatch& b) {
 }
 
 namespace {
-// The app-layer events of an HTTP transaction the EVE anomaly log has not written yet, marked
-// written; 0 for other protocols.
+// The app-layer events of an HTTP transaction (HttpEvent bits; Http2Event bits on HTTP/2's) the
+// EVE anomaly log has not written yet, marked written; 0 for other protocols.
 uint64_t take_unlogged_events(AppProto proto, AppTx& t) {
+  if (proto == AppProto::http2) {
+    HttpTx& h = static_cast<HttpTx&>(t);
+    const uint32_t fresh = h.h2_events & ~h.h2_events_logged;
+    h.h2_events_logged |= fresh;
+    return fresh;
+  }
   if (proto != AppProto::http) return 0;
   HttpTx& h = static_cast<HttpTx&>(t);
   const uint64_t fresh = h.events & ~h.events_logged;
@@ -215,7 +221,7 @@ void app_events_of(AppProto proto, uint64_t ts, uint64_t flow_id, uint64_t cnt, 
     if (m.mime)
       for (const MimeFile& f : m.mime->files()) out.eve(eve_fileinfo_event(ts, flow_id, cnt, key, client_lo, m, f));
   }
-  if (proto == AppProto::http) {
+  if (proto == AppProto::http || proto == AppProto::http2) {
     const HttpTx& h = static_cast<const HttpTx&>(t);
     for (int side = 0; side < 2; ++side)
       for (const MimeFile& f : h.files(side)) out.eve(eve_fileinfo_event(ts, flow_id, cnt, key, client_lo, h, side, f));
@@ -226,6 +232,12 @@ void app_events_of(AppProto proto, uint64_t ts, uint64_t flow_id, uint64_t cnt, 
 
 void ModuleSet::write_anomalies(uint64_t ts_ns, uint64_t flow_id, uint64_t pcap_cnt, const FlowKey& key, bool src_lo,
                                 const AppTx& t, uint64_t events, ModuleOutput& out) {
+  // HTTP/2's event names are Suricata's Rust parser's, lowercase; libhtp's are written uppercase.
+  if (static_cast<const HttpTx&>(t).http2) {
+    for (const char* name : http2_event_names(uint32_t(events)))
+      out.eve(eve_applayer_anomaly_event(ts_ns, flow_id, pcap_cnt, key, src_lo, t.id, "http2", name, false));
+    return;
+  }
   for (const char* name : http_event_names(events))
     out.eve(eve_applayer_anomaly_event(ts_ns, flow_id, pcap_cnt, key, src_lo, t.id, "http", name));
 }

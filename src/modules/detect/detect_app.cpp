@@ -1227,7 +1227,8 @@ void DetectModule::Host::on_app(std::span<const AppUpdate> updates, std::vector<
       if (set_.sigs[a.sig].filestore)
         if (HttpTx* h = u.http()) h->file_depth_set[u.dir] = true;
       // tx_id, the transaction's object (unless metadata.app-layer is off) and app_proto.
-      const char* proto = u.tls() ? "tls" : u.dns() ? "dns" : u.smtp() ? "smtp" : u.ssh() ? "ssh" : u.sip() ? "sip" : u.ftp() ? "ftp" : "http";
+      const char* proto = u.tls() ? "tls" : u.dns() ? "dns" : u.smtp() ? "smtp" : u.ssh() ? "ssh" : u.sip() ? "sip" : u.ftp() ? "ftp"
+                          : u.proto == AppProto::http2 ? "http2" : "http";
       std::string obj;
       if (alert_meta_.app_layer)
         obj = "," + (u.tls()    ? eve_tls_object(*u.tls())

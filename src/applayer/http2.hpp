@@ -1,0 +1,121 @@
+// applayer/http2.hpp — HTTP/2 (RFC 9113) over the two reassembled directions of a TCP connection
+// that starts with the client's connection preface ("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n", prior
+// knowledge; Suricata's app_proto http2).
+//
+// Http2Conn reads each direction's frames (any split) and makes each stream a transaction, an
+// HttpTx (http1.hpp) so that the HTTP buffers, files and EVE fields read it as Suricata's HTTP
+// keywords read HTTP/2: method, path (:path, the URI), :authority (the host when there is no Host
+// header), the regular header fields of each side, the request line "METHOD PATH HTTP/2" and the
+// response line "HTTP/2 STATUS", the bodies from DATA frames (decoded per Content-Encoding as
+// HTTP/1's, up to the same body limits), and the files of HTTP/1's rules (http1.hpp HttpTx::files).
+// Header blocks (HEADERS, PUSH_PROMISE, CONTINUATION) are decompressed with nghttp2's HPACK
+// decoder, one per direction, every block in order (a stream dropped still updates the table);
+// SETTINGS_HEADER_TABLE_SIZE from one side sets the other side's decoder's limit (at most 64 KiB,
+// Suricata's HTTP2_MAX_TABLESIZE). An informational response (1xx) is skipped; a later HEADERS on
+// a stream whose headers came is a trailer (decoded, not kept). END_STREAM ends a side's message,
+// RST_STREAM both.
+//
+// Anomalies (Suricata's HTTP2Event names, app-layer-event:http2.NAME and EVE anomaly events) are
+// raised on the stream's transaction, or, with no stream (stream 0, the preface), on the
+// connection's last transaction: invalid_client_magic, invalid_frame_header (a frame other than
+// SETTINGS, PING, GOAWAY or WINDOW_UPDATE on stream 0), data_stream_zero, long_frame_data (a frame
+// of 64 KiB or more that has not all come: its first bytes are read, the rest skipped),
+// invalid_header (HPACK could not decode a block: that direction stops), too_many_streams.
+//
+// Limits: at most HttpLimits::max_txs unfinished streams (more: the oldest is dropped,
+// txs_dropped); a header block of at most 256 KiB across its CONTINUATION frames (more: the block
+// is dropped, invalid_header, and the direction stops, as its decoder's table is then unknown).
+// A gap stops the direction (http_gaps).
+#pragma once
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "applayer/http1.hpp"
+
+struct nghttp2_hd_inflater;
+
+namespace gaspp {
+
+#define GASPP_HTTP2_EVENTS(X)                         \
+  X(InvalidFrameHeader, "invalid_frame_header")        \
+  X(InvalidClientMagic, "invalid_client_magic")        \
+  X(InvalidHeader, "invalid_header")                   \
+  X(LongFrameData, "long_frame_data")                  \
+  X(TooManyStreams, "too_many_streams")                \
+  X(DataStreamZero, "data_stream_zero")
+
+enum class Http2EventId : uint8_t {
+#define GASPP_HTTP2_EVENT_ID(id, name) id,
+  GASPP_HTTP2_EVENTS(GASPP_HTTP2_EVENT_ID)
+#undef GASPP_HTTP2_EVENT_ID
+  kCount
+};
+enum Http2Event : uint32_t {
+#define GASPP_HTTP2_EVENT_BIT(id, name) kHttp2Ev##id = uint32_t(1) << unsigned(Http2EventId::id),
+  GASPP_HTTP2_EVENTS(GASPP_HTTP2_EVENT_BIT)
+#undef GASPP_HTTP2_EVENT_BIT
+};
+// The bit of Suricata's HTTP/2 event NAME (without "http2."); 0 for the events not raised here.
+uint32_t http2_event_bit(const std::string& name);
+// The name of each bit set in `events`, in bit order.
+std::vector<const char*> http2_event_names(uint32_t events);
+
+struct Http2Stats {
+  uint64_t frames = 0, streams = 0, hpack_errors = 0, long_frames = 0, gaps = 0, txs_dropped = 0, bad_preface = 0;
+};
+
+class Http2Conn {
+ public:
+  Http2Conn(const HttpLimits& lim, HttpStats& http_stats, Http2Stats& stats);
+  ~Http2Conn();
+  Http2Conn(const Http2Conn&) = delete;
+  Http2Conn& operator=(const Http2Conn&) = delete;
+  // In-order bytes of direction dir (0 client → server); gap: bytes were lost before them.
+  void feed(int dir, const uint8_t* p, size_t n, bool gap = false);
+  // The direction ended: its open messages end (truncated files).
+  void end(int dir);
+  const std::vector<HttpTx*>& touched() const { return touched_; }
+  void clear_touched() { touched_.clear(); }
+  void release_done();
+  const std::deque<std::unique_ptr<HttpTx>>& txs() const { return txs_; }
+
+ private:
+  struct Dir {
+    std::string buf;          // bytes not yet parsed (at most one frame)
+    bool preface = false;     // the client's preface was read (the server has none)
+    bool lost = false;
+    uint64_t skip = 0;        // bytes of a long frame still to skip
+    std::string block;        // a header block gathered from HEADERS / PUSH_PROMISE and CONTINUATION
+    uint32_t block_stream = 0;
+    bool block_end_stream = false, block_push = false, in_block = false;
+    nghttp2_hd_inflater* hd = nullptr;
+  };
+  struct Stream {
+    HttpTx* tx = nullptr;
+    std::unique_ptr<HttpBodyDecoder> dec[2];
+    bool done[2] = {false, false};
+  };
+  void frame(int dir, uint8_t type, uint8_t flags, uint32_t sid, const uint8_t* p, size_t n, bool complete);
+  void header_block(int dir, uint32_t sid, bool end_stream, bool push);
+  void data(int dir, uint32_t sid, const uint8_t* p, size_t n);
+  void end_side(int dir, uint32_t sid, bool incomplete);
+  Stream* stream(uint32_t sid, bool create);
+  void event(uint32_t sid, uint32_t ev);
+  void touch(HttpTx* t);
+  void lose(int dir);
+
+  HttpLimits lim_;
+  HttpStats& hstats_;
+  Http2Stats& st_;
+  Dir d_[2];
+  std::unordered_map<uint32_t, Stream> streams_;
+  std::deque<std::unique_ptr<HttpTx>> txs_;
+  std::vector<HttpTx*> touched_;
+  uint64_t next_id_ = 0;
+};
+
+}  // namespace gaspp

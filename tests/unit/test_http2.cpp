@@ -1,0 +1,171 @@
+// The HTTP/2 parser (applayer/http2.hpp): connections whose header blocks nghttp2's HPACK encoder
+// wrote (the oracle for the decoding: what went in must come out), with CONTINUATION frames,
+// padding, a 100 response, trailers, a gzip body (zlib), a pushed stream and a reset one; the
+// transactions must be the same at every split of either direction.
+#include <gtest/gtest.h>
+#include <nghttp2/nghttp2.h>
+#include <zlib.h>
+
+#include <string>
+#include <vector>
+
+#include "applayer/http2.hpp"
+
+namespace gaspp {
+namespace {
+
+using Fields = std::vector<std::pair<std::string, std::string>>;
+
+// A header block as nghttp2's encoder writes it (one encoder per direction: its dynamic table
+// carries over between blocks, as the decoder's must).
+std::string hpack(nghttp2_hd_deflater* enc, const Fields& f) {
+  std::vector<nghttp2_nv> nv;
+  for (const auto& [n, v] : f)
+    nv.push_back({(uint8_t*)n.data(), (uint8_t*)v.data(), n.size(), v.size(), NGHTTP2_NV_FLAG_NONE});
+  std::string out(nghttp2_hd_deflate_bound(enc, nv.data(), nv.size()), '\0');
+  const ssize_t n = nghttp2_hd_deflate_hd(enc, (uint8_t*)out.data(), out.size(), nv.data(), nv.size());
+  out.resize(n > 0 ? size_t(n) : 0);
+  return out;
+}
+
+std::string frame(uint8_t type, uint8_t flags, uint32_t sid, const std::string& payload) {
+  std::string h(9, '\0');
+  h[0] = char(payload.size() >> 16), h[1] = char(payload.size() >> 8), h[2] = char(payload.size());
+  h[3] = char(type), h[4] = char(flags);
+  h[5] = char(sid >> 24), h[6] = char(sid >> 16), h[7] = char(sid >> 8), h[8] = char(sid);
+  return h + payload;
+}
+
+std::string gzip_of(const std::string& in) {
+  z_stream z{};
+  deflateInit2(&z, 6, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY);
+  std::string out(deflateBound(&z, in.size()) + 32, '\0');
+  z.next_in = (Bytef*)in.data();
+  z.avail_in = uInt(in.size());
+  z.next_out = (Bytef*)out.data();
+  z.avail_out = uInt(out.size());
+  deflate(&z, Z_FINISH);
+  out.resize(z.total_out);
+  deflateEnd(&z);
+  return out;
+}
+
+struct Conn {
+  std::string client, server;
+};
+
+// Client: preface, SETTINGS (header table 8192), a GET on stream 1 whose block goes on in a
+// CONTINUATION, a padded POST with a body on stream 3, a GET on stream 5 reset by the client.
+// Server: SETTINGS, 100 then 200 on stream 1 with a gzip body in two DATA frames and a trailer, a
+// PUSH_PROMISE of stream 2 on stream 1, 404 on stream 3.
+Conn connection(const std::string& body) {
+  nghttp2_hd_deflater *ce, *se;
+  nghttp2_hd_deflate_new(&ce, 4096);
+  nghttp2_hd_deflate_new(&se, 4096);
+  Conn c;
+  c.client = "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
+  c.client += frame(4, 0, 0, std::string("\x00\x01\x00\x00\x20\x00", 6));
+  const std::string b1 = hpack(ce, {{":method", "GET"}, {":scheme", "http"}, {":path", "/dl/file.bin?x=1"},
+                                    {":authority", "example.com:8080"}, {"user-agent", "t/1.0"}, {"accept", "*/*"}});
+  c.client += frame(1, 0x1, 1, b1.substr(0, 5)) + frame(9, 0x4, 1, b1.substr(5));
+  const std::string b3 = hpack(ce, {{":method", "POST"}, {":scheme", "http"}, {":path", "/up"}, {":authority", "example.com"},
+                                    {"content-type", "text/plain"}});
+  c.client += frame(1, 0x4 | 0x8, 3, std::string(1, '\x02') + b3 + std::string(2, '\0'));
+  c.client += frame(0, 0x1 | 0x8, 3, std::string(1, '\x03') + "hello h2" + std::string(3, '\0'));
+  const std::string b5 = hpack(ce, {{":method", "GET"}, {":scheme", "http"}, {":path", "/never"}, {":authority", "example.com"}});
+  c.client += frame(1, 0x4 | 0x1, 5, b5);
+  c.client += frame(3, 0, 5, std::string("\0\0\0\x08", 4));
+  c.server = frame(4, 0, 0, "") + frame(4, 0x1, 0, "");
+  c.server += frame(1, 0x4, 1, hpack(se, {{":status", "100"}}));
+  c.server += frame(1, 0x4, 1, hpack(se, {{":status", "200"}, {"content-type", "application/octet-stream"},
+                                            {"content-encoding", "gzip"}, {"server", "h2srv"}}));
+  c.server += frame(5, 0x4, 1, std::string("\0\0\0\x02", 4) + hpack(se, {{":method", "GET"}, {":scheme", "http"},
+                                                                         {":path", "/pushed.css"}, {":authority", "example.com"}}));
+  const std::string gz = gzip_of(body);
+  c.server += frame(0, 0, 1, gz.substr(0, gz.size() / 2)) + frame(0, 0, 1, gz.substr(gz.size() / 2));
+  c.server += frame(1, 0x4 | 0x1, 1, hpack(se, {{"x-trailer", "t"}}));
+  c.server += frame(1, 0x4 | 0x1, 3, hpack(se, {{":status", "404"}}));
+  nghttp2_hd_deflate_del(ce);
+  nghttp2_hd_deflate_del(se);
+  return c;
+}
+
+std::string summary(const Http2Conn& c) {
+  std::string s;
+  for (const auto& t : c.txs()) {
+    s += "[" + std::to_string(t->stream_id) + "|" + t->request_line + "|" + t->hostname() + "|";
+    for (const HttpHeader& h : t->req_headers) s += h.name + "=" + h.value + ";";
+    s += "|" + t->request_body + "|" + t->response_line + "|";
+    for (const HttpHeader& h : t->resp_headers) s += h.name + "=" + h.value + ";";
+    s += "|" + t->response_body + "|" + (t->req_done ? "q" : "-") + (t->resp_done ? "r" : "-");
+    for (const char* e : http2_event_names(t->h2_events)) s += std::string("|") + e;
+    s += "]\n";
+  }
+  return s;
+}
+
+std::string run(const Conn& c, size_t cut_client, size_t cut_server) {
+  HttpStats hs;
+  Http2Stats st;
+  Http2Conn conn(HttpLimits{}, hs, st);
+  const auto feed = [&](int dir, const std::string& b, size_t cut) {
+    const size_t k = cut && cut < b.size() ? cut : b.size();
+    conn.feed(dir, (const uint8_t*)b.data(), k);
+    if (k < b.size()) conn.feed(dir, (const uint8_t*)b.data() + k, b.size() - k);
+  };
+  // The client's frames first, then the server's: HPACK state is per direction, so the order of
+  // the two directions does not change what is decoded.
+  feed(0, c.client, cut_client);
+  feed(1, c.server, cut_server);
+  conn.end(0);
+  conn.end(1);
+  return summary(conn);
+}
+
+TEST(Http2, StreamsAsTransactionsAtEverySplit) {
+  std::string body;
+  for (int i = 0; i < 300; ++i) body += "h2 body line " + std::to_string(i) + "\n";
+  const Conn c = connection(body);
+  const std::string want =
+      "[1|GET /dl/file.bin?x=1 HTTP/2|example.com|user-agent=t/1.0;accept=*/*;||HTTP/2 200|"
+      "content-type=application/octet-stream;content-encoding=gzip;server=h2srv;|" + body + "|qr]\n"
+      "[3|POST /up HTTP/2|example.com|content-type=text/plain;|hello h2|HTTP/2 404|||qr]\n"
+      "[5|GET /never HTTP/2|example.com||||||qr]\n"
+      "[2|GET /pushed.css HTTP/2|example.com||||||qr]\n";
+  EXPECT_EQ(run(c, 0, 0), want);
+  for (size_t k = 1; k < c.client.size(); ++k) ASSERT_EQ(run(c, k, 0), want) << "client split at " << k;
+  for (size_t k = 1; k < c.server.size(); ++k) ASSERT_EQ(run(c, 0, k), want) << "server split at " << k;
+}
+
+TEST(Http2, AnomaliesAsSuricataNamesThem) {
+  struct Case {
+    const char* name;
+    std::string client, server;
+    std::string want_event;
+  };
+  const std::string preface = "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
+  std::vector<Case> cases = {
+      {"not the preface", "PRI * HTTP/1.1\r\n\r\nXX\r\n\r\n", "", "invalid_client_magic"},
+      {"DATA on stream 0", preface + frame(0, 0, 0, "abc"), "", "data_stream_zero"},
+      {"HEADERS on stream 0", preface + frame(1, 0x4, 0, std::string("\x82", 1)), "", "invalid_frame_header"},
+      {"a header block HPACK cannot read", preface + frame(1, 0x4, 1, std::string("\xff\xff\xff\xff\xff", 5)), "",
+       "invalid_header"},
+      {"a long frame not all come", preface + frame(1, 0x5, 1, std::string("\x82\x86\x84\x41\x01\x61", 6)) +
+                                        frame(0, 0, 1, std::string(70000, 'x')).substr(0, 9 + 1000),
+       "", "long_frame_data"},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    HttpStats hs;
+    Http2Stats st;
+    Http2Conn conn(HttpLimits{}, hs, st);
+    conn.feed(0, (const uint8_t*)c.client.data(), c.client.size());
+    if (!c.server.empty()) conn.feed(1, (const uint8_t*)c.server.data(), c.server.size());
+    uint32_t ev = 0;
+    for (const auto& t : conn.txs()) ev |= t->h2_events;
+    EXPECT_EQ(ev, http2_event_bit(c.want_event)) << summary(conn);
+  }
+}
+
+}  // namespace
+}  // namespace gaspp
