@@ -583,6 +583,8 @@ struct DetectModule {
       IntCond dns_rrtype;             // and dns.rrtype
       const std::vector<Signature::FileHashCond>* file_hashes = nullptr;  // the signature's (set_ holds them)
       UintCond filesize;                                                  // and its filesize
+      uint8_t http_version = 0;  // Signature's: 1 HTTP/1's transactions only, 2 HTTP/2's
+      uint32_t http2_events = 0;  // Signature's app-layer-event:http2.* (Http2Event bits): all on the transaction
       struct Size {
         uint16_t key;
         bool either;

@@ -669,6 +669,8 @@ void DetectModule::Host::add_app_sig(uint32_t i) {
   smtp_envelope_sigs_ = smtp_envelope_sigs_ || s.app_proto == 6;
   for (const SigOp& o : s.ops) mail_body_md5_ = mail_body_md5_ || base_buf(o.buf) == kBufEmailBodyMd5;
   for (const auto& z : s.bsize) mail_body_md5_ = mail_body_md5_ || base_buf(z.first) == kBufEmailBodyMd5;
+  a.http_version = s.http_version;
+  a.http2_events = s.http2_events;
   a.per_instance = s.app_proto == 4 || s.file_conds();  // a mail's files, the file keywords' files
   if (s.file_conds()) {
     a.file_hashes = s.file_hashes.empty() ? nullptr : &s.file_hashes;
@@ -1110,6 +1112,11 @@ void DetectModule::Host::on_app(std::span<const AppUpdate> updates, std::vector<
         const HttpTx* h = u.http();
         if (!h || (h->events & a.http_events) != a.http_events) continue;
       }
+      if (a.http2_events) {
+        const HttpTx* h = u.http();
+        if (!h || (h->h2_events & a.http2_events) != a.http2_events) continue;
+      }
+      if (a.http_version && (u.proto == AppProto::http2) != (a.http_version == 2)) continue;
       if (a.file_hashes || a.filesize.mode != kUintNone) {
         // The instance's file of the side inspected (a mail's attachments: to the server).
         const std::vector<MimeFile>* fs = u.smtp() ? (u.smtp()->mime ? &u.smtp()->mime->files() : nullptr)

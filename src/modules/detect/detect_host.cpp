@@ -877,7 +877,13 @@ void DetectModule::Host::on_event(const ModuleEvent& ev, const HostPacket& p, Mo
   last_sig_ = e.value;
   ++matches_;
   const Signature& s = set_.sigs[e.value];
-  if (!s.gate_proto.empty() && (!p.app_proto || s.gate_proto != p.app_proto)) {
+  // `http` is both HTTP versions' (Suricata's ALPROTO_HTTP), `http1` HTTP/1's; the others their own.
+  const auto gate_holds = [&] {
+    if (!p.app_proto) return false;
+    if (s.gate_proto == "http1") return std::strcmp(p.app_proto, "http") == 0;
+    return s.gate_proto == p.app_proto || (s.gate_proto == "http" && std::strcmp(p.app_proto, "http2") == 0);
+  };
+  if (!s.gate_proto.empty() && !gate_holds()) {
     // Suricata: a signature's app_proto must be the flow's (as of this packet) before it inspects.
     ++app_proto_rejected_;
     return;

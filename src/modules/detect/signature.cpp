@@ -2,6 +2,7 @@
 #include "modules/detect/signature.hpp"
 
 #include "applayer/http1.hpp"
+#include "applayer/http2.hpp"
 #include "modules/detect/dataset.hpp"
 #include "modules/detect/tag.hpp"
 #include "modules/detect/text.hpp"
@@ -955,6 +956,7 @@ std::string finish(Signature& s) {
   }
   const bool packet_bufs_only = std::all_of(s.ops.begin(), s.ops.end(), [](const SigOp& o) { return ip_addr_buf(o.buf); });
   if (s.app && s.rule.action == RuleAction::alert && packet_bufs_only && s.bsize.empty() && s.absent.empty() && !s.urilen.on && !s.http_events &&
+      !s.http2_events &&
       !s.file_conds() &&
       !s.dns_events &&
       !s.tls_version_on && !s.dns_opcode.on && !s.dns_rcode.on && s.dns_rrtype.c.mode == kUintNone && !s.tls_chain_len.on &&
@@ -968,7 +970,7 @@ std::string finish(Signature& s) {
     // that; once a transaction is the nearest to it.
     s.app = false;
     s.app_proto = 0;
-    s.gate_proto = s.rule.app_proto == "http1" ? "http" : s.rule.app_proto;
+    s.gate_proto = s.rule.app_proto;
   }
   // The packet's header buffers: packet signatures, at most two such buffers. ip.src and ip.dst
   // in an application-layer signature are buffers of the transaction's direction (detect_app.cpp).
@@ -1373,9 +1375,12 @@ std::string parse_signature(const std::string& text, const RuleVars& vars, Signa
   std::vector<std::pair<std::string, std::string>> opts;
   const std::string head = parse_rule_head(text, vars, out.rule, opts);
   if (!head.empty()) return head;
-  if (out.rule.app_proto == "http" || out.rule.app_proto == "http1" || out.rule.app_proto == "tls") {
+  if (out.rule.app_proto == "http" || out.rule.app_proto == "http1" || out.rule.app_proto == "http2" ||
+      out.rule.app_proto == "tls") {
     out.app = true;
     out.app_proto = out.rule.app_proto == "tls" ? 2 : 1;
+    // http1 / http2: the transactions of that version only (http: both).
+    out.http_version = out.rule.app_proto == "http1" ? 1 : out.rule.app_proto == "http2" ? 2 : 0;
     out.rule.proto = 6;
   } else if (out.rule.app_proto == "dns") {
     out.app = true;
@@ -2052,6 +2057,12 @@ std::string parse_signature(const std::string& text, const RuleVars& vars, Signa
       if (ev.rfind("ftp.", 0) == 0) {
         if (std::string r = take(ftp_event_bit(name), 8, out.ftp_events); !r.empty()) return r;
         if (out.gate_proto == "ftp") out.gate_proto.clear();
+        continue;
+      }
+      if (ev.rfind("http2.", 0) == 0) {
+        // HTTP/2's anomalies (applayer/http2.hpp): on HTTP/2's transactions only.
+        if (std::string r = take(http2_event_bit(ev.substr(6)), 1, out.http2_events); !r.empty()) return r;
+        out.http_version = 2;
         continue;
       }
       const uint64_t bit = ev.rfind("http.", 0) == 0 ? http_event_bit(ev.substr(5)) : 0;

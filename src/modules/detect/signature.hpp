@@ -402,6 +402,7 @@ struct Signature {
   // smb; Suricata's app_proto name): a packet or stream signature that matches only on flows
   // detected as that protocol, as of the matching packet (decided on the host, detect.hpp).
   std::string gate_proto;
+  uint8_t http_version = 0;        // the header's http1 (1) or http2 (2): that version's transactions only
   uint8_t app_proto = 0;           // 1 http, 2 tls, 3 dns, 4 smtp files, 5 ssh, 6 smtp envelope, 7 sip, 8 ftp (from the header's protocol or the buffers)
   // ftp.dynamic_port, ftp.mode (1 active, 2 passive), ftp.reply_received (1 yes, 2 no): the
   // transaction's (applayer/ftp.hpp)
@@ -411,6 +412,7 @@ struct Signature {
   uint8_t ftp_events = 0;          // app-layer-event:ftp.NAME (applayer/ftp.hpp FtpEvent bits), all required
   uint32_t tls_events = 0;         // app-layer-event:tls.NAME (applayer/tls.hpp TlsEvent bits), all required
   uint64_t http_events = 0;        // app-layer-event:http.NAME (applayer/http1.hpp HttpEvent bits), all required
+  uint32_t http2_events = 0;       // app-layer-event:http2.NAME (applayer/http2.hpp Http2Event bits), all required
   uint16_t dns_events = 0;         // app-layer-event:dns.NAME (applayer/dns.hpp DnsEvent bits), all required
   NumCond urilen;                  // urilen (on the normalized URI, or the raw one with urilen_raw)
   bool urilen_raw = false;
