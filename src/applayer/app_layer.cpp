@@ -478,6 +478,20 @@ void AppLayer::process(const std::vector<StreamChunk>& chunks, std::span<const u
       if (c.len && !conflict) f.ftp->feed(dir, p, c.len, c.gap != 0);
       else if (conflict) f.ftp->feed(dir, nullptr, 0, true);
     }
+    bool adopted = false;
+    if (f.proto == AppProto::http && f.http->h2c_upgrade() && !f.http2) {
+      // Upgraded to HTTP/2: the flow is http2 from here on; its parser takes stream 1 from the
+      // upgraded request and the server's bytes after the 101 (the client's come with its preface).
+      ++stats_.flows_http2;
+      HttpLimits lim = cfg_.http;
+      lim.file_hashes |= cfg_.file_hashes;
+      f.http2 = std::make_unique<Http2Conn>(lim, stats_.http, stats_.http2);
+      f.http2->adopt_upgrade(*f.http->h2c_upgrade());
+      const std::string rest = f.http->take_h2c_rest();
+      if (!rest.empty()) f.http2->feed(1, reinterpret_cast<const uint8_t*>(rest.data()), rest.size());
+      f.proto = AppProto::http2;
+      adopted = true;
+    }
     decided(f, c.packet);
     // The parser's roles: a turned-around flow's client is the key's other endpoint.
     const int dir = wire_dir ^ (f.reversed ? 1 : 0);
@@ -496,6 +510,9 @@ void AppLayer::process(const std::vector<StreamChunk>& chunks, std::span<const u
       f.http->clear_touched();
     }
     if (f.http2) {
+      // The upgraded request, now stream 1's: its request side is inspected too.
+      if (adopted && !f.http2->txs().empty())
+        out.push_back(AppUpdate{c.flow_id, c.packet, 0, client_lo, c.key, AppProto::http2, f.http2->txs().front().get()});
       for (HttpTx* t : f.http2->touched())
         out.push_back(AppUpdate{c.flow_id, c.packet, uint8_t(dir), client_lo, c.key, AppProto::http2, t});
       f.http2->clear_touched();

@@ -49,10 +49,6 @@ bool join_headers(const std::vector<HttpHeader>& hs, Same same, std::string& out
   return any;
 }
 
-bool header_of(const std::vector<HttpHeader>& hs, const char* name, std::string& out) {
-  return join_headers(hs, [&](const std::string& n) { return ieq(n, name); }, out);
-}
-
 // A chunk-size line: optional whitespace, hex digits, then anything (extensions). -1: no digits.
 int64_t parse_chunk_size(const std::string& line) {
   size_t i = 0;
@@ -526,21 +522,34 @@ std::vector<const char*> http_event_names(uint64_t events) {
   return out;
 }
 
+namespace {
+// Whether a field's name is `want`: any case in HTTP/1; in HTTP/2 as sent, lowercase (its field
+// names are lowercase on the wire; the fields an upgraded request brought from HTTP/1 keep their
+// case and so are not found by name, as in Suricata's HTTP/2 lookups).
+bool field_is(const HttpTx& t, const std::string& n, const char* want) {
+  if (!t.http2) return ieq(n, want);
+  size_t i = 0;
+  for (; want[i]; ++i)
+    if (i >= n.size() || n[i] != char(std::tolower(static_cast<unsigned char>(want[i])))) return false;
+  return i == n.size();
+}
+}  // namespace
+
 std::string HttpTx::req_header(const char* name) const {
   std::string v;
-  header_of(req_headers, name, v);
+  header(0, name, v);
   return v;
 }
 std::string HttpTx::resp_header(const char* name) const {
   std::string v;
-  header_of(resp_headers, name, v);
+  header(1, name, v);
   return v;
 }
 bool HttpTx::has_req_header(const char* name) const {
-  return std::any_of(req_headers.begin(), req_headers.end(), [&](const HttpHeader& h) { return ieq(h.name, name); });
+  return std::any_of(req_headers.begin(), req_headers.end(), [&](const HttpHeader& h) { return field_is(*this, h.name, name); });
 }
 bool HttpTx::header(int side, const char* name, std::string& out) const {
-  return header_of(side ? resp_headers : req_headers, name, out);
+  return join_headers(side ? resp_headers : req_headers, [&](const std::string& n) { return field_is(*this, n, name); }, out);
 }
 
 std::string HttpTx::hostname(int* port) const {
@@ -555,7 +564,7 @@ std::string HttpTx::hostname(int* port) const {
     h = uri_raw.substr(a, e == std::string::npos ? std::string::npos : e - a);
     const size_t at = h.rfind('@');
     if (at != std::string::npos) h = h.substr(at + 1);
-  } else if (!header_of(req_headers, "host", h)) {
+  } else if (!header(0, "host", h)) {
     if (authority.empty()) return "";
     h = authority;  // HTTP/2's :authority
   }
@@ -647,7 +656,10 @@ void Http1Conn::too_long(int dir) {
 
 void Http1Conn::feed(int dir, const uint8_t* p, size_t n, bool gap) {
   Dir& d = d_[dir];
-  if (d.phase == kLost) return;
+  if (d.phase == kLost) {
+    if (upgrade_tx_ && dir == 1 && !gap) h2_rest_.append(reinterpret_cast<const char*>(p), n);
+    return;
+  }
   if (gap) {
     lose(dir, stats_.gaps);
     return;
@@ -974,6 +986,12 @@ void Http1Conn::drain_response(bool eof) {
     d.line.erase(0, used);
     if (d.line.empty()) return;
   }
+  if (upgrade_tx_ && d.phase == kLost) {
+    // The server's first HTTP/2 bytes, after its 101.
+    h2_rest_.append(d.line);
+    d.line.clear();
+    return;
+  }
   if (d.phase == kLost || d.line.empty()) return;
   // The headers ended: what follows them is the body (or the next response).
   std::string rest;
@@ -1090,10 +1108,16 @@ void Http1Conn::response_headers_done(size_t) {
     return;
   }
   if (code == 101 && !te && !cl) {
-    // Switching protocols: what follows is not HTTP/1 any more.
+    // Switching protocols: what follows is not HTTP/1 any more. To h2c (the request asked for it,
+    // the response agrees): HTTP/2 follows, which the application layer hands to its parser
+    // (h2c_upgraded()).
     t.resp_done = true;
     d.phase = kLost;
     d_[0].phase = kLost;
+    std::string up;
+    if (joined_header(t.req_headers, "upgrade", up) && contains_nocase(up, "h2c") &&
+        joined_header(t.resp_headers, "upgrade", up) && contains_nocase(up, "h2c"))
+      upgrade_tx_ = &t;
     return;
   }
   if (code == 101) t.events |= kHttpEvSwitchingProtoWithContentLength;

@@ -4,6 +4,7 @@
 #include <nghttp2/nghttp2.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cstring>
 
 namespace gaspp {
@@ -332,7 +333,7 @@ void Http2Conn::header_block(int dir, uint32_t sid, bool end_stream, bool push) 
     for (const HttpHeader& h : fields)
       if (h.name.empty() || h.name[0] != ':') t.resp_headers.push_back(h);
     for (const HttpHeader& h : t.resp_headers) t.resp_headers_raw += h.name + ": " + h.value + "\r\n";
-    t.response_line = "HTTP/2 " + status;
+    t.response_line = "HTTP/2 " + status + "\r\n";  // as Suricata's HTTP/2 response line
     t.resp_line = t.resp_headers_done = true;
     ++hstats_.responses;
   }
@@ -385,6 +386,27 @@ void Http2Conn::end_side(int dir, uint32_t sid, bool incomplete) {
   HttpTx& t = *s->tx;
   update_http_files(t, dir, true, incomplete, lim_, hstats_);
   (dir == 0 ? t.req_done : t.resp_done) = true;
+  touch(&t);
+}
+
+void Http2Conn::adopt_upgrade(const HttpTx& h1) {
+  Stream* s = stream(1, true);
+  if (!s) return;
+  HttpTx& t = *s->tx;
+  t.method = h1.method;
+  t.uri_raw = h1.uri_raw;
+  // The fields as HTTP/1 sent them, their names' case kept (SCHttp2TxAddHeader).
+  t.req_headers = h1.req_headers;
+  for (const HttpHeader& h : h1.req_headers)
+    if (h.name.size() == 4 && std::tolower(static_cast<unsigned char>(h.name[0])) == 'h' &&
+        std::tolower(static_cast<unsigned char>(h.name[1])) == 'o' && std::tolower(static_cast<unsigned char>(h.name[2])) == 's' &&
+        std::tolower(static_cast<unsigned char>(h.name[3])) == 't')
+      t.authority = h.value;  // the host, as :authority is HTTP/2's
+  for (const HttpHeader& h : t.req_headers) t.req_headers_raw += h.name + ": " + h.value + "\r\n";
+  t.request_line = t.method + " " + t.uri_raw + " HTTP/2";
+  t.request_body = h1.request_body;
+  t.req_line = t.req_headers_done = t.req_done = true;
+  s->done[0] = true;
   touch(&t);
 }
 

@@ -78,6 +78,9 @@ class Http2Conn {
   void feed(int dir, const uint8_t* p, size_t n, bool gap = false);
   // The direction ended: its open messages end (truncated files).
   void end(int dir);
+  // An upgrade from HTTP/1 (Upgrade: h2c): stream 1 is the upgraded request's, its request side
+  // copied from HTTP/1's transaction (Suricata's HTTP2MimicHttp1Request), its response to come.
+  void adopt_upgrade(const HttpTx& h1);
   const std::vector<HttpTx*>& touched() const { return touched_; }
   void clear_touched() { touched_.clear(); }
   void release_done();

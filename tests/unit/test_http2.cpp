@@ -1,7 +1,8 @@
 // The HTTP/2 parser (applayer/http2.hpp): connections whose header blocks nghttp2's HPACK encoder
 // wrote (the oracle for the decoding: what went in must come out), with CONTINUATION frames,
 // padding, a 100 response, trailers, a gzip body (zlib), a pushed stream and a reset one; the
-// transactions must be the same at every split of either direction.
+// transactions must be the same at every split of either direction; and an upgrade from HTTP/1
+// through the application layer.
 #include <gtest/gtest.h>
 #include <nghttp2/nghttp2.h>
 #include <zlib.h>
@@ -9,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "applayer/app_layer.hpp"
 #include "applayer/http2.hpp"
 
 namespace gaspp {
@@ -127,9 +129,9 @@ TEST(Http2, StreamsAsTransactionsAtEverySplit) {
   for (int i = 0; i < 300; ++i) body += "h2 body line " + std::to_string(i) + "\n";
   const Conn c = connection(body);
   const std::string want =
-      "[1|GET /dl/file.bin?x=1 HTTP/2|example.com|user-agent=t/1.0;accept=*/*;||HTTP/2 200|"
+      "[1|GET /dl/file.bin?x=1 HTTP/2|example.com|user-agent=t/1.0;accept=*/*;||HTTP/2 200\r\n|"
       "content-type=application/octet-stream;content-encoding=gzip;server=h2srv;|" + body + "|qr]\n"
-      "[3|POST /up HTTP/2|example.com|content-type=text/plain;|hello h2|HTTP/2 404|||qr]\n"
+      "[3|POST /up HTTP/2|example.com|content-type=text/plain;|hello h2|HTTP/2 404\r\n|||qr]\n"
       "[5|GET /never HTTP/2|example.com||||||qr]\n"
       "[2|GET /pushed.css HTTP/2|example.com||||||qr]\n";
   EXPECT_EQ(run(c, 0, 0), want);
@@ -164,6 +166,59 @@ TEST(Http2, AnomaliesAsSuricataNamesThem) {
     uint32_t ev = 0;
     for (const auto& t : conn.txs()) ev |= t->h2_events;
     EXPECT_EQ(ev, http2_event_bit(c.want_event)) << summary(conn);
+  }
+}
+
+// An upgrade from HTTP/1 (RFC 7540 §3.2, Upgrade: h2c) through the application layer, each side
+// cut at every byte: the flow becomes http2; the upgraded request is HTTP/1's transaction and
+// stream 1's, whose response comes in HTTP/2 after the 101.
+TEST(Http2, UpgradeFromHttp1AtEverySplit) {
+  nghttp2_hd_deflater* se;
+  nghttp2_hd_deflate_new(&se, 4096);
+  const std::string req = "GET /robots.txt HTTP/1.1\r\nHost: example.org\r\nConnection: Upgrade, HTTP2-Settings\r\n"
+                          "Upgrade: h2c\r\nHTTP2-Settings: AAMAAABkAARAAAAAAAIAAAAA\r\n\r\n"
+                          "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" + frame(4, 0, 0, "");
+  const std::string resp = "HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: h2c\r\n\r\n" +
+                           frame(4, 0, 0, "") + frame(1, 0x4, 1, hpack(se, {{":status", "200"}, {"server", "s"}})) +
+                           frame(0, 0x1, 1, "User-agent: *\n");
+  nghttp2_hd_deflate_del(se);
+  FlowKey k{};
+  k.family = 4;
+  k.proto = 6;
+  k.port[0] = 40000;
+  k.port[1] = 80;
+  for (size_t cut = 1; cut < resp.size(); ++cut) {
+    AppLayer app;
+    std::vector<StreamChunk> chunks;
+    std::vector<uint8_t> bytes;
+    const auto add = [&](int dir, const std::string& b, size_t from, size_t to, uint32_t packet) {
+      StreamChunk c{};
+      c.key = k;
+      c.flow_id = 9;
+      c.off = from;
+      c.data = uint32_t(bytes.size());
+      c.len = uint32_t(to - from);
+      c.dir = uint8_t(dir);
+      c.flags = kChunkClientLo;
+      c.prev = kChunkNoPrev;
+      c.packet = packet;
+      bytes.insert(bytes.end(), b.begin() + long(from), b.begin() + long(to));
+      chunks.push_back(c);
+    };
+    const size_t req_h1 = req.find("PRI");
+    add(0, req, 0, req_h1, 0);
+    add(1, resp, 0, cut, 1);
+    add(0, req, req_h1, req.size(), 2);
+    add(1, resp, cut, resp.size(), 3);
+    std::vector<AppUpdate> out;
+    app.process(chunks, bytes, out);
+    ASSERT_STREQ(app_proto_name(app.proto(9)), "http2") << "cut " << cut;
+    std::string got;
+    for (const AppUpdate& u : out)
+      if (const HttpTx* t = u.http(); t && t->resp_done)
+        got = std::string(app_proto_name(u.proto)) + " " + t->method + " " + t->uri_raw + " " + t->hostname() + " " +
+              t->stat_code + " " + t->response_body;
+    EXPECT_EQ(got, "http2 GET /robots.txt example.org 200 User-agent: *\n") << "cut " << cut;
   }
 }
 

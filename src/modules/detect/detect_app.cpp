@@ -531,7 +531,10 @@ struct TxBuffers {
       case kBufHttpProtocol: return hold(side ? t.resp_protocol : t.protocol, side ? resp_line : req_line);
       case kBufHttpRequestLine: return hold(t.request_line, req_line);
       case kBufHttpHost: out = t.hostname(); return req_hdr && !out.empty();
-      case kBufHttpHostRaw: return req_hdr && header(0, "host", out);
+      case kBufHttpHostRaw:  // HTTP/2's :authority where there is no Host field
+        if (req_hdr && header(0, "host", out)) return true;
+        out = t.authority;
+        return req_hdr && t.http2 && !t.authority.empty();
       case kBufHttpUserAgent: return req_hdr && header(0, "user-agent", out);
       case kBufHttpReferer: return req_hdr && header(0, "referer", out);
       case kBufHttpAccept: return req_hdr && header(0, "accept", out);
