@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "applayer/app_layer.hpp"
+#include "test_support.hpp"
 #include "applayer/ssh.hpp"
 
 namespace gaspp {
@@ -91,23 +92,7 @@ FlowKey key_of(const Case& c) {
   return k;
 }
 
-// One direction's bytes [from, to) as a chunk at stream offset `from`.
-void add_chunk(std::vector<StreamChunk>& chunks, std::vector<uint8_t>& bytes, const FlowKey& k, int dir,
-               const std::string& s, size_t from, size_t to, uint32_t packet) {
-  StreamChunk c{};
-  c.key = k;
-  c.flow_id = 7;
-  c.off = from;
-  c.data = uint32_t(bytes.size());
-  c.len = uint32_t(to - from);
-  c.dir = uint8_t(dir);
-  c.flags = kChunkClientLo;
-  c.prev = kChunkNoPrev;
-  c.slot = 0;
-  c.packet = packet;
-  bytes.insert(bytes.end(), s.begin() + long(from), s.begin() + long(to));
-  chunks.push_back(c);
-}
+using test::add_chunk;
 
 // Feeds a case with the first direction cut at `cut`, in one batch or two; returns the protocol at
 // the end (before the flow ends: unknown while undecided) and the HTTP updates' client_lo.

@@ -12,6 +12,7 @@
 
 #include "applayer/app_layer.hpp"
 #include "applayer/http2.hpp"
+#include "test_support.hpp"
 
 namespace gaspp {
 namespace {
@@ -192,18 +193,7 @@ TEST(Http2, UpgradeFromHttp1AtEverySplit) {
     std::vector<StreamChunk> chunks;
     std::vector<uint8_t> bytes;
     const auto add = [&](int dir, const std::string& b, size_t from, size_t to, uint32_t packet) {
-      StreamChunk c{};
-      c.key = k;
-      c.flow_id = 9;
-      c.off = from;
-      c.data = uint32_t(bytes.size());
-      c.len = uint32_t(to - from);
-      c.dir = uint8_t(dir);
-      c.flags = kChunkClientLo;
-      c.prev = kChunkNoPrev;
-      c.packet = packet;
-      bytes.insert(bytes.end(), b.begin() + long(from), b.begin() + long(to));
-      chunks.push_back(c);
+      test::add_chunk(chunks, bytes, k, dir, b, from, to, packet, 9);
     };
     const size_t req_h1 = req.find("PRI");
     add(0, req, 0, req_h1, 0);

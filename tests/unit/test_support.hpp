@@ -14,6 +14,7 @@
 
 #include "backend/backend.hpp"
 #include "capture/capture_file.hpp"
+#include "gaspp/stream_chunk.hpp"
 #include "tools/gen/generator.hpp"
 
 namespace gaspp::test {
@@ -24,6 +25,26 @@ inline std::string temp_path(const std::string& name) {
   return (std::filesystem::path(std::getenv("TMPDIR") && *std::getenv("TMPDIR") ? std::getenv("TMPDIR") : "/tmp") /
           ("gaspp-" + std::to_string(::getpid()) + "-" + name))
       .string();
+}
+
+// One direction's bytes [from, to) of s as a stream chunk of flow `flow_id` at stream offset
+// `from` (the key's endpoint 0 the client), its bytes appended to `bytes`: what the application
+// layer's process() takes.
+inline void add_chunk(std::vector<StreamChunk>& chunks, std::vector<uint8_t>& bytes, const FlowKey& k, int dir,
+                      const std::string& s, size_t from, size_t to, uint32_t packet, uint64_t flow_id = 7) {
+  StreamChunk c{};
+  c.key = k;
+  c.flow_id = flow_id;
+  c.off = from;
+  c.data = uint32_t(bytes.size());
+  c.len = uint32_t(to - from);
+  c.dir = uint8_t(dir);
+  c.flags = kChunkClientLo;
+  c.prev = kChunkNoPrev;
+  c.slot = 0;
+  c.packet = packet;
+  bytes.insert(bytes.end(), s.begin() + long(from), s.begin() + long(to));
+  chunks.push_back(c);
 }
 
 // GASPP_TEST_BACKEND=cpu|cuda selects the backend; cpu when unset.
