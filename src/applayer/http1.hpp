@@ -184,6 +184,7 @@ struct HttpTx : AppTx {
   bool http2 = false;
   uint32_t stream_id = 0;
   std::string authority;
+  std::vector<HttpHeader> h2_fields[2];  // each side's header block as decoded (pseudo-fields too), for EVE
   uint32_t h2_events = 0, h2_events_logged = 0;
   // Header values by name (case-insensitive; repeated headers joined with ", "), "" when absent.
   std::string req_header(const char* name) const;

@@ -311,6 +311,7 @@ void Http2Conn::header_block(int dir, uint32_t sid, bool end_stream, bool push) 
   const bool request = dir == 0 || push;
   if (request) {
     if (t.req_headers_done) return;  // trailers: decoded (the table moved), not kept
+    t.h2_fields[0] = fields;
     for (const HttpHeader& h : fields) {
       if (h.name == ":method") t.method = h.value;
       else if (h.name == ":path") t.uri_raw = h.value;
@@ -330,6 +331,7 @@ void Http2Conn::header_block(int dir, uint32_t sid, bool end_stream, bool push) 
       if (h.name == ":status") status = h.value;
     if (status.size() == 3 && status[0] == '1') return;  // informational: the final response follows
     t.stat_code = status;
+    t.h2_fields[1] = fields;
     for (const HttpHeader& h : fields)
       if (h.name.empty() || h.name[0] != ':') t.resp_headers.push_back(h);
     for (const HttpHeader& h : t.resp_headers) t.resp_headers_raw += h.name + ": " + h.value + "\r\n";
@@ -397,6 +399,7 @@ void Http2Conn::adopt_upgrade(const HttpTx& h1) {
   t.uri_raw = h1.uri_raw;
   // The fields as HTTP/1 sent them, their names' case kept (SCHttp2TxAddHeader).
   t.req_headers = h1.req_headers;
+  t.h2_fields[0] = h1.req_headers;
   for (const HttpHeader& h : h1.req_headers)
     if (h.name.size() == 4 && std::tolower(static_cast<unsigned char>(h.name[0])) == 'h' &&
         std::tolower(static_cast<unsigned char>(h.name[1])) == 'o' && std::tolower(static_cast<unsigned char>(h.name[2])) == 's' &&

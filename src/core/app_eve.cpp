@@ -20,7 +20,43 @@ void str(std::string& j, const char* name, const std::string& v) {
 }
 }  // namespace
 
+namespace {
+// HTTP/2's http object, as Suricata's log_http2: version "2", the header blocks' fields as
+// decoded (pseudo-fields too), the common fields from them, and the http2 object's stream id.
+std::string eve_http2_object(const HttpTx& t) {
+  std::string j = "\"http\":{\"version\":\"2\"";
+  const auto fields = [&](const char* key, const std::vector<HttpHeader>& fs) {
+    if (fs.empty()) return;
+    j += std::string(",\"") + key + "\":[";
+    for (size_t i = 0; i < fs.size(); ++i)
+      j += std::string(i ? "," : "") + "{\"name\":\"" + json_escape(fs[i].name) + "\",\"value\":\"" + json_escape(fs[i].value) + "\"}";
+    j += "]";
+  };
+  fields("request_headers", t.h2_fields[0]);
+  fields("response_headers", t.h2_fields[1]);
+  const auto field = [&](int side, const char* name) -> const std::string* {
+    for (const HttpHeader& h : t.h2_fields[side])
+      if (h.name == name) return &h.value;
+    return nullptr;
+  };
+  if (!t.method.empty()) str(j, "http_method", t.method);
+  if (t.req_line) str(j, "url", t.uri_raw);
+  if (const std::string h = t.hostname(); !h.empty()) str(j, "hostname", h);
+  if (const std::string* v = field(0, "user-agent")) str(j, "http_user_agent", *v);
+  for (int side = 1; side >= 0; --side)  // one length: the response's, else the request's
+    if (const std::string* v = field(side, "content-length"); v && !v->empty() && v->size() < 20 &&
+                                                             v->find_first_not_of("0123456789") == std::string::npos) {
+      j += ",\"length\":" + *v;
+      break;
+    }
+  if (t.stat_code.size() == 3 && t.stat_code.find_first_not_of("0123456789") == std::string::npos)
+    j += ",\"status\":" + std::to_string(std::stoi(t.stat_code));
+  return j + ",\"http2\":{\"stream_id\":" + std::to_string(t.stream_id) + "}}";
+}
+}  // namespace
+
 std::string eve_http_object(const HttpTx& t) {
+  if (t.http2) return eve_http2_object(t);
   std::string j = "\"http\":{";
   int port = -1;
   const std::string host = t.hostname(&port);

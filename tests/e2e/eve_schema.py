@@ -39,8 +39,9 @@ def captures(data):
     out = []
     for root, _, fs in os.walk(os.path.join(data, "pcaps")):
         out += [os.path.join(root, f) for f in fs if f.endswith((".pcap", ".pcapng"))]
-    # The fragmented ones among the detection tests' captures (stats with reassembled datagrams).
-    for t in ("defrag/bug-6887-defrag-eth-vlan-ipv6-tcp", "like-ip-only-01"):
+    # The fragmented ones among the detection tests' captures (stats with reassembled datagrams),
+    # and two of HTTP/2 (its http object and anomalies).
+    for t in ("defrag/bug-6887-defrag-eth-vlan-ipv6-tcp", "like-ip-only-01", "http2-long-frame", "bug-5929-02"):
         d = os.path.join(data, "detect", "suricata-verify", t)
         out += [os.path.join(d, f) for f in (os.listdir(d) if os.path.isdir(d) else []) if f.endswith(".pcap")]
     return sorted(out)
