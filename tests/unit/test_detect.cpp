@@ -768,7 +768,8 @@ TEST(Datasets, CommandsAndFilesBehaveAsSuricatas) {
     std::ofstream(dir / "x.rules")
         << "alert dns any any -> any any (dns.query; dataset:isset,names,type string,load names.lst; sid:1;)\n"
         << "alert dns any any -> any any (dns.query; dataset:isset,abs,type string,load " << (dir / "names.lst").string() << "; sid:2;)\n"
-        << "alert dns any any -> any any (dns.query; dataset:isset,up,type string,load ../datasets_case/names.lst; sid:3;)\n"
+        << "alert dns any any -> any any (dns.query; dataset:isset,up,type string,load ../" << dir.filename().string()
+        << "/names.lst; sid:3;)\n"
         << "alert dns any any -> any any (dns.query; dataset:isset,gone,type string,load nosuch.lst; sid:4;)\n";
   }
   for (const bool allow : {false, true}) {
