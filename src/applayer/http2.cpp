@@ -356,7 +356,9 @@ void Http2Conn::data(int dir, uint32_t sid, const uint8_t* p, size_t n) {
   HttpTx& t = *s->tx;
   std::string& out = dir == 0 ? t.request_body : t.response_body;
   (dir == 0 ? t.request_body_len : t.response_body_len) += n;
-  const size_t limit = t.file_depth_set[dir] ? lim_.file_store_depth : dir == 0 ? lim_.request_body_limit : lim_.response_body_limit;
+  // Suricata's HTTP/2 bodies are its files', bounded by the file reassembly depth (the stream
+  // depth, 1 MiB by default), not by libhtp's body limits.
+  const size_t limit = lim_.file_store_depth;
   const size_t before = out.size();
   if (before >= limit) {
     if (!t.body_cut[dir]) ++hstats_.bodies_truncated;
