@@ -245,20 +245,14 @@ void AppLayer::decide(FlowApp& f, AppProto proto, bool turn) {
       ++stats_.flows_tls;
       f.tls = std::make_unique<TlsConn>(&stats_.tls_certs_undecoded, &stats_.tls_raw_cut);
       break;
-    case AppProto::http2: {
+    case AppProto::http2:
       ++stats_.flows_http2;
-      HttpLimits lim = cfg_.http;
-      lim.file_hashes |= cfg_.file_hashes;
-      f.http2 = std::make_unique<Http2Conn>(lim, stats_.http, stats_.http2);
+      f.http2 = std::make_unique<Http2Conn>(cfg_.http, stats_.http, stats_.http2);
       break;
-    }
-    case AppProto::http: {
+    case AppProto::http:
       ++stats_.flows_http;
-      HttpLimits lim = cfg_.http;
-      lim.file_hashes |= cfg_.file_hashes;
-      f.http = std::make_unique<Http1Conn>(lim, stats_.http);
+      f.http = std::make_unique<Http1Conn>(cfg_.http, stats_.http);
       break;
-    }
     case AppProto::smtp:
       ++stats_.flows_smtp;
       f.smtp = std::make_unique<SmtpConn>(stats_.smtp, cfg_.http.max_txs, cfg_.file_hashes,
@@ -483,9 +477,7 @@ void AppLayer::process(const std::vector<StreamChunk>& chunks, std::span<const u
       // Upgraded to HTTP/2: the flow is http2 from here on; its parser takes stream 1 from the
       // upgraded request and the server's bytes after the 101 (the client's come with its preface).
       ++stats_.flows_http2;
-      HttpLimits lim = cfg_.http;
-      lim.file_hashes |= cfg_.file_hashes;
-      f.http2 = std::make_unique<Http2Conn>(lim, stats_.http, stats_.http2);
+      f.http2 = std::make_unique<Http2Conn>(cfg_.http, stats_.http, stats_.http2);
       f.http2->adopt_upgrade(*f.http->h2c_upgrade());
       const std::string rest = f.http->take_h2c_rest();
       if (!rest.empty()) f.http2->feed(1, reinterpret_cast<const uint8_t*>(rest.data()), rest.size());

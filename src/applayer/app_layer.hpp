@@ -133,7 +133,8 @@ struct AppLayerStats {
 
 class AppLayer {
  public:
-  explicit AppLayer(const AppLayerConfig& cfg = {}) : cfg_(cfg) {}
+  // The HTTP parsers' files take the configured hashes (HttpLimits::file_hashes).
+  explicit AppLayer(const AppLayerConfig& cfg = {}) : cfg_(cfg) { cfg_.http.file_hashes |= cfg_.file_hashes; }
   // A batch's stream chunks (their bytes in `bytes`) and UDP datagrams (theirs in `dgram_bytes`),
   // in capture order; the updates of the previous call are no longer valid. With `step`, the
   // updates are also handed to it as they come, each before its flow's next chunk or datagram is

@@ -634,7 +634,7 @@ void Http1Conn::lose(int dir, uint64_t& counter) {
   d.phase = kLost;
   d.line.clear();
   d.dec.reset();
-  if (d.tx) update_files(dir, *d.tx, true, true);  // the message's files end here
+  if (d.tx) update_http_files(*d.tx, dir, true, true, lim_, stats_);  // the message's files end here
   if (dir == 0) last_req_ = nullptr;
 }
 
@@ -1177,43 +1177,45 @@ void Http1Conn::body(int dir, const uint8_t* p, size_t n) {
   Dir& d = d_[dir];
   if (!d.tx || n == 0) return;
   HttpTx& t = *d.tx;
-  std::string& out = dir == 0 ? t.request_body : t.response_body;
   const size_t limit = t.file_depth_set[dir] ? lim_.file_store_depth : dir == 0 ? lim_.request_body_limit : lim_.response_body_limit;
-  (dir == 0 ? t.request_body_len : t.response_body_len) += n;
-  const size_t before = out.size();
-  if (before >= limit) {
-    if (!d.hit_limit) ++stats_.bodies_truncated;
-    d.hit_limit = true;
-    return;
-  }
-  if (d.dec) {
-    const bool failed = d.dec->failed();
-    d.dec->feed(p, n, out, limit);
-    if (!failed && d.dec->failed()) ++stats_.decode_failures;
-  } else {
-    out.append(reinterpret_cast<const char*>(p), std::min(n, limit - before));
-  }
-  if (out.size() >= limit && !d.hit_limit) {
-    ++stats_.bodies_truncated;
-    d.hit_limit = true;
-  }
-  if (out.size() >= limit) t.body_cut[dir] = true;
-  if (out.size() != before) update_files(dir, t, false, false);
   // Only a body that grew is news to the consumers: bytes past the limit (or a decoder still
   // gathering) change nothing they inspect, and a multi-megabyte download would otherwise make
   // them look at the same 100 KiB again for every segment.
-  if (out.size() != before) touch(&t);
+  if (!append_http_body(t, dir, p, n, limit, d.dec.get(), d.hit_limit, stats_)) return;
+  update_http_files(t, dir, false, false, lim_, stats_);
+  touch(&t);
 }
 
-void Http1Conn::update_files(int dir, HttpTx& t, bool done, bool incomplete) {
-  update_http_files(t, dir, done, incomplete, lim_, stats_);
+bool append_http_body(HttpTx& t, int dir, const uint8_t* p, size_t n, size_t limit, HttpBodyDecoder* dec,
+                      bool& counted, HttpStats& st) {
+  std::string& out = dir == 0 ? t.request_body : t.response_body;
+  (dir == 0 ? t.request_body_len : t.response_body_len) += n;
+  const size_t before = out.size();
+  if (before >= limit) {
+    if (!counted) ++st.bodies_truncated;
+    counted = true;
+    return false;
+  }
+  if (dec) {
+    const bool failed = dec->failed();
+    dec->feed(p, n, out, limit);
+    if (!failed && dec->failed()) ++st.decode_failures;
+  } else {
+    out.append(reinterpret_cast<const char*>(p), std::min(n, limit - before));
+  }
+  if (out.size() >= limit) {
+    if (!counted) ++st.bodies_truncated;
+    counted = true;
+    t.body_cut[dir] = true;
+  }
+  return out.size() != before;
 }
 
-void update_http_files(HttpTx& t, int dir, bool done, bool incomplete, const HttpLimits& lim_, HttpStats& stats_) {
+void update_http_files(HttpTx& t, int dir, bool done, bool incomplete, const HttpLimits& lim, HttpStats& st) {
   const std::string& body = dir == 0 ? t.request_body : t.response_body;
   if (dir == 0 && !t.form && t.form_fed == 0 && !body.empty() && t.method == "POST" && form_data(t)) {
     // A form's parts are MIME entities under the request's Content-Type.
-    t.form = std::make_unique<MimeDecoder>(stats_.form, lim_.file_hashes);
+    t.form = std::make_unique<MimeDecoder>(st.form, lim.file_hashes);
     t.form->line("Content-Type: " + find_header(t.req_headers, "content-type")->value, "\r\n");
     t.form->line("", "\r\n");
   }
@@ -1237,7 +1239,7 @@ void update_http_files(HttpTx& t, int dir, bool done, bool incomplete, const Htt
   std::vector<MimeFile>& fs = t.body_files[dir];
   if (fs.empty()) {
     if (body.empty()) return;  // a file opens with its first byte (Suricata's)
-    ++stats_.files;
+    ++st.files;
     fs.emplace_back();
     const HttpHeader* cd = dir == 1 ? find_header(t.resp_headers, "content-disposition") : nullptr;
     fs[0].name = cd ? disposition_filename(cd->value) : "";
@@ -1249,17 +1251,17 @@ void update_http_files(HttpTx& t, int dir, bool done, bool incomplete, const Htt
   if (!done) return;
   if (incomplete || t.body_cut[dir]) {
     f.truncated = true;
-    ++stats_.files_truncated;
+    ++st.files_truncated;
   } else {
     f.closed = true;
-    hash_file(f, body, lim_.file_hashes);
+    hash_file(f, body, lim.file_hashes);
   }
 }
 
 void Http1Conn::finish_message(int dir, bool incomplete) {
   Dir& d = d_[dir];
   if (d.tx) {
-    update_files(dir, *d.tx, true, incomplete);
+    update_http_files(*d.tx, dir, true, incomplete, lim_, stats_);
     touch(d.tx);
     if (dir == 0) {
       d.tx->req_done = true;

@@ -198,6 +198,12 @@ struct HttpTx : AppTx {
   std::string hostname(int* port = nullptr) const;
 };
 
+// Appends a message's body bytes (through its decoder, if any) to the side's body, up to limit;
+// a body the limit cuts is body_cut, counted once in bodies_truncated (counted: already counted).
+// Both HTTP versions' parsers call it. True when the body grew.
+bool append_http_body(HttpTx& t, int dir, const uint8_t* p, size_t n, size_t limit, HttpBodyDecoder* dec,
+                      bool& counted, HttpStats& st);
+
 // A message's files after its body grew (HttpTx::files): opened with the body's first byte, a
 // form's parts handed to its MIME decoder; done: the message ended (incomplete: inside its body),
 // closed (hashes taken) or truncated. Both HTTP versions' parsers call it.
@@ -243,9 +249,6 @@ class Http1Conn {
   void end_headers(int dir);
   void body(int dir, const uint8_t* p, size_t n);
   void finish_message(int dir, bool incomplete = false);
-  // The direction's message's files after its body grew; done: the message ended (incomplete:
-  // inside its body), lost: the direction stopped.
-  void update_files(int dir, HttpTx& t, bool done, bool incomplete);
   void lose(int dir, uint64_t& counter);
   void too_long(int dir);
   void request_host_events(HttpTx& t);

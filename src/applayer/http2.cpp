@@ -354,32 +354,11 @@ void Http2Conn::data(int dir, uint32_t sid, const uint8_t* p, size_t n) {
   Stream* s = stream(sid, false);
   if (!s || s->done[dir] || n == 0) return;
   HttpTx& t = *s->tx;
-  std::string& out = dir == 0 ? t.request_body : t.response_body;
-  (dir == 0 ? t.request_body_len : t.response_body_len) += n;
   // Suricata's HTTP/2 bodies are its files', bounded by the file reassembly depth (the stream
   // depth, 1 MiB by default), not by libhtp's body limits.
-  const size_t limit = lim_.file_store_depth;
-  const size_t before = out.size();
-  if (before >= limit) {
-    if (!t.body_cut[dir]) ++hstats_.bodies_truncated;
-    t.body_cut[dir] = true;
-    return;
-  }
-  if (s->dec[dir]) {
-    const bool failed = s->dec[dir]->failed();
-    s->dec[dir]->feed(p, n, out, limit);
-    if (!failed && s->dec[dir]->failed()) ++hstats_.decode_failures;
-  } else {
-    out.append(reinterpret_cast<const char*>(p), std::min(n, limit - before));
-  }
-  if (out.size() >= limit && !t.body_cut[dir]) {
-    ++hstats_.bodies_truncated;
-    t.body_cut[dir] = true;
-  }
-  if (out.size() != before) {
-    update_http_files(t, dir, false, false, lim_, hstats_);
-    touch(&t);
-  }
+  if (!append_http_body(t, dir, p, n, lim_.file_store_depth, s->dec[dir].get(), t.body_cut[dir], hstats_)) return;
+  update_http_files(t, dir, false, false, lim_, hstats_);
+  touch(&t);
 }
 
 void Http2Conn::end_side(int dir, uint32_t sid, bool incomplete) {

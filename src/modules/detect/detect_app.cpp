@@ -195,6 +195,13 @@ bool file_hashes_hold(const std::vector<Signature::FileHashCond>& cs, const Mime
   return true;
 }
 
+// The files of a side of an HTTP transaction (HttpTx::files) or a mail (its attachments, sent to
+// the server); null for other protocols.
+const std::vector<MimeFile>* files_of(const HttpTx* h, const SmtpTx* m, int side) {
+  if (m) return m->mime && side == 0 ? &m->mime->files() : nullptr;
+  return h ? &h->files(side) : nullptr;
+}
+
 // A transaction's buffer, computed on first use during one update.
 struct TxBuffers {
   const HttpTx& t;
@@ -450,10 +457,8 @@ struct TxBuffers {
       return v && hold(*v, true);
     }
     if (b == kBufFileName) {
-      // Each file's name of the side (a mail's attachments go to the server).
-      const std::vector<MimeFile>* fs = smtp                                  ? (smtp->mime && side == 0 ? &smtp->mime->files() : nullptr)
-                                        : !tls && !dns && !ssh && !sip && !ftp ? &t.files(side)
-                                                                               : nullptr;
+      // Each file's name of the side.
+      const std::vector<MimeFile>* fs = files_of(!tls && !dns && !smtp && !ssh && !sip && !ftp ? &t : nullptr, smtp, side);
       return fs && index < fs->size() && hold((*fs)[index].name, !(*fs)[index].name.empty());
     }
     if (smtp) {
@@ -899,7 +904,6 @@ void DetectModule::Host::on_app(std::span<const AppUpdate> updates, std::vector<
                           : u.sip() ? sip_instances(*u.sip())
                           // ftp.reply, ftp.completion_code: each reply line an instance
                           : u.ftp() ? std::max<size_t>(1, u.ftp()->replies.size())
-                          // http.request_header / http.response_header: each header an instance
                           // http.request_header / http.response_header: each header an instance;
                           // the file keywords: each file of the update's side
                           : u.http() ? std::max<size_t>({1, http_header_sigs_ ? u.http()->req_headers.size() : 0,
@@ -1121,10 +1125,8 @@ void DetectModule::Host::on_app(std::span<const AppUpdate> updates, std::vector<
       }
       if (a.http_version && (u.proto == AppProto::http2) != (a.http_version == 2)) continue;
       if (a.file_hashes || a.filesize.mode != kUintNone) {
-        // The instance's file of the side inspected (a mail's attachments: to the server).
-        const std::vector<MimeFile>* fs = u.smtp() ? (u.smtp()->mime ? &u.smtp()->mime->files() : nullptr)
-                                          : u.http() ? &u.http()->files(u.dir)
-                                                     : nullptr;
+        // The instance's file of the side inspected.
+        const std::vector<MimeFile>* fs = files_of(u.http(), u.smtp(), u.dir);
         if (!fs || inst >= fs->size()) continue;
         const MimeFile& f = (*fs)[inst];
         if (a.file_hashes && !file_hashes_hold(*a.file_hashes, f)) continue;
@@ -1251,9 +1253,7 @@ void DetectModule::Host::on_app(std::span<const AppUpdate> updates, std::vector<
       // The files of the transaction in the alerted packet's direction (Suricata's AlertAddFiles,
       // written with the rule metadata).
       if (alert_meta_.rule_metadata) {
-        const std::vector<MimeFile>* fs = u.smtp() ? (u.dir == 0 && u.smtp()->mime ? &u.smtp()->mime->files() : nullptr)
-                                          : u.http() ? &u.http()->files(u.dir)
-                                                     : nullptr;
+        const std::vector<MimeFile>* fs = files_of(u.http(), u.smtp(), u.dir);
         if (fs && !fs->empty()) {
           obj += ",\"files\":[";
           for (size_t k = 0; k < fs->size(); ++k) obj += (k ? "," : "") + eve_file_object((*fs)[k], t.id);
