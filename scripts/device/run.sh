@@ -311,6 +311,7 @@ detect)
   python3 tests/e2e/sip_cases.py $B/gaspp bundle/data --backend cuda | tail -4; check "sip cases (cuda)"
   step "TLS certificates on CUDA against the openssl command (skipped where it is missing)"
   python3 tests/e2e/tls_cases.py $B/gaspp --backend cuda | tail -4; check "tls cases (cuda)"
+  python3 tests/e2e/tls_mutual.py $B/gaspp --backend cuda | tail -4; check "tls mutual (cuda)"
   step "TLS decoder events on CUDA against the reference (Suricata's record layer)"
   python3 tests/e2e/tls_events.py $B/gaspp --backend cuda | tail -4; check "tls events (cuda)"
   step "Drops decided on the host after the verdicts (late) on CUDA against the reference"

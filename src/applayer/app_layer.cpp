@@ -360,15 +360,24 @@ void AppLayer::datagram(const AppDatagram& d, const uint8_t* p, std::vector<AppU
     f.sip->feed_datagram(dir, p, d.len);
     for (SipTx* t : f.sip->touched())
       out.push_back(AppUpdate{d.flow_id, d.packet, uint8_t(t->request ? 0 : 1), uint8_t(f.client_lo), d.key,
-                              AppProto::sip, t});
+                              AppProto::sip, t, 0, true});
     f.sip->clear_touched();
     return;
   }
   f.dns->feed_datagram(dir, p, d.len);
   for (DnsTx* t : f.dns->touched())
     out.push_back(AppUpdate{d.flow_id, d.packet, uint8_t(t->request ? 0 : 1), uint8_t(f.client_lo), d.key,
-                            AppProto::dns, t});
+                            AppProto::dns, t, 0, true});
   f.dns->clear_touched();
+}
+
+bool tx_complete(const AppUpdate& u) {
+  return u.http()   ? u.http()->resp_done
+         : u.tls()  ? u.tls()->handshake_done
+         : u.ssh()  ? u.ssh()->done()
+         : u.ftp()  ? u.ftp()->done
+         : u.smtp() ? u.smtp()->complete && u.smtp()->has_mail()
+                    : u.dns() != nullptr || u.sip() != nullptr;
 }
 
 void AppLayer::process(const std::vector<StreamChunk>& chunks, std::span<const uint8_t> bytes,
@@ -496,6 +505,7 @@ void AppLayer::process(const std::vector<StreamChunk>& chunks, std::span<const u
       if (f.smtp) f.smtp->end();
       f.ended[wire_dir] = true;  // the state stays until the flow leaves the table (forget)
     }
+    const size_t fresh = out.size();  // this chunk's updates start here
     if (f.http) {
       for (HttpTx* t : f.http->touched())
         out.push_back(AppUpdate{c.flow_id, c.packet, uint8_t(dir), client_lo, c.key, AppProto::http, t});
@@ -541,13 +551,15 @@ void AppLayer::process(const std::vector<StreamChunk>& chunks, std::span<const u
     }
     if (f.tls && f.tls->changed()) {
       stats_.tls_updates++;
-      if (f.tls->tx().certificate && !f.tls_cert_counted) {
-        f.tls_cert_counted = true;
-        ++stats_.tls_certs;
-      }
+      for (int d = 0; d < 2; ++d)
+        if (f.tls->tx().cert[d].present && !(f.tls_certs_counted >> d & 1)) {
+          f.tls_certs_counted |= uint8_t(1 << d);
+          ++stats_.tls_certs;
+        }
       out.push_back(AppUpdate{c.flow_id, c.packet, uint8_t(dir), client_lo, c.key, AppProto::tls, &f.tls->tx()});
       f.tls->clear_changed();
     }
+    for (size_t i = fresh; i < out.size(); ++i) out[i].complete = tx_complete(out[i]);
   }
   hand(0, true);
 }

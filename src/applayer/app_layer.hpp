@@ -105,7 +105,17 @@ struct AppUpdate {
   // The capture time of the packet that delivered it (ns since the epoch), filled in by whoever
   // hands the update on with the batch at hand; 0: unknown (a flow's end, a test).
   uint64_t ts_ns = 0;
+  // The transaction was complete for its log right after this update (tx_complete then): the
+  // event is written at the packet of the first such update, as the parser saw the transaction at
+  // that packet, not as the batch's end left it.
+  bool complete = false;
 };
+
+// Whether an update's transaction is complete for its EVE event: HTTP when the response finished;
+// TLS when the handshake was read as far as Suricata logs it (TlsTx::handshake_done); SSH when both
+// identification strings were read; SMTP when the mail completed; FTP when the reply came; DNS
+// and SIP at each message.
+bool tx_complete(const AppUpdate& u);
 
 // A UDP packet's payload for the application layer: its flow, batch packet index, whether it
 // goes to the flow's client (the flow's first packet came from the client), its key and which
@@ -181,7 +191,7 @@ class AppLayer {
     uint8_t settled[2] = {0, 0};
     bool lost[2] = {false, false};
     bool udp_failed[2] = {false, false};  // a datagram of this direction failed the DNS and SIP probes
-    bool tls_cert_counted = false;
+    uint8_t tls_certs_counted = 0;  // bit d: side d's Certificate message counted (tls_certs)
     uint64_t decided_batch = ~0ull;  // when proto stopped being unknown: process() call, packet
     uint32_t decided_packet = 0;
     bool reversed = false;  // the flow's first packet came from the server: roles turned around

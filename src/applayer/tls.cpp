@@ -122,8 +122,9 @@ int64_t epoch_of(const ASN1_TIME* t) {
 }
 }  // namespace
 
-// The Certificate message (without its header): the chain, the first certificate decoded.
-int TlsConn::parse_certificate(const uint8_t* p, size_t n) {
+// A side's Certificate message (without its header): the chain, the first certificate decoded.
+int TlsConn::parse_certificate(int dir, const uint8_t* p, size_t n) {
+  TlsCert& c = tx_.cert[dir];
   Reader r{p, n};
   const size_t total = r.u(3);
   if (!r.ok || total > n - 3) return -1;
@@ -131,18 +132,18 @@ int TlsConn::parse_certificate(const uint8_t* p, size_t n) {
   while (r.ok && r.at + 3 <= end) {
     const size_t len = r.u(3);
     if (r.at + len > end) return -1;
-    tx_.certs.emplace_back(reinterpret_cast<const char*>(p + r.at), len);
+    c.chain.emplace_back(reinterpret_cast<const char*>(p + r.at), len);
     r.at += len;
   }
-  tx_.certificate = true;
-  if (!tx_.certs.empty()) {
-    const std::string& der = tx_.certs.front();
+  c.present = true;
+  if (!c.chain.empty()) {
+    const std::string& der = c.chain.front();
     const unsigned char* q = reinterpret_cast<const unsigned char*>(der.data());
     std::unique_ptr<X509, decltype(&X509_free)> x(d2i_X509(nullptr, &q, long(der.size())), X509_free);
     if (x) {
-      tx_.cert_decoded = true;
-      tx_.subject = name_text(X509_get_subject_name(x.get()));
-      tx_.issuer = name_text(X509_get_issuer_name(x.get()));
+      c.decoded = true;
+      c.subject = name_text(X509_get_subject_name(x.get()));
+      c.issuer = name_text(X509_get_issuer_name(x.get()));
       // The serial's content octets as encoded (Suricata's raw_serial), not the integer's value.
       const ASN1_INTEGER* sn = X509_get0_serialNumber(x.get());
       unsigned char* enc = nullptr;
@@ -151,29 +152,42 @@ int TlsConn::parse_certificate(const uint8_t* p, size_t n) {
         // Past the tag and the length (short or long form): the content octets.
         size_t h = 2;
         if (enc[1] & 0x80) h += enc[1] & 0x7f;
-        if (size_t(el) > h) tx_.serial = hex_colons(enc + h, size_t(el) - h, true);
+        if (size_t(el) > h) c.serial = hex_colons(enc + h, size_t(el) - h, true);
       }
       OPENSSL_free(enc);
-      tx_.not_before = epoch_of(X509_get0_notBefore(x.get()));
-      tx_.not_after = epoch_of(X509_get0_notAfter(x.get()));
-      tx_.sans = subject_alt_names(x.get());
+      c.not_before = epoch_of(X509_get0_notBefore(x.get()));
+      c.not_after = epoch_of(X509_get0_notAfter(x.get()));
+      c.sans = subject_alt_names(x.get());
     } else if (undecoded_) {
       ++*undecoded_;
     }
     uint8_t sha[SHA_DIGEST_LENGTH];
     SHA1(reinterpret_cast<const unsigned char*>(der.data()), der.size(), sha);
-    tx_.fingerprint = hex_colons(sha, sizeof sha, false);
+    c.fingerprint = hex_colons(sha, sizeof sha, false);
   }
   changed_ = true;
   return 1;
 }
 
 int TlsConn::finish(int dir, int state) {
-  if (dir == 1 && tx_.server_hello && !tx_.handshake_done) {
+  state_[dir] = state;
+  update_done();
+  return state;
+}
+
+// Suricata's handshake end (app-layer-ssl.c, after each segment): the server's certificate
+// read when it asked for no client certificate, the client's when it did (Suricata waits for its
+// subject and issuer; an undecodable certificate ends it here too, and is logged without them);
+// or, without one, the side whose certificate is awaited has ended its handshake (the server's:
+// its ServerHelloDone, its TLS 1.3 hello, a record that is not a handshake; the client's: its
+// next flight after an empty Certificate, or its ChangeCipherSpec).
+void TlsConn::update_done() {
+  if (tx_.handshake_done || !tx_.server_hello) return;
+  const int awaited = tx_.cert_requested ? 0 : 1;
+  if (!tx_.cert[awaited].chain.empty() || state_[awaited] != 0) {
     tx_.handshake_done = true;
     changed_ = true;
   }
-  return state_[dir] = state;
 }
 
 namespace {
@@ -495,6 +509,9 @@ int TlsConn::feed(int dir, const uint8_t* p, size_t n, bool gap) {
   if (gap) {
     // Data lost: the direction stops; counted malformed only while its handshake was read.
     stopped_[dir] = true;
+    // A client whose hello was read has sent what the handshake needs of it (its certificate
+    // comes only when asked for).
+    if (state_[dir] == 0 && dir == 0 && tx_.client_hello) return finish(0, 1);
     return state_[dir] == 0 ? finish(dir, -1) : 1;
   }
   if (dir == 0 && client_first_ < 0 && n) client_first_ = p[0];
@@ -509,6 +526,7 @@ int TlsConn::feed(int dir, const uint8_t* p, size_t n, bool gap) {
   }
   if (state_[dir] == 0) {
     handshake(dir, p, n);
+    update_done();  // per segment, as Suricata decides it
     if (tx_.client_hello) hello_[0] = true, ver_[0] = hello_version(tx_.version(0));
     if (tx_.server_hello) hello_[1] = true, ver_[1] = hello_version(tx_.version(1));
   }
@@ -526,7 +544,9 @@ int TlsConn::handshake(int dir, const uint8_t* p, size_t n) {
   }
   std::string& rec = rec_[dir];
   std::string& hs = buf_[dir];
-  const size_t max_msg = dir == 1 && tx_.server_hello ? kTlsMaxChain : kTlsMaxHello;
+  // Past its hello a side may send its certificate chain.
+  const bool past_hello = dir == 1 ? tx_.server_hello : tx_.client_hello;
+  const size_t max_msg = past_hello ? kTlsMaxChain : kTlsMaxHello;
   size_t i = 0;
   // An SSLv2-format ClientHello (RFC 6101 appendix E.2, still sent by some clients to offer TLS):
   // a 2-byte header with the high bit set, then CLIENT-HELLO (1), the version, the cipher specs'
@@ -568,27 +588,38 @@ int TlsConn::handshake(int dir, const uint8_t* p, size_t n) {
     while (hs.size() >= 4) {
       const uint8_t mt = uint8_t(hs[0]);
       const size_t ml = size_t(uint8_t(hs[1])) << 16 | size_t(uint8_t(hs[2])) << 8 | uint8_t(hs[3]);
-      if (ml > (dir == 1 && tx_.server_hello ? kTlsMaxChain : kTlsMaxHello)) return finish(dir, -1);
+      if (ml > max_msg) return finish(dir, -1);
       if (hs.size() < 4 + ml) break;
       const uint8_t* m = reinterpret_cast<const uint8_t*>(hs.data()) + 4;
-      if (dir == 0 && mt == 1) {
+      if (dir == 0 && !tx_.client_hello) {
+        // The client's first message: its hello (anything else ends the direction).
+        if (mt != 1) return finish(0, 1);
         if (parse_hello(0, m, ml) < 0) {
           event(kTlsEvHandshakeInvalidLength);  // Suricata's hello decoders: the event, no parser error
           return finish(0, -1);
         }
-        return finish(0, 1);
-      }
-      if (dir == 1 && mt == 2 && !tx_.server_hello) {
+      } else if (dir == 0) {
+        // The client's second flight: its certificate when the server asked for one (TLS 1.2
+        // and earlier), then ClientKeyExchange; the direction ends at anything but a certificate
+        // or a second hello (after a HelloRetryRequest; not read). TLS 1.3 sends the rest
+        // encrypted: its ChangeCipherSpec or application data record ends the direction.
+        if (mt == 11) return finish(0, parse_certificate(0, m, ml));
+        if (mt != 1) return finish(0, 1);
+      } else if (mt == 2 && !tx_.server_hello) {
         if (parse_hello(1, m, ml) < 0) {
           event(kTlsEvHandshakeInvalidLength);  // Suricata's hello decoders: the event, no parser error
           return finish(1, -1);
         }
         // TLS 1.3 encrypts the rest of the server's handshake.
         if (tx_.server_version >= 0x0304) return finish(1, 1);
-      } else if (dir == 1 && mt == 11 && tx_.server_hello) {
-        return finish(1, parse_certificate(m, ml));
-      } else if (dir == 1 && mt == 14) {
-        return finish(1, 1);  // ServerHelloDone: no certificate came
+      } else if (mt == 11 && tx_.server_hello && !tx_.cert[1].present) {
+        // The server's chain; its CertificateRequest may follow before ServerHelloDone.
+        if (parse_certificate(1, m, ml) < 0) return finish(1, -1);
+      } else if (mt == 13 && tx_.server_hello) {
+        tx_.cert_requested = true;
+        changed_ = true;
+      } else if (mt == 14) {
+        return finish(1, 1);  // ServerHelloDone
       }
       hs.erase(0, 4 + ml);
     }

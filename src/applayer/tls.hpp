@@ -1,17 +1,20 @@
 // applayer/tls.hpp — the TLS handshake's clear part over the reassembled directions of a TCP
 // connection: the ClientHello's server name (SNI), version and JA3, the ServerHello's version and
-// JA3S, and the
-// server's certificate chain (TLS 1.2 and earlier: 1.3 encrypts it).
+// JA3S, and each side's certificate chain (TLS 1.2 and earlier: 1.3 encrypts them) — the
+// server's, and the client's when the server asks for one (CertificateRequest: mutual TLS).
 //
-// TlsConn reads each direction's records (any split): the client's until its hello; the server's
-// until its Certificate message or ServerHelloDone (right after the ServerHello for TLS 1.3), or a
-// record that is not a handshake (ChangeCipherSpec, application data: what follows is
-// encrypted); then it stops reading that direction. The first certificate is decoded with
-// OpenSSL as Suricata logs and matches it: subject and issuer ("C=US, O=..., CN=..."), serial
-// (hex bytes, colon-separated, uppercase), SHA-1 fingerprint of the DER (lowercase, colons),
-// validity. One transaction per connection (Suricata's tls has one too). SSLv2-framed hellos are
-// not read. A handshake message longer than kTlsMaxHello (64 KiB; a certificate chain,
-// kTlsMaxChain, 256 KiB), a malformed hello or a gap stops the direction (counted by the
+// TlsConn reads each direction's handshake records (any split): the client's hello, then its
+// second flight up to its Certificate message or the first other message (ClientKeyExchange);
+// the server's up to ServerHelloDone (right after the ServerHello for TLS 1.3); either ends at a
+// record that is not a handshake (ChangeCipherSpec, application data: what follows is encrypted).
+// The first certificate of each chain is decoded with OpenSSL as Suricata logs and matches it:
+// subject and issuer ("C=US, O=..., CN=..."), serial (hex bytes, colon-separated, uppercase),
+// SHA-1 fingerprint of the DER (lowercase, colons), validity. The handshake is done (logged) as
+// Suricata decides it after each segment: the server's certificate decoded when it asked for none,
+// the client's when it did, else when the awaited side ends its handshake. One transaction per
+// connection (Suricata's tls has one too). SSLv2-framed hellos are not read. A handshake message
+// longer than kTlsMaxHello (64 KiB) before the side's hello or kTlsMaxChain (256 KiB, a
+// certificate chain) after it, a malformed hello or a gap stops the direction (counted by the
 // application layer); a certificate OpenSSL cannot decode is kept as bytes (tls.certs) and counted.
 // Each direction's bytes as sent while it is read (record headers included) are kept for the
 // payload contents of `alert tls` signatures, as Suricata inspects the stream of a TLS flow: up to
@@ -71,6 +74,18 @@ enum TlsEvent : uint32_t {
 // The event's bit by Suricata's name (after "tls."); 0 for one gaspp does not raise.
 uint32_t tls_event_bit(const std::string& name);
 
+// A Certificate message: the chain as sent (DER), and the first certificate's fields.
+struct TlsCert {
+  bool present = false;  // the message was read (its chain may be empty: a client without one)
+  bool decoded = false;  // the first certificate decoded (OpenSSL)
+  std::vector<std::string> chain;
+  std::string subject, issuer, serial, fingerprint;
+  int64_t not_before = 0, not_after = 0;  // seconds since the epoch
+  // Its subjectAltName entries as Suricata writes them: DNS names, URIs and e-mail addresses as
+  // text, IP addresses as the byte list "[10, 0, 0, 1]" (at most kTlsMaxSans).
+  std::vector<std::string> sans;
+};
+
 struct TlsTx : AppTx {
   bool client_hello = false, server_hello = false;
   uint16_t client_version = 0;  // ClientHello.legacy_version
@@ -81,14 +96,10 @@ struct TlsTx : AppTx {
   std::string sni;              // the server_name extension's host_name
   // JA3 of the ClientHello, JA3S of the ServerHello: the string and its MD5 (lowercase hex).
   std::string ja3_string, ja3_hash, ja3s_string, ja3s_hash;
-  // The server's Certificate message: the chain as sent (DER), and the first one's fields.
-  bool certificate = false, cert_decoded = false;
-  std::vector<std::string> certs;
-  std::string subject, issuer, serial, fingerprint;
-  int64_t not_before = 0, not_after = 0;  // seconds since the epoch
-  // Its subjectAltName entries as Suricata writes them: DNS names, URIs and e-mail addresses as
-  // text, IP addresses as the byte list "[10, 0, 0, 1]" (at most kTlsMaxSans).
-  std::vector<std::string> sans;
+  // Each side's Certificate message: cert[0] the client's (sent when the server asked for one,
+  // its CertificateRequest), cert[1] the server's.
+  TlsCert cert[2];
+  bool cert_requested = false;  // the server sent a CertificateRequest
   // Each hello's random (client's [0], server's [1]; 32 bytes once read) and ALPN protocols (the
   // client's offers, the server's choice; at most kTlsMaxAlpn each).
   std::string random[2];
@@ -125,7 +136,8 @@ class TlsConn {
  private:
   int parse_hello(int dir, const uint8_t* p, size_t n);
   int handshake(int dir, const uint8_t* p, size_t n);  // feed's handshake part (its return value)
-  int parse_certificate(const uint8_t* p, size_t n);
+  int parse_certificate(int dir, const uint8_t* p, size_t n);
+  void update_done();  // handshake_done as Suricata decides it after a segment (see feed)
   int finish(int dir, int state);  // the direction ends with state (1 done, -1 malformed)
   // The record layer's walk for events (see the header comment); false: parsing stops.
   bool scan_records(int dir, const uint8_t* p, size_t n);

@@ -124,8 +124,10 @@ std::string x509_time(int64_t t) {
 }  // namespace
 
 std::string eve_tls_object(const TlsTx& t) {
-  // Suricata's order (output-json-tls.c): subject, issuerdn, subjectaltname, serial, fingerprint,
-  // sni, version, notbefore, notafter, client_alpns, server_alpns.
+  // Suricata's order (output-json-tls.c, its extended fields): subject, issuerdn, subjectaltname,
+  // serial, fingerprint, sni, version, notbefore, notafter, client_alpns, server_alpns, then the
+  // client's certificate ("client": subject, issuerdn, fingerprint, serial, notbefore, notafter)
+  // when it sent one.
   std::string j = "\"tls\":{";
   const auto list = [&](const char* name, const std::vector<std::string>& v) {
     if (v.empty()) return;
@@ -133,20 +135,31 @@ std::string eve_tls_object(const TlsTx& t) {
     for (size_t i = 0; i < v.size(); ++i) j += (i ? ",\"" : "\"") + json_escape(v[i]) + "\"";
     j += "]";
   };
-  if (t.cert_decoded) {
-    str(j, "subject", t.subject);
-    str(j, "issuerdn", t.issuer);
-    list("subjectaltname", t.sans);
-    str(j, "serial", t.serial);
+  const TlsCert& s = t.cert[1];
+  if (s.decoded) {
+    str(j, "subject", s.subject);
+    str(j, "issuerdn", s.issuer);
+    list("subjectaltname", s.sans);
+    str(j, "serial", s.serial);
   }
-  if (!t.fingerprint.empty()) str(j, "fingerprint", t.fingerprint);
+  if (!s.fingerprint.empty()) str(j, "fingerprint", s.fingerprint);
   if (!t.sni.empty()) str(j, "sni", t.sni);
   const uint16_t v = t.server_hello ? t.server_version : t.client_version;
   str(j, "version", tls_version_name(v));
-  if (t.cert_decoded && t.not_before) str(j, "notbefore", x509_time(t.not_before));
-  if (t.cert_decoded && t.not_after) str(j, "notafter", x509_time(t.not_after));
+  if (s.decoded && s.not_before) str(j, "notbefore", x509_time(s.not_before));
+  if (s.decoded && s.not_after) str(j, "notafter", x509_time(s.not_after));
   list("client_alpns", t.alpn[0]);
   list("server_alpns", t.alpn[1]);
+  if (const TlsCert& c = t.cert[0]; c.decoded) {
+    j += ",\"client\":{";
+    str(j, "subject", c.subject);
+    str(j, "issuerdn", c.issuer);
+    if (!c.fingerprint.empty()) str(j, "fingerprint", c.fingerprint);
+    if (!c.serial.empty()) str(j, "serial", c.serial);
+    if (c.not_before) str(j, "notbefore", x509_time(c.not_before));
+    if (c.not_after) str(j, "notafter", x509_time(c.not_after));
+    j += "}";
+  }
   return j + "}";
 }
 

@@ -173,16 +173,8 @@ void ModuleSet::app_events(const std::vector<StreamChunk>& chunks, std::span<con
   for (size_t s = 0; s < AppShards::kShards; ++s)
     for (const AppUpdate& u : app_->updates(s)) {
       AppTx& t = *u.tx;
-      // HTTP: when the response finished; TLS: when the server's side of the handshake was read
-      // (its certificate); DNS: each message.
-      // SSH: when both identification strings were read.
-      // SMTP: when the mail completed. SIP: each message. FTP: when the reply came.
-      const bool done = u.http()   ? u.http()->resp_done
-                        : u.tls()  ? u.tls()->handshake_done
-                        : u.ssh()  ? u.ssh()->done()
-                        : u.ftp()  ? u.ftp()->done
-                        : u.smtp() ? u.smtp()->complete && u.smtp()->has_mail()
-                                   : u.dns() != nullptr || u.sip() != nullptr;
+      // At the first update after which the transaction was complete (tx_complete).
+      const bool done = u.complete;
       if (app_anomalies_) {
         // Anomalies at the packet whose data raised them, as Suricata's anomaly tx logger.
         const uint64_t fresh = take_unlogged_events(u.proto, t);

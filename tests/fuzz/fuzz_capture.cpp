@@ -125,7 +125,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       if (!t.random[d].empty() && t.random[d].size() != 32) __builtin_trap();
       if (t.alpn[d].size() > kTlsMaxAlpn) __builtin_trap();
     }
-    if (t.sans.size() > kTlsMaxSans) __builtin_trap();
+    if (t.cert[1].sans.size() > kTlsMaxSans) __builtin_trap();
   }
   // 6. The input as FTP: the client's lines and the server's, each cut where the bytes say. Lines
   //    and transactions stay within their limits; a reply's codes and texts pair up.

@@ -731,19 +731,21 @@ TEST(Tls, ServerCertificateAtEverySplit) {
     c.feed(1, reinterpret_cast<const uint8_t*>(flight.data()), k);
     c.feed(1, reinterpret_cast<const uint8_t*>(flight.data()) + k, flight.size() - k);
     const TlsTx& t = c.tx();
-    ASSERT_TRUE(t.certificate) << "split at " << k;
-    ASSERT_TRUE(t.cert_decoded);
+    const TlsCert& sc = t.cert[1];
+    ASSERT_TRUE(sc.present) << "split at " << k;
+    ASSERT_TRUE(sc.decoded);
     EXPECT_TRUE(t.handshake_done);
+    EXPECT_FALSE(t.cert[0].present);
     EXPECT_EQ(t.server_version, 0x0303);
-    ASSERT_EQ(t.certs.size(), 2u);
-    EXPECT_EQ(t.certs[0], cert);
-    EXPECT_EQ(t.certs[1], ca);
-    EXPECT_EQ(t.subject, "C=US, O=Example Org, CN=www.example.org");
-    EXPECT_EQ(t.issuer, "C=DE, CN=Example CA");
-    EXPECT_EQ(t.serial, "00:80:01:AB");
-    EXPECT_EQ(t.fingerprint, fp);
-    EXPECT_EQ(t.not_before, 1700000000);
-    EXPECT_EQ(t.not_after, 1800000000);
+    ASSERT_EQ(sc.chain.size(), 2u);
+    EXPECT_EQ(sc.chain[0], cert);
+    EXPECT_EQ(sc.chain[1], ca);
+    EXPECT_EQ(sc.subject, "C=US, O=Example Org, CN=www.example.org");
+    EXPECT_EQ(sc.issuer, "C=DE, CN=Example CA");
+    EXPECT_EQ(sc.serial, "00:80:01:AB");
+    EXPECT_EQ(sc.fingerprint, fp);
+    EXPECT_EQ(sc.not_before, 1700000000);
+    EXPECT_EQ(sc.not_after, 1800000000);
     EXPECT_EQ(undecoded, 0u);
   }
   // A certificate that is not DER: kept as bytes, counted, no fields.
@@ -753,11 +755,60 @@ TEST(Tls, ServerCertificateAtEverySplit) {
   uint64_t undecoded = 0;
   TlsConn d(&undecoded);
   d.feed(1, reinterpret_cast<const uint8_t*>(bad.data()), bad.size());
-  EXPECT_TRUE(d.tx().certificate);
-  EXPECT_FALSE(d.tx().cert_decoded);
-  EXPECT_EQ(d.tx().certs.at(0), junk);
+  EXPECT_TRUE(d.tx().cert[1].present);
+  EXPECT_FALSE(d.tx().cert[1].decoded);
+  EXPECT_EQ(d.tx().cert[1].chain.at(0), junk);
   EXPECT_EQ(undecoded, 1u);
   EXPECT_TRUE(d.tx().handshake_done);
+}
+
+// Mutual TLS: the server asks for a certificate (CertificateRequest); the handshake is done when
+// the client's arrives, not at the server's, and each side's certificate is its own.
+TEST(Tls, ClientCertificateWhenAskedAtEverySplit) {
+  const unsigned char s1[] = {0x11};
+  const unsigned char s2[] = {0x22, 0x33};
+  const std::string server_cert = make_cert(s1, 1, "server.example.org", "Server CA");
+  const std::string client_cert = make_cert(s2, 2, "client-7", "Client CA");
+  const auto u24 = [](size_t n) { return std::string{char(n >> 16), char(n >> 8), char(n)}; };
+  const auto cert_msg = [&](const std::string& der) {
+    const std::string chain = der.empty() ? "" : u24(der.size()) + der;
+    return u24(chain.size()) + chain;
+  };
+  std::string sh_body = "\x03\x03" + std::string(32, 's');
+  sh_body += '\0';
+  sh_body += std::string("\xc0\x2f\x00", 3);
+  const std::string server_flight = tls_record(2, sh_body) + tls_record(11, cert_msg(server_cert)) +
+                                    tls_record(13, std::string("\x01\x01\x00\x00", 4)) + tls_record(14, "");
+  const std::string ccs("\x14\x03\x03\x00\x01\x01", 6);
+  const std::string ch = client_hello("server.example.org");
+  for (const bool with_cert : {true, false}) {
+    const std::string second = tls_record(11, cert_msg(with_cert ? client_cert : "")) +
+                               tls_record(16, std::string("\x00\x02\xab\xcd", 4)) + ccs;
+    for (size_t k = 0; k <= second.size(); ++k) {
+      TlsConn c;
+      c.feed(0, reinterpret_cast<const uint8_t*>(ch.data()), ch.size());
+      c.feed(1, reinterpret_cast<const uint8_t*>(server_flight.data()), server_flight.size());
+      const TlsTx& t = c.tx();
+      ASSERT_TRUE(t.cert_requested);
+      ASSERT_TRUE(t.cert[1].decoded);
+      EXPECT_EQ(t.cert[1].subject, "C=US, O=Example Org, CN=server.example.org");
+      EXPECT_FALSE(t.handshake_done) << "the client's certificate is awaited";
+      c.feed(0, reinterpret_cast<const uint8_t*>(second.data()), k);
+      c.feed(0, reinterpret_cast<const uint8_t*>(second.data()) + k, second.size() - k);
+      ASSERT_TRUE(t.handshake_done) << "split at " << k;
+      ASSERT_TRUE(t.cert[0].present);
+      EXPECT_EQ(t.cert[0].decoded, with_cert);
+      if (with_cert) {
+        EXPECT_EQ(t.cert[0].subject, "C=US, O=Example Org, CN=client-7");
+        EXPECT_EQ(t.cert[0].issuer, "C=DE, CN=Client CA");
+        EXPECT_EQ(t.cert[0].serial, "22:33");
+        ASSERT_EQ(t.cert[0].chain.size(), 1u);
+        EXPECT_EQ(t.cert[0].chain[0], client_cert);
+      }
+      EXPECT_EQ(t.cert[1].chain.at(0), server_cert);
+      EXPECT_FALSE(c.done(0) && c.done(1));
+    }
+  }
 }
 
 }  // namespace

@@ -356,17 +356,18 @@ struct TxBuffers {
         return true;
       }
       if (b == kBufTlsAlpn) return index < tls->alpn[side].size() && hold(tls->alpn[side][index], true);
-      // The server's certificate: to the client (Suricata's client certificates are not read).
-      if (side != 1) return false;
+      // The inspected side's certificate: the server's to the client, the client's (mutual TLS)
+      // to the server; subjectAltName only the server's, as Suricata's keywords read them.
+      const TlsCert& c = tls->cert[side];
       switch (b) {
-        case kBufTlsCertSubject: return hold(tls->subject, tls->cert_decoded);
-        case kBufTlsCertIssuer: return hold(tls->issuer, tls->cert_decoded);
-        case kBufTlsCertSerial: return hold(tls->serial, tls->cert_decoded && !tls->serial.empty());
-        case kBufTlsCertFingerprint: return hold(tls->fingerprint, !tls->fingerprint.empty());
+        case kBufTlsCertSubject: return hold(c.subject, c.decoded);
+        case kBufTlsCertIssuer: return hold(c.issuer, c.decoded);
+        case kBufTlsCertSerial: return hold(c.serial, c.decoded && !c.serial.empty());
+        case kBufTlsCertFingerprint: return hold(c.fingerprint, !c.fingerprint.empty());
         case kBufTlsCerts:  // each certificate of the chain, one instance each
-          return index < tls->certs.size() && hold(tls->certs[index], !tls->certs[index].empty());
+          return index < c.chain.size() && hold(c.chain[index], !c.chain[index].empty());
         case kBufTlsSubjectAltName:  // each subjectAltName entry, one instance each
-          return index < tls->sans.size() && hold(tls->sans[index], true);
+          return side == 1 && index < c.sans.size() && hold(c.sans[index], true);
         default: return false;
       }
     }
@@ -898,7 +899,7 @@ void DetectModule::Host::on_app(std::span<const AppUpdate> updates, std::vector<
     } else {
       passes[np++] = Pass{uint8_t(u.tls() ? 2 : u.dns() ? 3 : u.ssh() ? 5 : u.sip() ? 7 : u.ftp() ? 8 : 1), 0,
                           u.dns()   ? dns_instances(u.dns()->msg)
-                          : u.tls() ? std::max<size_t>({1, u.tls()->certs.size(), u.tls()->sans.size(),
+                          : u.tls() ? std::max<size_t>({1, u.tls()->cert[0].chain.size(), u.tls()->cert[1].chain.size(), u.tls()->cert[1].sans.size(),
                                                         u.tls()->alpn[0].size(), u.tls()->alpn[1].size()})
                           // sip.from, sip.via, ...: each field of the name an instance
                           : u.sip() ? sip_instances(*u.sip())
@@ -1051,22 +1052,25 @@ void DetectModule::Host::on_app(std::span<const AppUpdate> updates, std::vector<
         if (!tl || v != a.tls_version) continue;
       }
       if (a.tls_chain_len.kind || a.tls_notbefore.mode || a.tls_notafter.mode || a.tls_expiry) {
-        // The server's certificate chain (to the client, once it came; Suricata's
-        // tls.cert_chain_len and tls validity keywords read the server's side).
+        // The inspected side's certificate (once it came): the validity keywords read the
+        // client's to the server, the server's to the client; tls.cert_chain_len only the
+        // server's chain (Suricata's detect-tls-cert-validity.c, detect-tls-certs.c).
         const TlsTx* tl = u.tls();
-        if (!tl || u.dir != 1 || !tl->certificate) continue;
-        if (a.tls_chain_len.kind && !det_cond_holds(a.tls_chain_len, uint32_t(tl->certs.size()))) continue;
+        if (!tl) continue;
+        const TlsCert& cert = tl->cert[u.dir];
+        if (!cert.present || (a.tls_chain_len.kind && u.dir != 1)) continue;
+        if (a.tls_chain_len.kind && !det_cond_holds(a.tls_chain_len, uint32_t(cert.chain.size()))) continue;
         const auto date_holds = [&](const Signature::DateCond& c, int64_t v) {
-          return c.mode == 0 || (tl->cert_decoded && v != 0 &&
+          return c.mode == 0 || (cert.decoded && v != 0 &&
                                  (c.mode == 1   ? v == c.at
                                   : c.mode == 2 ? v <= c.at
                                   : c.mode == 3 ? v >= c.at
                                                 : v >= c.at && v <= c.to));
         };
-        if (!date_holds(a.tls_notbefore, tl->not_before) || !date_holds(a.tls_notafter, tl->not_after)) continue;
+        if (!date_holds(a.tls_notbefore, cert.not_before) || !date_holds(a.tls_notafter, cert.not_after)) continue;
         // Seconds, as Suricata compares them; an update without its packet's time (a flow's end) decides nothing.
-        if (a.tls_expiry && (!tl->cert_decoded || tl->not_after == 0 || u.ts_ns == 0 ||
-                             (int64_t(u.ts_ns / 1000000000u) > tl->not_after) != (a.tls_expiry == 1)))
+        if (a.tls_expiry && (!cert.decoded || cert.not_after == 0 || u.ts_ns == 0 ||
+                             (int64_t(u.ts_ns / 1000000000u) > cert.not_after) != (a.tls_expiry == 1)))
           continue;
       }
       const bool rrtype = a.dns_rrtype.c.mode != kUintNone;

@@ -1286,13 +1286,15 @@ int sig_buf_side(uint8_t b) {
     case kBufSdpMediaConnection: case kBufSdpMediaKey:
     case kBufDnsQueriesRrname: case kBufDnsAnswersRrname: case kBufDnsAuthoritiesRrname: case kBufDnsAdditionalsRrname:
     case kBufFileName:  // the files of the direction inspected
+    // Each side's certificate: the server's to the client, the client's (mutual TLS) to the server.
+    case kBufTlsCertSubject: case kBufTlsCertIssuer: case kBufTlsCertSerial: case kBufTlsCertFingerprint:
+    case kBufTlsCerts:
       return 2;
     case kBufDnsResponseRrname:
       return 1;
     case kBufHttpStatCode: case kBufHttpStatMsg: case kBufHttpResponseLine: case kBufHttpResponseBody:
     case kBufHttpServer: case kBufHttpLocation: case kBufHttpResponseHeader:
-    case kBufTlsCertSubject: case kBufTlsCertIssuer: case kBufTlsCertSerial: case kBufTlsCertFingerprint:
-    case kBufTlsCerts: case kBufTlsSubjectAltName: case kBufJa3sHash: case kBufJa3sString:
+    case kBufTlsSubjectAltName: case kBufJa3sHash: case kBufJa3sString:
     case kBufSipStatCode: case kBufSipStatMsg: case kBufSipResponseLine:
     case kBufSipResponseLineFrame: case kBufSipResponseHeadersFrame: case kBufSipResponseBodyFrame:
     case kBufHttpResponseFrame: case kBufFtpReply: case kBufFtpCompletionCode:
