@@ -44,6 +44,7 @@
 #include "output/inline_forwarder.hpp"
 #include "tools/gen/generator.hpp"
 #include "core/config.hpp"
+#include "core/eve_event.hpp"
 #include "pipeline/pipeline.hpp"
 #include "output/decode_rows.hpp"
 #include "output/eve.hpp"
@@ -210,6 +211,7 @@ int main(int argc, char** argv) {
       modules.add(std::move(m));
     }
     modules.set_drop_events(eve_drops, bc.flow.vlan_in_key, bc.flow.defrag, o.eve_ethernet);
+    set_eve_ipv6_compress(o.eve_ipv6_compress);  // before any event is written
     // The application layer runs for HTTP rules or --app-layer; with -l its transactions are EVE
     // http events.
     modules.set_app_layer_config(o.app_layer, o.app_layer_on, bc.threads);

@@ -113,6 +113,7 @@ void apply_file_config(const FileConfig& fc, Options& o) {
   if (fc.eve_tagged_packets) o.eve_tagged_packets = *fc.eve_tagged_packets;
   if (!fc.eve_xff.empty()) o.eve_xff = fc.eve_xff;
   if (fc.eve_ethernet) o.eve_ethernet = *fc.eve_ethernet;
+  if (fc.eve_ipv6_compress) o.eve_ipv6_compress = *fc.eve_ipv6_compress;
   o.eve_alert_metadata = fc.eve_alert_metadata;
   if (fc.packet_alert_max) o.packet_alert_max = *fc.packet_alert_max;
   if (fc.http_request_body_limit) o.app_layer.http.request_body_limit = *fc.http_request_body_limit;
@@ -476,6 +477,8 @@ int parse_command_line(int argc, char** argv, Options& o) {
        kMods, [&] { o.eve_verdict = true; });
   flag("--eve-ethernet", "alerts, drop and anomaly events carry the frame's MAC addresses (ether.src_mac, ether.dest_mac), as Suricata's eve-log ethernet option",
        kMods, [&] { o.eve_ethernet = true; });
+  flag("--eve-ipv6-compress", "IPv6 addresses in EVE in RFC 5952's compressed form (2001:db8::1), as Suricata's eve-log ipv6-compress option",
+       kMods, [&] { o.eve_ipv6_compress = true; });
   flag("--app-layer", "run the application layer (HTTP/1, TLS, DNS) even without rules that need it, and write EVE http, tls and dns events and flows' app_proto (with -l)",
        kMods, [&] { o.app_layer_on = true; });
   opt("--force-hash", "LIST",

@@ -1,7 +1,10 @@
 // core/eve_event.cpp — see core/eve_event.hpp.
 #include "core/eve_event.hpp"
 
+#include <arpa/inet.h>
+
 #include <cstdio>
+#include <cstring>
 #include <ctime>
 #include <algorithm>
 
@@ -32,7 +35,20 @@ std::string eve_timestamp(uint64_t ts_ns) {
 // An address as Suricata's EVE writes it: dotted IPv4; IPv6 as eight groups of four hex digits, with
 // no "::" shortening ("2001:0db8:0000:...:0001"), which is what suricata-verify's expected outputs
 // hold. Readers that compare addresses should parse them.
+namespace {
+bool g_ipv6_compress = false;  // a run's output setting: written before the pipeline starts, read-only after
+}  // namespace
+
+void set_eve_ipv6_compress(bool on) { g_ipv6_compress = on; }
+
 std::string eve_address(const uint32_t* words, bool v6) {
+  if (v6 && g_ipv6_compress) {
+    // RFC 5952 (as Suricata's PrintInetIPv6 with compression): inet_ntop's form.
+    in6_addr a;
+    std::memcpy(&a, words, 16);
+    char s[INET6_ADDRSTRLEN];
+    return inet_ntop(AF_INET6, &a, s, sizeof s) ? std::string(s) : std::string();
+  }
   if (!v6) {
     const uint32_t w = words[0];  // the address's bytes in memory order
     char s[16];

@@ -18,8 +18,11 @@ std::string eve_timestamp(uint64_t ts_ns);
 // The contents of a JSON string holding `s` (no quotes): escaped, invalid UTF-8 replaced by U+FFFD.
 std::string json_escape(const std::string& s);
 // An address as Suricata's EVE writes it: dotted IPv4; IPv6 as eight groups of four hex digits with
-// no "::" shortening ("2001:0db8:0000:...:0001"), as suricata-verify's expected outputs hold it.
+// no "::" shortening ("2001:0db8:0000:...:0001"), or, after set_eve_ipv6_compress(true) (eve-log's
+// `ipv6-compress: yes`, --eve-ipv6-compress), in RFC 5952's compressed form ("2001:db8::1").
 std::string eve_address(const uint32_t* words, bool v6);
+// The process's IPv6 form in EVE (set once at start, before any event is written).
+void set_eve_ipv6_compress(bool on);
 // ,"vlan":[ids] of the n (at most 3) tags, outermost first; nothing without tags.
 std::string vlan_json(const uint16_t* ids, int n);
 // ,"src_ip",["src_port",]"dest_ip",["dest_port",]"ip_v","proto" of a flow, endpoint `si` of its key sending.
