@@ -35,7 +35,7 @@ import tempfile
 
 import yaml
 
-from suricata_verify import check_applies, matches  # test.yaml filter semantics, shared
+from suricata_verify import check_applies, find_value, matches  # test.yaml filter semantics, shared
 
 # Tests that need only this stage's keywords and still fail, with why (docs/detect-status.md).
 KNOWN_FAILURES = {
@@ -117,6 +117,18 @@ def translate_args(spec, test_dir):
 HAVE_FEATURES = {"HAVE_JA3"}
 
 
+def nearest(events, match):
+    """For GASPP_DV_DIFF=1: the entries of `match` that the closest event of its type misses."""
+    best = None
+    for ev in events:
+        if "event_type" in match and ev.get("event_type") != match["event_type"]:
+            continue
+        miss = {k: find_value(k, ev) for k, v in match.items() if not matches(ev, {k: v})}
+        if best is None or len(miss) < len(best):
+            best = miss
+    return f" [closest event differs in {best}]" if best else " [no event of that type]"
+
+
 def run_one(gaspp, test_dir, spec, backend, prefilter, classes=None):
     # The capture: test.yaml's `pcap`, else the directory's one capture (suricata-verify's rule).
     if isinstance(spec.get("pcap"), str):
@@ -175,7 +187,8 @@ def run_one(gaspp, test_dir, spec, backend, prefilter, classes=None):
     for flt in checks:
         got = sum(1 for ev in events if matches(ev, flt.get("match", {})))
         if got != flt.get("count"):
-            fails.append(f"{ {k: v for k, v in flt['match'].items() if k != 'event_type'} } counted {got}, want {flt.get('count')}")
+            fails.append(f"{ {k: v for k, v in flt['match'].items() if k != 'event_type'} } counted {got}, want {flt.get('count')}"
+                         + (nearest(events, flt.get("match", {})) if os.environ.get("GASPP_DV_DIFF") else ""))
     if not fails:
         return "pass", ""
     if app:
