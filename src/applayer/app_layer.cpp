@@ -372,7 +372,7 @@ void AppLayer::datagram(const AppDatagram& d, const uint8_t* p, std::vector<AppU
 }
 
 bool tx_complete(const AppUpdate& u) {
-  return u.http()   ? u.http()->resp_done
+  return u.http()   ? u.http()->resp_done && (!u.http()->http2 || u.http()->h2_loggable())
          : u.tls()  ? u.tls()->handshake_done
          : u.ssh()  ? u.ssh()->done()
          : u.ftp()  ? u.ftp()->done
@@ -616,6 +616,7 @@ void AppLayer::report(std::map<std::string, uint64_t>& r) const {
   r["http2_gaps"] = stats_.http2.gaps;
   r["http2_txs_dropped"] = stats_.http2.txs_dropped;
   r["http2_bad_preface"] = stats_.http2.bad_preface;
+  r["http2_frames_not_kept"] = stats_.http2.frames_not_kept;
   r["sip_requests"] = stats_.sip.requests;
   r["sip_responses"] = stats_.sip.responses;
   r["sip_invalid"] = stats_.sip.invalid;

@@ -111,7 +111,8 @@ struct AppUpdate {
   bool complete = false;
 };
 
-// Whether an update's transaction is complete for its EVE event: HTTP when the response finished;
+// Whether an update's transaction is complete for its EVE event: HTTP when the response finished
+// (HTTP/2: and Suricata's logger writes it, HttpTx::h2_loggable);
 // TLS when the handshake was read as far as Suricata logs it (TlsTx::handshake_done); SSH when both
 // identification strings were read; SMTP when the mail completed; FTP when the reply came; DNS
 // and SIP at each message.

@@ -186,6 +186,30 @@ struct HttpTx : AppTx {
   std::string authority;
   std::vector<HttpHeader> h2_fields[2];  // each side's header block as decoded (pseudo-fields too), for EVE
   uint32_t h2_events = 0, h2_events_logged = 0;
+  // Each side's frames on the stream (Suricata's frames_ts / frames_tc, what the http2.* keywords
+  // and the EVE http2 request / response objects read), at most kHttp2MaxFrames a side (more are
+  // counted, http2_frames_not_kept). A connection-level frame (stream 0: SETTINGS, PING, GOAWAY,
+  // WINDOW_UPDATE) is a transaction of its own, stream_id 0, with that one frame (h2_global).
+  struct H2Frame {
+    uint8_t type = 0, flags = 0;
+    int16_t priority = -1;     // PRIORITY's weight, or HEADERS' with the PRIORITY flag; -1: none
+    int64_t error = -1;        // GOAWAY's or RST_STREAM's error code; -1: none
+    int64_t window = -1;       // WINDOW_UPDATE's size increment; -1: none
+    int64_t size_update = -1;  // a header block's dynamic table size update (HPACK), the last; -1: none
+    std::vector<std::pair<uint16_t, uint32_t>> settings;  // SETTINGS' (id, value) pairs
+  };
+  std::vector<H2Frame> h2_frames[2];
+  bool h2_global = false;
+  // Whether Suricata's HTTP/2 logger writes an event for it: header fields, or a side's SETTINGS,
+  // error code or priority (a PING's or a WINDOW_UPDATE's transaction has none).
+  bool h2_loggable() const {
+    for (int s = 0; s < 2; ++s) {
+      if (!h2_fields[s].empty()) return true;
+      for (const H2Frame& f : h2_frames[s])
+        if ((f.type == 4 && !f.settings.empty()) || f.error >= 0 || (f.priority >= 0 && s == 0)) return true;
+    }
+    return false;
+  }
   // Header values by name (case-insensitive; repeated headers joined with ", "), "" when absent.
   std::string req_header(const char* name) const;
   std::string resp_header(const char* name) const;

@@ -43,7 +43,48 @@ bool unpad(uint8_t flags, const uint8_t*& p, size_t& n) {
   return true;
 }
 
+// The dynamic table size updates at a header block's start (RFC 7541 6.3: 001xxxxx, a 5-bit
+// prefix integer; only allowed there): the last one's value, -1 without one.
+int64_t leading_size_update(const uint8_t* p, size_t n) {
+  int64_t last = -1;
+  size_t i = 0;
+  while (i < n && (p[i] & 0xe0) == 0x20) {
+    uint64_t v = p[i++] & 0x1f;
+    if (v == 0x1f) {
+      for (unsigned shift = 0;; shift += 7) {
+        if (i >= n || shift > 28) return last;  // cut or too long: HPACK decides the block
+        v += uint64_t(p[i] & 0x7f) << shift;
+        if (!(p[i++] & 0x80)) break;
+      }
+    }
+    last = int64_t(v);
+  }
+  return last;
+}
+
 }  // namespace
+
+const char* http2_frame_type_name(uint32_t t) {
+  static const char* const names[] = {"DATA", "HEADERS", "PRIORITY", "RST_STREAM", "SETTINGS",
+                                      "PUSH_PROMISE", "PING", "GOAWAY", "WINDOW_UPDATE", "CONTINUATION"};
+  return t < std::size(names) ? names[t] : nullptr;
+}
+
+const char* http2_error_name(uint32_t e) {
+  static const char* const names[] = {"NO_ERROR", "PROTOCOL_ERROR", "INTERNAL_ERROR", "FLOW_CONTROL_ERROR",
+                                      "SETTINGS_TIMEOUT", "STREAM_CLOSED", "FRAME_SIZE_ERROR", "REFUSED_STREAM",
+                                      "CANCEL", "COMPRESSION_ERROR", "CONNECT_ERROR", "ENHANCE_YOUR_CALM",
+                                      "INADEQUATE_SECURITY", "HTTP_1_1_REQUIRED"};
+  return e < std::size(names) ? names[e] : nullptr;
+}
+
+const char* http2_settings_name(uint32_t id) {
+  static const char* const names[] = {nullptr, "SETTINGS_HEADER_TABLE_SIZE", "SETTINGS_ENABLE_PUSH",
+                                      "SETTINGS_MAX_CONCURRENT_STREAMS", "SETTINGS_INITIAL_WINDOW_SIZE",
+                                      "SETTINGS_MAX_FRAME_SIZE", "SETTINGS_MAX_HEADER_LIST_SIZE", nullptr,
+                                      "SETTINGS_ENABLE_CONNECT_PROTOCOL", "SETTINGS_NO_RFC7540_PRIORITIES"};
+  return id < std::size(names) ? names[id] : nullptr;
+}
 
 uint32_t http2_event_bit(const std::string& name) {
   for (size_t i = 0; i < size_t(Http2EventId::kCount); ++i)
@@ -84,6 +125,28 @@ void Http2Conn::event(uint32_t sid, uint32_t ev) {
   }
   if (!t) return;
   t->h2_events |= ev;
+  touch(t);
+}
+
+HttpTx* Http2Conn::global_tx() {
+  // Complete at once: the connection's frame has no end (Suricata's create_global_tx).
+  auto t = std::make_unique<HttpTx>();
+  t->id = next_id_++;
+  t->limits = &lim_;
+  t->http2 = t->h2_global = true;
+  t->protocol = t->resp_protocol = "HTTP/2";
+  t->req_done = t->resp_done = true;
+  txs_.push_back(std::move(t));
+  ++hstats_.txs;
+  return txs_.back().get();
+}
+
+void Http2Conn::record(HttpTx* t, int dir, const HttpTx::H2Frame& f) {
+  if (t->h2_frames[dir].size() >= kHttp2MaxFrames) {
+    ++st_.frames_not_kept;
+    return;
+  }
+  t->h2_frames[dir].push_back(f);
   touch(t);
 }
 
@@ -189,6 +252,7 @@ void Http2Conn::frame(int dir, uint8_t type, uint8_t flags, uint32_t sid, const 
     lose(dir);
     return;
   }
+  note_frame(dir, type, flags, sid, p, n);
   if (sid == 0 && type != kSettings && type != kPing && type != kGoaway && type != kWindowUpdate) {
     event(0, type == kData ? kHttp2EvDataStreamZero : kHttp2EvInvalidFrameHeader);
     if (type != kHeaders && type != kPushPromise && type != kContinuation) return;
@@ -263,6 +327,69 @@ void Http2Conn::frame(int dir, uint8_t type, uint8_t flags, uint32_t sid, const 
     default:
       return;  // PRIORITY, PING, GOAWAY, WINDOW_UPDATE, unknown types: nothing for the transactions
   }
+}
+
+// The frame as Suricata keeps it on its transaction (its fields that the http2.* keywords and the
+// EVE http2 object read): a connection-level one on a transaction of its own; a stream's on the
+// stream's (HEADERS and PUSH_PROMISE start it, PUSH_PROMISE's on the promised stream, CONTINUATION
+// on its block's); PRIORITY, RST_STREAM and WINDOW_UPDATE only on a stream already known (a
+// client's idle streams given priorities open no transaction), DATA on a stream with headers.
+void Http2Conn::note_frame(int dir, uint8_t type, uint8_t flags, uint32_t sid, const uint8_t* p, size_t n) {
+  HttpTx::H2Frame f;
+  f.type = type;
+  f.flags = flags;
+  uint32_t target = sid;
+  const uint8_t* q = p;
+  size_t m = n;
+  switch (type) {
+    case kHeaders:
+      if (!unpad(flags, q, m)) return;
+      if (flags & kPriorityFlag) {
+        if (m < 5) return;
+        f.priority = q[4];
+        q += 5, m -= 5;
+      }
+      f.size_update = leading_size_update(q, m);
+      break;
+    case kPushPromise:
+      if (!unpad(flags, q, m) || m < 4) return;
+      target = be32(q) & 0x7fffffffu;
+      f.size_update = leading_size_update(q + 4, m - 4);
+      break;
+    case kContinuation:
+      if (!d_[dir].in_block) return;
+      target = d_[dir].block_stream;
+      break;
+    case kPriority:
+      if (m >= 5) f.priority = q[4];
+      break;
+    case kRstStream:
+      if (m >= 4) f.error = be32(q);
+      break;
+    case kGoaway:
+      if (m >= 8) f.error = be32(q + 4);
+      break;
+    case kWindowUpdate:
+      if (m >= 4) f.window = be32(q) & 0x7fffffffu;
+      break;
+    case kSettings:
+      // The parameters up to the first of an id Suricata does not know (its parser stops there).
+      if (!(flags & 0x1))
+        for (size_t i = 0; i + 6 <= m; i += 6) {
+          const uint16_t id = uint16_t(q[i] << 8 | q[i + 1]);
+          if (!http2_settings_name(id)) break;
+          f.settings.emplace_back(id, be32(q + i + 2));
+        }
+      break;
+    default:
+      break;
+  }
+  if (sid == 0) {
+    if (type == kSettings || type == kPing || type == kGoaway || type == kWindowUpdate) record(global_tx(), dir, f);
+    return;  // another type on stream 0 is an anomaly (frame), no transaction
+  }
+  const bool opens = type == kHeaders || type == kPushPromise || type == kContinuation;
+  if (Stream* s = stream(target, opens)) record(s->tx, dir, f);
 }
 
 void Http2Conn::header_block(int dir, uint32_t sid, bool end_stream, bool push) {

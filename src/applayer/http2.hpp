@@ -64,9 +64,21 @@ uint32_t http2_event_bit(const std::string& name);
 // The name of each bit set in `events`, in bit order.
 std::vector<const char*> http2_event_names(uint32_t events);
 
+// Frames kept a transaction side (HttpTx::h2_frames).
+constexpr size_t kHttp2MaxFrames = 256;
+
 struct Http2Stats {
   uint64_t frames = 0, streams = 0, hpack_errors = 0, long_frames = 0, gaps = 0, txs_dropped = 0, bad_preface = 0;
+  uint64_t frames_not_kept = 0;  // past kHttp2MaxFrames on a transaction side
 };
+
+// Suricata's names of the frame types (DATA .. CONTINUATION, 0..9) and error codes (NO_ERROR ..
+// HTTP_1_1_REQUIRED, 0..13): nullptr for another value.
+const char* http2_frame_type_name(uint32_t t);
+const char* http2_error_name(uint32_t e);
+// The SETTINGS parameter ids by Suricata's names (SETTINGS_HEADER_TABLE_SIZE .. 1..6,
+// SETTINGS_ENABLE_CONNECT_PROTOCOL 8, SETTINGS_NO_RFC7540_PRIORITIES 9); nullptr for another id.
+const char* http2_settings_name(uint32_t id);
 
 class Http2Conn {
  public:
@@ -107,6 +119,9 @@ class Http2Conn {
   void data(int dir, uint32_t sid, const uint8_t* p, size_t n);
   void end_side(int dir, uint32_t sid, bool incomplete);
   Stream* stream(uint32_t sid, bool create);
+  HttpTx* global_tx();  // a connection-level frame's transaction (stream 0)
+  void record(HttpTx* t, int dir, const HttpTx::H2Frame& f);
+  void note_frame(int dir, uint8_t type, uint8_t flags, uint32_t sid, const uint8_t* p, size_t n);
   void event(uint32_t sid, uint32_t ev);
   void touch(HttpTx* t);
   void lose(int dir);

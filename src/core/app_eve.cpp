@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <ctime>
 
+#include "applayer/http2.hpp"
 #include "core/eve_event.hpp"
 
 namespace gaspp {
@@ -21,6 +22,59 @@ void str(std::string& j, const char* name, const std::string& v) {
 }  // namespace
 
 namespace {
+// A name without its underscores, as Suricata's logger writes its enumerations (NO_ERROR: NOERROR).
+std::string squeezed(const char* name) {
+  std::string s;
+  for (const char* c = name; *c; ++c)
+    if (*c != '_') s += *c;
+  return s;
+}
+
+// One side's frames as Suricata's log_http2_frames writes them: every SETTINGS frame's parameters
+// in one "settings" list (left out without any: an acknowledgement's, as the EVE schema wants one
+// at least), the first GOAWAY's or RST_STREAM's error code, the request's first priority
+// (PRIORITY, or HEADERS with one; the schema has none in a response), and "has_multiple" naming
+// the first of those that came twice. Empty when there is none of them.
+std::string eve_http2_frames(const std::vector<HttpTx::H2Frame>& frames, bool request) {
+  std::string j;
+  bool settings = false;
+  for (const HttpTx::H2Frame& f : frames) {
+    if (f.type != 4 || f.settings.empty()) continue;  // SETTINGS with parameters
+    j += settings ? "" : "\"settings\":[";
+    for (const auto& [id, v] : f.settings)
+      j += std::string(j.back() == '[' ? "" : ",") + "{\"settings_id\":\"SETTINGS" + squeezed(http2_settings_name(id) + 9) +
+           "\",\"settings_value\":" + std::to_string(v) + "}";
+    settings = true;
+  }
+  if (settings) j += "]";
+  bool error = false, priority = false, multiple = false;
+  for (const HttpTx::H2Frame& f : frames) {
+    const char* twice = nullptr;
+    if (f.error >= 0) {
+      if (!error) {
+        const char* n = http2_error_name(uint32_t(f.error));
+        j += std::string(j.empty() ? "" : ",") + "\"error_code\":\"" +
+             (n ? squeezed(n) : "unknown-" + std::to_string(f.error)) + "\"";
+        error = true;
+      } else {
+        twice = "error_code";
+      }
+    } else if (f.priority >= 0 && request) {
+      if (!priority) {
+        j += std::string(j.empty() ? "" : ",") + "\"priority\":" + std::to_string(f.priority);
+        priority = true;
+      } else {
+        twice = "priority";
+      }
+    }
+    if (twice && !multiple) {
+      j += std::string(",\"has_multiple\":\"") + twice + "\"";
+      multiple = true;
+    }
+  }
+  return j;
+}
+
 // HTTP/2's http object, as Suricata's log_http2: version "2", the header blocks' fields as
 // decoded (pseudo-fields too), the common fields from them, and the http2 object's stream id.
 std::string eve_http2_object(const HttpTx& t) {
@@ -51,7 +105,12 @@ std::string eve_http2_object(const HttpTx& t) {
     }
   if (t.stat_code.size() == 3 && t.stat_code.find_first_not_of("0123456789") == std::string::npos)
     j += ",\"status\":" + std::to_string(std::stoi(t.stat_code));
-  return j + ",\"http2\":{\"stream_id\":" + std::to_string(t.stream_id) + "}}";
+  j += ",\"http2\":{\"stream_id\":" + std::to_string(t.stream_id);
+  for (int side = 0; side < 2; ++side) {
+    const std::string f = eve_http2_frames(t.h2_frames[side], side == 0);
+    if (!f.empty()) j += std::string(side ? ",\"response\":{" : ",\"request\":{") + f + "}";
+  }
+  return j + "}}";
 }
 }  // namespace
 

@@ -12,6 +12,7 @@
 
 #include "applayer/app_layer.hpp"
 #include "applayer/http2.hpp"
+#include "modules/detect/http2_cond.hpp"
 #include "test_support.hpp"
 
 namespace gaspp {
@@ -96,6 +97,7 @@ Conn connection(const std::string& body) {
 std::string summary(const Http2Conn& c) {
   std::string s;
   for (const auto& t : c.txs()) {
+    if (t->h2_global) continue;  // a connection-level frame's (FramesAsSuricataKeepsThem)
     s += "[" + std::to_string(t->stream_id) + "|" + t->request_line + "|" + t->hostname() + "|";
     for (const HttpHeader& h : t->req_headers) s += h.name + "=" + h.value + ";";
     s += "|" + t->request_body + "|" + t->response_line + "|";
@@ -205,11 +207,132 @@ TEST(Http2, UpgradeFromHttp1AtEverySplit) {
     ASSERT_STREQ(app_proto_name(app.proto(9)), "http2") << "cut " << cut;
     std::string got;
     for (const AppUpdate& u : out)
-      if (const HttpTx* t = u.http(); t && t->resp_done)
+      if (const HttpTx* t = u.http(); t && t->resp_done && !t->h2_global)  // stream 1's, not a SETTINGS frame's
         got = std::string(app_proto_name(u.proto)) + " " + t->method + " " + t->uri_raw + " " + t->hostname() + " " +
               t->stat_code + " " + t->response_body;
     EXPECT_EQ(got, "http2 GET /robots.txt example.org 200 User-agent: *\n") << "cut " << cut;
   }
+}
+
+// The frames each transaction side keeps (the http2.* keywords' and EVE's view), at every split of
+// the client's bytes: connection-level frames are transactions of their own (stream 0); a
+// SETTINGS frame's parameters stop at an id Suricata does not know; HEADERS with a priority and a
+// dynamic table size update at its block's start; PRIORITY, RST_STREAM and WINDOW_UPDATE on a
+// known stream only.
+TEST(Http2, FramesAsSuricataKeepsThem) {
+  nghttp2_hd_deflater* ce;
+  nghttp2_hd_deflate_new(&ce, 4096);
+  const auto be32s = [](uint32_t v) { return std::string{char(v >> 24), char(v >> 16), char(v >> 8), char(v)}; };
+  const auto setting = [&](uint16_t id, uint32_t v) { return std::string{char(id >> 8), char(id)} + be32s(v); };
+  // A dynamic table size update of 4096 before the fields (001 11111, then 31 + 0x61 + (0x1f << 7)).
+  const std::string block = std::string("\x3f\xe1\x1f", 3) + hpack(ce, {{":method", "GET"}, {":path", "/"}, {":authority", "a"}});
+  nghttp2_hd_deflate_del(ce);
+  const std::string client =
+      "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" +
+      frame(4, 0, 0, setting(1, 1000) + setting(4, 65535) + setting(0x99, 1) + setting(5, 16384)) +
+      frame(8, 0, 0, be32s(1000000)) +
+      frame(1, 0x4 | 0x1 | 0x20, 1, be32s(0) + std::string(1, char(200)) + block) +
+      frame(8, 0, 1, be32s(32768)) + frame(2, 0, 1, be32s(0) + std::string(1, char(7))) +
+      frame(8, 0, 9, be32s(5)) +  // an unknown stream: no transaction
+      frame(3, 0, 1, be32s(8)) + frame(6, 0, 0, std::string(8, 'p')) + frame(7, 0, 0, be32s(1) + be32s(2));
+  const std::string want =
+      "0:SETTINGS[1=1000,4=65535]\n"
+      "0:WINDOW_UPDATE(w1000000)\n"
+      "1:HEADERS(p200,u4096) WINDOW_UPDATE(w32768) PRIORITY(p7) RST_STREAM(e8)\n"
+      "0:PING\n"
+      "0:GOAWAY(e2)\n";
+  for (size_t cut = 1; cut <= client.size(); ++cut) {
+    HttpStats hs;
+    Http2Stats st;
+    Http2Conn conn(HttpLimits{}, hs, st);
+    conn.feed(0, (const uint8_t*)client.data(), cut);
+    conn.feed(0, (const uint8_t*)client.data() + cut, client.size() - cut);
+    std::string got;
+    for (const auto& t : conn.txs()) {
+      got += std::to_string(t->stream_id) + ":";
+      for (size_t i = 0; i < t->h2_frames[0].size(); ++i) {
+        const HttpTx::H2Frame& f = t->h2_frames[0][i];
+        got += std::string(i ? " " : "") + http2_frame_type_name(f.type);
+        std::string a;
+        if (f.priority >= 0) a += ",p" + std::to_string(f.priority);
+        if (f.size_update >= 0) a += ",u" + std::to_string(f.size_update);
+        if (f.window >= 0) a += ",w" + std::to_string(f.window);
+        if (f.error >= 0) a += ",e" + std::to_string(f.error);
+        if (!a.empty()) got += "(" + a.substr(1) + ")";
+        if (f.type == 4) {
+          got += "[";
+          for (const auto& [id, v] : f.settings) got += (got.back() == '[' ? "" : ",") + std::to_string(id) + "=" + std::to_string(v);
+          got += "]";
+        }
+      }
+      got += "\n";
+      EXPECT_EQ(t->h2_global, t->stream_id == 0);
+    }
+    ASSERT_EQ(got, want) << "cut " << cut;
+  }
+}
+
+// The http2.* keywords' values and their matching over a side's frames, against Suricata's
+// multi-integer semantics (detect/uint.rs detect_uint_match_at_index) worked by hand.
+TEST(Http2, FrameKeywordsAsSuricataMatchesThem) {
+  using F = HttpTx::H2Frame;
+  const auto win = [](int64_t w) { F f; f.type = 8; f.window = w; return f; };
+  const auto hdr = [](int16_t p) { F f; f.type = 1; f.priority = p; return f; };
+  const auto rst = [](int64_t e) { F f; f.type = 3; f.error = e; return f; };
+  F set;
+  set.type = 4;
+  set.settings = {{1, 4096}, {3, 100}};
+  // HEADERS(no priority), WINDOW_UPDATE 32768, WINDOW_UPDATE 40000, RST_STREAM CANCEL, SETTINGS.
+  const std::vector<F> frames = {hdr(-1), win(32768), win(40000), rst(8), set};
+  struct Case {
+    const char* kw;
+    const char* value;
+    bool complete, want;
+  };
+  const Case cases[] = {
+      {"http2.frametype", "HEADERS", false, true},
+      {"http2.frametype", "GOAWAY", true, false},
+      {"http2.frametype", "3", false, true},
+      {"http2.frametype", "HEADERS,0", false, true},
+      {"http2.frametype", "HEADERS,1", false, false},
+      {"http2.frametype", "SETTINGS,-1", false, true},
+      {"http2.window", "32768", false, true},
+      {"http2.window", "32768,all", true, false},          // 40000 is not
+      {"http2.window", ">30000,all", true, true},
+      {"http2.window", ">30000,all", false, false},         // all: only once the side ended
+      {"http2.window", ">30000,nb>1", false, true},
+      {"http2.window", ">30000,nb 2", false, false},        // = : only once the side ended
+      {"http2.window", ">30000,nb 2", true, true},
+      {"http2.window", "40000,2", false, true},            // the frame at index 2
+      {"http2.window", "40000,1", false, false},
+      {"http2.window", "1,oob_or 9", false, false},        // out of range: only once ended
+      {"http2.window", "1,oob_or 9", true, true},
+      {"http2.window", "40000,0,2:3", false, true},        // index 0 of the frames 2..3
+      {"http2.window", "32768,any,2:5", false, false},
+      {"http2.window", "count>1", false, true},
+      {"http2.window", "count 3", true, false},
+      {"http2.priority", "5,or_absent", true, true},       // no priority anywhere: absent
+      {"http2.priority", "5,or_absent", false, false},
+      {"http2.errorcode", "CANCEL", false, true},
+      {"http2.errorcode", "!NO_ERROR", false, true},
+      {"http2.errorcode", "HTTP_1_1_REQUIRED", false, false},
+      {"http2.settings", "SETTINGS_MAX_CONCURRENT_STREAMS", false, true},
+      {"http2.settings", "SETTINGS_HEADER_TABLE_SIZE>4096", false, false},
+      {"http2.settings", "SETTINGS_HEADER_TABLE_SIZE>=4096", false, true},
+      {"http2.settings", "SETTINGS_ENABLE_PUSH", false, false},
+      {"http2.size_update", ">0", false, false},
+  };
+  for (const Case& c : cases) {
+    Http2Cond cond;
+    ASSERT_EQ(parse_http2_cond(c.kw, c.value, cond), "") << c.kw << ":" << c.value;
+    EXPECT_EQ(http2_cond_holds(cond, frames, c.complete), c.want) << c.kw << ":" << c.value << (c.complete ? " complete" : "");
+  }
+  for (const char* bad : {"NOT_A_FRAME", "HEADERS,1,3:2", "1,2,3,4"}) {
+    Http2Cond cond;
+    EXPECT_NE(parse_http2_cond("http2.frametype", bad, cond), "") << bad;
+  }
+  Http2Cond cond;
+  EXPECT_NE(parse_http2_cond("http2.settings", "SETTINGS_NOPE", cond), "");
 }
 
 }  // namespace

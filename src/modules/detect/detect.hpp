@@ -585,6 +585,7 @@ struct DetectModule {
       UintCond filesize;                                                  // and its filesize
       uint8_t http_version = 0;  // Signature's: 1 HTTP/1's transactions only, 2 HTTP/2's
       uint32_t http2_events = 0;  // Signature's app-layer-event:http2.* (Http2Event bits): all on the transaction
+      std::vector<Http2Cond> http2_conds;  // Signature's http2.* frame keywords: all on the inspected side
       struct Size {
         uint16_t key;
         bool either;

@@ -28,6 +28,7 @@
 #include "modules/detect/body_window.hpp"
 #include "modules/detect/detect.hpp"
 #include "modules/detect/hs_cache.hpp"
+#include "modules/detect/http2_cond.hpp"
 #include "modules/detect/transform.hpp"
 #include "core/app_eve.hpp"
 #include "core/eve_event.hpp"
@@ -138,6 +139,80 @@ size_t sip_instances(const SipTx& t) {
 // once the transaction's progress reaches it. HTTP: a body once its message is done, the others
 // once its headers are; a DNS, SIP or FTP message is whole when parsed; TLS's handshake and SSH's
 // banners when read.
+}  // namespace
+
+// Suricata's detect_uint_match_at_index over frames_ts / frames_tc with the keyword's get_value;
+// settings and size_update: some frame has it.
+bool http2_cond_holds(const Http2Cond& c, const std::vector<HttpTx::H2Frame>& frames, bool complete) {
+  const auto value = [&](const HttpTx::H2Frame& f, uint64_t& v) {
+    switch (c.kind) {
+      case Http2Cond::kFrameType: v = f.type; return true;
+      case Http2Cond::kErrorCode: v = uint64_t(f.error); return f.error >= 0;
+      case Http2Cond::kPriority: v = uint64_t(f.priority); return f.priority >= 0;
+      case Http2Cond::kWindow: v = uint64_t(f.window); return f.window >= 0;
+      default: v = uint64_t(f.size_update); return f.size_update >= 0;
+    }
+  };
+  if (c.kind == Http2Cond::kSettings) {
+    for (const HttpTx::H2Frame& f : frames)
+      for (const auto& [id, val] : f.settings)
+        if (id == c.settings_id && uint_cond_holds(c.c, val)) return true;
+    return false;
+  }
+  if (c.kind == Http2Cond::kSizeUpdate) {
+    uint64_t v;
+    for (const HttpTx::H2Frame& f : frames)
+      if (value(f, v) && uint_cond_holds(c.c, v)) return true;
+    return false;
+  }
+  // The subslice, as Suricata computes it (an empty one when it falls outside).
+  const int64_t n = int64_t(frames.size());
+  const int64_t start = c.start >= 0 ? c.start : n + c.start;
+  const int64_t end = c.end > 0 ? c.end : n + c.end;
+  const size_t lo = end > n || start >= end || start < 0 ? 0 : size_t(start);
+  const size_t hi = end > n || start >= end || start < 0 ? 0 : size_t(end);
+  uint64_t v;
+  switch (c.index) {
+    case Http2Cond::kAt: {
+      const int64_t len = int64_t(hi - lo);
+      const int64_t i = c.at < 0 ? len + c.at : c.at;
+      if (i < 0 || i >= len) return c.oob_or && complete;
+      return value(frames[lo + size_t(i)], v) && uint_cond_holds(c.c, v);
+    }
+    case Http2Cond::kNb:
+    case Http2Cond::kCount: {
+      // Before the side ends only "more than" can be decided.
+      if (!complete && c.n.mode != kUintGt && c.n.mode != kUintGe) return false;
+      uint64_t nb = 0;
+      for (size_t i = lo; i < hi; ++i)
+        nb += value(frames[i], v) && (c.index == Http2Cond::kCount || uint_cond_holds(c.c, v));
+      return uint_cond_holds(c.n, nb);
+    }
+    case Http2Cond::kAll:
+    case Http2Cond::kAllOrAbsent: {
+      if (!complete) return false;
+      bool any = false;
+      for (size_t i = lo; i < hi; ++i)
+        if (value(frames[i], v)) {
+          if (!uint_cond_holds(c.c, v)) return false;
+          any = true;
+        }
+      return any || c.index == Http2Cond::kAllOrAbsent;
+    }
+    default: {  // any, or_absent
+      bool any = false;
+      for (size_t i = lo; i < hi; ++i)
+        if (value(frames[i], v)) {
+          if (uint_cond_holds(c.c, v)) return true;
+          any = true;
+        }
+      return c.index == Http2Cond::kOrAbsent && !any && complete;
+    }
+  }
+}
+
+namespace {
+
 bool buffer_final(const AppUpdate& u, uint16_t key) {
   if (const HttpTx* h = u.http()) {
     const uint8_t b = base_buf(uint8_t(key % kBufCount));
@@ -680,6 +755,7 @@ void DetectModule::Host::add_app_sig(uint32_t i) {
   for (const auto& z : s.bsize) mail_body_md5_ = mail_body_md5_ || base_buf(z.first) == kBufEmailBodyMd5;
   a.http_version = s.http_version;
   a.http2_events = s.http2_events;
+  a.http2_conds = s.http2_conds;
   a.per_instance = s.app_proto == 4 || s.file_conds();  // a mail's files, the file keywords' files
   if (s.file_conds()) {
     a.file_hashes = s.file_hashes.empty() ? nullptr : &s.file_hashes;
@@ -1126,6 +1202,16 @@ void DetectModule::Host::on_app(std::span<const AppUpdate> updates, std::vector<
       if (a.http2_events) {
         const HttpTx* h = u.http();
         if (!h || (h->h2_events & a.http2_events) != a.http2_events) continue;
+      }
+      if (!a.http2_conds.empty()) {
+        // The inspected side's frames (Suricata's frames_ts / frames_tc), complete when the side
+        // ended.
+        const HttpTx* h = u.http();
+        if (!h || !h->http2) continue;
+        const bool complete = u.dir == 0 ? h->req_done : h->resp_done;
+        if (!std::all_of(a.http2_conds.begin(), a.http2_conds.end(),
+                         [&](const Http2Cond& c) { return http2_cond_holds(c, h->h2_frames[u.dir], complete); }))
+          continue;
       }
       if (a.http_version && (u.proto == AppProto::http2) != (a.http_version == 2)) continue;
       if (a.file_hashes || a.filesize.mode != kUintNone) {

@@ -3,6 +3,7 @@
 
 #include "applayer/http1.hpp"
 #include "applayer/http2.hpp"
+#include "modules/detect/http2_cond.hpp"
 #include "modules/detect/dataset.hpp"
 #include "modules/detect/tag.hpp"
 #include "modules/detect/text.hpp"
@@ -956,7 +957,7 @@ std::string finish(Signature& s) {
   }
   const bool packet_bufs_only = std::all_of(s.ops.begin(), s.ops.end(), [](const SigOp& o) { return ip_addr_buf(o.buf); });
   if (s.app && s.rule.action == RuleAction::alert && packet_bufs_only && s.bsize.empty() && s.absent.empty() && !s.urilen.on && !s.http_events &&
-      !s.http2_events &&
+      !s.http2_events && s.http2_conds.empty() &&
       !s.file_conds() &&
       !s.dns_events &&
       !s.tls_version_on && !s.dns_opcode.on && !s.dns_rcode.on && s.dns_rrtype.c.mode == kUintNone && !s.tls_chain_len.on &&
@@ -1239,6 +1240,86 @@ std::string parse_uint_index(const std::string& text, int limit, IntCond& out) {
            std::to_string(limit - 1) + " (oob_or N)";
   out.index = kIcAt;
   out.at = int8_t(i);
+  return "";
+}
+
+// An http2.* keyword's value (Http2Cond; Suricata's detect_parse_array_uint[_enum] and
+// http2_parse_settingsctx).
+std::string parse_http2_cond(const std::string& k, const std::string& v, Http2Cond& out) {
+  const std::string kind = k.substr(6);
+  out.kind = kind == "frametype"   ? Http2Cond::kFrameType
+             : kind == "errorcode" ? Http2Cond::kErrorCode
+             : kind == "priority"  ? Http2Cond::kPriority
+             : kind == "window"    ? Http2Cond::kWindow
+             : kind == "settings"  ? Http2Cond::kSettings
+                                   : Http2Cond::kSizeUpdate;
+  const uint64_t max = out.kind == Http2Cond::kFrameType || out.kind == Http2Cond::kPriority ? 255 : 0xffffffffu;
+  std::string t = trim(v);
+  if (out.kind == Http2Cond::kSettings) {
+    // NAME[ COND]: the parameter's name, then its value's condition.
+    size_t e = 0;
+    while (e < t.size() && (std::isalnum(static_cast<unsigned char>(t[e])) || t[e] == '_')) ++e;
+    std::string name = t.substr(0, e);
+    for (char& ch : name) ch = char(std::toupper(static_cast<unsigned char>(ch)));
+    for (uint16_t id = 1; id < 16 && !out.settings_id; ++id)
+      if (const char* n = http2_settings_name(id); n && name == n) out.settings_id = id;
+    if (!out.settings_id) return "unknown settings parameter '" + name + "'";
+    const std::string rest = trim(t.substr(e));
+    return rest.empty() ? "" : parse_uint_cond(rest, 0xffffffffu, out.c);
+  }
+  if (out.kind == Http2Cond::kSizeUpdate) return parse_uint_cond(t, 0xffffffffu, out.c);
+  const std::vector<std::string> parts = split_commas(t);
+  if (parts.empty() || parts.size() > 3) return "'" + v + "' is VALUE[,INDEX[,START:END]]";
+  if (parts.size() == 1 && parts[0].rfind("count", 0) == 0) {
+    out.index = Http2Cond::kCount;
+    return parse_uint_cond(parts[0].substr(5), 0xffffffffu, out.n);
+  }
+  // The value: a number or condition, or (frametype, errorcode) a name, with its operator.
+  std::string val = trim(parts[0]), pre;
+  while (!val.empty() && (val[0] == '!' || val[0] == '<' || val[0] == '>' || val[0] == '=')) pre += val[0], val.erase(0, 1);
+  if (!val.empty() && std::isalpha(static_cast<unsigned char>(val[0])) &&
+      (out.kind == Http2Cond::kFrameType || out.kind == Http2Cond::kErrorCode)) {
+    std::string up;
+    for (const char ch : val) up += char(std::toupper(static_cast<unsigned char>(ch)));
+    if (up == "HTTP11_REQUIRED") up = "HTTP_1_1_REQUIRED";  // Suricata 9's name of it
+    int found = -1;
+    for (uint32_t n = 0; n < 16 && found < 0; ++n) {
+      const char* name = out.kind == Http2Cond::kFrameType ? http2_frame_type_name(n) : http2_error_name(n);
+      if (name && up == name) found = int(n);
+    }
+    if (found < 0) return "unknown name '" + val + "'";
+    val = std::to_string(found);
+  }
+  if (std::string r = parse_uint_cond(pre + val, max, out.c); !r.empty()) return r;
+  if (parts.size() >= 2) {
+    const std::string ix = trim(parts[1]);
+    if (ix == "any") out.index = Http2Cond::kAny;
+    else if (ix == "all") out.index = Http2Cond::kAll;
+    else if (ix == "all_or_absent") out.index = Http2Cond::kAllOrAbsent;
+    else if (ix == "or_absent") out.index = Http2Cond::kOrAbsent;
+    else if (ix.rfind("nb", 0) == 0) {
+      out.index = Http2Cond::kNb;
+      if (std::string r = parse_uint_cond(ix.substr(2), 0xffffffffu, out.n); !r.empty()) return "nb: " + r;
+    } else {
+      std::string n = ix;
+      if (n.rfind("oob_or", 0) == 0) out.oob_or = true, n = trim(n.substr(6));
+      int64_t i;
+      if (!parse_int(n, i) || i < INT32_MIN || i > INT32_MAX) return "index '" + ix + "'";
+      out.index = Http2Cond::kAt;
+      out.at = int32_t(i);
+    }
+  }
+  if (parts.size() == 3) {
+    const std::string s = trim(parts[2]);
+    const size_t colon = s.find(':');
+    int64_t a, b;
+    if (colon == std::string::npos || !parse_int(trim(s.substr(0, colon)), a) || !parse_int(trim(s.substr(colon + 1)), b) ||
+        a < INT32_MIN || a > INT32_MAX || b < INT32_MIN || b > INT32_MAX)
+      return "subslice '" + s + "' is START:END";
+    if ((a > 0 && b > 0 && b <= a) || (a < 0 && b < 0 && b <= a)) return "subslice '" + s + "' must end after its start";
+    out.start = int32_t(a);
+    out.end = int32_t(b);
+  }
   return "";
 }
 
@@ -1643,6 +1724,18 @@ std::string parse_signature(const std::string& text, const RuleVars& vars, Signa
       if (out.app_proto && out.app_proto != 3) return "error:" + k + " on a signature of another protocol";
       out.app = true;
       out.app_proto = 3;
+      continue;
+    }
+    if (k == "http2.frametype" || k == "http2.errorcode" || k == "http2.priority" || k == "http2.window" ||
+        k == "http2.settings" || k == "http2.size_update") {
+      // On HTTP/2's transactions only (Http2Cond).
+      Http2Cond c;
+      if (std::string r = parse_http2_cond(k, v, c); !r.empty()) return "error:" + k + ": " + r;
+      if (out.app_proto && out.app_proto != 1) return "error:" + k + " on a signature of another protocol";
+      out.http2_conds.push_back(c);
+      out.http_version = 2;
+      out.app = true;
+      out.app_proto = 1;
       continue;
     }
     if (k == "ftpbounce") {

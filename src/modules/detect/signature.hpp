@@ -328,6 +328,28 @@ enum SigMode : uint8_t {
   kSigStreamOnly = 4,  // never fall back to the packet payload
 };
 
+// An http2.* keyword's condition on the inspected side's frames of an HTTP/2 transaction
+// (HttpTx::h2_frames; Suricata's rust/src/http2/detect.rs). frametype, errorcode, priority and
+// window are Suricata's multi-integers over the side's frames (a frame without the value — another
+// type — counts in the indexes and the subslice but holds no value): any (default), all,
+// all_or_absent, or_absent (these two only once the side is complete), the frame at an index
+// (oob_or), `nb COND` (how many hold the value's condition; other than > or >= only once complete),
+// `count COND` (how many have a value), and a subslice START:END of the frames. settings: some
+// SETTINGS frame has the parameter (with a value condition when given); size_update: some header
+// block's dynamic table size update holds the condition.
+struct Http2Cond {
+  enum Kind : uint8_t { kFrameType, kErrorCode, kPriority, kWindow, kSettings, kSizeUpdate };
+  enum Index : uint8_t { kAny, kAll, kAllOrAbsent, kOrAbsent, kAt, kNb, kCount };
+  uint8_t kind = kFrameType;
+  uint8_t index = kAny;
+  bool oob_or = false;
+  int32_t at = 0;
+  int32_t start = 0, end = 0;  // the subslice (0, 0: all)
+  UintCond c;                  // the value's (settings: mode none, any value)
+  UintCond n;                  // nb's or count's condition on the number
+  uint16_t settings_id = 0;
+};
+
 struct Signature {
   Rule rule;                       // header and names
   std::vector<SigOp> ops;          // the payload list, in rule order
@@ -413,6 +435,7 @@ struct Signature {
   uint32_t tls_events = 0;         // app-layer-event:tls.NAME (applayer/tls.hpp TlsEvent bits), all required
   uint64_t http_events = 0;        // app-layer-event:http.NAME (applayer/http1.hpp HttpEvent bits), all required
   uint32_t http2_events = 0;       // app-layer-event:http2.NAME (applayer/http2.hpp Http2Event bits), all required
+  std::vector<Http2Cond> http2_conds;  // http2.frametype, .errorcode, .priority, .window, .settings, .size_update
   uint16_t dns_events = 0;         // app-layer-event:dns.NAME (applayer/dns.hpp DnsEvent bits), all required
   NumCond urilen;                  // urilen (on the normalized URI, or the raw one with urilen_raw)
   bool urilen_raw = false;
