@@ -114,13 +114,13 @@ TEST(Config, SetOverridesAndBuildsTheTree) {
 TEST(Config, UnknownSettingIsAnErrorButSuricataSectionsAreListed) {
   EXPECT_NE(error_of(write_yaml("bacth: 5\n")).find("unknown setting 'bacth'"), std::string::npos);
   const FileConfig c = load_config(write_yaml("outputs:\n  - fast:\n      enabled: yes\naf-packet:\n  - interface: eth0\nbatch: 8\n"));
-  EXPECT_EQ(c.ignored, (std::vector<std::string>{"outputs (all but eve-log's ethernet, alert payload, packet, verdict, tagged-packets, metadata and xff, anomaly decode, files force-hash and smtp md5)", "af-packet"}));
+  EXPECT_EQ(c.ignored, (std::vector<std::string>{"outputs (all but eve-log's ethernet, ipv6-compress, alert payload, packet, verdict, tagged-packets, metadata and xff, anomaly decode, files force-hash and smtp md5)", "af-packet"}));
 }
 
 // suricata.yaml's action-order, packet-alert-max and eve-log alert switches, as Suricata reads them.
 TEST(Config, ActionOrderAlertMaxAndEveAlertSwitches) {
   const FileConfig c = load_config(write_yaml(
-      "outputs:\n  - fast:\n      enabled: yes\n  - eve-log:\n      enabled: yes\n      ethernet: yes\n      types:\n        - alert:\n"
+      "outputs:\n  - fast:\n      enabled: yes\n  - eve-log:\n      enabled: yes\n      ethernet: yes\n      ipv6-compress: yes\n      types:\n        - alert:\n"
       "            payload: yes\n            packet: yes\n            verdict: no\n            tagged-packets: yes\n        - flow\n"
       "action-order:\n  - drop\n  - pass\n  - reject\n  - alert\npacket-alert-max: 6\n"
       "threshold-file: /etc/suricata/threshold.config\n"));
@@ -131,6 +131,7 @@ TEST(Config, ActionOrderAlertMaxAndEveAlertSwitches) {
   EXPECT_EQ(c.eve_packet.value_or(false), true);
   EXPECT_EQ(c.eve_verdict.value_or(true), false);
   EXPECT_EQ(c.eve_ethernet.value_or(false), true);
+  EXPECT_EQ(c.eve_ipv6_compress.value_or(false), true);
   EXPECT_EQ(c.eve_tagged_packets.value_or(false), true);
   // vlan.use-for-tracking (--flow-vlan) and datasets.rules.allow-absolute-filenames (to the rules).
   const FileConfig vl = load_config(write_yaml("vlan:\n  use-for-tracking: false\ndatasets:\n  rules:\n    allow-absolute-filenames: true\n"));
@@ -266,7 +267,7 @@ TEST(Config, RealSuricataYaml) {
       EXPECT_EQ(c.flow_timeouts->normal[p][s], d.normal[p][s]);
       EXPECT_EQ(c.flow_timeouts->emergency[p][s], d.emergency[p][s]);
     }
-  for (const char* s : {"outputs (all but eve-log's ethernet, alert payload, packet, verdict, tagged-packets, metadata and xff, anomaly decode, files force-hash and smtp md5)", "af-packet", "app-layer (all but the HTTP body and decompression limits, body inspection sizes, http-body-inline, lzma, tls.ja3-fingerprints, smtp.mime.body-md5, ftp.max-tx and the DNS and SIP detection ports)",
+  for (const char* s : {"outputs (all but eve-log's ethernet, ipv6-compress, alert payload, packet, verdict, tagged-packets, metadata and xff, anomaly decode, files force-hash and smtp md5)", "af-packet", "app-layer (all but the HTTP body and decompression limits, body inspection sizes, http-body-inline, lzma, tls.ja3-fingerprints, smtp.mime.body-md5, ftp.max-tx and the DNS and SIP detection ports)",
                         "stream (all but reassembly.urgent)", "detect"})
     EXPECT_NE(std::find(c.ignored.begin(), c.ignored.end(), s), c.ignored.end()) << s;
   // Its defrag section, in Suricata's size syntax ("32 MiB"): the defaults, which are ours.
