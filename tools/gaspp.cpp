@@ -315,7 +315,10 @@ int main(int argc, char** argv) {
     }
     if (!eve_dir.empty()) {
       eve = std::make_unique<EveWriter>(eve_dir);
-      if (modules.wants_app_layer()) eve->set_app_proto_lookup([&modules](uint64_t id) { return modules.app_proto_of(id); });
+      if (modules.wants_app_layer()) {
+        eve->set_app_proto_lookup([&modules](uint64_t id) { return modules.app_proto_of(id); });
+        eve->set_app_proto_orig_lookup([&modules](uint64_t id) { return modules.app_proto_orig_of(id); });
+      }
       eve->set_late_decision_lookup([&modules](uint64_t id) -> uint8_t {
         const uint8_t decided = modules.late_dropped(id) ? kFlowDecidedDrop : modules.late_passed(id) ? kFlowDecidedPass : 0;
         return uint8_t(decided | (modules.late_alerted(id) ? kFlowAlerted : 0));

@@ -194,6 +194,13 @@ AppProto AppLayer::proto(uint64_t flow_id) const {
   return g == gone_.end() ? AppProto::unknown : g->second;
 }
 
+AppProto AppLayer::proto_orig(uint64_t flow_id) const {
+  const auto it = flows_.find(flow_id);
+  if (it != flows_.end()) return it->second.tunnel_http ? AppProto::http : AppProto::unknown;
+  const auto g = gone_orig_.find(flow_id);
+  return g == gone_orig_.end() ? AppProto::unknown : g->second;
+}
+
 void AppLayer::detect(FlowApp& f, int dir, const uint8_t* p, size_t n) {
   // A direction's bytes are held until the protocol is decided (up to kHoldBytes: a server's
   // greeting whole, for the parser the client's bytes will choose); what does not fit is lost (the
@@ -235,6 +242,36 @@ void AppLayer::detect(FlowApp& f, int dir, const uint8_t* p, size_t n) {
   if (greeting && has_port(f.key, 21)) decide(f, AppProto::ftp, false);
   else if (greeting && (has_port(f.key, 25) || has_port(f.key, 465))) decide(f, AppProto::smtp, false);
   else decide(f, AppProto::failed, false);
+}
+
+void AppLayer::detect_chunk(FlowApp& f, int dir, const uint8_t* p, size_t n, uint64_t off, bool gap) {
+  if (!f.settled[dir] && (gap || off - f.base[dir] > f.probe[dir].size())) {
+    // Picked up past the start of a direction: its first bytes are not known.
+    decide(f, AppProto::failed, false);
+    return;
+  }
+  const size_t had = f.probe[dir].size();
+  detect(f, dir, p, n);
+  // Feed what detection held to the parser, the other direction's first (in the parser's roles),
+  // then this chunk.
+  const auto feed_held = [&](auto& conn) {
+    const int o = 1 - dir;
+    const int r = f.reversed ? 1 : 0;
+    if (!f.probe[o].empty()) conn.feed(o ^ r, reinterpret_cast<const uint8_t*>(f.probe[o].data()), f.probe[o].size());
+    if (f.lost[o]) conn.feed(o ^ r, nullptr, 0, true);
+    conn.feed(dir ^ r, reinterpret_cast<const uint8_t*>(f.probe[dir].data()), had);
+    f.probe[0].clear();
+    f.probe[1].clear();
+    conn.feed(dir ^ r, p, n);
+  };
+  if (f.proto == AppProto::tls) feed_held(*f.tls);
+  if (f.proto == AppProto::http) feed_held(*f.http);
+  if (f.proto == AppProto::http2) feed_held(*f.http2);
+  if (f.proto == AppProto::dns) feed_held(*f.dns);
+  if (f.proto == AppProto::ssh) feed_held(*f.ssh);
+  if (f.proto == AppProto::smtp) feed_held(*f.smtp);
+  if (f.proto == AppProto::sip) feed_held(*f.sip);
+  if (f.proto == AppProto::ftp) feed_held(*f.ftp);
 }
 
 void AppLayer::decide(FlowApp& f, AppProto proto, bool turn) {
@@ -418,34 +455,7 @@ void AppLayer::process(const std::vector<StreamChunk>& chunks, std::span<const u
     const uint8_t* p = bytes.data() + c.data;
     const bool conflict = c.flags & kChunkConflict;
     if (f.proto == AppProto::unknown && c.len && !conflict) {
-      const int dir = wire_dir;
-      if (!f.settled[dir] && (c.gap || c.off > f.probe[dir].size())) {
-        // Picked up past the start of a direction: its first bytes are not known.
-        decide(f, AppProto::failed, false);
-      } else {
-        const size_t had = f.probe[dir].size();
-        detect(f, dir, p, c.len);
-        // Feed what detection held to the parser, the other direction's first (in the parser's
-        // roles), then this chunk.
-        const auto feed_held = [&](auto& conn) {
-          const int o = 1 - dir;
-          const int r = f.reversed ? 1 : 0;
-          if (!f.probe[o].empty()) conn.feed(o ^ r, reinterpret_cast<const uint8_t*>(f.probe[o].data()), f.probe[o].size());
-          if (f.lost[o]) conn.feed(o ^ r, nullptr, 0, true);
-          conn.feed(dir ^ r, reinterpret_cast<const uint8_t*>(f.probe[dir].data()), had);
-          f.probe[0].clear();
-          f.probe[1].clear();
-          conn.feed(dir ^ r, p, c.len);
-        };
-        if (f.proto == AppProto::tls) feed_held(*f.tls);
-        if (f.proto == AppProto::http) feed_held(*f.http);
-        if (f.proto == AppProto::http2) feed_held(*f.http2);
-        if (f.proto == AppProto::dns) feed_held(*f.dns);
-        if (f.proto == AppProto::ssh) feed_held(*f.ssh);
-        if (f.proto == AppProto::smtp) feed_held(*f.smtp);
-        if (f.proto == AppProto::sip) feed_held(*f.sip);
-        if (f.proto == AppProto::ftp) feed_held(*f.ftp);
-      }
+      detect_chunk(f, wire_dir, p, c.len, c.off, c.gap != 0);
     } else if (f.proto == AppProto::tls) {
       const int dir = wire_dir ^ (f.reversed ? 1 : 0);
       if (!f.tls->done(dir) && (c.len || conflict)) {
@@ -488,7 +498,7 @@ void AppLayer::process(const std::vector<StreamChunk>& chunks, std::span<const u
       ++stats_.flows_http2;
       f.http2 = std::make_unique<Http2Conn>(cfg_.http, stats_.http, stats_.http2);
       f.http2->adopt_upgrade(*f.http->h2c_upgrade());
-      const std::string rest = f.http->take_h2c_rest();
+      const std::string rest = f.http->take_rest();
       if (!rest.empty()) f.http2->feed(1, reinterpret_cast<const uint8_t*>(rest.data()), rest.size());
       f.proto = AppProto::http2;
       adopted = true;
@@ -560,6 +570,26 @@ void AppLayer::process(const std::vector<StreamChunk>& chunks, std::span<const u
       f.tls->clear_changed();
     }
     for (size_t i = fresh; i < out.size(); ++i) out[i].complete = tx_complete(out[i]);
+    f.end_off[wire_dir] = c.off + c.len;
+    if (f.proto == AppProto::http && f.http->connect_tunnel()) {
+      // A CONNECT tunnel (a 2xx to CONNECT): what follows is another protocol's, found again by
+      // its first bytes (Suricata's protocol change after HTPHandleConnect). The HTTP parser, with
+      // the CONNECT's transaction (its updates above point into it), stays until the flow goes;
+      // each direction's tunnel starts after what HTTP read of it.
+      ++stats_.connect_tunnels;
+      const std::string rest = f.http->take_rest();
+      const int server_wire = 1 ^ (f.reversed ? 1 : 0);
+      f.base[server_wire] = f.end_off[server_wire] - rest.size();
+      f.base[1 - server_wire] = f.end_off[1 - server_wire];
+      f.tunnel_http = std::move(f.http);
+      f.proto = AppProto::unknown;
+      f.reversed = false;
+      f.decided_batch = ~0ull;
+      for (int d = 0; d < 2; ++d) f.probe[d].clear(), f.settled[d] = 0, f.lost[d] = false;
+      if (!rest.empty())
+        detect_chunk(f, server_wire, reinterpret_cast<const uint8_t*>(rest.data()), rest.size(), f.base[server_wire], false);
+      decided(f, c.packet);
+    }
   }
   hand(0, true);
 }
@@ -574,6 +604,7 @@ void AppLayer::forget_flow(uint64_t flow_id, const Unlogged& unlogged) {
   if (it == flows_.end()) return;
   // Still undecided at the flow's end (too few bytes to tell): detection failed.
   gone_[flow_id] = it->second.proto == AppProto::unknown ? AppProto::failed : it->second.proto;
+  if (it->second.tunnel_http) gone_orig_[flow_id] = AppProto::http;
   if (unlogged && it->second.http)
     for (const auto& t : it->second.http->txs())
       if (!t->logged && t->req_line) unlogged(flow_id, it->second.key, it->second.client_lo, AppProto::http, *t);
@@ -609,6 +640,7 @@ void AppLayer::report(std::map<std::string, uint64_t>& r) const {
   r["app_flows_smb"] = stats_.flows_smb;
   r["app_flows_sip"] = stats_.flows_sip;
   r["app_flows_http2"] = stats_.flows_http2;
+  r["app_connect_tunnels"] = stats_.connect_tunnels;
   r["http2_frames"] = stats_.http2.frames;
   r["http2_streams"] = stats_.http2.streams;
   r["http2_hpack_errors"] = stats_.http2.hpack_errors;

@@ -138,6 +138,7 @@ struct AppLayerStats {
   FtpStats ftp;
   uint64_t flows = 0, flows_http = 0, flows_tls = 0, flows_dns = 0, flows_failed = 0, flows_full = 0;
   uint64_t flows_smtp = 0, flows_ftp = 0, flows_ssh = 0, flows_smb = 0, flows_sip = 0, flows_http2 = 0;
+  uint64_t connect_tunnels = 0;  // HTTP CONNECT tunnels handed back to detection (their flows count twice above)
   uint64_t ssh_banners_bad = 0;  // a direction without a readable SSH banner (too long, a gap)
   uint64_t tls_updates = 0, tls_malformed = 0, tls_certs = 0, tls_certs_undecoded = 0, tls_raw_cut = 0;
 };
@@ -163,11 +164,16 @@ class AppLayer {
   void forget(const std::vector<FlowRecordOut>& flows, const Unlogged& unlogged = nullptr);
   // forget() one flow at a time: forget_begin(), then forget_flow() for each (a caller that splits
   // flows over several AppLayers keeps the unlogged transactions in the flows' order).
-  void forget_begin() { gone_.clear(); }
+  void forget_begin() {
+    gone_.clear();
+    gone_orig_.clear();
+  }
   void forget_flow(uint64_t flow_id, const Unlogged& unlogged = nullptr);
   // A flow's protocol; a flow the last forget() released is still answered for (its flow record
   // is written after it). unknown: the flow had no data the application layer saw.
   AppProto proto(uint64_t flow_id) const;
+  // The protocol a CONNECT tunnel followed (http; Suricata's app_proto_orig), unknown without one.
+  AppProto proto_orig(uint64_t flow_id) const;
   // The flow's protocol as of batch packet `packet` of the last process(): unknown when it was
   // decided by a later packet of that batch (kNoFlow: as of the batch's end).
   AppProto proto_at(uint64_t flow_id, uint32_t packet) const;
@@ -196,10 +202,18 @@ class AppLayer {
     uint64_t decided_batch = ~0ull;  // when proto stopped being unknown: process() call, packet
     uint32_t decided_packet = 0;
     bool reversed = false;  // the flow's first packet came from the server: roles turned around
+    // Each direction's stream offset after its last chunk, and where detection's view of it
+    // starts: 0, or a CONNECT tunnel's first byte (the HTTP parser that read the CONNECT kept in
+    // tunnel_http: its transactions stay valid).
+    uint64_t end_off[2] = {0, 0}, base[2] = {0, 0};
+    std::unique_ptr<Http1Conn> tunnel_http;
     FlowKey key{};
     bool client_lo = false;  // the parser's client is key endpoint 0
   };
   void detect(FlowApp& f, int dir, const uint8_t* p, size_t n);
+  // A chunk of wire direction dir while the protocol is unknown: detection, then the held bytes
+  // and the chunk to the parser it chose.
+  void detect_chunk(FlowApp& f, int dir, const uint8_t* p, size_t n, uint64_t off, bool gap);
   void decide(FlowApp& f, AppProto proto, bool turn);  // the flow's protocol found (turn: roles turned around)
   FlowApp* flow_for(uint64_t flow_id);  // null: the table is full (counted)
   void datagram(const AppDatagram& d, const uint8_t* p, std::vector<AppUpdate>& out);
@@ -209,6 +223,7 @@ class AppLayer {
   std::unordered_map<uint64_t, FlowApp> flows_;
   std::vector<uint64_t> touched_;  // flows the last process() fed: their handed-out state is released
   std::unordered_map<uint64_t, AppProto> gone_;  // the protocols of the flows the last forget() released
+  std::unordered_map<uint64_t, AppProto> gone_orig_;  // ... of those of them that tunneled (proto_orig)
   uint64_t batch_ = 0;  // process() calls
   void decided(FlowApp& f, uint32_t packet) {
     if (f.proto != AppProto::unknown && f.decided_batch == ~0ull) {

@@ -657,7 +657,7 @@ void Http1Conn::too_long(int dir) {
 void Http1Conn::feed(int dir, const uint8_t* p, size_t n, bool gap) {
   Dir& d = d_[dir];
   if (d.phase == kLost) {
-    if (upgrade_tx_ && dir == 1 && !gap) h2_rest_.append(reinterpret_cast<const char*>(p), n);
+    if ((upgrade_tx_ || connect_tx_) && dir == 1 && !gap) rest_.append(reinterpret_cast<const char*>(p), n);
     return;
   }
   if (gap) {
@@ -986,9 +986,9 @@ void Http1Conn::drain_response(bool eof) {
     d.line.erase(0, used);
     if (d.line.empty()) return;
   }
-  if (upgrade_tx_ && d.phase == kLost) {
-    // The server's first HTTP/2 bytes, after its 101.
-    h2_rest_.append(d.line);
+  if ((upgrade_tx_ || connect_tx_) && d.phase == kLost) {
+    // The server's first bytes of HTTP/2 after its 101, or of the tunnel after its 2xx to CONNECT.
+    rest_.append(d.line);
     d.line.clear();
     return;
   }
@@ -1102,9 +1102,11 @@ void Http1Conn::response_headers_done(size_t) {
   const int code = status_code(t.stat_code);
   const int64_t len = cl ? lenient_length(cl->value) : -1;
   if (t.method == "CONNECT" && code >= 200 && code < 300) {
+    // A tunnel: the bytes after this response are another protocol's (connect_tunnel()).
     t.resp_done = true;
     d.phase = kLost;
     d_[0].phase = kLost;
+    connect_tx_ = &t;
     return;
   }
   if (code == 101 && !te && !cl) {

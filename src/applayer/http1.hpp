@@ -248,10 +248,13 @@ class Http1Conn {
   void release_done();
   const std::deque<std::unique_ptr<HttpTx>>& txs() const { return txs_; }
   // An upgrade to HTTP/2 (a 101 response to a request with Upgrade: h2c, both naming h2c): the
-  // upgraded request's transaction, and the server's bytes after the 101 (taken once; later
-  // server bytes given to feed() are kept for the taker too). HTTP/1 parsing has stopped.
+  // upgraded request's transaction. A CONNECT tunnel (a 2xx response to CONNECT): the CONNECT's
+  // transaction; what follows is the tunneled protocol's. Either way HTTP/1 parsing has stopped,
+  // and take_rest() gives the server's bytes after that response (taken once; later server bytes
+  // given to feed() are kept for the taker too).
   const HttpTx* h2c_upgrade() const { return upgrade_tx_; }
-  std::string take_h2c_rest() { return std::move(h2_rest_); }
+  const HttpTx* connect_tunnel() const { return connect_tx_; }
+  std::string take_rest() { return std::move(rest_); }
 
  private:
   enum Phase : uint8_t { kIdle, kLine, kHeaders, kBodyLen, kChunkSize, kChunkData, kChunkEnd, kTrailer, kBodyClose, kLost };
@@ -294,7 +297,8 @@ class Http1Conn {
   HttpTx* last_resp_ = nullptr;  // the last finished response: lines after its body still belong to it
   HttpTx* last_req_ = nullptr;   // the last finished request, until the next one starts
   const HttpTx* upgrade_tx_ = nullptr;  // h2c_upgrade()
-  std::string h2_rest_;
+  const HttpTx* connect_tx_ = nullptr;  // connect_tunnel()
+  std::string rest_;
 };
 
 }  // namespace gaspp

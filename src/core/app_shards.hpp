@@ -55,6 +55,7 @@ class AppShards {
   // AppLayer::forget over the shards, the flows' unlogged transactions in the flows' order.
   void forget(const std::vector<FlowRecordOut>& flows, const AppLayer::Unlogged& unlogged = nullptr);
   AppProto proto(uint64_t flow_id) const { return shards_[shard_of(flow_id)]->proto(flow_id); }
+  AppProto proto_orig(uint64_t flow_id) const { return shards_[shard_of(flow_id)]->proto_orig(flow_id); }
   AppProto proto_at(uint64_t flow_id, uint32_t packet) const { return shards_[shard_of(flow_id)]->proto_at(flow_id, packet); }
   // The shards' counters, summed.
   void report(std::map<std::string, uint64_t>& r) const;

@@ -169,6 +169,13 @@ class ModuleSet {
     const AppProto p = app_->proto(flow_id);
     return p == AppProto::unknown ? nullptr : app_proto_name(p);
   }
+  // The protocol a CONNECT tunnel's flow began with (its EVE flow record's app_proto_orig), null
+  // without one.
+  const char* app_proto_orig_of(uint64_t flow_id) const {
+    if (!app_) return nullptr;
+    const AppProto p = app_->proto_orig(flow_id);
+    return p == AppProto::unknown ? nullptr : app_proto_name(p);
+  }
   // As of the batch's packet (HostPacket::app_proto of an event's packet).
   const char* app_proto_at(uint64_t flow_id, uint32_t packet) const {
     if (!app_ || !flow_id) return nullptr;

@@ -34,7 +34,7 @@ namespace gaspp {
 // app_proto: the flow's application protocol as Suricata names it ("http", "tls", "dns", "failed"),
 // written before the flow object as Suricata does; null or "": none (no application layer ran on
 // the flow, or it had no data to detect).
-std::string eve_flow_json(const FlowRecordOut& r, const char* app_proto = nullptr);
+std::string eve_flow_json(const FlowRecordOut& r, const char* app_proto = nullptr, const char* app_proto_orig = nullptr);
 
 class EveWriter {
  public:
@@ -46,6 +46,8 @@ class EveWriter {
   void write_flows(const std::vector<FlowRecordOut>& v);
   // Where write_flows() finds a flow's app_proto (the application layer, ModuleSet::app_proto_of).
   void set_app_proto_lookup(std::function<const char*(uint64_t flow_id)> f) { app_proto_ = std::move(f); }
+  // ... and its app_proto_orig (ModuleSet::app_proto_orig_of: a CONNECT tunnel's first protocol).
+  void set_app_proto_orig_lookup(std::function<const char*(uint64_t flow_id)> f) { app_proto_orig_ = std::move(f); }
   // What a host handler decided for the flow after the engine's verdicts (ModuleSet::late_dropped,
   // late_passed, late_alerted): kFlowDecidedDrop or kFlowDecidedPass, the record's action unless the
   // engine had decided the flow, and kFlowAlerted when a handler alerted on it.
@@ -63,6 +65,7 @@ class EveWriter {
   OutFile f_;
   uint64_t events_ = 0;
   std::function<const char*(uint64_t)> app_proto_;
+  std::function<const char*(uint64_t)> app_proto_orig_;
   std::function<uint8_t(uint64_t)> late_;
 };
 

@@ -11,8 +11,11 @@
 #include <string>
 #include <vector>
 
+#include "applayer/app_layer.hpp"
 #include "applayer/http1.hpp"
+#include "applayer/ssh.hpp"
 #include "applayer/tls.hpp"
+#include "test_support.hpp"
 
 namespace gaspp {
 namespace {
@@ -807,6 +810,66 @@ TEST(Tls, ClientCertificateWhenAskedAtEverySplit) {
       }
       EXPECT_EQ(t.cert[1].chain.at(0), server_cert);
       EXPECT_FALSE(c.done(0) && c.done(1));
+    }
+  }
+}
+
+// An HTTP CONNECT tunnel through the application layer: after the proxy's 200 the flow's protocol
+// is found again by the tunnel's first bytes (Suricata's protocol change): TLS (the client's hello
+// after the 200, the server's after it), SSH (the server's banner in the 200's chunk) and plain
+// HTTP (a new HTTP parser's transaction 0). The server's first chunk is cut at every byte. The
+// CONNECT's own transaction is complete; proto_orig says http.
+TEST(AppLayerTunnel, ConnectThenAnotherProtocolAtEverySplit) {
+  const std::string connect = "CONNECT www.example.org:443 HTTP/1.1\r\nHost: www.example.org:443\r\n\r\n";
+  const std::string ok = "HTTP/1.1 200 Connection established\r\nProxy-Agent: p/1\r\n\r\n";
+  std::string sh_body = "\x03\x03" + std::string(32, 's');
+  sh_body += '\0';
+  sh_body += std::string("\xc0\x2f\x00", 3);
+  struct Case {
+    const char* name;
+    std::string server_first;  // after the 200, in its chunk
+    std::string client, server_then;
+    const char* proto;
+  };
+  const Case cases[] = {
+      {"tls", "", client_hello("www.example.org"), tls_record(2, sh_body), "tls"},
+      {"ssh", "SSH-2.0-srv_1.0\r\n", "SSH-2.0-cli_2.0\r\n", "", "ssh"},
+      {"http", "", "GET /in HTTP/1.1\r\nHost: inner\r\n\r\n", "HTTP/1.1 204 No Content\r\n\r\n", "http"},
+  };
+  FlowKey k{};
+  k.family = 4;
+  k.proto = 6;
+  k.port[0] = 40000;
+  k.port[1] = 3128;
+  for (const Case& c : cases) {
+    const std::string server = ok + c.server_first + c.server_then;
+    const size_t first = ok.size() + c.server_first.size();
+    const std::string client = connect + c.client;
+    for (size_t cut = 1; cut <= first; ++cut) {
+      SCOPED_TRACE(std::string(c.name) + " cut " + std::to_string(cut));
+      AppLayer app;
+      std::vector<StreamChunk> chunks;
+      std::vector<uint8_t> bytes;
+      test::add_chunk(chunks, bytes, k, 0, client, 0, connect.size(), 0, 9);
+      test::add_chunk(chunks, bytes, k, 1, server, 0, cut, 1, 9);
+      if (cut < first) test::add_chunk(chunks, bytes, k, 1, server, cut, first, 2, 9);
+      test::add_chunk(chunks, bytes, k, 0, client, connect.size(), client.size(), 3, 9);
+      if (first < server.size()) test::add_chunk(chunks, bytes, k, 1, server, first, server.size(), 4, 9);
+      std::vector<AppUpdate> out;
+      app.process(chunks, bytes, out);
+      ASSERT_STREQ(app_proto_name(app.proto(9)), c.proto);
+      EXPECT_EQ(app.proto_orig(9), AppProto::http);
+      EXPECT_EQ(app.stats().connect_tunnels, 1u);
+      bool connect_done = false, inner = false;
+      for (const AppUpdate& u : out) {
+        if (const HttpTx* t = u.http(); t && t->method == "CONNECT") connect_done = connect_done || (t->resp_done && u.complete);
+        if (const HttpTx* t = u.http(); t && t->method == "GET")
+          inner = inner || (t->id == 0 && t->uri_raw == "/in" && t->stat_code == "204" && u.complete);
+        if (const TlsTx* t = u.tls(); t && t->sni == "www.example.org" && t->server_hello) inner = true;
+        if (const SshTx* t = u.ssh(); t && t->software[0] == "cli_2.0" && t->software[1] == "srv_1.0") inner = true;
+      }
+      EXPECT_TRUE(connect_done);
+      EXPECT_TRUE(inner);
     }
   }
 }
