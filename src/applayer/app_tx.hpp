@@ -17,6 +17,9 @@ namespace gaspp {
 struct AppTx {
   uint64_t id = 0;  // 0, 1, ... per connection
   std::unordered_set<uint32_t> matched;  // signatures that matched this transaction (sig << 1 | direction)
+  // File signatures (the file keywords) match once per file: (sig << 33 | direction << 32 | the
+  // file's index in its side's list), Suricata's MATCH_MORE_FILES.
+  std::unordered_set<uint64_t> matched_files;
   struct Scan {
     size_t size = ~size_t(0);
     bool append_only = false;  // when scanned, the buffer could only grow by appending

@@ -5,7 +5,8 @@ gaspp's EVE flow record, and every flow gaspp calls one of the protocols it dete
 (smtp, ftp, ssh, smb) must be that protocol in nDPI's eyes too.
 
 nDPI names → Suricata's app_proto: SMTP smtp, FTP_CONTROL ftp, SSH ssh, NetBIOS.SMBv1 and
-NetBIOS.SMBv23 smb, HTTP (and its sub-protocols: HTTP.IPP, HTTP_Connect, ...) http, TLS (and
+NetBIOS.SMBv23 smb, HTTP (and its sub-protocols: HTTP.IPP, ...) http, HTTP_Connect http as the
+flow's app_proto_orig (a CONNECT tunnel's app_proto is what it carries), TLS (and
 TLS.*) tls, DNS (and DNS.*) dns. Not compared: FTP_DATA (Suricata names it ftp-data from the FTP
 control flow's PORT/PASV commands, which gaspp does not parse: such flows are "failed" here), and
 STARTTLS sessions nDPI calls IMAPS, SMTPS, ... (neither names the plain start a TLS flow).
@@ -67,6 +68,11 @@ def tshark_streams(pcap):
     return {k: next(iter(v)) if len(v) == 1 else None for k, v in seen.items()}
 
 
+# A CONNECT tunnel's flow: its first protocol (app_proto_orig), by flow ends; its app_proto is the
+# tunnel's (Suricata's protocol change).
+origs = {}
+
+
 def gaspp_tcp_protos(gaspp, pcap, backend, d):
     eve = os.path.join(d, "eve.json")
     if os.path.exists(eve):
@@ -75,10 +81,14 @@ def gaspp_tcp_protos(gaspp, pcap, backend, d):
     if p.returncode != 0:
         return None, f"gaspp exit {p.returncode}: {p.stderr.strip()}"
     ours = {}
+    origs.clear()
     for line in open(eve):
         e = json.loads(line)
         if e.get("event_type") == "flow" and e.get("proto") == "TCP":
-            ours[frozenset([(norm(e["src_ip"]), e["src_port"]), (norm(e["dest_ip"]), e["dest_port"])])] = e.get("app_proto")
+            ends = frozenset([(norm(e["src_ip"]), e["src_port"]), (norm(e["dest_ip"]), e["dest_port"])])
+            ours[ends] = e.get("app_proto")
+            if e.get("app_proto_orig"):
+                origs[ends] = e["app_proto_orig"]
     return ours, None
 
 
@@ -115,7 +125,9 @@ def main():
             bad = []
             for key, proto in ndpi.items():
                 want = want_of(proto)
-                got = ours.get(key)
+                # nDPI's HTTP_Connect names the proxy's CONNECT: the flow's first protocol (what
+                # follows the CONNECT is the tunnel's, TLS here, Suricata's app_proto).
+                got = origs.get(key, ours.get(key)) if proto == "HTTP_Connect" else ours.get(key)
                 ends = " <-> ".join(f"{a}:{p}" for a, p in sorted(key))
                 if want is not None:
                     checked += 1

@@ -568,6 +568,7 @@ struct DetectModule {
       uint16_t dns_events;   // and its DNS ones (DnsEvent)
       bool tls_version_on, tls_version_raw;  // Signature's tls.version
       bool per_instance;  // reads a multi-buffer (instance_buf): inspected at every instance
+      bool per_file = false;  // file keywords (or file.name): alerts once per file, not per transaction
       bool multi_any;     // reads two different multi-buffers: each matched at any of its instances
       uint16_t tls_version;
       DetCond dns_opcode, dns_rcode;  // Signature's dns.opcode, dns.rcode

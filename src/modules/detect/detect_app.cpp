@@ -757,6 +757,8 @@ void DetectModule::Host::add_app_sig(uint32_t i) {
   a.http2_events = s.http2_events;
   a.http2_conds = s.http2_conds;
   a.per_instance = s.app_proto == 4 || s.file_conds();  // a mail's files, the file keywords' files
+  a.per_file = s.file_conds() ||
+               std::any_of(s.ops.begin(), s.ops.end(), [](const SigOp& o) { return base_buf(o.buf) == kBufFileName; });
   if (s.file_conds()) {
     a.file_hashes = s.file_hashes.empty() ? nullptr : &s.file_hashes;
     a.filesize = s.filesize;
@@ -1106,7 +1108,13 @@ void DetectModule::Host::on_app(std::span<const AppUpdate> updates, std::vector<
       // detection state of a transaction per direction): one without a flow direction can match
       // the request and the response.
       const uint32_t done_key = a.sig << 1 | (a.side == 2 ? u.dir : 0u);
-      if (a.proto != proto || (a.side != 2 && a.side != u.dir) || t.matched.count(done_key)) continue;
+      // A file signature once per file (the HTTP pass's and a mail's instances are its side's
+      // files), as Suricata inspects on while more files may come (MATCH_MORE_FILES).
+      const bool file_inst = a.per_file && (passes[pi].proto == 1 || passes[pi].proto == 4);
+      const uint64_t file_key = uint64_t(a.sig) << 33 | uint64_t(u.dir) << 32 | uint64_t(inst);
+      if (a.proto != proto || (a.side != 2 && a.side != u.dir) ||
+          (file_inst ? t.matched_files.count(file_key) != 0 : t.matched.count(done_key) != 0))
+        continue;
       // A signature without a multi-buffer reads the same bytes at every instance: the first decides.
       if (inst > passes[pi].first && !a.per_instance) continue;
       ++w.candidates;
@@ -1321,7 +1329,8 @@ void DetectModule::Host::on_app(std::span<const AppUpdate> updates, std::vector<
       }
       dctx.active = false;
       if (!all) continue;
-      t.matched.insert(done_key);
+      if (file_inst) t.matched_files.insert(file_key);
+      else t.matched.insert(done_key);
       ++w.matches;
       // filestore on an HTTP transaction: its file of this direction is kept past the body limit,
       // up to the file store depth, from the next bytes on (Suricata's HTP_STREAM_DEPTH_SET; the
@@ -1342,11 +1351,14 @@ void DetectModule::Host::on_app(std::span<const AppUpdate> updates, std::vector<
                                 : eve_http_object(*u.http()));
       // The files of the transaction in the alerted packet's direction (Suricata's AlertAddFiles,
       // written with the rule metadata).
+      // A file signature's alert lists the files from the one it matched on: the earlier ones were
+      // complete (and, in Suricata, logged and pruned) before it.
       if (alert_meta_.rule_metadata) {
         const std::vector<MimeFile>* fs = files_of(u.http(), u.smtp(), u.dir);
-        if (fs && !fs->empty()) {
+        const size_t from = file_inst && fs && inst < fs->size() ? inst : 0;
+        if (fs && fs->size() > from) {
           obj += ",\"files\":[";
-          for (size_t k = 0; k < fs->size(); ++k) obj += (k ? "," : "") + eve_file_object((*fs)[k], t.id);
+          for (size_t k = from; k < fs->size(); ++k) obj += (k > from ? "," : "") + eve_file_object((*fs)[k], t.id);
           obj += "]";
         }
       }
