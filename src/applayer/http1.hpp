@@ -206,7 +206,7 @@ struct HttpTx : AppTx {
     for (int s = 0; s < 2; ++s) {
       if (!h2_fields[s].empty()) return true;
       for (const H2Frame& f : h2_frames[s])
-        if ((f.type == 4 && !f.settings.empty()) || f.error >= 0 || (f.priority >= 0 && s == 0)) return true;
+        if (!f.settings.empty() || f.error >= 0 || (f.priority >= 0 && s == 0)) return true;
     }
     return false;
   }

@@ -39,7 +39,7 @@ std::string eve_http2_frames(const std::vector<HttpTx::H2Frame>& frames, bool re
   std::string j;
   bool settings = false;
   for (const HttpTx::H2Frame& f : frames) {
-    if (f.type != 4 || f.settings.empty()) continue;  // SETTINGS with parameters
+    if (f.settings.empty()) continue;  // only a SETTINGS frame (not an acknowledgement) has parameters
     j += settings ? "" : "\"settings\":[";
     for (const auto& [id, v] : f.settings)
       j += std::string(j.back() == '[' ? "" : ",") + "{\"settings_id\":\"SETTINGS" + squeezed(http2_settings_name(id) + 9) +
