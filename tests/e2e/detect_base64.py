@@ -38,8 +38,9 @@ except ImportError:
 C, S = "10.0.0.1", "10.0.0.2"
 
 
-def session(cport, request, response=b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok"):
-    """One TCP connection: handshake, the request, the response, FIN both ways."""
+def session(cport, request, response=b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok", cut=None):
+    """One TCP connection: handshake, the request (in two segments when cut, a place in it, is
+    given), the response, FIN both ways."""
     c, s = 1000, 5000
     pk = []
 
@@ -51,7 +52,11 @@ def session(cport, request, response=b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\
     seg("c", "S", c, 0)
     seg("s", "SA", s, c + 1)
     seg("c", "A", c + 1, s + 1)
-    seg("c", "PA", c + 1, s + 1, request)
+    if cut:
+        seg("c", "PA", c + 1, s + 1, request[:cut])
+        seg("c", "PA", c + 1 + cut, s + 1, request[cut:])
+    else:
+        seg("c", "PA", c + 1, s + 1, request)
     seg("s", "PA", s + 1, c + 1 + len(request), response)
     seg("c", "FA", c + 1 + len(request), s + 1 + len(response))
     seg("s", "FA", s + 1 + len(response), c + 2 + len(request))

@@ -123,6 +123,14 @@ size_t dns_instances(const DnsMessage& m) {
   return std::max<size_t>(1, names);
 }
 
+// A side's header fields one by one (http.request_header, http.response_header,
+// http2.header_name): HTTP/2's header block as decoded, pseudo-fields first, as Suricata reads
+// HTTP/2's; HTTP/1's fields as received.
+const std::vector<HttpHeader>& header_fields(const HttpTx& t, int side) {
+  if (t.http2 && !t.h2_fields[side].empty()) return t.h2_fields[side];
+  return side ? t.resp_headers : t.req_headers;
+}
+
 // The instances a SIP message's multi-buffers have: the most fields of one of their names, or
 // lines, time or media descriptions of its SDP body.
 size_t sip_instances(const SipTx& t) {
@@ -321,11 +329,11 @@ struct TxBuffers {
     // A finished request's buffers are final: built once, kept in the transaction for the
     // response's updates (which inspect signatures reading both sides); so are a message's start
     // line and header buffers once its headers are done (trailers are not kept), for the updates
-    // its body brings. (Not a multi-buffer's instance: the headers one by one.)
+    // its body brings. (Not a multi-buffer's instance: the headers one by one, the files.)
     const bool http = !tls && !dns && !smtp && !ssh && !sip && !ftp;
     const uint8_t base = base_buf(uint8_t(key % kBufCount));
-    const bool final = http && !windowed(key) &&
-                       (key < kBufCount ? key != kBufPayload && base != kBufHttpRequestHeader && base != kBufFileName &&
+    const bool final = http && !windowed(key) && !instance_buf(base) &&
+                       (key < kBufCount ? key != kBufPayload &&
                                               (t.req_done || (t.req_headers_done && head_buf(base, 0)))
                                         : t.resp_headers_done && head_buf(base, 1));
     if (final) {
@@ -624,14 +632,28 @@ struct TxBuffers {
       case kBufHttpConnection: return hdr && header(side, "connection", out);
       case kBufHttpRequestBody: return body_part(t.request_body, req_hdr, b, out, held);
       case kBufHttpHeader: {
+        // HTTP/2's: pseudo-fields too, values without surrounding blanks (Suricata's
+        // SCHttp2TxGetHeaders); HTTP/1's values are trimmed by the parser.
         if (!hdr) return false;
-        for (const HttpHeader& h : side ? t.resp_headers : t.req_headers) {
+        for (const HttpHeader& h : header_fields(t, side)) {
           if (ieq_prefix(h.name, side ? "set-cookie" : "cookie") && h.name.size() == (side ? 10u : 6u)) continue;
-          out += h.name + ": " + h.value + "\r\n";
+          out += h.name + ": ";
+          if (t.http2) {
+            const size_t a = h.value.find_first_not_of(" \t");
+            if (a != std::string::npos) out.append(h.value, a, h.value.find_last_not_of(" \t") + 1 - a);
+          } else {
+            out += h.value;
+          }
+          out += "\r\n";
         }
         return !out.empty();
       }
       case kBufHttpHeaderRaw: {
+        if (t.http2 && hdr) {
+          // HTTP/2's header block as decoded, pseudo-fields too (SCHttp2TxGetHeadersRaw).
+          for (const HttpHeader& h : header_fields(t, side)) out += h.name + ": " + h.value + "\r\n";
+          return !out.empty();
+        }
         const std::string& raw = side ? t.resp_headers_raw : t.req_headers_raw;
         return hold(raw, hdr && !raw.empty());
       }
@@ -647,16 +669,22 @@ struct TxBuffers {
       case kBufHttpHeaderNames:
         if (!hdr) return false;
         out = "\r\n";
-        for (const HttpHeader& h : side ? t.resp_headers : t.req_headers) out += h.name + "\r\n";
+        for (const HttpHeader& h : header_fields(t, side)) out += h.name + "\r\n";
         out += "\r\n";
         return true;
       case kBufHttpRequestHeader:
       case kBufHttpResponseHeader: {
-        // Each header, "Name: value" as received (one instance each).
-        const auto& hs = b == kBufHttpResponseHeader ? t.resp_headers : t.req_headers;
-        if (!(b == kBufHttpResponseHeader ? resp_hdr : req_hdr) || index >= hs.size()) return false;
+        // Each header, "Name: value" as received (one instance each; HTTP/2's pseudo-fields too).
+        const int hs_side = b == kBufHttpResponseHeader ? 1 : 0;
+        const auto& hs = header_fields(t, hs_side);
+        if (!(hs_side ? resp_hdr : req_hdr) || index >= hs.size()) return false;
         out = hs[index].name + ": " + hs[index].value;
         return true;
+      }
+      case kBufHttp2HeaderName: {
+        // Each header field's name of the side, pseudo-fields too (Suricata's SCHttp2TxGetHeaderName).
+        const auto& hs = header_fields(t, side);
+        return t.http2 && hdr && index < hs.size() && hold(hs[index].name, true);
       }
       case kBufHttpStatCode: return hold(t.stat_code, resp_line && !t.stat_code.empty());
       case kBufHttpStatMsg: return hold(t.stat_msg, resp_line && !t.stat_msg.empty());
@@ -771,13 +799,20 @@ void DetectModule::Host::add_app_sig(uint32_t i) {
   {
     // Two different multi-buffers (tls.subjectaltname and tls.alpn, say): each is matched at any
     // of its instances (its bsize with it), not at one index shared by both.
+    // A keyword's copies (transform.hpp's instance_copy) count apart: each its own buffer.
     std::vector<uint8_t> multi;
+    const auto multi_key = [](uint8_t b) {
+      const DerivedBuf* d = derived_buf(b);
+      return d && d->copy ? b : base_buf(b);
+    };
     for (const SigOp& o : s.ops)
-      if (instance_buf(o.buf) && std::find(multi.begin(), multi.end(), base_buf(o.buf)) == multi.end())
-        multi.push_back(base_buf(o.buf));
+      if (instance_buf(o.buf) && std::find(multi.begin(), multi.end(), multi_key(o.buf)) == multi.end())
+        multi.push_back(multi_key(o.buf));
     a.multi_any = multi.size() >= 2 && s.app_proto != 4;
   }
-  const auto per_header = [](uint8_t b) { return base_buf(b) == kBufHttpRequestHeader || base_buf(b) == kBufHttpResponseHeader; };
+  const auto per_header = [](uint8_t b) {
+    return base_buf(b) == kBufHttpRequestHeader || base_buf(b) == kBufHttpResponseHeader || base_buf(b) == kBufHttp2HeaderName;
+  };
   for (const SigOp& o : s.ops) http_header_sigs_ = http_header_sigs_ || per_header(o.buf);
   for (const auto& z : s.bsize) http_header_sigs_ = http_header_sigs_ || per_header(z.first);
   a.urilen = DetCond{uint8_t(s.urilen.on ? (s.urilen.range ? 2 : 1) : 0), s.urilen.cmp, uint8_t(s.urilen.neg ? 1 : 0),
@@ -985,8 +1020,8 @@ void DetectModule::Host::on_app(std::span<const AppUpdate> updates, std::vector<
                           : u.ftp() ? std::max<size_t>(1, u.ftp()->replies.size())
                           // http.request_header / http.response_header: each header an instance;
                           // the file keywords: each file of the update's side
-                          : u.http() ? std::max<size_t>({1, http_header_sigs_ ? u.http()->req_headers.size() : 0,
-                                                         http_header_sigs_ ? u.http()->resp_headers.size() : 0,
+                          : u.http() ? std::max<size_t>({1, http_header_sigs_ ? header_fields(*u.http(), 0).size() : 0,
+                                                         http_header_sigs_ ? header_fields(*u.http(), 1).size() : 0,
                                                          http_file_sigs_ ? u.http()->files(u.dir).size() : 0})
                           : 1};
     }

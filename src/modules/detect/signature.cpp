@@ -134,6 +134,8 @@ const BufName kStickyBuffers[] = {
     {"http.accept_lang", kBufHttpAcceptLang}, {"http_accept_lang", kBufHttpAcceptLang},
     {"http.connection", kBufHttpConnection}, {"http_connection", kBufHttpConnection},
     {"http.request_header", kBufHttpRequestHeader}, {"http.response_header", kBufHttpResponseHeader},
+    {"http2.header", kBufHttpRequestHeader},  // Suricata 7's name (to the server; 8 reads its direction's)
+    {"http2.header_name", kBufHttp2HeaderName},
     {"tls.sni", kBufTlsSni}, {"tls_sni", kBufTlsSni}, {"dns.query", kBufDnsQuery}, {"dns_query", kBufDnsQuery},
     {"dns.queries.rrname", kBufDnsQueriesRrname}, {"dns.answers.rrname", kBufDnsAnswersRrname},
     {"dns.answer.name", kBufDnsAnswersRrname}, {"dns.authorities.rrname", kBufDnsAuthoritiesRrname},
@@ -1367,6 +1369,7 @@ int sig_buf_side(uint8_t b) {
     case kBufSdpMediaConnection: case kBufSdpMediaKey:
     case kBufDnsQueriesRrname: case kBufDnsAnswersRrname: case kBufDnsAuthoritiesRrname: case kBufDnsAdditionalsRrname:
     case kBufFileName:  // the files of the direction inspected
+    case kBufHttp2HeaderName:
     // Each side's certificate: the server's to the client, the client's (mutual TLS) to the server.
     case kBufTlsCertSubject: case kBufTlsCertIssuer: case kBufTlsCertSerial: case kBufTlsCertFingerprint:
     case kBufTlsCerts:
@@ -1402,7 +1405,7 @@ bool instance_buf(uint8_t b) {
   b = base_buf(b);
   return b == kBufDnsQuery || b == kBufDnsQueryDot || (b >= kBufDnsQueriesRrname && b <= kBufDnsResponseRrname) ||
          b == kBufTlsCerts || b == kBufTlsSubjectAltName || b == kBufTlsAlpn || b == kBufSmtpRcptTo || b == kBufEmailReceived || b == kBufEmailUrl ||
-         b == kBufHttpRequestHeader || b == kBufHttpResponseHeader || (b >= kBufSipFrom && b <= kBufSipContentLength) ||
+         b == kBufHttpRequestHeader || b == kBufHttpResponseHeader || b == kBufHttp2HeaderName || (b >= kBufSipFrom && b <= kBufSipContentLength) ||
          b == kBufFtpReply || b == kBufFtpCompletionCode || (b >= kBufSdpBandwidth && b <= kBufSdpMediaKey) ||
          b == kBufFileName;
 }
@@ -1484,6 +1487,7 @@ std::string parse_signature(const std::string& text, const RuleVars& vars, Signa
   std::string why;
   uint8_t cur_buf = kBufPayload;  // the sticky buffer in force
   std::vector<Transform> pending;  // transforms after it not yet registered (transform.hpp)
+  uint8_t multi_uses[kBufCount] = {};  // uses of each multi-buffer's keyword so far
   for (auto& [k, v] : opts) {
     // Suricata 8's names of the TCP header keywords (seq, ack and window are their aliases).
     if (k == "tcp.seq" || k == "tcp.ack" || k == "tcp.window") k.erase(0, 4);
@@ -1517,6 +1521,19 @@ std::string parse_signature(const std::string& text, const RuleVars& vars, Signa
       cur_buf = uint8_t(b);
       pending.clear();
       out.app = true;
+      if (instance_buf(cur_buf) && multi_uses[cur_buf]++ > 0) {
+        // A multi-buffer's keyword again: a buffer of its own (transform.hpp's instance copies).
+        cur_buf = instance_copy(cur_buf, multi_uses[cur_buf] - 1);
+        if (cur_buf == kBufPayload)
+          return "skip:app-layer:transforms: more than " + std::to_string(kMaxDerivedBufs) +
+                 " buffer and transform combinations";
+      }
+      if (b == kBufHttp2HeaderName) {
+        // HTTP/2's transactions only, as the http2.* keywords.
+        if (out.app_proto && out.app_proto != 1) return "error:" + k + " on a signature of another protocol";
+        out.http_version = 2;
+        out.app_proto = 1;
+      }
       continue;
     }
     if (k == "frame") {

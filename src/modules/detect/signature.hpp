@@ -167,6 +167,9 @@ enum SigBuf : uint8_t {
   // response
   kBufHttpStatCode, kBufHttpStatMsg, kBufHttpResponseLine, kBufHttpResponseBody, kBufHttpServer, kBufHttpLocation,
   kBufHttpResponseHeader,  // each response header "Name: value" (a multi-buffer)
+  // http2.header_name: each header field's name of the side inspected, pseudo-fields too (HTTP/2's
+  // transactions; a multi-buffer of either side, by flow direction)
+  kBufHttp2HeaderName,
   // the server's certificate (TLS, to the client)
   kBufTlsCertSubject, kBufTlsCertIssuer, kBufTlsCertSerial, kBufTlsCertFingerprint, kBufTlsCerts,
   kBufTlsSubjectAltName,  // each subjectAltName of the server's certificate (a multi-buffer)

@@ -534,17 +534,21 @@ DerivedTable& derived_table() {
   return t;
 }
 
-uint8_t find_or_add(uint8_t base, const std::vector<Transform>& chain) {
+uint8_t find_or_add(uint8_t base, const std::vector<Transform>& chain, uint8_t copy) {
   DerivedTable& tb = derived_table();
   std::lock_guard<std::mutex> lock(tb.mu);
   const int n = tb.n.load(std::memory_order_relaxed);
-  for (int i = 0; i < n; ++i)
-    if (tb.bufs[size_t(i)].base == base && tb.bufs[size_t(i)].chain == chain) return uint8_t(kBufDerived + i);
+  for (int i = 0; i < n; ++i) {
+    const DerivedBuf& d = tb.bufs[size_t(i)];
+    if (d.base == base && d.copy == copy && d.chain == chain) return uint8_t(kBufDerived + i);
+  }
   if (n >= kMaxDerivedBufs) return kBufPayload;
   DerivedBuf& d = tb.bufs[size_t(n)];
   d.base = base;
   d.chain = chain;
+  d.copy = copy;
   d.name = sig_buf_name(base);
+  if (copy) d.name += "#" + std::to_string(copy);
   for (const Transform& t : chain) d.name += std::string("|") + transform_name(t.kind);
   tb.n.store(n + 1, std::memory_order_release);
   return uint8_t(kBufDerived + n);
@@ -567,13 +571,15 @@ uint8_t derive_buf(uint8_t b, const std::vector<Transform>& more) {
   const DerivedBuf* d = derived_buf(b);
   std::vector<Transform> chain = d ? d->chain : std::vector<Transform>{};
   chain.insert(chain.end(), more.begin(), more.end());
-  return find_or_add(d ? d->base : b, chain);
+  return find_or_add(d ? d->base : b, chain, d ? d->copy : 0);
 }
+
+uint8_t instance_copy(uint8_t b, uint8_t n) { return find_or_add(b, {}, n); }
 
 uint8_t rebase_buf(uint8_t b, uint8_t from, uint8_t to) {
   const DerivedBuf* d = derived_buf(b);
   if (!d) return b == from ? to : b;
-  return d->base == from ? find_or_add(to, d->chain) : b;
+  return d->base == from ? find_or_add(to, d->chain, d->copy) : b;
 }
 
 void apply_transforms(uint8_t b, std::string& buf) {

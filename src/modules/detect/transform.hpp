@@ -39,6 +39,11 @@
 // registered for the process when a rule names it and shared by every rule that names the same
 // pair. At most kMaxDerivedBufs pairs: a rule that needs another is skipped
 // ("app-layer:transforms: more than N buffer and transform combinations").
+//
+// A multi-buffer's keyword used again in one rule (`http.request_header; content:"a";
+// http.request_header; content:"b";`) is a buffer of its own too, as Suricata's multi-instance
+// buffers are: the pair's `copy` numbers the use, and each copy matches at any of its instances
+// on its own (two headers, not both contents in one).
 #pragma once
 #include <cstdint>
 #include <memory>
@@ -81,11 +86,14 @@ void apply_transform(const Transform& t, std::string& buf);
 struct DerivedBuf {
   uint8_t base = 0;                  // a SigBuf without transforms
   std::vector<Transform> chain;      // in rule order
-  std::string name;                  // "http.uri|url_decode|to_lowercase"
+  uint8_t copy = 0;                  // the keyword's use in its rule (0: the first; instance_copy)
+  std::string name;                  // "http.uri|url_decode|to_lowercase", "http.request_header#1"
 };
 // The pair the buffer b (plain or derived) becomes with more transforms: its id, or 0 (the
 // payload: none) when the table is full.
 uint8_t derive_buf(uint8_t b, const std::vector<Transform>& more);
+// The plain buffer b's n-th further use in one rule (n >= 1): its id, or 0 when the table is full.
+uint8_t instance_copy(uint8_t b, uint8_t n);
 // The registered pair of id b, or null when b is not derived.
 const DerivedBuf* derived_buf(uint8_t b);
 // b's plain buffer (b itself when not derived).
