@@ -252,6 +252,11 @@ void Http2Conn::frame(int dir, uint8_t type, uint8_t flags, uint32_t sid, const 
     lose(dir);
     return;
   }
+  // Lengths Suricata's frame parser requires (its parse_frame_data): an anomaly on the
+  // connection's last transaction; the frame is read as far as it goes.
+  if ((type == kGoaway && n < 8) || ((type == kRstStream || type == kWindowUpdate) && n != 4) ||
+      (type == kPriority && n != 5))
+    event(0, kHttp2EvInvalidFrameLength);
   note_frame(dir, type, flags, sid, p, n);
   if (sid == 0 && type != kSettings && type != kPing && type != kGoaway && type != kWindowUpdate) {
     event(0, type == kData ? kHttp2EvDataStreamZero : kHttp2EvInvalidFrameHeader);
@@ -389,6 +394,9 @@ void Http2Conn::note_frame(int dir, uint8_t type, uint8_t flags, uint32_t sid, c
     return;  // another type on stream 0 is an anomaly (frame), no transaction
   }
   const bool opens = type == kHeaders || type == kPushPromise || type == kContinuation;
+  if (Stream* s = stream(target, false); s && s->tx->req_done && s->tx->resp_done && type != kRstStream &&
+                                         type != kWindowUpdate && type != kPriority)
+    event(0, kHttp2EvStreamIdReuse);  // (Suricata's find_or_create_tx: on the last transaction)
   if (Stream* s = stream(target, opens)) record(s->tx, dir, f);
 }
 
@@ -435,6 +443,25 @@ void Http2Conn::header_block(int dir, uint32_t sid, bool end_stream, bool push) 
   Stream* s = stream(sid, true);
   if (!s) return;
   HttpTx& t = *s->tx;
+  // Suricata's process_headers, on every block (trailers too): userinfo in :authority (RFC 9113
+  // forbids it), and :authority and host that differ in one block.
+  const auto same = [](const std::string& a, const std::string& b) {
+    return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
+             return std::tolower(static_cast<unsigned char>(x)) == std::tolower(static_cast<unsigned char>(y));
+           });
+  };
+  const std::string* authority = nullptr;
+  const std::string* host = nullptr;
+  for (const HttpHeader& h : fields) {
+    if (same(h.name, ":authority")) {
+      authority = &h.value;
+      if (h.value.find('@') != std::string::npos) event(sid, kHttp2EvUserinfoInUri);
+    } else if (same(h.name, "host")) {
+      host = &h.value;
+    }
+  }
+  if (authority && host && !same(*authority, *host))
+    event(sid, kHttp2EvAuthorityHostMismatch);
   const bool request = dir == 0 || push;
   if (request) {
     if (t.req_headers_done) return;  // trailers: decoded (the table moved), not kept

@@ -20,7 +20,14 @@
 // connection's last transaction: invalid_client_magic, invalid_frame_header (a frame other than
 // SETTINGS, PING, GOAWAY or WINDOW_UPDATE on stream 0), data_stream_zero, long_frame_data (a frame
 // of 64 KiB or more that has not all come: its first bytes are read, the rest skipped),
-// invalid_header (HPACK could not decode a block: that direction stops), too_many_streams.
+// invalid_header (HPACK could not decode a block: that direction stops), too_many_streams,
+// invalid_frame_length (GOAWAY under 8 bytes, RST_STREAM or WINDOW_UPDATE not 4, PRIORITY not 5),
+// stream_id_reuse (a frame other than RST_STREAM, WINDOW_UPDATE or PRIORITY on a stream whose
+// transaction is complete), and of a header block: userinfo_in_uri (an `@` in :authority) and
+// authority_host_mismatch (:authority and host differ, any case). Suricata raises a frame's
+// anomalies on the connection's last transaction, a header block's on its stream's; so does gaspp.
+// Not raised: the DNS-over-HTTP/2, decompression, range and frame-count events (Suricata keeps
+// 65,536 frames a transaction side before too_many_frames, gaspp 256 and counts the rest).
 //
 // Limits: at most HttpLimits::max_txs unfinished streams (more: the oldest is dropped,
 // txs_dropped); a header block of at most 256 KiB across its CONTINUATION frames (more: the block
@@ -46,7 +53,11 @@ namespace gaspp {
   X(InvalidHeader, "invalid_header")                   \
   X(LongFrameData, "long_frame_data")                  \
   X(TooManyStreams, "too_many_streams")                \
-  X(DataStreamZero, "data_stream_zero")
+  X(DataStreamZero, "data_stream_zero")                \
+  X(InvalidFrameLength, "invalid_frame_length")        \
+  X(StreamIdReuse, "stream_id_reuse")                  \
+  X(AuthorityHostMismatch, "authority_host_mismatch")  \
+  X(UserinfoInUri, "userinfo_in_uri")
 
 enum class Http2EventId : uint8_t {
 #define GASPP_HTTP2_EVENT_ID(id, name) id,

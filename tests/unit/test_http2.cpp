@@ -142,6 +142,7 @@ TEST(Http2, StreamsAsTransactionsAtEverySplit) {
   for (size_t k = 1; k < c.server.size(); ++k) ASSERT_EQ(run(c, 0, k), want) << "server split at " << k;
 }
 
+// Each case raises its one anomaly (or none), Suricata's name for it.
 TEST(Http2, AnomaliesAsSuricataNamesThem) {
   struct Case {
     const char* name;
@@ -159,6 +160,40 @@ TEST(Http2, AnomaliesAsSuricataNamesThem) {
                                         frame(0, 0, 1, std::string(70000, 'x')).substr(0, 9 + 1000),
        "", "long_frame_data"},
   };
+  // Header blocks (each its own encoder, so that every block stands alone).
+  const auto block = [](const Fields& f) {
+    nghttp2_hd_deflater* enc;
+    nghttp2_hd_deflate_new(&enc, 4096);
+    const std::string b = hpack(enc, f);
+    nghttp2_hd_deflate_del(enc);
+    return b;
+  };
+  const Fields get = {{":method", "GET"}, {":scheme", "http"}, {":path", "/"}};
+  const auto with = [&](Fields more) {
+    Fields f = get;
+    f.insert(f.end(), more.begin(), more.end());
+    return f;
+  };
+  const std::string headers1 = frame(1, 0x4 | 0x1, 1, block(with({{":authority", "a.example"}})));
+  const std::string status1 = frame(1, 0x4 | 0x1, 1, block({{":status", "200"}}));
+  cases.push_back({"userinfo in :authority", preface + frame(1, 0x4 | 0x1, 1, block(with({{":authority", "u:p@a.example"}}))),
+                   "", "userinfo_in_uri"});
+  cases.push_back({":authority and host differ",
+                   preface + frame(1, 0x4 | 0x1, 1, block(with({{":authority", "a.example"}, {"host", "b.example"}}))), "",
+                   "authority_host_mismatch"});
+  cases.push_back({":authority and host differ in case only",
+                   preface + frame(1, 0x4 | 0x1, 1, block(with({{":authority", "A.example"}, {"host", "a.EXAMPLE"}}))), "",
+                   ""});
+  cases.push_back({"RST_STREAM of 5 bytes", preface + headers1 + frame(3, 0, 1, std::string(5, '\0')), "",
+                   "invalid_frame_length"});
+  cases.push_back({"PRIORITY of 4 bytes", preface + headers1 + frame(2, 0, 1, std::string(4, '\0')), "",
+                   "invalid_frame_length"});
+  cases.push_back({"GOAWAY of 7 bytes", preface + headers1 + frame(7, 0, 0, std::string(7, '\0')), "",
+                   "invalid_frame_length"});
+  cases.push_back({"WINDOW_UPDATE of 4 bytes", preface + headers1 + frame(8, 0, 1, std::string("\0\0\x10\0", 4)), "", ""});
+  cases.push_back({"DATA on a finished stream", preface + headers1, status1 + frame(0, 0, 1, "late"), "stream_id_reuse"});
+  cases.push_back({"WINDOW_UPDATE on a finished stream", preface + headers1,
+                   status1 + frame(8, 0, 1, std::string("\0\0\x10\0", 4)), ""});
   for (const Case& c : cases) {
     SCOPED_TRACE(c.name);
     HttpStats hs;
