@@ -106,6 +106,7 @@ uint8_t file_hash_bit(std::string_view name) {
 }
 
 void MimeDecoder::line(std::string_view l, std::string_view eol) {
+  if (l.size() > kMimeMaxLine) warnings_ |= kMimeWarnLongLine;
   if (state_ == State::body) {
     body_line(l, eol);
     return;
@@ -304,6 +305,7 @@ void MimeDecoder::body_line(std::string_view l, std::string_view eol) {
   if (name_.empty()) {
     // Not a file: text entities (and untyped ones) are read for URLs only, as sent unless base64.
     if (type_ == Type::other) return;
+    if (enc_ == Enc::base64 && l.size() > kMimeMaxEncLine) warnings_ |= kMimeWarnLongEncLine;
     if (enc_ == Enc::base64) find_urls(base64_line(l, false));
     else find_urls(std::string(l) + std::string(eol));
     return;
@@ -317,12 +319,14 @@ void MimeDecoder::body_line(std::string_view l, std::string_view eol) {
       break;
     }
     case Enc::base64: {
+      if (l.size() > kMimeMaxEncLine) warnings_ |= kMimeWarnLongEncLine;
       const std::string out = base64_line(l, false);
       find_urls(out);
       append(out.data(), out.size());
       break;
     }
     case Enc::qp: {
+      if (l.size() > kMimeMaxEncLine) warnings_ |= kMimeWarnLongEncLine;
       const std::string out = qp_line(l, eol);
       find_urls(out);
       append(out.data(), out.size());
@@ -357,6 +361,7 @@ std::string MimeDecoder::base64_line(std::string_view l, bool flush) {
     group_[group_n_++] = c;
     if (group_n_ == 4 && !group()) {
       ++st_.invalid_base64;
+      warnings_ |= kMimeWarnInvalidBase64;
       return std::string();  // the line adds nothing
     }
   }
@@ -385,13 +390,17 @@ std::string MimeDecoder::qp_line(std::string_view in, std::string_view eol) {
       break;
     }
     if (c + 2 >= l.size()) {
-      if (!eol.empty()) ++st_.invalid_qp;      // the rest of the line is dropped
+      if (!eol.empty()) ++st_.invalid_qp, warnings_ |= kMimeWarnInvalidQp;  // the rest of the line is dropped
       else qp_carry_ = std::string(l.substr(c));  // cut by the line limit: finished on the next line
       break;
     }
     const int h1 = qp_hex(l[c + 1]), h2 = qp_hex(l[c + 2]);
-    if (h1 >= 0 && h2 >= 0) out += char((h1 << 4) | h2);
-    else ++st_.invalid_qp;
+    if (h1 >= 0 && h2 >= 0) {
+      out += char((h1 << 4) | h2);
+    } else {
+      ++st_.invalid_qp;
+      warnings_ |= kMimeWarnInvalidQp;
+    }
     c += 3;
   }
   if (in.empty() && qp_carry_.empty()) held_eol_ = eol;

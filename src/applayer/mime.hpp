@@ -64,6 +64,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "applayer/digest.hpp"
@@ -99,6 +100,11 @@ struct MimeFile {
   bool open() const { return !closed && !truncated; }
 };
 
+inline constexpr uint32_t kMimeWarnInvalidBase64 = 1, kMimeWarnInvalidQp = 2, kMimeWarnLongLine = 4,
+                          kMimeWarnLongEncLine = 8;
+// RFC 2045's line lengths (without the break), Suricata's MAX_LINE_LEN and MAX_ENC_LINE_LEN.
+inline constexpr size_t kMimeMaxLine = 998, kMimeMaxEncLine = 76;
+
 class MimeDecoder {
  public:
   explicit MimeDecoder(MimeStats& st, uint8_t hashes = 0) : st_(st), hashes_(hashes) {}
@@ -113,6 +119,10 @@ class MimeDecoder {
   const std::vector<std::string>& attachments() const { return attachments_; }
   // The URLs found (email.url), in the order found.
   const std::vector<std::string>& urls() const { return urls_; }
+  // The anomalies of the lines since the last call (kMimeWarn* bits, Suricata's MIME_ANOM_*
+  // warnings: a line over 998 bytes; a base64 or quoted-printable line over 76 that is decoded;
+  // base64 that does not decode; a quoted-printable escape that is not one), cleared.
+  uint32_t take_warnings() { return std::exchange(warnings_, 0u); }
 
  private:
   enum class State : uint8_t { start, header, body };
@@ -152,6 +162,7 @@ class MimeDecoder {
   std::vector<MimeFile> files_;
   std::vector<std::string> attachments_;
   std::vector<std::string> urls_;
+  uint32_t warnings_ = 0;
 };
 
 }  // namespace gaspp

@@ -32,6 +32,20 @@ std::string trim(std::string_view v) {
   return std::string(v.substr(a, b - a));
 }
 
+constexpr const char* kEventNames[] = {
+#define GASPP_SMTP_EVENT_NAME(id, name) name,
+    GASPP_SMTP_EVENTS(GASPP_SMTP_EVENT_NAME)
+#undef GASPP_SMTP_EVENT_NAME
+};
+
+// The reply codes of Suricata's smtp_reply_map: another code is an invalid reply.
+bool known_reply_code(int code) {
+  static constexpr int kCodes[] = {211, 214, 220, 221, 235, 250, 251, 252, 334, 354, 401, 402, 421,
+                                   435, 450, 451, 452, 454, 455, 500, 501, 502, 503, 504, 511, 521,
+                                   522, 525, 530, 534, 535, 541, 543, 550, 551, 552, 553, 554, 555};
+  return std::find(std::begin(kCodes), std::end(kCodes), code) != std::end(kCodes);
+}
+
 void split_list(std::string_view v, std::vector<std::string>& out, SmtpStats& st) {
   size_t a = 0;
   while (a <= v.size()) {
@@ -52,6 +66,36 @@ void append_field(std::string& v, std::string_view add, SmtpStats& st) {
 }
 
 }  // namespace
+
+uint32_t smtp_event_bit(std::string_view name) {
+  for (size_t i = 0; i < size_t(SmtpEventId::kCount); ++i)
+    if (name.size() == std::char_traits<char>::length(kEventNames[i]) && strncasecmp(name.data(), kEventNames[i], name.size()) == 0)
+      return uint32_t(1) << i;
+  return 0;
+}
+
+std::vector<const char*> smtp_event_names(uint32_t events) {
+  std::vector<const char*> out;
+  for (size_t i = 0; i < size_t(SmtpEventId::kCount); ++i)
+    if (events & (uint32_t(1) << i)) out.push_back(kEventNames[i]);
+  return out;
+}
+
+void SmtpConn::event(uint32_t ev) {
+  if (txs_.empty()) return;  // Suricata's: no current transaction yet, no event
+  SmtpTx* t = txs_.back().get();
+  if ((t->events & ev) == ev) return;
+  t->events |= ev;
+  touch(t);
+}
+
+void SmtpConn::mime_events(SmtpTx* t) {
+  if (!t->mime) return;
+  const uint32_t w = t->mime->take_warnings();
+  if (!w) return;
+  event((w & kMimeWarnInvalidBase64 ? kSmtpEvMimeInvalidBase64 : 0u) | (w & kMimeWarnInvalidQp ? kSmtpEvMimeInvalidQp : 0u) |
+        (w & kMimeWarnLongLine ? kSmtpEvMimeLongLine : 0u) | (w & kMimeWarnLongEncLine ? kSmtpEvMimeLongEncLine : 0u));
+}
 
 const std::string* SmtpTx::header(std::string_view lower, size_t nth) const {
   for (const auto& [name, value] : headers)
@@ -105,7 +149,9 @@ void SmtpConn::feed(int dir, const uint8_t* p, size_t n, bool gap) {
     if (b.size() >= kSmtpMaxLine) {
       // Cut: the first kSmtpMaxLine bytes are the line, the rest up to the LF is dropped.
       ++st_.lines_too_long;
+      const bool command_or_reply = dir == 1 || !data_mode_;
       line(dir, b, "");
+      if (command_or_reply) event(kSmtpEvTruncatedLine);  // (a message's lines are the MIME decoder's)
       b.clear();
       overlong_[dir] = true;
     }
@@ -152,18 +198,20 @@ void SmtpConn::complete(SmtpTx* t) {
 }
 
 void SmtpConn::line(int dir, std::string_view l, std::string_view eol) {
-  if (dir == 1) reply(l);
+  if (dir == 1) reply(l, eol);
   else if (data_mode_) message_line(l, eol);
   else command(l);
 }
 
 void SmtpConn::command(std::string_view l) {
   Cmd kind = Cmd::other;
+  bool duplicate = false;
   if (starts_nocase(l, "quit")) {
     // ends nothing and starts nothing
   } else if (starts_nocase(l, "rset")) {
     complete(current(false));
   } else if (starts_nocase(l, "helo") || starts_nocase(l, "ehlo")) {
+    duplicate = !helo_.empty();  // the session's HELO is kept, a second is an anomaly
     if (helo_.empty()) helo_ = param(l, 4);
     SmtpTx* t = current(false);
     // A HELO within a mail resets it (RFC 5321 4.1.4, as Suricata).
@@ -174,6 +222,7 @@ void SmtpConn::command(std::string_view l) {
   } else if (starts_nocase(l, "mail from")) {
     SmtpTx* t = current(true);
     if (t->mail_from.empty()) t->mail_from = param(l, 9);
+    else duplicate = true;
     touch(t);
   } else if (starts_nocase(l, "rcpt to")) {
     SmtpTx* t = current(true);
@@ -192,11 +241,17 @@ void SmtpConn::command(std::string_view l) {
     } else {
       ++st_.bdat_invalid;  // the server rejects it: no chunk follows
       current(true);
+      event(kSmtpEvInvalidBdat);
     }
   } else if (starts_nocase(l, "starttls")) {
     kind = Cmd::starttls;
   } else if (starts_nocase(l, "data")) {
     SmtpTx* t = current(true);
+    if (t->data) {
+      // DATA again before the server took the first: Suricata reads no more of the line.
+      event(kSmtpEvUnparsableContent);
+      return;
+    }
     kind = Cmd::data;
     if (pipelining_) {
       // Suricata enters data mode without waiting for the 354 when the server pipelines.
@@ -207,19 +262,47 @@ void SmtpConn::command(std::string_view l) {
   } else {
     current(true);
   }
+  if (duplicate) event(kSmtpEvDuplicateFields);
+  if (!first_reply_seen_) event(kSmtpEvNoServerWelcomeMessage);
+  queue(kind);
+}
+
+void SmtpConn::queue(Cmd kind) {
+  // Suricata's SMTPInsertCommandIntoCommandBuffer: a command after a DATA or STARTTLS still
+  // waiting for its reply breaks pipelining's rules (those end a group).
+  if (!pending_.empty() && (pending_.back() == Cmd::data || pending_.back() == Cmd::data_early || pending_.back() == Cmd::starttls))
+    event(kSmtpEvInvalidPipelinedSequence);
   pending_.push_back(kind);
   if (pending_.size() > 4096) pending_.pop_front();  // a client that never reads its replies
 }
 
-void SmtpConn::reply(std::string_view l) {
-  if (l.size() < 3 || !std::isdigit(uint8_t(l[0])) || !std::isdigit(uint8_t(l[1])) || !std::isdigit(uint8_t(l[2]))) return;
+void SmtpConn::reply(std::string_view l, std::string_view eol) {
+  if (l.empty() && eol == "\n") return;  // a bare LF (Suricata skips it)
+  if (l.size() < 3 || !std::isdigit(uint8_t(l[0])) || !std::isdigit(uint8_t(l[1])) || !std::isdigit(uint8_t(l[2]))) {
+    event(kSmtpEvInvalidReply);
+    return;
+  }
   const int code = (l[0] - '0') * 100 + (l[1] - '0') * 10 + (l[2] - '0');
+  if (!known_reply_code(code)) {
+    event(kSmtpEvInvalidReply);
+    return;
+  }
   const bool more = l.size() > 3 && l[3] == '-';
   if (!pending_.empty() && pending_.front() == Cmd::ehlo && l.size() > 4 && starts_nocase(l.substr(4), "pipelining"))
     pipelining_ = true;
-  if (more || pending_.empty()) return;  // a continued reply, or the greeting
+  if (pending_.empty()) {
+    // The greeting (a 220, which may take several lines), or a reply to nothing.
+    if (!first_reply_seen_) {
+      if (!more) first_reply_seen_ = true;
+      if (code != 220) event(kSmtpEvInvalidReply);
+    }
+    return;
+  }
+  if (more) return;  // a continued reply
   const Cmd c = pending_.front();
   pending_.pop_front();
+  if ((c == Cmd::data || c == Cmd::data_early) && code != 354) event(kSmtpEvDataCommandRejected);
+  if (c == Cmd::starttls && code != 220) event(kSmtpEvTlsRejected);
   if (c == Cmd::data && code == 354 && !data_mode_) {
     data_mode_ = true;
     if (SmtpTx* t = current(false)) start_data(t);
@@ -247,7 +330,7 @@ void SmtpConn::message_line(std::string_view l, std::string_view eol) {
   if (l == ".") {
     message_end(t);
     data_mode_ = false;
-    pending_.push_back(Cmd::other);  // the server's reply to the message
+    queue(Cmd::other);  // the server's reply to the message
     return;
   }
   body_hash(t, l, eol);
@@ -322,6 +405,7 @@ void SmtpConn::message_content(SmtpTx* t, std::string_view l, std::string_view e
   if (t->mime) {
     const size_t before = t->mime->files().size();
     t->mime->line(l, eol);
+    mime_events(t);
     // A file's bytes are new data for file.data: the transaction is updated.
     if (t->mime->files().size() != before || (!t->mime->files().empty() && t->mime->files().back().open())) touch(t);
   }

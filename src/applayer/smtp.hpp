@@ -27,6 +27,18 @@
 // smtp.mime.body-md5), the lines after the header block's empty line, each with its line break and
 // as sent (dot-stuffing kept, as Suricata hashes them), give SmtpTx::body_md5 when the message ends.
 //
+// Anomalies, Suricata's SMTP decoder events (app-layer-event:smtp.NAME, EVE anomaly events with
+// its upper-case names), on the session's latest transaction as Suricata sets them on its current
+// one (none before the first): invalid_reply (a reply line under 3 bytes or whose code is not one
+// of Suricata's table, or a first reply other than 220), tls_rejected and data_command_rejected
+// (STARTTLS answered other than 220, DATA other than 354), invalid_pipelined_sequence (a command
+// while the last one waiting for its reply is DATA or STARTTLS), invalid_bdat, duplicate_fields (a
+// second HELO/EHLO in the session, a second MAIL FROM in a mail), unparsable_content (DATA again
+// before the server accepted the first), no_server_welcome_message (a command before the server's
+// first reply), truncated_line (a command or reply line cut at 4096 bytes), and the MIME
+// decoder's mime_long_line (a message line over 998 bytes), mime_long_enc_line (a base64 or
+// quoted-printable line over 76), mime_invalid_base64 and mime_invalid_qp.
+//
 // Limits, each counted: a line longer than kSmtpMaxLine (4096, Suricata's default max-line-length)
 // is cut there (smtp_lines_too_long); at most kSmtpMaxRcpt recipients, header list entries and
 // header fields per mail and kSmtpMaxLine * 4 bytes a header value (the rest dropped,
@@ -59,6 +71,37 @@ constexpr uint64_t kSmtpFileInspectMinSize = 32768;
 // The hashes EVE's email object logs (eve-log smtp md5: body, subject).
 constexpr uint8_t kMailMd5Body = 1, kMailMd5Subject = 2;
 
+#define GASPP_SMTP_EVENTS(X)                                          \
+  X(InvalidReply, "INVALID_REPLY")                                   \
+  X(InvalidPipelinedSequence, "INVALID_PIPELINED_SEQUENCE")          \
+  X(InvalidBdat, "INVALID_BDAT")                                     \
+  X(NoServerWelcomeMessage, "NO_SERVER_WELCOME_MESSAGE")             \
+  X(TlsRejected, "TLS_REJECTED")                                     \
+  X(DataCommandRejected, "DATA_COMMAND_REJECTED")                    \
+  X(MimeInvalidBase64, "MIME_INVALID_BASE64")                        \
+  X(MimeInvalidQp, "MIME_INVALID_QP")                                \
+  X(MimeLongLine, "MIME_LONG_LINE")                                  \
+  X(MimeLongEncLine, "MIME_LONG_ENC_LINE")                           \
+  X(DuplicateFields, "DUPLICATE_FIELDS")                             \
+  X(UnparsableContent, "UNPARSABLE_CONTENT")                         \
+  X(TruncatedLine, "TRUNCATED_LINE")
+
+enum class SmtpEventId : uint8_t {
+#define GASPP_SMTP_EVENT_ID(id, name) id,
+  GASPP_SMTP_EVENTS(GASPP_SMTP_EVENT_ID)
+#undef GASPP_SMTP_EVENT_ID
+  kCount
+};
+enum SmtpEvent : uint32_t {
+#define GASPP_SMTP_EVENT_BIT(id, name) kSmtpEv##id = uint32_t(1) << unsigned(SmtpEventId::id),
+  GASPP_SMTP_EVENTS(GASPP_SMTP_EVENT_BIT)
+#undef GASPP_SMTP_EVENT_BIT
+};
+// The bit of Suricata's SMTP event NAME (without "smtp.", any case); 0 for those not raised here.
+uint32_t smtp_event_bit(std::string_view name);
+// The (upper-case) name of each bit set in `events`, in bit order.
+std::vector<const char*> smtp_event_names(uint32_t events);
+
 struct SmtpStats {
   uint64_t txs = 0, lines_too_long = 0, gaps = 0, txs_dropped = 0, starttls = 0, bdat_invalid = 0, fields_dropped = 0;
   MimeStats mime;
@@ -78,6 +121,8 @@ struct SmtpTx : AppTx {
   std::vector<std::pair<std::string, std::string>> headers;
   std::string body_md5;  // lowercase hex, once the message ended (with body_md5 on and a body line)
   bool log_body_md5 = false;  // EVE's email object logs it (kMailMd5Body)
+  uint32_t events = 0;        // SmtpEvent bits raised on it
+  uint32_t events_logged = 0;  // those the EVE anomaly log wrote
   std::string subject_md5;    // hex MD5 of the first Subject field's value, once the header block ended (kMailMd5Subject)
   // The nth field named `lower` (lowercase; names compare without case), or null.
   const std::string* header(std::string_view lower, size_t nth = 0) const;
@@ -105,7 +150,8 @@ class SmtpConn {
   enum class Cmd : uint8_t { data, data_early, starttls, ehlo, other };
   void line(int dir, std::string_view l, std::string_view eol);
   void command(std::string_view l);
-  void reply(std::string_view l);
+  void queue(Cmd kind);  // a command (or a message's end) waits for its reply
+  void reply(std::string_view l, std::string_view eol);
   void message_line(std::string_view l, std::string_view eol);
   void message_content(SmtpTx* t, std::string_view l, std::string_view eol);  // unstuffed
   void body_hash(SmtpTx* t, std::string_view l, std::string_view eol);        // as sent
@@ -116,6 +162,8 @@ class SmtpConn {
   void start_data(SmtpTx* t);
   void header_done();
   SmtpTx* current(bool create);
+  void event(uint32_t ev);     // on the latest transaction (Suricata's current one), if any
+  void mime_events(SmtpTx* t);  // the MIME decoder's warnings of its last line, as events
   void touch(SmtpTx* t);
   void complete(SmtpTx* t);
   SmtpStats& st_;
@@ -134,6 +182,7 @@ class SmtpConn {
   bool stopped_[2] = {false, false};   // a gap: nothing more of the direction is read
   std::deque<Cmd> pending_;            // commands whose final reply has not come
   bool pipelining_ = false, data_mode_ = false, tls_ = false;
+  bool first_reply_seen_ = false;      // the server's first reply (its greeting) ended
   std::string header_;                 // the header field being read (folded lines joined)
   uint64_t bdat_left_ = 0;             // bytes of the current BDAT chunk still to come
   bool bdat_last_ = false;             // it is the LAST one

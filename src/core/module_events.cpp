@@ -116,13 +116,20 @@ void ModuleSet::gather_datagrams(const PacketBatch& b) {
 }
 
 namespace {
-// The app-layer events of an HTTP transaction (HttpEvent bits; Http2Event bits on HTTP/2's) the
-// EVE anomaly log has not written yet, marked written; 0 for other protocols.
+// The app-layer events of an HTTP transaction (HttpEvent bits; Http2Event bits on HTTP/2's) or a
+// mail (SmtpEvent bits) the EVE anomaly log has not written yet, marked written; 0 for other
+// protocols.
 uint64_t take_unlogged_events(AppProto proto, AppTx& t) {
   if (proto == AppProto::http2) {
     HttpTx& h = static_cast<HttpTx&>(t);
     const uint32_t fresh = h.h2_events & ~h.h2_events_logged;
     h.h2_events_logged |= fresh;
+    return fresh;
+  }
+  if (proto == AppProto::smtp) {
+    SmtpTx& m = static_cast<SmtpTx&>(t);
+    const uint32_t fresh = m.events & ~m.events_logged;
+    m.events_logged |= fresh;
     return fresh;
   }
   if (proto != AppProto::http) return 0;
@@ -222,8 +229,13 @@ void app_events_of(AppProto proto, uint64_t ts, uint64_t flow_id, uint64_t cnt, 
 }
 }  // namespace
 
-void ModuleSet::write_anomalies(uint64_t ts_ns, uint64_t flow_id, uint64_t pcap_cnt, const FlowKey& key, bool src_lo,
-                                const AppTx& t, uint64_t events, ModuleOutput& out) {
+void ModuleSet::write_anomalies(AppProto proto, uint64_t ts_ns, uint64_t flow_id, uint64_t pcap_cnt, const FlowKey& key,
+                                bool src_lo, const AppTx& t, uint64_t events, ModuleOutput& out) {
+  if (proto == AppProto::smtp) {
+    for (const char* name : smtp_event_names(uint32_t(events)))
+      out.eve(eve_applayer_anomaly_event(ts_ns, flow_id, pcap_cnt, key, src_lo, t.id, "smtp", name, false));
+    return;
+  }
   // HTTP/2's event names are Suricata's Rust parser's, lowercase; libhtp's are written uppercase.
   if (static_cast<const HttpTx&>(t).http2) {
     for (const char* name : http2_event_names(uint32_t(events)))
@@ -238,7 +250,7 @@ void ModuleSet::write_app_log(const ModuleEvent& e, uint64_t ts_ns, uint64_t pca
   if (e.value >= app_logs_.size()) return;
   const AppLog& l = app_logs_[e.value];
   if (l.anomalies) {
-    write_anomalies(ts_ns, e.flow_id, pcap_cnt, l.key, l.src_lo, *l.tx, l.anomalies, out);
+    write_anomalies(l.proto, ts_ns, e.flow_id, pcap_cnt, l.key, l.src_lo, *l.tx, l.anomalies, out);
     return;
   }
   app_events_of(l.proto, ts_ns, e.flow_id, pcap_cnt, l.key, l.client_lo, *l.tx, out);
@@ -256,7 +268,7 @@ void ModuleSet::forget_app_flows(const std::vector<FlowRecordOut>& flows, Module
     if (app_anomalies_) {
       // Events no update handed over (raised at the flow's end): from the client's side.
       const uint64_t fresh = take_unlogged_events(proto, t);
-      if (fresh) write_anomalies(last_ts[flow_id], flow_id, 0, key, client_lo, t, fresh, out);
+      if (fresh) write_anomalies(proto, last_ts[flow_id], flow_id, 0, key, client_lo, t, fresh, out);
     }
     if (t.logged) return;
     t.logged = true;

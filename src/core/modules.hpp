@@ -272,7 +272,7 @@ class ModuleSet {
   };
   bool app_log_ = false;
   bool app_anomalies_ = false;
-  void write_anomalies(uint64_t ts_ns, uint64_t flow_id, uint64_t pcap_cnt, const FlowKey& key, bool src_lo, const AppTx& t,
+  void write_anomalies(AppProto proto, uint64_t ts_ns, uint64_t flow_id, uint64_t pcap_cnt, const FlowKey& key, bool src_lo, const AppTx& t,
                        uint64_t events, ModuleOutput& out);
   // A module reads the application layer: the backends' verdict walk keeps the flow's counters at
   // every packet with payload (core/module_stage.hpp), for the alerts raised after the batch.

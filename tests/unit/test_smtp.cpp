@@ -225,5 +225,63 @@ TEST(Smtp, LongLinesAreCutAndGapsStopTheDirection) {
   EXPECT_TRUE(c.txs()[0]->complete);
 }
 
+// Each session raises Suricata's decoder events (app-layer-smtp.c's conditions) on its
+// transactions, written per transaction in order.
+TEST(Smtp, AnomaliesAsSuricataRaisesThem) {
+  struct EvCase {
+    const char* name;
+    std::vector<Step> steps;
+    std::vector<std::vector<std::string>> events;  // per transaction, Suricata's names
+  };
+  const std::string greet = "220 mx ESMTP\r\n";
+  const std::string b64_long = std::string(80, 'Q') + "\r\n";
+  const std::vector<EvCase> cases = {
+      {"a clean mail", {{1, greet}, {0, "EHLO a\r\n"}, {1, "250 ok\r\n"}, {0, "MAIL FROM:<a@b>\r\n"}, {1, "250 ok\r\n"},
+                        {0, "DATA\r\n"}, {1, "354 go\r\n"}, {0, "Subject: x\r\n\r\nhi\r\n.\r\n"}, {1, "250 ok\r\n"}},
+       {{}}},
+      {"a reply code Suricata does not know", {{1, greet}, {0, "EHLO a\r\n"}, {1, "299 what\r\n"}}, {{"INVALID_REPLY"}}},
+      {"a reply of two bytes", {{1, greet}, {0, "EHLO a\r\n"}, {1, "25\r\n"}}, {{"INVALID_REPLY"}}},
+      {"a greeting other than 220", {{0, "EHLO a\r\n"}, {1, "554 go away\r\n"}},
+       {{"NO_SERVER_WELCOME_MESSAGE"}}},  // the 554 answers the EHLO: not the greeting
+      {"a first reply other than 220", {{1, "421 busy\r\n"}, {0, "EHLO a\r\n"}}, {{}}},  // no transaction yet
+      // The 220 answers the EHLO; the 250 after it answers nothing and is the first reply with
+      // none waiting: Suricata takes it for a greeting that is not 220.
+      {"a command before the greeting", {{0, "EHLO a\r\n"}, {1, "220 mx\r\n"}, {1, "250 ok\r\n"}},
+       {{"INVALID_REPLY", "NO_SERVER_WELCOME_MESSAGE"}}},
+      {"DATA refused", {{1, greet}, {0, "EHLO a\r\nMAIL FROM:<a@b>\r\n"}, {1, "250 ok\r\n250 ok\r\n"}, {0, "DATA\r\n"},
+                        {1, "554 no\r\n"}},
+       {{"DATA_COMMAND_REJECTED"}}},
+      {"STARTTLS refused", {{1, greet}, {0, "EHLO a\r\n"}, {1, "250 ok\r\n"}, {0, "STARTTLS\r\n"}, {1, "454 no tls\r\n"}},
+       {{"TLS_REJECTED"}}},
+      {"a command after DATA before its reply", {{1, greet}, {0, "MAIL FROM:<a@b>\r\n"}, {1, "250 ok\r\n"}, {0, "DATA\r\nRSET\r\n"}},
+       {{"INVALID_PIPELINED_SEQUENCE"}}},
+      {"a second EHLO", {{1, greet}, {0, "EHLO a\r\n"}, {1, "250 ok\r\n"}, {0, "EHLO b\r\n"}, {1, "250 ok\r\n"}},
+       {{"DUPLICATE_FIELDS"}}},
+      {"a second MAIL FROM", {{1, greet}, {0, "MAIL FROM:<a@b>\r\n"}, {1, "250 ok\r\n"}, {0, "MAIL FROM:<c@d>\r\n"}},
+       {{"DUPLICATE_FIELDS"}}},
+      {"a BDAT that does not parse", {{1, greet}, {0, "MAIL FROM:<a@b>\r\n"}, {1, "250 ok\r\n"}, {0, "BDAT x\r\n"}},
+       {{"INVALID_BDAT"}}},
+      {"a command line cut", {{1, greet}, {0, "NOOP " + std::string(kSmtpMaxLine, 'x') + "\r\n"}}, {{"TRUNCATED_LINE"}}},
+      {"long message lines", {{1, greet}, {0, "MAIL FROM:<a@b>\r\n"}, {1, "250 ok\r\n"}, {0, "DATA\r\n"}, {1, "354 go\r\n"},
+                              {0, "Content-Type: text/plain\r\nContent-Transfer-Encoding: base64\r\n\r\n" + b64_long +
+                                      std::string(1000, 'a') + "\r\n.\r\n"}},
+       {{"MIME_LONG_LINE", "MIME_LONG_ENC_LINE"}}},
+  };
+  for (const EvCase& k : cases) {
+    SCOPED_TRACE(k.name);
+    SmtpStats st;
+    SmtpConn c(st);
+    for (const Step& s : k.steps) c.feed(s.dir, reinterpret_cast<const uint8_t*>(s.bytes.data()), s.bytes.size());
+    std::vector<std::vector<std::string>> got;
+    for (const auto& t : c.txs()) {
+      got.emplace_back();
+      for (const char* n : smtp_event_names(t->events)) got.back().emplace_back(n);
+    }
+    EXPECT_EQ(got, k.events);
+  }
+  EXPECT_EQ(smtp_event_bit("invalid_reply"), uint32_t(kSmtpEvInvalidReply));
+  EXPECT_EQ(smtp_event_bit("mime_long_boundary"), 0u);  // not raised here: its rule is skipped
+}
+
 }  // namespace
 }  // namespace gaspp

@@ -574,6 +574,7 @@ struct DetectModule {
       DetCond dns_opcode, dns_rcode;  // Signature's dns.opcode, dns.rcode
       DetCond ftp_dynamic_port;       // Signature's ftp.dynamic_port
       uint8_t ftp_mode = 0, ftp_reply_received = 0, ftp_events = 0;
+      uint32_t smtp_events = 0;  // Signature's app-layer-event:smtp.*
       uint32_t tls_events = 0;  // Signature's app-layer-event:tls.*
       bool ftp_bounce = false;
       DetCond tls_chain_len;          // tls.cert_chain_len
@@ -608,6 +609,7 @@ struct DetectModule {
     void build_app_prefilter();
     std::vector<AppSig> app_sigs_;
     bool smtp_envelope_sigs_ = false;  // an app signature reads a mail's fields (app_proto 6)
+    bool smtp_event_sigs_ = false;     // an app signature tests a mail's anomalies (app-layer-event:smtp.*)
     bool mail_body_md5_ = false;       // ... its body's MD5 (email.body_md5): the parser computes it
     bool http_header_sigs_ = false;    // one reads http.request_header or http.response_header
     bool http_file_sigs_ = false;      // one reads an HTTP transaction's files (file.name, file conditions)

@@ -839,6 +839,8 @@ void DetectModule::Host::add_app_sig(uint32_t i) {
   a.ftp_mode = s.ftp_mode;
   a.ftp_reply_received = s.ftp_reply_received;
   a.ftp_events = s.ftp_events;
+  a.smtp_events = s.smtp_events;
+  smtp_event_sigs_ = smtp_event_sigs_ || s.smtp_events;
   a.tls_events = s.tls_events;
   a.ftp_bounce = s.ftp_bounce;
   // Resolve each option's buffer to a side, then group the options by buffer in rule order.
@@ -999,10 +1001,13 @@ void DetectModule::Host::on_app(std::span<const AppUpdate> updates, std::vector<
     Pass passes[2];
     int np = 0;
     if (const SmtpTx* m = u.smtp()) {
-      if (u.dir != 0) continue;
-      if (m->mime && !m->mime->files().empty()) passes[np++] = Pass{4, t.instances_final, m->mime->files().size()};
-      if (smtp_envelope_sigs_ && (!m->helo.empty() || !m->mail_from.empty() || !m->rcpt_to.empty() || m->headers_done ||
-                                  (m->mime && !m->mime->urls().empty()))) {
+      // The server's lines change a mail's anomalies only (its replies): those signatures alone.
+      const bool events = smtp_event_sigs_ && m->events;
+      if (u.dir != 0 && !events) continue;
+      if (u.dir == 0 && m->mime && !m->mime->files().empty()) passes[np++] = Pass{4, t.instances_final, m->mime->files().size()};
+      if (events || (smtp_envelope_sigs_ && u.dir == 0 &&
+                     (!m->helo.empty() || !m->mail_from.empty() || !m->rcpt_to.empty() || m->headers_done ||
+                      (m->mime && !m->mime->urls().empty())))) {
         // Instances: the recipients, the Received fields, the URLs (each multi-buffer its own).
         const size_t received = m->headers_done ? std::count_if(m->headers.begin(), m->headers.end(), [](const auto& h) {
           return strcasecmp(h.first.c_str(), "received") == 0;
@@ -1228,6 +1233,10 @@ void DetectModule::Host::on_app(std::span<const AppUpdate> updates, std::vector<
       if (a.ftp_events) {
         const FtpTx* f = u.ftp();
         if (!f || (f->events & a.ftp_events) != a.ftp_events) continue;
+      }
+      if (a.smtp_events) {
+        const SmtpTx* m = u.smtp();
+        if (!m || (m->events & a.smtp_events) != a.smtp_events) continue;
       }
       if (a.tls_events) {
         // The connection's decoder events (either direction raised them, as Suricata's one tx).
