@@ -268,7 +268,8 @@ std::string dns_rrtype_name(uint16_t t) {
 
 uint16_t dns_event_bit(const std::string& name) {
   static const std::pair<const char*, uint16_t> kEvents[] = {
-      {"not_a_response", kDnsEvNotResponse},       {"z_flag_set", kDnsEvZFlagSet},
+      {"not_a_response", kDnsEvNotResponse},       {"not_response", kDnsEvNotResponse},  // (Suricata 9's name)
+      {"z_flag_set", kDnsEvZFlagSet},
       {"invalid_opcode", kDnsEvInvalidOpcode},     {"name_too_long", kDnsEvNameTooLong},
       {"infinite_loop", kDnsEvInfiniteLoop},       {"too_many_labels", kDnsEvTooManyLabels},
       {"invalid_additionals", kDnsEvInvalidAdditionals}, {"invalid_authorities", kDnsEvInvalidAuthorities}};

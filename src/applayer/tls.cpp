@@ -234,18 +234,29 @@ int TlsConn::parse_hello(int dir, const uint8_t* p, size_t n) {
       const uint32_t type = r.u(2), len = r.u(2);
       const size_t next = r.at + len;
       if (next > end) return -1;
-      if (!grease(type)) add(exts, type);
-      if (dir == 0 && type == 0) {
-        // server_name: a list of (type, name); host_name is type 0.
-        Reader s{p, next, r.at};
-        s.u(2);
-        while (s.ok && s.at + 3 <= next) {
-          const uint32_t kind = s.u(1), nlen = s.u(2);
-          if (s.at + nlen > next) break;
-          if (kind == 0 && tx_.sni.empty()) tx_.sni.assign(reinterpret_cast<const char*>(p + s.at), nlen);
-          s.at += nlen;
+      if (type == 0 && len > 0) {
+        // server_name, as Suricata's TLSDecodeHSHelloExtensionSni reads it: the list's first
+        // entry, which must be a host_name of 1 to 255 bytes; a bad type or length is an event
+        // and ends the extensions (those after it are not read, nor in JA3); one too short for
+        // its header is a malformed hello. A second server_name is an event, and not read.
+        if (len < 3) return -1;
+        const uint8_t kind = p[r.at + 2];
+        if (kind != 0) {
+          event(kTlsEvInvalidSniType);
+          break;
         }
-      } else if (dir == 0 && type == 10) {
+        if (len < 5) return -1;
+        const size_t nlen = size_t(p[r.at + 3]) << 8 | p[r.at + 4];
+        if (r.at + 5 + nlen > next || nlen > 255 || nlen == 0) {
+          event(kTlsEvInvalidSniLength);
+          break;
+        }
+        if (sni_seen_[dir]) event(kTlsEvMultipleSniExtensions);
+        else if (dir == 0) tx_.sni.assign(reinterpret_cast<const char*>(p + r.at + 5), nlen);
+        sni_seen_[dir] = true;
+      }
+      if (!grease(type)) add(exts, type);
+      if (dir == 0 && type == 10) {
         Reader g{p, next, r.at};  // supported_groups
         const size_t gend = std::min(next, g.at + 2 + g.u(2));
         while (g.ok && g.at + 2 <= gend) {
@@ -305,7 +316,9 @@ uint32_t tls_event_bit(const std::string& name) {
       {"invalid_record_length", kTlsEvInvalidRecordLength},   {"invalid_ssl_record", kTlsEvInvalidSslRecord},
       {"invalid_alert_message", kTlsEvInvalidAlert},          {"invalid_heartbeat_message", kTlsEvInvalidHeartbeat},
       {"overflow_heartbeat_message", kTlsEvOverflowHeartbeat}, {"dataleak_heartbeat_mismatch", kTlsEvDataleakHeartbeat},
-      {"handshake_invalid_length", kTlsEvHandshakeInvalidLength}, {"invalid_handshake_message", kTlsEvInvalidHandshake}};
+      {"handshake_invalid_length", kTlsEvHandshakeInvalidLength}, {"invalid_handshake_message", kTlsEvInvalidHandshake},
+      {"invalid_sni_type", kTlsEvInvalidSniType}, {"invalid_sni_length", kTlsEvInvalidSniLength},
+      {"multiple_sni_extensions", kTlsEvMultipleSniExtensions}};
   for (const auto& [n, b] : kEvents)
     if (name == n) return b;
   return 0;

@@ -69,7 +69,10 @@ enum TlsEvent : uint32_t {
   kTlsEvOverflowHeartbeat = 64,       // overflow_heartbeat_message
   kTlsEvDataleakHeartbeat = 128,      // dataleak_heartbeat_mismatch
   kTlsEvHandshakeInvalidLength = 256, // handshake_invalid_length
-  kTlsEvInvalidHandshake = 512        // invalid_handshake_message
+  kTlsEvInvalidHandshake = 512,      // invalid_handshake_message
+  kTlsEvInvalidSniType = 1024,        // invalid_sni_type
+  kTlsEvInvalidSniLength = 2048,      // invalid_sni_length
+  kTlsEvMultipleSniExtensions = 4096  // multiple_sni_extensions
 };
 // The event's bit by Suricata's name (after "tls."); 0 for one gaspp does not raise.
 uint32_t tls_event_bit(const std::string& name);
@@ -169,6 +172,7 @@ class TlsConn {
   std::string rec_[2];  // a record header or body not complete yet
   int state_[2] = {0, 0};
   bool changed_ = false;
+  bool sni_seen_[2] = {false, false};  // a direction's hello had a server_name (its first read)
   uint64_t* undecoded_;  // where certificates OpenSSL could not decode are counted
   uint64_t* raw_cut_;    // where directions whose raw bytes kTlsMaxRaw cut are counted
 };

@@ -13,8 +13,11 @@ overflow_heartbeat_message, CVE-2014-0160; one with under 16 bytes of padding or
 invalid_heartbeat_message; after ChangeCipherSpec, a response record longer than its request's:
 dataleak_heartbeat_mismatch). Every connection starts with a well-formed TLS 1.2 ClientHello and
 ServerHello; the "clean" ones (a valid clear heartbeat and its answer, an encrypted one answered
-with a record of its request's length, application data) must raise nothing. Each case's rule
-alerts on its connection only, once.
+with a record of its request's length, application data) must raise nothing. The ClientHello's
+server_name as TLSDecodeHSHelloExtensionSni reads it: a first entry that is not a host_name
+(invalid_sni_type), a name of 0 or over 255 bytes or past its extension (invalid_sni_length), a
+second server_name extension (multiple_sni_extensions). Each case's rule alerts on its connection
+only: once, or once each way for the hello's events (the rules have no direction).
 
 usage: tls_events.py GASPP [--backend cpu|cuda]
 """
@@ -33,7 +36,7 @@ except ImportError:
 C, S = "10.9.0.1", "10.9.0.2"
 EVENTS = ["invalid_record_type", "invalid_record_length", "invalid_ssl_record", "invalid_alert_message",
           "overflow_heartbeat_message", "invalid_heartbeat_message", "dataleak_heartbeat_mismatch",
-          "invalid_handshake_message"]
+          "invalid_handshake_message", "invalid_sni_type", "invalid_sni_length", "multiple_sni_extensions"]
 
 
 def record(t, body, version=b"\x03\x03"):
@@ -48,6 +51,31 @@ CLIENT_HELLO = record(22, handshake(1, b"\x03\x03" + b"r" * 32 + b"\x00" + b"\x0
 SERVER_HELLO = record(22, handshake(2, b"\x03\x03" + b"s" * 32 + b"\x00" + b"\xc0\x2f" + b"\x00" + b"\x00\x00")
                       + handshake(14, b""))
 CCS = record(20, b"\x01")
+
+
+def client_hello(exts):
+    """A TLS 1.2 ClientHello with these extensions (bytes as sent)."""
+    body = b"\x03\x03" + b"r" * 32 + b"\x00" + b"\x00\x02\xc0\x2f" + b"\x01\x00" + len(exts).to_bytes(2, "big") + exts
+    return record(22, handshake(1, body))
+
+
+def sni(name, kind=0, name_len=None):
+    """A server_name extension of one entry (its length field name_len when given)."""
+    entry = bytes([kind]) + (len(name) if name_len is None else name_len).to_bytes(2, "big") + name
+    data = len(entry).to_bytes(2, "big") + entry
+    return b"\x00\x00" + len(data).to_bytes(2, "big") + data
+
+
+# Suricata's TLSDecodeHSHelloExtensionSni: the first entry must be a host_name of 1 to 255 bytes
+# that fits its extension; a second server_name extension is an event.
+SNI_HELLOS = {
+    "sni of another type": client_hello(sni(b"example.com", kind=1)),
+    "sni of length 0": client_hello(sni(b"")),
+    "sni past its extension": client_hello(sni(b"short", name_len=50)),
+    "sni of 256 bytes": client_hello(sni(b"a" * 256)),
+    "two server_name extensions": client_hello(sni(b"a.example") + sni(b"b.example")),
+    "a good sni": client_hello(sni(b"a.example") + b"\x00\x17\x00\x00"),
+}
 CKE = handshake(16, b"k" * 10)  # a ClientKeyExchange
 
 
@@ -77,6 +105,15 @@ CASES = [
     ("message header past its record", [("c", record(22, CKE + b"\x10\x00"))],
      ("invalid_ssl_record", "invalid_handshake_message")),
     ("message across records", [("c", record(22, CKE[:8])), ("c", record(22, CKE[8:])), ("c", CCS)], ()),
+    # Raised by the ClientHello, then still on the transaction when the ServerHello comes: a rule
+    # without a direction matches once each way (as the others would, had the other side spoken
+    # after them).
+    ("sni of another type", [], ("invalid_sni_type",) * 2),
+    ("sni of length 0", [], ("invalid_sni_length",) * 2),
+    ("sni past its extension", [], ("invalid_sni_length",) * 2),
+    ("sni of 256 bytes", [], ("invalid_sni_length",) * 2),
+    ("two server_name extensions", [], ("multiple_sni_extensions",) * 2),
+    ("a good sni", [], ()),
 ]
 
 
@@ -117,6 +154,11 @@ def main():
             SERVER_HELLO = SERVER_HELLO.replace(b"\x03\x03" + b"s" * 32, b"\x03\x01" + b"s" * 32)
             connection(port, steps, pk)
             CLIENT_HELLO, SERVER_HELLO = saved
+        elif name in SNI_HELLOS:
+            saved = CLIENT_HELLO
+            CLIENT_HELLO = SNI_HELLOS[name]
+            connection(port, steps, pk)
+            CLIENT_HELLO = saved
         else:
             connection(port, steps, pk)
         for e in (ev,) if isinstance(ev, str) else ev or ():
