@@ -140,6 +140,8 @@ void MimeDecoder::line(std::string_view l, std::string_view eol) {
   size_t v = colon + 1;
   while (v < l.size() && mime_space(l[v])) ++v;
   std::string_view value = l.substr(v);
+  if (colon > kMimeLongHeaderName) warnings_ |= kMimeWarnLongHeaderName;
+  if (value.size() > kMimeMaxHeaderValue) warnings_ |= kMimeWarnLongHeaderValue;
   if (value.size() > kMimeMaxHeaderValue) {
     ++st_.headers_dropped;
     value = value.substr(0, kMimeMaxHeaderValue);
@@ -153,6 +155,7 @@ bool MimeDecoder::headers_done() {
     std::string v;
     if (ieq(h.name, "content-disposition")) {
       if (name_.empty() && find_param(h.value, "filename", v)) {
+        if (v.size() > kMimeMaxName) warnings_ |= kMimeWarnLongFilename;
         name_ = v.substr(0, kMimeMaxName);
         attachments_.push_back(name_);
       }
@@ -161,10 +164,12 @@ bool MimeDecoder::headers_done() {
       else if (ieq(h.value, "quoted-printable")) enc_ = Enc::qp;
     } else if (ieq(h.name, "content-type")) {
       if (name_.empty() && find_param(h.value, "name", v)) {
+        if (v.size() > kMimeMaxName) warnings_ |= kMimeWarnLongFilename;
         name_ = v.substr(0, kMimeMaxName);
         attachments_.push_back(name_);
       }
       if (find_param(h.value, "boundary", v)) {
+        if (v.size() > kMimeLongBoundary) warnings_ |= kMimeWarnLongBoundary;
         if (boundaries_.size() < kMimeMaxBoundaries) boundaries_.push_back("--" + v);
         else ++st_.boundaries_dropped;
       }

@@ -101,9 +101,11 @@ struct MimeFile {
 };
 
 inline constexpr uint32_t kMimeWarnInvalidBase64 = 1, kMimeWarnInvalidQp = 2, kMimeWarnLongLine = 4,
-                          kMimeWarnLongEncLine = 8;
-// RFC 2045's line lengths (without the break), Suricata's MAX_LINE_LEN and MAX_ENC_LINE_LEN.
-inline constexpr size_t kMimeMaxLine = 998, kMimeMaxEncLine = 76;
+                          kMimeWarnLongEncLine = 8, kMimeWarnLongHeaderName = 16, kMimeWarnLongHeaderValue = 32,
+                          kMimeWarnLongBoundary = 64, kMimeWarnLongFilename = 128;
+// RFC 2045's line lengths (without the break), Suricata's MAX_LINE_LEN and MAX_ENC_LINE_LEN; its
+// MAX_HEADER_NAME and MAX_BOUNDARY_LEN (a file name's, RS_MIME_MAX_TOKEN_LEN, is kMimeMaxName).
+inline constexpr size_t kMimeMaxLine = 998, kMimeMaxEncLine = 76, kMimeLongHeaderName = 75, kMimeLongBoundary = 254;
 
 class MimeDecoder {
  public:
@@ -121,7 +123,9 @@ class MimeDecoder {
   const std::vector<std::string>& urls() const { return urls_; }
   // The anomalies of the lines since the last call (kMimeWarn* bits, Suricata's MIME_ANOM_*
   // warnings: a line over 998 bytes; a base64 or quoted-printable line over 76 that is decoded;
-  // base64 that does not decode; a quoted-printable escape that is not one), cleared.
+  // base64 that does not decode; a quoted-printable escape that is not one; a header field's
+  // name over 75 bytes or value over 2,000 on its first line; a boundary over 254 bytes; a file
+  // name over 255), cleared.
   uint32_t take_warnings() { return std::exchange(warnings_, 0u); }
 
  private:

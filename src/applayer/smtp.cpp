@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <utility>
 
 namespace gaspp {
 
@@ -93,8 +94,15 @@ void SmtpConn::mime_events(SmtpTx* t) {
   if (!t->mime) return;
   const uint32_t w = t->mime->take_warnings();
   if (!w) return;
-  event((w & kMimeWarnInvalidBase64 ? kSmtpEvMimeInvalidBase64 : 0u) | (w & kMimeWarnInvalidQp ? kSmtpEvMimeInvalidQp : 0u) |
-        (w & kMimeWarnLongLine ? kSmtpEvMimeLongLine : 0u) | (w & kMimeWarnLongEncLine ? kSmtpEvMimeLongEncLine : 0u));
+  static constexpr std::pair<uint32_t, uint32_t> kMap[] = {
+      {kMimeWarnInvalidBase64, kSmtpEvMimeInvalidBase64}, {kMimeWarnInvalidQp, kSmtpEvMimeInvalidQp},
+      {kMimeWarnLongLine, kSmtpEvMimeLongLine},           {kMimeWarnLongEncLine, kSmtpEvMimeLongEncLine},
+      {kMimeWarnLongHeaderName, kSmtpEvMimeLongHeaderName}, {kMimeWarnLongHeaderValue, kSmtpEvMimeLongHeaderValue},
+      {kMimeWarnLongBoundary, kSmtpEvMimeLongBoundary},   {kMimeWarnLongFilename, kSmtpEvMimeLongFilename}};
+  uint32_t ev = 0;
+  for (const auto& [warn, bit] : kMap)
+    if (w & warn) ev |= bit;
+  event(ev);
 }
 
 const std::string* SmtpTx::header(std::string_view lower, size_t nth) const {

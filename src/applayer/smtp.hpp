@@ -37,7 +37,8 @@
 // before the server accepted the first), no_server_welcome_message (a command before the server's
 // first reply), truncated_line (a command or reply line cut at 4096 bytes), and the MIME
 // decoder's mime_long_line (a message line over 998 bytes), mime_long_enc_line (a base64 or
-// quoted-printable line over 76), mime_invalid_base64 and mime_invalid_qp.
+// quoted-printable line over 76), mime_invalid_base64, mime_invalid_qp, mime_long_header_name,
+// mime_long_header_value, mime_long_boundary and mime_long_filename (mime.hpp's warnings).
 //
 // Limits, each counted: a line longer than kSmtpMaxLine (4096, Suricata's default max-line-length)
 // is cut there (smtp_lines_too_long); at most kSmtpMaxRcpt recipients, header list entries and
@@ -84,7 +85,18 @@ constexpr uint8_t kMailMd5Body = 1, kMailMd5Subject = 2;
   X(MimeLongEncLine, "MIME_LONG_ENC_LINE")                           \
   X(DuplicateFields, "DUPLICATE_FIELDS")                             \
   X(UnparsableContent, "UNPARSABLE_CONTENT")                         \
-  X(TruncatedLine, "TRUNCATED_LINE")
+  X(TruncatedLine, "TRUNCATED_LINE")                                 \
+  X(MimeLongHeaderName, "MIME_LONG_HEADER_NAME")                     \
+  X(MimeLongHeaderValue, "MIME_LONG_HEADER_VALUE")                   \
+  X(MimeLongBoundary, "MIME_LONG_BOUNDARY")                          \
+  X(MimeLongFilename, "MIME_LONG_FILENAME")                          \
+  /* Suricata's parser never raises these (no code sets them; a command line is at most 4,096 \
+     bytes, so no parameter passes 65,535): their rules load and never match, as there. */   \
+  X(UnableToMatchReplyWithRequest, "UNABLE_TO_MATCH_REPLY_WITH_REQUEST")                     \
+  X(MaxReplyLineLenExceeded, "MAX_REPLY_LINE_LEN_EXCEEDED")                                 \
+  X(MaxCommandLineLenExceeded, "MAX_COMMAND_LINE_LEN_EXCEEDED")                             \
+  X(MimeParseFailed, "MIME_PARSE_FAILED")                                                   \
+  X(MimeMalformedMsg, "MIME_MALFORMED_MSG")
 
 enum class SmtpEventId : uint8_t {
 #define GASPP_SMTP_EVENT_ID(id, name) id,
