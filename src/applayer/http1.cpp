@@ -784,15 +784,19 @@ void Http1Conn::on_line(int dir, std::string& raw) {
         // Repetition by libhtp's names (a colonless line's is "", so two of them repeat); a
         // repeated Content-Length whose values differ (or do not parse) is ambiguous.
         const std::string name = colon == std::string::npos ? std::string() : h.name;
+        bool repeated = false;
         for (size_t k = 0; k < d.names.size(); ++k) {
           if (d.names[k].size() != name.size() || !ieq(d.names[k], name.c_str())) continue;
           t.events |= kHttpEvRequestHeaderRepetition;
+          repeated = true;
           if (ieq(name, "content-length")) {
             const int64_t x = lenient_length(hs[k].value), y = lenient_length(h.value);
             if (x < 0 || y < 0 || x != y) t.events |= kHttpEvDuplicateClRequest;
           }
           break;
         }
+        // libhtp's number_headers_limit: a new name when more than it are held already.
+        if (!repeated && d.distinct_names++ > kHttpHeadersLimit) t.events |= kHttpEvRequestTooManyHeaders;
         d.names.push_back(name);
       }
       hs.push_back(std::move(h));
@@ -839,6 +843,7 @@ void Http1Conn::begin_request(const std::string& line) {
   ++stats_.requests;
   t->request_line = line;
   d.names.clear();
+  d.distinct_names = 0;
   // The method: after any leading whitespace (libhtp's IDS personality ignores it), up to the
   // next whitespace.
   size_t i = 0;
@@ -1019,6 +1024,7 @@ size_t Http1Conn::response_head(bool eof) {
             std::memchr(o.name.data(), 0, o.name.size()) == std::memchr(h.name.data(), 0, h.name.size()))
           same = &o;
       if (!same) {
+        if (t.resp_headers.size() > kHttpHeadersLimit) t.events |= kHttpEvResponseTooManyHeaders;  // (libhtp's limit)
         t.resp_headers.push_back(std::move(h));
         continue;
       }

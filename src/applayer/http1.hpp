@@ -81,6 +81,11 @@ struct HttpHeader {
 // whose message was being parsed, one bit each. Names as Suricata's http_decoder_event_table,
 // lowercase. Where gaspp's parsing differs from libhtp's (applayer/http1.cpp says where), an event
 // follows gaspp's reading of the message.
+// libhtp's number_headers_limit (its default): a message with more header names than this
+// raises request_too_many_headers / response_too_many_headers (libhtp then stops the message;
+// gaspp reads on, its own header-size limits bounding it).
+inline constexpr size_t kHttpHeadersLimit = 1024;
+
 #define GASPP_HTTP_EVENTS(X)                                                        \
   X(InvalidTeRequest, "invalid_transfer_encoding_value_in_request")                 \
   X(InvalidClRequest, "invalid_content_length_field_in_request")                    \
@@ -126,7 +131,23 @@ struct HttpHeader {
   X(ContinueAlreadySeen, "100_continue_already_seen")                               \
   X(ResponseLineInvalidProtocol, "response_line_invalid_protocol")                  \
   X(ResponseLineInvalidResponseStatus, "response_line_invalid_response_status")     \
-  X(UnableToMatchResponse, "unable_to_match_response_to_request")
+  X(UnableToMatchResponse, "unable_to_match_response_to_request")                   \
+  X(RequestTooManyHeaders, "request_too_many_headers")                              \
+  X(ResponseTooManyHeaders, "response_too_many_headers")                            \
+  /* Names Suricata's HTTP parser never raises (neither libhtp nor app-layer-htp.c sets them): \
+     their rules load and never match, as there. */                                          \
+  X(UnknownError, "unknown_error")                                                  \
+  X(GzipDecompressionFailed, "gzip_decompression_failed")                           \
+  X(InvalidTeResponse, "invalid_transfer_encoding_value_in_response")               \
+  X(InvalidServerPortInRequest, "invalid_server_port_in_request")                   \
+  X(InvalidAuthorityPort, "invalid_authority_port")                                 \
+  X(ResponseHeaderInvalid, "response_header_invalid")                               \
+  X(MultipartGenericError, "multipart_generic_error")                               \
+  X(RequestServerPortTcpPortMismatch, "request_server_port_tcp_port_mismatch")      \
+  X(ResponseInvalidProtocol, "response_invalid_protocol")                           \
+  X(ResponseInvalidStatus, "response_invalid_status")                               \
+  X(RequestLineInvalid, "request_line_invalid")                                     \
+  X(LzmaMemlimitReached, "lzma_memlimit_reached")
 
 enum class HttpEventId : uint8_t {
 #define GASPP_HTTP_EVENT_ID(id, name) id,
@@ -266,6 +287,7 @@ class Http1Conn {
     std::unique_ptr<HttpBodyDecoder> dec;
     bool hit_limit = false;
     std::vector<std::string> names;  // the request headers' names as libhtp reads them (repetitions)
+    size_t distinct_names = 0;       // of them, those not repeated
     bool maybe_09 = false;           // a request line without a protocol was just read
   };
   void touch(HttpTx* t);

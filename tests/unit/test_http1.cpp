@@ -292,7 +292,18 @@ TEST(Http1, EventsAsLibhtp) {
   }
   EXPECT_EQ(http_event_bit("invalid_transfer_encoding_value_in_request"), uint64_t(kHttpEvInvalidTeRequest));
   EXPECT_EQ(http_event_bit("100_continue_already_seen"), uint64_t(kHttpEvContinueAlreadySeen));
-  EXPECT_EQ(http_event_bit("gzip_decompression_failed"), 0u);  // not raised here: such rules are skipped
+  // libhtp's number_headers_limit (1024): a new header name once more than it are held, either
+  // side; a repeated name is no new one.
+  for (const size_t names_n : {size_t(1025), size_t(1026)}) {
+    std::string req = "GET / HTTP/1.1\r\nHost: a\r\nX-1: w\r\n", resp = "HTTP/1.1 200 OK\r\nContent-Length: 0\r\n";
+    for (size_t i = 1; i < names_n; ++i) req += "X-" + std::to_string(i) + ": v\r\n", resp += "Y-" + std::to_string(i) + ": v\r\n";
+    req += "\r\n", resp += "\r\n";
+    const uint64_t want = names_n > kHttpHeadersLimit + 1 ? kHttpEvRequestTooManyHeaders | kHttpEvResponseTooManyHeaders : 0;
+    EXPECT_EQ(names(run(req, resp, req.size(), resp.size()) & ~uint64_t(kHttpEvRequestHeaderRepetition)), names(want))
+        << names_n << " names";
+  }
+  EXPECT_EQ(http_event_bit("gzip_decompression_failed"), uint64_t(kHttpEvGzipDecompressionFailed));  // loads, never raised (as in Suricata)
+  EXPECT_EQ(http_event_bit("double_encoded_uri"), 0u);  // not raised here: such rules are skipped
   EXPECT_EQ(http_event_names(kHttpEvMissingHost | kHttpEvUnableToMatchResponse),
             (std::vector<const char*>{"missing_host_header", "unable_to_match_response_to_request"}));
 }
