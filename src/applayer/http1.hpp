@@ -220,6 +220,7 @@ struct HttpTx : AppTx {
     std::vector<std::pair<uint16_t, uint32_t>> settings;  // SETTINGS' (id, value) pairs
   };
   std::vector<H2Frame> h2_frames[2];
+  uint32_t h2_frames_seen[2] = {0, 0};  // every frame of the side, kept or not (too_many_frames)
   bool h2_global = false;
   // Whether Suricata's HTTP/2 logger writes an event for it: header fields, or a side's SETTINGS,
   // error code or priority (a PING's or a WINDOW_UPDATE's transaction has none).

@@ -142,6 +142,10 @@ HttpTx* Http2Conn::global_tx() {
 }
 
 void Http2Conn::record(HttpTx* t, int dir, const HttpTx::H2Frame& f) {
+  if (++t->h2_frames_seen[dir] > kHttp2TooManyFrames && !(t->h2_events & kHttp2EvTooManyFrames)) {
+    t->h2_events |= kHttp2EvTooManyFrames;  // (Suricata keeps max-frames, then raises it)
+    touch(t);
+  }
   if (t->h2_frames[dir].size() >= kHttp2MaxFrames) {
     ++st_.frames_not_kept;
     return;

@@ -26,8 +26,9 @@
 // transaction is complete), and of a header block: userinfo_in_uri (an `@` in :authority) and
 // authority_host_mismatch (:authority and host differ, any case). Suricata raises a frame's
 // anomalies on the connection's last transaction, a header block's on its stream's; so does gaspp.
-// Not raised: the DNS-over-HTTP/2, decompression, range and frame-count events (Suricata keeps
-// 65,536 frames a transaction side before too_many_frames, gaspp 256 and counts the rest).
+// too_many_frames: past Suricata's max-frames (65,536) frames on a transaction side (gaspp keeps
+// 256 of them, kHttp2MaxFrames, and counts the rest). Not raised: the DNS-over-HTTP/2,
+// decompression and range events.
 //
 // Limits: at most HttpLimits::max_txs unfinished streams (more: the oldest is dropped,
 // txs_dropped); a header block of at most 256 KiB across its CONTINUATION frames (more: the block
@@ -57,7 +58,8 @@ namespace gaspp {
   X(InvalidFrameLength, "invalid_frame_length")        \
   X(StreamIdReuse, "stream_id_reuse")                  \
   X(AuthorityHostMismatch, "authority_host_mismatch")  \
-  X(UserinfoInUri, "userinfo_in_uri")
+  X(UserinfoInUri, "userinfo_in_uri")                  \
+  X(TooManyFrames, "too_many_frames")
 
 enum class Http2EventId : uint8_t {
 #define GASPP_HTTP2_EVENT_ID(id, name) id,
@@ -77,6 +79,8 @@ std::vector<const char*> http2_event_names(uint32_t events);
 
 // Frames kept a transaction side (HttpTx::h2_frames).
 constexpr size_t kHttp2MaxFrames = 256;
+// Suricata's app-layer.protocols.http2.max-frames default: more on a transaction side is too_many_frames.
+constexpr uint32_t kHttp2TooManyFrames = 65536;
 
 struct Http2Stats {
   uint64_t frames = 0, streams = 0, hpack_errors = 0, long_frames = 0, gaps = 0, txs_dropped = 0, bad_preface = 0;

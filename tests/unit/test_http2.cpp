@@ -192,6 +192,14 @@ TEST(Http2, AnomaliesAsSuricataNamesThem) {
                    "invalid_frame_length"});
   cases.push_back({"WINDOW_UPDATE of 4 bytes", preface + headers1 + frame(8, 0, 1, std::string("\0\0\x10\0", 4)), "", ""});
   cases.push_back({"DATA on a finished stream", preface + headers1, status1 + frame(0, 0, 1, "late"), "stream_id_reuse"});
+  {
+    // Suricata's max-frames (65,536) a transaction side: the next one raises too_many_frames.
+    std::string many = preface + frame(1, 0x4, 1, block(with({{":authority", "a.example"}})));
+    for (uint32_t i = 1; i <= kHttp2TooManyFrames; ++i) many += frame(8, 0, 1, std::string("\0\0\x10\0", 4));
+    cases.push_back({"65,537 frames on a stream", many, "", "too_many_frames"});
+    many.resize(many.size() - 13);
+    cases.push_back({"65,536 frames on a stream", many, "", ""});
+  }
   cases.push_back({"WINDOW_UPDATE on a finished stream", preface + headers1,
                    status1 + frame(8, 0, 1, std::string("\0\0\x10\0", 4)), ""});
   for (const Case& c : cases) {
