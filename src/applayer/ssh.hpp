@@ -9,6 +9,13 @@
 // application layer: ssh_banners_bad). What follows the banner (key exchange, then encrypted data)
 // is not read. One transaction per connection.
 //
+// Anomalies (Suricata's SSH events, app-layer-event:ssh.NAME, EVE anomaly events): invalid_banner
+// when a direction's first line is not "SSH-", a version, '-' and the rest (Suricata's parser
+// stops there; gaspp still looks for a banner on later lines, as a server may send lines first),
+// or when 256 bytes come without a line end and do not start with one; long_banner when a banner
+// runs to 256 bytes or more (it is read, cut there). Not raised: invalid_record (the key exchange
+// is not read).
+//
 // Example:
 //   SshConn c;
 //   c.feed(0, data, n);  // client → server bytes
@@ -17,6 +24,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "applayer/app_tx.hpp"
 
@@ -24,7 +32,14 @@ namespace gaspp {
 
 constexpr size_t kSshMaxBanner = 255;
 
+// SshTx::events bits, Suricata's SSHEvent names.
+enum SshEvent : uint8_t { kSshEvInvalidBanner = 1, kSshEvLongBanner = 2 };
+// The bit of the event NAME (after "ssh."), 0 for one not raised here.
+uint8_t ssh_event_bit(const std::string& name);
+std::vector<const char*> ssh_event_names(uint8_t events);
+
 struct SshTx : AppTx {
+  uint8_t events = 0, events_logged = 0;  // SshEvent bits raised, and written to the anomaly log
   bool banner[2] = {false, false};  // the direction's identification string was read
   std::string proto[2], software[2];
   bool done() const { return banner[0] && banner[1]; }
@@ -44,6 +59,7 @@ class SshConn {
   SshTx tx_;
   std::string buf_[2];  // the current line, not complete yet
   int state_[2] = {0, 0};  // 0 reading lines, 1 banner read, -1 given up
+  bool first_[2] = {true, true};  // the direction's first line is still to come
   bool changed_ = false;
   uint64_t* bad_;
 };

@@ -116,14 +116,20 @@ void ModuleSet::gather_datagrams(const PacketBatch& b) {
 }
 
 namespace {
-// The app-layer events of an HTTP transaction (HttpEvent bits; Http2Event bits on HTTP/2's) or a
-// mail (SmtpEvent bits) the EVE anomaly log has not written yet, marked written; 0 for other
+// The app-layer events of an HTTP transaction (HttpEvent bits; Http2Event bits on HTTP/2's), a
+// mail (SmtpEvent bits) or an SSH connection (SshEvent bits) the EVE anomaly log has not written yet, marked written; 0 for other
 // protocols.
 uint64_t take_unlogged_events(AppProto proto, AppTx& t) {
   if (proto == AppProto::http2) {
     HttpTx& h = static_cast<HttpTx&>(t);
     const uint32_t fresh = h.h2_events & ~h.h2_events_logged;
     h.h2_events_logged |= fresh;
+    return fresh;
+  }
+  if (proto == AppProto::ssh) {
+    SshTx& h = static_cast<SshTx&>(t);
+    const uint8_t fresh = h.events & ~h.events_logged;
+    h.events_logged |= fresh;
     return fresh;
   }
   if (proto == AppProto::smtp) {
@@ -231,6 +237,11 @@ void app_events_of(AppProto proto, uint64_t ts, uint64_t flow_id, uint64_t cnt, 
 
 void ModuleSet::write_anomalies(AppProto proto, uint64_t ts_ns, uint64_t flow_id, uint64_t pcap_cnt, const FlowKey& key,
                                 bool src_lo, const AppTx& t, uint64_t events, ModuleOutput& out) {
+  if (proto == AppProto::ssh) {
+    for (const char* name : ssh_event_names(uint8_t(events)))
+      out.eve(eve_applayer_anomaly_event(ts_ns, flow_id, pcap_cnt, key, src_lo, t.id, "ssh", name, false));
+    return;
+  }
   if (proto == AppProto::smtp) {
     for (const char* name : smtp_event_names(uint32_t(events)))
       out.eve(eve_applayer_anomaly_event(ts_ns, flow_id, pcap_cnt, key, src_lo, t.id, "smtp", name, false));

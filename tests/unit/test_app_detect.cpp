@@ -174,16 +174,19 @@ TEST(SshBanner, ReadAsSuricataAtEverySplit) {
     std::string bytes;
     bool banner;
     const char *proto, *software;
+    uint8_t events;  // Suricata's SSH events (its parse_banner)
   };
   const Case cases[] = {
-      {"plain", "SSH-2.0-OpenSSH_9.6\r\n", true, "2.0", "OpenSSH_9.6"},
-      {"comments after a space", "SSH-2.0-OpenSSH_7.6p1 Ubuntu-4ubuntu0.3\r\n", true, "2.0", "OpenSSH_7.6p1"},
-      {"LF only", "SSH-1.99-Cisco-1.25\n", true, "1.99", "Cisco-1.25"},
+      {"plain", "SSH-2.0-OpenSSH_9.6\r\n", true, "2.0", "OpenSSH_9.6", 0},
+      {"comments after a space", "SSH-2.0-OpenSSH_7.6p1 Ubuntu-4ubuntu0.3\r\n", true, "2.0", "OpenSSH_7.6p1", 0},
+      {"LF only", "SSH-1.99-Cisco-1.25\n", true, "1.99", "Cisco-1.25", 0},
       {"lines before the banner", "Welcome\r\nto here\r\nSSH-2.0-dropbear_2020.81\r\n", true, "2.0",
-       "dropbear_2020.81"},
-      {"then binary key exchange", std::string("SSH-2.0-x\r\n\x00\x00\x01\x2c\x0a\x14", 17), true, "2.0", "x"},
-      {"no line end yet", "SSH-2.0-OpenSSH", false, "", ""},
-      {"a line too long", std::string(300, 'a') + "\r\nSSH-2.0-late\r\n", false, "", ""},
+       "dropbear_2020.81", kSshEvInvalidBanner},  // Suricata stops at the first line
+      {"then binary key exchange", std::string("SSH-2.0-x\r\n\x00\x00\x01\x2c\x0a\x14", 17), true, "2.0", "x", 0},
+      {"no line end yet", "SSH-2.0-OpenSSH", false, "", "", 0},
+      {"a line too long", std::string(300, 'a') + "\r\nSSH-2.0-late\r\n", false, "", "", kSshEvInvalidBanner},
+      {"no dash after the version", "SSH-2.0\r\n", true, "2.0", "", kSshEvInvalidBanner},
+      {"a long banner", "SSH-2.0-" + std::string(300, 's') + "\r\n", true, "2.0", "", kSshEvLongBanner},
   };
   for (const Case& c : cases) {
     for (size_t cut = 0; cut <= c.bytes.size(); ++cut) {
@@ -194,7 +197,9 @@ TEST(SshBanner, ReadAsSuricataAtEverySplit) {
       conn.feed(1, p + cut, c.bytes.size() - cut);
       ASSERT_EQ(conn.tx().banner[1], c.banner) << c.name << " cut " << cut;
       EXPECT_EQ(conn.tx().proto[1], c.proto) << c.name << " cut " << cut;
-      EXPECT_EQ(conn.tx().software[1], c.software) << c.name << " cut " << cut;
+      if (std::string(c.name) != "a long banner") EXPECT_EQ(conn.tx().software[1], c.software) << c.name << " cut " << cut;
+      else EXPECT_EQ(conn.tx().software[1], std::string(kSshMaxBanner + 1 - 8, 's')) << "cut " << cut;  // cut at 256 bytes
+      EXPECT_EQ(conn.tx().events, c.events) << c.name << " cut " << cut;
       EXPECT_FALSE(conn.tx().banner[0]);
       EXPECT_EQ(bad, std::string(c.name) == "a line too long" ? 1u : 0u) << c.name;
     }

@@ -575,6 +575,7 @@ struct DetectModule {
       DetCond ftp_dynamic_port;       // Signature's ftp.dynamic_port
       uint8_t ftp_mode = 0, ftp_reply_received = 0, ftp_events = 0;
       uint32_t smtp_events = 0;  // Signature's app-layer-event:smtp.*
+      uint8_t ssh_events = 0;    // Signature's app-layer-event:ssh.*
       uint32_t tls_events = 0;  // Signature's app-layer-event:tls.*
       bool ftp_bounce = false;
       DetCond tls_chain_len;          // tls.cert_chain_len

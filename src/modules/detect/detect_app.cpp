@@ -840,6 +840,7 @@ void DetectModule::Host::add_app_sig(uint32_t i) {
   a.ftp_reply_received = s.ftp_reply_received;
   a.ftp_events = s.ftp_events;
   a.smtp_events = s.smtp_events;
+  a.ssh_events = s.ssh_events;
   smtp_event_sigs_ = smtp_event_sigs_ || s.smtp_events;
   a.tls_events = s.tls_events;
   a.ftp_bounce = s.ftp_bounce;
@@ -1237,6 +1238,10 @@ void DetectModule::Host::on_app(std::span<const AppUpdate> updates, std::vector<
       if (a.smtp_events) {
         const SmtpTx* m = u.smtp();
         if (!m || (m->events & a.smtp_events) != a.smtp_events) continue;
+      }
+      if (a.ssh_events) {
+        const SshTx* sh = u.ssh();
+        if (!sh || (sh->events & a.ssh_events) != a.ssh_events) continue;
       }
       if (a.tls_events) {
         // The connection's decoder events (either direction raised them, as Suricata's one tx).

@@ -4,6 +4,7 @@
 #include "applayer/http1.hpp"
 #include "applayer/http2.hpp"
 #include "applayer/smtp.hpp"
+#include "applayer/ssh.hpp"
 #include "modules/detect/http2_cond.hpp"
 #include "modules/detect/dataset.hpp"
 #include "modules/detect/tag.hpp"
@@ -965,7 +966,7 @@ std::string finish(Signature& s) {
       !s.dns_events &&
       !s.tls_version_on && !s.dns_opcode.on && !s.dns_rcode.on && s.dns_rrtype.c.mode == kUintNone && !s.tls_chain_len.on &&
       !s.tls_notbefore.mode && !s.tls_notafter.mode && !s.tls_expiry && !s.ssl_version && !s.tls_events && !s.ftp_dynamic_port.on && !s.ftp_mode && !s.ftp_reply_received && !s.ftp_events && !s.ftp_bounce &&
-      !s.smtp_events) {
+      !s.smtp_events && !s.ssh_events) {
     // Only the protocol (`alert http any any -> any any (flow:...; sid:1;)`): no buffer to inspect,
     // so Suricata makes it a packet signature (SIG_TYPE_APPLAYER, or SIG_TYPE_PKT with packet
     // conditions) that matches every packet of a flow whose app_proto is the protocol, not each
@@ -2166,6 +2167,11 @@ std::string parse_signature(const std::string& text, const RuleVars& vars, Signa
       }
       if (ev.rfind("tls.", 0) == 0) {
         if (std::string r = take(tls_event_bit(name), 2, out.tls_events); !r.empty()) return r;
+        continue;
+      }
+      if (ev.rfind("ssh.", 0) == 0) {
+        if (std::string r = take(ssh_event_bit(name), 5, out.ssh_events); !r.empty()) return r;
+        if (out.gate_proto == "ssh") out.gate_proto.clear();
         continue;
       }
       if (ev.rfind("smtp.", 0) == 0) {

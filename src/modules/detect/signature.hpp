@@ -436,6 +436,7 @@ struct Signature {
   bool ftp_bounce = false;         // ftpbounce: a PORT request naming another address than the client's
   uint8_t ftp_events = 0;          // app-layer-event:ftp.NAME (applayer/ftp.hpp FtpEvent bits), all required
   uint32_t smtp_events = 0;        // app-layer-event:smtp.NAME (applayer/smtp.hpp SmtpEvent bits), all required
+  uint8_t ssh_events = 0;          // app-layer-event:ssh.NAME (applayer/ssh.hpp SshEvent bits), all required
   uint32_t tls_events = 0;         // app-layer-event:tls.NAME (applayer/tls.hpp TlsEvent bits), all required
   uint64_t http_events = 0;        // app-layer-event:http.NAME (applayer/http1.hpp HttpEvent bits), all required
   uint32_t http2_events = 0;       // app-layer-event:http2.NAME (applayer/http2.hpp Http2Event bits), all required
