@@ -10,6 +10,14 @@
 namespace gaspp {
 
 namespace {
+// libhtp's Content-Encoding warnings (parse_content_codings_htp) as the transaction's events.
+uint64_t coding_events(uint8_t a) {
+  return (a & kCodingAbnormal ? uint64_t(kHttpEvAbnormalCeHeader) : 0) |
+         (a & kCodingTooManyLayers ? uint64_t(kHttpEvTooManyEncodingLayers) : 0);
+}
+}  // namespace
+
+namespace {
 
 bool ws(char c) { return c == ' ' || c == '\t'; }
 
@@ -966,7 +974,9 @@ void Http1Conn::end_headers(int dir) {
     // Request bodies are decoded too (Suricata turns libhtp's request decompression on).
     const HttpHeader* ce = find_header(t.req_headers, "content-encoding");
     std::vector<HttpCoding> codings;
-    if (ce) parse_content_codings_htp(ce->value, lim_.decompress_layer_limit, codings, lim_.lzma_enabled);
+    uint8_t ce_anomalies = 0;
+    if (ce) parse_content_codings_htp(ce->value, lim_.decompress_layer_limit, codings, lim_.lzma_enabled, &ce_anomalies);
+    t.events |= coding_events(ce_anomalies);
     d.dec = codings.empty() ? nullptr : std::make_unique<HttpBodyDecoder>(codings, 0, lim_.lzma_memlimit);
     if (te && contains_nocase(te->value, "chunked")) d.phase = kChunkSize;
     else if (len > 0) d.phase = kBodyLen, d.remain = uint64_t(len);
@@ -1149,7 +1159,9 @@ void Http1Conn::response_headers_done(size_t) {
   // Content-Encoding: the codings of the first header (repeats joined).
   const HttpHeader* ce = find_header(t.resp_headers, "content-encoding");
   std::vector<HttpCoding> codings;
-  if (ce) parse_content_codings_htp(ce->value, lim_.decompress_layer_limit, codings, lim_.lzma_enabled);
+  uint8_t ce_anomalies = 0;
+  if (ce) parse_content_codings_htp(ce->value, lim_.decompress_layer_limit, codings, lim_.lzma_enabled, &ce_anomalies);
+  t.events |= coding_events(ce_anomalies);
   d.dec = codings.empty() ? nullptr : std::make_unique<HttpBodyDecoder>(codings, 0, lim_.lzma_memlimit);
   const bool no_body = code / 100 == 1 || code == 204 || code == 304;
   if (t.method != "HEAD" && no_body && (te || cl)) t.events |= kHttpEvResponseBodyUnexpected;

@@ -134,6 +134,8 @@ inline constexpr size_t kHttpHeadersLimit = 1024;
   X(UnableToMatchResponse, "unable_to_match_response_to_request")                   \
   X(RequestTooManyHeaders, "request_too_many_headers")                              \
   X(ResponseTooManyHeaders, "response_too_many_headers")                            \
+  X(AbnormalCeHeader, "abnormal_ce_header")                                         \
+  X(TooManyEncodingLayers, "too_many_encoding_layers")                              \
   /* Names Suricata's HTTP parser never raises (neither libhtp nor app-layer-htp.c sets them): \
      their rules load and never match, as there. */                                          \
   X(UnknownError, "unknown_error")                                                  \

@@ -20,8 +20,9 @@ std::string lower_nonul(const std::string& s) {
 }  // namespace
 
 void parse_content_codings_htp(const std::string& value, uint32_t layer_limit, std::vector<HttpCoding>& out,
-                               bool lzma) {
+                               bool lzma, uint8_t* anomalies) {
   out.clear();
+  if (anomalies) *anomalies = 0;
   std::string v = lower_nonul(value);
   size_t a = 0, z = v.size();
   while (a < z && std::isspace(static_cast<unsigned char>(v[a]))) ++a;
@@ -34,6 +35,29 @@ void parse_content_codings_htp(const std::string& value, uint32_t layer_limit, s
     return;
   }
   if (v == "br" || v == "inflate" || v == "none") return;
+  if (anomalies) {
+    // libhtp's slow path warns on the tokens as sent (case and NULs kept; its exact compares).
+    uint32_t n = 0;
+    size_t k = 0;
+    while (k < value.size()) {
+      while (k < value.size() && (value[k] == ',' || value[k] == ' ')) ++k;
+      if (k == value.size()) break;
+      size_t e = k;
+      while (e < value.size() && value[e] != ',' && value[e] != ' ') ++e;
+      const std::string t = value.substr(k, e - k);
+      k = e;
+      if (layer_limit && ++n > layer_limit) {
+        *anomalies |= kCodingTooManyLayers;
+        break;
+      }
+      std::string low = t;  // (index_of_nocase: case-blind; a NUL inside breaks a match)
+      for (char& c : low) c = char(std::tolower(static_cast<unsigned char>(c)));
+      const bool ok = low.find("gzip") != std::string::npos      ? t == "gzip" || t == "x-gzip"
+                      : low.find("deflate") != std::string::npos ? t == "deflate" || t == "x-deflate"
+                                                                 : t == "lzma" || t == "inflate" || t == "none" || t == "identity";
+      if (!ok) *anomalies |= kCodingAbnormal;
+    }
+  }
   bool lzma_used = false;
   uint32_t layers = 0;
   size_t i = 0;

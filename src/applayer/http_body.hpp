@@ -37,8 +37,12 @@ enum class HttpCoding : uint8_t { gzip, deflate, lzma };
 // layer_limit, 0: no limit, unknown tokens count), one that contains "gzip" or "deflate" that
 // coding (one that contains "lzma": lzma when `lzma`, at most one such layer). out: the codings in
 // the order they were applied (the last is undone first).
+// anomalies (when given) gets libhtp's warnings on the list (kCodingAbnormal: a token that holds
+// "gzip" or "deflate" but is not exactly gzip/x-gzip/deflate/x-deflate, or is none of those, lzma,
+// inflate, none, identity; kCodingTooManyLayers: tokens past layer_limit).
+inline constexpr uint8_t kCodingAbnormal = 1, kCodingTooManyLayers = 2;
 void parse_content_codings_htp(const std::string& value, uint32_t layer_limit, std::vector<HttpCoding>& out,
-                               bool lzma = false);
+                               bool lzma = false, uint8_t* anomalies = nullptr);
 
 class HttpBodyDecoder {
  public:

@@ -212,6 +212,17 @@ TEST(Http1, EventsAsLibhtp) {
       {"GET /?p=%20 HTTP/1.0\r\nHost: www.example.com:\r\n\r\n", "", kHttpEvHeaderHostInvalid},
       {"CONNECT a.b:99999 HTTP/1.1\r\nHost: a.b\r\n\r\n", "", kHttpEvUriHostInvalid},
       {"GET / HTTP/1.1\r\nHost: [::1]:80\r\n\r\n", "", 0},
+      // Content-Encoding lists, libhtp's slow path (response.rs / request.rs): exact tokens only;
+      // more than the layer limit (2).
+      {"GET / HTTP/1.1\r\nHost: a\r\n\r\n", "HTTP/1.1 200 OK\r\nContent-Encoding: gzip, GZIP\r\nContent-Length: 0\r\n\r\n",
+       kHttpEvAbnormalCeHeader},
+      {"GET / HTTP/1.1\r\nHost: a\r\n\r\n", "HTTP/1.1 200 OK\r\nContent-Encoding: identity, br\r\nContent-Length: 0\r\n\r\n",
+       kHttpEvAbnormalCeHeader},
+      {"GET / HTTP/1.1\r\nHost: a\r\n\r\n",
+       "HTTP/1.1 200 OK\r\nContent-Encoding: gzip, deflate, gzip\r\nContent-Length: 0\r\n\r\n", kHttpEvTooManyEncodingLayers},
+      {"GET / HTTP/1.1\r\nHost: a\r\n\r\n", "HTTP/1.1 200 OK\r\nContent-Encoding: GZIP\r\nContent-Length: 0\r\n\r\n", 0},
+      {"GET / HTTP/1.1\r\nHost: a\r\n\r\n", "HTTP/1.1 200 OK\r\nContent-Encoding: x-gzip, none\r\nContent-Length: 0\r\n\r\n", 0},
+      {"POST / HTTP/1.1\r\nHost: a\r\nContent-Encoding: x-gzip, foo\r\nContent-Length: 0\r\n\r\n", "", kHttpEvAbnormalCeHeader},
       {"GET / HTTP/1.1\r\nHost: [::g]\r\n\r\n", "", kHttpEvHeaderHostInvalid},
       // Authorization: 47-auth-unrecognized.t; Basic, Digest and Bearer are known (even malformed)
       {"GET / HTTP/1.1\r\nHost: www.example.com\r\nAuthorization: Turbo customAuthDataHere\r\n\r\n", "", kHttpEvAuthUnrecognized},
