@@ -17,6 +17,19 @@ std::string lower_nonul(const std::string& s) {
     if (c) t += char(std::tolower(static_cast<unsigned char>(c)));
   return t;
 }
+// Calls f(token) for each non-empty token of s split at ',' and ' ', until f returns false.
+template <class F>
+void each_token(const std::string& s, F f) {
+  size_t i = 0;
+  while (i < s.size()) {
+    while (i < s.size() && (s[i] == ',' || s[i] == ' ')) ++i;
+    if (i == s.size()) return;
+    size_t j = i;
+    while (j < s.size() && s[j] != ',' && s[j] != ' ') ++j;
+    if (!f(s.substr(i, j - i))) return;
+    i = j;
+  }
+}
 }  // namespace
 
 void parse_content_codings_htp(const std::string& value, uint32_t layer_limit, std::vector<HttpCoding>& out,
@@ -35,20 +48,14 @@ void parse_content_codings_htp(const std::string& value, uint32_t layer_limit, s
     return;
   }
   if (v == "br" || v == "inflate" || v == "none") return;
+  // libhtp's slow path: tokens split at ',' and ' ', at most layer_limit of them. The codings
+  // come from the lowered value, the warnings from the tokens as sent (its exact compares).
   if (anomalies) {
-    // libhtp's slow path warns on the tokens as sent (case and NULs kept; its exact compares).
     uint32_t n = 0;
-    size_t k = 0;
-    while (k < value.size()) {
-      while (k < value.size() && (value[k] == ',' || value[k] == ' ')) ++k;
-      if (k == value.size()) break;
-      size_t e = k;
-      while (e < value.size() && value[e] != ',' && value[e] != ' ') ++e;
-      const std::string t = value.substr(k, e - k);
-      k = e;
+    each_token(value, [&](const std::string& t) {
       if (layer_limit && ++n > layer_limit) {
         *anomalies |= kCodingTooManyLayers;
-        break;
+        return false;
       }
       std::string low = t;  // (index_of_nocase: case-blind; a NUL inside breaks a match)
       for (char& c : low) c = char(std::tolower(static_cast<unsigned char>(c)));
@@ -56,26 +63,21 @@ void parse_content_codings_htp(const std::string& value, uint32_t layer_limit, s
                       : low.find("deflate") != std::string::npos ? t == "deflate" || t == "x-deflate"
                                                                  : t == "lzma" || t == "inflate" || t == "none" || t == "identity";
       if (!ok) *anomalies |= kCodingAbnormal;
-    }
+      return true;
+    });
   }
   bool lzma_used = false;
   uint32_t layers = 0;
-  size_t i = 0;
-  while (i < v.size()) {
-    while (i < v.size() && (v[i] == ',' || v[i] == ' ')) ++i;
-    if (i == v.size()) break;
-    size_t j = i;
-    while (j < v.size() && v[j] != ',' && v[j] != ' ') ++j;
-    const std::string t = v.substr(i, j - i);
-    i = j;
-    if (layer_limit && ++layers > layer_limit) break;
+  each_token(v, [&](const std::string& t) {
+    if (layer_limit && ++layers > layer_limit) return false;
     if (t.find("gzip") != std::string::npos) out.push_back(HttpCoding::gzip);
     else if (t.find("deflate") != std::string::npos) out.push_back(HttpCoding::deflate);
     else if (lzma && !lzma_used && t.find("lzma") != std::string::npos) {
       out.push_back(HttpCoding::lzma);
       lzma_used = true;
     }
-  }
+    return true;
+  });
 }
 
 // One coding being undone, with libhtp's restarts: on an error the layer tries the next format
