@@ -121,6 +121,7 @@ tests)
   python3 tests/e2e/detect_body_windows.py $B/gaspp cuda | tail -3; check "HTTP body inspection windows (cuda)"
   python3 tests/e2e/detect_transforms.py $B/gaspp cuda | tail -3; check "transforms (cuda)"
   python3 tests/e2e/detect_http2_headers.py $B/gaspp cuda --no-tshark | tail -3; check "HTTP/2 header buffers (cuda)"
+  python3 tests/e2e/smtp_events.py $B/gaspp --backend cuda | tail -3; check "SMTP anomaly rules (cuda)"
   python3 tests/e2e/detect_header.py $B/gaspp cuda 2>&1 | grep -v WARNING | tail -3; check "ttl, ip_proto, tcp.mss, seq, ack, window (cuda)"
   python3 tests/e2e/detect_decode_events.py $B/gaspp cuda 2>&1 | grep -v WARNING | tail -3; check "decoder events, decode-event (cuda)"
   python3 tests/e2e/detect_flow_counts.py $B/gaspp cuda 2>&1 | grep -v WARNING | tail -3; check "flow.pkts, flow.bytes, stream_size, vlan.id (cuda)"

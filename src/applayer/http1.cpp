@@ -972,10 +972,12 @@ void Http1Conn::end_headers(int dir) {
       if (!starts("basic") && !starts("digest") && !starts("bearer")) t.events |= kHttpEvAuthUnrecognized;
     }
     // Request bodies are decoded too (Suricata turns libhtp's request decompression on).
-    const HttpHeader* ce = find_header(t.req_headers, "content-encoding");
+    // (Repeated fields joined with ", ", as libhtp joins a request's.)
+    std::string ce;
     std::vector<HttpCoding> codings;
     uint8_t ce_anomalies = 0;
-    if (ce) parse_content_codings_htp(ce->value, lim_.decompress_layer_limit, codings, lim_.lzma_enabled, &ce_anomalies);
+    if (joined_header(t.req_headers, "content-encoding", ce))
+      parse_content_codings_htp(ce, lim_.decompress_layer_limit, codings, lim_.lzma_enabled, &ce_anomalies);
     t.events |= coding_events(ce_anomalies);
     d.dec = codings.empty() ? nullptr : std::make_unique<HttpBodyDecoder>(codings, 0, lim_.lzma_memlimit);
     if (te && contains_nocase(te->value, "chunked")) d.phase = kChunkSize;

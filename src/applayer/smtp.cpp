@@ -219,7 +219,9 @@ void SmtpConn::command(std::string_view l) {
   } else if (starts_nocase(l, "rset")) {
     complete(current(false));
   } else if (starts_nocase(l, "helo") || starts_nocase(l, "ehlo")) {
-    duplicate = !helo_.empty();  // the session's HELO is kept, a second is an anomaly
+    // The session's HELO is kept; a second is an anomaly, on the mail it interrupts (Suricata's
+    // current transaction), if any.
+    if (!helo_.empty()) event(kSmtpEvDuplicateFields);
     if (helo_.empty()) helo_ = param(l, 4);
     SmtpTx* t = current(false);
     // A HELO within a mail resets it (RFC 5321 4.1.4, as Suricata).
@@ -255,11 +257,13 @@ void SmtpConn::command(std::string_view l) {
     kind = Cmd::starttls;
   } else if (starts_nocase(l, "data")) {
     SmtpTx* t = current(true);
-    if (t->data) {
-      // DATA again before the server took the first: Suricata reads no more of the line.
+    if (t->data_sent) {
+      // DATA again in the same mail (Suricata's is_data, set when DATA is sent, accepted or not):
+      // Suricata reads no more of the line.
       event(kSmtpEvUnparsableContent);
       return;
     }
+    t->data_sent = true;
     kind = Cmd::data;
     if (pipelining_) {
       // Suricata enters data mode without waiting for the 354 when the server pipelines.
@@ -291,10 +295,12 @@ void SmtpConn::reply(std::string_view l, std::string_view eol) {
     return;
   }
   const int code = (l[0] - '0') * 100 + (l[1] - '0') * 10 + (l[2] - '0');
-  if (!known_reply_code(code)) {
-    event(kSmtpEvInvalidReply);
-    return;
-  }
+  // A code outside Suricata's table is an invalid reply (there the parser errors); it still answers
+  // its command here, so that the replies after it stay paired with their commands.
+  if (!known_reply_code(code)) event(kSmtpEvInvalidReply);
+  // The server's lines update a mail's anomalies to the client (Suricata inspects the transaction
+  // at each of them).
+  if (!txs_.empty() && txs_.back()->events) touch(txs_.back().get());
   const bool more = l.size() > 3 && l[3] == '-';
   if (!pending_.empty() && pending_.front() == Cmd::ehlo && l.size() > 4 && starts_nocase(l.substr(4), "pipelining"))
     pipelining_ = true;

@@ -123,6 +123,7 @@ struct SmtpTx : AppTx {
   std::string helo, mail_from;
   std::vector<std::string> rcpt_to;
   bool data = false;          // the server accepted DATA: the message follows
+  bool data_sent = false;     // the client sent DATA (accepted or not; BDAT aside)
   bool complete = false;      // the mail ended (its message's ".", RSET, HELO, the flow's end)
   bool message_done = false;  // its message ended with "."
   bool headers_done = false;
@@ -139,7 +140,7 @@ struct SmtpTx : AppTx {
   // The nth field named `lower` (lowercase; names compare without case), or null.
   const std::string* header(std::string_view lower, size_t nth = 0) const;
   // Worth an event: something of a mail was seen.
-  bool has_mail() const { return !mail_from.empty() || !rcpt_to.empty() || data; }
+  bool has_mail() const { return !mail_from.empty() || !rcpt_to.empty() || data || data_sent; }
 };
 
 class SmtpConn {

@@ -59,7 +59,7 @@ void SshConn::feed(int dir, const uint8_t* p, size_t n, bool gap) {
       continue;
     }
     b.push_back(c);
-    if (b.size() > kSshMaxBanner) {
+    if (b.size() - (b.back() == '\r' ? 1 : 0) > kSshMaxBanner) {  // (the CR of a CRLF is not the line's)
       // 256 bytes without a line end: a banner that parses is read as it stands, long; anything
       // else ends the direction (Suricata's parser errors).
       if (parses_as_banner(b)) {

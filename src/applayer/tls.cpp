@@ -237,15 +237,22 @@ int TlsConn::parse_hello(int dir, const uint8_t* p, size_t n) {
       if (type == 0 && len > 0) {
         // server_name, as Suricata's TLSDecodeHSHelloExtensionSni reads it: the list's first
         // entry, which must be a host_name of 1 to 255 bytes; a bad type or length is an event
-        // and ends the extensions (those after it are not read, nor in JA3); one too short for
-        // its header is a malformed hello. A second server_name is an event, and not read.
-        if (len < 3) return -1;
+        // and ends the extensions (those after it are not read, nor in JA3); so does one too short
+        // for its header, with handshake_invalid_length (the hello is kept). A second server_name
+        // is an event, and not read.
+        if (len < 3) {
+          event(kTlsEvHandshakeInvalidLength);
+          break;
+        }
         const uint8_t kind = p[r.at + 2];
         if (kind != 0) {
           event(kTlsEvInvalidSniType);
           break;
         }
-        if (len < 5) return -1;
+        if (len < 5) {
+          event(kTlsEvHandshakeInvalidLength);
+          break;
+        }
         const size_t nlen = size_t(p[r.at + 3]) << 8 | p[r.at + 4];
         if (r.at + 5 + nlen > next || nlen > 255 || nlen == 0) {
           event(kTlsEvInvalidSniLength);

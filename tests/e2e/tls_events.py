@@ -21,14 +21,13 @@ only: once, or once each way for the hello's events (the rules have no direction
 
 usage: tls_events.py GASPP [--backend cpu|cuda]
 """
-import json
 import os
-import subprocess
 import sys
-import tempfile
+
+from acked_sessions import acked_session, alerts_by_port
 
 try:
-    from scapy.all import IP, TCP, Ether, Raw, wrpcap
+    import scapy.all  # noqa: F401 (the builders use it)
 except ImportError:
     print("scapy is not installed (scripts/setup.sh installs it); skipping")
     sys.exit(1 if os.environ.get("CI") else 77)
@@ -36,7 +35,8 @@ except ImportError:
 C, S = "10.9.0.1", "10.9.0.2"
 EVENTS = ["invalid_record_type", "invalid_record_length", "invalid_ssl_record", "invalid_alert_message",
           "overflow_heartbeat_message", "invalid_heartbeat_message", "dataleak_heartbeat_mismatch",
-          "invalid_handshake_message", "invalid_sni_type", "invalid_sni_length", "multiple_sni_extensions"]
+          "invalid_handshake_message", "invalid_sni_type", "invalid_sni_length", "multiple_sni_extensions",
+          "handshake_invalid_length"]
 
 
 def record(t, body, version=b"\x03\x03"):
@@ -75,6 +75,8 @@ SNI_HELLOS = {
     "sni of 256 bytes": client_hello(sni(b"a" * 256)),
     "two server_name extensions": client_hello(sni(b"a.example") + sni(b"b.example")),
     "a good sni": client_hello(sni(b"a.example") + b"\x00\x17\x00\x00"),
+    # Too short for its list length and type: handshake_invalid_length, the hello kept.
+    "sni too short for its header": client_hello(b"\x00\x00\x00\x02\x00\x00"),
 }
 CKE = handshake(16, b"k" * 10)  # a ClientKeyExchange
 
@@ -114,30 +116,13 @@ CASES = [
     ("sni of 256 bytes", [], ("invalid_sni_length",) * 2),
     ("two server_name extensions", [], ("multiple_sni_extensions",) * 2),
     ("a good sni", [], ()),
+    ("sni too short for its header", [], ("handshake_invalid_length",) * 2),
 ]
 
 
 def connection(port, steps, pk):
     """Handshake, the hellos, then the case's records, each its own segment, acknowledged."""
-    seq = {"c": 1000, "s": 5000}
-
-    def seg(frm, flags, data=b""):
-        src, dst, sp, dp = (C, S, port, 443) if frm == "c" else (S, C, 443, port)
-        ack = 0 if flags == "S" else seq["s" if frm == "c" else "c"]
-        p = Ether() / IP(src=src, dst=dst) / TCP(sport=sp, dport=dp, flags=flags, seq=seq[frm], ack=ack, window=65535)
-        pk.append(p / Raw(data) if data else p)
-        seq[frm] += len(data) + (1 if "S" in flags or "F" in flags else 0)
-
-    seg("c", "S")
-    seg("s", "SA")
-    seg("c", "A")
-    for frm, data in [("c", CLIENT_HELLO), ("s", SERVER_HELLO)] + steps:
-        for k in range(0, len(data), 1400):
-            seg(frm, "PA", data[k:k + 1400])
-        seg("s" if frm == "c" else "c", "A")
-    seg("c", "FA")
-    seg("s", "FA")
-    seg("c", "A")
+    acked_session(pk, port, 443, [("c", CLIENT_HELLO), ("s", SERVER_HELLO)] + steps, C, S)
 
 
 def main():
@@ -164,24 +149,11 @@ def main():
         for e in (ev,) if isinstance(ev, str) else ev or ():
             want.setdefault(EVENTS.index(e) + 1, []).append(port)
     fails = []
-    with tempfile.TemporaryDirectory() as d:
-        pcap, rules, out = os.path.join(d, "tls.pcap"), os.path.join(d, "tls.rules"), os.path.join(d, "out")
-        wrpcap(pcap, pk)
-        with open(rules, "w") as f:
-            for sid, ev in enumerate(EVENTS, start=1):
-                f.write(f'alert tls any any -> any any (msg:"{ev}"; app-layer-event:tls.{ev}; sid:{sid};)\n')
-        os.mkdir(out)
-        p = subprocess.run([gaspp, "-r", pcap, "--backend", backend, "-S", rules, "-l", out, "-q"],
-                           capture_output=True, text=True)
-        if p.returncode != 0:
-            print(p.stderr)
-            return 1
-        got = {}
-        for line in open(os.path.join(out, "eve.json")):
-            e = json.loads(line)
-            if e["event_type"] == "alert":
-                port = e["src_port"] if e["src_port"] != 443 else e["dest_port"]
-                got.setdefault(e["alert"]["signature_id"], []).append(port)
+    rules = [f'alert tls any any -> any any (msg:"{ev}"; app-layer-event:tls.{ev}; sid:{sid};)'
+             for sid, ev in enumerate(EVENTS, start=1)]
+    got = alerts_by_port(gaspp, backend, pk, rules, 443)
+    if got is None:
+        return 1
     for sid in sorted(set(want) | set(got)):
         if sorted(got.get(sid, [])) != sorted(want.get(sid, [])):
             fails.append(f"{EVENTS[sid - 1]} (sid {sid}): alerts on ports {sorted(got.get(sid, []))}, "

@@ -169,6 +169,7 @@ TEST(AppDetect, DetectedOnlyProtocolsAreNamedAndCounted) {
 // SSH identification strings (applayer/ssh.hpp), against the fields RFC 4253 §4.2 defines
 // (SSH-protoversion-softwareversion SP comments CR LF), at every split of the direction's bytes.
 TEST(SshBanner, ReadAsSuricataAtEverySplit) {
+  static const std::string kSoftware247(247, 's');  // (its CR is not the line's: no long_banner)
   struct Case {
     const char* name;
     std::string bytes;
@@ -187,6 +188,7 @@ TEST(SshBanner, ReadAsSuricataAtEverySplit) {
       {"a line too long", std::string(300, 'a') + "\r\nSSH-2.0-late\r\n", false, "", "", kSshEvInvalidBanner},
       {"no dash after the version", "SSH-2.0\r\n", true, "2.0", "", kSshEvInvalidBanner},
       {"a long banner", "SSH-2.0-" + std::string(300, 's') + "\r\n", true, "2.0", "", kSshEvLongBanner},
+      {"a banner of 255 bytes", "SSH-2.0-" + std::string(247, 's') + "\r\n", true, "2.0", kSoftware247.c_str(), 0},
   };
   for (const Case& c : cases) {
     for (size_t cut = 0; cut <= c.bytes.size(); ++cut) {

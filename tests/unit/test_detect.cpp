@@ -247,6 +247,25 @@ TEST(Transforms, RulesAreCheckedAsSuricataChecksThem) {
   EXPECT_STREQ(sig_buf_name(a.ops[0].buf), "http.uri|url_decode|to_lowercase");
   ASSERT_NE(derived_buf(a.ops[0].buf), nullptr);
   EXPECT_EQ(derived_buf(a.ops[0].buf)->chain.size(), 2u);
+  // A multi-instance buffer's keyword again is a buffer of its own (a copy, no transforms);
+  // ftp.reply, which Suricata does not register as multi-instance, stays one buffer; a
+  // single-instance buffer's keyword again adds to it.
+  Signature m, f, h;
+  ASSERT_EQ(parse_signature("alert http2 any any -> any any (http.request_header; content:\"a\"; http.request_header; content:\"b\"; sid:3;)",
+                            RuleVars{}, m), "");
+  ASSERT_EQ(m.ops.size(), 2u);
+  EXPECT_EQ(m.ops[0].buf, uint8_t(kBufHttpRequestHeader));
+  EXPECT_NE(m.ops[1].buf, m.ops[0].buf);
+  EXPECT_EQ(base_buf(m.ops[1].buf), uint8_t(kBufHttpRequestHeader));
+  ASSERT_NE(derived_buf(m.ops[1].buf), nullptr);
+  EXPECT_EQ(derived_buf(m.ops[1].buf)->copy, 1u);
+  EXPECT_TRUE(derived_buf(m.ops[1].buf)->chain.empty());
+  ASSERT_EQ(parse_signature("alert ftp any any -> any any (ftp.reply; content:\"230\"; ftp.reply; content:\"anon\"; sid:4;)",
+                            RuleVars{}, f), "");
+  ASSERT_EQ(f.ops.size(), 2u);
+  EXPECT_EQ(f.ops[0].buf, f.ops[1].buf);
+  ASSERT_EQ(parse_signature("alert http any any -> any any (http.uri; content:\"a\"; http.uri; content:\"b\"; sid:5;)", RuleVars{}, h), "");
+  EXPECT_EQ(h.ops[0].buf, h.ops[1].buf);
 }
 
 // A (gid, sid) loaded again, in one file or another: Suricata's DetectEngineSignatureIsDuplicate

@@ -223,6 +223,9 @@ TEST(Http1, EventsAsLibhtp) {
       {"GET / HTTP/1.1\r\nHost: a\r\n\r\n", "HTTP/1.1 200 OK\r\nContent-Encoding: GZIP\r\nContent-Length: 0\r\n\r\n", 0},
       {"GET / HTTP/1.1\r\nHost: a\r\n\r\n", "HTTP/1.1 200 OK\r\nContent-Encoding: x-gzip, none\r\nContent-Length: 0\r\n\r\n", 0},
       {"POST / HTTP/1.1\r\nHost: a\r\nContent-Encoding: x-gzip, foo\r\nContent-Length: 0\r\n\r\n", "", kHttpEvAbnormalCeHeader},
+      // A request's repeated fields are joined (libhtp): "gzip, foo".
+      {"POST / HTTP/1.1\r\nHost: a\r\nContent-Encoding: gzip\r\nContent-Encoding: foo\r\nContent-Length: 0\r\n\r\n", "",
+       kHttpEvAbnormalCeHeader | kHttpEvRequestHeaderRepetition},
       {"GET / HTTP/1.1\r\nHost: [::g]\r\n\r\n", "", kHttpEvHeaderHostInvalid},
       // Authorization: 47-auth-unrecognized.t; Basic, Digest and Bearer are known (even malformed)
       {"GET / HTTP/1.1\r\nHost: www.example.com\r\nAuthorization: Turbo customAuthDataHere\r\n\r\n", "", kHttpEvAuthUnrecognized},

@@ -253,6 +253,24 @@ TEST(Smtp, AnomaliesAsSuricataRaisesThem) {
        {{"DATA_COMMAND_REJECTED"}}},
       {"STARTTLS refused", {{1, greet}, {0, "EHLO a\r\n"}, {1, "250 ok\r\n"}, {0, "STARTTLS\r\n"}, {1, "454 no tls\r\n"}},
        {{"TLS_REJECTED"}}},
+      // An unknown code still answers its command: the 354 after it is DATA's (the mail is read).
+      {"an unknown code keeps the pairing", {{1, greet}, {0, "MAIL FROM:<a@b>\r\nRCPT TO:<c@d>\r\n"},
+                                             {1, "250 ok\r\n556 odd\r\n"}, {0, "DATA\r\n"}, {1, "354 go\r\n"},
+                                             {0, "Subject: x\r\n\r\nhi\r\n.\r\n"}, {1, "250 ok\r\n"}},
+       {{"INVALID_REPLY"}}},
+      {"DATA refused, then DATA again", {{1, greet}, {0, "MAIL FROM:<a@b>\r\n"}, {1, "250 ok\r\n"}, {0, "DATA\r\n"},
+                                         {1, "451 later\r\n"}, {0, "DATA\r\n"}},
+       {{"DATA_COMMAND_REJECTED", "UNPARSABLE_CONTENT"}}},
+      // suricata-verify's smtp-ehlo-reset-after-rejected-data: an EHLO after a refused DATA resets
+      // the transaction, so the next mail's DATA is no second one.
+      {"an EHLO after a refused DATA", {{1, greet}, {0, "HELO a\r\n"}, {1, "250 ok\r\n"}, {0, "DATA\r\n"}, {1, "503 rcpt\r\n"},
+                                         {0, "EHLO a\r\n"}, {1, "250 ok\r\n"}, {0, "MAIL FROM:<a@b>\r\n"}, {1, "250 ok\r\n"},
+                                         {0, "DATA\r\n"}, {1, "354 go\r\n"}},
+       {{"DATA_COMMAND_REJECTED", "DUPLICATE_FIELDS"}, {}}},
+      // The second EHLO's anomaly is the mail's it interrupts (then a new transaction begins).
+      {"an EHLO within a mail", {{1, greet}, {0, "EHLO a\r\n"}, {1, "250 ok\r\n"}, {0, "MAIL FROM:<a@b>\r\n"},
+                                  {1, "250 ok\r\n"}, {0, "EHLO b\r\n"}},
+       {{"DUPLICATE_FIELDS"}, {}}},
       {"a command after DATA before its reply", {{1, greet}, {0, "MAIL FROM:<a@b>\r\n"}, {1, "250 ok\r\n"}, {0, "DATA\r\nRSET\r\n"}},
        {{"INVALID_PIPELINED_SEQUENCE"}}},
       {"a second EHLO", {{1, greet}, {0, "EHLO a\r\n"}, {1, "250 ok\r\n"}, {0, "EHLO b\r\n"}, {1, "250 ok\r\n"}},

@@ -858,7 +858,10 @@ void DetectModule::Host::add_app_sig(uint32_t i) {
   // response too.
   // file_data to the server (flow:to_server, or a mail's files): the request body's buffer.
   const bool fd_request = s.flow_dir == 1 || s.app_proto == 4;
-  if (s.app_proto == 4 || s.app_proto == 6) a.side = 0;
+  // A mail's buffers are the client's; a signature testing only a mail's anomalies keeps its flow
+  // direction (Suricata's smtp-events.rules raise reply events to the client).
+  const bool smtp_events_only = s.smtp_events && s.ops.empty() && s.bsize.empty() && s.absent.empty();
+  if ((s.app_proto == 4 || s.app_proto == 6) && !smtp_events_only) a.side = 0;
   const auto reads_response = [&](uint8_t b) {
     return sig_buf_side(b) == 1 && !(base_buf(b) == kBufHttpResponseBody && fd_request);
   };

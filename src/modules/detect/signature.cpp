@@ -1524,7 +1524,9 @@ std::string parse_signature(const std::string& text, const RuleVars& vars, Signa
       cur_buf = uint8_t(b);
       pending.clear();
       out.app = true;
-      if (instance_buf(cur_buf) && multi_uses[cur_buf]++ > 0) {
+      // (ftp.reply and ftp.completion_code are multi-buffers Suricata does not register as
+      // multi-instance: a second use adds to the first.)
+      if (instance_buf(cur_buf) && !ftp_buf(cur_buf) && multi_uses[cur_buf]++ > 0) {
         // A multi-buffer's keyword again: a buffer of its own (transform.hpp's instance copies).
         cur_buf = instance_copy(cur_buf, multi_uses[cur_buf] - 1);
         if (cur_buf == kBufPayload)

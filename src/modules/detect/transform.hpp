@@ -43,7 +43,9 @@
 // A multi-buffer's keyword used again in one rule (`http.request_header; content:"a";
 // http.request_header; content:"b";`) is a buffer of its own too, as Suricata's multi-instance
 // buffers are: the pair's `copy` numbers the use, and each copy matches at any of its instances
-// on its own (two headers, not both contents in one).
+// on its own (two headers, not both contents in one). ftp.reply and ftp.completion_code, which
+// Suricata does not register as multi-instance, are not copied; a mail's file.name copies, in a
+// file signature, are still matched within one file.
 #pragma once
 #include <cstdint>
 #include <memory>
