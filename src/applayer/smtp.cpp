@@ -213,7 +213,6 @@ void SmtpConn::line(int dir, std::string_view l, std::string_view eol) {
 
 void SmtpConn::command(std::string_view l) {
   Cmd kind = Cmd::other;
-  bool duplicate = false;
   if (starts_nocase(l, "quit")) {
     // ends nothing and starts nothing
   } else if (starts_nocase(l, "rset")) {
@@ -232,7 +231,7 @@ void SmtpConn::command(std::string_view l) {
   } else if (starts_nocase(l, "mail from")) {
     SmtpTx* t = current(true);
     if (t->mail_from.empty()) t->mail_from = param(l, 9);
-    else duplicate = true;
+    else event(kSmtpEvDuplicateFields);  // (t is the latest transaction: the event's)
     touch(t);
   } else if (starts_nocase(l, "rcpt to")) {
     SmtpTx* t = current(true);
@@ -274,7 +273,6 @@ void SmtpConn::command(std::string_view l) {
   } else {
     current(true);
   }
-  if (duplicate) event(kSmtpEvDuplicateFields);
   if (!first_reply_seen_) event(kSmtpEvNoServerWelcomeMessage);
   queue(kind);
 }

@@ -116,33 +116,38 @@ void ModuleSet::gather_datagrams(const PacketBatch& b) {
 }
 
 namespace {
-// The app-layer events of an HTTP transaction (HttpEvent bits; Http2Event bits on HTTP/2's), a
-// mail (SmtpEvent bits) or an SSH connection (SshEvent bits) the EVE anomaly log has not written yet, marked written; 0 for other
-// protocols.
-uint64_t take_unlogged_events(AppProto proto, AppTx& t) {
-  if (proto == AppProto::http2) {
-    HttpTx& h = static_cast<HttpTx&>(t);
-    const uint32_t fresh = h.h2_events & ~h.h2_events_logged;
-    h.h2_events_logged |= fresh;
-    return fresh;
-  }
-  if (proto == AppProto::ssh) {
-    SshTx& h = static_cast<SshTx&>(t);
-    const uint8_t fresh = h.events & ~h.events_logged;
-    h.events_logged |= fresh;
-    return fresh;
-  }
-  if (proto == AppProto::smtp) {
-    SmtpTx& m = static_cast<SmtpTx&>(t);
-    const uint32_t fresh = m.events & ~m.events_logged;
-    m.events_logged |= fresh;
-    return fresh;
-  }
-  if (proto != AppProto::http) return 0;
-  HttpTx& h = static_cast<HttpTx&>(t);
-  const uint64_t fresh = h.events & ~h.events_logged;
-  h.events_logged |= fresh;
+// The events a transaction raised (raised) not yet written (logged), marked written.
+template <class Bits>
+uint64_t take_fresh(Bits raised, Bits& logged) {
+  const Bits fresh = Bits(raised & ~logged);
+  logged |= fresh;
   return fresh;
+}
+
+// The app-layer events of an HTTP transaction (HttpEvent bits; Http2Event bits on HTTP/2's), a
+// mail (SmtpEvent bits) or an SSH connection (SshEvent bits) the EVE anomaly log has not written
+// yet, marked written; 0 for other protocols.
+uint64_t take_unlogged_events(AppProto proto, AppTx& t) {
+  switch (proto) {
+    case AppProto::http2: {
+      HttpTx& h = static_cast<HttpTx&>(t);
+      return take_fresh(h.h2_events, h.h2_events_logged);
+    }
+    case AppProto::http: {
+      HttpTx& h = static_cast<HttpTx&>(t);
+      return take_fresh(h.events, h.events_logged);
+    }
+    case AppProto::smtp: {
+      SmtpTx& m = static_cast<SmtpTx&>(t);
+      return take_fresh(m.events, m.events_logged);
+    }
+    case AppProto::ssh: {
+      SshTx& h = static_cast<SshTx&>(t);
+      return take_fresh(h.events, h.events_logged);
+    }
+    default:
+      return 0;
+  }
 }
 
 }  // namespace

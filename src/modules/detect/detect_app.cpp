@@ -785,15 +785,15 @@ void DetectModule::Host::add_app_sig(uint32_t i) {
   a.http2_events = s.http2_events;
   a.http2_conds = s.http2_conds;
   a.per_instance = s.app_proto == 4 || s.file_conds();  // a mail's files, the file keywords' files
-  a.per_file = s.file_conds() ||
-               std::any_of(s.ops.begin(), s.ops.end(), [](const SigOp& o) { return base_buf(o.buf) == kBufFileName; });
+  const bool reads_file_name =
+      std::any_of(s.ops.begin(), s.ops.end(), [](const SigOp& o) { return base_buf(o.buf) == kBufFileName; });
+  a.per_file = s.file_conds() || reads_file_name;
   if (s.file_conds()) {
     a.file_hashes = s.file_hashes.empty() ? nullptr : &s.file_hashes;
     a.filesize = s.filesize;
     for (const auto& c : s.file_hashes) file_hash_bits_ |= c.algo;
   }
-  for (const SigOp& o : s.ops) http_file_sigs_ = http_file_sigs_ || base_buf(o.buf) == kBufFileName;
-  http_file_sigs_ = http_file_sigs_ || (s.file_conds() && s.app_proto == 1);
+  http_file_sigs_ = http_file_sigs_ || reads_file_name || (s.file_conds() && s.app_proto == 1);
   for (const SigOp& o : s.ops) a.per_instance = a.per_instance || instance_buf(o.buf);
   for (const auto& z : s.bsize) a.per_instance = a.per_instance || instance_buf(z.first);
   {

@@ -136,7 +136,7 @@ const BufName kStickyBuffers[] = {
     {"http.accept_lang", kBufHttpAcceptLang}, {"http_accept_lang", kBufHttpAcceptLang},
     {"http.connection", kBufHttpConnection}, {"http_connection", kBufHttpConnection},
     {"http.request_header", kBufHttpRequestHeader}, {"http.response_header", kBufHttpResponseHeader},
-    {"http2.header", kBufHttpRequestHeader},  // Suricata 7's name (to the server; 8 reads its direction's)
+    {"http2.header", kBufHttpRequestHeader},  // Suricata 7's name of http.request_header
     {"http2.header_name", kBufHttp2HeaderName},
     {"tls.sni", kBufTlsSni}, {"tls_sni", kBufTlsSni}, {"dns.query", kBufDnsQuery}, {"dns_query", kBufDnsQuery},
     {"dns.queries.rrname", kBufDnsQueriesRrname}, {"dns.answers.rrname", kBufDnsAnswersRrname},
