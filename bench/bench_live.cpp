@@ -372,6 +372,7 @@ json run_gaspp(const Workload& w, const std::string& gaspp, const std::string& b
             {"latency_p99_us", lat.value("p99_us", 0.0)},
             {"latency_max_us", lat.value("max_us", 0.0)}};
   if (st.contains("batches")) r["batches"] = st["batches"];
+  if (st.contains("stage_times")) r["stage_times"] = st["stage_times"];  // with -- --stage-times
   return r;
 }
 
@@ -379,7 +380,8 @@ json run_gaspp(const Workload& w, const std::string& gaspp, const std::string& b
 
 int main(int argc, char** argv) {
   std::string tx, rx, gaspp, json_path, commit = "unknown", device;
-  std::vector<std::string> backends = {"cpu"}, extra;
+  std::vector<std::string> backends = {"cpu"}, extra, workloads = {"64B", "mix"};
+  std::vector<double> shares = {0.01, 0.10, 1.0};
   double seconds = 3;
   int reps = 3, threads = std::max(1, int(std::thread::hardware_concurrency()) / 2), rings = 1;
   for (int i = 1; i < argc; ++i) {
@@ -403,6 +405,14 @@ int main(int argc, char** argv) {
       backends.clear();
       std::stringstream ss(argv[++i]);
       for (std::string b; std::getline(ss, b, ',');) backends.push_back(b);
+    } else if (value && o == "--workloads") {
+      workloads.clear();
+      std::stringstream ss(argv[++i]);
+      for (std::string x; std::getline(ss, x, ',');) workloads.push_back(x);
+    } else if (value && o == "--loads") {  // shares of the bare reader's rate, 1 = full rate
+      shares.clear();
+      std::stringstream ss(argv[++i]);
+      for (std::string x; std::getline(ss, x, ',');) shares.push_back(std::atof(x.c_str()));
     } else {
       std::fprintf(stderr, "bench_live: unknown or incomplete option %s\n", o.c_str());
       return 2;
@@ -418,7 +428,8 @@ int main(int argc, char** argv) {
   }
   if (tx.empty() || rx.empty() || gaspp.empty()) {
     std::fprintf(stderr, "usage: bench_live --tx IFACE --rx IFACE --gaspp PATH [--backend cpu,cuda] [--seconds S] "
-                         "[--reps N] [--threads N] [--rings N] [--json PATH] [--commit SHA] [--device TEXT] [-- GASPP ARGS...]\n");
+                         "[--reps N] [--threads N] [--rings N] [--workloads 64B,mix] [--loads 0.01,0.1,1] [--json PATH] [--commit SHA] "
+                         "[--device TEXT] [-- GASPP ARGS...]\n");
     return 2;
   }
   json out = {{"bench", "live"},
@@ -438,7 +449,7 @@ int main(int argc, char** argv) {
     out["command"] = cmd;
   }
   bool failed = false;
-  for (const std::string wname : {"64B", "mix"}) {
+  for (const std::string& wname : workloads) {
     const Workload w = make_workload(wname);
     json& wj = out["workloads"][wname];
     std::printf("== %s: %zu frames, %zu bytes\n", wname.c_str(), w.off.size(), w.bytes.size());
@@ -457,8 +468,10 @@ int main(int argc, char** argv) {
     wj["bare_reader"]["mpps"] = limit;
     for (const std::string& be : backends) {
       json& bj = wj[be];
-      for (const double share : {0.01, 0.10, 1.0}) {
-        const std::string key = share >= 1 ? "100%" : share >= 0.1 ? "10%" : "1%";
+      for (const double share : shares) {
+        char key_text[32];
+        std::snprintf(key_text, sizeof key_text, "%g%%", share * 100);
+        const std::string key = key_text;
         std::vector<double> mpps, p50, p99;
         const int n = share >= 1 ? reps : 1;
         for (int k = 0; k < n; ++k) {
@@ -471,6 +484,11 @@ int main(int argc, char** argv) {
                       be.c_str(), key.c_str(), r["offered_mpps"].get<double>(), r["mpps"].get<double>(),
                       (unsigned long long)r["kernel_drops"].get<uint64_t>(), r["latency_median_us"].get<double>(),
                       r["latency_p99_us"].get<double>());
+          if (r.contains("stage_times"))  // each stage's mean and slowest batch: where a stall sat
+            for (const json& t : r["stage_times"])
+              std::printf("    %-48s mean %9.1f us  slowest %9.1f us  %llu batches\n",
+                          t["stage"].get<std::string>().c_str(), t["mean_us"].get<double>(), t["max_us"].get<double>(),
+                          (unsigned long long)t["batches"].get<uint64_t>());
           mpps.push_back(r["mpps"].get<double>());
           p50.push_back(r["latency_median_us"].get<double>());
           p99.push_back(r["latency_p99_us"].get<double>());

@@ -485,15 +485,18 @@ int main(int argc, char** argv) {
   for (const auto& is : rep.issues) std::fprintf(stderr, "gaspp: %s: %s\n", is.fatal ? "error" : "warning", is.message.c_str());
   if (rep.suppressed_issues)
     std::fprintf(stderr, "gaspp: %llu more warnings not shown\n", (unsigned long long)rep.suppressed_issues);
-  for (const StageTime& st : backend->stage_times()) {
-    std::fprintf(stderr, "gaspp: stage %-34s %9.1f us a batch, %llu batches", st.name.c_str(), st.mean_us(),
-                 (unsigned long long)st.batches);
+  std::vector<StageTime> stages = backend->stage_times();
+  stages.insert(stages.end(), rep.stage_times.begin(), rep.stage_times.end());
+  for (const StageTime& st : stages) {
+    std::fprintf(stderr, "gaspp: stage %-34s %9.1f us a batch, slowest %9.1f us, %llu batches", st.name.c_str(),
+                 st.mean_us(), st.max_us, (unsigned long long)st.batches);
     if (st.threads) std::fprintf(stderr, ", threads %3.0f%% busy", 100.0 * st.busy_share());
     std::fprintf(stderr, "\n");
   }
   for (const ModuleSet::HostTime& h : modules.host_times())
-    std::fprintf(stderr, "gaspp: host  %-34s %9.1f us a batch, %llu batches\n", h.name,
-                 h.batches ? double(h.ns) / 1e3 / double(h.batches) : 0.0, (unsigned long long)h.batches);
+    std::fprintf(stderr, "gaspp: host  %-34s %9.1f us a batch, slowest %9.1f us, %llu batches\n", h.name,
+                 h.batches ? double(h.ns) / 1e3 / double(h.batches) : 0.0, double(h.max_ns) / 1e3,
+                 (unsigned long long)h.batches);
   try {
     if (!quiet) {
       print_summary(stdout, rep);
@@ -503,6 +506,19 @@ int main(int argc, char** argv) {
     if (!stats_json.empty()) {
       nlohmann::ordered_json js = summary_json(rep);
       if (!modules.empty() || modules.wants_app_layer()) js["modules"] = modules.summary_json();
+      for (const StageTime& st : stages) {  // --stage-times
+        nlohmann::ordered_json t = {{"stage", st.name},
+                                    {"batches", st.batches},
+                                    {"mean_us", st.mean_us()},
+                                    {"max_us", st.max_us}};
+        if (st.threads) t["threads_busy"] = st.busy_share();
+        js["stage_times"].push_back(t);
+      }
+      for (const ModuleSet::HostTime& h : modules.host_times())
+        js["stage_times"].push_back({{"stage", std::string("host: ") + h.name},
+                                     {"batches", h.batches},
+                                     {"mean_us", h.batches ? double(h.ns) / 1e3 / double(h.batches) : 0.0},
+                                     {"max_us", double(h.max_ns) / 1e3}});
       OutFile j(stats_json, "w");
       j.write(json_text(js) + "\n");
       j.close();

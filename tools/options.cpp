@@ -590,7 +590,12 @@ int parse_command_line(int argc, char** argv, Options& o) {
   flag("--stage-times",
        "Time each stage of every batch and print the means on stderr at the end, with how busy the CPU "
        "backend's threads kept in each, then the host's phases after the backend (application layer, "
-       "events; a diagnostic: it costs a few microseconds a batch)", kMods, [&] { bc.stage_times = true; });
+       "events) and the pipeline thread's own (reading, waiting, outputs), each with its slowest batch; "
+       "also in --stats-json (a diagnostic: it costs a few microseconds a batch)",
+       kMods, [&] {
+         bc.stage_times = true;
+         ro.stage_times = true;
+       });
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -39,14 +39,22 @@ namespace gaspp {
 // batches ran it. With batches in flight on several streams a stage's time includes waiting for
 // what it depends on (the previous batch's flow stage, the gather). On the CPU, busy_us is the time
 // the backend's threads spent working in the stage, summed over `threads` threads: a stage that
-// scales keeps busy_us near threads x total_us.
+// scales keeps busy_us near threads x total_us. max_us is the longest one batch spent in the stage:
+// a stall (one slow batch among thousands of fast ones) shows there and not in the mean.
 struct StageTime {
   std::string name;
   double total_us = 0;
   uint64_t batches = 0;
   double busy_us = 0;  // CPU only (0 elsewhere)
   int threads = 0;     // CPU only
+  double max_us = 0;
   double mean_us() const { return batches ? total_us / double(batches) : 0.0; }
+  // One batch's time in the stage.
+  void add(double us) {
+    total_us += us;
+    ++batches;
+    if (us > max_us) max_us = us;
+  }
   // The share of the threads' time the stage kept busy (CPU; 0 when not known).
   double busy_share() const { return threads && total_us > 0 ? busy_us / (total_us * threads) : 0.0; }
 };

@@ -50,6 +50,7 @@ void ModuleSet::host_time(const char* name, uint64_t& since) {
     if (std::strcmp(x.name, name) == 0) h = &x;
   if (!h) h = &host_times_.emplace_back(HostTime{name});
   h->ns += t - since;
+  h->max_ns = std::max(h->max_ns, t - since);
   ++h->batches;
   since = t;
 }

@@ -158,7 +158,7 @@ class ModuleSet {
   // finish_flush, summed over the batches that ran it, in the order the phases first ran.
   struct HostTime {
     const char* name;
-    uint64_t ns = 0, batches = 0;
+    uint64_t ns = 0, batches = 0, max_ns = 0;  // max_ns: the slowest batch's
   };
   void set_host_times(bool on) { host_times_on_ = on; }
   const std::vector<HostTime>& host_times() const { return host_times_; }

@@ -86,10 +86,18 @@ RunReport run_source(Source& src, Backend& backend, const RunOptions& opt, const
   int slot = 0;
   AdaptiveBatchSize adaptive(opt.policy.adaptive_min_packets, opt.policy.max_packets);
   Defragmenter defrag(opt.defrag);
+  // RunOptions::stage_times: the time since `from` added to stage `name` (nothing when off).
+  const auto timed = [&](const char* name, Clock::time_point from) {
+    if (opt.stage_times)
+      stage_time_named(rep.stage_times, name).add(std::chrono::duration<double, std::micro>(Clock::now() - from).count());
+  };
   std::vector<uint8_t> datagram;  // a reassembled datagram's record, waiting for room when not empty
 
   auto finish = [&](int s) {
+    auto t_stage = Clock::now();
     backend.wait(s);
+    timed("pipeline: wait for the batch's results", t_stage);
+    t_stage = Clock::now();
     PacketBatch& b = backend.batch(s);
     for (int k = 0; k < c_count_; ++k) rep.totals.v[k] += b.counters.v[k];
     // The events the defragmenter raised on the host count as the decoder's do.
@@ -128,6 +136,7 @@ RunReport run_source(Source& src, Backend& backend, const RunOptions& opt, const
     rep.passed += b.count - b.reassembled.size() - dropped;
     if (on_flows && !b.flow_records.empty()) on_flows(b.flow_records);
     if (on_streams && !b.stream_chunks.empty()) on_streams(b.stream_chunks, b.stream_data());
+    timed("pipeline: outputs", t_stage);
     busy[size_t(s)] = false;
     if (last_seq[size_t(s)] != kNoRecord) src.release(last_seq[size_t(s)]);
   };
@@ -154,10 +163,13 @@ RunReport run_source(Source& src, Backend& backend, const RunOptions& opt, const
         // A live source went quiet: the batches in flight finish now rather than when traffic
         // returns, so their results (alerts, flows, inline forwarding, stats) do not wait on it.
         finish_all();
+        const auto t_idle = Clock::now();
         st = src.next(r, opt.policy.idle_wait_ns);
+        timed("pipeline: idle source", t_idle);
         continue;
       }
       if (busy[size_t(slot)]) finish(slot);
+      const auto t_assembly = Clock::now();
       PacketBatch& b = backend.batch(slot);
       const uint32_t cap_pk = std::min(b.capacity, opt.policy.adaptive ? adaptive.target : opt.policy.max_packets);
       b.count = 0;
@@ -270,7 +282,10 @@ RunReport run_source(Source& src, Backend& backend, const RunOptions& opt, const
       packet_index += b.count - b.reassembled.size();
       if (opt.policy.adaptive) adaptive.after_batch(b.count, b.count >= cap_pk);
       defrag.tick(b.max_ts_ns);  // datagrams whose fragments stopped coming time out with capture time
+      timed("pipeline: batch assembly (reading the source)", t_assembly);
+      const auto t_submit = Clock::now();
       backend.submit(slot);
+      timed("pipeline: submit", t_submit);
       busy[size_t(slot)] = true;
       slot = (slot + 1) % nslots;
       progress.tick(packet_index, src.position(), false);

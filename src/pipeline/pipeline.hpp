@@ -152,6 +152,10 @@ struct RunReport {
   bool adaptive = false;            // BatchPolicy::adaptive: the target at the end, its peak, its moves
   AdaptiveBatchSize batch_size;
   LatencyHistogram latency;         // with RunOptions::measure_latency
+  // With RunOptions::stage_times, the pipeline thread's own stages (the backend's are
+  // Backend::stage_times): assembling a batch (reading the source), submitting it, waiting for
+  // its results, handing them to the outputs, and waiting on an idle live source.
+  std::vector<StageTime> stage_times;
 };
 
 struct RunOptions {
@@ -176,6 +180,8 @@ struct RunOptions {
   std::function<void(const RunReport&)> on_stats;
   // Fill RunReport::latency (live sources: record times are the kernel's receive times).
   bool measure_latency = false;
+  // Time the pipeline thread's stages (RunReport::stage_times; --stage-times).
+  bool stage_times = false;
   // IP fragments reassembled before the backend (defrag/defrag.hpp); the backend's
   // FlowConfig::defrag must say the same, so that the fragments themselves key no flow.
   DefragConfig defrag;

@@ -228,9 +228,8 @@ class CpuBackend final : public Backend, private StageExecutor {
       const double busy = double(b_->pool_.take_busy_ns()) / 1e3;
       StageTime& st = stage_time_named(b_->stage_times_, name_);
       st.threads = b_->pool_.size();
-      st.total_us += wall;
+      st.add(wall);
       st.busy_us += busy;
-      ++st.batches;
       b_ = nullptr;
     }
     StageClock(const StageClock&) = delete;

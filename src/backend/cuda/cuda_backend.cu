@@ -258,9 +258,7 @@ class CudaBackend final : public Backend, private StageExecutor {
     auto part = [&](const char* name) {
       if (!cfg_.stage_times) return;
       const auto now = std::chrono::steady_clock::now();
-      StageTime& st = stage_time_named(stage_times_, name);
-      st.total_us += std::chrono::duration<double, std::micro>(now - last).count();
-      ++st.batches;
+      stage_time_named(stage_times_, name).add(std::chrono::duration<double, std::micro>(now - last).count());
       last = now;
     };
     for (int k = 0; k < c_count_; ++k) s.batch.counters.v[k] = s.h_counters.get()[k];
@@ -292,9 +290,8 @@ class CudaBackend final : public Backend, private StageExecutor {
       part("host copy-back: module events");
     }
     if (cfg_.stage_times) {
-      StageTime& st = stage_time_named(stage_times_, "host copy-back");
-      st.total_us += std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - copied_from).count();
-      ++st.batches;
+      stage_time_named(stage_times_, "host copy-back")
+          .add(std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - copied_from).count());
     }
   }
 

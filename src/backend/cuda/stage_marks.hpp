@@ -37,9 +37,8 @@ class StageMarks {
       GASPP_CUDA_CHECK(cudaEventElapsedTime(&ms, events_[size_t(k - 1)], events_[size_t(k)]));
       const std::string name = names_[size_t(k)];
       auto it = std::find_if(totals.begin(), totals.end(), [&](const StageTime& t) { return t.name == name; });
-      if (it == totals.end()) it = totals.insert(totals.end(), StageTime{name, 0, 0});
-      it->total_us += 1000.0 * double(ms);
-      ++it->batches;
+      if (it == totals.end()) it = totals.insert(totals.end(), StageTime{name});
+      it->add(1000.0 * double(ms));
     }
     n_ = 0;
   }

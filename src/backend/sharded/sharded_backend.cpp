@@ -217,6 +217,7 @@ class ShardedBackend final : public Backend {
         sum.busy_us += t.busy_us;
         sum.threads += t.threads;
         sum.batches = std::max(sum.batches, t.batches);
+        sum.max_us = std::max(sum.max_us, t.max_us);
       }
     }
     return all;
