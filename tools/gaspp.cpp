@@ -488,13 +488,13 @@ int main(int argc, char** argv) {
   std::vector<StageTime> stages = backend->stage_times();
   stages.insert(stages.end(), rep.stage_times.begin(), rep.stage_times.end());
   for (const StageTime& st : stages) {
-    std::fprintf(stderr, "gaspp: stage %-34s %9.1f us a batch, slowest %9.1f us, %llu batches", st.name.c_str(),
+    std::fprintf(stderr, "gaspp: stage %-46s %9.1f us a batch, slowest %9.1f us, %llu batches", st.name.c_str(),
                  st.mean_us(), st.max_us, (unsigned long long)st.batches);
     if (st.threads) std::fprintf(stderr, ", threads %3.0f%% busy", 100.0 * st.busy_share());
     std::fprintf(stderr, "\n");
   }
   for (const ModuleSet::HostTime& h : modules.host_times())
-    std::fprintf(stderr, "gaspp: host  %-34s %9.1f us a batch, slowest %9.1f us, %llu batches\n", h.name,
+    std::fprintf(stderr, "gaspp: host  %-46s %9.1f us a batch, slowest %9.1f us, %llu batches\n", h.name,
                  h.batches ? double(h.ns) / 1e3 / double(h.batches) : 0.0, double(h.max_ns) / 1e3,
                  (unsigned long long)h.batches);
   try {

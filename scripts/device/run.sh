@@ -60,7 +60,8 @@
 #                  100% of that limit, with the default ring, with a 1 ms block timeout, with
 #                  TPACKET_V2 and with 4 rings in a fanout group; JSON in $OUT/bench_live*.json
 #                  (bench-live-rings: the 4-ring case alone, 3 repetitions, then 4 TPACKET_V2
-#                  rings once)
+#                  rings once; bench-live-stall: the mix at full rate on 1 and 4 rings, 3
+#                  repetitions, with --stage-times: each stage's slowest batch, where a stall sat)
 #   run.sh bench-firewall  bench_firewall: decode+flow with and without the firewall (10k random
 #                  rules, ET IP lists), mix and 64-byte frames, CUDA vs CPU; then bench_modules:
 #                  scheduling on/off with 1..64 modules, its cost for a light module, consolidation;
@@ -371,7 +372,7 @@ bench-cpu)
     --gaspp $B/gaspp --capture "$big" --commit "$(head -1 bundle/COMMIT)"
   check "bench_cpu"
   ;;
-bench-live|bench-live-rings)
+bench-live|bench-live-rings|bench-live-stall)
   step "bench_live: veth pair in a namespace, bare reader against gaspp -i (CPU, CUDA)"
   ns=gaspp-bench-live
   ip netns del $ns 2>/dev/null
@@ -382,6 +383,18 @@ bench-live|bench-live-rings)
   R=bundle/data/rules/et-open
   # The sender takes 8 of the 16 cores (a veth delivers on the sending CPU); gaspp gets the other 8.
   fw="--rules $R/drop.rules --rules $R/compromised.rules --rules $R/tor.rules --no-reassembly --threads 8"
+  if [ "$cmd" = bench-live-stall ]; then  # the mix at full rate with each stage's slowest batch
+    for rings in 1 4; do
+      ip netns exec $ns $B/bench_live --tx blt --rx blr --gaspp $B/gaspp --backend cpu,cuda --seconds 3 --reps 3 \
+        --threads 8 --rings $rings --workloads mix --loads 1 --json "$OUT/bench_live_stall_r$rings.json" \
+        --commit "$(head -1 bundle/COMMIT)" --device "$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)" \
+        -- $fw --stage-times
+      check "bench_live (mix, $rings ring(s), stage times)"
+    done
+    ip netns del $ns
+    [ $status -eq 0 ] && echo "device run: all passed" || echo "device run: FAILURES"
+    exit $status
+  fi
   if [ "$cmd" = bench-live-rings ]; then  # the 4-ring case alone, 3 repetitions
     ip netns exec $ns $B/bench_live --tx blt --rx blr --gaspp $B/gaspp --backend cpu,cuda --seconds 3 --reps 3 \
       --threads 8 --rings 4 --json "$OUT/bench_live_rings4.json" --commit "$(head -1 bundle/COMMIT)" \

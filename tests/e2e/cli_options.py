@@ -7,6 +7,7 @@ capture's packet count from the summary of a plain run, and the values given on 
 - an option given twice that makes sense once (-r) is refused, not silently replaced;
 - unknown options, missing values and out-of-range values exit 1 naming the option;
 - --help exits 0 and lists every option group; --version prints the version;
+- --stage-times puts each stage's mean and slowest batch in the stats, the pipeline thread's too;
 - options apply in the order given: a later --batch overrides an earlier one, -S drops the rule
   files given before it;
 - `gaspp gen` validates its own options the same way.
@@ -58,6 +59,13 @@ def main():
         if batches[7] <= batches[50]:
             raise SystemExit(f"batch sizes 7 and 50 give {batches[7]} and {batches[50]} batches: the oracle cannot tell them")
 
+        def stage_times_hold(s, n):
+            st = {t["stage"]: t for t in s.get("stage_times", [])}
+            mine = [st.get(k) for k in ("pipeline: batch assembly (reading the source)", "pipeline: submit",
+                                        "pipeline: wait for the batch's results", "pipeline: outputs")]
+            return (all(t is not None and t["batches"] == n and t["max_us"] >= t["mean_us"] >= 0 for t in mine)
+                    and "decode" in st)
+
         def stats_of(args):
             if os.path.exists(stats):
                 os.remove(stats)
@@ -90,6 +98,10 @@ def main():
             ("--gpus on cpu", ["-r", CAPTURE, "-q", "--backend", "cpu", "--gpus", "2"], 1, "--gpus", None),
             ("--shards on cpu", ["-r", CAPTURE, "-q", "--backend", "cpu", "--shards", "3", "--batch", "7"], 0, "",
              lambda s: s["packets"] == packets and s["batches"]["count"] == batches[7]),
+            # --stage-times: every batch through each of the pipeline thread's stages, the slowest
+            # batch no faster than the mean; the backend's stages beside them.
+            ("--stage-times", ["-r", CAPTURE, "-q", "--batch", "7", "--stage-times"], 0, "pipeline: wait for the batch's results",
+             lambda s: stage_times_hold(s, batches[7])),
             ("rules in order", ["-r", CAPTURE, "-q", "-s", rules_a, "-s", rules_b], 0, "",
              lambda s: s["modules"]["modules"][0]["rules"] == 3),
             ("-S drops earlier rule files", ["-r", CAPTURE, "-q", "-s", rules_a, "-S", rules_b], 0, "",
