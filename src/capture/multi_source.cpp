@@ -16,7 +16,8 @@ MultiSource::MultiSource(std::vector<std::unique_ptr<Source>> inputs) : in_(std:
 
 SourceStatus MultiSource::next(SourceRecord& r, uint64_t wait_ns) {
   using clock = std::chrono::steady_clock;
-  const auto deadline = clock::now() + std::chrono::nanoseconds(wait_ns);
+  clock::time_point deadline{};  // set when first needed: a record at hand costs no look at the clock
+  bool waited = false;
   const size_t n = in_.size();
   for (;;) {
     // The current input first while its run lasts, then the others in turn, none waiting.
@@ -45,6 +46,10 @@ SourceStatus MultiSource::next(SourceRecord& r, uint64_t wait_ns) {
     if (!live) return SourceStatus::end;
     run_ = 0;  // nothing elsewhere: the current input may go on
     const auto now = clock::now();
+    if (!waited) {
+      waited = true;
+      deadline = now + std::chrono::nanoseconds(wait_ns);
+    }
     if (now >= deadline) return SourceStatus::idle;
     std::vector<pollfd> fds;
     for (size_t i = 0; i < n; ++i)

@@ -54,6 +54,10 @@ struct SourceRecord {
   RecordFormat fmt{};
   LinkType link = LinkType::ethernet;
   uint16_t interface = 0;        // which input of the source (live: the interface; files: 0)
+  // Whether the frame may be an IP fragment (defrag/defrag.hpp's may_be_fragment), where a source
+  // worked it out on a thread of its own (ThreadedSource: the frame is in that thread's cache);
+  // -1: not known, the batcher looks.
+  int8_t fragment = -1;
   uint64_t bytes() const { return kRecordHeaderBytes + cap_len; }
 };
 

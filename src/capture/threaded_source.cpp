@@ -1,6 +1,8 @@
 // capture/threaded_source.cpp — see capture/threaded_source.hpp.
 #include "capture/threaded_source.hpp"
 
+#include "defrag/defrag.hpp"
+
 #include <poll.h>
 #include <sys/eventfd.h>
 #include <unistd.h>
@@ -77,8 +79,10 @@ void ThreadedSource::run() {
         applied = upto;
       }
       while (n < room && n < kBurst) {
-        st = inner_->next(q_[(t + n) & (kQueueRecords - 1)], 0);
+        SourceRecord& r = q_[(t + n) & (kQueueRecords - 1)];
+        st = inner_->next(r, 0);
         if (st != SourceStatus::record) break;
+        r.fragment = int8_t(may_be_fragment(r.rec + kRecordHeaderBytes, r.cap_len, r.link));
         ++n;
       }
     }
@@ -119,11 +123,19 @@ void ThreadedSource::run() {
   }
 }
 
+void ThreadedSource::publish_head() { head_.store(taken_, std::memory_order_seq_cst); }
+
 bool ThreadedSource::pop(SourceRecord& r) {
-  const uint64_t h = head_.load(std::memory_order_relaxed);
-  if (tail_.load(std::memory_order_seq_cst) == h) return false;
-  r = q_[h & (kQueueRecords - 1)];
-  head_.store(h + 1, std::memory_order_seq_cst);
+  if (taken_ == seen_tail_) {
+    // The snapshot is used up: publish, then look again. seq_cst on both sides (run()): either
+    // the reader's look at head_ after queueing sees this, or this load sees its records; so a
+    // pipeline that found the queue empty and waits is always woken.
+    publish_head();
+    seen_tail_ = tail_.load(std::memory_order_seq_cst);
+    if (taken_ == seen_tail_) return false;
+  }
+  r = q_[taken_ & (kQueueRecords - 1)];
+  if ((++taken_ & (kPublish - 1)) == 0) head_.store(taken_, std::memory_order_release);  // room for the reader
   return true;
 }
 
@@ -132,6 +144,7 @@ void ThreadedSource::drain_ready() {
 }
 
 SourceStatus ThreadedSource::next(SourceRecord& r, uint64_t wait_ns) {
+  if (pop(r)) return SourceStatus::record;  // the usual case, without a look at the clock
   const uint64_t deadline = now_ns() + wait_ns;
   for (;;) {
     if (pop(r)) return SourceStatus::record;
@@ -160,7 +173,7 @@ void ThreadedSource::stop_reader() {
   stop_.store(true, std::memory_order_release);
   signal_fd(release_fd_);
   thread_.join();
-  unprocessed_at_stop_ = tail_.load(std::memory_order_acquire) - head_.load(std::memory_order_acquire);
+  unprocessed_at_stop_ = tail_.load(std::memory_order_acquire) - taken_;
 }
 
 void ThreadedSource::finish() {

@@ -76,6 +76,9 @@ RunReport run_source(Source& src, Backend& backend, const RunOptions& opt, const
   // none (a reassembled datagram alone).
   constexpr uint64_t kNoRecord = ~0ull;
   std::vector<uint64_t> last_seq(size_t(nslots), kNoRecord);
+  // measure_latency: each slot's packets' capture times, kept while the batch is assembled so that
+  // finishing it does not read every record header again (cold by then, on a live source).
+  std::vector<std::vector<uint64_t>> slot_ts(opt.measure_latency ? size_t(nslots) : 0);
   SourceRecord r{};
   const auto stopping = [&] { return opt.stop && opt.stop->load(std::memory_order_relaxed); };
   // The record read ahead (pending), or why there is none: idle (a live source with nothing now)
@@ -120,11 +123,7 @@ RunReport run_source(Source& src, Backend& backend, const RunOptions& opt, const
       timespec now{};
       clock_gettime(CLOCK_REALTIME, &now);
       const uint64_t now_ns = uint64_t(now.tv_sec) * 1000000000ull + uint64_t(now.tv_nsec);
-      for (uint32_t i = 0; i < b.count; ++i) {
-        if (b.is_reassembled(i)) continue;
-        const uint64_t ts = read_record_header(b.h_span + b.h_rec_off[i], b.fmt).ts_ns;
-        rep.latency.add(now_ns > ts ? now_ns - ts : 0);
-      }
+      for (const uint64_t ts : slot_ts[size_t(s)]) rep.latency.add(now_ns > ts ? now_ns - ts : 0);
     }
     // The batch's packets (module events: alerts) before the flows that ended in it. The verdicts
     // are counted after: a host handler may add drops (LateVerdicts).
@@ -184,6 +183,7 @@ RunReport run_source(Source& src, Backend& backend, const RunOptions& opt, const
       b.reassembled.clear();
       b.host_events.clear();
       last_seq[size_t(slot)] = kNoRecord;
+      if (opt.measure_latency) slot_ts[size_t(slot)].clear();
       // A batch is a span of the source's memory while its records lie back to back, or follow one
       // another at rising addresses inside one of the source's regions (a span with gaps: a ring's
       // frame headers, records a filter refused; capture/source.hpp), and no reassembled datagram
@@ -259,8 +259,10 @@ RunReport run_source(Source& src, Backend& backend, const RunOptions& opt, const
         }
         b.record_bytes += rec_bytes;
         if (r.ts_ns > b.max_ts_ns) b.max_ts_ns = r.ts_ns;
+        if (opt.measure_latency) slot_ts[size_t(slot)].push_back(r.ts_ns);
         last_seq[size_t(slot)] = r.seq;
-        const bool fragment = opt.defrag.enabled && may_be_fragment(r.rec + kRecordHeaderBytes, r.cap_len, r.link);
+        const bool fragment =
+            opt.defrag.enabled && (r.fragment >= 0 ? r.fragment != 0 : may_be_fragment(r.rec + kRecordHeaderBytes, r.cap_len, r.link));
         const bool completed = fragment && defrag.add(r.rec, rec_bytes, r.fmt, r.link, datagram);
         if (fragment && defrag.last_event() != DecodeEvent::none)
           b.host_events.emplace_back(b.count - 1, uint8_t(defrag.last_event()));
