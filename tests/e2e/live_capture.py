@@ -30,7 +30,9 @@ ring so. One case cuts frames to 128 bytes (`--af-packet-snaplen 128`), against 
 stats events before the end, one of them counting every packet (a quiet link's batches finish
 without waiting for more traffic). One more case sends the smallest capture with 802.1Q-tagged frames: the veth takes the outer tag
 out into the packet's metadata (VLAN offload) and gaspp must put it back (the flow records carry
-the tags, and the decoder counts them).
+the tags, and the decoder counts them). Two cases send IP fragments (a capture scapy writes: UDP
+datagrams in IPv4 and IPv6 fragments, some in reverse order), on one ring and on four: the
+datagrams are reassembled as offline.
 
 The inline IPS case takes the largest chosen capture with both TCP and UDP and a rule file with
 one rule, `drop udp any any -> any any`. `gaspp --inline in1:out1 -S RULES` runs in the namespace,
@@ -64,6 +66,7 @@ usage: live_capture.py GASPP DATA_DIR [--backend cpu|cuda]   (the live runs' bac
        (live_capture.py --receive IFACE FILE: the receiver, run inside the namespace)
 """
 import collections
+import atexit
 import errno
 import json
 import os
@@ -160,6 +163,37 @@ def candidates(data, mtu, tagged=False):
             out.append({"path": path, "name": os.path.relpath(path, root), "n": len(recs), "tcp": tcp, "udp": udp,
                         "largest": max(len(d) for d in frames)})
     return out
+
+
+def fragments_capture(data, mtu):
+    """A capture of fragmented UDP datagrams (IPv4, and IPv6 with a fragment header), their
+    fragments partly reversed, between whole packets, written by scapy into a directory removed at
+    exit; None without scapy (a note says so)."""
+    try:
+        from scapy.all import IP, UDP, Ether, IPv6, IPv6ExtHdrFragment, Raw, fragment, fragment6, wrpcap
+    except ImportError:
+        print("note: no scapy: the IP fragments case is left out")
+        return None
+    frames = []
+    for k in range(6):
+        eth = Ether(src="02:00:00:00:00:01", dst="02:00:00:00:00:02")
+        body = bytes((k * 7 + i) % 251 for i in range(3000 + 100 * k))
+        v4 = fragment(eth / IP(src="10.9.0.1", dst="10.9.0.2", id=100 + k) / UDP(sport=4000 + k, dport=53) / Raw(body),
+                      fragsize=min(1200, mtu - 40))
+        v6 = fragment6(eth / IPv6(src="fd00::1", dst="fd00::2") / IPv6ExtHdrFragment(id=200 + k) /
+                       UDP(sport=5000 + k, dport=53) / Raw(body), min(1280, mtu))
+        frames += (v4 if k % 2 else list(reversed(v4))) + v6
+        frames.append(eth / IP(src="10.9.0.3", dst="10.9.0.4") / UDP(sport=6000 + k, dport=7) / Raw(b"whole"))
+    tmp = tempfile.mkdtemp(prefix="gaspp-live-frag-")
+    atexit.register(shutil.rmtree, tmp, True)
+    path = os.path.join(tmp, "fragments.pcap")
+    for i, f in enumerate(frames):
+        f.time = 1700000000 + i * 0.001
+    wrpcap(path, frames)
+    raw = [bytes(f) for f in frames]
+    tcp, udp = l4_counts(raw)
+    return {"path": path, "name": "generated/fragments.pcap", "n": len(raw), "tcp": tcp, "udp": udp,
+            "largest": max(len(d) for d in raw)}
 
 
 def choose(cands):
@@ -733,6 +767,13 @@ def main():
         cases.append((max(picks, key=lambda c: (c["largest"], c["name"])), ["--af-packet-version", "2"]))
         cases.append((many, ["--af-packet-version", "2", "--stats-json", "STATS"]))
         cases.append((many, ["--af-packet-version", "2", "--af-packet-readers", "one"]))
+        # IP fragments (IPv4 and IPv6, out of order among other traffic): the reader threads tell
+        # the batcher which records may be fragments; the datagrams must be reassembled as offline.
+        frag = fragments_capture(data, mtu)
+        if frag:
+            print(f"capture {frag['name']}: {frag['n']} packets, IP fragments")
+            cases.append((frag, []))
+            cases.append((frag, ["--af-packet-rings", "4", "--decode-out", "ROWS"]))
         # A snap length: frames cut to 128 bytes live, against the capture cut by editcap.
         if shutil.which("editcap"):
             cases.append((max(picks, key=lambda c: (c["largest"], c["name"])),
