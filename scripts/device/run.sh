@@ -384,7 +384,7 @@ bench-live|bench-live-rings|bench-live-stall)
   # The sender takes 8 of the 16 cores (a veth delivers on the sending CPU); gaspp gets the other 8.
   fw="--rules $R/drop.rules --rules $R/compromised.rules --rules $R/tor.rules --no-reassembly --threads 8"
   if [ "$cmd" = bench-live-stall ]; then  # the mix at full rate with each stage's slowest batch
-    for rings in 1 4; do
+    for rings in ${STALL_RINGS:-1 4}; do  # STALL_RINGS: the ring counts to run
       ip netns exec $ns $B/bench_live --tx blt --rx blr --gaspp $B/gaspp --backend cpu,cuda --seconds 3 --reps 3 \
         --threads 8 --rings $rings --workloads mix --loads 1 --json "$OUT/bench_live_stall_r$rings.json" \
         --commit "$(head -1 bundle/COMMIT)" --device "$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)" \
