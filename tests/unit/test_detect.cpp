@@ -1439,6 +1439,39 @@ TEST(Signatures, OversizedRulesAreSkippedAndBadOptionsRefused) {
   EXPECT_THROW(make({{"rules", testing::TempDir() + "/no-such.rules"}}), std::invalid_argument);
 }
 
+// pcre's capture names and uricontent's negation, as Suricata's DetectPcreParse and content
+// parser read them (suricata-verify's eve-metadata, http2-userinfo-authority, UriTestSig21).
+TEST(Signatures, PcreCaptureNamesAndNegatedUricontentParse) {
+  struct Row {
+    const char* opts;
+    const char* expr;   // the pcre expression kept ("" for none)
+    bool captures;      // capture names were cut off
+    bool negated_last;  // the last option is negated
+  };
+  const Row rows[] = {
+      {"pcre:\"/uid=(\\d+)\\(([^)]+)\\)/, pkt:uid, pkt:username\";", "uid=(\\d+)\\(([^)]+)\\)", true, false},
+      {"pcre: /:authority: ([^:]*:[^@]*)@/,flow:http2_userinfo;", ":authority: ([^:]*:[^@]*)@", true, false},
+      {"pcre:\"/a(b)/i,alert:x\";", "a(b)", true, false},
+      // No separator before the name: part of the expression (Suricata's "missing separators").
+      {"pcre:\"/xpkt:a/\";", "xpkt:a", false, false},
+      {"pcre:\"/plain/\";", "plain", false, false},
+      {"uricontent:\"fix\"; uricontent:!\"and\";", "", false, true},
+      {"uricontent:! \"and\";", "", false, true},
+  };
+  for (const Row& r : rows) {
+    Signature sig;
+    const std::string text = std::string("alert http any any -> any any (") + r.opts + " sid:1;)";
+    ASSERT_EQ(parse_signature(text, RuleVars{}, sig), "") << r.opts;
+    ASSERT_FALSE(sig.ops.empty()) << r.opts;
+    const SigOp& last = sig.ops.back();
+    if (*r.expr) {
+      EXPECT_EQ(last.type, SigOpType::pcre) << r.opts;
+      EXPECT_EQ(last.bytes, r.expr) << r.opts;
+    }
+    EXPECT_EQ(last.pcre_captures, r.captures) << r.opts;
+    EXPECT_EQ(last.negated, r.negated_last) << r.opts;
+  }
+}
 
 // An Ethernet/IPv4/UDP frame 10.0.0.1:1000 -> 10.0.0.2:53 carrying `payload`.
 std::vector<uint8_t> udp4_frame(const std::string& payload) {

@@ -1039,6 +1039,12 @@ void DetectModule::Host::report(std::map<std::string, uint64_t>& r) const {
   r["matches_after_pass"] = after_pass_;
   r["alerts_over_packet_max"] = alert_overflow_;
   r["flowbits_not_matched"] = flowbits_rejected_;
+  // Signatures whose pcre names capture variables (pkt:/flow:/alert:): they match as written, the
+  // captured values are not stored or logged.
+  uint64_t captures = 0;
+  for (const Signature& s : set_.sigs)
+    captures += std::any_of(s.ops.begin(), s.ops.end(), [](const SigOp& o) { return o.pcre_captures; });
+  if (captures) r["rules_pcre_captures_not_kept"] = captures;
   r["xbits_not_matched"] = xbits_rejected_;
   r["xbits_keys"] = xbits_.size();
   r["xbits_full"] = xbits_full_;

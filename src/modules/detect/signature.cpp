@@ -434,6 +434,20 @@ std::string parse_pcre(const std::string& v, SigOp& op) {
   // Quoted as usual, or bare (`pcre:/x/i;`, which Suricata also reads).
   if (t.size() >= 2 && t.front() == '"' && t.back() == '"') t = t.substr(1, t.size() - 2);
   else if (t.empty() || t.front() != '/') return "error:pcre must be quoted";
+  // Capture names after the flags (`"/uid=(\d+)/i, pkt:uid, flow:name"`), cut off where
+  // Suricata's DetectPcreParse cuts them: at the first flow:, pkt: or alert: with a comma or space
+  // before it. They name variables to store the groups in, for logging and flowvar; gaspp keeps
+  // none (Signature::pcre_captures counts the rules), and matching does not depend on them.
+  size_t cut = std::string::npos;
+  for (const char* tag : {"flow:", "pkt:", "alert:"}) cut = std::min(cut, t.find(tag));
+  if (cut != std::string::npos && cut > 1) {
+    size_t e = cut;
+    while (e > 0 && (t[e - 1] == ',' || t[e - 1] == ' ')) --e;
+    if (e < cut) {
+      op.pcre_captures = true;
+      t = trim(t.substr(0, e));
+    }
+  }
   // Suricata unescapes \" and \; in the option value; the expression keeps its other escapes.
   std::string u;
   for (size_t i = 0; i < t.size(); ++i) {
@@ -594,6 +608,17 @@ std::string parse_ip_proto(const std::string& v, NumCond& c) {
       return "";
     }
   return "error:ip_proto: '" + t + "' is neither a protocol number (0-255) nor a protocol name";
+}
+
+// A content keyword's value without its leading `!`, which negates op (content, uricontent,
+// filename, fileext).
+std::string negatable_content(const std::string& v, SigOp& op) {
+  std::string t = trim(v);
+  if (!t.empty() && t[0] == '!') {
+    op.negated = true;
+    t = trim(t.substr(1));
+  }
+  return t;
 }
 
 // decode-event:LAYER.NAME (engine-event is its old name). The events the decoder and the
@@ -1812,11 +1837,7 @@ std::string parse_signature(const std::string& text, const RuleVars& vars, Signa
     }
     if (k == "content") {
       SigOp op;
-      std::string t = trim(v);
-      if (!t.empty() && t[0] == '!') {
-        op.negated = true;
-        t = trim(t.substr(1));
-      }
+      const std::string t = negatable_content(v, op);
       if (!parse_content(t, op.bytes, why)) return "error:" + why;
       op.buf = cur_buf;
       // It must survive the buffer's transforms (Suricata's DetectEngineBufferTypeValidateTransform).
@@ -1830,12 +1851,7 @@ std::string parse_signature(const std::string& text, const RuleVars& vars, Signa
     if (k == "filename" || k == "fileext") {
       // Suricata's legacy file keywords, contents on file.name: the name, or ".EXT" at its end; no case.
       SigOp op;
-      std::string t = trim(v);
-      if (!t.empty() && t[0] == '!') {
-        op.negated = true;
-        t = trim(t.substr(1));
-      }
-      if (!parse_content(t, op.bytes, why)) return "error:" + k + ": " + why;
+      if (!parse_content(negatable_content(v, op), op.bytes, why)) return "error:" + k + ": " + why;
       if (op.bytes.empty()) return "error:" + k + " needs a value";
       if (k == "fileext") op.bytes = "." + op.bytes, op.endswith = true;
       op.nocase = true;
@@ -1868,9 +1884,9 @@ std::string parse_signature(const std::string& text, const RuleVars& vars, Signa
       out.app = true;
       continue;
     }
-    if (k == "uricontent") {
+    if (k == "uricontent") {  // content on http.uri, negated as content is (`uricontent:!"x"`)
       SigOp op;
-      if (!parse_content(trim(v), op.bytes, why)) return "error:" + why;
+      if (!parse_content(negatable_content(v, op), op.bytes, why)) return "error:" + why;
       op.buf = kBufHttpUri;
       out.app = true;
       out.ops.push_back(op);
