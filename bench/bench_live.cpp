@@ -498,11 +498,13 @@ int main(int argc, char** argv) {
         bj[key]["latency_median_us"] = p50.empty() ? 0.0 : median(p50);
         bj[key]["latency_p99_us"] = p99.empty() ? 0.0 : median(p99);
       }
-      bj["ratio_to_bare_reader"] = limit > 0 ? bj["100%"]["mpps"].get<double>() / limit : 0;
-      // The figures, flat.
-      out[be + "_" + wname + "_mpps"] = bj["100%"]["mpps"];
-      out[be + "_" + wname + "_ratio"] = bj["ratio_to_bare_reader"];
-      out[be + "_" + wname + "_p99_us_at_1pct"] = bj["1%"]["latency_p99_us"];
+      // The figures, flat (those of the loads that ran: --loads may leave some out).
+      if (bj.contains("100%")) {
+        bj["ratio_to_bare_reader"] = limit > 0 ? bj["100%"]["mpps"].get<double>() / limit : 0;
+        out[be + "_" + wname + "_mpps"] = bj["100%"]["mpps"];
+        out[be + "_" + wname + "_ratio"] = bj["ratio_to_bare_reader"];
+      }
+      if (bj.contains("1%")) out[be + "_" + wname + "_p99_us_at_1pct"] = bj["1%"]["latency_p99_us"];
     }
     out["bare_reader_" + wname + "_mpps"] = limit;
   }
