@@ -435,6 +435,8 @@ int main(int argc, char** argv) {
       stats_packets = pk;
       stats_seconds = now.seconds;
     };
+    if (forwarder && o.inline_fail_open)
+      ro.on_bypass = [&](const std::vector<SourceRecord>& recs) { forwarder->forward_uninspected(recs); };
     rep = run([&](const PacketBatch& b) {
       if (!modules.empty() || modules.wants_app_layer()) modules.finish_batch(b, mod_out);
       if (o.eve_anomaly && eve) write_decode_anomalies(b, ro.defrag.enabled, [&](const std::string& j) { mod_out.eve(j); }, o.eve_ethernet);
@@ -460,9 +462,12 @@ int main(int argc, char** argv) {
         modules.finish_flush(m.events, m.module_counts, flows, mod_out, m.chunks, m.stream_bytes);
     });
     if (forwarder)
-      std::fprintf(stderr, "gaspp: inline %s:%s: %llu packets forwarded, %llu dropped, %llu lost to send errors\n",
+      std::fprintf(stderr,
+                   "gaspp: inline %s:%s: %llu packets forwarded (%llu of them uninspected: overload, fail-open), "
+                   "%llu dropped, %llu lost to send errors\n",
                    o.ifaces[0].c_str(), o.ifaces[1].c_str(), (unsigned long long)forwarder->forwarded(),
-                   (unsigned long long)forwarder->dropped(), (unsigned long long)forwarder->send_errors());
+                   (unsigned long long)forwarder->bypassed(), (unsigned long long)forwarder->dropped(),
+                   (unsigned long long)forwarder->send_errors());
     if (eve) {
       eve->write_stats(rep, modules.empty() ? nlohmann::ordered_json::object() : modules.verdict_stats_json());
       eve->close();

@@ -239,6 +239,21 @@ int parse_command_line(int argc, char** argv, Options& o) {
         inline_pair = {v.substr(0, colon), v.substr(colon + 1)};
         return true;
       });
+  opt("--inline-fail", "open|closed",
+      "inline IPS on overload: closed (default) inspects every packet and loses what the ring cannot hold; "
+      "open forwards packets uninspected while the pipeline is more than --inline-fail-after behind",
+      kRun, [&](const std::string& v) {
+        if (v != "open" && v != "closed") return fail("--inline-fail: open or closed, not '" + v + "'");
+        o.inline_fail_open = v == "open";
+        return true;
+      });
+  opt("--inline-fail-after", "MS",
+      "--inline-fail open: how far behind the pipeline must be (a packet's capture time to now) for its "
+      "packets to go out uninspected (default 100)",
+      kRun, [&](const std::string& v) {
+        o.inline_fail_after_ms = uint32_t(parse_bounded("--inline-fail-after", v.c_str(), 0, 3600000));
+        return true;
+      });
   opt("--af-packet-block-size", "BYTES", "-i: ring block size, a power of two (default 1 MiB; suricata.yaml af-packet block-size)",
       kRun, [&](const std::string& v) {
         o.live.block_size = uint32_t(parse_bounded("--af-packet-block-size", v.c_str(), 4096, 1u << 30));
@@ -627,7 +642,12 @@ int parse_command_line(int argc, char** argv, Options& o) {
     }
     o.ifaces = inline_pair;
     o.inline_ips = true;
+    if (o.inline_fail_open) ro.bypass_after_ns = uint64_t(o.inline_fail_after_ms) * 1000000ull;
     o.live.ignore_outgoing = true;  // what gaspp forwards is not captured again
+  }
+  if (o.inline_fail_open && !o.inline_ips) {
+    std::fprintf(stderr, "gaspp: --inline-fail open applies to --inline A:B only\n");
+    return 1;
   }
   o.app_layer.http.body_inline = o.http_body_inline == "yes" || (o.http_body_inline == "auto" && o.inline_ips);
   ro.policy.adaptive = adaptive_flag.empty() ? !o.ifaces.empty() : adaptive_flag == "on";

@@ -24,6 +24,8 @@ struct Options {
   std::vector<std::string> ifaces;     // -i (each), or --inline's two
   AfPacketOptions live;                // the --af-packet-* options, for each interface
   bool inline_ips = false;             // --inline A:B: ifaces are A and B, passing packets cross over
+  bool inline_fail_open = false;       // --inline-fail open: past --inline-fail-after, forward uninspected
+  uint32_t inline_fail_after_ms = 100; // how far behind (capture time to now) counts as overload
   // suricata.yaml's http-body-inline (yes, no, auto): auto is yes with --inline (app_layer.http.body_inline)
   std::string http_body_inline = "auto";
   uint32_t rings = 1;                  // --af-packet-rings: sockets (rings) per interface, one fanout group

@@ -32,4 +32,17 @@ void InlineForwarder::forward(const PacketBatch& b) {
   out.flush();  // the batch's frames are out before the next batch's verdicts
 }
 
+
+void InlineForwarder::forward_uninspected(const std::vector<SourceRecord>& recs) {
+  bool queued[2] = {false, false};
+  for (const SourceRecord& r : recs) {
+    const int side = r.interface / rings_ == 0 ? 1 : 0;
+    tx_[size_t(side)]->queue(r.rec + kRecordHeaderBytes, r.cap_len);
+    queued[side] = true;
+  }
+  for (int k = 0; k < 2; ++k)
+    if (queued[k]) tx_[size_t(k)]->flush();
+  bypassed_ += recs.size();
+}
+
 }  // namespace gaspp

@@ -8,7 +8,8 @@
 // returns when they have left. A frame the kernel refuses to send (a full queue, a frame over the
 // peer's MTU: a capture side that aggregates segments, GRO/LRO, makes those) is counted as a send
 // error and not retried: the packet is lost, as on a congested link (fail-closed). Counted:
-// forwarded, dropped (a verdict), send errors.
+// forwarded, dropped (a verdict), send errors; with fail-open on overload (`--inline-fail open`)
+// the batcher hands over records it had no time to inspect, which go out as they are (bypassed).
 //
 // Example:
 //   InlineForwarder fwd({"a", "b"});              // input 0 forwards to b, input 1 to a
@@ -19,6 +20,7 @@
 #include <string>
 #include <vector>
 
+#include "capture/source.hpp"
 #include "core/packet_batch.hpp"
 #include "output/packet_tx_ring.hpp"
 
@@ -36,9 +38,13 @@ class InlineForwarder {
 
   // Sends the packets of b that passed out of the other side's interface.
   void forward(const PacketBatch& b);
+  // Fail-open on overload (RunOptions::bypass_after_ns): sends records out of the other side of
+  // the interface each came in on, uninspected, in order; counted as bypassed (and forwarded).
+  void forward_uninspected(const std::vector<SourceRecord>& recs);
 
   uint64_t forwarded() const { return tx_[0]->sent() + tx_[1]->sent(); }
   uint64_t dropped() const { return dropped_; }
+  uint64_t bypassed() const { return bypassed_; }
   uint64_t send_errors() const {
     return tx_[0]->send_errors() + tx_[0]->too_large() + tx_[1]->send_errors() + tx_[1]->too_large();
   }
@@ -46,7 +52,7 @@ class InlineForwarder {
  private:
   std::vector<std::unique_ptr<PacketTxRing>> tx_;  // per side: the ring that sends out of it
   uint32_t rings_ = 1;
-  uint64_t dropped_ = 0;
+  uint64_t dropped_ = 0, bypassed_ = 0;
 };
 
 }  // namespace gaspp

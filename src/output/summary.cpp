@@ -79,6 +79,9 @@ void print_summary(std::FILE* o, const RunReport& r) {
                  r.unprocessed_at_stop
                      ? ("  read at the stop, not processed " + std::to_string(r.unprocessed_at_stop)).c_str()
                      : "");
+  if (r.overload_bypassed)
+    std::fprintf(o, "overload     %llu packets forwarded uninspected (fail-open) in %llu episodes\n",
+                 (unsigned long long)r.overload_bypassed, (unsigned long long)r.overload_episodes);
   if (r.index_windows_parallel + r.index_windows_serial)
     std::fprintf(o, "indexing     %llu windows in parallel, %llu serially\n", (unsigned long long)r.index_windows_parallel,
                  (unsigned long long)r.index_windows_serial);
@@ -184,6 +187,8 @@ nlohmann::ordered_json summary_json(const RunReport& r) {
     cap["kernel_drops"] = r.kernel_drops;
     cap["vlan_restored"] = r.vlan_restored;
     cap["unprocessed_at_stop"] = r.unprocessed_at_stop;
+    cap["overload_bypassed"] = r.overload_bypassed;  // --inline-fail open
+    cap["overload_episodes"] = r.overload_episodes;
   }
   cap["issues"] = nlohmann::ordered_json::array();
   for (const auto& is : r.issues)

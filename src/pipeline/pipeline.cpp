@@ -13,6 +13,13 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
+// The wall clock, as live sources stamp records (the kernel's receive time).
+uint64_t realtime_ns() {
+  timespec now{};
+  clock_gettime(CLOCK_REALTIME, &now);
+  return uint64_t(now.tv_sec) * 1000000000ull + uint64_t(now.tv_nsec);
+}
+
 struct Progress {
   bool on;
   uint64_t file_bytes;
@@ -120,9 +127,7 @@ RunReport run_source(Source& src, Backend& backend, const RunOptions& opt, const
     ++rep.batches;
     rep.flow_records += b.flow_records.size();
     if (opt.measure_latency) {
-      timespec now{};
-      clock_gettime(CLOCK_REALTIME, &now);
-      const uint64_t now_ns = uint64_t(now.tv_sec) * 1000000000ull + uint64_t(now.tv_nsec);
+      const uint64_t now_ns = realtime_ns();
       for (const uint64_t ts : slot_ts[size_t(s)]) rep.latency.add(now_ns > ts ? now_ns - ts : 0);
     }
     // The batch's packets (module events: alerts) before the flows that ended in it. The verdicts
@@ -146,6 +151,34 @@ RunReport run_source(Source& src, Backend& backend, const RunOptions& opt, const
       if (busy[size_t(s)]) finish(s);
     }
   };
+  // RunOptions::bypass_after_ns: the pipeline is that far behind. What is in flight finishes (its
+  // packets go out first), then the stale records go out uninspected, in order.
+  const auto bypass_stale = [&] {
+    finish_all();
+    ++rep.overload_episodes;
+    std::vector<SourceRecord> run;
+    run.reserve(256);
+    uint64_t now = realtime_ns();
+    while (have_pending() && !stopping() && now > r.ts_ns + opt.bypass_after_ns) {
+      run.push_back(r);
+      const uint64_t seq = r.seq;
+      st = src.next(r, 0);
+      if (run.size() == 256 || !have_pending()) {
+        opt.on_bypass(run);
+        rep.overload_bypassed += run.size();
+        packet_index += run.size();
+        run.clear();
+        src.release(seq);
+        now = realtime_ns();
+      }
+    }
+    if (!run.empty()) {
+      opt.on_bypass(run);
+      rep.overload_bypassed += run.size();
+      packet_index += run.size();
+      src.release(run.back().seq);
+    }
+  };
   auto last_stats = Clock::now();
   try {
     while ((st != SourceStatus::end && !stopping()) || !datagram.empty()) {
@@ -165,6 +198,11 @@ RunReport run_source(Source& src, Backend& backend, const RunOptions& opt, const
         const auto t_idle = Clock::now();
         st = src.next(r, opt.policy.idle_wait_ns);
         timed("pipeline: idle source", t_idle);
+        continue;
+      }
+      if (opt.on_bypass && have_pending() && datagram.empty() &&
+          realtime_ns() > r.ts_ns + opt.bypass_after_ns) {
+        bypass_stale();
         continue;
       }
       if (busy[size_t(slot)]) finish(slot);

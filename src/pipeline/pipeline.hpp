@@ -144,6 +144,8 @@ struct RunReport {
   bool live = false;                // a live source: the kernel's counts below apply
   uint64_t kernel_packets = 0, kernel_drops = 0, vlan_restored = 0;
   uint64_t unprocessed_at_stop = 0;  // read from a ring by a reader thread, not taken before the stop
+  uint64_t overload_bypassed = 0;    // handed to RunOptions::on_bypass uninspected (fail-open)
+  uint64_t overload_episodes = 0;    // times the pipeline fell that far behind
   FlowGauges flows;                 // the flow table at the end of the run, before the final flush
   StreamGauges streams;             // reassembly's out-of-order buffer
   uint64_t flow_records = 0;        // flow records delivered (expired, evicted, and at shutdown)
@@ -182,6 +184,16 @@ struct RunOptions {
   bool measure_latency = false;
   // Time the pipeline thread's stages (RunReport::stage_times; --stage-times).
   bool stage_times = false;
+  // Fail-open on overload (inline IPS, --inline-fail open): when the record the batcher takes next
+  // is older than bypass_after_ns (capture time against the wall clock: live sources), the
+  // batches in flight are finished, and then every record still that old goes to on_bypass,
+  // uninspected and in capture order, in runs of up to 256, released after each run; batching
+  // resumes at the first record younger than that. The backend never sees those packets (flows,
+  // streams and counters miss them); RunReport::overload_bypassed counts them. Without on_bypass:
+  // off (fail-closed: every packet is inspected, and what the ring cannot hold meanwhile the kernel
+  // drops).
+  uint64_t bypass_after_ns = 0;
+  std::function<void(const std::vector<SourceRecord>&)> on_bypass;
   // IP fragments reassembled before the backend (defrag/defrag.hpp); the backend's
   // FlowConfig::defrag must say the same, so that the fragments themselves key no flow.
   DefragConfig defrag;

@@ -34,6 +34,10 @@ the tags, and the decoder counts them). Two cases send IP fragments (a capture s
 datagrams in IPv4 and IPv6 fragments, some in reverse order), on one ring and on four: the
 datagrams are reassembled as offline.
 
+A second inline run adds `--inline-fail open --inline-fail-after 0` (fail-open, every packet late):
+every frame must come out of out0, the dropped ones too, in order, gaspp must count them all as
+forwarded uninspected, and its stats as bypassed in at least one overload episode.
+
 The inline IPS case takes the largest chosen capture with both TCP and UDP and a rule file with
 one rule, `drop udp any any -> any any`. `gaspp --inline in1:out1 -S RULES` runs in the namespace,
 with a receiver (an AF_PACKET socket) on out0 and another on in0, both started first; once gaspp
@@ -499,10 +503,10 @@ def live(gaspp, ns, cap, outdir, extra, tmp):
         stdout.close()
 
 
-def inline(gaspp, ns, cap, outdir, rules, tmp):
-    """gaspp --inline in1:out1 -S RULES while the capture's frames go into in0, with receivers on out0
-    and in0; returns (failure reason or None, {receiver's link: frames}, (forwarded, dropped, send
-    errors) as gaspp says)."""
+def inline(gaspp, ns, cap, outdir, rules, tmp, extra=()):
+    """gaspp --inline in1:out1 -S RULES [EXTRA] while the capture's frames go into in0, with receivers
+    on out0 and in0; returns (failure reason or None, {receiver's link: frames}, (forwarded, dropped,
+    send errors, forwarded uninspected) as gaspp says)."""
     os.makedirs(outdir)
     receivers = {}
     proc = stdout = None
@@ -520,7 +524,8 @@ def inline(gaspp, ns, cap, outdir, rules, tmp):
                 return f"the receiver on {dev} did not start: {r.stderr.read().strip()[-300:]}", {}, None
         forward_drops = (("out1", "tx_dropped"), ("out0", "rx_dropped"), ("in1", "tx_dropped"), ("in0", "rx_dropped"))
         before = veth_drops(ns, forward_drops)
-        cmd = ["ip", "netns", "exec", ns, gaspp, "--inline", "in1:out1", "-l", outdir, "--backend", BACKEND, "-S", rules]
+        cmd = ["ip", "netns", "exec", ns, gaspp, "--inline", "in1:out1", "-l", outdir, "--backend", BACKEND, "-S", rules,
+               *extra]
         stdout = open(os.path.join(tmp, "inline.stdout"), "w")
         proc = subprocess.Popen(cmd, stdout=stdout, stderr=subprocess.PIPE, text=True, start_new_session=True)
         lines, ready, waiting = [], threading.Event(), {"in1", "out1"}
@@ -554,10 +559,11 @@ def inline(gaspp, ns, cap, outdir, rules, tmp):
             return f"gaspp --inline exited {proc.returncode} after SIGINT: {' | '.join(lines)[-300:]}", {}, None
         counts = None
         for line in lines:
-            m = re.fullmatch(r"gaspp: inline in1:out1: (\d+) packets forwarded, (\d+) dropped, "
-                             r"(\d+) lost to send errors", line)
+            m = re.fullmatch(r"gaspp: inline in1:out1: (\d+) packets forwarded \((\d+) of them uninspected: "
+                             r"overload, fail-open\), (\d+) dropped, (\d+) lost to send errors", line)
             if m:
-                counts = tuple(int(g) for g in m.groups())
+                fwd, bypassed, dropped, errors = (int(g) for g in m.groups())
+                counts = (fwd, dropped, errors, bypassed)
         if counts is None:
             return f"no 'inline in1:out1: ... forwarded' line on stderr: {' | '.join(lines)[-300:]}", {}, None
         time.sleep(DRAIN_S)  # what gaspp sent last reaches the receivers
@@ -839,10 +845,10 @@ def main():
                                         f"{first_difference(got['out0'], want)}")
                     if got["in0"]:
                         problems.append(f"{len(got['in0'])} frames came back out of in0, the side they came in on")
-                    forwarded, dropped, errors = counts
-                    if (forwarded, dropped, errors) != (len(want), c["n"] - len(want), 0):
-                        problems.append(f"gaspp says {forwarded} forwarded, {dropped} dropped, {errors} send errors; "
-                                        f"offline passed {len(want)} of {c['n']}")
+                    forwarded, dropped, errors, bypassed = counts
+                    if (forwarded, dropped, errors, bypassed) != (len(want), c["n"] - len(want), 0, 0):
+                        problems.append(f"gaspp says {forwarded} forwarded ({bypassed} uninspected), {dropped} dropped, "
+                                        f"{errors} send errors; offline passed {len(want)} of {c['n']}")
                     why, _, _ = compare(live_dir, off_dir)
                     if why:
                         problems.append(why)
@@ -852,6 +858,35 @@ def main():
                     failures += 1
                 else:
                     print(f"ok   {label}: {forwarded} forwarded, {dropped} dropped")
+                # Fail-open on overload with a zero threshold: every packet counts as late, so all
+                # of them go out uninspected, in order, the rule's drops included.
+                label = f"inline {c['name']} 'drop udp' --inline-fail open --inline-fail-after 0"
+                checked += 1
+                why, got, counts = inline(gaspp, ns, c, os.path.join(tmp, "inline-open"), rules, tmp,
+                                          ["--inline-fail", "open", "--inline-fail-after", "0", "--stats-json",
+                                           os.path.join(tmp, "inline-open.json")])
+                if not why:
+                    every = [d for _, _, _, d in read_pcap(c["path"])[1]]
+                    problems = []
+                    if got["out0"] != every:
+                        problems.append(f"{len(got['out0'])} frames out of out0, {len(every)} sent: "
+                                        f"{first_difference(got['out0'], every)}")
+                    if got["in0"]:
+                        problems.append(f"{len(got['in0'])} frames came back out of in0")
+                    if counts != (len(every), 0, 0, len(every)):
+                        problems.append(f"gaspp says (forwarded, dropped, send errors, uninspected) {counts}, "
+                                        f"want all {len(every)} forwarded uninspected")
+                    with open(os.path.join(tmp, "inline-open.json")) as f:
+                        cap_stats = json.load(f)["capture"]
+                    if cap_stats.get("overload_bypassed") != len(every) or cap_stats.get("overload_episodes", 0) < 1:
+                        problems.append(f"stats: overload_bypassed {cap_stats.get('overload_bypassed')}, episodes "
+                                        f"{cap_stats.get('overload_episodes')}; want {len(every)} and at least 1")
+                    why = "; ".join(problems)
+                if why:
+                    print(f"FAIL {label}: {why}")
+                    failures += 1
+                else:
+                    print(f"ok   {label}: {len(every)} forwarded uninspected")
             else:
                 print("FAIL inline: no chosen capture carries both TCP and UDP")
                 failures += 1

@@ -10,6 +10,7 @@
 #include <cmath>
 #include <random>
 #include <cstring>
+#include <ctime>
 #include <memory>
 #include <string>
 #include <vector>
@@ -91,6 +92,8 @@ class ScatteredSource final : public Source {
   }
   // Answers idle once before each of these record positions (a burst of traffic ends there).
   void idle_before(std::vector<uint64_t> at) { idle_at_ = std::move(at); }
+  // Capture times to report instead of the file's, by record position (a live source's clock).
+  void set_times(std::vector<uint64_t> t) { times_ = std::move(t); }
   SourceStatus next(SourceRecord& r, uint64_t) override {
     if (at_ == recs_.size()) return SourceStatus::end;
     if (idle_every_ && ++calls_ % idle_every_ == 0) return SourceStatus::idle;
@@ -100,7 +103,7 @@ class ScatteredSource final : public Source {
     }
     r.rec = recs_[at_];
     r.seq = at_;
-    r.ts_ns = info_[at_].ts_ns;
+    r.ts_ns = at_ < times_.size() ? times_[at_] : info_[at_].ts_ns;
     r.cap_len = info_[at_].cap_len;
     r.wire_len = info_[at_].wire_len;
     r.fmt = RecordFormat{uint8_t(cap_.format().swapped ^ swapped_[at_]), cap_.format().nanos};
@@ -138,6 +141,7 @@ class ScatteredSource final : public Source {
   uint64_t at_ = 0, calls_ = 0, released_ = 0, ring_len_ = 0;
   std::vector<uint64_t> idle_at_;
   size_t next_idle_ = 0;
+  std::vector<uint64_t> times_;
 };
 
 struct Outcome {
@@ -370,3 +374,71 @@ TEST(Source, LatencyQuantilesBoundTheExactOnes) {
   }
   EXPECT_EQ(LatencyHistogram{}.quantile_ns(0.5), 0u);
 }
+
+// Fail-open on overload (RunOptions::on_bypass): records older than bypass_after_ns when the
+// batcher would start a batch with them go to on_bypass, after the batches in flight, in capture
+// order; batching resumes at the first fresh record. Every record is inspected or bypassed once,
+// the two in capture order, and released in order.
+TEST(Source, OverloadBypassKeepsCaptureOrder) {
+  GenConfig g;
+  g.mode = GenMode::mix;
+  g.packets = 3000;
+  g.flows = 30;
+  const CaptureFile cap = test::generated_capture(g);
+  timespec now{};
+  clock_gettime(CLOCK_REALTIME, &now);
+  const uint64_t fresh = (uint64_t(now.tv_sec) + 3600) * 1000000000ull;  // an hour ahead: never late
+  struct Case {
+    const char* name;
+    uint64_t stale_from, stale_to;  // records [from, to) are a minute old
+    uint32_t batch;
+  };
+  const Case cases[] = {{"a late stretch mid-capture", 1000, 2000, 64},
+                        {"late from the start", 0, 700, 100},
+                        {"late to the end", 2500, 3000, 256},
+                        {"none late", 0, 0, 64}};
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    ScatteredSource src(cap, 1u << 20, ~0ull, 0);
+    std::vector<uint64_t> times(src.records(), fresh);
+    for (uint64_t k = c.stale_from; k < c.stale_to; ++k) times[k] = fresh - 3660ull * 1000000000ull;
+    src.set_times(times);
+    BackendConfig bc;
+    bc.batch_packets = c.batch;
+    auto be = test::make_backend(bc);
+    RunOptions ro;
+    ro.policy.max_packets = c.batch;
+    ro.policy.timeout_ns = 0;
+    ro.bypass_after_ns = 1000000000ull;  // a second behind
+    std::vector<uint64_t> order, bypassed;
+    ro.on_bypass = [&](const std::vector<SourceRecord>& recs) {
+      EXPECT_LE(recs.size(), 256u);
+      for (const SourceRecord& r : recs) {
+        order.push_back(r.seq);
+        bypassed.push_back(r.seq);
+      }
+    };
+    const RunReport rep = run_source(src, *be, ro, [&](const PacketBatch& b) {
+      for (uint32_t i = 0; i < b.count; ++i) order.push_back(b.first_index + i);
+    });
+    std::vector<uint64_t> all(src.records());
+    for (uint64_t k = 0; k < all.size(); ++k) all[k] = k;
+    EXPECT_EQ(order, all);  // every record once, in capture order
+    EXPECT_EQ(src.released(), src.records());
+    EXPECT_EQ(rep.overload_bypassed, bypassed.size());
+    EXPECT_EQ(rep.totals.v[c_packets] + rep.overload_bypassed, src.records());
+    if (c.stale_to == c.stale_from) {
+      EXPECT_TRUE(bypassed.empty());
+      EXPECT_EQ(rep.overload_episodes, 0u);
+      continue;
+    }
+    // The late stretch from the first batch start inside it to its end: one episode.
+    ASSERT_FALSE(bypassed.empty());
+    EXPECT_EQ(rep.overload_episodes, 1u);
+    EXPECT_GE(bypassed.front(), c.stale_from);
+    EXPECT_LT(bypassed.front(), c.stale_from + c.batch);
+    EXPECT_EQ(bypassed.back(), c.stale_to - 1);
+    EXPECT_EQ(bypassed.size(), bypassed.back() - bypassed.front() + 1);
+  }
+}
+
