@@ -503,6 +503,17 @@ def live(gaspp, ns, cap, outdir, extra, tmp):
         stdout.close()
 
 
+def crossed_problems(got, want, what):
+    """What is wrong with an inline run's receivers: out0 must have exactly `want` (frames that were
+    `what`), in order, and nothing may come back out of in0, the side the frames went in on."""
+    problems = []
+    if got["out0"] != want:
+        problems.append(f"{len(got['out0'])} frames out of out0, {len(want)} {what}: {first_difference(got['out0'], want)}")
+    if got["in0"]:
+        problems.append(f"{len(got['in0'])} frames came back out of in0, the side they came in on")
+    return problems
+
+
 def inline(gaspp, ns, cap, outdir, rules, tmp, extra=()):
     """gaspp --inline in1:out1 -S RULES [EXTRA] while the capture's frames go into in0, with receivers
     on out0 and in0; returns (failure reason or None, {receiver's link: frames}, (forwarded, dropped,
@@ -839,12 +850,7 @@ def main():
                 if not why:
                     why, got, counts = inline(gaspp, ns, c, live_dir, rules, tmp)
                 if not why:
-                    problems = []
-                    if got["out0"] != want:
-                        problems.append(f"{len(got['out0'])} frames out of out0, {len(want)} passed offline: "
-                                        f"{first_difference(got['out0'], want)}")
-                    if got["in0"]:
-                        problems.append(f"{len(got['in0'])} frames came back out of in0, the side they came in on")
+                    problems = crossed_problems(got, want, "passed offline")
                     forwarded, dropped, errors, bypassed = counts
                     if (forwarded, dropped, errors, bypassed) != (len(want), c["n"] - len(want), 0, 0):
                         problems.append(f"gaspp says {forwarded} forwarded ({bypassed} uninspected), {dropped} dropped, "
@@ -867,12 +873,7 @@ def main():
                                            os.path.join(tmp, "inline-open.json")])
                 if not why:
                     every = [d for _, _, _, d in read_pcap(c["path"])[1]]
-                    problems = []
-                    if got["out0"] != every:
-                        problems.append(f"{len(got['out0'])} frames out of out0, {len(every)} sent: "
-                                        f"{first_difference(got['out0'], every)}")
-                    if got["in0"]:
-                        problems.append(f"{len(got['in0'])} frames came back out of in0")
+                    problems = crossed_problems(got, every, "sent")
                     if counts != (len(every), 0, 0, len(every)):
                         problems.append(f"gaspp says (forwarded, dropped, send errors, uninspected) {counts}, "
                                         f"want all {len(every)} forwarded uninspected")
