@@ -440,7 +440,10 @@ int main(int argc, char** argv) {
     rep = run([&](const PacketBatch& b) {
       if (!modules.empty() || modules.wants_app_layer()) modules.finish_batch(b, mod_out);
       if (o.eve_anomaly && eve) write_decode_anomalies(b, ro.defrag.enabled, [&](const std::string& j) { mod_out.eve(j); }, o.eve_ethernet);
-      if (forwarder) forwarder->forward(b);
+      if (forwarder) {
+        forwarder->forward(b);
+        forwarder->reject(b, modules.rejects());  // the answers to what reject rules dropped
+      }
       if (passed) passed->write(b, 0, kVerdictDrop);
       // to_dump counts unless the packet took its flow's earlier decision (its module output is void).
       if (dumped) dumped->write(b, kVerdictToDump, kVerdictFlowDecided);
@@ -464,10 +467,11 @@ int main(int argc, char** argv) {
     if (forwarder)
       std::fprintf(stderr,
                    "gaspp: inline %s:%s: %llu packets forwarded (%llu of them uninspected: overload, fail-open), "
-                   "%llu dropped, %llu lost to send errors\n",
+                   "%llu dropped, %llu lost to send errors; %llu rejects answered, %llu could not be\n",
                    o.ifaces[0].c_str(), o.ifaces[1].c_str(), (unsigned long long)forwarder->forwarded(),
                    (unsigned long long)forwarder->bypassed(), (unsigned long long)forwarder->dropped(),
-                   (unsigned long long)forwarder->send_errors());
+                   (unsigned long long)forwarder->send_errors(), (unsigned long long)forwarder->rejects_sent(),
+                   (unsigned long long)forwarder->rejects_unanswerable());
     if (eve) {
       eve->write_stats(rep, modules.empty() ? nlohmann::ordered_json::object() : modules.verdict_stats_json());
       eve->close();

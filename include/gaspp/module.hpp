@@ -352,6 +352,9 @@ struct HostPacket;
 // late pass of the flow voids the module events of its later packets (no alerts; its application
 // layer still parsed and logged, as Suricata's pass), but a drop the engine already decided on
 // one of them stays.
+// Where a reject rule's answer goes (LateVerdicts::reject; Suricata's rejectsrc, rejectdst, rejectboth).
+enum RejectDirs : uint8_t { kRejectToSource = 1, kRejectToDest = 2 };
+
 class LateVerdicts {
  public:
   enum Reason : uint8_t { rules = 0, threshold = 1 };  // the drop event's reason for the packet
@@ -360,6 +363,10 @@ class LateVerdicts {
   // The handler alerted on the packet: its flow's EVE flow event says alerted (Suricata's
   // FLOW_HAS_ALERTS), as for an alert the device decided.
   virtual void alerted(const HostPacket&) {}
+  // A reject rule decided the (dropped) packet: besides the drop, the engine answers it (a TCP
+  // reset, or an ICMP unreachable for other protocols) towards its source, its destination or
+  // both (kRejectToSource | kRejectToDest), where it can send (inline IPS).
+  virtual void reject(const HostPacket&, uint8_t /*dirs*/) {}
 
  protected:
   ~LateVerdicts() = default;

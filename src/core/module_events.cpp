@@ -297,6 +297,7 @@ void ModuleSet::finish_batch(const PacketBatch& b, ModuleOutput& out) {
   uint64_t clock = host_times_on_ ? now_ns() : 0;
   add_counts(b.module_counts);
   late_packets_.clear();
+  rejects_.clear();
   app_logs_.clear();
   sorted_.assign(b.events.begin(), b.events.end());
   if (!b.host_events.empty()) {
@@ -465,6 +466,15 @@ void ModuleSet::Late::drop(const HostPacket& p, bool flow, Reason why) {
   m.late_ids_.emplace(p.flow_id, LateDrop{p.number, k});
   m.late_keys_[k] = p.flow_id;
   ++m.late_n_.flows;
+}
+
+void ModuleSet::Late::reject(const HostPacket& p, uint8_t dirs) {
+  ModuleSet& m = set_;
+  if (!m.late_batch_ || !p.number || !dirs) return;
+  const uint32_t i = m.late_packet_;
+  // Events come by packet: a packet's second reject rule adds its directions to the first's.
+  if (!m.rejects_.empty() && m.rejects_.back().first == i) m.rejects_.back().second |= dirs;
+  else m.rejects_.emplace_back(i, dirs);
 }
 
 void ModuleSet::Late::pass_flow(const HostPacket& p) {

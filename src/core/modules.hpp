@@ -160,6 +160,9 @@ class ModuleSet {
     const char* name;
     uint64_t ns = 0, batches = 0, max_ns = 0;  // max_ns: the slowest batch's
   };
+  // The last finished batch's packets that reject rules decided: (packet, RejectDirs), by packet;
+  // the inline forwarder answers them (output/reject_packet.hpp).
+  const std::vector<std::pair<uint32_t, uint8_t>>& rejects() const { return rejects_; }
   void set_host_times(bool on) { host_times_on_ = on; }
   const std::vector<HostTime>& host_times() const { return host_times_; }
   // The flow's app_proto for its EVE flow record (eve.hpp), null when the application layer is off
@@ -337,6 +340,7 @@ class ModuleSet {
     void drop(const HostPacket& p, bool flow, Reason why) override;
     void pass_flow(const HostPacket& p) override;
     void alerted(const HostPacket& p) override;
+    void reject(const HostPacket& p, uint8_t dirs) override;
 
    private:
     ModuleSet& set_;
@@ -359,6 +363,7 @@ class ModuleSet {
   uint32_t late_packet_ = 0;
   DecodedPacket* late_decoded_ = nullptr;
   std::vector<std::pair<uint32_t, uint8_t>> late_packets_;
+  std::vector<std::pair<uint32_t, uint8_t>> rejects_;  // this batch's: packet, RejectDirs (one entry a packet)
   std::vector<StreamChunk> late_chunks_;  // a batch's chunks less those of late-dropped flows
   LateCounts late_n_;
   // After the event loop: the batch's later packets of late-dropped flows get the flow's drop.

@@ -2,6 +2,8 @@
 #include "output/inline_forwarder.hpp"
 
 #include "capture/capture_file.hpp"
+#include "gaspp/module.hpp"
+#include "output/reject_packet.hpp"
 
 namespace gaspp {
 
@@ -32,6 +34,31 @@ void InlineForwarder::forward(const PacketBatch& b) {
   out.flush();  // the batch's frames are out before the next batch's verdicts
 }
 
+
+void InlineForwarder::reject(const PacketBatch& b, const std::vector<std::pair<uint32_t, uint8_t>>& rejects) {
+  if (rejects.empty()) return;
+  const int in_side = b.source / rings_ == 0 ? 0 : 1;
+  bool queued[2] = {false, false};
+  for (const auto& [i, dirs] : rejects) {
+    if (i >= b.count || b.is_reassembled(i)) continue;
+    const uint8_t* r = b.h_span + b.h_rec_off[i];
+    const uint32_t cap = read_record_header(r, b.fmt).cap_len;
+    for (const uint8_t dir : {uint8_t(kRejectToSource), uint8_t(kRejectToDest)}) {
+      if (!(dirs & dir)) continue;
+      // Towards the source: back out of the side it came in on; towards the destination: on.
+      const int side = dir == kRejectToSource ? in_side : 1 - in_side;
+      if (b.link != LinkType::ethernet || !build_reject(r + kRecordHeaderBytes, cap, dir == kRejectToSource, 1500, answer_)) {
+        ++rejects_unanswerable_;
+        continue;
+      }
+      tx_[size_t(side)]->queue(answer_.data(), uint32_t(answer_.size()));
+      queued[side] = true;
+      ++rejects_sent_;
+    }
+  }
+  for (int k = 0; k < 2; ++k)
+    if (queued[k]) tx_[size_t(k)]->flush();
+}
 
 void InlineForwarder::forward_uninspected(const std::vector<SourceRecord>& recs) {
   bool queued[2] = {false, false};

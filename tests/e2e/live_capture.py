@@ -99,6 +99,36 @@ BPF = ["tcp"]
 PAIRS = (("tx", "rx"), ("in0", "in1"), ("out1", "out0"))
 DEVS = [d for pair in PAIRS for d in pair]
 INLINE_RULE = 'drop udp any any -> any any (msg:"drop udp"; sid:1;)\n'
+# Reject rules: TCP answered with resets to the source, UDP with ICMP unreachables to the destination.
+REJECT_RULES = ('reject tcp any any -> any any (msg:"reject tcp"; sid:7;)\n'
+                'rejectdst udp any any -> any any (msg:"reject udp"; sid:8;)\n')
+
+
+def expected_answer(frame, to_source, mtu=1500):
+    """The answer to a rejected Ethernet frame as Suricata's respond-reject-libnet11.c builds it,
+    written with scapy (which computes the checksums): a TCP RST|ACK, or an ICMP(v6) destination
+    unreachable, administratively prohibited, quoting the packet up to the MTU."""
+    from scapy.all import ICMP, IP, TCP, Ether, ICMPv6DestUnreach, IPv6, Raw
+    e = Ether(frame)
+    ip = e.payload
+    v4 = isinstance(ip, IP)
+    src, dst = (ip.dst, ip.src) if to_source else (ip.src, ip.dst)
+    eth = Ether(src=e.dst, dst=e.src, type=e.type) if to_source else Ether(src=e.src, dst=e.dst, type=e.type)
+    net = IP(src=src, dst=dst, ttl=64, id=0, flags=0) if v4 else IPv6(src=src, dst=dst, hlim=64)
+    raw_ip = bytes(frame[14:])
+    ip_len = (ip.len if v4 else 40 + ip.plen)
+    if (ip.proto if v4 else ip.nh) == 6:
+        t = ip[TCP]
+        seg = ip_len - (ip.ihl * 4 if v4 else 40) - t.dataofs * 4
+        if to_source:
+            ans = TCP(sport=t.dport, dport=t.sport, seq=t.ack, ack=(t.seq + seg + (1 if t.ack == 0 else 0)) & 0xffffffff,
+                      flags="RA", window=t.window)
+        else:
+            ans = TCP(sport=t.sport, dport=t.dport, seq=t.seq, ack=t.ack, flags="RA", window=t.window)
+        return bytes(eth / net / ans)
+    quote = raw_ip[:min(ip_len, len(raw_ip), mtu - (20 if v4 else 40) - 8)]
+    icmp = ICMP(type=3, code=10) if v4 else ICMPv6DestUnreach(code=1)
+    return bytes(eth / net / icmp / Raw(quote))
 RECV_BUF = 64 << 20   # the receiver's socket buffer: a whole capture fits
 RECV_QUIET_S = 0.1    # after SIGINT, the receiver reads on until nothing has come for this long
 SO_RCVBUFFORCE = 33
@@ -503,6 +533,53 @@ def live(gaspp, ns, cap, outdir, extra, tmp):
         stdout.close()
 
 
+def reject_case(gaspp, ns, c, rules, tmp):
+    """The inline run with reject rules against the offline run's alerts and verdicts (which packets,
+    which way) and the answers expected_answer() builds; a failure reason or ""."""
+    off_dir = os.path.join(tmp, "reject-offline")
+    passed = os.path.join(tmp, "reject-passed.pcap")
+    why = offline(gaspp, c, off_dir, ["-S", rules, "-w", passed, "--eve-verdict"])
+    if why:
+        return why
+    frames = [d for _, _, _, d in read_pcap(c["path"])[1]]
+    want = [d for _, _, _, d in read_pcap(passed)[1]]
+    to_src, to_dst = [], []
+    with open(os.path.join(off_dir, "eve.json")) as f:
+        for line in f:
+            e = json.loads(line)
+            if e.get("event_type") != "alert":
+                continue
+            v = e.get("verdict", {})
+            target = v.get("reject_target")
+            proto_ok = v.get("reject") == (["tcp-reset"] if e["proto"] == "TCP" else ["icmp-prohib"])
+            if v.get("action") != "drop" or target is None or not proto_ok:
+                return f"offline alert on packet {e['pcap_cnt']}: verdict {v}, want a drop with reject_target and reject"
+            frame = frames[e["pcap_cnt"] - 1]
+            if target in ("to_client", "both"):
+                to_src.append(expected_answer(frame, True))
+            if target in ("to_server", "both"):
+                to_dst.append(expected_answer(frame, False))
+    if not to_src or not to_dst:
+        return f"offline: {len(to_src)} answers to sources, {len(to_dst)} to destinations; the case needs both"
+    why, got, counts = inline(gaspp, ns, c, os.path.join(tmp, "reject-live"), rules, tmp)
+    if why:
+        return why
+    problems = []
+    if got["in0"] != to_src:
+        problems.append(f"{len(got['in0'])} frames back out of in0, {len(to_src)} resets to sources expected: "
+                        f"{first_difference(got['in0'], to_src)}")
+    answers = [d for d in got["out0"] if d in to_dst]
+    forwarded = [d for d in got["out0"] if d not in to_dst]
+    if forwarded != want:
+        problems.append(f"{len(forwarded)} frames forwarded out of out0, {len(want)} passed offline: "
+                        f"{first_difference(forwarded, want)}")
+    if sorted(answers) != sorted(to_dst):
+        problems.append(f"{len(answers)} answers to destinations out of out0, {len(to_dst)} expected")
+    if counts != (len(want), len(frames) - len(want), 0, 0, len(to_src) + len(to_dst), 0):
+        problems.append(f"gaspp says (forwarded, dropped, send errors, uninspected, answered, unanswerable) {counts}")
+    return "; ".join(problems)
+
+
 def crossed_problems(got, want, what):
     """What is wrong with an inline run's receivers: out0 must have exactly `want` (frames that were
     `what`), in order, and nothing may come back out of in0, the side the frames went in on."""
@@ -571,10 +648,11 @@ def inline(gaspp, ns, cap, outdir, rules, tmp, extra=()):
         counts = None
         for line in lines:
             m = re.fullmatch(r"gaspp: inline in1:out1: (\d+) packets forwarded \((\d+) of them uninspected: "
-                             r"overload, fail-open\), (\d+) dropped, (\d+) lost to send errors", line)
+                             r"overload, fail-open\), (\d+) dropped, (\d+) lost to send errors; (\d+) rejects "
+                             r"answered, (\d+) could not be", line)
             if m:
-                fwd, bypassed, dropped, errors = (int(g) for g in m.groups())
-                counts = (fwd, dropped, errors, bypassed)
+                fwd, bypassed, dropped, errors, answered, unanswered = (int(g) for g in m.groups())
+                counts = (fwd, dropped, errors, bypassed, answered, unanswered)
         if counts is None:
             return f"no 'inline in1:out1: ... forwarded' line on stderr: {' | '.join(lines)[-300:]}", {}, None
         time.sleep(DRAIN_S)  # what gaspp sent last reaches the receivers
@@ -851,7 +929,7 @@ def main():
                     why, got, counts = inline(gaspp, ns, c, live_dir, rules, tmp)
                 if not why:
                     problems = crossed_problems(got, want, "passed offline")
-                    forwarded, dropped, errors, bypassed = counts
+                    forwarded, dropped, errors, bypassed, _, _ = counts
                     if (forwarded, dropped, errors, bypassed) != (len(want), c["n"] - len(want), 0, 0):
                         problems.append(f"gaspp says {forwarded} forwarded ({bypassed} uninspected), {dropped} dropped, "
                                         f"{errors} send errors; offline passed {len(want)} of {c['n']}")
@@ -874,7 +952,7 @@ def main():
                 if not why:
                     every = [d for _, _, _, d in read_pcap(c["path"])[1]]
                     problems = crossed_problems(got, every, "sent")
-                    if counts != (len(every), 0, 0, len(every)):
+                    if counts != (len(every), 0, 0, len(every), 0, 0):
                         problems.append(f"gaspp says (forwarded, dropped, send errors, uninspected) {counts}, "
                                         f"want all {len(every)} forwarded uninspected")
                     with open(os.path.join(tmp, "inline-open.json")) as f:
@@ -888,6 +966,19 @@ def main():
                     failures += 1
                 else:
                     print(f"ok   {label}: {len(every)} forwarded uninspected")
+                # Reject rules: the packets offline's alerts say were rejected are answered live,
+                # towards the source out of in1 (to in0) and towards the destination out of out1.
+                label = f"inline {c['name']} reject tcp, rejectdst udp"
+                rules = os.path.join(tmp, "reject.rules")
+                with open(rules, "w") as f:
+                    f.write(REJECT_RULES)
+                checked += 1
+                why = reject_case(gaspp, ns, c, rules, tmp)
+                if why:
+                    print(f"FAIL {label}: {why}")
+                    failures += 1
+                else:
+                    print(f"ok   {label}")
             else:
                 print("FAIL inline: no chosen capture carries both TCP and UDP")
                 failures += 1

@@ -159,7 +159,18 @@ std::string eve_alert_line(const Rule& r, const Classifications& classes_, const
     // Suricata's EveAddVerdict (IPS): drop when the packet is dropped, else pass for a pass rule's
     // alert, else alert.
     const char* v = (p.verdict & kVerdictDrop) ? "drop" : x.pass ? "pass" : "alert";
-    j += std::string(",\"verdict\":{\"action\":\"") + v + "\"}";
+    j += std::string(",\"verdict\":{\"action\":\"") + v + "\"";
+    if (x.reject_dirs && (p.verdict & kVerdictDrop)) {
+      // A reject to the source is Suricata's "to_client", to the destination "to_server"; a TCP
+      // packet gets a reset, any other an ICMP unreachable (output/reject_packet.hpp).
+      const uint8_t d = x.reject_dirs;
+      j += std::string(",\"reject_target\":\"") +
+           (d == (kRejectToSource | kRejectToDest) ? "both" : d == kRejectToDest ? "to_server" : "to_client") + "\"";
+      const auto* dp = static_cast<const DecodedPacket*>(p.decoded);
+      const bool tcp = dp && dp->ip_proto[0] == 6;
+      j += std::string(",\"reject\":[\"") + (tcp ? "tcp-reset" : "icmp-prohib") + "\"]";
+    }
+    j += "}";
   }
   j += "}";
   return j;

@@ -47,6 +47,9 @@ struct AlertExtras {
   // AlertJsonHeader / JsonAddrInfo write it.
   std::string xff;
   uint8_t xff_overwrite = 0;
+  // The alert's reject rule rejected the packet (RejectDirs): verdict.reject_target and
+  // verdict.reject, as Suricata's EveAddVerdict writes them.
+  uint8_t reject_dirs = 0;
 };
 
 // An application-layer frame for Suricata's EVE `frame` object (its FrameJsonLogOneFrame).

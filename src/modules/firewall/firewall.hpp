@@ -236,7 +236,7 @@ struct FirewallModule {
 
    private:
     void compile_policy();
-    void write_alert(const Rule& r, const HostPacket& p, ModuleOutput& out, bool blocked);
+    void write_alert(const Rule& r, const HostPacket& p, ModuleOutput& out, bool blocked, uint8_t reject_dirs = 0);
     RuleSet set_;
     FirewallTables tables_;
     RuleSet policy_set_;                    // firewall rules, sorted by hook (file order within)

@@ -208,18 +208,26 @@ void FirewallModule::Host::on_event(const ModuleEvent& e, const HostPacket& p, M
       q.verdict |= kVerdictDrop;
       ++alerts_;
       ++alerts_blocked_;
-      write_alert(r, q, out, true);
+      const uint8_t dirs = act == ThresholdSpec::reject ? kRejectToSource : 0;
+      if (dirs) p.late->reject(p, dirs);
+      write_alert(r, q, out, true, dirs);
       return;
     }
   }
   ++alerts_;
   const bool blocked = r.action == RuleAction::drop || r.action == RuleAction::reject;
   alerts_blocked_ += blocked;
-  write_alert(r, p, out, blocked);
+  // A reject rule that dropped the packet answers it (its rule decided the drop on the device).
+  const uint8_t dirs = blocked && (p.verdict & kVerdictDrop) && p.number ? r.reject_dirs : 0;
+  if (dirs && p.late) p.late->reject(p, dirs);
+  write_alert(r, p, out, blocked, dirs);
 }
 
-void FirewallModule::Host::write_alert(const Rule& r, const HostPacket& p, ModuleOutput& out, bool blocked) {
-  out.eve(eve_alert_line(r, classes_, p, blocked, AlertExtras{payload_, false, eve_packet_, eve_verdict_, false, {}, alert_meta_, eve_ether_, {}, {}, {}, 0}));
+void FirewallModule::Host::write_alert(const Rule& r, const HostPacket& p, ModuleOutput& out, bool blocked,
+                                       uint8_t reject_dirs) {
+  AlertExtras x{payload_, false, eve_packet_, eve_verdict_, false, {}, alert_meta_, eve_ether_, {}, {}, {}, 0};
+  x.reject_dirs = reject_dirs;
+  out.eve(eve_alert_line(r, classes_, p, blocked, x));
   out.fast_log(fast_log_line(r, classes_, p, blocked));
 }
 

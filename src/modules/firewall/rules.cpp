@@ -1,5 +1,7 @@
 #include "modules/firewall/rules.hpp"
 
+#include "gaspp/module.hpp"
+
 #include <arpa/inet.h>
 
 #include <algorithm>
@@ -468,7 +470,10 @@ std::string parse_rule_head(const std::string& text, const RuleVars& vars, Rule&
   else if (a == "drop") out.action = RuleAction::drop;
   else if (a == "pass") out.action = RuleAction::pass;
   else if (a == "accept") out.action = RuleAction::accept;
-  else if (a == "reject" || a == "rejectsrc" || a == "rejectdst" || a == "rejectboth") out.action = RuleAction::reject;
+  else if (a == "reject" || a == "rejectsrc" || a == "rejectdst" || a == "rejectboth") {
+    out.action = RuleAction::reject;
+    out.reject_dirs = a == "rejectdst" ? kRejectToDest : a == "rejectboth" ? kRejectToSource | kRejectToDest : kRejectToSource;
+  }
   else return "error:unknown action '" + a + "'";
   std::string p = f[1];
   if (fw) {

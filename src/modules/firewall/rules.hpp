@@ -89,6 +89,7 @@ struct PortSet {
 
 struct Rule {
   RuleAction action = RuleAction::alert;
+  uint8_t reject_dirs = 0;  // reject actions: RejectDirs (reject and rejectsrc: source; rejectdst; rejectboth)
   uint8_t proto = 0;       // IP protocol number; 0 = any IP
   AddrSet src, dst;
   PortSet sport, dport;
