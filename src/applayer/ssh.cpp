@@ -3,6 +3,8 @@
 
 #include <utility>
 
+#include "applayer/digest.hpp"
+
 namespace gaspp {
 
 namespace {
@@ -43,14 +45,15 @@ void SshConn::line(int dir, const std::string& l) {
 }
 
 void SshConn::feed(int dir, const uint8_t* p, size_t n, bool gap) {
-  if (state_[dir]) return;
+  if (done(dir)) return;
   if (gap) {
+    if (!state_[dir] && bad_) ++*bad_;  // (a gap after the banner only loses the HASSH)
     state_[dir] = -1;
-    if (bad_) ++*bad_;
     return;
   }
   std::string& b = buf_[dir];
-  for (size_t i = 0; i < n && !state_[dir]; ++i) {
+  size_t i = 0;
+  for (; i < n && !state_[dir]; ++i) {
     const char c = char(p[i]);
     if (c == '\n') {
       if (!b.empty() && b.back() == '\r') b.pop_back();
@@ -74,6 +77,56 @@ void SshConn::feed(int dir, const uint8_t* p, size_t n, bool gap) {
       b.clear();
     }
   }
+  if (state_[dir] == 1) {
+    if (i == n) return;
+    binary(dir, p + i, n - i);
+  }
+}
+
+void SshConn::binary(int dir, const uint8_t* p, size_t n) {
+  std::string& b = buf_[dir];
+  b.append(reinterpret_cast<const char*>(p), n);
+  size_t at = 0;
+  while (state_[dir] == 1 && b.size() - at >= 5) {
+    const auto* q = reinterpret_cast<const uint8_t*>(b.data() + at);
+    const uint32_t len = uint32_t(q[0]) << 24 | uint32_t(q[1]) << 16 | uint32_t(q[2]) << 8 | q[3];
+    const uint8_t pad = q[4];
+    if (len < 2 || len > kSshMaxPacket || pad >= len) {
+      state_[dir] = -1;
+      break;
+    }
+    if (b.size() - at < 4 + size_t(len)) break;  // the rest of the packet is still to come
+    const uint8_t* payload = q + 5;
+    const size_t plen = len - 1 - pad;
+    if (plen && payload[0] == 20) state_[dir] = kexinit(dir, payload, plen) ? 2 : -1;
+    else if (plen && payload[0] == 21) state_[dir] = -1;  // NEWKEYS: encrypted from here
+    at += 4 + size_t(len);
+  }
+  b.erase(0, at);
+  if (state_[dir] != 1) b.clear();
+}
+
+// SSH_MSG_KEXINIT: the type, a 16-byte cookie, then name-lists (a 32-bit length and the names):
+// kex, host key, encryption c2s and s2c, MAC c2s and s2c, compression c2s and s2c, ...
+bool SshConn::kexinit(int dir, const uint8_t* p, size_t n) {
+  std::string lists[8];
+  size_t off = 17;
+  for (std::string& l : lists) {
+    if (off + 4 > n) return false;
+    const uint32_t len = uint32_t(p[off]) << 24 | uint32_t(p[off + 1]) << 16 | uint32_t(p[off + 2]) << 8 | p[off + 3];
+    off += 4;
+    if (len > n - off) return false;
+    l.assign(reinterpret_cast<const char*>(p + off), len);
+    off += len;
+  }
+  const int s = dir == 0 ? 0 : 1;  // the client's c2s lists, the server's s2c
+  std::string h = lists[0];
+  for (int k : {2, 4, 6}) h += ";" + lists[k + s];
+  tx_.hassh_string[dir] = h;
+  tx_.hassh[dir] = md5_hex(h);
+  tx_.kex[dir] = true;
+  changed_ = true;
+  return true;
 }
 
 }  // namespace gaspp

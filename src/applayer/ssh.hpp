@@ -6,8 +6,14 @@
 // first, RFC 4253 §4.2); the version is what lies between "SSH-" and the next '-', the software
 // version what follows up to a space, CR or LF. A line longer than kSshMaxBanner (255 bytes, as
 // Suricata) or a gap before the banner ends the direction without one (counted by the
-// application layer: ssh_banners_bad). What follows the banner (key exchange, then encrypted data)
-// is not read. One transaction per connection.
+// application layer: ssh_banners_bad). After the banner, the direction's binary packets are read
+// up to its SSH_MSG_KEXINIT (RFC 4253 §7.1; packets of other types before it are skipped), whose
+// algorithm lists give HASSH (Salesforce's fingerprint, Suricata's ssh.hassh keywords): the
+// client's "kex;encryption c2s;mac c2s;compression c2s", the server's the same with the s2c lists,
+// and each string's MD5. A packet length over kSshMaxPacket, a malformed KEXINIT, a NEWKEYS or a
+// gap before it ends the direction without one. What follows (encrypted data) is not read. One
+// transaction per connection; it is complete when both banners are read (the HASSH comes in a
+// later update of it).
 //
 // Anomalies (Suricata's SSH events, app-layer-event:ssh.NAME, EVE anomaly events): invalid_banner
 // when a direction's first line is not "SSH-", a version, '-' and the rest (Suricata's parser
@@ -31,6 +37,7 @@
 namespace gaspp {
 
 constexpr size_t kSshMaxBanner = 255;
+constexpr uint32_t kSshMaxPacket = 35000;  // RFC 4253 §6.1: what an implementation must accept
 
 // SshTx::events bits, Suricata's SSHEvent names.
 enum SshEvent : uint8_t { kSshEvInvalidBanner = 1, kSshEvLongBanner = 2 };
@@ -42,6 +49,8 @@ struct SshTx : AppTx {
   uint8_t events = 0, events_logged = 0;  // SshEvent bits raised, and written to the anomaly log
   bool banner[2] = {false, false};  // the direction's identification string was read
   std::string proto[2], software[2];
+  bool kex[2] = {false, false};      // the direction's KEXINIT was read: its HASSH below
+  std::string hassh[2], hassh_string[2];
   bool done() const { return banner[0] && banner[1]; }
 };
 
@@ -52,13 +61,16 @@ class SshConn {
   SshTx& tx() { return tx_; }
   bool changed() const { return changed_; }
   void clear_changed() { changed_ = false; }
-  bool done(int dir) const { return state_[dir] != 0; }
+  // Nothing more to read in the direction (its KEXINIT read, or given up).
+  bool done(int dir) const { return state_[dir] == 2 || state_[dir] < 0; }
 
  private:
   void line(int dir, const std::string& l);
+  void binary(int dir, const uint8_t* p, size_t n);  // after the banner: packets up to KEXINIT
+  bool kexinit(int dir, const uint8_t* payload, size_t n);
   SshTx tx_;
-  std::string buf_[2];  // the current line, not complete yet
-  int state_[2] = {0, 0};  // 0 reading lines, 1 banner read, -1 given up
+  std::string buf_[2];  // the current line, not complete yet; then the binary packet being read
+  int state_[2] = {0, 0};  // 0 reading lines, 1 banner read (reading packets), 2 KEXINIT read, -1 given up
   bool first_[2] = {true, true};  // the direction's first line is still to come
   bool changed_ = false;
   uint64_t* bad_;

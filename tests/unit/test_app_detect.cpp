@@ -12,6 +12,7 @@
 
 #include "applayer/app_layer.hpp"
 #include "test_support.hpp"
+#include "applayer/digest.hpp"
 #include "applayer/ssh.hpp"
 
 namespace gaspp {
@@ -214,6 +215,69 @@ TEST(SshBanner, ReadAsSuricataAtEverySplit) {
   g.feed(0, reinterpret_cast<const uint8_t*>(b.data()), b.size());
   EXPECT_FALSE(g.tx().banner[0]);
   EXPECT_EQ(bad, 1u);
+}
+
+// An SSH binary packet (RFC 4253 §6) around payload, with pad bytes of padding.
+std::string ssh_packet(const std::string& payload, uint8_t pad = 4) {
+  const uint32_t len = uint32_t(payload.size()) + 1 + pad;
+  std::string p = {char(len >> 24), char(len >> 16), char(len >> 8), char(len), char(pad)};
+  return p + payload + std::string(pad, '\0');
+}
+
+// SSH_MSG_KEXINIT with the ten name-lists given (kex, host key, enc c2s, enc s2c, mac c2s, mac
+// s2c, comp c2s, comp s2c, languages c2s, s2c), then first_kex_packet_follows and reserved.
+std::string kexinit(const std::vector<std::string>& lists) {
+  std::string p = "\x14" + std::string(16, 'c');
+  for (const std::string& l : lists) {
+    const uint32_t n = uint32_t(l.size());
+    p += std::string{char(n >> 24), char(n >> 16), char(n >> 8), char(n)} + l;
+  }
+  return p + std::string(5, '\0');
+}
+
+// HASSH as Salesforce defines it and Suricata's ssh.hassh keywords read it: the client's
+// "kex;enc c2s;mac c2s;comp c2s" and the server's with the s2c lists, and their MD5s (the
+// reference: OpenSSL's MD5 over the string the test builds from the lists), at every split.
+TEST(SshHassh, ReadFromEachSidesKexinitAtEverySplit) {
+  const std::vector<std::string> lists = {"curve25519-sha256,ecdh-sha2-nistp256", "ssh-ed25519",
+                                          "aes128-ctr,aes256-gcm@openssh.com", "chacha20-poly1305@openssh.com",
+                                          "umac-64-etm@openssh.com,hmac-sha2-256", "hmac-sha1",
+                                          "none,zlib@openssh.com", "none", "", ""};
+  const std::string client = lists[0] + ";" + lists[2] + ";" + lists[4] + ";" + lists[6];
+  const std::string server = lists[0] + ";" + lists[3] + ";" + lists[5] + ";" + lists[7];
+  const std::string banner = "SSH-2.0-OpenSSH_9.6\r\n";
+  struct Case {
+    const char* name;
+    std::string bytes;
+    bool kex;  // a HASSH is read
+  };
+  const Case cases[] = {
+      {"KEXINIT right after the banner", banner + ssh_packet(kexinit(lists)), true},
+      {"another packet first (ignored)", banner + ssh_packet("\x02ignored", 7) + ssh_packet(kexinit(lists), 9), true},
+      {"NEWKEYS before any KEXINIT", banner + ssh_packet("\x15") + ssh_packet(kexinit(lists)), false},
+      {"a packet length past the limit", banner + std::string("\x00\x01\x00\x00\x04", 5) + kexinit(lists), false},
+      {"a KEXINIT cut inside its lists", banner + ssh_packet(kexinit(lists).substr(0, 40)), false},
+      {"not all of it yet", banner + ssh_packet(kexinit(lists)).substr(0, 60), false},
+  };
+  for (const Case& c : cases) {
+    for (int dir = 0; dir < 2; ++dir) {
+      for (size_t cut = 0; cut <= c.bytes.size(); ++cut) {
+        SshConn conn;
+        const auto* p = reinterpret_cast<const uint8_t*>(c.bytes.data());
+        conn.feed(dir, p, cut);
+        conn.feed(dir, p + cut, c.bytes.size() - cut);
+        const SshTx& t = conn.tx();
+        ASSERT_TRUE(t.banner[dir]) << c.name << " cut " << cut;
+        ASSERT_EQ(t.kex[dir], c.kex) << c.name << " dir " << dir << " cut " << cut;
+        EXPECT_FALSE(t.kex[1 - dir]);
+        if (!c.kex) continue;
+        const std::string& want = dir == 0 ? client : server;
+        EXPECT_EQ(t.hassh_string[dir], want) << c.name << " cut " << cut;
+        EXPECT_EQ(t.hassh[dir], md5_hex(want)) << c.name;
+        EXPECT_TRUE(conn.done(dir));
+      }
+    }
+  }
 }
 
 }  // namespace

@@ -514,6 +514,11 @@ struct TxBuffers {
       // The sender's identification string (the side inspected).
       if (b == kBufSshProto) return hold(ssh->proto[side], ssh->banner[side]);
       if (b == kBufSshSoftware) return hold(ssh->software[side], ssh->banner[side]);
+      // HASSH: the client's KEXINIT (to the server), the server's (to the client).
+      if (b == kBufSshHassh || b == kBufSshHasshString)
+        return side == 0 && hold(b == kBufSshHassh ? ssh->hassh[0] : ssh->hassh_string[0], ssh->kex[0]);
+      if (b == kBufSshHasshServer || b == kBufSshHasshServerString)
+        return side == 1 && hold(b == kBufSshHasshServer ? ssh->hassh[1] : ssh->hassh_string[1], ssh->kex[1]);
       return false;
     }
     if (smtp && mail_buf(b)) {

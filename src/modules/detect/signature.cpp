@@ -151,6 +151,8 @@ const BufName kStickyBuffers[] = {
     {"ja3.hash", kBufJa3Hash}, {"ja3_hash", kBufJa3Hash},
     {"ja3.string", kBufJa3String}, {"ja3_string", kBufJa3String}, {"ja3s.hash", kBufJa3sHash}, {"ja3s.string", kBufJa3sString},
     {"ssh.proto", kBufSshProto}, {"ssh_proto", kBufSshProto}, {"ssh.software", kBufSshSoftware},
+    {"ssh.hassh", kBufSshHassh}, {"ssh.hassh.string", kBufSshHasshString}, {"ssh.hassh.server", kBufSshHasshServer},
+    {"ssh.hassh.server.string", kBufSshHasshServerString},
     {"ssh_software", kBufSshSoftware}, {"smtp.helo", kBufSmtpHelo}, {"smtp.mail_from", kBufSmtpMailFrom},
     {"smtp.rcpt_to", kBufSmtpRcptTo}, {"email.from", kBufEmailFrom}, {"email.subject", kBufEmailSubject},
     {"email.to", kBufEmailTo}, {"email.cc", kBufEmailCc}, {"email.date", kBufEmailDate},
@@ -1047,14 +1049,14 @@ std::string finish(Signature& s) {
   }
   if (s.gate_proto == "ssh" && s.app) {
     if (!s.absent.empty()) return "skip:app-layer:absent on ssh buffers";
-    // The identification strings (applayer/ssh.hpp): ssh.proto and ssh.software, per direction.
+    // The identification strings (applayer/ssh.hpp): ssh.proto and ssh.software, per direction;
+    // HASSH (ssh.hassh* : the client's to the server, the server's to the client).
     for (const SigOp& o : s.ops) {
-      const uint8_t b = base_buf(o.buf);
-      if (b != kBufSshProto && b != kBufSshSoftware && o.buf != kBufBase64)
+      if (!ssh_buf(o.buf) && o.buf != kBufBase64)
         return "skip:app-layer:ssh " + std::string(o.buf == kBufPayload ? "payload beside ssh buffers" : sig_buf_name(o.buf));
     }
     for (const auto& [b, c] : s.bsize)
-      if (base_buf(b) != kBufSshProto && base_buf(b) != kBufSshSoftware)
+      if (!ssh_buf(b))
         return "skip:app-layer:ssh bsize on " + std::string(sig_buf_name(b));
     s.gate_proto.clear();
     s.app_proto = 5;
@@ -1091,7 +1093,7 @@ std::string finish(Signature& s) {
                      b == kBufJa3Hash || b == kBufJa3String
                  ? 2
              : b == kBufDnsQuery || b == kBufDnsQueryDot || (b >= kBufDnsQueriesRrname && b <= kBufDnsResponseRrname) ? 3
-             : b == kBufSshProto || b == kBufSshSoftware ? 5
+             : ssh_buf(b)                                ? 5
              : mail_buf(b)                               ? 6
              : sip_buf(b)                                ? 7
              : ftp_buf(b)                                ? 8
@@ -1406,7 +1408,8 @@ int sig_buf_side(uint8_t b) {
       return 1;
     case kBufHttpStatCode: case kBufHttpStatMsg: case kBufHttpResponseLine: case kBufHttpResponseBody:
     case kBufHttpServer: case kBufHttpLocation: case kBufHttpResponseHeader:
-    case kBufTlsSubjectAltName: case kBufJa3sHash: case kBufJa3sString:
+    case kBufTlsSubjectAltName: case kBufJa3sHash: case kBufJa3sString: case kBufSshHasshServer:
+    case kBufSshHasshServerString:
     case kBufSipStatCode: case kBufSipStatMsg: case kBufSipResponseLine:
     case kBufSipResponseLineFrame: case kBufSipResponseHeadersFrame: case kBufSipResponseBodyFrame:
     case kBufHttpResponseFrame: case kBufFtpReply: case kBufFtpCompletionCode:
@@ -1418,7 +1421,7 @@ int sig_buf_side(uint8_t b) {
     case kBufHttpHost: case kBufHttpHostRaw: case kBufHttpUserAgent: case kBufHttpRequestBody: case kBufHttpReferer:
     case kBufHttpAccept: case kBufHttpAcceptEnc: case kBufHttpAcceptLang: case kBufTlsSni:
     case kBufDnsQuery: case kBufTlsSniDot: case kBufDnsQueryDot: case kBufHttpHostDot: case kBufJa3Hash:
-    case kBufJa3String:
+    case kBufJa3String: case kBufSshHassh: case kBufSshHasshString:
     case kBufSipMethod: case kBufSipUri: case kBufSipRequestLine:
     case kBufSipRequestLineFrame: case kBufSipRequestHeadersFrame: case kBufSipRequestBodyFrame:
     case kBufHttpRequestFrame: case kBufFtpCommand: case kBufFtpCommandData:
@@ -1441,6 +1444,11 @@ bool instance_buf(uint8_t b) {
 bool ftp_buf(uint8_t b) {
   b = base_buf(b);
   return b >= kBufFtpCommand && b <= kBufFtpCompletionCode;
+}
+
+bool ssh_buf(uint8_t b) {
+  b = base_buf(b);
+  return b >= kBufSshProto && b <= kBufSshHasshServerString;
 }
 
 bool sip_buf(uint8_t b) {

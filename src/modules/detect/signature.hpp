@@ -177,8 +177,9 @@ enum SigBuf : uint8_t {
   // protocol it names (a multi-buffer: the client's offers, the server's choice)
   kBufTlsRandom, kBufTlsRandomTime, kBufTlsRandomBytes, kBufTlsAlpn,
   kBufJa3sHash, kBufJa3sString,
-  // SSH's identification strings (either side: the client's to the server, the server's to the client)
-  kBufSshProto, kBufSshSoftware,
+  // SSH's identification strings (either side: the client's to the server, the server's to the client);
+  // HASSH from the client's KEXINIT (to the server) and the server's (to the client): MD5 and string
+  kBufSshProto, kBufSshSoftware, kBufSshHassh, kBufSshHasshString, kBufSshHasshServer, kBufSshHasshServerString,
   // SIP (applayer/sip.hpp): a request's start line (to the server), a response's (to the client),
   // either message's version; header fields (multi-buffers: each field of the name an instance)
   kBufSipMethod, kBufSipUri, kBufSipRequestLine, kBufSipStatCode, kBufSipStatMsg, kBufSipResponseLine,
@@ -233,6 +234,8 @@ bool mail_buf(uint8_t b);
 bool sip_buf(uint8_t b);
 // Whether b (or the buffer b transforms) is one of FTP's (ftp.*).
 bool ftp_buf(uint8_t b);
+// Whether b (or the buffer b transforms) is one of SSH's (ssh.proto, ssh.software, ssh.hassh*).
+bool ssh_buf(uint8_t b);
 // A SIP frame's buffer (kBufSipPduFrame ... kBufSipResponseBodyFrame), and the frame's name as
 // Suricata writes it in EVE (frame.type): "pdu", "request.line", ...
 bool sip_frame_buf(uint8_t b);
