@@ -47,7 +47,8 @@ void InlineForwarder::reject(const PacketBatch& b, const std::vector<std::pair<u
       if (!(dirs & dir)) continue;
       // Towards the source: back out of the side it came in on; towards the destination: on.
       const int side = dir == kRejectToSource ? in_side : 1 - in_side;
-      if (b.link != LinkType::ethernet || !build_reject(r + kRecordHeaderBytes, cap, dir == kRejectToSource, 1500, answer_)) {
+      const uint32_t mtu = tx_[size_t(side)]->max_frame() > 14 + 68 ? tx_[size_t(side)]->max_frame() - 14 : 68;
+      if (b.link != LinkType::ethernet || !build_reject(r + kRecordHeaderBytes, cap, dir == kRejectToSource, mtu, answer_)) {
         ++rejects_unanswerable_;
         continue;
       }

@@ -533,7 +533,7 @@ def live(gaspp, ns, cap, outdir, extra, tmp):
         stdout.close()
 
 
-def reject_case(gaspp, ns, c, rules, tmp):
+def reject_case(gaspp, ns, c, rules, tmp, mtu):
     """The inline run with reject rules against the offline run's alerts and verdicts (which packets,
     which way) and the answers expected_answer() builds; a failure reason or ""."""
     off_dir = os.path.join(tmp, "reject-offline")
@@ -556,9 +556,9 @@ def reject_case(gaspp, ns, c, rules, tmp):
                 return f"offline alert on packet {e['pcap_cnt']}: verdict {v}, want a drop with reject_target and reject"
             frame = frames[e["pcap_cnt"] - 1]
             if target in ("to_client", "both"):
-                to_src.append(expected_answer(frame, True))
+                to_src.append(expected_answer(frame, True, mtu))
             if target in ("to_server", "both"):
-                to_dst.append(expected_answer(frame, False))
+                to_dst.append(expected_answer(frame, False, mtu))
     if not to_src or not to_dst:
         return f"offline: {len(to_src)} answers to sources, {len(to_dst)} to destinations; the case needs both"
     why, got, counts = inline(gaspp, ns, c, os.path.join(tmp, "reject-live"), rules, tmp)
@@ -973,7 +973,7 @@ def main():
                 with open(rules, "w") as f:
                     f.write(REJECT_RULES)
                 checked += 1
-                why = reject_case(gaspp, ns, c, rules, tmp)
+                why = reject_case(gaspp, ns, c, rules, tmp, mtu)
                 if why:
                     print(f"FAIL {label}: {why}")
                     failures += 1
