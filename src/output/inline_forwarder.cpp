@@ -21,7 +21,7 @@ InlineForwarder::InlineForwarder(const std::vector<std::string>& ifaces, uint32_
 InlineForwarder::~InlineForwarder() = default;
 
 void InlineForwarder::forward(const PacketBatch& b) {
-  PacketTxRing& out = *tx_[b.source / rings_ == 0 ? 1 : 0];
+  PacketTxRing& out = *tx_[size_t(1 - side_of(b.source))];
   for (uint32_t i = 0; i < b.count; ++i) {
     if (b.is_reassembled(i)) continue;  // its fragments are the packets on the wire
     if (b.record_verdict(i) & kVerdictDrop) {
@@ -34,10 +34,9 @@ void InlineForwarder::forward(const PacketBatch& b) {
   out.flush();  // the batch's frames are out before the next batch's verdicts
 }
 
-
 void InlineForwarder::reject(const PacketBatch& b, const std::vector<std::pair<uint32_t, uint8_t>>& rejects) {
   if (rejects.empty()) return;
-  const int in_side = b.source / rings_ == 0 ? 0 : 1;
+  const int in_side = side_of(b.source);
   bool queued[2] = {false, false};
   for (const auto& [i, dirs] : rejects) {
     if (i >= b.count || b.is_reassembled(i)) continue;
@@ -64,7 +63,7 @@ void InlineForwarder::reject(const PacketBatch& b, const std::vector<std::pair<u
 void InlineForwarder::forward_uninspected(const std::vector<SourceRecord>& recs) {
   bool queued[2] = {false, false};
   for (const SourceRecord& r : recs) {
-    const int side = r.interface / rings_ == 0 ? 1 : 0;
+    const int side = 1 - side_of(r.interface);
     tx_[size_t(side)]->queue(r.rec + kRecordHeaderBytes, r.cap_len);
     queued[side] = true;
   }

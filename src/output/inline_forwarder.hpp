@@ -60,6 +60,8 @@ class InlineForwarder {
 
  private:
   std::vector<std::unique_ptr<PacketTxRing>> tx_;  // per side: the ring that sends out of it
+  // The side (0: the first interface, 1: the second) an input of the capture belongs to.
+  int side_of(uint32_t input) const { return input / rings_ == 0 ? 0 : 1; }
   uint32_t rings_ = 1;
   uint64_t dropped_ = 0, bypassed_ = 0, rejects_sent_ = 0, rejects_unanswerable_ = 0;
   std::vector<uint8_t> answer_;  // reject(): the frame being built

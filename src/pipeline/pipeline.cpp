@@ -96,7 +96,9 @@ RunReport run_source(Source& src, Backend& backend, const RunOptions& opt, const
   int slot = 0;
   AdaptiveBatchSize adaptive(opt.policy.adaptive_min_packets, opt.policy.max_packets);
   Defragmenter defrag(opt.defrag);
-  // RunOptions::stage_times: the time since `from` added to stage `name` (nothing when off).
+  // RunOptions::stage_times: a stage's start (no clock read when off), and the time since `from`
+  // added to stage `name`.
+  const auto stage_start = [&] { return opt.stage_times ? Clock::now() : Clock::time_point{}; };
   const auto timed = [&](const char* name, Clock::time_point from) {
     if (opt.stage_times)
       stage_time_named(rep.stage_times, name).add(std::chrono::duration<double, std::micro>(Clock::now() - from).count());
@@ -104,10 +106,10 @@ RunReport run_source(Source& src, Backend& backend, const RunOptions& opt, const
   std::vector<uint8_t> datagram;  // a reassembled datagram's record, waiting for room when not empty
 
   auto finish = [&](int s) {
-    auto t_stage = Clock::now();
+    auto t_stage = stage_start();
     backend.wait(s);
     timed("pipeline: wait for the batch's results", t_stage);
-    t_stage = Clock::now();
+    t_stage = stage_start();
     PacketBatch& b = backend.batch(s);
     for (int k = 0; k < c_count_; ++k) rep.totals.v[k] += b.counters.v[k];
     // The events the defragmenter raised on the host count as the decoder's do.
@@ -158,26 +160,24 @@ RunReport run_source(Source& src, Backend& backend, const RunOptions& opt, const
     ++rep.overload_episodes;
     std::vector<SourceRecord> run;
     run.reserve(256);
-    uint64_t now = realtime_ns();
-    while (have_pending() && !stopping() && now > r.ts_ns + opt.bypass_after_ns) {
-      run.push_back(r);
-      const uint64_t seq = r.seq;
-      st = src.next(r, 0);
-      if (run.size() == 256 || !have_pending()) {
-        opt.on_bypass(run);
-        rep.overload_bypassed += run.size();
-        packet_index += run.size();
-        run.clear();
-        src.release(seq);
-        now = realtime_ns();
-      }
-    }
-    if (!run.empty()) {
+    const auto hand_over = [&] {  // the run out, then its records back to the source
+      if (run.empty()) return;
       opt.on_bypass(run);
       rep.overload_bypassed += run.size();
       packet_index += run.size();
       src.release(run.back().seq);
+      run.clear();
+    };
+    uint64_t now = realtime_ns();
+    while (have_pending() && !stopping() && now > r.ts_ns + opt.bypass_after_ns) {
+      run.push_back(r);
+      st = src.next(r, 0);
+      if (run.size() == 256) {
+        hand_over();
+        now = realtime_ns();
+      }
     }
+    hand_over();
   };
   auto last_stats = Clock::now();
   try {
@@ -195,7 +195,7 @@ RunReport run_source(Source& src, Backend& backend, const RunOptions& opt, const
         // A live source went quiet: the batches in flight finish now rather than when traffic
         // returns, so their results (alerts, flows, inline forwarding, stats) do not wait on it.
         finish_all();
-        const auto t_idle = Clock::now();
+        const auto t_idle = stage_start();
         st = src.next(r, opt.policy.idle_wait_ns);
         timed("pipeline: idle source", t_idle);
         continue;
@@ -206,7 +206,7 @@ RunReport run_source(Source& src, Backend& backend, const RunOptions& opt, const
         continue;
       }
       if (busy[size_t(slot)]) finish(slot);
-      const auto t_assembly = Clock::now();
+      const auto t_assembly = stage_start();
       PacketBatch& b = backend.batch(slot);
       const uint32_t cap_pk = std::min(b.capacity, opt.policy.adaptive ? adaptive.target : opt.policy.max_packets);
       b.count = 0;
@@ -323,7 +323,7 @@ RunReport run_source(Source& src, Backend& backend, const RunOptions& opt, const
       if (opt.policy.adaptive) adaptive.after_batch(b.count, b.count >= cap_pk);
       defrag.tick(b.max_ts_ns);  // datagrams whose fragments stopped coming time out with capture time
       timed("pipeline: batch assembly (reading the source)", t_assembly);
-      const auto t_submit = Clock::now();
+      const auto t_submit = stage_start();
       backend.submit(slot);
       timed("pipeline: submit", t_submit);
       busy[size_t(slot)] = true;

@@ -826,6 +826,16 @@ def main():
         return 77
     ns = f"gaspp-live-{os.getpid()}"
     failures = checked = 0
+
+    def report(label, why, ok):
+        """One case's line: FAIL and the reason (counted), or ok and what ok() says."""
+        nonlocal failures
+        if why:
+            print(f"FAIL {label}: {why}")
+            failures += 1
+        else:
+            detail = ok()
+            print(f"ok   {label}" + (f": {detail}" if detail else ""))
     try:
         mtu = setup(ns)
         if isinstance(mtu, str):
@@ -899,11 +909,7 @@ def main():
                 if not why and "STATS" in extra:
                     with open(os.path.join(live_dir, "stats.json")) as f:
                         why = why or latency_problem(json.load(f), c["n"])
-                if why:
-                    print(f"FAIL {label}: {why}")
-                    failures += 1
-                else:
-                    print(f"ok   {label}: {pkts} packets, {flows} flows")
+                report(label, why, lambda: f"{pkts} packets, {flows} flows")
             # Inline IPS: what the rule passes goes out of the other side, frame for frame, as offline's -w.
             both = [c for c in picks if c["tcp"] and c["udp"]]
             if both:
@@ -937,11 +943,7 @@ def main():
                     if why:
                         problems.append(why)
                     why = "; ".join(problems)
-                if why:
-                    print(f"FAIL {label}: {why}")
-                    failures += 1
-                else:
-                    print(f"ok   {label}: {forwarded} forwarded, {dropped} dropped")
+                report(label, why, lambda: f"{forwarded} forwarded, {dropped} dropped")
                 # Fail-open on overload with a zero threshold: every packet counts as late, so all
                 # of them go out uninspected, in order, the rule's drops included.
                 label = f"inline {c['name']} 'drop udp' --inline-fail open --inline-fail-after 0"
@@ -961,11 +963,7 @@ def main():
                         problems.append(f"stats: overload_bypassed {cap_stats.get('overload_bypassed')}, episodes "
                                         f"{cap_stats.get('overload_episodes')}; want {len(every)} and at least 1")
                     why = "; ".join(problems)
-                if why:
-                    print(f"FAIL {label}: {why}")
-                    failures += 1
-                else:
-                    print(f"ok   {label}: {len(every)} forwarded uninspected")
+                report(label, why, lambda: f"{len(every)} forwarded uninspected")
                 # Reject rules: the packets offline's alerts say were rejected are answered live,
                 # towards the source out of in1 (to in0) and towards the destination out of out1.
                 label = f"inline {c['name']} reject tcp, rejectdst udp"
@@ -974,11 +972,7 @@ def main():
                     f.write(REJECT_RULES)
                 checked += 1
                 why = reject_case(gaspp, ns, c, rules, tmp, mtu)
-                if why:
-                    print(f"FAIL {label}: {why}")
-                    failures += 1
-                else:
-                    print(f"ok   {label}")
+                report(label, why, lambda: "")
             else:
                 print("FAIL inline: no chosen capture carries both TCP and UDP")
                 failures += 1

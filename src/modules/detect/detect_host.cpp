@@ -970,9 +970,7 @@ void DetectModule::Host::on_event(const ModuleEvent& ev, const HostPacket& p, Mo
   alerts_blocked_ += dropped;
   AlertExtras x{payload_, (ev.value & 2) != 0, eve_packet_, eve_verdict_, false, {}, alert_meta_, eve_ether_, {}, {}, {}, 0};
   // A reject rule (or a rate_filter's new_action reject) that dropped a packet answers it.
-  const uint8_t reject_dirs = !dropped || !p.number ? 0
-                              : rate_action == ThresholdSpec::reject ? uint8_t(s.rule.reject_dirs ? s.rule.reject_dirs : kRejectToSource)
-                              : rate_action == ThresholdSpec::keep ? s.rule.reject_dirs : 0;
+  const uint8_t reject_dirs = dropped && p.number ? reject_dirs_for(s.rule, rate_action) : 0;
   x.reject_dirs = reject_dirs;
   if (reject_dirs && p.late) p.late->reject(p, reject_dirs);
   if (s.app) {

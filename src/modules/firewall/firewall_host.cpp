@@ -208,7 +208,7 @@ void FirewallModule::Host::on_event(const ModuleEvent& e, const HostPacket& p, M
       q.verdict |= kVerdictDrop;
       ++alerts_;
       ++alerts_blocked_;
-      const uint8_t dirs = act == ThresholdSpec::reject ? kRejectToSource : 0;
+      const uint8_t dirs = reject_dirs_for(r, act);
       if (dirs) p.late->reject(p, dirs);
       write_alert(r, q, out, true, dirs);
       return;

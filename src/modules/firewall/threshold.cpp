@@ -1,6 +1,8 @@
 // modules/firewall/threshold.cpp — see threshold.hpp.
 #include "modules/firewall/threshold.hpp"
 
+#include "gaspp/module.hpp"
+
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
@@ -243,6 +245,11 @@ size_t load_threshold_config_for(const std::string& path, const RuleVars& vars, 
     std::fprintf(stderr, "gaspp: %s:%u: threshold.config entry for gen_id %u, sig_id %u: no such rule\n",
                  entries[k].file.c_str(), entries[k].line, entries[k].gid, entries[k].sid);
   return entries.size();
+}
+
+uint8_t reject_dirs_for(const Rule& r, ThresholdSpec::NewAction a) {
+  if (a == ThresholdSpec::reject) return r.reject_dirs ? r.reject_dirs : uint8_t(kRejectToSource);
+  return a == ThresholdSpec::keep ? r.reject_dirs : 0;
 }
 
 bool rate_filter_unapplied(ThresholdSpec::NewAction a, RuleAction rule) {

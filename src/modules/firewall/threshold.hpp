@@ -115,6 +115,10 @@ size_t load_threshold_config_for(const std::string& path, const RuleVars& vars, 
 // Whether a rate_filter's new action `a` cannot be applied to a rule with action `rule` whose
 // drop the engine decided: alert on a drop or reject rule (the packet was dropped already).
 bool rate_filter_unapplied(ThresholdSpec::NewAction a, RuleAction rule);
+// Where the answer to a packet the alert's action dropped goes (RejectDirs, gaspp/module.hpp): a
+// reject rule's directions, a rate_filter's new_action reject's (the rule's, else the source, as
+// Suricata's plain reject); 0 when the action is not a reject (or new_action replaced it).
+uint8_t reject_dirs_for(const Rule& r, ThresholdSpec::NewAction a);
 
 class ThresholdTable {
  public:
