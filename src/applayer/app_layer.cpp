@@ -182,6 +182,7 @@ const char* app_proto_name(AppProto p) {
     case AppProto::ssh: return "ssh";
     case AppProto::smb: return "smb";
     case AppProto::sip: return "sip";
+    case AppProto::ftp_data: return "ftp-data";
     case AppProto::failed: return "failed";
     default: return "unknown";
   }
@@ -227,12 +228,26 @@ void AppLayer::detect(FlowApp& f, int dir, const uint8_t* p, size_t n) {
   }
   const Probe pb = probe_direction(pr, int(dir), f.key);
   Probe::State st = pb.state;
-  if (st == Probe::wait && pr.size() >= kProbeBytes) st = Probe::none;  // no protocol's start
-  if (st == Probe::wait) return;
   if (st == Probe::found) {
     decide(f, pb.proto, pb.turn);
     return;
   }
+  if (!f.pe_done[dir]) {
+    // The direction's first data said nothing yet: an FTP data connection its control connection
+    // announced? (Suricata's expectations, looked up once per direction after its patterns and
+    // probing parsers.) Its server port is the transfer's; dir is in the client's roles here.
+    f.pe_done[dir] = true;
+    FtpTransfer x;
+    const int server_ep = f.client_lo ? 1 : 0;
+    if (f.key.proto == 6 && !expect_.empty() &&
+        expect_.take(f.key.addr[0], f.key.addr[1], f.key.family, f.key.port[server_ep], dir, x)) {
+      f.ftp_data = std::make_unique<FtpDataConn>(x, stats_.ftp_data, cfg_.file_hashes);
+      decide(f, AppProto::ftp_data, false);
+      return;
+    }
+  }
+  if (st == Probe::wait && pr.size() >= kProbeBytes) st = Probe::none;  // no protocol's start
+  if (st == Probe::wait) return;
   // This direction's start is no protocol's (or a greeting that leaves it to the client): the
   // other direction's first bytes decide. When neither did, a greeting still decides on FTP's port
   // (21) and SMTP's (25, 465), as their probing parsers do; otherwise detection failed.
@@ -272,6 +287,7 @@ void AppLayer::detect_chunk(FlowApp& f, int dir, const uint8_t* p, size_t n, uin
   if (f.proto == AppProto::smtp) feed_held(*f.smtp);
   if (f.proto == AppProto::sip) feed_held(*f.sip);
   if (f.proto == AppProto::ftp) feed_held(*f.ftp);
+  if (f.proto == AppProto::ftp_data) feed_held(*f.ftp_data);
 }
 
 void AppLayer::decide(FlowApp& f, AppProto proto, bool turn) {
@@ -308,6 +324,7 @@ void AppLayer::decide(FlowApp& f, AppProto proto, bool turn) {
       f.ssh = std::make_unique<SshConn>(&stats_.ssh_banners_bad);
       break;
     case AppProto::smb: ++stats_.flows_smb; break;
+    case AppProto::ftp_data: break;  // FtpDataConn counts it (ftp_data_flows)
     case AppProto::sip:
       ++stats_.flows_sip;
       f.sip = std::make_unique<SipConn>(stats_.sip, cfg_.http.max_txs);
@@ -413,6 +430,7 @@ bool tx_complete(const AppUpdate& u) {
          : u.tls()  ? u.tls()->handshake_done
          : u.ssh()  ? u.ssh()->done()
          : u.ftp()  ? u.ftp()->done
+         : u.ftp_data() ? u.ftp_data()->done
          : u.smtp() ? u.smtp()->complete && u.smtp()->has_mail()
                     : u.dns() != nullptr || u.sip() != nullptr;
 }
@@ -435,13 +453,18 @@ void AppLayer::process(const std::vector<StreamChunk>& chunks, std::span<const u
   }
   // Chunks come grouped by flow and direction; a flow's two directions are interleaved again in
   // the order their packets arrived (stream order within a direction is kept: a later piece of a
-  // direction never comes with an earlier packet).
+  // direction never comes with an earlier packet), and so are the flows between the same two
+  // addresses (an FTP control connection announces its data connections before their data
+  // comes); the flows of other pairs stay apart.
   std::vector<uint32_t> order(chunks.size());
+  std::vector<uint64_t> pair(chunks.size());
+  for (size_t i = 0; i < chunks.size(); ++i) pair[i] = app_pair_hash(chunks[i].key);
   std::iota(order.begin(), order.end(), 0u);
   std::stable_sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) {
     const StreamChunk &x = chunks[a], &y = chunks[b];
-    if (x.flow_id != y.flow_id) return x.flow_id < y.flow_id;
-    return x.packet < y.packet;  // kNoFlow (no packet: released at the end) last
+    if (pair[a] != pair[b]) return pair[a] < pair[b];
+    if (x.packet != y.packet) return x.packet < y.packet;  // kNoFlow (no packet: released at the end) last
+    return x.flow_id < y.flow_id;
   });
   for (uint32_t ci : order) {
     const StreamChunk& c = chunks[ci];
@@ -451,6 +474,7 @@ void AppLayer::process(const std::vector<StreamChunk>& chunks, std::span<const u
     if (!fp) continue;
     FlowApp& f = *fp;
     f.key = c.key;
+    if (f.proto == AppProto::unknown) f.client_lo = (c.flags & kChunkClientLo) != 0;  // for the expectations
     const int wire_dir = c.dir ? 1 : 0;
     const uint8_t* p = bytes.data() + c.data;
     const bool conflict = c.flags & kChunkConflict;
@@ -490,6 +514,15 @@ void AppLayer::process(const std::vector<StreamChunk>& chunks, std::span<const u
       const int dir = wire_dir ^ (f.reversed ? 1 : 0);
       if (c.len && !conflict) f.ftp->feed(dir, p, c.len, c.gap != 0);
       else if (conflict) f.ftp->feed(dir, nullptr, 0, true);
+    } else if (f.proto == AppProto::ftp_data && f.ftp_data) {
+      const int dir = wire_dir ^ (f.reversed ? 1 : 0);
+      if (c.len && !conflict) f.ftp_data->feed(dir, p, c.len, c.gap != 0);
+      else if (conflict) f.ftp_data->feed(dir, nullptr, 0, true);
+    }
+    if (f.ftp && !f.ftp->transfers().empty()) {
+      // The transfers this chunk announced wait for their data connections (same address pair).
+      for (const FtpTransfer& x : f.ftp->transfers()) expect_.add(c.key.addr[0], c.key.addr[1], c.key.family, x);
+      f.ftp->clear_transfers();
     }
     bool adopted = false;
     if (f.proto == AppProto::http && f.http->h2c_upgrade() && !f.http2) {
@@ -513,6 +546,7 @@ void AppLayer::process(const std::vector<StreamChunk>& chunks, std::span<const u
       if (f.http) f.http->end(dir);
       if (f.http2) f.http2->end(dir);
       if (f.smtp) f.smtp->end();
+      if (f.ftp_data) f.ftp_data->end(dir);
       f.ended[wire_dir] = true;  // the state stays until the flow leaves the table (forget)
     }
     const size_t fresh = out.size();  // this chunk's updates start here
@@ -549,6 +583,17 @@ void AppLayer::process(const std::vector<StreamChunk>& chunks, std::span<const u
           out.push_back(AppUpdate{c.flow_id, c.packet, 0, client_lo, c.key, AppProto::ftp, t});
       }
       f.ftp->clear_touched();
+    }
+    if (f.ftp_data && f.ftp_data->changed()) {
+      // The transaction in the data's direction; the other direction's progress is complete from
+      // the start (Suricata's FTPDataGetAlstateProgress), so a signature of that direction reading
+      // the command matches too: inspected when the transaction appears and when it ends.
+      FtpDataTx& t = f.ftp_data->tx();
+      const bool first = !t.other_side_seen;
+      out.push_back(AppUpdate{c.flow_id, c.packet, t.data_dir, client_lo, c.key, AppProto::ftp_data, &t});
+      if (first || t.done) out.push_back(AppUpdate{c.flow_id, c.packet, uint8_t(1 - t.data_dir), client_lo, c.key, AppProto::ftp_data, &t});
+      t.other_side_seen = true;
+      f.ftp_data->clear_changed();
     }
     if (f.smtp) {
       for (SmtpTx* t : f.smtp->touched())
@@ -619,6 +664,11 @@ void AppLayer::forget_flow(uint64_t flow_id, const Unlogged& unlogged) {
   if (unlogged && it->second.ftp)
     for (const auto& t : it->second.ftp->txs())
       if (!t->logged) unlogged(flow_id, it->second.key, it->second.client_lo, AppProto::ftp, *t);
+  if (unlogged && it->second.ftp_data && !it->second.ftp_data->tx().logged) {
+    FtpDataConn& d = *it->second.ftp_data;
+    d.end(d.tx().data_dir);  // the flow's end ends the transfer
+    unlogged(flow_id, it->second.key, it->second.client_lo, AppProto::ftp_data, d.tx());
+  }
   if (unlogged && it->second.smtp)
     for (const auto& t : it->second.smtp->txs())
       if (!t->logged && t->has_mail()) {
@@ -657,6 +707,12 @@ void AppLayer::report(std::map<std::string, uint64_t>& r) const {
   r["sip_txs_dropped"] = stats_.sip.txs_dropped;
   r["sip_sdp_bodies"] = stats_.sip.sdp;
   r["ftp_requests"] = stats_.ftp.requests;
+  r["ftp_data_flows"] = stats_.ftp_data.flows;
+  r["ftp_data_expectations"] = stats_.ftp_data.expectations;
+  r["ftp_data_expectations_pushed_out"] = stats_.ftp_data.expectations_pushed_out;
+  r["ftp_data_expectations_refused"] = stats_.ftp_data.expectations_refused;
+  r["ftp_data_bytes_other_way"] = stats_.ftp_data.bytes_other_way;
+  r["ftp_data_files_truncated"] = stats_.ftp_data.files_truncated;
   r["ftp_unknown_commands"] = stats_.ftp.unknown_commands;
   r["ftp_replies"] = stats_.ftp.replies;
   r["ftp_lines_too_long"] = stats_.ftp.lines_too_long;

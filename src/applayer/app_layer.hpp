@@ -29,7 +29,11 @@
 // are Suricata's app_proto values. HTTP, TLS, DNS, SSH (its identification strings, ssh.hpp),
 // SMTP (envelopes and message headers, smtp.hpp), SIP (sip.hpp) and FTP's control connection
 // (ftp.hpp) flows are parsed; SMB is detected only (flow records, and signatures of the protocol:
-// docs/rules.md).
+// docs/rules.md). A connection whose first data in a direction says nothing of the above and that
+// an FTP control connection of the same address pair announced (a RETR, STOR, ... after PASV or
+// PORT: ftp_data.hpp) is "ftp-data", its data a file; so that the announcement always comes
+// first, the chunks of flows between the same two addresses are parsed in capture order (the
+// flows of other pairs may come between), and the pipeline keeps a pair's flows in one shard.
 //
 // UDP: the datagrams the app-udp module brings to the host (AppDatagram: the payload of a packet to
 // or from port 53 or 5060) are probed as Suricata probes them, DNS on port 53, then SIP's patterns;
@@ -57,6 +61,7 @@
 #include "applayer/http1.hpp"
 #include "applayer/http2.hpp"
 #include "applayer/ftp.hpp"
+#include "applayer/ftp_data.hpp"
 #include "applayer/sip.hpp"
 #include "applayer/smtp.hpp"
 #include "applayer/ssh.hpp"
@@ -82,7 +87,7 @@ struct AppLayerConfig {
 // Suricata's app_proto values. smb is detected (for flow records and the signatures of the
 // protocol) but not parsed; ssh's banners and smtp's envelopes and message headers are read; sip's
 // messages (start line and header fields) and ftp's commands and replies are.
-enum class AppProto : uint8_t { unknown, http, tls, dns, smtp, ftp, ssh, smb, failed, sip, http2 };
+enum class AppProto : uint8_t { unknown, http, tls, dns, smtp, ftp, ssh, smb, failed, sip, http2, ftp_data };
 const char* app_proto_name(AppProto p);
 
 // A transaction some chunk changed: the chunk's flow, direction and delivering packet.
@@ -102,6 +107,7 @@ struct AppUpdate {
   SmtpTx* smtp() const { return proto == AppProto::smtp ? static_cast<SmtpTx*>(tx) : nullptr; }
   SipTx* sip() const { return proto == AppProto::sip ? static_cast<SipTx*>(tx) : nullptr; }
   FtpTx* ftp() const { return proto == AppProto::ftp ? static_cast<FtpTx*>(tx) : nullptr; }
+  FtpDataTx* ftp_data() const { return proto == AppProto::ftp_data ? static_cast<FtpDataTx*>(tx) : nullptr; }
   // The capture time of the packet that delivered it (ns since the epoch), filled in by whoever
   // hands the update on with the batch at hand; 0: unknown (a flow's end, a test).
   uint64_t ts_ns = 0;
@@ -117,6 +123,18 @@ struct AppUpdate {
 // identification strings were read; SMTP when the mail completed; FTP when the reply came; DNS
 // and SIP at each message.
 bool tx_complete(const AppUpdate& u);
+
+// A hash of a flow's two addresses (either order; ports left out): the flows between two
+// addresses share it, so that an FTP control connection and its data connections are parsed in
+// one AppLayer, in capture order (core/app_shards.hpp shards by it).
+inline uint64_t app_pair_hash(const FlowKey& k) {
+  // FlowKey's endpoint 0 is the lower (address, port): with two different addresses the lower
+  // address, so the order is the pair's own; with one address twice, either order is the same.
+  uint64_t h = 0x9E3779B97F4A7C15ull ^ k.family;
+  for (int e = 0; e < 2; ++e)
+    for (int i = 0; i < 4; ++i) h = (h ^ k.addr[e][i]) * 0x100000001B3ull;
+  return h ^ (h >> 31);
+}
 
 // A UDP packet's payload for the application layer: its flow, batch packet index, whether it
 // goes to the flow's client (the flow's first packet came from the client), its key and which
@@ -136,6 +154,7 @@ struct AppLayerStats {
   SmtpStats smtp;
   SipStats sip;
   FtpStats ftp;
+  FtpDataStats ftp_data;
   uint64_t flows = 0, flows_http = 0, flows_tls = 0, flows_dns = 0, flows_failed = 0, flows_full = 0;
   uint64_t flows_smtp = 0, flows_ftp = 0, flows_ssh = 0, flows_smb = 0, flows_sip = 0, flows_http2 = 0;
   uint64_t connect_tunnels = 0;  // HTTP CONNECT tunnels handed back to detection (their flows count twice above)
@@ -172,6 +191,7 @@ class AppLayer {
   // A flow's protocol; a flow the last forget() released is still answered for (its flow record
   // is written after it). unknown: the flow had no data the application layer saw.
   AppProto proto(uint64_t flow_id) const;
+  bool holds(uint64_t flow_id) const { return flows_.count(flow_id) != 0; }  // has the flow's state
   // The protocol a CONNECT tunnel followed (http; Suricata's app_proto_orig), unknown without one.
   AppProto proto_orig(uint64_t flow_id) const;
   // The flow's protocol as of batch packet `packet` of the last process(): unknown when it was
@@ -192,6 +212,8 @@ class AppLayer {
     std::unique_ptr<SmtpConn> smtp;
     std::unique_ptr<SipConn> sip;
     std::unique_ptr<FtpConn> ftp;
+    std::unique_ptr<FtpDataConn> ftp_data;
+    bool pe_done[2] = {false, false};  // a direction's first data was looked up in the expectations
     bool ended[2] = {false, false};
     // A direction whose first bytes said nothing (1) or were a greeting that leaves the protocol
     // to the client (2): the other direction decides; lost: its later bytes were not held.
@@ -220,6 +242,7 @@ class AppLayer {
   void release_touched();
   AppLayerConfig cfg_;
   AppLayerStats stats_;
+  FtpExpectations expect_{stats_.ftp_data};  // FTP transfers waiting for their data connection
   std::unordered_map<uint64_t, FlowApp> flows_;
   std::vector<uint64_t> touched_;  // flows the last process() fed: their handed-out state is released
   std::unordered_map<uint64_t, AppProto> gone_;  // the protocols of the flows the last forget() released

@@ -37,4 +37,33 @@ inline std::string digest_hex(std::string_view s, const EVP_MD* md) {
 // The MD5 of s in hex; "" if OpenSSL fails.
 inline std::string md5_hex(std::string_view s) { return digest_hex(s, EVP_md5()); }
 
+// A file's running MD5, SHA-1 and SHA-256 (bit k of `bits`: the k-th of them; FileHash in
+// mime.hpp), started, fed and finished into hex ("" for those not asked for or failed).
+struct FileDigests {
+  DigestCtx h[3];
+  void start(uint8_t bits) {
+    const EVP_MD* mds[3] = {EVP_md5(), EVP_sha1(), EVP_sha256()};
+    for (int k = 0; k < 3; ++k) {
+      h[k].reset();
+      if (!(bits & (1 << k))) continue;
+      h[k].reset(EVP_MD_CTX_new());
+      if (!h[k] || EVP_DigestInit_ex(h[k].get(), mds[k], nullptr) != 1) h[k].reset();
+    }
+  }
+  void update(const void* p, size_t n) {
+    for (auto& c : h)
+      if (c) EVP_DigestUpdate(c.get(), p, n);
+  }
+  void finish(std::string& md5, std::string& sha1, std::string& sha256) {
+    std::string* out[3] = {&md5, &sha1, &sha256};
+    for (int k = 0; k < 3; ++k) {
+      if (!h[k]) continue;
+      unsigned char md[EVP_MAX_MD_SIZE];
+      unsigned n = 0;
+      if (EVP_DigestFinal_ex(h[k].get(), md, &n) == 1) *out[k] = hex_of(md, n);
+      h[k].reset();
+    }
+  }
+};
+
 }  // namespace gaspp

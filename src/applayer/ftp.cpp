@@ -242,9 +242,29 @@ void FtpConn::request(std::string l, bool truncated) {
     if (l.size() < 6) t.events |= kFtpFileWithoutName;
     if (!dyn_port_) t.events |= kFtpFileBeforePort;
   }
-  if (t.command == "RETR" || t.command == "STOR" || t.command == "APPE" || t.command == "STOU" ||
-      t.command == "NLST" || t.command == "LIST" || t.command == "MLSD")
+  const bool file_cmd = t.command == "RETR" || t.command == "STOR" || t.command == "APPE";
+  if (file_cmd || t.command == "STOU" || t.command == "NLST" || t.command == "LIST" || t.command == "MLSD") {
+    // A transfer: with a port to use (and, for RETR, STOR and APPE, a name), the data connection
+    // is expected (Suricata's FTPParseRequest). Its data goes to the client in a passive download
+    // or an active upload, else to the server (of the data connection).
+    if (dyn_port_ && !(file_cmd && l.size() < 6)) {
+      FtpTransfer x;
+      x.port = dyn_port_;
+      x.command = t.command;
+      const bool upload = t.command == "STOR" || t.command == "APPE" || t.command == "STOU";
+      x.data_dir = uint8_t(active_ == upload ? 1 : 0);
+      if (l.size() >= 6 && (file_cmd || t.command == "STOU")) {
+        x.has_file = true;
+        x.file_name = l.substr(5, kFtpMaxFileName);
+      } else if (t.command == "STOU") {
+        x.has_file = true;
+        x.file_name = "<stou>";
+      }
+      transfers_.push_back(std::move(x));
+    }
     dyn_port_ = 0;  // the transfer takes the port
+    active_ = false;
+  }
   t.mode_cmd = t.command == "PORT" || t.command == "EPRT" || t.command == "PASV" || t.command == "EPSV";
   last_command_ = t.command;
   if (t.command == "PORT" || t.command == "EPRT") port_line_ = l;
@@ -279,11 +299,11 @@ void FtpConn::reply(std::string l, bool truncated) {
       return;
     }
     t->dynamic_port = dyn_port_ = port;
-    t->active = true;
+    t->active = active_ = true;
   } else if (last_command_ == "PASV" && l.compare(0, 4, "227 ") == 0) {
-    if (const uint16_t port = ftp_port_of_pasv(l)) t->dynamic_port = dyn_port_ = port, t->active = false;
+    if (const uint16_t port = ftp_port_of_pasv(l)) t->dynamic_port = dyn_port_ = port, t->active = active_ = false;
   } else if (last_command_ == "EPSV" && l.compare(0, 4, "229 ") == 0) {
-    if (const uint16_t port = ftp_port_of_epsv(l)) t->dynamic_port = dyn_port_ = port, t->active = false;
+    if (const uint16_t port = ftp_port_of_epsv(l)) t->dynamic_port = dyn_port_ = port, t->active = active_ = false;
   }
   // A positive preliminary reply ("1xx" and a space) keeps the transaction waiting.
   const bool preliminary = l.size() >= 4 && l[0] == '1' && std::isdigit(static_cast<unsigned char>(l[1])) &&

@@ -18,8 +18,11 @@
 //
 // Data connections: PORT and EPRT (parsed when the server answers them) and the answers to PASV
 // ("227 ...(h,h,h,h,p1,p2)") and EPSV ("229 ...(|||port|)") give the transaction its dynamic port
-// and mode (active for PORT/EPRT, passive otherwise). The data connections themselves are not
-// tied to the control connection (Suricata's ftp-data is not built).
+// and mode (active for PORT/EPRT, passive otherwise). A transfer command (RETR, STOR, APPE, STOU,
+// LIST, NLST, MLSD) after a data port was learned takes it: it becomes an FtpTransfer (transfers():
+// the port, the way the data will go, the command and the file name, as Suricata's
+// FtpTransferCmd), which the application layer keeps as an expectation for the data connection
+// (ftp_data.hpp); the port is then used up.
 //
 // Limits: kFtpMaxLine per line; at most max_txs transactions per connection wait for their reply
 // (Suricata's app-layer.protocols.ftp.max-tx, default 1024: past it the oldest waiting one is
@@ -85,6 +88,21 @@ struct FtpTx : AppTx {
 // bytes; false when it does not read one.
 bool ftp_port_address(const std::string& line, uint8_t ip[4]);
 
+// A data transfer the control connection announced (Suricata's FtpTransferCmd): the data
+// connection's server port (the dynamic port), which way its data goes in the data connection's
+// own roles (to_server: 0, to_client: 1; Suricata's rule: a passive RETR, LIST, NLST or MLSD and an
+// active STOR, APPE or STOU send to the client), the command, and the file name (what follows
+// "RETR " on the line, at most kFtpMaxFileName bytes; "<stou>" for a STOU without one; none for
+// listings).
+constexpr size_t kFtpMaxFileName = 4095;  // Suricata's SC_FILENAME_MAX less its NUL
+struct FtpTransfer {
+  uint16_t port = 0;
+  uint8_t data_dir = 0;
+  std::string command;
+  std::string file_name;
+  bool has_file = false;
+};
+
 struct FtpStats {
   uint64_t requests = 0, unknown_commands = 0, replies = 0, lines_too_long = 0, gaps = 0, txs_dropped = 0;
   uint64_t replies_late = 0;  // lines after the last transaction's reply was complete and logged
@@ -115,6 +133,9 @@ class FtpConn {
   // reply line still goes there).
   void release_done();
   const std::deque<std::unique_ptr<FtpTx>>& txs() const { return txs_; }
+  // The transfers announced since the last clear_transfers(), in order.
+  const std::vector<FtpTransfer>& transfers() const { return transfers_; }
+  void clear_transfers() { transfers_.clear(); }
 
  private:
   void line(int dir, std::string l, bool truncated);
@@ -134,6 +155,8 @@ class FtpConn {
   bool any_request_ = false;
   std::string port_line_;
   uint16_t dyn_port_ = 0;  // the last data port the session learned, until a transfer uses it
+  bool active_ = false;    // ... and whether PORT/EPRT (true) or PASV/EPSV named it
+  std::vector<FtpTransfer> transfers_;
   uint64_t piece_ = 0;     // feed() calls so far
   bool stopped_ = false;   // past max_txs: nothing more is parsed
 };

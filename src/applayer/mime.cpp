@@ -203,13 +203,7 @@ void MimeDecoder::open_file() {
   files_.emplace_back();
   files_.back().name = name_;
   open_ = int(files_.size() - 1);
-  const EVP_MD* mds[3] = {EVP_md5(), EVP_sha1(), EVP_sha256()};
-  for (int k = 0; k < 3; ++k) {
-    hash_[k].reset();
-    if (!(hashes_ & (1 << k))) continue;
-    hash_[k].reset(EVP_MD_CTX_new());
-    if (!hash_[k] || EVP_DigestInit_ex(hash_[k].get(), mds[k], nullptr) != 1) hash_[k].reset();
-  }
+  hash_.start(hashes_);
 }
 
 void MimeDecoder::close_file(bool truncated) {
@@ -217,14 +211,7 @@ void MimeDecoder::close_file(bool truncated) {
   MimeFile& f = files_[size_t(open_)];
   f.closed = !truncated;
   f.truncated = truncated;
-  std::string* out[3] = {&f.md5, &f.sha1, &f.sha256};
-  for (int k = 0; k < 3; ++k) {
-    if (!hash_[k]) continue;
-    unsigned char md[EVP_MAX_MD_SIZE];
-    unsigned n = 0;
-    if (EVP_DigestFinal_ex(hash_[k].get(), md, &n) == 1) *out[k] = hex_of(md, n);
-    hash_[k].reset();
-  }
+  hash_.finish(f.md5, f.sha1, f.sha256);
   open_ = -1;
 }
 
@@ -235,8 +222,7 @@ void MimeDecoder::append(const char* p, size_t n) {
   const size_t keep = f.data.size() < kMimeFileKeep ? std::min(n, kMimeFileKeep - f.data.size()) : 0;
   f.data.append(p, keep);
   st_.bytes_not_kept += n - keep;
-  for (auto& h : hash_)
-    if (h) EVP_DigestUpdate(h.get(), p, n);
+  hash_.update(p, n);
 }
 
 void MimeDecoder::end(bool truncated) {

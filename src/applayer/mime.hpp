@@ -156,7 +156,7 @@ class MimeDecoder {
   Type type_ = Type::message;
   std::string url_line_;  // decoded bytes after the last line break, waiting for the rest of their line
   int open_ = -1;  // the open file's index, if any
-  DigestCtx hash_[3];
+  FileDigests hash_;
   // base64: the group in progress; plain and quoted-printable: the line break held back (an
   // empty line's, or every plain line's) and, quoted-printable, a '=' escape cut by a line limit.
   char group_[4] = {};

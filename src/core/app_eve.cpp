@@ -352,6 +352,18 @@ std::string eve_ftp_event(uint64_t ts_ns, uint64_t flow_id, uint64_t pcap_cnt, c
   return app_event_head(ts_ns, flow_id, pcap_cnt, "ftp", key, client_lo) + "," + eve_ftp_object(t) + "}";
 }
 
+std::string eve_ftp_data_object(const FtpDataTx& t) {
+  std::string j = "\"ftp_data\":{";
+  if (t.has_file) str(j, "filename", t.file_name);
+  if (!t.command.empty()) str(j, "command", t.command);
+  return j + "}";
+}
+
+std::string eve_ftp_data_event(uint64_t ts_ns, uint64_t flow_id, uint64_t pcap_cnt, const FlowKey& key, bool client_lo,
+                               const FtpDataTx& t) {
+  return app_event_head(ts_ns, flow_id, pcap_cnt, "ftp_data", key, client_lo) + "," + eve_ftp_data_object(t) + "}";
+}
+
 std::string eve_smtp_objects(const SmtpTx& t) {
   const auto opt = [](std::string& j, const char* name, const std::string& v) {
     if (!v.empty()) str(j, name, v);
@@ -413,6 +425,12 @@ std::string eve_fileinfo_event(uint64_t ts_ns, uint64_t flow_id, uint64_t pcap_c
   // From the file's sender: the server for a response's.
   return app_event_head(ts_ns, flow_id, pcap_cnt, "fileinfo", key, side == 1 ? !client_lo : client_lo) + "," +
          eve_http_object(t) + (t.http2 ? ",\"app_proto\":\"http2\"" : ",\"app_proto\":\"http\"") + fileinfo_object(f, t.id);
+}
+
+std::string eve_fileinfo_event(uint64_t ts_ns, uint64_t flow_id, uint64_t pcap_cnt, const FlowKey& key, bool client_lo,
+                               const FtpDataTx& t, int side, const MimeFile& f) {
+  return app_event_head(ts_ns, flow_id, pcap_cnt, "fileinfo", key, side == 1 ? !client_lo : client_lo) + "," +
+         eve_ftp_data_object(t) + ",\"app_proto\":\"ftp-data\"" + fileinfo_object(f, t.id);
 }
 
 std::string eve_smtp_event(uint64_t ts_ns, uint64_t flow_id, uint64_t pcap_cnt, const FlowKey& key, bool client_lo,

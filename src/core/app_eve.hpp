@@ -17,6 +17,7 @@
 #include "applayer/tls.hpp"
 #include "applayer/smtp.hpp"
 #include "applayer/ftp.hpp"
+#include "applayer/ftp_data.hpp"
 #include "applayer/sip.hpp"
 #include "applayer/ssh.hpp"
 #include "gaspp/flow.hpp"
@@ -78,6 +79,15 @@ std::string eve_sip_event(uint64_t ts_ns, uint64_t flow_id, uint64_t pcap_cnt, c
 std::string eve_ftp_object(const FtpTx& t);
 std::string eve_ftp_event(uint64_t ts_ns, uint64_t flow_id, uint64_t pcap_cnt, const FlowKey& key, bool client_lo,
                           const FtpTx& t);
+// EVE `ftp_data` events (Suricata's eve-log type ftp-data: EveFTPDataAddMetadata), one per data
+// connection once its transfer ended (or when the flow leaves the table), src the data
+// connection's client: `"ftp_data":{"filename","command"}` (filename when the command named one).
+// Its file's `fileinfo` event carries the same object, app_proto "ftp-data", src the file's sender.
+std::string eve_ftp_data_object(const FtpDataTx& t);
+std::string eve_ftp_data_event(uint64_t ts_ns, uint64_t flow_id, uint64_t pcap_cnt, const FlowKey& key, bool client_lo,
+                               const FtpDataTx& t);
+std::string eve_fileinfo_event(uint64_t ts_ns, uint64_t flow_id, uint64_t pcap_cnt, const FlowKey& key, bool client_lo,
+                               const FtpDataTx& t, int side, const MimeFile& f);
 // EVE `smtp` events (Suricata's eve-log type smtp), one per mail once it completed (its message
 // ended, RSET, or the flow's end): tx_id, `"smtp":{"helo","mail_from","rcpt_to":[...]}` and
 // `"email":{"status","from","to":[...],"cc":[...],"subject","date","message_id","x_mailer"}` (the

@@ -21,8 +21,16 @@ void AppShards::process(const std::vector<StreamChunk>& chunks, std::span<const 
     p.chunks.clear();
     p.datagrams.clear();
   }
-  for (const StreamChunk& c : chunks) part_[shard_of(c.flow_id)].chunks.push_back(c);
-  for (const AppDatagram& d : datagrams) part_[shard_of(d.flow_id)].datagrams.push_back(d);
+  for (const StreamChunk& c : chunks) {
+    const size_t s = shard_of_key(c.key);
+    flow_shard_.emplace(c.flow_id, uint8_t(s));
+    part_[s].chunks.push_back(c);
+  }
+  for (const AppDatagram& d : datagrams) {
+    const size_t s = shard_of_key(d.key);
+    flow_shard_.emplace(d.flow_id, uint8_t(s));
+    part_[s].datagrams.push_back(d);
+  }
   // Every shard runs, with nothing too: process() releases what the last one handed out.
   pool_.parallel_for(kShards, [&](uint64_t begin, uint64_t end, int worker) {
     for (uint64_t s = begin; s < end; ++s) {
@@ -37,7 +45,18 @@ void AppShards::process(const std::vector<StreamChunk>& chunks, std::span<const 
 
 void AppShards::forget(const std::vector<FlowRecordOut>& flows, const AppLayer::Unlogged& unlogged) {
   for (auto& s : shards_) s->forget_begin();
-  for (const FlowRecordOut& r : flows) shards_[shard_of(r.rec.flow_id)]->forget_flow(r.rec.flow_id, unlogged);
+  for (const uint64_t id : forgotten_) {
+    // A flow seen again since (the same key after its record went) keeps its shard.
+    const auto it = flow_shard_.find(id);
+    if (it != flow_shard_.end() && !shards_[it->second]->holds(id)) flow_shard_.erase(it);
+  }
+  forgotten_.clear();
+  for (const FlowRecordOut& r : flows) {
+    const size_t s = shard_of(r.rec.flow_id);
+    if (s == kShards) continue;  // no data of it reached the application layer
+    shards_[s]->forget_flow(r.rec.flow_id, unlogged);
+    forgotten_.push_back(r.rec.flow_id);
+  }
 }
 
 void AppShards::report(std::map<std::string, uint64_t>& r) const {

@@ -2,8 +2,9 @@
 //
 // The parsers (applayer/app_layer.hpp) and the modules' transaction inspection (on_app: the
 // signature engine's HTTP, TLS and DNS signatures) are per flow: nothing one flow does changes
-// another's. AppShards keeps kShards independent AppLayers, a flow in the one its flow id hashes
-// to, and runs a batch's shards on a thread pool, each shard's chunks and datagrams in capture
+// another's, but for an FTP control connection's data connections, which are between the same
+// two addresses. AppShards keeps kShards independent AppLayers, a flow in the one its address
+// pair hashes to (app_pair_hash), and runs a batch's shards on a thread pool, each shard's chunks and datagrams in capture
 // order as one AppLayer would see them. Run on one thread, they held the whole pipeline to the
 // speed of one core (with ET Open, a fraction of what the backends deliver).
 //
@@ -25,6 +26,7 @@
 #include <memory>
 #include <string>
 #include <span>
+#include <unordered_map>
 #include <vector>
 
 #include "applayer/app_layer.hpp"
@@ -38,9 +40,13 @@ class AppShards {
   // threads: the pool's threads, 0 = all hardware threads.
   AppShards(const AppLayerConfig& cfg, int threads);
   int workers() const { return pool_.size(); }
+  static size_t shard_of_key(const FlowKey& k) {
+    return size_t((app_pair_hash(k) * 0x9E3779B97F4A7C15ull) >> 58);  // top 6 bits: kShards = 64
+  }
+  // The shard a flow's data went to (kShards: none yet, or forgotten before the last forget()).
   size_t shard_of(uint64_t flow_id) const {
-    // A flow id is a 51-bit hash (flow/flow_track.hpp); the product's top 6 bits use all of them.
-    return size_t((flow_id * 0x9E3779B97F4A7C15ull) >> 58);  // top 6 bits: kShards = 64
+    const auto it = flow_shard_.find(flow_id);
+    return it == flow_shard_.end() ? kShards : it->second;
   }
 
   // The batch's chunks and datagrams (AppLayer::process) split by shard; each shard is parsed on
@@ -54,9 +60,18 @@ class AppShards {
   const std::vector<AppUpdate>& updates(size_t s) const { return part_[s].updates; }
   // AppLayer::forget over the shards, the flows' unlogged transactions in the flows' order.
   void forget(const std::vector<FlowRecordOut>& flows, const AppLayer::Unlogged& unlogged = nullptr);
-  AppProto proto(uint64_t flow_id) const { return shards_[shard_of(flow_id)]->proto(flow_id); }
-  AppProto proto_orig(uint64_t flow_id) const { return shards_[shard_of(flow_id)]->proto_orig(flow_id); }
-  AppProto proto_at(uint64_t flow_id, uint32_t packet) const { return shards_[shard_of(flow_id)]->proto_at(flow_id, packet); }
+  AppProto proto(uint64_t flow_id) const {
+    const size_t s = shard_of(flow_id);
+    return s == kShards ? AppProto::unknown : shards_[s]->proto(flow_id);
+  }
+  AppProto proto_orig(uint64_t flow_id) const {
+    const size_t s = shard_of(flow_id);
+    return s == kShards ? AppProto::unknown : shards_[s]->proto_orig(flow_id);
+  }
+  AppProto proto_at(uint64_t flow_id, uint32_t packet) const {
+    const size_t s = shard_of(flow_id);
+    return s == kShards ? AppProto::unknown : shards_[s]->proto_at(flow_id, packet);
+  }
   // The shards' counters, summed.
   void report(std::map<std::string, uint64_t>& r) const;
 
@@ -68,6 +83,10 @@ class AppShards {
   };
   std::vector<std::unique_ptr<AppLayer>> shards_;
   std::vector<Part> part_;
+  // Each flow's shard, from its first chunk or datagram; a forgotten flow's stays until the next
+  // forget() (its protocol is still asked for after it).
+  std::unordered_map<uint64_t, uint8_t> flow_shard_;
+  std::vector<uint64_t> forgotten_;
   ThreadPool pool_;
 };
 

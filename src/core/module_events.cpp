@@ -220,6 +220,8 @@ std::string app_event(AppProto proto, uint64_t ts, uint64_t flow_id, uint64_t cn
   if (proto == AppProto::sip) return eve_sip_event(ts, flow_id, cnt, key, client_lo, static_cast<const SipTx&>(t));
   if (proto == AppProto::smtp) return eve_smtp_event(ts, flow_id, cnt, key, client_lo, static_cast<const SmtpTx&>(t));
   if (proto == AppProto::ftp) return eve_ftp_event(ts, flow_id, cnt, key, client_lo, static_cast<const FtpTx&>(t));
+  if (proto == AppProto::ftp_data)
+    return eve_ftp_data_event(ts, flow_id, cnt, key, client_lo, static_cast<const FtpDataTx&>(t));
   return eve_http_event(ts, flow_id, cnt, key, client_lo, static_cast<const HttpTx&>(t));
 }
 
@@ -231,6 +233,10 @@ void app_events_of(AppProto proto, uint64_t ts, uint64_t flow_id, uint64_t cnt, 
     const SmtpTx& m = static_cast<const SmtpTx&>(t);
     if (m.mime)
       for (const MimeFile& f : m.mime->files()) out.eve(eve_fileinfo_event(ts, flow_id, cnt, key, client_lo, m, f));
+  }
+  if (proto == AppProto::ftp_data) {
+    const FtpDataTx& d = static_cast<const FtpDataTx&>(t);
+    for (const MimeFile& f : d.files[d.data_dir]) out.eve(eve_fileinfo_event(ts, flow_id, cnt, key, client_lo, d, d.data_dir, f));
   }
   if (proto == AppProto::http || proto == AppProto::http2) {
     const HttpTx& h = static_cast<const HttpTx&>(t);

@@ -569,6 +569,7 @@ struct DetectModule {
       bool tls_version_on, tls_version_raw;  // Signature's tls.version
       bool per_instance;  // reads a multi-buffer (instance_buf): inspected at every instance
       bool per_file = false;  // file keywords (or file.name): alerts once per file, not per transaction
+      std::string ftpdata_command;  // ftpdata_command: the data connection's command (upper case), empty: any
       bool multi_any;     // reads two different multi-buffers: each matched at any of its instances
       uint16_t tls_version;
       DetCond dns_opcode, dns_rcode;  // Signature's dns.opcode, dns.rcode

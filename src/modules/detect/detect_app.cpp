@@ -280,7 +280,8 @@ bool file_hashes_hold(const std::vector<Signature::FileHashCond>& cs, const Mime
 
 // The files of a side of an HTTP transaction (HttpTx::files) or a mail (its attachments, sent to
 // the server); null for other protocols.
-const std::vector<MimeFile>* files_of(const HttpTx* h, const SmtpTx* m, int side) {
+const std::vector<MimeFile>* files_of(const HttpTx* h, const SmtpTx* m, int side, const FtpDataTx* fd = nullptr) {
+  if (fd) return &fd->files[side];  // a data connection's file: on its direction's side
   if (m) return m->mime && side == 0 ? &m->mime->files() : nullptr;
   return h ? &h->files(side) : nullptr;
 }
@@ -294,6 +295,7 @@ struct TxBuffers {
   const SshTx* ssh;    // an SSH connection's identification strings (likewise)
   const SipTx* sip;    // a SIP message (likewise)
   const FtpTx* ftp;    // an FTP transaction (likewise)
+  const FtpDataTx* ftpd = nullptr;  // an FTP data connection's transfer (likewise)
   size_t index;      // a multi-buffer's instance: the DNS question, the certificate, the mail's file
   std::string val[2 * kBufCount];
   int8_t state[2 * kBufCount] = {};  // 0 not computed, 1 present, -1 absent
@@ -330,7 +332,7 @@ struct TxBuffers {
     // response's updates (which inspect signatures reading both sides); so are a message's start
     // line and header buffers once its headers are done (trailers are not kept), for the updates
     // its body brings. (Not a multi-buffer's instance: the headers one by one, the files.)
-    const bool http = !tls && !dns && !smtp && !ssh && !sip && !ftp;
+    const bool http = !tls && !dns && !smtp && !ssh && !sip && !ftp && !ftpd;
     const uint8_t base = base_buf(uint8_t(key % kBufCount));
     const bool final = http && !windowed(key) && !instance_buf(base) &&
                        (key < kBufCount ? key != kBufPayload &&
@@ -544,6 +546,15 @@ struct TxBuffers {
                                                    : "received";
       const std::string* v = smtp->header(name, b == kBufEmailReceived ? index : 0);
       return v && hold(*v, true);
+    }
+    if (ftpd) {
+      // The transferred file, on the side its data goes to (file_data either side's body buffer:
+      // an ftp-data signature's file_data reads the file whichever way it goes).
+      const std::vector<MimeFile>& fs = ftpd->files[side];
+      if (fs.empty()) return false;
+      if (b == kBufFileName) return hold(fs[0].name, !fs[0].name.empty());
+      if (b == kBufHttpResponseBody || b == kBufHttpRequestBody) return hold(fs[0].data, !fs[0].data.empty());
+      return false;
     }
     if (b == kBufFileName) {
       // Each file's name of the side.
@@ -849,11 +860,16 @@ void DetectModule::Host::add_app_sig(uint32_t i) {
   smtp_event_sigs_ = smtp_event_sigs_ || s.smtp_events;
   a.tls_events = s.tls_events;
   a.ftp_bounce = s.ftp_bounce;
+  a.ftpdata_command = s.ftpdata_command;
+  // A buffer's side; an ftp-data signature's file_data reads the file whichever way it goes.
+  const auto sig_buf_side = [&](uint8_t b) {
+    return s.app_proto == 9 && base_buf(b) == kBufHttpResponseBody ? 2 : gaspp::sig_buf_side(b);
+  };
   // Resolve each option's buffer to a side, then group the options by buffer in rule order.
   std::vector<uint16_t> key(s.ops.size());
   std::vector<bool> either(s.ops.size(), false);
   bool fixed = false;  // some buffer belongs to one side
-  for (const SigOp& o : s.ops) fixed = fixed || sig_buf_side(o.buf) != 2 || (o.buf == kBufHttpResponseBody);
+  for (const SigOp& o : s.ops) fixed = fixed || sig_buf_side(o.buf) != 2 || (o.buf == kBufHttpResponseBody && s.app_proto != 9);
   for (const auto& [b, c] : s.bsize) fixed = fixed || sig_buf_side(b) != 2;
   for (const auto& [b, e] : s.absent) fixed = fixed || sig_buf_side(b) != 2;
   a.side = s.flow_dir == 2 ? 1 : 0;
@@ -996,7 +1012,8 @@ void DetectModule::Host::on_app(std::span<const AppUpdate> updates, std::vector<
   std::vector<uint32_t>& hits = w.hits;
   std::vector<uint32_t>& cand = w.cand;
   for (const AppUpdate& u : updates) {
-    if (!u.http() && !u.tls() && !u.dns() && !u.smtp() && !u.ssh() && !u.sip() && !u.ftp()) continue;  // no signature buffers of its protocol
+    if (!u.http() && !u.tls() && !u.dns() && !u.smtp() && !u.ssh() && !u.sip() && !u.ftp() && !u.ftp_data())
+      continue;  // no signature buffers of its protocol
     AppTx& t = *u.tx;
     // The passes over an update: (protocol, first instance, instances). A multi-buffer (dns.query,
     // tls.certs, a mail's files, its recipients) is inspected per instance; a signature matches on
@@ -1024,7 +1041,7 @@ void DetectModule::Host::on_app(std::span<const AppUpdate> updates, std::vector<
         passes[np++] = Pass{6, 0, std::max<size_t>({1, m->rcpt_to.size(), received, m->mime ? m->mime->urls().size() : 0})};
       }
     } else {
-      passes[np++] = Pass{uint8_t(u.tls() ? 2 : u.dns() ? 3 : u.ssh() ? 5 : u.sip() ? 7 : u.ftp() ? 8 : 1), 0,
+      passes[np++] = Pass{uint8_t(u.tls() ? 2 : u.dns() ? 3 : u.ssh() ? 5 : u.sip() ? 7 : u.ftp() ? 8 : u.ftp_data() ? 9 : 1), 0,
                           u.dns()   ? dns_instances(u.dns()->msg)
                           : u.tls() ? std::max<size_t>({1, u.tls()->cert[0].chain.size(), u.tls()->cert[1].chain.size(), u.tls()->cert[1].sans.size(),
                                                         u.tls()->alpn[0].size(), u.tls()->alpn[1].size()})
@@ -1069,6 +1086,7 @@ void DetectModule::Host::on_app(std::span<const AppUpdate> updates, std::vector<
         it = instance_buf(uint8_t(it->first % kBufCount)) ? t.scans.erase(it) : std::next(it);
     const uint32_t scan_base = proto == 4 ? uint32_t(std::min<size_t>(inst, kMimeMaxFiles - 1) * 2 * kBufCount) : 0;
     TxBuffers bufs(u.http() ? *u.http() : kNoHttp, u.tls(), u.dns(), u.smtp(), u.ssh(), u.sip(), u.ftp(), inst, &t);
+    bufs.ftpd = u.ftp_data();
     bufs.win_buf = win_buf;
     bufs.win = win;
     for (int e = 0; e < 2; ++e) {
@@ -1239,6 +1257,12 @@ void DetectModule::Host::on_app(std::span<const AppUpdate> updates, std::vector<
             std::memcmp(bufs.addr[0].data(), f->port_ip, 4) == 0)
           continue;
       }
+      if (!a.ftpdata_command.empty()) {
+        // The data connection's command (either direction: Suricata's transaction is complete the
+        // other way from the start).
+        const FtpDataTx* fd = u.ftp_data();
+        if (!fd || fd->command != a.ftpdata_command) continue;
+      }
       if (a.ftp_events) {
         const FtpTx* f = u.ftp();
         if (!f || (f->events & a.ftp_events) != a.ftp_events) continue;
@@ -1281,7 +1305,7 @@ void DetectModule::Host::on_app(std::span<const AppUpdate> updates, std::vector<
       if (a.http_version && (u.proto == AppProto::http2) != (a.http_version == 2)) continue;
       if (a.file_hashes || a.filesize.mode != kUintNone) {
         // The instance's file of the side inspected.
-        const std::vector<MimeFile>* fs = files_of(u.http(), u.smtp(), u.dir);
+        const std::vector<MimeFile>* fs = files_of(u.http(), u.smtp(), u.dir, u.ftp_data());
         if (!fs || inst >= fs->size()) continue;
         const MimeFile& f = (*fs)[inst];
         if (a.file_hashes && !file_hashes_hold(*a.file_hashes, f)) continue;
@@ -1396,7 +1420,7 @@ void DetectModule::Host::on_app(std::span<const AppUpdate> updates, std::vector<
         if (HttpTx* h = u.http()) h->file_depth_set[u.dir] = true;
       // tx_id, the transaction's object (unless metadata.app-layer is off) and app_proto.
       const char* proto = u.tls() ? "tls" : u.dns() ? "dns" : u.smtp() ? "smtp" : u.ssh() ? "ssh" : u.sip() ? "sip" : u.ftp() ? "ftp"
-                          : u.proto == AppProto::http2 ? "http2" : "http";
+                          : u.ftp_data() ? "ftp-data" : u.proto == AppProto::http2 ? "http2" : "http";
       std::string obj;
       if (alert_meta_.app_layer)
         obj = "," + (u.tls()    ? eve_tls_object(*u.tls())
@@ -1405,13 +1429,14 @@ void DetectModule::Host::on_app(std::span<const AppUpdate> updates, std::vector<
                      : u.ssh()  ? eve_ssh_object(*u.ssh())
                      : u.sip()  ? eve_sip_object(*u.sip())
                      : u.ftp()  ? eve_ftp_object(*u.ftp())
+                     : u.ftp_data() ? eve_ftp_data_object(*u.ftp_data())
                                 : eve_http_object(*u.http()));
       // The files of the transaction in the alerted packet's direction (Suricata's AlertAddFiles,
       // written with the rule metadata).
       // A file signature's alert lists the files from the one it matched on: the earlier ones were
       // complete (and, in Suricata, logged and pruned) before it.
       if (alert_meta_.rule_metadata) {
-        const std::vector<MimeFile>* fs = files_of(u.http(), u.smtp(), u.dir);
+        const std::vector<MimeFile>* fs = files_of(u.http(), u.smtp(), u.dir, u.ftp_data());
         const size_t from = file_inst && fs && inst < fs->size() ? inst : 0;
         if (fs && fs->size() > from) {
           obj += ",\"files\":[";

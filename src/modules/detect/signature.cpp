@@ -993,7 +993,7 @@ std::string finish(Signature& s) {
       !s.dns_events &&
       !s.tls_version_on && !s.dns_opcode.on && !s.dns_rcode.on && s.dns_rrtype.c.mode == kUintNone && !s.tls_chain_len.on &&
       !s.tls_notbefore.mode && !s.tls_notafter.mode && !s.tls_expiry && !s.ssl_version && !s.tls_events && !s.ftp_dynamic_port.on && !s.ftp_mode && !s.ftp_reply_received && !s.ftp_events && !s.ftp_bounce &&
-      !s.smtp_events && !s.ssh_events) {
+      !s.smtp_events && !s.ssh_events && s.ftpdata_command.empty()) {
     // Only the protocol (`alert http any any -> any any (flow:...; sid:1;)`): no buffer to inspect,
     // so Suricata makes it a packet signature (SIG_TYPE_APPLAYER, or SIG_TYPE_PKT with packet
     // conditions) that matches every packet of a flow whose app_proto is the protocol, not each
@@ -1071,6 +1071,31 @@ std::string finish(Signature& s) {
       if (!ftp_buf(b)) return "skip:app-layer:ftp bsize on " + std::string(sig_buf_name(b));
     s.gate_proto.clear();
     s.app_proto = 8;
+  }
+  if (s.gate_proto == "ftp-data" && s.app) {
+    if (!s.absent.empty()) return "skip:app-layer:absent on ftp-data buffers";
+    // A data connection's transfer (applayer/ftp_data.hpp): its file (file_data, file.name and the
+    // file keywords) and its command.
+    const auto file_buf = [](uint8_t b) {
+      b = base_buf(b);
+      return b == kBufHttpResponseBody || b == kBufFileName;
+    };
+    for (const SigOp& o : s.ops)
+      if (!file_buf(o.buf))
+        return "skip:app-layer:ftp-data " + std::string(o.buf == kBufPayload ? "payload beside file keywords" : sig_buf_name(o.buf));
+    for (const auto& [b, c] : s.bsize)
+      if (!file_buf(b)) return "skip:app-layer:ftp-data bsize on " + std::string(sig_buf_name(b));
+    if (s.dsize.on || s.has_flags || s.itype.on || s.icode.on || s.header_conds() || s.only_stream || s.no_stream ||
+        s.rule.tcp_pkt || s.rule.tcp_stream)
+      return "skip:app-layer:ftp-data rule with packet conditions";
+    if (!s.int_conds.empty()) return "skip:app-layer:stream_size on an application-layer signature";
+    if (s.rule.proto != 6 && s.rule.proto != 0) return "error:an ftp-data rule that is not TCP";
+    s.gate_proto.clear();
+    s.app_proto = 9;
+    s.rule.proto = 6;
+    s.mode = 0;
+    s.ip_only = false;
+    return "";
   }
   if (!s.gate_proto.empty() && s.app) {
     // No parser for the protocol: none of its buffers (the mail's headers, ...) exists.
@@ -1513,7 +1538,7 @@ std::string parse_signature(const std::string& text, const RuleVars& vars, Signa
     out.app_proto = 7;
     out.rule.proto = 0;  // UDP and TCP
   } else if (out.rule.app_proto == "smtp" || out.rule.app_proto == "ftp" || out.rule.app_proto == "ssh" ||
-             out.rule.app_proto == "smb") {
+             out.rule.app_proto == "smb" || out.rule.app_proto == "ftp-data") {
     out.gate_proto = out.rule.app_proto;
     out.rule.proto = 6;
   } else if (!out.rule.app_proto.empty()) {
@@ -1823,6 +1848,21 @@ std::string parse_signature(const std::string& text, const RuleVars& vars, Signa
       if (out.gate_proto == "ftp") out.gate_proto.clear();
       out.app = true;
       out.app_proto = 8;
+      continue;
+    }
+    if (k == "ftpdata_command") {
+      // An FTP data connection's command (Suricata's detect-ftpdata.c: lower case names).
+      std::string t = trim(v);
+      static const char* const kCmds[] = {"stor", "appe", "stou", "retr", "nlst", "list", "mlsd"};
+      if (std::find_if(std::begin(kCmds), std::end(kCmds), [&](const char* c) { return t == c; }) == std::end(kCmds))
+        return "error:ftpdata_command: '" + v + "' is not one of stor, appe, stou, retr, nlst, list, mlsd";
+      for (char& ch : t) ch = char(std::toupper(static_cast<unsigned char>(ch)));
+      if (!out.ftpdata_command.empty()) return "skip:keyword " + k + " twice";
+      if (!out.gate_proto.empty() && out.gate_proto != "ftp-data") return "error:" + k + " on a signature of another protocol";
+      if (out.app_proto) return "error:" + k + " on a signature of another protocol";
+      out.ftpdata_command = t;
+      out.gate_proto = "ftp-data";
+      out.app = true;
       continue;
     }
     if (k == "urilen") {

@@ -432,12 +432,13 @@ struct Signature {
   // detected as that protocol, as of the matching packet (decided on the host, detect.hpp).
   std::string gate_proto;
   uint8_t http_version = 0;        // the header's http1 (1) or http2 (2): that version's transactions only
-  uint8_t app_proto = 0;           // 1 http, 2 tls, 3 dns, 4 smtp files, 5 ssh, 6 smtp envelope, 7 sip, 8 ftp (from the header's protocol or the buffers)
+  uint8_t app_proto = 0;           // 1 http, 2 tls, 3 dns, 4 smtp files, 5 ssh, 6 smtp envelope, 7 sip, 8 ftp, 9 ftp-data (from the header's protocol or the buffers)
   // ftp.dynamic_port, ftp.mode (1 active, 2 passive), ftp.reply_received (1 yes, 2 no): the
   // transaction's (applayer/ftp.hpp)
   NumCond ftp_dynamic_port;
   uint8_t ftp_mode = 0, ftp_reply_received = 0;
   bool ftp_bounce = false;         // ftpbounce: a PORT request naming another address than the client's
+  std::string ftpdata_command;     // ftpdata_command: an FTP data connection's command (RETR, STOR, ...)
   uint8_t ftp_events = 0;          // app-layer-event:ftp.NAME (applayer/ftp.hpp FtpEvent bits), all required
   uint32_t smtp_events = 0;        // app-layer-event:smtp.NAME (applayer/smtp.hpp SmtpEvent bits), all required
   uint8_t ssh_events = 0;          // app-layer-event:ssh.NAME (applayer/ssh.hpp SshEvent bits), all required
