@@ -14,6 +14,15 @@ transactions, in order, as gaspp logs them must be tshark's:
     ftp.passive.port / ftp.epsv.port (of the 227 / 229 reply), with mode active or passive.
 Every event must also validate against Suricata's EVE schema (eve_schema.py checks all captures).
 
+Data connections: every connection tshark's FTP-DATA dissector reads (it ties a data connection to
+its control connection's PASV/EPSV answer or PORT command) must have one EVE `ftp_data` event whose
+command and filename are tshark's ftp-data.command ("RETR robots.txt": the command, then the name
+for RETR, STOR, APPE, STOU), and for a file command a `fileinfo` event (app_proto ftp-data) whose
+size is the bytes tshark's segments cover in the data's direction (the union of their relative
+tcp.seq ranges: a retransmission or an out-of-order segment counts once). gaspp
+may tie more connections than tshark (tshark leaves active EPRT transfers over IPv6 as plain TCP):
+each must be to a port tshark reads in the same capture's PORT/EPRT/PASV/EPSV.
+
 Then the buffers: on each such capture, a rule per distinct (command, command data) pair
 (ftp.command with ftp.command_data, each with its bsize) must alert once per transaction tshark
 has with that pair (app_proto ftp), and one on a command no transaction has, never.
@@ -105,6 +114,72 @@ def gaspp_txs(gaspp, pcap, backend, d):
     return res
 
 
+def tshark_data(pcap):
+    """({data connection: (command, filename or None, server endpoint)}, {data bytes per connection and
+    sender}, {announced ports}) from tshark."""
+    f = ["ip.src", "ipv6.src", "tcp.srcport", "ip.dst", "ipv6.dst", "tcp.dstport", "ftp-data.command", "tcp.len",
+         "tcp.seq", "ftp.active.port", "ftp.eprt.port", "ftp.passive.port", "ftp.epsv.port"]
+    out = subprocess.run(["tshark", "-r", pcap, "-Y", "ftp-data or ftp or tcp.len > 0", "-T", "fields", "-E", "occurrence=f"] +
+                         sum([["-e", n] for n in f], []), capture_output=True, text=True).stdout
+    conns, ranges, ports = {}, {}, set()
+    for line in out.splitlines():
+        v = line.split("\t") + [""] * len(f)
+        for x in v[9:13]:
+            if x:
+                ports.add(int(x))
+        if not v[6] and not (v[7] and int(v[7])):
+            continue
+        src, dst = (norm(v[0] or v[1]), int(v[2])), (norm(v[3] or v[4]), int(v[5]))
+        key = frozenset([src, dst])
+        if v[6] and key not in conns:
+            cmd, _, name = v[6].partition(" ")
+            conns[key] = (cmd, name if cmd in ("RETR", "STOR", "APPE", "STOU") and name else None)
+        if v[7] and int(v[7]):
+            ranges.setdefault((key, src), []).append((int(v[8]), int(v[8]) + int(v[7])))
+    sizes = {}
+    for k, rs in ranges.items():
+        n, end = 0, None
+        for a, b in sorted(rs):
+            a = a if end is None else max(a, end)
+            if b > a:
+                n += b - a
+                end = b
+        sizes[k] = n
+    return conns, sizes, ports
+
+
+def check_data(name, pcap, d):
+    """Failures of the ftp_data and fileinfo events of the last gaspp run (gaspp_txs's) against tshark."""
+    want, sizes, ports = tshark_data(pcap)
+    got, files = {}, {}
+    for line in open(os.path.join(d, "out", "eve.json")):
+        e = json.loads(line)
+        if e.get("event_type") not in ("ftp_data", "fileinfo") or "ftp_data" not in e:
+            continue
+        src, dst = (norm(e["src_ip"]), e["src_port"]), (norm(e["dest_ip"]), e["dest_port"])
+        key = frozenset([src, dst])
+        if e["event_type"] == "ftp_data":
+            got.setdefault(key, []).append((e["ftp_data"].get("command"), e["ftp_data"].get("filename"), dst[1]))
+        else:
+            files.setdefault(key, []).append((src, e["fileinfo"]["size"], e.get("app_proto")))
+    bad = []
+    for key, (cmd, fname) in want.items():
+        g = got.get(key, [])
+        if [x[:2] for x in g] != [(cmd, fname)]:
+            bad.append(f"{name} {sorted(key)}: ftp_data {g}, tshark ({cmd}, {fname})")
+            continue
+        if fname is None:
+            continue
+        fs = files.get(key, [])
+        if len(fs) != 1 or fs[0][2] != "ftp-data" or fs[0][1] != sizes.get((key, fs[0][0]), 0):
+            bad.append(f"{name} {sorted(key)}: fileinfo {fs}, tshark's bytes "
+                       f"{[v for (k, s), v in sizes.items() if k == key]}")
+    for key, g in got.items():
+        if key not in want and not all(x[2] in ports for x in g):
+            bad.append(f"{name} {sorted(key)}: ftp_data {g} to a port no PORT/EPRT/PASV/EPSV named")
+    return len(want), len(got), bad
+
+
 def buffer_rules(gaspp, pcap, backend, conns, d):
     txs = [t for c in conns.values() for t in c]
     rules, want = [], {}
@@ -128,7 +203,7 @@ def main():
     caps = sorted(c for c in glob.glob(os.path.join(data, "pcaps", "**", "*.pcap*"), recursive=True) +
                   glob.glob(os.path.join(data, "detect", "suricata-verify", "*ftp*", "**", "*.pcap"), recursive=True)
                   if c.endswith((".pcap", ".pcapng")))
-    failed = compared = txs = rules = 0
+    failed = compared = txs = rules = data_want = data_got = 0
     with tempfile.TemporaryDirectory() as d:
         for cap in caps:
             # Without these words there is no FTP login or transfer for tshark to read: skipped,
@@ -142,6 +217,12 @@ def main():
                 continue
             got = gaspp_txs(gaspp, cap, backend, d)
             name = os.path.relpath(cap, data)
+            w, g, bad = check_data(name, cap, d)
+            data_want += w
+            data_got += g
+            for b in bad:
+                failed += 1
+                print(f"FAIL {b}")
             for key, w in want.items():
                 if not w:
                     continue
@@ -173,9 +254,10 @@ def main():
             for b in bad:
                 failed += 1
                 print(f"FAIL {name}: {b}")
-    print(f"{compared} FTP connections, {txs} transactions compared with tshark, {rules} ftp.command rules; {failed} failures")
-    if not compared:
-        print("FAIL: no capture with FTP")
+    print(f"{compared} FTP connections, {txs} transactions compared with tshark, {rules} ftp.command rules, "
+          f"{data_want} data connections tshark ties ({data_got} gaspp ties); {failed} failures")
+    if not compared or not data_want:
+        print("FAIL: no capture with FTP" + ("" if compared else " data connections"))
         return 1
     return 1 if failed else 0
 
