@@ -319,6 +319,7 @@ int main(int argc, char** argv) {
         eve->set_app_proto_lookup([&modules](uint64_t id) { return modules.app_proto_of(id); });
         eve->set_app_proto_orig_lookup([&modules](uint64_t id) { return modules.app_proto_orig_of(id); });
       }
+      if (!modules.empty()) eve->set_flow_vars_lookup([&modules](uint64_t id) { return modules.flow_eve_json(id); });
       eve->set_late_decision_lookup([&modules](uint64_t id) -> uint8_t {
         const uint8_t decided = modules.late_dropped(id) ? kFlowDecidedDrop : modules.late_passed(id) ? kFlowDecidedPass : 0;
         return uint8_t(decided | (modules.late_alerted(id) ? kFlowAlerted : 0));

@@ -301,6 +301,12 @@ void ModuleSet::forget_app_flows(const std::vector<FlowRecordOut>& flows, Module
 
 void ModuleSet::finish_batch(const PacketBatch& b, ModuleOutput& out) {
   uint64_t clock = host_times_on_ ? now_ns() : 0;
+  // The flows that ended a batch ago are gone (their records were written after that batch): the
+  // modules forget them before this batch's packets, which may start a flow of the same key.
+  if (!gone_flows_.empty()) {
+    for (const auto& m : mods_) m->on_flows_gone(gone_flows_);
+    gone_flows_.clear();
+  }
   add_counts(b.module_counts);
   late_packets_.clear();
   rejects_.clear();
@@ -376,6 +382,8 @@ void ModuleSet::finish_batch(const PacketBatch& b, ModuleOutput& out) {
   late_forget();
   late_ended(b.flow_records);
   forget_app_flows(b.flow_records, out);
+  // This batch's ended flows stay until the next batch, for their records (written after it).
+  for (const FlowRecordOut& f : b.flow_records) gone_flows_.push_back(f.rec.flow_id);
   host_time("events handled", clock);
   packets_to_modules(b, out);
   host_time("packets to modules", clock);

@@ -89,6 +89,13 @@ class ModuleOf final : public ModuleInstance {
   void on_packet(const HostPacket& p, ModuleOutput& out) override {
     if constexpr (requires { host_.on_packet(p, out); }) host_.on_packet(p, out);
   }
+  void on_flows_gone(const std::vector<uint64_t>& ids) override {
+    if constexpr (requires { host_.on_flows_gone(ids); }) host_.on_flows_gone(ids);
+  }
+  std::string flow_eve_json(uint64_t flow_id) const override {
+    if constexpr (requires { host_.flow_eve_json(flow_id); }) return host_.flow_eve_json(flow_id);
+    return {};
+  }
   void on_packets_end() override {
     if constexpr (requires { host_.on_packets_end(); }) host_.on_packets_end();
   }

@@ -101,6 +101,12 @@ class ModuleInstance {
   virtual bool wants_packets() const = 0;
   virtual void on_packet(const HostPacket& p, ModuleOutput& out) = 0;
   virtual void on_packets_end() = 0;
+  // Flows that left the flow table a batch ago (their records written since): the module drops
+  // what it kept of them (M::Host::on_flows_gone(ids)).
+  virtual void on_flows_gone(const std::vector<uint64_t>& flow_ids) = 0;
+  // What the module keeps of a flow for EVE, as members to append to an event of the flow
+  // (M::Host::flow_eve_json(id): `,"metadata":{...}`, `,"traffic":{...}`), empty for none.
+  virtual std::string flow_eve_json(uint64_t flow_id) const = 0;
   uint16_t index = 0;       // position in the pipeline
   uint32_t state_off = 0;   // its slice of the per-flow module state
 };
@@ -174,6 +180,12 @@ class ModuleSet {
   }
   // The protocol a CONNECT tunnel's flow began with (its EVE flow record's app_proto_orig), null
   // without one.
+  // What the modules keep of a flow for its EVE events (ModuleInstance::flow_eve_json), in their order.
+  std::string flow_eve_json(uint64_t flow_id) const {
+    std::string j;
+    for (const auto& m : mods_) j += m->flow_eve_json(flow_id);
+    return j;
+  }
   const char* app_proto_orig_of(uint64_t flow_id) const {
     if (!app_) return nullptr;
     const AppProto p = app_->proto_orig(flow_id);
@@ -382,6 +394,7 @@ class ModuleSet {
   }
   // Forgets the flows whose records the last batch wrote (late_ended_).
   void late_forget();
+  std::vector<uint64_t> gone_flows_;  // the last batch's flow records: the modules forget them next batch
   // Notes the late-dropped flows among a batch's records, forgotten at the next batch (after the
   // records were written with their action).
   void late_ended(const std::vector<FlowRecordOut>& ended);

@@ -23,7 +23,7 @@ std::string hex_flags(uint16_t f) {
 
 }  // namespace
 
-std::string eve_flow_json(const FlowRecordOut& o, const char* app_proto, const char* app_proto_orig) {
+std::string eve_flow_json(const FlowRecordOut& o, const char* app_proto, const char* app_proto_orig, const std::string& vars) {
   const FlowRecord& r = o.rec;
   const FlowKey& k = r.key;
   const int ci = r.client_lo ? 0 : 1;  // key endpoint of the client
@@ -41,6 +41,7 @@ std::string eve_flow_json(const FlowRecordOut& o, const char* app_proto, const c
   }
   if (app_proto && *app_proto) j += ",\"app_proto\":\"" + std::string(app_proto) + "\"";
   if (app_proto_orig && *app_proto_orig) j += ",\"app_proto_orig\":\"" + std::string(app_proto_orig) + "\"";
+  j += vars;
   const uint64_t age = r.last_ts / 1'000'000'000ull - r.first_ts / 1'000'000'000ull;
   const FlowState st = r.state == uint8_t(FlowState::fresh) ? FlowState::new_ : FlowState(r.state);
   j += ",\"flow\":{\"pkts_toserver\":" + u(c.pkts) + ",\"pkts_toclient\":" + u(s.pkts) + ",\"bytes_toserver\":" +
@@ -78,15 +79,16 @@ void EveWriter::write_flows(const std::vector<FlowRecordOut>& v) {
   for (const auto& r : v) {
     const char* proto = app_proto_ ? app_proto_(r.rec.flow_id) : nullptr;
     const char* orig = app_proto_orig_ ? app_proto_orig_(r.rec.flow_id) : nullptr;
+    const std::string vars = vars_ ? vars_(r.rec.flow_id) : std::string();
     // A decision the device made stands; the host's alerts add to the device's.
     uint8_t late = late_ ? late_(r.rec.flow_id) : 0;
     if (r.rec.misc & (kFlowDecidedDrop | kFlowDecidedPass)) late &= uint8_t(~(kFlowDecidedDrop | kFlowDecidedPass));
     if (late) {
       FlowRecordOut d = r;
       d.rec.misc |= late;
-      write_line(eve_flow_json(d, proto, orig));
+      write_line(eve_flow_json(d, proto, orig, vars));
     } else {
-      write_line(eve_flow_json(r, proto, orig));
+      write_line(eve_flow_json(r, proto, orig, vars));
     }
   }
 }

@@ -34,7 +34,8 @@ namespace gaspp {
 // app_proto: the flow's application protocol as Suricata names it ("http", "tls", "dns", "failed"),
 // written before the flow object as Suricata does; null or "": none (no application layer ran on
 // the flow, or it had no data to detect).
-std::string eve_flow_json(const FlowRecordOut& r, const char* app_proto = nullptr, const char* app_proto_orig = nullptr);
+std::string eve_flow_json(const FlowRecordOut& r, const char* app_proto = nullptr, const char* app_proto_orig = nullptr,
+                          const std::string& vars = {});
 
 class EveWriter {
  public:
@@ -52,6 +53,8 @@ class EveWriter {
   // late_passed, late_alerted): kFlowDecidedDrop or kFlowDecidedPass, the record's action unless the
   // engine had decided the flow, and kFlowAlerted when a handler alerted on it.
   void set_late_decision_lookup(std::function<uint8_t(uint64_t flow_id)> f) { late_ = std::move(f); }
+  // The flow's variables for its record (ModuleSet::flow_eve_json: `,"traffic":{...},"metadata":{...}`).
+  void set_flow_vars_lookup(std::function<std::string(uint64_t flow_id)> f) { vars_ = std::move(f); }
   // extra: more members of the stats object (the modules' verdict accounting), or "".
   // `extra`: members added to the stats object (the modules' ips / firewall accounting).
   void write_stats(const RunReport& r, const nlohmann::ordered_json& extra = nlohmann::ordered_json::object());
@@ -67,6 +70,7 @@ class EveWriter {
   std::function<const char*(uint64_t)> app_proto_;
   std::function<const char*(uint64_t)> app_proto_orig_;
   std::function<uint8_t(uint64_t)> late_;
+  std::function<std::string(uint64_t)> vars_;
 };
 
 }  // namespace gaspp

@@ -47,7 +47,6 @@ KNOWN_FAILURES = {
     "eve-payload-05-tcp-data-gap": "the checks match a stream alert raised at the flow's end over data with a gap (payload \"VERY[4 bytes missing]DATA\", pkt_src \"stream (flow timeout)\"): gaspp inspects no stream across a gap and writes stream alerts with the delivering packet's payload",
     "smb1-03-midstream": "picked up midstream at the server's response: Suricata's SMB protocol detection turns the flow around, so the client's request is to_server; gaspp keeps the first packet's sender as the client (no SMB parser)",
     # HTTP (the application layer's first stage)
-    "eve-metadata": "the checks want alerts' metadata from flowbits named traffic/id/... and traffic/label/..., and pcre captures into pkt/flow variables (skipped rules); neither is supported",
     "http-evader/http-evader-405": "a deformed end of the header block (CR/LF mixes): where libhtp's headers end differs from gaspp's",
 }
 

@@ -17,12 +17,12 @@ alert (pcap_cnt, sid) must be the reference's, on the CPU with Hyperscan and on 
 
 usage: detect_xbits.py GASPP [cpu|cpu-device|cuda ...]
 """
-import json
 import os
 import random
-import subprocess
 import sys
 import tempfile
+
+from detect_paths import run_detect
 
 try:
     from scapy.all import IP, UDP, Ether, Raw, wrpcap
@@ -131,20 +131,11 @@ def main():
         with open(rules, "w") as f:
             f.write(rules_text())
         for path in paths:
-            eve = os.path.join(d, "eve.json")
-            if os.path.exists(eve):
-                os.remove(eve)
-            cmd = [gaspp, "-r", pcap, "--backend", "cuda" if path == "cuda" else "cpu", "-q", "--rules", rules, "-l", d,
-                   "--stats-json", os.path.join(d, "stats.json")]
-            if path == "cpu-device":
-                cmd += ["--detect-prefilter", "device"]
-            p = subprocess.run(cmd, capture_output=True, text=True)
-            if p.returncode != 0:
-                print(f"FAIL ({path}): gaspp exit {p.returncode}: {p.stderr.strip()}")
+            events = run_detect(gaspp, pcap, rules, d, path, ["--stats-json", os.path.join(d, "stats.json")])
+            if events is None:
                 problems += 1
                 continue
-            got = sorted((e["pcap_cnt"], e["alert"]["signature_id"]) for e in map(json.loads, open(eve))
-                         if e.get("event_type") == "alert")
+            got = sorted((e["pcap_cnt"], e["alert"]["signature_id"]) for e in events if e.get("event_type") == "alert")
             missing, extra = sorted(set(want) - set(got)), sorted(set(got) - set(want))
             ok = got == want
             print(f"{'ok  ' if ok else 'FAIL'} ({path}): {len(got)} alerts, reference {len(want)} "

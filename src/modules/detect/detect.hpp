@@ -542,6 +542,14 @@ struct DetectModule {
     bool wants_packets() const { return !pending_tags_.empty() || !tags_.empty(); }
     void on_packet(const HostPacket& p, ModuleOutput& out);
     void on_packets_end();
+    // The flows gone from the table: their flowbits and flowints go (a new flow of the same key
+    // starts without them, and the table of kDetFlowbitFlows does not fill with ended flows).
+    void on_flows_gone(const std::vector<uint64_t>& flow_ids);
+    // The flow's variables as Suricata's EveAddMetadata writes them into its events (eve-log's
+    // top-level metadata, on by default): `,"traffic":{"id":[...],"label":[...]}` from the flowbits
+    // named traffic/id/NAME and traffic/label/NAME, then `,"metadata":{"flowbits":[...],
+    // "flowints":{...}}` with the others, in the order they were set; empty when the flow has none.
+    std::string flow_eve_json(uint64_t flow_id) const;
     // No signature: no hook runs and no state is kept (a rule set of IP lists costs nothing here).
     uint32_t layers() const { return sigs_.empty() ? 0u : kLayers; }
     uint32_t flow_state_bytes() const { return has_stream_sigs_ ? uint32_t(sizeof(FlowState)) : 0u; }
@@ -644,6 +652,7 @@ struct DetectModule {
     // Per flow (flowbits and flowints), at most kDetFlowbitFlows flows.
     struct FlowVars {
       std::vector<uint64_t> bits;
+      std::vector<uint32_t> bits_order;  // the set bits' ids, in the order they were set
       std::vector<std::pair<uint32_t, uint32_t>> ints;  // (flowint id, value)
     };
     FlowVars* flow_vars(uint64_t flow_id, bool create);
@@ -691,6 +700,7 @@ struct DetectModule {
     std::unique_ptr<DetectHostMatchers> matchers_;
     std::map<std::string, uint32_t> flowbit_ids_;
     std::map<std::string, uint32_t> flowint_ids_;
+    std::vector<std::string> flowbit_names_, flowint_names_;  // by id
     std::unordered_map<uint64_t, FlowVars> flow_vars_;  // flow id -> its flowbits and flowints
     AlertMetadata alert_meta_;  // metadata.* options
     std::vector<RuleThresholds> thresholds_;  // per signature: its own and threshold.config's

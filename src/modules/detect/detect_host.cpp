@@ -477,6 +477,10 @@ DetectModule::Host::Host(const ModuleOptions& opt) : ModuleHost<DetectModule>({}
       if (!c.value_var.empty()) flowint_ids_.try_emplace(c.value_var, uint32_t(flowint_ids_.size()));
     }
   }
+  flowbit_names_.assign(flowbit_ids_.size(), {});
+  for (const auto& [n, id] : flowbit_ids_) flowbit_names_[id] = n;
+  flowint_names_.assign(flowint_ids_.size(), {});
+  for (const auto& [n, id] : flowint_ids_) flowint_names_[id] = n;
   if (!threshold_file.empty()) {
     // The firewall, when it shares the files, installs the file on its header-only rules; an
     // entry is reported unmatched here only when it names a rule of neither.
@@ -641,6 +645,42 @@ DetectModule::View DetectModule::Host::upload_to(TableMemory& mem) {
   return v;
 }
 
+void DetectModule::Host::on_flows_gone(const std::vector<uint64_t>& flow_ids) {
+  if (flow_vars_.empty()) return;
+  for (const uint64_t id : flow_ids) flow_vars_.erase(id);
+}
+
+std::string DetectModule::Host::flow_eve_json(uint64_t flow_id) const {
+  const auto it = flow_vars_.find(flow_id);
+  if (it == flow_vars_.end()) return {};
+  const FlowVars& fv = it->second;
+  static const std::string kId = "traffic/id/", kLabel = "traffic/label/";
+  std::string ids, labels, bits, ints;
+  const auto add = [](std::string& list, const std::string& v) { list += (list.empty() ? "\"" : ",\"") + json_escape(v) + "\""; };
+  for (const uint32_t id : fv.bits_order) {
+    const std::string& n = flowbit_names_.at(id);
+    if (n.rfind(kId, 0) == 0) add(ids, n.substr(kId.size()));
+    else if (n.rfind(kLabel, 0) == 0) add(labels, n.substr(kLabel.size()));
+    else add(bits, n);
+  }
+  for (const auto& [id, v] : fv.ints)
+    ints += (ints.empty() ? "\"" : ",\"") + json_escape(flowint_names_.at(id)) + "\":" + std::to_string(v);
+  std::string j;
+  if (!ids.empty() || !labels.empty()) {
+    j += ",\"traffic\":{";
+    if (!ids.empty()) j += "\"id\":[" + ids + "]";
+    if (!labels.empty()) j += std::string(ids.empty() ? "" : ",") + "\"label\":[" + labels + "]";
+    j += "}";
+  }
+  if (!bits.empty() || !ints.empty()) {
+    j += ",\"metadata\":{";
+    if (!bits.empty()) j += "\"flowbits\":[" + bits + "]";
+    if (!ints.empty()) j += std::string(bits.empty() ? "" : ",") + "\"flowints\":{" + ints + "}";
+    j += "}";
+  }
+  return j;
+}
+
 DetectModule::Host::FlowVars* DetectModule::Host::flow_vars(uint64_t flow_id, bool create) {
   if (!flow_id) return nullptr;
   auto it = flow_vars_.find(flow_id);
@@ -714,9 +754,13 @@ void DetectModule::Host::flow_effects_apply(const Signature& s, uint64_t flow_id
       const uint32_t id = flowbit_ids_.at(n);
       uint64_t& w = fv->bits[id / 64];
       const uint64_t b = 1ull << (id % 64);
+      const bool was = (w & b) != 0;
       if (c.cmd == FlowbitCmd::set) w |= b;
       else if (c.cmd == FlowbitCmd::unset) w &= ~b;
       else w ^= b;
+      const bool now = (w & b) != 0;
+      if (now && !was) fv->bits_order.push_back(id);
+      if (was && !now) std::erase(fv->bits_order, id);
     }
   }
   for (const FlowintCmd& c : s.flowints) {
@@ -985,6 +1029,7 @@ void DetectModule::Host::on_event(const ModuleEvent& ev, const HostPacket& p, Mo
       }
     }
   }
+  x.vars = flow_eve_json(ev.flow_id);
   out.eve(eve_alert_line(s.rule, classes_, late_p, dropped, x));
   out.fast_log(fast_log_line(s.rule, classes_, late_p, dropped));
   if (p.late) p.late->alerted(p);

@@ -146,6 +146,7 @@ std::string eve_alert_line(const Rule& r, const Classifications& classes_, const
   j += x.app;
   if (x.app.empty() && p.app_proto) j += ",\"app_proto\":\"" + std::string(p.app_proto) + "\"";
   j += eve_tunnel_json(p);
+  j += x.vars;
   if (x.meta.flow) j += eve_alert_flow_json(p);
   if (x.payload) {
     const uint8_t* d;

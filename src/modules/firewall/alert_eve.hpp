@@ -50,6 +50,9 @@ struct AlertExtras {
   // The alert's reject rule rejected the packet (RejectDirs): verdict.reject_target and
   // verdict.reject, as Suricata's EveAddVerdict writes them.
   uint8_t reject_dirs = 0;
+  // The flow's variables (`,"traffic":{...},"metadata":{...}`: the signature engine's
+  // flow_eve_json), written after the flow's app_proto and tunnel; empty: none.
+  std::string vars;
 };
 
 // An application-layer frame for Suricata's EVE `frame` object (its FrameJsonLogOneFrame).

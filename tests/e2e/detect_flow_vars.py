@@ -1,0 +1,151 @@
+#!/usr/bin/env python3
+"""Flow variables in EVE (Suricata's EveAddMetadata, eve-log's top-level `metadata`, on by default),
+against a reference written here from Suricata's output-json.c:
+
+  * a flow's flowbits named traffic/id/NAME and traffic/label/NAME make `"traffic":{"id":[NAME...],
+    "label":[NAME...]}`; the others `"metadata":{"flowbits":[...]}`, and its flowints
+    `"metadata":{"flowints":{NAME: value}}`, each list in the order the variables were first set
+    (a bit unset and set again goes to the end: Suricata's variable list);
+  * an alert carries the flow's variables as its packet left them (the packet's own flowbits and
+    flowints applied), a flow event as the flow ended; a flow without variables has neither member.
+
+A capture built here (scapy): 30 UDP flows of 3 to 15 packets, each payload one of the rules'
+keywords (set, unset, toggle, traffic id/label, flowint set/add) or ALRT, which alerts. Every alert's
+and every flow event's `traffic` and `metadata` must be the reference's, on the CPU with Hyperscan and
+on the device's path (or CUDA: detect_flow_vars.py GASPP cuda).
+
+usage: detect_flow_vars.py GASPP [cpu|cpu-device|cuda ...]
+"""
+import os
+import random
+import sys
+import tempfile
+
+from detect_paths import run_detect
+
+try:
+    from scapy.all import IP, UDP, Ether, Raw, wrpcap
+except ImportError:
+    print("FAIL: scapy is not installed (scripts/setup.sh installs it)")
+    sys.exit(1)
+
+# keyword: (option, effect) where effect is (kind, name, arg)
+RULES = {
+    "SETA": ("flowbits:set,a;", ("set", "a", None)),
+    "SETB": ("flowbits:set,b;", ("set", "b", None)),
+    "UNSB": ("flowbits:unset,b;", ("unset", "b", None)),
+    "TOGC": ("flowbits:toggle,c;", ("toggle", "c", None)),
+    "TIDX": ("flowbits:set,traffic/id/app1;", ("set", "traffic/id/app1", None)),
+    "TIDY": ("flowbits:set,traffic/id/app2;", ("set", "traffic/id/app2", None)),
+    "TLAB": ("flowbits:set,traffic/label/lab1;", ("set", "traffic/label/lab1", None)),
+    "INTS": ("flowint:n,=,5;", ("iset", "n", 5)),
+    "INTA": ("flowint:m,+,2;", ("iadd", "m", 2)),
+}
+
+
+def rules_text():
+    out = [f'alert udp any any -> any any (msg:"{k}"; content:"{k}"; {opt} noalert; sid:{i + 1};)'
+           for i, (k, (opt, _)) in enumerate(RULES.items())]
+    out.append('alert udp any any -> any any (msg:"alert"; content:"ALRT"; sid:100;)')
+    return "\n".join(out) + "\n"
+
+
+def members(bits, ints):
+    """The event members the reference expects: {"traffic": ..., "metadata": ...} (absent when empty)."""
+    m = {}
+    ids = [b[len("traffic/id/"):] for b in bits if b.startswith("traffic/id/")]
+    labels = [b[len("traffic/label/"):] for b in bits if b.startswith("traffic/label/")]
+    plain = [b for b in bits if not b.startswith("traffic/")]
+    if ids or labels:
+        m["traffic"] = {k: v for k, v in (("id", ids), ("label", labels)) if v}
+    md = {}
+    if plain:
+        md["flowbits"] = plain
+    if ints:
+        md["flowints"] = dict(ints)
+    if md:
+        m["metadata"] = md
+    return m
+
+
+def main():
+    gaspp = sys.argv[1]
+    paths = sys.argv[2:] or ["cpu", "cpu-device"]
+    rng = random.Random(20261208)
+    words = list(RULES) + ["ALRT"] * 3
+    frames, t = [], 1000.0
+    want_alerts, want_flows = {}, {}
+    flows = [(f"10.7.{i // 200}.{i % 200 + 1}", 5000 + i) for i in range(30)]
+    seq = []
+    for fl in flows:
+        for _ in range(rng.randint(3, 15)):
+            seq.append((fl, rng.choice(words)))
+    rng.shuffle(seq)
+    state = {}
+    for n, ((src, sport), w) in enumerate(seq, start=1):
+        bits, ints = state.setdefault((src, sport), ([], []))
+        if w == "ALRT":
+            want_alerts[n] = members(bits, ints)
+        else:
+            kind, name, arg = RULES[w][1]
+            if kind == "set" and name not in bits:
+                bits.append(name)
+            elif kind == "unset" and name in bits:
+                bits.remove(name)
+            elif kind == "toggle":
+                bits.remove(name) if name in bits else bits.append(name)
+            elif kind in ("iset", "iadd"):
+                cur = next((i for i, (k, _) in enumerate(ints) if k == name), None)
+                if cur is None:
+                    ints.append((name, arg))  # add on an unset integer stores the value (Suricata)
+                elif kind == "iset":
+                    ints[cur] = (name, arg)
+                else:
+                    ints[cur] = (name, ints[cur][1] + arg)
+        f = Ether() / IP(src=src, dst="10.7.9.9") / UDP(sport=sport, dport=7777) / Raw(w.encode())
+        f.time = t
+        t += 0.01
+        frames.append(f)
+    for fl, (bits, ints) in state.items():
+        want_flows[fl] = members(bits, ints)
+    problems = 0
+    with tempfile.TemporaryDirectory() as d:
+        pcap, rules = os.path.join(d, "v.pcap"), os.path.join(d, "v.rules")
+        wrpcap(pcap, frames)
+        with open(rules, "w") as f:
+            f.write(rules_text())
+        for path in paths:
+            events = run_detect(gaspp, pcap, rules, d, path)
+            if events is None:
+                problems += 1
+                continue
+            bad = []
+            got_alerts, got_flows = {}, {}
+            for e in events:
+                m = {k: e[k] for k in ("traffic", "metadata") if k in e}
+                if e.get("event_type") == "alert":
+                    got_alerts[e["pcap_cnt"]] = m
+                elif e.get("event_type") == "flow":
+                    got_flows[(e["src_ip"], e["src_port"])] = m
+            for n, w in want_alerts.items():
+                if got_alerts.get(n) != w:
+                    bad.append(f"alert at pcap_cnt {n}: {got_alerts.get(n)}, reference {w}")
+            if set(got_alerts) != set(want_alerts):
+                bad.append(f"alerts at {sorted(set(got_alerts) ^ set(want_alerts))[:8]}: not the reference's")
+            for fl, w in want_flows.items():
+                if got_flows.get(fl) != w:
+                    bad.append(f"flow {fl}: {got_flows.get(fl)}, reference {w}")
+            print(f"{'ok  ' if not bad else 'FAIL'} ({path}): {len(got_alerts)} alerts, {len(got_flows)} flow events compared")
+            for b in bad[:10]:
+                print("     " + b)
+            problems += bool(bad)
+    # The capture must exercise every kind of member.
+    kinds = {k for m in list(want_alerts.values()) + list(want_flows.values()) for k in m}
+    if kinds != {"traffic", "metadata"} or not any("flowints" in m.get("metadata", {}) for m in want_flows.values()):
+        print(f"FAIL: the reference exercises only {sorted(kinds)}")
+        problems += 1
+    return 1 if problems else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
