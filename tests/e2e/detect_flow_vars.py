@@ -6,11 +6,16 @@ against a reference written here from Suricata's output-json.c:
     "label":[NAME...]}`; the others `"metadata":{"flowbits":[...]}`, and its flowints
     `"metadata":{"flowints":{NAME: value}}`, each list in the order the variables were first set
     (a bit unset and set again goes to the end: Suricata's variable list);
+  * pcre captures (detect-pcre.c): `flow:NAME` into the flow's `"metadata":{"flowvars":[{NAME:
+    value}]}` (a name set again keeps its place, with the new value), `(?P<pkt_NAME>...)` into the
+    packet's `"metadata":{"pktvars":[...]}` on its alert, `(?P<alert_NAME>...)` into the alert's
+    `alert.context`; a noalert signature stores its captures too;
   * an alert carries the flow's variables as its packet left them (the packet's own flowbits and
     flowints applied), a flow event as the flow ended; a flow without variables has neither member.
 
 A capture built here (scapy): 30 UDP flows of 3 to 15 packets, each payload one of the rules'
-keywords (set, unset, toggle, traffic id/label, flowint set/add) or ALRT, which alerts. Every alert's
+keywords (set, unset, toggle, traffic id/label, flowint set/add, a flow capture) or ALRT / ALPV, which
+alert (ALPV with a packet and an alert capture). Every alert's
 and every flow event's `traffic` and `metadata` must be the reference's, on the CPU with Hyperscan and
 on the device's path (or CUDA: detect_flow_vars.py GASPP cuda).
 
@@ -40,17 +45,21 @@ RULES = {
     "TLAB": ("flowbits:set,traffic/label/lab1;", ("set", "traffic/label/lab1", None)),
     "INTS": ("flowint:n,=,5;", ("iset", "n", 5)),
     "INTA": ("flowint:m,+,2;", ("iadd", "m", 2)),
+    "UIDx": ('pcre:"/UID(.)/, flow:uid";', ("fvar", "uid", None)),
+    "OSNx": ('pcre:"/OSN(?P<flow_os>.)/";', ("fvar", "os", None)),
 }
 
 
 def rules_text():
-    out = [f'alert udp any any -> any any (msg:"{k}"; content:"{k}"; {opt} noalert; sid:{i + 1};)'
+    out = [f'alert udp any any -> any any (msg:"{k}"; content:"{k.rstrip("x")}"; {opt} noalert; sid:{i + 1};)'
            for i, (k, (opt, _)) in enumerate(RULES.items())]
     out.append('alert udp any any -> any any (msg:"alert"; content:"ALRT"; sid:100;)')
+    out.append('alert udp any any -> any any (msg:"alert with captures"; content:"ALPV"; '
+               'pcre:"/ALPV(?P<pkt_pv>[a-z])(?P<alert_ac>[a-z])/"; sid:101;)')
     return "\n".join(out) + "\n"
 
 
-def members(bits, ints):
+def members(bits, ints, fvars=(), pvars=()):
     """The event members the reference expects: {"traffic": ..., "metadata": ...} (absent when empty)."""
     m = {}
     ids = [b[len("traffic/id/"):] for b in bits if b.startswith("traffic/id/")]
@@ -63,6 +72,10 @@ def members(bits, ints):
         md["flowbits"] = plain
     if ints:
         md["flowints"] = dict(ints)
+    if fvars:
+        md["flowvars"] = [{k: v} for k, v in fvars]
+    if pvars:
+        md["pktvars"] = [{k: v} for k, v in pvars]
     if md:
         m["metadata"] = md
     return m
@@ -72,7 +85,7 @@ def main():
     gaspp = sys.argv[1]
     paths = sys.argv[2:] or ["cpu", "cpu-device"]
     rng = random.Random(20261208)
-    words = list(RULES) + ["ALRT"] * 3
+    words = list(RULES) + ["ALRT"] * 3 + ["ALPV"] * 2
     frames, t = [], 1000.0
     want_alerts, want_flows = {}, {}
     flows = [(f"10.7.{i // 200}.{i % 200 + 1}", 5000 + i) for i in range(30)]
@@ -83,9 +96,14 @@ def main():
     rng.shuffle(seq)
     state = {}
     for n, ((src, sport), w) in enumerate(seq, start=1):
-        bits, ints = state.setdefault((src, sport), ([], []))
+        bits, ints, fvars = state.setdefault((src, sport), ([], [], []))
+        ch = rng.choice("abcdefgh")
         if w == "ALRT":
-            want_alerts[n] = members(bits, ints)
+            want_alerts[n] = members(bits, ints, fvars)
+        elif w == "ALPV":
+            c2 = rng.choice("xyz")
+            want_alerts[n] = dict(members(bits, ints, fvars, [("pv", ch)]), context={"ac": c2})
+            w = "ALPV" + ch + c2
         else:
             kind, name, arg = RULES[w][1]
             if kind == "set" and name not in bits:
@@ -94,6 +112,13 @@ def main():
                 bits.remove(name)
             elif kind == "toggle":
                 bits.remove(name) if name in bits else bits.append(name)
+            elif kind == "fvar":
+                at = next((i for i, (k, _) in enumerate(fvars) if k == name), None)
+                if at is None:
+                    fvars.append((name, ch))
+                else:
+                    fvars[at] = (name, ch)
+                w = w[:3] + ch
             elif kind in ("iset", "iadd"):
                 cur = next((i for i, (k, _) in enumerate(ints) if k == name), None)
                 if cur is None:
@@ -106,8 +131,8 @@ def main():
         f.time = t
         t += 0.01
         frames.append(f)
-    for fl, (bits, ints) in state.items():
-        want_flows[fl] = members(bits, ints)
+    for fl, (bits, ints, fvars) in state.items():
+        want_flows[fl] = members(bits, ints, fvars)
     problems = 0
     with tempfile.TemporaryDirectory() as d:
         pcap, rules = os.path.join(d, "v.pcap"), os.path.join(d, "v.rules")
@@ -123,6 +148,8 @@ def main():
             got_alerts, got_flows = {}, {}
             for e in events:
                 m = {k: e[k] for k in ("traffic", "metadata") if k in e}
+                if "context" in e.get("alert", {}):
+                    m["context"] = e["alert"]["context"]
                 if e.get("event_type") == "alert":
                     got_alerts[e["pcap_cnt"]] = m
                 elif e.get("event_type") == "flow":
@@ -141,7 +168,8 @@ def main():
             problems += bool(bad)
     # The capture must exercise every kind of member.
     kinds = {k for m in list(want_alerts.values()) + list(want_flows.values()) for k in m}
-    if kinds != {"traffic", "metadata"} or not any("flowints" in m.get("metadata", {}) for m in want_flows.values()):
+    md = [m.get("metadata", {}) for m in list(want_alerts.values()) + list(want_flows.values())]
+    if kinds != {"traffic", "metadata", "context"} or not all(any(k in x for x in md) for k in ("flowints", "flowvars", "pktvars")):
         print(f"FAIL: the reference exercises only {sorted(kinds)}")
         problems += 1
     return 1 if problems else 0

@@ -1439,25 +1439,32 @@ TEST(Signatures, OversizedRulesAreSkippedAndBadOptionsRefused) {
   EXPECT_THROW(make({{"rules", testing::TempDir() + "/no-such.rules"}}), std::invalid_argument);
 }
 
-// pcre's capture names and uricontent's negation, as Suricata's DetectPcreParse and content
-// parser read them (suricata-verify's eve-metadata, http2-userinfo-authority, UriTestSig21).
+// pcre's capture names and uricontent's negation, as Suricata's DetectPcreParse,
+// DetectPcreParseCapture and content parser read them (suricata-verify's eve-metadata,
+// detect-pcre-06, http2-userinfo-authority, UriTestSig21).
 TEST(Signatures, PcreCaptureNamesAndNegatedUricontentParse) {
   struct Row {
     const char* opts;
-    const char* expr;   // the pcre expression kept ("" for none)
-    bool captures;      // capture names were cut off
-    bool negated_last;  // the last option is negated
+    const char* expr;      // the pcre expression kept ("" for none)
+    const char* captures;  // the capture specs, "type:name" comma-joined (kv: "kv")
+    bool negated_last;     // the last option is negated
   };
   const Row rows[] = {
-      {"pcre:\"/uid=(\\d+)\\(([^)]+)\\)/, pkt:uid, pkt:username\";", "uid=(\\d+)\\(([^)]+)\\)", true, false},
-      {"pcre: /:authority: ([^:]*:[^@]*)@/,flow:http2_userinfo;", ":authority: ([^:]*:[^@]*)@", true, false},
-      {"pcre:\"/a(b)/i,alert:x\";", "a(b)", true, false},
+      {"pcre:\"/uid=(\\d+)\\(([^)]+)\\)/, pkt:uid, pkt:username\";", "uid=(\\d+)\\(([^)]+)\\)", "pkt:uid,pkt:username", false},
+      {"pcre: /:authority: ([^:]*:[^@]*)@/,flow:http2_userinfo;", ":authority: ([^:]*:[^@]*)@", "flow:http2_userinfo", false},
+      {"pcre:\"/a(b)/i,alert:x\";", "a(b)", "alert:x", false},
+      {"pcre:\"/^(.*)\\/(\\d+\\.\\d+)/G, flow:key,flow:value\";", "^(.*)\\/(\\d+\\.\\d+)", "flow:key,flow:value", false},
+      {"pcre:\"/(\\w+)=(\\w+)/, pkt:key, pkt:value\";", "(\\w+)=(\\w+)", "kv", false},
+      // Named groups (Suricata's PARSE_CAPTURE_REGEX): after the list; other prefixes capture nothing.
+      {"pcre:\"/^(?P<alert_ua>[a-z]+) (?P<flow_os>\\w+)/\";", "^(?P<alert_ua>[a-z]+) (?P<flow_os>\\w+)", "alert:ua,flow:os", false},
+      {"pcre:\"/(?P<q>[\\x22\\x27])x(?P=q)/\";", "(?P<q>[\\x22\\x27])x(?P=q)", "", false},
       // No separator before the name: part of the expression (Suricata's "missing separators").
-      {"pcre:\"/xpkt:a/\";", "xpkt:a", false, false},
-      {"pcre:\"/plain/\";", "plain", false, false},
-      {"uricontent:\"fix\"; uricontent:!\"and\";", "", false, true},
-      {"uricontent:! \"and\";", "", false, true},
+      {"pcre:\"/xpkt:a/\";", "xpkt:a", "", false},
+      {"pcre:\"/plain/\";", "plain", "", false},
+      {"uricontent:\"fix\"; uricontent:!\"and\";", "", "", true},
+      {"uricontent:! \"and\";", "", "", true},
   };
+  const char* kTypes[] = {"pkt", "flow", "alert"};
   for (const Row& r : rows) {
     Signature sig;
     const std::string text = std::string("alert http any any -> any any (") + r.opts + " sid:1;)";
@@ -1468,8 +1475,21 @@ TEST(Signatures, PcreCaptureNamesAndNegatedUricontentParse) {
       EXPECT_EQ(last.type, SigOpType::pcre) << r.opts;
       EXPECT_EQ(last.bytes, r.expr) << r.opts;
     }
-    EXPECT_EQ(last.pcre_captures, r.captures) << r.opts;
+    std::string caps;
+    for (const PcreCaptureSpec& c : last.captures)
+      caps += (caps.empty() ? "" : ",") +
+              (c.type == PcreCaptureSpec::pkt_kv ? std::string("kv") : std::string(kTypes[c.type]) + ":" + c.name);
+    EXPECT_EQ(caps, r.captures) << r.opts;
     EXPECT_EQ(last.negated, r.negated_last) << r.opts;
+  }
+  // Malformed lists do not load (Suricata's errors).
+  for (const char* bad : {"pcre:\"/(a)(b)/, pkt:value\";", "pcre:\"/(a)(b)/, pkt:key, flow:x\";",
+                          "pcre:\"/(a)/, pkt:a, host:b\";"}) {
+    Signature sig;
+    EXPECT_EQ(parse_signature(std::string("alert http any any -> any any (") + bad + " sid:1;)", RuleVars{}, sig)
+                  .rfind("error:", 0),
+              0u)
+        << bad;
   }
 }
 

@@ -549,7 +549,10 @@ struct DetectModule {
     // top-level metadata, on by default): `,"traffic":{"id":[...],"label":[...]}` from the flowbits
     // named traffic/id/NAME and traffic/label/NAME, then `,"metadata":{"flowbits":[...],
     // "flowints":{...}}` with the others, in the order they were set; empty when the flow has none.
-    std::string flow_eve_json(uint64_t flow_id) const;
+    std::string flow_eve_json(uint64_t flow_id) const { return vars_eve_json(flow_id, nullptr); }
+    // ... and with a packet's variables (pcre captures into pkt:NAME) in metadata.pktvars.
+    using NamedValues = std::vector<std::pair<std::string, std::string>>;
+    std::string vars_eve_json(uint64_t flow_id, const NamedValues* pkt_vars) const;
     // No signature: no hook runs and no state is kept (a rule set of IP lists costs nothing here).
     uint32_t layers() const { return sigs_.empty() ? 0u : kLayers; }
     uint32_t flow_state_bytes() const { return has_stream_sigs_ ? uint32_t(sizeof(FlowState)) : 0u; }
@@ -578,6 +581,7 @@ struct DetectModule {
       bool per_instance;  // reads a multi-buffer (instance_buf): inspected at every instance
       bool per_file = false;  // file keywords (or file.name): alerts once per file, not per transaction
       std::string ftpdata_command;  // ftpdata_command: the data connection's command (upper case), empty: any
+      bool captures = false;        // a pcre stores captures (pcre_capture.hpp)
       bool multi_any;     // reads two different multi-buffers: each matched at any of its instances
       uint16_t tls_version;
       DetCond dns_opcode, dns_rcode;  // Signature's dns.opcode, dns.rcode
@@ -634,6 +638,7 @@ struct DetectModule {
       std::string app, context, frame;  // frame: `,"frame":{...}` of a frame signature's match
       std::string xff;                  // the address the transaction's XFF header names (xff on)
       bool to_client = false;           // the update's packet went to the client
+      std::vector<CapturedVar> captures;  // the signature's pcre captures (pcre_capture.hpp)
     };
     // (flow, packet, signature, seq): seq counts the signature's transactions matched on the packet.
     using AppAlerts = std::map<std::tuple<uint64_t, uint32_t, uint32_t, uint8_t>, AppAlertText>;
@@ -653,6 +658,7 @@ struct DetectModule {
     struct FlowVars {
       std::vector<uint64_t> bits;
       std::vector<uint32_t> bits_order;  // the set bits' ids, in the order they were set
+      std::vector<std::pair<std::string, std::string>> strs;  // flow variables (pcre captures), as first set
       std::vector<std::pair<uint32_t, uint32_t>> ints;  // (flowint id, value)
     };
     FlowVars* flow_vars(uint64_t flow_id, bool create);
@@ -700,6 +706,12 @@ struct DetectModule {
     std::unique_ptr<DetectHostMatchers> matchers_;
     std::map<std::string, uint32_t> flowbit_ids_;
     std::map<std::string, uint32_t> flowint_ids_;
+    // The packet variables of the packet being handled (pcre captures into pkt:NAME).
+    NamedValues pkt_vars_;
+    uint64_t pkt_vars_packet_ = 0;
+    uint64_t captures_not_kept_ = 0;  // a stream match's captures (the stream is not at hand)
+    // A match's pcre captures: stored (flow, packet) and returned (alert variables as context).
+    std::string apply_captures(const Signature& s, const ModuleEvent& ev, uint32_t sig, const HostPacket& p);
     std::vector<std::string> flowbit_names_, flowint_names_;  // by id
     std::unordered_map<uint64_t, FlowVars> flow_vars_;  // flow id -> its flowbits and flowints
     AlertMetadata alert_meta_;  // metadata.* options

@@ -861,6 +861,7 @@ void DetectModule::Host::add_app_sig(uint32_t i) {
   a.tls_events = s.tls_events;
   a.ftp_bounce = s.ftp_bounce;
   a.ftpdata_command = s.ftpdata_command;
+  for (const SigOp& o : s.ops) a.captures = a.captures || !o.captures.empty();
   // A buffer's side; an ftp-data signature's file_data reads the file whichever way it goes.
   const auto sig_buf_side = [&](uint8_t b) {
     return s.app_proto == 9 && base_buf(b) == kBufHttpResponseBody ? 2 : gaspp::sig_buf_side(b);
@@ -1385,6 +1386,9 @@ void DetectModule::Host::on_app(std::span<const AppUpdate> updates, std::vector<
       DatasetContexts& dctx = dataset_contexts();
       dctx.active = true;
       dctx.hits.clear();
+      // pcre captures: each pcre's groups from its match on the path that matched.
+      PcreCaptureRecorder& caps = pcre_capture_recorder();
+      if (a.captures) caps.begin();
       for (const AppPart& p : a.parts) {
         if (!all) break;
         const uint16_t key = side_key(p.key, p.either);
@@ -1409,6 +1413,8 @@ void DetectModule::Host::on_app(std::span<const AppUpdate> updates, std::vector<
         }
       }
       dctx.active = false;
+      std::vector<CapturedVar> captured;
+      if (a.captures) captured = caps.take();
       if (!all) continue;
       if (file_inst) t.matched_files.insert(file_key);
       else t.matched.insert(done_key);
@@ -1483,7 +1489,7 @@ void DetectModule::Host::on_app(std::span<const AppUpdate> updates, std::vector<
       w.alerts[{u.flow_id, u.packet, a.sig, seq}] =
           AppAlertText{",\"tx_id\":" + std::to_string(t.id) + obj + ",\"app_proto\":\"" + proto + "\"", context, frame,
                        xff_mode_ && u.http() ? xff_address(*u.http(), xff_header_, xff_forward_) : std::string(),
-                       u.dir == 1};
+                       u.dir == 1, std::move(captured)};
       ModuleEvent ev{u.flow_id, u.packet, (a.sig << 2) | 2u, 0, kMatch, u.dir};
       ev.seq = seq;
       out.push_back(ev);

@@ -20,6 +20,7 @@
 #include "modules/detect/detect.hpp"
 #include "modules/detect/base64.hpp"
 #include "modules/detect/dataset.hpp"
+#include "modules/detect/pcre_capture.hpp"
 #include "core/eve_event.hpp"
 #include "modules/firewall/alert_eve.hpp"
 
@@ -31,6 +32,7 @@ struct DetectHostMatchers {
   hs_database_t* db = nullptr;
   hs_scratch_t* proto_scratch = nullptr;
   std::vector<pcre2_code*> pcre;
+  std::vector<std::vector<PcreCaptureSpec>> captures;  // per pcre: what its groups are stored into
   // Each expression is JIT-compiled on its first match, once: most of a large rule set's pcres
   // never run on a given capture, and compiling them all up front was most of the load time.
   std::vector<std::unique_ptr<std::once_flag>> jit;
@@ -178,6 +180,10 @@ int detect_host_pcre(const DetectHostMatchers* m, uint32_t id, const uint8_t* su
   const int rc = pcre2_match(m->pcre[id], subject, len, start, 0, t_scratch.md, nullptr);
   if (rc < 0) return 0;  // no match, or a match limit: no match (as Suricata)
   const PCRE2_SIZE* ov = pcre2_get_ovector_pointer(t_scratch.md);
+  if (!m->captures[id].empty()) {
+    PcreCaptureRecorder& r = pcre_capture_recorder();
+    if (r.active()) r.record(id, m->captures[id], ov, pcre2_get_ovector_count(t_scratch.md), subject);
+  }
   ov0 = uint32_t(ov[0]);
   ov1 = uint32_t(ov[1]);
   return 1;
@@ -573,6 +579,7 @@ void DetectModule::Host::add_ops(const Signature& s, const std::vector<size_t>& 
       if (!re) throw std::invalid_argument("detect: pcre of sid " + std::to_string(s.rule.sid) + " does not compile");
       x.pat_off = uint32_t(matchers_->pcre.size());
       matchers_->jit.push_back(std::make_unique<std::once_flag>());
+      matchers_->captures.push_back(o.captures);
       x.rx_prog = rx[k] < 0 ? 0 : uint32_t(rx[k]) + 1;
       matchers_->pcre.push_back(re);
     } else if (o.type == SigOpType::dataset) {
@@ -645,15 +652,60 @@ DetectModule::View DetectModule::Host::upload_to(TableMemory& mem) {
   return v;
 }
 
+std::string DetectModule::Host::apply_captures(const Signature& s, const ModuleEvent& ev, uint32_t sig, const HostPacket& p) {
+  std::vector<CapturedVar> caps;
+  if (s.app) {
+    // Taken where the transaction was inspected (on_app).
+    const auto it = app_alerts_.find({ev.flow_id, ev.packet, sig, ev.seq});
+    if (it != app_alerts_.end()) caps = it->second.captures;
+  } else if (ev.value & 2) {
+    ++captures_not_kept_;  // a match on the reassembled stream: its bytes are not at hand
+    return {};
+  } else {
+    // A packet match (made by the backend): its lists again on the payload, recording.
+    if (!p.decoded) return {};
+    const DecodedPacket& d = *static_cast<const DecodedPacket*>(p.decoded);
+    uint32_t len = 0;
+    const uint8_t* payload = nullptr;
+    if (d.payload_off[0] != kNoOffset && d.payload_off[0] < d.cap_len[0]) {
+      payload = p.frame + d.payload_off[0];
+      len = std::min<uint32_t>(d.cap_len[0] - d.payload_off[0], d.payload_len[0]);
+    }
+    const PacketHeaders h{d.cap_len[0], d.l3[0], d.l4[0], d.l3_off[0], d.l4_off[0], d.payload_off[0], d.payload_len[0]};
+    PcreCaptureRecorder& r = pcre_capture_recorder();
+    r.begin();
+    det_packet_lists(host_view_, host_view_.sigs[sig], payload, len, p.frame, h);
+    caps = r.take();
+  }
+  std::string ctx;  // alert variables: alert.context members
+  for (CapturedVar& v : caps) {
+    if (v.type == PcreCaptureSpec::flow) {
+      FlowVars* fv = flow_vars(ev.flow_id, true);
+      if (!fv) continue;
+      const auto at = std::find_if(fv->strs.begin(), fv->strs.end(), [&](const auto& x) { return x.first == v.name; });
+      if (at != fv->strs.end()) at->second = std::move(v.value);
+      else fv->strs.emplace_back(std::move(v.name), std::move(v.value));
+    } else if (v.type == PcreCaptureSpec::pkt) {
+      if (p.number != pkt_vars_packet_ || !p.number) pkt_vars_.clear();
+      pkt_vars_packet_ = p.number;
+      pkt_vars_.emplace_back(std::move(v.name), std::move(v.value));
+    } else {
+      ctx += std::string(ctx.empty() ? "" : ",") + "\"" + json_escape(printable_ascii(v.name)) + "\":\"" +
+             json_escape(printable_ascii(v.value)) + "\"";
+    }
+  }
+  return ctx;
+}
+
 void DetectModule::Host::on_flows_gone(const std::vector<uint64_t>& flow_ids) {
   if (flow_vars_.empty()) return;
   for (const uint64_t id : flow_ids) flow_vars_.erase(id);
 }
 
-std::string DetectModule::Host::flow_eve_json(uint64_t flow_id) const {
+std::string DetectModule::Host::vars_eve_json(uint64_t flow_id, const NamedValues* pkt_vars) const {
   const auto it = flow_vars_.find(flow_id);
-  if (it == flow_vars_.end()) return {};
-  const FlowVars& fv = it->second;
+  static const FlowVars kNone;
+  const FlowVars& fv = it == flow_vars_.end() ? kNone : it->second;
   static const std::string kId = "traffic/id/", kLabel = "traffic/label/";
   std::string ids, labels, bits, ints;
   const auto add = [](std::string& list, const std::string& v) { list += (list.empty() ? "\"" : ",\"") + json_escape(v) + "\""; };
@@ -665,6 +717,14 @@ std::string DetectModule::Host::flow_eve_json(uint64_t flow_id) const {
   }
   for (const auto& [id, v] : fv.ints)
     ints += (ints.empty() ? "\"" : ",\"") + json_escape(flowint_names_.at(id)) + "\":" + std::to_string(v);
+  // {"NAME":"value"} objects, the values' printable bytes.
+  const auto objects = [](const NamedValues& v) {
+    std::string o;
+    for (const auto& [n, x] : v)
+      o += std::string(o.empty() ? "" : ",") + "{\"" + json_escape(printable_ascii(n)) + "\":\"" + json_escape(printable_ascii(x)) + "\"}";
+    return o;
+  };
+  const std::string strs = objects(fv.strs), pkts = pkt_vars ? objects(*pkt_vars) : std::string();
   std::string j;
   if (!ids.empty() || !labels.empty()) {
     j += ",\"traffic\":{";
@@ -672,11 +732,13 @@ std::string DetectModule::Host::flow_eve_json(uint64_t flow_id) const {
     if (!labels.empty()) j += std::string(ids.empty() ? "" : ",") + "\"label\":[" + labels + "]";
     j += "}";
   }
-  if (!bits.empty() || !ints.empty()) {
-    j += ",\"metadata\":{";
-    if (!bits.empty()) j += "\"flowbits\":[" + bits + "]";
-    if (!ints.empty()) j += std::string(bits.empty() ? "" : ",") + "\"flowints\":{" + ints + "}";
-    j += "}";
+  if (!bits.empty() || !ints.empty() || !strs.empty() || !pkts.empty()) {
+    std::string m;
+    if (!bits.empty()) m += "\"flowbits\":[" + bits + "]";
+    if (!ints.empty()) m += std::string(m.empty() ? "" : ",") + "\"flowints\":{" + ints + "}";
+    if (!strs.empty()) m += std::string(m.empty() ? "" : ",") + "\"flowvars\":[" + strs + "]";
+    if (!pkts.empty()) m += std::string(m.empty() ? "" : ",") + "\"pktvars\":[" + pkts + "]";
+    j += ",\"metadata\":{" + m + "}";
   }
   return j;
 }
@@ -953,6 +1015,9 @@ void DetectModule::Host::on_event(const ModuleEvent& ev, const HostPacket& p, Mo
   // written.
   flow_effects_apply(s, e.flow_id);
   if (!s.xbits.empty()) xbits_apply(s, addrs, p.ts_ns);
+  // pcre captures are stored with the match too (Suricata's post-match), noalert or not.
+  const bool captures = std::any_of(s.ops.begin(), s.ops.end(), [](const SigOp& o) { return !o.captures.empty(); });
+  const std::string alert_vars = captures ? apply_captures(s, ev, e.value, p) : std::string();
   if (packet_passed_) {
     ++after_pass_;
     return;
@@ -1029,7 +1094,8 @@ void DetectModule::Host::on_event(const ModuleEvent& ev, const HostPacket& p, Mo
       }
     }
   }
-  x.vars = flow_eve_json(ev.flow_id);
+  if (!alert_vars.empty()) x.context += (x.context.empty() ? "" : ",") + alert_vars;
+  x.vars = vars_eve_json(ev.flow_id, p.number && p.number == pkt_vars_packet_ ? &pkt_vars_ : nullptr);
   out.eve(eve_alert_line(s.rule, classes_, late_p, dropped, x));
   out.fast_log(fast_log_line(s.rule, classes_, late_p, dropped));
   if (p.late) p.late->alerted(p);
@@ -1088,12 +1154,8 @@ void DetectModule::Host::report(std::map<std::string, uint64_t>& r) const {
   r["matches_after_pass"] = after_pass_;
   r["alerts_over_packet_max"] = alert_overflow_;
   r["flowbits_not_matched"] = flowbits_rejected_;
-  // Signatures whose pcre names capture variables (pkt:/flow:/alert:): they match as written, the
-  // captured values are not stored or logged.
-  uint64_t captures = 0;
-  for (const Signature& s : set_.sigs)
-    captures += std::any_of(s.ops.begin(), s.ops.end(), [](const SigOp& o) { return o.pcre_captures; });
-  if (captures) r["rules_pcre_captures_not_kept"] = captures;
+  // pcre captures (pcre_capture.hpp): a stream match's are not kept (the stream is not at hand).
+  if (captures_not_kept_) r["pcre_captures_not_kept"] = captures_not_kept_;
   r["xbits_not_matched"] = xbits_rejected_;
   r["xbits_keys"] = xbits_.size();
   r["xbits_full"] = xbits_full_;

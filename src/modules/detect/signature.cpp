@@ -438,15 +438,16 @@ std::string parse_pcre(const std::string& v, SigOp& op) {
   else if (t.empty() || t.front() != '/') return "error:pcre must be quoted";
   // Capture names after the flags (`"/uid=(\d+)/i, pkt:uid, flow:name"`), cut off where
   // Suricata's DetectPcreParse cuts them: at the first flow:, pkt: or alert: with a comma or space
-  // before it. They name variables to store the groups in, for logging and flowvar; gaspp keeps
-  // none (Signature::pcre_captures counts the rules), and matching does not depend on them.
+  // before it. They name the variables the groups are stored in (pcre_capture.hpp); matching does
+  // not depend on them.
   size_t cut = std::string::npos;
+  std::string capture_list;
   for (const char* tag : {"flow:", "pkt:", "alert:"}) cut = std::min(cut, t.find(tag));
   if (cut != std::string::npos && cut > 1) {
     size_t e = cut;
     while (e > 0 && (t[e - 1] == ',' || t[e - 1] == ' ')) --e;
     if (e < cut) {
-      op.pcre_captures = true;
+      capture_list = t.substr(cut);
       t = trim(t.substr(0, e));
     }
   }
@@ -491,7 +492,7 @@ std::string parse_pcre(const std::string& v, SigOp& op) {
       default: return std::string("error:unknown pcre flag '") + c + "'";
     }
   }
-  return "";
+  return parse_pcre_captures(capture_list, op.bytes, op.captures);
 }
 
 // A date as Suricata's tls validity keywords read it (DateStringToEpoch): seconds since the epoch

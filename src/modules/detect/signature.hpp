@@ -129,6 +129,7 @@
 #include <unordered_set>
 #include <vector>
 
+#include "modules/detect/pcre_capture.hpp"
 #include "modules/detect/dataset.hpp"
 #include "modules/detect/iprep.hpp"
 #include "modules/detect/tag.hpp"
@@ -261,7 +262,7 @@ struct SigOp {
   bool nocase = false;
   bool relative = false;         // content: distance or within given; others: `relative` / R
   bool startswith = false, endswith = false;
-  bool pcre_captures = false;    // pcre: capture names given (`, pkt:NAME`): read, not stored
+  std::vector<PcreCaptureSpec> captures;  // pcre: what its groups are stored into (pcre_capture.hpp)
   bool fast_pattern = false, fp_only = false, fp_chop = false;
   uint16_t fp_off = 0, fp_len = 0;
   bool has_offset = false, has_depth = false, has_distance = false, has_within = false;
