@@ -712,6 +712,8 @@ struct DetectModule {
     uint64_t captures_not_kept_ = 0;  // a stream match's captures (the stream is not at hand)
     // A match's pcre captures: stored (flow, packet) and returned (alert variables as context).
     std::string apply_captures(const Signature& s, const ModuleEvent& ev, uint32_t sig, const HostPacket& p);
+    // A signature's packet lists on a decoded packet's payload, on the host (kInspectMatch, ...).
+    int packet_lists_on_host(uint32_t sig, const HostPacket& p) const;
     std::vector<std::string> flowbit_names_, flowint_names_;  // by id
     std::unordered_map<uint64_t, FlowVars> flow_vars_;  // flow id -> its flowbits and flowints
     AlertMetadata alert_meta_;  // metadata.* options

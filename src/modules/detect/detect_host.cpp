@@ -652,6 +652,18 @@ DetectModule::View DetectModule::Host::upload_to(TableMemory& mem) {
   return v;
 }
 
+int DetectModule::Host::packet_lists_on_host(uint32_t sig, const HostPacket& p) const {
+  const DecodedPacket& d = *static_cast<const DecodedPacket*>(p.decoded);
+  uint32_t len = 0;
+  const uint8_t* payload = nullptr;
+  if (d.payload_off[0] != kNoOffset && d.payload_off[0] < d.cap_len[0]) {
+    payload = p.frame + d.payload_off[0];
+    len = std::min<uint32_t>(d.cap_len[0] - d.payload_off[0], d.payload_len[0]);
+  }
+  const PacketHeaders h{d.cap_len[0], d.l3[0], d.l4[0], d.l3_off[0], d.l4_off[0], d.payload_off[0], d.payload_len[0]};
+  return det_packet_lists(host_view_, host_view_.sigs[sig], payload, len, p.frame, h);
+}
+
 std::string DetectModule::Host::apply_captures(const Signature& s, const ModuleEvent& ev, uint32_t sig, const HostPacket& p) {
   std::vector<CapturedVar> caps;
   if (s.app) {
@@ -664,17 +676,9 @@ std::string DetectModule::Host::apply_captures(const Signature& s, const ModuleE
   } else {
     // A packet match (made by the backend): its lists again on the payload, recording.
     if (!p.decoded) return {};
-    const DecodedPacket& d = *static_cast<const DecodedPacket*>(p.decoded);
-    uint32_t len = 0;
-    const uint8_t* payload = nullptr;
-    if (d.payload_off[0] != kNoOffset && d.payload_off[0] < d.cap_len[0]) {
-      payload = p.frame + d.payload_off[0];
-      len = std::min<uint32_t>(d.cap_len[0] - d.payload_off[0], d.payload_len[0]);
-    }
-    const PacketHeaders h{d.cap_len[0], d.l3[0], d.l4[0], d.l3_off[0], d.l4_off[0], d.payload_off[0], d.payload_len[0]};
     PcreCaptureRecorder& r = pcre_capture_recorder();
     r.begin();
-    det_packet_lists(host_view_, host_view_.sigs[sig], payload, len, p.frame, h);
+    packet_lists_on_host(sig, p);
     caps = r.take();
   }
   std::string ctx;  // alert variables: alert.context members
@@ -957,15 +961,7 @@ void DetectModule::Host::on_event(const ModuleEvent& ev, const HostPacket& p, Mo
     // The device stopped at a pcre: run the signature's list on the packet's payload here.
     ++host_rechecks_;
     if (!p.decoded) return;
-    const DecodedPacket& d = *static_cast<const DecodedPacket*>(p.decoded);
-    uint32_t len = 0;
-    const uint8_t* payload = nullptr;
-    if (d.payload_off[0] != kNoOffset && d.payload_off[0] < d.cap_len[0]) {
-      payload = p.frame + d.payload_off[0];
-      len = std::min<uint32_t>(d.cap_len[0] - d.payload_off[0], d.payload_len[0]);
-    }
-    const PacketHeaders h{d.cap_len[0], d.l3[0], d.l4[0], d.l3_off[0], d.l4_off[0], d.payload_off[0], d.payload_len[0]};
-    if (det_packet_lists(host_view_, host_view_.sigs[e.value], payload, len, p.frame, h) != kInspectMatch) return;
+    if (packet_lists_on_host(e.value, p) != kInspectMatch) return;
     ++host_recheck_matches_;
   }
   // One packet's matches come in rank order; its stream and payload matches of one signature are
