@@ -227,8 +227,18 @@ std::string app_event(AppProto proto, uint64_t ts, uint64_t flow_id, uint64_t cn
 
 // A transaction's event, after its files' fileinfo events (a mail's attachments, an HTTP
 // transaction's files: Suricata logs a file when it closes, before its transaction's event).
+// `vars`: the flow's variables (ModuleSet::flow_eve_json), added to each event as Suricata's
+// EveAddCommonOptions adds them to every event of the flow.
 void app_events_of(AppProto proto, uint64_t ts, uint64_t flow_id, uint64_t cnt, const FlowKey& key, bool client_lo,
-                   const AppTx& t, ModuleOutput& out) {
+                   const AppTx& t, const std::string& vars, ModuleOutput& real_out) {
+  struct WithVars {
+    ModuleOutput& to;
+    const std::string& vars;
+    void eve(std::string j) {
+      if (!vars.empty() && !j.empty() && j.back() == '}') j.insert(j.size() - 1, vars);
+      to.eve(j);
+    }
+  } out{real_out, vars};
   if (proto == AppProto::smtp) {
     const SmtpTx& m = static_cast<const SmtpTx&>(t);
     if (m.mime)
@@ -276,7 +286,7 @@ void ModuleSet::write_app_log(const ModuleEvent& e, uint64_t ts_ns, uint64_t pca
     write_anomalies(l.proto, ts_ns, e.flow_id, pcap_cnt, l.key, l.src_lo, *l.tx, l.anomalies, out);
     return;
   }
-  app_events_of(l.proto, ts_ns, e.flow_id, pcap_cnt, l.key, l.client_lo, *l.tx, out);
+  app_events_of(l.proto, ts_ns, e.flow_id, pcap_cnt, l.key, l.client_lo, *l.tx, flow_eve_json(e.flow_id), out);
 }
 
 void ModuleSet::forget_app_flows(const std::vector<FlowRecordOut>& flows, ModuleOutput& out) {
@@ -295,7 +305,7 @@ void ModuleSet::forget_app_flows(const std::vector<FlowRecordOut>& flows, Module
     }
     if (t.logged) return;
     t.logged = true;
-    app_events_of(proto, last_ts[flow_id], flow_id, 0, key, client_lo, t, out);
+    app_events_of(proto, last_ts[flow_id], flow_id, 0, key, client_lo, t, flow_eve_json(flow_id), out);
   });
 }
 
