@@ -1326,6 +1326,7 @@ void DetectModule::Host::on_app(std::span<const AppUpdate> updates, std::vector<
       std::optional<TxBuffers> other;
       const auto instance_bufs = [&](size_t j) -> TxBuffers& {
         other.emplace(u.http() ? *u.http() : kNoHttp, u.tls(), u.dns(), u.smtp(), u.ssh(), u.sip(), u.ftp(), j, &t);
+        other->ftpd = u.ftp_data();
         other->addr[0] = bufs.addr[0];
         other->addr[1] = bufs.addr[1];
         other->win_buf = win_buf;
