@@ -128,6 +128,7 @@ void apply_file_config(const FileConfig& fc, Options& o) {
   if (fc.http_lzma_memlimit) o.app_layer.http.lzma_memlimit = *fc.http_lzma_memlimit;
   if (fc.file_hashes) o.app_layer.file_hashes = *fc.file_hashes;
   if (fc.ftp_max_tx) o.app_layer.ftp_max_txs = *fc.ftp_max_tx;
+  if (fc.ssh_hassh) o.app_layer.ssh_hassh_log = *fc.ssh_hassh;
   if (fc.dns_udp_ports) o.app_layer.dns_udp_ports = *fc.dns_udp_ports;
   if (fc.dns_tcp_ports) o.app_layer.dns_tcp_ports = *fc.dns_tcp_ports;
   if (fc.sip_udp_ports) o.app_layer.sip_udp_ports = *fc.sip_udp_ports;

@@ -321,7 +321,7 @@ void AppLayer::decide(FlowApp& f, AppProto proto, bool turn) {
       break;
     case AppProto::ssh:
       ++stats_.flows_ssh;
-      f.ssh = std::make_unique<SshConn>(&stats_.ssh_banners_bad);
+      f.ssh = std::make_unique<SshConn>(&stats_.ssh_banners_bad, cfg_.ssh_hassh_log);
       break;
     case AppProto::smb: ++stats_.flows_smb; break;
     case AppProto::ftp_data: break;  // FtpDataConn counts it (ftp_data_flows)

@@ -78,6 +78,7 @@ struct AppLayerConfig {
   bool mail_body_md5 = false;  // each mail's body MD5 (smtp.hpp; email.body_md5, smtp.mime.body-md5)
   uint8_t mail_md5_log = 0;    // kMailMd5* bits: the hashes EVE's email object logs (eve-log smtp md5)
   uint32_t ftp_max_txs = 1024; // FTP transactions waiting for their reply (app-layer.protocols.ftp.max-tx)
+  bool ssh_hassh_log = false;  // EVE ssh events carry HASSH (app-layer.protocols.ssh.hassh, or rules reading it)
   // The ports DNS (over UDP, over TCP) and SIP (over UDP) are probed on: Suricata's detection-ports.
   PortRanges dns_udp_ports = PortRanges::one(53), dns_tcp_ports = PortRanges::one(53);
   PortRanges sip_udp_ports = PortRanges::one(5060);

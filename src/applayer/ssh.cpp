@@ -77,7 +77,7 @@ void SshConn::feed(int dir, const uint8_t* p, size_t n, bool gap) {
       b.clear();
     }
   }
-  if (state_[dir] == 1) {
+  if (state_[dir] == 1 || state_[dir] == 2) {
     if (i == n) return;
     binary(dir, p + i, n - i);
   }
@@ -87,7 +87,7 @@ void SshConn::binary(int dir, const uint8_t* p, size_t n) {
   std::string& b = buf_[dir];
   b.append(reinterpret_cast<const char*>(p), n);
   size_t at = 0;
-  while (state_[dir] == 1 && b.size() - at >= 5) {
+  while ((state_[dir] == 1 || state_[dir] == 2) && b.size() - at >= 5) {
     const auto* q = reinterpret_cast<const uint8_t*>(b.data() + at);
     const uint32_t len = uint32_t(q[0]) << 24 | uint32_t(q[1]) << 16 | uint32_t(q[2]) << 8 | q[3];
     const uint8_t pad = q[4];
@@ -98,12 +98,19 @@ void SshConn::binary(int dir, const uint8_t* p, size_t n) {
     if (b.size() - at < 4 + size_t(len)) break;  // the rest of the packet is still to come
     const uint8_t* payload = q + 5;
     const size_t plen = len - 1 - pad;
-    if (plen && payload[0] == 20) state_[dir] = kexinit(dir, payload, plen) ? 2 : -1;
-    else if (plen && payload[0] == 21) state_[dir] = -1;  // NEWKEYS: encrypted from here
+    if (plen && payload[0] == 20 && state_[dir] == 1) {
+      kexinit(dir, payload, plen);  // a malformed one gives no HASSH; the packets go on
+      state_[dir] = 2;
+    } else if (plen && payload[0] == 21) {
+      // NEWKEYS: encrypted from here; the direction is finished (with or without a KEXINIT read).
+      state_[dir] = 3;
+      tx_.newkeys[dir] = true;
+      changed_ = true;
+    }
     at += 4 + size_t(len);
   }
   b.erase(0, at);
-  if (state_[dir] != 1) b.clear();
+  if (state_[dir] != 1 && state_[dir] != 2) b.clear();
 }
 
 // SSH_MSG_KEXINIT: the type, a 16-byte cookie, then name-lists (a 32-bit length and the names):

@@ -10,10 +10,13 @@
 // up to its SSH_MSG_KEXINIT (RFC 4253 §7.1; packets of other types before it are skipped), whose
 // algorithm lists give HASSH (Salesforce's fingerprint, Suricata's ssh.hassh keywords): the
 // client's "kex;encryption c2s;mac c2s;compression c2s", the server's the same with the s2c lists,
-// and each string's MD5. A packet length over kSshMaxPacket, a malformed KEXINIT, a NEWKEYS or a
-// gap before it ends the direction without one. What follows (encrypted data) is not read. One
-// transaction per connection; it is complete when both banners are read (the HASSH comes in a
-// later update of it).
+// and each string's MD5. A packet length over kSshMaxPacket, a NEWKEYS or a gap before it ends the
+// direction without one; a malformed KEXINIT gives none. After the KEXINIT the key exchange's packets are
+// read up to the direction's NEWKEYS (SSH_MSG_NEWKEYS: encrypted from there); what follows is not
+// read. One transaction per connection; it is complete, as Suricata's, when both directions sent
+// their NEWKEYS (else when the flow ends), so its EVE `ssh` event comes then; with hassh logging
+// (app-layer.protocols.ssh.hassh: yes, or a rule reading ssh.hassh*: Suricata's
+// SCSshEnableHassh) it carries each side's `hassh` object ({"hash","string"}).
 //
 // Anomalies (Suricata's SSH events, app-layer-event:ssh.NAME, EVE anomaly events): invalid_banner
 // when a direction's first line is not "SSH-", a version, '-' and the rest (Suricata's parser
@@ -51,26 +54,30 @@ struct SshTx : AppTx {
   std::string proto[2], software[2];
   bool kex[2] = {false, false};      // the direction's KEXINIT was read: its HASSH below
   std::string hassh[2], hassh_string[2];
-  bool done() const { return banner[0] && banner[1]; }
+  bool newkeys[2] = {false, false};  // the direction's NEWKEYS was read (Suricata's SshStateFinished)
+  bool log_hassh = false;            // EVE writes the HASSH (SshConn's hassh_log)
+  bool done() const { return newkeys[0] && newkeys[1]; }
 };
 
 class SshConn {
  public:
-  explicit SshConn(uint64_t* bad = nullptr) : bad_(bad) {}
+  explicit SshConn(uint64_t* bad = nullptr, bool hassh_log = false) : bad_(bad) { tx_.log_hassh = hassh_log; }
   void feed(int dir, const uint8_t* p, size_t n, bool gap = false);
   SshTx& tx() { return tx_; }
   bool changed() const { return changed_; }
   void clear_changed() { changed_ = false; }
-  // Nothing more to read in the direction (its KEXINIT read, or given up).
-  bool done(int dir) const { return state_[dir] == 2 || state_[dir] < 0; }
+  // Nothing more to read in the direction (its NEWKEYS read, or given up).
+  bool done(int dir) const { return state_[dir] == 3 || state_[dir] < 0; }
 
  private:
   void line(int dir, const std::string& l);
-  void binary(int dir, const uint8_t* p, size_t n);  // after the banner: packets up to KEXINIT
+  void binary(int dir, const uint8_t* p, size_t n);  // after the banner: packets up to NEWKEYS
   bool kexinit(int dir, const uint8_t* payload, size_t n);
   SshTx tx_;
   std::string buf_[2];  // the current line, not complete yet; then the binary packet being read
-  int state_[2] = {0, 0};  // 0 reading lines, 1 banner read (reading packets), 2 KEXINIT read, -1 given up
+  // 0 reading lines, 1 banner read (reading packets), 2 KEXINIT read (reading packets), 3 NEWKEYS
+  // read, -1 given up
+  int state_[2] = {0, 0};
   bool first_[2] = {true, true};  // the direction's first line is still to come
   bool changed_ = false;
   uint64_t* bad_;

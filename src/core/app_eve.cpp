@@ -235,8 +235,11 @@ std::string eve_ssh_object(const SshTx& t) {
     if (!t.banner[d]) continue;
     if (!first) j += ",";
     first = false;
-    j += std::string("\"") + side[d] + "\":{\"proto_version\":\"" + json_escape(t.proto[d]) +
-         "\",\"software_version\":\"" + json_escape(t.software[d]) + "\"}";
+    j += std::string("\"") + side[d] + "\":{\"proto_version\":\"" + json_escape(t.proto[d]) + "\"";
+    if (!t.software[d].empty()) j += ",\"software_version\":\"" + json_escape(t.software[d]) + "\"";
+    if (t.log_hassh && t.kex[d])
+      j += ",\"hassh\":{\"hash\":\"" + json_escape(t.hassh[d]) + "\",\"string\":\"" + json_escape(t.hassh_string[d]) + "\"}";
+    j += "}";
   }
   return j + "}";
 }

@@ -59,9 +59,11 @@ std::string eve_dns_object(const DnsTx& t, bool grouped = true);
 std::string eve_dns_event(uint64_t ts_ns, uint64_t flow_id, uint64_t pcap_cnt, const FlowKey& key, bool client_lo,
                           const DnsTx& t);
 
-// EVE `ssh` events (Suricata's eve-log type ssh), one per connection once both identification
-// strings were read (or when the flow leaves the table with one): `"ssh":{"client":{"proto_version",
-// "software_version"},"server":{...}}`, a side present when its banner was read.
+// EVE `ssh` events (Suricata's eve-log type ssh), one per connection once both sides sent their
+// NEWKEYS (or when the flow leaves the table with a banner): `"ssh":{"client":{"proto_version",
+// "software_version","hassh":{"hash","string"}},"server":{...}}`, a side present when its banner
+// was read, software_version when it is not empty, hassh when its logging is on (SshTx::log_hassh)
+// and the side's KEXINIT was read.
 std::string eve_ssh_object(const SshTx& t);
 std::string eve_ssh_event(uint64_t ts_ns, uint64_t flow_id, uint64_t pcap_cnt, const FlowKey& key, bool client_lo,
                           const SshTx& t);

@@ -186,6 +186,13 @@ void app_layer_section(const std::string& path, const YAML::Node& v, FileConfig&
     if (n == 0 || n > 0xffffffffu) fail(path, ftp_max, "app-layer.protocols.ftp.max-tx: 1 to 4294967295");
     c.ftp_max_tx = uint32_t(n);
   }
+  // ssh.hassh: yes logs HASSH in EVE ssh events (Suricata's default, and auto, leave it to rules
+  // that read it).
+  const YAML::Node hassh = child(child(protocols, "ssh"), "hassh");
+  if (hassh) {
+    const std::string t = scalar(path, hassh, "app-layer.protocols.ssh.hassh");
+    c.ssh_hassh = t != "auto" && yes_no(path, hassh, "app-layer.protocols.ssh.hassh");
+  }
   const YAML::Node ja3 = child(child(protocols, "tls"), "ja3-fingerprints");
   if (ja3) {
     const std::string t = scalar(path, ja3, "app-layer.protocols.tls.ja3-fingerprints");
@@ -194,7 +201,7 @@ void app_layer_section(const std::string& path, const YAML::Node& v, FileConfig&
   }
   if (other || !d || !v.IsMap() || v.size() > 1 || !protocols || protocols.size() > 1)
     c.ignored.push_back("app-layer (all but the HTTP body and decompression limits, body inspection sizes, http-body-inline, lzma, tls.ja3-fingerprints, smtp.mime.body-md5, "
-                        "ftp.max-tx and the DNS and SIP detection ports)");
+                        "ftp.max-tx, ssh.hassh and the DNS and SIP detection ports)");
 }
 
 // suricata.yaml's defrag section (defrag/defrag.hpp): memcap, trackers, max-frags and timeout are

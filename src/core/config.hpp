@@ -90,6 +90,7 @@ struct FileConfig {
   std::optional<uint32_t> http_response_inspect_min, http_response_inspect_window;
   std::optional<std::string> http_body_inline;
   std::optional<uint32_t> ftp_max_tx;  // app-layer.protocols.ftp.max-tx
+  std::optional<bool> ssh_hassh;       // app-layer.protocols.ssh.hassh (yes; auto and no: off)
   // app-layer.protocols.dns[.udp|.tcp].detection-ports.dp, sip[.udp].detection-ports.dp
   std::optional<PortRanges> dns_udp_ports, dns_tcp_ports, sip_udp_ports;
   std::optional<bool> http_lzma_enabled;        // lzma-enabled

@@ -4,6 +4,9 @@ dissector reads an identification string (`ssh.protocol`), each TCP connection w
 exactly one gaspp `ssh` event whose client and server proto_version and software_version are
 that string's fields (SSH-<proto_version>-<software_version>[ SP comments], RFC 4253 §4.2), the
 client being the side that sent the SYN; and gaspp writes no ssh event tshark has no banner for.
+With app-layer.protocols.ssh.hassh on, each side's `hassh.hash` must be tshark's HASSH of that
+side's KEXINIT (ssh.kex.hassh from the client, ssh.kex.hasshserver from the server), and a side
+tshark reads none for has none.
 Every event must also validate against Suricata's EVE schema (eve_schema.py checks all captures).
 
 Then the buffers ssh.software and ssh.proto: on each such capture whose SSH connections all start
@@ -41,6 +44,22 @@ def tshark_banners(pcap):
         banner = f[6].split(",")[0]
         proto, _, rest = banner[4:].partition("-")
         res.setdefault(frozenset([src, dst]), {}).setdefault(src, (proto, rest.split(" ")[0]))
+    return res
+
+
+def tshark_hassh(pcap):
+    """{connection: {sender endpoint: HASSH}} from tshark's KEXINIT fields."""
+    out = subprocess.run(["tshark", "-r", pcap, "-Y", "ssh.kex.hassh or ssh.kex.hasshserver", "-T", "fields",
+                          "-e", "ip.src", "-e", "ipv6.src", "-e", "tcp.srcport", "-e", "ip.dst", "-e", "ipv6.dst",
+                          "-e", "tcp.dstport", "-e", "ssh.kex.hassh", "-e", "ssh.kex.hasshserver"],
+                         capture_output=True, text=True).stdout
+    res = {}
+    for line in out.splitlines():
+        f = line.split("\t") + [""] * 8
+        src, dst = (norm((f[0] or f[1]).split(",")[-1]), int(f[2])), (norm((f[3] or f[4]).split(",")[-1]), int(f[5]))
+        h = (f[6] or f[7]).split(",")[0]
+        if h:
+            res.setdefault(frozenset([src, dst]), {}).setdefault(src, h)
     return res
 
 
@@ -93,7 +112,7 @@ def main():
     pcaps = []
     for root, _, fs in os.walk(os.path.join(data, "pcaps")):
         pcaps += [os.path.join(root, f) for f in fs if f.endswith((".pcap", ".pcapng"))]
-    failures = compared = rules_checked = 0
+    failures = compared = rules_checked = hasshes = 0
     with tempfile.TemporaryDirectory() as d:
         for pcap in sorted(pcaps):
             # A banner is "SSH-" in the capture's bytes (pcapng's blocks keep packet bytes whole):
@@ -103,12 +122,13 @@ def main():
             eve = os.path.join(d, "eve.json")
             if os.path.exists(eve):
                 os.remove(eve)
-            p = subprocess.run([gaspp, "-r", pcap, "--backend", backend, "-q", "--app-layer", "-l", d], capture_output=True, text=True)
+            p = subprocess.run([gaspp, "-r", pcap, "--backend", backend, "-q", "--app-layer", "-l", d,
+                                "--set", "app-layer.protocols.ssh.hassh=yes"], capture_output=True, text=True)
             if p.returncode != 0:
                 print(f"FAIL {pcap}: gaspp exit {p.returncode}: {p.stderr.strip()}")
                 failures += 1
                 continue
-            got = {}
+            got, got_hassh = {}, {}
             for line in open(eve):
                 e = json.loads(line)
                 if e.get("event_type") != "ssh":
@@ -118,7 +138,9 @@ def main():
                 sides = {}
                 for role, ep in (("client", cli), ("server", srv)):
                     if role in e["ssh"]:
-                        sides[ep] = (e["ssh"][role]["proto_version"], e["ssh"][role]["software_version"])
+                        sides[ep] = (e["ssh"][role]["proto_version"], e["ssh"][role].get("software_version", ""))
+                        if "hassh" in e["ssh"][role]:
+                            got_hassh.setdefault(key, {})[ep] = e["ssh"][role]["hassh"]["hash"]
                 got.setdefault(key, []).append(sides)
             if not want and not got:
                 continue
@@ -131,6 +153,11 @@ def main():
             for key in got:
                 if key not in want:
                     bad.append(f"{sorted(key)}: an ssh event, tshark reads no banner")
+            want_hassh = tshark_hassh(pcap) if want else {}
+            for key in set(want_hassh) | set(got_hassh):
+                if want_hassh.get(key, {}) != got_hassh.get(key, {}):
+                    bad.append(f"{sorted(key)}: HASSH {got_hassh.get(key)}, tshark {want_hassh.get(key)}")
+            hasshes += sum(len(v) for v in want_hassh.values())
             nrules = 0
             if want:
                 more, nrules = check_buffers(gaspp, backend, pcap, want, d)
@@ -141,8 +168,9 @@ def main():
             for b in bad:
                 print("     " + b)
             failures += bool(bad)
-    print(f"{compared} connections compared, {rules_checked} ssh buffer rules checked, {failures} captures failed")
-    if compared == 0 or rules_checked == 0:
+    print(f"{compared} connections compared, {hasshes} HASSH compared, {rules_checked} ssh buffer rules checked, "
+          f"{failures} captures failed")
+    if compared == 0 or rules_checked == 0 or hasshes == 0:
         print("FAIL: no capture with SSH (and its handshake) found")
         return 1
     return 1 if failures else 0

@@ -237,7 +237,8 @@ std::string kexinit(const std::vector<std::string>& lists) {
 
 // HASSH as Salesforce defines it and Suricata's ssh.hassh keywords read it: the client's
 // "kex;enc c2s;mac c2s;comp c2s" and the server's with the s2c lists, and their MD5s (the
-// reference: OpenSSL's MD5 over the string the test builds from the lists), at every split.
+// reference: OpenSSL's MD5 over the string the test builds from the lists), at every split; and
+// the direction finished at its NEWKEYS (Suricata's SshStateFinished), the key exchange between.
 TEST(SshHassh, ReadFromEachSidesKexinitAtEverySplit) {
   const std::vector<std::string> lists = {"curve25519-sha256,ecdh-sha2-nistp256", "ssh-ed25519",
                                           "aes128-ctr,aes256-gcm@openssh.com", "chacha20-poly1305@openssh.com",
@@ -249,15 +250,23 @@ TEST(SshHassh, ReadFromEachSidesKexinitAtEverySplit) {
   struct Case {
     const char* name;
     std::string bytes;
-    bool kex;  // a HASSH is read
+    bool kex;      // a HASSH is read
+    bool newkeys;  // the direction finished
+    bool done;     // nothing more is read of it (finished, or given up)
   };
+  const std::string kex_dh = ssh_packet(std::string("\x1e") + std::string(300, 'k'));  // KEXDH_INIT
   const Case cases[] = {
-      {"KEXINIT right after the banner", banner + ssh_packet(kexinit(lists)), true},
-      {"another packet first (ignored)", banner + ssh_packet("\x02ignored", 7) + ssh_packet(kexinit(lists), 9), true},
-      {"NEWKEYS before any KEXINIT", banner + ssh_packet("\x15") + ssh_packet(kexinit(lists)), false},
-      {"a packet length past the limit", banner + std::string("\x00\x01\x00\x00\x04", 5) + kexinit(lists), false},
-      {"a KEXINIT cut inside its lists", banner + ssh_packet(kexinit(lists).substr(0, 40)), false},
-      {"not all of it yet", banner + ssh_packet(kexinit(lists)).substr(0, 60), false},
+      {"KEXINIT right after the banner", banner + ssh_packet(kexinit(lists)), true, false, false},
+      {"KEXINIT, the key exchange, NEWKEYS", banner + ssh_packet(kexinit(lists)) + kex_dh + ssh_packet("\x15"), true,
+       true, true},
+      {"another packet first (ignored)", banner + ssh_packet("\x02ignored", 7) + ssh_packet(kexinit(lists), 9), true,
+       false, false},
+      {"NEWKEYS before any KEXINIT", banner + ssh_packet("\x15") + ssh_packet(kexinit(lists)), false, true, true},
+      {"a packet length past the limit", banner + std::string("\x00\x01\x00\x00\x04", 5) + kexinit(lists), false,
+       false, true},
+      {"a KEXINIT cut inside its lists, then NEWKEYS", banner + ssh_packet(kexinit(lists).substr(0, 40)) + ssh_packet("\x15"),
+       false, true, true},
+      {"not all of it yet", banner + ssh_packet(kexinit(lists)).substr(0, 60), false, false, false},
   };
   for (const Case& c : cases) {
     for (int dir = 0; dir < 2; ++dir) {
@@ -270,11 +279,13 @@ TEST(SshHassh, ReadFromEachSidesKexinitAtEverySplit) {
         ASSERT_TRUE(t.banner[dir]) << c.name << " cut " << cut;
         ASSERT_EQ(t.kex[dir], c.kex) << c.name << " dir " << dir << " cut " << cut;
         EXPECT_FALSE(t.kex[1 - dir]);
+        EXPECT_EQ(t.newkeys[dir], c.newkeys) << c.name << " cut " << cut;
+        EXPECT_EQ(conn.done(dir), c.done) << c.name << " cut " << cut;
+        EXPECT_FALSE(t.done());  // the other direction did not finish
         if (!c.kex) continue;
         const std::string& want = dir == 0 ? client : server;
         EXPECT_EQ(t.hassh_string[dir], want) << c.name << " cut " << cut;
         EXPECT_EQ(t.hassh[dir], md5_hex(want)) << c.name;
-        EXPECT_TRUE(conn.done(dir));
       }
     }
   }

@@ -524,6 +524,7 @@ struct DetectModule {
     void amend_app_layer(AppLayerConfig& c) const {
       c.mail_body_md5 = c.mail_body_md5 || mail_body_md5_;
       c.file_hashes |= file_hash_bits_;  // the hashes filemd5/filesha1/filesha256 compare (Suricata's too)
+      c.ssh_hassh_log = c.ssh_hassh_log || hassh_sigs_;  // Suricata's SCSshEnableHassh from the keywords
     }
     // on_app runs on several threads at once (ModuleInstance::on_app): each worker has its own
     // Hyperscan scratch, counters and alerts, merged by on_app_end.
@@ -622,7 +623,8 @@ struct DetectModule {
     uint32_t add_base64_list(const Signature& s, const std::vector<size_t>& which);
     void build_app_prefilter();
     std::vector<AppSig> app_sigs_;
-    bool smtp_envelope_sigs_ = false;  // an app signature reads a mail's fields (app_proto 6)
+    bool smtp_envelope_sigs_ = false;
+    bool hassh_sigs_ = false;  // a signature reads ssh.hassh* (HASSH then goes into EVE too)  // an app signature reads a mail's fields (app_proto 6)
     bool smtp_event_sigs_ = false;     // an app signature tests a mail's anomalies (app-layer-event:smtp.*)
     bool mail_body_md5_ = false;       // ... its body's MD5 (email.body_md5): the parser computes it
     bool http_header_sigs_ = false;    // one reads http.request_header or http.response_header

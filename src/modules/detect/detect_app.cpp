@@ -862,6 +862,12 @@ void DetectModule::Host::add_app_sig(uint32_t i) {
   a.ftp_bounce = s.ftp_bounce;
   a.ftpdata_command = s.ftpdata_command;
   for (const SigOp& o : s.ops) a.captures = a.captures || !o.captures.empty();
+  const auto hassh_buf = [](uint8_t b) {
+    b = base_buf(b);
+    return b == kBufSshHassh || b == kBufSshHasshString || b == kBufSshHasshServer || b == kBufSshHasshServerString;
+  };
+  for (const SigOp& o : s.ops) hassh_sigs_ = hassh_sigs_ || hassh_buf(o.buf);
+  for (const auto& z : s.bsize) hassh_sigs_ = hassh_sigs_ || hassh_buf(z.first);
   // A buffer's side; an ftp-data signature's file_data reads the file whichever way it goes.
   const auto sig_buf_side = [&](uint8_t b) {
     return s.app_proto == 9 && base_buf(b) == kBufHttpResponseBody ? 2 : gaspp::sig_buf_side(b);
