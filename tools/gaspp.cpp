@@ -191,6 +191,7 @@ int main(int argc, char** argv) {
     if (name == "detect")
       for (const auto& [k, v] : o.eve_xff) opt.emplace(k, v);
     if ((name == "detect" || name == "firewall") && o.eve_ethernet) opt["ethernet"] = "on";
+    if (name == "detect" && !o.eve_metadata) opt["flow-vars"] = "off";
     if (name == "detect" || name == "firewall")
       for (const auto& [k, v] : o.eve_alert_metadata) opt.emplace(k, v);
     if (name == "detect" && o.packet_alert_max && !opt.count("packet-alert-max"))
@@ -319,7 +320,8 @@ int main(int argc, char** argv) {
         eve->set_app_proto_lookup([&modules](uint64_t id) { return modules.app_proto_of(id); });
         eve->set_app_proto_orig_lookup([&modules](uint64_t id) { return modules.app_proto_orig_of(id); });
       }
-      if (!modules.empty()) eve->set_flow_vars_lookup([&modules](uint64_t id) { return modules.flow_eve_json(id); });
+      if (!modules.empty() && o.eve_metadata)
+        eve->set_flow_vars_lookup([&modules](uint64_t id) { return modules.flow_eve_json(id); });
       eve->set_late_decision_lookup([&modules](uint64_t id) -> uint8_t {
         const uint8_t decided = modules.late_dropped(id) ? kFlowDecidedDrop : modules.late_passed(id) ? kFlowDecidedPass : 0;
         return uint8_t(decided | (modules.late_alerted(id) ? kFlowAlerted : 0));

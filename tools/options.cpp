@@ -113,6 +113,7 @@ void apply_file_config(const FileConfig& fc, Options& o) {
   if (fc.eve_tagged_packets) o.eve_tagged_packets = *fc.eve_tagged_packets;
   if (!fc.eve_xff.empty()) o.eve_xff = fc.eve_xff;
   if (fc.eve_ethernet) o.eve_ethernet = *fc.eve_ethernet;
+  if (fc.eve_metadata) o.eve_metadata = *fc.eve_metadata;
   if (fc.eve_ipv6_compress) o.eve_ipv6_compress = *fc.eve_ipv6_compress;
   o.eve_alert_metadata = fc.eve_alert_metadata;
   if (fc.packet_alert_max) o.packet_alert_max = *fc.packet_alert_max;

@@ -53,6 +53,7 @@ struct Options {
   std::map<std::string, std::string> eve_xff;  // eve-log alert xff: the detect module's xff options
   bool eve_verdict = false;      // --eve-verdict: alerts carry the packet's final verdict
   bool eve_ethernet = false;     // --eve-ethernet: alerts carry the frame's MAC addresses (ether)
+  bool eve_metadata = true;      // eve-log metadata: events carry the flow's variables (traffic, metadata)
   bool eve_ipv6_compress = false;  // --eve-ipv6-compress: IPv6 addresses in EVE as RFC 5952 writes them
   std::map<std::string, std::string> eve_alert_metadata;  // the configuration's alert metadata switches
   uint32_t packet_alert_max = 0; // the configuration's packet-alert-max (0: the engine's default)

@@ -342,6 +342,8 @@ void outputs_section(const std::string& path, const YAML::Node& v, FileConfig& c
       const YAML::Node en = kv.second["enabled"];
       if (en && en.IsScalar() && !yes(en, "outputs.eve-log.enabled")) continue;
       if (kv.second["ethernet"]) c.eve_ethernet = yes(kv.second["ethernet"], "outputs.eve-log.ethernet");
+      if (kv.second["metadata"] && kv.second["metadata"].IsScalar())
+        c.eve_metadata = yes(kv.second["metadata"], "outputs.eve-log.metadata");
       if (kv.second["ipv6-compress"])
         c.eve_ipv6_compress = yes(kv.second["ipv6-compress"], "outputs.eve-log.ipv6-compress");
       const YAML::Node types = kv.second["types"];
@@ -394,7 +396,7 @@ void outputs_section(const std::string& path, const YAML::Node& v, FileConfig& c
       }
     }
   }
-  c.ignored.push_back("outputs (all but eve-log's ethernet, ipv6-compress, alert payload, packet, verdict, tagged-packets, metadata and xff, anomaly decode, files force-hash and smtp md5)");
+  c.ignored.push_back("outputs (all but eve-log's ethernet, metadata, ipv6-compress, alert payload, packet, verdict, tagged-packets, metadata and xff, anomaly decode, files force-hash and smtp md5)");
 }
 
 bool is_suricata_section(const std::string& key) {

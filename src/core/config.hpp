@@ -103,6 +103,7 @@ struct FileConfig {
   // (reverse, forward) and xff-header, as Suricata's HttpXFFGetCfg reads them
   std::map<std::string, std::string> eve_xff;
   std::optional<bool> eve_ethernet;  // eve-log's ethernet: yes (--eve-ethernet)
+  std::optional<bool> eve_metadata;  // eve-log's top-level metadata (the flow's variables; default yes)
   std::optional<bool> eve_ipv6_compress;  // eve-log's ipv6-compress: yes (--eve-ipv6-compress)
   std::optional<bool> eve_anomaly_decode;    // eve-log types: anomaly (enabled, types: decode)
   std::optional<bool> eve_anomaly_applayer;  // eve-log types: anomaly (enabled, types: applayer, on unless no)

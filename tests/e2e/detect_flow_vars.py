@@ -11,7 +11,9 @@ against a reference written here from Suricata's output-json.c:
     packet's `"metadata":{"pktvars":[...]}` on its alert, `(?P<alert_NAME>...)` into the alert's
     `alert.context`; a noalert signature stores its captures too;
   * an alert carries the flow's variables as its packet left them (the packet's own flowbits and
-    flowints applied), a flow event as the flow ended; a flow without variables has neither member.
+    flowints applied), a flow event as the flow ended; a flow without variables has neither member;
+  * with eve-log's top-level `metadata: no` (suricata.yaml), no event has `traffic` or `metadata`,
+    and alert.context keeps the alert captures.
 
 A capture built here (scapy): 30 UDP flows of 3 to 15 packets, each payload one of the rules'
 keywords (set, unset, toggle, traffic id/label, flowint set/add, a flow capture) or ALRT / ALPV, which
@@ -166,6 +168,21 @@ def main():
             for b in bad[:10]:
                 print("     " + b)
             problems += bool(bad)
+        # eve-log metadata: no
+        conf = os.path.join(d, "off.yaml")
+        with open(conf, "w") as f:
+            f.write("%YAML 1.1\n---\noutputs:\n  - eve-log:\n      enabled: yes\n      metadata: no\n      types:\n        - alert\n")
+        events = run_detect(gaspp, pcap, rules, d, "cpu", ["-c", conf])
+        if events is None:
+            problems += 1
+        else:
+            leaked = [e for e in events if "metadata" in e or "traffic" in e]
+            contexts = sum(1 for e in events if "context" in e.get("alert", {}))
+            want_contexts = sum(1 for w in want_alerts.values() if "context" in w)
+            ok = not leaked and contexts == want_contexts
+            print(f"{'ok  ' if ok else 'FAIL'} (metadata: no): {len(leaked)} events with traffic/metadata, "
+                  f"{contexts} alert contexts (reference {want_contexts})")
+            problems += not ok
     # The capture must exercise every kind of member.
     kinds = {k for m in list(want_alerts.values()) + list(want_flows.values()) for k in m}
     md = [m.get("metadata", {}) for m in list(want_alerts.values()) + list(want_flows.values())]

@@ -624,7 +624,8 @@ struct DetectModule {
     void build_app_prefilter();
     std::vector<AppSig> app_sigs_;
     bool smtp_envelope_sigs_ = false;
-    bool hassh_sigs_ = false;  // a signature reads ssh.hassh* (HASSH then goes into EVE too)  // an app signature reads a mail's fields (app_proto 6)
+    bool hassh_sigs_ = false;
+    bool eve_flow_vars_ = true;  // option flow-vars (eve-log's top-level metadata): events carry them  // a signature reads ssh.hassh* (HASSH then goes into EVE too)  // an app signature reads a mail's fields (app_proto 6)
     bool smtp_event_sigs_ = false;     // an app signature tests a mail's anomalies (app-layer-event:smtp.*)
     bool mail_body_md5_ = false;       // ... its body's MD5 (email.body_md5): the parser computes it
     bool http_header_sigs_ = false;    // one reads http.request_header or http.response_header

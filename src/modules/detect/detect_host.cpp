@@ -240,6 +240,9 @@ DetectModule::Host::Host(const ModuleOptions& opt) : ModuleHost<DetectModule>({}
       eve_verdict_ = v == "on";
     } else if (k == "ethernet") {
       eve_ether_ = v == "on";
+    } else if (k == "flow-vars") {
+      if (v != "on" && v != "off") throw std::invalid_argument("detect: flow-vars must be on or off");
+      eve_flow_vars_ = v == "on";
     } else if (k == "tagged-packets") {
       tagged_packets_ = v == "on";
     } else if (k == "xff") {
@@ -269,7 +272,7 @@ DetectModule::Host::Host(const ModuleOptions& opt) : ModuleHost<DetectModule>({}
       if (!err.empty()) throw std::invalid_argument("detect: " + err);
     } else {
       throw std::invalid_argument("detect: unknown option '" + k +
-                                  "' (rules, classification-file, threshold-file, ja3-fingerprints, smtp-body-md5, metadata.flow|app-layer|rule.metadata|rule.raw, packet-alert-max, prefilter, matcher, mpm-cache, firewall, payload, packet, verdict, ethernet, tagged-packets, xff, xff-deployment, xff-header, action-order, datasets-allow-absolute, iprep-categories, iprep-files, iprep-path, address.NAME, port.NAME)");
+                                  "' (rules, classification-file, threshold-file, ja3-fingerprints, smtp-body-md5, metadata.flow|app-layer|rule.metadata|rule.raw, packet-alert-max, prefilter, matcher, mpm-cache, firewall, payload, packet, verdict, ethernet, flow-vars, tagged-packets, xff, xff-deployment, xff-header, action-order, datasets-allow-absolute, iprep-categories, iprep-files, iprep-path, address.NAME, port.NAME)");
     }
   }
   const std::set<std::string> read = leave_to_firewall ? flowbits_read(files, vars) : std::set<std::string>{};
@@ -707,6 +710,7 @@ void DetectModule::Host::on_flows_gone(const std::vector<uint64_t>& flow_ids) {
 }
 
 std::string DetectModule::Host::vars_eve_json(uint64_t flow_id, const NamedValues* pkt_vars) const {
+  if (!eve_flow_vars_) return {};
   const auto it = flow_vars_.find(flow_id);
   static const FlowVars kNone;
   const FlowVars& fv = it == flow_vars_.end() ? kNone : it->second;
