@@ -60,7 +60,21 @@ bool build_reject(const uint8_t* f, uint32_t cap, bool to_source, uint32_t mtu, 
     if (ip_cap < 40 || (ip[0] >> 4) != 6) return false;
     ihl = 40;
     ip_len = 40 + uint32_t(get16(ip + 4));
-    proto = ip[6];  // TCP only right behind the fixed header; anything else gets an ICMPv6 answer
+    proto = ip[6];
+    // Past the extension headers (hop-by-hop, routing, destination options, AH; a first fragment's
+    // header) to the transport header, as Suricata's decoder finds the TCP header it answers; a
+    // later fragment, or headers cut by the capture, have none: an ICMPv6 answer then. At most 8
+    // headers are walked.
+    for (int k = 0; k < 8 && (proto == 0 || proto == 43 || proto == 60 || proto == 51 || proto == 44); ++k) {
+      if (ip_cap < ihl + 8) break;
+      const uint8_t* h = ip + ihl;
+      const uint32_t hlen = proto == 44 ? 8 : proto == 51 ? (uint32_t(h[1]) + 2) * 4 : (uint32_t(h[1]) + 1) * 8;
+      if (proto == 44 && (get16(h + 2) & 0xfff8) != 0) break;  // not the first fragment
+      if (ip_cap < ihl + hlen) break;
+      proto = h[0];
+      ihl += hlen;
+    }
+    if (proto != 6) ihl = 40;  // the ICMPv6 answer quotes the packet from its fixed header
   }
   const int alen = v4 ? 4 : 16;
   const uint8_t* ip_src = ip + (v4 ? 12 : 8);

@@ -13,7 +13,9 @@
 // packet as fits the MTU (IPv4: at least its header and 8 bytes), as Suricata does.
 // TTL / hop limit 64, IPv4 id 0, checksums computed. An 802.1Q tag on the packet is kept.
 //
-// IPv6 extension headers are not walked: such a packet is answered with the ICMPv6 unreachable.
+// IPv6 extension headers (hop-by-hop, routing, destination options, AH, a first fragment's; at
+// most 8) are walked to the TCP header, which gets the reset (the answer carries none of them); a
+// later fragment, or headers the capture cut, get the ICMPv6 unreachable.
 // Frames that cannot be answered (not Ethernet, not IPv4/IPv6, cut before the headers needed) give
 // false; the forwarder counts them.
 #pragma once

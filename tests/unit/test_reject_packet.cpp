@@ -149,6 +149,61 @@ TEST(RejectPacket, AnswersAsSuricatasRespondReject) {
   }
 }
 
+// IPv6 with extension headers before TCP (RFC 8200 §4): the answer is a reset of the segment behind
+// them (Suricata answers the TCP header its decoder found), without the headers; behind a later
+// fragment there is no TCP header: an ICMPv6 answer.
+TEST(RejectPacket, Ipv6ExtensionHeadersAreWalked) {
+  struct Row {
+    const char* name;
+    std::vector<std::vector<uint8_t>> ext;  // each header without its next-header byte
+    std::vector<uint8_t> types;             // each header's type
+    bool tcp_answer;
+  };
+  const Row rows[] = {
+      {"hop-by-hop", {{0, 1, 4, 0, 0, 0, 0}}, {0}, true},
+      {"hop-by-hop then destination options (16 bytes)",
+       {{0, 1, 4, 0, 0, 0, 0}, {1, 1, 12, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}}, {0, 60}, true},
+      {"a first fragment", {{0, 0, 0, 0, 0, 0, 1}}, {44}, true},
+      {"a later fragment", {{0, 0, 8, 0, 0, 0, 1}}, {44}, false},
+  };
+  for (const Row& r : rows) {
+    SCOPED_TRACE(r.name);
+    Frame in = make(true, false, true, 1000, 5000, 10);
+    // Insert the headers behind the fixed header, each pointing at the next, the last at TCP (6).
+    std::vector<uint8_t> hdrs;
+    for (size_t k = 0; k < r.ext.size(); ++k) {
+      hdrs.push_back(k + 1 < r.types.size() ? r.types[k + 1] : 6);
+      hdrs.insert(hdrs.end(), r.ext[k].begin(), r.ext[k].end());
+    }
+    const uint32_t l3 = in.l3;
+    in.b[l3 + 6] = r.types[0];
+    const uint32_t plen = be16(in.b.data() + l3 + 4) + uint32_t(hdrs.size());
+    in.b[l3 + 4] = uint8_t(plen >> 8);
+    in.b[l3 + 5] = uint8_t(plen);
+    in.b.insert(in.b.begin() + l3 + 40, hdrs.begin(), hdrs.end());
+    std::vector<uint8_t> out;
+    ASSERT_TRUE(build_reject(in.b.data(), uint32_t(in.b.size()), true, 1500, out));
+    const uint8_t* ip = out.data() + l3;
+    const uint8_t* l4 = ip + 40;
+    const uint32_t l4n = uint32_t(out.size()) - l3 - 40;
+    if (r.tcp_answer) {
+      ASSERT_EQ(out.size(), 14u + 40 + 20);
+      EXPECT_EQ(ip[6], 6);
+      EXPECT_EQ(be16(l4), 80);
+      EXPECT_EQ(be16(l4 + 2), 1000);
+      EXPECT_EQ(be32(l4 + 4), 5000u);
+      EXPECT_EQ(be32(l4 + 8), 1010u);  // the segment's 10 bytes acknowledged
+      EXPECT_EQ(l4[13], 0x14);
+      EXPECT_EQ(l4_check(ip + 8, 16, 6, l4, l4n), 0) << "TCP checksum";
+    } else {
+      EXPECT_EQ(ip[6], 58);
+      EXPECT_EQ(l4[0], 1);
+      EXPECT_TRUE(std::equal(l4 + 8, l4 + l4n, in.b.data() + l3)) << "the quote is the packet's start";
+      EXPECT_EQ(l4_check(ip + 8, 16, 58, l4, l4n), 0) << "ICMPv6 checksum";
+    }
+  }
+}
+
 TEST(RejectPacket, FramesItCannotAnswer) {
   const Frame tcp = make(false, false, true, 1, 2, 0);
   std::vector<uint8_t> out;
