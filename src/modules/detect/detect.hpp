@@ -748,6 +748,10 @@ struct DetectModule {
     uint32_t last_sig_ = ~0u, packet_alerts_ = 0;
     uint8_t last_seq_ = 0;  // the last match's ModuleEvent::seq (its transaction among the signature's on the packet)
     bool packet_passed_ = false;  // a pass signature matched the current packet
+    // What the current packet's earlier alerts decided on the host (a late drop, reject
+    // directions): its later alerts' verdict is the packet's, as Suricata's EveAddVerdict reads it.
+    bool packet_late_drop_ = false;
+    uint8_t packet_reject_dirs_ = 0;
     uint64_t pass_matches_ = 0, after_pass_ = 0;
     uint64_t gated_sigs_ = 0, app_proto_rejected_ = 0;  // signatures with gate_proto; their matches on other flows
     uint64_t host_rechecks_ = 0, host_recheck_matches_ = 0, stream_unresolved_ = 0;

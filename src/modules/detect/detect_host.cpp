@@ -977,6 +977,8 @@ void DetectModule::Host::on_event(const ModuleEvent& ev, const HostPacket& p, Mo
   if (!same_packet) {
     packet_alerts_ = 0;
     packet_passed_ = false;
+    packet_late_drop_ = false;
+    packet_reject_dirs_ = 0;
   }
   last_number_ = p.number;
   last_flow_ = e.flow_id;
@@ -1080,8 +1082,13 @@ void DetectModule::Host::on_event(const ModuleEvent& ev, const HostPacket& p, Mo
   AlertExtras x{payload_, (ev.value & 2) != 0, eve_packet_, eve_verdict_, false, {}, alert_meta_, eve_ether_, {}, {}, {}, 0};
   // A reject rule (or a rate_filter's new_action reject) that dropped a packet answers it.
   const uint8_t reject_dirs = dropped && p.number ? reject_dirs_for(s.rule, rate_action) : 0;
-  x.reject_dirs = reject_dirs;
   if (reject_dirs && p.late) p.late->reject(p, reject_dirs);
+  // The packet's verdict so far for this alert's verdict object: dropped on the host by an
+  // earlier alert of the packet, and every reject direction its alerts gave.
+  if (late_p.verdict & kVerdictDrop) packet_late_drop_ = packet_late_drop_ || !(p.verdict & kVerdictDrop);
+  if (packet_late_drop_) late_p.verdict |= kVerdictDrop;
+  packet_reject_dirs_ |= reject_dirs;
+  x.reject_dirs = packet_reject_dirs_;
   if (s.app) {
     const auto it = app_alerts_.find({ev.flow_id, ev.packet, e.value, ev.seq});
     if (it != app_alerts_.end()) {
