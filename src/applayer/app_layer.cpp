@@ -440,16 +440,24 @@ void AppLayer::process(const std::vector<StreamChunk>& chunks, std::span<const u
                        const std::vector<uint8_t>& dgram_bytes, const Step& step) {
   release_touched();
   ++batch_;
-  // The updates not yet handed to step; they go before their flow is parsed further.
+  // The updates not yet handed to step; they go before their flow is parsed further (the flows
+  // of one address pair are interleaved: a flow's updates may wait behind another flow's).
   size_t handed = out.size();
+  pending_flows_.clear();
   const auto hand = [&](uint64_t next_flow, bool last) {
-    if (!step || handed == out.size() || (!last && out.back().flow_id != next_flow)) return;
+    if (!step || handed == out.size() || (!last && !pending_flows_.count(next_flow))) return;
     step(std::span<AppUpdate>(out).subspan(handed));
     handed = out.size();
+    pending_flows_.clear();
+  };
+  const auto note_pending = [&](size_t before) {
+    for (size_t i = before; i < out.size(); ++i) pending_flows_.insert(out[i].flow_id);
   };
   for (const AppDatagram& d : datagrams) {
     hand(d.flow_id, false);
+    const size_t before = out.size();
     datagram(d, dgram_bytes.data() + d.data, out);
+    note_pending(before);
   }
   // Chunks come grouped by flow and direction; a flow's two directions are interleaved again in
   // the order their packets arrived (stream order within a direction is kept: a later piece of a
@@ -466,9 +474,12 @@ void AppLayer::process(const std::vector<StreamChunk>& chunks, std::span<const u
     if (x.packet != y.packet) return x.packet < y.packet;  // kNoFlow (no packet: released at the end) last
     return x.flow_id < y.flow_id;
   });
+  size_t noted = out.size();  // the updates up to here are in pending_flows_ (or handed)
   for (uint32_t ci : order) {
     const StreamChunk& c = chunks[ci];
+    note_pending(noted);
     hand(c.flow_id, false);
+    noted = out.size();
     if (c.len == 0 && !flows_.count(c.flow_id)) continue;
     FlowApp* fp = flow_for(c.flow_id);
     if (!fp) continue;

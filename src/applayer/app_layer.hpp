@@ -53,6 +53,7 @@
 #include <memory>
 #include <string>
 #include <unordered_map>
+#include <unordered_set>
 #include <span>
 #include <vector>
 
@@ -249,6 +250,7 @@ class AppLayer {
   std::unordered_map<uint64_t, AppProto> gone_;  // the protocols of the flows the last forget() released
   std::unordered_map<uint64_t, AppProto> gone_orig_;  // ... of those of them that tunneled (proto_orig)
   uint64_t batch_ = 0;  // process() calls
+  std::unordered_set<uint64_t> pending_flows_;  // process(): flows with updates not yet handed to step
   void decided(FlowApp& f, uint32_t packet) {
     if (f.proto != AppProto::unknown && f.decided_batch == ~0ull) {
       f.decided_batch = batch_;

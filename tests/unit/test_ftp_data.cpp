@@ -1,7 +1,8 @@
 // FTP data connections (applayer/ftp_data.hpp): the transfers the control connection announces,
 // against Suricata's rules for them (app-layer-ftp.c FTPParseRequest), and the data connections the
 // application layer ties to them, at every split of the file and across batches, against the bytes
-// sent and OpenSSL's MD5 of them.
+// sent and OpenSSL's MD5 of them; and the capture-order parsing of one address pair's flows that
+// the tie needs (a flow's updates still handed before the flow is parsed further).
 #include <gtest/gtest.h>
 
 #include <string>
@@ -204,6 +205,50 @@ TEST(FtpData, ExpectationsAreBoundedPerAddressPair) {
   EXPECT_TRUE(ex.take(b, a, 4, 3, 1, got));   // either order names the pair
   EXPECT_EQ(got.port, 3);
   EXPECT_FALSE(ex.take(a, b, 4, 3, 1, got));  // used up
+}
+
+}  // namespace
+}  // namespace gaspp
+
+namespace gaspp {
+namespace {
+
+// The flows of one address pair are parsed in capture order, interleaved: a flow's updates must
+// still reach the step before that flow is parsed further (here: flow A's request update is
+// inspected before A's response is parsed, though flow B's request came between them).
+TEST(AppLayerOrder, InterleavedFlowsHandTheirUpdatesBeforeParsingFurther) {
+  FlowKey a{}, b{};
+  for (FlowKey* k : {&a, &b}) {
+    k->family = 4;
+    k->proto = 6;
+    k->addr[0][0] = 0x0a000001;
+    k->addr[1][0] = 0x0a000002;
+    k->port[1] = 80;
+  }
+  a.port[0] = 40000;
+  b.port[0] = 40001;
+  const std::string req_a = "GET /a HTTP/1.1\r\nHost: x\r\n\r\n", req_b = "GET /b HTTP/1.1\r\nHost: x\r\n\r\n";
+  const std::string resp_a = "HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhello";
+  for (const bool a_first_by_id : {true, false}) {
+    const uint64_t ida = a_first_by_id ? 3 : 9, idb = a_first_by_id ? 9 : 3;
+    AppLayer app;
+    std::vector<StreamChunk> chunks;
+    std::vector<uint8_t> bytes;
+    test::add_chunk(chunks, bytes, a, 0, req_a, 0, req_a.size(), 0, ida);
+    test::add_chunk(chunks, bytes, b, 0, req_b, 0, req_b.size(), 1, idb);
+    test::add_chunk(chunks, bytes, a, 1, resp_a, 0, resp_a.size(), 2, ida);
+    std::vector<AppUpdate> out;
+    int checked = 0;
+    app.process(chunks, bytes, out, {}, {}, [&](std::span<AppUpdate> us) {
+      for (const AppUpdate& u : us)
+        if (u.flow_id == ida && u.packet == 0) {
+          ASSERT_NE(u.http(), nullptr);
+          EXPECT_FALSE(u.http()->resp_done) << "flow A's request update handed after its response was parsed";
+          ++checked;
+        }
+    });
+    EXPECT_EQ(checked, 1) << (a_first_by_id ? "A first by id" : "B first by id");
+  }
 }
 
 }  // namespace
