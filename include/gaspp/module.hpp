@@ -372,6 +372,17 @@ class LateVerdicts {
   ~LateVerdicts() = default;
 };
 
+// What the pipeline's modules keep of a flow for its EVE events (the signature engine's flowbits,
+// flowints and flow variables): members to append to an event of the flow, as Suricata's
+// EveAddMetadata adds them to every event (`,"traffic":{...},"metadata":{...}`); empty for none.
+class FlowEveVars {
+ public:
+  virtual std::string flow_eve_json(uint64_t flow_id) const = 0;
+
+ protected:
+  ~FlowEveVars() = default;
+};
+
 // A packet as the host handler sees it (re-decoded on the host from the batch's records). For an
 // event with no packet (kNoPacket) it is flow-only: number 0, no frame (null, lengths 0), decoded
 // null, ts_ns the flow's last packet time and `flow` its record (key, times, counters), the flow as
@@ -394,6 +405,8 @@ struct HostPacket {
   const char* app_proto = nullptr;
   // Where a handler's late drop goes (LateVerdicts); null for a flow-only event (no packet).
   LateVerdicts* late = nullptr;
+  // The flow's variables for the handler's EVE events (null: none kept, or EVE metadata off).
+  const FlowEveVars* vars = nullptr;
 };
 
 // Where host handlers write what they produce.

@@ -84,6 +84,7 @@ void ModuleSet::hand_flow_only(std::vector<ModuleEvent>::const_iterator begin,
     }
     HostPacket hp{0, r.last_ts, nullptr, 0, 0, nullptr, e->flow_id, e->to_client != 0, &r};
     hp.app_proto = app_proto_of(e->flow_id);
+    hp.vars = this;
     ++flow_only_;
     mods_[e->module]->on_event(*e, hp, out);
   }
@@ -369,6 +370,7 @@ void ModuleSet::finish_batch(const PacketBatch& b, ModuleOutput& out) {
     hp.to_client = e.to_client != 0;
     hp.verdict = b.h_verdict[e.packet];
     hp.app_proto = app_proto_at(e.flow_id, e.packet);
+    hp.vars = this;
     // The flow's counters at the packet, where the verdict walk worked them out: an alerted packet,
     // and with an application layer in use every packet with payload (the application layer's
     // alerts name the packet that delivered the data; the walk ran before they were raised).

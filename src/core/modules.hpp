@@ -129,7 +129,7 @@ bool regroup_after_stage(const std::vector<ModuleInstance*>& mods, const std::ve
 std::unique_ptr<ModuleInstance> make_module(const std::string& name, const ModuleOptions& opt);
 std::vector<std::string> module_names();
 
-class ModuleSet {
+class ModuleSet : public FlowEveVars {
  public:
   void add(std::unique_ptr<ModuleInstance> m);
   bool empty() const { return mods_.empty(); }
@@ -181,7 +181,7 @@ class ModuleSet {
   // The protocol a CONNECT tunnel's flow began with (its EVE flow record's app_proto_orig), null
   // without one.
   // What the modules keep of a flow for its EVE events (ModuleInstance::flow_eve_json), in their order.
-  std::string flow_eve_json(uint64_t flow_id) const {
+  std::string flow_eve_json(uint64_t flow_id) const override {
     std::string j;
     for (const auto& m : mods_) j += m->flow_eve_json(flow_id);
     return j;

@@ -12,6 +12,8 @@ against a reference written here from Suricata's output-json.c:
     `alert.context`; a noalert signature stores its captures too;
   * an alert carries the flow's variables as its packet left them (the packet's own flowbits and
     flowints applied), a flow event as the flow ended; a flow without variables has neither member;
+  * the firewall module's alerts (a header-only rule, on the first packet of the flow's reply
+    direction, after all of its client's packets) carry the flow's variables too;
   * with eve-log's top-level `metadata: no` (suricata.yaml), no event has `traffic` or `metadata`,
     and alert.context keeps the alert captures.
 
@@ -58,6 +60,7 @@ def rules_text():
     out.append('alert udp any any -> any any (msg:"alert"; content:"ALRT"; sid:100;)')
     out.append('alert udp any any -> any any (msg:"alert with captures"; content:"ALPV"; '
                'pcre:"/ALPV(?P<pkt_pv>[a-z])(?P<alert_ac>[a-z])/"; sid:101;)')
+    out.append('alert udp 10.7.9.9 7777 -> any any (msg:"reply, header only"; sid:300;)')
     return "\n".join(out) + "\n"
 
 
@@ -133,8 +136,15 @@ def main():
         f.time = t
         t += 0.01
         frames.append(f)
+    want_replies = {}
     for fl, (bits, ints, fvars) in state.items():
         want_flows[fl] = members(bits, ints, fvars)
+        # Each flow's reply, after its last packet: the firewall's header-only alert.
+        f = Ether() / IP(src="10.7.9.9", dst=fl[0]) / UDP(sport=7777, dport=fl[1]) / Raw(b"REPLY")
+        f.time = t
+        t += 0.01
+        frames.append(f)
+        want_replies[len(frames)] = want_flows[fl]
     problems = 0
     with tempfile.TemporaryDirectory() as d:
         pcap, rules = os.path.join(d, "v.pcap"), os.path.join(d, "v.rules")
@@ -148,11 +158,14 @@ def main():
                 continue
             bad = []
             got_alerts, got_flows = {}, {}
+            got_replies = {}
             for e in events:
                 m = {k: e[k] for k in ("traffic", "metadata") if k in e}
                 if "context" in e.get("alert", {}):
                     m["context"] = e["alert"]["context"]
-                if e.get("event_type") == "alert":
+                if e.get("event_type") == "alert" and e["alert"]["signature_id"] == 300:
+                    got_replies[e["pcap_cnt"]] = m
+                elif e.get("event_type") == "alert":
                     got_alerts[e["pcap_cnt"]] = m
                 elif e.get("event_type") == "flow":
                     got_flows[(e["src_ip"], e["src_port"])] = m
@@ -164,6 +177,9 @@ def main():
             for fl, w in want_flows.items():
                 if got_flows.get(fl) != w:
                     bad.append(f"flow {fl}: {got_flows.get(fl)}, reference {w}")
+            for n, w in want_replies.items():
+                if got_replies.get(n) != w:
+                    bad.append(f"firewall alert at pcap_cnt {n}: {got_replies.get(n)}, reference {w}")
             print(f"{'ok  ' if not bad else 'FAIL'} ({path}): {len(got_alerts)} alerts, {len(got_flows)} flow events compared")
             for b in bad[:10]:
                 print("     " + b)

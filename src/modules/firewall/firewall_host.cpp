@@ -227,6 +227,7 @@ void FirewallModule::Host::write_alert(const Rule& r, const HostPacket& p, Modul
                                        uint8_t reject_dirs) {
   AlertExtras x{payload_, false, eve_packet_, eve_verdict_, false, {}, alert_meta_, eve_ether_, {}, {}, {}, 0};
   x.reject_dirs = reject_dirs;
+  if (p.vars && p.flow_id) x.vars = p.vars->flow_eve_json(p.flow_id);  // the signature engine's flowbits, ...
   out.eve(eve_alert_line(r, classes_, p, blocked, x));
   out.fast_log(fast_log_line(r, classes_, p, blocked));
 }
