@@ -83,10 +83,14 @@ void ModuleSet::account_verdicts(const PacketBatch& b, ModuleOutput& out) {
       const HostPacket hp{b.packet_number(i), d.ts_ns[0], b.h_span + off + kRecordHeaderBytes, rh.cap_len,
                           rh.wire_len, &d, flow_id, to_client};
       // Suricata's words for the threshold reason keep their underscore.
-      out.eve(drop_event_json(hp, threshold ? std::string("threshold detection_filter")
-                                            : drop_event_reason(memcap ? "flow_memcap" : stream_error ? "stream_error"
-                                                                : stream_urgent ? "stream_urgent" : drop_reason_name(reason)),
-                             drop_ether_));
+      std::string j = drop_event_json(hp, threshold ? std::string("threshold detection_filter")
+                                                    : drop_event_reason(memcap ? "flow_memcap" : stream_error ? "stream_error"
+                                                                        : stream_urgent ? "stream_urgent" : drop_reason_name(reason)),
+                                      drop_ether_);
+      // The flow's variables, as Suricata adds them to its drop events too (EveAddCommonOptions).
+      const std::string vars = flow_id ? flow_eve_json(flow_id) : std::string();
+      if (!vars.empty() && !j.empty() && j.back() == '}') j.insert(j.size() - 1, vars);
+      out.eve(j);
     }
   }
 }

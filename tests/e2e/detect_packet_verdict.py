@@ -7,7 +7,9 @@ writes it from the packet's final action (output-json-alert.c), not the alerting
     reject answers the source: Suricata's "to_client");
   * a packet a drop signature dropped on the host (one reading a flowbit): its later plain alerts
     say "drop" too, without reject members;
-  * a packet nothing dropped: "alert".
+  * a packet nothing dropped: "alert";
+  * with --eve-drops, the drop event of a packet of a flow with flowbits carries them
+    (`metadata.flowbits`, as Suricata's EveAddCommonOptions adds them to drop events), the other none.
 
 A capture built here (scapy): a TCP flow whose client segments carry REJ, DRP or ALR; the
 signatures below. Every alert's verdict must be the reference's, on the CPU with Hyperscan and on
@@ -39,7 +41,7 @@ alert tcp any any -> any any (msg:"alert"; content:"ALR"; sid:5;)
 def main():
     gaspp = sys.argv[1]
     paths = sys.argv[2:] or ["cpu", "cpu-device"]
-    frames, want = [], {}
+    frames, want, want_drops = [], {}, {}
     t = 100.0
 
     def add(f):
@@ -60,12 +62,14 @@ def main():
             add(IP(src=c, dst=s) / TCP(sport=sport, dport=80, flags="PA", seq=seq_c, ack=seq_s) / Raw(word.encode()))
             n = len(frames)
             if word == "REJ":
+                want_drops[n + 0] = None
                 v = {"action": "drop", "reject_target": "to_client", "reject": ["tcp-reset"]}
                 want[(n, 1)] = v
                 want[(n, 2)] = v
             elif word == "DRP":
                 want[(n, 3)] = {"action": "drop"}
                 want[(n, 4)] = {"action": "drop"}
+                want_drops[n] = {"flowbits": ["f"]}
             elif word == "ALR":
                 want[(n, 5)] = {"action": "alert"}
             seq_c += len(word)
@@ -77,7 +81,7 @@ def main():
         with open(rules, "w") as f:
             f.write(RULES)
         for path in paths:
-            events = run_detect(gaspp, pcap, rules, d, path, ["--eve-verdict"])
+            events = run_detect(gaspp, pcap, rules, d, path, ["--eve-verdict", "--eve-drops"])
             if events is None:
                 problems += 1
                 continue
@@ -86,6 +90,9 @@ def main():
             bad = [f"pcap_cnt {k[0]} sid {k[1]}: {got.get(k)}, reference {v}" for k, v in sorted(want.items())
                    if got.get(k) != v]
             bad += [f"pcap_cnt {k[0]} sid {k[1]}: an alert the reference has not" for k in sorted(set(got) - set(want))]
+            drops = {e["pcap_cnt"]: e.get("metadata") for e in events if e.get("event_type") == "drop"}
+            bad += [f"drop event at pcap_cnt {n}: metadata {drops.get(n, 'missing')}, reference {m}"
+                    for n, m in sorted(want_drops.items()) if n not in drops or drops[n] != m]
             print(f"{'ok  ' if not bad else 'FAIL'} ({path}): {len(got)} alerts, reference {len(want)}")
             for b in bad[:10]:
                 print("     " + b)
