@@ -213,6 +213,17 @@ void ModuleSet::app_events(const std::vector<StreamChunk>& chunks, std::span<con
 }
 
 namespace {
+// Passes EVE events on with the flow's variables (ModuleSet::flow_eve_json) added, as Suricata's
+// EveAddCommonOptions adds them to every event of the flow.
+struct WithFlowVars {
+  ModuleOutput& to;
+  const std::string& vars;
+  void eve(std::string j) {
+    if (!vars.empty() && !j.empty() && j.back() == '}') j.insert(j.size() - 1, vars);
+    to.eve(j);
+  }
+};
+
 std::string app_event(AppProto proto, uint64_t ts, uint64_t flow_id, uint64_t cnt, const FlowKey& key, bool client_lo,
                       const AppTx& t) {
   if (proto == AppProto::tls) return eve_tls_event(ts, flow_id, cnt, key, client_lo, static_cast<const TlsTx&>(t));
@@ -232,14 +243,7 @@ std::string app_event(AppProto proto, uint64_t ts, uint64_t flow_id, uint64_t cn
 // EveAddCommonOptions adds them to every event of the flow.
 void app_events_of(AppProto proto, uint64_t ts, uint64_t flow_id, uint64_t cnt, const FlowKey& key, bool client_lo,
                    const AppTx& t, const std::string& vars, ModuleOutput& real_out) {
-  struct WithVars {
-    ModuleOutput& to;
-    const std::string& vars;
-    void eve(std::string j) {
-      if (!vars.empty() && !j.empty() && j.back() == '}') j.insert(j.size() - 1, vars);
-      to.eve(j);
-    }
-  } out{real_out, vars};
+  WithFlowVars out{real_out, vars};
   if (proto == AppProto::smtp) {
     const SmtpTx& m = static_cast<const SmtpTx&>(t);
     if (m.mime)
@@ -259,7 +263,10 @@ void app_events_of(AppProto proto, uint64_t ts, uint64_t flow_id, uint64_t cnt, 
 }  // namespace
 
 void ModuleSet::write_anomalies(AppProto proto, uint64_t ts_ns, uint64_t flow_id, uint64_t pcap_cnt, const FlowKey& key,
-                                bool src_lo, const AppTx& t, uint64_t events, ModuleOutput& out) {
+                                bool src_lo, const AppTx& t, uint64_t events, ModuleOutput& real_out) {
+  // Each event with the flow's variables, as Suricata's anomaly logger adds them (EveAddCommonOptions).
+  const std::string vars = flow_eve_json(flow_id);
+  WithFlowVars out{real_out, vars};
   if (proto == AppProto::ssh) {
     for (const char* name : ssh_event_names(uint8_t(events)))
       out.eve(eve_applayer_anomaly_event(ts_ns, flow_id, pcap_cnt, key, src_lo, t.id, "ssh", name, false));
