@@ -57,6 +57,7 @@
 #include <span>
 #include <vector>
 
+#include "applayer/addr_pair.hpp"
 #include "applayer/detection_ports.hpp"
 #include "applayer/dns.hpp"
 #include "applayer/http1.hpp"
@@ -125,18 +126,6 @@ struct AppUpdate {
 // identification strings were read; SMTP when the mail completed; FTP when the reply came; DNS
 // and SIP at each message.
 bool tx_complete(const AppUpdate& u);
-
-// A hash of a flow's two addresses (either order; ports left out): the flows between two
-// addresses share it, so that an FTP control connection and its data connections are parsed in
-// one AppLayer, in capture order (core/app_shards.hpp shards by it).
-inline uint64_t app_pair_hash(const FlowKey& k) {
-  // FlowKey's endpoint 0 is the lower (address, port): with two different addresses the lower
-  // address, so the order is the pair's own; with one address twice, either order is the same.
-  uint64_t h = 0x9E3779B97F4A7C15ull ^ k.family;
-  for (int e = 0; e < 2; ++e)
-    for (int i = 0; i < 4; ++i) h = (h ^ k.addr[e][i]) * 0x100000001B3ull;
-  return h ^ (h >> 31);
-}
 
 // A UDP packet's payload for the application layer: its flow, batch packet index, whether it
 // goes to the flow's client (the flow's first packet came from the client), its key and which

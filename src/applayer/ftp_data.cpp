@@ -55,11 +55,7 @@ void FtpDataConn::end(int dir) {
   hash_.finish(f.md5, f.sha1, f.sha256);
 }
 
-size_t FtpExpectations::PairHash::operator()(const Pair& p) const {
-  uint64_t h = 0x9E3779B97F4A7C15ull * (p.family + 1);
-  for (int i = 0; i < 4; ++i) h = (h ^ p.a[i]) * 0x100000001B3ull, h = (h ^ p.b[i]) * 0x100000001B3ull;
-  return size_t(h ^ (h >> 29));
-}
+size_t FtpExpectations::PairHash::operator()(const Pair& p) const { return size_t(addr_pair_hash(p.a, p.b, p.family)); }
 
 FtpExpectations::Pair FtpExpectations::pair_of(const uint32_t (&a)[4], const uint32_t (&b)[4], uint8_t family) {
   // Either order names the pair (Suricata's IP pairs): the lower address first.

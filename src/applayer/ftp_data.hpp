@@ -31,6 +31,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "applayer/addr_pair.hpp"
 #include "applayer/app_tx.hpp"
 #include "applayer/digest.hpp"
 #include "applayer/ftp.hpp"
@@ -58,7 +59,6 @@ struct FtpDataTx : AppTx {
   std::vector<MimeFile> files[2];  // the file, on its direction's side (at most one)
   bool done = false;        // the data's direction ended
   bool other_side_seen = false;  // handed out for the other direction once (app_layer.cpp)
-  const std::vector<MimeFile>& files_of(int side) const { return files[side]; }
 };
 
 class FtpDataConn {

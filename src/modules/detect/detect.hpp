@@ -714,7 +714,9 @@ struct DetectModule {
     uint64_t pkt_vars_packet_ = 0;
     uint64_t captures_not_kept_ = 0;  // a stream match's captures (the stream is not at hand)
     // A match's pcre captures: stored (flow, packet) and returned (alert variables as context).
-    std::string apply_captures(const Signature& s, const ModuleEvent& ev, uint32_t sig, const HostPacket& p);
+    // app: the match's transaction alert (on_app's), null for a packet or stream match.
+    std::string apply_captures(const AppAlertText* app, const ModuleEvent& ev, uint32_t sig, const HostPacket& p);
+    std::vector<uint8_t> sig_captures_;  // per signature: a pcre stores captures
     // A signature's packet lists on a decoded packet's payload, on the host (kInspectMatch, ...).
     int packet_lists_on_host(uint32_t sig, const HostPacket& p) const;
     std::vector<std::string> flowbit_names_, flowint_names_;  // by id

@@ -478,6 +478,7 @@ DetectModule::Host::Host(const ModuleOptions& opt) : ModuleHost<DetectModule>({}
     }
     thresholds_.push_back(rt);
     ids.push_back({s.rule.gid, s.rule.sid});
+    sig_captures_.push_back(std::any_of(s.ops.begin(), s.ops.end(), [](const SigOp& o) { return !o.captures.empty(); }));
     for (const FlowbitCmd& c : s.flowbits)
       for (const std::string& n : c.names) flowbit_ids_.try_emplace(n, uint32_t(flowbit_ids_.size()));
     for (const XbitCmd& c : s.xbits) xbit_ids_.try_emplace(c.name, uint32_t(xbit_ids_.size()));
@@ -667,12 +668,12 @@ int DetectModule::Host::packet_lists_on_host(uint32_t sig, const HostPacket& p) 
   return det_packet_lists(host_view_, host_view_.sigs[sig], payload, len, p.frame, h);
 }
 
-std::string DetectModule::Host::apply_captures(const Signature& s, const ModuleEvent& ev, uint32_t sig, const HostPacket& p) {
+std::string DetectModule::Host::apply_captures(const AppAlertText* app, const ModuleEvent& ev, uint32_t sig,
+                                               const HostPacket& p) {
   std::vector<CapturedVar> caps;
-  if (s.app) {
+  if (set_.sigs[sig].app) {
     // Taken where the transaction was inspected (on_app).
-    const auto it = app_alerts_.find({ev.flow_id, ev.packet, sig, ev.seq});
-    if (it != app_alerts_.end()) caps = it->second.captures;
+    if (app) caps = app->captures;
   } else if (ev.value & 2) {
     ++captures_not_kept_;  // a match on the reassembled stream: its bytes are not at hand
     return {};
@@ -1018,8 +1019,13 @@ void DetectModule::Host::on_event(const ModuleEvent& ev, const HostPacket& p, Mo
   flow_effects_apply(s, e.flow_id);
   if (!s.xbits.empty()) xbits_apply(s, addrs, p.ts_ns);
   // pcre captures are stored with the match too (Suricata's post-match), noalert or not.
-  const bool captures = std::any_of(s.ops.begin(), s.ops.end(), [](const SigOp& o) { return !o.captures.empty(); });
-  const std::string alert_vars = captures ? apply_captures(s, ev, e.value, p) : std::string();
+  // A transaction's match: what on_app kept of it (its object, context, captures, ...).
+  const AppAlertText* app_alert = nullptr;
+  if (s.app) {
+    const auto it = app_alerts_.find({ev.flow_id, ev.packet, e.value, ev.seq});
+    if (it != app_alerts_.end()) app_alert = &it->second;
+  }
+  const std::string alert_vars = sig_captures_[e.value] ? apply_captures(app_alert, ev, e.value, p) : std::string();
   if (packet_passed_) {
     ++after_pass_;
     return;
@@ -1089,16 +1095,13 @@ void DetectModule::Host::on_event(const ModuleEvent& ev, const HostPacket& p, Mo
   if (packet_late_drop_) late_p.verdict |= kVerdictDrop;
   packet_reject_dirs_ |= reject_dirs;
   x.reject_dirs = packet_reject_dirs_;
-  if (s.app) {
-    const auto it = app_alerts_.find({ev.flow_id, ev.packet, e.value, ev.seq});
-    if (it != app_alerts_.end()) {
-      x.app = it->second.app;
-      x.context = it->second.context;
-      x.frame = it->second.frame;
-      if (!it->second.xff.empty()) {
-        x.xff = it->second.xff;
-        x.xff_overwrite = xff_mode_ != 2 ? 0 : it->second.to_client ? 2 : 1;
-      }
+  if (app_alert) {
+    x.app = app_alert->app;
+    x.context = app_alert->context;
+    x.frame = app_alert->frame;
+    if (!app_alert->xff.empty()) {
+      x.xff = app_alert->xff;
+      x.xff_overwrite = xff_mode_ != 2 ? 0 : app_alert->to_client ? 2 : 1;
     }
   }
   if (!alert_vars.empty()) x.context += (x.context.empty() ? "" : ",") + alert_vars;
